@@ -1,0 +1,43 @@
+# gangsched developer entry points. `make demo` and `make test` work on a fresh machine:
+# they create the virtualenv, build the local control plane (cached under ~/.cache/gangsched)
+# and run everything on free loopback ports.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv cluster demo test lint unit e2e bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+cluster:
+	tests/cluster/testbed build
+
+demo: venv cluster
+	$(BIN)/python -m tests.cluster.demo
+
+lint: venv
+	$(BIN)/ruff check services tests bench
+	$(BIN)/mypy --strict services
+	$(BIN)/lint-imports
+
+test: venv cluster lint
+	$(BIN)/pytest -p no:cacheprovider -ra
+
+unit: venv
+	$(BIN)/pytest -p no:cacheprovider tests/unit
+
+e2e: venv cluster
+	$(BIN)/pytest -p no:cacheprovider -m e2e
+
+bench: venv cluster
+	$(BIN)/python -m bench.planner_bench
+
+clean:
+	rm -rf $(VENV) .gangsched

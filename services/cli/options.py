@@ -1,0 +1,141 @@
+"""Command-line options shared by the gangsched commands.
+
+Layer: cli. Every option is a flag and a `GANGSCHED_*` environment variable (DESIGN §8); this
+module turns them into a `Settings`. It never does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from services.config.settings import (
+    BinderSettings,
+    BusSettings,
+    KubeSettings,
+    PlannerServiceSettings,
+    Settings,
+    StoreSettings,
+    WatcherSettings,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _option(name: str, **kwargs: Any) -> Callable[[F], F]:
+    envvar = "GANGSCHED_" + name.lstrip("-").replace("-", "_").upper()
+    kwargs.setdefault("show_default", True)
+    kwargs.setdefault("show_envvar", True)
+    return click.option(name, envvar=envvar, **kwargs)
+
+
+def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(function: F) -> F:
+        for decorator in reversed(decorators):
+            function = decorator(function)
+        return function
+
+    return apply
+
+
+common_options = _stack(
+    _option("--data-dir", type=click.Path(path_type=Path), default=Path(".gangsched"),
+            help="Directory of the embedded NATS store and SQLite database."),
+    _option("--scheduler-name", default="gangsched",
+            help="spec.schedulerName of the pods gangsched schedules."),
+    _option("--log-level", default="INFO", help="Python logging level."),
+    _option("--http-host", default="127.0.0.1", help="Address of /healthz, /readyz, /metrics."),
+    _option("--http-port", type=int, default=0,
+            help="Port of /healthz, /readyz, /metrics (0 = a free port, -1 = disabled)."),
+)
+
+bus_options = _stack(
+    _option("--nats", default=None,
+            help="NATS URL(s), comma-separated. Unset: `run` starts an embedded nats-server."),
+    _option("--prefix", default="gangsched",
+            help="Subject and stream prefix, so several clusters can share one NATS."),
+    _option("--stream-replicas", type=int, default=1, help="JetStream stream replicas."),
+    _option("--stream-max-age-seconds", type=float, default=7 * 24 * 3600.0,
+            help="Retention of the EVENTS and DECISIONS streams, in seconds (0 = unlimited)."),
+    _option("--nats-user", default=None, help="NATS user name."),
+    _option("--nats-password", default=None, help="NATS password."),
+    _option("--nats-creds", type=click.Path(path_type=Path), default=None,
+            help="NATS credentials file (JWT + nkey)."),
+)
+
+store_options = _option(
+    "--db", default=None,
+    help="Database URL (sqlite+aiosqlite:///file.db or postgresql+asyncpg://...). "
+         "Unset: SQLite in the data directory.",
+)
+
+kube_options = _stack(
+    _option("--kubeconfig", type=click.Path(path_type=Path), default=None,
+            help="Kubeconfig file. Unset: in-cluster credentials, else ~/.kube/config."),
+    _option("--context", default=None, help="Kubeconfig context."),
+)
+
+watcher_options = _option("--tick-seconds", type=float, default=1.0,
+                          help="Seconds between ClockTicked events.")
+
+planner_options = _stack(
+    _option("--batch-size", type=int, default=512, help="Events fetched per planning batch."),
+    _option("--default-timeout-seconds", type=int, default=60,
+            help="scheduleTimeoutSeconds for PodGroups that set none, in seconds."),
+    _option("--backoff-initial-seconds", type=float, default=1.0,
+            help="First backoff of an unschedulable or rolled-back group, in seconds."),
+    _option("--backoff-max-seconds", type=float, default=60.0, help="Backoff cap, in seconds."),
+    _option("--starvation-seconds", type=float, default=300.0,
+            help="Wait after which a gang reserves the capacity it needs, in seconds."),
+    _option("--scoring", type=click.Choice(["least-allocated", "most-allocated"]),
+            default="least-allocated", help="Node scoring strategy."),
+    _option("--prefer-topology/--no-prefer-topology", default=False,
+            help="Prefer placing a gang under one value of --topology-key."),
+    _option("--topology-key", default="topology.kubernetes.io/zone",
+            help="Node label used for gang locality."),
+)
+
+binder_options = _stack(
+    _option("--bind-concurrency", type=int, default=16, help="Binds in flight per placement."),
+    _option("--rollback-bare-pods/--no-rollback-bare-pods", default=False,
+            help="Also delete bound members without a controller owner on rollback."),
+    _option("--event-interval-seconds", type=float, default=30.0,
+            help="Minimum seconds between two FailedScheduling events for one pod."),
+)
+
+
+def settings_from(options: dict[str, Any]) -> Settings:
+    """Build `Settings` from the parsed options of a command (absent options keep defaults)."""
+    def get(name: str, default: Any) -> Any:
+        value = options.get(name)
+        return default if value is None else value
+
+    defaults = Settings()
+    return Settings(
+        data_dir=get("data_dir", defaults.data_dir),
+        scheduler_name=get("scheduler_name", defaults.scheduler_name),
+        http_host=get("http_host", defaults.http_host),
+        http_port=get("http_port", defaults.http_port),
+        log_level=get("log_level", defaults.log_level),
+        bus=BusSettings(
+            url=options.get("nats"),
+            prefix=get("prefix", "gangsched"),
+            replicas=get("stream_replicas", 1),
+            max_age_seconds=get("stream_max_age_seconds", BusSettings.max_age_seconds),
+            user=options.get("nats_user"),
+            password=options.get("nats_password"),
+            creds_file=options.get("nats_creds"),
+        ),
+        store=StoreSettings(url=options.get("db")),
+        kube=KubeSettings(kubeconfig=options.get("kubeconfig"), context=options.get("context")),
+        watcher=WatcherSettings(tick_seconds=get("tick_seconds", 1.0)),
+        planner=PlannerServiceSettings(batch_size=get("batch_size", 512)),
+        binder=BinderSettings(
+            concurrency=get("bind_concurrency", 16),
+            rollback_bare_pods=get("rollback_bare_pods", False),
+            event_interval_seconds=get("event_interval_seconds", 30.0),
+        ),
+    )

@@ -1,0 +1,105 @@
+"""The settings of the gangsched services, with units and defaults.
+
+Layer: config. Pure data; the CLI (`services/cli`) maps every field to a flag `--field-name`
+and an environment variable `GANGSCHED_FIELD_NAME`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class BusSettings:
+    """NATS JetStream connection and stream settings (DESIGN §6).
+
+    Units: `max_age_seconds` and `duplicate_window_seconds` in seconds (0 = unlimited age).
+    `url` None means: start an embedded nats-server in the data directory (`run` only).
+    """
+
+    url: str | None = None
+    prefix: str = "gangsched"
+    replicas: int = 1
+    max_age_seconds: float = 7 * 24 * 3600
+    duplicate_window_seconds: float = 120.0
+    user: str | None = None
+    password: str | None = None
+    creds_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """State store URL: `sqlite+aiosqlite:///path.db` (default, embedded) or
+    `postgresql+asyncpg://user:pass@host/db`. None means SQLite in the data directory."""
+
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class KubeSettings:
+    """Kubernetes API access: in-cluster credentials, else `kubeconfig` (else ~/.kube/config).
+
+    Units: `request_timeout_seconds` in seconds; `qps`/`burst` in requests per second.
+    """
+
+    kubeconfig: Path | None = None
+    context: str | None = None
+    request_timeout_seconds: float = 30.0
+    watch_timeout_seconds: int = 300
+
+
+@dataclass(frozen=True)
+class WatcherSettings:
+    """Watcher behaviour. Units: `tick_seconds` in seconds between ClockTicked events."""
+
+    tick_seconds: float = 1.0
+
+
+@dataclass(frozen=True)
+class PlannerServiceSettings:
+    """Planner shell behaviour. Units: `fetch_timeout_seconds` seconds; `batch_size` messages."""
+
+    batch_size: int = 512
+    fetch_timeout_seconds: float = 0.2
+
+
+@dataclass(frozen=True)
+class BinderSettings:
+    """Binder behaviour.
+
+    Units: `event_interval_seconds` is the minimum time between two FailedScheduling events for
+    one pod (rate limit); `concurrency` is the number of binds in flight per placement.
+    """
+
+    concurrency: int = 16
+    rollback_bare_pods: bool = False
+    event_interval_seconds: float = 30.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything one gangsched process needs.
+
+    `data_dir` holds the embedded NATS store and the SQLite database when no URLs are given.
+    `scheduler_name` is the `spec.schedulerName` gangsched serves (default `gangsched`).
+    `http_port` serves /healthz, /readyz, /metrics (0 = a free port; -1 = disabled).
+    """
+
+    data_dir: Path = Path(".gangsched")
+    scheduler_name: str = "gangsched"
+    http_host: str = "127.0.0.1"
+    http_port: int = 0
+    log_level: str = "INFO"
+    bus: BusSettings = field(default_factory=BusSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
+    kube: KubeSettings = field(default_factory=KubeSettings)
+    watcher: WatcherSettings = field(default_factory=WatcherSettings)
+    planner: PlannerServiceSettings = field(default_factory=PlannerServiceSettings)
+    binder: BinderSettings = field(default_factory=BinderSettings)
+
+    def store_url(self) -> str:
+        """The effective database URL (SQLite file `<data_dir>/gangsched.db` by default)."""
+        if self.store.url:
+            return self.store.url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'gangsched.db').resolve()}"

@@ -1,0 +1,93 @@
+"""Decisions: what the planner decided, published on the DECISIONS stream.
+
+Layer: contracts. Pure; never does I/O.
+
+Every decision carries its deterministic `id` (`"<plan_seq>-<index>"`), the `plan_seq` (stream
+sequence of the last event applied before the round that produced it) and `at_ms` (the planner's
+event-derived time, UTC epoch milliseconds). New fields are added only with defaults, so old
+subscribers keep decoding newer messages (unknown fields are ignored by msgspec and JSON readers).
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import msgspec
+
+
+class Assignment(msgspec.Struct, frozen=True):
+    """One member of a placement: pod (uid, namespace, name) to node."""
+
+    pod_uid: str
+    namespace: str
+    name: str
+    node: str
+
+
+class PodRef(msgspec.Struct, frozen=True):
+    """A pod named by uid, namespace and name."""
+
+    uid: str
+    namespace: str
+    name: str
+
+
+class Placement(msgspec.Struct, frozen=True, tag="Placement"):
+    """Bind these members now, all of them, before `deadline_ms`, or roll the group back.
+
+    `members` holds every pod placed in this round (at least enough for quorum when the group
+    had not reached it yet), sorted by namespace/name. `attempt` counts placements of the group.
+    Units: `deadline_ms` UTC epoch milliseconds (at_ms + scheduleTimeoutSeconds).
+    """
+
+    id: str
+    plan_seq: int
+    at_ms: int
+    group: str
+    attempt: int
+    deadline_ms: int
+    members: tuple[Assignment, ...]
+
+
+class Rejection(msgspec.Struct, frozen=True, tag="Rejection"):
+    """The group (or some of its pods) could not be placed in this round, and why.
+
+    `reason` is the user-facing message (shape in `services/planner/core/reasons.py`), meant for
+    FailedScheduling events and the PodScheduled condition. `retry_at_ms` is when the group
+    leaves backoff, if it is backed off.
+    """
+
+    id: str
+    plan_seq: int
+    at_ms: int
+    group: str
+    reason: str
+    pods: tuple[PodRef, ...]
+    is_unschedulable: bool = True
+    retry_at_ms: int | None = None
+
+
+class StatusUpdate(msgspec.Struct, frozen=True, tag="StatusUpdate"):
+    """The derived status of a PodGroup changed; the binder writes it to `status`.
+
+    `phase` is Pending, Scheduling, Running, Finished or Failed (rules: scenarios B, with a
+    failure only making the group Failed when running + succeeded < minMember).
+    Units: `schedule_start_ms` UTC epoch milliseconds or None before the first attempt.
+    """
+
+    id: str
+    plan_seq: int
+    at_ms: int
+    group: str
+    phase: str
+    running: int
+    succeeded: int
+    failed: int
+    occupied_by: str = ""
+    schedule_start_ms: int | None = None
+    condition_reason: str = ""
+    condition_message: str = ""
+
+
+Decision = Union[Placement, Rejection, StatusUpdate]
+"""Every decision type; tagged by the JSON field `type`."""

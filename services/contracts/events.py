@@ -1,0 +1,229 @@
+"""Events: facts in the past tense, the only input of the planner.
+
+Layer: contracts. Pure; never does I/O.
+
+Every event carries `at_ms`, the UTC wall-clock time in epoch milliseconds at which its producer
+observed the fact. The planner takes time only from these values, so replaying the same log gives
+the same decisions. Events are versioned by their tag; new fields are added only with defaults so
+that old logs still decode. Only what the planner needs is carried: never env values, secrets, or
+annotations.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+import msgspec
+
+from services.contracts.resources import ResourceList
+
+SCHEMA_VERSION = 1
+
+
+class Taint(msgspec.Struct, frozen=True):
+    """A node taint (`spec.taints[]`); `effect` is NoSchedule, PreferNoSchedule or NoExecute."""
+
+    key: str
+    effect: str
+    value: str = ""
+
+
+class Toleration(msgspec.Struct, frozen=True):
+    """A pod toleration (`spec.tolerations[]`); empty `key` with operator Exists tolerates all."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+class NodeSelectorRequirement(msgspec.Struct, frozen=True):
+    """One `matchExpressions` entry: operator In, NotIn, Exists, DoesNotExist, Gt or Lt."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+class NodeSelectorTerm(msgspec.Struct, frozen=True):
+    """One required node-affinity term; the requirements are ANDed (matchFields unsupported)."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+
+
+class OwnerRef(msgspec.Struct, frozen=True):
+    """The controller owner of a pod (`metadata.ownerReferences[controller=true]`)."""
+
+    kind: str
+    name: str
+    uid: str
+
+
+class NodeObserved(msgspec.Struct, frozen=True, tag="NodeObserved"):
+    """A Node was listed, added or modified.
+
+    Units: `allocatable` in gangsched units (cpu millicores, memory bytes, pods count).
+    """
+
+    at_ms: int
+    name: str
+    uid: str
+    resource_version: str
+    allocatable: ResourceList
+    labels: dict[str, str] = {}
+    taints: tuple[Taint, ...] = ()
+    is_unschedulable: bool = False
+    is_ready: bool = True
+
+
+class NodeDeleted(msgspec.Struct, frozen=True, tag="NodeDeleted"):
+    """A Node was deleted (or vanished while the watch was down: a synthetic delete)."""
+
+    at_ms: int
+    name: str
+    uid: str
+    resource_version: str = ""
+
+
+class PodObserved(msgspec.Struct, frozen=True, tag="PodObserved"):
+    """A Pod was listed, added or modified.
+
+    `requests` is the pod's effective request as kube-scheduler computes it (max of each init
+    container and the sum of app containers, plus overhead), in gangsched units, always
+    including `pods: 1`. `unsupported` names constraint fields the planner does not implement
+    (e.g. `spec.affinity.podAffinity`); such a pod is never placed. `phase` is the pod phase
+    (Pending, Running, Succeeded, Failed, Unknown).
+    """
+
+    at_ms: int
+    uid: str
+    namespace: str
+    name: str
+    resource_version: str
+    scheduler_name: str
+    phase: str
+    created_at_ms: int
+    requests: ResourceList
+    node_name: str | None = None
+    group_name: str | None = None
+    priority: int = 0
+    node_selector: dict[str, str] = {}
+    required_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    unsupported: tuple[str, ...] = ()
+    invalid_reason: str | None = None
+    is_scheduling_gated: bool = False
+    is_deleting: bool = False
+    owner: OwnerRef | None = None
+
+
+class PodDeleted(msgspec.Struct, frozen=True, tag="PodDeleted"):
+    """A Pod was deleted (or vanished while the watch was down: a synthetic delete)."""
+
+    at_ms: int
+    uid: str
+    namespace: str
+    name: str
+    resource_version: str = ""
+
+
+class PodGroupObserved(msgspec.Struct, frozen=True, tag="PodGroupObserved"):
+    """A PodGroup was listed, added or modified.
+
+    `invalid_reason` is set (and the spec fields defaulted) when the object is malformed, so the
+    planner can keep its members Pending with that reason instead of losing the event.
+    Units: `min_resources` in gangsched units; `schedule_timeout_seconds` in seconds.
+    """
+
+    at_ms: int
+    uid: str
+    namespace: str
+    name: str
+    resource_version: str
+    created_at_ms: int
+    min_member: int
+    min_resources: ResourceList = {}
+    schedule_timeout_seconds: int | None = None
+    invalid_reason: str | None = None
+
+
+class PodGroupDeleted(msgspec.Struct, frozen=True, tag="PodGroupDeleted"):
+    """A PodGroup was deleted."""
+
+    at_ms: int
+    uid: str
+    namespace: str
+    name: str
+    resource_version: str = ""
+
+
+class ClockTicked(msgspec.Struct, frozen=True, tag="ClockTicked"):
+    """The watcher's clock advanced; lets deadlines and backoffs expire in a quiet cluster."""
+
+    at_ms: int
+
+
+class MemberBound(msgspec.Struct, frozen=True, tag="MemberBound"):
+    """The binder bound one member of a placement (binding accepted by the API server)."""
+
+    at_ms: int
+    decision_id: str
+    group: str
+    pod_uid: str
+    node: str
+
+
+class MemberBindFailed(msgspec.Struct, frozen=True, tag="MemberBindFailed"):
+    """The binder could not bind one member; `is_permanent` is False for retryable errors."""
+
+    at_ms: int
+    decision_id: str
+    group: str
+    pod_uid: str
+    node: str
+    reason: str
+    is_permanent: bool
+
+
+class GroupBound(msgspec.Struct, frozen=True, tag="GroupBound"):
+    """Every member of a placement is bound."""
+
+    at_ms: int
+    decision_id: str
+    group: str
+
+
+class GroupRolledBack(msgspec.Struct, frozen=True, tag="GroupRolledBack"):
+    """A placement could not complete before its deadline and was undone.
+
+    `deleted_pods` are uids of members bound in this attempt that were deleted so that their
+    controller recreates them; `failed_pod` is the uid of the first member that failed.
+    """
+
+    at_ms: int
+    decision_id: str
+    group: str
+    reason: str
+    failed_pod: str | None = None
+    deleted_pods: tuple[str, ...] = ()
+
+
+Event = Union[
+    NodeObserved,
+    NodeDeleted,
+    PodObserved,
+    PodDeleted,
+    PodGroupObserved,
+    PodGroupDeleted,
+    ClockTicked,
+    MemberBound,
+    MemberBindFailed,
+    GroupBound,
+    GroupRolledBack,
+]
+"""Every event type; tagged by the JSON field `type`."""
+
+Outcome = Union[MemberBound, MemberBindFailed, GroupBound, GroupRolledBack]
+"""The events the binder publishes back into the EVENTS stream."""
+
+EventKind = Literal["node", "pod", "podgroup", "clock", "outcome"]

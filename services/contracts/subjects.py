@@ -1,0 +1,51 @@
+"""NATS subject and stream names under a configurable prefix (DESIGN §6).
+
+Layer: contracts. Pure; never does I/O.
+
+Subjects: `<prefix>.events.<kind>.<namespace>.<name>` and
+`<prefix>.decisions.<type>.<namespace>.<group>`. Cluster-scoped objects use `_` as namespace.
+Characters NATS gives meaning to (`.`, `*`, `>`, whitespace) are replaced by `_` in tokens, so a
+subscriber filtering by name writes dots as underscores.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNSAFE = re.compile(r"[.*>\s]")
+CLUSTER_SCOPE = "_"
+
+
+def token(text: str) -> str:
+    """Make `text` one NATS subject token (never empty)."""
+    return _UNSAFE.sub("_", text) or CLUSTER_SCOPE
+
+
+def events_subject(prefix: str, kind: str, namespace: str, name: str) -> str:
+    """Subject of one event: `<prefix>.events.<kind>.<ns>.<name>`."""
+    return f"{prefix}.events.{kind}.{token(namespace)}.{token(name)}"
+
+
+def decisions_subject(prefix: str, decision_type: str, namespace: str, group: str) -> str:
+    """Subject of one decision: `<prefix>.decisions.<type>.<ns>.<group>`."""
+    return f"{prefix}.decisions.{decision_type}.{token(namespace)}.{token(group)}"
+
+
+def events_wildcard(prefix: str) -> str:
+    """Subject filter for the whole EVENTS stream."""
+    return f"{prefix}.events.>"
+
+
+def decisions_wildcard(prefix: str) -> str:
+    """Subject filter for the whole DECISIONS stream."""
+    return f"{prefix}.decisions.>"
+
+
+def dead_letter_subject(prefix: str) -> str:
+    """Subject where poisoned messages are republished with the reason in a header."""
+    return f"{prefix}.deadletter"
+
+
+def stream_name(prefix: str, suffix: str) -> str:
+    """Stream name for `prefix` (e.g. `gangsched`, `EVENTS` → `GANGSCHED_EVENTS`)."""
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '_', prefix).upper()}_{suffix}"

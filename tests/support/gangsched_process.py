@@ -1,0 +1,78 @@
+"""Runs `gangsched run` as a real subprocess against a control plane, for end-to-end tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.support.waiting import eventually
+
+
+class GangschedRun:
+    """`gangsched run` in a subprocess, with its log and `run.json` in `data_dir`.
+
+    `run.json` (written by the `run` command once every service is ready) holds the NATS URL,
+    the database URL and the HTTP address of /healthz, /readyz and /metrics.
+    """
+
+    def __init__(self, kubeconfig: Path, data_dir: Path, *extra: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.data_dir = data_dir
+        self.extra = extra
+        self.log_path = data_dir / "gangsched.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, ready_timeout: float = 60.0) -> dict[str, str]:
+        """Start the process and wait until it reports ready; returns the `run.json` content."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "run.json").unlink(missing_ok=True)
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "services.cli.main", "run", "--kubeconfig",
+             str(self.kubeconfig), "--data-dir", str(self.data_dir), "--log-level", "DEBUG",
+             *self.extra],
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        log.close()
+        return eventually(self._ready, timeout=ready_timeout, what="gangsched run ready")
+
+    def _ready(self) -> dict[str, str] | None:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"gangsched run exited {self.process.returncode}:\n{self.log_tail()}")
+        path = self.data_dir / "run.json"
+        if not path.exists():
+            return None
+        info: dict[str, str] = json.loads(path.read_text())
+        return info
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM the process and wait; SIGKILL if it does not stop in `timeout` seconds."""
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"gangsched run ignored SIGTERM for {timeout}s") from None
+
+    def log_tail(self, lines: int = 80) -> str:
+        """The last `lines` lines of the process log."""
+        if not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def wait_stopped(self) -> None:
+        """Wait for the process to have fully exited (used after `stop`)."""
+        deadline = time.monotonic() + 10
+        while self.process is not None and self.process.poll() is None:
+            if time.monotonic() > deadline:
+                raise AssertionError("gangsched run still alive")
+            time.sleep(0.1)

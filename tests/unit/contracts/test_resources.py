@@ -1,0 +1,32 @@
+"""Quantity parsing into gangsched units (cpu millicores, bytes, counts)."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.contracts import resources
+
+
+@pytest.mark.parametrize(("resource", "text", "units"), [
+    ("cpu", "3000m", 3000), ("cpu", "1.5", 1500), ("cpu", 2, 2000), ("cpu", "100u", 1),
+    ("memory", "500Mi", 500 * 2**20), ("memory", "1G", 10**9), ("memory", "8Gi", 8 * 2**30),
+    ("memory", "1e3", 1000), ("ephemeral-storage", "1Ki", 1024), ("pods", "110", 110),
+    ("nvidia.com/gpu", "2", 2), ("hugepages-2Mi", "4Mi", 4 * 2**20),
+])
+def test_quantities_convert_to_units(resource, text, units):
+    assert resources.to_units(resource, text) == units
+
+
+@pytest.mark.parametrize(("resource", "text"), [
+    ("cpu", "lots"), ("memory", "5Xi"), ("cpu", "-1"), ("nvidia.com/gpu", "500m"), ("pods", ""),
+])
+def test_invalid_quantities_are_refused_with_the_resource_named(resource, text):
+    with pytest.raises(resources.InvalidQuantity, match="quantity|whole number"):
+        resources.to_units(resource, text)
+
+
+def test_format_amount_is_human():
+    assert resources.format_amount("cpu", 3000) == "3"
+    assert resources.format_amount("cpu", 2500) == "2500m"
+    assert resources.format_amount("memory", 500 * 2**20) == "500Mi"
+    assert resources.format_amount("nvidia.com/gpu", 2) == "2"

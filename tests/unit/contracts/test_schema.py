@@ -1,0 +1,32 @@
+"""The published JSON Schemas in docs/schema/ match the message types, and evolve compatibly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from services.contracts import codec, decisions, schema
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "schema"
+
+
+def test_published_schemas_are_current():
+    for name, kind in schema.SCHEMAS.items():
+        published = (DOCS / name).read_text()
+        assert published == schema.render(kind), (
+            f"docs/schema/{name} is stale: run `gangsched schema --out docs/schema`")
+
+
+def test_an_old_subscriber_decodes_a_decision_with_a_field_it_does_not_know():
+    class OldPlacement(msgspec.Struct, tag="Placement"):
+        id: str
+        group: str
+
+    newer = decisions.Placement(id="7-0", plan_seq=7, at_ms=1000, group="ml/train", attempt=1,
+                                deadline_ms=61000, members=())
+    wire = msgspec.json.encode(msgspec.structs.asdict(newer) | {"type": "Placement",
+                                                                 "added_later": {"x": 1}})
+    old = msgspec.json.decode(wire, type=OldPlacement)
+    assert (old.id, old.group) == ("7-0", "ml/train")
+    assert codec.decode_decision(wire) == newer
