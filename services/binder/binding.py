@@ -1,0 +1,253 @@
+"""Read members before binding, then bind them concurrently, retrying transient errors.
+
+Layer: binder shell. Every API call goes through the `Kube` port; transient failures
+(KubeUnavailable) are retried with capped exponential backoff until the placement's deadline,
+permanent ones end the member at once. Never rolls back (see `rollback`) and never publishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import tenacity
+
+from services.binder import messages, validation
+from services.binder.ports import Kube
+from services.binder.validation import Check, Verdict
+from services.contracts.decisions import Assignment
+from services.kube import errors
+
+log = logging.getLogger(__name__)
+
+RETRY_FIRST_WAIT_SECONDS = 0.1
+RETRY_MAX_WAIT_SECONDS = 5.0
+
+class DeadlinePassed(Exception):
+    """The placement's deadline passed before the reads it needs succeeded."""
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A wall-clock deadline mapped once onto the event loop's monotonic clock.
+
+    Units: `loop_time` in seconds of `asyncio.get_running_loop().time()`.
+    """
+
+    loop_time: float
+
+    @classmethod
+    def at(cls, deadline_ms: int, now_ms: int) -> Deadline:
+        """The deadline `deadline_ms` (UTC epoch ms) seen from wall-clock time `now_ms`."""
+        return cls(asyncio.get_running_loop().time() + (deadline_ms - now_ms) / 1000)
+
+    def remaining_seconds(self) -> float:
+        """Seconds left (negative once passed)."""
+        return self.loop_time - asyncio.get_running_loop().time()
+
+    def has_passed(self) -> bool:
+        """Whether no time is left."""
+        return self.remaining_seconds() <= 0
+
+
+class BindState(enum.Enum):
+    """How binding one member ended."""
+
+    BOUND = "bound"
+    FAILED = "failed"
+    """Permanently refused (conflict, gone, forbidden, invalid): it will never bind."""
+    UNCERTAIN = "uncertain"
+    """Transient errors until the deadline: the last bind may or may not have been stored."""
+    SKIPPED = "skipped"
+    """Not attempted: another member had already failed."""
+
+
+@dataclass(frozen=True)
+class MemberResult:
+    """The end of one member's bind; `reason` says why it did not bind."""
+
+    member: Assignment
+    state: BindState
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Survey:
+    """Each member's pre-bind check, in member order."""
+
+    checks: tuple[Check, ...]
+
+
+async def survey(
+    kube: Kube,
+    members: Sequence[Assignment],
+    scheduler_name: str,
+    *,
+    concurrency: int,
+    deadline: Deadline | None,
+) -> Survey:
+    """Read every member's pod and planned node (each node once) and check them.
+
+    `deadline` None retries transient errors without limit (used after the deadline, when
+    the gang must be cleaned up whatever it takes). A read refused permanently (e.g. RBAC)
+    refuses the member with that error.
+    Raises:
+        DeadlinePassed: a transient error outlasted `deadline`.
+    """
+    gate = asyncio.Semaphore(concurrency)
+    node_names = sorted({member.node for member in members})
+    node_reads = await asyncio.gather(
+        *(_read(gate, deadline, f"get node {name}", partial(kube.get_node, name))
+          for name in node_names)
+    )
+    nodes = dict(zip(node_names, node_reads, strict=True))
+    pod_reads = await asyncio.gather(
+        *(_read(gate, deadline, f"get pod {m.namespace}/{m.name}",
+                partial(kube.get_pod, m.namespace, m.name)) for m in members)
+    )
+    checks = tuple(
+        _check(member, pod_read, nodes[member.node], scheduler_name)
+        for member, pod_read in zip(members, pod_reads, strict=True)
+    )
+    return Survey(checks)
+
+
+async def bind_all(
+    kube: Kube, members: Sequence[Assignment], *, concurrency: int, deadline: Deadline
+) -> list[MemberResult]:
+    """Bind `members` concurrently (at most `concurrency` in flight) until done or the deadline.
+
+    Shapes: one result per member, in member order. After the first permanent failure no
+    further bind is started (those members are SKIPPED); binds already in flight finish.
+    """
+    gate = asyncio.Semaphore(concurrency)
+    failed = asyncio.Event()
+
+    async def one(member: Assignment) -> MemberResult:
+        async with gate:
+            if failed.is_set():
+                return MemberResult(member, BindState.SKIPPED)
+            result = await bind_member(kube, member, deadline)
+        if result.state is BindState.FAILED:
+            failed.set()
+        return result
+
+    return list(await asyncio.gather(*(one(member) for member in members)))
+
+
+async def bind_member(kube: Kube, member: Assignment, deadline: Deadline) -> MemberResult:
+    """Bind one member, retrying transient errors until `deadline`.
+
+    A conflict is re-checked: the pod already bound to the planned node (an earlier attempt
+    whose answer was lost) is BOUND; anything else is FAILED with the reason.
+    """
+    tracker = _LastError()
+    try:
+        async with asyncio.timeout_at(deadline.loop_time):
+            async for attempt in _retrying(tracker, f"bind {member.namespace}/{member.name}"):
+                with attempt:
+                    await kube.bind(member.namespace, member.name, member.pod_uid, member.node)
+        return MemberResult(member, BindState.BOUND)
+    except errors.KubeConflict as error:
+        return await _recheck(kube, member, deadline, messages.bind_error(error))
+    except errors.KubeNotFound:
+        return MemberResult(member, BindState.FAILED, f"pod {member.namespace}/{member.name} "
+                            "was deleted")
+    except errors.KubeUnavailable as error:
+        return MemberResult(member, BindState.UNCERTAIN, messages.bind_error(error))
+    except errors.KubeError as error:
+        return MemberResult(member, BindState.FAILED, f"bind refused: {messages.bind_error(error)}")
+    except TimeoutError:
+        return MemberResult(member, BindState.UNCERTAIN, tracker.text or "deadline passed")
+
+
+async def _recheck(
+    kube: Kube, member: Assignment, deadline: Deadline, conflict: str
+) -> MemberResult:
+    """After a bind conflict: BOUND if the pod is on the planned node, else FAILED."""
+    try:
+        async with asyncio.timeout_at(deadline.loop_time):
+            async for attempt in _retrying(_LastError(), f"get pod {member.name}"):
+                with attempt:
+                    pod = await kube.get_pod(member.namespace, member.name)
+    except (TimeoutError, errors.KubeUnavailable):
+        return MemberResult(member, BindState.UNCERTAIN, conflict)
+    except errors.KubeError as error:
+        return MemberResult(member, BindState.FAILED, messages.bind_error(error))
+    if validation.is_bound_to_planned_node(member, pod):
+        return MemberResult(member, BindState.BOUND)
+    reason = validation.conflict_reason(member, pod) or f"bind conflict: {conflict}"
+    return MemberResult(member, BindState.FAILED, reason)
+
+
+@dataclass(frozen=True)
+class _Read:
+    """An object as read (None: it does not exist), or the permanent error that refused it."""
+
+    obj: dict[str, Any] | None
+    error: str = ""
+
+
+def _check(member: Assignment, pod: _Read, node: _Read, scheduler_name: str) -> Check:
+    """The member's check, or a refusal when its pod or node could not be read."""
+    if pod.error:
+        name = f"{member.namespace}/{member.name}"
+        return Check(Verdict.REFUSED, f"cannot read pod {name}: {pod.error}")
+    if node.error:
+        return Check(Verdict.REFUSED, f"cannot read node {member.node}: {node.error}")
+    return validation.check_member(member, pod.obj, node.obj, scheduler_name)
+
+
+async def _read(
+    gate: asyncio.Semaphore,
+    deadline: Deadline | None,
+    what: str,
+    call: Callable[[], Awaitable[dict[str, Any] | None]],
+) -> _Read:
+    """One read through `gate`, retried while transient, within `deadline` if any.
+
+    Raises:
+        DeadlinePassed: the deadline passed first.
+    """
+    async with gate:
+        try:
+            async with asyncio.timeout_at(deadline.loop_time if deadline else None):
+                async for attempt in _retrying(_LastError(), what):
+                    with attempt:
+                        return _Read(await call())
+        except TimeoutError as error:
+            raise DeadlinePassed(f"{what}: deadline passed") from error
+        except errors.KubeError as error:
+            return _Read(None, messages.bind_error(error))
+    raise AssertionError("unreachable: tenacity re-raises or returns")
+
+
+class _LastError:
+    """Remembers the last transient error of a retry loop, for the failure reason."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+
+def _retrying(tracker: _LastError, what: str) -> tenacity.AsyncRetrying:
+    """Retry KubeUnavailable forever (the caller bounds the time) with capped backoff."""
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        tracker.text = messages.bind_error(error) if error else tracker.text
+        if state.attempt_number == 1 or state.attempt_number % 10 == 0:
+            log.warning("%s failed %d times, retrying: %s", what, state.attempt_number, error)
+
+    return tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception_type(errors.KubeUnavailable),
+        wait=tenacity.wait_exponential(
+            multiplier=RETRY_FIRST_WAIT_SECONDS, max=RETRY_MAX_WAIT_SECONDS
+        ),
+        before_sleep=before_sleep,
+        reraise=True,
+    )

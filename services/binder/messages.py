@@ -1,0 +1,50 @@
+"""The texts the binder shows users in events and rollback reasons.
+
+Layer: binder, pure. The planner writes the reasons for unschedulable pods
+(`services/planner/core/reasons.py`); these are the binder's own: binds and rollbacks.
+"""
+
+from __future__ import annotations
+
+from services.contracts.decisions import Assignment
+from services.contracts.ids import GroupKey, is_singleton, split_key
+
+
+def scheduled(member: Assignment) -> str:
+    """The `Scheduled` event message, as kube-scheduler writes it."""
+    return f"Successfully assigned {member.namespace}/{member.name} to {member.node}"
+
+
+def group_label(group: str) -> str:
+    """`gang <ns>/<name>` for a PodGroup, `pod <ns>/<name>` for a singleton group."""
+    namespace, name = split_key(GroupKey(group))
+    if is_singleton(GroupKey(group)):
+        return f"pod {namespace}/{name.split(':', 1)[1]}"
+    return f"gang {namespace}/{name}"
+
+
+def deadline_passed(bound: int, total: int, last_error: str = "") -> str:
+    """Reason of a rollback at the deadline: how far binding got, and the last error if any."""
+    text = f"deadline passed with {bound} of {total} members bound"
+    return f"{text} (last error: {last_error})" if last_error else text
+
+
+def rolled_back(group: str, attempt: int, reason: str, deleted: int, kept: int) -> str:
+    """The FailedScheduling message of a rollback: the gang, the failing member, what was undone.
+
+    Shapes: e.g. `gang ml/train: placement attempt 2 rolled back: pod ml/w-3 was deleted;
+    1 bound member deleted for its controller to recreate`.
+    """
+    text = f"{group_label(group)}: placement attempt {attempt} rolled back: {reason}"
+    if deleted:
+        text += f"; {deleted} bound member{'s' if deleted != 1 else ''} deleted for"
+        text += f" {'their controllers' if deleted != 1 else 'its controller'} to recreate"
+    if kept:
+        text += f"; {kept} bound member{'s' if kept != 1 else ''} without a controller kept"
+    return text
+
+
+def bind_error(error: BaseException) -> str:
+    """A one-line description of a failed API call (for MemberBindFailed and events): the
+    server's answer when there is one, else the error itself."""
+    return " ".join(str(getattr(error, "detail", "") or error).split())[:512]

@@ -1,0 +1,174 @@
+"""What users see: Scheduled / FailedScheduling events, the PodScheduled condition, PodGroup status.
+
+Layer: binder shell. Best effort: a failed write is retried briefly when transient, then logged,
+and never fails the decision (the next decision about the same object writes again).
+FailedScheduling reports for rejections are rate-limited per pod and per PodGroup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from functools import partial
+
+import tenacity
+
+from services.binder import messages, statuses
+from services.binder.placing import Settled
+from services.binder.ports import Kube
+from services.binder.ratelimit import ReportLimiter
+from services.contracts.decisions import Placement, PodRef, Rejection, StatusUpdate
+from services.contracts.ids import GroupKey, is_singleton, split_key
+from services.kube import errors
+from services.kube.events import NORMAL, WARNING, ObjectRef
+from services.kube.resources import PODGROUP_API_VERSION
+
+log = logging.getLogger(__name__)
+
+SCHEDULED = "Scheduled"
+FAILED_SCHEDULING = "FailedScheduling"
+ACTION_BINDING = "Binding"
+ACTION_SCHEDULING = "Scheduling"
+WRITE_ATTEMPTS = 3
+
+
+class Reporter:
+    """Writes events, conditions and PodGroup status for decisions and their outcomes."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        event_interval_seconds: float,
+        concurrency: int,
+        monotonic: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._kube = kube
+        self._limiter = ReportLimiter(event_interval_seconds)
+        self._concurrency = concurrency
+        self._monotonic = monotonic
+        self._now = now
+
+    async def placed(self, placement: Placement, settled: Settled) -> None:
+        """`Scheduled` for each member left bound; on rollback, FailedScheduling for the rest
+        and for the PodGroup, naming the failing member."""
+        for member in settled.bound:
+            self._limiter.forget(member.pod_uid)
+        writes = [
+            partial(self._event, _pod_ref(m.namespace, m.name, m.pod_uid), NORMAL, SCHEDULED,
+                    messages.scheduled(m), ACTION_BINDING)
+            for m in settled.bound
+        ]
+        if settled.rolled_back is not None:
+            undone = settled.rolled_back.undone
+            text = messages.rolled_back(placement.group, placement.attempt,
+                                        settled.rolled_back.reason,
+                                        len(undone.deleted), len(undone.kept))
+            bound = {m.pod_uid for m in settled.bound} | set(undone.deleted)
+            writes += [
+                partial(self._event, _pod_ref(m.namespace, m.name, m.pod_uid), WARNING,
+                        FAILED_SCHEDULING, text, ACTION_SCHEDULING)
+                for m in placement.members if m.pod_uid not in bound
+            ]
+            writes.append(partial(self._group_event, placement.group, text))
+        await self._run_all(writes)
+
+    async def rejected(self, rejection: Rejection) -> None:
+        """FailedScheduling and `PodScheduled=False/Unschedulable` for each pod (rate-limited),
+        and a FailedScheduling event on the PodGroup (rate-limited)."""
+        writes = [partial(self._unschedulable, pod, rejection.reason) for pod in rejection.pods]
+        if self._allowed(rejection.group, rejection.reason):
+            writes.append(partial(self._group_event, rejection.group, rejection.reason))
+        await self._run_all(writes)
+
+    async def status(self, update: StatusUpdate) -> None:
+        """Merge-patch the PodGroup's status (skipped for singleton groups and when current)."""
+        if is_singleton(GroupKey(update.group)):
+            return
+        namespace, name = split_key(GroupKey(update.group))
+        now = self._now()
+
+        async def write() -> None:
+            changed = await self._kube.update_podgroup_status(
+                namespace, name, lambda current: statuses.podgroup_status(update, current, now)
+            )
+            log.debug("PodGroup %s status %s", update.group, "written" if changed else "current")
+
+        await _best_effort(f"status of PodGroup {update.group}", write)
+
+    async def _unschedulable(self, pod: PodRef, reason: str) -> None:
+        """Report one pod unschedulable, unless reported recently with the same reason."""
+        if not self._allowed(pod.uid, reason):
+            return
+        current = await self._kube.get_pod(pod.namespace, pod.name)
+        metadata = (current or {}).get("metadata") or {}
+        if current is None or metadata.get("uid") != pod.uid or (current.get("spec") or {}).get(
+            "nodeName"
+        ):
+            self._limiter.forget(pod.uid)  # gone, replaced or bound meanwhile: nothing to say
+            return
+        about = _pod_ref(pod.namespace, pod.name, pod.uid)
+        await self._event(about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING)
+        patch = statuses.unschedulable_status(current, reason, self._now())
+        if patch is not None:
+            await self._kube.patch_pod_status(pod.namespace, pod.name, pod.uid, patch)
+        self._limiter.record(pod.uid, reason, self._monotonic())
+
+    async def _group_event(self, group: str, message: str) -> None:
+        """A FailedScheduling event on the PodGroup (none for singleton groups)."""
+        if is_singleton(GroupKey(group)):
+            return
+        namespace, name = split_key(GroupKey(group))
+        podgroup = await self._kube.get_podgroup(namespace, name)
+        if podgroup is None:
+            return
+        uid = str((podgroup.get("metadata") or {}).get("uid") or "")
+        about = ObjectRef("PodGroup", PODGROUP_API_VERSION, namespace, name, uid)
+        await self._event(about, WARNING, FAILED_SCHEDULING, message, ACTION_SCHEDULING)
+        self._limiter.record(group, message, self._monotonic())
+
+    async def _event(
+        self, about: ObjectRef, event_type: str, reason: str, message: str, action: str
+    ) -> None:
+        """Create one event."""
+        await self._kube.create_event(
+            about, event_type=event_type, reason=reason, message=message, action=action,
+            now=self._now(),
+        )
+
+    def _allowed(self, key: str, message: str) -> bool:
+        return self._limiter.is_allowed(key, message, self._monotonic())
+
+    async def _run_all(self, writes: Sequence[Callable[[], Awaitable[None]]]) -> None:
+        """Run the writes concurrently (bounded), each best effort."""
+        gate = asyncio.Semaphore(self._concurrency)
+
+        async def one(write: Callable[[], Awaitable[None]]) -> None:
+            async with gate:
+                await _best_effort("report", write)
+
+        await asyncio.gather(*(one(write) for write in writes))
+
+
+def _pod_ref(namespace: str, name: str, uid: str) -> ObjectRef:
+    return ObjectRef("Pod", "v1", namespace, name, uid)
+
+
+async def _best_effort(what: str, write: Callable[[], Awaitable[None]]) -> None:
+    """Run `write`, retrying transient errors a few times; log and swallow any KubeError."""
+    retrying = tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception_type(errors.KubeUnavailable),
+        wait=tenacity.wait_exponential(multiplier=0.2, max=2.0),
+        stop=tenacity.stop_after_attempt(WRITE_ATTEMPTS),
+        reraise=True,
+    )
+    try:
+        await retrying(write)
+    except (errors.KubeNotFound, errors.KubeConflict, errors.KubeInvalid) as error:
+        log.debug("%s skipped (object gone or changed): %s", what, error)
+    except errors.KubeError as error:
+        log.warning("%s failed: %s", what, error)

@@ -1,0 +1,112 @@
+"""Undo a half-bound placement: delete the members it bound, so no partial gang stays bound.
+
+Layer: binder shell. Kubernetes has no unbind (DESIGN §4): a bound member with a controller
+owner is deleted (uid precondition) and its controller recreates it unbound; a bare pod is
+never deleted unless the operator opted in. Transient errors are retried without limit, because
+a partial gang left bound is worse than a late report. Never publishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
+
+import tenacity
+
+from services.binder import validation
+from services.binder.ports import Kube
+from services.contracts.decisions import Assignment
+from services.kube import errors
+
+log = logging.getLogger(__name__)
+
+RETRY_FIRST_WAIT_SECONDS = 0.2
+RETRY_MAX_WAIT_SECONDS = 10.0
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Undone:
+    """What a rollback did, as pod uids in member order.
+
+    `deleted`: bound members deleted (or found already gone). `kept`: bound members left
+    bound (bare pods, or a delete refused permanently; logged).
+    """
+
+    deleted: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+
+
+async def undo(
+    kube: Kube,
+    candidates: Sequence[Assignment],
+    *,
+    rollback_bare_pods: bool,
+    concurrency: int,
+) -> Undone:
+    """Delete each candidate that is bound to its planned node and may be deleted.
+
+    Shapes: `candidates` are members this placement bound or may have bound (an unanswered
+    bind); each is read again first, so a member that is not bound to its planned node is
+    left alone.
+    """
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(member: Assignment) -> str:
+        async with gate:
+            return await _undo_member(kube, member, rollback_bare_pods)
+
+    verdicts = await asyncio.gather(*(one(member) for member in candidates))
+    pairs = list(zip(candidates, verdicts, strict=True))
+    return Undone(
+        deleted=tuple(member.pod_uid for member, verdict in pairs if verdict == "deleted"),
+        kept=tuple(member.pod_uid for member, verdict in pairs if verdict == "kept"),
+    )
+
+
+async def _undo_member(kube: Kube, member: Assignment, rollback_bare_pods: bool) -> str:
+    """`deleted`, `kept` or `unbound` (nothing to undo) for one member."""
+    name = f"{member.namespace}/{member.name}"
+    try:
+        pod = await _persist(partial(kube.get_pod, member.namespace, member.name), f"get {name}")
+    except errors.KubeError as error:
+        log.error("rollback: cannot read pod %s, leaving it: %s", name, error)
+        return "kept"
+    if not validation.is_bound_to_planned_node(member, pod):
+        return "unbound"
+    if not validation.has_controller(pod) and not rollback_bare_pods:
+        log.info("rollback: keeping bare pod %s bound to %s", name, member.node)
+        return "kept"
+    try:
+        await _persist(
+            partial(kube.delete_pod, member.namespace, member.name, member.pod_uid),
+            f"delete pod {name}",
+        )
+    except (errors.KubeNotFound, errors.KubeConflict):
+        pass  # gone, or replaced under the same name: the bound member no longer exists
+    except errors.KubeError as error:
+        log.error("rollback: cannot delete pod %s, leaving it bound: %s", name, error)
+        return "kept"
+    log.info("rollback: deleted pod %s (uid %s) bound to %s", name, member.pod_uid, member.node)
+    return "deleted"
+
+
+async def _persist(call: Callable[[], Awaitable[T]], what: str) -> T:
+    """Run `call`, retrying KubeUnavailable without limit (capped backoff, logged)."""
+    retrying = tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception_type(errors.KubeUnavailable),
+        wait=tenacity.wait_exponential(multiplier=RETRY_FIRST_WAIT_SECONDS,
+                                       max=RETRY_MAX_WAIT_SECONDS),
+        before_sleep=lambda state: log.warning(
+            "rollback: %s failed %d times, retrying: %s", what, state.attempt_number,
+            state.outcome.exception() if state.outcome else None,
+        ),
+        reraise=True,
+    )
+    result: T = await retrying(call)
+    return result

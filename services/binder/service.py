@@ -1,0 +1,236 @@
+"""The binder service: decisions in, bound pods and outcome events out (DESIGN §4).
+
+Layer: binder shell. Fetches DECISIONS with the durable work-queue consumer `binder` (several
+binder processes share it, so each decision is handled by one of them), handles decisions of
+different groups concurrently and those of one group in stream order, and acks a decision only
+after its outcomes are published. A poisoned decision is dead-lettered and terminated; nothing a
+decision contains can crash the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Protocol
+
+from nats.aio.client import Client
+
+from services.binder import outcomes, placing
+from services.binder.consumption import Consumer, Delivery, GroupLocks, heartbeat
+from services.binder.outcome_log import StreamOutcomeLog
+from services.binder.placing import Policy
+from services.binder.ports import Kube, Publisher, WallClock
+from services.binder.reporter import Reporter
+from services.bus import streams
+from services.bus.consuming import PullConsumer
+from services.bus.publishing import Publisher as BusPublisher
+from services.config.settings import Settings
+from services.contracts import codec, subjects
+from services.contracts.decisions import Decision, Placement, Rejection, StatusUpdate
+from services.contracts.events import Outcome
+from services.kube import client as kube_client
+from services.kube.api import KubeApi
+from services.runtime import metrics
+
+log = logging.getLogger(__name__)
+
+CONSUMER = "binder"
+ACK_WAIT_SECONDS = 60.0
+HEARTBEAT_SECONDS = ACK_WAIT_SECONDS / 3
+"""A decision in progress is reported to JetStream this often, so it is not redelivered."""
+
+FETCH_BATCH = 64
+FETCH_TIMEOUT_SECONDS = 1.0
+MAX_DECISIONS_IN_FLIGHT = 256
+MAX_ATTEMPTS = 5
+"""Deliveries after which a decision whose handling keeps failing is dead-lettered."""
+
+RETRY_DELAY_SECONDS = 5.0
+MAX_REASON_CHARS = 512
+REASON_HEADER = "Gangsched-Reason"
+SUBJECT_HEADER = "Gangsched-Subject"
+SEQ_HEADER = "Gangsched-Seq"
+CONSUMER_HEADER = "Gangsched-Consumer"
+
+
+class ReadyFlag(Protocol):
+    """Readiness of this service (`services.runtime.health.ReadyFlag`)."""
+
+    def set(self, is_ready: bool = True) -> None: ...
+
+
+class OutcomeLog(Protocol):
+    """The last outcome event published for a group, if any (to spot settled redeliveries)."""
+
+    async def last(self, group: str) -> Outcome | None: ...
+
+
+async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
+    """Run the binder until cancelled: connect to Kubernetes, open the consumer, handle decisions.
+
+    Raises:
+        KubeError: no Kubernetes credentials. BusMisconfigured: the streams cannot be set up.
+    """
+    ready.set(False)
+    js = nc.jetstream()
+    await streams.ensure_streams(js, settings.bus)
+    client = await kube_client.connect(settings.kube)
+    try:
+        consumer = await PullConsumer.open(
+            js,
+            stream=subjects.stream_name(settings.bus.prefix, "DECISIONS"),
+            durable=CONSUMER,
+            filter_subject=subjects.decisions_wildcard(settings.bus.prefix),
+            ack_wait_seconds=ACK_WAIT_SECONDS,
+        )
+        binder = Binder(
+            KubeApi(client),
+            BusPublisher(js),
+            settings,
+            outcome_log=StreamOutcomeLog(js, settings.bus.prefix),
+        )
+        ready.set()
+        log.info("binder consuming decisions (prefix %s)", settings.bus.prefix)
+        try:
+            await binder.consume(consumer)
+        finally:
+            await consumer.close()
+    finally:
+        await client.close()
+
+
+class Binder:
+    """Handles decisions; `consume` runs the fetch loop, `handle` one decision (for tests)."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        publisher: Publisher,
+        settings: Settings,
+        *,
+        outcome_log: OutcomeLog | None = None,
+        clock: WallClock = lambda: time.time_ns() // 1_000_000,
+        reporter: Reporter | None = None,
+    ) -> None:
+        self._kube = kube
+        self._publisher = publisher
+        self._prefix = settings.bus.prefix
+        self._policy = Policy(
+            scheduler_name=settings.scheduler_name,
+            concurrency=max(1, settings.binder.concurrency),
+            rollback_bare_pods=settings.binder.rollback_bare_pods,
+        )
+        self._outcome_log = outcome_log
+        self._clock = clock
+        self._reporter = reporter or Reporter(
+            kube,
+            event_interval_seconds=settings.binder.event_interval_seconds,
+            concurrency=self._policy.concurrency,
+        )
+        self._groups = GroupLocks()
+
+    async def consume(self, consumer: Consumer) -> None:
+        """Fetch and handle decisions forever; each in its own task, bounded in number."""
+        gate = asyncio.Semaphore(MAX_DECISIONS_IN_FLIGHT)
+        tasks: set[asyncio.Task[None]] = set()
+
+        def finished(task: asyncio.Task[None]) -> None:
+            tasks.discard(task)
+            gate.release()
+
+        try:
+            while True:
+                for delivery in await consumer.fetch(FETCH_BATCH, FETCH_TIMEOUT_SECONDS):
+                    metrics.consumer_lag.labels(CONSUMER).set(delivery.num_pending)
+                    await gate.acquire()
+                    task = asyncio.create_task(self._process_logged(delivery))
+                    tasks.add(task)
+                    task.add_done_callback(finished)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _process_logged(self, delivery: Delivery) -> None:
+        """`process`, with anything it raises logged: one decision never stops the others."""
+        try:
+            await self.process(delivery)
+        except Exception:
+            log.exception("decision seq %d (%s) left unacknowledged", delivery.seq,
+                          delivery.subject)
+
+    async def process(self, delivery: Delivery) -> None:
+        """Decode, handle (in order within the group), then ack; dead-letter what cannot be."""
+        try:
+            decision = codec.decode_decision(delivery.data)
+        except codec.PoisonedMessage as error:
+            await self._dead_letter(delivery, f"PoisonedMessage: {error}")
+            return
+        async with self._groups.hold(decision.group), heartbeat(delivery, HEARTBEAT_SECONDS):
+            try:
+                await self.handle(decision, is_redelivery=delivery.num_delivered > 1)
+            except Exception as error:
+                await self._failed(delivery, decision, error)
+                return
+            await delivery.ack()
+
+    async def handle(self, decision: Decision, *, is_redelivery: bool = False) -> None:
+        """Carry out one decision; returns once its outcomes (if any) are published."""
+        if isinstance(decision, Placement):
+            await self._place(decision, is_redelivery)
+        elif isinstance(decision, Rejection):
+            await self._reporter.rejected(decision)
+        elif isinstance(decision, StatusUpdate):
+            await self._reporter.status(decision)
+
+    async def _place(self, placement: Placement, is_redelivery: bool) -> None:
+        """Bind or roll back, publish the outcomes, then write what users see."""
+        if is_redelivery and await self._is_settled(placement):
+            log.info("placement %s already settled; acknowledging", placement.id)
+            return
+        started = time.monotonic()
+        settled = await placing.carry_out(
+            placement, self._kube, self._policy, self._clock, is_redelivery=is_redelivery
+        )
+        await self._publisher.publish_many(outcomes.publish_items(self._prefix, settled.outcomes))
+        if settled.rolled_back is None:
+            metrics.bind_duration_seconds.observe(time.monotonic() - started)
+        else:
+            metrics.rollbacks.inc()
+        await self._reporter.placed(placement, settled)
+
+    async def _is_settled(self, placement: Placement) -> bool:
+        """Whether the group's last published outcome already ends this placement."""
+        if self._outcome_log is None:
+            return False
+        last = await self._outcome_log.last(placement.group)
+        return last is not None and outcomes.is_final(last) and last.decision_id == placement.id
+
+    async def _failed(self, delivery: Delivery, decision: Decision, error: Exception) -> None:
+        """Handling raised (a bug or an unexpected error): retry later, dead-letter at the end."""
+        if delivery.num_delivered >= MAX_ATTEMPTS:
+            log.exception("decision %s failed %d times", decision.id, delivery.num_delivered)
+            await self._dead_letter(delivery, f"{type(error).__name__}: {error}")
+            return
+        log.exception("decision %s failed (delivery %d); retrying in %.0fs",
+                      decision.id, delivery.num_delivered, RETRY_DELAY_SECONDS)
+        await delivery.nak(RETRY_DELAY_SECONDS)
+
+    async def _dead_letter(self, delivery: Delivery, reason: str) -> None:
+        """Republish the message to the dead-letter subject with the reason, then term() it."""
+        reason = " ".join(reason.split())[:MAX_REASON_CHARS]
+        log.error("dead-lettering decision seq %d (%s): %s", delivery.seq, delivery.subject, reason)
+        await self._publisher.publish(
+            subjects.dead_letter_subject(self._prefix),
+            delivery.data,
+            msg_id=f"deadletter/{CONSUMER}/{delivery.seq}",
+            headers={
+                CONSUMER_HEADER: CONSUMER,
+                REASON_HEADER: reason,
+                SUBJECT_HEADER: delivery.subject,
+                SEQ_HEADER: str(delivery.seq),
+            },
+        )
+        metrics.dead_letters.labels(CONSUMER).inc()
+        await delivery.term()

@@ -1,0 +1,148 @@
+"""What the binder writes into object status: the pod's PodScheduled condition and PodGroup status.
+
+Layer: binder, pure: current API JSON and a time in, the patch to send out (None when the object
+already says it). Skipping unchanged writes keeps the binder from feeding the watcher a change
+for every decision.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from services.contracts.decisions import StatusUpdate
+
+POD_SCHEDULED = "PodScheduled"
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULED_CONDITION = "Scheduled"
+"""The PodGroup condition type explaining the latest scheduling result."""
+
+SCHEDULED_PHASES = ("Running", "Finished")
+SCHEDULED_REASONS = ("Scheduled", "GroupBound", "Bound")
+MESSAGE_MAX_CHARS = 32768
+_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+
+
+def rfc3339(at: datetime) -> str:
+    """`2024-05-01T12:00:00Z`: seconds precision, UTC, as metav1.Time serialises."""
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def from_ms(at_ms: int) -> datetime:
+    """A UTC datetime from epoch milliseconds."""
+    return datetime.fromtimestamp(at_ms / 1000, tz=UTC)
+
+
+def unschedulable_status(
+    pod: dict[str, Any], message: str, now: datetime
+) -> dict[str, Any] | None:
+    """The pod status patch setting `PodScheduled=False, reason Unschedulable, message`.
+
+    Shapes: `{"conditions": [condition]}` for a strategic merge patch (merged by type), or
+    None when the pod already has exactly that condition. `lastTransitionTime` moves only
+    when the status changes, as `podutil.UpdatePodCondition` does.
+    """
+    current = _find(_conditions(pod.get("status")), POD_SCHEDULED)
+    if (
+        current is not None
+        and current.get("status") == "False"
+        and current.get("reason") == UNSCHEDULABLE
+        and current.get("message") == message
+    ):
+        return None
+    transition = rfc3339(now)
+    if current is not None and current.get("status") == "False":
+        transition = str(current.get("lastTransitionTime") or transition)
+    condition = {
+        "type": POD_SCHEDULED,
+        "status": "False",
+        "reason": UNSCHEDULABLE,
+        "message": message,
+        "lastTransitionTime": transition,
+    }
+    return {"conditions": [condition]}
+
+
+def podgroup_status(
+    update: StatusUpdate, podgroup: dict[str, Any], now: datetime
+) -> dict[str, Any] | None:
+    """The PodGroup `status` merge patch for `update`, or None when the status already says it.
+
+    Shapes: only the fields that differ; `conditions` (when the update has a condition reason)
+    is the whole list with the `Scheduled` entry replaced, since a merge patch replaces lists.
+    Empty `occupied_by` and absent `schedule_start_ms` leave those fields as they are.
+    """
+    raw_status = podgroup.get("status")
+    status: dict[str, Any] = raw_status if isinstance(raw_status, dict) else {}
+    wanted: dict[str, Any] = {
+        "phase": update.phase,
+        "running": update.running,
+        "succeeded": update.succeeded,
+        "failed": update.failed,
+    }
+    if update.occupied_by:
+        wanted["occupiedBy"] = update.occupied_by
+    if update.schedule_start_ms is not None:
+        wanted["scheduleStartTime"] = rfc3339(from_ms(update.schedule_start_ms))
+    if update.condition_reason:
+        generation = (podgroup.get("metadata") or {}).get("generation")
+        wanted["conditions"] = merged_conditions(
+            _conditions(status), scheduled_condition(update, generation), now
+        )
+    patch = {key: value for key, value in wanted.items() if status.get(key) != value}
+    return patch or None
+
+
+def scheduled_condition(update: StatusUpdate, generation: int | None) -> dict[str, Any]:
+    """The `Scheduled` metav1.Condition for `update`, without `lastTransitionTime`.
+
+    `status` is True once the gang runs (phase Running or Finished) or when the planner's
+    reason says it was placed (Scheduled, GroupBound, Bound); else False.
+    """
+    is_scheduled = update.phase in SCHEDULED_PHASES or update.condition_reason in SCHEDULED_REASONS
+    condition: dict[str, Any] = {
+        "type": SCHEDULED_CONDITION,
+        "status": "True" if is_scheduled else "False",
+        "reason": condition_reason(update.condition_reason),
+        "message": update.condition_message[:MESSAGE_MAX_CHARS],
+    }
+    if isinstance(generation, int):
+        condition["observedGeneration"] = generation
+    return condition
+
+
+def merged_conditions(
+    current: list[dict[str, Any]], condition: dict[str, Any], now: datetime
+) -> list[dict[str, Any]]:
+    """`current` with the entry of `condition["type"]` replaced (or appended).
+
+    `lastTransitionTime` is kept from the old entry when the status did not change, else `now`.
+    """
+    old = _find(current, condition["type"])
+    same_status = old is not None and old.get("status") == condition["status"]
+    transition = old.get("lastTransitionTime") if old is not None and same_status else None
+    new = {**condition, "lastTransitionTime": transition or rfc3339(now)}
+    others = [c for c in current if c.get("type") != condition["type"]]
+    return [*others, new]
+
+
+def condition_reason(text: str) -> str:
+    """`text` as a valid metav1.Condition reason (CamelCase; `Unknown` when nothing is left)."""
+    if _REASON.match(text):
+        return text
+    words = re.findall(r"[A-Za-z0-9]+", text)
+    reason = "".join(word[:1].upper() + word[1:] for word in words).lstrip("0123456789")
+    return reason[:1024] or "Unknown"
+
+
+def _conditions(status: Any) -> list[dict[str, Any]]:
+    """The `conditions` list of a status (entries that are objects only)."""
+    if not isinstance(status, dict):
+        return []
+    return [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+
+
+def _find(conditions: list[dict[str, Any]], condition_type: str) -> dict[str, Any] | None:
+    """The condition of `condition_type`, if present."""
+    return next((c for c in conditions if c.get("type") == condition_type), None)

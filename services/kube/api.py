@@ -1,0 +1,77 @@
+"""`KubeApi`: the writes and reads the binder makes, bundled on one client.
+
+Layer: kube. A thin facade over `pods`, `nodes`, `podgroups` and `events`, so the binder can
+take one `typing.Protocol`-typed parameter (unit tests pass an in-memory fake). Never retries.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from services.kube import events, nodes, podgroups, pods
+from services.kube.client import KubeClient
+from services.kube.events import ObjectRef
+from services.kube.podgroups import StatusChange
+
+
+class KubeApi:
+    """Binder-facing operations; every method raises `services.kube.errors` types."""
+
+    def __init__(self, client: KubeClient, *, instance: str | None = None) -> None:
+        self._client = client
+        self._instance = instance or events.reporting_instance()
+
+    async def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """As `pods.get_pod`."""
+        return await pods.get_pod(self._client, namespace, name)
+
+    async def get_node(self, name: str) -> dict[str, Any] | None:
+        """As `nodes.get_node`."""
+        return await nodes.get_node(self._client, name)
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        """As `pods.bind`."""
+        await pods.bind(self._client, namespace, name, uid, node)
+
+    async def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        """As `pods.delete_pod`."""
+        await pods.delete_pod(self._client, namespace, name, uid)
+
+    async def patch_pod_status(
+        self, namespace: str, name: str, uid: str, status: dict[str, Any]
+    ) -> None:
+        """As `pods.patch_pod_status`."""
+        await pods.patch_pod_status(self._client, namespace, name, uid, status)
+
+    async def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """As `podgroups.get_podgroup`."""
+        return await podgroups.get_podgroup(self._client, namespace, name)
+
+    async def update_podgroup_status(
+        self, namespace: str, name: str, change: StatusChange
+    ) -> bool:
+        """As `podgroups.update_status`."""
+        return await podgroups.update_status(self._client, namespace, name, change)
+
+    async def create_event(
+        self,
+        about: ObjectRef,
+        *,
+        event_type: str,
+        reason: str,
+        message: str,
+        action: str,
+        now: datetime,
+    ) -> None:
+        """Create a core/v1 Event (see `events.event_body`) reported by this instance."""
+        body = events.event_body(
+            about,
+            event_type=event_type,
+            reason=reason,
+            message=message,
+            action=action,
+            now=now,
+            instance=self._instance,
+        )
+        await events.create_event(self._client, body)

@@ -1,0 +1,250 @@
+"""One authenticated HTTP client for the API server, speaking raw JSON.
+
+Layer: kube, the only package that imports kubernetes_asyncio. Requests go through
+`ApiClient.call_api` with `_preload_content=False`, so bodies are read as bytes and decoded
+with msgspec into plain dicts: no model (de)serialisation cost, no generated-model bugs (such as
+`create_namespaced_binding` failing on the `Status` the API server returns). Every failure
+leaves this module as a `services.kube.errors` type. Never retries: callers decide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import aiohttp
+import msgspec
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from services.config.settings import KubeSettings
+from services.kube import errors
+
+log = logging.getLogger(__name__)
+
+Query = Sequence[tuple[str, str]]
+"""Query parameters as `(name, value)` pairs, values already rendered (`"true"`, `"500"`)."""
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+POOL_SIZE = 128
+"""Connections kept per client: three long-lived watches plus bursts of concurrent binds."""
+
+CONNECT_TIMEOUT_SECONDS = 10.0
+TOKEN_REFRESH_SECONDS = 60
+USER_AGENT = "gangsched"
+IN_CLUSTER_HOST_ENV = "KUBERNETES_SERVICE_HOST"
+
+_decoder = msgspec.json.Decoder()
+_TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+
+
+class KubeClient:
+    """Sends requests to one API server; use `connect` to build one, `close` when done."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        request_timeout_seconds: float,
+        refresher: asyncio.Task[None] | None = None,
+    ) -> None:
+        self._api = api
+        self._request_timeout_seconds = request_timeout_seconds
+        self._refresher = refresher
+
+    @property
+    def host(self) -> str:
+        """The API server URL, e.g. `https://127.0.0.1:6443`."""
+        return str(self._api.configuration.host)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query = (),
+        body: dict[str, Any] | None = None,
+        content_type: str = JSON,
+        timeout_seconds: float | None = None,
+    ) -> dict[str, Any]:
+        """Send one request and return the decoded JSON response body.
+
+        Shapes: `path` starts with `/api` or `/apis`; an empty body decodes to `{}`.
+        Units: `timeout_seconds` bounds the whole request (default: the client's).
+        Raises:
+            KubeError subclasses (see `services.kube.errors.from_status`); KubeUnavailable for
+            timeouts and connection failures.
+        """
+        what = f"{method} {path}"
+        timeout = aiohttp.ClientTimeout(total=timeout_seconds or self._request_timeout_seconds)
+        response = await self._send(what, method, path, query, body, content_type, timeout)
+        try:
+            data = await response.read()
+        except _TRANSPORT_ERRORS as error:
+            raise errors.KubeUnavailable(f"{what}: {error!r}") from error
+        finally:
+            response.release()
+        decoded = _decode_object(data)
+        if not 200 <= response.status < 300:
+            raise errors.from_status(response.status, decoded, what)
+        return decoded
+
+    async def stream(
+        self, path: str, query: Query, *, read_timeout_seconds: float
+    ) -> AsyncIterator[dict[str, Any]]:
+        """GET `path` and yield each JSON line of the response (a watch stream) as a dict.
+
+        Units: `read_timeout_seconds` is the longest silence tolerated between two chunks.
+        Raises:
+            as `request`; KubeUnavailable also when the stream breaks or a line is not JSON.
+        """
+        what = f"GET {path} (stream)"
+        timeout = aiohttp.ClientTimeout(
+            total=None, connect=CONNECT_TIMEOUT_SECONDS, sock_read=read_timeout_seconds
+        )
+        response = await self._send(what, "GET", path, query, None, JSON, timeout)
+        try:
+            if not 200 <= response.status < 300:
+                body = _decode_object(await response.read())
+                raise errors.from_status(response.status, body, what)
+            async for line in _lines(response):
+                yield _decode_line(line, what)
+        except _TRANSPORT_ERRORS as error:
+            raise errors.KubeUnavailable(f"{what}: {error!r}") from error
+        finally:
+            # Closing (not releasing) drops a connection whose body was not read to the end.
+            response.close()
+
+    async def close(self) -> None:
+        """Stop refreshing credentials and close the connection pool."""
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresher
+        await self._api.close()
+
+    async def _send(
+        self,
+        what: str,
+        method: str,
+        path: str,
+        query: Query,
+        body: dict[str, Any] | None,
+        content_type: str,
+        timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        """Start the request through kubernetes_asyncio (auth, TLS, token refresh)."""
+        try:
+            response: aiohttp.ClientResponse = await self._api.call_api(
+                path,
+                method,
+                query_params=list(query),
+                header_params={"Content-Type": content_type, "Accept": JSON},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        except _TRANSPORT_ERRORS as error:
+            raise errors.KubeUnavailable(f"{what}: {error!r}") from error
+        return response
+
+
+async def connect(settings: KubeSettings) -> KubeClient:
+    """Build a client from `settings.kubeconfig` if set, else in-cluster credentials, else the
+    default kubeconfig (`$KUBECONFIG` or `~/.kube/config`).
+
+    An explicit kubeconfig wins over in-cluster credentials so an operator can point a pod at
+    another cluster. Does not contact the API server.
+    Raises:
+        KubeError: no usable credentials (the message names what was tried).
+    """
+    configuration = Configuration()
+    refresher: asyncio.Task[None] | None = None
+    try:
+        if settings.kubeconfig is None and os.environ.get(IN_CLUSTER_HOST_ENV):
+            kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=configuration
+            )
+            source = "in-cluster service account"
+        else:
+            config_file = str(settings.kubeconfig) if settings.kubeconfig else None
+            loader = await kube_config.load_kube_config(
+                config_file=config_file,
+                context=settings.context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+            refresher = asyncio.create_task(_refresh_tokens(loader, configuration))
+            source = f"kubeconfig {config_file or '(default)'}"
+    except (ConfigException, OSError, KeyError, ValueError) as error:
+        raise errors.KubeError(f"no Kubernetes credentials: {error}") from error
+    configuration.connection_pool_maxsize = POOL_SIZE
+    api = ApiClient(configuration)
+    api.user_agent = USER_AGENT
+    log.info("Kubernetes API %s (credentials: %s)", configuration.host, source)
+    return KubeClient(
+        api, request_timeout_seconds=settings.request_timeout_seconds, refresher=refresher
+    )
+
+
+async def _refresh_tokens(loader: Any, configuration: Configuration) -> None:
+    """Keep exec-plugin and GCP tokens of a kubeconfig fresh (returns at once for others).
+
+    In-cluster service-account tokens are re-read by kubernetes_asyncio itself.
+    """
+    try:
+        await kube_config.refresh_token(loader, configuration, TOKEN_REFRESH_SECONDS)
+    except Exception:
+        log.exception("refreshing Kubernetes credentials failed; requests may be refused")
+
+
+async def _lines(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    """The non-empty lines of a streamed body, without a size limit per line."""
+    buffer = bytearray()
+    async for chunk in response.content.iter_any():
+        start = len(buffer)
+        buffer += chunk
+        end = buffer.find(b"\n", start)
+        while end >= 0:
+            line = bytes(buffer[:end]).strip()
+            del buffer[: end + 1]
+            if line:
+                yield line
+            end = buffer.find(b"\n")
+    if buffer.strip():
+        yield bytes(buffer).strip()
+
+
+def _decode_object(data: bytes) -> dict[str, Any]:
+    """Decode a response body; `{}` when empty or not a JSON object (e.g. a proxy's HTML)."""
+    if not data.strip():
+        return {}
+    try:
+        decoded = _decoder.decode(data)
+    except msgspec.DecodeError:
+        return {"message": data[:200].decode("utf-8", "replace")}
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def _decode_line(line: bytes, what: str) -> dict[str, Any]:
+    """Decode one watch line.
+
+    Raises:
+        KubeUnavailable: not a JSON object (a truncated or garbled stream).
+    """
+    try:
+        decoded = _decoder.decode(line)
+    except msgspec.DecodeError as error:
+        raise errors.KubeUnavailable(f"{what}: undecodable line {line[:80]!r}") from error
+    if not isinstance(decoded, dict):
+        raise errors.KubeUnavailable(f"{what}: unexpected line {line[:80]!r}")
+    return decoded

@@ -1,0 +1,92 @@
+"""The errors of the Kubernetes boundary, and the mapping from HTTP statuses to them.
+
+Layer: kube. Pure classification; never does I/O. Callers outside `services/kube` catch these,
+never kubernetes_asyncio or aiohttp types. Transient and permanent failures are different types:
+only `KubeUnavailable` is worth retrying as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class KubeError(Exception):
+    """A request to the API server failed. `status` is the HTTP status (0: no response);
+    `detail` is the server's side of the story (`HTTP 403 Forbidden: ...`), without the
+    request, for messages users read."""
+
+    def __init__(
+        self, message: str, *, status: int = 0, reason: str = "", detail: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.detail = detail or message
+
+
+class KubeConflict(KubeError):
+    """409: a precondition (uid, resourceVersion) failed or the object changed meanwhile.
+
+    Also what `pods/binding` answers for a pod already assigned to a node or being deleted.
+    """
+
+
+class KubeNotFound(KubeError):
+    """404: the object (or its namespace, or the resource type) does not exist."""
+
+
+class KubeGone(KubeError):
+    """410: the resourceVersion is too old (compacted); the caller must list again."""
+
+
+class KubeForbidden(KubeError):
+    """401 or 403: the credentials are refused or lack the permission (RBAC)."""
+
+
+class KubeInvalid(KubeError):
+    """400 or 422: the API server rejected the request as invalid (a bug or a bad object)."""
+
+
+class KubeUnavailable(KubeError):
+    """Transient: 429, 5xx, a timeout or a broken connection. Retrying later may succeed."""
+
+
+_BY_STATUS: Mapping[int, type[KubeError]] = {
+    400: KubeInvalid,
+    401: KubeForbidden,
+    403: KubeForbidden,
+    404: KubeNotFound,
+    409: KubeConflict,
+    410: KubeGone,
+    422: KubeInvalid,
+    429: KubeUnavailable,
+}
+
+
+def error_type(status: int) -> type[KubeError]:
+    """The error class for an HTTP `status` that is not a success.
+
+    Source: k8s.io/apimachinery StatusReason codes; 408, 429 and every 5xx are transient, as
+    client-go's `IsRetryableError`/`IsTooManyRequests` treat them; other unknown statuses are
+    the base `KubeError` (permanent).
+    """
+    if status in _BY_STATUS:
+        return _BY_STATUS[status]
+    if status == 408 or status >= 500:
+        return KubeUnavailable
+    return KubeError
+
+
+def from_status(status: int, body: Mapping[str, Any] | None, what: str) -> KubeError:
+    """Build the error for a failed request on `what` (e.g. `"bind default/p1"`).
+
+    Shapes: `body` is the decoded `Status` object the API server returns with errors, if any;
+    its `message` and `reason` become the error's message and `reason`.
+    """
+    message = str((body or {}).get("message") or "")
+    reason = str((body or {}).get("reason") or "")
+    detail = f"HTTP {status}" + (f" {reason}" if reason else "")
+    if message:
+        detail += f": {message}"
+    return error_type(status)(f"{what}: {detail}", status=status, reason=reason, detail=detail)

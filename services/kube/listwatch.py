@@ -1,0 +1,311 @@
+"""Informer-style list-then-watch of one resource, yielding raw API JSON objects.
+
+Layer: kube. Lists in pages, then watches from the list's resourceVersion with bookmarks and a
+server-side timeout, resumes from the last resourceVersion seen, and on 410 Gone lists again,
+yielding synthetic deletes for the objects that vanished meanwhile. Reconnects forever with
+capped backoff. Never deserialises into models and never drops a change: the next request is
+made only after the consumer took every change of the previous one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from services.kube import errors
+from services.kube.client import Query
+from services.kube.resources import Resource, metadata
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 500
+READ_TIMEOUT_MARGIN_SECONDS = 30.0
+BACKOFF_FIRST_SECONDS = 0.5
+BACKOFF_MAX_SECONDS = 30.0
+MIN_WATCH_SECONDS = 1.0
+"""A watch ending sooner than this (without an error) is retried after a backoff."""
+
+ChangeType = Literal["observed", "deleted"]
+
+
+class Requester(Protocol):
+    """What list/watch needs of `services.kube.client.KubeClient` (fakes in unit tests)."""
+
+    async def request(self, method: str, path: str, *, query: Query = ()) -> dict[str, Any]: ...
+
+    def stream(
+        self, path: str, query: Query, *, read_timeout_seconds: float
+    ) -> AsyncIterator[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class Change:
+    """An object was listed, added or modified (`observed`) or deleted.
+
+    Shapes: `obj` is the API JSON; for a synthetic delete (`is_synthetic`: the object vanished
+    while the watch was down) it holds only `metadata` name, namespace, uid, resourceVersion
+    (the last one seen).
+    """
+
+    type: ChangeType
+    obj: dict[str, Any]
+    is_synthetic: bool = False
+
+
+@dataclass(frozen=True)
+class Synced:
+    """A full list was completed; every change before this one reflects it."""
+
+    resource_version: str
+
+
+Observation = Change | Synced
+
+
+@dataclass(frozen=True)
+class Known:
+    """What is remembered of an object to detect its disappearance. Units: none."""
+
+    name: str
+    namespace: str
+    resource_version: str
+
+    def stub(self, uid: str) -> dict[str, Any]:
+        """A metadata-only object, for a synthetic delete."""
+        meta = {"name": self.name, "uid": uid, "resourceVersion": self.resource_version}
+        if self.namespace:
+            meta["namespace"] = self.namespace
+        return {"metadata": meta}
+
+
+class Inventory:
+    """The objects last seen, by uid; turns lists and watch events into changes.
+
+    Pure bookkeeping: no I/O. Seeded with the objects a previous run published, it makes the
+    first list skip unchanged objects and delete the ones that are gone.
+    """
+
+    def __init__(self, known: Mapping[str, Known] | None = None) -> None:
+        self._known: dict[str, Known] = dict(known or {})
+        self._by_name = {(k.namespace, k.name): uid for uid, k in self._known.items()}
+        self._listed: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def begin_list(self) -> None:
+        """Start a full list: forget which objects were listed so far."""
+        self._listed = set()
+
+    def listed(self, obj: dict[str, Any]) -> list[Change]:
+        """Record one listed object: an observed change unless known at this version.
+
+        Shapes: a known object of the same namespace/name but another uid was replaced, so its
+        synthetic delete comes first (a name holds one object at a time).
+        """
+        uid, known = _identity(obj)
+        self._listed.add(uid)
+        changes = self._replaced(uid, known)
+        if self._known.get(uid) != known:
+            self._remember(uid, known)
+            changes.append(Change("observed", obj))
+        return changes
+
+    def end_list(self) -> list[Change]:
+        """Finish a full list: synthetic deletes of every known object it did not contain.
+
+        Shapes: ordered by namespace, name, uid.
+        """
+        gone = sorted(
+            (uid for uid in self._known if uid not in self._listed),
+            key=lambda uid: (self._known[uid].namespace, self._known[uid].name, uid),
+        )
+        self._listed = set()
+        return [self._forget(uid) for uid in gone]
+
+    def watched(self, change_type: ChangeType, obj: dict[str, Any]) -> list[Change]:
+        """Record one watch event (observed or deleted)."""
+        uid, known = _identity(obj)
+        if change_type == "deleted":
+            self._known.pop(uid, None)
+            if self._by_name.get((known.namespace, known.name)) == uid:
+                del self._by_name[(known.namespace, known.name)]
+            return [Change("deleted", obj)]
+        changes = self._replaced(uid, known)
+        self._remember(uid, known)
+        return [*changes, Change("observed", obj)]
+
+    def _replaced(self, uid: str, known: Known) -> list[Change]:
+        """The synthetic delete of another object that held this name, if any."""
+        previous = self._by_name.get((known.namespace, known.name))
+        if previous is None or previous == uid or previous not in self._known:
+            return []
+        return [self._forget(previous)]
+
+    def _remember(self, uid: str, known: Known) -> None:
+        self._known[uid] = known
+        self._by_name[(known.namespace, known.name)] = uid
+
+    def _forget(self, uid: str) -> Change:
+        """Drop `uid`; its synthetic delete."""
+        known = self._known.pop(uid)
+        if self._by_name.get((known.namespace, known.name)) == uid:
+            del self._by_name[(known.namespace, known.name)]
+        return Change("deleted", known.stub(uid), is_synthetic=True)
+
+
+async def observe(
+    client: Requester,
+    resource: Resource,
+    *,
+    known: Mapping[str, Known] | None = None,
+    watch_timeout_seconds: int = 300,
+    page_size: int = PAGE_SIZE,
+) -> AsyncGenerator[Observation, None]:
+    """Yield every change of `resource`, forever: a full list, `Synced`, then watch events.
+
+    Shapes: after each full list (the first, and after 410 Gone) comes one `Synced`.
+    Units: `watch_timeout_seconds` is the server-side length of one watch request.
+    Raises:
+        nothing from the API: every KubeError is logged and retried with capped backoff
+        (KubeGone by listing again at once).
+    Source: client-go's Reflector (ListAndWatch, bookmarks, relist on "too old
+        resource version").
+    """
+    inventory = Inventory(known)
+    resource_version: str | None = None
+    backoff = _Backoff()
+    while True:
+        try:
+            if resource_version is None:
+                async for observation in _list(client, resource, inventory, page_size):
+                    yield observation
+                    if isinstance(observation, Synced):
+                        resource_version = observation.resource_version
+                log.info("listed %ss: %d objects", resource.kind, len(inventory))
+            assert resource_version is not None
+            started = asyncio.get_running_loop().time()
+            async for observation in _watch(client, resource, inventory, resource_version,
+                                            watch_timeout_seconds):
+                if isinstance(observation, Synced):
+                    resource_version = observation.resource_version
+                    continue
+                if not observation.is_synthetic:
+                    resource_version = _resource_version(observation.obj) or resource_version
+                yield observation
+            if asyncio.get_running_loop().time() - started < MIN_WATCH_SECONDS:
+                await asyncio.sleep(backoff.next_seconds())  # a server ending watches at once
+            else:
+                backoff.reset()
+        except errors.KubeGone as error:
+            log.info("%s watch expired (%s); listing again", resource.kind, error)
+            resource_version = None
+        except errors.KubeError as error:
+            delay = backoff.next_seconds()
+            log.warning("%s list/watch failed, retrying in %.1fs: %s", resource.kind, delay, error)
+            await asyncio.sleep(delay)
+
+
+async def _list(
+    client: Requester, resource: Resource, inventory: Inventory, page_size: int
+) -> AsyncIterator[Observation]:
+    """One full, paginated list: changes for new or modified objects, deletes, then Synced."""
+    inventory.begin_list()
+    token = ""
+    while True:
+        query = [("limit", str(page_size))] + ([("continue", token)] if token else [])
+        page = await client.request("GET", resource.list_path, query=query)
+        for obj in _items(page):
+            for change in inventory.listed(obj):
+                yield change
+        page_meta = metadata(page)
+        token = str(page_meta.get("continue") or "")
+        if not token:
+            break
+    for change in inventory.end_list():
+        yield change
+    yield Synced(str(page_meta.get("resourceVersion") or ""))
+
+
+async def _watch(
+    client: Requester,
+    resource: Resource,
+    inventory: Inventory,
+    resource_version: str,
+    timeout_seconds: int,
+) -> AsyncIterator[Observation]:
+    """One watch request from `resource_version` until the server ends it.
+
+    Shapes: yields Changes, and `Synced(rv)` for a bookmark (only the version advances).
+    Raises:
+        KubeGone: the version is too old; other KubeErrors from an ERROR event.
+    """
+    query = [
+        ("watch", "true"),
+        ("resourceVersion", resource_version),
+        ("allowWatchBookmarks", "true"),
+        ("timeoutSeconds", str(timeout_seconds)),
+    ]
+    read_timeout = timeout_seconds + READ_TIMEOUT_MARGIN_SECONDS
+    async for event in client.stream(resource.list_path, query, read_timeout_seconds=read_timeout):
+        event_type = event.get("type")
+        obj = event.get("object")
+        if not isinstance(obj, dict):
+            raise errors.KubeUnavailable(f"{resource.kind} watch: event without object")
+        if event_type in ("ADDED", "MODIFIED", "DELETED"):
+            change_type: ChangeType = "deleted" if event_type == "DELETED" else "observed"
+            for change in inventory.watched(change_type, obj):
+                yield change
+        elif event_type == "BOOKMARK":
+            yield Synced(_resource_version(obj) or resource_version)
+        elif event_type == "ERROR":
+            raise errors.from_status(int(obj.get("code") or 0), obj, f"{resource.kind} watch")
+        else:
+            log.warning("%s watch: unknown event type %r ignored", resource.kind, event_type)
+
+
+def known_from(stubs: Iterable[tuple[str, str, str, str]]) -> dict[str, Known]:
+    """Seed for `observe` from `(uid, namespace, name, resource_version)` tuples."""
+    return {uid: Known(name, namespace, rv) for uid, namespace, name, rv in stubs}
+
+
+def _items(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects of a list response (malformed entries skipped)."""
+    items = page.get("items")
+    if not isinstance(items, list):
+        return []
+    return [item for item in items if isinstance(item, dict)]
+
+
+def _identity(obj: dict[str, Any]) -> tuple[str, Known]:
+    """`(uid, Known)` of an API object."""
+    meta = metadata(obj)
+    known = Known(
+        name=str(meta.get("name") or ""),
+        namespace=str(meta.get("namespace") or ""),
+        resource_version=str(meta.get("resourceVersion") or ""),
+    )
+    return str(meta.get("uid") or ""), known
+
+
+def _resource_version(obj: dict[str, Any]) -> str:
+    """`metadata.resourceVersion` of `obj`, or empty."""
+    return str(metadata(obj).get("resourceVersion") or "")
+
+
+class _Backoff:
+    """Exponential delays between reconnects: 0.5 s, 1 s, 2 s, ... capped at 30 s."""
+
+    def __init__(self) -> None:
+        self._failures = 0
+
+    def next_seconds(self) -> float:
+        delay = BACKOFF_FIRST_SECONDS * float(2 ** min(self._failures, 16))
+        self._failures += 1
+        return min(delay, BACKOFF_MAX_SECONDS)
+
+    def reset(self) -> None:
+        self._failures = 0

@@ -1,0 +1,24 @@
+"""Node reads for the binder's pre-bind validation.
+
+Layer: kube. One API request per call; never retries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.kube import errors
+from services.kube.client import KubeClient
+from services.kube.resources import node_path
+
+
+async def get_node(client: KubeClient, name: str) -> dict[str, Any] | None:
+    """The node's API JSON, or None when it does not exist.
+
+    Raises:
+        KubeError subclasses other than KubeNotFound.
+    """
+    try:
+        return await client.request("GET", node_path(name))
+    except errors.KubeNotFound:
+        return None

@@ -1,0 +1,64 @@
+"""PodGroup status writes through the status subresource: merge patch, retried on conflict.
+
+Layer: kube. The caller supplies a pure function from the current object to the status fields
+to write (or None when nothing changed), so a conflict re-reads and recomputes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from services.kube import errors
+from services.kube.client import MERGE_PATCH, KubeClient
+from services.kube.resources import metadata, podgroup_path
+
+log = logging.getLogger(__name__)
+
+CONFLICT_ATTEMPTS = 5
+
+StatusChange = Callable[[dict[str, Any]], dict[str, Any] | None]
+"""Current PodGroup JSON → the `status` merge patch to write, or None when it is current."""
+
+
+async def get_podgroup(client: KubeClient, namespace: str, name: str) -> dict[str, Any] | None:
+    """The PodGroup's API JSON, or None when it does not exist.
+
+    Raises:
+        KubeError subclasses other than KubeNotFound.
+    """
+    try:
+        return await client.request("GET", podgroup_path(namespace, name))
+    except errors.KubeNotFound:
+        return None
+
+
+async def update_status(
+    client: KubeClient, namespace: str, name: str, change: StatusChange
+) -> bool:
+    """Merge-patch the PodGroup's status with `change(current)`; False when already current.
+
+    The patch carries the read `resourceVersion`, so a concurrent writer makes it fail with a
+    conflict; then the object is read again and `change` recomputed (up to CONFLICT_ATTEMPTS).
+    Raises:
+        KubeNotFound: no such PodGroup. KubeConflict: still conflicting after every attempt.
+        Other KubeError subclasses.
+    """
+    for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+        current = await client.request("GET", podgroup_path(namespace, name))
+        status = change(current)
+        if status is None:
+            return False
+        version = metadata(current).get("resourceVersion")
+        body = {"metadata": {"resourceVersion": version}, "status": status}
+        try:
+            path = podgroup_path(namespace, name, "status")
+            await client.request("PATCH", path, body=body, content_type=MERGE_PATCH)
+            return True
+        except errors.KubeConflict:
+            log.debug("PodGroup %s/%s status conflict (attempt %d)", namespace, name, attempt)
+    raise errors.KubeConflict(
+        f"PodGroup {namespace}/{name} status: still conflicting after {CONFLICT_ATTEMPTS} attempts",
+        status=409,
+    )

@@ -1,0 +1,54 @@
+"""From observed changes to NATS messages: subject, JSON payload and de-duplication id.
+
+Layer: watcher, pure (time is passed in). Message ids are `<kind>/<uid>/<resourceVersion>/<type>`
+(type `observed` or `deleted`), so the same change seen by two watchers, or again after a
+restart, is stored once by JetStream; clock ticks are `clock/<whole second>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from services.contracts import codec, subjects
+from services.contracts.events import ClockTicked, Event
+from services.kube.listwatch import Change
+from services.watcher import slim
+
+PublishItem = tuple[str, bytes, str]
+"""`(subject, data, msg_id)`, as `Publisher.publish_many` takes them."""
+
+CLOCK_KIND = "clock"
+CLOCK_NAME = "tick"
+
+Slimmer = Callable[[Mapping[str, Any], int], Event]
+
+_SLIMMERS: dict[tuple[str, str], Slimmer] = {
+    ("node", "observed"): slim.node_event,
+    ("node", "deleted"): slim.node_deleted,
+    ("pod", "observed"): slim.pod_event,
+    ("pod", "deleted"): slim.pod_deleted,
+    ("podgroup", "observed"): slim.podgroup_event,
+    ("podgroup", "deleted"): slim.podgroup_deleted,
+}
+
+
+def change_message(prefix: str, kind: str, change: Change, at_ms: int) -> PublishItem:
+    """The message for one change of a `kind` object (node, pod, podgroup) observed at `at_ms`.
+
+    Units: `at_ms` UTC epoch milliseconds.
+    Raises:
+        KeyError: unknown kind (a bug).
+    """
+    event = _SLIMMERS[(kind, change.type)](change.obj, at_ms)
+    meta = change.obj.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "") if kind != "node" else ""
+    subject = subjects.events_subject(prefix, kind, namespace, str(meta.get("name") or ""))
+    msg_id = f"{kind}/{meta.get('uid', '')}/{meta.get('resourceVersion', '')}/{change.type}"
+    return subject, codec.encode(event), msg_id
+
+
+def tick_message(prefix: str, at_ms: int) -> PublishItem:
+    """The ClockTicked message for `at_ms` (one per second at most, across watchers)."""
+    subject = subjects.events_subject(prefix, CLOCK_KIND, "", CLOCK_NAME)
+    return subject, codec.encode(ClockTicked(at_ms=at_ms)), f"clock/{at_ms // 1000}"

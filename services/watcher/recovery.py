@@ -1,0 +1,99 @@
+"""What the log already says exists: the seed that lets a restarted watcher miss no delete.
+
+Layer: watcher shell. Reads the last event of every node, pod and PodGroup subject from the
+EVENTS stream (a short-lived ephemeral consumer, deliver policy last-per-subject). An object
+whose last event is an observation is known to the log; if the first list after a restart does
+not contain it, it vanished while no watcher ran, and a synthetic delete is published.
+Never writes to the stream.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import nats
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from services.contracts import codec, subjects
+from services.contracts.events import (
+    NodeDeleted,
+    NodeObserved,
+    PodDeleted,
+    PodGroupDeleted,
+    PodGroupObserved,
+    PodObserved,
+)
+from services.kube.listwatch import Known
+
+log = logging.getLogger(__name__)
+
+FETCH_BATCH = 1000
+FETCH_TIMEOUT_SECONDS = 5.0
+INACTIVE_SECONDS = 60.0
+
+
+def fold(known: dict[str, Known], data: bytes) -> None:
+    """Apply one event payload to `known` (uid → Known): observations set, deletes remove.
+
+    Other kinds and undecodable payloads change nothing.
+    """
+    try:
+        event = codec.decode_event(data)
+    except codec.PoisonedMessage:
+        return
+    if isinstance(event, NodeObserved):
+        known[event.uid] = Known(event.name, "", event.resource_version)
+    elif isinstance(event, PodObserved | PodGroupObserved):
+        known[event.uid] = Known(event.name, event.namespace, event.resource_version)
+    elif isinstance(event, NodeDeleted | PodDeleted | PodGroupDeleted):
+        known.pop(event.uid, None)
+
+
+async def last_known(js: JetStreamContext, prefix: str, kind: str) -> dict[str, Known]:
+    """The objects of `kind` (node, pod, podgroup) whose last event in EVENTS observes them.
+
+    Shapes: uid → Known (name, namespace, resourceVersion of the last observation).
+    Raises:
+        nats errors when the stream cannot be read (the caller's supervisor retries).
+    """
+    stream = subjects.stream_name(prefix, "EVENTS")
+    config = ConsumerConfig(
+        deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
+        ack_policy=AckPolicy.NONE,
+        inactive_threshold=INACTIVE_SECONDS,
+    )
+    subscription = await js.pull_subscribe(
+        f"{prefix}.events.{kind}.>", stream=stream, config=config
+    )
+    try:
+        info = await subscription.consumer_info()
+        known = await _drain(subscription, int(info.num_pending or 0))
+    finally:
+        await _delete(js, stream, subscription)
+    log.info("log knows %d %s objects", len(known), kind)
+    return known
+
+
+async def _drain(
+    subscription: JetStreamContext.PullSubscription, pending: int
+) -> dict[str, Known]:
+    """Fetch until nothing is pending; fold the payloads into uid → Known."""
+    known: dict[str, Known] = {}
+    while pending > 0:
+        for message in await subscription.fetch(FETCH_BATCH, timeout=FETCH_TIMEOUT_SECONDS):
+            fold(known, message.data)
+            pending = int(message.metadata.num_pending)
+    return known
+
+
+async def _delete(
+    js: JetStreamContext, stream: str, subscription: JetStreamContext.PullSubscription
+) -> None:
+    """Remove the ephemeral consumer now (it would expire after INACTIVE_SECONDS anyway)."""
+    try:
+        info = await subscription.consumer_info()
+        await subscription.unsubscribe()
+        await js.delete_consumer(stream, info.name)
+    except (nats.errors.Error, OSError, TimeoutError) as error:
+        log.debug("ephemeral consumer cleanup: %r", error)

@@ -1,0 +1,174 @@
+"""The watcher service: list/watch Nodes, Pods and PodGroups, publish slim events and ticks.
+
+Layer: watcher shell, the only reader of the Kubernetes API (DESIGN §4). Each resource is
+observed by `services.kube.listwatch.observe`; changes become events (`slim`) stamped with the
+wall-clock time of observation and go through one bounded queue to a single publisher loop that
+publishes in order, pipelined (`publish_many`), waiting out NATS outages. The queue's bound is
+the back-pressure: a watch is never read further than QUEUE_SIZE changes ahead of what JetStream
+stored. A restarted watcher seeds its inventory from the log (`recovery`), so nothing that
+changed while it was down is lost, deletes included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from nats.aio.client import Client
+
+from services.bus import streams
+from services.bus.publishing import Publisher as BusPublisher
+from services.config.settings import Settings
+from services.kube import client as kube_client
+from services.kube import listwatch
+from services.kube.listwatch import Change, Known, Requester, Synced
+from services.kube.resources import WATCHED, Resource
+from services.watcher import messages, recovery
+from services.watcher.messages import PublishItem
+
+log = logging.getLogger(__name__)
+
+QUEUE_SIZE = 4096
+BATCH_SIZE = 512
+"""Messages published per pipelined `publish_many` call, at most."""
+
+
+class ReadyFlag(Protocol):
+    """Readiness of this service (`services.runtime.health.ReadyFlag`)."""
+
+    def set(self, is_ready: bool = True) -> None: ...
+
+
+class Publisher(Protocol):
+    """JetStream publishing with message ids (`services.bus.publishing.Publisher`)."""
+
+    async def publish_many(self, items: Sequence[PublishItem]) -> None: ...
+
+
+@dataclass(frozen=True)
+class _ListSynced:
+    """Queue marker: every change of `kind`'s latest full list is ahead of it in the queue."""
+
+    kind: str
+
+
+_Entry = PublishItem | _ListSynced
+
+
+async def run_watcher(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
+    """Run the watcher until cancelled; `ready` is set once the first lists are published.
+
+    Raises:
+        KubeError: no Kubernetes credentials. BusMisconfigured: the streams cannot be set up.
+        nats errors while reading the log at start (a supervisor restarts the watcher).
+    """
+    ready.set(False)
+    js = nc.jetstream()
+    await streams.ensure_streams(js, settings.bus)
+    seeds = {r.kind: await recovery.last_known(js, settings.bus.prefix, r.kind) for r in WATCHED}
+    client = await kube_client.connect(settings.kube)
+    try:
+        await Watcher(client, BusPublisher(js), settings, seeds=seeds).run(ready)
+    finally:
+        await client.close()
+
+
+class Watcher:
+    """Observes the resources and publishes their changes and the clock ticks."""
+
+    def __init__(
+        self,
+        client: Requester,
+        publisher: Publisher,
+        settings: Settings,
+        *,
+        seeds: Mapping[str, Mapping[str, Known]] | None = None,
+        resources: Sequence[Resource] = WATCHED,
+        clock_ms: Callable[[], int] | None = None,
+    ) -> None:
+        self._client = client
+        self._publisher = publisher
+        self._prefix = settings.bus.prefix
+        self._tick_seconds = settings.watcher.tick_seconds
+        self._watch_timeout_seconds = settings.kube.watch_timeout_seconds
+        self._seeds = seeds or {}
+        self._resources = tuple(resources)
+        self._clock_ms = clock_ms or _wall_clock_ms
+
+    async def run(self, ready: ReadyFlag) -> None:
+        """Observe, publish and tick until cancelled (or until a task fails: then raise)."""
+        queue: asyncio.Queue[_Entry] = asyncio.Queue(maxsize=QUEUE_SIZE)
+        synced = asyncio.Event()
+        async with asyncio.TaskGroup() as tasks:
+            for resource in self._resources:
+                tasks.create_task(self._observe(resource, queue), name=f"watch {resource.kind}")
+            tasks.create_task(self._publish(queue, ready, synced), name="publish events")
+            tasks.create_task(self._tick(queue, synced), name="clock ticks")
+
+    async def _observe(self, resource: Resource, queue: asyncio.Queue[_Entry]) -> None:
+        """Feed the queue with `resource`'s changes, and a marker after each full list."""
+        seed = self._seeds.get(resource.kind)
+        async for observation in listwatch.observe(
+            self._client, resource, known=seed, watch_timeout_seconds=self._watch_timeout_seconds
+        ):
+            if isinstance(observation, Synced):
+                await queue.put(_ListSynced(resource.kind))
+                continue
+            item = self._message(resource.kind, observation)
+            if item is not None:
+                await queue.put(item)
+
+    def _message(self, kind: str, change: Change) -> PublishItem | None:
+        """The message for a change; None (logged) if slimming fails, which is a bug."""
+        try:
+            return messages.change_message(self._prefix, kind, change, self._clock_ms())
+        except Exception:
+            log.exception("cannot slim %s %s; skipped", kind, change.obj.get("metadata"))
+            return None
+
+    async def _publish(
+        self, queue: asyncio.Queue[_Entry], ready: ReadyFlag, synced: asyncio.Event
+    ) -> None:
+        """Publish the queue in order, in pipelined batches; mark ready after the first lists."""
+        listed: set[str] = set()
+        while True:
+            batch = [await queue.get()]
+            while len(batch) < BATCH_SIZE and not queue.empty():
+                batch.append(queue.get_nowait())
+            items: list[PublishItem] = []
+            for entry in batch:
+                if isinstance(entry, _ListSynced):
+                    await self._publisher.publish_many(items)
+                    items = []
+                    listed.add(entry.kind)
+                    if not synced.is_set() and len(listed) == len(self._resources):
+                        log.info("initial lists published; watcher ready")
+                        synced.set()
+                        ready.set()
+                else:
+                    items.append(entry)
+            await self._publisher.publish_many(items)
+
+    async def _tick(self, queue: asyncio.Queue[_Entry], synced: asyncio.Event) -> None:
+        """Enqueue a ClockTicked at every multiple of the tick period once the lists are in.
+
+        A tick that finds the queue full (NATS down) is dropped: the next one supersedes it.
+        """
+        await synced.wait()
+        period_ms = max(1, round(self._tick_seconds * 1000))
+        while True:
+            now_ms = self._clock_ms()
+            await asyncio.sleep((period_ms - now_ms % period_ms) / 1000)
+            try:
+                queue.put_nowait(messages.tick_message(self._prefix, self._clock_ms()))
+            except asyncio.QueueFull:
+                log.debug("clock tick dropped: publishing is behind")
+
+
+def _wall_clock_ms() -> int:
+    """UTC wall-clock time in epoch milliseconds."""
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,181 @@
+"""One placement end to end on an in-memory API server: all bound, or rolled back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from services.binder import placing
+from services.binder.placing import Policy, Settled
+from services.contracts.decisions import Assignment, Placement
+from services.contracts.events import GroupBound, GroupRolledBack, MemberBindFailed, MemberBound
+from services.kube import errors
+from tests.unit.binder.fakes import FakeKube, make_node, make_pod
+
+NOW_MS = 1_700_000_000_000
+POLICY = Policy(scheduler_name="gangsched", concurrency=4, rollback_bare_pods=False)
+
+
+def clock() -> int:
+    return NOW_MS
+
+
+def placement(*names: str, deadline_in_ms: int = 30_000, node: str = "n1") -> Placement:
+    members = tuple(Assignment(f"uid-{n}", "default", n, node) for n in names)
+    return Placement(id="9-0", plan_seq=9, at_ms=NOW_MS, group="default/g", attempt=1,
+                     deadline_ms=NOW_MS + deadline_in_ms, members=members)
+
+
+def cluster(*pods: dict[str, Any]) -> FakeKube:
+    kube = FakeKube()
+    kube.add_node(make_node("n1"))
+    for pod in pods:
+        kube.add_pod(pod)
+    return kube
+
+
+async def run(kube: FakeKube, decision: Placement, *, is_redelivery: bool = False,
+              policy: Policy = POLICY) -> Settled:
+    return await placing.carry_out(decision, kube, policy, clock, is_redelivery=is_redelivery)
+
+
+def kinds(settled: Settled) -> list[str]:
+    return [type(outcome).__name__ for outcome in settled.outcomes]
+
+
+async def test_every_member_bound_gives_member_bound_each_then_group_bound() -> None:
+    kube = cluster(make_pod("a"), make_pod("b"))
+    settled = await run(kube, placement("a", "b"))
+    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert (kube.node_of("a"), kube.node_of("b")) == ("n1", "n1")
+    assert settled.rolled_back is None
+    assert [m.name for m in settled.bound] == ["a", "b"]
+
+
+async def test_a_member_gone_before_binding_rolls_back_without_binding_anything() -> None:
+    kube = cluster(make_pod("a"))
+    settled = await run(kube, placement("a", "b"))
+    assert [call for call in kube.calls if call[0] == "bind"] == []
+    assert kinds(settled) == ["MemberBindFailed", "GroupRolledBack"]
+    rolled = settled.outcomes[-1]
+    assert isinstance(rolled, GroupRolledBack)
+    assert rolled.failed_pod == "uid-b"
+    assert rolled.reason == "pod default/b was deleted"
+    assert rolled.deleted_pods == ()
+
+
+async def test_a_refused_bind_deletes_the_owned_members_already_bound() -> None:
+    kube = cluster(make_pod("a"), make_pod("b"))
+    kube.failures[("bind", "b")] = [errors.KubeForbidden("pods/binding is forbidden", status=403)]
+    settled = await run(kube, placement("a", "b"), policy=Policy("gangsched", 1, False))
+    assert kinds(settled) == ["MemberBound", "MemberBindFailed", "GroupRolledBack"]
+    failed = settled.outcomes[1]
+    assert isinstance(failed, MemberBindFailed) and failed.is_permanent
+    assert "forbidden" in failed.reason
+    rolled = settled.outcomes[-1]
+    assert isinstance(rolled, GroupRolledBack) and rolled.deleted_pods == ("uid-a",)
+    assert kube.deleted == ["a"]
+    assert settled.bound == ()
+
+
+async def test_bare_pods_stay_bound_unless_the_operator_opted_in() -> None:
+    def setup() -> FakeKube:
+        kube = cluster(make_pod("a", owned=False), make_pod("b"))
+        kube.failures[("bind", "b")] = [errors.KubeInvalid("invalid", status=422)]
+        return kube
+
+    kept = setup()
+    settled = await run(kept, placement("a", "b"), policy=Policy("gangsched", 1, False))
+    assert kept.deleted == [] and kept.node_of("a") == "n1"
+    assert settled.rolled_back is not None and settled.rolled_back.undone.kept == ("uid-a",)
+    opted_in = setup()
+    await run(opted_in, placement("a", "b"), policy=Policy("gangsched", 1, True))
+    assert opted_in.deleted == ["a"]
+
+
+async def test_a_redelivered_placement_already_bound_succeeds_without_binding_again() -> None:
+    kube = cluster(make_pod("a", node="n1"), make_pod("b", node="n1"))
+    settled = await run(kube, placement("a", "b"), is_redelivery=True)
+    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert [call for call in kube.calls if call[0] == "bind"] == []
+
+
+async def test_a_first_delivery_past_its_deadline_is_rolled_back_without_any_api_call() -> None:
+    kube = cluster(make_pod("a"))
+    settled = await run(kube, placement("a", deadline_in_ms=-1))
+    assert kinds(settled) == ["GroupRolledBack"]
+    assert kube.calls == []
+    rolled = settled.outcomes[0]
+    assert isinstance(rolled, GroupRolledBack)
+    assert rolled.reason == "deadline passed with 0 of 1 members bound"
+
+
+async def test_a_redelivery_past_its_deadline_undoes_what_an_earlier_attempt_bound() -> None:
+    kube = cluster(make_pod("a", node="n1"), make_pod("b"))
+    settled = await run(kube, placement("a", "b", deadline_in_ms=-1), is_redelivery=True)
+    assert [call for call in kube.calls if call[0] == "bind"] == []
+    assert kube.deleted == ["a"]
+    assert kinds(settled) == ["MemberBound", "GroupRolledBack"]
+
+
+async def test_a_redelivery_past_its_deadline_with_everything_bound_is_a_success() -> None:
+    kube = cluster(make_pod("a", node="n1"))
+    settled = await run(kube, placement("a", deadline_in_ms=-1), is_redelivery=True)
+    assert kinds(settled) == ["MemberBound", "GroupBound"]
+
+
+async def test_transient_errors_are_retried() -> None:
+    kube = cluster(make_pod("a"))
+    kube.failures[("bind", "a")] = [errors.KubeUnavailable("503"), errors.KubeUnavailable("429")]
+    kube.failures[("get_pod", "a")] = [errors.KubeUnavailable("timeout")]
+    settled = await run(kube, placement("a"))
+    assert kinds(settled) == ["MemberBound", "GroupBound"]
+
+
+async def test_a_lost_bind_answer_is_recognised_as_bound_after_the_conflict() -> None:
+    kube = cluster(make_pod("a"))
+    kube.lose_bind_answers.add("a")
+    settled = await run(kube, placement("a"))
+    assert kinds(settled) == ["MemberBound", "GroupBound"]
+    assert [call for call in kube.calls if call[0] == "bind"] == [("bind", "a"), ("bind", "a")]
+
+
+async def test_a_pod_bound_elsewhere_meanwhile_is_a_conflict_and_not_deleted() -> None:
+    kube = cluster(make_pod("a"))
+    kube.failures[("bind", "a")] = [errors.KubeConflict("already assigned", status=409)]
+    original_bind = kube.bind
+
+    async def bind_elsewhere(namespace: str, name: str, uid: str, node: str) -> None:
+        kube.pods[(namespace, name)]["spec"]["nodeName"] = "n2"  # another scheduler won
+        await original_bind(namespace, name, uid, node)
+
+    kube.bind = bind_elsewhere  # type: ignore[method-assign]
+    settled = await run(kube, placement("a"))
+    failed = settled.outcomes[0]
+    assert isinstance(failed, MemberBindFailed)
+    assert failed.reason == "pod default/a is already bound to node n2, not n1"
+    assert kube.deleted == []
+
+
+@pytest.mark.timeout(10)
+async def test_binds_failing_until_the_deadline_roll_back_with_the_last_error() -> None:
+    kube = cluster(make_pod("a"), make_pod("b"))
+    kube.failures[("bind", "b")] = [errors.KubeUnavailable("HTTP 503")] * 100
+    settled = await run(kube, placement("a", "b", deadline_in_ms=300))
+    assert kinds(settled) == ["MemberBound", "MemberBindFailed", "GroupRolledBack"]
+    failed = settled.outcomes[1]
+    assert isinstance(failed, MemberBindFailed) and not failed.is_permanent
+    rolled = settled.outcomes[-1]
+    assert isinstance(rolled, GroupRolledBack)
+    assert rolled.reason == "deadline passed with 1 of 2 members bound (last error: HTTP 503)"
+    assert kube.deleted == ["a"]
+
+
+async def test_outcomes_name_the_decision_and_group() -> None:
+    kube = cluster(make_pod("a"))
+    settled = await run(kube, placement("a"))
+    bound, group = settled.outcomes
+    assert bound == MemberBound(at_ms=NOW_MS, decision_id="9-0", group="default/g",
+                                pod_uid="uid-a", node="n1")
+    assert group == GroupBound(at_ms=NOW_MS, decision_id="9-0", group="default/g")

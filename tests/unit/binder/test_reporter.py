@@ -1,0 +1,122 @@
+"""Events, conditions and PodGroup status as users see them; rate limits; best effort."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from services.binder.placing import RolledBack, Settled
+from services.binder.reporter import Reporter
+from services.binder.rollback import Undone
+from services.contracts.decisions import Assignment, Placement, PodRef, Rejection, StatusUpdate
+from services.kube import errors
+from tests.unit.binder.fakes import FakeKube, make_pod
+
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def __call__(self) -> float:
+        return self.seconds
+
+
+def reporter(kube: FakeKube, clock: Clock | None = None) -> Reporter:
+    return Reporter(kube, event_interval_seconds=30.0, concurrency=4,
+                    monotonic=clock or Clock(), now=lambda: NOW)
+
+
+def rejection(reason: str, *names: str, group: str = "default/g") -> Rejection:
+    pods = tuple(PodRef(f"uid-{n}", "default", n) for n in names)
+    return Rejection(id="3-0", plan_seq=3, at_ms=0, group=group, reason=reason, pods=pods)
+
+
+def with_podgroup(kube: FakeKube) -> FakeKube:
+    kube.podgroups[("default", "g")] = {"metadata": {"name": "g", "uid": "pg-uid"}, "status": {}}
+    return kube
+
+
+async def test_a_rejection_writes_failed_scheduling_and_the_unschedulable_condition() -> None:
+    kube = with_podgroup(FakeKube())
+    kube.add_pod(make_pod("a"))
+    await reporter(kube).rejected(rejection("gang default/g: 1 of 2 members fit", "a"))
+    assert [(e.about.kind, e.about.name, e.reason, e.message) for e in kube.events] == [
+        ("Pod", "a", "FailedScheduling", "gang default/g: 1 of 2 members fit"),
+        ("PodGroup", "g", "FailedScheduling", "gang default/g: 1 of 2 members fit"),
+    ]
+    assert kube.events[1].about.uid == "pg-uid"
+    condition = kube.pods[("default", "a")]["status"]["conditions"][0]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "PodScheduled", "False", "Unschedulable",
+    )
+
+
+async def test_repeated_rejections_are_rate_limited_unless_the_reason_changes() -> None:
+    kube = FakeKube()
+    kube.add_pod(make_pod("a"))
+    clock = Clock()
+    report = reporter(kube, clock)
+    await report.rejected(rejection("no fit", "a"))
+    clock.seconds = 10
+    await report.rejected(rejection("no fit", "a"))
+    assert len([e for e in kube.events if e.about.kind == "Pod"]) == 1
+    await report.rejected(rejection("PodGroup default/g not found", "a"))
+    clock.seconds = 45
+    await report.rejected(rejection("PodGroup default/g not found", "a"))
+    assert len([e for e in kube.events if e.about.kind == "Pod"]) == 3
+    assert len(kube.status_patches) == 2  # the condition is written only when it changes
+
+
+async def test_a_rejected_pod_already_bound_or_gone_gets_no_report() -> None:
+    kube = FakeKube()
+    kube.add_pod(make_pod("a", node="n1"))
+    await reporter(kube).rejected(rejection("no fit", "a", "gone"))
+    assert kube.events == []
+    assert kube.status_patches == []
+
+
+async def test_api_errors_while_reporting_are_swallowed() -> None:
+    kube = FakeKube()
+    kube.add_pod(make_pod("a"))
+    kube.failures[("create_event", "a")] = [errors.KubeForbidden("events forbidden", status=403)]
+    await reporter(kube).rejected(rejection("no fit", "a"))
+    assert kube.events == []
+
+
+async def test_a_bound_gang_gets_scheduled_events() -> None:
+    kube = FakeKube()
+    members = (Assignment("uid-a", "default", "a", "n1"), Assignment("uid-b", "default", "b", "n2"))
+    decision = Placement(id="4-0", plan_seq=4, at_ms=0, group="default/g", attempt=1,
+                         deadline_ms=1, members=members)
+    await reporter(kube).placed(decision, Settled(outcomes=(), bound=members))
+    assert sorted((e.about.name, e.reason, e.message) for e in kube.events) == [
+        ("a", "Scheduled", "Successfully assigned default/a to n1"),
+        ("b", "Scheduled", "Successfully assigned default/b to n2"),
+    ]
+
+
+async def test_a_rollback_is_reported_on_the_pending_members_and_the_podgroup() -> None:
+    kube = with_podgroup(FakeKube())
+    members = (Assignment("uid-a", "default", "a", "n1"), Assignment("uid-b", "default", "b", "n1"))
+    decision = Placement(id="4-0", plan_seq=4, at_ms=0, group="default/g", attempt=2,
+                         deadline_ms=1, members=members)
+    rolled = RolledBack("pod default/b was deleted", members[1], Undone(deleted=("uid-a",)))
+    await reporter(kube).placed(decision, Settled(outcomes=(), bound=(), rolled_back=rolled))
+    expected = ("gang default/g: placement attempt 2 rolled back: pod default/b was deleted; "
+                "1 bound member deleted for its controller to recreate")
+    assert [(e.about.kind, e.about.name, e.message) for e in kube.events] == [
+        ("Pod", "b", expected), ("PodGroup", "g", expected),
+    ]
+
+
+async def test_status_updates_are_written_and_skipped_for_singletons() -> None:
+    kube = with_podgroup(FakeKube())
+    update = StatusUpdate(id="5-0", plan_seq=5, at_ms=0, group="default/g", phase="Running",
+                          running=3, succeeded=0, failed=0)
+    await reporter(kube).status(update)
+    assert kube.podgroups[("default", "g")]["status"]["phase"] == "Running"
+    singleton = StatusUpdate(id="5-1", plan_seq=5, at_ms=0, group="default/pod:a",
+                             phase="Running", running=1, succeeded=0, failed=0)
+    await reporter(kube).status(singleton)
+    assert ("update_podgroup_status", "pod:a") not in kube.calls

@@ -1,0 +1,103 @@
+"""PodScheduled condition and PodGroup status patches: only what changed, None when current."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from services.binder import statuses
+from services.contracts.decisions import StatusUpdate
+from tests.unit.binder.fakes import make_pod
+
+NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
+EARLIER = "2024-05-01T11:00:00Z"
+
+
+def update(**fields: Any) -> StatusUpdate:
+    values: dict[str, Any] = {
+        "id": "7-0", "plan_seq": 7, "at_ms": 0, "group": "ml/train", "phase": "Scheduling",
+        "running": 0, "succeeded": 0, "failed": 0,
+    }
+    return StatusUpdate(**(values | fields))
+
+
+def test_an_unschedulable_pod_gets_the_podscheduled_false_condition() -> None:
+    patch = statuses.unschedulable_status(make_pod("p1"), "gang ml/train: 3 of 4 members fit", NOW)
+    assert patch == {"conditions": [{
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+        "message": "gang ml/train: 3 of 4 members fit",
+        "lastTransitionTime": "2024-05-01T12:00:00Z",
+    }]}
+
+
+def test_the_same_condition_is_not_written_again() -> None:
+    pod = make_pod("p1")
+    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                    "reason": "Unschedulable", "message": "m"}]
+    assert statuses.unschedulable_status(pod, "m", NOW) is None
+
+
+def test_a_new_message_keeps_the_transition_time_while_the_status_stays_false() -> None:
+    pod = make_pod("p1")
+    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                    "reason": "Unschedulable", "message": "old",
+                                    "lastTransitionTime": EARLIER}]
+    patch = statuses.unschedulable_status(pod, "new", NOW)
+    assert patch is not None
+    assert patch["conditions"][0]["lastTransitionTime"] == EARLIER
+    assert patch["conditions"][0]["message"] == "new"
+
+
+def test_podgroup_status_carries_phase_counts_start_time_and_a_scheduled_condition() -> None:
+    podgroup = {"metadata": {"generation": 2}, "status": {}}
+    start_ms = int(datetime(2024, 5, 1, 11, 59, tzinfo=UTC).timestamp() * 1000)
+    patch = statuses.podgroup_status(
+        update(phase="Running", running=3, occupied_by="ml/job", schedule_start_ms=start_ms,
+               condition_reason="Scheduled", condition_message="3 of 3 members bound"),
+        podgroup, NOW,
+    )
+    assert patch == {
+        "phase": "Running", "running": 3, "succeeded": 0, "failed": 0, "occupiedBy": "ml/job",
+        "scheduleStartTime": "2024-05-01T11:59:00Z",
+        "conditions": [{
+            "type": "Scheduled", "status": "True", "reason": "Scheduled",
+            "message": "3 of 3 members bound", "observedGeneration": 2,
+            "lastTransitionTime": "2024-05-01T12:00:00Z",
+        }],
+    }
+
+
+def test_a_podgroup_status_already_current_is_not_written() -> None:
+    podgroup: dict[str, Any] = {"metadata": {}, "status": {}}
+    first = statuses.podgroup_status(update(condition_reason="Unschedulable",
+                                            condition_message="m"), podgroup, NOW)
+    assert first is not None
+    podgroup["status"] = first
+    later = datetime(2024, 5, 1, 13, 0, tzinfo=UTC)
+    assert statuses.podgroup_status(update(condition_reason="Unschedulable",
+                                           condition_message="m"), podgroup, later) is None
+
+
+def test_only_changed_fields_are_patched_and_other_conditions_are_kept() -> None:
+    other = {"type": "Custom", "status": "True", "reason": "X", "message": "",
+             "lastTransitionTime": EARLIER}
+    old = {"type": "Scheduled", "status": "False", "reason": "Unschedulable", "message": "m",
+           "lastTransitionTime": EARLIER}
+    podgroup = {"metadata": {}, "status": {"phase": "Pending", "running": 0, "succeeded": 0,
+                                           "failed": 0, "conditions": [other, old]}}
+    patch = statuses.podgroup_status(
+        update(phase="Pending", condition_reason="Unschedulable", condition_message="m2"),
+        podgroup, NOW,
+    )
+    assert patch is not None
+    assert set(patch) == {"conditions"}
+    assert patch["conditions"][0] == other
+    assert patch["conditions"][1]["message"] == "m2"
+    assert patch["conditions"][1]["lastTransitionTime"] == EARLIER
+
+
+def test_condition_reasons_are_made_valid() -> None:
+    assert statuses.condition_reason("Unschedulable") == "Unschedulable"
+    assert statuses.condition_reason("rolled back: pod gone") == "RolledBackPodGone"
+    assert statuses.condition_reason("3 of 4 fit") == "Of4Fit"
+    assert statuses.condition_reason("!!!") == "Unknown"

@@ -1,0 +1,85 @@
+"""Pre-bind validation: each reason a member is refused, and the idempotent already-bound case."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.binder import validation
+from services.binder.validation import Verdict
+from services.contracts.decisions import Assignment
+from tests.unit.binder.fakes import make_node, make_pod
+
+MEMBER = Assignment(pod_uid="uid-p1", namespace="default", name="p1", node="n1")
+
+
+def check(pod: dict[str, Any] | None, node: dict[str, Any] | None = None) -> validation.Check:
+    return validation.check_member(MEMBER, pod, node or make_node("n1"), "gangsched")
+
+
+def test_an_unbound_pod_of_ours_on_a_ready_node_is_bindable() -> None:
+    assert check(make_pod("p1")).verdict is Verdict.BINDABLE
+
+
+def test_a_pod_already_bound_to_the_planned_node_is_bound_even_if_the_node_is_gone() -> None:
+    result = validation.check_member(MEMBER, make_pod("p1", node="n1"), None, "gangsched")
+    assert result.verdict is Verdict.BOUND
+
+
+def test_a_deleted_pod_is_refused() -> None:
+    assert check(None) == validation.Check(Verdict.REFUSED, "pod default/p1 was deleted")
+
+
+def test_a_pod_replaced_under_the_same_name_is_refused() -> None:
+    result = check(make_pod("p1", uid="other"))
+    assert result.verdict is Verdict.REFUSED
+    assert "was replaced" in result.reason
+
+
+def test_a_pod_bound_to_another_node_is_refused() -> None:
+    result = check(make_pod("p1", node="n2"))
+    assert result.reason == "pod default/p1 is already bound to node n2, not n1"
+
+
+def test_a_pod_being_deleted_is_refused() -> None:
+    pod = make_pod("p1")
+    pod["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    assert check(pod).reason == "pod default/p1 is being deleted"
+
+
+def test_a_pod_that_changed_scheduler_is_refused() -> None:
+    result = check(make_pod("p1", scheduler="default-scheduler"))
+    assert result.reason == "pod default/p1 is no longer ours (schedulerName default-scheduler)"
+
+
+def test_a_scheduling_gated_pod_is_refused() -> None:
+    pod = make_pod("p1")
+    pod["spec"]["schedulingGates"] = [{"name": "wait"}]
+    assert check(pod).reason == "pod default/p1 is scheduling-gated"
+
+
+def test_a_finished_pod_is_refused() -> None:
+    pod = make_pod("p1")
+    pod["status"]["phase"] = "Succeeded"
+    assert check(pod).reason == "pod default/p1 has finished (phase Succeeded)"
+
+
+def test_a_missing_cordoned_or_not_ready_node_is_refused() -> None:
+    pod = make_pod("p1")
+    assert "the node was deleted" in validation.check_member(MEMBER, pod, None, "gangsched").reason
+    assert "cordoned" in check(pod, make_node("n1", unschedulable=True)).reason
+    assert "not Ready" in check(pod, make_node("n1", is_ready=False)).reason
+
+
+def test_a_conflict_is_explained_from_the_pod_as_read_afterwards() -> None:
+    assert validation.conflict_reason(MEMBER, None) == "pod default/p1 was deleted"
+    bound_elsewhere = make_pod("p1", node="n9")
+    assert "already bound to node n9" in validation.conflict_reason(MEMBER, bound_elsewhere)
+    assert validation.conflict_reason(MEMBER, make_pod("p1")) == ""
+
+
+def test_only_a_controller_owner_counts_as_controller() -> None:
+    assert validation.has_controller(make_pod("p1"))
+    assert not validation.has_controller(make_pod("p1", owned=False))
+    pod = make_pod("p1", owned=False)
+    pod["metadata"]["ownerReferences"] = [{"kind": "ConfigMap", "name": "x", "uid": "u"}]
+    assert not validation.has_controller(pod)

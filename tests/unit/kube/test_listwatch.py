@@ -1,0 +1,168 @@
+"""List-then-watch: pages, resume from resourceVersion, bookmarks, relist on 410 with deletes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from services.kube import errors, listwatch
+from services.kube.listwatch import Change, Inventory, Known, Synced
+from services.kube.resources import PODS
+
+
+def obj(name: str, uid: str, rv: str, namespace: str = "default") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": namespace, "uid": uid, "resourceVersion": rv}}
+
+
+def page(items: list[dict[str, Any]], rv: str, token: str = "") -> dict[str, Any]:
+    meta = {"resourceVersion": rv} | ({"continue": token} if token else {})
+    return {"metadata": meta, "items": items}
+
+
+class FakeApi:
+    """Scripted list responses and watch streams; a watch with no script left hangs."""
+
+    def __init__(self, lists: list[Any], watches: list[list[Any]]) -> None:
+        self.lists = lists
+        self.watches = watches
+        self.calls: list[tuple[str, dict[str, str]]] = []
+
+    async def request(self, method: str, path: str, *, query: Any = ()) -> dict[str, Any]:
+        self.calls.append(("list", dict(query)))
+        response = self.lists.pop(0)
+        if isinstance(response, Exception):
+            raise response
+        assert isinstance(response, dict)
+        return response
+
+    async def stream(
+        self, path: str, query: Any, *, read_timeout_seconds: float
+    ) -> AsyncIterator[dict[str, Any]]:
+        self.calls.append(("watch", dict(query)))
+        if not self.watches:
+            await asyncio.Event().wait()
+        for item in self.watches.pop(0):
+            if isinstance(item, Exception):
+                raise item
+            yield item
+
+
+@pytest.fixture(autouse=True)
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(listwatch, "BACKOFF_FIRST_SECONDS", 0.0)
+    monkeypatch.setattr(listwatch, "MIN_WATCH_SECONDS", 0.0)
+
+
+async def take(api: FakeApi, count: int, **kwargs: Any) -> list[listwatch.Observation]:
+    stream = listwatch.observe(api, PODS, page_size=2, **kwargs)
+    try:
+        return [await asyncio.wait_for(anext(stream), 2) for _ in range(count)]
+    finally:
+        await stream.aclose()
+
+
+def summary(observations: list[listwatch.Observation]) -> list[tuple[str, ...]]:
+    result: list[tuple[str, ...]] = []
+    for item in observations:
+        if isinstance(item, Synced):
+            result.append(("synced", item.resource_version))
+        else:
+            meta = item.obj["metadata"]
+            kind = "synthetic-" + item.type if item.is_synthetic else item.type
+            result.append((kind, meta["uid"], meta["resourceVersion"]))
+    return result
+
+
+async def test_a_paginated_list_yields_every_object_then_synced_then_watch_events() -> None:
+    api = FakeApi(
+        lists=[page([obj("a", "u1", "5"), obj("b", "u2", "6")], "10", token="t"),
+               page([obj("c", "u3", "7")], "10")],
+        watches=[[{"type": "ADDED", "object": obj("d", "u4", "11")},
+                  {"type": "MODIFIED", "object": obj("a", "u1", "12")},
+                  {"type": "DELETED", "object": obj("b", "u2", "13")}]],
+    )
+    seen = await take(api, 7)
+    assert summary(seen) == [
+        ("observed", "u1", "5"), ("observed", "u2", "6"), ("observed", "u3", "7"),
+        ("synced", "10"),
+        ("observed", "u4", "11"), ("observed", "u1", "12"), ("deleted", "u2", "13"),
+    ]
+    assert api.calls[1] == ("list", {"limit": "2", "continue": "t"})
+    assert api.calls[2] == ("watch", {
+        "watch": "true", "resourceVersion": "10", "allowWatchBookmarks": "true",
+        "timeoutSeconds": "300",
+    })
+
+
+async def test_a_watch_resumes_from_the_last_version_seen_including_bookmarks() -> None:
+    api = FakeApi(
+        lists=[page([], "10")],
+        watches=[[{"type": "ADDED", "object": obj("a", "u1", "11")}],
+                 [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "20"}}}],
+                 [{"type": "MODIFIED", "object": obj("a", "u1", "21")}]],
+    )
+    seen = await take(api, 3)
+    assert summary(seen) == [("synced", "10"), ("observed", "u1", "11"), ("observed", "u1", "21")]
+    watch_versions = [query["resourceVersion"] for call, query in api.calls if call == "watch"]
+    assert watch_versions == ["10", "11", "20"]
+
+
+async def test_gone_relists_and_deletes_what_vanished_meanwhile() -> None:
+    gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired",
+                                         "message": "too old resource version"}}
+    api = FakeApi(
+        lists=[page([obj("a", "u1", "5"), obj("b", "u2", "6")], "10"),
+               page([obj("a", "u1", "5"), obj("c", "u3", "30")], "31")],
+        watches=[[gone]],
+    )
+    seen = await take(api, 6)
+    assert summary(seen) == [
+        ("observed", "u1", "5"), ("observed", "u2", "6"), ("synced", "10"),
+        # the relist skips the unchanged u1, adds u3 and deletes the vanished u2
+        ("observed", "u3", "30"), ("synthetic-deleted", "u2", "6"), ("synced", "31"),
+    ]
+    assert seen[4] == Change(
+        "deleted", {"metadata": {"name": "b", "namespace": "default", "uid": "u2",
+                                 "resourceVersion": "6"}}, is_synthetic=True,
+    )
+
+
+async def test_transient_failures_are_retried_without_losing_the_position() -> None:
+    api = FakeApi(
+        lists=[errors.KubeUnavailable("down"), page([obj("a", "u1", "5")], "10")],
+        watches=[[errors.KubeUnavailable("broken stream")],
+                 [{"type": "MODIFIED", "object": obj("a", "u1", "12")}]],
+    )
+    seen = await take(api, 3)
+    assert summary(seen) == [("observed", "u1", "5"), ("synced", "10"), ("observed", "u1", "12")]
+    watch_versions = [query["resourceVersion"] for call, query in api.calls if call == "watch"]
+    assert watch_versions == ["10", "10"]
+
+
+async def test_a_seed_skips_unchanged_objects_and_deletes_the_ones_gone() -> None:
+    seed = {"u1": Known("a", "default", "5"), "u2": Known("b", "default", "6")}
+    api = FakeApi(lists=[page([obj("a", "u1", "5")], "10")], watches=[])
+    seen = await take(api, 2, known=seed)
+    assert summary(seen) == [("synthetic-deleted", "u2", "6"), ("synced", "10")]
+
+
+def test_an_object_replaced_under_its_name_is_deleted_before_the_new_one_is_observed() -> None:
+    inventory = Inventory({"old": Known("a", "default", "5")})
+    inventory.begin_list()
+    changes = inventory.listed(obj("a", "new", "9"))
+    assert [(c.type, c.obj["metadata"]["uid"], c.is_synthetic) for c in changes] == [
+        ("deleted", "old", True), ("observed", "new", False),
+    ]
+    assert inventory.end_list() == []
+
+
+def test_a_watched_delete_forgets_the_object() -> None:
+    inventory = Inventory()
+    inventory.watched("observed", obj("a", "u1", "5"))
+    inventory.watched("deleted", obj("a", "u1", "6"))
+    inventory.begin_list()
+    assert inventory.end_list() == []
+    assert len(inventory) == 0

@@ -1,0 +1,48 @@
+"""Subjects, payloads and de-duplication ids of the watcher's messages."""
+
+from __future__ import annotations
+
+from services.contracts import codec
+from services.contracts.events import ClockTicked, NodeObserved, PodDeleted, PodObserved
+from services.kube.listwatch import Change
+from services.watcher import messages
+
+
+def pod(uid: str = "u1", rv: str = "7") -> dict[str, object]:
+    return {
+        "metadata": {"name": "w.0", "namespace": "ml", "uid": uid, "resourceVersion": rv,
+                     "creationTimestamp": "2024-05-01T10:00:00Z"},
+        "spec": {"schedulerName": "gangsched", "containers": [{"name": "c"}]},
+        "status": {"phase": "Pending"},
+    }
+
+
+def test_an_observed_pod_is_published_under_its_namespace_and_name() -> None:
+    subject, data, msg_id = messages.change_message("gs", "pod", Change("observed", pod()), 1000)
+    assert subject == "gs.events.pod.ml.w_0"
+    assert msg_id == "pod/u1/7/observed"
+    event = codec.decode_event(data)
+    assert isinstance(event, PodObserved)
+    assert (event.uid, event.at_ms, event.resource_version) == ("u1", 1000, "7")
+
+
+def test_a_deleted_pod_has_its_own_id_so_it_is_never_taken_for_the_observation() -> None:
+    _, data, msg_id = messages.change_message("gs", "pod", Change("deleted", pod()), 1000)
+    assert msg_id == "pod/u1/7/deleted"
+    assert isinstance(codec.decode_event(data), PodDeleted)
+
+
+def test_nodes_are_cluster_scoped() -> None:
+    node = {"metadata": {"name": "n1", "uid": "nu", "resourceVersion": "3"},
+            "status": {"allocatable": {"cpu": "4"}}}
+    subject, data, msg_id = messages.change_message("gs", "node", Change("observed", node), 5)
+    assert subject == "gs.events.node._.n1"
+    assert msg_id == "node/nu/3/observed"
+    assert isinstance(codec.decode_event(data), NodeObserved)
+
+
+def test_ticks_are_deduplicated_per_second() -> None:
+    subject, data, msg_id = messages.tick_message("gs", 1_700_000_000_999)
+    assert subject == "gs.events.clock._.tick"
+    assert msg_id == "clock/1700000000"
+    assert codec.decode_event(data) == ClockTicked(at_ms=1_700_000_000_999)

@@ -1,0 +1,37 @@
+"""The seed read back from the log: the last event of each subject says what exists."""
+
+from __future__ import annotations
+
+from services.contracts import codec
+from services.contracts.events import ClockTicked, NodeObserved, PodDeleted, PodObserved
+from services.kube.listwatch import Known
+from services.watcher import recovery
+
+
+def observed(uid: str, rv: str) -> bytes:
+    return codec.encode(PodObserved(
+        at_ms=1, uid=uid, namespace="ml", name=f"p-{uid}", resource_version=rv,
+        scheduler_name="gangsched", phase="Pending", created_at_ms=1, requests={"pods": 1},
+    ))
+
+
+def test_observations_are_known_and_deletes_forget() -> None:
+    known: dict[str, Known] = {}
+    recovery.fold(known, observed("u1", "5"))
+    recovery.fold(known, observed("u2", "6"))
+    recovery.fold(known, codec.encode(PodDeleted(at_ms=2, uid="u2", namespace="ml", name="p-u2")))
+    assert known == {"u1": Known("p-u1", "ml", "5")}
+
+
+def test_nodes_are_known_without_namespace() -> None:
+    known: dict[str, Known] = {}
+    node = NodeObserved(at_ms=1, name="n1", uid="nu", resource_version="9", allocatable={})
+    recovery.fold(known, codec.encode(node))
+    assert known == {"nu": Known("n1", "", "9")}
+
+
+def test_other_events_and_garbage_change_nothing() -> None:
+    known: dict[str, Known] = {}
+    recovery.fold(known, codec.encode(ClockTicked(at_ms=1)))
+    recovery.fold(known, b"not json")
+    assert known == {}
