@@ -21,7 +21,7 @@ def test_quantities_convert_to_units(resource, text, units):
     ("cpu", "lots"), ("memory", "5Xi"), ("cpu", "-1"), ("nvidia.com/gpu", "500m"), ("pods", ""),
 ])
 def test_invalid_quantities_are_refused_with_the_resource_named(resource, text):
-    with pytest.raises(resources.InvalidQuantity, match="quantity|whole number"):
+    with pytest.raises(resources.InvalidQuantity, match=r"quantity|whole number"):
         resources.to_units(resource, text)
 
 

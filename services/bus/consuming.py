@@ -1,0 +1,195 @@
+"""Durable pull consumers: fetch batches, ack after processing, survive NATS restarts.
+
+Layer: bus. Delivery is at least once; callers make processing idempotent (the planner skips
+sequences at or below its tracked one, the binder checks what is already bound). Never acks on
+the caller's behalf.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+
+import nats
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from services.bus import transience
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Delivery:
+    """One message handed to a consumer, with its stream position.
+
+    `num_delivered` is 1 on first delivery (higher means a redelivery); `num_pending` is how
+    many messages of the consumer's filter were still waiting after this one (consumer lag).
+    """
+
+    seq: int
+    subject: str
+    data: bytes
+    headers: dict[str, str]
+    num_delivered: int
+    num_pending: int
+    msg: Msg = field(repr=False)
+    _consumer: PullConsumer | None = field(default=None, repr=False)
+
+    async def ack(self) -> None:
+        """Acknowledge: processing is done. A lost ack only causes a redelivery (logged)."""
+        await self._settle(self.msg.ack(), settled=True)
+
+    async def nak(self, delay_seconds: float | None = None) -> None:
+        """Ask for redelivery, after `delay_seconds` if given (seconds)."""
+        await self._settle(self.msg.nak(delay=delay_seconds), settled=False)
+
+    async def term(self) -> None:
+        """Never deliver this message again (poisoned or obsolete)."""
+        await self._settle(self.msg.term(), settled=True)
+
+    async def _settle(self, reply: Awaitable[None], *, settled: bool) -> None:
+        """Send an ack-type reply; remember the outcome for consumer re-creation."""
+        try:
+            await reply
+        except nats.errors.MsgAlreadyAckdError:
+            pass
+        except transience.LOST_ACK_ERRORS as error:
+            log.warning("ack of %s seq %d lost (will be redelivered): %r", self.subject,
+                        self.seq, error)
+        if settled and self._consumer is not None:
+            self._consumer.settled(self.seq)
+
+
+class PullConsumer:
+    """A durable pull consumer on one stream with one filter subject, explicit acks."""
+
+    def __init__(self, js: JetStreamContext, stream: str, config: ConsumerConfig) -> None:
+        self._js = js
+        self._stream = stream
+        self._config = config
+        self._subscription: JetStreamContext.PullSubscription | None = None
+        self._unsettled: set[int] = set()
+        self._highest_delivered = 0
+
+    @property
+    def durable(self) -> str:
+        """The durable consumer name."""
+        assert self._config.durable_name is not None
+        return self._config.durable_name
+
+    @classmethod
+    async def open(
+        cls,
+        js: JetStreamContext,
+        *,
+        stream: str,
+        durable: str,
+        filter_subject: str,
+        ack_wait_seconds: float = 30,
+        max_ack_pending: int = 10000,
+        start_seq: int | None = None,
+    ) -> PullConsumer:
+        """Create (or reuse) the durable consumer and bind a pull subscription to it.
+
+        With `start_seq`, any existing consumer of that name is replaced by one that delivers
+        from `start_seq` on: the caller's own tracking (e.g. the planner's database) is the
+        truth, and in-order delivery from it avoids skipping messages whose redelivery is
+        still pending. Without it, an existing consumer keeps its position; a new one starts
+        at the beginning of the stream.
+        Units: `ack_wait_seconds` in seconds.
+        Raises:
+            nats.js.errors.APIError: NATS refused the consumer (e.g. unknown stream).
+        """
+        config = ConsumerConfig(
+            name=durable,
+            durable_name=durable,
+            filter_subject=filter_subject,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=ack_wait_seconds,
+            max_ack_pending=max_ack_pending,
+            deliver_policy=DeliverPolicy.ALL,
+        )
+        consumer = cls(js, stream, config)
+        await consumer._create(start_seq, replace=start_seq is not None)
+        return consumer
+
+    async def fetch(self, batch: int, timeout_seconds: float) -> list[Delivery]:
+        """Fetch up to `batch` messages, waiting at most `timeout_seconds` for the first.
+
+        Shapes: deliveries in the order NATS sent them (stream order, redeliveries first);
+        `[]` on timeout or while NATS is unavailable. A consumer that vanished (deleted, or
+        lost with a memory store) is recreated from the first unacknowledged sequence seen.
+        """
+        assert self._subscription is not None
+        try:
+            messages = await self._subscription.fetch(batch, timeout=timeout_seconds)
+        except (TimeoutError, nats.errors.TimeoutError):
+            return []
+        except transience.FETCH_ERRORS as error:
+            await self._recover(error, timeout_seconds)
+            return []
+        return [self._delivery(message) for message in messages]
+
+    async def close(self) -> None:
+        """Unsubscribe; the durable consumer and its position stay on the server."""
+        if self._subscription is not None:
+            with contextlib.suppress(nats.errors.Error):
+                await self._subscription.unsubscribe()
+            self._subscription = None
+
+    def settled(self, seq: int) -> None:
+        """Record that `seq` was acked or terminated (called by `Delivery`)."""
+        self._unsettled.discard(seq)
+
+    def _delivery(self, message: Msg) -> Delivery:
+        """Wrap a nats-py message, tracking it as unsettled."""
+        metadata = message.metadata
+        seq = int(metadata.sequence.stream)
+        self._unsettled.add(seq)
+        self._highest_delivered = max(self._highest_delivered, seq)
+        return Delivery(
+            seq=seq,
+            subject=message.subject,
+            data=message.data,
+            headers=dict(message.headers or {}),
+            num_delivered=int(metadata.num_delivered),
+            num_pending=int(metadata.num_pending),
+            msg=message,
+            _consumer=self,
+        )
+
+    async def _recover(self, error: BaseException, timeout_seconds: float) -> None:
+        """After a failed fetch: recreate a vanished consumer, else wait out the outage."""
+        try:
+            await self._js.consumer_info(self._stream, self.durable)
+        except nats.js.errors.NotFoundError:
+            resume = min(self._unsettled, default=self._highest_delivered + 1)
+            log.warning("consumer %s/%s vanished; recreating from seq %d",
+                        self._stream, self.durable, resume)
+            with contextlib.suppress(*transience.FETCH_ERRORS):
+                await self._create(resume if self._highest_delivered else None, replace=False)
+            return
+        except transience.FETCH_ERRORS:
+            pass
+        log.warning("fetch on %s/%s failed, retrying: %r", self._stream, self.durable, error)
+        await asyncio.sleep(timeout_seconds)
+
+    async def _create(self, start_seq: int | None, *, replace: bool) -> None:
+        """Create the consumer (replacing it if asked) and bind a fresh pull subscription."""
+        if replace:
+            with contextlib.suppress(nats.js.errors.NotFoundError):
+                await self._js.delete_consumer(self._stream, self.durable)
+        if start_seq is not None:
+            self._config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+            self._config.opt_start_seq = start_seq
+        await self._js.add_consumer(self._stream, config=self._config)
+        await self.close()
+        self._subscription = await self._js.pull_subscribe_bind(
+            durable=self.durable, stream=self._stream
+        )
+        self._unsettled.clear()

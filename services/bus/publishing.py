@@ -1,0 +1,142 @@
+"""Publish to JetStream with a `Nats-Msg-Id`, wait for the PubAck, and never drop a message.
+
+Layer: bus. Retries transient failures forever (with capped backoff) so a NATS restart only
+delays publishing; JetStream drops the duplicates that retries create, within the stream's
+duplicate window. Never publishes without a message id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+
+import tenacity
+from nats.js import JetStreamContext
+from nats.js.api import PubAck
+
+from services.bus import transience
+
+log = logging.getLogger(__name__)
+
+MSG_ID_HEADER = "Nats-Msg-Id"
+ACK_TIMEOUT_SECONDS = 5.0
+MAX_IN_FLIGHT = 256
+
+PublishItem = tuple[str, bytes, str]
+"""`(subject, data, msg_id)` of one message of `Publisher.publish_many`."""
+
+
+class Publisher:
+    """Publishes messages with de-duplication ids and waits for JetStream to store them."""
+
+    def __init__(
+        self,
+        js: JetStreamContext,
+        *,
+        ack_timeout_seconds: float = ACK_TIMEOUT_SECONDS,
+        max_in_flight: int = MAX_IN_FLIGHT,
+    ) -> None:
+        self._js = js
+        self._ack_timeout_seconds = ack_timeout_seconds
+        self._max_in_flight = max_in_flight
+
+    async def publish(
+        self,
+        subject: str,
+        data: bytes,
+        *,
+        msg_id: str,
+        headers: dict[str, str] | None = None,
+    ) -> int:
+        """Publish one message and return its stream sequence once stored.
+
+        A duplicate (same `msg_id` within the duplicate window) returns the sequence of the
+        message first stored. Retries while NATS is unavailable, without limit.
+        Raises:
+            nats.js.errors.APIError: a permanent refusal (e.g. message too large).
+            nats.errors.ConnectionClosedError: the client was closed (shutdown).
+        """
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(transience.is_transient),
+            wait=tenacity.wait_exponential(
+                multiplier=transience.RETRY_FIRST_WAIT_SECONDS,
+                max=transience.RETRY_MAX_WAIT_SECONDS,
+            ),
+            before_sleep=_log_retry(subject, msg_id),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                ack = await self._js.publish(
+                    subject,
+                    data,
+                    timeout=self._ack_timeout_seconds,
+                    headers=with_msg_id(msg_id, headers),
+                )
+        return int(ack.seq)
+
+    async def publish_many(self, items: Sequence[PublishItem]) -> None:
+        """Publish `items` pipelined, at most `max_in_flight` unacknowledged at a time.
+
+        Shapes: items are stored in the given order when no publish fails. When one fails, it
+        and every item after it in its window are re-published one by one with retries (the
+        ones already stored are dropped as duplicates), so nothing is lost; a lost message may
+        then be stored after later ones of its window.
+        Raises:
+            as `publish`.
+        """
+        for start in range(0, len(items), self._max_in_flight):
+            window = items[start : start + self._max_in_flight]
+            first_failed = await self._publish_window(window)
+            for subject, data, msg_id in window[first_failed:]:
+                await self.publish(subject, data, msg_id=msg_id)
+
+    async def _publish_window(self, window: Sequence[PublishItem]) -> int:
+        """Publish `window` asynchronously; return the index of the first unacknowledged item.
+
+        Shapes: `len(window)` when all were stored.
+        """
+        futures: list[asyncio.Future[PubAck]] = []
+        try:
+            for subject, data, msg_id in window:
+                futures.append(
+                    await self._js.publish_async(subject, data, headers=with_msg_id(msg_id, None))
+                )
+        except Exception as error:
+            if not transience.is_transient(error):
+                _cancel(futures)
+                raise
+        if futures:
+            await asyncio.wait(futures, timeout=self._ack_timeout_seconds)
+        _cancel(futures)
+        for index, future in enumerate(futures):
+            if future.cancelled() or future.exception() is not None:
+                return index
+        return len(futures)
+
+
+def with_msg_id(msg_id: str, headers: dict[str, str] | None) -> dict[str, str]:
+    """A new header dict: `headers` plus `Nats-Msg-Id: msg_id`."""
+    return {**(headers or {}), MSG_ID_HEADER: msg_id}
+
+
+def _cancel(futures: Sequence[asyncio.Future[PubAck]]) -> None:
+    """Cancel the futures that are still pending (their acks were lost or are late)."""
+    for future in futures:
+        if not future.done():
+            future.cancel()
+
+
+def _log_retry(subject: str, msg_id: str) -> Callable[[tenacity.RetryCallState], None]:
+    """A tenacity `before_sleep` hook logging the first retry and then every tenth."""
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        if state.attempt_number == 1 or state.attempt_number % 10 == 0:
+            error = state.outcome.exception() if state.outcome else None
+            log.warning(
+                "publish %s (msg id %s) failed %d times, retrying: %r",
+                subject, msg_id, state.attempt_number, error,
+            )
+
+    return before_sleep

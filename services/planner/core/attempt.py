@@ -1,0 +1,264 @@
+"""One planning round: the decisions it has made so far and how one group is tried.
+
+Layer: planner core (pure). `Round` walks groups in queue order (see `plan`), deciding for each:
+wait (in flight, not found, invalid, unsupported, no quorum, backed off), place (one Placement
+with enough members for quorum, plus any extra members that fit), or reject (and back off).
+Ordering comes only from explicit sort keys; time only from `state.now_ms`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from services.contracts import ids, resources
+from services.contracts.decisions import Assignment, Decision, Placement, PodRef, Rejection
+from services.contracts.events import PodGroupObserved, PodObserved
+from services.planner.core import backoff, derived, placement, queue, quorum, reasons, starvation
+from services.planner.core.apply import record_failure
+from services.planner.core.capacity import Hold, NodeIndex
+from services.planner.core.config import PlannerConfig
+from services.planner.core.derived import Derived
+from services.planner.core.state import (
+    GroupState,
+    InFlight,
+    PlannerState,
+    RejectionMemo,
+    Reservation,
+)
+
+
+class Round:
+    """The state of one planning round.
+
+    Shapes: `decisions` in the order made (their ids follow it); `hold` the starving gang's
+    reservation applied to the index for the rest of the round, if any.
+    """
+
+    def __init__(self, state: PlannerState, config: PlannerConfig, plan_seq: int,
+                 current: Derived, index: NodeIndex) -> None:
+        self.state = state
+        self.config = config
+        self.plan_seq = plan_seq
+        self.derived = current
+        self.index = index
+        self.now = state.now_ms
+        self.decisions: list[Decision] = []
+        self.hold: Hold | None = None
+        self.held_before = state.starving_nodes
+        state.starving_group, state.starving_nodes = None, []
+
+    def next_id(self) -> str:
+        return ids.decision_id(self.plan_seq, len(self.decisions))
+
+    def plan_group(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
+                   pending: list[PodObserved]) -> None:
+        """Decide for one group with pending members (module docstring)."""
+        if group.in_flight:
+            return  # its placement is being bound; members beyond it wait for GroupBound
+        waiting = self._waiting_reason(key, podgroup, pending)
+        if waiting is not None:
+            self.reject(key, group, pending, waiting[0], is_unschedulable=waiting[1])
+            return
+        min_member = podgroup.min_member if podgroup is not None else 1
+        counts = quorum.count(self.derived, key)
+        note = _priority_note(pending)
+        if not quorum.has_quorum(counts, min_member):
+            self.reject(key, group, pending,
+                        reasons.gang_quorum(key, counts.usable, min_member, counts.gated) + note)
+            return
+        need = quorum.still_needed(counts, min_member)
+        if not backoff.is_backed_off(group, self.now, self.config):
+            self._attempt(key, group, podgroup, pending, counts, min_member, note)
+            return
+        if self._is_holder(group, need) or self._may_retry_early(group):
+            # quiet retries: the gang holding capacity every round, so it does not miss the
+            # moment its nodes drain; an unschedulable group once capacity was freed since its
+            # last attempt (at most once per initial backoff), as kube-scheduler requeues pods
+            # on cluster events. A failure here is neither counted nor told again.
+            group.last_attempt_ms = self.now
+            if self._attempt(key, group, podgroup, pending, counts, min_member, note, quiet=True):
+                return
+        self.reject(key, group, pending, group.failure_reason)
+        self._maybe_hold(key, group, pending[:need])
+
+    def _waiting_reason(self, key: str, podgroup: PodGroupObserved | None,
+                        pending: list[PodObserved]) -> tuple[str, bool] | None:
+        is_singleton = ids.is_singleton(ids.GroupKey(key))
+        if not is_singleton and podgroup is None:
+            return reasons.pod_group_not_found(key), True
+        if podgroup is not None and podgroup.invalid_reason:
+            return reasons.pod_group_invalid(key, podgroup.invalid_reason), False
+        for pod in pending:
+            if pod.invalid_reason or pod.unsupported:
+                reason = (reasons.pod_invalid(_name(pod), pod.invalid_reason)
+                          if pod.invalid_reason else reasons.unsupported(pod.unsupported[0]))
+                return (reason if is_singleton
+                        else reasons.gang_member(key, _name(pod), reason)), False
+        return None
+
+    def _may_retry_early(self, group: GroupState) -> bool:
+        last = group.last_attempt_ms
+        return (group.may_retry_early and last is not None
+                and self.state.capacity_freed_ms > last
+                and self.now >= last + backoff.backoff_ms(1, self.config))
+
+    def _is_holder(self, group: GroupState, need: int) -> bool:
+        return (need > 0 and self.hold is None
+                and starvation.is_starving(group, self.now, self.config))
+
+    def _attempt(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
+                 pending: list[PodObserved], counts: quorum.Counts, min_member: int,
+                 note: str, quiet: bool = False) -> bool:
+        """Try to place the group; whether a Placement was made. `quiet`: a failure is not
+        recorded nor told (the caller handles the backed-off group)."""
+        if group.schedule_start_ms is None:
+            group.schedule_start_ms = self.now
+            self.derived.dirty.add(key)
+        need = quorum.still_needed(counts, min_member)
+        if need and podgroup is not None and podgroup.min_resources:
+            shortfall = self._min_resources_shortfall(key, podgroup, pending)
+            if shortfall is not None:
+                if not quiet:
+                    self._fail(key, group, pending, shortfall + note, pending[:need])
+                return False
+        trial = self._trial(key, pending)
+        placed = len(trial.assigned)
+        nodes = reasons.node_reasons(len(self.index), trial.explanation or {})
+        if placed == 0 or placed < need:
+            trial.rollback()
+        if quiet and (placed == 0 or placed < need):
+            return False
+        if placed == 0 or placed < need:
+            if ids.is_singleton(ids.GroupKey(key)):
+                reason = nodes
+            elif need == 0:
+                reason = reasons.gang_extra_members(key, min_member, len(pending), nodes)
+            else:
+                reason = reasons.gang_members_fit(key, counts.bound + counts.reserved + placed,
+                                                  min_member, nodes)
+            self._fail(key, group, pending, reason + note, pending[:need])
+            return False
+        self._commit(key, group, podgroup, trial)
+        if trial.unplaced:
+            reason = reasons.gang_extra_members(key, min_member, len(trial.unplaced), nodes)
+            self._fail(key, group, trial.unplaced, reason + note, [])
+        else:
+            group.failures, group.failed_at_ms, group.failure_reason = 0, None, ""
+            group.pending_since_ms = None
+            group.last_rejection = None
+        return True
+
+    def _trial(self, key: str, pending: list[PodObserved]) -> placement.Trial:
+        if not self.config.prefer_topology:
+            return placement.place(self.index, pending, self.config, hold=self.hold)
+        rows = sorted({self.index.row[charge.node]
+                       for uid in self.derived.members.get(key, ())
+                       if (charge := self.state.charges.get(uid)) is not None
+                       and charge.node in self.index.row})
+        return placement.place_preferring_domain(self.index, pending, self.config, rows,
+                                                 hold=self.hold)
+
+    def _min_resources_shortfall(self, key: str, podgroup: PodGroupObserved,
+                                 pending: list[PodObserved]) -> str | None:
+        index = self.index
+        eligible = np.zeros(len(index), dtype=np.bool_)
+        for pod in pending:
+            eligible |= index.static_fit(pod).mask
+        own: dict[str, int] = {}
+        for uid in sorted(self.derived.members.get(key, ())):
+            charge = self.state.charges.get(uid)
+            if charge is not None:
+                own = resources.add(own, charge.requests)
+        shortfalls = []
+        for name, amount in sorted(podgroup.min_resources.items()):
+            col = index.col.get(name)
+            free = own.get(name, 0)
+            if col is not None:
+                free += int(np.maximum(index.free[col], 0)[eligible].sum())
+            if amount > free:
+                shortfalls.append(reasons.min_resources_shortfall(
+                    name, resources.format_amount(name, amount),
+                    resources.format_amount(name, free)))
+        if not shortfalls:
+            return None
+        return reasons.gang_min_resources(key, shortfalls, int(eligible.sum()))
+
+    def _commit(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
+                trial: placement.Trial) -> None:
+        """Turn a successful trial into a Placement and reservations (its capacity stays taken)."""
+        trial.commit()
+        decision = self.next_id()
+        timeout_seconds = ((podgroup.schedule_timeout_seconds if podgroup is not None else None)
+                           or self.config.default_timeout_seconds)
+        deadline = self.now + timeout_seconds * 1000
+        members = sorted((Assignment(pod.uid, pod.namespace, pod.name, self.index.names[row])
+                          for pod, row in trial.assigned),
+                         key=lambda a: (a.namespace, a.name, a.pod_uid))
+        group.attempts += 1
+        self.decisions.append(Placement(id=decision, plan_seq=self.plan_seq, at_ms=self.now,
+                                        group=key, attempt=group.attempts, deadline_ms=deadline,
+                                        members=tuple(members)))
+        for member in members:
+            derived.reserve(self.state, member.pod_uid, Reservation(member.node, decision, key))
+        self.state.placements[decision] = InFlight(
+            group=key, at_ms=self.now, deadline_ms=deadline,
+            pod_uids=tuple(member.pod_uid for member in members))
+        group.in_flight.append(decision)
+        self.derived.dirty.add(key)
+
+    def _fail(self, key: str, group: GroupState, pods: list[PodObserved], reason: str,
+              needed: list[PodObserved]) -> None:
+        record_failure(group, self.now, reason)
+        group.may_retry_early = True
+        if group.pending_since_ms is None:
+            group.pending_since_ms = self.now
+        suffix = self._maybe_hold(key, group, needed)
+        group.failure_reason = reason + suffix
+        self.reject(key, group, pods, group.failure_reason)
+
+    def _maybe_hold(self, key: str, group: GroupState, needed: list[PodObserved]) -> str:
+        """Reserve capacity for the first starving gang in queue order; the reason suffix."""
+        if (self.hold is not None or not needed
+                or not starvation.is_starving(group, self.now, self.config)):
+            return ""
+        hold = starvation.plan_hold(self.index, key, needed, self.config, self.held_before)
+        if hold is None:
+            return reasons.NEVER_FITS
+        starvation.apply_hold(self.index, hold)
+        self.hold = hold
+        self.state.starving_group = key
+        self.state.starving_nodes = [self.index.names[row] for row in hold.rows]
+        since = group.pending_since_ms if group.pending_since_ms is not None else self.now
+        waited = (self.now - since) / 1000
+        return reasons.starving_hold(waited, len(hold.rows))
+
+    def reject(self, key: str, group: GroupState, pods: list[PodObserved], reason: str,
+               is_unschedulable: bool = True) -> None:
+        """Tell subscribers why `pods` wait, unless exactly this was told last time."""
+        retry = backoff.retry_at_ms(group, self.config)
+        if retry is not None and retry <= self.now:
+            retry = None
+        memo = RejectionMemo(reason, tuple(pod.uid for pod in pods), retry)
+        if group.last_rejection == memo:
+            return
+        group.last_rejection = memo
+        self.derived.dirty.add(key)
+        self.decisions.append(Rejection(
+            id=self.next_id(), plan_seq=self.plan_seq, at_ms=self.now, group=key, reason=reason,
+            pods=tuple(PodRef(pod.uid, pod.namespace, pod.name) for pod in pods),
+            is_unschedulable=is_unschedulable, retry_at_ms=retry))
+
+    def lift_hold(self) -> None:
+        """Give the starving gang's held capacity back at the end of the round."""
+        if self.hold is not None:
+            starvation.lift_hold(self.index, self.hold)
+            self.hold = None
+
+
+def _name(pod: PodObserved) -> str:
+    return f"{pod.namespace}/{pod.name}"
+
+
+def _priority_note(pending: list[PodObserved]) -> str:
+    values = queue.priorities(pending)
+    return reasons.priorities_differ(values, values[0]) if len(values) > 1 else ""

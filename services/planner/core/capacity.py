@@ -1,0 +1,210 @@
+"""The node index: every node's allocatable and free capacity as NumPy arrays, for vectorised fit.
+
+Layer: planner core (pure; NumPy only). Built from `PlannerState.nodes` and `node_used`, then kept
+current by `charge` as pods are bound, reserved and released. Rows are nodes sorted by name, so
+`argmax` ties break by node name; columns are resource names sorted. Never encoded: rebuilt after
+a snapshot is loaded or the node set changes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from services.contracts.events import NodeObserved, PodObserved
+from services.planner.core import filters
+
+IntArray: TypeAlias = npt.NDArray[np.int64]
+FloatArray: TypeAlias = npt.NDArray[np.float64]
+BoolArray: TypeAlias = npt.NDArray[np.bool_]
+
+Signature: TypeAlias = tuple[object, ...]
+"""What the non-resource filters of a pod depend on (equal signatures filter alike)."""
+
+PREFER_NO_SCHEDULE_PENALTY = 300
+"""Score taken per untolerated PreferNoSchedule taint (TaintToleration has weight 3 of 100)."""
+
+
+class StaticFit:
+    """The non-resource filters of one pod signature over every node.
+
+    Shapes: `mask[row]` True when the node passes; `penalty[row]` the PreferNoSchedule score
+    penalty; `reason_counts` the first failing filter's reason → number of nodes.
+    """
+
+    def __init__(self, mask: BoolArray, penalty: IntArray, reason_counts: dict[str, int]) -> None:
+        self.mask = mask
+        self.penalty = penalty
+        self.reason_counts = reason_counts
+
+
+class Hold:
+    """Capacity a starving gang reserves for itself this round (anti-starvation).
+
+    Shapes: `amounts[col, row]` taken from `NodeIndex.free` for the groups planned after the
+    gang; `rows` the node rows it holds, sorted.
+    """
+
+    def __init__(self, group: str, amounts: IntArray, rows: list[int]) -> None:
+        self.group = group
+        self.amounts = amounts
+        self.rows = rows
+
+
+class NodeIndex:
+    """Allocatable and free capacity per node and resource.
+
+    Shapes: `alloc[col, row]` and `free[col, row]` (resource-major, so one resource over all
+    nodes is contiguous); `names[row]` node names sorted; `resources[col]` resource names sorted.
+    Units: gangsched units (cpu millicores, bytes, counts). `free` may go negative when pods of
+    other schedulers over-commit a node.
+    """
+
+    def __init__(self, nodes: list[NodeObserved], used: Mapping[str, Mapping[str, int]]) -> None:
+        self.nodes = nodes
+        self.names = [node.name for node in nodes]
+        self.row = {name: row for row, name in enumerate(self.names)}
+        names: set[str] = set()
+        for node in nodes:
+            names.update(node.allocatable)
+        self.resources = sorted(names)
+        self.col = {name: col for col, name in enumerate(self.resources)}
+        self.alloc: IntArray = np.zeros((len(self.resources), len(nodes)), dtype=np.int64)
+        self.free: IntArray = np.zeros_like(self.alloc)
+        for row, node in enumerate(nodes):
+            for name, amount in node.allocatable.items():
+                self.alloc[self.col[name], row] = amount
+        self.free[:] = self.alloc
+        self.scale: FloatArray = _scale(self.alloc)
+        for row, node in enumerate(nodes):
+            self._add(row, used.get(node.name, {}), -1)
+        self._static: dict[Signature, StaticFit] = {}
+        self._domains: dict[str, list[tuple[str, BoolArray]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def _add(self, row: int, amounts: Mapping[str, int], sign: int) -> None:
+        for name, amount in amounts.items():
+            col = self.col.get(name)
+            if col is not None:
+                self.free[col, row] += sign * amount
+
+    def charge(self, node: str, requests: Mapping[str, int], sign: int) -> None:
+        """Take (`sign` 1) or give back (`sign` -1) a pod's requests on `node`, if indexed."""
+        row = self.row.get(node)
+        if row is not None:
+            self._add(row, requests, -sign)
+
+    def covers(self, node: NodeObserved) -> bool:
+        """Whether an update of an indexed node can be applied in place (no new resource)."""
+        return node.name in self.row and all(name in self.col for name in node.allocatable)
+
+    def update_node(self, node: NodeObserved) -> None:
+        """Apply a changed Node in place (`covers(node)` must hold)."""
+        row = self.row[node.name]
+        old = self.nodes[row]
+        for col, name in enumerate(self.resources):
+            delta = node.allocatable.get(name, 0) - old.allocatable.get(name, 0)
+            self.alloc[col, row] += delta
+            self.free[col, row] += delta
+        self.scale[:, row] = _scale(self.alloc[:, row])
+        self.nodes[row] = node
+        if (old.labels, old.taints, old.is_ready, old.is_unschedulable) != (
+                node.labels, node.taints, node.is_ready, node.is_unschedulable):
+            self._static.clear()
+            self._domains.clear()
+
+    def vector(self, requests: Mapping[str, int]) -> tuple[IntArray, list[int], list[str]]:
+        """A request as a column vector, the columns it asks for, and resources no node has.
+
+        Shapes: `(vec[col], cols with amount > 0, missing resource names sorted)`.
+        """
+        vec = np.zeros(len(self.resources), dtype=np.int64)
+        cols: list[int] = []
+        missing: list[str] = []
+        for name, amount in sorted(requests.items()):
+            if amount <= 0:
+                continue
+            col = self.col.get(name)
+            if col is None:
+                missing.append(name)
+            else:
+                vec[col] = amount
+                cols.append(col)
+        return vec, cols, missing
+
+    def fits(self, vec: IntArray, cols: list[int]) -> BoolArray:
+        """Rows whose free capacity holds `vec` (as NodeResourcesFit, vectorised)."""
+        mask = np.ones(len(self.names), dtype=np.bool_)
+        for col in cols:
+            mask &= self.free[col] >= vec[col]
+        return mask
+
+    def fits_row(self, row: int, vec: IntArray, cols: list[int]) -> bool:
+        """`fits` for one row."""
+        free = self.free
+        return all(int(free[col, row]) >= int(vec[col]) for col in cols)
+
+    def domains(self, label: str) -> list[tuple[str, BoolArray]]:
+        """The values of node label `label`, sorted, each with the rows that carry it."""
+        cached = self._domains.get(label)
+        if cached is None:
+            rows: dict[str, list[int]] = {}
+            for row, node in enumerate(self.nodes):
+                value = node.labels.get(label)
+                if value is not None:
+                    rows.setdefault(value, []).append(row)
+            cached = []
+            for value in sorted(rows):
+                mask = np.zeros(len(self.nodes), dtype=np.bool_)
+                mask[rows[value]] = True
+                cached.append((value, mask))
+            self._domains[label] = cached
+        return cached
+
+    def static_fit(self, pod: PodObserved) -> StaticFit:
+        """The non-resource filters of `pod` over every node (cached per signature)."""
+        key = signature(pod)
+        cached = self._static.get(key)
+        if cached is None:
+            cached = self._static[key] = self._compute_static(pod)
+        return cached
+
+    def _compute_static(self, pod: PodObserved) -> StaticFit:
+        count = len(self.nodes)
+        mask = np.zeros(count, dtype=np.bool_)
+        penalty = np.zeros(count, dtype=np.int64)
+        counts: Counter[str] = Counter()
+        for row, node in enumerate(self.nodes):
+            reason = filters.static_reason(pod, node)
+            if reason is None:
+                mask[row] = True
+                penalty[row] = PREFER_NO_SCHEDULE_PENALTY * filters.prefer_no_schedule_count(
+                    pod, node)
+            else:
+                counts[reason] += 1
+        return StaticFit(mask, penalty, dict(counts))
+
+
+def _scale(alloc: IntArray) -> FloatArray:
+    """`100.0 / allocatable` (0 where a node has none): the scoring factor, computed once."""
+    scale: FloatArray = np.zeros(alloc.shape, dtype=np.float64)
+    np.divide(100.0, alloc, out=scale, where=alloc > 0)
+    return scale
+
+
+def signature(pod: PodObserved) -> Signature:
+    """What `filters.static_reason` and the taint penalty read from a pod (a cache key only:
+    equal pods whose selector dicts differ in order get two equal entries)."""
+    return (tuple(pod.node_selector.items()), pod.required_affinity, pod.tolerations,
+            pod.node_name)
+
+
+def build(nodes: Mapping[str, NodeObserved], used: Mapping[str, Mapping[str, int]]) -> NodeIndex:
+    """An index of `nodes` (rows sorted by name) with `used` already taken from free."""
+    return NodeIndex([nodes[name] for name in sorted(nodes)], used)

@@ -1,0 +1,38 @@
+"""The planner's tunables: scheduler name, timeouts, backoff, starvation bound, scoring.
+
+Layer: planner core (pure data). Never reads the environment or files; the shell builds a
+`PlannerConfig` from `services.config` settings and passes it in. A replay must use the same
+config as the recorded run to re-derive the same decisions.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+LEAST_ALLOCATED = "least-allocated"
+MOST_ALLOCATED = "most-allocated"
+SCORING_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
+
+
+class PlannerConfig(msgspec.Struct, frozen=True):
+    """How the planner plans.
+
+    Units: every `*_seconds` in seconds. `scoring` is `least-allocated` (spread) or
+    `most-allocated` (bin-pack), as kube-scheduler's NodeResourcesFit scoring strategies.
+    `prefer_topology` asks gangs to land under one value of the node label `topology_key`.
+    `starvation_seconds` is how long a gang may wait before it reserves the capacity it needs;
+    `release_grace_seconds` is how long after a placement's deadline the planner itself releases
+    reservations the binder never confirmed nor rolled back.
+    """
+
+    scheduler_name: str = "gangsched"
+    default_timeout_seconds: int = 60
+    backoff_initial_seconds: float = 1.0
+    backoff_max_seconds: float = 60.0
+    starvation_seconds: float = 300.0
+    scoring: str = LEAST_ALLOCATED
+    topology_key: str = "topology.kubernetes.io/zone"
+    prefer_topology: bool = False
+    release_grace_seconds: float = 30.0
+    score_resources: tuple[str, ...] = ("cpu", "memory")
+    """Resources weighed (equally) by the scoring strategy, as kube-scheduler's default."""

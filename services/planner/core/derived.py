@@ -1,0 +1,172 @@
+"""Indexes derived from `PlannerState`, kept beside it and never encoded.
+
+Layer: planner core (pure). Group membership (group → pod uids, by class) and the NumPy node
+index are rebuilt from the state on first use (after a snapshot load, or for another scheduler
+name) and then maintained by `refresh_pod` / `refresh_node` as events are applied. Sets here are
+never iterated for ordering: callers sort.
+"""
+
+from __future__ import annotations
+
+from services.planner.core import capacity, pods
+from services.planner.core.state import Charge, PlannerState, Reservation
+
+_KEY = "derived"
+
+
+class Derived:
+    """Membership and node index for one scheduler name.
+
+    Shapes: `members[group]` every pod uid of the group (any class); `pending[group]` the uids
+    of class `pending`; `pod_group[uid]` and `pod_class[uid]` for every pod with a group;
+    `dirty` the groups whose PodGroup status may have changed since the last round.
+    """
+
+    def __init__(self, scheduler_name: str) -> None:
+        self.scheduler_name = scheduler_name
+        self.members: dict[str, set[str]] = {}
+        self.pending: dict[str, set[str]] = {}
+        self.pod_group: dict[str, str] = {}
+        self.pod_class: dict[str, pods.PodClass] = {}
+        self.dirty: set[str] = set()
+        self.index: capacity.NodeIndex | None = None
+
+    def reindex(self, state: PlannerState, uid: str) -> None:
+        """Recompute one pod's group and class after its pod or reservation changed."""
+        pod = state.pods.get(uid)
+        group = None if pod is None else pods.group_of(pod, self.scheduler_name)
+        if pod is not None and group is not None and self.pod_group.get(uid) == group:
+            self._reclass(uid, group, pods.classify(pod, self.scheduler_name,
+                                                    uid in state.reservations))
+            return
+        old_group = self.pod_group.pop(uid, None)
+        if old_group is not None:
+            self.dirty.add(old_group)
+            _discard(self.members, old_group, uid)
+            if self.pod_class.pop(uid) == "pending":
+                _discard(self.pending, old_group, uid)
+        if pod is None or group is None:
+            return
+        pod_class = pods.classify(pod, self.scheduler_name, uid in state.reservations)
+        self.pod_group[uid] = group
+        self.pod_class[uid] = pod_class
+        self.members.setdefault(group, set()).add(uid)
+        if pod_class == "pending":
+            self.pending.setdefault(group, set()).add(uid)
+        self.dirty.add(group)
+
+
+    def _reclass(self, uid: str, group: str, pod_class: pods.PodClass) -> None:
+        old_class = self.pod_class[uid]
+        self.dirty.add(group)
+        if old_class == pod_class:
+            return
+        self.pod_class[uid] = pod_class
+        if old_class == "pending":
+            _discard(self.pending, group, uid)
+        elif pod_class == "pending":
+            self.pending.setdefault(group, set()).add(uid)
+
+
+def _discard(index: dict[str, set[str]], group: str, uid: str) -> None:
+    uids = index.get(group)
+    if uids is not None:
+        uids.discard(uid)
+        if not uids:
+            del index[group]
+
+
+def peek(state: PlannerState) -> Derived | None:
+    """The derived indexes if they have been built."""
+    value = vars(state).get(_KEY)
+    return value if isinstance(value, Derived) else None
+
+
+def ensure(state: PlannerState, scheduler_name: str) -> Derived:
+    """The derived indexes for `scheduler_name`, building membership and node index if needed."""
+    derived = peek(state)
+    if derived is None or derived.scheduler_name != scheduler_name:
+        derived = Derived(scheduler_name)
+        for uid in state.pods:
+            derived.reindex(state, uid)
+        derived.dirty.update(state.podgroups)
+        vars(state)[_KEY] = derived
+    if derived.index is None:
+        derived.index = capacity.build(state.nodes, state.node_used)
+    return derived
+
+
+def refresh_pod(state: PlannerState, uid: str, index_charged: bool = False) -> None:
+    """Bring the pod's capacity charge and (if built) its membership up to date.
+
+    A pod is charged to its node while it uses capacity there (`pods.uses_capacity`), else to
+    its reservation's node while it is reserved; never twice. `index_charged`: a placement
+    trial already took the new charge from the node index.
+    """
+    _recharge(state, uid, index_charged)
+    derived = peek(state)
+    if derived is not None:
+        derived.reindex(state, uid)
+
+
+def reserve(state: PlannerState, uid: str, reservation: Reservation) -> None:
+    """Reserve a pending pod on `reservation.node`, whose capacity a trial already took from
+    the node index (the placement fast path of `refresh_pod`)."""
+    state.reservations[uid] = reservation
+    derived = peek(state)
+    if uid in state.charges or derived is None or derived.pod_class.get(uid) != "pending":
+        refresh_pod(state, uid, index_charged=True)
+        return
+    pod = state.pods[uid]
+    state.charges[uid] = Charge(node=reservation.node, requests=pod.requests)
+    used = state.node_used.setdefault(reservation.node, {})
+    for name, amount in pod.requests.items():
+        used[name] = used.get(name, 0) + amount
+    derived._reclass(uid, derived.pod_group[uid], "reserved")
+
+
+def _recharge(state: PlannerState, uid: str, index_charged: bool) -> None:
+    pod = state.pods.get(uid)
+    new: Charge | None = None
+    if pod is not None and pods.uses_capacity(pod) and pod.node_name is not None:
+        new = Charge(node=pod.node_name, requests=pod.requests)
+    elif pod is not None and uid in state.reservations:
+        new = Charge(node=state.reservations[uid].node, requests=pod.requests)
+    old = state.charges.get(uid)
+    if old == new:
+        return
+    if old is not None:
+        _use(state, old, -1, True)
+        del state.charges[uid]
+    if new is not None:
+        _use(state, new, 1, not index_charged)
+        state.charges[uid] = new
+
+
+def _use(state: PlannerState, charge: Charge, sign: int, touch_index: bool) -> None:
+    if sign < 0:
+        state.capacity_freed_ms = state.now_ms
+    used = state.node_used.setdefault(charge.node, {})
+    for name, amount in charge.requests.items():
+        total = used.get(name, 0) + sign * amount
+        if total:
+            used[name] = total
+        else:
+            used.pop(name, None)
+    if not used:
+        del state.node_used[charge.node]
+    derived = peek(state)
+    if touch_index and derived is not None and derived.index is not None:
+        derived.index.charge(charge.node, charge.requests, sign)
+
+
+def refresh_node(state: PlannerState, name: str, is_new_or_gone: bool) -> None:
+    """Keep the node index current after a Node changed (rebuilt lazily when it cannot be)."""
+    derived = peek(state)
+    if derived is None or derived.index is None:
+        return
+    node = state.nodes.get(name)
+    if is_new_or_gone or node is None or not derived.index.covers(node):
+        derived.index = None
+    else:
+        derived.index.update_node(node)

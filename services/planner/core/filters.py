@@ -1,0 +1,140 @@
+"""Placement filters for one pod on one node, named after the kube-scheduler plugins.
+
+Layer: planner core (pure). Each filter returns None when the node passes, else the per-node
+reason (wording from `reasons`, as kube-scheduler's FailedScheduling message). The resource
+filter is also evaluated vectorised over all nodes in `capacity`; both must agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from services.contracts.events import (
+    NodeObserved,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodObserved,
+    Taint,
+    Toleration,
+)
+from services.planner.core import reasons
+
+HARD_EFFECTS = ("NoSchedule", "NoExecute")
+SOFT_EFFECT = "PreferNoSchedule"
+UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+
+def node_ready(node: NodeObserved) -> str | None:
+    """The node's Ready condition is True (as the not-ready taint kube-scheduler relies on)."""
+    return None if node.is_ready else reasons.NODE_NOT_READY
+
+
+def node_unschedulable(pod: PodObserved, node: NodeObserved) -> str | None:
+    """A cordoned node (`spec.unschedulable`) takes only pods tolerating its taint.
+
+    Source: as NodeUnschedulable, which lets pods tolerating
+    `node.kubernetes.io/unschedulable:NoSchedule` through.
+    """
+    if not node.is_unschedulable or tolerates(pod.tolerations, UNSCHEDULABLE_TAINT):
+        return None
+    return reasons.NODE_UNSCHEDULABLE
+
+
+def node_name(pod: PodObserved, node: NodeObserved) -> str | None:
+    """A pod naming a node (`spec.nodeName`) fits only that node (as NodeName)."""
+    if pod.node_name is None or pod.node_name == node.name:
+        return None
+    return reasons.NODE_NAME_MISMATCH
+
+
+def tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
+    """Whether any toleration tolerates `taint`.
+
+    Source: as `v1.Toleration.ToleratesTaint`: effects match (empty tolerates all), keys match
+    (empty key with Exists tolerates every key), and Exists or equal values.
+    """
+    for toleration in tolerations:
+        if toleration.effect and toleration.effect != taint.effect:
+            continue
+        if toleration.key and toleration.key != taint.key:
+            continue
+        if toleration.operator == "Exists" or toleration.value == taint.value:
+            return True
+    return False
+
+
+def taint_toleration(pod: PodObserved, node: NodeObserved) -> str | None:
+    """Every NoSchedule/NoExecute taint is tolerated; the first one that is not is the reason."""
+    for taint in node.taints:
+        if taint.effect in HARD_EFFECTS and not tolerates(pod.tolerations, taint):
+            return reasons.untolerated_taint(taint.key, taint.value)
+    return None
+
+
+def prefer_no_schedule_count(pod: PodObserved, node: NodeObserved) -> int:
+    """How many PreferNoSchedule taints of the node the pod does not tolerate (scoring only)."""
+    return sum(1 for taint in node.taints
+               if taint.effect == SOFT_EFFECT and not tolerates(pod.tolerations, taint))
+
+
+def requirement_matches(requirement: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool:
+    """One `matchExpressions` entry against node labels (In, NotIn, Exists, DoesNotExist, Gt, Lt).
+
+    Source: as `labels.Requirement.Matches`: NotIn and DoesNotExist match an absent label; Gt/Lt
+    compare integers and never match an absent or non-integer label.
+    """
+    operator, key = requirement.operator, requirement.key
+    if operator == "In":
+        return key in labels and labels[key] in requirement.values
+    if operator == "NotIn":
+        return key not in labels or labels[key] not in requirement.values
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    if operator in ("Gt", "Lt") and key in labels and len(requirement.values) == 1:
+        try:
+            have, bound = int(labels[key]), int(requirement.values[0])
+        except ValueError:
+            return False
+        return have > bound if operator == "Gt" else have < bound
+    return False
+
+
+def term_matches(term: NodeSelectorTerm, labels: Mapping[str, str]) -> bool:
+    """A node selector term: its requirements ANDed; an empty term matches nothing."""
+    return bool(term.match_expressions) and all(
+        requirement_matches(requirement, labels) for requirement in term.match_expressions)
+
+
+def node_affinity(pod: PodObserved, node: NodeObserved) -> str | None:
+    """`nodeSelector` labels all equal, and one required node-affinity term (ORed) matches.
+
+    Source: as NodeAffinity (required during scheduling; the preferred part is soft and is not
+    evaluated).
+    """
+    labels = node.labels
+    if any(labels.get(key) != value for key, value in pod.node_selector.items()):
+        return reasons.NODE_AFFINITY_MISMATCH
+    terms = pod.required_affinity
+    if terms is not None and not any(term_matches(term, labels) for term in terms):
+        return reasons.NODE_AFFINITY_MISMATCH
+    return None
+
+
+def static_reason(pod: PodObserved, node: NodeObserved) -> str | None:
+    """The first filter other than resource fit that rejects the node, in kube-scheduler order."""
+    return (node_ready(node) or node_unschedulable(pod, node) or node_name(pod, node)
+            or taint_toleration(pod, node) or node_affinity(pod, node))
+
+
+def node_resources_fit(requests: Mapping[str, int], free: Mapping[str, int]) -> list[str]:
+    """Every requested resource that exceeds the node's free amount (empty list: fits).
+
+    Shapes: `free` is allocatable minus every pod bound there and our reservations; a resource
+    missing from it counts as 0 (a node without `nvidia.com/gpu` cannot take a GPU pod).
+    Source: as NodeResourcesFit, which reports every insufficient resource, and `Too many pods`.
+    Resources requested at 0 are not checked.
+    """
+    return [reasons.insufficient(name) for name, amount in sorted(requests.items())
+            if amount > 0 and amount > free.get(name, 0)]

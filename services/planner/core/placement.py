@@ -1,0 +1,187 @@
+"""Trial placement of a group's pending members: greedy, best-scored node first, undoable.
+
+Layer: planner core (pure; NumPy). A trial takes capacity from the node index as it goes so each
+member sees the members placed before it; the caller either keeps the result (and turns it into
+reservations) or rolls the whole trial back, so a gang never holds capacity partially. Members
+are placed in the order given; each goes to the highest-scored node that passes every filter
+(ties: lowest node name). This is first-fit greedy, not an optimal packing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from services.contracts.events import PodObserved
+from services.planner.core import reasons, scoring
+from services.planner.core.capacity import (
+    BoolArray,
+    FloatArray,
+    Hold,
+    IntArray,
+    NodeIndex,
+    StaticFit,
+    signature,
+)
+from services.planner.core.config import MOST_ALLOCATED, PlannerConfig
+
+
+class _Shape:
+    """Everything about one (filters, requests) shape of pod, with its live score per node."""
+
+    def __init__(self, index: NodeIndex, pod: PodObserved, config: PlannerConfig,
+                 restrict: BoolArray | None) -> None:
+        self.static: StaticFit = index.static_fit(pod)
+        self.vec, self.cols, self.missing = index.vector(pod.requests)
+        self.allowed = self.static.mask if restrict is None else self.static.mask & restrict
+        self.vec_list: list[int] = self.vec.tolist()
+        self.score_cols = scoring.score_columns(index, config)
+        self.is_most = config.scoring == MOST_ALLOCATED
+        if self.missing:
+            self.scores: FloatArray = np.full(len(index), scoring.UNFIT, dtype=np.float64)
+        else:
+            fit = self.allowed & index.fits(self.vec, self.cols)
+            self.scores = np.where(fit, scoring.scores(index, self.vec, self.static.penalty,
+                                                       config), scoring.UNFIT)
+
+    def rescore(self, index: NodeIndex, row: int, free: list[int]) -> None:
+        """Score `row` again after its free capacity (`free`, a column list) changed."""
+        vec = self.vec_list
+        if self.missing or not self.allowed[row] or any(free[c] < vec[c] for c in self.cols):
+            self.scores[row] = scoring.UNFIT
+            return
+        self.scores[row] = scoring.score_values(
+            free, index.alloc[:, row].tolist(), index.scale[:, row].tolist(), vec,
+            float(self.static.penalty[row]), self.score_cols, self.is_most)
+
+
+class Trial:
+    """One attempt to place members; capacity taken so far can be given back with `rollback`.
+
+    Shapes: `assigned` (pod, node row) in placement order; `unplaced` pods in member order;
+    `explanation` the per-node reasons of the first unplaced pod, or None.
+    """
+
+    def __init__(self, index: NodeIndex) -> None:
+        self.index = index
+        self.assigned: list[tuple[PodObserved, int]] = []
+        self.unplaced: list[PodObserved] = []
+        self.explanation: dict[str, int] | None = None
+        self._taken: list[tuple[int, IntArray]] = []
+
+    def take(self, pod: PodObserved, row: int, vec: IntArray) -> None:
+        self.index.free[:, row] -= vec
+        self._taken.append((row, vec))
+        self.assigned.append((pod, row))
+
+    def commit(self) -> None:
+        """Keep the capacity taken: the caller now records it as reservations."""
+        self._taken.clear()
+
+    def rollback(self) -> None:
+        """Give back all capacity this trial took (idempotent)."""
+        for row, vec in reversed(self._taken):
+            self.index.free[:, row] += vec
+        self._taken.clear()
+
+
+def place(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
+          restrict: BoolArray | None = None, hold: Hold | None = None) -> Trial:
+    """Place as many of `members` as fit, in order, taking their capacity from `index`.
+
+    Shapes: `restrict` limits the candidate rows (gang locality); `hold` is capacity a starving
+    gang reserves, already taken from `index.free`, used only to explain a failure.
+    """
+    trial = Trial(index)
+    shapes: dict[tuple[object, ...], _Shape] = {}
+    shape: _Shape | None = None
+    previous: PodObserved | None = None
+    for pod in members:
+        if shape is None or previous is None or not _same_shape(pod, previous):
+            # the key only caches shapes: equal pods with differently ordered dicts get two
+            key = (signature(pod), tuple(pod.requests.items()))
+            shape = shapes.get(key)
+            if shape is None:
+                shape = shapes[key] = _Shape(index, pod, config, restrict)
+        previous = pod
+        row = int(shape.scores.argmax()) if len(index) else -1
+        if row < 0 or shape.scores[row] == scoring.UNFIT:
+            if trial.explanation is None:
+                trial.explanation = explain(index, pod, shape.static, hold)
+            trial.unplaced.append(pod)
+            continue
+        trial.take(pod, row, shape.vec)
+        free = index.free[:, row].tolist()
+        for other in shapes.values():
+            other.rescore(index, row, free)
+    return trial
+
+
+def _same_shape(pod: PodObserved, other: PodObserved) -> bool:
+    """Whether two pods filter and request alike (consecutive members usually do)."""
+    return (pod.requests == other.requests and pod.node_selector == other.node_selector
+            and pod.tolerations == other.tolerations
+            and pod.required_affinity == other.required_affinity
+            and pod.node_name == other.node_name)
+
+
+def place_preferring_domain(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
+                            bound_rows: list[int], hold: Hold | None = None) -> Trial:
+    """Place all `members` under one value of the topology label if some value holds them all.
+
+    Domains are tried with the group's already-bound members' domain first, then by free
+    capacity of the first scored resource (most first), then by label value; when no single
+    domain holds every member, members are placed over all nodes.
+    """
+    domains = index.domains(config.topology_key)
+    if len(members) > 1 or bound_rows:
+        for _, mask in _domain_order(index, domains, bound_rows, config):
+            trial = place(index, members, config, restrict=mask, hold=hold)
+            if not trial.unplaced:
+                return trial
+            trial.rollback()
+    return place(index, members, config, hold=hold)
+
+
+def _domain_order(index: NodeIndex, domains: list[tuple[str, BoolArray]], bound_rows: list[int],
+                  config: PlannerConfig) -> list[tuple[str, BoolArray]]:
+    cols = scoring.score_columns(index, config)
+    ranked = []
+    for value, mask in domains:
+        bound_here = sum(1 for row in bound_rows if mask[row])
+        free = int(np.maximum(index.free[cols[0]], 0)[mask].sum()) if cols else 0
+        ranked.append((-bound_here, -free, value, mask))
+    ranked.sort(key=lambda item: item[:3])
+    return [(value, mask) for _, _, value, mask in ranked]
+
+
+def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
+            hold: Hold | None) -> dict[str, int]:
+    """Why no node takes `pod` now: per-node reason → number of nodes (kube-scheduler style).
+
+    A node that passes the other filters gives one reason per insufficient resource; a node
+    that would fit but for a starving gang's reserved capacity gives that reason instead.
+    """
+    counts: Counter[str] = Counter(static.reason_counts)
+    vec, cols, missing = index.vector(pod.requests)
+    passing = static.mask.copy()
+    if hold is not None and not missing:
+        held = passing & _fits_with(index, vec, cols, hold.amounts) & ~index.fits(vec, cols)
+        if held.any():
+            counts[reasons.held_for_gang(hold.group)] += int(held.sum())
+            passing &= ~held
+    for name in missing:
+        counts[reasons.insufficient(name)] += int(passing.sum())
+    for col in cols:
+        short = int((passing & (index.free[col] < vec[col])).sum())
+        if short:
+            counts[reasons.insufficient(index.resources[col])] += short
+    return dict(counts)
+
+
+def _fits_with(index: NodeIndex, vec: IntArray, cols: list[int], hold: IntArray) -> BoolArray:
+    mask = np.ones(len(index), dtype=np.bool_)
+    for col in cols:
+        mask &= index.free[col] + hold[col] >= vec[col]
+    return mask

@@ -1,0 +1,120 @@
+"""The planner's public pure API: `apply` events, `plan` a round, or `step` (both).
+
+Layer: planner core (pure). Imports only `services.contracts`, the standard library and NumPy:
+no asyncio, clock, randomness or I/O. Time comes only from events' `at_ms`; every ordering from
+an explicit sort key. The same events, config and plan sequences give byte-identical decisions.
+
+Ownership: these functions update the state they are given in place and return it; the caller
+keeps only the returned state and must not reuse the one it passed in (nor share it between
+threads while a call runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from services.contracts.decisions import Decision, StatusUpdate
+from services.contracts.events import Event, PodGroupObserved, PodObserved
+from services.planner.core import apply as projection
+from services.planner.core import derived, pods, queue, reasons, starvation, status
+from services.planner.core.attempt import Round
+from services.planner.core.config import PlannerConfig
+from services.planner.core.state import GroupState, PlannerState
+
+
+def apply(state: PlannerState, event: Event) -> PlannerState:
+    """Apply one event to the state (in place; see Ownership) and return it."""
+    return projection.apply_event(state, event)
+
+
+def step(state: PlannerState, events: Sequence[Event], config: PlannerConfig,
+         plan_seq: int) -> tuple[PlannerState, list[Decision]]:
+    """Apply every event in order, then plan once (the planner's unit of work per batch)."""
+    for event in events:
+        state = projection.apply_event(state, event)
+    return plan(state, config, plan_seq)
+
+
+def plan(state: PlannerState, config: PlannerConfig,
+         plan_seq: int) -> tuple[PlannerState, list[Decision]]:
+    """Plan one round at the state's current time and return the decisions it makes.
+
+    Shapes: decisions in order — Rejections for expired placements' groups and Placements /
+    Rejections in queue order, then StatusUpdates sorted by group key; ids
+    `ids.decision_id(plan_seq, i)`. A round that changes nothing returns no decisions (a
+    Rejection is repeated only when its reason, its pods or its retry time changed).
+    Raises: nothing for expected outcomes (no fit, no quorum, unsupported): those are
+    Rejections; an exception means a bug.
+    """
+    current = derived.ensure(state, config.scheduler_name)
+    assert current.index is not None  # ensure() builds it
+    rnd = Round(state, config, plan_seq, current, current.index)
+    _expire(rnd)
+    try:
+        for key, group, podgroup, pending in _queue(rnd):
+            rnd.plan_group(key, group, podgroup, pending)
+    finally:
+        rnd.lift_hold()
+    _settle(rnd)
+    return state, rnd.decisions
+
+
+def _expire(rnd: Round) -> None:
+    """Release placements neither bound nor rolled back by deadline + grace; back them off."""
+    state, grace_ms = rnd.state, round(rnd.config.release_grace_seconds * 1000)
+    expired = sorted((in_flight.deadline_ms, decision) for decision, in_flight
+                     in state.placements.items() if in_flight.deadline_ms + grace_ms <= rnd.now)
+    for _, decision in expired:
+        in_flight = state.placements.pop(decision)
+        projection.release(state, decision, in_flight.pod_uids)
+        group = state.groups.setdefault(in_flight.group, GroupState())
+        if decision in group.in_flight:
+            group.in_flight.remove(decision)
+        projection.record_failure(group, rnd.now, reasons.placement_expired(
+            in_flight.group, decision, rnd.config.release_grace_seconds))
+        rnd.derived.dirty.add(in_flight.group)
+
+
+def _queue(rnd: Round) -> list[tuple[str, GroupState, PodGroupObserved | None, list[PodObserved]]]:
+    """Groups with pending members, in queue order (see `queue.queue_key`)."""
+    state, current = rnd.state, rnd.derived
+    entries = []
+    for key, uids in current.pending.items():
+        pending = sorted((state.pods[uid] for uid in uids), key=pods.sort_key)
+        group = state.groups.get(key)
+        if group is None:
+            group = state.groups[key] = GroupState()
+        podgroup = state.podgroups.get(key)
+        starving = starvation.is_starving(group, rnd.now, rnd.config)
+        entries.append((queue.queue_key(key, group, podgroup, pending, starving),
+                        key, group, podgroup, pending))
+    entries.sort(key=lambda entry: entry[0])
+    return [(key, group, podgroup, pending) for _, key, group, podgroup, pending in entries]
+
+
+def _settle(rnd: Round) -> None:
+    """Status updates for changed PodGroups, then forget groups nothing refers to any more."""
+    state, current = rnd.state, rnd.derived
+    touched = sorted(current.dirty)
+    current.dirty = set()
+    for key in touched:
+        group = state.groups.get(key)
+        if group is not None and key not in current.pending and group.last_rejection is not None:
+            group.last_rejection = None  # nobody waits any more: the condition clears
+        podgroup = state.podgroups.get(key)
+        if podgroup is None:
+            if group is not None and key not in current.pending and not group.in_flight:
+                del state.groups[key]
+            continue
+        if group is None:
+            group = state.groups[key] = GroupState()
+        memo = status.derive(state, current, podgroup, group)
+        if memo != group.last_status:
+            group.last_status = memo
+            rnd.decisions.append(StatusUpdate(
+                id=rnd.next_id(), plan_seq=rnd.plan_seq, at_ms=rnd.now, group=key,
+                phase=memo.phase, running=memo.running, succeeded=memo.succeeded,
+                failed=memo.failed, occupied_by=memo.occupied_by,
+                schedule_start_ms=memo.schedule_start_ms,
+                condition_reason=memo.condition_reason,
+                condition_message=memo.condition_message))

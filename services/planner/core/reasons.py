@@ -1,0 +1,153 @@
+"""Every user-facing reason the planner gives, in one place, carrying the numbers.
+
+Layer: planner core (pure). The per-node wording mirrors kube-scheduler's FailedScheduling
+messages (`0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint
+{dedicated: gpu}.`), so people and tools that read those keep working; a gang's reason is
+prefixed with the gang and how many of its members fit. Never builds text anywhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# Per-node filter reasons (as the kube-scheduler plugins word them).
+INSUFFICIENT = "Insufficient {resource}"
+TOO_MANY_PODS = "Too many pods"
+NODE_UNSCHEDULABLE = "node(s) were unschedulable"
+NODE_NOT_READY = "node(s) were not ready"
+NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
+UNTOLERATED_TAINT = "node(s) had untolerated taint {{{key}: {value}}}"
+NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+HELD_FOR_GANG = "node(s) had capacity reserved for waiting gang {group}"
+
+# Group reasons.
+NODES_AVAILABLE = "0/{total} nodes are available: {reasons}."
+NO_NODES = "0/0 nodes are available: no nodes are registered."
+GANG_MEMBERS_FIT = "gang {group}: {fit} of {min_member} members fit; {nodes}"
+GANG_EXTRA_MEMBERS = (
+    "gang {group}: minMember {min_member} reached; {unplaced} more member(s) do not fit; {nodes}"
+)
+GANG_QUORUM = (
+    "gang {group}: {exist} of {min_member} members exist; waiting for quorum "
+    "(minMember {min_member})"
+)
+GATED_NOTE = " ({gated} more scheduling-gated)"
+GANG_MIN_RESOURCES = (
+    "gang {group}: minResources do not fit: {shortfalls} on {eligible} node(s) that pass "
+    "the gang's filters"
+)
+MIN_RESOURCES_SHORTFALL = "{resource} {requested} requested, {free} free"
+POD_GROUP_NOT_FOUND = "PodGroup {group} not found"
+POD_GROUP_INVALID = "PodGroup {group} is invalid: {reason}"
+POD_INVALID = "pod {pod} is invalid: {reason}"
+UNSUPPORTED = "unsupported constraint: {field}"
+GANG_MEMBER_PREFIX = "gang {group}: pod {pod}: {reason}"
+PRIORITIES_DIFFER = "; members have different priorities ({priorities}), the gang uses {used}"
+ROLLED_BACK = "gang {group}: placement {decision} rolled back: {reason}"
+PLACEMENT_EXPIRED = (
+    "gang {group}: placement {decision} was neither bound nor rolled back {grace_seconds:g}s "
+    "after its deadline; its reservations were released"
+)
+STARVING_HOLD = "; waited {waited_seconds:g}s, reserving capacity on {nodes} node(s) for this gang"
+NEVER_FITS = "; it would not fit even on empty nodes"
+
+
+def node_reasons(total_nodes: int, counts: Mapping[str, int]) -> str:
+    """`0/<n> nodes are available: <count> <reason>, ...` with reasons sorted as kube-scheduler.
+
+    Shapes: `counts` maps a per-node reason (constants above) to how many nodes gave it; a node
+    may give several (one per insufficient resource).
+    """
+    if total_nodes == 0:
+        return NO_NODES
+    parts = [f"{count} {reason}" for reason, count in sorted(counts.items()) if count > 0]
+    return NODES_AVAILABLE.format(total=total_nodes, reasons=", ".join(parts))
+
+
+def insufficient(resource: str) -> str:
+    """The per-node reason for one resource that does not fit (`Too many pods` for pods)."""
+    return TOO_MANY_PODS if resource == "pods" else INSUFFICIENT.format(resource=resource)
+
+
+def untolerated_taint(key: str, value: str) -> str:
+    """The per-node reason for a NoSchedule/NoExecute taint the pod does not tolerate."""
+    return UNTOLERATED_TAINT.format(key=key, value=value)
+
+
+def gang_members_fit(group: str, fit: int, min_member: int, nodes: str) -> str:
+    """A gang that cannot reach minMember: how many fit, then the first unplaced pod's nodes."""
+    return GANG_MEMBERS_FIT.format(group=group, fit=fit, min_member=min_member, nodes=nodes)
+
+
+def gang_extra_members(group: str, min_member: int, unplaced: int, nodes: str) -> str:
+    """A gang past quorum with members beyond minMember that do not fit yet."""
+    return GANG_EXTRA_MEMBERS.format(group=group, min_member=min_member, unplaced=unplaced,
+                                     nodes=nodes)
+
+
+def gang_quorum(group: str, exist: int, min_member: int, gated: int) -> str:
+    """A gang with fewer usable members than minMember (gated pods mentioned, not counted)."""
+    text = GANG_QUORUM.format(group=group, exist=exist, min_member=min_member)
+    return text + (GATED_NOTE.format(gated=gated) if gated else "")
+
+
+def gang_min_resources(group: str, shortfalls: list[str], eligible: int) -> str:
+    """A gang whose minResources exceed the free capacity of the nodes that pass its filters."""
+    return GANG_MIN_RESOURCES.format(group=group, shortfalls=", ".join(shortfalls),
+                                     eligible=eligible)
+
+
+def min_resources_shortfall(resource: str, requested: str, free: str) -> str:
+    """One resource of a minResources shortfall, amounts already formatted."""
+    return MIN_RESOURCES_SHORTFALL.format(resource=resource, requested=requested, free=free)
+
+
+def pod_group_not_found(group: str) -> str:
+    """A pod whose label names a PodGroup that does not exist (yet)."""
+    return POD_GROUP_NOT_FOUND.format(group=group)
+
+
+def pod_group_invalid(group: str, reason: str) -> str:
+    """A PodGroup the watcher could not read; its members wait."""
+    return POD_GROUP_INVALID.format(group=group, reason=reason)
+
+
+def pod_invalid(pod: str, reason: str) -> str:
+    """A pod whose spec the watcher could not read (e.g. an invalid quantity)."""
+    return POD_INVALID.format(pod=pod, reason=reason)
+
+
+def unsupported(field: str) -> str:
+    """A pod asking for a constraint the planner does not implement: never silently ignored."""
+    return UNSUPPORTED.format(field=field)
+
+
+def gang_member(group: str, pod: str, reason: str) -> str:
+    """A member-level reason (invalid, unsupported) that keeps the whole gang waiting."""
+    return GANG_MEMBER_PREFIX.format(group=group, pod=pod, reason=reason)
+
+
+def priorities_differ(priorities: list[int], used: int) -> str:
+    """Suffix for a gang whose members carry different priorities."""
+    listed = ", ".join(str(value) for value in sorted(set(priorities), reverse=True))
+    return PRIORITIES_DIFFER.format(priorities=listed, used=used)
+
+
+def rolled_back(group: str, decision: str, reason: str) -> str:
+    """A placement the binder rolled back."""
+    return ROLLED_BACK.format(group=group, decision=decision, reason=reason)
+
+
+def placement_expired(group: str, decision: str, grace_seconds: float) -> str:
+    """A placement the binder never confirmed nor rolled back: released by the planner."""
+    return PLACEMENT_EXPIRED.format(group=group, decision=decision, grace_seconds=grace_seconds)
+
+
+def starving_hold(waited_seconds: float, nodes: int) -> str:
+    """Suffix for the gang that now reserves capacity against starvation."""
+    return STARVING_HOLD.format(waited_seconds=waited_seconds, nodes=nodes)
+
+
+def held_for_gang(group: str) -> str:
+    """The per-node reason for capacity that a starving gang reserves."""
+    return HELD_FOR_GANG.format(group=group)

@@ -1,0 +1,80 @@
+"""Node scores for one pod: least-allocated or most-allocated, minus PreferNoSchedule penalties.
+
+Layer: planner core (pure; NumPy). Scores are computed with IEEE float64 operations that are
+exact or correctly rounded (integer differences below 2**53, one multiplication by a per-node
+`100.0 / allocatable` computed once, floor), so they are identical on every machine and between
+the vector form (every node at once) and the scalar form (one node after a placement changed
+it). Higher is better; ties are broken by the caller by node name (row order).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from services.planner.core.capacity import FloatArray, IntArray, NodeIndex
+from services.planner.core.config import MOST_ALLOCATED, PlannerConfig
+
+MAX_NODE_SCORE = 100
+UNFIT = -math.inf
+"""Score of a node the pod does not fit; never chosen."""
+
+
+def score_columns(index: NodeIndex, config: PlannerConfig) -> list[int]:
+    """The index columns of the resources the strategy weighs (equal weights)."""
+    return [index.col[name] for name in config.score_resources if name in index.col]
+
+
+def scores(index: NodeIndex, vec: IntArray, penalty: IntArray, config: PlannerConfig,
+           free: IntArray | None = None) -> FloatArray:
+    """The score of placing a pod of requests `vec` on every node (given `free`, default now).
+
+    Units: 0..100 per node (whole numbers) before penalties.
+    Source: as NodeResourcesFit's LeastAllocated ((allocatable - requested) * 100 / allocatable)
+    and MostAllocated (requested * 100 / allocatable) strategies, each floored, averaged over
+    `config.score_resources` and floored; requested includes the pod. A node without a resource
+    scores 0 for it.
+    """
+    cols = score_columns(index, config)
+    free_now = index.free if free is None else free
+    total = np.zeros(len(index), dtype=np.float64)
+    part = np.empty(len(index), dtype=np.float64)
+    for col in cols:
+        if config.scoring == MOST_ALLOCATED:
+            np.multiply(index.alloc[col] - free_now[col] + vec[col], index.scale[col], out=part)
+            np.floor(part, out=part)
+            np.clip(part, 0, MAX_NODE_SCORE, out=part)
+        else:
+            np.multiply(free_now[col] - vec[col], index.scale[col], out=part)
+            np.floor(part, out=part)
+        total += part
+    if cols:
+        total /= len(cols)
+        np.floor(total, out=total)
+    if penalty.any():
+        total -= penalty
+    return total
+
+
+def score_row(index: NodeIndex, row: int, vec: IntArray, penalty: float,
+              config: PlannerConfig) -> float:
+    """`scores` for one node (Python floats; equal to the vector form)."""
+    return score_values(index.free[:, row].tolist(), index.alloc[:, row].tolist(),
+                        index.scale[:, row].tolist(), vec.tolist(), penalty,
+                        score_columns(index, config), config.scoring == MOST_ALLOCATED)
+
+
+def score_values(free: list[int], alloc: list[int], scale: list[float], vec: list[int],
+                 penalty: float, cols: list[int], is_most_allocated: bool) -> float:
+    """`score_row` on one node's columns as Python lists (the placement loop's fast path)."""
+    total = 0.0
+    for col in cols:
+        if is_most_allocated:
+            part = float(math.floor((alloc[col] - free[col] + vec[col]) * scale[col]))
+            total += min(max(part, 0.0), float(MAX_NODE_SCORE))
+        else:
+            total += float(math.floor((free[col] - vec[col]) * scale[col]))
+    if cols:
+        total = float(math.floor(total / len(cols)))
+    return total - penalty

@@ -1,0 +1,85 @@
+"""Anti-starvation: the first gang in queue order that has waited too long reserves capacity.
+
+Layer: planner core (pure; NumPy). Design: once a gang has waited unplaced for
+`starvation_seconds`, the planner picks the nodes it would occupy if those nodes were empty
+(respecting every non-resource filter, preferring the nodes with the most free capacity now) and,
+for the rest of the round, takes the gang's requests on those nodes from the free capacity seen by
+every group queued behind it. Smaller, later groups therefore stop filling the capacity it is
+waiting for, while groups ahead of it (higher priority, or older) and nodes it does not need are
+unaffected. The hold is recomputed every round, so it disappears the moment the gang is placed or
+deleted, and only one gang (the first starving one in queue order) holds at a time: no deadlock
+between holders. A gang that would not fit even on empty nodes holds nothing.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from services.contracts.events import PodObserved
+from services.planner.core import scoring
+from services.planner.core.capacity import Hold, IntArray, NodeIndex
+from services.planner.core.config import LEAST_ALLOCATED, PlannerConfig
+from services.planner.core.state import GroupState
+
+STICKY_BONUS = 1
+"""Tie-break bonus (scores are doubled first) of a node the gang already held."""
+
+
+def is_starving(group: GroupState, now_ms: int, config: PlannerConfig) -> bool:
+    """Whether the group has waited unplaced for at least `starvation_seconds`."""
+    since = group.pending_since_ms
+    return since is not None and now_ms - since >= config.starvation_seconds * 1000
+
+
+def plan_hold(index: NodeIndex, key: str, members: list[PodObserved], config: PlannerConfig,
+              held_before: list[str]) -> Hold | None:
+    """The capacity `members` would take on otherwise empty nodes, or None if they never fit.
+
+    Shapes: `members` are the pending members the gang needs for quorum, in member order;
+    `held_before` the nodes it held last round: among nodes equally free they are preferred
+    again, so the hold does not wander between equally drained nodes (it would never drain
+    any of them), while a node that frees up more takes over.
+    """
+    room: IntArray = index.alloc.copy()
+    free_now: IntArray = index.free.copy()
+    amounts: IntArray = np.zeros_like(index.alloc)
+    sticky = np.zeros(len(index), dtype=np.int64)
+    sticky[[index.row[name] for name in held_before if name in index.row]] = STICKY_BONUS
+    for pod in members:
+        row = _best_row(index, pod, room, free_now, sticky, config)
+        if row is None:
+            return None
+        vec = index.vector(pod.requests)[0]
+        room[:, row] -= vec
+        free_now[:, row] -= vec
+        amounts[:, row] += vec
+    rows = [int(row) for row in np.flatnonzero(amounts.any(axis=0))]
+    held = np.minimum(amounts, np.maximum(index.free, 0))
+    return Hold(key, held, rows)
+
+
+def _best_row(index: NodeIndex, pod: PodObserved, room: IntArray, free_now: IntArray,
+              sticky: IntArray, config: PlannerConfig) -> int | None:
+    static = index.static_fit(pod)
+    vec, cols, missing = index.vector(pod.requests)
+    if missing:
+        return None
+    mask = static.mask.copy()
+    for col in cols:
+        mask &= room[col] >= vec[col]
+    if not mask.any():
+        return None
+    spread_config = msgspec.structs.replace(config, scoring=LEAST_ALLOCATED)
+    spread = scoring.scores(index, vec, static.penalty, spread_config, free=free_now) * 2 + sticky
+    return int(np.argmax(np.where(mask, spread, scoring.UNFIT)))
+
+
+def apply_hold(index: NodeIndex, hold: Hold) -> None:
+    """Take the held capacity from the free capacity later groups see."""
+    index.free -= hold.amounts
+
+
+def lift_hold(index: NodeIndex, hold: Hold) -> None:
+    """Give the held capacity back at the end of the round."""
+    index.free += hold.amounts

@@ -1,0 +1,140 @@
+"""The planner's whole in-memory state, and its snapshot encoding.
+
+Layer: planner core (pure data). Everything the planner knows lives in `PlannerState`; it is a
+projection of the event log plus the planner's own bookkeeping (reservations, backoff, what it
+last told subscribers). Indexes derived from it (group membership, the NumPy node index) are kept
+beside it, never encoded, and rebuilt on demand (`services.planner.core.derived`).
+
+Ownership: `apply`, `plan` and `step` update a state in place and return it; the caller keeps
+only the returned value and never reuses the one it passed in.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from services.contracts.events import NodeObserved, PodGroupObserved, PodObserved
+from services.contracts.resources import ResourceList
+
+
+class Reservation(msgspec.Struct):
+    """Capacity a placed pod holds on `node` until it is observed bound, deleted or released."""
+
+    node: str
+    decision_id: str
+    group: str
+
+
+class Charge(msgspec.Struct, frozen=True):
+    """What one pod currently takes from one node: its requests, bound or reserved there."""
+
+    node: str
+    requests: ResourceList
+
+
+class InFlight(msgspec.Struct):
+    """A placement the binder has not yet reported bound or rolled back.
+
+    Units: `at_ms`, `deadline_ms` UTC epoch milliseconds. `permanent_failure` holds the first
+    permanent bind failure reported for it (its reservations stay until the rollback arrives).
+    """
+
+    group: str
+    at_ms: int
+    deadline_ms: int
+    pod_uids: tuple[str, ...]
+    permanent_failure: str | None = None
+
+
+class RejectionMemo(msgspec.Struct, frozen=True):
+    """The last Rejection told for a group, so an unchanged one is not repeated."""
+
+    reason: str
+    pods: tuple[str, ...]
+    retry_at_ms: int | None
+
+
+class StatusMemo(msgspec.Struct, frozen=True):
+    """The last StatusUpdate told for a PodGroup (all its fields but id, plan_seq and at_ms)."""
+
+    phase: str
+    running: int
+    succeeded: int
+    failed: int
+    occupied_by: str
+    schedule_start_ms: int | None
+    condition_reason: str
+    condition_message: str
+
+
+class GroupState(msgspec.Struct):
+    """The planner's bookkeeping for one group.
+
+    Units: every `*_ms` UTC epoch milliseconds from events. `failures` counts consecutive
+    unsuccessful attempts and `failed_at_ms` is the last one's time: with the config's backoff
+    they give the retry time, and `failed_at_ms` is the group's queue time. `failure_reason` is
+    what subscribers are told while the group is backed off. `pending_since_ms` is when the group
+    started waiting unplaced (drives anti-starvation). A group found unschedulable (not one
+    rolled back) `may_retry_early`: when capacity frees after `last_attempt_ms` it is tried
+    again before its backoff ends, quietly (see `attempt`).
+    """
+
+    failures: int = 0
+    failed_at_ms: int | None = None
+    failure_reason: str = ""
+    pending_since_ms: int | None = None
+    last_attempt_ms: int | None = None
+    may_retry_early: bool = False
+    schedule_start_ms: int | None = None
+    attempts: int = 0
+    in_flight: list[str] = []
+    last_rejection: RejectionMemo | None = None
+    last_status: StatusMemo | None = None
+
+
+class PlannerState(msgspec.Struct, dict=True):
+    """Everything the planner knows; msgspec-encodable for the database snapshot.
+
+    Shapes: `nodes` by node name; `pods`, `reservations` and `charges` by pod uid; `podgroups`
+    and `groups` by group key (`ids.GroupKey`); `placements` by decision id; `node_used` by node
+    name (sum of `charges` on it, nodes not (yet) observed included). `starving_group` and
+    `starving_nodes` name the gang that held capacity in the last round and where (sorted).
+    `capacity_freed_ms` is the last time capacity was given back or a Node changed.
+    Units: `now_ms` is the latest `at_ms` applied (never moves backwards).
+    """
+
+    now_ms: int = 0
+    nodes: dict[str, NodeObserved] = {}
+    pods: dict[str, PodObserved] = {}
+    podgroups: dict[str, PodGroupObserved] = {}
+    groups: dict[str, GroupState] = {}
+    reservations: dict[str, Reservation] = {}
+    placements: dict[str, InFlight] = {}
+    charges: dict[str, Charge] = {}
+    node_used: dict[str, ResourceList] = {}
+    starving_group: str | None = None
+    starving_nodes: list[str] = []
+    capacity_freed_ms: int = 0
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(PlannerState)
+
+
+def empty_state() -> PlannerState:
+    """A state that has seen no events."""
+    return PlannerState()
+
+
+def encode_state(state: PlannerState) -> bytes:
+    """Snapshot bytes (JSON) of a state; derived indexes are not included."""
+    return _encoder.encode(state)
+
+
+def decode_state(data: bytes) -> PlannerState:
+    """The state a snapshot holds; derived indexes are rebuilt on first use.
+
+    Raises:
+        msgspec.DecodeError: the bytes are not a snapshot of this state version.
+    """
+    return _decoder.decode(data)

@@ -1,0 +1,59 @@
+"""The planner shell's view of the bus and the store, as Protocols.
+
+Layer: planner shell. Integration tests pass the real `PullConsumer`, `Publisher` and
+`PlannerStore`; unit tests may pass in-memory versions. Declarations only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from services.bus.consuming import Delivery
+from services.store.planner_store import (
+    AuditRow,
+    DeadLetterRow,
+    OutboxRow,
+    PendingDeadLetter,
+    PendingDecision,
+)
+
+
+class EventSource(Protocol):
+    """Batches of EVENTS deliveries (a durable pull consumer)."""
+
+    async def fetch(self, batch: int, timeout_seconds: float) -> list[Delivery]: ...
+
+
+class Publisher(Protocol):
+    """Publishes with a de-duplication id and waits until stored."""
+
+    async def publish(
+        self, subject: str, data: bytes, *, msg_id: str, headers: dict[str, str] | None = None
+    ) -> int: ...
+
+    async def publish_many(self, items: Sequence[tuple[str, bytes, str]]) -> None: ...
+
+
+class Store(Protocol):
+    """The planner's persistence (see `services.store.planner_store.PlannerStore`)."""
+
+    async def load(self) -> tuple[bytes | None, int]: ...
+
+    async def commit_batch(
+        self,
+        events: Sequence[AuditRow],
+        decisions: Sequence[OutboxRow],
+        plan_seq: int | None,
+        state_bytes: bytes,
+        last_seq: int,
+        dead_letters: Sequence[DeadLetterRow] = (),
+    ) -> None: ...
+
+    async def pending_outbox(self) -> list[PendingDecision]: ...
+
+    async def mark_published(self, ids: Sequence[str]) -> None: ...
+
+    async def pending_dead_letters(self) -> list[PendingDeadLetter]: ...
+
+    async def mark_dead_letters_published(self, seqs: Sequence[int]) -> None: ...

@@ -1,0 +1,82 @@
+"""From decisions to outbox rows, and from the outbox (and dead letters) to NATS.
+
+Layer: planner shell. Publishing happens only after the rows are committed; a row is marked
+published only after JetStream stored it, so a crash in between re-publishes it on restart
+and JetStream drops the duplicate (`Nats-Msg-Id` = decision id, or `deadletter/<consumer>/<seq>`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from services.contracts import codec, subjects
+from services.contracts.decisions import Decision
+from services.contracts.ids import GroupKey, split_key
+from services.planner.ports import Publisher, Store
+from services.runtime import metrics
+from services.store.planner_store import OutboxRow
+
+log = logging.getLogger(__name__)
+
+REASON_HEADER = "Gangsched-Reason"
+SUBJECT_HEADER = "Gangsched-Subject"
+SEQ_HEADER = "Gangsched-Seq"
+CONSUMER_HEADER = "Gangsched-Consumer"
+
+
+def decision_type(decision: Decision) -> str:
+    """The decision's type tag (`Placement`, `Rejection`, `StatusUpdate`)."""
+    return type(decision).__name__
+
+
+def decision_subject(prefix: str, decision: Decision) -> str:
+    """`<prefix>.decisions.<type>.<namespace>.<group name>` of one decision."""
+    namespace, name = split_key(GroupKey(decision.group))
+    return subjects.decisions_subject(prefix, decision_type(decision), namespace, name)
+
+
+def outbox_rows(prefix: str, decisions: Sequence[Decision]) -> list[OutboxRow]:
+    """Outbox rows `(id, plan_seq, subject, JSON)` in the order the planner decided them."""
+    return [
+        (d.id, d.plan_seq, decision_subject(prefix, d), codec.encode(d)) for d in decisions
+    ]
+
+
+async def publish_outbox(store: Store, publisher: Publisher) -> int:
+    """Publish every unpublished outbox row, in order, then mark them; return how many."""
+    pending = await store.pending_outbox()
+    if not pending:
+        return 0
+    await publisher.publish_many([(row.subject, row.data, row.id) for row in pending])
+    await store.mark_published([row.id for row in pending])
+    for row in pending:
+        metrics.decisions_published.labels(row.subject.split(".")[-3]).inc()
+    return len(pending)
+
+
+async def publish_dead_letters(
+    store: Store, publisher: Publisher, prefix: str, consumer: str
+) -> int:
+    """Republish every unpublished dead letter to the dead-letter subject; return how many.
+
+    Shapes: the original payload, with headers naming the reason, the original subject and
+    sequence, and the consumer that refused it; `Nats-Msg-Id` `deadletter/<consumer>/<seq>`.
+    """
+    pending = await store.pending_dead_letters()
+    for letter in pending:
+        await publisher.publish(
+            subjects.dead_letter_subject(prefix),
+            letter.data,
+            msg_id=f"deadletter/{consumer}/{letter.seq}",
+            headers={
+                CONSUMER_HEADER: consumer,
+                REASON_HEADER: letter.reason,
+                SUBJECT_HEADER: letter.subject,
+                SEQ_HEADER: str(letter.seq),
+            },
+        )
+        log.warning("dead letter seq %d (%s): %s", letter.seq, letter.subject, letter.reason)
+    await store.mark_dead_letters_published([letter.seq for letter in pending])
+    return len(pending)
+

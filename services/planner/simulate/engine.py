@@ -1,0 +1,172 @@
+"""The simulation loop: arrivals and completions on a simulated clock, the planner, an ideal binder.
+
+Layer: planner simulate (pure; planner core and contracts only; no wall clock). Every instant
+applies all objects arriving then (and pods finishing then) before planning; the planner is
+re-run at the same instant while it keeps placing (the binder binds at once, so GroupBound can
+free later members). The clock then jumps to the next arrival, completion or planner wake-up
+(backoff expiry). It stops when nothing is due and every backed-off group has been retried since
+the last change: from then on nothing can change any more.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import msgspec
+
+from services.contracts.decisions import Decision, Placement, Rejection
+from services.contracts.events import (
+    ClockTicked,
+    Event,
+    GroupBound,
+    MemberBound,
+    PodObserved,
+)
+from services.planner.core import backoff, pods
+from services.planner.core import plan as planner
+from services.planner.core.config import PlannerConfig
+from services.planner.core.state import PlannerState, empty_state
+
+MAX_ROUNDS_PER_INSTANT = 1000
+MAX_INSTANTS = 1_000_000
+
+
+class Arrival(msgspec.Struct, frozen=True):
+    """An object appearing at `at_ms`; a pod with `runtime_ms` succeeds that long after binding.
+
+    Units: UTC epoch milliseconds on the simulated clock; `runtime_ms` milliseconds.
+    """
+
+    at_ms: int
+    event: Event
+    runtime_ms: int | None = None
+
+
+class PodResult(msgspec.Struct):
+    """What became of one pod of ours. Units: `*_ms` simulated epoch milliseconds."""
+
+    group: str | None
+    node: str | None = None
+    bound_at_ms: int | None = None
+    finished_at_ms: int | None = None
+    reason: str | None = None
+
+
+class Result(msgspec.Struct):
+    """The simulation's outcome: every decision in order, each pod of ours, the final state."""
+
+    decisions: list[Decision]
+    pods: dict[str, PodResult]
+    state: PlannerState
+    end_ms: int
+
+
+class _Sim:
+    def __init__(self, arrivals: list[Arrival], config: PlannerConfig) -> None:
+        self.config = config
+        self.state = empty_state()
+        self.seq = 0
+        self.arrivals = sorted(enumerate(arrivals), key=lambda item: (item[1].at_ms, item[0]))
+        self.next_arrival = 0
+        self.runtimes = {a.event.uid: a.runtime_ms for a in arrivals
+                         if isinstance(a.event, PodObserved) and a.runtime_ms is not None}
+        self.completions: list[tuple[int, int, str]] = []
+        self.decisions: list[Decision] = []
+        self.results: dict[str, PodResult] = {}
+        self.last_change_ms = 0
+
+    def apply(self, event: Event) -> None:
+        self.seq += 1
+        self.state = planner.apply(self.state, event)
+
+    def run(self) -> Result:
+        now = self.arrivals[0][1].at_ms if self.arrivals else 0
+        for _ in range(MAX_INSTANTS):
+            self.instant(now)
+            upcoming = self.next_time()
+            if upcoming is None:
+                break
+            now = upcoming
+        return Result(self.decisions, self.results, self.state, self.state.now_ms)
+
+    def instant(self, now: int) -> None:
+        while (self.next_arrival < len(self.arrivals)
+               and self.arrivals[self.next_arrival][1].at_ms <= now):
+            self.arrive(self.arrivals[self.next_arrival][1], now)
+            self.next_arrival += 1
+        while self.completions and self.completions[0][0] <= now:
+            _, _, uid = heapq.heappop(self.completions)
+            self.finish(uid, now)
+        self.apply(ClockTicked(at_ms=now))
+        for _ in range(MAX_ROUNDS_PER_INSTANT):
+            self.state, made = planner.plan(self.state, self.config, self.seq)
+            self.decisions.extend(made)
+            self.note_reasons(made)
+            placements = [d for d in made if isinstance(d, Placement)]
+            if not placements:
+                break
+            for placement in placements:
+                self.bind(placement, now)
+
+    def arrive(self, arrival: Arrival, now: int) -> None:
+        event = msgspec.structs.replace(arrival.event, at_ms=now)
+        self.apply(event)
+        self.last_change_ms = now
+        if isinstance(event, PodObserved) and pods.is_ours(event, self.config.scheduler_name):
+            group = f"{event.namespace}/{event.group_name}" if event.group_name else None
+            self.results.setdefault(event.uid, PodResult(group=group))
+            if event.node_name is not None:
+                self.bound(event.uid, event.node_name, now)
+
+    def bind(self, placement: Placement, now: int) -> None:
+        for member in placement.members:
+            self.apply(MemberBound(at_ms=now, decision_id=placement.id, group=placement.group,
+                                   pod_uid=member.pod_uid, node=member.node))
+            pod = self.state.pods[member.pod_uid]
+            self.apply(msgspec.structs.replace(pod, node_name=member.node, phase="Running",
+                                               at_ms=now))
+            self.bound(member.pod_uid, member.node, now)
+        self.apply(GroupBound(at_ms=now, decision_id=placement.id, group=placement.group))
+        self.last_change_ms = now
+
+    def bound(self, uid: str, node: str, now: int) -> None:
+        result = self.results.get(uid)
+        if result is not None:
+            result.node, result.bound_at_ms, result.reason = node, now, None
+        runtime = self.runtimes.get(uid)
+        if runtime is not None:
+            heapq.heappush(self.completions, (now + runtime, self.seq, uid))
+
+    def finish(self, uid: str, now: int) -> None:
+        pod = self.state.pods.get(uid)
+        if pod is None:
+            return
+        self.apply(msgspec.structs.replace(pod, phase="Succeeded", at_ms=now))
+        self.last_change_ms = now
+        if uid in self.results:
+            self.results[uid].finished_at_ms = now
+
+    def note_reasons(self, made: list[Decision]) -> None:
+        for decision in made:
+            if isinstance(decision, Rejection):
+                for ref in decision.pods:
+                    result = self.results.get(ref.uid)
+                    if result is not None and result.node is None:
+                        result.reason = decision.reason
+
+    def next_time(self) -> int | None:
+        due = []
+        if self.next_arrival < len(self.arrivals):
+            due.append(self.arrivals[self.next_arrival][1].at_ms)
+        if self.completions:
+            due.append(self.completions[0][0])
+        wakeup = backoff.next_wakeup_ms(self.state, self.config)
+        settled_ms = self.last_change_ms + round(self.config.backoff_max_seconds * 1000)
+        if wakeup is not None and (due or wakeup <= settled_ms):
+            due.append(wakeup)
+        return min(due) if due else None
+
+
+def run(arrivals: list[Arrival], config: PlannerConfig) -> Result:
+    """Play `arrivals` through the planner until nothing more can change (module docstring)."""
+    return _Sim(arrivals, config).run()

@@ -1,0 +1,279 @@
+"""Reading simulation manifests: validation, priority classes, workloads expanded into pods.
+
+Layer: planner simulate (pure; dict in, dict out; never does I/O). Workloads become the pods
+their controllers would create, named as those controllers name them: StatefulSet `<name>-<i>`,
+ReplicaSet and Job `<name>-<5 chars>`, Deployment `<name>-<10 chars>-<5 chars>` (through its
+ReplicaSet). The "random" characters are derived from a hash of the namespace, workload and
+ordinal, so the same manifests always give the same names. Kinds that do not matter to
+scheduling (Service, ConfigMap, ...) are ignored and listed.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from services.contracts import resources
+
+AT_ANNOTATION = "simulate.gangsched.io/at"
+RUNTIME_ANNOTATION = "simulate.gangsched.io/runtime"
+SIM_PREFIX = "simulate.gangsched.io/"
+SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+"""The characters Kubernetes uses for generated name suffixes (rand.SafeEncodeString)."""
+BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000,
+                            "system-node-critical": 2000001000}
+SCHEDULED_KINDS = ("Node", "Pod", "PodGroup")
+WORKLOAD_KINDS = ("ReplicaSet", "Deployment", "Job", "StatefulSet")
+
+
+class InvalidManifest(ValueError):
+    """A document that cannot be simulated; the message names the document and the field."""
+
+    def __init__(self, where: str, field: str, message: str) -> None:
+        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+        self.where, self.field = where, field
+
+
+class Item(msgspec.Struct, frozen=True):
+    """One Node, Pod or PodGroup to play, with where it came from.
+
+    Units: `at_seconds` simulated seconds after the start; `runtime_seconds` seconds a bound pod
+    runs before it succeeds (None: forever).
+    """
+
+    where: str
+    kind: str
+    obj: dict[str, Any]
+    at_seconds: float
+    runtime_seconds: float | None = None
+
+
+class Document(msgspec.Struct, frozen=True):
+    """A parsed YAML document and its place: `<file> document <n>` (1-based)."""
+
+    source: str
+    number: int
+    body: Any
+
+
+def describe(document: Document, body: Mapping[str, Any] | None = None) -> str:
+    """`<file> document <n> (<Kind> <ns>/<name>)` for messages."""
+    obj = body if body is not None else document.body
+    where = f"{document.source} document {document.number}"
+    if isinstance(obj, Mapping):
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+        name = meta.get("name", "?") if isinstance(meta, Mapping) else "?"
+        namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        shown = f"{namespace}/{name}" if namespace else str(name)
+        where += f" ({obj.get('kind', '?')} {shown})"
+    return where
+
+
+def suffix(seed: str, length: int) -> str:
+    """`length` characters of SAFE_ALPHABET derived from `seed` (deterministic)."""
+    digest = hashlib.sha256(seed.encode()).digest()
+    return "".join(SAFE_ALPHABET[byte % len(SAFE_ALPHABET)] for byte in digest[:length])
+
+
+def expand(documents: list[Document]) -> tuple[list[Item], list[str]]:
+    """Validate the documents and turn them into items in document order; also the ignored ones.
+
+    Raises:
+        InvalidManifest: a malformed document (not an object, no kind or name, a bad
+            annotation, replicas, priority class or node quantity), or a duplicate name.
+    """
+    flat = [doc for doc in _flatten(documents) if doc.body is not None]
+    classes = _priority_classes(flat)
+    items: list[Item] = []
+    ignored: list[str] = []
+    for doc in flat:
+        kind = doc.body.get("kind")
+        if kind in SCHEDULED_KINDS:
+            items.append(_item(doc, doc.body, classes))
+        elif kind in WORKLOAD_KINDS:
+            items.extend(_workload_pods(doc, classes))
+        elif kind != "PriorityClass":
+            ignored.append(describe(doc))
+    _check_unique(items)
+    return items, ignored
+
+
+def _flatten(documents: list[Document]) -> list[Document]:
+    flat = []
+    for doc in documents:
+        if doc.body is None:
+            continue
+        if not isinstance(doc.body, Mapping):
+            raise InvalidManifest(describe(doc), "(document)", "not a Kubernetes object")
+        if not isinstance(doc.body.get("kind"), str):
+            raise InvalidManifest(describe(doc), "kind", "missing")
+        if doc.body["kind"] == "List":
+            items = doc.body.get("items")
+            if not isinstance(items, list):
+                raise InvalidManifest(describe(doc), "items", "must be a list")
+            flat.extend(_flatten([Document(doc.source, doc.number, item) for item in items]))
+            continue
+        meta = doc.body.get("metadata")
+        if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
+            raise InvalidManifest(describe(doc), "metadata.name", "missing")
+        flat.append(doc)
+    return flat
+
+
+def _priority_classes(docs: list[Document]) -> dict[str | None, int]:
+    classes: dict[str | None, int] = {}
+    classes.update(BUILTIN_PRIORITY_CLASSES.items())
+    for doc in docs:
+        if doc.body.get("kind") != "PriorityClass":
+            continue
+        value = doc.body.get("value")
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidManifest(describe(doc), "value", "must be an integer")
+        classes[doc.body["metadata"]["name"]] = value
+        if doc.body.get("globalDefault") is True:
+            classes[None] = value
+    return classes
+
+
+def _seconds(doc: Document, body: Mapping[str, Any], key: str) -> float | None:
+    annotations = body.get("metadata", {}).get("annotations") or {}
+    if not isinstance(annotations, Mapping) or key not in annotations:
+        return None
+    try:
+        value = float(str(annotations[key]))
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise InvalidManifest(describe(doc, body), f'metadata.annotations["{key}"]',
+                              f"must be a number of seconds >= 0, got {annotations[key]!r}")
+    return value
+
+
+def _item(doc: Document, body: Mapping[str, Any], classes: dict[str | None, int],
+          at_seconds: float | None = None, runtime: float | None = None) -> Item:
+    obj = copy.deepcopy(dict(body))
+    kind = obj["kind"]
+    obj["metadata"].setdefault("uid", f"sim-{kind.lower()}-{_key(obj)}")
+    if kind != "Node":
+        obj["metadata"].setdefault("namespace", "default")
+    if kind == "Node":
+        _check_node(doc, obj)
+    if kind == "Pod":
+        _resolve_priority(doc, obj, classes)
+    at = _seconds(doc, body, AT_ANNOTATION)
+    own_runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
+    return Item(describe(doc, obj), kind, obj, at if at is not None else (at_seconds or 0.0),
+                own_runtime if own_runtime is not None else runtime)
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta.get('namespace') or 'default'}-{meta['name']}"
+
+
+def _check_node(doc: Document, obj: dict[str, Any]) -> None:
+    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
+    assert isinstance(status, Mapping)
+    for field in ("allocatable", "capacity"):
+        quantities = status.get(field)
+        if quantities is None:
+            continue
+        if not isinstance(quantities, Mapping):
+            raise InvalidManifest(describe(doc, obj), f"status.{field}", "must be a mapping")
+        for name, text in quantities.items():
+            try:
+                resources.to_units(str(name), text)
+            except resources.InvalidQuantity as error:
+                raise InvalidManifest(describe(doc, obj), f"status.{field}.{name}",
+                                      str(error)) from error
+    if not status.get("allocatable") and not status.get("capacity"):
+        raise InvalidManifest(describe(doc, obj), "status.allocatable",
+                              "missing (a simulated node needs its capacity)")
+
+
+def _resolve_priority(doc: Document, obj: dict[str, Any], classes: dict[str | None, int]) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        raise InvalidManifest(describe(doc, obj), "spec", "missing")
+    if "priority" in spec:
+        if not isinstance(spec["priority"], int) or isinstance(spec["priority"], bool):
+            raise InvalidManifest(describe(doc, obj), "spec.priority", "must be an integer")
+        return
+    name = spec.get("priorityClassName")
+    if name is not None and name not in classes:
+        raise InvalidManifest(describe(doc, obj), "spec.priorityClassName",
+                              f"no PriorityClass {name!r} in the manifests")
+    spec["priority"] = classes.get(name, classes.get(None, 0))
+
+
+def _workload_pods(doc: Document, classes: dict[str | None, int]) -> list[Item]:
+    body = doc.body
+    kind, meta = body["kind"], body["metadata"]
+    spec = body.get("spec")
+    if not isinstance(spec, Mapping):
+        raise InvalidManifest(describe(doc), "spec", "missing")
+    template = spec.get("template")
+    if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
+        raise InvalidManifest(describe(doc), "spec.template.spec", "missing")
+    count = _replicas(doc, spec)
+    namespace = meta.get("namespace") or "default"
+    at = _seconds(doc, body, AT_ANNOTATION) or 0.0
+    runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
+    owner_kind, owner_name = kind, meta["name"]
+    labels = dict(template.get("metadata", {}).get("labels") or {})
+    if kind == "Deployment":
+        pod_hash = suffix(f"{namespace}/{owner_name}/template", 10)
+        owner_kind, owner_name = "ReplicaSet", f"{owner_name}-{pod_hash}"
+        labels["pod-template-hash"] = pod_hash
+    items = []
+    for ordinal in range(count):
+        name = (f"{owner_name}-{ordinal}" if kind == "StatefulSet"
+                else f"{owner_name}-{suffix(f'{namespace}/{owner_name}/{ordinal}', 5)}")
+        pod = _pod_from_template(template, name, namespace, labels, meta, owner_kind, owner_name)
+        items.append(_item(doc, pod, classes, at_seconds=at, runtime=runtime))
+    return items
+
+
+def _replicas(doc: Document, spec: Mapping[str, Any]) -> int:
+    kind = doc.body["kind"]
+    if kind == "Job":
+        parallelism = spec.get("parallelism", 1)
+        completions = spec.get("completions", parallelism)
+        values = {"spec.parallelism": parallelism, "spec.completions": completions}
+    else:
+        values = {"spec.replicas": spec.get("replicas", 1)}
+    for field, value in values.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InvalidManifest(describe(doc), field, f"must be an integer >= 0, got {value!r}")
+    return int(min(values.values()))
+
+
+def _pod_from_template(template: Mapping[str, Any], name: str, namespace: str,
+                       labels: dict[str, Any], owner_meta: Mapping[str, Any], owner_kind: str,
+                       owner_name: str) -> dict[str, Any]:
+    template_meta = template.get("metadata") or {}
+    metadata: dict[str, Any] = {
+        "name": name, "namespace": namespace, "labels": dict(labels),
+        "annotations": dict(template_meta.get("annotations") or {}),
+        "ownerReferences": [{"kind": owner_kind, "name": owner_name, "controller": True,
+                             "uid": f"sim-{owner_kind.lower()}-{namespace}-{owner_name}"}],
+    }
+    if "creationTimestamp" in owner_meta:
+        metadata["creationTimestamp"] = owner_meta["creationTimestamp"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+            "spec": copy.deepcopy(dict(template["spec"]))}
+
+
+def _check_unique(items: list[Item]) -> None:
+    seen: dict[tuple[str, str], str] = {}
+    for item in items:
+        meta = item.obj["metadata"]
+        key = (item.kind, f"{meta.get('namespace', '')}/{meta['name']}")
+        if key in seen:
+            raise InvalidManifest(item.where, "metadata.name",
+                                  f"duplicate {item.kind} (also {seen[key]})")
+        seen[key] = item.where

@@ -1,0 +1,97 @@
+"""HTTP endpoints of every service: `/healthz` (alive), `/readyz` (ready), `/metrics`.
+
+Layer: runtime. Serves with aiohttp; readiness comes from named flags that services set.
+Never exposes anything but these three read-only endpoints.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from services.runtime import metrics
+
+log = logging.getLogger(__name__)
+
+
+class ReadyFlag:
+    """One service's readiness: false until the service says it is ready."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.is_ready = False
+
+    def set(self, is_ready: bool = True) -> None:
+        """Mark the service ready (or, with False, not ready)."""
+        self.is_ready = is_ready
+
+
+class Readiness:
+    """The process is ready when every flag it handed out is set."""
+
+    def __init__(self) -> None:
+        self._flags: dict[str, ReadyFlag] = {}
+
+    def flag(self, name: str) -> ReadyFlag:
+        """The flag of service `name` (created unset on first use)."""
+        return self._flags.setdefault(name, ReadyFlag(name))
+
+    def not_ready(self) -> list[str]:
+        """Names of the flags not set, sorted."""
+        return sorted(name for name, flag in self._flags.items() if not flag.is_ready)
+
+
+class HealthServer:
+    """The aiohttp server for `/healthz`, `/readyz` and `/metrics`."""
+
+    def __init__(
+        self,
+        readiness: Readiness,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        registry: CollectorRegistry = metrics.REGISTRY,
+    ) -> None:
+        self.readiness = readiness
+        self.host = host
+        self.port = port
+        self._registry = registry
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> int:
+        """Listen on `host:port` (0 = a free port); return the port actually bound."""
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        log.info("health endpoints on http://%s:%d", self.host, self.port)
+        return self.port
+
+    async def stop(self) -> None:
+        """Stop serving; idempotent."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        """Alive: the event loop answers."""
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        """Ready when every flag is set; else 503 naming the services not ready."""
+        waiting = self.readiness.not_ready()
+        if waiting:
+            return web.Response(status=503, text=f"not ready: {', '.join(waiting)}\n")
+        return web.Response(text="ready\n")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        """The Prometheus text exposition of the registry."""
+        body = generate_latest(self._registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -1,0 +1,84 @@
+"""Prometheus metrics of every gangsched service, in one registry served on `/metrics`.
+
+Layer: runtime. Names follow scenarios D (`gangsched_*`, units in the name, `_total` counters);
+services import this module and update the metrics; nothing here reads them back.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+ProcessCollector(registry=REGISTRY)
+PlatformCollector(registry=REGISTRY)
+
+_LATENCY_BUCKETS_SECONDS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+)
+_GROUP_BUCKETS_SECONDS = (0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
+
+scheduling_attempt_duration_seconds = Histogram(
+    "gangsched_scheduling_attempt_duration_seconds",
+    "Wall time of one planning round (apply a batch of events, then place), in seconds.",
+    buckets=_LATENCY_BUCKETS_SECONDS,
+    registry=REGISTRY,
+)
+schedule_attempts = Counter(
+    "gangsched_schedule_attempts_total",
+    "Group scheduling attempts by result: scheduled, unschedulable, error.",
+    ["result"],
+    registry=REGISTRY,
+)
+pending_pods = Gauge(
+    "gangsched_pending_pods",
+    "Pods of gangsched waiting to be placed, as the planner last saw them.",
+    registry=REGISTRY,
+)
+consumer_lag = Gauge(
+    "gangsched_consumer_lag",
+    "Messages in the stream not yet delivered to the consumer, as of its last fetch.",
+    ["consumer"],
+    registry=REGISTRY,
+)
+dead_letters = Counter(
+    "gangsched_dead_letters_total",
+    "Poisoned messages (undecodable, unknown type, invalid) moved to the dead-letter subject.",
+    ["consumer"],
+    registry=REGISTRY,
+)
+events_processed = Counter(
+    "gangsched_events_processed_total",
+    "Events applied by a consumer (redeliveries at or below the tracked sequence excluded).",
+    ["consumer"],
+    registry=REGISTRY,
+)
+decisions_published = Counter(
+    "gangsched_decisions_published_total",
+    "Decisions published to the DECISIONS stream, by decision type.",
+    ["type"],
+    registry=REGISTRY,
+)
+bind_duration_seconds = Histogram(
+    "gangsched_bind_duration_seconds",
+    "Wall time to bind every member of one placement, in seconds.",
+    buckets=_LATENCY_BUCKETS_SECONDS,
+    registry=REGISTRY,
+)
+rollbacks = Counter(
+    "gangsched_rollbacks_total",
+    "Placements rolled back by the binder.",
+    registry=REGISTRY,
+)
+podgroup_scheduling_duration_seconds = Histogram(
+    "gangsched_podgroup_scheduling_duration_seconds",
+    "Time from PodGroup creation to all of its minMember pods bound, in seconds.",
+    buckets=_GROUP_BUCKETS_SECONDS,
+    registry=REGISTRY,
+)

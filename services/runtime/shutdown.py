@@ -1,0 +1,47 @@
+"""Graceful shutdown: SIGTERM and SIGINT stop the process's main coroutine by cancellation.
+
+Layer: runtime. Installs handlers only on the running loop and only while `run_until_signalled`
+runs; never calls `sys.exit`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Coroutine
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+async def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
+    """Run `main` until it ends or SIGTERM/SIGINT arrives; on a signal, cancel it and wait.
+
+    Raises:
+        whatever `main` raises (other than its cancellation on a signal).
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(main)
+    stop = asyncio.Event()
+    for sig in SHUTDOWN_SIGNALS:
+        loop.add_signal_handler(sig, _on_signal, sig, stop)
+    waiter = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        for sig in SHUTDOWN_SIGNALS:
+            loop.remove_signal_handler(sig)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _on_signal(sig: signal.Signals, stop: asyncio.Event) -> None:
+    """Signal handler: request shutdown once."""
+    log.info("received %s; shutting down", sig.name)
+    stop.set()

@@ -1,0 +1,81 @@
+"""Run long-lived tasks under supervision: restart on failure with backoff, log by task name.
+
+Layer: runtime. A supervised task that returns normally is done; one that raises is restarted
+after a capped exponential backoff; cancellation always propagates (graceful shutdown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+log = logging.getLogger(__name__)
+
+FIRST_BACKOFF_SECONDS = 0.5
+MAX_BACKOFF_SECONDS = 30.0
+HEALTHY_RUN_SECONDS = 60.0
+"""A task that ran this long before failing is restarted after the first backoff again."""
+
+TaskFactory = Callable[[], Awaitable[None]]
+"""Makes a fresh coroutine for each (re)start of a supervised task."""
+
+
+async def supervise(
+    name: str,
+    factory: TaskFactory,
+    *,
+    first_backoff_seconds: float = FIRST_BACKOFF_SECONDS,
+    max_backoff_seconds: float = MAX_BACKOFF_SECONDS,
+) -> None:
+    """Run `factory()` until it returns; after each exception log it and restart it.
+
+    Units: backoffs in seconds, doubling per consecutive failure up to the maximum.
+    Raises:
+        asyncio.CancelledError: when cancelled (the running attempt is cancelled too).
+    """
+    backoff = first_backoff_seconds
+    while True:
+        started = time.monotonic()
+        try:
+            await factory()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            if time.monotonic() - started >= HEALTHY_RUN_SECONDS:
+                backoff = first_backoff_seconds
+            log.exception("task %s failed; restarting in %.1fs", name, backoff)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, max_backoff_seconds)
+            continue
+        log.info("task %s finished", name)
+        return
+
+
+class Supervisor:
+    """A named set of supervised tasks that stop together."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+
+    def start(self, name: str, factory: TaskFactory, **backoff: float) -> asyncio.Task[None]:
+        """Start `factory` under `supervise` as task `name` (unique within this supervisor)."""
+        if name in self._tasks:
+            raise ValueError(f"task {name} already started")
+        task = asyncio.create_task(supervise(name, factory, **backoff), name=name)
+        self._tasks[name] = task
+        return task
+
+    async def wait(self) -> None:
+        """Wait until every task has finished (normally only when cancelled)."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks.values())
+
+    async def stop(self) -> None:
+        """Cancel every task and wait for them to end; idempotent."""
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks.clear()

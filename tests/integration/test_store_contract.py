@@ -1,0 +1,176 @@
+"""The state store's contract, run on every backend (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from services.store import engines, schema, tables
+from services.store.errors import SchemaMismatch
+from services.store.planner_store import PlannerStore
+
+pytestmark = pytest.mark.integration
+
+
+def audit(seq: int) -> tuple[int, str, str, int, bytes]:
+    return (seq, f"p.events.node._.n{seq}", "NodeObserved", 1000 + seq, b'{"seq":%d}' % seq)
+
+
+def decision(plan_seq: int, index: int) -> tuple[str, int, str, bytes]:
+    return (f"{plan_seq}-{index}", plan_seq, "p.decisions.Placement.ns.g", b"{}")
+
+
+async def test_empty_database_loads_no_state_and_seq_zero(engine: AsyncEngine) -> None:
+    assert await PlannerStore(engine).load() == (None, 0)
+
+
+async def test_commit_batch_writes_every_table_and_load_returns_it(engine: AsyncEngine) -> None:
+    store = PlannerStore(engine)
+    await store.commit_batch([audit(1), audit(2)], [decision(2, 0), decision(2, 1)], 2,
+                             b"state-2", 2, [(3, "p.events.x", "bad json", b"\x00")])
+    assert await store.load() == (b"state-2", 2)
+    assert await count(engine, tables.audit_events) == 2
+    assert await count(engine, tables.rounds) == 1
+    assert await count(engine, tables.dead_letters) == 1
+    assert [row.id for row in await store.pending_outbox()] == ["2-0", "2-1"]
+
+
+async def test_a_round_that_decides_nothing_is_still_recorded(engine: AsyncEngine) -> None:
+    store = PlannerStore(engine)
+    await store.commit_batch([audit(1)], [], 1, b"s", 1)
+    async with engine.connect() as connection:
+        rows = (await connection.execute(sqlalchemy.select(tables.rounds))).all()
+    assert [(row.plan_seq, row.event_count, row.decision_count) for row in rows] == [(1, 1, 0)]
+
+
+async def test_commit_batch_is_atomic_when_one_insert_fails(engine: AsyncEngine) -> None:
+    store = PlannerStore(engine)
+    await store.commit_batch([audit(1)], [decision(1, 0)], 1, b"state-1", 1)
+    with pytest.raises(sqlalchemy.exc.IntegrityError):
+        # seq 1 again: the audit insert of the second batch violates the primary key.
+        await store.commit_batch([audit(2), audit(1)], [decision(2, 0)], 2, b"state-2", 2)
+    assert await store.load() == (b"state-1", 1)
+    assert await count(engine, tables.audit_events) == 1
+    assert [row.id for row in await store.pending_outbox()] == ["1-0"]
+    assert await count(engine, tables.rounds) == 1
+
+
+async def test_outbox_is_pending_in_order_until_marked_published(engine: AsyncEngine) -> None:
+    store = PlannerStore(engine)
+    decisions = [decision(5, index) for index in range(12)]
+    await store.commit_batch([audit(5)], decisions, 5, b"s", 5)
+    pending = await store.pending_outbox()
+    assert [row.id for row in pending] == [f"5-{index}" for index in range(12)]
+    await store.mark_published(["5-0", "5-1"])
+    await store.mark_published(["5-0"])
+    assert [row.id for row in await store.pending_outbox()][:2] == ["5-2", "5-3"]
+    await store.mark_published([row.id for row in pending])
+    assert await store.pending_outbox() == []
+
+
+async def test_tracking_and_snapshot_move_forward_per_batch(engine: AsyncEngine) -> None:
+    store = PlannerStore(engine)
+    for seq in (1, 2, 3):
+        await store.commit_batch([audit(seq)], [], seq, f"state-{seq}".encode(), seq)
+    assert await store.load() == (b"state-3", 3)
+
+
+async def test_dead_letters_are_recorded_once_and_marked(engine: AsyncEngine) -> None:
+    store = PlannerStore(engine)
+    await store.record_dead_letter(7, "p.events.pod.ns.x", "not JSON", b"{")
+    await store.record_dead_letter(7, "p.events.pod.ns.x", "not JSON", b"{")
+    pending = await store.pending_dead_letters()
+    assert [(row.seq, row.reason) for row in pending] == [(7, "not JSON")]
+    await store.mark_dead_letters_published([7])
+    assert await store.pending_dead_letters() == []
+
+
+async def test_schema_check_refuses_an_empty_database_naming_migrate(db_url: str) -> None:
+    engine = engines.create_engine(db_url)
+    try:
+        with pytest.raises(SchemaMismatch, match="gangsched migrate"):
+            await schema.check_schema(engine)
+    finally:
+        await engine.dispose()
+
+
+async def test_schema_check_refuses_a_database_behind_naming_migrate(db_url: str) -> None:
+    await schema.migrate(db_url)
+    engine = engines.create_engine(db_url)
+    try:
+        await stamp(engine, None)
+        with pytest.raises(SchemaMismatch, match=r"behind.*gangsched migrate"):
+            await schema.check_schema(engine)
+    finally:
+        await engine.dispose()
+
+
+async def test_schema_check_refuses_a_database_ahead_naming_migrate(engine: AsyncEngine) -> None:
+    await stamp(engine, "9999")
+    with pytest.raises(SchemaMismatch, match=r"ahead.*gangsched migrate"):
+        await schema.check_schema(engine)
+
+
+async def test_migrate_is_idempotent_and_check_passes(migrated_db_url: str) -> None:
+    await schema.migrate(migrated_db_url)
+    engine = engines.create_engine(migrated_db_url)
+    try:
+        await schema.check_schema(engine)
+        assert await schema.current_revision(engine) == schema.head_revision()
+    finally:
+        await engine.dispose()
+
+
+async def test_migrations_create_exactly_the_declared_tables(engine: AsyncEngine) -> None:
+    async with engine.connect() as connection:
+        differences = await connection.run_sync(_compare)
+    assert differences == []
+
+
+def test_migrate_sync_works_from_any_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = f"sqlite:///{tmp_path / 'sub' / 'cli.db'}"
+    schema.migrate_sync(url)
+    schema.migrate_sync(url)
+    assert (tmp_path / "sub" / "cli.db").exists()
+
+
+async def test_sqlite_runs_in_wal_mode_with_immediate_transactions(tmp_path: Path) -> None:
+    engine = engines.create_engine(f"sqlite+aiosqlite:///{tmp_path}/wal.db")
+    try:
+        async with engine.begin() as connection:
+            mode = (await connection.exec_driver_sql("PRAGMA journal_mode")).scalar()
+            assert connection.in_transaction()
+        assert mode == "wal"
+    finally:
+        await engine.dispose()
+
+
+async def count(engine: AsyncEngine, table: sqlalchemy.Table) -> int:
+    async with engine.connect() as connection:
+        query = sqlalchemy.select(sqlalchemy.func.count()).select_from(table)
+        return int((await connection.execute(query)).scalar_one())
+
+
+async def stamp(engine: AsyncEngine, revision: str | None) -> None:
+    """Force the recorded revision (as an older or newer gangsched would have left it);
+    None leaves the tables but no revision (older than the first)."""
+    async with engine.begin() as connection:
+        await connection.execute(sqlalchemy.text("DELETE FROM alembic_version"))
+        if revision is not None:
+            await connection.execute(
+                sqlalchemy.text("INSERT INTO alembic_version (version_num) VALUES (:revision)"),
+                {"revision": revision},
+            )
+
+
+def _compare(connection: Connection) -> list[object]:
+    return list(compare_metadata(MigrationContext.configure(connection), tables.metadata))

@@ -1,0 +1,191 @@
+"""Readable builders of events for planner tests: `make_pod("p1").requests(cpu_milli=3000)`.
+
+Every builder is immutable-by-copy (each call returns a new builder), so a base can be reused.
+uids are derived from namespace and name, so tests can refer to pods by name.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from services.contracts.events import (
+    NodeObserved,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    OwnerRef,
+    PodGroupObserved,
+    PodObserved,
+    Taint,
+    Toleration,
+)
+
+GIB = 2**30
+
+
+def pod_uid(name: str, namespace: str = "default") -> str:
+    """The uid `make_pod(name)` gives its pod."""
+    return f"uid-{namespace}-{name}"
+
+
+class PodBuilder:
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        self.fields: dict[str, Any] = {
+            "uid": pod_uid(name, namespace), "namespace": namespace, "name": name,
+            "resource_version": "1", "scheduler_name": "gangsched", "phase": "Pending",
+            "created_at_ms": 0, "requests": {"pods": 1},
+        }
+
+    def _with(self, **changes: Any) -> PodBuilder:
+        other = copy.deepcopy(self)
+        other.fields.update(changes)
+        return other
+
+    def requests(self, cpu_milli: int | None = None, memory_bytes: int | None = None,
+                 **extended: int) -> PodBuilder:
+        requests = dict(self.fields["requests"])
+        if cpu_milli is not None:
+            requests["cpu"] = cpu_milli
+        if memory_bytes is not None:
+            requests["memory"] = memory_bytes
+        requests.update({name.replace("__", "/").replace("_", "-"): value
+                         for name, value in extended.items()})
+        return self._with(requests=requests)
+
+    def resource(self, name: str, amount: int) -> PodBuilder:
+        return self._with(requests={**self.fields["requests"], name: amount})
+
+    def in_group(self, group: str) -> PodBuilder:
+        return self._with(group_name=group)
+
+    def scheduler(self, name: str) -> PodBuilder:
+        return self._with(scheduler_name=name)
+
+    def priority(self, value: int) -> PodBuilder:
+        return self._with(priority=value)
+
+    def created(self, at_ms: int) -> PodBuilder:
+        return self._with(created_at_ms=at_ms)
+
+    def on_node(self, node: str, phase: str = "Running") -> PodBuilder:
+        return self._with(node_name=node, phase=phase)
+
+    def phase(self, phase: str) -> PodBuilder:
+        return self._with(phase=phase)
+
+    def selector(self, **labels: str) -> PodBuilder:
+        return self._with(node_selector=labels)
+
+    def affinity(self, *terms: list[tuple[str, str, tuple[str, ...]]]) -> PodBuilder:
+        built = tuple(NodeSelectorTerm(tuple(NodeSelectorRequirement(key, op, values)
+                                             for key, op, values in term)) for term in terms)
+        return self._with(required_affinity=built)
+
+    def tolerate(self, key: str = "", value: str = "", effect: str = "",
+                 operator: str = "Equal") -> PodBuilder:
+        toleration = Toleration(key=key, operator=operator, value=value, effect=effect)
+        return self._with(tolerations=(*self.fields.get("tolerations", ()), toleration))
+
+    def gated(self) -> PodBuilder:
+        return self._with(is_scheduling_gated=True)
+
+    def deleting(self) -> PodBuilder:
+        return self._with(is_deleting=True)
+
+    def unsupported(self, field: str) -> PodBuilder:
+        return self._with(unsupported=(field,))
+
+    def invalid(self, reason: str) -> PodBuilder:
+        return self._with(invalid_reason=reason)
+
+    def owned_by(self, name: str, kind: str = "ReplicaSet") -> PodBuilder:
+        return self._with(owner=OwnerRef(kind=kind, name=name, uid=f"uid-{kind}-{name}"))
+
+    def build(self, at_ms: int = 0) -> PodObserved:
+        return PodObserved(at_ms=at_ms, **self.fields)
+
+
+class NodeBuilder:
+    def __init__(self, name: str) -> None:
+        self.fields: dict[str, Any] = {
+            "name": name, "uid": f"uid-node-{name}", "resource_version": "1",
+            "allocatable": {"cpu": 8000, "memory": 32 * GIB, "pods": 110},
+        }
+
+    def _with(self, **changes: Any) -> NodeBuilder:
+        other = copy.deepcopy(self)
+        other.fields.update(changes)
+        return other
+
+    def capacity(self, cpu_milli: int | None = None, memory_bytes: int | None = None,
+                 pods: int | None = None, **extended: int) -> NodeBuilder:
+        allocatable = dict(self.fields["allocatable"])
+        for name, value in (("cpu", cpu_milli), ("memory", memory_bytes), ("pods", pods)):
+            if value is not None:
+                allocatable[name] = value
+        allocatable.update({name.replace("__", "/").replace("_", "-"): value
+                            for name, value in extended.items()})
+        return self._with(allocatable=allocatable)
+
+    def resource(self, name: str, amount: int) -> NodeBuilder:
+        return self._with(allocatable={**self.fields["allocatable"], name: amount})
+
+    def labels(self, **labels: str) -> NodeBuilder:
+        return self._with(labels={**self.fields.get("labels", {}), **labels})
+
+    def label(self, key: str, value: str) -> NodeBuilder:
+        return self._with(labels={**self.fields.get("labels", {}), key: value})
+
+    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> NodeBuilder:
+        taint = Taint(key=key, value=value, effect=effect)
+        return self._with(taints=(*self.fields.get("taints", ()), taint))
+
+    def unschedulable(self) -> NodeBuilder:
+        return self._with(is_unschedulable=True)
+
+    def not_ready(self) -> NodeBuilder:
+        return self._with(is_ready=False)
+
+    def build(self, at_ms: int = 0) -> NodeObserved:
+        return NodeObserved(at_ms=at_ms, **self.fields)
+
+
+class PodGroupBuilder:
+    def __init__(self, name: str, min_member: int, namespace: str = "default") -> None:
+        self.fields: dict[str, Any] = {
+            "uid": f"uid-pg-{namespace}-{name}", "namespace": namespace, "name": name,
+            "resource_version": "1", "created_at_ms": 0, "min_member": min_member,
+        }
+
+    def _with(self, **changes: Any) -> PodGroupBuilder:
+        other = copy.deepcopy(self)
+        other.fields.update(changes)
+        return other
+
+    def min_resources(self, **amounts: int) -> PodGroupBuilder:
+        return self._with(min_resources={name.replace("_", "-"): value
+                                         for name, value in amounts.items()})
+
+    def timeout(self, seconds: int) -> PodGroupBuilder:
+        return self._with(schedule_timeout_seconds=seconds)
+
+    def created(self, at_ms: int) -> PodGroupBuilder:
+        return self._with(created_at_ms=at_ms)
+
+    def invalid(self, reason: str) -> PodGroupBuilder:
+        return self._with(invalid_reason=reason)
+
+    def build(self, at_ms: int = 0) -> PodGroupObserved:
+        return PodGroupObserved(at_ms=at_ms, **self.fields)
+
+
+def make_pod(name: str, namespace: str = "default") -> PodBuilder:
+    return PodBuilder(name, namespace)
+
+
+def make_node(name: str) -> NodeBuilder:
+    return NodeBuilder(name)
+
+
+def make_podgroup(name: str, min_member: int, namespace: str = "default") -> PodGroupBuilder:
+    return PodGroupBuilder(name, min_member, namespace)

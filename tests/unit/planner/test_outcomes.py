@@ -1,0 +1,109 @@
+"""Bind outcomes and backoff: rollback releases and backs off; permanent failures wait for it."""
+
+from __future__ import annotations
+
+from services.contracts.decisions import Placement, Rejection
+from services.contracts.events import GroupBound, MemberBindFailed
+from services.planner.core import backoff
+from services.planner.core.config import PlannerConfig
+from services.planner.core.state import GroupState
+from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.harness import Cluster
+
+
+def gang_cluster(config=None):
+    cluster = Cluster(config).observe(
+        make_node("n0").capacity(cpu_milli=4000), make_podgroup("g", 2),
+        *[make_pod(f"g-{i}").requests(cpu_milli=1000).in_group("g") for i in range(2)])
+    placement = next(d for d in cluster.plan() if isinstance(d, Placement))
+    return cluster, placement
+
+
+def test_rollback_releases_reservations_and_backs_the_group_off():
+    cluster, placement = gang_cluster()
+    cluster.advance(3)
+    cluster.roll_back(placement, "node n0 went away")
+    assert cluster.state.reservations == {}
+    rejection = cluster.plan()[0]
+    assert isinstance(rejection, Rejection)
+    assert rejection.reason == (
+        f"gang default/g: placement {placement.id} rolled back: node n0 went away")
+    assert rejection.retry_at_ms == 4000
+    cluster.advance(0.5)
+    assert cluster.plan() == []
+    cluster.advance(0.5)
+    retried = next(d for d in cluster.plan() if isinstance(d, Placement))
+    assert retried.attempt == 2
+
+
+def test_a_rolled_back_group_queues_at_its_failure_time():
+    cluster, placement = gang_cluster()
+    cluster.advance(1).roll_back(placement)
+    cluster.observe(make_pod("newer").requests(cpu_milli=3000).created(500))
+    cluster.advance(1)
+    decisions = cluster.plan()
+    # both fit only one at a time: the singleton created at 0.5 s queues before the failure at 1 s
+    assert [d.group for d in decisions if isinstance(d, Placement)] == ["default/pod:newer"]
+
+
+def test_a_duplicate_rollback_changes_nothing():
+    cluster, placement = gang_cluster()
+    cluster.roll_back(placement)
+    failures = cluster.state.groups["default/g"].failures
+    cluster.roll_back(placement)
+    assert cluster.state.groups["default/g"].failures == failures
+
+
+def test_permanent_bind_failure_keeps_reservations_until_the_rollback():
+    cluster, placement = gang_cluster()
+    member = placement.members[0]
+    cluster.apply(MemberBindFailed(at_ms=0, decision_id=placement.id, group="default/g",
+                                   pod_uid=member.pod_uid, node=member.node, reason="gone",
+                                   is_permanent=True))
+    cluster.plan()
+    assert len(cluster.state.reservations) == 2
+    cluster.roll_back(placement)
+    assert cluster.state.reservations == {}
+
+
+def test_group_bound_clears_the_in_flight_placement():
+    cluster, placement = gang_cluster()
+    cluster.apply(GroupBound(at_ms=0, decision_id=placement.id, group="default/g"))
+    assert cluster.state.placements == {}
+    assert cluster.state.groups["default/g"].in_flight == []
+
+
+def test_expired_placement_backs_off_the_group():
+    cluster, _ = gang_cluster(PlannerConfig(release_grace_seconds=5))
+    cluster.advance(60 + 5)
+    cluster.plan()
+    group = cluster.state.groups["default/g"]
+    assert group.failures == 1 and group.failed_at_ms == 65000
+
+
+def test_backoff_is_exponential_and_capped():
+    config = PlannerConfig(backoff_initial_seconds=1, backoff_max_seconds=10)
+    assert [backoff.backoff_ms(n, config) for n in range(1, 7)] == [
+        1000, 2000, 4000, 8000, 10000, 10000]
+    group = GroupState(failures=3, failed_at_ms=5000)
+    assert backoff.retry_at_ms(group, config) == 9000
+    assert backoff.is_backed_off(group, 8999, config)
+    assert not backoff.is_backed_off(group, 9000, config)
+
+
+def test_unschedulable_group_is_retried_with_growing_backoff():
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=1000),
+                                make_pod("big").requests(cpu_milli=2000))
+    retries = []
+    for _ in range(40):
+        for decision in cluster.plan():
+            retries.append(decision.retry_at_ms)
+        cluster.advance(1)
+    assert retries == [1000, 3000, 7000, 15000, 31000, 63000]
+
+
+def test_next_wakeup_is_the_earliest_retry():
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=1000),
+                                make_pod("big").requests(cpu_milli=2000))
+    cluster.plan()
+    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == 1000

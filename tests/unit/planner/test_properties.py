@@ -1,0 +1,155 @@
+"""Properties over random clusters and workloads (hypothesis), checked after every round.
+
+Never a partial gang; never an over-committed node; never a pod of another scheduler placed;
+never a pod placed on a node its filters reject; the same log gives byte-identical decisions,
+also when the state goes through a snapshot (encode/decode) between rounds.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from services.contracts import codec
+from services.contracts.decisions import Placement
+from services.planner.core import filters, pods
+from services.planner.core import plan as planner
+from services.planner.core.config import PlannerConfig
+from services.planner.core.state import decode_state, empty_state, encode_state
+from tests.unit.planner.builders import GIB, make_node, make_pod, make_podgroup
+from tests.unit.planner.harness import Cluster, replay
+
+
+@st.composite
+def clusters(draw):
+    events = []
+    node_count = draw(st.integers(1, 5))
+    for i in range(node_count):
+        node = make_node(f"n{i}").capacity(
+            cpu_milli=draw(st.sampled_from([1000, 2000, 4000, 8000])),
+            memory_bytes=draw(st.sampled_from([1, 2, 4])) * GIB,
+            pods=draw(st.sampled_from([3, 110])))
+        node = node.label("zone", draw(st.sampled_from(["a", "b"])))
+        if draw(st.integers(0, 3)) == 0:
+            node = node.resource("nvidia.com/gpu", draw(st.integers(1, 2)))
+        if draw(st.integers(0, 4)) == 0:
+            node = node.taint("dedicated", "gpu")
+        if draw(st.integers(0, 6)) == 0:
+            node = node.unschedulable() if draw(st.booleans()) else node.not_ready()
+        events.append(node)
+        if draw(st.booleans()):
+            events.append(make_pod(f"other-{i}").scheduler("default-scheduler")
+                          .requests(cpu_milli=500, memory_bytes=GIB // 4).on_node(f"n{i}"))
+    for g in range(draw(st.integers(0, 4))):
+        min_member = draw(st.integers(1, 4))
+        events.append(make_podgroup(f"g{g}", min_member).created(g))
+        template = draw(pod_templates(f"g{g}"))
+        for i in range(draw(st.integers(max(0, min_member - 1), min_member + 2))):
+            events.append(template_pod(template, f"g{g}-{i}").in_group(f"g{g}"))
+    for s in range(draw(st.integers(0, 4))):
+        events.append(template_pod(draw(pod_templates(f"s{s}")), f"s{s}"))
+    return events
+
+
+@st.composite
+def pod_templates(draw, name):
+    return {
+        "cpu": draw(st.sampled_from([250, 500, 1000, 2000, 3000])),
+        "memory": draw(st.sampled_from([GIB // 8, GIB // 2, GIB])),
+        "gpu": draw(st.sampled_from([0, 0, 0, 1])),
+        "zone": draw(st.sampled_from([None, None, "a", "b"])),
+        "tolerate": draw(st.booleans()),
+        "priority": draw(st.sampled_from([0, 10])),
+        "scheduler": draw(st.sampled_from(["gangsched"] * 5 + ["default-scheduler"])),
+        "gated": draw(st.integers(0, 9)) == 0,
+    }
+
+
+def template_pod(template, name):
+    pod = (make_pod(name).requests(cpu_milli=template["cpu"], memory_bytes=template["memory"])
+           .priority(template["priority"]).scheduler(template["scheduler"]))
+    if template["gpu"]:
+        pod = pod.resource("nvidia.com/gpu", template["gpu"])
+    if template["zone"]:
+        pod = pod.selector(zone=template["zone"])
+    if template["tolerate"]:
+        pod = pod.tolerate("dedicated", "gpu")
+    return pod.gated() if template["gated"] else pod
+
+
+def held_by_group(state, config):
+    """Per group: our pods bound (active) or reserved."""
+    counts = {}
+    for uid, pod in state.pods.items():
+        if pods.is_ours(pod, config.scheduler_name) and pod.group_name and (
+                (pods.uses_capacity(pod) and not pod.is_deleting) or uid in state.reservations):
+            key = f"{pod.namespace}/{pod.group_name}"
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def check_round(cluster, before, decisions):
+    state, config = cluster.state, cluster.config
+    for decision in decisions:
+        if not isinstance(decision, Placement):
+            continue
+        for member in decision.members:
+            pod, node = state.pods[member.pod_uid], state.nodes[member.node]
+            assert pod.scheduler_name == config.scheduler_name
+            assert filters.static_reason(pod, node) is None
+        podgroup = state.podgroups.get(decision.group)
+        if podgroup is not None:
+            assert before.get(decision.group, 0) + len(decision.members) >= podgroup.min_member
+    for name, node in state.nodes.items():
+        used = state.node_used.get(name, {})
+        for resource, amount in used.items():
+            assert amount <= node.allocatable.get(resource, 0), (name, resource)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.lists(st.sampled_from(["bind", "bind", "rollback", "tick", "finish"]),
+                            min_size=1, max_size=8), st.booleans())
+def test_invariants_and_determinism(events, actions, prefer_topology):
+    config = PlannerConfig(prefer_topology=prefer_topology, scoring="least-allocated")
+    cluster = Cluster(config).observe(*events)
+    for action in actions:
+        before = held_by_group(cluster.state, config)
+        decisions = cluster.plan()
+        check_round(cluster, before, decisions)
+        placements = [d for d in decisions if isinstance(d, Placement)]
+        if action == "bind":
+            cluster.bind(decisions)
+        elif action == "rollback" and placements:
+            cluster.roll_back(placements[0])
+            cluster.bind(placements[1:])
+        elif action == "finish":
+            for pod in sorted(cluster.state.pods.values(), key=lambda p: p.name):
+                if pod.node_name is not None and pod.phase == "Running":
+                    cluster.set_phase(pod.name, "Succeeded")
+                    break
+        cluster.advance(7)
+    recorded = b"".join(codec.encode(d) + b"\n" for d in cluster.decisions)
+    assert replay(cluster.log, config) == recorded
+    assert replay_through_snapshots(cluster.log, config) == recorded
+
+
+def replay_through_snapshots(log, config):
+    state = empty_state()
+    out = bytearray()
+    for kind, item in log:
+        if kind == "event":
+            state = planner.apply(state, item)
+        else:
+            state, decisions = planner.plan(state, config, item)
+            out += b"".join(codec.encode(d) + b"\n" for d in decisions)
+            state = decode_state(encode_state(state))
+    return bytes(out)
+
+
+def test_snapshot_round_trips_the_state():
+    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 2),
+                                *[make_pod(f"g-{i}").in_group("g") for i in range(2)])
+    cluster.plan()
+    restored = decode_state(encode_state(cluster.state))
+    assert msgspec.structs.asdict(restored) == msgspec.structs.asdict(cluster.state)

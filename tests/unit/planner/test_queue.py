@@ -1,0 +1,81 @@
+"""Queue order (priority, queue time, key) and anti-starvation reservation."""
+
+from __future__ import annotations
+
+from services.contracts.decisions import Placement
+from services.planner.core.config import PlannerConfig
+from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.harness import Cluster
+
+
+def one_slot():
+    return make_node("n0").capacity(cpu_milli=1000)
+
+
+def placed_groups(decisions):
+    return [d.group for d in decisions if isinstance(d, Placement)]
+
+
+def test_higher_priority_goes_first_even_if_newer():
+    cluster = Cluster().observe(one_slot(),
+                                make_pod("old").requests(cpu_milli=1000).priority(1),
+                                make_pod("new").requests(cpu_milli=1000).priority(5).created(9))
+    assert placed_groups(cluster.plan()) == ["default/pod:new"]
+
+
+def test_equal_priority_goes_by_creation_time_then_by_key():
+    cluster = Cluster().observe(one_slot(),
+                                make_pod("b").requests(cpu_milli=1000).created(5),
+                                make_pod("a").requests(cpu_milli=1000).created(7),
+                                make_pod("c").requests(cpu_milli=1000).created(5))
+    assert placed_groups(cluster.plan()) == ["default/pod:b"]
+
+
+def test_podgroup_creation_time_orders_gangs():
+    pods = [make_pod(f"{g}-0").requests(cpu_milli=1000).in_group(g) for g in ("a", "z")]
+    cluster = Cluster().observe(one_slot(), make_podgroup("a", 1).created(10),
+                                make_podgroup("z", 1).created(3), *pods)
+    assert placed_groups(cluster.plan()) == ["default/z"]
+
+
+def test_a_group_that_does_not_fit_does_not_block_the_next():
+    cluster = Cluster().observe(one_slot(), make_pod("big").requests(cpu_milli=5000).priority(9),
+                                make_pod("small").requests(cpu_milli=500))
+    assert placed_groups(cluster.plan()) == ["default/pod:small"]
+
+
+def starvation_cluster(starvation_seconds):
+    """Three 4-cpu nodes each running two 2-cpu pods; one finishes every 5 s while a new
+    2-cpu pod arrives every 5 s; a gang needs two whole nodes."""
+    config = PlannerConfig(starvation_seconds=starvation_seconds)
+    running = [make_pod(f"r{i}").requests(cpu_milli=2000).on_node(f"n{i % 3}")
+               for i in range(6)]
+    cluster = Cluster(config).observe(
+        *[make_node(f"n{i}").capacity(cpu_milli=4000) for i in range(3)], *running,
+        make_podgroup("g", 2), *[make_pod(f"g-{i}").requests(cpu_milli=4000).in_group("g")
+                                 for i in range(2)])
+    cluster.run()
+    for second in range(1, 61):
+        cluster.advance(1)
+        if second % 5 == 0 and second // 5 <= 6:
+            cluster.set_phase(f"r{second // 5 - 1}", "Succeeded")
+        if second % 5 == 0:
+            cluster.observe(make_pod(f"s{second}").requests(cpu_milli=2000)
+                            .created(second * 1000))
+        cluster.run()
+    return cluster
+
+
+def test_without_anti_starvation_small_pods_keep_taking_the_gangs_capacity():
+    cluster = starvation_cluster(starvation_seconds=1000)
+    assert "g-0" not in cluster.bound()
+
+
+def test_a_starving_gang_reserves_capacity_and_is_placed():
+    cluster = starvation_cluster(starvation_seconds=10)
+    assert {"g-0", "g-1"} <= set(cluster.bound())
+    assert any("reserving capacity on 2 node(s) for this gang" in r.reason
+               for r in cluster.rejections("default/g"))
+    assert any("node(s) had capacity reserved for waiting gang default/g" in r.reason
+               for r in cluster.rejections())
+    assert cluster.state.starving_group != "default/g"  # placed: it holds nothing any more

@@ -1,0 +1,85 @@
+"""Scoring: least/most allocated, PreferNoSchedule penalty, name tie-break, gang locality."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from services.contracts.decisions import Placement
+from services.planner.core import capacity, scoring
+from services.planner.core.config import MOST_ALLOCATED, PlannerConfig
+from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.harness import Cluster
+
+
+def nodes_of(decisions):
+    return [m.node for d in decisions if isinstance(d, Placement) for m in d.members]
+
+
+def two_pods(config=None, *nodes):
+    cluster = Cluster(config).observe(*nodes, make_pod("a").requests(cpu_milli=1000),
+                                      make_pod("b").requests(cpu_milli=1000))
+    return nodes_of(cluster.plan())
+
+
+def test_least_allocated_spreads():
+    assert two_pods(None, make_node("n0"), make_node("n1")) == ["n0", "n1"]
+
+
+def test_most_allocated_packs():
+    config = PlannerConfig(scoring=MOST_ALLOCATED)
+    assert two_pods(config, make_node("n0"), make_node("n1")) == ["n0", "n0"]
+
+
+def test_ties_break_by_node_name():
+    cluster = Cluster().observe(make_node("zeta"), make_node("alpha"), make_pod("p"))
+    assert nodes_of(cluster.plan()) == ["alpha"]
+
+
+def test_prefer_no_schedule_taint_is_avoided_unless_tolerated():
+    tainted = make_node("n0").capacity(cpu_milli=64000).taint("spot", "yes", "PreferNoSchedule")
+    busy = make_node("n1").capacity(cpu_milli=2000)
+    cluster = Cluster().observe(tainted, busy, make_pod("p").requests(cpu_milli=1000),
+                                make_pod("q").requests(cpu_milli=1000).tolerate("spot", "yes"))
+    placed = {d.group: d.members[0].node for d in cluster.plan() if isinstance(d, Placement)}
+    assert placed == {"default/pod:p": "n1", "default/pod:q": "n0"}
+
+
+def test_gang_locality_keeps_a_gang_in_one_zone():
+    zone = "topology.kubernetes.io/zone"
+    nodes = [make_node(f"n{i}").capacity(cpu_milli=2000).label(zone, "ab"[i // 2])
+             for i in range(4)]
+    pods = [make_pod(f"g-{i}").requests(cpu_milli=1000).in_group("g") for i in range(4)]
+    spread = Cluster().observe(*nodes, make_podgroup("g", 4), *pods)
+    assert sorted(nodes_of(spread.plan())) == ["n0", "n1", "n2", "n3"]
+    local = Cluster(PlannerConfig(prefer_topology=True)).observe(*nodes, make_podgroup("g", 4),
+                                                                  *pods)
+    assert sorted(nodes_of(local.plan())) == ["n0", "n0", "n1", "n1"]
+
+
+def test_gang_locality_falls_back_to_all_nodes_when_no_zone_holds_the_gang():
+    zone = "topology.kubernetes.io/zone"
+    nodes = [make_node(f"n{i}").capacity(cpu_milli=1000).label(zone, f"z{i}") for i in range(3)]
+    pods = [make_pod(f"g-{i}").requests(cpu_milli=1000).in_group("g") for i in range(3)]
+    cluster = Cluster(PlannerConfig(prefer_topology=True)).observe(*nodes, make_podgroup("g", 3),
+                                                                   *pods)
+    assert sorted(nodes_of(cluster.plan())) == ["n0", "n1", "n2"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 16000), st.integers(0, 16000), st.integers(0, 9000)),
+                min_size=1, max_size=6),
+       st.integers(0, 4000), st.integers(0, 4000), st.sampled_from(["least-allocated",
+                                                                  "most-allocated"]))
+def test_vector_and_scalar_scores_agree(nodes, cpu, memory, strategy):
+    built = [make_node(f"n{i}").capacity(cpu_milli=c, memory_bytes=m).build()
+             for i, (c, m, _) in enumerate(nodes)]
+    used = {f"n{i}": {"cpu": u} for i, (_, _, u) in enumerate(nodes)}
+    index = capacity.build({node.name: node for node in built}, used)
+    config = PlannerConfig(scoring=strategy)
+    vec = index.vector({"cpu": cpu, "memory": memory})[0]
+    penalty = np.zeros(len(index), dtype=np.int64)
+    vector = scoring.scores(index, vec, penalty, config)
+    assert [int(x) for x in vector] == [scoring.score_row(index, row, vec, 0, config)
+                                        for row in range(len(index))]

@@ -1,0 +1,115 @@
+"""PodGroup status (scenarios.md B): phase and counts derived from members, told on change."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.contracts.decisions import StatusUpdate
+from services.planner.core import status
+from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.harness import Cluster
+
+
+def prebound(count, phase, group="g", prefix="g"):
+    pods = [make_pod(f"{prefix}-{i}").on_node("n0", phase) for i in range(count)]
+    return [pod.in_group(group) for pod in pods] if group else pods
+
+
+def latest(cluster, group="default/g"):
+    update = cluster.statuses(group)[-1]
+    return update.phase, (update.running, update.succeeded, update.failed)
+
+
+def start(*pods, min_member=3):
+    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", min_member), *pods)
+    cluster.plan()
+    return cluster
+
+
+def test_b1_pending_then_running():
+    cluster = start(*prebound(3, "Pending"))
+    assert latest(cluster) == ("Scheduling", (0, 0, 0))
+    for i in range(3):
+        cluster.set_phase(f"g-{i}", "Running")
+    cluster.plan()
+    assert latest(cluster) == ("Running", (3, 0, 0))
+
+
+def test_b2_running_then_all_succeeded_is_finished():
+    cluster = start(*prebound(3, "Running"))
+    assert latest(cluster) == ("Running", (3, 0, 0))
+    for i in range(3):
+        cluster.set_phase(f"g-{i}", "Succeeded")
+    cluster.plan()
+    assert latest(cluster) == ("Finished", (0, 3, 0))
+
+
+def test_b3_one_succeeded_stays_running():
+    cluster = start(*prebound(3, "Running"))
+    cluster.set_phase("g-0", "Succeeded")
+    cluster.plan()
+    assert latest(cluster) == ("Running", (2, 1, 0))
+
+
+def test_b4_one_failed_below_min_is_failed():
+    cluster = start(*prebound(3, "Running"))
+    cluster.set_phase("g-0", "Failed")
+    cluster.plan()
+    assert latest(cluster) == ("Failed", (2, 0, 1))
+
+
+def test_b5_pods_without_the_label_leave_the_group_pending():
+    cluster = start(*prebound(3, "Running", group=None))
+    assert latest(cluster) == ("Pending", (0, 0, 0))
+
+
+def test_b6_a_failure_with_quorum_still_met_stays_running():
+    cluster = start(*prebound(3, "Running"), *prebound(1, "Failed", prefix="extra"))
+    assert latest(cluster) == ("Running", (3, 0, 1))
+
+
+def test_b7_a_podgroup_whose_pods_were_deleted_is_pending():
+    cluster = start(*prebound(3, "Running"))
+    for i in range(3):
+        cluster.delete_pod(f"g-{i}")
+    cluster.plan()
+    assert latest(cluster) == ("Pending", (0, 0, 0))
+
+
+@pytest.mark.parametrize(("counts", "expected"), [
+    ((2, 0, 0, 0), "Pending"), ((3, 0, 0, 0), "Scheduling"), ((3, 2, 1, 0), "Running"),
+    ((3, 0, 3, 0), "Finished"), ((3, 2, 0, 1), "Failed"), ((4, 3, 0, 1), "Running"),
+])
+def test_phase_rules(counts, expected):
+    assert status.phase(*counts, min_member=3) == expected
+
+
+def test_status_is_told_only_when_it_changes():
+    cluster = start(*prebound(3, "Running"))
+    assert len(cluster.statuses("default/g")) == 1
+    cluster.advance(1)
+    cluster.plan()
+    assert len(cluster.statuses("default/g")) == 1
+
+
+def test_status_carries_occupied_by_schedule_start_and_the_waiting_reason():
+    pods = [make_pod(f"g-{i}").requests(cpu_milli=5000).in_group("g").owned_by("train")
+            for i in range(2)]
+    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 2))
+    cluster.advance(2).observe(*pods)
+    cluster.plan()
+    update = cluster.statuses("default/g")[-1]
+    assert isinstance(update, StatusUpdate)
+    assert update.occupied_by == "default/train"
+    assert update.schedule_start_ms == 2000
+    assert update.condition_reason == "Unschedulable"
+    assert update.condition_message.startswith("gang default/g: 1 of 2 members fit")
+
+
+def test_condition_clears_once_nobody_waits():
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=1000), make_podgroup("g", 1),
+                                make_pod("g-0").requests(cpu_milli=2000).in_group("g"))
+    cluster.plan()
+    cluster.delete_pod("g-0")
+    cluster.plan()
+    assert cluster.statuses("default/g")[-1].condition_reason == ""

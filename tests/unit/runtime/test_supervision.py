@@ -1,0 +1,62 @@
+"""Task supervision: restart after failures with backoff, stop on return or cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from services.runtime.supervision import Supervisor, supervise
+
+
+async def test_a_failing_task_is_restarted_until_it_returns(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    attempts: list[int] = []
+
+    async def flaky() -> None:
+        attempts.append(len(attempts))
+        if len(attempts) < 3:
+            raise RuntimeError(f"boom {len(attempts)}")
+
+    await supervise("flaky", flaky, first_backoff_seconds=0, max_backoff_seconds=0)
+    assert attempts == [0, 1, 2]
+    failures = [r for r in caplog.records if "task flaky failed" in r.getMessage()]
+    assert len(failures) == 2 and failures[0].exc_info is not None
+
+
+async def test_cancelling_a_supervised_task_cancels_the_running_attempt() -> None:
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def forever() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    task = asyncio.create_task(supervise("forever", forever))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cancelled.is_set()
+
+
+async def test_supervisor_stop_cancels_every_task_and_names_them_uniquely() -> None:
+    supervisor = Supervisor()
+    gate = asyncio.Event()
+
+    async def wait_forever() -> None:
+        await gate.wait()
+
+    first = supervisor.start("a", wait_forever)
+    supervisor.start("b", wait_forever)
+    with pytest.raises(ValueError, match="already started"):
+        supervisor.start("a", wait_forever)
+    assert first.get_name() == "a"
+    await supervisor.stop()
+    assert first.cancelled()
+    await supervisor.stop()

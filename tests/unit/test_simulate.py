@@ -1,0 +1,184 @@
+"""`gangsched simulate`: manifests through the production planner, checked against golden files.
+
+Golden files: `tests/golden/simulate/<case>.yaml` is the input, `<case>.json` the expected
+`pods` and `podGroups` of the report. After a deliberate change, regenerate them with
+`GANGSCHED_REGEN_GOLDEN=1 pytest tests/unit/test_simulate.py` and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from services.cli.simulate import simulate, simulate_command
+from services.planner.core.config import PlannerConfig
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "simulate"
+CASES = sorted(path.stem for path in GOLDEN.glob("*.yaml"))
+EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "examples"
+
+
+def run(*paths):
+    return simulate([Path(p) for p in paths], PlannerConfig())
+
+
+def bound(report):
+    return sorted(name for name, pod in report["pods"].items() if pod["node"] is not None)
+
+
+def by_group(report):
+    groups = {}
+    for pod in report["pods"].values():
+        if pod["node"] is not None:
+            key = pod["group"] or "(none)"
+            groups[key] = groups.get(key, 0) + 1
+    return groups
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden(case):
+    report = run(GOLDEN / f"{case}.yaml")
+    produced = json.dumps({"pods": report["pods"], "podGroups": report["podGroups"]}, indent=2)
+    expected_path = GOLDEN / f"{case}.json"
+    if os.environ.get("GANGSCHED_REGEN_GOLDEN"):
+        expected_path.write_text(produced + "\n")
+    assert produced + "\n" == expected_path.read_text()
+
+
+@pytest.mark.parametrize(("case", "expected"), [
+    ("a1", {"default/g1": 3}), ("a2", {"default/g1": 3}), ("a3", {"(none)": 2}),
+    ("a4", {"default/g2": 3}), ("a5", {"default/g2": 3}), ("a6", {"(none)": 3}),
+    ("a7", {"default/g1": 3}), ("a8", {"default/g1": 3}), ("a9", {"default/g1": 3}),
+    ("backoff", {"default/g2": 1}), ("completed-member", {"default/g1": 1}),
+    ("nginx-gang", {"default/nginx": 3}), ("nginx-gang-min4", {}),
+])
+def test_scenario_a_and_seed_outcomes(case, expected):
+    assert by_group(run(GOLDEN / f"{case}.yaml")) == expected
+
+
+def test_completed_member_case_binds_nothing_new():
+    report = run(GOLDEN / "completed-member.yaml")
+    assert [name for name, pod in report["pods"].items() if pod["boundAt"] is not None] == [
+        "default/g1-done"]
+    assert report["pods"]["default/g1-done"]["phase"] == "Succeeded"
+
+
+def test_the_seed_example_itself():
+    seed = EXAMPLES / "nginx-gang.yaml"
+    if not seed.exists():
+        pytest.skip("shared examples not present")
+    report = run(seed)
+    assert len(bound(report)) == 3 and len(report["pods"]) == 6
+    pending = [pod for pod in report["pods"].values() if pod["node"] is None]
+    assert all("Insufficient cpu" in pod["reason"] for pod in pending)
+
+
+def test_only_pods_of_ours_are_reported(tmp_path):
+    report = run(GOLDEN / "timeline.yaml")
+    assert "kube-system/system-agent" not in report["pods"]
+
+
+def test_arrivals_and_runtimes_follow_the_simulated_clock():
+    report = run(GOLDEN / "timeline.yaml")
+    web = [pod for name, pod in report["pods"].items() if name.startswith("default/web-")]
+    train = [pod for name, pod in report["pods"].items() if name.startswith("default/train-")]
+    assert [(p["boundAt"], p["finishedAt"], p["phase"]) for p in web] == [(0, 30, "Succeeded")] * 2
+    assert [p["boundAt"] for p in train] == [30, 30]
+    assert report["podGroups"]["default/train"]["scheduleStartTime"] == 10
+
+
+def test_workloads_are_named_as_their_controllers_name_pods():
+    names = list(run(GOLDEN / "timeline.yaml")["pods"]) + list(run(GOLDEN / "backoff.yaml")["pods"])
+    assert any(re.fullmatch(r"default/web-[bcdfghjklmnpqrstvwxz2456789]{10}-"
+                            r"[bcdfghjklmnpqrstvwxz2456789]{5}", name) for name in names)
+    assert any(re.fullmatch(r"default/train-[bcdfghjklmnpqrstvwxz2456789]{5}", name)
+               for name in names)
+    assert {f"default/g1-{i}" for i in range(6)} <= set(names)
+    assert names == list(run(GOLDEN / "timeline.yaml")["pods"]) + list(
+        run(GOLDEN / "backoff.yaml")["pods"])
+
+
+def write(tmp_path, text, name="in.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+NODE = """apiVersion: v1
+kind: Node
+metadata: {name: n0}
+status: {allocatable: {cpu: "1", memory: 1Gi, pods: "10"}}
+"""
+
+
+def test_creation_timestamp_decides_the_queue_order(tmp_path):
+    pods = "".join(f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, creationTimestamp: "{stamp}"}}
+spec:
+  schedulerName: gangsched
+  containers: [{{name: c, resources: {{requests: {{cpu: "1"}}}}}}]
+""" for name, stamp in (("later", "2024-01-01T00:00:05Z"), ("earlier", "2024-01-01T00:00:01Z")))
+    report = run(write(tmp_path, NODE + pods))
+    assert bound(report) == ["default/earlier"]
+
+
+def test_the_multi_scheduler_example_reports_only_our_pod():
+    example = EXAMPLES / "multi-scheduler.yaml"
+    if not example.exists():
+        pytest.skip("shared examples not present")
+    assert list(run(example)["pods"]) == ["default/annotation-second-scheduler"]
+
+
+def test_json_output_is_one_object_with_the_contract_keys(tmp_path, capsys):
+    assert simulate_command([GOLDEN / "nginx-gang.yaml"], "json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"pods", "podGroups", "decisions"} <= set(data)
+    pod = next(iter(data["pods"].values()))
+    assert {"node", "group", "boundAt", "reason"} <= set(pod)
+
+
+def test_table_output_is_readable(capsys):
+    assert simulate_command([GOLDEN / "nginx-gang.yaml"], "table") == 0
+    out = capsys.readouterr().out
+    assert "Pods" in out and "3 of 6 pods bound" in out
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("kind: Node\nmetadata: {name: n0}\nstatus: {allocatable: {cpu: lots}}\n",
+     "document 1 (Node n0): status.allocatable.cpu"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+     "  - {name: c, resources: {requests: {memory: 5Xi}}}\n",
+     "document 1 (Pod default/p): spec.containers[0].resources.requests.memory"),
+    ("kind: PodGroup\nmetadata: {name: g}\nspec: {minMember: 0}\n",
+     "document 1 (PodGroup default/g): spec.minMember"),
+    (NODE + "---\nkind: Pod\nmetadata: {name: p, annotations: {simulate.gangsched.io/at: soon}}\n"
+     "spec: {containers: [{name: c}]}\n",
+     'document 2 (Pod p): metadata.annotations["simulate.gangsched.io/at"]'),
+    ("kind: Pod\nmetadata: {name: p}\nspec: {priorityClassName: gold, containers: [{name: c}]}\n",
+     "document 1 (Pod default/p): spec.priorityClassName"),
+    ("kind: ReplicaSet\nmetadata: {name: r}\nspec: {replicas: -1, template: {spec: {}}}\n",
+     "document 1 (ReplicaSet r): spec.replicas"),
+    ("- just\n- a list\n", "document 1: (document)"),
+    ("metadata: {name: x}\n", "document 1 (? x): kind"),
+    (NODE + "---\n" + NODE, "document 2 (Node n0): metadata.name: duplicate Node"),
+    ("kind: Pod\nmetadata: {name: [oops\n", "in.yaml"),
+])
+def test_invalid_input_exits_non_zero_naming_document_and_field(tmp_path, capsys, text, message):
+    assert simulate_command([write(tmp_path, text)], "json") == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+
+
+def test_unknown_output_format_is_refused(capsys):
+    assert simulate_command([GOLDEN / "a1.yaml"], "yaml") == 2
+
+
+def test_kinds_that_do_not_matter_are_ignored_and_listed(tmp_path):
+    report = run(write(tmp_path, NODE + "---\nkind: Service\nmetadata: {name: s}\n"))
+    assert report["ignored"] == [f"{tmp_path / 'in.yaml'} document 2 (Service s)"]

@@ -1,0 +1,178 @@
+"""Slimming API objects into events: requests as kube-scheduler computes them, constraints,
+unsupported fields, invalid quantities, and nothing the planner does not need."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from services.contracts.events import NodeSelectorRequirement, OwnerRef, Taint, Toleration
+from services.watcher import slim
+
+MI = 2**20
+
+
+def pod(spec=None, **meta):
+    metadata = {"name": "p", "namespace": "ml", "uid": "u1", "resourceVersion": "7", **meta}
+    base = {"schedulerName": "gangsched", "containers": [{"name": "c"}]}
+    return {"metadata": metadata, "spec": {**base, **(spec or {})}, "status": {"phase": "Pending"}}
+
+
+def container(requests=None, limits=None, **extra):
+    resources = {}
+    if requests:
+        resources["requests"] = requests
+    if limits:
+        resources["limits"] = limits
+    return {"name": "c", "resources": resources, **extra}
+
+
+def test_app_containers_are_summed_and_pods_is_one():
+    event = slim.pod_event(pod({"containers": [container({"cpu": "500m", "memory": "1Gi"}),
+                                               container({"cpu": "1"})]}), 5)
+    assert event.requests == {"cpu": 1500, "memory": 2**30, "pods": 1}
+
+
+def test_limits_stand_in_for_missing_requests():
+    event = slim.pod_event(pod({"containers": [container({"cpu": "100m"},
+                                                         {"cpu": "1", "memory": "64Mi"})]}), 0)
+    assert event.requests == {"cpu": 100, "memory": 64 * MI, "pods": 1}
+
+
+def test_init_containers_count_as_the_max_and_sidecars_add():
+    spec = {
+        "initContainers": [container({"cpu": "2"}),
+                           container({"cpu": "200m", "memory": "10Mi"}, restartPolicy="Always"),
+                           container({"cpu": "1"})],
+        "containers": [container({"cpu": "500m"})],
+        "overhead": {"cpu": "50m"},
+    }
+    # app 500m + sidecar 200m = 700m; init max(2, 200m, 1 + 200m) = 2; plus overhead 50m
+    assert slim.pod_event(pod(spec), 0).requests == {"cpu": 2050, "memory": 10 * MI, "pods": 1}
+
+
+def test_an_invalid_quantity_marks_the_pod_invalid_instead_of_raising():
+    event = slim.pod_event(pod({"containers": [container({"cpu": "lots"})]}), 0)
+    assert event.invalid_reason is not None
+    assert event.invalid_reason.startswith("spec.containers[0].resources.requests.cpu:")
+    assert event.requests == {"pods": 1}
+
+
+def test_pod_fields_are_carried():
+    obj = pod({
+        "priority": 1000, "nodeSelector": {"disk": "ssd"},
+        "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
+        "schedulingGates": [{"name": "wait"}],
+    }, labels={"scheduling.x-k8s.io/pod-group": "train"}, creationTimestamp="1970-01-01T00:00:02Z",
+        ownerReferences=[{"kind": "Job", "name": "j", "uid": "ju", "controller": True}],
+        deletionTimestamp="1970-01-01T00:00:03Z", annotations={"secret": "x"})
+    event = slim.pod_event(obj, 9000)
+    assert (event.namespace, event.name, event.uid) == ("ml", "p", "u1")
+    assert event.resource_version == "7"
+    assert event.group_name == "train" and event.priority == 1000
+    assert event.created_at_ms == 2000
+    assert event.node_selector == {"disk": "ssd"}
+    assert event.tolerations == (Toleration(key="gpu", operator="Exists", effect="NoSchedule"),)
+    assert event.required_affinity[0].match_expressions == (
+        NodeSelectorRequirement("zone", "In", ("a",)),)
+    assert event.is_scheduling_gated and event.is_deleting
+    assert event.owner == OwnerRef(kind="Job", name="j", uid="ju")
+    assert "secret" not in msgspec.json.encode(event).decode()
+
+
+def test_defaults_for_a_bare_pod():
+    event = slim.pod_event({"metadata": {"name": "b"}, "spec": {"containers": [{"name": "c"}]}},
+                           1234)
+    assert event.scheduler_name == "default-scheduler"
+    assert event.phase == "Pending" and event.namespace == "default"
+    assert event.created_at_ms == 1234 and event.required_affinity is None
+
+
+@pytest.mark.parametrize(("spec", "field"), [
+    ({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}},
+     "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+    ({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}},
+     "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+    ({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone"}]},
+     "spec.topologySpreadConstraints"),
+    ({"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]},
+     "spec.volumes[].persistentVolumeClaim"),
+    ({"resourceClaims": [{"name": "gpu"}]}, "spec.resourceClaims"),
+    ({"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}]}]},
+     "spec.containers[].ports[].hostPort"),
+    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                "values": ["n"]}]}]}}}},
+     "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+     ".nodeSelectorTerms[].matchFields"),
+])
+def test_hard_constraints_not_implemented_are_listed(spec, field):
+    assert slim.pod_event(pod(spec), 0).unsupported == (field,)
+
+
+@pytest.mark.parametrize("spec", [
+    {"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{}]}}},
+    {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{}]}}},
+    {"topologySpreadConstraints": [{"whenUnsatisfiable": "ScheduleAnyway"}]},
+    {"volumes": [{"name": "e", "emptyDir": {}}]},
+])
+def test_soft_constraints_and_plain_volumes_are_fine(spec):
+    assert slim.pod_event(pod(spec), 0).unsupported == ()
+
+
+def test_node_event():
+    obj = {"metadata": {"name": "n1", "uid": "nu", "resourceVersion": "3", "labels": {"a": "b"}},
+           "spec": {"unschedulable": True,
+                    "taints": [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]},
+           "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110",
+                                      "nvidia.com/gpu": "2"},
+                      "conditions": [{"type": "Ready", "status": "False"}]}}
+    event = slim.node_event(obj, 1)
+    assert event.allocatable == {"cpu": 4000, "memory": 8 * 2**30, "pods": 110,
+                                 "nvidia.com/gpu": 2}
+    assert event.taints == (Taint(key="gpu", value="yes", effect="NoSchedule"),)
+    assert event.is_unschedulable and not event.is_ready and event.labels == {"a": "b"}
+
+
+def test_node_readiness():
+    assert slim.is_ready({})  # no conditions: Ready (module docstring)
+    assert slim.is_ready({"conditions": [{"type": "Ready", "status": "True"}]})
+    assert not slim.is_ready({"conditions": [{"type": "Ready", "status": "Unknown"}]})
+
+
+def test_node_capacity_is_used_without_allocatable_and_bad_quantities_dropped():
+    event = slim.node_event({"metadata": {"name": "n"},
+                             "status": {"capacity": {"cpu": "2", "memory": "oops"}}}, 0)
+    assert event.allocatable == {"cpu": 2000}
+
+
+def test_podgroup_event():
+    obj = {"metadata": {"name": "g", "namespace": "ml", "uid": "gu",
+                        "creationTimestamp": "1970-01-01T00:00:01Z"},
+           "spec": {"minMember": 3, "minResources": {"cpu": "3", "memory": "1Gi"},
+                    "scheduleTimeoutSeconds": 10}}
+    event = slim.podgroup_event(obj, 99)
+    assert (event.min_member, event.schedule_timeout_seconds, event.created_at_ms) == (3, 10, 1000)
+    assert event.min_resources == {"cpu": 3000, "memory": 2**30}
+    assert event.invalid_reason is None
+
+
+@pytest.mark.parametrize(("spec", "field"), [
+    ({"minMember": 0}, "spec.minMember"), ({"minMember": "x"}, "spec.minMember"),
+    ({"minMember": 1, "minResources": {"cpu": "lots"}}, "spec.minResources"),
+    ({"minMember": 1, "scheduleTimeoutSeconds": -1}, "spec.scheduleTimeoutSeconds"),
+])
+def test_an_invalid_podgroup_carries_the_reason(spec, field):
+    event = slim.podgroup_event({"metadata": {"name": "g"}, "spec": spec}, 0)
+    assert event.invalid_reason is not None and event.invalid_reason.startswith(field)
+    assert event.min_member >= 1
+
+
+def test_delete_events():
+    meta = {"metadata": {"name": "x", "namespace": "ns", "uid": "u", "resourceVersion": "9"}}
+    assert slim.pod_deleted(meta, 5).uid == "u"
+    assert slim.node_deleted(meta, 5).name == "x"
+    assert slim.podgroup_deleted(meta, 5).namespace == "ns"
