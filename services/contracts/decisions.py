@@ -10,8 +10,6 @@ subscribers keep decoding newer messages (unknown fields are ignored by msgspec 
 
 from __future__ import annotations
 
-from typing import Union
-
 import msgspec
 
 
@@ -89,5 +87,5 @@ class StatusUpdate(msgspec.Struct, frozen=True, tag="StatusUpdate"):
     condition_message: str = ""
 
 
-Decision = Union[Placement, Rejection, StatusUpdate]
+Decision = Placement | Rejection | StatusUpdate
 """Every decision type; tagged by the JSON field `type`."""

@@ -11,7 +11,7 @@ annotations.
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 import msgspec
 
@@ -208,22 +208,22 @@ class GroupRolledBack(msgspec.Struct, frozen=True, tag="GroupRolledBack"):
     deleted_pods: tuple[str, ...] = ()
 
 
-Event = Union[
-    NodeObserved,
-    NodeDeleted,
-    PodObserved,
-    PodDeleted,
-    PodGroupObserved,
-    PodGroupDeleted,
-    ClockTicked,
-    MemberBound,
-    MemberBindFailed,
-    GroupBound,
-    GroupRolledBack,
-]
+Event = (
+    NodeObserved
+    | NodeDeleted
+    | PodObserved
+    | PodDeleted
+    | PodGroupObserved
+    | PodGroupDeleted
+    | ClockTicked
+    | MemberBound
+    | MemberBindFailed
+    | GroupBound
+    | GroupRolledBack
+)
 """Every event type; tagged by the JSON field `type`."""
 
-Outcome = Union[MemberBound, MemberBindFailed, GroupBound, GroupRolledBack]
+Outcome = MemberBound | MemberBindFailed | GroupBound | GroupRolledBack
 """The events the binder publishes back into the EVENTS stream."""
 
 EventKind = Literal["node", "pod", "podgroup", "clock", "outcome"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Mapping
 
 ResourceList = dict[str, int]
 """Resource name → amount in gangsched units (see module docstring)."""

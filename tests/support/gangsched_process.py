@@ -44,7 +44,8 @@ class GangschedRun:
     def _ready(self) -> dict[str, str] | None:
         assert self.process is not None
         if self.process.poll() is not None:
-            raise RuntimeError(f"gangsched run exited {self.process.returncode}:\n{self.log_tail()}")
+            code = self.process.returncode
+            raise RuntimeError(f"gangsched run exited {code}:\n{self.log_tail()}")
         path = self.data_dir / "run.json"
         if not path.exists():
             return None

@@ -1,0 +1,129 @@
+"""The `gangsched` command: run, watcher, planner, binder, migrate, simulate, schema, version.
+
+Layer: cli (top). Parses options (every option is a flag and a GANGSCHED_* variable), sets up
+logging, and hands over to the services; prints clear errors instead of tracebacks for
+expected failures (schema behind, NATS unreachable, bad input).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from services import __version__
+from services.cli import options
+from services.planner.core.config import PlannerConfig
+
+log = logging.getLogger("gangsched")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def app() -> None:
+    """gangsched: a gang (all-or-nothing) scheduler for Kubernetes."""
+
+
+def _service_command(name: str, services: tuple[str, ...], help_text: str) -> None:
+    @app.command(name=name, help=help_text)
+    @options.common_options
+    @options.bus_options
+    @options.store_options
+    @options.kube_options
+    @options.watcher_options
+    @options.planner_options
+    @options.binder_options
+    def command(**parsed: Any) -> None:
+        _serve(parsed, services)
+
+
+_service_command("run", ("watcher", "planner", "binder"),
+                 "Run watcher, planner and binder in one process (embedded NATS and SQLite "
+                 "unless --nats / --db are given).")
+_service_command("watcher", ("watcher",), "Run the watcher: list/watch the API, publish events.")
+_service_command("planner", ("planner",), "Run the planner: consume events, publish decisions.")
+_service_command("binder", ("binder",), "Run the binder: bind placements, report, roll back.")
+
+
+def planner_config(parsed: dict[str, Any]) -> PlannerConfig:
+    """The planner's pure configuration from parsed options (defaults where absent)."""
+    defaults = PlannerConfig()
+    names = ("default_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds",
+             "starvation_seconds", "scoring", "prefer_topology", "topology_key")
+    values = {name: parsed[name] for name in names if parsed.get(name) is not None}
+    return PlannerConfig(**{**_fields(defaults), **values,
+                            "scheduler_name": parsed.get("scheduler_name") or "gangsched"})
+
+
+def _fields(config: PlannerConfig) -> dict[str, Any]:
+    return {name: getattr(config, name) for name in config.__struct_fields__}
+
+
+def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
+    from services.bus.errors import BusUnavailable
+    from services.cli import serve
+    from services.store.errors import SchemaMismatch
+
+    settings = options.settings_from(parsed)
+    _logging(settings.log_level)
+    try:
+        asyncio.run(_until_signalled(serve.serve(settings, services, planner_config(parsed))))
+    except SchemaMismatch as error:
+        raise click.ClickException(str(error)) from None
+    except BusUnavailable as error:
+        raise click.ClickException(f"NATS unavailable: {error}") from None
+    finally:
+        serve.remove_run_file(settings.data_dir)
+
+
+async def _until_signalled(main: Any) -> None:
+    from services.runtime.shutdown import run_until_signalled
+
+    await run_until_signalled(main)
+
+
+@app.command()
+@options.store_options
+@options.common_options
+def migrate(**parsed: Any) -> None:
+    """Create or upgrade the state store schema to this version's head."""
+    from services.store import schema
+
+    settings = options.settings_from(parsed)
+    _logging(settings.log_level)
+    url = settings.store_url()
+    if not settings.store.url:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    schema.migrate_sync(url)
+    click.echo(f"database at head revision {schema.head_revision()}")
+
+
+@app.command(name="schema")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("docs/schema"),
+              show_default=True, help="Directory to write the JSON Schemas into.")
+def schema_command(out: Path) -> None:
+    """Write the JSON Schemas of events, outcomes and decisions."""
+    from services.contracts import schema
+
+    for path in schema.write_schemas(out):
+        click.echo(str(path))
+
+
+@app.command()
+def version() -> None:
+    """Print the gangsched version."""
+    click.echo(f"gangsched {__version__}")
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(), stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,143 @@
+"""Process composition: run some or all of watcher, planner and binder in one process.
+
+Layer: cli (top). Starts the embedded nats-server and SQLite when no URLs are given, checks the
+database schema before anything runs, supervises each service as a named task, serves
+/healthz /readyz /metrics, writes `<data_dir>/run.json` once every service is ready, and stops
+everything on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from nats.aio.client import Client
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from services.binder.service import run_binder
+from services.bus import connection
+from services.bus.embedded import EmbeddedNats
+from services.config.settings import Settings
+from services.planner.core.config import PlannerConfig
+from services.planner.service import run_planner
+from services.runtime.health import HealthServer, Readiness
+from services.runtime.supervision import Supervisor
+from services.store import engines, schema
+from services.watcher.service import run_watcher
+
+log = logging.getLogger(__name__)
+
+SERVICES = ("watcher", "planner", "binder")
+READY_POLL_SECONDS = 0.2
+
+
+async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerConfig) -> None:
+    """Run `services` (a subset of SERVICES) until cancelled.
+
+    Raises:
+        services.store.errors.SchemaMismatch: the database is behind or ahead of this version
+            (its message names `gangsched migrate`); nothing is started.
+        services.bus.errors.BusUnavailable: NATS unreachable at start.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        settings = await stack.enter_async_context(_bus_url(settings))
+        engine = await stack.enter_async_context(_store(settings)) if "planner" in services \
+            else None
+        nc = await connection.connect(settings.bus, name=f"gangsched-{'+'.join(services)}")
+        stack.push_async_callback(_drain, nc)
+        readiness = Readiness()
+        health = await _health(settings, readiness)
+        if health is not None:
+            stack.push_async_callback(health.stop)
+        supervisor = Supervisor()
+        stack.push_async_callback(supervisor.stop)
+        for name in services:
+            supervisor.start(name, _factory(name, settings, nc, engine, readiness, planner))
+        await _announce_when_ready(settings, readiness, health, services)
+        await supervisor.wait()
+
+
+def _factory(name: str, settings: Settings, nc: Client, engine: AsyncEngine | None,
+             readiness: Readiness, planner: PlannerConfig) -> Any:
+    flag = readiness.flag(name)
+    if name == "watcher":
+        return lambda: run_watcher(settings, nc, flag)
+    if name == "binder":
+        return lambda: run_binder(settings, nc, flag)
+    assert engine is not None
+    return lambda: run_planner(settings, nc.jetstream(), engine, flag, config=planner)
+
+
+@contextlib.asynccontextmanager
+async def _bus_url(settings: Settings) -> AsyncIterator[Settings]:
+    """Yield settings with a NATS URL: the given one, or an embedded server's (stopped after)."""
+    if settings.bus.url:
+        yield settings
+        return
+    server = EmbeddedNats(settings.data_dir / "nats")
+    url = await server.start()
+    log.info("embedded nats-server at %s (store %s)", url, settings.data_dir / "nats")
+    try:
+        yield dataclasses.replace(settings, bus=dataclasses.replace(settings.bus, url=url))
+    finally:
+        await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def _store(settings: Settings) -> AsyncIterator[AsyncEngine]:
+    """Yield the planner's engine after checking its schema; the embedded SQLite default is
+    migrated automatically (it is private to this process), any other database never is."""
+    url = settings.store_url()
+    if not settings.store.url:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        await schema.migrate(url)
+    engine = engines.create_engine(url)
+    try:
+        await schema.check_schema(engine)
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+async def _health(settings: Settings, readiness: Readiness) -> HealthServer | None:
+    if settings.http_port < 0:
+        return None
+    server = HealthServer(readiness, host=settings.http_host, port=settings.http_port)
+    await server.start()
+    return server
+
+
+async def _announce_when_ready(settings: Settings, readiness: Readiness,
+                               health: HealthServer | None, services: tuple[str, ...]) -> None:
+    """Once every service is ready, log it and write `<data_dir>/run.json` (URLs for tools)."""
+    while readiness.not_ready():
+        await asyncio.sleep(READY_POLL_SECONDS)
+    info = {
+        "services": list(services),
+        "nats": settings.bus.url,
+        "prefix": settings.bus.prefix,
+        "db": settings.store_url() if "planner" in services else None,
+        "http": f"http://{settings.http_host}:{health.port}" if health else None,
+    }
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    path = settings.data_dir / "run.json"
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(info, indent=2) + "\n")
+    temporary.replace(path)
+    log.info("gangsched ready: %s", ", ".join(services))
+
+
+async def _drain(nc: Client) -> None:
+    with contextlib.suppress(Exception):
+        await nc.drain()
+
+
+def remove_run_file(data_dir: Path) -> None:
+    """Remove `<data_dir>/run.json` (the process is no longer serving)."""
+    (data_dir / "run.json").unlink(missing_ok=True)

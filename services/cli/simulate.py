@@ -1,0 +1,206 @@
+"""`gangsched simulate FILE... [-o table|json]`: play manifests through the production planner.
+
+Layer: cli (on top: reads files, slims objects with the watcher's `slim`, runs the pure
+simulation engine, prints). Output JSON shape (a contract): `{"pods": {"<ns>/<name>": {"node",
+"group", "boundAt", "reason", "phase", "finishedAt"}}, "podGroups": {...}, "decisions": [...],
+"ignored": [...], "endedAt": seconds}`; times are simulated seconds from the start. Invalid input
+exits with status 2 and a message naming the file, the document and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from services.contracts.events import Event
+from services.planner.core.config import SCORING_STRATEGIES, PlannerConfig
+from services.planner.simulate import engine, manifests
+from services.watcher import slim
+
+EXIT_INVALID = 2
+OUTPUTS = ("table", "json")
+
+
+def load_documents(files: list[Path]) -> list[manifests.Document]:
+    """Every YAML document of every file, in order.
+
+    Raises:
+        manifests.InvalidManifest: a file that cannot be read or parsed (the message says where).
+    """
+    documents: list[manifests.Document] = []
+    for path in files:
+        try:
+            bodies = list(yaml.safe_load_all(path.read_text()))
+        except (OSError, yaml.YAMLError) as error:
+            raise manifests.InvalidManifest(str(path), "", str(error)) from error
+        documents.extend(manifests.Document(str(path), number, body)
+                         for number, body in enumerate(bodies, start=1))
+    return documents
+
+
+def start_ms(items: list[manifests.Item]) -> int:
+    """The simulated clock's start: the earliest `creationTimestamp` given, else epoch 0."""
+    stamps = [slim.time_ms(item.obj["metadata"].get("creationTimestamp"), -1) for item in items]
+    given = [stamp for stamp in stamps if stamp >= 0]
+    return min(given) if given else 0
+
+
+def to_event(item: manifests.Item, at_ms: int) -> Event:
+    """The watcher's event for one item.
+
+    Raises:
+        manifests.InvalidManifest: the object is malformed (e.g. an invalid quantity).
+    """
+    event: Event
+    if item.kind == "Node":
+        return slim.node_event(item.obj, at_ms)
+    if item.kind == "Pod":
+        event = slim.pod_event(item.obj, at_ms)
+    else:
+        event = slim.podgroup_event(item.obj, at_ms)
+    invalid = getattr(event, "invalid_reason", None)
+    if invalid:
+        raise manifests.InvalidManifest(item.where, "", invalid)
+    return event
+
+
+def arrivals(items: list[manifests.Item], origin_ms: int) -> list[engine.Arrival]:
+    """Items as timed arrivals on the simulated clock."""
+    result = []
+    for item in items:
+        at_ms = origin_ms + round(item.at_seconds * 1000)
+        runtime = None if item.runtime_seconds is None else round(item.runtime_seconds * 1000)
+        result.append(engine.Arrival(at_ms=at_ms, event=to_event(item, at_ms), runtime_ms=runtime))
+    return result
+
+
+def simulate(files: list[Path], config: PlannerConfig) -> dict[str, Any]:
+    """Run the simulation of `files` and return the report (module docstring shape).
+
+    Raises:
+        manifests.InvalidManifest: invalid input.
+    """
+    items, ignored = manifests.expand(load_documents(files))
+    origin = start_ms(items)
+    result = engine.run(arrivals(items, origin), config)
+    return report(result, items, ignored, origin)
+
+
+def _seconds(at_ms: int | None, origin_ms: int) -> int | float | None:
+    if at_ms is None:
+        return None
+    value = (at_ms - origin_ms) / 1000
+    return int(value) if value.is_integer() else value
+
+
+def report(result: engine.Result, items: list[manifests.Item], ignored: list[str],
+           origin_ms: int) -> dict[str, Any]:
+    """The JSON-ready report of a finished simulation."""
+    state = result.state
+    pods: dict[str, Any] = {}
+    for uid, outcome in sorted(result.pods.items(), key=lambda kv: _pod_name(state, kv[0])):
+        pod = state.pods[uid]
+        phase = pod.phase
+        reason = outcome.reason
+        if outcome.node is None and reason is None:
+            reason = _silent_reason(pod)
+        pods[_pod_name(state, uid)] = {
+            "node": outcome.node, "group": outcome.group,
+            "boundAt": _seconds(outcome.bound_at_ms, origin_ms),
+            "reason": None if outcome.node is not None else reason,
+            "phase": phase, "finishedAt": _seconds(outcome.finished_at_ms, origin_ms)}
+    groups: dict[str, Any] = {}
+    for key in sorted(state.podgroups):
+        podgroup, group = state.podgroups[key], state.groups.get(key)
+        memo = group.last_status if group is not None else None
+        groups[key] = {
+            "minMember": podgroup.min_member,
+            "phase": memo.phase if memo else "Pending",
+            "running": memo.running if memo else 0,
+            "succeeded": memo.succeeded if memo else 0,
+            "failed": memo.failed if memo else 0,
+            "scheduleStartTime": _seconds(memo.schedule_start_ms if memo else None, origin_ms)}
+    decisions = [{**msgspec.to_builtins(d), "at": _seconds(d.at_ms, origin_ms)}
+                 for d in result.decisions]
+    return {"pods": pods, "podGroups": groups, "decisions": decisions, "ignored": ignored,
+            "endedAt": _seconds(result.end_ms, origin_ms)}
+
+
+def _pod_name(state: Any, uid: str) -> str:
+    pod = state.pods[uid]
+    return f"{pod.namespace}/{pod.name}"
+
+
+def _silent_reason(pod: Any) -> str:
+    if pod.is_scheduling_gated:
+        return "pod is scheduling-gated (spec.schedulingGates)"
+    return "pod was never considered (not Pending)"
+
+
+def render_table(data: dict[str, Any], console: Console) -> None:
+    """Print the report as readable tables: pods, then PodGroups, then a summary."""
+    pods = Table(title="Pods")
+    for column in ("Pod", "Group", "Node", "Bound at (s)"):
+        pods.add_column(column, no_wrap=True)
+    pods.add_column("Reason", overflow="fold", ratio=1)
+    for name, pod in data["pods"].items():
+        bound_at = "" if pod["boundAt"] is None else str(pod["boundAt"])
+        pods.add_row(name, pod["group"] or "", pod["node"] or "-", bound_at, pod["reason"] or "")
+    console.print(pods)
+    if data["podGroups"]:
+        groups = Table(title="PodGroups")
+        for column in ("PodGroup", "Phase", "MinMember", "Running", "Succeeded", "Failed"):
+            groups.add_column(column)
+        for name, group in data["podGroups"].items():
+            groups.add_row(name, group["phase"], str(group["minMember"]), str(group["running"]),
+                           str(group["succeeded"]), str(group["failed"]))
+        console.print(groups)
+    bound = sum(1 for pod in data["pods"].values() if pod["node"] is not None)
+    console.print(f"{bound} of {len(data['pods'])} pods bound; simulation ended at "
+                  f"{data['endedAt']} s; {len(data['ignored'])} document(s) ignored.")
+
+
+def simulate_command(files: list[Path], output: str = "table",
+                     config: PlannerConfig | None = None) -> int:
+    """Run `gangsched simulate`; print the report to stdout; the process exit status."""
+    if output not in OUTPUTS:
+        print(f"error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}",
+              file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        data = simulate(files, config or PlannerConfig())
+    except manifests.InvalidManifest as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    if output == "json":
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    else:
+        render_table(data, Console())
+    return 0
+
+
+simulate_app = typer.Typer(help="Play manifests through the planner offline.")
+
+
+@simulate_app.command("simulate")
+def simulate_cli(
+    files: Annotated[list[Path], typer.Argument(help="YAML manifests (multi-document).")],
+    output: Annotated[str, typer.Option("-o", "--output", help="table or json.")] = "table",
+    scheduler_name: Annotated[str, typer.Option(
+        "--scheduler-name", envvar="GANGSCHED_SCHEDULER_NAME",
+        help="spec.schedulerName of the pods gangsched schedules.")] = "gangsched",
+    scoring: Annotated[str, typer.Option(
+        "--scoring", envvar="GANGSCHED_SCORING",
+        help=f"Node scoring: {' or '.join(SCORING_STRATEGIES)}.")] = "least-allocated",
+) -> None:
+    """Simulate scheduling of the manifests in FILE... with no cluster."""
+    config = PlannerConfig(scheduler_name=scheduler_name, scoring=scoring)
+    raise typer.Exit(simulate_command(files, output, config))

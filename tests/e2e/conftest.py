@@ -1,0 +1,70 @@
+"""End-to-end fixtures: one local control plane per session, a namespace per test, gangsched and
+kube-scheduler as real processes."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.fixture import ControlPlane
+from tests.e2e import kube
+from tests.support.gangsched_process import GangschedRun
+from tests.support.waiting import eventually
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """One KWOK node shaped like the seed example's node (10 CPU, 8Gi, 110 pods)."""
+    with ControlPlane(nodes=1, cpu="10", memory="8Gi", pods=110) as cp:
+        yield cp
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace; deleted after the test, waiting until its pods are gone so the next
+    test finds the node's capacity free."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    control_plane.kubectl("create", "namespace", name)
+    yield name
+    control_plane.kubectl("delete", "namespace", name, "--wait=false")
+    control_plane.kubectl("delete", "pods", "--all", "-n", name, "--grace-period=0", "--force",
+                          "--wait=false")
+    eventually(lambda: kube.get_json(control_plane, "pods", "-n", name)["items"] == [],
+               timeout=60, what=f"namespace {name} emptied")
+
+
+@pytest.fixture
+def gangsched(control_plane: ControlPlane, tmp_path: Path) -> Iterator[GangschedRun]:
+    """`gangsched run` against the control plane with embedded NATS and SQLite."""
+    run = GangschedRun(control_plane.kubeconfig, tmp_path / "gangsched")
+    try:
+        run.start()
+        yield run
+    finally:
+        code = run.stop()
+        print(run.log_tail(200))
+    assert code == 0, f"gangsched run exited {code}"
+
+
+@pytest.fixture
+def kube_scheduler(control_plane: ControlPlane, tmp_path: Path) -> Iterator[None]:
+    """kube-scheduler from the same build, as the default scheduler beside gangsched."""
+    log = (tmp_path / "kube-scheduler.log").open("wb")
+    process = subprocess.Popen(
+        [str(control_plane.bin_dir / "kube-scheduler"), f"--kubeconfig={control_plane.kubeconfig}",
+         "--leader-elect=false", "--secure-port=0"],
+        stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()

@@ -1,0 +1,70 @@
+"""Small kubectl-based readers for end-to-end assertions (pods, events, PodGroups)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+EXAMPLES = SHARED / "examples"
+
+
+class Kubectl(Protocol):
+    """What the tests need of the control plane fixture."""
+
+    def kubectl(self, *args: str, input: str | None = None) -> str: ...
+
+
+def get_json(cp: Kubectl, *args: str) -> dict[str, Any]:
+    """`kubectl get ... -o json` parsed."""
+    result: dict[str, Any] = json.loads(cp.kubectl("get", *args, "-o", "json"))
+    return result
+
+
+def pods(cp: Kubectl, namespace: str) -> list[dict[str, Any]]:
+    """Every pod of `namespace` that is not being deleted."""
+    items = get_json(cp, "pods", "-n", namespace)["items"]
+    return [pod for pod in items if not pod["metadata"].get("deletionTimestamp")]
+
+
+def bound(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pods with `spec.nodeName` set."""
+    return [pod for pod in items if pod["spec"].get("nodeName")]
+
+
+def running(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pods in phase Running."""
+    return [pod for pod in items if pod.get("status", {}).get("phase") == "Running"]
+
+
+def events(cp: Kubectl, namespace: str, reason: str) -> list[dict[str, Any]]:
+    """Events of `namespace` with `reason`."""
+    items: list[dict[str, Any]] = get_json(cp, "events", "-n", namespace)["items"]
+    return [event for event in items if event.get("reason") == reason]
+
+
+def example_documents(name: str, namespace: str, *, min_member: int | None = None,
+                      skip_kinds: tuple[str, ...] = ("Node",)) -> str:
+    """A seed example as YAML, moved into `namespace` (optionally with another minMember)."""
+    documents = [doc for doc in yaml.safe_load_all((EXAMPLES / name).read_text()) if doc]
+    kept = []
+    for document in documents:
+        if document["kind"] in skip_kinds:
+            continue
+        document["metadata"]["namespace"] = namespace
+        if document["kind"] == "PodGroup" and min_member is not None:
+            document["spec"]["minMember"] = min_member
+        kept.append(document)
+    return yaml.safe_dump_all(kept)
+
+
+def example_node(name: str) -> dict[str, Any]:
+    """The Node document of a seed example."""
+    for document in yaml.safe_load_all((EXAMPLES / name).read_text()):
+        if document and document["kind"] == "Node":
+            node: dict[str, Any] = document
+            return node
+    raise LookupError(f"{name} has no Node")
