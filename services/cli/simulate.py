@@ -12,16 +12,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
-import typer
 import yaml
 from rich.console import Console
 from rich.table import Table
 
-from services.contracts.events import Event
-from services.planner.core.config import SCORING_STRATEGIES, PlannerConfig
+from services.contracts.events import Event, PodObserved
+from services.planner.core import reasons
+from services.planner.core.config import PlannerConfig
+from services.planner.core.state import PlannerState
 from services.planner.simulate import engine, manifests
 from services.watcher import slim
 
@@ -134,15 +135,14 @@ def report(result: engine.Result, items: list[manifests.Item], ignored: list[str
             "endedAt": _seconds(result.end_ms, origin_ms)}
 
 
-def _pod_name(state: Any, uid: str) -> str:
+def _pod_name(state: PlannerState, uid: str) -> str:
     pod = state.pods[uid]
     return f"{pod.namespace}/{pod.name}"
 
 
-def _silent_reason(pod: Any) -> str:
-    if pod.is_scheduling_gated:
-        return "pod is scheduling-gated (spec.schedulingGates)"
-    return "pod was never considered (not Pending)"
+def _silent_reason(pod: PodObserved) -> str:
+    """Why a pod the planner never rejected is unbound (gated, or not Pending)."""
+    return reasons.SCHEDULING_GATED if pod.is_scheduling_gated else reasons.NOT_PENDING
 
 
 def render_table(data: dict[str, Any], console: Console) -> None:
@@ -185,22 +185,3 @@ def simulate_command(files: list[Path], output: str = "table",
     else:
         render_table(data, Console())
     return 0
-
-
-simulate_app = typer.Typer(help="Play manifests through the planner offline.")
-
-
-@simulate_app.command("simulate")
-def simulate_cli(
-    files: Annotated[list[Path], typer.Argument(help="YAML manifests (multi-document).")],
-    output: Annotated[str, typer.Option("-o", "--output", help="table or json.")] = "table",
-    scheduler_name: Annotated[str, typer.Option(
-        "--scheduler-name", envvar="GANGSCHED_SCHEDULER_NAME",
-        help="spec.schedulerName of the pods gangsched schedules.")] = "gangsched",
-    scoring: Annotated[str, typer.Option(
-        "--scoring", envvar="GANGSCHED_SCORING",
-        help=f"Node scoring: {' or '.join(SCORING_STRATEGIES)}.")] = "least-allocated",
-) -> None:
-    """Simulate scheduling of the manifests in FILE... with no cluster."""
-    config = PlannerConfig(scheduler_name=scheduler_name, scoring=scoring)
-    raise typer.Exit(simulate_command(files, output, config))

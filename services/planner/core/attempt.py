@@ -57,14 +57,16 @@ class Round:
             return  # its placement is being bound; members beyond it wait for GroupBound
         waiting = self._waiting_reason(key, podgroup, pending)
         if waiting is not None:
-            self.reject(key, group, pending, waiting[0], is_unschedulable=waiting[1])
+            self.reject(key, group, pending, waiting[0], is_unschedulable=waiting[1],
+                        is_backoff=False)
             return
         min_member = podgroup.min_member if podgroup is not None else 1
         counts = quorum.count(self.derived, key)
         note = _priority_note(pending)
         if not quorum.has_quorum(counts, min_member):
             self.reject(key, group, pending,
-                        reasons.gang_quorum(key, counts.usable, min_member, counts.gated) + note)
+                        reasons.gang_quorum(key, counts.usable, min_member, counts.gated) + note,
+                        is_backoff=False)
             return
         need = quorum.still_needed(counts, min_member)
         if not backoff.is_backed_off(group, self.now, self.config):
@@ -125,18 +127,16 @@ class Round:
         placed = len(trial.assigned)
         nodes = reasons.node_reasons(len(self.index), trial.explanation or {})
         if placed == 0 or placed < need:
-            trial.rollback()
-        if quiet and (placed == 0 or placed < need):
-            return False
-        if placed == 0 or placed < need:
-            if ids.is_singleton(ids.GroupKey(key)):
-                reason = nodes
-            elif need == 0:
-                reason = reasons.gang_extra_members(key, min_member, len(pending), nodes)
-            else:
-                reason = reasons.gang_members_fit(key, counts.bound + counts.reserved + placed,
-                                                  min_member, nodes)
-            self._fail(key, group, pending, reason + note, pending[:need])
+            trial.rollback()  # all or nothing: no capacity stays with a gang short of quorum
+            if not quiet:
+                if ids.is_singleton(ids.GroupKey(key)):
+                    reason = nodes
+                elif need == 0:
+                    reason = reasons.gang_extra_members(key, min_member, len(pending), nodes)
+                else:
+                    reason = reasons.gang_members_fit(
+                        key, counts.bound + counts.reserved + placed, min_member, nodes)
+                self._fail(key, group, pending, reason + note, pending[:need])
             return False
         self._commit(key, group, podgroup, trial)
         if trial.unplaced:
@@ -233,9 +233,13 @@ class Round:
         return reasons.starving_hold(waited, len(hold.rows))
 
     def reject(self, key: str, group: GroupState, pods: list[PodObserved], reason: str,
-               is_unschedulable: bool = True) -> None:
-        """Tell subscribers why `pods` wait, unless exactly this was told last time."""
-        retry = backoff.retry_at_ms(group, self.config)
+               is_unschedulable: bool = True, is_backoff: bool = True) -> None:
+        """Tell subscribers why `pods` wait, unless exactly this was told last time.
+
+        `is_backoff`: the reason is a failed attempt, so the retry time is told with it (a
+        group waiting for quorum or for its PodGroup waits for events, not for time).
+        """
+        retry = backoff.retry_at_ms(group, self.config) if is_backoff else None
         if retry is not None and retry <= self.now:
             retry = None
         memo = RejectionMemo(reason, tuple(pod.uid for pod in pods), retry)

@@ -55,11 +55,21 @@ class Hold:
         self.rows = rows
 
 
+class CachedScores:
+    """A pod shape's scores over every node, valid up to `changes[:position]` of its index."""
+
+    def __init__(self, scores: FloatArray, position: int) -> None:
+        self.scores = scores
+        self.position = position
+
+
 class NodeIndex:
     """Allocatable and free capacity per node and resource.
 
     Shapes: `alloc[col, row]` and `free[col, row]` (resource-major, so one resource over all
-    nodes is contiguous); `names[row]` node names sorted; `resources[col]` resource names sorted.
+    nodes is contiguous); `names[row]` node names sorted; `resources[col]` resource names sorted;
+    `changes` the rows whose free capacity changed, in order, so a pod shape's cached scores
+    (`score_cache`, see `placement`) only recompute those rows.
     Units: gangsched units (cpu millicores, bytes, counts). `free` may go negative when pods of
     other schedulers over-commit a node.
     """
@@ -80,10 +90,13 @@ class NodeIndex:
                 self.alloc[self.col[name], row] = amount
         self.free[:] = self.alloc
         self.scale: FloatArray = _scale(self.alloc)
-        for row, node in enumerate(nodes):
-            self._add(row, used.get(node.name, {}), -1)
         self._static: dict[Signature, StaticFit] = {}
         self._domains: dict[str, list[tuple[str, BoolArray]]] = {}
+        self.changes: list[int] = []
+        self.score_cache: dict[tuple[object, ...], CachedScores] = {}
+        for row, node in enumerate(nodes):
+            self._add(row, used.get(node.name, {}), -1)
+        self.changes.clear()
 
     def __len__(self) -> int:
         return len(self.names)
@@ -93,6 +106,27 @@ class NodeIndex:
             col = self.col.get(name)
             if col is not None:
                 self.free[col, row] += sign * amount
+        self.changes.append(row)
+
+    def take(self, row: int, vec: IntArray) -> None:
+        """Take a request vector from one row's free capacity (a placement trial)."""
+        self.free[:, row] -= vec
+        self.changes.append(row)
+
+    def give(self, row: int, vec: IntArray) -> None:
+        """Give a request vector back to one row (a trial rolled back)."""
+        self.free[:, row] += vec
+        self.changes.append(row)
+
+    def shift(self, amounts: IntArray, sign: int) -> None:
+        """Take (`sign` 1) or give back (-1) capacity on every row; drops cached scores."""
+        self.free -= sign * amounts
+        self.forget_scores()
+
+    def forget_scores(self) -> None:
+        """Drop every cached score (after a change too wide to catch up row by row)."""
+        self.score_cache.clear()
+        self.changes.clear()
 
     def charge(self, node: str, requests: Mapping[str, int], sign: int) -> None:
         """Take (`sign` 1) or give back (`sign` -1) a pod's requests on `node`, if indexed."""
@@ -114,10 +148,12 @@ class NodeIndex:
             self.free[col, row] += delta
         self.scale[:, row] = _scale(self.alloc[:, row])
         self.nodes[row] = node
+        self.changes.append(row)
         if (old.labels, old.taints, old.is_ready, old.is_unschedulable) != (
                 node.labels, node.taints, node.is_ready, node.is_unschedulable):
             self._static.clear()
             self._domains.clear()
+            self.forget_scores()
 
     def vector(self, requests: Mapping[str, int]) -> tuple[IntArray, list[int], list[str]]:
         """A request as a column vector, the columns it asks for, and resources no node has.
@@ -138,11 +174,12 @@ class NodeIndex:
                 cols.append(col)
         return vec, cols, missing
 
-    def fits(self, vec: IntArray, cols: list[int]) -> BoolArray:
-        """Rows whose free capacity holds `vec` (as NodeResourcesFit, vectorised)."""
-        mask = np.ones(len(self.names), dtype=np.bool_)
+    def fits(self, vec: IntArray, cols: list[int], rows: IntArray | None = None) -> BoolArray:
+        """Rows (all, or `rows`) whose free capacity holds `vec` (as NodeResourcesFit)."""
+        mask = np.ones(len(self.names) if rows is None else len(rows), dtype=np.bool_)
         for col in cols:
-            mask &= self.free[col] >= vec[col]
+            free = self.free[col] if rows is None else self.free[col][rows]
+            mask &= free >= vec[col]
         return mask
 
     def fits_row(self, row: int, vec: IntArray, cols: list[int]) -> bool:

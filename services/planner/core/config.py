@@ -36,3 +36,21 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     release_grace_seconds: float = 30.0
     score_resources: tuple[str, ...] = ("cpu", "memory")
     """Resources weighed (equally) by the scoring strategy, as kube-scheduler's default."""
+
+    def __post_init__(self) -> None:
+        """Refuse settings the planner cannot honour.
+
+        Raises:
+            ValueError: unknown `scoring`, or a negative duration.
+        """
+        if self.scoring not in SCORING_STRATEGIES:
+            raise ValueError(f"scoring must be one of {', '.join(SCORING_STRATEGIES)}, "
+                             f"got {self.scoring!r}")
+        durations = {"default_timeout_seconds": self.default_timeout_seconds,
+                     "backoff_initial_seconds": self.backoff_initial_seconds,
+                     "backoff_max_seconds": self.backoff_max_seconds,
+                     "starvation_seconds": self.starvation_seconds,
+                     "release_grace_seconds": self.release_grace_seconds}
+        for name, value in durations.items():
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value!r}")

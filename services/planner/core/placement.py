@@ -17,6 +17,7 @@ from services.contracts.events import PodObserved
 from services.planner.core import reasons, scoring
 from services.planner.core.capacity import (
     BoolArray,
+    CachedScores,
     FloatArray,
     Hold,
     IntArray,
@@ -26,24 +27,54 @@ from services.planner.core.capacity import (
 )
 from services.planner.core.config import MOST_ALLOCATED, PlannerConfig
 
+CHANGE_LOG_ROWS_PER_NODE = 4
+"""Past this many logged row changes per node, cached scores are dropped and the log reset."""
+
 
 class _Shape:
     """Everything about one (filters, requests) shape of pod, with its live score per node."""
 
     def __init__(self, index: NodeIndex, pod: PodObserved, config: PlannerConfig,
-                 restrict: BoolArray | None) -> None:
+                 restrict: BoolArray | None, key: tuple[object, ...]) -> None:
         self.static: StaticFit = index.static_fit(pod)
         self.vec, self.cols, self.missing = index.vector(pod.requests)
         self.allowed = self.static.mask if restrict is None else self.static.mask & restrict
         self.vec_list: list[int] = self.vec.tolist()
         self.score_cols = scoring.score_columns(index, config)
         self.is_most = config.scoring == MOST_ALLOCATED
+        self.config = config
         if self.missing:
             self.scores: FloatArray = np.full(len(index), scoring.UNFIT, dtype=np.float64)
+        elif restrict is not None:
+            self.scores = self._compute(index, None)
         else:
-            fit = self.allowed & index.fits(self.vec, self.cols)
-            self.scores = np.where(fit, scoring.scores(index, self.vec, self.static.penalty,
-                                                       config), scoring.UNFIT)
+            self.scores = self._cached(index, key)
+
+    def _compute(self, index: NodeIndex, rows: IntArray | None) -> FloatArray:
+        allowed = self.allowed if rows is None else self.allowed[rows]
+        fit = allowed & index.fits(self.vec, self.cols, rows)
+        scores = scoring.scores(index, self.vec, self.static.penalty, self.config, rows=rows)
+        return np.where(fit, scores, scoring.UNFIT)
+
+    def _cached(self, index: NodeIndex, key: tuple[object, ...]) -> FloatArray:
+        """Scores kept across trials: only the rows changed since the last use are recomputed
+        (gangs of one shape share them; the vector and row forms agree bit for bit)."""
+        if len(index.changes) > CHANGE_LOG_ROWS_PER_NODE * len(index) + 1024:
+            index.forget_scores()
+        cache_key = (*key, self.config.scoring, self.config.score_resources)
+        entry = index.score_cache.get(cache_key)
+        if entry is None:
+            entry = index.score_cache[cache_key] = CachedScores(self._compute(index, None),
+                                                                len(index.changes))
+            return entry.scores
+        changed = index.changes[entry.position:]
+        if len(changed) * 4 > len(index):
+            entry.scores[:] = self._compute(index, None)
+        elif changed:
+            rows = np.unique(np.array(changed, dtype=np.int64))
+            entry.scores[rows] = self._compute(index, rows)
+        entry.position = len(index.changes)
+        return entry.scores
 
     def rescore(self, index: NodeIndex, row: int, free: list[int]) -> None:
         """Score `row` again after its free capacity (`free`, a column list) changed."""
@@ -71,7 +102,7 @@ class Trial:
         self._taken: list[tuple[int, IntArray]] = []
 
     def take(self, pod: PodObserved, row: int, vec: IntArray) -> None:
-        self.index.free[:, row] -= vec
+        self.index.take(row, vec)
         self._taken.append((row, vec))
         self.assigned.append((pod, row))
 
@@ -82,7 +113,7 @@ class Trial:
     def rollback(self) -> None:
         """Give back all capacity this trial took (idempotent)."""
         for row, vec in reversed(self._taken):
-            self.index.free[:, row] += vec
+            self.index.give(row, vec)
         self._taken.clear()
 
 
@@ -103,7 +134,7 @@ def place(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
             key = (signature(pod), tuple(pod.requests.items()))
             shape = shapes.get(key)
             if shape is None:
-                shape = shapes[key] = _Shape(index, pod, config, restrict)
+                shape = shapes[key] = _Shape(index, pod, config, restrict, key)
         previous = pod
         row = int(shape.scores.argmax()) if len(index) else -1
         if row < 0 or shape.scores[row] == scoring.UNFIT:

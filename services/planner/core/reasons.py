@@ -50,6 +50,13 @@ PLACEMENT_EXPIRED = (
 )
 STARVING_HOLD = "; waited {waited_seconds:g}s, reserving capacity on {nodes} node(s) for this gang"
 NEVER_FITS = "; it would not fit even on empty nodes"
+SCHEDULING_GATED = "pod is scheduling-gated (spec.schedulingGates)"
+NOT_PENDING = "pod is not Pending, so it is not scheduled"
+
+# PodGroup `Scheduled` condition messages (status.derive), when no rejection explains the group.
+GROUP_SCHEDULED = "gang {group}: {bound} members bound (minMember {min_member})"
+GROUP_BINDING = "gang {group}: placement attempt {attempt} is being bound"
+GROUP_WAITING = "gang {group}: {bound} of {min_member} members bound; {pods} member pod(s) exist"
 
 
 def node_reasons(total_nodes: int, counts: Mapping[str, int]) -> str:
@@ -151,3 +158,18 @@ def starving_hold(waited_seconds: float, nodes: int) -> str:
 def held_for_gang(group: str) -> str:
     """The per-node reason for capacity that a starving gang reserves."""
     return HELD_FOR_GANG.format(group=group)
+
+
+def group_scheduled(group: str, bound: int, min_member: int) -> str:
+    """The condition message of a gang whose bound members reach minMember."""
+    return GROUP_SCHEDULED.format(group=group, bound=bound, min_member=min_member)
+
+
+def group_binding(group: str, attempt: int) -> str:
+    """The condition message of a gang whose placement the binder is carrying out."""
+    return GROUP_BINDING.format(group=group, attempt=attempt)
+
+
+def group_waiting(group: str, bound: int, min_member: int, pods: int) -> str:
+    """The condition message of a gang below minMember with no member waiting to be placed."""
+    return GROUP_WAITING.format(group=group, bound=bound, min_member=min_member, pods=pods)

@@ -27,8 +27,9 @@ def score_columns(index: NodeIndex, config: PlannerConfig) -> list[int]:
 
 
 def scores(index: NodeIndex, vec: IntArray, penalty: IntArray, config: PlannerConfig,
-           free: IntArray | None = None) -> FloatArray:
-    """The score of placing a pod of requests `vec` on every node (given `free`, default now).
+           free: IntArray | None = None, rows: IntArray | None = None) -> FloatArray:
+    """The score of placing a pod of requests `vec` on every node (given `free`, default now),
+    or only on `rows` (then the result has one entry per row given).
 
     Units: 0..100 per node (whole numbers) before penalties.
     Source: as NodeResourcesFit's LeastAllocated ((allocatable - requested) * 100 / allocatable)
@@ -37,16 +38,20 @@ def scores(index: NodeIndex, vec: IntArray, penalty: IntArray, config: PlannerCo
     scores 0 for it.
     """
     cols = score_columns(index, config)
-    free_now = index.free if free is None else free
-    total = np.zeros(len(index), dtype=np.float64)
-    part = np.empty(len(index), dtype=np.float64)
+    free_now, alloc, scale = index.free if free is None else free, index.alloc, index.scale
+    if rows is not None:
+        free_now, alloc, scale, penalty = (free_now[:, rows], alloc[:, rows], scale[:, rows],
+                                           penalty[rows])
+    size = free_now.shape[1]
+    total = np.zeros(size, dtype=np.float64)
+    part = np.empty(size, dtype=np.float64)
     for col in cols:
         if config.scoring == MOST_ALLOCATED:
-            np.multiply(index.alloc[col] - free_now[col] + vec[col], index.scale[col], out=part)
+            np.multiply(alloc[col] - free_now[col] + vec[col], scale[col], out=part)
             np.floor(part, out=part)
             np.clip(part, 0, MAX_NODE_SCORE, out=part)
         else:
-            np.multiply(free_now[col] - vec[col], index.scale[col], out=part)
+            np.multiply(free_now[col] - vec[col], scale[col], out=part)
             np.floor(part, out=part)
         total += part
     if cols:

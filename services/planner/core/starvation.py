@@ -77,9 +77,9 @@ def _best_row(index: NodeIndex, pod: PodObserved, room: IntArray, free_now: IntA
 
 def apply_hold(index: NodeIndex, hold: Hold) -> None:
     """Take the held capacity from the free capacity later groups see."""
-    index.free -= hold.amounts
+    index.shift(hold.amounts, 1)
 
 
 def lift_hold(index: NodeIndex, hold: Hold) -> None:
     """Give the held capacity back at the end of the round."""
-    index.free += hold.amounts
+    index.shift(hold.amounts, -1)

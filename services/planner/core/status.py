@@ -5,17 +5,23 @@ winning: fewer pods than minMember → Pending; running+succeeded < min → Sche
 Running; failed > 0 and running+succeeded < min ≤ failed+running+succeeded → Failed; succeeded ≥
 min → Finished. gangsched differs in one place: a failed member makes the group Failed only when
 running + succeeded drops below minMember (reference scenario B.6; upstream reports Failed).
+
+The `Scheduled` condition explains the latest scheduling result, first match wins: the last
+rejection told (Unschedulable: no fit, no quorum, backed off after a rollback, ...); enough
+members bound for minMember (Scheduled); a placement being bound (Binding); else nothing to do
+for now (Waiting: too few members bound and none waiting to be placed, e.g. all deleted).
 """
 
 from __future__ import annotations
 
 from services.contracts.events import PodGroupObserved
+from services.planner.core import reasons
 from services.planner.core.derived import Derived
 from services.planner.core.state import GroupState, PlannerState, StatusMemo
 
 PENDING, SCHEDULING, RUNNING, FINISHED, FAILED = (
     "Pending", "Scheduling", "Running", "Finished", "Failed")
-UNSCHEDULABLE = "Unschedulable"
+UNSCHEDULABLE, SCHEDULED, BINDING, WAITING = "Unschedulable", "Scheduled", "Binding", "Waiting"
 
 
 def phase(pods: int, running: int, succeeded: int, failed: int, min_member: int) -> str:
@@ -36,24 +42,37 @@ def derive(state: PlannerState, derived: Derived, podgroup: PodGroupObserved,
 
     Shapes: counts over every pod carrying the group label (whichever scheduler), deleted pods
     excluded; `occupied_by` is `<ns>/<owner>` when the members with a controller share one;
-    the condition carries the last rejection told for the group, if any.
+    the condition as in the module docstring.
     """
-    running = succeeded = failed = total = 0
+    key = f"{podgroup.namespace}/{podgroup.name}"
+    running = succeeded = failed = total = bound = 0
     owners: set[str] = set()
-    for uid in derived.members.get(f"{podgroup.namespace}/{podgroup.name}", ()):
+    for uid in derived.members.get(key, ()):
         pod = state.pods[uid]
         total += 1
+        bound += pod.node_name is not None
         running += pod.phase == "Running"
         succeeded += pod.phase == "Succeeded"
         failed += pod.phase == "Failed"
         if pod.owner is not None:
             owners.add(f"{pod.namespace}/{pod.owner.name}")
-    rejection = group.last_rejection
+    reason, message = _condition(key, group, podgroup.min_member, total, bound)
     return StatusMemo(
         phase=phase(total, running, succeeded, failed, podgroup.min_member),
         running=running, succeeded=succeeded, failed=failed,
         occupied_by=next(iter(owners)) if len(owners) == 1 else "",
         schedule_start_ms=group.schedule_start_ms,
-        condition_reason=UNSCHEDULABLE if rejection is not None else "",
-        condition_message=rejection.reason if rejection is not None else "",
+        condition_reason=reason, condition_message=message,
     )
+
+
+def _condition(key: str, group: GroupState, min_member: int, pods: int,
+               bound: int) -> tuple[str, str]:
+    """The `Scheduled` condition's reason and message (module docstring)."""
+    if group.last_rejection is not None:
+        return UNSCHEDULABLE, group.last_rejection.reason
+    if bound >= min_member:
+        return SCHEDULED, reasons.group_scheduled(key, bound, min_member)
+    if group.in_flight:
+        return BINDING, reasons.group_binding(key, group.attempts)
+    return WAITING, reasons.group_waiting(key, bound, min_member, pods)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from services.contracts.decisions import Placement, Rejection
 from services.contracts.events import GroupBound, MemberBindFailed
 from services.planner.core import backoff
+from services.planner.core import plan as planner
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import GroupState
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
@@ -107,3 +108,38 @@ def test_next_wakeup_is_the_earliest_retry():
                                 make_pod("big").requests(cpu_milli=2000))
     cluster.plan()
     assert backoff.next_wakeup_ms(cluster.state, cluster.config) == 1000
+
+
+def test_an_unschedulable_group_is_retried_early_once_capacity_frees():
+    blocker = make_pod("blocker").scheduler("default-scheduler").requests(cpu_milli=3000)
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000),
+                                blocker.on_node("n0"), make_pod("p").requests(cpu_milli=2000))
+    for _ in range(5):  # fail at 0, 1, 3 s: backed off until 7 s
+        cluster.plan()
+        cluster.advance(1)
+    assert cluster.state.groups["default/pod:p"].failures == 3
+    cluster.set_phase("blocker", "Succeeded")  # at 5 s
+    decisions = cluster.plan()
+    assert [type(d).__name__ for d in decisions] == ["Placement"]
+
+
+def test_an_early_retry_that_still_fails_is_not_told_again():
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000),
+                                make_pod("p").requests(cpu_milli=6000))
+    for _ in range(4):  # fail at 0, 1, 3 s: backed off until 7 s
+        cluster.plan()
+        cluster.advance(1)
+    cluster.observe(make_pod("tiny").scheduler("other").requests(cpu_milli=10).on_node("n0"))
+    cluster.delete_pod("tiny")  # capacity freed at 4 s, but not enough
+    told = len(cluster.rejections("default/pod:p"))
+    assert cluster.plan() == []
+    assert len(cluster.rejections("default/pod:p")) == told
+    assert cluster.state.groups["default/pod:p"].failures == 3
+
+
+def test_step_applies_every_event_then_plans_once():
+    cluster = Cluster()
+    events = [make_node("n0").build(), make_pod("p").build(1500)]
+    state, decisions = planner.step(cluster.state, events, cluster.config, 2)
+    assert [d.id for d in decisions] == ["2-0"]
+    assert decisions[0].at_ms == 1500 and state.now_ms == 1500

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,3 +84,8 @@ def test_vector_and_scalar_scores_agree(nodes, cpu, memory, strategy):
     vector = scoring.scores(index, vec, penalty, config)
     assert [int(x) for x in vector] == [scoring.score_row(index, row, vec, 0, config)
                                         for row in range(len(index))]
+
+
+def test_an_unknown_scoring_strategy_is_refused():
+    with pytest.raises(ValueError, match="scoring must be one of"):
+        PlannerConfig(scoring="random")

@@ -106,10 +106,39 @@ def test_status_carries_occupied_by_schedule_start_and_the_waiting_reason():
     assert update.condition_message.startswith("gang default/g: 1 of 2 members fit")
 
 
-def test_condition_clears_once_nobody_waits():
+def test_condition_says_waiting_once_nobody_waits():
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=1000), make_podgroup("g", 1),
                                 make_pod("g-0").requests(cpu_milli=2000).in_group("g"))
     cluster.plan()
+    assert cluster.statuses("default/g")[-1].condition_reason == "Unschedulable"
     cluster.delete_pod("g-0")
     cluster.plan()
-    assert cluster.statuses("default/g")[-1].condition_reason == ""
+    update = cluster.statuses("default/g")[-1]
+    assert (update.condition_reason, update.condition_message) == (
+        "Waiting", "gang default/g: 0 of 1 members bound; 0 member pod(s) exist")
+
+
+def test_condition_says_binding_while_placed_then_scheduled_once_bound():
+    cluster = start(*(make_pod(f"g-{i}").in_group("g") for i in range(3)))
+    binding = cluster.statuses("default/g")[-1]
+    assert (binding.phase, binding.condition_reason, binding.condition_message) == (
+        "Scheduling", "Binding", "gang default/g: placement attempt 1 is being bound")
+    cluster.bind(cluster.placements())
+    cluster.plan()
+    update = cluster.statuses("default/g")[-1]
+    assert (update.phase, update.condition_reason, update.condition_message) == (
+        "Running", "Scheduled", "gang default/g: 3 members bound (minMember 3)")
+
+
+def test_prebound_members_are_scheduled():
+    cluster = start(*prebound(3, "Running"))
+    update = cluster.statuses("default/g")[-1]
+    assert (update.condition_reason, update.condition_message) == (
+        "Scheduled", "gang default/g: 3 members bound (minMember 3)")
+
+
+def test_singletons_and_missing_podgroups_get_no_status():
+    cluster = Cluster().observe(make_node("n0"), make_pod("solo"),
+                                make_pod("orphan").in_group("nowhere"))
+    cluster.run()
+    assert [d for d in cluster.decisions if isinstance(d, StatusUpdate)] == []

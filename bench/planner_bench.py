@@ -1,0 +1,152 @@
+"""Planner throughput benchmark (not a test): placed pods per second and memory.
+
+Workload: N nodes (16 cpu, 64Gi, 110 pods), PodGroups of 2-16 identical pods (cpu 500m-2, memory
+1-4Gi) until their requests reach ~90% of the cluster's cpu (capped at `--max-pods`). Everything
+is applied, then the planner plans; an ideal binder confirms each placement and the planner plans
+again until nothing more is placed (members past quorum wait for GroupBound, as in production).
+
+Reports per cluster size: apply time (events/s), planning time and placed pods/s (the target is
+>= 20,000 pods/s at 5,000 nodes) by wall clock and by this process's CPU time (steadier on a
+shared machine), the snapshot size, and the process's peak RSS growth.
+
+    python bench/planner_bench.py                 # 1k / 5k / 15k nodes
+    python bench/planner_bench.py --nodes 5000    # one size
+    python bench/planner_bench.py --batch 512     # also: plan every 512 events, like the shell
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import resource
+import time
+from dataclasses import dataclass
+
+import msgspec
+
+from services.contracts.decisions import Placement
+from services.contracts.events import (
+    Event,
+    GroupBound,
+    NodeObserved,
+    PodGroupObserved,
+    PodObserved,
+)
+from services.planner.core import plan as planner
+from services.planner.core.config import PlannerConfig
+from services.planner.core.state import PlannerState, empty_state, encode_state
+
+GIB = 2**30
+
+
+@dataclass
+class Workload:
+    nodes: list[NodeObserved]
+    groups: list[PodGroupObserved]
+    pods: list[PodObserved]
+
+
+def workload(node_count: int, fill: float, max_pods: int, seed: int = 7) -> Workload:
+    """A deterministic gang workload requesting `fill` of the cluster's cpu."""
+    rng = random.Random(seed)
+    nodes = [NodeObserved(at_ms=0, name=f"node-{i:05d}", uid=f"n{i}", resource_version="1",
+                          allocatable={"cpu": 16000, "memory": 64 * GIB, "pods": 110},
+                          labels={"topology.kubernetes.io/zone": f"zone-{i % 3}"})
+             for i in range(node_count)]
+    budget = int(node_count * 16000 * fill)
+    groups, pods = [], []
+    while budget > 0 and len(pods) < max_pods:
+        index, size = len(groups), rng.randint(2, 16)
+        cpu, memory = rng.choice((500, 1000, 1500, 2000)), rng.choice((1, 2, 4)) * GIB
+        name = f"gang-{index:06d}"
+        groups.append(PodGroupObserved(at_ms=0, uid=f"g{index}", namespace="bench", name=name,
+                                       resource_version="1", created_at_ms=index,
+                                       min_member=size))
+        for member in range(size):
+            pods.append(PodObserved(
+                at_ms=0, uid=f"p{index}-{member}", namespace="bench", name=f"{name}-{member}",
+                resource_version="1", scheduler_name="gangsched", phase="Pending",
+                created_at_ms=index, requests={"cpu": cpu, "memory": memory, "pods": 1},
+                group_name=name))
+        budget -= size * cpu
+    return Workload(nodes, groups, pods)
+
+
+def bind(state: PlannerState, placements: list[Placement], at_ms: int) -> PlannerState:
+    """An ideal binder: every member bound (pod observed on its node), then GroupBound."""
+    for placement in placements:
+        for member in placement.members:
+            pod = state.pods[member.pod_uid]
+            state = planner.apply(state, msgspec.structs.replace(
+                pod, node_name=member.node, phase="Running", at_ms=at_ms))
+        state = planner.apply(state, GroupBound(at_ms=at_ms, decision_id=placement.id,
+                                                group=placement.group))
+    return state
+
+
+def rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run(node_count: int, fill: float, max_pods: int, batch: int | None,
+        config: PlannerConfig) -> None:
+    load = workload(node_count, fill, max_pods)
+    events: list[Event] = [*load.nodes, *load.groups, *load.pods]
+    gc.collect()
+    rss_before = rss_mib()
+    state, seq, placed, planning, planning_cpu = empty_state(), 0, 0, 0.0, 0.0
+    started = time.perf_counter()
+    applying = 0.0
+    step = batch or len(events)
+    for first in range(0, len(events), step):
+        tick = time.perf_counter()
+        for event in events[first:first + step]:
+            state = planner.apply(state, event)
+        seq += step
+        applying += time.perf_counter() - tick
+        tick, cpu = time.perf_counter(), time.process_time()
+        state, decisions = planner.plan(state, config, seq)
+        planning += time.perf_counter() - tick
+        planning_cpu += time.process_time() - cpu
+        placements = [d for d in decisions if isinstance(d, Placement)]
+        placed += sum(len(p.members) for p in placements)
+        state = bind(state, placements, 0)
+    for _ in range(100):  # members beyond quorum wait for GroupBound; plan until quiet
+        seq += 1
+        tick, cpu = time.perf_counter(), time.process_time()
+        state, decisions = planner.plan(state, config, seq)
+        planning += time.perf_counter() - tick
+        planning_cpu += time.process_time() - cpu
+        placements = [d for d in decisions if isinstance(d, Placement)]
+        if not placements:
+            break
+        placed += sum(len(p.members) for p in placements)
+        state = bind(state, placements, 0)
+    total = time.perf_counter() - started
+    snapshot = len(encode_state(state))
+    mode = f"batches of {batch}" if batch else "one batch"
+    print(f"{node_count:>6} nodes {len(load.pods):>7} pods {len(load.groups):>6} gangs ({mode}): "
+          f"placed {placed:>7} ({placed / len(load.pods):.1%}); "
+          f"apply {len(events) / applying:>9,.0f} events/s; "
+          f"plan {planning:6.2f}s wall = {placed / planning:>7,.0f} placed pods/s "
+          f"({planning_cpu:.2f}s CPU = {placed / planning_cpu:>7,.0f}/s); "
+          f"total {total:6.2f}s; snapshot {snapshot / 2**20:6.1f} MiB; "
+          f"peak RSS +{rss_mib() - rss_before:,.0f} MiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, nargs="*", default=[1000, 5000, 15000])
+    parser.add_argument("--fill", type=float, default=0.9)
+    parser.add_argument("--max-pods", type=int, default=150_000)
+    parser.add_argument("--batch", type=int, default=None)
+    parser.add_argument("--scoring", default="least-allocated")
+    args = parser.parse_args()
+    config = PlannerConfig(scoring=args.scoring)
+    for node_count in args.nodes:
+        run(node_count, args.fill, args.max_pods, args.batch, config)
+
+
+if __name__ == "__main__":
+    main()
