@@ -13,8 +13,22 @@ import math
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
+from typing import Annotated
 
-ResourceList = dict[str, int]
+import msgspec
+
+MAX_AMOUNT = 2**48
+"""Largest amount of any resource, in gangsched units; larger quantities are clamped to it.
+
+2**48 is 256 TiB of memory or 281 million CPUs, far beyond any node, yet the sum of this amount
+over 32,768 nodes still fits a signed 64-bit integer, so aggregate checks (minResources over
+every node) never overflow. Events carrying more are refused at decoding (poisoned messages).
+"""
+
+Amount = Annotated[int, msgspec.Meta(ge=0, le=MAX_AMOUNT)]
+"""One resource amount in gangsched units, validated when an event is decoded."""
+
+ResourceList = dict[str, Amount]
 """Resource name → amount in gangsched units (see module docstring)."""
 
 CPU = "cpu"
@@ -61,7 +75,8 @@ def parse_quantity(text: str | int | float) -> Decimal:
 
 
 def to_units(resource: str, text: str | int | float) -> int:
-    """Convert one quantity of `resource` into gangsched units (module docstring), rounding up.
+    """Convert one quantity of `resource` into gangsched units (module docstring), rounding up
+    and clamping to `MAX_AMOUNT`.
 
     Raises:
         InvalidQuantity: malformed, negative, or fractional for a resource counted in whole units
@@ -71,12 +86,17 @@ def to_units(resource: str, text: str | int | float) -> int:
     if value < 0:
         raise InvalidQuantity(f"{resource}: negative quantity {text!r}")
     if resource == CPU:
-        return math.ceil(value * 1000)
+        return clamp(math.ceil(value * 1000))
     if resource in _BYTE_RESOURCES or resource.startswith("hugepages-"):
-        return math.ceil(value)
+        return clamp(math.ceil(value))
     if value != value.to_integral_value():
         raise InvalidQuantity(f"{resource}: must be a whole number, got {text!r}")
-    return int(value)
+    return clamp(int(value))
+
+
+def clamp(amount: int) -> int:
+    """`amount` limited to `MAX_AMOUNT` (a quantity that large means "unlimited" here)."""
+    return min(amount, MAX_AMOUNT)
 
 
 def to_resource_list(quantities: Mapping[str, str | int | float] | None) -> ResourceList:
@@ -92,10 +112,10 @@ def to_resource_list(quantities: Mapping[str, str | int | float] | None) -> Reso
 
 
 def add(left: Mapping[str, int], right: Mapping[str, int]) -> ResourceList:
-    """Sum two resource lists key by key (missing keys count as 0)."""
+    """Sum two resource lists key by key (missing keys count as 0), clamped to `MAX_AMOUNT`."""
     total = dict(left)
     for name, amount in right.items():
-        total[name] = total.get(name, 0) + amount
+        total[name] = clamp(total.get(name, 0) + amount)
     return total
 
 

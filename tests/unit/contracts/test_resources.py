@@ -30,3 +30,17 @@ def test_format_amount_is_human():
     assert resources.format_amount("cpu", 2500) == "2500m"
     assert resources.format_amount("memory", 500 * 2**20) == "500Mi"
     assert resources.format_amount("nvidia.com/gpu", 2) == "2"
+
+
+def test_amounts_beyond_the_limit_are_clamped_when_converted():
+    assert resources.to_units("memory", "16Ei") == resources.MAX_AMOUNT
+    assert resources.add({"cpu": resources.MAX_AMOUNT}, {"cpu": 1}) == {"cpu": resources.MAX_AMOUNT}
+
+
+def test_an_event_carrying_an_amount_beyond_the_limit_is_poisoned():
+    from services.contracts import codec, events
+
+    node = events.NodeObserved(at_ms=1, name="n", uid="u", resource_version="1",
+                               allocatable={"cpu": 2**64 - 1})
+    with pytest.raises(codec.PoisonedMessage, match="allocatable"):
+        codec.decode_event(codec.encode(node))
