@@ -161,7 +161,7 @@ async def bind_member(kube: Kube, member: Assignment, deadline: Deadline) -> Mem
     except errors.KubeUnavailable as error:
         return MemberResult(member, BindState.UNCERTAIN, messages.bind_error(error))
     except errors.KubeError as error:
-        return MemberResult(member, BindState.FAILED, f"bind refused: {messages.bind_error(error)}")
+        return MemberResult(member, BindState.FAILED, messages.bind_refused(member, error))
     except TimeoutError:
         return MemberResult(member, BindState.UNCERTAIN, tracker.text or "deadline passed")
 
@@ -178,7 +178,7 @@ async def _recheck(
     except (TimeoutError, errors.KubeUnavailable):
         return MemberResult(member, BindState.UNCERTAIN, conflict)
     except errors.KubeError as error:
-        return MemberResult(member, BindState.FAILED, messages.bind_error(error))
+        return MemberResult(member, BindState.FAILED, messages.bind_refused(member, error))
     if validation.is_bound_to_planned_node(member, pod):
         return MemberResult(member, BindState.BOUND)
     reason = validation.conflict_reason(member, pod) or f"bind conflict: {conflict}"

@@ -48,3 +48,11 @@ def bind_error(error: BaseException) -> str:
     """A one-line description of a failed API call (for MemberBindFailed and events): the
     server's answer when there is one, else the error itself."""
     return " ".join(str(getattr(error, "detail", "") or error).split())[:512]
+
+
+def bind_refused(member: Assignment, error: BaseException) -> str:
+    """Reason of a bind refused for good (RBAC, invalid): the member and the server's answer.
+
+    Shapes: e.g. `pod ml/w-3: bind refused: HTTP 403 Forbidden: pods "w-3" is forbidden: ...`.
+    """
+    return f"pod {member.namespace}/{member.name}: bind refused: {bind_error(error)}"

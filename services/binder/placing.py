@@ -70,6 +70,8 @@ async def carry_out(
     if deadline.has_passed():
         if not is_redelivery:
             reason = messages.deadline_passed(0, len(members))
+            log.warning("placement %s of %s received after its deadline: %s", placement.id,
+                        placement.group, reason)
             return _settle(placement, clock, [], rolled_back=RolledBack(reason, None, Undone()))
         return await _after_deadline(placement, kube, policy, clock)
     try:

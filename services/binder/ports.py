@@ -6,14 +6,15 @@ these; unit tests pass fakes. Never imports kubernetes_asyncio or nats.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 from services.kube.events import ObjectRef
 
-StatusChange = Callable[[dict[str, Any]], dict[str, Any] | None]
-"""Current object JSON → the status patch to write, or None when it is current."""
+StatusChange = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
+"""Current object JSON → the status patch to write, or None when it is current (awaited after
+each read of the object)."""
 
 WallClock = Callable[[], int]
 """UTC wall-clock time in epoch milliseconds (deadlines are in that clock)."""

@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from functools import partial
+from typing import Any, Protocol
 
 import tenacity
 
@@ -35,6 +36,12 @@ ACTION_SCHEDULING = "Scheduling"
 WRITE_ATTEMPTS = 3
 
 
+class StatusLog(Protocol):
+    """The newest StatusUpdate published for a group, if known (`status_log.StreamStatusLog`)."""
+
+    async def latest(self, group: str) -> StatusUpdate | None: ...
+
+
 class Reporter:
     """Writes events, conditions and PodGroup status for decisions and their outcomes."""
 
@@ -46,8 +53,10 @@ class Reporter:
         concurrency: int,
         monotonic: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        status_log: StatusLog | None = None,
     ) -> None:
         self._kube = kube
+        self._status_log = status_log
         self._limiter = ReportLimiter(event_interval_seconds)
         self._concurrency = concurrency
         self._monotonic = monotonic
@@ -86,19 +95,31 @@ class Reporter:
         await self._run_all(writes)
 
     async def status(self, update: StatusUpdate) -> None:
-        """Merge-patch the PodGroup's status (skipped for singleton groups and when current)."""
+        """Merge-patch the PodGroup's status (skipped for singleton groups and when current).
+
+        What is written is the newest StatusUpdate of the group published by the time the
+        PodGroup was read, which may be newer than `update`: another binder may be writing a
+        newer one concurrently, and a conflict on the PodGroup makes the slower writer read
+        both again, so an older status never lands after a newer one.
+        """
         if is_singleton(GroupKey(update.group)):
             return
         namespace, name = split_key(GroupKey(update.group))
         now = self._now()
 
+        async def change(current: dict[str, Any]) -> dict[str, Any] | None:
+            return statuses.podgroup_status(await self._newest(update), current, now)
+
         async def write() -> None:
-            changed = await self._kube.update_podgroup_status(
-                namespace, name, lambda current: statuses.podgroup_status(update, current, now)
-            )
+            changed = await self._kube.update_podgroup_status(namespace, name, change)
             log.debug("PodGroup %s status %s", update.group, "written" if changed else "current")
 
         await _best_effort(f"status of PodGroup {update.group}", write)
+
+    async def _newest(self, update: StatusUpdate) -> StatusUpdate:
+        """`update`, or a newer StatusUpdate of its group when one was published since."""
+        latest = await self._status_log.latest(update.group) if self._status_log else None
+        return latest if latest is not None and latest.plan_seq > update.plan_seq else update
 
     async def _unschedulable(self, pod: PodRef, reason: str) -> None:
         """Report one pod unschedulable, unless reported recently with the same reason."""

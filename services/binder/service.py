@@ -22,6 +22,7 @@ from services.binder.outcome_log import StreamOutcomeLog
 from services.binder.placing import Policy
 from services.binder.ports import Kube, Publisher, WallClock
 from services.binder.reporter import Reporter
+from services.binder.status_log import StreamStatusLog
 from services.bus import streams
 from services.bus.consuming import PullConsumer
 from services.bus.publishing import Publisher as BusPublisher
@@ -84,11 +85,18 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
             filter_subject=subjects.decisions_wildcard(settings.bus.prefix),
             ack_wait_seconds=ACK_WAIT_SECONDS,
         )
+        kube = KubeApi(client)
         binder = Binder(
-            KubeApi(client),
+            kube,
             BusPublisher(js),
             settings,
             outcome_log=StreamOutcomeLog(js, settings.bus.prefix),
+            reporter=Reporter(
+                kube,
+                event_interval_seconds=settings.binder.event_interval_seconds,
+                concurrency=max(1, settings.binder.concurrency),
+                status_log=StreamStatusLog(js, settings.bus.prefix),
+            ),
         )
         ready.set()
         log.info("binder consuming decisions (prefix %s)", settings.bus.prefix)
@@ -190,12 +198,17 @@ class Binder:
             log.info("placement %s already settled; acknowledging", placement.id)
             return
         started = time.monotonic()
+        log.debug("placement %s of %s (attempt %d, %d members, delivery %s) due in %.1fs",
+                  placement.id, placement.group, placement.attempt, len(placement.members),
+                  "again" if is_redelivery else "first",
+                  (placement.deadline_ms - self._clock()) / 1000)
         settled = await placing.carry_out(
             placement, self._kube, self._policy, self._clock, is_redelivery=is_redelivery
         )
         await self._publisher.publish_many(outcomes.publish_items(self._prefix, settled.outcomes))
         if settled.rolled_back is None:
             metrics.bind_duration_seconds.observe(time.monotonic() - started)
+            log.debug("placement %s of %s bound", placement.id, placement.group)
         else:
             metrics.rollbacks.inc()
         await self._reporter.placed(placement, settled)

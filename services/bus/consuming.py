@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 import nats
 from nats.aio.msg import Msg
@@ -65,8 +66,33 @@ class Delivery:
             self._consumer.settled(self.seq)
 
 
+async def _cancellable(fetching: Coroutine[Any, Any, list[Msg]]) -> list[Msg]:
+    """Await a nats-py fetch so that cancelling the caller always cancels the caller.
+
+    nats-py waits with `asyncio.wait_for`, which on Python 3.11 returns a message that arrived
+    as the cancellation did instead of raising CancelledError: a consumer loop cancelled for
+    shutdown would keep fetching. Waiting through `asyncio.wait` raises CancelledError in the
+    caller whatever the fetch does; the fetch is then cancelled, and what it fetched anyway is
+    left unacknowledged (redelivered after the ack wait).
+    """
+    task = asyncio.ensure_future(fetching)
+    try:
+        await asyncio.wait({task})
+    except asyncio.CancelledError:
+        task.cancel()
+        task.add_done_callback(_discard_outcome)
+        raise
+    return task.result()
+
+
+def _discard_outcome(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as never retrieved
+
+
 class PullConsumer:
-    """A durable pull consumer on one stream with one filter subject, explicit acks."""
+    """A durable pull consumer on one stream with one filter subject, explicit acks (or,
+    for an in-order consumer like the planner, ack-all: acking one acks every earlier one)."""
 
     def __init__(self, js: JetStreamContext, stream: str, config: ConsumerConfig) -> None:
         self._js = js
@@ -93,6 +119,7 @@ class PullConsumer:
         ack_wait_seconds: float = 30,
         max_ack_pending: int = 10000,
         start_seq: int | None = None,
+        ack_policy: AckPolicy = AckPolicy.EXPLICIT,
     ) -> PullConsumer:
         """Create (or reuse) the durable consumer and bind a pull subscription to it.
 
@@ -101,6 +128,8 @@ class PullConsumer:
         truth, and in-order delivery from it avoids skipping messages whose redelivery is
         still pending. Without it, an existing consumer keeps its position; a new one starts
         at the beginning of the stream.
+        `ack_policy` ALL lets a consumer that processes strictly in order ack a whole batch
+        with its last delivery.
         Units: `ack_wait_seconds` in seconds.
         Raises:
             nats.js.errors.APIError: NATS refused the consumer (e.g. unknown stream).
@@ -109,7 +138,7 @@ class PullConsumer:
             name=durable,
             durable_name=durable,
             filter_subject=filter_subject,
-            ack_policy=AckPolicy.EXPLICIT,
+            ack_policy=ack_policy,
             ack_wait=ack_wait_seconds,
             max_ack_pending=max_ack_pending,
             deliver_policy=DeliverPolicy.ALL,
@@ -127,7 +156,7 @@ class PullConsumer:
         """
         assert self._subscription is not None
         try:
-            messages = await self._subscription.fetch(batch, timeout=timeout_seconds)
+            messages = await _cancellable(self._subscription.fetch(batch, timeout=timeout_seconds))
         except (TimeoutError, nats.errors.TimeoutError):
             return []
         except transience.FETCH_ERRORS as error:
@@ -143,8 +172,12 @@ class PullConsumer:
             self._subscription = None
 
     def settled(self, seq: int) -> None:
-        """Record that `seq` was acked or terminated (called by `Delivery`)."""
-        self._unsettled.discard(seq)
+        """Record that `seq` (with ack policy ALL: and every earlier one) was acked or
+        terminated (called by `Delivery`)."""
+        if self._config.ack_policy == AckPolicy.ALL:
+            self._unsettled = {unsettled for unsettled in self._unsettled if unsettled > seq}
+        else:
+            self._unsettled.discard(seq)
 
     def _delivery(self, message: Msg) -> Delivery:
         """Wrap a nats-py message, tracking it as unsettled."""

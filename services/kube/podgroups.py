@@ -7,7 +7,7 @@ to write (or None when nothing changed), so a conflict re-reads and recomputes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from services.kube import errors
@@ -18,8 +18,11 @@ log = logging.getLogger(__name__)
 
 CONFLICT_ATTEMPTS = 5
 
-StatusChange = Callable[[dict[str, Any]], dict[str, Any] | None]
-"""Current PodGroup JSON → the `status` merge patch to write, or None when it is current."""
+StatusChange = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
+"""Current PodGroup JSON → the `status` merge patch to write, or None when it is current.
+
+Awaited after each read of the PodGroup, so it may look up what to write (the binder reads the
+newest status decision then: see `services.binder.reporter`)."""
 
 
 async def get_podgroup(client: KubeClient, namespace: str, name: str) -> dict[str, Any] | None:
@@ -41,13 +44,14 @@ async def update_status(
 
     The patch carries the read `resourceVersion`, so a concurrent writer makes it fail with a
     conflict; then the object is read again and `change` recomputed (up to CONFLICT_ATTEMPTS).
+    `change` runs after the read, so whatever it looks up is at least as new as the object.
     Raises:
         KubeNotFound: no such PodGroup. KubeConflict: still conflicting after every attempt.
         Other KubeError subclasses.
     """
     for attempt in range(1, CONFLICT_ATTEMPTS + 1):
         current = await client.request("GET", podgroup_path(namespace, name))
-        status = change(current)
+        status = await change(current)
         if status is None:
             return False
         version = metadata(current).get("resourceVersion")

@@ -18,6 +18,9 @@ MAX_BACKOFF_SECONDS = 30.0
 HEALTHY_RUN_SECONDS = 60.0
 """A task that ran this long before failing is restarted after the first backoff again."""
 
+RECANCEL_SECONDS = 1.0
+"""How long `Supervisor.stop` waits for cancelled tasks before cancelling them again."""
+
 TaskFactory = Callable[[], Awaitable[None]]
 """Makes a fresh coroutine for each (re)start of a supervised task."""
 
@@ -68,14 +71,26 @@ class Supervisor:
         return task
 
     async def wait(self) -> None:
-        """Wait until every task has finished (normally only when cancelled)."""
+        """Wait until every task has finished (normally only when cancelled).
+
+        Cancelling the caller does not wait for the tasks (`stop` does that).
+        """
         if self._tasks:
-            await asyncio.gather(*self._tasks.values())
+            await asyncio.wait(list(self._tasks.values()))
 
     async def stop(self) -> None:
-        """Cancel every task and wait for them to end; idempotent."""
+        """Cancel every task and wait for them to end; idempotent.
+
+        A task still running `RECANCEL_SECONDS` after its cancellation is cancelled again:
+        `asyncio.wait_for` on Python 3.11 (used inside nats-py) can swallow a cancellation that
+        coincides with a result, and one lost cancellation must not keep the process alive.
+        """
         tasks = list(self._tasks.values())
+        while pending := [task for task in tasks if not task.done()]:
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=RECANCEL_SECONDS)
         for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+            if not task.cancelled() and task.exception() is not None:
+                log.error("task %s ended with %r", task.get_name(), task.exception())
         self._tasks.clear()

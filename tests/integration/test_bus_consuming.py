@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from nats.aio.client import Client
 from nats.js import JetStreamContext
@@ -120,3 +122,36 @@ async def test_start_seq_replaces_the_consumer_and_delivers_from_there(
     batch = await resumed.fetch(10, 1.0)
     assert [d.seq for d in batch] == [3, 4]
     await resumed.close()
+
+
+async def test_cancelling_a_fetch_loop_stops_it_even_while_messages_arrive(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    # nats-py's wait_for on Python 3.11 can swallow a cancellation that coincides with a
+    # message; a consumer loop cancelled for shutdown must stop anyway.
+    consumer = await open_consumer(js, bus_settings)
+    stop = asyncio.Event()
+
+    async def produce() -> None:
+        sequence = 0
+        while not stop.is_set():
+            await publish(js, bus_settings, [f"p{sequence}"])
+            sequence += 1
+
+    async def consume() -> None:
+        while True:
+            for delivery in await consumer.fetch(64, 1.0):
+                await delivery.ack()
+
+    producer = asyncio.create_task(produce())
+    try:
+        for attempt in range(60):
+            loop = asyncio.create_task(consume())
+            await asyncio.sleep(0.001 * (attempt % 20))
+            loop.cancel()
+            done, _ = await asyncio.wait({loop}, timeout=2)
+            assert done, f"cancellation {attempt} was lost"
+    finally:
+        stop.set()
+        await producer
+        await consumer.close()

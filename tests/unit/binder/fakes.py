@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -129,13 +129,14 @@ class FakeKube:
         pod["status"]["conditions"] = status["conditions"]
 
     async def update_podgroup_status(
-        self, namespace: str, name: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]
+        self, namespace: str, name: str,
+        change: Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]],
     ) -> bool:
         self._fail("update_podgroup_status", name)
         podgroup = self.podgroups.get((namespace, name))
         if podgroup is None:
             raise errors.KubeNotFound("no podgroup", status=404)
-        patch = change(podgroup)
+        patch = await change(podgroup)
         if patch is None:
             return False
         podgroup.setdefault("status", {}).update(patch)

@@ -72,9 +72,10 @@ async def test_a_refused_bind_deletes_the_owned_members_already_bound() -> None:
     assert kinds(settled) == ["MemberBound", "MemberBindFailed", "GroupRolledBack"]
     failed = settled.outcomes[1]
     assert isinstance(failed, MemberBindFailed) and failed.is_permanent
-    assert "forbidden" in failed.reason
+    assert failed.reason == "pod default/b: bind refused: pods/binding is forbidden"
     rolled = settled.outcomes[-1]
     assert isinstance(rolled, GroupRolledBack) and rolled.deleted_pods == ("uid-a",)
+    assert rolled.reason == failed.reason and rolled.failed_pod == "uid-b"
     assert kube.deleted == ["a"]
     assert settled.bound == ()
 

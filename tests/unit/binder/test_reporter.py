@@ -120,3 +120,35 @@ async def test_status_updates_are_written_and_skipped_for_singletons() -> None:
                              phase="Running", running=1, succeeded=0, failed=0)
     await reporter(kube).status(singleton)
     assert ("update_podgroup_status", "pod:a") not in kube.calls
+
+
+class StatusLog:
+    def __init__(self, latest: StatusUpdate | None) -> None:
+        self.latest_update = latest
+
+    async def latest(self, group: str) -> StatusUpdate | None:
+        return self.latest_update
+
+
+def status_update(plan_seq: int, phase: str, running: int) -> StatusUpdate:
+    return StatusUpdate(id=f"{plan_seq}-0", plan_seq=plan_seq, at_ms=0, group="default/g",
+                        phase=phase, running=running, succeeded=0, failed=0)
+
+
+async def test_an_older_status_handled_late_writes_the_newest_one_published() -> None:
+    # Two binders: this one got the older update, another one the newer (already published).
+    kube = with_podgroup(FakeKube())
+    newer = status_update(9, "Running", 3)
+    report = Reporter(kube, event_interval_seconds=30.0, concurrency=4, now=lambda: NOW,
+                      status_log=StatusLog(newer))
+    await report.status(status_update(5, "Scheduling", 0))
+    status = kube.podgroups[("default", "g")]["status"]
+    assert (status["phase"], status["running"]) == ("Running", 3)
+
+
+async def test_a_status_newer_than_the_log_knows_is_written_as_is() -> None:
+    kube = with_podgroup(FakeKube())
+    report = Reporter(kube, event_interval_seconds=30.0, concurrency=4, now=lambda: NOW,
+                      status_log=StatusLog(status_update(5, "Scheduling", 0)))
+    await report.status(status_update(9, "Running", 3))
+    assert kube.podgroups[("default", "g")]["status"]["phase"] == "Running"

@@ -60,3 +60,23 @@ async def test_supervisor_stop_cancels_every_task_and_names_them_uniquely() -> N
     await supervisor.stop()
     assert first.cancelled()
     await supervisor.stop()
+
+
+async def test_supervisor_stop_cancels_again_a_task_that_swallowed_its_cancellation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("services.runtime.supervision.RECANCEL_SECONDS", 0.01)
+    supervisor = Supervisor()
+    swallowed = []
+
+    async def stubborn() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            swallowed.append(True)  # as asyncio.wait_for on 3.11 may, with a result at hand
+        await asyncio.Event().wait()
+
+    task = supervisor.start("stubborn", stubborn)
+    await asyncio.sleep(0)
+    await asyncio.wait_for(supervisor.stop(), timeout=5)
+    assert swallowed == [True] and task.cancelled()
