@@ -1,4 +1,5 @@
-"""The `gangsched` command: run, watcher, planner, binder, migrate, simulate, schema, version.
+"""The `gangsched` command: run, watcher, planner, binder, migrate, replay, explain, decisions,
+simulate, schema, version.
 
 Layer: cli (top). Parses options (every option is a flag and a GANGSCHED_* variable), sets up
 logging, and hands over to the services; prints clear errors instead of tracebacks for
@@ -16,7 +17,7 @@ from typing import Any
 import click
 
 from services import __version__
-from services.cli import options
+from services.cli import audit, options
 from services.planner.core.config import PlannerConfig
 
 log = logging.getLogger("gangsched")
@@ -54,12 +55,18 @@ def planner_config(parsed: dict[str, Any]) -> PlannerConfig:
     names = ("default_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds",
              "starvation_seconds", "scoring", "prefer_topology", "topology_key")
     values = {name: parsed[name] for name in names if parsed.get(name) is not None}
-    return PlannerConfig(**{**_fields(defaults), **values,
-                            "scheduler_name": parsed.get("scheduler_name") or "gangsched"})
+    try:
+        return PlannerConfig(**{**_fields(defaults), **values,
+                                "scheduler_name": parsed.get("scheduler_name") or "gangsched"})
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
 
 
 def _fields(config: PlannerConfig) -> dict[str, Any]:
     return {name: getattr(config, name) for name in config.__struct_fields__}
+
+
+audit.register(app, planner_config)
 
 
 def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
@@ -110,6 +117,20 @@ def schema_command(out: Path) -> None:
 
     for path in schema.write_schemas(out):
         click.echo(str(path))
+
+
+@app.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="Readable table or one JSON object.")
+@click.option("--scheduler-name", envvar="GANGSCHED_SCHEDULER_NAME", default="gangsched",
+              show_default=True, help="spec.schedulerName of the pods gangsched schedules.")
+@options.planner_options
+def simulate(files: tuple[Path, ...], output: str, **parsed: Any) -> None:
+    """Play manifests (Nodes, PodGroups, Pods, workloads) through the planner, with no cluster."""
+    from services.cli.simulate import simulate_command
+
+    sys.exit(simulate_command(list(files), output, planner_config(parsed)))
 
 
 @app.command()

@@ -1,0 +1,132 @@
+"""The audit log in the planner's database, as rounds (replay) and as chains (explain).
+
+Layer: audit shell (reads the store through `services.store.audit`, one snapshot). The
+database is the authoritative audit source: it keeps every applied event (also after stream
+retention dropped it) and every planning round, including the rounds that decided nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from services.audit import log
+from services.audit.explain import Item
+from services.audit.log import LoggedEvent, RecordedDecision, RoundInput
+from services.audit.timeline import OUTCOMES
+from services.contracts import codec, ids, subjects
+from services.contracts.decisions import Decision, Placement, Rejection
+from services.contracts.events import Event, PodGroupDeleted, PodGroupObserved, PodObserved
+from services.contracts.ids import GroupKey, is_singleton, split_key
+from services.store.audit import AuditLog, OutboxRecord
+
+DECISION_TYPES = ("Placement", "Rejection", "StatusUpdate")
+decode = codec.decode_event
+
+
+class DatabaseLog:
+    """Rounds of the log recorded in one database snapshot (see `services.store.audit`)."""
+
+    def __init__(self, audit: AuditLog) -> None:
+        self.audit = audit
+
+    async def event_count(self) -> int:
+        """How many events the log holds."""
+        return (await self.audit.event_bounds())[0]
+
+    def rounds(self) -> AsyncIterator[RoundInput]:
+        """Every recorded round, in order (see `log.assemble`).
+
+        Raises (while iterating):
+            services.contracts.codec.PoisonedMessage: an audit row that does not decode (the
+                planner audits only events it decoded, so this means a damaged database).
+        """
+        return log.assemble_pages(self._events(), self._plan_points(), self._recorded())
+
+    async def _events(self) -> AsyncIterator[list[LoggedEvent]]:
+        async for page in self.audit.events():
+            yield [LoggedEvent(seq, subject, decode(data)) for seq, subject, data in page]
+
+    async def _plan_points(self) -> AsyncIterator[list[int]]:
+        async for page in self.audit.plan_points():
+            yield page
+
+    async def _recorded(self) -> AsyncIterator[list[RecordedDecision]]:
+        async for page in self.audit.outbox():
+            yield [_recorded(record) for record in page]
+
+
+def _recorded(record: OutboxRecord) -> RecordedDecision:
+    return RecordedDecision(record.id, record.plan_seq, record.position, record.subject,
+                            record.data)
+
+
+async def pod_chain(audit: AuditLog, namespace: str, name: str) -> list[Item]:
+    """The events and decisions that explain the pod `namespace/name` (in no order yet).
+
+    Source: the pod's own events, then for each group it was seen in: the PodGroup's and the
+    group's outcome events and the decisions recorded for the group (subjects name them).
+    """
+    own = await _events(audit, [_pod_suffix(namespace, name)])
+    groups = sorted({_pod_group(event.event) for event in own} - {""})
+    return [*own, *await group_chain(audit, groups)]
+
+
+async def podgroup_chain(audit: AuditLog, namespace: str, name: str) -> list[Item]:
+    """The events and decisions that explain the PodGroup `namespace/name`, with the events of
+    every member named by one of its decisions."""
+    items = await group_chain(audit, [f"{namespace}/{name}"])
+    members = sorted({(ref_namespace, ref_name) for item in items if not isinstance(
+        item, LoggedEvent) for ref_namespace, ref_name in _pods_named(item)})
+    pods = await _events(audit, [_pod_suffix(ns, pod) for ns, pod in members])
+    return [*items, *pods]
+
+
+async def group_chain(audit: AuditLog, groups: list[str]) -> list[Item]:
+    """PodGroup and outcome events, and recorded decisions, of `groups` (group keys)."""
+    event_suffixes: list[str] = []
+    decision_suffixes: list[str] = []
+    for key in groups:
+        namespace, name = split_key(GroupKey(key))
+        tail = f"{subjects.token(namespace)}.{subjects.token(name)}"
+        if not is_singleton(GroupKey(key)):
+            event_suffixes.append(f".events.podgroup.{tail}")
+        event_suffixes.append(f".events.outcome.{tail}")
+        decision_suffixes.extend(f".decisions.{kind}.{tail}" for kind in DECISION_TYPES)
+    events = [item for item in await _events(audit, event_suffixes) if _about(item, groups)]
+    records = await audit.outbox_on_subjects(decision_suffixes)
+    decisions = [codec.decode_decision(record.data) for record in records]
+    return [*events, *[decision for decision in decisions if decision.group in groups]]
+
+
+async def _events(audit: AuditLog, suffixes: list[str]) -> list[LoggedEvent]:
+    rows = await audit.events_on_subjects(suffixes)
+    return [LoggedEvent(seq, subject, codec.decode_event(data))
+            for seq, subject, _type, _at_ms, data in rows]
+
+
+def _pod_suffix(namespace: str, name: str) -> str:
+    return f".events.pod.{subjects.token(namespace)}.{subjects.token(name)}"
+
+
+def _pod_group(event: Event) -> str:
+    if not isinstance(event, PodObserved):
+        return ""
+    if event.group_name:
+        return ids.group_key(event.namespace, event.group_name)
+    return ids.singleton_key(event.namespace, event.name)
+
+
+def _about(item: LoggedEvent, groups: list[str]) -> bool:
+    """Whether a PodGroup or outcome event is about one of `groups` (subjects are lossy)."""
+    event = item.event
+    if isinstance(event, PodGroupObserved | PodGroupDeleted):
+        return ids.group_key(event.namespace, event.name) in groups
+    return isinstance(event, OUTCOMES) and event.group in groups
+
+
+def _pods_named(decision: Decision) -> list[tuple[str, str]]:
+    if isinstance(decision, Placement):
+        return [(member.namespace, member.name) for member in decision.members]
+    if isinstance(decision, Rejection):
+        return [(pod.namespace, pod.name) for pod in decision.pods]
+    return []

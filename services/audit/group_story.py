@@ -1,0 +1,130 @@
+"""How one PodGroup and its members fare (`explain_podgroup`).
+
+Layer: audit (pure). Reads a chain (`story.chain`) of the PodGroup's events, its members'
+events, its outcome events and its decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from services.audit import summaries, times
+from services.audit.log import LoggedEvent
+from services.audit.story import Explanation, Item, Story
+from services.contracts import ids
+from services.contracts.decisions import Placement, Rejection
+from services.contracts.events import (
+    GroupBound,
+    GroupRolledBack,
+    MemberBindFailed,
+    PodDeleted,
+    PodGroupDeleted,
+    PodGroupObserved,
+    PodObserved,
+)
+
+
+@dataclass
+class _GroupStory(Story):
+    """The chain as it concerns one PodGroup and its members."""
+
+    key: str = ""
+    members: dict[str, PodObserved] = field(default_factory=dict)
+    gone: set[str] = field(default_factory=set)
+    in_flight: Placement | None = None
+    rejection: Rejection | None = None
+    latest: str = ""
+
+    def read(self, item: Item) -> None:
+        if isinstance(item, LoggedEvent):
+            self.event(item)
+        elif item.group != self.key:
+            return
+        elif isinstance(item, Placement):
+            self.placed(item)
+        elif isinstance(item, Rejection):
+            self.rejection, self.latest = item, "rejection"
+            self.tell_rejection(item, f"{len(item.pods)} pod(s) waiting")
+        else:
+            self.status_update(item)
+
+    def event(self, item: LoggedEvent) -> None:
+        event, ref = item.event, f"seq {item.seq}"
+        if isinstance(event, PodGroupObserved | PodGroupDeleted):
+            if ids.group_key(event.namespace, event.name) == self.key:
+                self.podgroup_event(item)
+        elif isinstance(event, PodObserved) and _key(event) == self.key:
+            self.member(event, ref)
+        elif isinstance(event, PodDeleted) and event.uid in self.members:
+            self.gone.add(event.uid)
+            self.tell(event.at_ms, ref, f"member {event.namespace}/{event.name} deleted")
+        elif isinstance(event, GroupBound | GroupRolledBack) and event.group == self.key:
+            if self.in_flight is not None and self.in_flight.id == event.decision_id:
+                self.in_flight = None
+            self.latest = "outcome"
+            self.tell(event.at_ms, ref, summaries.outcome_summary(event, self.names()))
+        elif isinstance(event, MemberBindFailed) and event.group == self.key:
+            self.tell(event.at_ms, ref, summaries.outcome_summary(event, self.names()))
+
+    def member(self, pod: PodObserved, ref: str) -> None:
+        verb = "now" if pod.uid in self.members else "observed"
+        self.members[pod.uid] = pod
+        self.gone.discard(pod.uid)
+        state = summaries.pod_state(pod)
+        self.tell(pod.at_ms, ref, f"member {pod.name} {verb} {state}", f"pod:{pod.uid}", state)
+
+    def placed(self, decision: Placement) -> None:
+        self.in_flight, self.latest, self.last_reason = decision, "placement", ""
+        self.tell(decision.at_ms, f"decision {decision.id}",
+                  summaries.decision_summary(decision))
+
+    def names(self) -> dict[str, str]:
+        return {uid: f"{pod.namespace}/{pod.name}" for uid, pod in self.members.items()}
+
+    def pending(self) -> list[PodObserved]:
+        return [pod for uid, pod in sorted(self.members.items()) if uid not in self.gone
+                and pod.node_name is None and pod.phase == "Pending"]
+
+
+def _key(pod: PodObserved) -> str:
+    return ids.group_key(pod.namespace, pod.group_name) if pod.group_name else ""
+
+
+def explain_podgroup(namespace: str, name: str, items: Sequence[Item]) -> Explanation:
+    """Explain the PodGroup `namespace/name` from its chain (see `chain`)."""
+    story = _GroupStory(key=ids.group_key(namespace, name))
+    for item in items:
+        story.read(item)
+    title = f"PodGroup {story.key}"
+    if story.podgroup is None and not story.members and story.rejection is None:
+        return Explanation(title, story.steps, "never observed",
+                           f"Unknown: PodGroup {story.key} does not appear in the log",
+                           is_known=False)
+    return Explanation(title, story.steps, _group_status(story), _group_verdict(story))
+
+
+def _group_status(story: _GroupStory) -> str:
+    phase = story.status.phase if story.status is not None else "Pending"
+    live = [uid for uid in story.members if uid not in story.gone]
+    minimum = story.podgroup.min_member if story.podgroup is not None else "?"
+    bound = sum(1 for uid in live if story.members[uid].node_name)
+    return (f"phase {phase}; minMember {minimum}; {len(live)} member(s) observed, {bound} bound, "
+            f"{len(story.pending())} pending")
+
+
+def _group_verdict(story: _GroupStory) -> str:
+    if story.podgroup_deleted_ms is not None:
+        return f"Deleted at {times.iso(story.podgroup_deleted_ms)}"
+    phase = story.status.phase if story.status is not None else "Pending"
+    if story.in_flight is not None and story.latest == "placement":
+        placement = story.in_flight
+        return (f"{phase}: placement {placement.id} of {len(placement.members)} member(s) "
+                f"waits for the binder (deadline {times.iso(placement.deadline_ms)})")
+    if story.pending() and story.rejection is not None:
+        return f"{phase}: {story.rejection.reason}"
+    running = story.status.running if story.status is not None else 0
+    nodes = sorted({pod.node_name for uid, pod in story.members.items()
+                    if pod.node_name and uid not in story.gone})
+    where = f" on {', '.join(nodes)}" if nodes else ""
+    return f"{phase}: {running} member(s) running{where}"

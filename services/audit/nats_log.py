@@ -1,0 +1,122 @@
+"""The log as the NATS streams hold it: EVENTS, DECISIONS and the planner's dead letters.
+
+Layer: audit shell (reads NATS through `services.bus.reading`: ephemeral ordered consumers,
+nothing acked). NATS records no planning round that decided nothing, so the plan points are the
+`plan_seq` values of the published decisions: replay plans there only and verifies the
+decisions that were published. A round that decided nothing can still change the planner's
+bookkeeping (a quiet retry's time), so the database (`--source db`), which records every round,
+is the authoritative audit source; NATS is the one a subscriber without database access has.
+Events the planner refused (poisoned, or dead-lettered by the planner) are skipped as it did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import nats
+from nats.js import JetStreamContext
+
+from services.audit import log
+from services.audit.log import LoggedEvent, RecordedDecision, RoundInput
+from services.bus import reading
+from services.contracts import codec, subjects
+from services.planner import publication
+
+PLANNER_CONSUMER = "planner"
+"""The planner's consumer name, as its dead letters carry it (`services.planner.service`)."""
+PAGE_EVENTS = 1000
+
+
+class IncompleteLog(Exception):
+    """The EVENTS stream no longer starts at sequence 1 (retention dropped the oldest events),
+    so the state cannot be rebuilt from it; the database keeps them."""
+
+
+class NatsLog:
+    """Rounds read from the streams of one subject prefix (module docstring)."""
+
+    def __init__(self, js: JetStreamContext, prefix: str) -> None:
+        self.js = js
+        self.prefix = prefix
+        self.end_seq = 0
+        self.recorded: list[RecordedDecision] = []
+        self.refused: set[int] = set()
+
+    async def load(self) -> None:
+        """Read the published decisions and the planner's dead letters; fix the end of EVENTS.
+
+        Decisions are read first: every event they were planned on is then in EVENTS.
+        Raises:
+            IncompleteLog: see the class.
+            nats.js.errors.NotFoundError: the streams do not exist (wrong --prefix?).
+        """
+        self.recorded = await self._decisions()
+        self.refused = await self._refused()
+        info = await self.js.stream_info(self._stream("EVENTS"))
+        if info.state.messages and info.state.first_seq > 1:
+            raise IncompleteLog(
+                f"stream {self._stream('EVENTS')} starts at seq {info.state.first_seq}: older "
+                f"events expired; replay from the database (--source db) instead")
+        self.end_seq = info.state.last_seq
+
+    async def event_count(self) -> int:
+        """How many events will be read (the end of EVENTS when `load` ran)."""
+        return self.end_seq
+
+    def rounds(self) -> AsyncIterator[RoundInput]:
+        """Rounds at the published plan points, then the events after the last one."""
+        return log.assemble_pages(self._events(), self._plan_points(), _once(self.recorded))
+
+    async def _plan_points(self) -> AsyncIterator[list[int]]:
+        yield sorted({decision.plan_seq for decision in self.recorded})
+
+    async def _events(self) -> AsyncIterator[list[LoggedEvent]]:
+        page: list[LoggedEvent] = []
+        stream = self._stream("EVENTS")
+        async for message in reading.read(self.js, stream, subjects.events_wildcard(self.prefix),
+                                          end_seq=self.end_seq):
+            if message.seq in self.refused:
+                continue
+            try:
+                event = codec.decode_event(message.data)
+            except codec.PoisonedMessage:
+                continue  # the planner dead-lettered it too
+            page.append(LoggedEvent(message.seq, message.subject, event))
+            if len(page) >= PAGE_EVENTS:
+                yield page
+                page = []
+        yield page
+
+    async def _decisions(self) -> list[RecordedDecision]:
+        """Every published decision once (a re-publish after the duplicate window may repeat
+        one), by plan point and position."""
+        found: dict[str, RecordedDecision] = {}
+        stream = self._stream("DECISIONS")
+        async for message in reading.read(self.js, stream,
+                                          subjects.decisions_wildcard(self.prefix)):
+            decision = codec.decode_decision(message.data)
+            position = int(decision.id.rpartition("-")[2])
+            found.setdefault(decision.id, RecordedDecision(
+                decision.id, decision.plan_seq, position, message.subject, message.data))
+        return sorted(found.values(), key=lambda d: (d.plan_seq, d.position))
+
+    async def _refused(self) -> set[int]:
+        """EVENTS sequences the planner dead-lettered (poisoned, or the core raised on them)."""
+        refused: set[int] = set()
+        try:
+            async for message in reading.read(self.js, self._stream("DEADLETTER"),
+                                              subjects.dead_letter_subject(self.prefix)):
+                headers = message.headers
+                if headers.get(publication.CONSUMER_HEADER) == PLANNER_CONSUMER and \
+                        headers.get(publication.SEQ_HEADER, "").isdigit():
+                    refused.add(int(headers[publication.SEQ_HEADER]))
+        except nats.js.errors.NotFoundError:
+            return refused
+        return refused
+
+    def _stream(self, suffix: str) -> str:
+        return subjects.stream_name(self.prefix, suffix)
+
+
+async def _once(items: list[RecordedDecision]) -> AsyncIterator[list[RecordedDecision]]:
+    yield items

@@ -1,0 +1,187 @@
+"""Why one pod waits, or where and when it was placed (`explain_pod`).
+
+Layer: audit (pure). Reads a chain (`story.chain`) of the pod's events, its group's PodGroup
+and outcome events and the group's decisions; a pod recreated under the same name (new uid)
+starts its story again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from services.audit import summaries, times
+from services.audit.log import LoggedEvent
+from services.audit.story import Explanation, Item, Story
+from services.contracts import ids
+from services.contracts.decisions import Placement, Rejection
+from services.contracts.events import (
+    GroupBound,
+    GroupRolledBack,
+    MemberBindFailed,
+    MemberBound,
+    PodDeleted,
+    PodGroupDeleted,
+    PodGroupObserved,
+    PodObserved,
+)
+
+
+@dataclass
+class _PodStory(Story):
+    """The chain as it concerns one pod."""
+
+    namespace: str = ""
+    name: str = ""
+    group: str = ""
+    uids: set[str] = field(default_factory=set)
+    pod: PodObserved | None = None
+    deleted_ms: int | None = None
+    bound_ms: int | None = None
+    placement: tuple[Placement, str] | None = None
+    rolled_back: GroupRolledBack | None = None
+    rejection: Rejection | None = None
+    latest: str = ""
+
+    def read(self, item: Item) -> None:
+        if isinstance(item, LoggedEvent):
+            self.event(item)
+        elif item.group != self.group:
+            return
+        elif isinstance(item, Placement):
+            self.placed(item)
+        elif isinstance(item, Rejection):
+            if any(pod.uid in self.uids for pod in item.pods):
+                self.rejection, self.latest = item, "rejection"
+                self.tell_rejection(item, "waiting")
+        else:
+            self.status = item
+
+    def event(self, item: LoggedEvent) -> None:
+        event, ref = item.event, f"seq {item.seq}"
+        if isinstance(event, PodObserved) and (event.namespace, event.name) == (
+                self.namespace, self.name):
+            self.observed(event, ref)
+        elif isinstance(event, PodDeleted) and event.uid in self.uids:
+            self.deleted_ms = event.at_ms
+            self.tell(event.at_ms, ref, "pod deleted")
+        elif isinstance(event, PodGroupObserved | PodGroupDeleted):
+            if ids.group_key(event.namespace, event.name) == self.group:
+                self.podgroup_event(item)
+        elif isinstance(event, MemberBound) and event.pod_uid in self.uids:
+            self.bound_ms = event.at_ms
+            self.tell(event.at_ms, ref, f"bound to {event.node} (decision {event.decision_id})")
+        elif isinstance(event, MemberBindFailed) and event.pod_uid in self.uids:
+            self.tell(event.at_ms, ref, summaries.outcome_summary(event, self.names()))
+        elif isinstance(event, GroupBound | GroupRolledBack) and self.concerns(event.decision_id):
+            self.group_outcome(event, ref)
+
+    def observed(self, pod: PodObserved, ref: str) -> None:
+        if pod.uid not in self.uids:
+            if self.uids:  # recreated under the same name: what was told is about the old pod
+                self.bound_ms, self.placement, self.rolled_back = None, None, None
+                self.rejection, self.latest = None, ""
+            self.uids.add(pod.uid)
+            self.last_text.pop("pod", None)
+        state = summaries.pod_state(pod)
+        text = ("observed " + summaries.event_summary(pod, {}) if "pod" not in self.last_text
+                else "now " + state)
+        self.tell(pod.at_ms, ref, text, "pod", state)
+        if pod.node_name and self.bound_ms is None:
+            self.bound_ms = pod.at_ms  # a MemberBound, earlier or later, is more precise
+        self.pod, self.deleted_ms = pod, None
+
+    def placed(self, decision: Placement) -> None:
+        mine = [m for m in decision.members if m.pod_uid in self.uids]
+        if not mine:
+            if not self.uids:
+                return  # before the pod existed: not part of its story
+            others = len(decision.members)
+            self.tell(decision.at_ms, f"decision {decision.id}",
+                      f"gang {decision.group} placed {others} other member(s)")
+            return
+        self.placement, self.latest, self.last_reason = (decision, mine[0].node), "placement", ""
+        self.bound_ms = None
+        self.tell(decision.at_ms, f"decision {decision.id}",
+                  f"placed on {mine[0].node} by decision {decision.id} (attempt "
+                  f"{decision.attempt}; bind deadline {times.iso(decision.deadline_ms)})")
+
+    def group_outcome(self, event: GroupBound | GroupRolledBack, ref: str) -> None:
+        if isinstance(event, GroupRolledBack):
+            self.rolled_back, self.latest = event, "rollback"
+        self.tell(event.at_ms, ref, summaries.outcome_summary(event, self.names()))
+
+    def concerns(self, decision_id: str) -> bool:
+        return self.placement is not None and self.placement[0].id == decision_id
+
+    def names(self) -> dict[str, str]:
+        return {uid: f"{self.namespace}/{self.name}" for uid in self.uids}
+
+
+def explain_pod(namespace: str, name: str, items: Sequence[Item],
+                scheduler_name: str = "gangsched") -> Explanation:
+    """Explain the pod `namespace/name` from its chain (see `chain`)."""
+    group = _group_of(namespace, name, items)
+    story = _PodStory(namespace=namespace, name=name, group=group)
+    for item in items:
+        story.read(item)
+    title = f"pod {namespace}/{name}" + (f" (group {group})" if story.pod else "")
+    if story.pod is None:
+        return Explanation(title, story.steps, "never observed",
+                           f"Unknown: pod {namespace}/{name} does not appear in the log",
+                           is_known=False)
+    return Explanation(title, story.steps, _pod_status(story), _pod_verdict(story, scheduler_name))
+
+
+def _group_of(namespace: str, name: str, items: Sequence[Item]) -> str:
+    """The group of the pod's latest observation (its singleton group when unlabelled)."""
+    group = ids.singleton_key(namespace, name)
+    for item in items:
+        if isinstance(item, LoggedEvent) and isinstance(item.event, PodObserved) and (
+                item.event.namespace, item.event.name) == (namespace, name):
+            label = item.event.group_name
+            group = ids.group_key(namespace, label) if label else ids.singleton_key(namespace, name)
+    return group
+
+
+def _pod_status(story: _PodStory) -> str:
+    assert story.pod is not None
+    text = f"pod {summaries.pod_state(story.pod)} (last observed {times.iso(story.pod.at_ms)})"
+    if story.deleted_ms is not None:
+        text = f"pod deleted at {times.iso(story.deleted_ms)}"
+    if story.status is not None:
+        text += f"; PodGroup {story.status.phase}, running {story.status.running}"
+    return text
+
+
+def _pod_verdict(story: _PodStory, scheduler_name: str) -> str:
+    pod = story.pod
+    assert pod is not None
+    if story.deleted_ms is not None:
+        return f"Deleted at {times.iso(story.deleted_ms)}"
+    if pod.scheduler_name != scheduler_name:
+        return f"Not gangsched's: schedulerName is {pod.scheduler_name!r}"
+    if pod.node_name:
+        return _bound_verdict(story, pod.node_name, pod.phase)
+    if pod.is_scheduling_gated:
+        return "Pending: scheduling-gated (spec.schedulingGates)"
+    if story.latest == "placement" and story.placement is not None:
+        placement, node = story.placement
+        return (f"Placed on {node} at {times.iso(placement.at_ms)} by decision {placement.id}; "
+                f"waiting for the binder (deadline {times.iso(placement.deadline_ms)})")
+    if story.latest == "rollback" and story.rolled_back is not None:
+        back = story.rolled_back
+        return (f"Pending: placement {back.decision_id} rolled back at {times.iso(back.at_ms)}: "
+                f"{back.reason}")
+    if story.rejection is not None:
+        return f"Pending: {story.rejection.reason}"
+    return "Pending: no decision about it yet"
+
+
+def _bound_verdict(story: _PodStory, node: str, phase: str) -> str:
+    at = f" at {times.iso(story.bound_ms)}" if story.bound_ms is not None else ""
+    if story.placement is not None and story.placement[1] == node:
+        text = f"Bound to {node}{at} by decision {story.placement[0].id}"
+    else:
+        text = f"Bound to {node}{at}, not by a gangsched placement"
+    return f"{phase}: {text}" if phase in ("Succeeded", "Failed") else text

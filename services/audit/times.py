@@ -1,0 +1,45 @@
+"""Times in audit output and options: UTC ISO 8601 text and epoch milliseconds.
+
+Layer: audit (pure). Never reads the clock.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+class InvalidTime(ValueError):
+    """A time option that is not an ISO 8601 timestamp."""
+
+
+def iso(at_ms: int) -> str:
+    """UTC ISO 8601 with milliseconds, e.g. `2024-05-01T12:00:00.250Z`. Units: epoch ms."""
+    moment = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at_ms % 1000:03d}Z"
+
+
+def parse_ms(text: str) -> int:
+    """Epoch milliseconds of an ISO 8601 timestamp (`2024-05-01T12:00:00Z`; naive means UTC).
+
+    Raises:
+        InvalidTime: not ISO 8601.
+    """
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("z", "Z"))
+    except ValueError as error:
+        raise InvalidTime(f"not an ISO 8601 time: {text!r}") from error
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return round(moment.timestamp() * 1000)
+
+
+def parse_seq_or_time(text: str) -> tuple[int | None, int | None]:
+    """`(seq, None)` for a plain integer, else `(None, epoch ms)` of an ISO 8601 time.
+
+    Raises:
+        InvalidTime: neither.
+    """
+    stripped = text.strip()
+    if stripped.isdigit():
+        return int(stripped), None
+    return None, parse_ms(stripped)

@@ -1,0 +1,270 @@
+"""The audit commands: `gangsched replay`, `gangsched explain`, `gangsched decisions`.
+
+Layer: cli. Parses options (each a flag and a GANGSCHED_* variable), finds the database and
+NATS of a running `gangsched run` in `<data-dir>/run.json` when no URL is given, and hands over
+to `replaying`, `explaining` and `following`. Exit status: 0 success (every decision verified);
+1 a divergence (replay --verify) or an object the log does not know (explain); 2 the audit could
+not run (bad options, database or stream missing, NATS unreachable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from services.cli import options, run_info
+from services.planner.core.config import PlannerConfig
+
+if TYPE_CHECKING:
+    from services.audit.verify import Verifier
+    from services.cli.replaying import ReplayRequest
+    from services.config.settings import BusSettings
+
+F = TypeVar("F", bound=Callable[..., Any])
+ConfigFrom = Callable[[dict[str, Any]], PlannerConfig]
+
+EXIT_DIVERGED = 1
+EXIT_UNKNOWN = 1
+EXIT_FAILED = 2
+
+
+class AuditFailed(click.ClickException):
+    """The audit could not run (the message says why); exit status 2."""
+
+    exit_code = EXIT_FAILED
+
+
+def _option(name: str, *more: str, **kwargs: Any) -> Callable[[F], F]:
+    envvar = "GANGSCHED_" + name.lstrip("-").replace("-", "_").upper()
+    kwargs.setdefault("show_envvar", True)
+    return click.option(name, *more, envvar=envvar, **kwargs)
+
+
+def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(function: F) -> F:
+        for decorator in reversed(decorators):
+            function = decorator(function)
+        return function
+
+    return apply
+
+
+data_dir_option = _option(
+    "--data-dir", type=click.Path(path_type=Path), default=Path(".gangsched"), show_default=True,
+    help="Data directory of `gangsched run`: its run.json gives the database and NATS URLs.")
+db_option = _option("--db", default=None,
+                    help="Database URL to read. Unset: run.json's, else <data-dir>/gangsched.db.")
+scheduler_option = _option("--scheduler-name", default="gangsched", show_default=True,
+                           help="spec.schedulerName of the pods gangsched schedules.")
+nats_options = _stack(
+    _option("--nats", default=None, help="NATS URL. Unset: run.json's (embedded server)."),
+    _option("--prefix", default=None,
+            help="Subject and stream prefix. Unset: run.json's, else gangsched."),
+    _option("--nats-user", default=None, help="NATS user name."),
+    _option("--nats-password", default=None, help="NATS password."),
+    _option("--nats-creds", type=click.Path(path_type=Path), default=None,
+            help="NATS credentials file (JWT + nkey)."),
+)
+output_option = click.option("-o", "--output", type=click.Choice(["table", "json"]),
+                             default="table", show_default=True,
+                             help="Aligned rows, or one JSON object per line.")
+
+
+def register(app: click.Group, config_from: ConfigFrom) -> None:
+    """Add replay, explain and decisions to `app`; `config_from` builds the PlannerConfig
+    from parsed planner options exactly as the services do (so a replay plans the same)."""
+    app.add_command(replay_command(config_from))
+    app.add_command(explain_command)
+    app.add_command(decisions_command)
+
+
+def replay_command(config_from: ConfigFrom) -> click.Command:
+    """The `replay` command, planning with `config_from(parsed options)`."""
+
+    @click.command(name="replay")
+    @_option("--source", type=click.Choice(["db", "nats"]), default="db", show_default=True,
+             help="db: the audit tables (authoritative, every round). nats: the EVENTS "
+                  "stream, planned at the plan points of the published decisions.")
+    @data_dir_option
+    @db_option
+    @nats_options
+    @click.option("--from-seq", type=int, default=None,
+                  help="Show the timeline from this EVENTS sequence on. The state is always "
+                       "rebuilt from the first event (silently), so later rounds are exact.")
+    @click.option("--since", default=None,
+                  help="Show the timeline from this UTC time on (ISO 8601); rebuilt as above.")
+    @click.option("--until", default=None,
+                  help="Stop after this sequence (an integer) or before the first round "
+                       "applying an event later than this time (ISO 8601).")
+    @click.option("--podgroup", default=None, help="Only show entries about PodGroup ns/name.")
+    @click.option("--pod", default=None, help="Only show entries about pod ns/name.")
+    @output_option
+    @click.option("--verify", is_flag=True,
+                  help="Compare every re-derived decision with the recorded one, byte for byte; "
+                       "exit 1 at the first divergence (both versions printed).")
+    @click.option("--timeline/--no-timeline", "show_timeline", default=None,
+                  help="Print the timeline. Default: yes, unless --verify is given.")
+    @scheduler_option
+    @options.planner_options
+    def replay(**parsed: Any) -> None:
+        """Rebuild the planner state from the log and re-derive every decision.
+
+        Plans at the recorded plan points with the same planner options as the live run
+        (pass the same --scoring, --default-timeout-seconds, ... or GANGSCHED_* variables):
+        a different config shows up as a divergence under --verify. Never writes to the
+        database (opened read-only) or the streams (ordered consumers, nothing acked).
+        """
+        from services.cli import replaying
+
+        request = _replay_request(parsed, config_from(parsed))
+        verifier = _run(replaying.replay(request))
+        _report(verifier, request.output, request.verify)
+
+    return replay
+
+
+def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequest:
+    from services.audit import times
+    from services.audit.log import Until
+    from services.audit.timeline import Focus, Window
+    from services.cli.replaying import ReplayRequest
+
+    if parsed["pod"] and parsed["podgroup"]:
+        raise click.UsageError("give --pod or --podgroup, not both")
+    try:
+        since_ms = times.parse_ms(parsed["since"]) if parsed["since"] else None
+        until_seq, until_ms = (times.parse_seq_or_time(parsed["until"]) if parsed["until"]
+                               else (None, None))
+    except times.InvalidTime as error:
+        raise click.BadParameter(str(error)) from None
+    focus = None
+    if parsed["pod"] or parsed["podgroup"]:
+        kind = "pod" if parsed["pod"] else "podgroup"
+        focus = Focus(kind, *_namespaced(parsed["pod"] or parsed["podgroup"]))
+    verify = bool(parsed["verify"])
+    shown = parsed["show_timeline"]
+    return ReplayRequest(
+        source=parsed["source"], db_url=run_info.database_url(parsed["db"], parsed["data_dir"]),
+        bus=_bus(parsed), config=config, window=Window(parsed["from_seq"] or 1, since_ms),
+        until=Until(until_seq, until_ms), focus=focus, output=parsed["output"], verify=verify,
+        show_timeline=(not verify) if shown is None else bool(shown))
+
+
+def _report(verifier: Verifier, output: str, verify: bool) -> None:
+    from services.cli import audit_view
+
+    if not verify:
+        return
+    if output == "json":
+        audit_view.echo_json(audit_view.verification_json(verifier))
+    else:
+        for line in audit_view.verification_lines(verifier):
+            click.echo(line)
+    if verifier.divergence is not None:
+        raise SystemExit(EXIT_DIVERGED)
+
+
+@click.command(name="explain")
+@click.argument("kind_or_name")
+@click.argument("name", required=False)
+@data_dir_option
+@db_option
+@scheduler_option
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Human text, or one JSON object.")
+def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str | None,
+                    scheduler_name: str, output: str) -> None:
+    """Why a pod waits, or where and when it was placed, from the log alone.
+
+    \b
+    gangsched explain pod <namespace>/<name>
+    gangsched explain podgroup <namespace>/<name>
+    gangsched explain <namespace>/<pod>
+    """
+    from services.cli import audit_view, explaining
+
+    kind = kind_or_name if name is not None else "pod"
+    kind = {"pods": "pod", "pg": "podgroup", "pgs": "podgroup", "podgroups": "podgroup"}.get(
+        kind, kind)
+    if kind not in explaining.KINDS:
+        raise click.UsageError(f"explain pod|podgroup <namespace>/<name>, not {kind!r}")
+    namespace, object_name = _namespaced(name if name is not None else kind_or_name)
+    url = run_info.database_url(db, data_dir)
+    explanation = _run(explaining.explain_object(url, kind, namespace, object_name,
+                                                 scheduler_name))
+    if output == "json":
+        audit_view.echo_json(audit_view.explanation_json(explanation))
+    else:
+        for line in explanation.lines():
+            click.echo(line)
+    if not explanation.is_known:
+        raise SystemExit(EXIT_UNKNOWN)
+
+
+@click.command(name="decisions")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new decisions as they come.")
+@click.option("--podgroup", default=None, help="Only the decisions of PodGroup ns/name.")
+@data_dir_option
+@nats_options
+@output_option
+def decisions_command(follow: bool, podgroup: str | None, output: str, **parsed: Any) -> None:
+    """Print the published decisions (an unacknowledged ordered consumer: the binder's own
+    consumer never notices), then keep following them with --follow."""
+    from services.cli import following
+
+    group = _namespaced(podgroup) if podgroup else None
+    with contextlib.suppress(KeyboardInterrupt):
+        _run(following.print_decisions(_bus(parsed), group, follow=follow, output=output))
+
+
+def _namespaced(text: str) -> tuple[str, str]:
+    """`ns/name` → `(ns, name)`; a bare name is in namespace `default`."""
+    namespace, slash, name = text.partition("/")
+    if not slash:
+        return "default", namespace
+    if not namespace or not name:
+        raise click.BadParameter(f"expected <namespace>/<name>, got {text!r}")
+    return namespace, name
+
+
+def _bus(parsed: dict[str, Any]) -> BusSettings:
+    from services.config.settings import BusSettings
+
+    data_dir = parsed["data_dir"]
+    return BusSettings(url=run_info.nats_url(parsed.get("nats"), data_dir),
+                       prefix=run_info.prefix(parsed.get("prefix"), data_dir),
+                       user=parsed.get("nats_user"), password=parsed.get("nats_password"),
+                       creds_file=parsed.get("nats_creds"))
+
+
+def _run(main: Any) -> Any:
+    """Run a coroutine; turn the expected failures into exit status 2 with a clear message."""
+    with _failures():
+        return asyncio.run(main)
+
+
+@contextlib.contextmanager
+def _failures() -> Iterator[None]:
+    import nats
+
+    from services.audit.nats_log import IncompleteLog
+    from services.audit.replay import ReplayFailed
+    from services.bus.errors import BusUnavailable
+    from services.contracts.codec import PoisonedMessage
+    from services.store.audit import AuditUnavailable
+    from services.store.errors import SchemaMismatch
+
+    try:
+        yield
+    except (AuditUnavailable, SchemaMismatch, IncompleteLog, ReplayFailed,
+            PoisonedMessage) as error:
+        raise AuditFailed(str(error)) from None
+    except BusUnavailable as error:
+        raise AuditFailed(f"NATS unavailable: {error}") from None
+    except nats.js.errors.NotFoundError as error:
+        raise AuditFailed(f"stream not found (wrong --prefix?): {error}") from None

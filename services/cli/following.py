@@ -1,0 +1,66 @@
+"""`gangsched decisions`: print the DECISIONS stream, optionally one PodGroup's, and follow it.
+
+Layer: cli (composition). Reads with an ephemeral ordered consumer (`services.bus.reading`):
+nothing is acked, and the binder's durable work-queue consumer never notices a reader.
+"""
+
+from __future__ import annotations
+
+import json
+
+from services.bus import connection, reading
+from services.cli import audit_view
+from services.config.settings import BusSettings
+from services.contracts import codec, subjects
+from services.contracts.decisions import Decision
+
+
+def decisions_filter(prefix: str, podgroup: tuple[str, str] | None) -> str:
+    """`<prefix>.decisions.>`, or for one PodGroup `<prefix>.decisions.*.<ns>.<name>` (names
+    made subject tokens as the publisher does: `.`, `*`, `>` and spaces become `_`)."""
+    if podgroup is None:
+        return subjects.decisions_wildcard(prefix)
+    namespace, name = podgroup
+    return f"{prefix}.decisions.*.{subjects.token(namespace)}.{subjects.token(name)}"
+
+
+async def print_decisions(bus: BusSettings, podgroup: tuple[str, str] | None, *, follow: bool,
+                          output: str) -> int:
+    """Print the stored decisions (of `podgroup` if given), then new ones with `follow`;
+    return how many were printed.
+
+    Raises:
+        services.bus.errors.BusUnavailable: NATS unreachable.
+        nats.js.errors.NotFoundError: no DECISIONS stream for this prefix.
+    """
+    client = await connection.connect(bus, name="gangsched-decisions",
+                                      first_connect_timeout_seconds=10)
+    view, printed = audit_view.DecisionView(output), 0
+    wanted = None if podgroup is None else f"{podgroup[0]}/{podgroup[1]}"
+    try:
+        stream = subjects.stream_name(bus.prefix, "DECISIONS")
+        async for message in reading.read(client.jetstream(), stream,
+                                          decisions_filter(bus.prefix, podgroup), follow=follow):
+            decision, group = _decode(message.data)
+            if wanted is not None and group != wanted:
+                continue  # another group whose name maps to the same subject token
+            if decision is None and output != "json":
+                continue  # a decision type newer than this gangsched: only JSON shows it
+            view.show(message.seq, decision, message.data)
+            printed += 1
+    finally:
+        await client.close()
+    return printed
+
+
+def _decode(data: bytes) -> tuple[Decision | None, str]:
+    """The decision (None for a type this version does not know) and its group."""
+    try:
+        decision = codec.decode_decision(data)
+    except codec.PoisonedMessage:
+        try:
+            body = json.loads(data)
+        except ValueError:
+            return None, ""
+        return None, str(body.get("group", "")) if isinstance(body, dict) else ""
+    return decision, decision.group

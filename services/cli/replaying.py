@@ -1,0 +1,103 @@
+"""`gangsched replay`: open the log (database or NATS), replay it, show and verify it.
+
+Layer: cli (composition). Opens the database read-only in one snapshot, or NATS with ephemeral
+ordered consumers; never writes to either. The loop reads top to bottom: clip the round to
+`--until`, replay it, verify it, show its timeline entries, advance the progress bar; it stops
+at the first divergence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from services.audit.db_log import DatabaseLog
+from services.audit.log import RoundInput, Until
+from services.audit.nats_log import NatsLog
+from services.audit.replay import Replay
+from services.audit.timeline import Focus, Timeline, Window
+from services.audit.verify import Verifier
+from services.bus import connection
+from services.cli import audit_view
+from services.config.settings import BusSettings
+from services.planner.core.config import PlannerConfig
+from services.store import audit, schema
+
+
+class RecordedLog(Protocol):
+    """What replay needs of a source (`DatabaseLog`, `NatsLog`)."""
+
+    async def event_count(self) -> int: ...
+
+    def rounds(self) -> AsyncIterator[RoundInput]: ...
+
+
+@dataclass(frozen=True)
+class ReplayRequest:
+    """Everything `gangsched replay` was asked (see its help)."""
+
+    source: str
+    db_url: str
+    bus: BusSettings
+    config: PlannerConfig
+    window: Window
+    until: Until
+    focus: Focus | None
+    output: str
+    verify: bool
+    show_timeline: bool
+
+
+async def replay(request: ReplayRequest) -> Verifier:
+    """Replay the log; return the verifier (its `divergence` is None when all matched).
+
+    Raises:
+        services.store.audit.AuditUnavailable, services.store.errors.SchemaMismatch,
+        services.bus.errors.BusUnavailable, services.audit.nats_log.IncompleteLog,
+        services.audit.replay.ReplayFailed, nats.js.errors.NotFoundError (no such stream).
+    """
+    verifier = Verifier(request.bus.prefix)
+    async with open_log(request) as log:
+        replayer, timeline = Replay(request.config), Timeline(request.window, request.focus)
+        view = audit_view.TimelineView(request.output)
+        total = await log.event_count()
+        # the bar shares the terminal only with a timeline that goes elsewhere (a file, a pipe)
+        drawn = not (request.show_timeline and sys.stdout.isatty())
+        with audit_view.progress(total, enabled=drawn) as advance:
+            async for whole in log.rounds():
+                rnd = request.until.clip(whole)
+                if rnd is None:
+                    break
+                result = replayer.play(rnd)
+                divergence = verifier.check(result) if request.verify else None
+                if request.show_timeline:
+                    view.show(timeline.entries(result))
+                advance(len(rnd.events))
+                if divergence is not None:
+                    break
+    return verifier
+
+
+@contextlib.asynccontextmanager
+async def open_log(request: ReplayRequest) -> AsyncIterator[RecordedLog]:
+    """The source's log, open for reading only; closed after the block."""
+    if request.source == "nats":
+        client = await connection.connect(request.bus, name="gangsched-replay",
+                                          first_connect_timeout_seconds=10)
+        try:
+            source = NatsLog(client.jetstream(), request.bus.prefix)
+            await source.load()
+            yield source
+        finally:
+            await client.close()
+        return
+    engine = audit.open_read_only(request.db_url)
+    try:
+        await schema.check_schema(engine)
+        async with audit.snapshot(engine) as snapshot:
+            yield DatabaseLog(snapshot)
+    finally:
+        await engine.dispose()
