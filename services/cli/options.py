@@ -26,7 +26,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _option(name: str, **kwargs: Any) -> Callable[[F], F]:
-    envvar = "GANGSCHED_" + name.lstrip("-").replace("-", "_").upper()
+    flag = name.split("/")[0]  # "--x/--no-x": the variable is GANGSCHED_X (true or false)
+    envvar = "GANGSCHED_" + flag.lstrip("-").replace("-", "_").upper()
     kwargs.setdefault("show_default", True)
     kwargs.setdefault("show_envvar", True)
     return click.option(name, envvar=envvar, **kwargs)
@@ -96,6 +97,20 @@ planner_options = _stack(
             help="Prefer placing a gang under one value of --topology-key."),
     _option("--topology-key", default="topology.kubernetes.io/zone",
             help="Node label used for gang locality."),
+    _option("--leader-election/--no-leader-election", default=False,
+            help="Planner: serve only while holding the leader lease (NATS KV), so several "
+                 "planners can run with one active."),
+    _option("--leader-lease-seconds", type=float, default=10.0,
+            help="Leader lease TTL, in seconds: a standby takes over this long after the "
+                 "leader's last renewal."),
+    _option("--leader-retry-seconds", type=float, default=1.0,
+            help="Seconds between lease renewals (leader) and take-over attempts (standbys)."),
+    _option("--snapshot-interval-seconds", type=float, default=30.0,
+            help="Planner: write the state snapshot at most this often, in seconds (0 = every "
+                 "batch); a restart re-plans the batches committed after it."),
+    _option("--snapshot-interval-events", type=int, default=50_000,
+            help="Planner: also write the snapshot once this many events were applied since "
+                 "the last one (0 = no bound)."),
 )
 
 binder_options = _stack(
@@ -132,7 +147,14 @@ def settings_from(options: dict[str, Any]) -> Settings:
         store=StoreSettings(url=options.get("db")),
         kube=KubeSettings(kubeconfig=options.get("kubeconfig"), context=options.get("context")),
         watcher=WatcherSettings(tick_seconds=get("tick_seconds", 1.0)),
-        planner=PlannerServiceSettings(batch_size=get("batch_size", 512)),
+        planner=PlannerServiceSettings(
+            batch_size=get("batch_size", 512),
+            leader_election=get("leader_election", False),
+            leader_lease_seconds=get("leader_lease_seconds", 10.0),
+            leader_retry_seconds=get("leader_retry_seconds", 1.0),
+            snapshot_interval_seconds=get("snapshot_interval_seconds", 30.0),
+            snapshot_interval_events=get("snapshot_interval_events", 50_000),
+        ),
         binder=BinderSettings(
             concurrency=get("bind_concurrency", 16),
             rollback_bare_pods=get("rollback_bare_pods", False),

@@ -58,10 +58,23 @@ class WatcherSettings:
 
 @dataclass(frozen=True)
 class PlannerServiceSettings:
-    """Planner shell behaviour. Units: `fetch_timeout_seconds` seconds; `batch_size` messages."""
+    """Planner shell behaviour. Units: `fetch_timeout_seconds` seconds; `batch_size` messages.
+
+    `leader_election`: serve only while holding the NATS KV leader lease (several planners,
+    one active); `leader_lease_seconds` is the lease TTL and `leader_retry_seconds` the renewal
+    and take-over attempt interval, both in seconds (see `services.planner.election`).
+    `snapshot_interval_seconds` (wall clock; 0 = every batch) and `snapshot_interval_events`
+    (0 = no bound): how often the state snapshot is written; a restart replays the batches
+    committed after it (see `services.planner.snapshotting`).
+    """
 
     batch_size: int = 512
     fetch_timeout_seconds: float = 0.2
+    snapshot_interval_seconds: float = 30.0
+    snapshot_interval_events: int = 50_000
+    leader_election: bool = False
+    leader_lease_seconds: float = 10.0
+    leader_retry_seconds: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@
 Layer: planner shell, synchronous and pure (imports the core and contracts only). An exception
 in the core is a bug; isolating it keeps one bad event from stalling the consumer: the events
 that make the core raise are refused (dead-lettered with the error), the others are planned.
+Isolation starts from the state before the batch, which the caller restores from the store
+(snapshot plus catch-up): the in-memory state is not copied per batch.
 """
 
 from __future__ import annotations
@@ -25,42 +27,46 @@ class Round:
 
     `applied` are the events the round planned with (stream order); `refused` pairs each
     event the core could not apply with the error (empty unless the core raised).
+    `is_planned` is False only when not even the good events could be planned: then no round
+    ran (none is recorded) and `state` is the state before the batch.
     """
 
     state: state.PlannerState
     decisions: list[Decision]
     applied: list[FreshEvent]
     refused: list[tuple[FreshEvent, str]] = field(default_factory=list)
+    is_planned: bool = True
 
 
 def plan_round(
     current: state.PlannerState,
-    committed: bytes,
     fresh: Sequence[FreshEvent],
     config: core_config.PlannerConfig,
     plan_seq: int,
-) -> Round:
-    """Apply `fresh` to `current` and plan at `plan_seq`.
+) -> Round | None:
+    """Apply `fresh` to `current` and plan at `plan_seq`; None if the core raised.
 
-    `committed` is the encoded state `current` was before (it may be mutated by a failed step
-    and is then rebuilt from these bytes).
+    After None, `current` may be half-updated (the core updates in place): the caller
+    discards it and calls `isolate` with the state as it was before the batch.
     """
     try:
         new_state, decisions = plan.step(current, [item.event for item in fresh], config, plan_seq)
     except Exception:
         log.exception("planner core raised on the round at seq %d; isolating its events", plan_seq)
-        return isolate(committed, fresh, config, plan_seq)
+        return None
     return Round(new_state, list(decisions), list(fresh))
 
 
 def isolate(
-    committed: bytes,
+    before: state.PlannerState,
     fresh: Sequence[FreshEvent],
     config: core_config.PlannerConfig,
     plan_seq: int,
 ) -> Round:
-    """Find the events on which the core raises (one at a time, on copies), refuse them, and
-    plan the rest in one round at `plan_seq`; if even that raises, refuse them all."""
+    """Find the events on which the core raises (one at a time, on copies of `before`),
+    refuse them, and plan the rest in one round at `plan_seq`; if even that raises, refuse
+    them all. `before` itself is never changed."""
+    committed = state.encode_state(before)
     current = state.decode_state(committed)
     good: list[FreshEvent] = []
     bad: list[tuple[FreshEvent, str]] = []
@@ -79,5 +85,5 @@ def isolate(
     except Exception as error:
         refused = [(item, f"planner core raised: {reason(error)}") for item in good]
         return Round(state.decode_state(committed), [], [], sorted(
-            refused + bad, key=lambda pair: pair[0].seq))
+            refused + bad, key=lambda pair: pair[0].seq), is_planned=False)
     return Round(new_state, list(decisions), good, bad)

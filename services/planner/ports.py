@@ -6,7 +6,7 @@ Layer: planner shell. Integration tests pass the real `PullConsumer`, `Publisher
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
 from services.bus.consuming import Delivery
@@ -16,6 +16,8 @@ from services.store.planner_store import (
     OutboxRow,
     PendingDeadLetter,
     PendingDecision,
+    RecordedRow,
+    Snapshot,
 )
 
 
@@ -38,17 +40,23 @@ class Publisher(Protocol):
 class Store(Protocol):
     """The planner's persistence (see `services.store.planner_store.PlannerStore`)."""
 
-    async def load(self) -> tuple[bytes | None, int]: ...
+    async def load_snapshot(self) -> Snapshot: ...
 
     async def commit_batch(
         self,
         events: Sequence[AuditRow],
         decisions: Sequence[OutboxRow],
         plan_seq: int | None,
-        state_bytes: bytes,
+        state_bytes: bytes | None,
         last_seq: int,
         dead_letters: Sequence[DeadLetterRow] = (),
     ) -> None: ...
+
+    def catch_up_events(self, after_seq: int, upto_seq: int) -> AsyncIterator[AuditRow]: ...
+
+    def catch_up_plan_points(self, after_seq: int, upto_seq: int) -> AsyncIterator[int]: ...
+
+    def catch_up_outbox(self, after_seq: int, upto_seq: int) -> AsyncIterator[RecordedRow]: ...
 
     async def pending_outbox(self) -> list[PendingDecision]: ...
 

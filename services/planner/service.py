@@ -8,8 +8,12 @@ Exactly-once effects: a batch is committed whole or not at all; deliveries at or
 tracked sequence are acknowledged and skipped; decisions are published from the outbox after
 the commit, with `Nats-Msg-Id` = decision id, so a crash between commit and publish re-publishes
 on restart and JetStream drops the duplicate. Any failure in a batch ends the run (the
-supervisor restarts it): the restart reloads the committed state and re-reads the stream from
+supervisor restarts it): the restart restores the committed state and re-reads the stream from
 the tracked sequence, so no delivery is ever skipped out of order.
+
+The state snapshot is not written per batch but on a schedule (`snapshotting`); the committed
+state is the latest snapshot plus the batches committed after it, re-planned at their recorded
+plan points on restart (`catchup`), which also proves they give the recorded decisions.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import logging
 import time
 
 from nats.js import JetStreamContext
+from nats.js.api import AckPolicy
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.bus import streams
@@ -26,12 +31,13 @@ from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import PlannerServiceSettings, Settings
 from services.contracts import subjects
 from services.contracts.decisions import Decision, Placement, Rejection
-from services.planner import faults, publication
+from services.planner import catchup, faults, publication
+from services.planner.core import census, state
 from services.planner.core import config as core_config
-from services.planner.core import state
 from services.planner.intake import Intake, sort_batch
-from services.planner.isolation import Round, plan_round
+from services.planner.isolation import Round, isolate, plan_round
 from services.planner.ports import EventSource, Publisher, Store
+from services.planner.snapshotting import SnapshotSchedule
 from services.runtime import metrics
 from services.runtime.health import ReadyFlag
 from services.store import schema
@@ -68,20 +74,28 @@ class PlannerService:
         self.consumer = consumer
         self.state = state.empty_state()
         self.tracked_seq = 0
-        self._committed = state.encode_state(self.state)
+        self.snapshots = SnapshotSchedule(self.settings.snapshot_interval_seconds,
+                                          self.settings.snapshot_interval_events)
 
     async def recover(self) -> int:
-        """Load the committed state, publish what a crash left unpublished; return the first
-        stream sequence still to apply (1 for an empty database: rebuild from the stream)."""
-        data, self.tracked_seq = await self.store.load()
-        if data is not None:
-            self.state, self._committed = state.decode_state(data), data
+        """Restore the committed state, publish what a crash left unpublished; return the first
+        stream sequence still to apply (1 for an empty database: rebuild from the stream).
+
+        Raises:
+            catchup.CatchUpDiverged: re-planning after the snapshot gave other decisions than
+                recorded (a determinism bug, logged with both sides).
+        """
+        restored = await catchup.restore(self.store, self.config, self.prefix)
+        self.state, self.tracked_seq = restored.state, restored.tracked_seq
+        self.snapshots.restart(restored.events)
+        self._count_pending()
         published = await publication.publish_outbox(self.store, self.publisher)
         await publication.publish_dead_letters(
             self.store, self.publisher, self.prefix, self.consumer
         )
-        log.info("planner resumes after seq %d (%d decisions re-published)",
-                 self.tracked_seq, published)
+        log.info("planner resumes after seq %d: snapshot at seq %d, %d events re-planned at %d "
+                 "plan points; %d decisions re-published", self.tracked_seq,
+                 restored.snapshot_seq, restored.events, restored.plan_points, published)
         return self.tracked_seq + 1
 
     async def serve(self, source: EventSource, ready: ReadyFlag | None = None) -> None:
@@ -101,27 +115,29 @@ class PlannerService:
         intake = sort_batch(deliveries, self.tracked_seq)
         if intake.has_news:
             await self._apply(intake)
-        await _ack_all(deliveries)
+        await _ack_batch(deliveries)
         metrics.consumer_lag.labels(self.consumer).set(deliveries[-1].num_pending)
         return len(deliveries)
 
     async def _apply(self, intake: Intake) -> None:
         """Plan the fresh events, commit everything in one transaction, then publish."""
-        planned = self._plan(intake)
+        planned = await self._plan(intake)
         rows = publication.outbox_rows(self.prefix, planned.decisions)
         dead = intake.poisoned + [
             (item.seq, item.subject, why, item.data) for item, why in planned.refused
         ]
-        state_bytes = state.encode_state(planned.state)
+        with_snapshot = self.snapshots.is_due(len(planned.applied))
         await self.store.commit_batch(
             [item.audit_row() for item in planned.applied],
             rows,
-            intake.last_seq if intake.fresh else None,
-            state_bytes,
+            intake.last_seq if intake.fresh and planned.is_planned else None,
+            state.encode_state(planned.state) if with_snapshot else None,
             intake.last_seq,
             sorted(dead),
         )
-        self.state, self._committed, self.tracked_seq = planned.state, state_bytes, intake.last_seq
+        self.state, self.tracked_seq = planned.state, intake.last_seq
+        self.snapshots.committed(len(planned.applied), with_snapshot=with_snapshot)
+        self._count_pending()
         faults.crash_after_commit_if_asked(len(rows))
         await publication.publish_outbox(self.store, self.publisher)
         if dead:
@@ -131,19 +147,25 @@ class PlannerService:
             )
         metrics.events_processed.labels(self.consumer).inc(len(planned.applied))
 
-    def _plan(self, intake: Intake) -> Round:
-        """Run the (synchronous, CPU-bound) planning round of a batch, timed."""
+    async def _plan(self, intake: Intake) -> Round:
+        """Run the (synchronous, CPU-bound) planning round of a batch, timed. If the core
+        raises, isolate the events that make it raise, from the committed state restored."""
         if not intake.fresh:
             return Round(self.state, [], [])
         started = time.perf_counter()
-        planned = plan_round(
-            self.state, self._committed, intake.fresh, self.config, intake.last_seq
-        )
+        planned = plan_round(self.state, intake.fresh, self.config, intake.last_seq)
+        if planned is None:
+            before = await catchup.restore(self.store, self.config, self.prefix)
+            planned = isolate(before.state, intake.fresh, self.config, intake.last_seq)
         metrics.scheduling_attempt_duration_seconds.observe(time.perf_counter() - started)
         _count_attempts(planned.decisions)
         if planned.refused:
             metrics.schedule_attempts.labels("error").inc()
         return planned
+
+    def _count_pending(self) -> None:
+        """Set the pending-pods gauge from the current state."""
+        metrics.pending_pods.set(census.pending_pods(self.state, self.config.scheduler_name))
 
 
 async def run_planner(
@@ -177,6 +199,7 @@ async def run_planner(
     consumer = await PullConsumer.open(
         js, stream=events_stream, durable=DURABLE,
         filter_subject=subjects.events_wildcard(prefix), start_seq=start_seq,
+        ack_policy=AckPolicy.ALL,
     )
     try:
         await service.serve(consumer, ready)
@@ -197,10 +220,11 @@ async def _check_stream_reaches(js: JetStreamContext, stream: str, tracked_seq: 
         )
 
 
-async def _ack_all(deliveries: list[Delivery]) -> None:
-    """Acknowledge every delivery of a committed (or skipped) batch."""
-    for delivery in deliveries:
-        await delivery.ack()
+async def _ack_batch(deliveries: list[Delivery]) -> None:
+    """Acknowledge a committed (or skipped) batch with one ack of its last delivery: the
+    consumer's ack policy is ALL, and everything up to that sequence is committed, because
+    the planner applies the stream strictly in order."""
+    await max(deliveries, key=lambda delivery: delivery.seq).ack()
 
 
 def _count_attempts(decisions: list[Decision]) -> None:

@@ -3,15 +3,20 @@
 Layer: store. Everything a batch changes is written in ONE transaction (`commit_batch`), so
 after a crash the database holds either the whole batch or none of it. Publishing happens
 after the commit, from the outbox; never publishes anything itself.
+
+The state snapshot is written only now and then (the shell decides when), in the transaction
+of the batch it follows, so it may trail the tracked sequence: the audit rows, rounds and
+outbox rows after the snapshot's sequence (`catch_up_*`) are what a restart replays on it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Table, select, update
+from sqlalchemy import ColumnElement, Select, Table, and_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from services.store import tables
@@ -24,6 +29,32 @@ OutboxRow = tuple[str, int, str, bytes]
 
 DeadLetterRow = tuple[int, str, str, bytes]
 """`(seq, subject, reason, data)` of one poisoned message."""
+
+PAGE_ROWS = 5_000
+"""Rows per query when reading the catch-up rows (keyset pages, never a whole table)."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The latest state snapshot (None if never written) at `seq`, and the tracked sequence.
+
+    `seq` <= `tracked_seq`: the batches in between are in the audit log, not in `data`.
+    """
+
+    data: bytes | None
+    seq: int
+    tracked_seq: int
+
+
+@dataclass(frozen=True)
+class RecordedRow:
+    """One outbox row as committed: id, plan point, position in its round, subject, JSON."""
+
+    id: str
+    plan_seq: int
+    position: int
+    subject: str
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -57,35 +88,41 @@ class PlannerStore:
         self.snapshot = snapshot
 
     async def load(self) -> tuple[bytes | None, int]:
-        """The last committed state and tracked sequence.
+        """The latest snapshot's bytes and the tracked sequence (see `load_snapshot`: the
+        snapshot may be older than the tracked sequence).
 
         Shapes: `(None, 0)` for an empty database (rebuild from the start of the stream).
         """
-        async with self.engine.connect() as connection:
-            snapshot = (
-                await connection.execute(
-                    select(tables.snapshots.c.data).where(tables.snapshots.c.name == self.snapshot)
-                )
-            ).scalar_one_or_none()
-            last_seq = (
-                await connection.execute(
-                    select(tables.tracking.c.last_seq).where(
-                        tables.tracking.c.consumer == self.consumer
-                    )
-                )
-            ).scalar_one_or_none()
-        return snapshot, int(last_seq or 0)
+        snapshot = await self.load_snapshot()
+        return snapshot.data, snapshot.tracked_seq
+
+    async def load_snapshot(self) -> Snapshot:
+        """The latest snapshot, its sequence and the tracked sequence, read in one transaction.
+
+        Shapes: `Snapshot(None, 0, tracked)` when no snapshot was written yet.
+        """
+        snapshots, tracking = tables.snapshots, tables.tracking
+        async with self.engine.connect() as connection, connection.begin():
+            row = (await connection.execute(
+                select(snapshots.c.data, snapshots.c.seq).where(snapshots.c.name == self.snapshot)
+            )).first()
+            last_seq = (await connection.execute(
+                select(tracking.c.last_seq).where(tracking.c.consumer == self.consumer)
+            )).scalar_one_or_none()
+        data, seq = (None, 0) if row is None else (bytes(row.data), int(row.seq))
+        return Snapshot(data, seq, int(last_seq or 0))
 
     async def commit_batch(
         self,
         events: Sequence[AuditRow],
         decisions: Sequence[OutboxRow],
         plan_seq: int | None,
-        state_bytes: bytes,
+        state_bytes: bytes | None,
         last_seq: int,
         dead_letters: Sequence[DeadLetterRow] = (),
     ) -> None:
-        """Write one batch in ONE transaction: audit rows, outbox, round, snapshot, tracking.
+        """Write one batch in ONE transaction: audit rows, outbox, round, tracking, and the
+        snapshot (`state_bytes`, at `last_seq`) unless it is None.
 
         `plan_seq` None means no planning round ran (a batch of poisoned messages only).
         Raises:
@@ -103,8 +140,9 @@ class PlannerStore:
                     "plan_seq": plan_seq, "event_count": len(events),
                     "decision_count": len(decisions),
                 }])
-            await _upsert(connection, tables.snapshots, "name", self.snapshot,
-                          {"seq": last_seq, "data": state_bytes})
+            if state_bytes is not None:
+                await _upsert(connection, tables.snapshots, "name", self.snapshot,
+                              {"seq": last_seq, "data": state_bytes})
             await _upsert(connection, tables.tracking, "consumer", self.consumer,
                           {"last_seq": last_seq})
 
@@ -161,6 +199,52 @@ class PlannerStore:
                     .where(tables.dead_letters.c.seq.in_(list(seqs)))
                     .values(published_at_ms=_now_ms())
                 )
+
+    async def catch_up_events(self, after_seq: int, upto_seq: int) -> AsyncIterator[AuditRow]:
+        """The audit rows with `after_seq` < seq <= `upto_seq`, by seq (read in pages)."""
+        audit = tables.audit_events
+        query = select(audit.c.seq, audit.c.subject, audit.c.type, audit.c.at_ms, audit.c.data)
+        async for row in self._pages(query, audit.c.seq, after_seq, upto_seq):
+            yield int(row[0]), row[1], row[2], int(row[3]), bytes(row[4])
+
+    async def catch_up_plan_points(self, after_seq: int, upto_seq: int) -> AsyncIterator[int]:
+        """The recorded plan points in (`after_seq`, `upto_seq`], ascending."""
+        rounds = tables.rounds
+        async for row in self._pages(select(rounds.c.plan_seq), rounds.c.plan_seq,
+                                     after_seq, upto_seq):
+            yield int(row[0])
+
+    async def catch_up_outbox(self, after_seq: int, upto_seq: int) -> AsyncIterator[RecordedRow]:
+        """The outbox rows planned in (`after_seq`, `upto_seq`], by plan point then position."""
+        outbox = tables.outbox
+        columns = (outbox.c.id, outbox.c.plan_seq, outbox.c.position, outbox.c.subject,
+                   outbox.c.data)
+        later: ColumnElement[bool] = outbox.c.plan_seq > after_seq
+        while True:
+            query = (select(*columns).where(later, outbox.c.plan_seq <= upto_seq)
+                     .order_by(outbox.c.plan_seq, outbox.c.position).limit(PAGE_ROWS))
+            async with self.engine.connect() as connection:
+                rows = (await connection.execute(query)).all()
+            for row in rows:
+                yield RecordedRow(row[0], int(row[1]), int(row[2]), row[3], bytes(row[4]))
+            if len(rows) < PAGE_ROWS:
+                return
+            plan_seq, position = int(rows[-1][1]), int(rows[-1][2])
+            later = or_(outbox.c.plan_seq > plan_seq,
+                        and_(outbox.c.plan_seq == plan_seq, outbox.c.position > position))
+
+    async def _pages(self, query: Select[Any], key: Any, after: int,
+                     upto: int) -> AsyncIterator[Any]:
+        """Rows of `query` with `after` < `key` <= `upto`, by `key`, `PAGE_ROWS` at a time."""
+        while True:
+            page = query.where(key > after, key <= upto).order_by(key).limit(PAGE_ROWS)
+            async with self.engine.connect() as connection:
+                rows = (await connection.execute(page)).all()
+            for row in rows:
+                yield row
+            if len(rows) < PAGE_ROWS:
+                return
+            after = int(rows[-1][0])
 
 
 async def _insert(connection: AsyncConnection, table: Table, rows: list[dict[str, object]]) -> None:

@@ -1,0 +1,26 @@
+"""Counts over the planner's state for the shell's gauges (pods waiting to be placed).
+
+Layer: planner core (pure). Reads the state and its derived indexes, never builds or changes
+them; never reads a clock.
+"""
+
+from __future__ import annotations
+
+from services.planner.core import derived, pods
+from services.planner.core.state import PlannerState
+
+
+def pending_pods(state: PlannerState, scheduler_name: str) -> int:
+    """How many pods of `scheduler_name` wait to be placed (class `pending`: unbound, phase
+    Pending, not deleting, not scheduling-gated, not reserved by an in-flight placement).
+
+    Source: the derived membership when it is built for `scheduler_name` (after a round: one
+    step per group), else a scan of every pod.
+    """
+    current = derived.peek(state)
+    if current is not None and current.scheduler_name == scheduler_name:
+        return sum(len(uids) for uids in current.pending.values())
+    return sum(
+        1 for uid, pod in state.pods.items()
+        if pods.classify(pod, scheduler_name, uid in state.reservations) == "pending"
+    )
