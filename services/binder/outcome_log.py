@@ -1,38 +1,54 @@
-"""The last outcome published for a group, read back from EVENTS to spot settled redeliveries.
+"""The outcomes published for one decision, read back from EVENTS to spot settled redeliveries.
 
-Layer: binder shell (reads NATS, never writes). One direct stream lookup per redelivered
-placement: if the group's last outcome already ends that placement, it is only acknowledged.
+Layer: binder shell (reads NATS, never writes). A redelivered placement reads its group's
+outcome subject and keeps the outcomes of that decision (message ids
+`outcome/<decision>/<type>[/<pod uid>]`, see `services.binder.outcomes`): a final one means it
+is settled (only acknowledged); its MemberBound ones are the members a rollback may delete.
 """
 
 from __future__ import annotations
 
 import logging
 
-import nats
 from nats.js import JetStreamContext
 
 from services.binder import outcomes
+from services.bus import reading
 from services.contracts import codec, subjects
 from services.contracts.events import Outcome
 
 log = logging.getLogger(__name__)
 
+MSG_ID_HEADER = "Nats-Msg-Id"
+
 
 class StreamOutcomeLog:
-    """Reads the last outcome of a group from the EVENTS stream (one direct lookup)."""
+    """Reads the outcomes of one decision from the EVENTS stream (the group's subject)."""
 
     def __init__(self, js: JetStreamContext, prefix: str) -> None:
         self._js = js
         self._prefix = prefix
         self._stream = subjects.stream_name(prefix, "EVENTS")
 
-    async def last(self, group: str) -> Outcome | None:
-        """The last outcome published on the group's outcome subject; None if none or unknown."""
-        try:
-            subject = outcomes.subject(self._prefix, group)
-            message = await self._js.get_last_msg(self._stream, subject)
-            event = codec.decode_event(message.data or b"")
-        except (nats.errors.Error, codec.PoisonedMessage, OSError, TimeoutError) as error:
-            log.debug("no last outcome for %s: %r", group, error)
-            return None
-        return event if outcomes.is_outcome(event) else None
+    async def of_decision(self, group: str, decision_id: str) -> list[Outcome]:
+        """The outcomes published for `decision_id` of `group`, in stream order.
+
+        Raises:
+            nats.errors.Error: EVENTS cannot be read (the caller retries the decision later
+            rather than undo anything on a guess).
+        """
+        subject = outcomes.subject(self._prefix, group)
+        mine = f"outcome/{decision_id}/"
+        found: list[Outcome] = []
+        async for stored in reading.read(self._js, self._stream, subject):
+            msg_id = stored.headers.get(MSG_ID_HEADER)
+            if msg_id is not None and not msg_id.startswith(mine):
+                continue
+            try:
+                event = codec.decode_event(stored.data)
+            except codec.PoisonedMessage as error:
+                log.warning("unreadable outcome at seq %d of %s: %s", stored.seq, subject, error)
+                continue
+            if outcomes.is_outcome(event) and event.decision_id == decision_id:
+                found.append(event)
+        return found

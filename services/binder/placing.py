@@ -57,13 +57,25 @@ class Settled:
 
 
 async def carry_out(
-    placement: Placement, kube: Kube, policy: Policy, clock: WallClock, *, is_redelivery: bool
+    placement: Placement,
+    kube: Kube,
+    policy: Policy,
+    clock: WallClock,
+    *,
+    is_redelivery: bool,
+    claimed: frozenset[str] = frozenset(),
 ) -> Settled:
     """Bind every member of `placement` before its deadline, or roll the attempt back.
 
     A first delivery already past its deadline binds nothing and undoes nothing (no bind
     was made). A redelivery past its deadline is checked: if every member is bound it is a
-    success, else what an earlier attempt bound is undone.
+    success, else what this decision bound is undone.
+
+    Ownership (what a rollback may delete): `claimed` are the pod uids for which a
+    MemberBound of THIS decision was already published (by any binder). A rollback deletes
+    only members bound by this attempt or claimed; a member found already bound to its planned
+    node when the attempt started and not claimed (bound by another decision, or by an
+    earlier delivery that published nothing) is left alone and gets no MemberBound.
     """
     members = placement.members
     deadline = Deadline.at(placement.deadline_ms, clock())
@@ -73,17 +85,18 @@ async def carry_out(
             log.warning("placement %s of %s received after its deadline: %s", placement.id,
                         placement.group, reason)
             return _settle(placement, clock, [], rolled_back=RolledBack(reason, None, Undone()))
-        return await _after_deadline(placement, kube, policy, clock)
+        return await _after_deadline(placement, kube, policy, clock, claimed)
     try:
         found = await binding.survey(
             kube, members, policy.scheduler_name, concurrency=policy.concurrency, deadline=deadline
         )
     except binding.DeadlinePassed:
-        return await _after_deadline(placement, kube, policy, clock)
+        return await _after_deadline(placement, kube, policy, clock, claimed)
     results = _from_survey(members, found)
+    inherited = _inherited(results, claimed)
     if all(result.state is not BindState.FAILED for result in results):
         results = await _bind_rest(kube, results, policy, deadline)
-    return await _finish(placement, kube, policy, clock, results)
+    return await _finish(placement, kube, policy, clock, results, inherited)
 
 
 async def _bind_rest(
@@ -96,10 +109,19 @@ async def _bind_rest(
     return [by_uid.get(result.member.pod_uid, result) for result in results]
 
 
+def _inherited(results: Sequence[MemberResult], claimed: frozenset[str]) -> frozenset[str]:
+    """Members already bound before this attempt and not claimed by this decision."""
+    return frozenset(
+        r.member.pod_uid for r in results
+        if r.state is BindState.BOUND and r.member.pod_uid not in claimed
+    )
+
+
 async def _after_deadline(
-    placement: Placement, kube: Kube, policy: Policy, clock: WallClock
+    placement: Placement, kube: Kube, policy: Policy, clock: WallClock, claimed: frozenset[str]
 ) -> Settled:
-    """Past the deadline: success if every member is bound, else undo what is bound."""
+    """Past the deadline: success if every member is bound, else undo what this decision
+    bound (the claimed members; this attempt binds nothing)."""
     found = await binding.survey(
         kube, placement.members, policy.scheduler_name,
         concurrency=policy.concurrency, deadline=None,
@@ -108,7 +130,7 @@ async def _after_deadline(
         MemberResult(r.member, BindState.BOUND if r.state is BindState.BOUND else BindState.SKIPPED)
         for r in _from_survey(placement.members, found)
     ]
-    return await _finish(placement, kube, policy, clock, results)
+    return await _finish(placement, kube, policy, clock, results, _inherited(results, claimed))
 
 
 async def _finish(
@@ -117,8 +139,10 @@ async def _finish(
     policy: Policy,
     clock: WallClock,
     results: Sequence[MemberResult],
+    inherited: frozenset[str],
 ) -> Settled:
-    """GroupBound when every member is bound; else roll back and say why."""
+    """GroupBound when every member is bound; else roll back (never an inherited member)
+    and say why."""
     if all(result.state is BindState.BOUND for result in results):
         return _settle(placement, clock, results)
     failed = _first_failure(results)
@@ -128,14 +152,18 @@ async def _finish(
             failed.reason if failed is not None else "",
         )
     )
-    candidates = [r.member for r in results if r.state in (BindState.BOUND, BindState.UNCERTAIN)]
+    candidates = [
+        r.member for r in results
+        if r.state in (BindState.BOUND, BindState.UNCERTAIN) and r.member.pod_uid not in inherited
+    ]
     undone = await rollback.undo(
         kube, candidates, rollback_bare_pods=policy.rollback_bare_pods,
         concurrency=policy.concurrency,
     )
     failed_member = failed.member if failed is not None else None
     log.warning("placement %s of %s rolled back: %s", placement.id, placement.group, reason)
-    return _settle(placement, clock, results, rolled_back=RolledBack(reason, failed_member, undone))
+    return _settle(placement, clock, results, rolled_back=RolledBack(reason, failed_member, undone),
+                   inherited=inherited)
 
 
 def _settle(
@@ -144,12 +172,15 @@ def _settle(
     results: Sequence[MemberResult],
     *,
     rolled_back: RolledBack | None = None,
+    inherited: frozenset[str] = frozenset(),
 ) -> Settled:
-    """The outcome events: one per member that bound or failed, then the group's."""
+    """The outcome events: one per member that bound or failed, then the group's. On a
+    rollback, inherited members (not bound by this decision) get no MemberBound."""
     at_ms = clock()
     outcomes: list[Outcome] = [
         outcome for result in results
-        if (outcome := _member_outcome(placement, result, at_ms)) is not None
+        if (rolled_back is None or result.member.pod_uid not in inherited)
+        and (outcome := _member_outcome(placement, result, at_ms)) is not None
     ]
     if rolled_back is None:
         outcomes.append(GroupBound(at_ms=at_ms, decision_id=placement.id, group=placement.group))

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Protocol
 
 from nats.aio.client import Client
@@ -29,7 +31,7 @@ from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import Settings
 from services.contracts import codec, subjects
 from services.contracts.decisions import Decision, Placement, Rejection, StatusUpdate
-from services.contracts.events import Outcome
+from services.contracts.events import MemberBound, Outcome
 from services.kube import client as kube_client
 from services.kube.api import KubeApi
 from services.runtime import metrics
@@ -49,6 +51,8 @@ MAX_ATTEMPTS = 5
 
 RETRY_DELAY_SECONDS = 5.0
 MAX_REASON_CHARS = 512
+REMEMBERED_DECISIONS = 4096
+"""Placements whose published outcomes this process remembers (besides reading EVENTS)."""
 REASON_HEADER = "Gangsched-Reason"
 SUBJECT_HEADER = "Gangsched-Subject"
 SEQ_HEADER = "Gangsched-Seq"
@@ -62,9 +66,11 @@ class ReadyFlag(Protocol):
 
 
 class OutcomeLog(Protocol):
-    """The last outcome event published for a group, if any (to spot settled redeliveries)."""
+    """The outcome events published for one decision of a group, by any binder (to spot
+    settled redeliveries and the members a decision bound). Raises when EVENTS cannot be read,
+    so nothing is undone on a guess."""
 
-    async def last(self, group: str) -> Outcome | None: ...
+    async def of_decision(self, group: str, decision_id: str) -> Sequence[Outcome]: ...
 
 
 async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
@@ -137,6 +143,7 @@ class Binder:
             concurrency=self._policy.concurrency,
         )
         self._groups = GroupLocks()
+        self._published: OrderedDict[str, tuple[Outcome, ...]] = OrderedDict()
 
     async def consume(self, consumer: Consumer) -> None:
         """Fetch and handle decisions forever; each in its own task, bounded in number."""
@@ -194,18 +201,22 @@ class Binder:
 
     async def _place(self, placement: Placement, is_redelivery: bool) -> None:
         """Bind or roll back, publish the outcomes, then write what users see."""
-        if is_redelivery and await self._is_settled(placement):
+        prior = await self._prior_outcomes(placement, is_redelivery)
+        if any(outcomes.is_final(outcome) for outcome in prior):
             log.info("placement %s already settled; acknowledging", placement.id)
             return
+        claimed = frozenset(o.pod_uid for o in prior if isinstance(o, MemberBound))
         started = time.monotonic()
         log.debug("placement %s of %s (attempt %d, %d members, delivery %s) due in %.1fs",
                   placement.id, placement.group, placement.attempt, len(placement.members),
                   "again" if is_redelivery else "first",
                   (placement.deadline_ms - self._clock()) / 1000)
         settled = await placing.carry_out(
-            placement, self._kube, self._policy, self._clock, is_redelivery=is_redelivery
+            placement, self._kube, self._policy, self._clock, is_redelivery=is_redelivery,
+            claimed=claimed,
         )
         await self._publisher.publish_many(outcomes.publish_items(self._prefix, settled.outcomes))
+        self._remember(placement.id, settled.outcomes)
         if settled.rolled_back is None:
             metrics.bind_duration_seconds.observe(time.monotonic() - started)
             log.debug("placement %s of %s bound", placement.id, placement.group)
@@ -213,12 +224,24 @@ class Binder:
             metrics.rollbacks.inc()
         await self._reporter.placed(placement, settled)
 
-    async def _is_settled(self, placement: Placement) -> bool:
-        """Whether the group's last published outcome already ends this placement."""
-        if self._outcome_log is None:
-            return False
-        last = await self._outcome_log.last(placement.group)
-        return last is not None and outcomes.is_final(last) and last.decision_id == placement.id
+    async def _prior_outcomes(
+        self, placement: Placement, is_redelivery: bool
+    ) -> tuple[Outcome, ...]:
+        """The outcomes already published for this placement: those this process published,
+        plus (on a redelivery) those any binder published, read from EVENTS. A placement with a
+        final outcome among them is settled and is never undone; its MemberBound members are
+        the ones a rollback of it may delete."""
+        found = list(self._published.get(placement.id, ()))
+        if is_redelivery and self._outcome_log is not None:
+            found.extend(await self._outcome_log.of_decision(placement.group, placement.id))
+        return tuple(o for o in found if o.decision_id == placement.id)
+
+    def _remember(self, decision_id: str, published: Sequence[Outcome]) -> None:
+        """Keep the outcomes just published for `decision_id` (bounded, oldest dropped)."""
+        self._published[decision_id] = self._published.get(decision_id, ()) + tuple(published)
+        self._published.move_to_end(decision_id)
+        while len(self._published) > REMEMBERED_DECISIONS:
+            self._published.popitem(last=False)
 
     async def _failed(self, delivery: Delivery, decision: Decision, error: Exception) -> None:
         """Handling raised (a bug or an unexpected error): retry later, dead-letter at the end."""

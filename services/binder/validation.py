@@ -14,6 +14,8 @@ from typing import Any
 from services.contracts.decisions import Assignment
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+UNSCHEDULABLE_TAINT_EFFECT = "NoSchedule"
 
 
 class Verdict(enum.Enum):
@@ -51,7 +53,8 @@ def check_member(
     A pod (same uid) already bound to the planned node is BOUND, whatever else changed: the
     bind happened. Refused when the pod is gone, replaced (other uid), bound to another node,
     being deleted, finished, no longer ours (schedulerName) or scheduling-gated; or the node
-    is gone, cordoned (`spec.unschedulable`) or not Ready.
+    is gone, cordoned (`spec.unschedulable`) and the pod does not tolerate
+    `node.kubernetes.io/unschedulable:NoSchedule`, or not Ready (see `is_node_ready`).
     Source: BindingREST.assignPod (deleting, already assigned, gated) and kube-scheduler's
     NodeUnschedulable filter and node readiness.
     """
@@ -66,7 +69,7 @@ def check_member(
     if node_name:
         return _refuse(member, f"is already bound to node {node_name}, not {member.node}")
     refusal = _pod_refusal(member, pod, scheduler_name)
-    return refusal if refusal is not None else _node_check(member, node)
+    return refusal if refusal is not None else _node_check(member, pod, node)
 
 
 def is_bound_to_planned_node(member: Assignment, pod: dict[str, Any] | None) -> bool:
@@ -104,12 +107,40 @@ def has_controller(pod: dict[str, Any] | None) -> bool:
 
 
 def is_node_ready(node: dict[str, Any]) -> bool:
-    """Whether the node's `Ready` condition is `True`."""
-    conditions = (node.get("status") or {}).get("conditions") or []
+    """Whether the node counts as Ready; the rule shared with the planner's side,
+    `services.watcher.slim` (keep the two in step).
+
+    A node with no conditions at all counts as Ready (hand-written and simulated nodes often
+    have none). With conditions, it is Ready only when condition `Ready` has status "True";
+    Ready "False" or "Unknown" (or no Ready among other conditions, as slim.py) is not Ready.
+    """
+    status = node.get("status")
+    conditions = (status if isinstance(status, dict) else {}).get("conditions") or []
+    if not isinstance(conditions, list) or not conditions:
+        return True
     return any(
         isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
         for c in conditions
     )
+
+
+def tolerates_unschedulable(pod: dict[str, Any]) -> bool:
+    """Whether the pod tolerates `node.kubernetes.io/unschedulable:NoSchedule`, the taint a
+    cordoned node stands for (kube-scheduler's NodeUnschedulable filter; the planner's
+    `filters.node_unschedulable`). As `v1.Toleration.ToleratesTaint`: an empty effect tolerates
+    every effect, an empty key with Exists every key, else Exists or an equal (empty) value."""
+    for toleration in _spec(pod).get("tolerations") or []:
+        if not isinstance(toleration, dict):
+            continue
+        effect = toleration.get("effect") or ""
+        if effect and effect != UNSCHEDULABLE_TAINT_EFFECT:
+            continue
+        key = toleration.get("key") or ""
+        if key and key != UNSCHEDULABLE_TAINT_KEY:
+            continue
+        if toleration.get("operator") == "Exists" or not (toleration.get("value") or ""):
+            return True
+    return False
 
 
 def _pod_refusal(
@@ -129,11 +160,12 @@ def _pod_refusal(
     return None
 
 
-def _node_check(member: Assignment, node: dict[str, Any] | None) -> Check:
-    """BINDABLE when the planned node exists, is schedulable and Ready; else refused."""
+def _node_check(member: Assignment, pod: dict[str, Any], node: dict[str, Any] | None) -> Check:
+    """BINDABLE when the planned node exists, is schedulable (or the pod tolerates the
+    cordon) and Ready; else refused."""
     if node is None:
         return _refuse(member, f"cannot go to node {member.node}: the node was deleted")
-    if _spec(node).get("unschedulable"):
+    if _spec(node).get("unschedulable") and not tolerates_unschedulable(pod):
         return _refuse(member, f"cannot go to node {member.node}: the node is cordoned")
     if not is_node_ready(node):
         return _refuse(member, f"cannot go to node {member.node}: the node is not Ready")

@@ -36,8 +36,9 @@ def cluster(*pods: dict[str, Any]) -> FakeKube:
 
 
 async def run(kube: FakeKube, decision: Placement, *, is_redelivery: bool = False,
-              policy: Policy = POLICY) -> Settled:
-    return await placing.carry_out(decision, kube, policy, clock, is_redelivery=is_redelivery)
+              policy: Policy = POLICY, claimed: frozenset[str] = frozenset()) -> Settled:
+    return await placing.carry_out(decision, kube, policy, clock, is_redelivery=is_redelivery,
+                                   claimed=claimed)
 
 
 def kinds(settled: Settled) -> list[str]:
@@ -114,10 +115,36 @@ async def test_a_first_delivery_past_its_deadline_is_rolled_back_without_any_api
 
 async def test_a_redelivery_past_its_deadline_undoes_what_an_earlier_attempt_bound() -> None:
     kube = cluster(make_pod("a", node="n1"), make_pod("b"))
-    settled = await run(kube, placement("a", "b", deadline_in_ms=-1), is_redelivery=True)
+    settled = await run(kube, placement("a", "b", deadline_in_ms=-1), is_redelivery=True,
+                        claimed=frozenset({"uid-a"}))
     assert [call for call in kube.calls if call[0] == "bind"] == []
     assert kube.deleted == ["a"]
     assert kinds(settled) == ["MemberBound", "GroupRolledBack"]
+
+
+async def test_a_rollback_never_deletes_members_this_decision_did_not_bind() -> None:
+    # e9: a and b were bound earlier (another decision, or a delivery that published nothing);
+    # this placement fails on c and must leave a and b alone.
+    kube = cluster(make_pod("a", node="n1"), make_pod("b", node="n1"),
+                   make_pod("c", scheduler="other"))
+    settled = await run(kube, placement("a", "b", "c"))
+    assert kube.deleted == []
+    assert kinds(settled) == ["MemberBindFailed", "GroupRolledBack"]
+
+
+async def test_a_late_redelivery_without_published_member_bounds_deletes_nothing() -> None:
+    kube = cluster(make_pod("a", node="n1"), make_pod("b"))
+    settled = await run(kube, placement("a", "b", deadline_in_ms=-1), is_redelivery=True)
+    assert kube.deleted == []
+    assert kinds(settled) == ["GroupRolledBack"]
+
+
+async def test_a_rollback_deletes_what_this_attempt_bound_but_not_inherited_members() -> None:
+    kube = cluster(make_pod("a", node="n1"), make_pod("b"), make_pod("c"))
+    kube.failures[("bind", "c")] = [errors.KubeForbidden("no")]
+    settled = await run(kube, placement("a", "b", "c"))
+    assert kube.deleted == ["b"]
+    assert "MemberBound" in kinds(settled) and kinds(settled)[-1] == "GroupRolledBack"
 
 
 async def test_a_redelivery_past_its_deadline_with_everything_bound_is_a_success() -> None:

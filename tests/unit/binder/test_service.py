@@ -8,18 +8,20 @@ from services.binder.service import MAX_ATTEMPTS, Binder
 from services.config.settings import Settings
 from services.contracts import codec
 from services.contracts.decisions import Assignment, Placement, Rejection
-from services.contracts.events import GroupBound, Outcome
+from services.contracts.events import GroupBound, GroupRolledBack, MemberBound, Outcome
 from tests.unit.binder.fakes import FakeDelivery, FakeKube, FakePublisher, make_node, make_pod
 
 NOW_MS = 1_700_000_000_000
 
 
 class FakeOutcomeLog:
-    def __init__(self, last: Outcome | None = None) -> None:
-        self.last_outcome = last
+    """Every outcome published, of any decision; answers per decision like EVENTS would."""
 
-    async def last(self, group: str) -> Outcome | None:
-        return self.last_outcome
+    def __init__(self, *published: Outcome) -> None:
+        self.published = list(published)
+
+    async def of_decision(self, group: str, decision_id: str) -> list[Outcome]:
+        return [o for o in self.published if o.group == group and o.decision_id == decision_id]
 
 
 def binder(kube: FakeKube, publisher: FakePublisher, log: FakeOutcomeLog | None = None) -> Binder:
@@ -107,3 +109,76 @@ async def test_a_rejection_is_reported_and_acked() -> None:
     await binder(kube, publisher).process(delivery)
     assert delivery.settled == ["ack"]
     assert publisher.published == []
+
+
+def three_member_placement(deadline_in_ms: int = 60_000) -> Placement:
+    return Placement(id="9-0", plan_seq=9, at_ms=NOW_MS, group="default/g", attempt=1,
+                     deadline_ms=NOW_MS + deadline_in_ms,
+                     members=tuple(Assignment(f"uid-{n}", "default", n, "n1") for n in "abc"))
+
+
+async def test_a_settled_placement_is_never_undone_when_a_later_decision_settled_last() -> None:
+    # e5: 9-0 bound a, b, c and published GroupBound; a later decision's GroupBound is now the
+    # group's last outcome; c finished and is gone; 9-0 is redelivered after its deadline.
+    kube, publisher = FakeKube(), FakePublisher()
+    kube.add_node(make_node("n1"))
+    for name in "abc":
+        kube.add_pod(make_pod(name, node="n1"))
+    log = FakeOutcomeLog(
+        *(MemberBound(at_ms=1, decision_id="9-0", group="default/g", pod_uid=f"uid-{n}",
+                      node="n1") for n in "abc"),
+        GroupBound(at_ms=1, decision_id="9-0", group="default/g"),
+        GroupBound(at_ms=2, decision_id="20-0", group="default/g"),
+    )
+    del kube.pods[("default", "c")]
+    late = Binder(kube, publisher, Settings(), outcome_log=log, clock=lambda: NOW_MS + 61_000)
+    delivery = FakeDelivery(codec.encode(three_member_placement()), num_delivered=2)
+    await late.process(delivery)
+    assert delivery.settled == ["ack"]
+    assert kube.deleted == []
+    assert publisher.published == []
+
+
+async def test_a_settled_placement_is_remembered_by_the_process_that_settled_it() -> None:
+    kube, publisher = FakeKube(), FakePublisher()
+    kube.add_node(make_node("n1"))
+    for name in "abc":
+        kube.add_pod(make_pod(name))
+    clock = [NOW_MS]
+    service = Binder(kube, publisher, Settings(), outcome_log=FakeOutcomeLog(),
+                     clock=lambda: clock[0])
+    await service.process(FakeDelivery(codec.encode(three_member_placement())))
+    del kube.pods[("default", "c")]
+    clock[0] = NOW_MS + 61_000
+    publisher.published.clear()
+    again = FakeDelivery(codec.encode(three_member_placement()), num_delivered=2)
+    await service.process(again)
+    assert again.settled == ["ack"]
+    assert kube.deleted == []
+    assert publisher.published == []
+
+
+async def test_a_settled_rollback_is_not_carried_out_again() -> None:
+    kube, publisher = cluster(), FakePublisher()
+    log = FakeOutcomeLog(GroupRolledBack(at_ms=1, decision_id="9-0", group="default/g",
+                                         reason="x", failed_pod=None, deleted_pods=()))
+    delivery = FakeDelivery(codec.encode(a_placement()), num_delivered=2)
+    await binder(kube, publisher, log).process(delivery)
+    assert delivery.settled == ["ack"]
+    assert kube.calls == []
+
+
+async def test_a_redelivery_rolls_back_only_members_it_published_as_bound() -> None:
+    # a was bound by this decision (MemberBound published), b by another decision; c is gone.
+    kube, publisher = FakeKube(), FakePublisher()
+    kube.add_node(make_node("n1"))
+    for name in "ab":
+        kube.add_pod(make_pod(name, node="n1"))
+    log = FakeOutcomeLog(
+        MemberBound(at_ms=1, decision_id="9-0", group="default/g", pod_uid="uid-a", node="n1"),
+        MemberBound(at_ms=1, decision_id="5-0", group="default/g", pod_uid="uid-b", node="n1"),
+    )
+    delivery = FakeDelivery(codec.encode(three_member_placement()), num_delivered=2)
+    await binder(kube, publisher, log).process(delivery)
+    assert delivery.settled == ["ack"]
+    assert kube.deleted == ["a"]

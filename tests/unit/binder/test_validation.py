@@ -83,3 +83,44 @@ def test_only_a_controller_owner_counts_as_controller() -> None:
     pod = make_pod("p1", owned=False)
     pod["metadata"]["ownerReferences"] = [{"kind": "ConfigMap", "name": "x", "uid": "u"}]
     assert not validation.has_controller(pod)
+
+
+def test_a_cordoned_node_takes_a_pod_tolerating_the_unschedulable_taint() -> None:
+    cordoned = make_node("n1", unschedulable=True)
+    for toleration in (
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Exists"},
+        {"operator": "Exists"},
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Equal", "value": ""},
+    ):
+        pod = make_pod("p1")
+        pod["spec"]["tolerations"] = [toleration]
+        assert check(pod, cordoned).verdict is Verdict.BINDABLE, toleration
+
+
+def test_a_cordoned_node_refuses_a_pod_without_a_matching_toleration() -> None:
+    cordoned = make_node("n1", unschedulable=True)
+    for toleration in (
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "other", "operator": "Exists"},
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Equal", "value": "x"},
+    ):
+        pod = make_pod("p1")
+        pod["spec"]["tolerations"] = [toleration]
+        assert "cordoned" in check(pod, cordoned).reason, toleration
+
+
+def test_node_readiness_matches_the_watcher_rule() -> None:
+    from services.watcher import slim
+
+    no_conditions: dict[str, Any] = {"metadata": {"name": "n1"}, "status": {}}
+    assert validation.is_node_ready(no_conditions)
+    assert validation.is_node_ready({"metadata": {"name": "n1"}})
+    assert check(make_pod("p1"), no_conditions).verdict is Verdict.BINDABLE
+    for status in ("False", "Unknown"):
+        node = {"status": {"conditions": [{"type": "Ready", "status": status}]}}
+        assert not validation.is_node_ready(node)
+    assert validation.is_node_ready({"status": {"conditions": [{"type": "Ready",
+                                                                "status": "True"}]}})
+    for status_json in ({}, {"conditions": [{"type": "Ready", "status": "Unknown"}]}):
+        assert slim.is_ready(status_json) == validation.is_node_ready({"status": status_json})
