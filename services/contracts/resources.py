@@ -9,10 +9,11 @@ integer. Quantities are rounded up, as the API server rounds requests it cannot 
 
 from __future__ import annotations
 
+import decimal
 import math
 import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Annotated
 
 import msgspec
@@ -47,51 +48,124 @@ _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
 
 
 class InvalidQuantity(ValueError):
-    """A quantity string that is not a valid Kubernetes quantity for its resource."""
+    """A quantity that is not a valid Kubernetes quantity for its resource (any failure to read
+    one, whatever its type, is reported as this, with the value named)."""
+
+
+_HUGE_EXPONENT = 40
+"""A number whose adjusted exponent is above this is ≥ 1e41: far above `MAX_AMOUNT` in any unit
+whatever its suffix (≥ 1e-9) and scale, so it clamps without arithmetic (`1e400000` would take
+seconds of big-integer work, `1e1000000` overflows the decimal context)."""
+_TINY_EXPONENT = -40
+"""A non-zero number whose adjusted exponent is below this is < 1e-39: below one unit whatever
+its suffix (≤ 2**60) and scale, so it rounds up to 1 (or is fractional) without arithmetic."""
+_SHOWN_CHARS = 64
+
+
+def _shown(text: object) -> str:
+    """`text` for an error message: its repr, cut short (a quantity may be megabytes long)."""
+    try:
+        shown = repr(text)
+    except (ValueError, RecursionError):
+        shown = f"<{type(text).__name__}>"
+    return shown if len(shown) <= _SHOWN_CHARS else f"{shown[:_SHOWN_CHARS]}...'"
+
+
+def _number_and_factor(text: object) -> tuple[Decimal, Decimal | int]:
+    """The number and the suffix multiplier of a quantity, without multiplying them.
+
+    Raises:
+        InvalidQuantity: not a quantity (wrong type, unknown suffix, empty, malformed number).
+    """
+    if isinstance(text, bool):
+        raise InvalidQuantity(f"invalid quantity {_shown(text)}: a boolean is not a quantity")
+    try:
+        if isinstance(text, int):
+            return Decimal(text), 1
+        if isinstance(text, float):
+            if not math.isfinite(text):
+                raise InvalidQuantity(f"invalid quantity {_shown(text)}: not finite")
+            return Decimal(repr(text)), 1
+        if not isinstance(text, str):
+            raise InvalidQuantity(
+                f"invalid quantity {_shown(text)}: a {type(text).__name__}, not a string")
+        match = _QUANTITY.match(text.strip())
+        if match is None:
+            raise InvalidQuantity(f"invalid quantity {_shown(text)}")
+        number, suffix = match.groups()
+        value = Decimal(number)
+    except InvalidQuantity:
+        raise
+    except (ArithmeticError, TypeError, AttributeError, ValueError) as error:
+        raise InvalidQuantity(f"invalid quantity {_shown(text)}") from error
+    if suffix in _BINARY_SUFFIXES:
+        return value, _BINARY_SUFFIXES[suffix]
+    if suffix in _DECIMAL_SUFFIXES:
+        return value, _DECIMAL_SUFFIXES[suffix]
+    raise InvalidQuantity(f"invalid quantity {_shown(text)}: unknown suffix {suffix!r}")
+
+
+def _exact_context(*values: Decimal) -> decimal.Context:
+    """A context in which products of `values` with small factors are exact and never trap."""
+    digits = sum(len(value.as_tuple().digits) for value in values)
+    return decimal.Context(prec=digits + 64, rounding=decimal.ROUND_CEILING,
+                           Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[])
 
 
 def parse_quantity(text: str | int | float) -> Decimal:
     """Parse a Kubernetes quantity (`"1.5"`, `"500m"`, `"2Gi"`, `"1e3"`) into its exact value.
 
+    Beware: `"1e400000"` is a valid quantity whose exact value is huge; prefer `to_units`,
+    which never computes with such values.
     Raises:
-        InvalidQuantity: not a quantity (unknown suffix, empty, malformed number).
+        InvalidQuantity: not a quantity (wrong type, unknown suffix, empty, malformed number).
     Source: the grammar of k8s.io/apimachinery resource.Quantity.
     """
-    if isinstance(text, (int, float)):
-        return Decimal(str(text))
-    match = _QUANTITY.match(text.strip())
-    if match is None:
-        raise InvalidQuantity(f"invalid quantity {text!r}")
-    number, suffix = match.groups()
+    value, factor = _number_and_factor(text)
     try:
-        value = Decimal(number)
-    except InvalidOperation as error:
-        raise InvalidQuantity(f"invalid quantity {text!r}") from error
-    if suffix in _BINARY_SUFFIXES:
-        return value * _BINARY_SUFFIXES[suffix]
-    if suffix in _DECIMAL_SUFFIXES:
-        return value * _DECIMAL_SUFFIXES[suffix]
-    raise InvalidQuantity(f"invalid quantity {text!r}: unknown suffix {suffix!r}")
+        with decimal.localcontext(_exact_context(value)):
+            return value * factor
+    except ArithmeticError as error:
+        raise InvalidQuantity(f"invalid quantity {_shown(text)}") from error
 
 
 def to_units(resource: str, text: str | int | float) -> int:
     """Convert one quantity of `resource` into gangsched units (module docstring), rounding up
     and clamping to `MAX_AMOUNT`.
 
+    Cost: bounded whatever the exponent; absurd magnitudes are decided from the exponent alone.
     Raises:
-        InvalidQuantity: malformed, negative, or fractional for a resource counted in whole units
-            (pods, extended resources), as the API server rejects such requests.
+        InvalidQuantity: malformed or of a type that is no quantity (bool, None, list...),
+            negative, or fractional for a resource counted in whole units (pods, extended
+            resources), as the API server rejects such requests.
     """
-    value = parse_quantity(text)
-    if value < 0:
-        raise InvalidQuantity(f"{resource}: negative quantity {text!r}")
-    if resource == CPU:
-        return clamp(math.ceil(value * 1000))
-    if resource in _BYTE_RESOURCES or resource.startswith("hugepages-"):
-        return clamp(math.ceil(value))
-    if value != value.to_integral_value():
-        raise InvalidQuantity(f"{resource}: must be a whole number, got {text!r}")
-    return clamp(int(value))
+    try:
+        value, factor = _number_and_factor(text)
+    except InvalidQuantity as error:
+        raise InvalidQuantity(f"{resource}: {error}") from error
+    if value.is_signed() and not value.is_zero():
+        raise InvalidQuantity(f"{resource}: negative quantity {_shown(text)}")
+    is_whole = not (resource == CPU or resource in _BYTE_RESOURCES
+                    or resource.startswith("hugepages-"))
+    if value.is_zero():
+        return 0
+    if value.adjusted() > _HUGE_EXPONENT:
+        return MAX_AMOUNT
+    if value.adjusted() < _TINY_EXPONENT:
+        if is_whole:
+            raise InvalidQuantity(f"{resource}: must be a whole number, got {_shown(text)}")
+        return 1
+    try:
+        with decimal.localcontext(_exact_context(value)):
+            scaled = value * factor * (1000 if resource == CPU else 1)
+            if is_whole and scaled != scaled.to_integral_value():
+                raise InvalidQuantity(
+                    f"{resource}: must be a whole number, got {_shown(text)}")
+            return clamp(math.ceil(scaled))
+    except (ArithmeticError, ValueError, OverflowError) as error:
+        if isinstance(error, InvalidQuantity):
+            raise
+        raise InvalidQuantity(f"{resource}: invalid quantity {_shown(text)}") from error
 
 
 def clamp(amount: int) -> int:
@@ -108,7 +182,8 @@ def to_resource_list(quantities: Mapping[str, str | int | float] | None) -> Reso
     """
     if not quantities:
         return {}
-    return {name: to_units(name, value) for name, value in sorted(quantities.items())}
+    return {str(name): to_units(str(name), value)
+            for name, value in sorted(quantities.items(), key=lambda item: str(item[0]))}
 
 
 def add(left: Mapping[str, int], right: Mapping[str, int]) -> ResourceList:

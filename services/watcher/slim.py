@@ -1,8 +1,13 @@
 """Slimming Kubernetes API objects (JSON dicts, camelCase) into the planner's events.
 
 Layer: watcher (pure; the simulator uses it too). Keeps only what the planner needs: never env
-values, annotations, secrets or container images. Never raises on a malformed pod or PodGroup:
-the event carries `invalid_reason` so the planner keeps the object waiting with that reason.
+values, annotations, secrets or container images.
+
+Contract: the `*_event` and `*_deleted` functions never raise, whatever the object (missing or
+wrong-type fields anywhere, absurd quantities): a malformed pod or PodGroup gets an event whose
+`invalid_reason` names the field, so the planner keeps it waiting with that reason; other
+malformed fields are read as absent (a Node's bad quantity drops that resource). A field of the
+wrong type reads as absent, and every string field is the object's text or "".
 
 Decisions recorded here:
 - A Node with no conditions at all counts as Ready (hand-written and simulated nodes often
@@ -10,6 +15,10 @@ Decisions recorded here:
 - Requests follow the API server's defaulting (a container limit without a request requests the
   limit) and kube-scheduler's arithmetic (max of each init container and the app containers'
   sum, restartable sidecar init containers added to both, plus overhead), always with `pods: 1`.
+- Pod-level resources (`spec.resources`, PodLevelResources): as kube-scheduler, the pod-level
+  request of cpu, memory or hugepages-* (a pod-level limit standing in for a missing request)
+  replaces the containers' aggregate for that resource; other resources keep the aggregate;
+  overhead is added after.
 - Soft constraints (preferred node/pod affinity, ScheduleAnyway spread) are ignored, as a
   scheduler may; hard ones the planner does not implement are listed in `unsupported`.
 """
@@ -18,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from services.contracts import resources
 from services.contracts.events import (
@@ -53,9 +62,40 @@ def _meta(obj: Obj) -> Obj:
     return _dict(obj.get("metadata"))
 
 
+_INT32 = 2**31 - 1
+
+
+def _str(value: Any) -> str:
+    """`value` as text, never raising (`str` refuses ints of more than 4300 digits)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return str(value)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__}>"
+
+
 def _text(obj: Obj, key: str, default: str = "") -> str:
     value = obj.get(key)
-    return str(value) if value not in (None, "") else default
+    return _str(value) if value is not None and value != "" else default
+
+
+def _small_int(value: Any) -> TypeGuard[int]:
+    """`value` is an int (not a bool) that fits a signed 32-bit integer, as in the API."""
+    return isinstance(value, int) and not isinstance(value, bool) and -_INT32 - 1 <= value <= _INT32
+
+
+def _shown(value: Any) -> str:
+    """`value` for a message: its repr cut to 64 characters, never raising."""
+    try:
+        shown = repr(value)
+    except (ValueError, RecursionError):
+        shown = f"<{type(value).__name__}>"
+    return shown if len(shown) <= 64 else f"{shown[:64]}..."
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    return {_str(k): _str(v) for k, v in _dict(value).items()}
 
 
 def _namespace(meta: Obj) -> str:
@@ -68,7 +108,7 @@ def time_ms(text: Any, default_ms: int) -> int:
         return default_ms
     try:
         return round(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
+    except (ValueError, OverflowError, OSError):
         return default_ms
 
 
@@ -81,19 +121,19 @@ def node_event(obj: Obj, at_ms: int) -> NodeObserved:
     meta, spec, status = _meta(obj), _dict(obj.get("spec")), _dict(obj.get("status"))
     quantities = _dict(status.get("allocatable")) or _dict(status.get("capacity"))
     allocatable: dict[str, int] = {}
-    for name, text in sorted(quantities.items()):
+    for name, text in sorted(quantities.items(), key=lambda item: _str(item[0])):
         try:
-            allocatable[str(name)] = resources.to_units(str(name), text)
+            allocatable[_str(name)] = resources.to_units(_str(name), text)
         except resources.InvalidQuantity:
             continue
     return NodeObserved(
-        at_ms=at_ms, name=str(meta.get("name", "")), uid=str(meta.get("uid", "")),
-        resource_version=str(meta.get("resourceVersion", "")), allocatable=allocatable,
-        labels={str(k): str(v) for k, v in _dict(meta.get("labels")).items()},
-        taints=tuple(Taint(key=str(t.get("key", "")), effect=str(t.get("effect", "")),
-                           value=str(t.get("value", "") or ""))
+        at_ms=at_ms, name=_text(meta, "name"), uid=_text(meta, "uid"),
+        resource_version=_text(meta, "resourceVersion"), allocatable=allocatable,
+        labels=_str_map(meta.get("labels")),
+        taints=tuple(Taint(key=_text(t, "key"), effect=_text(t, "effect"),
+                           value=_text(t, "value"))
                      for t in map(_dict, _list(spec.get("taints")))),
-        is_unschedulable=bool(spec.get("unschedulable", False)),
+        is_unschedulable=spec.get("unschedulable") is True,
         is_ready=is_ready(status))
 
 
@@ -108,8 +148,8 @@ def is_ready(status: Obj) -> bool:
 def node_deleted(obj: Obj, at_ms: int) -> NodeDeleted:
     """A deleted Node."""
     meta = _meta(obj)
-    return NodeDeleted(at_ms=at_ms, name=str(meta.get("name", "")), uid=str(meta.get("uid", "")),
-                       resource_version=str(meta.get("resourceVersion", "")))
+    return NodeDeleted(at_ms=at_ms, name=_text(meta, "name"), uid=_text(meta, "uid"),
+                       resource_version=_text(meta, "resourceVersion"))
 
 
 def pod_event(obj: Obj, at_ms: int) -> PodObserved:
@@ -127,13 +167,13 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
     return PodObserved(
         at_ms=at_ms, uid=_text(meta, "uid"), namespace=_namespace(meta), name=_text(meta, "name"),
         resource_version=_text(meta, "resourceVersion"),
-        scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER),
-        phase=str(status.get("phase") or "Pending"),
+        scheduler_name=_str(spec.get("schedulerName") or DEFAULT_SCHEDULER),
+        phase=_str(status.get("phase") or "Pending"),
         created_at_ms=time_ms(meta.get("creationTimestamp"), at_ms),
-        requests=requests, node_name=str(node_name) if node_name else None,
-        group_name=str(labels[GROUP_LABEL]) if labels.get(GROUP_LABEL) else None,
-        priority=priority if isinstance(priority, int) else 0,
-        node_selector={str(k): str(v) for k, v in _dict(spec.get("nodeSelector")).items()},
+        requests=requests, node_name=_str(node_name) if node_name else None,
+        group_name=_str(labels[GROUP_LABEL]) if labels.get(GROUP_LABEL) else None,
+        priority=priority if _small_int(priority) else 0,
+        node_selector=_str_map(spec.get("nodeSelector")),
         required_affinity=affinity,
         tolerations=tuple(_toleration(_dict(t)) for t in _list(spec.get("tolerations"))),
         unsupported=tuple(sorted(set(affinity_unsupported + unsupported_fields(spec)))),
@@ -146,10 +186,8 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
 def pod_deleted(obj: Obj, at_ms: int) -> PodDeleted:
     """A deleted Pod."""
     meta = _meta(obj)
-    return PodDeleted(at_ms=at_ms, uid=str(meta.get("uid", "")),
-                      namespace=str(meta.get("namespace") or "default"),
-                      name=str(meta.get("name", "")),
-                      resource_version=str(meta.get("resourceVersion", "")))
+    return PodDeleted(at_ms=at_ms, uid=_text(meta, "uid"), namespace=_namespace(meta),
+                      name=_text(meta, "name"), resource_version=_text(meta, "resourceVersion"))
 
 
 def container_requests(container: Obj, where: str) -> resources.ResourceList:
@@ -158,16 +196,36 @@ def container_requests(container: Obj, where: str) -> resources.ResourceList:
     Raises:
         resources.InvalidQuantity: the message names the field (`<where>.resources...`).
     """
-    spec = _dict(container.get("resources"))
-    merged = {**_dict(spec.get("limits")), **_dict(spec.get("requests"))}
+    return _requests(_dict(container.get("resources")), f"{where}.resources")
+
+
+def _requests(spec: Obj, where: str, only: Any = None) -> resources.ResourceList:
+    """Requests of a ResourceRequirements (`spec`), limits standing in for missing requests;
+    only names for which `only(name)` is true, if given.
+
+    Raises:
+        resources.InvalidQuantity: the message names the field (`<where>.requests.<name>`).
+    """
+    limits, requests = _dict(spec.get("limits")), _dict(spec.get("requests"))
+    merged = {**limits, **requests}
     result: resources.ResourceList = {}
-    for name, text in sorted(merged.items()):
+    for name, text in sorted(merged.items(), key=lambda item: _str(item[0])):
+        if only is not None and not only(_str(name)):
+            continue
         try:
-            result[str(name)] = resources.to_units(str(name), text)
+            result[_str(name)] = resources.to_units(_str(name), text)
         except resources.InvalidQuantity as error:
-            field = f"{where}.resources.requests.{name}"
+            field = f"{where}.{'requests' if name in requests else 'limits'}.{_str(name)}"
             raise resources.InvalidQuantity(f"{field}: {error}") from error
     return result
+
+
+def is_pod_level_resource(name: str) -> bool:
+    """A resource that pod-level `spec.resources` may set (cpu, memory, hugepages-*).
+
+    Source: component-helpers resource.IsSupportedPodLevelResource.
+    """
+    return name in (resources.CPU, resources.MEMORY) or name.startswith("hugepages-")
 
 
 def pod_requests(spec: Obj) -> resources.ResourceList:
@@ -175,7 +233,9 @@ def pod_requests(spec: Obj) -> resources.ResourceList:
 
     Source: as `resourcehelper.PodRequests`: app containers summed; each init container's
     request counted against the max, restartable (sidecar) init containers added to the app
-    sum and to every later init container; then `spec.overhead` added.
+    sum and to every later init container; then pod-level `spec.resources` requests (limits
+    standing in) replace that aggregate for cpu, memory and hugepages-*; then `spec.overhead`
+    added.
     Raises:
         resources.InvalidQuantity: a malformed quantity, with its field named.
     """
@@ -195,6 +255,8 @@ def pod_requests(spec: Obj) -> resources.ResourceList:
             request = resources.add(request, sidecars)
         init_max = resources.max_each(init_max, request)
     total = resources.max_each(total, init_max)
+    total.update(_requests(_dict(spec.get("resources")), "spec.resources",
+                           only=is_pod_level_resource))
     try:
         overhead = resources.to_resource_list(_dict(spec.get("overhead")))
     except resources.InvalidQuantity as error:
@@ -216,8 +278,8 @@ def required_affinity(spec: Obj) -> tuple[tuple[NodeSelectorTerm, ...] | None, l
             unsupported.append("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuring"
                                "Execution.nodeSelectorTerms[].matchFields")
         terms.append(NodeSelectorTerm(tuple(
-            NodeSelectorRequirement(key=str(e.get("key", "")), operator=str(e.get("operator", "")),
-                                    values=tuple(str(v) for v in _list(e.get("values"))))
+            NodeSelectorRequirement(key=_text(e, "key"), operator=_text(e, "operator"),
+                                    values=tuple(_str(v) for v in _list(e.get("values"))))
             for e in map(_dict, _list(term.get("matchExpressions"))))))
     return tuple(terms), unsupported
 
@@ -253,8 +315,8 @@ def controller_owner(meta: Obj) -> OwnerRef | None:
     """The owner reference with `controller: true`, if any."""
     for ref in map(_dict, _list(meta.get("ownerReferences"))):
         if ref.get("controller"):
-            return OwnerRef(kind=str(ref.get("kind", "")), name=str(ref.get("name", "")),
-                            uid=str(ref.get("uid", "")))
+            return OwnerRef(kind=_text(ref, "kind"), name=_text(ref, "name"),
+                            uid=_text(ref, "uid"))
     return None
 
 
@@ -262,17 +324,18 @@ def podgroup_event(obj: Obj, at_ms: int) -> PodGroupObserved:
     """A PodGroup as `PodGroupObserved`; a malformed spec sets `invalid_reason` (min 1)."""
     meta, spec = _meta(obj), _dict(obj.get("spec"))
     invalid: str | None = None
-    min_member = spec.get("minMember")
-    if not isinstance(min_member, int) or isinstance(min_member, bool) or min_member < 1:
-        invalid, min_member = f"spec.minMember must be an integer >= 1, got {min_member!r}", 1
+    given = spec.get("minMember")
+    min_member = given if _small_int(given) and given >= 1 else 1
+    if min_member is not given:
+        invalid = f"spec.minMember must be an integer >= 1, got {_shown(given)}"
     try:
         min_resources = resources.to_resource_list(_dict(spec.get("minResources")))
     except resources.InvalidQuantity as error:
         invalid, min_resources = f"spec.minResources: {error}", {}
-    timeout = spec.get("scheduleTimeoutSeconds")
-    if timeout is not None and (not isinstance(timeout, int) or timeout < 0):
-        invalid = f"spec.scheduleTimeoutSeconds must be an integer >= 0, got {timeout!r}"
-        timeout = None
+    given = spec.get("scheduleTimeoutSeconds")
+    timeout = given if _small_int(given) and given >= 0 else None
+    if given is not None and timeout is None:
+        invalid = f"spec.scheduleTimeoutSeconds must be an integer >= 0, got {_shown(given)}"
     return PodGroupObserved(
         at_ms=at_ms, uid=_text(meta, "uid"), namespace=_namespace(meta), name=_text(meta, "name"),
         resource_version=_text(meta, "resourceVersion"),
@@ -283,7 +346,6 @@ def podgroup_event(obj: Obj, at_ms: int) -> PodGroupObserved:
 def podgroup_deleted(obj: Obj, at_ms: int) -> PodGroupDeleted:
     """A deleted PodGroup."""
     meta = _meta(obj)
-    return PodGroupDeleted(at_ms=at_ms, uid=str(meta.get("uid", "")),
-                           namespace=str(meta.get("namespace") or "default"),
-                           name=str(meta.get("name", "")),
-                           resource_version=str(meta.get("resourceVersion", "")))
+    return PodGroupDeleted(at_ms=at_ms, uid=_text(meta, "uid"), namespace=_namespace(meta),
+                           name=_text(meta, "name"),
+                           resource_version=_text(meta, "resourceVersion"))

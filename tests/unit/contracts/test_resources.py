@@ -44,3 +44,45 @@ def test_an_event_carrying_an_amount_beyond_the_limit_is_poisoned():
                                allocatable={"cpu": 2**64 - 1})
     with pytest.raises(codec.PoisonedMessage, match="allocatable"):
         codec.decode_event(codec.encode(node))
+
+
+def test_an_absurd_exponent_clamps_without_big_arithmetic():
+    # 1e400000 used to take seconds of big-integer work on the watcher's event loop
+    assert resources.to_units("cpu", "1e400000") == resources.MAX_AMOUNT
+    assert resources.to_units("memory", "1e400000Ei") == resources.MAX_AMOUNT
+    assert resources.to_units("nvidia.com/gpu", "1e400000") == resources.MAX_AMOUNT
+
+
+def test_an_exponent_beyond_the_decimal_context_clamps_instead_of_overflowing():
+    assert resources.to_units("cpu", "1e1000000") == resources.MAX_AMOUNT
+    assert resources.to_units("pods", "9e99999999") == resources.MAX_AMOUNT
+
+
+def test_a_tiny_exponent_rounds_up_or_is_fractional():
+    assert resources.to_units("cpu", "1e-400000") == 1
+    assert resources.to_units("memory", "1e-1000000n") == 1
+    assert resources.to_units("cpu", "0e-400000") == 0
+    with pytest.raises(resources.InvalidQuantity, match="whole number"):
+        resources.to_units("nvidia.com/gpu", "1e-400000")
+
+
+@pytest.mark.parametrize("value", [
+    True, False, None, [], ["1"], {}, {"cpu": "1"}, float("inf"), float("nan"), b"1", "1.2.3",
+    ".", "1e", "--1",
+])
+def test_values_that_are_not_quantities_raise_invalid_quantity_naming_them(value):
+    with pytest.raises(resources.InvalidQuantity) as raised:
+        resources.to_units("cpu", value)
+    assert repr(value)[:20] in str(raised.value)
+
+
+def test_a_huge_value_is_named_briefly():
+    with pytest.raises(resources.InvalidQuantity) as raised:
+        resources.to_units("cpu", "x" * 100_000)
+    assert len(str(raised.value)) < 200
+
+
+def test_parse_quantity_translates_every_failure():
+    with pytest.raises(resources.InvalidQuantity):
+        resources.parse_quantity(None)  # type: ignore[arg-type]
+    assert resources.parse_quantity("1e1000000") > 0

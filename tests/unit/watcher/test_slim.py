@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from services.contracts.events import NodeSelectorRequirement, OwnerRef, Taint, Toleration
 from services.watcher import slim
@@ -176,3 +178,80 @@ def test_delete_events():
     assert slim.pod_deleted(meta, 5).uid == "u"
     assert slim.node_deleted(meta, 5).name == "x"
     assert slim.podgroup_deleted(meta, 5).namespace == "ns"
+
+
+def test_pod_level_requests_replace_the_container_aggregate_for_what_they_name():
+    spec = {"resources": {"requests": {"cpu": "4"}, "limits": {"memory": "8Gi"}},
+            "containers": [container({"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "2"}),
+                           container({"cpu": "1"})],
+            "overhead": {"cpu": "100m"}}
+    # cpu from the pod level (4) plus overhead; memory from the pod-level limit (defaulting);
+    # the gpu, which pod-level resources cannot name, from the containers
+    assert slim.pod_event(pod(spec), 0).requests == {
+        "cpu": 4100, "memory": 8 * 2**30, "nvidia.com/gpu": 2, "pods": 1}
+
+
+def test_pod_level_resources_keep_the_containers_for_resources_they_do_not_name():
+    spec = {"resources": {"requests": {"memory": "2Gi"}},
+            "containers": [container({"cpu": "500m", "memory": "1Gi"})]}
+    assert slim.pod_event(pod(spec), 0).requests == {"cpu": 500, "memory": 2 * 2**30, "pods": 1}
+
+
+def test_an_invalid_pod_level_quantity_names_its_field():
+    event = slim.pod_event(pod({"resources": {"requests": {"cpu": "lots"}}}), 0)
+    assert event.invalid_reason is not None
+    assert event.invalid_reason.startswith("spec.resources.requests.cpu:")
+
+
+def test_an_absurd_quantity_is_clamped_and_a_non_quantity_marks_the_podgroup_invalid():
+    group = {"metadata": {"name": "g", "uid": "g1"},
+             "spec": {"minMember": 1, "minResources": {"cpu": "1e1000000", "memory": True}}}
+    event = slim.podgroup_event(group, 0)
+    assert event.invalid_reason is not None and "memory" in event.invalid_reason
+    group["spec"]["minResources"] = {"cpu": "1e1000000"}
+    assert slim.podgroup_event(group, 0).min_resources == {"cpu": 2**48}
+
+
+@pytest.mark.parametrize("obj", [
+    {}, {"metadata": None}, {"metadata": [], "spec": "x", "status": 3},
+    {"metadata": {"labels": ["a"], "name": 10**5000}, "spec": {"containers": {"a": 1}}},
+    {"spec": {"containers": [{"resources": ["cpu"]}, None, {"resources": {"requests": None}}]}},
+    {"spec": {"containers": [{"resources": {"requests": {"cpu": None}}}]}},
+    {"spec": {"priority": 2**70, "minMember": 2**70, "scheduleTimeoutSeconds": True}},
+])
+def test_malformed_objects_never_raise(obj):
+    for event in (slim.pod_event(obj, 0), slim.node_event(obj, 0), slim.podgroup_event(obj, 0),
+                  slim.pod_deleted(obj, 0), slim.node_deleted(obj, 0),
+                  slim.podgroup_deleted(obj, 0)):
+        msgspec.json.encode(event)
+
+
+def test_an_absurd_minmember_or_timeout_is_invalid_not_an_unencodable_event():
+    event = slim.podgroup_event({"spec": {"minMember": 2**70, "scheduleTimeoutSeconds": 2**70}}, 0)
+    assert event.min_member == 1 and event.schedule_timeout_seconds is None
+    assert event.invalid_reason is not None
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8),
+                     st.sampled_from(["1", "500m", "2Gi", "1e400000", "1e1000000", "-1", "x",
+                                      "Always", "True", "2024-01-01T00:00:00Z", "cpu"]))
+_KEYS = st.sampled_from([
+    "metadata", "spec", "status", "name", "namespace", "uid", "labels", "ownerReferences",
+    "controller", "containers", "initContainers", "resources", "requests", "limits", "cpu",
+    "memory", "hugepages-2Mi", "nvidia.com/gpu", "overhead", "minMember", "minResources",
+    "scheduleTimeoutSeconds", "allocatable", "capacity", "taints", "conditions", "affinity",
+    "nodeAffinity", "tolerations", "restartPolicy", "creationTimestamp", "priority", "volumes",
+    "topologySpreadConstraints", "schedulingGates", "nodeSelector", "phase",
+    slim.GROUP_LABEL]) | st.text(max_size=4)
+_JSONISH = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=6)), max_leaves=30)
+_OBJECTS = st.dictionaries(st.sampled_from(["metadata", "spec", "status"]), _JSONISH)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_OBJECTS)
+def test_slimming_random_objects_never_raises_and_always_encodes(obj):
+    """The documented contract: every slim function returns an encodable event, never raises."""
+    for slim_one in (slim.pod_event, slim.node_event, slim.podgroup_event, slim.pod_deleted,
+                     slim.node_deleted, slim.podgroup_deleted):
+        msgspec.json.encode(slim_one(obj, 0))
