@@ -3,6 +3,10 @@
 Layer: planner core (pure). Updates the state in place (ownership passes to the caller, see
 `state`). Takes time only from `event.at_ms`. Never decides anything: decisions are `plan`'s.
 Bind outcomes are applied idempotently (a duplicate or late outcome changes nothing).
+Observations arriving out of order are dropped: one of a Pod or Node deleted less than
+`TOMBSTONE_MS` ago (by uid), and one older than what is held for the same uid. Kubernetes calls
+resourceVersions opaque, so they are compared only when both are decimal integers (as etcd's
+are); otherwise the later event wins.
 """
 
 from __future__ import annotations
@@ -25,21 +29,27 @@ from services.contracts.ids import group_key
 from services.planner.core import derived, pods, reasons
 from services.planner.core.state import GroupState, PlannerState
 
+TOMBSTONE_MS = 10 * 60 * 1000
+"""How long (event time) a deleted Pod's or Node's uid keeps late observations out."""
+
 
 def apply_event(state: PlannerState, event: Event) -> PlannerState:
     """Apply `event` to `state` (in place) and return it."""
     state.now_ms = max(state.now_ms, event.at_ms)
+    _prune_tombstones(state)
     match event:
         case PodObserved():
-            _pod_observed(state, event)
+            if _is_current(state, event.uid, state.pods.get(event.uid), event):
+                _pod_observed(state, event)
         case PodDeleted():
+            _bury(state, event.uid)
             _pod_gone(state, event.uid)
         case NodeObserved():
-            is_new = event.name not in state.nodes
-            state.nodes[event.name] = event
-            state.capacity_freed_ms = state.now_ms
-            derived.refresh_node(state, event.name, is_new)
+            old = state.nodes.get(event.name)
+            if _is_current(state, event.uid, old, event):
+                _node_observed(state, old, event)
         case NodeDeleted():
+            _bury(state, event.uid)
             if state.nodes.pop(event.name, None) is not None:
                 derived.refresh_node(state, event.name, True)
         case PodGroupObserved():
@@ -57,11 +67,61 @@ def apply_event(state: PlannerState, event: Event) -> PlannerState:
     return state
 
 
+def _is_current(state: PlannerState, uid: str, held: PodObserved | NodeObserved | None,
+                seen: PodObserved | NodeObserved) -> bool:
+    """Whether an observation is not a late one (module docstring)."""
+    if uid in state.tombstones:
+        return False
+    if held is None or held.uid != uid:
+        return True
+    old, new = held.resource_version, seen.resource_version
+    return not (old.isdecimal() and new.isdecimal() and int(new) < int(old))
+
+
+def _bury(state: PlannerState, uid: str) -> None:
+    if uid:
+        state.tombstones.pop(uid, None)  # re-inserted last: the dict stays oldest first
+        state.tombstones[uid] = state.now_ms
+
+
+def _prune_tombstones(state: PlannerState) -> None:
+    tombstones, horizon = state.tombstones, state.now_ms - TOMBSTONE_MS
+    while tombstones:
+        uid, at_ms = next(iter(tombstones.items()))
+        if at_ms > horizon:
+            return
+        del tombstones[uid]
+
+
+def _node_observed(state: PlannerState, old: NodeObserved | None, node: NodeObserved) -> None:
+    state.nodes[node.name] = node
+    if old is None or _may_free_capacity(old, node):
+        state.capacity_freed_ms = state.now_ms
+    derived.refresh_node(state, node.name, old is None)
+
+
+def _may_free_capacity(old: NodeObserved, new: NodeObserved) -> bool:
+    """Whether a changed Node may now take a pod it refused: more allocatable, other taints or
+    labels, or it became schedulable or Ready (a heartbeat changes none of these)."""
+    return (any(amount > old.allocatable.get(name, 0)
+                for name, amount in new.allocatable.items())
+            or old.taints != new.taints or old.labels != new.labels
+            or (old.is_unschedulable and not new.is_unschedulable)
+            or (not old.is_ready and new.is_ready))
+
+
 def _pod_observed(state: PlannerState, pod: PodObserved) -> None:
     state.pods[pod.uid] = pod
-    if pod.node_name is not None or pods.is_terminal(pod) or pod.is_deleting:
-        state.reservations.pop(pod.uid, None)
+    reservation = state.reservations.get(pod.uid)
+    if reservation is not None and (pod.node_name is not None or pods.is_terminal(pod)
+                                    or pod.is_deleting or _group_key(pod) != reservation.group):
+        del state.reservations[pod.uid]  # bound, finished, or moved to another group
     derived.refresh_pod(state, pod.uid)
+
+
+def _group_key(pod: PodObserved) -> str:
+    """The group a reserved pod (ours) is in now (as `pods.group_of` for our pods)."""
+    return pods.group_of(pod, pod.scheduler_name) or ""
 
 
 def _pod_gone(state: PlannerState, uid: str) -> None:
@@ -90,6 +150,7 @@ def _group_bound(state: PlannerState, event: GroupBound) -> None:
         return
     group = state.groups.setdefault(in_flight.group, GroupState())
     _forget_in_flight(group, event.decision_id)
+    group.failures = 0  # bound: backoff starts over; a placement alone does not reset it
     _touch(state, in_flight.group)
 
 

@@ -143,7 +143,9 @@ class Round:
             reason = reasons.gang_extra_members(key, min_member, len(trial.unplaced), nodes)
             self._fail(key, group, trial.unplaced, reason + note, [])
         else:
-            group.failures, group.failed_at_ms, group.failure_reason = 0, None, ""
+            # placed, not yet bound: `failures` stays so a rollback backs off longer (reset by
+            # GroupBound); clearing `failed_at_ms` ends the current backoff
+            group.failed_at_ms, group.failure_reason = None, ""
             group.pending_since_ms = None
             group.last_rejection = None
         return True

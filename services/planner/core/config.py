@@ -22,7 +22,8 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     `prefer_topology` asks gangs to land under one value of the node label `topology_key`.
     `starvation_seconds` is how long a gang may wait before it reserves the capacity it needs;
     `release_grace_seconds` is how long after a placement's deadline the planner itself releases
-    reservations the binder never confirmed nor rolled back.
+    reservations the binder never confirmed nor rolled back; it outlasts the binder's ack wait
+    (60 s), so a crashed binder's Placement is redelivered before the planner gives it up.
     """
 
     scheduler_name: str = "gangsched"
@@ -33,7 +34,7 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     scoring: str = LEAST_ALLOCATED
     topology_key: str = "topology.kubernetes.io/zone"
     prefer_topology: bool = False
-    release_grace_seconds: float = 30.0
+    release_grace_seconds: float = 90.0
     score_resources: tuple[str, ...] = ("cpu", "memory")
     """Resources weighed (equally) by the scoring strategy, as kube-scheduler's default."""
 

@@ -35,9 +35,10 @@ class Derived:
         """Recompute one pod's group and class after its pod or reservation changed."""
         pod = state.pods.get(uid)
         group = None if pod is None else pods.group_of(pod, self.scheduler_name)
+        reservation = state.reservations.get(uid)
+        is_reserved = reservation is not None and reservation.group == group
         if pod is not None and group is not None and self.pod_group.get(uid) == group:
-            self._reclass(uid, group, pods.classify(pod, self.scheduler_name,
-                                                    uid in state.reservations))
+            self._reclass(uid, group, pods.classify(pod, self.scheduler_name, is_reserved))
             return
         old_group = self.pod_group.pop(uid, None)
         if old_group is not None:
@@ -47,7 +48,7 @@ class Derived:
                 _discard(self.pending, old_group, uid)
         if pod is None or group is None:
             return
-        pod_class = pods.classify(pod, self.scheduler_name, uid in state.reservations)
+        pod_class = pods.classify(pod, self.scheduler_name, is_reserved)
         self.pod_group[uid] = group
         self.pod_class[uid] = pod_class
         self.members.setdefault(group, set()).add(uid)
@@ -90,6 +91,7 @@ def ensure(state: PlannerState, scheduler_name: str) -> Derived:
         for uid in state.pods:
             derived.reindex(state, uid)
         derived.dirty.update(state.podgroups)
+        derived.dirty.update(state.groups)  # outcomes applied while unbuilt marked nothing
         vars(state)[_KEY] = derived
     if derived.index is None:
         derived.index = capacity.build(state.nodes, state.node_used)

@@ -7,6 +7,7 @@ filter is also evaluated vectorised over all nodes in `capacity`; both must agre
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from services.contracts.events import (
@@ -22,6 +23,8 @@ from services.planner.core import reasons
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 SOFT_EFFECT = "PreferNoSchedule"
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def node_ready(node: NodeObserved) -> str | None:
@@ -93,12 +96,23 @@ def requirement_matches(requirement: NodeSelectorRequirement, labels: Mapping[st
     if operator == "DoesNotExist":
         return key not in labels
     if operator in ("Gt", "Lt") and key in labels and len(requirement.values) == 1:
-        try:
-            have, bound = int(labels[key]), int(requirement.values[0])
-        except ValueError:
+        have, bound = parse_int64(labels[key]), parse_int64(requirement.values[0])
+        if have is None or bound is None:
             return False
         return have > bound if operator == "Gt" else have < bound
     return False
+
+
+def parse_int64(text: str) -> int | None:
+    """`text` as Go's `strconv.ParseInt(text, 10, 64)` reads it, or None where that fails.
+
+    Only an optional sign and ASCII digits, within int64 (Python's `int` also takes spaces,
+    underscores and non-ASCII digits).
+    """
+    if _INT_RE.fullmatch(text) is None:
+        return None
+    value = int(text)
+    return value if _INT64_MIN <= value <= _INT64_MAX else None
 
 
 def term_matches(term: NodeSelectorTerm, labels: Mapping[str, str]) -> bool:

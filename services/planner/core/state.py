@@ -100,6 +100,8 @@ class PlannerState(msgspec.Struct, dict=True):
     name (sum of `charges` on it, nodes not (yet) observed included). `starving_group` and
     `starving_nodes` name the gang that held capacity in the last round and where (sorted).
     `capacity_freed_ms` is the last time capacity was given back or a Node changed.
+    `tombstones` maps the uid of each Pod or Node deleted in the last `apply.TOMBSTONE_MS` to
+    when (event time), oldest first, so a late observation cannot bring it back.
     Units: `now_ms` is the latest `at_ms` applied (never moves backwards).
     """
 
@@ -115,6 +117,7 @@ class PlannerState(msgspec.Struct, dict=True):
     starving_group: str | None = None
     starving_nodes: list[str] = []
     capacity_freed_ms: int = 0
+    tombstones: dict[str, int] = {}
 
 
 _encoder = msgspec.json.Encoder()

@@ -112,9 +112,10 @@ def check_round(cluster, before, decisions, used_before):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(clusters(), st.lists(st.sampled_from(["bind", "bind", "rollback", "tick", "finish"]),
-                            min_size=1, max_size=8), st.booleans())
-def test_invariants_and_determinism(events, actions, prefer_topology):
+@given(clusters(), st.lists(st.sampled_from(["bind", "bind", "rollback", "tick", "finish",
+                                             "delete", "relabel", "delete-rollback"]),
+                            min_size=1, max_size=8), st.booleans(), st.data())
+def test_invariants_and_determinism(events, actions, prefer_topology, data):
     config = PlannerConfig(prefer_topology=prefer_topology, scoring="least-allocated")
     cluster = Cluster(config).observe(*events)
     for action in actions:
@@ -128,6 +129,8 @@ def test_invariants_and_determinism(events, actions, prefer_topology):
         elif action == "rollback" and placements:
             cluster.roll_back(placements[0])
             cluster.bind(placements[1:])
+        elif action in ("delete", "relabel", "delete-rollback"):
+            disturb(cluster, action, placements, data)
         elif action == "finish":
             for pod in sorted(cluster.state.pods.values(), key=lambda p: p.name):
                 if pod.node_name is not None and pod.phase == "Running":
@@ -137,17 +140,43 @@ def test_invariants_and_determinism(events, actions, prefer_topology):
     recorded = b"".join(codec.encode(d) + b"\n" for d in cluster.decisions)
     assert replay(cluster.log, config) == recorded
     assert replay_through_snapshots(cluster.log, config) == recorded
+    restores = data.draw(st.sets(st.integers(0, len(cluster.log) - 1), max_size=4))
+    assert replay_through_snapshots(cluster.log, config, restores) == recorded
 
 
-def replay_through_snapshots(log, config):
+def disturb(cluster, action, placements, data):
+    """Delete a pod (rolling back its placement for `delete-rollback`) or move it to a group."""
+    names = sorted(pod.name for pod in cluster.state.pods.values())
+    if not names:
+        return
+    name = data.draw(st.sampled_from(names))
+    if action == "relabel":
+        pod = cluster.pod(name)
+        group = data.draw(st.sampled_from([None, "g0", "g1", "g9"]))
+        cluster.apply(msgspec.structs.replace(pod, group_name=group, at_ms=cluster.now_ms))
+        cluster.bind(placements)
+        return
+    cluster.delete_pod(name)
+    if action == "delete-rollback":
+        for placement in placements:
+            cluster.roll_back(placement, reason="pod deleted")
+    else:
+        cluster.bind([p for p in placements
+                      if all(m.pod_uid in cluster.state.pods for m in p.members)])
+
+
+def replay_through_snapshots(log, config, restores=None):
+    """Replay, restoring the state from its snapshot after every plan, or (given `restores`)
+    after exactly those log positions (also between events, before the next plan)."""
     state = empty_state()
     out = bytearray()
-    for kind, item in log:
+    for position, (kind, item) in enumerate(log):
         if kind == "event":
             state = planner.apply(state, item)
         else:
             state, decisions = planner.plan(state, config, item)
             out += b"".join(codec.encode(d) + b"\n" for d in decisions)
+        if position in restores if restores is not None else kind == "plan":
             state = decode_state(encode_state(state))
     return bytes(out)
 

@@ -1,0 +1,84 @@
+"""The planner's leader lease: timing arithmetic and one renewal, against an in-memory lease."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.planner import election
+from services.planner.election import Term, Timing
+
+TIMING = Timing(lease_seconds=9.0, retry_seconds=1.0)
+
+
+class FakeLease:
+    """An in-memory `LeaseStore`: `renew` answers from a script, or raises from it."""
+
+    def __init__(self, *answers: int | Exception | None) -> None:
+        self.answers = list(answers)
+        self.renewed: list[int] = []
+
+    async def acquire(self) -> int | None:
+        return None
+
+    async def renew(self, revision: int) -> int | None:
+        self.renewed.append(revision)
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def release(self, revision: int) -> None:
+        return None
+
+
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_leader_must_stop_two_thirds_into_the_lease():
+    assert TIMING.renew_deadline_seconds == pytest.approx(6.0)
+    assert election.deadline(Term(revision=4, renewed_at=100.0), TIMING) == pytest.approx(106.0)
+
+
+def test_a_retry_interval_as_long_as_the_renew_deadline_is_refused():
+    with pytest.raises(ValueError, match="shorter than two thirds"):
+        Timing(lease_seconds=3.0, retry_seconds=2.0)
+    with pytest.raises(ValueError):
+        Timing(lease_seconds=3.0, retry_seconds=0.0)
+
+
+def test_renewals_come_every_retry_interval_until_the_deadline_cuts_them_short():
+    term = Term(revision=1, renewed_at=100.0)
+    assert election.wait_before_renewal(term, 100.0, TIMING) == pytest.approx(1.0)
+    assert election.wait_before_renewal(term, 105.5, TIMING) == pytest.approx(0.5)
+    assert election.wait_before_renewal(term, 106.0, TIMING) is None
+
+
+async def test_a_successful_renewal_starts_the_term_when_the_request_was_sent():
+    lease, clock = FakeLease(8), Clock(103.0)
+    renewed = await election.renew(lease, Term(revision=7, renewed_at=100.0), TIMING, clock)
+    assert renewed == Term(revision=8, renewed_at=103.0)
+    assert lease.renewed == [7]
+
+
+async def test_a_lease_someone_else_wrote_is_lost_at_once():
+    lease = FakeLease(None)
+    assert await election.renew(lease, Term(7, 100.0), TIMING, Clock(101.0)) is None
+
+
+async def test_a_transient_failure_keeps_the_term_until_its_deadline():
+    term = Term(7, 100.0)
+    kept = await election.renew(FakeLease(TimeoutError()), term, TIMING, Clock(104.0))
+    assert kept == term
+    lost = await election.renew(FakeLease(TimeoutError()), term, TIMING, Clock(106.5))
+    assert lost is None
+
+
+def test_each_candidate_has_its_own_identity():
+    assert election.identity() != election.identity()
