@@ -13,12 +13,14 @@ from nats.aio.client import Client
 
 from services.bus.errors import BusUnavailable
 from services.config.settings import BusSettings
+from services.contracts import subjects
 
 log = logging.getLogger(__name__)
 
 FIRST_CONNECT_TIMEOUT_SECONDS = 30.0
 RECONNECT_WAIT_SECONDS = 1
 CONNECT_TIMEOUT_SECONDS = 2
+DEFAULT_INBOX_PREFIX = "_INBOX"
 
 
 async def connect(
@@ -55,6 +57,7 @@ async def connect(
                 user=settings.user,
                 password=settings.password,
                 user_credentials=str(settings.creds_file) if settings.creds_file else None,
+                inbox_prefix=inbox_prefix(settings),
             ),
             first_connect_timeout_seconds,
         )
@@ -65,6 +68,17 @@ async def connect(
         ) from error
     log.info("connected to NATS %s as %s", client.connected_url, name)
     return client
+
+
+def inbox_prefix(settings: BusSettings) -> str:
+    """`_INBOX_<user>` for a named user, else nats-py's `_INBOX`.
+
+    Each user's NATS permissions let it subscribe to its own inbox only, so one service (or a
+    read-only subscriber on `_INBOX.>`) cannot read the replies and deliveries of another.
+    """
+    if not settings.user:
+        return DEFAULT_INBOX_PREFIX
+    return f"{DEFAULT_INBOX_PREFIX}_{subjects.token(settings.user)}"
 
 
 class _Callbacks:

@@ -24,9 +24,10 @@ from services.binder.service import run_binder
 from services.bus import connection
 from services.bus.embedded import EmbeddedNats
 from services.config.settings import Settings
+from services.planner import election
 from services.planner.core.config import PlannerConfig
 from services.planner.service import run_planner
-from services.runtime.health import HealthServer, Readiness
+from services.runtime.health import HealthServer, Readiness, ReadyFlag
 from services.runtime.supervision import Supervisor
 from services.store import engines, schema
 from services.watcher.service import run_watcher
@@ -71,7 +72,28 @@ def _factory(name: str, settings: Settings, nc: Client, engine: AsyncEngine | No
     if name == "binder":
         return lambda: run_binder(settings, nc, flag)
     assert engine is not None
-    return lambda: run_planner(settings, nc.jetstream(), engine, flag, config=planner)
+
+    def plan() -> Any:
+        return run_planner(settings, nc.jetstream(), engine, flag, config=planner)
+
+    if not settings.planner.leader_election:
+        return plan
+    return lambda: _lead(settings, nc, plan, flag)
+
+
+async def _lead(settings: Settings, nc: Client, plan: Any, flag: ReadyFlag) -> None:
+    """Run the planner only while this process holds the leader lease (standbys wait warm)."""
+    timing = election.Timing(
+        lease_seconds=settings.planner.leader_lease_seconds,
+        retry_seconds=settings.planner.leader_retry_seconds,
+    )
+    lease = await election.open_lease(
+        nc.jetstream(), prefix=settings.bus.prefix, timing=timing,
+        replicas=settings.bus.replicas,
+    )
+    log.info("planner %s campaigns for the leader lease (%gs)", lease.holder,
+             timing.lease_seconds)
+    await election.lead(lease, timing, plan, ready=flag)
 
 
 @contextlib.asynccontextmanager

@@ -1,0 +1,374 @@
+{{/* Names, labels and derived settings shared by every template. */}}
+
+{{- define "gangsched.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gangsched.labels" -}}
+app.kubernetes.io/name: gangsched
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: gangsched
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Selector labels of one component; call with (dict "root" $ "component" "watcher"). */}}
+{{- define "gangsched.selectorLabels" -}}
+app.kubernetes.io/name: gangsched
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "gangsched.componentLabels" -}}
+{{ include "gangsched.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "gangsched.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* Stream-name prefix, as services/contracts/subjects.stream_name: GANGSCHED for gangsched. */}}
+{{- define "gangsched.streamPrefix" -}}
+{{- regexReplaceAll "[^A-Za-z0-9_-]" .Values.settings.prefix "_" | upper -}}
+{{- end -}}
+
+{{- define "gangsched.streamReplicas" -}}
+{{- if gt (int .Values.nats.streamReplicas) 0 -}}
+{{- .Values.nats.streamReplicas -}}
+{{- else if ge (int .Values.nats.replicas) 3 -}}
+3
+{{- else -}}
+1
+{{- end -}}
+{{- end -}}
+
+{{- define "gangsched.natsName" -}}
+{{- printf "%s-nats" (include "gangsched.fullname" .) -}}
+{{- end -}}
+
+{{- define "gangsched.natsUrl" -}}
+{{- if .Values.nats.enabled -}}
+{{- printf "%s://%s.%s.svc:%d" (ternary "tls" "nats" .Values.nats.tls.enabled) (include "gangsched.natsName" .) .Release.Namespace (int .Values.nats.port) -}}
+{{- else -}}
+{{- required "nats.url is required when nats.enabled is false" .Values.nats.url -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gangsched.natsUsersSecret" -}}
+{{- .Values.nats.auth.existingSecret | default (printf "%s-nats-users" (include "gangsched.fullname" .)) -}}
+{{- end -}}
+
+{{- /* The route URLs of the clustered NATS servers, comma-separated, with route password
+"password" (dict "root" $ "password" ...). */ -}}
+{{- define "gangsched.natsRoutes" -}}
+{{- $root := .root -}}
+{{- $name := include "gangsched.natsName" $root -}}
+{{- $routes := list -}}
+{{- range $i := until (int $root.Values.nats.replicas) -}}
+{{- $routes = append $routes (printf "nats-route://route:%s@%s-%d.%s-headless:%d" $.password $name $i $name (int $root.Values.nats.clusterPort)) -}}
+{{- end -}}
+{{- join "," $routes -}}
+{{- end -}}
+
+{{- define "gangsched.databaseSecret" -}}
+{{- .Values.database.postgresql.existingSecret | default (printf "%s-database" (include "gangsched.fullname" .)) -}}
+{{- end -}}
+
+{{/*
+NATS subject permissions of each user, as YAML (nats.conf takes them as JSON). P is the
+stream-name prefix, p the subject prefix. Every gangsched service may look up, create and
+update the three gangsched streams (each one ensures them at start) and read its own inbox
+(_INBOX_<user>.>, the inbox prefix services/bus/connection.py sets for a named user); beyond
+that each may publish only what it produces and consume only what it reads. Durable consumers
+belong to one service each: the others are denied their API and ack subjects.
+*/}}
+{{- define "gangsched.natsPermissions" -}}
+{{- $p := .Values.settings.prefix -}}
+{{- $P := include "gangsched.streamPrefix" . -}}
+{{- $streams := list (printf "%s_EVENTS" $P) (printf "%s_DECISIONS" $P) (printf "%s_DEADLETTER" $P) -}}
+{{- $ensure := list -}}
+{{- range $verb := list "INFO" "CREATE" "UPDATE" -}}
+{{- range $stream := $streams -}}
+{{- $ensure = append $ensure (printf "$JS.API.STREAM.%s.%s" $verb $stream) -}}
+{{- end -}}
+{{- end -}}
+{{- $events := printf "%s_EVENTS" $P -}}
+{{- $decisions := printf "%s_DECISIONS" $P -}}
+{{- $lease := printf "KV_%s_LEADER" $P -}}
+watcher:
+  publish:
+    allow:
+      - {{ printf "%s.events.>" $p | quote }}
+      {{- range $ensure }}
+      - {{ . | quote }}
+      {{- end }}
+      # the short-lived ephemeral consumer that reads what the log knows at start
+      - {{ printf "$JS.API.CONSUMER.CREATE.%s" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.CREATE.%s.>" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.INFO.%s.*" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.DELETE.%s.*" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.*" $events | quote }}
+    deny:
+      # outcomes are the binder's; the planner's consumer is the planner's
+      - {{ printf "%s.events.outcome.>" $p | quote }}
+      - {{ printf "$JS.API.CONSUMER.*.%s.planner" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.*.%s.planner.>" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.*.*.%s.planner" $events | quote }}
+  subscribe:
+    allow:
+      - "_INBOX_watcher.>"
+planner:
+  publish:
+    allow:
+      - {{ printf "%s.decisions.>" $p | quote }}
+      - {{ printf "%s.deadletter" $p | quote }}
+      {{- range $ensure }}
+      - {{ . | quote }}
+      {{- end }}
+      # the durable consumer `planner` on EVENTS
+      - {{ printf "$JS.API.CONSUMER.CREATE.%s.planner" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.CREATE.%s.planner.>" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.DURABLE.CREATE.%s.planner" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.INFO.%s.planner" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.DELETE.%s.planner" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.planner" $events | quote }}
+      - {{ printf "$JS.ACK.%s.planner.>" $events | quote }}
+      # the leader lease (KV bucket <P>_LEADER)
+      - {{ printf "$JS.API.STREAM.INFO.%s" $lease | quote }}
+      - {{ printf "$JS.API.STREAM.CREATE.%s" $lease | quote }}
+      - {{ printf "$JS.API.STREAM.UPDATE.%s" $lease | quote }}
+      - {{ printf "$JS.API.STREAM.MSG.GET.%s" $lease | quote }}
+      - {{ printf "$JS.API.DIRECT.GET.%s.>" $lease | quote }}
+      - {{ printf "$KV.%s_LEADER.>" $P | quote }}
+  subscribe:
+    allow:
+      - "_INBOX_planner.>"
+binder:
+  publish:
+    allow:
+      - {{ printf "%s.events.outcome.>" $p | quote }}
+      - {{ printf "%s.deadletter" $p | quote }}
+      {{- range $ensure }}
+      - {{ . | quote }}
+      {{- end }}
+      # the durable work-queue consumer `binder` on DECISIONS
+      - {{ printf "$JS.API.CONSUMER.CREATE.%s.binder" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.CREATE.%s.binder.>" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.DURABLE.CREATE.%s.binder" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.INFO.%s.binder" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.DELETE.%s.binder" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.binder" $decisions | quote }}
+      - {{ printf "$JS.ACK.%s.binder.>" $decisions | quote }}
+      # the last outcome of a group (to settle a redelivered placement) and its last
+      # StatusUpdate (to write PodGroup status): direct lookups on EVENTS and DECISIONS
+      - {{ printf "$JS.API.STREAM.MSG.GET.%s" $events | quote }}
+      - {{ printf "$JS.API.DIRECT.GET.%s.>" $events | quote }}
+      - {{ printf "$JS.API.STREAM.MSG.GET.%s" $decisions | quote }}
+      - {{ printf "$JS.API.DIRECT.GET.%s.>" $decisions | quote }}
+  subscribe:
+    allow:
+      - "_INBOX_binder.>"
+subscriber:
+  publish:
+    allow:
+      - "$JS.API.INFO"
+      - "$JS.API.STREAM.NAMES"
+      - {{ printf "$JS.API.STREAM.INFO.%s" $decisions | quote }}
+      - {{ printf "$JS.API.STREAM.MSG.GET.%s" $decisions | quote }}
+      - {{ printf "$JS.API.DIRECT.GET.%s.>" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.CREATE.%s" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.CREATE.%s.>" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.DURABLE.CREATE.%s.*" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.INFO.%s.*" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.DELETE.%s.*" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.*" $decisions | quote }}
+      - {{ printf "$JS.ACK.%s.>" $decisions | quote }}
+      - {{ printf "$JS.FC.%s.>" $decisions | quote }}
+    deny:
+      # the binder's work queue is not the subscriber's to read, ack or delete
+      - {{ printf "$JS.API.CONSUMER.*.%s.binder" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.*.%s.binder.>" $decisions | quote }}
+      - {{ printf "$JS.API.CONSUMER.*.*.%s.binder" $decisions | quote }}
+      - {{ printf "$JS.ACK.%s.binder.>" $decisions | quote }}
+  subscribe:
+    allow:
+      - {{ printf "%s.decisions.>" $p | quote }}
+      - "_INBOX.>"
+      {{- range .Values.nats.auth.subscriber.extraSubscribe }}
+      - {{ . | quote }}
+      {{- end }}
+{{- end -}}
+
+{{/* One gangsched service's Deployment; call with (dict "root" $ "component" "watcher"). */}}
+{{- define "gangsched.deployment" -}}
+{{- $root := .root -}}
+{{- $component := .component -}}
+{{- $values := index $root.Values $component -}}
+{{- $fullname := include "gangsched.fullname" $root -}}
+{{- $sqlite := and (eq $component "planner") (eq $root.Values.database.type "sqlite") -}}
+{{- $postgres := and (eq $component "planner") (eq $root.Values.database.type "postgresql") -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ $fullname }}-{{ $component }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "gangsched.componentLabels" . | nindent 4 }}
+spec:
+  replicas: {{ $values.replicas }}
+  revisionHistoryLimit: 3
+  {{- if $sqlite }}
+  strategy:
+    # the SQLite volume is ReadWriteOnce: the old planner must let go of it first
+    type: Recreate
+  {{- end }}
+  selector:
+    matchLabels:
+      {{- include "gangsched.selectorLabels" . | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "gangsched.componentLabels" . | nindent 8 }}
+      annotations:
+        checksum/settings: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+        {{- if $root.Values.metrics.podAnnotations }}
+        prometheus.io/scrape: "true"
+        prometheus.io/port: {{ $root.Values.metrics.port | quote }}
+        prometheus.io/path: /metrics
+        {{- end }}
+        {{- with $values.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+    spec:
+      serviceAccountName: {{ $fullname }}-{{ $component }}
+      # the planner never calls the Kubernetes API: it gets no token at all
+      automountServiceAccountToken: {{ ne $component "planner" }}
+      # no <SERVICE>_PORT variables: some would look like GANGSCHED_* settings
+      enableServiceLinks: false
+      securityContext:
+        {{- toYaml $root.Values.podSecurityContext | nindent 8 }}
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- if $postgres }}
+      initContainers:
+        - name: migrate
+          image: {{ include "gangsched.image" $root }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          args: [migrate]
+          env:
+            - name: GANGSCHED_DB
+              valueFrom:
+                secretKeyRef:
+                  name: {{ include "gangsched.databaseSecret" $root }}
+                  key: {{ $root.Values.database.postgresql.existingSecretKey }}
+            - name: GANGSCHED_LOG_LEVEL
+              value: {{ $root.Values.settings.logLevel | quote }}
+          securityContext:
+            {{- toYaml $root.Values.securityContext | nindent 12 }}
+          resources:
+            {{- toYaml $values.resources | nindent 12 }}
+          volumeMounts:
+            - {name: tmp, mountPath: /tmp}
+      {{- end }}
+      containers:
+        - name: {{ $component }}
+          image: {{ include "gangsched.image" $root }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          args: [{{ $component }}]
+          envFrom:
+            - configMapRef:
+                name: {{ $fullname }}-settings
+          env:
+            {{- if $root.Values.nats.auth.enabled }}
+            - name: GANGSCHED_NATS_USER
+              value: {{ $component }}
+            - name: GANGSCHED_NATS_PASSWORD
+              valueFrom:
+                secretKeyRef:
+                  name: {{ include "gangsched.natsUsersSecret" $root }}
+                  key: {{ $component }}
+            {{- end }}
+            {{- if $root.Values.nats.tls.enabled }}
+            # nats-py verifies the server with Python's default context, which reads this
+            - name: SSL_CERT_FILE
+              value: /etc/gangsched/nats-ca/ca.crt
+            {{- end }}
+            {{- if eq $component "planner" }}
+            - name: GANGSCHED_LEADER_ELECTION
+              value: {{ $values.leaderElection.enabled | quote }}
+            - name: GANGSCHED_LEADER_LEASE_SECONDS
+              value: {{ $values.leaderElection.leaseSeconds | quote }}
+            - name: GANGSCHED_LEADER_RETRY_SECONDS
+              value: {{ $values.leaderElection.retrySeconds | quote }}
+            {{- end }}
+            {{- if $postgres }}
+            - name: GANGSCHED_DB
+              valueFrom:
+                secretKeyRef:
+                  name: {{ include "gangsched.databaseSecret" $root }}
+                  key: {{ $root.Values.database.postgresql.existingSecretKey }}
+            {{- end }}
+            {{- with $values.extraEnv }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          ports:
+            - name: http
+              containerPort: {{ $root.Values.metrics.port }}
+              protocol: TCP
+          livenessProbe:
+            httpGet: {path: /healthz, port: http}
+            {{- toYaml $root.Values.probes.liveness | nindent 12 }}
+          readinessProbe:
+            httpGet: {path: /readyz, port: http}
+            {{- toYaml $root.Values.probes.readiness | nindent 12 }}
+          resources:
+            {{- toYaml $values.resources | nindent 12 }}
+          securityContext:
+            {{- toYaml $root.Values.securityContext | nindent 12 }}
+          volumeMounts:
+            - {name: data, mountPath: /var/lib/gangsched}
+            - {name: tmp, mountPath: /tmp}
+            {{- if $root.Values.nats.tls.enabled }}
+            - {name: nats-ca, mountPath: /etc/gangsched/nats-ca, readOnly: true}
+            {{- end }}
+      volumes:
+        {{- if $sqlite }}
+        - name: data
+          persistentVolumeClaim:
+            claimName: {{ $fullname }}-planner-db
+        {{- else }}
+        - name: data
+          emptyDir: {}
+        {{- end }}
+        - name: tmp
+          emptyDir: {}
+        {{- if $root.Values.nats.tls.enabled }}
+        - name: nats-ca
+          secret:
+            secretName: {{ required "nats.tls.secretName is required with nats.tls.enabled" $root.Values.nats.tls.secretName }}
+            items:
+              - {key: {{ $root.Values.nats.tls.caKey }}, path: ca.crt}
+        {{- end }}
+      {{- with $values.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $values.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $values.affinity }}
+      affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+{{- end -}}

@@ -1,0 +1,329 @@
+"""Leader election for the planner on a NATS KV lease: one planner serves, standbys wait warm.
+
+Layer: planner shell. The lease is the key `planner` in the KV bucket `<PREFIX>_LEADER`, whose
+TTL is the lease duration. A candidate takes the lease with `create` (only if no live entry);
+the leader renews it every `retry_seconds` with a compare-and-set on its last revision; an entry
+nobody renews expires after the TTL and a standby's next `create` wins. The leader steps down by
+itself once no renewal succeeded for `renew_deadline_seconds` (two thirds of the lease, measured
+from before the write was sent, so it stops serving before the server can let anyone else in).
+A leader that stops (shutdown, or its work failed) deletes the entry so a standby takes over at
+its next attempt. Never touches the planner's state or the Kubernetes API; `lead` runs the
+caller's work only while this process holds the lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import nats
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig, StorageType
+from nats.js.kv import KeyValue
+from prometheus_client import Gauge
+
+from services.bus import transience
+from services.contracts import subjects
+from services.runtime import metrics
+
+log = logging.getLogger(__name__)
+
+KEY = "planner"
+RENEW_DEADLINE_FRACTION = 2 / 3
+RELEASE_TIMEOUT_SECONDS = 2.0
+_RELEASE_ERRORS: tuple[type[BaseException], ...] = (*transience.TRANSIENT_ERRORS, nats.errors.Error)
+
+leader = Gauge(
+    "gangsched_leader",
+    "1 while this process holds the service's leader lease (planner), else 0.",
+    ["service"],
+    registry=metrics.REGISTRY,
+)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Lease timing. Units: seconds.
+
+    `lease_seconds` is the KV entry's TTL: a standby takes over at most this long (plus one
+    `retry_seconds`) after the leader's last renewal. The leader renews every `retry_seconds`
+    and standbys try to take the lease as often.
+    """
+
+    lease_seconds: float = 10.0
+    retry_seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.retry_seconds < self.renew_deadline_seconds:
+            raise ValueError(
+                f"leader retry ({self.retry_seconds:g}s) must be positive and shorter than "
+                f"two thirds of the lease ({self.lease_seconds:g}s)"
+            )
+
+    @property
+    def renew_deadline_seconds(self) -> float:
+        """How long a leader keeps serving without a successful renewal."""
+        return self.lease_seconds * RENEW_DEADLINE_FRACTION
+
+
+@dataclass(frozen=True)
+class Term:
+    """A held lease: the KV revision of our last write, and when that write was sent.
+
+    Units: `renewed_at` in seconds of the monotonic clock, taken before the request left.
+    """
+
+    revision: int
+    renewed_at: float
+
+
+def deadline(term: Term, timing: Timing) -> float:
+    """The monotonic time after which the holder of `term` must have stopped serving."""
+    return term.renewed_at + timing.renew_deadline_seconds
+
+
+def wait_before_renewal(term: Term, now: float, timing: Timing) -> float | None:
+    """Seconds to wait before the next renewal attempt; None once the deadline has passed.
+
+    The wait is `retry_seconds`, cut short by the deadline (so the last attempt lands on it).
+    """
+    remaining = deadline(term, timing) - now
+    if remaining <= 0:
+        return None
+    return min(timing.retry_seconds, remaining)
+
+
+def identity() -> str:
+    """This candidate's name in the lease: `<host>/<pid>/<random>` (unique per process)."""
+    return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+class LeaseStore(Protocol):
+    """The lease's storage: compare-and-set writes of this candidate's identity."""
+
+    async def acquire(self) -> int | None:
+        """Take the lease if free (or already ours); its revision, else None."""
+
+    async def renew(self, revision: int) -> int | None:
+        """Rewrite the lease if `revision` is still the last write; the new one, else None."""
+
+    async def release(self, revision: int) -> None:
+        """Delete the lease if it is still ours (`revision`: our last known write)."""
+
+
+class KvLease:
+    """`LeaseStore` on a NATS KV key; nats-py errors other than a lost race propagate."""
+
+    def __init__(self, kv: KeyValue, holder: str, key: str = KEY) -> None:
+        self._kv = kv
+        self._key = key
+        self.holder = holder
+        self._value = holder.encode()
+
+    async def acquire(self) -> int | None:
+        """`create` the key; if it exists but holds our identity (a write whose ack we lost,
+        or a term we gave up on while NATS was unreachable), take it back."""
+        try:
+            return int(await self._kv.create(self._key, self._value))
+        except nats.js.errors.KeyWrongLastSequenceError:
+            pass
+        except nats.js.errors.NotFoundError:
+            return None  # it expired while `create` looked at it: try again next time
+        revision = await self._our_revision()
+        return None if revision is None else await self.renew(revision)
+
+    async def renew(self, revision: int) -> int | None:
+        """`update` with `last=revision`; None when someone else wrote since."""
+        try:
+            return int(await self._kv.update(self._key, self._value, last=revision))
+        except nats.js.errors.KeyWrongLastSequenceError:
+            return None
+
+    async def release(self, revision: int) -> None:
+        """Delete the entry if it is still ours (a no-op otherwise).
+
+        The entry's current revision may be past `revision` (a renewal cancelled after the
+        server applied it), so ownership is checked on the value and the delete is a
+        compare-and-set on the revision just read.
+        """
+        current = await self._our_revision()
+        if current is None:
+            return
+        with contextlib.suppress(nats.js.errors.BadRequestError):  # someone wrote since
+            await self._kv.delete(self._key, last=current)
+
+    async def _our_revision(self) -> int | None:
+        """The revision of the entry if it holds our identity; None if absent or not ours."""
+        try:
+            entry = await self._kv.get(self._key)
+        except nats.js.errors.NotFoundError:
+            return None
+        if entry.value != self._value or entry.revision is None:
+            return None
+        return int(entry.revision)
+
+
+async def open_lease(
+    js: JetStreamContext, *, prefix: str, timing: Timing, replicas: int = 1,
+    holder: str | None = None,
+) -> KvLease:
+    """The planner lease in bucket `<PREFIX>_LEADER`, creating the bucket (TTL = lease) if needed.
+
+    A bucket made with another TTL is updated to `timing.lease_seconds` (logged).
+    Raises:
+        nats errors when NATS refuses or cannot be reached (the caller's supervisor retries).
+    """
+    bucket = subjects.stream_name(prefix, "LEADER")
+    try:
+        kv = await js.key_value(bucket)
+    except nats.js.errors.BucketNotFoundError:
+        kv = await js.create_key_value(KeyValueConfig(
+            bucket=bucket, history=1, ttl=timing.lease_seconds, replicas=replicas,
+            storage=StorageType.FILE, description="gangsched planner leader lease",
+        ))
+        log.info("created leader lease bucket %s (lease %gs)", bucket, timing.lease_seconds)
+    else:
+        await _match_ttl(js, f"KV_{bucket}", timing.lease_seconds)
+    return KvLease(kv, holder or identity())
+
+
+async def _match_ttl(js: JetStreamContext, stream: str, lease_seconds: float) -> None:
+    """Set the bucket stream's max age to `lease_seconds` when it differs (units: seconds)."""
+    info = await js.stream_info(stream)
+    if abs((info.config.max_age or 0.0) - lease_seconds) < 1e-3:
+        return
+    log.warning("leader lease bucket %s had a TTL of %gs; setting it to %gs", stream,
+                info.config.max_age or 0.0, lease_seconds)
+    info.config.max_age = lease_seconds
+    await js.update_stream(config=info.config)
+
+
+class ReadyFlag(Protocol):
+    """Readiness of this service (`services.runtime.health.ReadyFlag`)."""
+
+    def set(self, is_ready: bool = True) -> None: ...
+
+
+Clock = Callable[[], float]
+Work = Callable[[], Coroutine[Any, Any, None]]
+
+
+async def lead(
+    lease: LeaseStore, timing: Timing, work: Work, *, service: str = "planner",
+    ready: ReadyFlag | None = None, clock: Clock = time.monotonic,
+) -> None:
+    """Campaign forever and run `work()` while this process holds the lease.
+
+    A standby is ready (warm, able to take over); `work` manages readiness while it runs.
+    Lost leadership cancels `work` and goes back to campaigning.
+    Returns when `work` returns. Raises what `work` raises, after releasing the lease.
+    """
+    while True:
+        if ready is not None:
+            ready.set()
+        term = await campaign(lease, timing, clock)
+        log.info("%s: became leader (lease revision %d); serving", service, term.revision)
+        leader.labels(service).set(1)
+        try:
+            if await _serve_while_leading(lease, term, timing, work, clock):
+                return
+        finally:
+            leader.labels(service).set(0)
+        log.warning("%s: lost leadership; standing by", service)
+
+
+async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monotonic) -> Term:
+    """Try to take the lease every `retry_seconds` until it is ours; the term won."""
+    log.info("standing by for the leader lease (retry every %gs)", timing.retry_seconds)
+    while True:
+        started = clock()
+        try:
+            revision = await lease.acquire()
+        except transience.TRANSIENT_ERRORS as error:
+            log.debug("leader lease unavailable: %r", error)
+            revision = None
+        except nats.js.errors.APIError as error:
+            log.warning("leader lease refused (will retry): %r", error)
+            revision = None
+        if revision is not None:
+            return Term(revision, started)
+        await asyncio.sleep(timing.retry_seconds)
+
+
+async def _serve_while_leading(
+    lease: LeaseStore, term: Term, timing: Timing, work: Work, clock: Clock
+) -> bool:
+    """Run `work` and renew the lease until one of them ends; True when `work` ended.
+
+    Leadership lost: `work` is cancelled, False. Cancelled (shutdown), `work` failed, or a
+    renewal failed for good (e.g. connection closed): `work` is stopped first, then the lease
+    released, so no standby serves while this one still does; then the error propagates.
+    """
+    task = asyncio.create_task(work(), name="work while leader")
+    current: Term | None = term
+    try:
+        while current is not None and not task.done():
+            wait = wait_before_renewal(current, clock(), timing)
+            if wait is None:
+                log.error("leader lease deadline passed: stepping down")
+                break
+            await asyncio.wait({task}, timeout=wait)
+            if not task.done():
+                current = await renew(lease, current, timing, clock)
+    except BaseException:
+        await _stop(task)
+        await _release(lease, current)
+        raise
+    if not task.done():
+        await _stop(task)
+        return False
+    await _release(lease, current)
+    task.result()
+    return True
+
+
+async def renew(lease: LeaseStore, term: Term, timing: Timing, clock: Clock) -> Term | None:
+    """One renewal attempt: the new term; `term` again after a transient failure while the
+    deadline has not passed; None when leadership is lost (someone else wrote, or deadline)."""
+    started = clock()
+    remaining = deadline(term, timing) - started
+    try:
+        revision = await asyncio.wait_for(lease.renew(term.revision), max(remaining, 0.0))
+    except transience.TRANSIENT_ERRORS as error:
+        if clock() < deadline(term, timing):
+            log.warning("leader lease renewal failed (will retry): %r", error)
+            return term
+        log.error("leader lease not renewed for %gs: stepping down", timing.renew_deadline_seconds)
+        return None
+    if revision is None:
+        log.error("leader lease taken over by another planner: stepping down")
+        return None
+    return Term(revision, started)
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    """Cancel `task` and wait for it to end (its own errors are logged, not raised)."""
+    task.cancel()
+    results = await asyncio.gather(task, return_exceptions=True)
+    if isinstance(results[0], Exception):
+        log.warning("work stopped with %r", results[0])
+
+
+async def _release(lease: LeaseStore, term: Term | None) -> None:
+    """Release the lease of `term` (best effort, bounded: a standby's TTL covers a failure)."""
+    if term is None:
+        return
+    try:
+        await asyncio.wait_for(lease.release(term.revision), RELEASE_TIMEOUT_SECONDS)
+    except _RELEASE_ERRORS as error:
+        log.warning("leader lease not released (standbys take over after its TTL): %r", error)
+        return
+    log.info("leader lease released")

@@ -1,0 +1,178 @@
+"""The planner's leader lease on a real nats-server: one leader, standbys take over after a
+crash (TTL), at once after a graceful stop, and a leader cut off from NATS stops serving
+before anyone else can start."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import pytest
+from nats.aio.client import Client
+
+from services.bus import connection
+from services.bus.embedded import EmbeddedNats
+from services.config.settings import BusSettings
+from services.planner import election
+from services.planner.election import Timing
+from tests.support.waiting import eventually_async
+
+pytestmark = pytest.mark.integration
+
+TIMING = Timing(lease_seconds=1.5, retry_seconds=0.1)
+
+
+@dataclass
+class Candidate:
+    """One planner candidate: its own NATS connection, lease, and the record of its work."""
+
+    name: str
+    nc: Client
+    task: asyncio.Task[None] | None = None
+    served: list[tuple[float, float | None]] = field(default_factory=list)
+    fail_work: bool = False
+
+    @property
+    def is_serving(self) -> bool:
+        return bool(self.served) and self.served[-1][1] is None
+
+    async def work(self) -> None:
+        """Stands for the planner: serves until cancelled (or fails, if asked)."""
+        self.served.append((time.monotonic(), None))
+        try:
+            if self.fail_work:
+                raise RuntimeError("planner failed")
+            await asyncio.Event().wait()
+        finally:
+            self.served[-1] = (self.served[-1][0], time.monotonic())
+
+
+Campaign = Callable[[str], Awaitable[Candidate]]
+
+
+@pytest.fixture
+async def campaign(bus_settings: BusSettings) -> AsyncIterator[Campaign]:
+    """Starts candidates (each `lead`s on its own connection); stops them all after the test."""
+    candidates: list[Candidate] = []
+
+    async def start(name: str) -> Candidate:
+        nc = await connection.connect(bus_settings, name=name)
+        candidate = Candidate(name, nc)
+        lease = await election.open_lease(nc.jetstream(), prefix=bus_settings.prefix,
+                                          timing=TIMING, holder=name)
+        candidate.task = asyncio.create_task(election.lead(lease, TIMING, candidate.work))
+        candidates.append(candidate)
+        return candidate
+
+    yield start
+    for candidate in candidates:
+        if candidate.task is not None:
+            candidate.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await candidate.task
+        await candidate.nc.close()
+
+
+async def _leader(*candidates: Candidate) -> Candidate:
+    serving = [c for c in candidates if c.is_serving]
+    assert len(serving) == 1, [c.name for c in serving]
+    return serving[0]
+
+
+async def _stepped_down(candidate: Candidate) -> bool:
+    return bool(candidate.served) and not candidate.is_serving
+
+
+def _never_overlap(*candidates: Candidate) -> None:
+    """No two candidates ever served at the same time."""
+    spans = sorted((span for c in candidates for span in c.served), key=lambda span: span[0])
+    for (_, end), (next_start, _) in itertools.pairwise(spans):
+        assert end is not None and end <= next_start, spans
+
+
+async def test_one_candidate_leads_and_the_others_stand_by(campaign: Campaign) -> None:
+    first, second, third = [await campaign(name) for name in ("a", "b", "c")]
+    await eventually_async(lambda: _leader(first, second, third), timeout=5, what="a leader")
+    await asyncio.sleep(TIMING.lease_seconds * 2)  # several renewals: still the same leader
+    leader = await _leader(first, second, third)
+    assert len(leader.served) == 1
+    _never_overlap(first, second, third)
+
+
+async def test_a_standby_takes_over_after_the_lease_expires_when_the_leader_dies(
+        campaign: Campaign) -> None:
+    first = await campaign("a")
+    await eventually_async(lambda: _leader(first), timeout=5, what="a leads")
+    second = await campaign("b")
+
+    died_at = time.monotonic()
+    await first.nc.close()  # as a crash: no release, no renewals
+    await eventually_async(lambda: _leader(second), timeout=TIMING.lease_seconds * 4,
+                           interval=0.02, what="b leads")
+    took_over = second.served[0][0] - died_at
+    assert TIMING.renew_deadline_seconds <= took_over <= \
+        TIMING.lease_seconds + 2 * TIMING.retry_seconds + 0.5, took_over
+    assert not first.is_serving
+    _never_overlap(first, second)
+
+
+async def test_a_leader_that_stops_hands_over_at_once(campaign: Campaign) -> None:
+    first = await campaign("a")
+    await eventually_async(lambda: _leader(first), timeout=5, what="a leads")
+    second = await campaign("b")
+    assert first.task is not None
+
+    stopped_at = time.monotonic()
+    first.task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await first.task
+    await eventually_async(lambda: _leader(second), timeout=5, interval=0.02, what="b leads")
+    assert second.served[0][0] - stopped_at < TIMING.retry_seconds + 0.5
+    _never_overlap(first, second)
+
+
+async def test_work_that_fails_releases_the_lease_and_raises(campaign: Campaign) -> None:
+    first = await campaign("a")
+    await eventually_async(lambda: _leader(first), timeout=5, what="a leads")
+    second = await campaign("b")
+    second.fail_work = True
+    assert first.task is not None
+    first.task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await first.task
+    assert second.task is not None
+    with pytest.raises(RuntimeError, match="planner failed"):
+        await asyncio.wait_for(second.task, timeout=5)
+    third = await campaign("c")
+    await eventually_async(lambda: _leader(third), timeout=TIMING.retry_seconds + 1,
+                           what="c leads at once: b released the lease")
+
+
+async def test_a_leader_cut_off_from_nats_stops_serving_before_its_lease_expires(
+        campaign: Campaign, nats_server: EmbeddedNats) -> None:
+    first = await campaign("a")
+    await eventually_async(lambda: _leader(first), timeout=5, what="a leads")
+
+    stopped_at = time.monotonic()
+    await nats_server.stop()
+    await eventually_async(lambda: _stepped_down(first), timeout=TIMING.lease_seconds * 3,
+                           interval=0.02, what="a steps down")
+    stepped_down = first.served[0][1]
+    assert stepped_down is not None
+    assert stepped_down - stopped_at < TIMING.renew_deadline_seconds + 0.1
+    await nats_server.start()
+    await eventually_async(lambda: _leader(first), timeout=10, what="a leads again")
+
+
+async def test_the_lease_bucket_ttl_follows_the_configured_lease(
+        nc: Client, bus_settings: BusSettings) -> None:
+    js = nc.jetstream()
+    stream = f"KV_{bus_settings.prefix.upper()}_LEADER"
+    await election.open_lease(js, prefix=bus_settings.prefix, timing=TIMING)
+    assert (await js.stream_info(stream)).config.max_age == pytest.approx(1.5)
+    await election.open_lease(js, prefix=bus_settings.prefix, timing=Timing(5.0, 1.0))
+    assert (await js.stream_info(stream)).config.max_age == pytest.approx(5.0)
