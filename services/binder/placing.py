@@ -71,11 +71,10 @@ async def carry_out(
     was made). A redelivery past its deadline is checked: if every member is bound it is a
     success, else what this decision bound is undone.
 
-    Ownership (what a rollback may delete): `claimed` are the pod uids for which a
-    MemberBound of THIS decision was already published (by any binder). A rollback deletes
-    only members bound by this attempt or claimed; a member found already bound to its planned
-    node when the attempt started and not claimed (bound by another decision, or by an
-    earlier delivery that published nothing) is left alone and gets no MemberBound.
+    Ownership (what a rollback may delete): members bound by this attempt, and members found
+    already bound to their planned node (an earlier delivery of this decision bound them and
+    its answers or outcomes were lost); `claimed` (uids with a MemberBound of this decision)
+    are among them. The caller never hands a settled decision here.
     """
     members = placement.members
     deadline = Deadline.at(placement.deadline_ms, clock())
@@ -110,11 +109,13 @@ async def _bind_rest(
 
 
 def _inherited(results: Sequence[MemberResult], claimed: frozenset[str]) -> frozenset[str]:
-    """Members already bound before this attempt and not claimed by this decision."""
-    return frozenset(
-        r.member.pod_uid for r in results
-        if r.state is BindState.BOUND and r.member.pod_uid not in claimed
-    )
+    """Members a rollback must leave alone: none. A member found bound to its planned node is
+    this decision's (the planner places only pods it saw unbound, and only the binder of that
+    decision binds them to that node: an earlier delivery whose answers were lost), so undoing
+    the attempt undoes it too, or a partial gang would stay bound. A settled decision is never
+    undone (checked by the caller), which is what protects members of a completed gang."""
+    del results, claimed
+    return frozenset()
 
 
 async def _after_deadline(

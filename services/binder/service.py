@@ -182,7 +182,7 @@ class Binder:
         except codec.PoisonedMessage as error:
             await self._dead_letter(delivery, f"PoisonedMessage: {error}")
             return
-        async with self._groups.hold(decision.group), heartbeat(delivery, HEARTBEAT_SECONDS):
+        async with self._groups.hold(lane(decision)), heartbeat(delivery, HEARTBEAT_SECONDS):
             try:
                 await self.handle(decision, is_redelivery=delivery.num_delivered > 1)
             except Exception as error:
@@ -270,3 +270,13 @@ class Binder:
         )
         metrics.dead_letters.labels(CONSUMER).inc()
         await delivery.term()
+
+
+def lane(decision: Decision) -> str:
+    """The ordering lane of a decision: placements of a group in order, reports of a group
+    (Rejection events and conditions, StatusUpdate writes) in order, but a Placement never
+    waits behind reports, which are best-effort API writes that can take their whole request
+    timeout when the API server is slow, while the Placement's deadline runs. Reports may run
+    out of order with placements safely: status writes always write the newest status."""
+    kind = "place" if isinstance(decision, Placement) else "report"
+    return f"{kind}:{decision.group}"

@@ -122,31 +122,6 @@ async def test_a_redelivery_past_its_deadline_undoes_what_an_earlier_attempt_bou
     assert kinds(settled) == ["MemberBound", "GroupRolledBack"]
 
 
-async def test_a_rollback_never_deletes_members_this_decision_did_not_bind() -> None:
-    # e9: a and b were bound earlier (another decision, or a delivery that published nothing);
-    # this placement fails on c and must leave a and b alone.
-    kube = cluster(make_pod("a", node="n1"), make_pod("b", node="n1"),
-                   make_pod("c", scheduler="other"))
-    settled = await run(kube, placement("a", "b", "c"))
-    assert kube.deleted == []
-    assert kinds(settled) == ["MemberBindFailed", "GroupRolledBack"]
-
-
-async def test_a_late_redelivery_without_published_member_bounds_deletes_nothing() -> None:
-    kube = cluster(make_pod("a", node="n1"), make_pod("b"))
-    settled = await run(kube, placement("a", "b", deadline_in_ms=-1), is_redelivery=True)
-    assert kube.deleted == []
-    assert kinds(settled) == ["GroupRolledBack"]
-
-
-async def test_a_rollback_deletes_what_this_attempt_bound_but_not_inherited_members() -> None:
-    kube = cluster(make_pod("a", node="n1"), make_pod("b"), make_pod("c"))
-    kube.failures[("bind", "c")] = [errors.KubeForbidden("no")]
-    settled = await run(kube, placement("a", "b", "c"))
-    assert kube.deleted == ["b"]
-    assert "MemberBound" in kinds(settled) and kinds(settled)[-1] == "GroupRolledBack"
-
-
 async def test_a_redelivery_past_its_deadline_with_everything_bound_is_a_success() -> None:
     kube = cluster(make_pod("a", node="n1"))
     settled = await run(kube, placement("a", deadline_in_ms=-1), is_redelivery=True)

@@ -166,19 +166,3 @@ async def test_a_settled_rollback_is_not_carried_out_again() -> None:
     await binder(kube, publisher, log).process(delivery)
     assert delivery.settled == ["ack"]
     assert kube.calls == []
-
-
-async def test_a_redelivery_rolls_back_only_members_it_published_as_bound() -> None:
-    # a was bound by this decision (MemberBound published), b by another decision; c is gone.
-    kube, publisher = FakeKube(), FakePublisher()
-    kube.add_node(make_node("n1"))
-    for name in "ab":
-        kube.add_pod(make_pod(name, node="n1"))
-    log = FakeOutcomeLog(
-        MemberBound(at_ms=1, decision_id="9-0", group="default/g", pod_uid="uid-a", node="n1"),
-        MemberBound(at_ms=1, decision_id="5-0", group="default/g", pod_uid="uid-b", node="n1"),
-    )
-    delivery = FakeDelivery(codec.encode(three_member_placement()), num_delivered=2)
-    await binder(kube, publisher, log).process(delivery)
-    assert delivery.settled == ["ack"]
-    assert kube.deleted == ["a"]
