@@ -41,3 +41,11 @@ bench: venv cluster
 
 clean:
 	rm -rf $(VENV) .gangsched
+
+# Cluster benchmark (issue 8): gangsched vs kube-scheduler on fresh KWOK control planes.
+# BENCH_ARGS, e.g. "--nodes 100" or "--workloads a,b,c --gangsched-ref HEAD"; see bench/README.md.
+.PHONY: bench-cluster
+bench-cluster: venv cluster
+	$(BIN)/pip install --quiet -e ".[bench]"
+	-$(BIN)/python -m bench.cluster.coscheduling  # optional: Coscheduling is skipped if this fails
+	$(BIN)/python -m bench.cluster $(BENCH_ARGS)

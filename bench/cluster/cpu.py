@@ -1,0 +1,124 @@
+"""CPU time of processes (with their descendants) and a summary of a py-spy profile.
+
+Layer: bench. Reads /proc (Linux); clock ticks from `os.sysconf`. The profile is py-spy's
+`--format raw` output: one line per distinct stack, `frame;frame;...;frame count`, root first,
+each frame `function (path:line)`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
+TOP = 25
+PLUMBING = ("threading", "<frozen runpy>", "click")
+PLUMBING_FILES = ("events.py", "base_events.py", "runners.py")
+SERVICES = ("watcher", "planner", "binder", "bus", "store", "kube", "runtime")
+
+
+def _stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, user+system seconds incl. reaped children) of `pid`, None if gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+    return int(fields[1]), ticks / TICKS_PER_SECOND
+
+
+def _tree_seconds(root: int) -> float:
+    parents: dict[int, list[int]] = {}
+    seconds: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            parents.setdefault(stat[0], []).append(int(entry.name))
+            seconds[int(entry.name)] = stat[1]
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += seconds.get(pid, 0.0)
+        todo += parents.get(pid, [])
+    return total
+
+
+def snapshot(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds used so far by each named process and its descendants."""
+    return {name: _tree_seconds(pid) for name, pid in pids.items()}
+
+
+def used_since(before: dict[str, float], pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds each named process (tree) used since `before` was taken."""
+    now = snapshot(pids)
+    return {name: round(now[name] - before.get(name, 0.0), 2) for name in sorted(pids)}
+
+
+def summarise_profile(path: Path) -> dict[str, Any]:
+    """Samples by gangsched service (outermost `services/<x>/` frame), by library (innermost
+    package), by leaf frame, and the functions with the most inclusive samples.
+    Shapes: `{name: share of samples}`."""
+    stacks: list[tuple[list[str], int]] = []
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            stacks.append((stack.split(";"), int(count)))
+    total = sum(count for _, count in stacks) or 1
+    by_service: Counter[str] = Counter()
+    by_leaf: Counter[str] = Counter()
+    by_library: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    for frames, count in stacks:
+        by_service[_service(frames)] += count
+        by_library[_library(frames)] += count
+        by_leaf[_short(frames[-1])] += count
+        for frame in {_short(f) for f in frames}:
+            inclusive[frame] += count
+
+    def shares(counter: Counter[str]) -> dict[str, float]:
+        return {k: round(v / total, 4) for k, v in counter.most_common(TOP)}
+
+    return {"samples": total, "rate_hz": 100, "by_service": shares(by_service),
+            "by_library": shares(by_library),
+            "by_leaf": shares(by_leaf), "inclusive": shares(inclusive), "raw": str(path)}
+
+
+def _service(frames: list[str]) -> str:
+    """The first `services/<x>/` package from the root of the stack (then the next one)."""
+    found = [s for f in frames for s in SERVICES if f"services/{s}/" in f]
+    if not found:
+        return "other (event loop, libraries)"
+    outer = found[0]
+    inner = next((s for s in found if s != outer), None)
+    return f"{outer} > {inner}" if inner else outer
+
+
+def _library(frames: list[str]) -> str:
+    """Where the sample is spent: the package of the innermost frame that is not event-loop
+    or thread plumbing (`aiohttp`, `nats`, `services/kube`, `ssl`, `concurrent` (the thread
+    pool), ...). py-spy prints paths relative to their sys.path entry."""
+    for frame in reversed(frames):
+        path = frame.partition(" (")[2].rstrip(")").rsplit(":", 1)[0]
+        parts = path.split("/")
+        if parts[0] == "services":
+            return "/".join(parts[:2])
+        name = parts[0].removesuffix(".py")
+        if name in PLUMBING or (name == "asyncio" and parts[-1] in PLUMBING_FILES):
+            continue
+        return name
+    return "event loop (idle or dispatch)"
+
+
+def _short(frame: str) -> str:
+    """`function (path:line)` → `function (file or package/module)` without the line."""
+    function, _, where = frame.partition(" (")
+    where = where.rstrip(")").rsplit(":", 1)[0]
+    parts = where.split("/")
+    if "services" in parts:
+        where = "/".join(parts[parts.index("services"):])
+    elif "site-packages" in parts:
+        where = "/".join(parts[parts.index("site-packages") + 1:])
+    else:
+        where = "/".join(parts[-2:])
+    return f"{function} ({where})"

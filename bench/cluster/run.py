@@ -1,0 +1,244 @@
+"""One measured run: a fresh control plane, one scheduler, one workload, per-pod times.
+
+Layer: bench. Order in a run: testbed up (N KWOK nodes) → scheduler started and ready →
+namespace and gang objects created → recorder's watch open → pods created (`concurrency`
+POSTs in flight, workload order) → wait until `expected_bound` pods are bound, or no bind for
+`stall_seconds` after the last creation, or `time_limit_seconds` → recorder stopped → scheduler
+and control plane stopped. The bind ceiling run has no scheduler: pods are created first, then
+bound by `binder.bind_all`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.cluster import analysis, binder, cpu, manifests, schedulers
+from bench.cluster.api import Api, Endpoint
+from bench.cluster.recorder import BOUND, Recorder
+from bench.cluster.schedulers import Scheduler
+from bench.cluster.workload import NODE_MEMORY, NODE_PODS, Workload
+from tests.cluster.fixture import ControlPlane
+
+POLL_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class Options:
+    concurrency: int = 256
+    time_limit_seconds: float = 600.0
+    stall_seconds: float = 30.0
+    ready_timeout_seconds: float = 600.0
+    profile: bool = False
+    coscheduling_bin: str | None = None
+    gangsched_args: tuple[str, ...] = ()
+    gangsched_src: str | None = None
+    gangsched_sitecustomize: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def launch_options(self) -> dict[str, Any]:
+        return {"coscheduling_bin": self.coscheduling_bin, "gangsched_args": self.gangsched_args,
+                "gangsched_src": self.gangsched_src,
+                "gangsched_sitecustomize": self.gangsched_sitecustomize,
+                "bind_concurrency": self.concurrency}
+
+
+def control_plane(workload: Workload, cp_dir: Path, scheduler: Scheduler | None,
+                  options: Options) -> ControlPlane:
+    args = [*schedulers.COMMON_TESTBED_ARGS, *(scheduler.testbed_args if scheduler else ())]
+    return ControlPlane(
+        nodes=workload.node_count, cpu=f"{workload.node_cpu_milli}m", memory=NODE_MEMORY,
+        pods=NODE_PODS, kube_scheduler=bool(scheduler and scheduler.uses_testbed_scheduler),
+        no_apf=True, extra_args=args, dir=cp_dir, keep_dir=True,
+        ready_timeout=options.ready_timeout_seconds)
+
+
+def run_scheduler(scheduler: Scheduler, workload: Workload, work: Path,
+                  options: Options) -> dict[str, Any]:
+    """Measure `scheduler` on `workload`; returns `analysis.analyse` plus run facts."""
+    cp_dir = work / f"{workload.kind}-{scheduler.name}"
+    schedulers.prepare(scheduler, cp_dir)
+    with control_plane(workload, cp_dir, scheduler, options) as cp:
+        running = scheduler.launch(
+            cp, cp_dir, options.launch_options() | {"slots_per_node": workload.slots_per_node})
+        try:
+            return _measure(cp, scheduler, running, workload, cp_dir, options)
+        finally:
+            running.stop()
+
+
+def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running,
+             workload: Workload, cp_dir: Path, options: Options) -> dict[str, Any]:
+    endpoint = Endpoint.from_info(cp.info)
+    asyncio.run(_set_up(endpoint, workload, scheduler.group_api, options.concurrency))
+    recorder = Recorder(endpoint, cp_dir / "records.json")
+    recorder.start()
+    watched = {**cp.pids, "recorder": recorder.pid}
+    if running.pids and not scheduler.uses_testbed_scheduler:
+        watched[scheduler.name] = running.pids[0]
+    load_before, cpu_before = os.getloadavg(), cpu.snapshot(watched)
+    creator_before = time.process_time()
+    requests_before = asyncio.run(api_requests(endpoint))
+    profiler = _py_spy(running.pids[0], cp_dir) if options.profile and running.pids else None
+    try:
+        asyncio.run(_create_pods(endpoint, workload, scheduler, options.concurrency))
+        outcome = _wait(recorder, workload, options)
+        listed = asyncio.run(_count_bound(endpoint))
+        scraped = running.scrape()
+        requests = _difference(asyncio.run(api_requests(endpoint)), requests_before)
+    finally:
+        profile = _stop_py_spy(profiler)
+        cpu_used = cpu.used_since(cpu_before, watched)
+        cpu_used["bench creator"] = round(time.process_time() - creator_before, 2)
+        records = recorder.stop()
+    result = analysis.analyse(workload, records["pods"])
+    result |= {"outcome": outcome, "watch_events": records["events"],
+               "watch_reopened": records["watch_reopened"], "api_requests": requests,
+               "bound_by_list_at_end": listed,
+               "load_average_before": [round(x, 2) for x in load_before],
+               "load_average_after": [round(x, 2) for x in os.getloadavg()],
+               "cpu_seconds": cpu_used, "scheduler_log": str(running.log_path or "")}
+    if profile is not None:
+        result["profile"] = profile
+    if scraped:
+        result["scheduler_metrics"] = scraped
+    return result
+
+
+async def _set_up(endpoint: Endpoint, workload: Workload, group_api: str,
+                  concurrency: int) -> None:
+    """The namespace (and its default ServiceAccount) and every gang's group object."""
+    async with Api(endpoint, pool_size=concurrency) as api:
+        await api.post_retrying(*manifests.namespace())
+        deadline = time.monotonic() + 60
+        path = f"/api/v1/namespaces/{manifests.NAMESPACE}/serviceaccounts/default"
+        while True:
+            try:
+                await api.get(path)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
+        groups = [g for gang in workload.gangs
+                  if (g := manifests.pod_group(gang, group_api)) is not None]
+        await api.post_all(groups, concurrency)
+
+
+async def _create_pods(endpoint: Endpoint, workload: Workload, scheduler: Scheduler | None,
+                       concurrency: int) -> None:
+    name, group_api = (scheduler.scheduler_name, scheduler.group_api) if scheduler \
+        else ("none", "none")
+    async with Api(endpoint, pool_size=concurrency) as api:
+        await api.post_all((manifests.pod(p, name, group_api) for p in workload.pods),
+                           concurrency)
+
+
+async def _count_bound(endpoint: Endpoint) -> int:
+    """Bound pods by a LIST at the end (a cross-check of the recorder's watch)."""
+    async with Api(endpoint, pool_size=1) as api:
+        listing = await api.get(f"/api/v1/namespaces/{manifests.NAMESPACE}/pods")
+    return sum(1 for item in listing["items"] if item["spec"].get("nodeName"))
+
+
+async def api_requests(endpoint: Endpoint) -> dict[str, int]:
+    """The API server's `apiserver_request_total`, summed by `VERB resource[/subresource]`."""
+    async with Api(endpoint, pool_size=1) as api, api.session.get("/metrics") as response:
+        text = await response.text()
+    totals: dict[str, int] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+        key = f"{labels.get('verb')} {labels.get('resource')}"
+        if labels.get("subresource"):
+            key += f"/{labels['subresource']}"
+        totals[key] = totals.get(key, 0) + int(float(line.rpartition(" ")[2]))
+    return totals
+
+
+def _difference(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    changed = {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
+    return dict(sorted(changed.items(), key=lambda item: -item[1]))
+
+
+def _wait(recorder: Recorder, workload: Workload, options: Options) -> str:
+    """Until complete, stalled or out of time; returns which."""
+    start = last_change = time.monotonic()
+    last_bound = -1
+    while True:
+        bound, now = recorder.bound, time.monotonic()
+        if bound >= workload.expected_bound:
+            return "complete"
+        if bound != last_bound or recorder.seen < len(workload.pods):
+            last_bound, last_change = bound, now
+        if now - last_change > options.stall_seconds:
+            return f"stalled ({options.stall_seconds:.0f}s without a bind)"
+        if now - start > options.time_limit_seconds:
+            return f"time limit ({options.time_limit_seconds:.0f}s)"
+        time.sleep(POLL_SECONDS)
+
+
+def run_ceiling(workload: Workload, work: Path, options: Options) -> dict[str, Any]:
+    """The bind ceiling: pods created unscheduled, then bound round-robin, `concurrency` at once.
+
+    Returns binds/s over (first binding POST → last bind seen) and the creation rate alone.
+    """
+    cp_dir = work / f"{workload.kind}-ceiling"
+    with control_plane(workload, cp_dir, None, options) as cp:
+        endpoint = Endpoint.from_info(cp.info)
+        asyncio.run(_set_up(endpoint, workload, "none", options.concurrency))
+        recorder = Recorder(endpoint, cp_dir / "records.json")
+        recorder.start()
+        try:
+            created_s = time.time()
+            asyncio.run(_create_pods(endpoint, workload, None, options.concurrency))
+            while recorder.seen < len(workload.pods):
+                time.sleep(POLL_SECONDS)
+            bind_start_s = time.time()
+            names = [p.name for p in workload.pods][: workload.capacity_pods]
+            asyncio.run(binder.bind_all(endpoint, names, options.concurrency))
+            while recorder.bound < len(names):
+                time.sleep(POLL_SECONDS)
+        finally:
+            records = recorder.stop()
+    bound_s = sorted(r[BOUND] for r in records["pods"].values() if r[BOUND] is not None)
+    bind_s = bound_s[-1] - bind_start_s
+    return {"pods": len(names), "bind_concurrency": options.concurrency,
+            "bind_s": round(bind_s, 3), "binds_per_s": round(len(names) / bind_s, 1),
+            "creation_s": round(bind_start_s - created_s, 3),
+            "creations_per_s": round(len(workload.pods) / (bind_start_s - created_s), 1),
+            "timeline": analysis.timeline([t - bind_start_s for t in bound_s])}
+
+
+def _py_spy(pid: int, cp_dir: Path) -> tuple[subprocess.Popen[bytes], Path] | None:
+    """Start `py-spy record` (raw collapsed stacks) on `pid`; None when py-spy is missing."""
+    output = cp_dir / "py-spy.txt"
+    try:
+        process = subprocess.Popen(
+            ["py-spy", "record", "--pid", str(pid), "--rate", "100", "--format", "raw",
+             "--output", str(output), "--nonblocking"],
+            stdout=subprocess.DEVNULL, stderr=(cp_dir / "py-spy.log").open("wb"))
+    except FileNotFoundError:
+        return None
+    return process, output
+
+
+def _stop_py_spy(profiler: tuple[subprocess.Popen[bytes], Path] | None) -> dict[str, Any] | None:
+    if profiler is None:
+        return None
+    process, output = profiler
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    return cpu.summarise_profile(output) if output.exists() else {"error": "no py-spy output"}
