@@ -236,7 +236,7 @@ def messages(nats_url: str, stream: str, subject: str) -> list[dict[str, Any]]:
             while True:
                 try:
                     batch = await subscription.fetch(256, timeout=0.5)
-                except nats.errors.TimeoutError:
+                except (nats.errors.TimeoutError, TimeoutError):
                     return found
                 for message in batch:
                     found.append(json.loads(message.data))
