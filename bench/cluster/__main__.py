@@ -157,6 +157,8 @@ def run_workload(kind: str, names: list[str], args: argparse.Namespace, options:
         result["schedulers"][name] = _guarded(lambda s=scheduler: run_scheduler(  # type: ignore[misc]
             s, load, work, options)) | {"stall_seconds": options.stall_seconds,
                                         "time_limit_seconds": options.time_limit_seconds}
+        if name == "gangsched":  # the code under test: which commit (HEAD moves between runs)
+            result["schedulers"][name]["source"] = args.gangsched_version
         _say(kind, name, result["schedulers"][name])
         result["ratios"] = analysis.ratios(result["schedulers"])
         _save(result, stem)

@@ -144,6 +144,18 @@ def timeline(offsets_s: list[float]) -> list[tuple[float, int]]:
     return [(0.0, 0), *points]
 
 
+def cpu_per_pod(metrics: dict[str, Any]) -> dict[str, float] | None:
+    """CPU milliseconds per bound pod, by process and in total (every process of the run: the
+    control plane, the scheduler, the creator and the recorder). On a CPU-bound machine the
+    total bounds the rate: pods/s <= cores * 1000 / total."""
+    used, bound = metrics.get("cpu_seconds"), metrics.get("pods_bound")
+    if not used or not bound:
+        return None
+    per_pod = {name: round(seconds * 1000 / bound, 2) for name, seconds in used.items()}
+    per_pod["total"] = round(sum(used.values()) * 1000 / bound, 2)
+    return per_pod
+
+
 def ratios(results: dict[str, dict[str, Any]], subject: str = "gangsched") -> dict[str, Any]:
     """`subject / other` for pods/s (higher is better) and gang latency p50/p99 (lower is
     better, so a ratio < 1 means the subject is faster)."""

@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-RATE_BIN_SECONDS = 1.0
+RATE_BIN_SECONDS = 5.0
+COLOURS = {"trivial": "tab:gray", "gangsched": "tab:orange", "kube-scheduler": "tab:blue",
+           "kube-scheduler-gang": "tab:green", "coscheduling": "tab:purple"}
 
 
 def _rate(points: list[list[float]]) -> tuple[list[float], list[float]]:
@@ -37,12 +39,17 @@ def write(result: dict[str, Any], path: Path) -> None:
     fig, (cumulative, rate) = plt.subplots(2, 1, figsize=(10, 8), sharex=True)
     for name, metrics in result["schedulers"].items():
         points = metrics.get("timeline")
-        if not points:
+        if "error" in metrics:
+            continue
+        if not points or len(points) < 2:  # nothing bound: show how long it was given
+            waited_s = metrics.get("creation_s", 0) + metrics.get("stall_seconds", 0)
+            cumulative.plot([0, waited_s], [0, 0], linestyle="--", color=COLOURS.get(name),
+                            label=f"{name} (0 bound: {metrics.get('outcome')})")
             continue
         label = f"{name} ({metrics.get('pods_per_s')} pods/s)"
         cumulative.step([p[0] for p in points], [p[1] for p in points], where="post",
-                        label=label)
-        rate.plot(*_rate(points), label=name, linewidth=1)
+                        label=label, color=COLOURS.get(name))
+        rate.plot(*_rate(points), label=name, linewidth=1, color=COLOURS.get(name))
     workload = result["workload"]
     cumulative.axhline(workload["expected_bound"], color="grey", linestyle=":", linewidth=1)
     ceiling = result.get("ceiling", {}).get("binds_per_s")

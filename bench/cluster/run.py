@@ -105,6 +105,7 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
                "load_average_before": [round(x, 2) for x in load_before],
                "load_average_after": [round(x, 2) for x in os.getloadavg()],
                "cpu_seconds": cpu_used, "scheduler_log": str(running.log_path or "")}
+    result["cpu_ms_per_bound_pod"] = analysis.cpu_per_pod(result)
     if profile is not None:
         result["profile"] = profile
     if scraped:

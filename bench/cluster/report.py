@@ -1,0 +1,62 @@
+"""`python -m bench.cluster.report FILE...`: a result file as Markdown tables (for bench/README.md).
+
+Layer: bench, read-only. One table per file: per scheduler, the outcome, pods bound, pods/s,
+makespan, gang latency p50/p99, partially placed gangs (max during the run, at the end), the
+longest partial window, CPU utilisation and CPU milliseconds per bound pod (all processes);
+then the ratios gangsched / other and the bind ceiling.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+COLUMNS = ("scheduler", "outcome", "bound", "pods/s", "makespan s", "gang p50 s", "gang p99 s",
+           "partial max / end", "longest partial s", "CPU util", "CPU ms/pod")
+
+
+def _seconds(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms / 1000:.1f}"
+
+
+def row(name: str, m: dict[str, Any]) -> list[str]:
+    if "error" in m:
+        return [name, f"error: {m['error'][:60]}", *["-"] * (len(COLUMNS) - 2)]
+    cost = (m.get("cpu_ms_per_bound_pod") or {}).get("total")
+    return [name, m["outcome"].split(" (")[0], str(m["pods_bound"]), str(m["pods_per_s"] or "-"),
+            f"{m['makespan_s']:.1f}", _seconds(m["gang_latency"]["p50_ms"]),
+            _seconds(m["gang_latency"]["p99_ms"]),
+            f"{m['max_partial_gangs']} / {m['partial_gangs_at_end']}",
+            _seconds(m["partial_window"]["max_ms"]), f"{m['utilisation_cpu']:.0%}",
+            "-" if cost is None else f"{cost:.1f}"]
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(row(n, m)) + " |" for n, m in result["schedulers"].items()]
+    ratios = ", ".join(f"{other} {r['pods_per_s']}" for other, r in result.get("ratios", {}).items()
+                       if r.get("pods_per_s") is not None)
+    ceiling = result.get("ceiling", {})
+    lines.append("")
+    if ratios:
+        lines.append(f"gangsched / other, pods/s: {ratios}.")
+    if ceiling.get("binds_per_s"):
+        lines.append(f"Bind ceiling: {ceiling['binds_per_s']} binds/s "
+                     f"(creation alone {ceiling['creations_per_s']} pods/s).")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    for path in sys.argv[1:]:
+        result = json.loads(Path(path).read_text())
+        w = result["workload"]
+        print(f"### {Path(path).name}: workload {w['kind']}, {w['pods']} pods, {w['gangs']} gangs, "
+              f"{result['nodes']} nodes; load average at start "
+              f"{result['host']['load_average_at_start'][0]}\n")
+        print(table(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()
