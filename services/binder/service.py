@@ -1,10 +1,14 @@
 """The binder service: decisions in, bound pods and outcome events out (DESIGN §4).
 
-Layer: binder shell. Fetches DECISIONS with the durable work-queue consumer `binder` (several
-binder processes share it, so each decision is handled by one of them), handles decisions of
-different groups concurrently and those of one group in stream order, and acks a decision only
-after its outcomes are published. A poisoned decision is dead-lettered and terminated; nothing a
-decision contains can crash the service.
+Layer: binder shell. Two durable work-queue consumers on DECISIONS (several binder processes
+share them, so each decision is handled by one of them): `binder` takes Placements, `binder-reports`
+takes Rejections and StatusUpdates, so a placement never waits in the stream behind reports (which
+cost several API writes each and, under contention, outnumber placements a hundred to one).
+Placements of different groups run concurrently and those of one group in stream order; reports
+run per (type, group) lane with only the newest waiting one kept (`coalescing`). A decision is
+acked only after it is carried out (a placement: after its outcomes are published) or superseded.
+A poisoned decision is dead-lettered and terminated; nothing a decision contains can crash the
+service.
 """
 
 from __future__ import annotations
@@ -17,8 +21,11 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.errors import NotFoundError
 
 from services.binder import outcomes, placing
+from services.binder.coalescing import Coalescer
 from services.binder.consumption import Consumer, Delivery, GroupLocks, heartbeat
 from services.binder.outcome_log import StreamOutcomeLog
 from services.binder.placing import Policy
@@ -39,6 +46,8 @@ from services.runtime import metrics
 log = logging.getLogger(__name__)
 
 CONSUMER = "binder"
+"""The Placement consumer (named as before reports had their own, so upgrades keep its place)."""
+REPORTS_CONSUMER = "binder-reports"
 ACK_WAIT_SECONDS = 60.0
 HEARTBEAT_SECONDS = ACK_WAIT_SECONDS / 3
 """A decision in progress is reported to JetStream this often, so it is not redelivered."""
@@ -46,6 +55,10 @@ HEARTBEAT_SECONDS = ACK_WAIT_SECONDS / 3
 FETCH_BATCH = 64
 FETCH_TIMEOUT_SECONDS = 1.0
 MAX_DECISIONS_IN_FLIGHT = 256
+MAX_REPORTS_IN_FLIGHT = 64
+"""Reports being written at once (each is up to three API calls per pod it names)."""
+REPORTS_ACK_WAIT_SECONDS = 300.0
+"""A report may wait behind its lane's running one; redelivered meanwhile, it is superseded."""
 MAX_ATTEMPTS = 5
 """Deliveries after which a decision whose handling keeps failing is dead-lettered."""
 
@@ -84,13 +97,7 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
     await streams.ensure_streams(js, settings.bus)
     client = await kube_client.connect(settings.kube)
     try:
-        consumer = await PullConsumer.open(
-            js,
-            stream=subjects.stream_name(settings.bus.prefix, "DECISIONS"),
-            durable=CONSUMER,
-            filter_subject=subjects.decisions_wildcard(settings.bus.prefix),
-            ack_wait_seconds=ACK_WAIT_SECONDS,
-        )
+        placements, reports = await open_consumers(js, settings.bus.prefix)
         kube = KubeApi(client)
         binder = Binder(
             kube,
@@ -107,11 +114,36 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
         ready.set()
         log.info("binder consuming decisions (prefix %s)", settings.bus.prefix)
         try:
-            await binder.consume(consumer)
+            await binder.consume(placements, reports)
         finally:
-            await consumer.close()
+            await placements.close()
+            await reports.close()
     finally:
         await client.close()
+
+
+async def open_consumers(js: JetStreamContext, prefix: str) -> tuple[PullConsumer, PullConsumer]:
+    """The Placement consumer `binder` and the report consumer `binder-reports` on DECISIONS.
+
+    An existing `binder` keeps its position (its filter narrowed to Placements when it predates
+    `binder-reports`, which then starts after what it acknowledged).
+    Raises:
+        nats.js.errors.APIError: NATS refused a consumer (e.g. the stream does not exist).
+    """
+    stream = subjects.stream_name(prefix, "DECISIONS")
+    reports_start = await _reports_start(js, stream)
+    placements = await PullConsumer.open(
+        js, stream=stream, durable=CONSUMER,
+        filter_subject=subjects.decisions_of_type_wildcard(prefix, "Placement"),
+        ack_wait_seconds=ACK_WAIT_SECONDS,
+    )
+    reports = await PullConsumer.open(
+        js, stream=stream, durable=REPORTS_CONSUMER,
+        filter_subject=[subjects.decisions_of_type_wildcard(prefix, kind)
+                        for kind in ("Rejection", "StatusUpdate")],
+        ack_wait_seconds=REPORTS_ACK_WAIT_SECONDS, start_seq=reports_start,
+    )
+    return placements, reports
 
 
 class Binder:
@@ -143,10 +175,18 @@ class Binder:
             concurrency=self._policy.concurrency,
         )
         self._groups = GroupLocks()
+        self._reports: Coalescer[tuple[Delivery, Decision]] = Coalescer(
+            self._write_report, self._superseded, MAX_REPORTS_IN_FLIGHT)
         self._published: OrderedDict[str, tuple[Outcome, ...]] = OrderedDict()
 
-    async def consume(self, consumer: Consumer) -> None:
-        """Fetch and handle decisions forever; each in its own task, bounded in number."""
+    async def consume(self, placements: Consumer, reports: Consumer) -> None:
+        """Fetch and handle decisions from both consumers forever (module docstring)."""
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self.consume_placements(placements))
+            group.create_task(self.consume_reports(reports))
+
+    async def consume_placements(self, consumer: Consumer) -> None:
+        """Fetch and handle placements forever; each in its own task, bounded in number."""
         gate = asyncio.Semaphore(MAX_DECISIONS_IN_FLIGHT)
         tasks: set[asyncio.Task[None]] = set()
 
@@ -167,6 +207,40 @@ class Binder:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
+    async def consume_reports(self, consumer: Consumer) -> None:
+        """Fetch reports forever and hand them to the coalescer (newest per lane wins)."""
+        try:
+            while True:
+                for delivery in await consumer.fetch(FETCH_BATCH, FETCH_TIMEOUT_SECONDS):
+                    metrics.consumer_lag.labels(REPORTS_CONSUMER).set(delivery.num_pending)
+                    await self.submit_report(delivery)
+        finally:
+            await self._reports.close()
+
+    async def submit_report(self, delivery: Delivery) -> None:
+        """Decode a report and queue it in its lane; a poisoned one is dead-lettered."""
+        try:
+            decision = codec.decode_decision(delivery.data)
+        except codec.PoisonedMessage as error:
+            await self._dead_letter(delivery, f"PoisonedMessage: {error}")
+            return
+        self._reports.submit(lane(decision), delivery.seq, (delivery, decision))
+
+    async def reports_idle(self) -> None:
+        """Wait until every submitted report was written or superseded."""
+        await self._reports.idle()
+
+    async def _write_report(self, item: tuple[Delivery, Decision]) -> None:
+        delivery, decision = item
+        async with heartbeat(delivery, HEARTBEAT_SECONDS):
+            await self._carry_out(delivery, decision)
+
+    async def _superseded(self, item: tuple[Delivery, Decision]) -> None:
+        delivery, decision = item
+        log.debug("report %s of %s superseded by a newer one", decision.id, decision.group)
+        metrics.reports_superseded.inc()
+        await delivery.ack()
+
     async def _process_logged(self, delivery: Delivery) -> None:
         """`process`, with anything it raises logged: one decision never stops the others."""
         try:
@@ -183,12 +257,16 @@ class Binder:
             await self._dead_letter(delivery, f"PoisonedMessage: {error}")
             return
         async with self._groups.hold(lane(decision)), heartbeat(delivery, HEARTBEAT_SECONDS):
-            try:
-                await self.handle(decision, is_redelivery=delivery.num_delivered > 1)
-            except Exception as error:
-                await self._failed(delivery, decision, error)
-                return
-            await delivery.ack()
+            await self._carry_out(delivery, decision)
+
+    async def _carry_out(self, delivery: Delivery, decision: Decision) -> None:
+        """Handle, then ack; on failure retry later or dead-letter."""
+        try:
+            await self.handle(decision, is_redelivery=delivery.num_delivered > 1)
+        except Exception as error:
+            await self._failed(delivery, decision, error)
+            return
+        await delivery.ack()
 
     async def handle(self, decision: Decision, *, is_redelivery: bool = False) -> None:
         """Carry out one decision; returns once its outcomes (if any) are published."""
@@ -273,10 +351,32 @@ class Binder:
 
 
 def lane(decision: Decision) -> str:
-    """The ordering lane of a decision: placements of a group in order, reports of a group
-    (Rejection events and conditions, StatusUpdate writes) in order, but a Placement never
-    waits behind reports, which are best-effort API writes that can take their whole request
-    timeout when the API server is slow, while the Placement's deadline runs. Reports may run
-    out of order with placements safely: status writes always write the newest status."""
-    kind = "place" if isinstance(decision, Placement) else "report"
-    return f"{kind}:{decision.group}"
+    """The ordering lane of a decision: placements of a group in order; Rejections of a group
+    in order; StatusUpdates of a group in order. A Placement never waits behind reports, which
+    are best-effort API writes that can take their whole request timeout when the API server is
+    slow, while the Placement's deadline runs. Reports may run out of order with placements
+    safely: a rejection of a pod bound meanwhile is skipped, and status writes always write the
+    newest status."""
+    return f"{type(decision).__name__}:{decision.group}"
+
+
+async def _reports_start(js: JetStreamContext, stream: str) -> int | None:
+    """Where a new `binder-reports` consumer starts: after what the old all-decisions `binder`
+    consumer acknowledged, when upgrading from a version without it; else None (an existing
+    reports consumer keeps its place; a fresh install reads the stream from its start).
+
+    Raises:
+        nats.js.errors.APIError: NATS refused the request.
+    """
+    try:
+        await js.consumer_info(stream, REPORTS_CONSUMER)
+        return None
+    except NotFoundError:
+        pass
+    try:
+        old = await js.consumer_info(stream, CONSUMER)
+    except NotFoundError:
+        return None
+    if old.config.filter_subject is None or not old.config.filter_subject.endswith(".>"):
+        return None
+    return (old.ack_floor.stream_seq if old.ack_floor is not None else 0) + 1

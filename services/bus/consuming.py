@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,7 +115,7 @@ class PullConsumer:
         *,
         stream: str,
         durable: str,
-        filter_subject: str,
+        filter_subject: str | Sequence[str],
         ack_wait_seconds: float = 30,
         max_ack_pending: int = 10000,
         start_seq: int | None = None,
@@ -129,15 +129,19 @@ class PullConsumer:
         still pending. Without it, an existing consumer keeps its position; a new one starts
         at the beginning of the stream.
         `ack_policy` ALL lets a consumer that processes strictly in order ack a whole batch
-        with its last delivery.
+        with its last delivery. `filter_subject` may be several subjects (NATS >= 2.10); an
+        existing consumer's filter is updated in place, keeping its position.
         Units: `ack_wait_seconds` in seconds.
         Raises:
             nats.js.errors.APIError: NATS refused the consumer (e.g. unknown stream).
         """
+        several = not isinstance(filter_subject, str) and len(filter_subject) > 1
         config = ConsumerConfig(
             name=durable,
             durable_name=durable,
-            filter_subject=filter_subject,
+            filter_subject=None if several else (
+                filter_subject if isinstance(filter_subject, str) else filter_subject[0]),
+            filter_subjects=list(filter_subject) if several else None,
             ack_policy=ack_policy,
             ack_wait=ack_wait_seconds,
             max_ack_pending=max_ack_pending,
@@ -220,6 +224,12 @@ class PullConsumer:
         if start_seq is not None:
             self._config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
             self._config.opt_start_seq = start_seq
+        else:
+            # an existing consumer keeps where it started (NATS refuses to change that)
+            with contextlib.suppress(nats.js.errors.NotFoundError):
+                existing = (await self._js.consumer_info(self._stream, self.durable)).config
+                self._config.deliver_policy = existing.deliver_policy
+                self._config.opt_start_seq = existing.opt_start_seq
         await self._js.add_consumer(self._stream, config=self._config)
         await self.close()
         self._subscription = await self._js.pull_subscribe_bind(

@@ -41,6 +41,11 @@ def decisions_wildcard(prefix: str) -> str:
     return f"{prefix}.decisions.>"
 
 
+def decisions_of_type_wildcard(prefix: str, decision_type: str) -> str:
+    """Subject filter for one decision type, e.g. every Placement."""
+    return f"{prefix}.decisions.{decision_type}.>"
+
+
 def dead_letter_subject(prefix: str) -> str:
     """Subject where poisoned messages are republished with the reason in a header."""
     return f"{prefix}.deadletter"

@@ -82,3 +82,9 @@ podgroup_scheduling_duration_seconds = Histogram(
     buckets=_GROUP_BUCKETS_SECONDS,
     registry=REGISTRY,
 )
+reports_superseded = Counter(
+    "gangsched_reports_superseded_total",
+    "Rejections and status updates acknowledged unwritten because a newer one of the same "
+    "group arrived first.",
+    registry=REGISTRY,
+)

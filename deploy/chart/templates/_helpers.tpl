@@ -159,14 +159,17 @@ binder:
       {{- range $ensure }}
       - {{ . | quote }}
       {{- end }}
-      # the durable work-queue consumer `binder` on DECISIONS
-      - {{ printf "$JS.API.CONSUMER.CREATE.%s.binder" $decisions | quote }}
-      - {{ printf "$JS.API.CONSUMER.CREATE.%s.binder.>" $decisions | quote }}
-      - {{ printf "$JS.API.CONSUMER.DURABLE.CREATE.%s.binder" $decisions | quote }}
-      - {{ printf "$JS.API.CONSUMER.INFO.%s.binder" $decisions | quote }}
-      - {{ printf "$JS.API.CONSUMER.DELETE.%s.binder" $decisions | quote }}
-      - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.binder" $decisions | quote }}
-      - {{ printf "$JS.ACK.%s.binder.>" $decisions | quote }}
+      # the durable work-queue consumers on DECISIONS: `binder` (placements) and
+      # `binder-reports` (rejections and status updates)
+      {{- range list "binder" "binder-reports" }}
+      - {{ printf "$JS.API.CONSUMER.CREATE.%s.%s" $decisions . | quote }}
+      - {{ printf "$JS.API.CONSUMER.CREATE.%s.%s.>" $decisions . | quote }}
+      - {{ printf "$JS.API.CONSUMER.DURABLE.CREATE.%s.%s" $decisions . | quote }}
+      - {{ printf "$JS.API.CONSUMER.INFO.%s.%s" $decisions . | quote }}
+      - {{ printf "$JS.API.CONSUMER.DELETE.%s.%s" $decisions . | quote }}
+      - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.%s" $decisions . | quote }}
+      - {{ printf "$JS.ACK.%s.%s.>" $decisions . | quote }}
+      {{- end }}
       # the last outcome of a group (to settle a redelivered placement) and its last
       # StatusUpdate (to write PodGroup status): direct lookups on EVENTS and DECISIONS
       - {{ printf "$JS.API.STREAM.MSG.GET.%s" $events | quote }}
@@ -193,11 +196,13 @@ subscriber:
       - {{ printf "$JS.ACK.%s.>" $decisions | quote }}
       - {{ printf "$JS.FC.%s.>" $decisions | quote }}
     deny:
-      # the binder's work queue is not the subscriber's to read, ack or delete
-      - {{ printf "$JS.API.CONSUMER.*.%s.binder" $decisions | quote }}
-      - {{ printf "$JS.API.CONSUMER.*.%s.binder.>" $decisions | quote }}
-      - {{ printf "$JS.API.CONSUMER.*.*.%s.binder" $decisions | quote }}
-      - {{ printf "$JS.ACK.%s.binder.>" $decisions | quote }}
+      # the binder's work queues are not the subscriber's to read, ack or delete
+      {{- range list "binder" "binder-reports" }}
+      - {{ printf "$JS.API.CONSUMER.*.%s.%s" $decisions . | quote }}
+      - {{ printf "$JS.API.CONSUMER.*.%s.%s.>" $decisions . | quote }}
+      - {{ printf "$JS.API.CONSUMER.*.*.%s.%s" $decisions . | quote }}
+      - {{ printf "$JS.ACK.%s.%s.>" $decisions . | quote }}
+      {{- end }}
   subscribe:
     allow:
       - {{ printf "%s.decisions.>" $p | quote }}

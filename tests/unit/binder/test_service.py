@@ -7,7 +7,7 @@ import msgspec
 from services.binder.service import MAX_ATTEMPTS, Binder
 from services.config.settings import Settings
 from services.contracts import codec
-from services.contracts.decisions import Assignment, Placement, Rejection
+from services.contracts.decisions import Assignment, Placement, PodRef, Rejection
 from services.contracts.events import GroupBound, GroupRolledBack, MemberBound, Outcome
 from tests.unit.binder.fakes import FakeDelivery, FakeKube, FakePublisher, make_node, make_pod
 
@@ -166,3 +166,31 @@ async def test_a_settled_rollback_is_not_carried_out_again() -> None:
     await binder(kube, publisher, log).process(delivery)
     assert delivery.settled == ["ack"]
     assert kube.calls == []
+
+
+def a_rejection(seq: int, reason: str) -> FakeDelivery:
+    decision = Rejection(id=f"{seq}-0", plan_seq=seq, at_ms=0, group="default/g", reason=reason,
+                         pods=(PodRef("uid-a", "default", "a"),))
+    return FakeDelivery(msgspec.json.encode(decision), seq=seq,
+                        subject="gangsched.decisions.Rejection.default.g")
+
+
+async def test_a_burst_of_rejections_of_one_group_writes_the_first_and_the_newest_only() -> None:
+    kube, publisher = cluster(), FakePublisher()
+    handler = binder(kube, publisher)
+    burst = [a_rejection(seq, f"waiting: {seq} of 9 members") for seq in range(1, 6)]
+    for delivery in burst:
+        await handler.submit_report(delivery)
+    await handler.reports_idle()
+    assert [d.settled for d in burst] == [["ack"]] * 5  # every one settled, none lost
+    assert [e.message for e in kube.events] == ["waiting: 1 of 9 members",
+                                                "waiting: 5 of 9 members"]
+
+
+async def test_a_poisoned_report_is_dead_lettered() -> None:
+    publisher = FakePublisher()
+    delivery = FakeDelivery(b'{"type": "Rejection"}', seq=4,
+                            subject="gangsched.decisions.Rejection.default.g")
+    await binder(FakeKube(), publisher).submit_report(delivery)
+    assert delivery.settled == ["term"]
+    assert publisher.published[0][0] == "gangsched.deadletter"

@@ -1,0 +1,104 @@
+"""Reports of one lane run one at a time, and only the newest waiting one runs at all.
+
+Layer: binder shell. A Rejection or StatusUpdate says what is true *now* about a group; when a
+newer one of the same lane arrives before an older one was written, writing the older one is
+wasted API work (and, under contention, the reason placements once starved behind thousands of
+stale reports). So each lane (report type and group) holds at most one running item and one
+waiting item; a newer arrival replaces the waiting one, which is handed to `supersede` (the
+binder acknowledges it). Items older than one already started are superseded on arrival, so a
+redelivered old report never overwrites a newer one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass
+class _Lane(Generic[T]):
+    started_seq: int
+    waiting: tuple[int, T] | None = None
+
+
+class Coalescer(Generic[T]):
+    """Runs `run(item)` per lane in order of arrival, newest-wins, at most `concurrency` at once.
+
+    Shapes: items are submitted with the lane key and a sequence number (the stream sequence):
+    a higher sequence is newer. `run` and `supersede` must not raise (exceptions are logged).
+    """
+
+    def __init__(
+        self,
+        run: Callable[[T], Awaitable[None]],
+        supersede: Callable[[T], Awaitable[None]],
+        concurrency: int,
+    ) -> None:
+        self._run = run
+        self._supersede = supersede
+        self._gate = asyncio.Semaphore(concurrency)
+        self._lanes: dict[str, _Lane[T]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __len__(self) -> int:
+        """Lanes with an item running or waiting."""
+        return len(self._lanes)
+
+    def submit(self, key: str, seq: int, item: T) -> None:
+        """Run `item` now if its lane is idle, else keep it as the lane's next (newest wins)."""
+        lane = self._lanes.get(key)
+        if lane is None:
+            self._lanes[key] = _Lane(started_seq=seq)
+            self._spawn(self._drain(key, item))
+            return
+        if seq <= lane.started_seq or (lane.waiting is not None and seq <= lane.waiting[0]):
+            self._spawn(self._supersede_logged(item))
+            return
+        if lane.waiting is not None:
+            self._spawn(self._supersede_logged(lane.waiting[1]))
+        lane.waiting = (seq, item)
+
+    async def close(self) -> None:
+        """Cancel everything running or waiting (their deliveries stay unacknowledged)."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._lanes.clear()
+
+    async def idle(self) -> None:
+        """Wait until nothing runs or waits (for tests and orderly shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def _drain(self, key: str, item: T) -> None:
+        """Run `item`, then the lane's waiting item, until the lane is empty."""
+        while True:
+            async with self._gate:
+                try:
+                    await self._run(item)
+                except Exception:
+                    log.exception("report in lane %s failed", key)
+            lane = self._lanes[key]
+            if lane.waiting is None:
+                del self._lanes[key]
+                return
+            lane.started_seq, item = lane.waiting
+            lane.waiting = None
+
+    async def _supersede_logged(self, item: T) -> None:
+        try:
+            await self._supersede(item)
+        except Exception:
+            log.exception("settling a superseded report failed")
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

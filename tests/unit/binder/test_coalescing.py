@@ -1,0 +1,93 @@
+"""Reports per lane: one at a time, in order, newest waiting one wins, older ones settled."""
+
+from __future__ import annotations
+
+import asyncio
+
+from services.binder.coalescing import Coalescer
+
+
+class Recorder:
+    """Runs block until released; records what ran and what was superseded."""
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+        self.superseded: list[str] = []
+        self.release = asyncio.Event()
+
+    async def run(self, item: str) -> None:
+        self.ran.append(item)
+        await self.release.wait()
+
+    async def supersede(self, item: str) -> None:
+        self.superseded.append(item)
+
+
+async def test_only_the_newest_waiting_item_of_a_lane_runs_after_the_running_one() -> None:
+    seen = Recorder()
+    coalescer: Coalescer[str] = Coalescer(seen.run, seen.supersede, concurrency=8)
+    for seq, item in enumerate(["r1", "r2", "r3", "r4"], start=1):
+        coalescer.submit("Rejection:default/g", seq, item)
+    await asyncio.sleep(0)
+    assert seen.ran == ["r1"]
+    seen.release.set()
+    await coalescer.idle()
+    assert seen.ran == ["r1", "r4"]
+    assert sorted(seen.superseded) == ["r2", "r3"]
+    assert len(coalescer) == 0
+
+
+async def test_lanes_do_not_wait_for_each_other() -> None:
+    seen = Recorder()
+    coalescer: Coalescer[str] = Coalescer(seen.run, seen.supersede, concurrency=8)
+    coalescer.submit("Rejection:default/a", 1, "a1")
+    coalescer.submit("StatusUpdate:default/a", 2, "s1")
+    coalescer.submit("Rejection:default/b", 3, "b1")
+    await asyncio.sleep(0)
+    assert sorted(seen.ran) == ["a1", "b1", "s1"]
+    seen.release.set()
+    await coalescer.idle()
+    assert seen.superseded == []
+
+
+async def test_an_older_redelivery_never_runs_after_a_newer_item() -> None:
+    seen = Recorder()
+    coalescer: Coalescer[str] = Coalescer(seen.run, seen.supersede, concurrency=8)
+    coalescer.submit("lane", 7, "new")        # running
+    coalescer.submit("lane", 5, "old again")  # older than the running one
+    coalescer.submit("lane", 9, "newer")      # waiting
+    coalescer.submit("lane", 8, "late")       # older than the waiting one
+    seen.release.set()
+    await coalescer.idle()
+    assert seen.ran == ["new", "newer"]
+    assert sorted(seen.superseded) == ["late", "old again"]
+
+
+async def test_concurrency_bounds_the_items_running_at_once() -> None:
+    seen = Recorder()
+    coalescer: Coalescer[str] = Coalescer(seen.run, seen.supersede, concurrency=2)
+    for n in range(5):
+        coalescer.submit(f"lane{n}", n, f"i{n}")
+    await asyncio.sleep(0.01)
+    assert len(seen.ran) == 2
+    seen.release.set()
+    await coalescer.idle()
+    assert sorted(seen.ran) == [f"i{n}" for n in range(5)]
+
+
+async def test_a_failing_run_is_logged_and_the_lane_goes_on() -> None:
+    ran: list[str] = []
+
+    async def run(item: str) -> None:
+        ran.append(item)
+        if item == "bad":
+            raise RuntimeError("boom")
+
+    async def supersede(item: str) -> None:
+        raise AssertionError("nothing is superseded here")
+
+    coalescer: Coalescer[str] = Coalescer(run, supersede, concurrency=1)
+    coalescer.submit("lane", 1, "bad")
+    coalescer.submit("lane", 2, "good")
+    await coalescer.idle()
+    assert ran == ["bad", "good"]
