@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import tenacity
 
@@ -83,6 +83,15 @@ class Survey:
     checks: tuple[Check, ...]
 
 
+class Known(Protocol):
+    """Objects already known to be current (`view.ClusterView`): API JSON, or None when not
+    known (then the API is asked)."""
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def node(self, name: str) -> dict[str, Any] | None: ...
+
+
 async def survey(
     kube: Kube,
     members: Sequence[Assignment],
@@ -90,9 +99,11 @@ async def survey(
     *,
     concurrency: int,
     deadline: Deadline | None,
+    known: Known | None = None,
 ) -> Survey:
     """Read every member's pod and planned node (each node once) and check them.
 
+    Objects `known` holds are taken from it; the others are read from the API.
     `deadline` None retries transient errors without limit (used after the deadline, when
     the gang must be cleaned up whatever it takes). A read refused permanently (e.g. RBAC)
     refuses the member with that error.
@@ -101,15 +112,16 @@ async def survey(
     """
     gate = asyncio.Semaphore(concurrency)
     node_names = sorted({member.node for member in members})
-    node_reads = await asyncio.gather(
-        *(_read(gate, deadline, f"get node {name}", partial(kube.get_node, name))
-          for name in node_names)
+    reads = await asyncio.gather(
+        *(_known_or_read(known.node(name) if known else None, gate, deadline,
+                         f"get node {name}", partial(kube.get_node, name))
+          for name in node_names),
+        *(_known_or_read(known.pod(m.namespace, m.name) if known else None, gate, deadline,
+                         f"get pod {m.namespace}/{m.name}",
+                         partial(kube.get_pod, m.namespace, m.name)) for m in members),
     )
-    nodes = dict(zip(node_names, node_reads, strict=True))
-    pod_reads = await asyncio.gather(
-        *(_read(gate, deadline, f"get pod {m.namespace}/{m.name}",
-                partial(kube.get_pod, m.namespace, m.name)) for m in members)
-    )
+    nodes = dict(zip(node_names, reads[:len(node_names)], strict=True))
+    pod_reads = reads[len(node_names):]
     checks = tuple(
         _check(member, pod_read, nodes[member.node], scheduler_name)
         for member, pod_read in zip(members, pod_reads, strict=True)
@@ -201,6 +213,19 @@ def _check(member: Assignment, pod: _Read, node: _Read, scheduler_name: str) -> 
     if node.error:
         return Check(Verdict.REFUSED, f"cannot read node {member.node}: {node.error}")
     return validation.check_member(member, pod.obj, node.obj, scheduler_name)
+
+
+async def _known_or_read(
+    known: dict[str, Any] | None,
+    gate: asyncio.Semaphore,
+    deadline: Deadline | None,
+    what: str,
+    read: Callable[[], Awaitable[dict[str, Any] | None]],
+) -> _Read:
+    """`known` when given, else `_read` from the API."""
+    if known is not None:
+        return _Read(known)
+    return await _read(gate, deadline, what, read)
 
 
 async def _read(

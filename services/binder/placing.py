@@ -64,6 +64,7 @@ async def carry_out(
     *,
     is_redelivery: bool,
     claimed: frozenset[str] = frozenset(),
+    known: binding.Known | None = None,
 ) -> Settled:
     """Bind every member of `placement` before its deadline, or roll the attempt back.
 
@@ -74,7 +75,8 @@ async def carry_out(
     Ownership (what a rollback may delete): members bound by this attempt, and members found
     already bound to their planned node (an earlier delivery of this decision bound them and
     its answers or outcomes were lost); `claimed` (uids with a MemberBound of this decision)
-    are among them. The caller never hands a settled decision here.
+    are among them. The caller never hands a settled decision here. `known`: current objects
+    the pre-bind survey may take instead of reading them (never used after the deadline).
     """
     members = placement.members
     deadline = Deadline.at(placement.deadline_ms, clock())
@@ -87,7 +89,8 @@ async def carry_out(
         return await _after_deadline(placement, kube, policy, clock, claimed)
     try:
         found = await binding.survey(
-            kube, members, policy.scheduler_name, concurrency=policy.concurrency, deadline=deadline
+            kube, members, policy.scheduler_name, concurrency=policy.concurrency,
+            deadline=deadline, known=known,
         )
     except binding.DeadlinePassed:
         return await _after_deadline(placement, kube, policy, clock, claimed)

@@ -32,6 +32,8 @@ from services.binder.placing import Policy
 from services.binder.ports import Kube, Publisher, WallClock
 from services.binder.reporter import Reporter
 from services.binder.status_log import StreamStatusLog
+from services.binder.view import ClusterView
+from services.binder.view_feed import ViewFeed
 from services.bus import streams
 from services.bus.consuming import PullConsumer
 from services.bus.publishing import Publisher as BusPublisher
@@ -54,9 +56,15 @@ HEARTBEAT_SECONDS = ACK_WAIT_SECONDS / 3
 
 FETCH_BATCH = 64
 FETCH_TIMEOUT_SECONDS = 1.0
-MAX_DECISIONS_IN_FLIGHT = 256
+MAX_PLACEMENTS_IN_FLIGHT = 32
+"""Placements carried out at once, taken in stream order. Few enough that the API server serves
+the oldest placements first: with hundreds at once (one planning round may place hundreds of
+gangs) every placement progressed at the same slow pace and all of them missed their deadline
+together, each then rolled back and placed again."""
 MAX_REPORTS_IN_FLIGHT = 64
 """Reports being written at once (each is up to three API calls per pod it names)."""
+VIEW_WAIT_SECONDS = 1.0
+"""How long a placement waits for the bus view to reach its plan point before reading the API."""
 REPORTS_ACK_WAIT_SECONDS = 300.0
 """A report may wait behind its lane's running one; redelivered meanwhile, it is superseded."""
 MAX_ATTEMPTS = 5
@@ -98,6 +106,8 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
     client = await kube_client.connect(settings.kube)
     try:
         placements, reports = await open_consumers(js, settings.bus.prefix)
+        view = ViewFeed(js, settings.bus.prefix)
+        await view.start()
         kube = KubeApi(client)
         binder = Binder(
             kube,
@@ -110,12 +120,14 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
                 concurrency=max(1, settings.binder.concurrency),
                 status_log=StreamStatusLog(js, settings.bus.prefix),
             ),
+            view=view,
         )
         ready.set()
         log.info("binder consuming decisions (prefix %s)", settings.bus.prefix)
         try:
             await binder.consume(placements, reports)
         finally:
+            await view.stop()
             await placements.close()
             await reports.close()
     finally:
@@ -158,6 +170,7 @@ class Binder:
         outcome_log: OutcomeLog | None = None,
         clock: WallClock = lambda: time.time_ns() // 1_000_000,
         reporter: Reporter | None = None,
+        view: ViewFeed | None = None,
     ) -> None:
         self._kube = kube
         self._publisher = publisher
@@ -174,6 +187,7 @@ class Binder:
             event_interval_seconds=settings.binder.event_interval_seconds,
             concurrency=self._policy.concurrency,
         )
+        self._view = view
         self._groups = GroupLocks()
         self._reports: Coalescer[tuple[Delivery, Decision]] = Coalescer(
             self._write_report, self._superseded, MAX_REPORTS_IN_FLIGHT)
@@ -187,7 +201,7 @@ class Binder:
 
     async def consume_placements(self, consumer: Consumer) -> None:
         """Fetch and handle placements forever; each in its own task, bounded in number."""
-        gate = asyncio.Semaphore(MAX_DECISIONS_IN_FLIGHT)
+        gate = asyncio.Semaphore(MAX_PLACEMENTS_IN_FLIGHT)
         tasks: set[asyncio.Task[None]] = set()
 
         def finished(task: asyncio.Task[None]) -> None:
@@ -291,7 +305,7 @@ class Binder:
                   (placement.deadline_ms - self._clock()) / 1000)
         settled = await placing.carry_out(
             placement, self._kube, self._policy, self._clock, is_redelivery=is_redelivery,
-            claimed=claimed,
+            claimed=claimed, known=await self._known_at(placement.plan_seq),
         )
         await self._publisher.publish_many(outcomes.publish_items(self._prefix, settled.outcomes))
         self._remember(placement.id, settled.outcomes)
@@ -301,6 +315,17 @@ class Binder:
         else:
             metrics.rollbacks.inc()
         await self._reporter.placed(placement, settled)
+
+    async def _known_at(self, plan_seq: int) -> ClusterView | None:
+        """The bus view of pods and nodes, if it has applied the events up to `plan_seq` (so it
+        is at least as new as what the planner saw) within a short wait; else None."""
+        if self._view is None:
+            return None
+        if await self._view.caught_up(plan_seq, VIEW_WAIT_SECONDS):
+            return self._view.view
+        log.debug("view at seq %d is behind plan point %d; reading from the API",
+                  self._view.view.applied_seq, plan_seq)
+        return None
 
     async def _prior_outcomes(
         self, placement: Placement, is_redelivery: bool

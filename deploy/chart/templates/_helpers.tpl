@@ -170,12 +170,23 @@ binder:
       - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.%s" $decisions . | quote }}
       - {{ printf "$JS.ACK.%s.%s.>" $decisions . | quote }}
       {{- end }}
+      # its view of pods and nodes: an ephemeral ordered consumer following EVENTS
+      - {{ printf "$JS.API.CONSUMER.CREATE.%s" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.CREATE.%s.>" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.INFO.%s.*" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.DELETE.%s.*" $events | quote }}
+      - {{ printf "$JS.FC.%s.>" $events | quote }}
       # the last outcome of a group (to settle a redelivered placement) and its last
       # StatusUpdate (to write PodGroup status): direct lookups on EVENTS and DECISIONS
       - {{ printf "$JS.API.STREAM.MSG.GET.%s" $events | quote }}
       - {{ printf "$JS.API.DIRECT.GET.%s.>" $events | quote }}
       - {{ printf "$JS.API.STREAM.MSG.GET.%s" $decisions | quote }}
       - {{ printf "$JS.API.DIRECT.GET.%s.>" $decisions | quote }}
+    deny:
+      # the planner's consumer is the planner's
+      - {{ printf "$JS.API.CONSUMER.*.%s.planner" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.*.%s.planner.>" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.*.*.%s.planner" $events | quote }}
   subscribe:
     allow:
       - "_INBOX_binder.>"

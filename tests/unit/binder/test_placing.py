@@ -8,9 +8,11 @@ import pytest
 
 from services.binder import placing
 from services.binder.placing import Policy, Settled
+from services.binder.view import ClusterView
 from services.contracts.decisions import Assignment, Placement
 from services.contracts.events import GroupBound, GroupRolledBack, MemberBindFailed, MemberBound
 from services.kube import errors
+from services.watcher import slim
 from tests.unit.binder.fakes import FakeKube, make_node, make_pod
 
 NOW_MS = 1_700_000_000_000
@@ -182,3 +184,25 @@ async def test_outcomes_name_the_decision_and_group() -> None:
     assert bound == MemberBound(at_ms=NOW_MS, decision_id="9-0", group="default/g",
                                 pod_uid="uid-a", node="n1")
     assert group == GroupBound(at_ms=NOW_MS, decision_id="9-0", group="default/g")
+
+
+async def test_the_survey_takes_known_objects_from_the_view_and_reads_only_the_rest() -> None:
+    kube = cluster(make_pod("a"), make_pod("b"))
+    view = ClusterView()
+    view.apply(1, slim.pod_event(make_pod("a"), 0))
+    view.apply(2, slim.node_event(make_node("n1"), 0))
+    settled = await placing.carry_out(placement("a", "b"), kube, POLICY, clock,
+                                      is_redelivery=False, known=view)
+    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert sorted(call for call in kube.calls if call[0].startswith("get")) == [
+        ("get_pod", "b")]
+
+
+async def test_a_member_the_view_shows_bound_elsewhere_binds_nothing() -> None:
+    kube = cluster(make_pod("a"), make_pod("b"))
+    view = ClusterView()
+    view.apply(1, slim.pod_event(make_pod("b", node="n2"), 0))  # seen bound by someone else
+    settled = await placing.carry_out(placement("a", "b"), kube, POLICY, clock,
+                                      is_redelivery=False, known=view)
+    assert [call for call in kube.calls if call[0] == "bind"] == []
+    assert kinds(settled) == ["MemberBindFailed", "GroupRolledBack"]

@@ -1,0 +1,69 @@
+"""The binder's view on a real nats-server: newest state per object at start, then follows."""
+
+from __future__ import annotations
+
+import pytest
+from nats.js import JetStreamContext
+
+from services.binder.view_feed import ViewFeed
+from services.bus.publishing import Publisher
+from services.config.settings import BusSettings
+from services.contracts import codec, subjects
+from services.contracts.events import Event
+from services.watcher import slim
+from tests.unit.binder.fakes import make_node, make_pod
+
+pytestmark = pytest.mark.integration
+
+
+async def publish(js: JetStreamContext, prefix: str, kind: str, name: str, event: Event,
+                  msg_id: str) -> int:
+    namespace = "" if kind == "node" else "default"
+    ack = await js.publish(subjects.events_subject(prefix, kind, namespace, name),
+                           codec.encode(event), headers={"Nats-Msg-Id": msg_id})
+    return int(ack.seq)
+
+
+async def test_the_view_starts_from_each_objects_newest_event_and_follows(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    prefix = bus_settings.prefix
+    await publish(js, prefix, "pod", "a", slim.pod_event(make_pod("a"), 0), "1")
+    await publish(js, prefix, "pod", "a", slim.pod_event(make_pod("a", node="n1"), 0), "2")
+    await publish(js, prefix, "pod", "b", slim.pod_event(make_pod("b"), 0), "3")
+    await publish(js, prefix, "pod", "b", slim.pod_deleted(make_pod("b"), 0), "4")
+    last = await publish(js, prefix, "node", "n1", slim.node_event(make_node("n1"), 0), "5")
+    feed = ViewFeed(js, prefix)
+    await feed.start()
+    try:
+        assert await feed.caught_up(last, timeout_seconds=5)
+        pod_a = feed.view.pod("default", "a")
+        assert pod_a is not None and pod_a["spec"]["nodeName"] == "n1"
+        assert feed.view.pod("default", "b") is None
+        assert feed.view.node("n1") is not None
+        assert not await feed.caught_up(last + 1, timeout_seconds=0.2)
+        later = await publish(js, prefix, "node", "n2",
+                              slim.node_event(make_node("n2", is_ready=False), 0), "6")
+        assert await feed.caught_up(later, timeout_seconds=5)
+        node = feed.view.node("n2")
+        assert node is not None and node["status"]["conditions"][0]["status"] == "False"
+    finally:
+        await feed.stop()
+
+
+async def test_other_messages_move_the_view_on_and_poison_is_skipped(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    prefix = bus_settings.prefix
+    feed = ViewFeed(js, prefix)
+    await feed.start()
+    try:
+        bad = int((await js.publish(subjects.events_subject(prefix, "pod", "default", "x"),
+                                    b"not an event")).seq)
+        tick = await Publisher(js).publish(
+            subjects.events_subject(prefix, "clock", "", "tick"), b"{}", msg_id="t")
+        assert tick > bad
+        assert await feed.caught_up(tick, timeout_seconds=5)
+        assert len(feed.view) == 0
+    finally:
+        await feed.stop()

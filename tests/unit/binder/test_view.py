@@ -1,0 +1,79 @@
+"""The binder's bus view: the survey judges a member from it exactly as from the API objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from services.binder import validation
+from services.binder.view import ClusterView
+from services.contracts.decisions import Assignment
+from services.watcher import slim
+from tests.unit.binder.fakes import make_node, make_pod
+
+MEMBER = Assignment("uid-a", "default", "a", "n1")
+
+
+def gated(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    return pod
+
+
+def deleting(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:00Z"
+    return pod
+
+
+def finished(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["status"]["phase"] = "Succeeded"
+    return pod
+
+
+def tolerating_cordon(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["spec"]["tolerations"] = [{"key": "node.kubernetes.io/unschedulable",
+                                   "operator": "Exists", "effect": "NoSchedule"}]
+    return pod
+
+
+CASES = {
+    "bindable": (make_pod("a"), make_node("n1")),
+    "already on the planned node": (make_pod("a", node="n1"), make_node("n1")),
+    "bound elsewhere": (make_pod("a", node="n2"), make_node("n1")),
+    "replaced": (make_pod("a", uid="uid-other"), make_node("n1")),
+    "another scheduler's": (make_pod("a", scheduler="default-scheduler"), make_node("n1")),
+    "gated": (gated(make_pod("a")), make_node("n1")),
+    "being deleted": (deleting(make_pod("a")), make_node("n1")),
+    "finished": (finished(make_pod("a")), make_node("n1")),
+    "node cordoned": (make_pod("a"), make_node("n1", unschedulable=True)),
+    "node cordoned, tolerated": (tolerating_cordon(make_pod("a")),
+                                 make_node("n1", unschedulable=True)),
+    "node not ready": (make_pod("a"), make_node("n1", is_ready=False)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_member_is_judged_from_the_view_as_from_the_api(case: str) -> None:
+    pod, node = CASES[case]
+    view = ClusterView()
+    view.apply(1, slim.pod_event(pod, 0))
+    view.apply(2, slim.node_event(node, 0))
+    from_api = validation.check_member(MEMBER, pod, node, "gangsched")
+    from_view = validation.check_member(MEMBER, view.pod("default", "a"), view.node("n1"),
+                                        "gangsched")
+    assert from_view == from_api
+    assert view.applied_seq == 2
+
+
+def test_deleted_objects_are_unknown_and_a_stale_delete_removes_nothing() -> None:
+    view = ClusterView()
+    view.apply(1, slim.pod_event(make_pod("a", uid="uid-new"), 0))
+    view.apply(2, slim.pod_deleted(make_pod("a", uid="uid-old"), 0))  # the replaced one's
+    view.apply(3, slim.node_event(make_node("n1"), 0))
+    assert view.pod("default", "a") is not None
+    view.apply(4, slim.pod_deleted(make_pod("a", uid="uid-new"), 0))
+    view.apply(5, slim.node_deleted(make_node("n1"), 0))
+    assert view.pod("default", "a") is None
+    assert view.node("n1") is None
+    assert view.applied_seq == 5
+    assert len(view) == 0
