@@ -40,7 +40,8 @@ class StoreSettings:
 class KubeSettings:
     """Kubernetes API access: in-cluster credentials, else `kubeconfig` (else ~/.kube/config).
 
-    Units: `request_timeout_seconds` in seconds; `qps`/`burst` in requests per second.
+    Units: `request_timeout_seconds` in seconds. No client-side rate limit (no QPS/burst): the
+    binder bounds its own concurrency.
     """
 
     kubeconfig: Path | None = None
