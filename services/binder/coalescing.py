@@ -5,8 +5,9 @@ newer one of the same lane arrives before an older one was written, writing the 
 wasted API work (and, under contention, the reason placements once starved behind thousands of
 stale reports). So each lane (report type and group) holds at most one running item and one
 waiting item; a newer arrival replaces the waiting one, which is handed to `supersede` (the
-binder acknowledges it). Items older than one already started are superseded on arrival, so a
-redelivered old report never overwrites a newer one.
+binder acknowledges it). An item waits a settle time before it runs, so a burst collapses into
+one write. Items older than one already started are superseded on arrival, so a redelivered old
+report never overwrites a newer one.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ T = TypeVar("T")
 
 @dataclass
 class _Lane(Generic[T]):
-    started_seq: int
+    started_seq: int = 0
     waiting: tuple[int, T] | None = None
 
 
@@ -33,6 +34,8 @@ class Coalescer(Generic[T]):
 
     Shapes: items are submitted with the lane key and a sequence number (the stream sequence):
     a higher sequence is newer. `run` and `supersede` must not raise (exceptions are logged).
+    Units: `settle_seconds` is how long an item waits in its lane before it runs, so a burst
+    (a gang's members arriving one by one, each changing its status) is written once.
     """
 
     def __init__(
@@ -40,9 +43,11 @@ class Coalescer(Generic[T]):
         run: Callable[[T], Awaitable[None]],
         supersede: Callable[[T], Awaitable[None]],
         concurrency: int,
+        settle_seconds: float = 0.0,
     ) -> None:
         self._run = run
         self._supersede = supersede
+        self._settle_seconds = settle_seconds
         self._gate = asyncio.Semaphore(concurrency)
         self._lanes: dict[str, _Lane[T]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -55,8 +60,8 @@ class Coalescer(Generic[T]):
         """Run `item` now if its lane is idle, else keep it as the lane's next (newest wins)."""
         lane = self._lanes.get(key)
         if lane is None:
-            self._lanes[key] = _Lane(started_seq=seq)
-            self._spawn(self._drain(key, item))
+            self._lanes[key] = _Lane(waiting=(seq, item))
+            self._spawn(self._drain(key))
             return
         if seq <= lane.started_seq or (lane.waiting is not None and seq <= lane.waiting[0]):
             self._spawn(self._supersede_logged(item))
@@ -77,20 +82,22 @@ class Coalescer(Generic[T]):
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    async def _drain(self, key: str, item: T) -> None:
-        """Run `item`, then the lane's waiting item, until the lane is empty."""
+    async def _drain(self, key: str) -> None:
+        """Run the lane's waiting item (after the settle time) until none is left."""
+        lane = self._lanes[key]
         while True:
-            async with self._gate:
-                try:
-                    await self._run(item)
-                except Exception:
-                    log.exception("report in lane %s failed", key)
-            lane = self._lanes[key]
+            if self._settle_seconds > 0:
+                await asyncio.sleep(self._settle_seconds)
             if lane.waiting is None:
                 del self._lanes[key]
                 return
             lane.started_seq, item = lane.waiting
             lane.waiting = None
+            async with self._gate:
+                try:
+                    await self._run(item)
+                except Exception:
+                    log.exception("report in lane %s failed", key)
 
     async def _supersede_logged(self, item: T) -> None:
         try:

@@ -65,6 +65,10 @@ MAX_REPORTS_IN_FLIGHT = 64
 """Reports being written at once (each is up to three API calls per pod it names)."""
 VIEW_WAIT_SECONDS = 1.0
 """How long a placement waits for the bus view to reach its plan point before reading the API."""
+REPORT_SETTLE_SECONDS = 1.0
+"""A report waits this long before it is written, and only the newest of its lane is: a gang
+created member by member changes its status and rejection with every member (one PodGroup GET
+and PATCH, or three API calls per pod, each time)."""
 REPORTS_ACK_WAIT_SECONDS = 300.0
 """A report may wait behind its lane's running one; redelivered meanwhile, it is superseded."""
 MAX_ATTEMPTS = 5
@@ -190,7 +194,8 @@ class Binder:
         self._view = view
         self._groups = GroupLocks()
         self._reports: Coalescer[tuple[Delivery, Decision]] = Coalescer(
-            self._write_report, self._superseded, MAX_REPORTS_IN_FLIGHT)
+            self._write_report, self._superseded, MAX_REPORTS_IN_FLIGHT,
+            settle_seconds=REPORT_SETTLE_SECONDS)
         self._published: OrderedDict[str, tuple[Outcome, ...]] = OrderedDict()
 
     async def consume(self, placements: Consumer, reports: Consumer) -> None:

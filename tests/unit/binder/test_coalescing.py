@@ -26,7 +26,9 @@ class Recorder:
 async def test_only_the_newest_waiting_item_of_a_lane_runs_after_the_running_one() -> None:
     seen = Recorder()
     coalescer: Coalescer[str] = Coalescer(seen.run, seen.supersede, concurrency=8)
-    for seq, item in enumerate(["r1", "r2", "r3", "r4"], start=1):
+    coalescer.submit("Rejection:default/g", 1, "r1")
+    await asyncio.sleep(0)
+    for seq, item in enumerate(["r2", "r3", "r4"], start=2):
         coalescer.submit("Rejection:default/g", seq, item)
     await asyncio.sleep(0)
     assert seen.ran == ["r1"]
@@ -54,6 +56,7 @@ async def test_an_older_redelivery_never_runs_after_a_newer_item() -> None:
     seen = Recorder()
     coalescer: Coalescer[str] = Coalescer(seen.run, seen.supersede, concurrency=8)
     coalescer.submit("lane", 7, "new")        # running
+    await asyncio.sleep(0)
     coalescer.submit("lane", 5, "old again")  # older than the running one
     coalescer.submit("lane", 9, "newer")      # waiting
     coalescer.submit("lane", 8, "late")       # older than the waiting one
@@ -88,6 +91,20 @@ async def test_a_failing_run_is_logged_and_the_lane_goes_on() -> None:
 
     coalescer: Coalescer[str] = Coalescer(run, supersede, concurrency=1)
     coalescer.submit("lane", 1, "bad")
+    await asyncio.sleep(0)
     coalescer.submit("lane", 2, "good")
     await coalescer.idle()
     assert ran == ["bad", "good"]
+
+
+async def test_items_arriving_within_the_settle_time_run_once_as_the_newest() -> None:
+    seen = Recorder()
+    seen.release.set()
+    coalescer: Coalescer[str] = Coalescer(seen.run, seen.supersede, concurrency=8,
+                                          settle_seconds=0.05)
+    for seq, item in enumerate(["s1", "s2", "s3"], start=1):
+        coalescer.submit("StatusUpdate:default/g", seq, item)
+        await asyncio.sleep(0.005)
+    await coalescer.idle()
+    assert seen.ran == ["s3"]
+    assert sorted(seen.superseded) == ["s1", "s2"]
