@@ -61,14 +61,18 @@ MAX_PLACEMENTS_IN_FLIGHT = 32
 the oldest placements first: with hundreds at once (one planning round may place hundreds of
 gangs) every placement progressed at the same slow pace and all of them missed their deadline
 together, each then rolled back and placed again."""
-MAX_REPORTS_IN_FLIGHT = 64
-"""Reports being written at once (each is up to three API calls per pod it names)."""
+MAX_REPORTS_IN_FLIGHT = 32
+"""Rejections (and, apart, status updates) being written at once; a rejection is up to three
+API calls per pod it names."""
 VIEW_WAIT_SECONDS = 1.0
 """How long a placement waits for the bus view to reach its plan point before reading the API."""
-REPORT_SETTLE_SECONDS = 1.0
-"""A report waits this long before it is written, and only the newest of its lane is: a gang
-created member by member changes its status and rejection with every member (one PodGroup GET
-and PATCH, or three API calls per pod, each time)."""
+REJECTION_SETTLE_SECONDS = 1.0
+"""A rejection waits this long before it is written, and only the newest of its group is: a gang
+created member by member is rejected anew (waiting for quorum) with every member, three API
+calls per pod each time."""
+STATUS_SETTLE_SECONDS = 3.0
+"""The same for PodGroup status (a GET and a PATCH each): it changes with every member created,
+placed, bound and started, about five times per gang within seconds."""
 REPORTS_ACK_WAIT_SECONDS = 300.0
 """A report may wait behind its lane's running one; redelivered meanwhile, it is superseded."""
 MAX_ATTEMPTS = 5
@@ -193,9 +197,12 @@ class Binder:
         )
         self._view = view
         self._groups = GroupLocks()
-        self._reports: Coalescer[tuple[Delivery, Decision]] = Coalescer(
+        self._rejections: Coalescer[tuple[Delivery, Decision]] = Coalescer(
             self._write_report, self._superseded, MAX_REPORTS_IN_FLIGHT,
-            settle_seconds=REPORT_SETTLE_SECONDS)
+            settle_seconds=REJECTION_SETTLE_SECONDS)
+        self._statuses: Coalescer[tuple[Delivery, Decision]] = Coalescer(
+            self._write_report, self._superseded, MAX_REPORTS_IN_FLIGHT,
+            settle_seconds=STATUS_SETTLE_SECONDS)
         self._published: OrderedDict[str, tuple[Outcome, ...]] = OrderedDict()
 
     async def consume(self, placements: Consumer, reports: Consumer) -> None:
@@ -234,7 +241,8 @@ class Binder:
                     metrics.consumer_lag.labels(REPORTS_CONSUMER).set(delivery.num_pending)
                     await self.submit_report(delivery)
         finally:
-            await self._reports.close()
+            await self._rejections.close()
+            await self._statuses.close()
 
     async def submit_report(self, delivery: Delivery) -> None:
         """Decode a report and queue it in its lane; a poisoned one is dead-lettered."""
@@ -243,11 +251,13 @@ class Binder:
         except codec.PoisonedMessage as error:
             await self._dead_letter(delivery, f"PoisonedMessage: {error}")
             return
-        self._reports.submit(lane(decision), delivery.seq, (delivery, decision))
+        reports = self._statuses if isinstance(decision, StatusUpdate) else self._rejections
+        reports.submit(lane(decision), delivery.seq, (delivery, decision))
 
     async def reports_idle(self) -> None:
         """Wait until every submitted report was written or superseded."""
-        await self._reports.idle()
+        await self._rejections.idle()
+        await self._statuses.idle()
 
     async def _write_report(self, item: tuple[Delivery, Decision]) -> None:
         delivery, decision = item
