@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 RETRY_FIRST_WAIT_SECONDS = 0.1
 RETRY_MAX_WAIT_SECONDS = 5.0
 
+NO_ANSWER = "deadline passed"
+"""The reason of a member whose bind got no answer at all before the deadline."""
+
+
 class DeadlinePassed(Exception):
     """The placement's deadline passed before the reads it needs succeeded."""
 
@@ -175,7 +179,7 @@ async def bind_member(kube: Kube, member: Assignment, deadline: Deadline) -> Mem
     except errors.KubeError as error:
         return MemberResult(member, BindState.FAILED, messages.bind_refused(member, error))
     except TimeoutError:
-        return MemberResult(member, BindState.UNCERTAIN, tracker.text or "deadline passed")
+        return MemberResult(member, BindState.UNCERTAIN, tracker.text or NO_ANSWER)
 
 
 async def _recheck(

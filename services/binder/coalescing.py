@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+REMEMBERED_LANES = 16384
+"""Idle lanes whose last started sequence is kept, so an old redelivery is not written late."""
+
 
 @dataclass
 class _Lane(Generic[T]):
@@ -50,6 +53,7 @@ class Coalescer(Generic[T]):
         self._settle_seconds = settle_seconds
         self._gate = asyncio.Semaphore(concurrency)
         self._lanes: dict[str, _Lane[T]] = {}
+        self._started: dict[str, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     def __len__(self) -> int:
@@ -57,17 +61,29 @@ class Coalescer(Generic[T]):
         return len(self._lanes)
 
     def submit(self, key: str, seq: int, item: T) -> None:
-        """Run `item` now if its lane is idle, else keep it as the lane's next (newest wins)."""
+        """Queue `item` as its lane's next (newest wins); the lane runs it after settling.
+
+        A redelivery of the waiting item (same `seq`) replaces it: the newer handle is the one
+        to settle. An item not newer than one already started in the lane (recently) is
+        superseded at once.
+        """
         lane = self._lanes.get(key)
         if lane is None:
-            self._lanes[key] = _Lane(waiting=(seq, item))
+            if key in self._started and seq <= self._started[key]:
+                self._spawn(self._supersede_logged(item))
+                return
+            self._lanes[key] = _Lane(started_seq=self._started.pop(key, 0), waiting=(seq, item))
             self._spawn(self._drain(key))
             return
-        if seq <= lane.started_seq or (lane.waiting is not None and seq <= lane.waiting[0]):
+        waiting = lane.waiting
+        if waiting is not None and seq == waiting[0]:
+            lane.waiting = (seq, item)
+            return
+        if seq <= lane.started_seq or (waiting is not None and seq < waiting[0]):
             self._spawn(self._supersede_logged(item))
             return
-        if lane.waiting is not None:
-            self._spawn(self._supersede_logged(lane.waiting[1]))
+        if waiting is not None:
+            self._spawn(self._supersede_logged(waiting[1]))
         lane.waiting = (seq, item)
 
     async def close(self) -> None:
@@ -83,21 +99,33 @@ class Coalescer(Generic[T]):
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     async def _drain(self, key: str) -> None:
-        """Run the lane's waiting item (after the settle time) until none is left."""
+        """Run the lane's waiting item (after the settle time) until none is left; the lane
+        is dropped however this ends (its last started sequence remembered)."""
         lane = self._lanes[key]
-        while True:
-            if self._settle_seconds > 0:
-                await asyncio.sleep(self._settle_seconds)
-            if lane.waiting is None:
+        try:
+            while True:
+                if self._settle_seconds > 0:
+                    await asyncio.sleep(self._settle_seconds)
+                if lane.waiting is None:
+                    return
+                lane.started_seq, item = lane.waiting
+                lane.waiting = None
+                async with self._gate:
+                    try:
+                        await self._run(item)
+                    except Exception:
+                        log.exception("report in lane %s failed", key)
+        finally:
+            if self._lanes.get(key) is lane:
                 del self._lanes[key]
-                return
-            lane.started_seq, item = lane.waiting
-            lane.waiting = None
-            async with self._gate:
-                try:
-                    await self._run(item)
-                except Exception:
-                    log.exception("report in lane %s failed", key)
+            self._remember(key, lane.started_seq)
+
+    def _remember(self, key: str, seq: int) -> None:
+        """Remember the lane's last started sequence (bounded, oldest forgotten first)."""
+        self._started.pop(key, None)
+        self._started[key] = seq
+        while len(self._started) > REMEMBERED_LANES:
+            del self._started[next(iter(self._started))]
 
     async def _supersede_logged(self, item: T) -> None:
         try:

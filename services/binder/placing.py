@@ -153,7 +153,7 @@ async def _finish(
     reason = failed.reason if failed is not None and failed.state is BindState.FAILED else (
         messages.deadline_passed(
             sum(r.state is BindState.BOUND for r in results), len(results),
-            failed.reason if failed is not None else "",
+            failed.reason if failed is not None and failed.reason != binding.NO_ANSWER else "",
         )
     )
     candidates = [

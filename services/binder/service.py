@@ -151,17 +151,17 @@ async def open_consumers(js: JetStreamContext, prefix: str) -> tuple[PullConsume
         nats.js.errors.APIError: NATS refused a consumer (e.g. the stream does not exist).
     """
     stream = subjects.stream_name(prefix, "DECISIONS")
-    reports_start = await _reports_start(js, stream)
+    reports = await PullConsumer.open(  # first: its start is read from `binder` as it was
+        js, stream=stream, durable=REPORTS_CONSUMER,
+        filter_subject=[subjects.decisions_of_type_wildcard(prefix, kind)
+                        for kind in ("Rejection", "StatusUpdate")],
+        ack_wait_seconds=REPORTS_ACK_WAIT_SECONDS,
+        start_seq=await _reports_start(js, stream, prefix), start_seq_if_new=True,
+    )
     placements = await PullConsumer.open(
         js, stream=stream, durable=CONSUMER,
         filter_subject=subjects.decisions_of_type_wildcard(prefix, "Placement"),
         ack_wait_seconds=ACK_WAIT_SECONDS,
-    )
-    reports = await PullConsumer.open(
-        js, stream=stream, durable=REPORTS_CONSUMER,
-        filter_subject=[subjects.decisions_of_type_wildcard(prefix, kind)
-                        for kind in ("Rejection", "StatusUpdate")],
-        ack_wait_seconds=REPORTS_ACK_WAIT_SECONDS, start_seq=reports_start,
     )
     return placements, reports
 
@@ -212,22 +212,25 @@ class Binder:
             group.create_task(self.consume_reports(reports))
 
     async def consume_placements(self, consumer: Consumer) -> None:
-        """Fetch and handle placements forever; each in its own task, bounded in number."""
-        gate = asyncio.Semaphore(MAX_PLACEMENTS_IN_FLIGHT)
+        """Fetch and handle placements forever; each in its own task, bounded in number.
+
+        Only as many as there are free slots are fetched, so every delivery this process holds
+        is being worked on and reported in progress; the rest stay with JetStream for any
+        binder replica to take.
+        """
         tasks: set[asyncio.Task[None]] = set()
-
-        def finished(task: asyncio.Task[None]) -> None:
-            tasks.discard(task)
-            gate.release()
-
         try:
             while True:
-                for delivery in await consumer.fetch(FETCH_BATCH, FETCH_TIMEOUT_SECONDS):
+                free = MAX_PLACEMENTS_IN_FLIGHT - len(tasks)
+                if free <= 0:
+                    await asyncio.wait(set(tasks), return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                for delivery in await consumer.fetch(min(FETCH_BATCH, free),
+                                                     FETCH_TIMEOUT_SECONDS):
                     metrics.consumer_lag.labels(CONSUMER).set(delivery.num_pending)
-                    await gate.acquire()
                     task = asyncio.create_task(self._process_logged(delivery))
                     tasks.add(task)
-                    task.add_done_callback(finished)
+                    task.add_done_callback(tasks.discard)
         finally:
             for task in tasks:
                 task.cancel()
@@ -239,7 +242,11 @@ class Binder:
             while True:
                 for delivery in await consumer.fetch(FETCH_BATCH, FETCH_TIMEOUT_SECONDS):
                     metrics.consumer_lag.labels(REPORTS_CONSUMER).set(delivery.num_pending)
-                    await self.submit_report(delivery)
+                    try:
+                        await self.submit_report(delivery)
+                    except Exception:  # e.g. NATS refused the dead letter: redelivered later
+                        log.exception("report seq %d (%s) left unacknowledged", delivery.seq,
+                                      delivery.subject)
         finally:
             await self._rejections.close()
             await self._statuses.close()
@@ -249,7 +256,7 @@ class Binder:
         try:
             decision = codec.decode_decision(delivery.data)
         except codec.PoisonedMessage as error:
-            await self._dead_letter(delivery, f"PoisonedMessage: {error}")
+            await self._dead_letter(delivery, f"PoisonedMessage: {error}", REPORTS_CONSUMER)
             return
         reports = self._statuses if isinstance(decision, StatusUpdate) else self._rejections
         reports.submit(lane(decision), delivery.seq, (delivery, decision))
@@ -285,7 +292,7 @@ class Binder:
         except codec.PoisonedMessage as error:
             await self._dead_letter(delivery, f"PoisonedMessage: {error}")
             return
-        async with self._groups.hold(lane(decision)), heartbeat(delivery, HEARTBEAT_SECONDS):
+        async with heartbeat(delivery, HEARTBEAT_SECONDS), self._groups.hold(lane(decision)):
             await self._carry_out(delivery, decision)
 
     async def _carry_out(self, delivery: Delivery, decision: Decision) -> None:
@@ -365,28 +372,31 @@ class Binder:
         """Handling raised (a bug or an unexpected error): retry later, dead-letter at the end."""
         if delivery.num_delivered >= MAX_ATTEMPTS:
             log.exception("decision %s failed %d times", decision.id, delivery.num_delivered)
-            await self._dead_letter(delivery, f"{type(error).__name__}: {error}")
+            await self._dead_letter(delivery, f"{type(error).__name__}: {error}",
+                                    CONSUMER if isinstance(decision, Placement)
+                                    else REPORTS_CONSUMER)
             return
         log.exception("decision %s failed (delivery %d); retrying in %.0fs",
                       decision.id, delivery.num_delivered, RETRY_DELAY_SECONDS)
         await delivery.nak(RETRY_DELAY_SECONDS)
 
-    async def _dead_letter(self, delivery: Delivery, reason: str) -> None:
+    async def _dead_letter(self, delivery: Delivery, reason: str,
+                           consumer: str = CONSUMER) -> None:
         """Republish the message to the dead-letter subject with the reason, then term() it."""
         reason = " ".join(reason.split())[:MAX_REASON_CHARS]
         log.error("dead-lettering decision seq %d (%s): %s", delivery.seq, delivery.subject, reason)
         await self._publisher.publish(
             subjects.dead_letter_subject(self._prefix),
             delivery.data,
-            msg_id=f"deadletter/{CONSUMER}/{delivery.seq}",
+            msg_id=f"deadletter/{consumer}/{delivery.seq}",
             headers={
-                CONSUMER_HEADER: CONSUMER,
+                CONSUMER_HEADER: consumer,
                 REASON_HEADER: reason,
                 SUBJECT_HEADER: delivery.subject,
                 SEQ_HEADER: str(delivery.seq),
             },
         )
-        metrics.dead_letters.labels(CONSUMER).inc()
+        metrics.dead_letters.labels(consumer).inc()
         await delivery.term()
 
 
@@ -400,7 +410,7 @@ def lane(decision: Decision) -> str:
     return f"{type(decision).__name__}:{decision.group}"
 
 
-async def _reports_start(js: JetStreamContext, stream: str) -> int | None:
+async def _reports_start(js: JetStreamContext, stream: str, prefix: str) -> int | None:
     """Where a new `binder-reports` consumer starts: after what the old all-decisions `binder`
     consumer acknowledged, when upgrading from a version without it; else None (an existing
     reports consumer keeps its place; a fresh install reads the stream from its start).
@@ -417,6 +427,6 @@ async def _reports_start(js: JetStreamContext, stream: str) -> int | None:
         old = await js.consumer_info(stream, CONSUMER)
     except NotFoundError:
         return None
-    if old.config.filter_subject is None or not old.config.filter_subject.endswith(".>"):
-        return None
+    if old.config.filter_subject != subjects.decisions_wildcard(prefix):
+        return None  # not the all-decisions consumer of before
     return (old.ack_floor.stream_seq if old.ack_floor is not None else 0) + 1

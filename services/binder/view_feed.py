@@ -49,6 +49,9 @@ class ViewFeed:
             subjects.events_wildcard(self._prefix),
             stream=subjects.stream_name(self._prefix, "EVENTS"),
             ordered_consumer=True, config=config, cb=self._on_message,
+            # never drop a message as a slow consumer (it would leave the view silently stale
+            # while its sequence moves on); the ordered consumer's flow control bounds memory
+            pending_msgs_limit=0, pending_bytes_limit=0,
         )
 
     async def stop(self) -> None:

@@ -120,6 +120,7 @@ class PullConsumer:
         max_ack_pending: int = 10000,
         start_seq: int | None = None,
         ack_policy: AckPolicy = AckPolicy.EXPLICIT,
+        start_seq_if_new: bool = False,
     ) -> PullConsumer:
         """Create (or reuse) the durable consumer and bind a pull subscription to it.
 
@@ -127,7 +128,8 @@ class PullConsumer:
         from `start_seq` on: the caller's own tracking (e.g. the planner's database) is the
         truth, and in-order delivery from it avoids skipping messages whose redelivery is
         still pending. Without it, an existing consumer keeps its position; a new one starts
-        at the beginning of the stream.
+        at the beginning of the stream. `start_seq_if_new`: `start_seq` applies only when the
+        consumer does not exist yet (an existing one is kept as it is).
         `ack_policy` ALL lets a consumer that processes strictly in order ack a whole batch
         with its last delivery. `filter_subject` may be several subjects (NATS >= 2.10); an
         existing consumer's filter is updated in place, keeping its position.
@@ -148,7 +150,7 @@ class PullConsumer:
             deliver_policy=DeliverPolicy.ALL,
         )
         consumer = cls(js, stream, config)
-        await consumer._create(start_seq, replace=start_seq is not None)
+        await consumer._create(start_seq, replace=start_seq is not None and not start_seq_if_new)
         return consumer
 
     async def fetch(self, batch: int, timeout_seconds: float) -> list[Delivery]:
@@ -221,15 +223,17 @@ class PullConsumer:
         if replace:
             with contextlib.suppress(nats.js.errors.NotFoundError):
                 await self._js.delete_consumer(self._stream, self.durable)
-        if start_seq is not None:
-            self._config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
-            self._config.opt_start_seq = start_seq
-        else:
-            # an existing consumer keeps where it started (NATS refuses to change that)
+        existing: ConsumerConfig | None = None
+        if not replace:
             with contextlib.suppress(nats.js.errors.NotFoundError):
                 existing = (await self._js.consumer_info(self._stream, self.durable)).config
-                self._config.deliver_policy = existing.deliver_policy
-                self._config.opt_start_seq = existing.opt_start_seq
+        if existing is not None:
+            # an existing consumer keeps where it started (NATS refuses to change that)
+            self._config.deliver_policy = existing.deliver_policy
+            self._config.opt_start_seq = existing.opt_start_seq
+        elif start_seq is not None:
+            self._config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+            self._config.opt_start_seq = start_seq
         await self._js.add_consumer(self._stream, config=self._config)
         await self.close()
         self._subscription = await self._js.pull_subscribe_bind(

@@ -108,3 +108,41 @@ async def test_items_arriving_within_the_settle_time_run_once_as_the_newest() ->
     await coalescer.idle()
     assert seen.ran == ["s3"]
     assert sorted(seen.superseded) == ["s1", "s2"]
+
+
+async def test_an_old_redelivery_after_the_lane_went_idle_is_not_written() -> None:
+    seen = Recorder()
+    seen.release.set()
+    coalescer: Coalescer[str] = Coalescer(seen.run, seen.supersede, concurrency=8)
+    coalescer.submit("lane", 9, "newer")
+    await coalescer.idle()
+    coalescer.submit("lane", 5, "older, redelivered")
+    await coalescer.idle()
+    assert seen.ran == ["newer"]
+    assert seen.superseded == ["older, redelivered"]
+
+
+async def test_a_redelivery_of_the_waiting_item_replaces_its_handle_unsettled() -> None:
+    seen = Recorder()
+    coalescer: Coalescer[str] = Coalescer(seen.run, seen.supersede, concurrency=8)
+    coalescer.submit("lane", 1, "running")
+    await asyncio.sleep(0)
+    coalescer.submit("lane", 2, "first delivery")
+    coalescer.submit("lane", 2, "second delivery")
+    seen.release.set()
+    await coalescer.idle()
+    assert seen.ran == ["running", "second delivery"]
+    assert seen.superseded == []
+
+
+async def test_a_lane_whose_run_is_cancelled_is_dropped() -> None:
+    async def run(item: str) -> None:
+        raise asyncio.CancelledError
+
+    async def supersede(item: str) -> None:
+        pass
+
+    coalescer: Coalescer[str] = Coalescer(run, supersede, concurrency=1)
+    coalescer.submit("lane", 1, "a")
+    await coalescer.idle()
+    assert len(coalescer) == 0
