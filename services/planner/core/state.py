@@ -100,8 +100,9 @@ class PlannerState(msgspec.Struct, dict=True):
     name (sum of `charges` on it, nodes not (yet) observed included). `starving_group` and
     `starving_nodes` name the gang that held capacity in the last round and where (sorted).
     `capacity_freed_ms` is the last time capacity was given back or a Node changed.
-    `tombstones` maps the uid of each Pod or Node deleted in the last `apply.TOMBSTONE_MS` to
-    when (event time), oldest first, so a late observation cannot bring it back.
+    `tombstones` maps the uid of each deleted Pod or Node to when (event time), oldest first,
+    so a late observation cannot bring it back; entries count for `apply.TOMBSTONE_MS` and are
+    dropped in bulk a little later (`apply.PRUNE_SLACK_MS`).
     Units: `now_ms` is the latest `at_ms` applied (never moves backwards).
     """
 
