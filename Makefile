@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv cluster demo test lint unit e2e bench clean
+.PHONY: venv cluster demo test lint unit e2e bench bench-planner bench-replay clean
 
 venv: $(STAMP)
 
@@ -36,14 +36,21 @@ unit: venv
 e2e: venv cluster
 	$(BIN)/pytest -p no:cacheprovider -m e2e
 
-bench: venv cluster
+# `make bench` is the cluster benchmark (issue 8): gangsched against kube-scheduler, its native gang
+# scheduling and Coscheduling on the same KWOK control plane, as ratios; about 40 minutes at
+# N=1,000 with every workload (BENCH_ARGS="--workloads a" for about 10). See bench/README.md.
+bench: bench-cluster
+
+bench-planner: venv
 	$(BIN)/python -m bench.planner_bench
+
+bench-replay: venv
+	$(BIN)/python -m bench.replay_bench
 
 clean:
 	rm -rf $(VENV) .gangsched
 
-# Cluster benchmark (issue 8): gangsched vs kube-scheduler on fresh KWOK control planes.
-# BENCH_ARGS, e.g. "--nodes 100" or "--workloads a,b,c --gangsched-ref HEAD"; see bench/README.md.
+# BENCH_ARGS, e.g. "--nodes 100" or "--workloads a --gangsched-ref HEAD"; see bench/README.md.
 .PHONY: bench-cluster
 bench-cluster: venv cluster
 	$(BIN)/pip install --quiet -e ".[bench]"

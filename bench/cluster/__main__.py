@@ -35,7 +35,7 @@ def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--workloads", default="a", help="comma-separated: a, b, c")
+    parser.add_argument("--workloads", default="a,b,c", help="comma-separated: a, b, c")
     parser.add_argument("--schedulers", default=DEFAULT_SCHEDULERS)
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=256,

@@ -66,7 +66,9 @@ async def connect(
         raise BusUnavailable(
             f"NATS at {settings.url} unreachable for {first_connect_timeout_seconds:g}s: {error!r}"
         ) from error
-    log.info("connected to NATS %s as %s", client.connected_url, name)
+    url = client.connected_url  # shown without any credentials it carries
+    shown = f"{url.scheme}://{url.hostname}:{url.port}" if url is not None else "NATS"
+    log.info("connected to NATS %s as %s", shown, name)
     return client
 
 

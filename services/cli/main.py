@@ -72,6 +72,7 @@ audit.register(app, planner_config)
 def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
     from services.bus.errors import BusUnavailable
     from services.cli import serve
+    from services.kube.errors import KubeError
     from services.store.errors import SchemaMismatch
 
     settings = options.settings_from(parsed)
@@ -82,6 +83,8 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
         raise click.ClickException(str(error)) from None
     except BusUnavailable as error:
         raise click.ClickException(f"NATS unavailable: {error}") from None
+    except KubeError as error:
+        raise click.ClickException(f"Kubernetes: {error}") from None
     finally:
         serve.remove_run_file(settings.data_dir)
 

@@ -24,6 +24,7 @@ from services.binder.service import run_binder
 from services.bus import connection
 from services.bus.embedded import EmbeddedNats
 from services.config.settings import Settings
+from services.kube import client as kube_client
 from services.planner import election
 from services.planner.core.config import PlannerConfig
 from services.planner.service import run_planner
@@ -45,7 +46,11 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
         services.store.errors.SchemaMismatch: the database is behind or ahead of this version
             (its message names `gangsched migrate`); nothing is started.
         services.bus.errors.BusUnavailable: NATS unreachable at start.
+        services.kube.errors.KubeError: no Kubernetes credentials (watcher, binder); nothing is
+            started. An API server that is merely unreachable is waited for instead.
     """
+    if "watcher" in services or "binder" in services:
+        await _check_kube_credentials(settings)
     async with contextlib.AsyncExitStack() as stack:
         settings = await stack.enter_async_context(_bus_url(settings))
         engine = await stack.enter_async_context(_store(settings)) if "planner" in services \
@@ -62,6 +67,13 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
             supervisor.start(name, _factory(name, settings, nc, engine, readiness, planner))
         await _announce_when_ready(settings, readiness, health, services)
         await supervisor.wait()
+
+
+async def _check_kube_credentials(settings: Settings) -> None:
+    """Fail at once, with the reason, when there are no Kubernetes credentials to load: no
+    retry would ever find them (the services would restart forever)."""
+    client = await kube_client.connect(settings.kube)
+    await client.close()
 
 
 def _factory(name: str, settings: Settings, nc: Client, engine: AsyncEngine | None,

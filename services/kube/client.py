@@ -169,6 +169,9 @@ async def connect(settings: KubeSettings) -> KubeClient:
     Raises:
         KubeError: no usable credentials (the message names what was tried).
     """
+    if settings.kubeconfig is not None and not settings.kubeconfig.is_file():
+        raise errors.KubeError(f"no Kubernetes credentials: kubeconfig {settings.kubeconfig} "
+                               "does not exist or is not a file")
     configuration = Configuration()
     refresher: asyncio.Task[None] | None = None
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from services.config.settings import KubeSettings
-from services.kube import client
+from services.kube import client, errors
 
 KUBECONFIG = """
 apiVersion: v1
@@ -51,3 +51,9 @@ async def test_a_connected_client_does_not_trust_the_environment_per_request(
         assert rest.proxy == "http://proxy.example:3128"
     finally:
         await kube.close()
+
+
+async def test_a_missing_kubeconfig_is_named_in_the_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "kubeconfig"
+    with pytest.raises(errors.KubeError, match=f"kubeconfig {missing} does not exist"):
+        await client.connect(KubeSettings(kubeconfig=missing))

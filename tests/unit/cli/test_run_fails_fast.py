@@ -1,0 +1,19 @@
+"""`gangsched run` without Kubernetes credentials stops at once and says why."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_run_with_a_missing_kubeconfig_exits_with_the_reason(tmp_path: Path) -> None:
+    missing = tmp_path / "absent-kubeconfig"
+    result = subprocess.run(
+        [sys.executable, "-m", "services.cli.main", "run", "--kubeconfig", str(missing),
+         "--data-dir", str(tmp_path / "data"), "--http-port", "-1"],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 1
+    assert f"kubeconfig {missing} does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "data" / "nats").exists()  # nothing was started
