@@ -1,7 +1,8 @@
 """Applying one event to the planner state: the projection of the event log.
 
 Layer: planner core (pure). Updates the state in place (ownership passes to the caller, see
-`state`). Takes time only from `event.at_ms`. Never decides anything: decisions are `plan`'s.
+`state`). Takes time only from the watcher's events' `at_ms` (see `apply_event`). Never decides
+anything: decisions are `plan`'s.
 Bind outcomes are applied idempotently (a duplicate or late outcome changes nothing).
 Observations arriving out of order are dropped: one of a Pod or Node deleted less than
 `TOMBSTONE_MS` ago (by uid), and one older than what is held for the same uid. Kubernetes calls
@@ -29,6 +30,8 @@ from services.contracts.ids import group_key
 from services.planner.core import derived, pods, reasons
 from services.planner.core.state import GroupState, PlannerState
 
+OUTCOMES = (MemberBound, MemberBindFailed, GroupBound, GroupRolledBack)
+"""The binder's events: their `at_ms` does not move the planner's clock."""
 TOMBSTONE_MS = 10 * 60 * 1000
 """How long (event time) a deleted Pod's or Node's uid keeps late observations out."""
 PRUNE_SLACK_MS = 60 * 1000
@@ -36,8 +39,14 @@ PRUNE_SLACK_MS = 60 * 1000
 
 
 def apply_event(state: PlannerState, event: Event) -> PlannerState:
-    """Apply `event` to `state` (in place) and return it."""
-    if event.at_ms > state.now_ms:
+    """Apply `event` to `state` (in place) and return it.
+
+    The clock (`state.now_ms`) follows the watcher's events only (observations and clock
+    ticks): one producer's clock. A bind outcome carries the binder host's time, which may run
+    ahead; were it to move the clock, every deadline and backoff would wait for the cluster's
+    clock to catch up with it.
+    """
+    if event.at_ms > state.now_ms and not isinstance(event, OUTCOMES):
         state.now_ms = event.at_ms
         _prune_tombstones(state)
     match event:
@@ -174,7 +183,7 @@ def _rolled_back(state: PlannerState, event: GroupRolledBack) -> None:
     group = state.groups.setdefault(in_flight.group, GroupState())
     _forget_in_flight(group, event.decision_id)
     _touch(state, in_flight.group)
-    record_failure(group, event.at_ms,
+    record_failure(group, state.now_ms,  # the planner's clock, not the binder host's
                    reasons.rolled_back(in_flight.group, event.decision_id, event.reason))
 
 

@@ -9,6 +9,7 @@ import pytest
 from services.contracts import codec
 from services.contracts.decisions import Placement
 from services.contracts.events import (
+    GroupRolledBack,
     NodeDeleted,
     NodeSelectorRequirement,
     PodDeleted,
@@ -136,3 +137,18 @@ def test_gt_parses_integers_as_go(value, matches):
 
 def test_release_grace_outlasts_the_binder_ack_wait():
     assert PlannerConfig().release_grace_seconds == 90
+
+
+def test_a_binder_clock_running_ahead_does_not_move_the_planners_clock():
+    cluster = Cluster(config=PlannerConfig(backoff_initial_seconds=1.0)).observe(
+        make_node("n0").capacity(cpu_milli=4000), make_podgroup("g", min_member=2),
+        make_pod("a").in_group("g").requests(cpu_milli=1000),
+        make_pod("b").in_group("g").requests(cpu_milli=1000))
+    placement = next(d for d in cluster.plan() if isinstance(d, Placement))
+    hour_ahead = cluster.now_ms + 3_600_000
+    cluster.apply(GroupRolledBack(at_ms=hour_ahead, decision_id=placement.id,
+                                  group=placement.group, reason="bind refused"))
+    assert cluster.state.now_ms < hour_ahead
+    cluster.advance(2.0)  # the backoff after the rollback passes by the watcher's clock
+    retried = [d for d in cluster.plan() if isinstance(d, Placement)]
+    assert [d.group for d in retried] == ["default/g"]
