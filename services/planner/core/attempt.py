@@ -223,7 +223,9 @@ class Round:
         if (self.hold is not None or not needed
                 or not starvation.is_starving(group, self.now, self.config)):
             return ""
-        hold = starvation.plan_hold(self.index, key, needed, self.config, self.held_before)
+        pinned = starvation.pinned_usage(self.state, self.index, self.config.scheduler_name)
+        hold = starvation.plan_hold(self.index, key, needed, self.config, self.held_before,
+                                    pinned)
         if hold is None:
             return reasons.NEVER_FITS
         starvation.apply_hold(self.index, hold)

@@ -49,7 +49,8 @@ PLACEMENT_EXPIRED = (
     "after its deadline; its reservations were released"
 )
 STARVING_HOLD = "; waited {waited_seconds:g}s, reserving capacity on {nodes} node(s) for this gang"
-NEVER_FITS = "; it would not fit even on empty nodes"
+NEVER_FITS = ("; it would not fit even on nodes emptied of gangsched's pods, so it reserves no "
+              "capacity")
 SCHEDULING_GATED = "pod is scheduling-gated (spec.schedulingGates)"
 NOT_PENDING = "pod is not Pending, so it is not scheduled"
 

@@ -9,6 +9,12 @@ waiting for, while groups ahead of it (higher priority, or older) and nodes it d
 unaffected. The hold is recomputed every round, so it disappears the moment the gang is placed or
 deleted, and only one gang (the first starving one in queue order) holds at a time: no deadlock
 between holders. A gang that would not fit even on empty nodes holds nothing.
+
+"Empty" means emptied of what can be expected to drain: gangsched's own pods (jobs that finish,
+or that the gang's operator controls). Pods bound by other schedulers (DaemonSets, services,
+other teams' workloads) stay: a gang that would fit only if they left would hold capacity it can
+never get, starving every later group for good (reference scenario C.3). Such a gang holds
+nothing and is placed when capacity frees up like any other.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from services.contracts.events import PodObserved
 from services.planner.core import scoring
 from services.planner.core.capacity import Hold, IntArray, NodeIndex
 from services.planner.core.config import LEAST_ALLOCATED, PlannerConfig
-from services.planner.core.state import GroupState
+from services.planner.core.state import GroupState, PlannerState
 
 STICKY_BONUS = 1
 """Tie-break bonus (scores are doubled first) of a node the gang already held."""
@@ -32,16 +38,38 @@ def is_starving(group: GroupState, now_ms: int, config: PlannerConfig) -> bool:
     return since is not None and now_ms - since >= config.starvation_seconds * 1000
 
 
+def pinned_usage(state: PlannerState, index: NodeIndex, scheduler_name: str) -> IntArray:
+    """Capacity used on each node by pods of other schedulers (module docstring).
+
+    Shapes: like `index.alloc` (resources by nodes), in gangsched units.
+    """
+    pinned: IntArray = np.zeros_like(index.alloc)
+    for uid in sorted(state.charges):
+        pod = state.pods.get(uid)
+        if pod is None or pod.scheduler_name == scheduler_name:
+            continue
+        charge = state.charges[uid]
+        row = index.row.get(charge.node)
+        if row is None:
+            continue
+        for name, amount in charge.requests.items():
+            col = index.col.get(name)
+            if col is not None:
+                pinned[col, row] += amount
+    return pinned
+
+
 def plan_hold(index: NodeIndex, key: str, members: list[PodObserved], config: PlannerConfig,
-              held_before: list[str]) -> Hold | None:
-    """The capacity `members` would take on otherwise empty nodes, or None if they never fit.
+              held_before: list[str], pinned: IntArray | None = None) -> Hold | None:
+    """The capacity `members` would take on nodes emptied of all but `pinned` (what other
+    schedulers' pods use, see `pinned_usage`), or None if they never fit there.
 
     Shapes: `members` are the pending members the gang needs for quorum, in member order;
     `held_before` the nodes it held last round: among nodes equally free they are preferred
     again, so the hold does not wander between equally drained nodes (it would never drain
     any of them), while a node that frees up more takes over.
     """
-    room: IntArray = index.alloc.copy()
+    room: IntArray = index.alloc.copy() if pinned is None else index.alloc - pinned
     free_now: IntArray = index.free.copy()
     amounts: IntArray = np.zeros_like(index.alloc)
     sticky = np.zeros(len(index), dtype=np.int64)

@@ -49,7 +49,22 @@ def test_c3_old_unfittable_gang_does_not_starve_newer_small_groups():
                                    .created(second * 1000))
         cluster.run()
     assert len(cluster.bound()) == 29
-    assert "it would not fit even on empty nodes" in cluster.last_reason("default/old")
+    assert "it would not fit even on nodes emptied of gangsched's pods" in cluster.last_reason(
+        "default/old")
+
+
+def test_c3_a_gang_that_fits_only_if_other_schedulers_pods_left_does_not_starve_others():
+    cluster = Cluster(PlannerConfig(starvation_seconds=5)).observe(
+        make_node("n0").capacity(cpu_milli=4000),
+        make_pod("daemon").scheduler("default-scheduler").requests(cpu_milli=2000).on_node("n0"),
+        make_podgroup("old", 2), *members("old", 2, 1500))  # 3000m: fits only without "daemon"
+    cluster.run()
+    for second in range(1, 30):
+        cluster.advance(1).observe(make_pod(f"small-{second}").requests(cpu_milli=50)
+                                   .created(second * 1000))
+        cluster.run()
+    assert len([name for name in cluster.bound() if name.startswith("small-")]) == 29
+    assert "reserves no capacity" in cluster.last_reason("default/old")
 
 
 def test_c4_no_member_holds_capacity_when_the_last_cannot_fit():
