@@ -95,6 +95,8 @@ class Known(Protocol):
 
     def node(self, name: str) -> dict[str, Any] | None: ...
 
+    def overcommit(self, node_name: str, members: Sequence[tuple[str, str]]) -> str | None: ...
+
 
 async def survey(
     kube: Kube,
@@ -126,11 +128,30 @@ async def survey(
     )
     nodes = dict(zip(node_names, reads[:len(node_names)], strict=True))
     pod_reads = reads[len(node_names):]
-    checks = tuple(
+    checks = [
         _check(member, pod_read, nodes[member.node], scheduler_name)
         for member, pod_read in zip(members, pod_reads, strict=True)
-    )
-    return Survey(checks)
+    ]
+    if known is not None:
+        _recheck_capacity(known, members, checks)
+    return Survey(tuple(checks))
+
+
+def _recheck_capacity(known: Known, members: Sequence[Assignment], checks: list[Check]) -> None:
+    """Refuse the bindable members of any node they would now over-commit (`Known.overcommit`):
+    another scheduler may have bound pods there since the plan."""
+    by_node: dict[str, list[int]] = {}
+    for position, (member, check) in enumerate(zip(members, checks, strict=True)):
+        if check.verdict is Verdict.BINDABLE:
+            by_node.setdefault(member.node, []).append(position)
+    for node, positions in sorted(by_node.items()):
+        reason = known.overcommit(node, [(members[p].namespace, members[p].name)
+                                         for p in positions])
+        if reason is not None:
+            for position in positions:
+                member = members[position]
+                checks[position] = Check(Verdict.REFUSED, f"pod {member.namespace}/"
+                                         f"{member.name} cannot go to node {node}: {reason}")
 
 
 async def bind_all(

@@ -11,8 +11,10 @@ retention) is read from the API as before. The objects are shown as the API show
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from services.contracts import resources
 from services.contracts.events import (
     Event,
     NodeDeleted,
@@ -21,6 +23,7 @@ from services.contracts.events import (
     PodObserved,
     Toleration,
 )
+from services.contracts.usage import uses_capacity
 
 
 class ClusterView:
@@ -32,6 +35,7 @@ class ClusterView:
     def __init__(self) -> None:
         self._pods: dict[tuple[str, str], PodObserved] = {}
         self._nodes: dict[str, NodeObserved] = {}
+        self._used: dict[str, dict[str, int]] = {}
         self.applied_seq = 0
 
     def __len__(self) -> int:
@@ -40,10 +44,13 @@ class ClusterView:
     def apply(self, seq: int, event: Event) -> None:
         """Apply one event at stream sequence `seq` (any other event type only moves the seq)."""
         if isinstance(event, PodObserved):
+            self._count(self._pods.get((event.namespace, event.name)), -1)
             self._pods[(event.namespace, event.name)] = event
+            self._count(event, 1)
         elif isinstance(event, PodDeleted):
             known = self._pods.get((event.namespace, event.name))
             if known is not None and known.uid == event.uid:
+                self._count(known, -1)
                 del self._pods[(event.namespace, event.name)]
         elif isinstance(event, NodeObserved):
             self._nodes[event.name] = event
@@ -52,6 +59,45 @@ class ClusterView:
             if node is not None and node.uid == event.uid:
                 del self._nodes[event.name]
         self.applied_seq = max(self.applied_seq, seq)
+
+    def overcommit(self, node_name: str, members: Sequence[tuple[str, str]]) -> str | None:
+        """Why binding `members` (namespace, name) to `node_name` would over-commit it, judged
+        by every pod the view sees bound there (whichever scheduler bound it), or None.
+
+        Members already bound there, and members or nodes the view does not hold, add nothing
+        (the API server and the planner vouch for those). Source: reference scenario C.9 (count
+        every bound pod; re-check just before binding), kube-scheduler's NodeResourcesFit.
+        """
+        node = self._nodes.get(node_name)
+        if node is None:
+            return None
+        extra: dict[str, int] = {}
+        for key in members:
+            pod = self._pods.get(key)
+            if pod is not None and pod.node_name is None:
+                extra = resources.add(extra, pod.requests)
+        used = self._used.get(node_name, {})
+        for name, amount in sorted(extra.items()):
+            free = node.allocatable.get(name, 0) - used.get(name, 0)
+            if amount > free:
+                return (f"it has {resources.format_amount(name, max(free, 0))} {name} free "
+                        f"(other pods were bound there meanwhile) and the members "
+                        f"planned there request {resources.format_amount(name, amount)} {name}")
+        return None
+
+    def _count(self, pod: PodObserved | None, sign: int) -> None:
+        """Add (or take back) a pod's requests to its node's use, if it uses capacity."""
+        if pod is None or pod.node_name is None or not uses_capacity(pod):
+            return
+        used = self._used.setdefault(pod.node_name, {})
+        for name, amount in pod.requests.items():
+            total = used.get(name, 0) + sign * amount
+            if total:
+                used[name] = total
+            else:
+                used.pop(name, None)
+        if not used:
+            del self._used[pod.node_name]
 
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The pod as the API would show the fields the survey checks; None when unknown."""

@@ -9,8 +9,10 @@ from typing import Literal
 
 from services.contracts import ids
 from services.contracts.events import PodObserved
+from services.contracts.usage import TERMINAL_PHASES, is_terminal, uses_capacity
 
-TERMINAL_PHASES = ("Succeeded", "Failed")
+__all__ = ["TERMINAL_PHASES", "PodClass", "classify", "group_of", "is_ours", "is_terminal",
+           "sort_key", "uses_capacity"]
 
 PodClass = Literal["other", "bound", "terminal", "deleting", "reserved", "gated", "pending"]
 """How a pod of ours counts for its group (pods of other schedulers are `other`)."""
@@ -19,20 +21,6 @@ PodClass = Literal["other", "bound", "terminal", "deleting", "reserved", "gated"
 def is_ours(pod: PodObserved, scheduler_name: str) -> bool:
     """Whether gangsched schedules this pod (`spec.schedulerName` names it)."""
     return pod.scheduler_name == scheduler_name
-
-
-def is_terminal(pod: PodObserved) -> bool:
-    """Whether the pod has finished (phase Succeeded or Failed)."""
-    return pod.phase in TERMINAL_PHASES
-
-
-def uses_capacity(pod: PodObserved) -> bool:
-    """Whether the pod uses capacity on its node, whichever scheduler bound it.
-
-    Source: as kube-scheduler's NodeInfo, a bound pod counts until it is terminal or deleted;
-    a terminating pod (deletionTimestamp set) still counts until it is gone.
-    """
-    return pod.node_name is not None and not is_terminal(pod)
 
 
 def group_of(pod: PodObserved, scheduler_name: str) -> ids.GroupKey | None:

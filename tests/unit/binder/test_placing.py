@@ -186,11 +186,22 @@ async def test_outcomes_name_the_decision_and_group() -> None:
     assert group == GroupBound(at_ms=NOW_MS, decision_id="9-0", group="default/g")
 
 
+def sized_node(name: str, cpu: str = "4") -> dict[str, Any]:
+    node = make_node(name)
+    node["status"]["allocatable"] = {"cpu": cpu, "memory": "8Gi", "pods": "110"}
+    return node
+
+
+def requesting(pod: dict[str, Any], cpu: str) -> dict[str, Any]:
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+    return pod
+
+
 async def test_the_survey_takes_known_objects_from_the_view_and_reads_only_the_rest() -> None:
     kube = cluster(make_pod("a"), make_pod("b"))
     view = ClusterView()
     view.apply(1, slim.pod_event(make_pod("a"), 0))
-    view.apply(2, slim.node_event(make_node("n1"), 0))
+    view.apply(2, slim.node_event(sized_node("n1"), 0))
     settled = await placing.carry_out(placement("a", "b"), kube, POLICY, clock,
                                       is_redelivery=False, known=view)
     assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
@@ -206,3 +217,34 @@ async def test_a_member_the_view_shows_bound_elsewhere_binds_nothing() -> None:
                                       is_redelivery=False, known=view)
     assert [call for call in kube.calls if call[0] == "bind"] == []
     assert kinds(settled) == ["MemberBindFailed", "GroupRolledBack"]
+
+
+async def test_members_that_would_over_commit_a_node_filled_meanwhile_bind_nothing() -> None:
+    kube = cluster(requesting(make_pod("a"), "1"), requesting(make_pod("b"), "1"))
+    view = ClusterView()
+    view.apply(1, slim.node_event(sized_node("n1", cpu="4"), 0))
+    for seq, name in enumerate("ab", start=2):
+        view.apply(seq, slim.pod_event(requesting(make_pod(name), "1"), 0))
+    other = requesting(make_pod("web", scheduler="default-scheduler", node="n1"), "3")
+    view.apply(9, slim.pod_event(other, 0))  # bound by another scheduler after the plan
+    settled = await placing.carry_out(placement("a", "b"), kube, POLICY, clock,
+                                      is_redelivery=False, known=view)
+    assert [call for call in kube.calls if call[0] == "bind"] == []
+    rolled = settled.outcomes[-1]
+    assert isinstance(rolled, GroupRolledBack)
+    assert rolled.reason == ("pod default/a cannot go to node n1: it has 1 cpu free (other pods "
+                             "were bound there meanwhile) and the members planned there request "
+                             "2 cpu")
+
+
+async def test_members_that_still_fit_beside_pods_bound_meanwhile_are_bound() -> None:
+    kube = cluster(requesting(make_pod("a"), "1"), requesting(make_pod("b"), "1"))
+    view = ClusterView()
+    view.apply(1, slim.node_event(sized_node("n1", cpu="4"), 0))
+    for seq, name in enumerate("ab", start=2):
+        view.apply(seq, slim.pod_event(requesting(make_pod(name), "1"), 0))
+    other = requesting(make_pod("web", scheduler="default-scheduler", node="n1"), "2")
+    view.apply(9, slim.pod_event(other, 0))
+    settled = await placing.carry_out(placement("a", "b"), kube, POLICY, clock,
+                                      is_redelivery=False, known=view)
+    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
