@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
+import click
+
 from services.audit.db_log import DatabaseLog
 from services.audit.log import RoundInput, Until
 from services.audit.nats_log import NatsLog
@@ -64,6 +66,11 @@ async def replay(request: ReplayRequest) -> Verifier:
         replayer, timeline = Replay(request.config), Timeline(request.window, request.focus)
         view = audit_view.TimelineView(request.output)
         total = await log.event_count()
+        if total == 0:
+            where = ("the EVENTS stream (is this the NATS server and --prefix of the run you "
+                     "mean?)" if request.source == "nats" else "the database (is this the "
+                     "data directory or --db of the run you mean?)")
+            click.echo(f"the log is empty: no event recorded in {where}", err=True)
         # the bar shares the terminal only with a timeline that goes elsewhere (a file, a pipe)
         drawn = not (request.show_timeline and sys.stdout.isatty())
         with audit_view.progress(total, enabled=drawn) as advance:
