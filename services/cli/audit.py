@@ -110,7 +110,7 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
     @click.option("--timeline/--no-timeline", "show_timeline", default=None,
                   help="Print the timeline. Default: yes, unless --verify is given.")
     @scheduler_option
-    @options.planner_options
+    @options.placement_options
     def replay(**parsed: Any) -> None:
         """Rebuild the planner state from the log and re-derive every decision.
 

@@ -97,7 +97,7 @@ async def _until_signalled(main: Any) -> None:
 
 @app.command()
 @options.store_options
-@options.common_options
+@options.local_options
 def migrate(**parsed: Any) -> None:
     """Create or upgrade the state store schema to this version's head."""
     from services.store import schema
@@ -128,7 +128,7 @@ def schema_command(out: Path) -> None:
               show_default=True, help="Readable table or one JSON object.")
 @click.option("--scheduler-name", envvar="GANGSCHED_SCHEDULER_NAME", default="gangsched",
               show_default=True, help="spec.schedulerName of the pods gangsched schedules.")
-@options.planner_options
+@options.placement_options
 def simulate(files: tuple[Path, ...], output: str, **parsed: Any) -> None:
     """Play manifests (Nodes, PodGroups, Pods, workloads) through the planner, with no cluster."""
     from services.cli.simulate import simulate_command

@@ -42,16 +42,22 @@ def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
-common_options = _stack(
+local_options = _stack(
     _option("--data-dir", type=click.Path(path_type=Path), default=Path(".gangsched"),
             help="Directory of the embedded NATS store and SQLite database."),
+    _option("--log-level", default="INFO", help="Python logging level."),
+)
+"""What every command working on a local data directory takes (e.g. `migrate`)."""
+
+common_options = _stack(
+    local_options,
     _option("--scheduler-name", default="gangsched",
             help="spec.schedulerName of the pods gangsched schedules."),
-    _option("--log-level", default="INFO", help="Python logging level."),
     _option("--http-host", default="127.0.0.1", help="Address of /healthz, /readyz, /metrics."),
     _option("--http-port", type=int, default=0,
             help="Port of /healthz, /readyz, /metrics (0 = a free port, -1 = disabled)."),
 )
+"""What every service command takes."""
 
 bus_options = _stack(
     _option("--nats", default=None,
@@ -82,8 +88,7 @@ kube_options = _stack(
 watcher_options = _option("--tick-seconds", type=float, default=1.0,
                           help="Seconds between ClockTicked events.")
 
-planner_options = _stack(
-    _option("--batch-size", type=int, default=512, help="Events fetched per planning batch."),
+placement_options = _stack(
     _option("--default-timeout-seconds", type=int, default=60,
             help="scheduleTimeoutSeconds for PodGroups that set none, in seconds."),
     _option("--backoff-initial-seconds", type=float, default=1.0,
@@ -97,6 +102,13 @@ planner_options = _stack(
             help="Prefer placing a gang under one value of --topology-key."),
     _option("--topology-key", default="topology.kubernetes.io/zone",
             help="Node label used for gang locality."),
+)
+"""How the planner places (its `PlannerConfig`): also what `replay` and `simulate` take, since a
+replay must plan with the live run's settings."""
+
+planner_options = _stack(
+    placement_options,
+    _option("--batch-size", type=int, default=512, help="Events fetched per planning batch."),
     _option("--leader-election/--no-leader-election", default=False,
             help="Planner: serve only while holding the leader lease (NATS KV), so several "
                  "planners can run with one active."),
