@@ -96,9 +96,12 @@ class Inventory:
     def __len__(self) -> int:
         return len(self._known)
 
-    def begin_list(self) -> None:
-        """Start a full list: forget which objects were listed so far."""
+    def begin_list(self, *, resync: bool = False) -> None:
+        """Start a full list: forget which objects were listed so far. With `resync`, every
+        listed object counts as changed (published again), as an informer's resync."""
         self._listed = set()
+        if resync:
+            self._known = {uid: Known(k.name, k.namespace, "") for uid, k in self._known.items()}
 
     def listed(self, obj: dict[str, Any]) -> list[Change]:
         """Record one listed object: an observed change unless known at this version.
@@ -164,11 +167,15 @@ async def observe(
     known: Mapping[str, Known] | None = None,
     watch_timeout_seconds: int = 300,
     page_size: int = PAGE_SIZE,
+    resync_seconds: float | None = None,
 ) -> AsyncGenerator[Observation, None]:
     """Yield every change of `resource`, forever: a full list, `Synced`, then watch events.
 
-    Shapes: after each full list (the first, and after 410 Gone) comes one `Synced`.
-    Units: `watch_timeout_seconds` is the server-side length of one watch request.
+    Shapes: after each full list (the first, after 410 Gone, and every `resync_seconds`)
+    comes one `Synced`. A resync list yields every object again, changed or not, so a log
+    with limited retention always holds a recent event of every object.
+    Units: `watch_timeout_seconds` is the server-side length of one watch request;
+    `resync_seconds` is checked between watch requests (None: never).
     Raises:
         nothing from the API: every KubeError is logged and retried with capped backoff
         (KubeGone by listing again at once).
@@ -178,10 +185,20 @@ async def observe(
     inventory = Inventory(known)
     resource_version: str | None = None
     backoff = _Backoff()
+    loop = asyncio.get_running_loop()
+    listed_at = loop.time()
     while True:
         try:
+            resync = (resync_seconds is not None and resource_version is not None
+                      and loop.time() - listed_at >= resync_seconds)
+            if resync:
+                log.info("%s resync: listing again and republishing every object",
+                         resource.kind)
+                resource_version = None
             if resource_version is None:
-                async for observation in _list(client, resource, inventory, page_size):
+                listed_at = loop.time()
+                async for observation in _list(client, resource, inventory, page_size,
+                                               resync=resync):
                     yield observation
                     if isinstance(observation, Synced):
                         resource_version = observation.resource_version
@@ -210,10 +227,12 @@ async def observe(
 
 
 async def _list(
-    client: Requester, resource: Resource, inventory: Inventory, page_size: int
+    client: Requester, resource: Resource, inventory: Inventory, page_size: int, *,
+    resync: bool = False,
 ) -> AsyncIterator[Observation]:
-    """One full, paginated list: changes for new or modified objects, deletes, then Synced."""
-    inventory.begin_list()
+    """One full, paginated list: changes for new or modified objects (every object, with
+    `resync`), deletes, then Synced."""
+    inventory.begin_list(resync=resync)
     token = ""
     while True:
         query = [("limit", str(page_size))] + ([("continue", token)] if token else [])

@@ -95,6 +95,10 @@ class Watcher:
         self._prefix = settings.bus.prefix
         self._tick_seconds = settings.watcher.tick_seconds
         self._watch_timeout_seconds = settings.kube.watch_timeout_seconds
+        retention = settings.bus.max_age_seconds
+        self._resync_seconds = retention / 2 if retention > 0 else None
+        """Every object is published again within half the EVENTS retention, so the stream
+        always holds one event of every object (a planner rebuilt from it misses none)."""
         self._seeds = seeds or {}
         self._resources = tuple(resources)
         self._clock_ms = clock_ms or _wall_clock_ms
@@ -113,7 +117,8 @@ class Watcher:
         """Feed the queue with `resource`'s changes, and a marker after each full list."""
         seed = self._seeds.get(resource.kind)
         async for observation in listwatch.observe(
-            self._client, resource, known=seed, watch_timeout_seconds=self._watch_timeout_seconds
+            self._client, resource, known=seed, watch_timeout_seconds=self._watch_timeout_seconds,
+            resync_seconds=self._resync_seconds,
         ):
             if isinstance(observation, Synced):
                 await queue.put(_ListSynced(resource.kind))

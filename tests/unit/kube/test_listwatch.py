@@ -166,3 +166,24 @@ def test_a_watched_delete_forgets_the_object() -> None:
     inventory.begin_list()
     assert inventory.end_list() == []
     assert len(inventory) == 0
+
+
+async def test_a_resync_lists_again_and_yields_every_object_changed_or_not() -> None:
+    api = FakeApi(
+        lists=[page([obj("a", "u1", "5"), obj("b", "u2", "6")], "10"),
+               page([obj("a", "u1", "5"), obj("b", "u2", "7")], "20")],
+        watches=[[]],  # the first watch request ends at once: time to resync
+    )
+    seen = await take(api, 6, resync_seconds=0.0)
+    assert summary(seen) == [
+        ("observed", "u1", "5"), ("observed", "u2", "6"), ("synced", "10"),
+        ("observed", "u1", "5"), ("observed", "u2", "7"), ("synced", "20"),
+    ]
+
+
+async def test_without_a_resync_an_ended_watch_resumes_without_listing() -> None:
+    api = FakeApi(lists=[page([obj("a", "u1", "5")], "10")],
+                  watches=[[], [{"type": "MODIFIED", "object": obj("a", "u1", "11")}]])
+    seen = await take(api, 3)
+    assert summary(seen) == [("observed", "u1", "5"), ("synced", "10"), ("observed", "u1", "11")]
+    assert [call for call, _ in api.calls] == ["list", "watch", "watch"]
