@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any, Protocol
 
 import tenacity
+from aiolimiter import AsyncLimiter
 
 from services.binder import messages, statuses
 from services.binder.placing import Settled
@@ -26,6 +27,7 @@ from services.contracts.ids import GroupKey, is_singleton, split_key
 from services.kube import errors
 from services.kube.events import NORMAL, WARNING, ObjectRef
 from services.kube.resources import PODGROUP_API_VERSION
+from services.runtime import metrics
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +36,12 @@ FAILED_SCHEDULING = "FailedScheduling"
 ACTION_BINDING = "Binding"
 ACTION_SCHEDULING = "Scheduling"
 WRITE_ATTEMPTS = 3
+EVENT_BUDGET = (20.0, 1.0)
+"""FailedScheduling events on pods: at most 20 per second over the whole binder (a leaky
+bucket); beyond it a pod's event is skipped, its PodScheduled condition still written. Under
+contention every waiting pod is rejected anew as the others move, and one event per pod per
+change made those events half the API server's load; kube-scheduler's event broadcaster drops
+and aggregates likewise."""
 
 
 class StatusLog(Protocol):
@@ -54,10 +62,12 @@ class Reporter:
         monotonic: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         status_log: StatusLog | None = None,
+        event_budget: tuple[float, float] = EVENT_BUDGET,
     ) -> None:
         self._kube = kube
         self._status_log = status_log
         self._limiter = ReportLimiter(event_interval_seconds)
+        self._event_budget = AsyncLimiter(*event_budget)
         self._concurrency = concurrency
         self._monotonic = monotonic
         self._now = now
@@ -132,8 +142,12 @@ class Reporter:
         ):
             self._limiter.forget(pod.uid)  # gone, replaced or bound meanwhile: nothing to say
             return
-        about = _pod_ref(pod.namespace, pod.name, pod.uid)
-        await self._event(about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING)
+        if self._event_budget.has_capacity():
+            await self._event_budget.acquire()
+            about = _pod_ref(pod.namespace, pod.name, pod.uid)
+            await self._event(about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING)
+        else:
+            metrics.events_dropped.inc()
         patch = statuses.unschedulable_status(current, reason, self._now())
         if patch is not None:
             await self._kube.patch_pod_status(pod.namespace, pod.name, pod.uid, patch)

@@ -88,3 +88,9 @@ reports_superseded = Counter(
     "group arrived first.",
     registry=REGISTRY,
 )
+events_dropped = Counter(
+    "gangsched_events_dropped_total",
+    "FailedScheduling events on pods not written because the binder's event budget was spent "
+    "(the pod's PodScheduled condition is written all the same).",
+    registry=REGISTRY,
+)

@@ -152,3 +152,16 @@ async def test_a_status_newer_than_the_log_knows_is_written_as_is() -> None:
                       status_log=StatusLog(status_update(5, "Scheduling", 0)))
     await report.status(status_update(9, "Running", 3))
     assert kube.podgroups[("default", "g")]["status"]["phase"] == "Running"
+
+
+async def test_pod_events_beyond_the_budget_are_skipped_but_every_condition_is_written() -> None:
+    kube = with_podgroup(FakeKube())
+    names = [f"p{n}" for n in range(5)]
+    for name in names:
+        kube.add_pod(make_pod(name))
+    report = Reporter(kube, event_interval_seconds=30.0, concurrency=1, now=lambda: NOW,
+                      event_budget=(2.0, 60.0))
+    await report.rejected(rejection("gang default/g: 0 of 5 members fit", *names))
+    pod_events = [e.about.name for e in kube.events if e.about.kind == "Pod"]
+    assert pod_events == ["p0", "p1"]
+    assert sorted(name for name, _ in kube.status_patches) == names
