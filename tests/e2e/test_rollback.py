@@ -30,9 +30,10 @@ from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 
-BACKOFF = ("--backoff-initial-seconds", "3", "--backoff-max-seconds", "4")
-"""The planner retries a rolled-back gang after 3-4 s: long enough to see what the rollback
-left behind before the gang is placed again."""
+BACKOFF = ("--backoff-initial-seconds", "7", "--backoff-max-seconds", "8")
+"""The planner retries a rolled-back gang after 7-8 s: long enough to see what the rollback
+left behind before the gang is placed again (the binder writes PodGroup status after a 3 s
+settle, so a shorter-lived state is never shown)."""
 
 
 @pytest.fixture
