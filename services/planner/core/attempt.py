@@ -15,7 +15,7 @@ from services.contracts.decisions import Assignment, Decision, Placement, PodRef
 from services.contracts.events import PodGroupObserved, PodObserved
 from services.planner.core import backoff, derived, placement, queue, quorum, reasons, starvation
 from services.planner.core.apply import record_failure
-from services.planner.core.capacity import Hold, NodeIndex
+from services.planner.core.capacity import Hold, IntArray, NodeIndex
 from services.planner.core.config import PlannerConfig
 from services.planner.core.derived import Derived
 from services.planner.core.state import (
@@ -44,6 +44,8 @@ class Round:
         self.now = state.now_ms
         self.decisions: list[Decision] = []
         self.hold: Hold | None = None
+        self.pinned: IntArray | None = None
+        """Other schedulers' use per node (`starvation.pinned_usage`), once per round."""
         self.held_before = state.starving_nodes
         state.starving_group, state.starving_nodes = None, []
 
@@ -101,7 +103,7 @@ class Round:
     def _may_retry_early(self, group: GroupState) -> bool:
         last = group.last_attempt_ms
         return (group.may_retry_early and last is not None
-                and self.state.capacity_freed_ms > last
+                and self.state.capacity_freed_ms >= last  # >=: freed within that tick too
                 and self.now >= last + backoff.backoff_ms(1, self.config))
 
     def _is_holder(self, group: GroupState, need: int) -> bool:
@@ -223,9 +225,11 @@ class Round:
         if (self.hold is not None or not needed
                 or not starvation.is_starving(group, self.now, self.config)):
             return ""
-        pinned = starvation.pinned_usage(self.state, self.index, self.config.scheduler_name)
+        if self.pinned is None:
+            self.pinned = starvation.pinned_usage(self.state, self.index,
+                                                  self.config.scheduler_name)
         hold = starvation.plan_hold(self.index, key, needed, self.config, self.held_before,
-                                    pinned)
+                                    self.pinned)
         if hold is None:
             return reasons.NEVER_FITS
         starvation.apply_hold(self.index, hold)

@@ -41,14 +41,14 @@ def is_starving(group: GroupState, now_ms: int, config: PlannerConfig) -> bool:
 def pinned_usage(state: PlannerState, index: NodeIndex, scheduler_name: str) -> IntArray:
     """Capacity used on each node by pods of other schedulers (module docstring).
 
-    Shapes: like `index.alloc` (resources by nodes), in gangsched units.
+    Shapes: like `index.alloc` (resources by nodes), in gangsched units. Cost: one pass over
+    every charged pod; the caller computes it at most once per round.
     """
     pinned: IntArray = np.zeros_like(index.alloc)
-    for uid in sorted(state.charges):
+    for uid, charge in state.charges.items():  # integer sums: the order does not matter
         pod = state.pods.get(uid)
         if pod is None or pod.scheduler_name == scheduler_name:
             continue
-        charge = state.charges[uid]
         row = index.row.get(charge.node)
         if row is None:
             continue

@@ -152,3 +152,24 @@ def test_a_binder_clock_running_ahead_does_not_move_the_planners_clock():
     cluster.advance(2.0)  # the backoff after the rollback passes by the watcher's clock
     retried = [d for d in cluster.plan() if isinstance(d, Placement)]
     assert [d.group for d in retried] == ["default/g"]
+
+
+def test_capacity_a_rollback_frees_in_the_same_tick_lets_a_backed_off_group_retry_early():
+    cluster = Cluster(PlannerConfig(backoff_initial_seconds=1.0, backoff_max_seconds=60))
+    cluster.observe(make_node("n").capacity(cpu_milli=4000),
+                    make_pod("blocker").requests(cpu_milli=4000).on_node("n"),
+                    make_pod("x").requests(cpu_milli=2000))
+    for _ in range(5):  # x fails while the blocker runs: its backoff grows to 16 s
+        cluster.plan()
+        cluster.advance(20)
+    cluster.delete_pod("blocker")
+    cluster.observe(make_podgroup("a", min_member=2),
+                    make_pod("a1").in_group("a").priority(1000).requests(cpu_milli=2000),
+                    make_pod("a2").in_group("a").priority(1000).requests(cpu_milli=2000))
+    placement = next(d for d in cluster.plan() if isinstance(d, Placement))
+    cluster.apply(GroupRolledBack(at_ms=cluster.now_ms + 300, decision_id=placement.id,
+                                  group=placement.group, reason="refused"))
+    cluster.delete_pod("a1")
+    cluster.delete_pod("a2")
+    cluster.advance(1)
+    assert [d.group for d in cluster.plan() if isinstance(d, Placement)] == ["default/pod:x"]
