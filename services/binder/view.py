@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from services.contracts import resources
+from services.contracts import resources, versions
 from services.contracts.events import (
     Event,
     NodeDeleted,
@@ -24,6 +24,10 @@ from services.contracts.events import (
     Toleration,
 )
 from services.contracts.usage import uses_capacity
+
+BURIED_UIDS = 65536
+"""Deleted uids remembered so a late observation cannot bring them back (bounded: the
+oldest is forgotten first; the planner keeps them 10 minutes of event time)."""
 
 
 class ClusterView:
@@ -36,6 +40,7 @@ class ClusterView:
         self._pods: dict[tuple[str, str], PodObserved] = {}
         self._nodes: dict[str, NodeObserved] = {}
         self._used: dict[str, dict[str, int]] = {}
+        self._buried: dict[str, None] = {}
         self.applied_seq = 0
 
     def __len__(self) -> int:
@@ -44,21 +49,43 @@ class ClusterView:
     def apply(self, seq: int, event: Event) -> None:
         """Apply one event at stream sequence `seq` (any other event type only moves the seq)."""
         if isinstance(event, PodObserved):
-            self._count(self._pods.get((event.namespace, event.name)), -1)
-            self._pods[(event.namespace, event.name)] = event
-            self._count(event, 1)
+            held = self._pods.get((event.namespace, event.name))
+            if self._is_current(event.uid, held, event):
+                self._count(held, -1)
+                self._pods[(event.namespace, event.name)] = event
+                self._count(event, 1)
         elif isinstance(event, PodDeleted):
+            self._bury(event.uid)
             known = self._pods.get((event.namespace, event.name))
             if known is not None and known.uid == event.uid:
                 self._count(known, -1)
                 del self._pods[(event.namespace, event.name)]
         elif isinstance(event, NodeObserved):
-            self._nodes[event.name] = event
+            if self._is_current(event.uid, self._nodes.get(event.name), event):
+                self._nodes[event.name] = event
         elif isinstance(event, NodeDeleted):
+            self._bury(event.uid)
             node = self._nodes.get(event.name)
             if node is not None and node.uid == event.uid:
                 del self._nodes[event.name]
         self.applied_seq = max(self.applied_seq, seq)
+
+    def _is_current(self, uid: str, held: PodObserved | NodeObserved | None,
+                    seen: PodObserved | NodeObserved) -> bool:
+        """Whether an observation is not a late one, by the planner's rule (`planner.core.apply`):
+        not of an object deleted recently, not older than the one held (both decimal
+        resourceVersions). A second watcher's resync can publish an old version late."""
+        if uid in self._buried:
+            return False
+        if held is None or held.uid != uid:
+            return True
+        return not versions.is_older(seen.resource_version, held.resource_version)
+
+    def _bury(self, uid: str) -> None:
+        """Remember a deleted uid (the last BURIED_UIDS of them)."""
+        self._buried[uid] = None
+        while len(self._buried) > BURIED_UIDS:
+            del self._buried[next(iter(self._buried))]
 
     def overcommit(self, node_name: str, members: Sequence[tuple[str, str]]) -> str | None:
         """Why binding `members` (namespace, name) to `node_name` would over-commit it, judged
@@ -79,7 +106,7 @@ class ClusterView:
         used = self._used.get(node_name, {})
         for name, amount in sorted(extra.items()):
             free = node.allocatable.get(name, 0) - used.get(name, 0)
-            if amount > free:
+            if amount > 0 and amount > free:  # a zero request fits anywhere, as the planner says
                 return (f"it has {resources.format_amount(name, max(free, 0))} {name} free "
                         f"(other pods were bound there meanwhile) and the members "
                         f"planned there request {resources.format_amount(name, amount)} {name}")

@@ -12,6 +12,7 @@ are); otherwise the later event wins.
 
 from __future__ import annotations
 
+from services.contracts import versions
 from services.contracts.events import (
     ClockTicked,
     Event,
@@ -87,8 +88,7 @@ def _is_current(state: PlannerState, uid: str, held: PodObserved | NodeObserved 
         return False
     if held is None or held.uid != uid:
         return True
-    old, new = held.resource_version, seen.resource_version
-    return not (old.isdecimal() and new.isdecimal() and int(new) < int(old))
+    return not versions.is_older(seen.resource_version, held.resource_version)
 
 
 def _bury(state: PlannerState, uid: str) -> None:

@@ -77,3 +77,50 @@ def test_deleted_objects_are_unknown_and_a_stale_delete_removes_nothing() -> Non
     assert view.node("n1") is None
     assert view.applied_seq == 5
     assert len(view) == 0
+
+
+def running_on(name: str, node: str, rv: str, phase: str = "Running") -> dict[str, Any]:
+    pod = make_pod(name, node=node, scheduler="default-scheduler")
+    pod["metadata"]["resourceVersion"] = rv
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    pod["status"]["phase"] = phase
+    return pod
+
+
+def sized(name: str) -> dict[str, Any]:
+    node = make_node(name)
+    node["status"]["allocatable"] = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    return node
+
+
+def test_a_late_older_observation_does_not_bring_back_used_capacity() -> None:
+    view = ClusterView()
+    view.apply(1, slim.node_event(sized("n1"), 0))
+    view.apply(2, slim.pod_event(running_on("web", "n1", "20"), 0))
+    view.apply(3, slim.pod_event(running_on("web", "n1", "21", phase="Succeeded"), 0))
+    view.apply(4, slim.pod_event(running_on("web", "n1", "20"), 0))  # another watcher's resync
+    view.apply(5, slim.pod_event(make_pod("a"), 0))
+    assert view.overcommit("n1", [("default", "a")]) is None
+
+
+def test_a_late_observation_of_a_deleted_pod_is_ignored() -> None:
+    view = ClusterView()
+    view.apply(1, slim.node_event(sized("n1"), 0))
+    view.apply(2, slim.pod_event(running_on("web", "n1", "20"), 0))
+    view.apply(3, slim.pod_deleted(running_on("web", "n1", "20"), 0))
+    view.apply(4, slim.pod_event(running_on("web", "n1", "20"), 0))
+    view.apply(5, slim.pod_event(make_pod("a"), 0))
+    assert view.pod("default", "web") is None
+    assert view.overcommit("n1", [("default", "a")]) is None
+
+
+def test_a_zero_request_never_over_commits() -> None:
+    view = ClusterView()
+    view.apply(1, slim.node_event(sized("n1"), 0))
+    view.apply(2, slim.pod_event(running_on("big", "n1", "5"), 0))
+    view.apply(3, slim.pod_event(running_on("big2", "n1", "6"), 0))  # 6 cpu used of 4
+    zero = make_pod("a")
+    zero["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "0"}}
+    view.apply(4, slim.pod_event(zero, 0))
+    reason = view.overcommit("n1", [("default", "a")])
+    assert reason is None
