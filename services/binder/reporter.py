@@ -38,10 +38,12 @@ ACTION_SCHEDULING = "Scheduling"
 WRITE_ATTEMPTS = 3
 EVENT_BUDGET = (20.0, 1.0)
 """FailedScheduling events on pods: at most 20 per second over the whole binder (a leaky
-bucket); beyond it a pod's event is skipped, its PodScheduled condition still written. Under
-contention every waiting pod is rejected anew as the others move, and one event per pod per
-change made those events half the API server's load; kube-scheduler's event broadcaster drops
-and aggregates likewise."""
+bucket). Beyond it a pod's event is owed (its PodScheduled condition is written at once) and
+written later at the budget's rate, only the newest reason per pod. Under contention every
+waiting pod is rejected anew as the others move, and one event per pod per change made those
+events half the API server's load; kube-scheduler's event broadcaster aggregates likewise."""
+OWED_EVENTS = 100_000
+"""Owed events kept at most (the oldest dropped first, counted in events_dropped)."""
 
 
 class StatusLog(Protocol):
@@ -68,6 +70,8 @@ class Reporter:
         self._status_log = status_log
         self._limiter = ReportLimiter(event_interval_seconds)
         self._event_budget = AsyncLimiter(*event_budget)
+        self._owed: dict[str, tuple[ObjectRef, str]] = {}
+        self._paying: asyncio.Task[None] | None = None
         self._concurrency = concurrency
         self._monotonic = monotonic
         self._now = now
@@ -77,6 +81,7 @@ class Reporter:
         and for the PodGroup, naming the failing member."""
         for member in settled.bound:
             self._limiter.forget(member.pod_uid)
+            self._owed.pop(member.pod_uid, None)
         writes = [
             partial(self._event, _pod_ref(m.namespace, m.name, m.pod_uid), NORMAL, SCHEDULED,
                     messages.scheduled(m), ACTION_BINDING)
@@ -142,16 +147,40 @@ class Reporter:
         ):
             self._limiter.forget(pod.uid)  # gone, replaced or bound meanwhile: nothing to say
             return
+        about = _pod_ref(pod.namespace, pod.name, pod.uid)
         if self._event_budget.has_capacity():
             await self._event_budget.acquire()
-            about = _pod_ref(pod.namespace, pod.name, pod.uid)
             await self._event(about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING)
         else:
-            metrics.events_dropped.inc()
+            self._owe(about, reason)
         patch = statuses.unschedulable_status(current, reason, self._now())
         if patch is not None:
             await self._kube.patch_pod_status(pod.namespace, pod.name, pod.uid, patch)
         self._limiter.record(pod.uid, reason, self._monotonic())
+
+    def _owe(self, about: ObjectRef, reason: str) -> None:
+        """Keep a pod's FailedScheduling event for when the budget allows (the newest reason
+        per pod; the oldest owed first); start the writer that pays them off."""
+        self._owed.pop(about.uid, None)
+        self._owed[about.uid] = (about, reason)
+        metrics.events_deferred.inc()
+        if self._paying is None or self._paying.done():
+            self._paying = asyncio.create_task(self._pay_owed())
+
+    async def _pay_owed(self) -> None:
+        """Write owed events at the budget's rate until none is left; a pod bound meanwhile
+        is owed nothing (`placed` forgets it), and one owed past OWED_EVENTS is dropped."""
+        while self._owed:
+            while len(self._owed) > OWED_EVENTS:
+                del self._owed[next(iter(self._owed))]
+                metrics.events_dropped.inc()
+            await self._event_budget.acquire()
+            if not self._owed:
+                return
+            uid = next(iter(self._owed))
+            about, reason = self._owed.pop(uid)
+            await _best_effort("owed event", partial(
+                self._event, about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING))
 
     async def _group_event(self, group: str, message: str) -> None:
         """A FailedScheduling event on the PodGroup (none for singleton groups)."""

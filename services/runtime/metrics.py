@@ -88,9 +88,14 @@ reports_superseded = Counter(
     "group arrived first.",
     registry=REGISTRY,
 )
+events_deferred = Counter(
+    "gangsched_events_deferred_total",
+    "FailedScheduling events on pods owed because the binder's event budget was spent "
+    "(written later at the budget's rate; the PodScheduled condition is written at once).",
+    registry=REGISTRY,
+)
 events_dropped = Counter(
     "gangsched_events_dropped_total",
-    "FailedScheduling events on pods not written because the binder's event budget was spent "
-    "(the pod's PodScheduled condition is written all the same).",
+    "Owed FailedScheduling events dropped because too many were owed.",
     registry=REGISTRY,
 )

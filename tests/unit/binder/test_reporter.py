@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 from services.binder.placing import RolledBack, Settled
@@ -154,14 +155,37 @@ async def test_a_status_newer_than_the_log_knows_is_written_as_is() -> None:
     assert kube.podgroups[("default", "g")]["status"]["phase"] == "Running"
 
 
-async def test_pod_events_beyond_the_budget_are_skipped_but_every_condition_is_written() -> None:
+async def test_pod_events_beyond_the_budget_are_owed_and_paid_at_its_rate() -> None:
     kube = with_podgroup(FakeKube())
     names = [f"p{n}" for n in range(5)]
     for name in names:
         kube.add_pod(make_pod(name))
     report = Reporter(kube, event_interval_seconds=30.0, concurrency=1, now=lambda: NOW,
-                      event_budget=(2.0, 60.0))
+                      event_budget=(2.0, 0.2))
     await report.rejected(rejection("gang default/g: 0 of 5 members fit", *names))
-    pod_events = [e.about.name for e in kube.events if e.about.kind == "Pod"]
-    assert pod_events == ["p0", "p1"]
-    assert sorted(name for name, _ in kube.status_patches) == names
+    def pod_events() -> list[str]:
+        return [e.about.name for e in kube.events if e.about.kind == "Pod"]
+    assert pod_events() == ["p0", "p1"]  # the budget's burst; the others are owed
+    assert sorted(name for name, _ in kube.status_patches) == names  # conditions at once
+    for _ in range(50):
+        if len(pod_events()) == 5:
+            break
+        await asyncio.sleep(0.05)
+    assert pod_events() == names
+
+
+async def test_a_pod_bound_meanwhile_is_owed_no_event() -> None:
+    kube = with_podgroup(FakeKube())
+    for name in ("a", "b"):
+        kube.add_pod(make_pod(name))
+    report = Reporter(kube, event_interval_seconds=30.0, concurrency=1, now=lambda: NOW,
+                      event_budget=(1.0, 0.3))
+    await report.rejected(rejection("gang default/g: 0 of 2 members fit", "a", "b"))
+    member = Assignment("uid-b", "default", "b", "n1")
+    placement = Placement(id="4-0", plan_seq=4, at_ms=0, group="default/g", attempt=1,
+                          deadline_ms=1, members=(member,))
+    await report.placed(placement, Settled(outcomes=(), bound=(member,)))
+    await asyncio.sleep(0.6)
+    failed = [e.about.name for e in kube.events if e.reason == "FailedScheduling"
+              and e.about.kind == "Pod"]
+    assert failed == ["a"]
