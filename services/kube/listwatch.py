@@ -92,6 +92,7 @@ class Inventory:
         self._known: dict[str, Known] = dict(known or {})
         self._by_name = {(k.namespace, k.name): uid for uid, k in self._known.items()}
         self._listed: set[str] = set()
+        self._republish: set[str] = set()
 
     def __len__(self) -> int:
         return len(self._known)
@@ -100,8 +101,7 @@ class Inventory:
         """Start a full list: forget which objects were listed so far. With `resync`, every
         listed object counts as changed (published again), as an informer's resync."""
         self._listed = set()
-        if resync:
-            self._known = {uid: Known(k.name, k.namespace, "") for uid, k in self._known.items()}
+        self._republish = set(self._known) if resync else set()
 
     def listed(self, obj: dict[str, Any]) -> list[Change]:
         """Record one listed object: an observed change unless known at this version.
@@ -112,7 +112,8 @@ class Inventory:
         uid, known = _identity(obj)
         self._listed.add(uid)
         changes = self._replaced(uid, known)
-        if self._known.get(uid) != known:
+        if self._known.get(uid) != known or uid in self._republish:
+            self._republish.discard(uid)
             self._remember(uid, known)
             changes.append(Change("observed", obj))
         return changes
@@ -127,6 +128,7 @@ class Inventory:
             key=lambda uid: (self._known[uid].namespace, self._known[uid].name, uid),
         )
         self._listed = set()
+        self._republish = set()
         return [self._forget(uid) for uid in gone]
 
     def watched(self, change_type: ChangeType, obj: dict[str, Any]) -> list[Change]:

@@ -10,6 +10,7 @@ Never writes to the stream.
 from __future__ import annotations
 
 import logging
+import time
 
 import nats
 from nats.js import JetStreamContext
@@ -33,27 +34,32 @@ FETCH_TIMEOUT_SECONDS = 5.0
 INACTIVE_SECONDS = 60.0
 
 
-def fold(known: dict[str, Known], data: bytes) -> None:
+def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False) -> None:
     """Apply one event payload to `known` (uid → Known): observations set, deletes remove.
 
-    Other kinds and undecodable payloads change nothing.
+    Other kinds and undecodable payloads change nothing. `is_stale`: remember the object with
+    an empty resourceVersion (it is listed as changed, so published again).
     """
     try:
         event = codec.decode_event(data)
     except codec.PoisonedMessage:
         return
-    if isinstance(event, NodeObserved):
-        known[event.uid] = Known(event.name, "", event.resource_version)
-    elif isinstance(event, PodObserved | PodGroupObserved):
-        known[event.uid] = Known(event.name, event.namespace, event.resource_version)
+    if isinstance(event, NodeObserved | PodObserved | PodGroupObserved):
+        namespace = "" if isinstance(event, NodeObserved) else event.namespace
+        version = "" if is_stale else event.resource_version
+        known[event.uid] = Known(event.name, namespace, version)
     elif isinstance(event, NodeDeleted | PodDeleted | PodGroupDeleted):
         known.pop(event.uid, None)
 
 
-async def last_known(js: JetStreamContext, prefix: str, kind: str) -> dict[str, Known]:
+async def last_known(js: JetStreamContext, prefix: str, kind: str,
+                     stale_after_seconds: float | None = None) -> dict[str, Known]:
     """The objects of `kind` (node, pod, podgroup) whose last event in EVENTS observes them.
 
-    Shapes: uid → Known (name, namespace, resourceVersion of the last observation).
+    Shapes: uid → Known (name, namespace, resourceVersion of the last observation). An object
+    whose last event was stored more than `stale_after_seconds` ago gets an empty
+    resourceVersion, so the first list publishes it again (the resync guarantee holds across
+    watcher restarts: its event would otherwise expire with the stream's retention).
     Raises:
         nats errors when the stream cannot be read (the caller's supervisor retries).
     """
@@ -68,7 +74,9 @@ async def last_known(js: JetStreamContext, prefix: str, kind: str) -> dict[str, 
     )
     try:
         info = await subscription.consumer_info()
-        known = await _drain(subscription, int(info.num_pending or 0))
+        stale_before = (time.time() - stale_after_seconds
+                        if stale_after_seconds is not None else None)
+        known = await _drain(subscription, int(info.num_pending or 0), stale_before)
     finally:
         await _delete(js, stream, subscription)
     log.info("log knows %d %s objects", len(known), kind)
@@ -76,13 +84,17 @@ async def last_known(js: JetStreamContext, prefix: str, kind: str) -> dict[str, 
 
 
 async def _drain(
-    subscription: JetStreamContext.PullSubscription, pending: int
+    subscription: JetStreamContext.PullSubscription, pending: int, stale_before: float | None
 ) -> dict[str, Known]:
-    """Fetch until nothing is pending; fold the payloads into uid → Known."""
+    """Fetch until nothing is pending; fold the payloads into uid → Known (stale ones with an
+    empty resourceVersion; `stale_before` in UTC epoch seconds)."""
     known: dict[str, Known] = {}
     while pending > 0:
         for message in await subscription.fetch(FETCH_BATCH, timeout=FETCH_TIMEOUT_SECONDS):
-            fold(known, message.data)
+            stamp = message.metadata.timestamp
+            is_stale = (stale_before is not None and stamp is not None
+                        and stamp.timestamp() < stale_before)
+            fold(known, message.data, is_stale=is_stale)
             pending = int(message.metadata.num_pending)
     return known
 

@@ -59,6 +59,18 @@ class _ListSynced:
 _Entry = PublishItem | _ListSynced
 
 
+MIN_RESYNC_SECONDS = 3600.0
+
+
+def resync_seconds(retention_seconds: float) -> float | None:
+    """How often every object is published again: within half the EVENTS retention, so the
+    stream always holds one event of every object (a planner rebuilt from it misses none); at
+    most hourly; never when retention is unlimited (0). Units: seconds."""
+    if retention_seconds <= 0:
+        return None
+    return max(retention_seconds / 2, MIN_RESYNC_SECONDS)
+
+
 async def run_watcher(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
     """Run the watcher until cancelled; `ready` is set once the first lists are published.
 
@@ -69,7 +81,10 @@ async def run_watcher(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
     ready.set(False)
     js = nc.jetstream()
     await streams.ensure_streams(js, settings.bus)
-    seeds = {r.kind: await recovery.last_known(js, settings.bus.prefix, r.kind) for r in WATCHED}
+    retention = settings.bus.max_age_seconds
+    stale_after = resync_seconds(retention)
+    seeds = {r.kind: await recovery.last_known(js, settings.bus.prefix, r.kind, stale_after)
+             for r in WATCHED}
     client = await kube_client.connect(settings.kube)
     try:
         await Watcher(client, BusPublisher(js), settings, seeds=seeds).run(ready)
@@ -95,10 +110,7 @@ class Watcher:
         self._prefix = settings.bus.prefix
         self._tick_seconds = settings.watcher.tick_seconds
         self._watch_timeout_seconds = settings.kube.watch_timeout_seconds
-        retention = settings.bus.max_age_seconds
-        self._resync_seconds = retention / 2 if retention > 0 else None
-        """Every object is published again within half the EVENTS retention, so the stream
-        always holds one event of every object (a planner rebuilt from it misses none)."""
+        self._resync_seconds = resync_seconds(settings.bus.max_age_seconds)
         self._seeds = seeds or {}
         self._resources = tuple(resources)
         self._clock_ms = clock_ms or _wall_clock_ms

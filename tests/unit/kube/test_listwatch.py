@@ -170,14 +170,17 @@ def test_a_watched_delete_forgets_the_object() -> None:
 
 async def test_a_resync_lists_again_and_yields_every_object_changed_or_not() -> None:
     api = FakeApi(
-        lists=[page([obj("a", "u1", "5"), obj("b", "u2", "6")], "10"),
-               page([obj("a", "u1", "5"), obj("b", "u2", "7")], "20")],
+        lists=[page([obj("a", "u1", "5"), obj("b", "u2", "6"), obj("c", "u3", "7")], "10"),
+               page([obj("a", "u1", "5"), obj("b", "u2", "8")], "20")],
         watches=[[]],  # the first watch request ends at once: time to resync
     )
-    seen = await take(api, 6, resync_seconds=0.0)
+    seen = await take(api, 9, resync_seconds=0.0)
     assert summary(seen) == [
-        ("observed", "u1", "5"), ("observed", "u2", "6"), ("synced", "10"),
-        ("observed", "u1", "5"), ("observed", "u2", "7"), ("synced", "20"),
+        ("observed", "u1", "5"), ("observed", "u2", "6"), ("observed", "u3", "7"),
+        ("synced", "10"),
+        # every listed object again; the vanished one deleted with its last version
+        ("observed", "u1", "5"), ("observed", "u2", "8"), ("synthetic-deleted", "u3", "7"),
+        ("synced", "20"),
     ]
 
 

@@ -6,6 +6,7 @@ from services.contracts import codec
 from services.contracts.events import ClockTicked, NodeObserved, PodDeleted, PodObserved
 from services.kube.listwatch import Known
 from services.watcher import recovery
+from services.watcher.service import resync_seconds
 
 
 def observed(uid: str, rv: str) -> bytes:
@@ -35,3 +36,15 @@ def test_other_events_and_garbage_change_nothing() -> None:
     recovery.fold(known, codec.encode(ClockTicked(at_ms=1)))
     recovery.fold(known, b"not json")
     assert known == {}
+
+
+def test_an_object_whose_last_event_is_stale_is_remembered_without_a_version() -> None:
+    known: dict[str, Known] = {}
+    recovery.fold(known, observed("u1", "5"), is_stale=True)
+    assert known["u1"] == Known("p-u1", "ml", "")  # listed as changed: published again
+
+
+def test_resync_is_half_the_retention_at_most_hourly_and_never_without_retention() -> None:
+    assert resync_seconds(7 * 24 * 3600.0) == 3.5 * 24 * 3600.0
+    assert resync_seconds(600.0) == 3600.0
+    assert resync_seconds(0.0) is None
