@@ -174,7 +174,7 @@ async def test_a_resync_lists_again_and_yields_every_object_changed_or_not() -> 
                page([obj("a", "u1", "5"), obj("b", "u2", "8")], "20")],
         watches=[[]],  # the first watch request ends at once: time to resync
     )
-    seen = await take(api, 9, resync_seconds=0.0)
+    seen = await take(api, 8, resync_seconds=0.0)
     assert summary(seen) == [
         ("observed", "u1", "5"), ("observed", "u2", "6"), ("observed", "u3", "7"),
         ("synced", "10"),
