@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 import msgspec
 
 from services.contracts.events import Event
+from services.planner.core.apply import OUTCOMES
 
 TAIL_CHUNK_EVENTS = 10_000
 T = TypeVar("T")
@@ -135,7 +136,8 @@ class Until:
     """Where replay stops: after plan point / sequence `seq`, or at time `at_ms` (epoch ms).
 
     Time: replay stops before the first round that applies an event later than `at_ms` (the
-    planner's clock is the latest event time it applied), so the state is the one "as of" it.
+    planner's clock is the latest time of the watcher's events it applied; bind outcomes carry
+    the binder's clock and do not count), so the state is the one "as of" it.
     """
 
     seq: int | None = None
@@ -155,5 +157,8 @@ class Until:
         return rnd
 
     def _admits(self, item: LoggedEvent) -> bool:
+        # a bind outcome's time is the binder host's, not the planner's clock (see
+        # `planner.core.apply.apply_event`), so it never stops the replay
         return ((self.seq is None or item.seq <= self.seq)
-                and (self.at_ms is None or item.event.at_ms <= self.at_ms))
+                and (self.at_ms is None or isinstance(item.event, OUTCOMES)
+                     or item.event.at_ms <= self.at_ms))

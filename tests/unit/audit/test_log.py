@@ -13,7 +13,7 @@ from services.audit.log import (
     assemble,
     assemble_pages,
 )
-from services.contracts.events import ClockTicked
+from services.contracts.events import ClockTicked, GroupBound
 
 T = TypeVar("T")
 
@@ -91,3 +91,11 @@ def test_until_cuts_the_unplanned_tail_where_it_passes_the_limit():
     clipped = Until(seq=2).clip(RoundInput(None, [tick(1), tick(2), tick(3)], []))
     assert clipped is not None and [e.seq for e in clipped.events] == [1, 2]
     assert Until(seq=2).clip(RoundInput(None, [tick(3)], [])) is None
+
+
+def test_until_a_time_is_not_stopped_by_a_binder_clock_running_ahead():
+    until = Until(at_ms=1500)
+    ahead = LoggedEvent(2, "gangsched.events.outcome.default.g",
+                        GroupBound(at_ms=9_999_999, decision_id="1-0", group="default/g"))
+    assert until.clip(RoundInput(2, [tick(1, 1000), ahead], [])) is not None
+    assert until.clip(RoundInput(3, [tick(3, 1600)], [])) is None
