@@ -116,15 +116,7 @@ class ClusterView:
         """Add (or take back) a pod's requests to its node's use, if it uses capacity."""
         if pod is None or pod.node_name is None or not uses_capacity(pod):
             return
-        used = self._used.setdefault(pod.node_name, {})
-        for name, amount in pod.requests.items():
-            total = used.get(name, 0) + sign * amount
-            if total:
-                used[name] = total
-            else:
-                used.pop(name, None)
-        if not used:
-            del self._used[pod.node_name]
+        resources.accumulate(self._used, pod.node_name, pod.requests, sign)
 
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The pod as the API would show the fields the survey checks; None when unknown."""

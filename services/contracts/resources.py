@@ -211,3 +211,18 @@ def format_amount(resource: str, amount: int) -> str:
             if amount >= factor and amount % factor == 0:
                 return f"{amount // factor}{suffix}"
     return str(amount)
+
+
+def accumulate(totals: dict[str, dict[str, int]], key: str, amounts: Mapping[str, int],
+               sign: int) -> None:
+    """Add `sign` x `amounts` to `totals[key]` in place (e.g. a node's used resources), dropping
+    amounts that reach zero and the key once it holds none. Units: gangsched units."""
+    used = totals.setdefault(key, {})
+    for name, amount in amounts.items():
+        total = used.get(name, 0) + sign * amount
+        if total:
+            used[name] = total
+        else:
+            used.pop(name, None)
+    if not used:
+        del totals[key]

@@ -8,6 +8,7 @@ never iterated for ordering: callers sort.
 
 from __future__ import annotations
 
+from services.contracts import resources
 from services.planner.core import capacity, pods
 from services.planner.core.state import Charge, PlannerState, Reservation
 
@@ -148,15 +149,7 @@ def _recharge(state: PlannerState, uid: str, index_charged: bool) -> None:
 def _use(state: PlannerState, charge: Charge, sign: int, touch_index: bool) -> None:
     if sign < 0:
         state.capacity_freed_ms = state.now_ms
-    used = state.node_used.setdefault(charge.node, {})
-    for name, amount in charge.requests.items():
-        total = used.get(name, 0) + sign * amount
-        if total:
-            used[name] = total
-        else:
-            used.pop(name, None)
-    if not used:
-        del state.node_used[charge.node]
+    resources.accumulate(state.node_used, charge.node, charge.requests, sign)
     derived = peek(state)
     if touch_index and derived is not None and derived.index is not None:
         derived.index.charge(charge.node, charge.requests, sign)

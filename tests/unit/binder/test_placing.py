@@ -219,16 +219,23 @@ async def test_a_member_the_view_shows_bound_elsewhere_binds_nothing() -> None:
     assert kinds(settled) == ["MemberBindFailed", "GroupRolledBack"]
 
 
-async def test_members_that_would_over_commit_a_node_filled_meanwhile_bind_nothing() -> None:
+async def place_beside(other_cpu: str) -> tuple[FakeKube, Settled]:
+    """Place a and b (1 cpu each) on n1 (4 cpu), which the view shows another scheduler's pod
+    of `other_cpu` bound to since the plan."""
     kube = cluster(requesting(make_pod("a"), "1"), requesting(make_pod("b"), "1"))
     view = ClusterView()
     view.apply(1, slim.node_event(sized_node("n1", cpu="4"), 0))
     for seq, name in enumerate("ab", start=2):
         view.apply(seq, slim.pod_event(requesting(make_pod(name), "1"), 0))
-    other = requesting(make_pod("web", scheduler="default-scheduler", node="n1"), "3")
-    view.apply(9, slim.pod_event(other, 0))  # bound by another scheduler after the plan
+    other = requesting(make_pod("web", scheduler="default-scheduler", node="n1"), other_cpu)
+    view.apply(9, slim.pod_event(other, 0))
     settled = await placing.carry_out(placement("a", "b"), kube, POLICY, clock,
                                       is_redelivery=False, known=view)
+    return kube, settled
+
+
+async def test_members_that_would_over_commit_a_node_filled_meanwhile_bind_nothing() -> None:
+    kube, settled = await place_beside("3")
     assert [call for call in kube.calls if call[0] == "bind"] == []
     rolled = settled.outcomes[-1]
     assert isinstance(rolled, GroupRolledBack)
@@ -238,13 +245,5 @@ async def test_members_that_would_over_commit_a_node_filled_meanwhile_bind_nothi
 
 
 async def test_members_that_still_fit_beside_pods_bound_meanwhile_are_bound() -> None:
-    kube = cluster(requesting(make_pod("a"), "1"), requesting(make_pod("b"), "1"))
-    view = ClusterView()
-    view.apply(1, slim.node_event(sized_node("n1", cpu="4"), 0))
-    for seq, name in enumerate("ab", start=2):
-        view.apply(seq, slim.pod_event(requesting(make_pod(name), "1"), 0))
-    other = requesting(make_pod("web", scheduler="default-scheduler", node="n1"), "2")
-    view.apply(9, slim.pod_event(other, 0))
-    settled = await placing.carry_out(placement("a", "b"), kube, POLICY, clock,
-                                      is_redelivery=False, known=view)
+    _, settled = await place_beside("2")
     assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
