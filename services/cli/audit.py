@@ -57,8 +57,9 @@ def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
 data_dir_option = _option(
     "--data-dir", type=click.Path(path_type=Path), default=Path(".gangsched"), show_default=True,
     help="Data directory of `gangsched run`: its run.json gives the database and NATS URLs.")
-db_option = _option("--db", default=None,
-                    help="Database URL to read. Unset: run.json's, else <data-dir>/gangsched.db.")
+db_option = _option("--db", default=None, type=options.DATABASE_URL,
+                    help="Database URL (or SQLite file path) to read. Unset: run.json's, else "
+                         "<data-dir>/gangsched.db.")
 scheduler_option = _option("--scheduler-name", default="gangsched", show_default=True,
                            help="spec.schedulerName of the pods gangsched schedules.")
 nats_options = _stack(
@@ -188,9 +189,11 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
     """
     from services.cli import audit_view, explaining
 
+    aliases = {"pods": "pod", "pg": "podgroup", "pgs": "podgroup", "podgroups": "podgroup"}
+    if name is None and aliases.get(kind_or_name, kind_or_name) in explaining.KINDS:
+        raise click.UsageError(f"explain {kind_or_name} needs <namespace>/<name>")
     kind = kind_or_name if name is not None else "pod"
-    kind = {"pods": "pod", "pg": "podgroup", "pgs": "podgroup", "podgroups": "podgroup"}.get(
-        kind, kind)
+    kind = aliases.get(kind, kind)
     if kind not in explaining.KINDS:
         raise click.UsageError(f"explain pod|podgroup <namespace>/<name>, not {kind!r}")
     namespace, object_name = _namespaced(name if name is not None else kind_or_name)
@@ -219,7 +222,14 @@ def decisions_command(follow: bool, podgroup: str | None, output: str, **parsed:
 
     group = _namespaced(podgroup) if podgroup else None
     with contextlib.suppress(KeyboardInterrupt):
-        _run(following.print_decisions(_bus(parsed), group, follow=follow, output=output))
+        bus = _bus(parsed)
+        if not bus.url:
+            raise click.ClickException(
+                f"no NATS to read decisions from: no --nats given and no running `gangsched run` "
+                f"in {parsed['data_dir']} (its run.json names the embedded server). The decisions "
+                f"recorded there can be read offline: gangsched replay --data-dir "
+                f"{parsed['data_dir']}")
+        _run(following.print_decisions(bus, group, follow=follow, output=output))
 
 
 def _namespaced(text: str) -> tuple[str, str]:

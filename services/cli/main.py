@@ -76,6 +76,10 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
     from services.store.errors import SchemaMismatch
 
     settings = options.settings_from(parsed)
+    if not settings.bus.url and len(services) == 1:
+        raise click.UsageError(
+            f"`gangsched {services[0]}` needs --nats (or GANGSCHED_NATS): the services run apart "
+            "share one NATS; only `gangsched run` starts an embedded nats-server of its own")
     _logging(settings.log_level)
     try:
         asyncio.run(_until_signalled(serve.serve(settings, services, planner_config(parsed))))

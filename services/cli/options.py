@@ -61,7 +61,8 @@ common_options = _stack(
 
 bus_options = _stack(
     _option("--nats", default=None,
-            help="NATS URL(s), comma-separated. Unset: `run` starts an embedded nats-server."),
+            help="NATS URL(s), comma-separated. Required by watcher, planner and binder; "
+                 "unset, `run` starts an embedded nats-server."),
     _option("--prefix", default="gangsched",
             help="Subject and stream prefix, so several clusters can share one NATS."),
     _option("--stream-replicas", type=int, default=1, help="JetStream stream replicas."),
@@ -73,10 +74,36 @@ bus_options = _stack(
             help="NATS credentials file (JWT + nkey)."),
 )
 
+class DatabaseUrl(click.ParamType):  # type: ignore[type-arg]
+    """A database URL for `--db`, checked when parsed: SQLite or PostgreSQL (any driver
+    spelling), or a plain file path, taken as a SQLite database file."""
+
+    name = "url"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        from sqlalchemy.exc import ArgumentError
+
+        from services.store.engines import async_url
+
+        text = str(value)
+        if "://" not in text:  # a path: the SQLite database file
+            text = f"sqlite+aiosqlite:///{Path(text).expanduser().resolve()}"
+        try:
+            async_url(text)
+        except (ValueError, ArgumentError) as error:
+            self.fail(f"{value!r} is not a database URL gangsched can use ({error}); give "
+                      "sqlite+aiosqlite:///path/file.db, postgresql+asyncpg://user@host/db "
+                      "or a file path", param, ctx)
+        return text
+
+
+DATABASE_URL = DatabaseUrl()
+
 store_options = _option(
-    "--db", default=None,
-    help="Database URL (sqlite+aiosqlite:///file.db or postgresql+asyncpg://...). "
-         "Unset: SQLite in the data directory.",
+    "--db", default=None, type=DATABASE_URL,
+    help="Database URL (sqlite+aiosqlite:///file.db or postgresql+asyncpg://...) or a SQLite "
+         "file path. Unset: SQLite in the data directory.",
 )
 
 kube_options = _stack(

@@ -35,6 +35,9 @@ def main() -> int:
                        timeout=60, what="3 Running of 6")
             eventually(lambda: kube.events(cp, "default", "FailedScheduling"), timeout=15,
                        what="FailedScheduling events")
+            eventually(lambda: (kube.get_json(cp, "pg", "nginx", "-n", "default")
+                                .get("status") or {}).get("running") == 3, timeout=30,
+                       what="PodGroup nginx status Running 3")
             print(cp.kubectl("get", "pods,pg", "-n", "default", "-o", "wide"))
             print(cp.kubectl("get", "events", "-n", "default", "--field-selector",
                              "reportingComponent=gangsched", "-o",
