@@ -18,6 +18,7 @@ from services.audit.replay import RoundResult
 from services.contracts import ids
 from services.contracts.decisions import Decision, Placement, Rejection
 from services.contracts.events import (
+    ClockTicked,
     Event,
     GroupBound,
     GroupRolledBack,
@@ -143,9 +144,12 @@ class Focus:
 class Timeline:
     """Builds entries round by round (module docstring)."""
 
-    def __init__(self, window: Window | None = None, focus: Focus | None = None) -> None:
+    def __init__(self, window: Window | None = None, focus: Focus | None = None,
+                 show_ticks: bool = False) -> None:
         self.window = window or Window()
         self.focus = focus
+        self.show_ticks = show_ticks
+        """Clock ticks (one a second) are left out unless asked for: they only move time."""
         self.names: dict[str, str] = {}
 
     def entries(self, result: RoundResult) -> list[Entry]:
@@ -156,6 +160,8 @@ class Timeline:
             if isinstance(event, PodObserved):
                 self.names[event.uid] = f"{event.namespace}/{event.name}"
             if self.focus is not None and not self.focus.event_matches(event):
+                continue
+            if isinstance(event, ClockTicked) and not self.show_ticks:
                 continue
             if self.window.shows(item.seq, event.at_ms):
                 kind = "outcome" if isinstance(event, OUTCOMES) else "event"

@@ -110,6 +110,8 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
                        "exit 1 at the first divergence (both versions printed).")
     @click.option("--timeline/--no-timeline", "show_timeline", default=None,
                   help="Print the timeline. Default: yes, unless --verify is given.")
+    @click.option("--ticks", "show_ticks", is_flag=True,
+                  help="Also show the clock ticks (one a second) in the timeline.")
     @scheduler_option
     @options.placement_options
     def replay(**parsed: Any) -> None:
@@ -153,7 +155,8 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
         source=parsed["source"], db_url=run_info.database_url(parsed["db"], parsed["data_dir"]),
         bus=_bus(parsed), config=config, window=Window(parsed["from_seq"] or 1, since_ms),
         until=Until(until_seq, until_ms), focus=focus, output=parsed["output"], verify=verify,
-        show_timeline=(not verify) if shown is None else bool(shown))
+        show_timeline=(not verify) if shown is None else bool(shown),
+        show_ticks=bool(parsed["show_ticks"]))
 
 
 def _report(verifier: Verifier, output: str, verify: bool) -> None:

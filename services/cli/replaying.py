@@ -51,6 +51,7 @@ class ReplayRequest:
     output: str
     verify: bool
     show_timeline: bool
+    show_ticks: bool = False
 
 
 async def replay(request: ReplayRequest) -> Verifier:
@@ -63,7 +64,8 @@ async def replay(request: ReplayRequest) -> Verifier:
     """
     verifier = Verifier(request.bus.prefix)
     async with open_log(request) as log:
-        replayer, timeline = Replay(request.config), Timeline(request.window, request.focus)
+        replayer = Replay(request.config)
+        timeline = Timeline(request.window, request.focus, request.show_ticks)
         view = audit_view.TimelineView(request.output)
         total = await log.event_count()
         if total == 0:

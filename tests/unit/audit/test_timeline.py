@@ -17,7 +17,7 @@ def entries(timeline: Timeline) -> list[Entry]:
 
 def test_every_event_and_decision_is_shown_in_log_order():
     rec = scenario()
-    shown = entries(Timeline())
+    shown = entries(Timeline(show_ticks=True))
     assert sum(1 for e in shown if e.kind != "decision") == rec.seq
     assert sum(1 for e in shown if e.kind == "decision") == len(rec.decisions)
     order = [(e.seq, e.kind == "decision") for e in shown]
@@ -56,3 +56,12 @@ def test_json_lines_carry_the_time_the_summary_and_the_whole_message():
     body = decision.to_json()
     assert body["kind"] == "decision" and body["id"] == decision.id
     assert body["at"].endswith("Z") and body["message"]["type"] == decision.type
+
+
+def test_clock_ticks_are_left_out_unless_asked_for():
+    rec = scenario()
+    shown = entries(Timeline())
+    assert "ClockTicked" not in {e.type for e in shown}
+    ticks = sum(1 for e in entries(Timeline(show_ticks=True)) if e.type == "ClockTicked")
+    assert ticks > 0
+    assert sum(1 for e in shown if e.kind != "decision") == rec.seq - ticks
