@@ -19,6 +19,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from services.cli import audit_view
 from services.contracts.events import Event, PodObserved
 from services.planner.core import reasons
 from services.planner.core.config import PlannerConfig
@@ -183,5 +184,5 @@ def simulate_command(files: list[Path], output: str = "table",
     if output == "json":
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
     else:
-        render_table(data, Console())
+        render_table(data, audit_view.console())
     return 0
