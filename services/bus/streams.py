@@ -6,8 +6,10 @@ Never deletes a stream or its messages.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -82,8 +84,18 @@ async def ensure_streams(js: JetStreamContext, settings: BusSettings) -> None:
         BusMisconfigured: NATS refused to create or update a stream (e.g. subjects overlap
             another stream, or a field that cannot change such as storage).
     """
-    for spec in stream_specs(settings):
-        await ensure_stream(js, spec)
+    async with _lock():  # services started together in one process check one at a time
+        for spec in stream_specs(settings):
+            await ensure_stream(js, spec)
+
+
+_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary())
+
+
+def _lock() -> asyncio.Lock:
+    """This event loop's lock around `ensure_streams`."""
+    return _LOCKS.setdefault(asyncio.get_running_loop(), asyncio.Lock())
 
 
 async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
