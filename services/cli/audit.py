@@ -31,6 +31,7 @@ ConfigFrom = Callable[[dict[str, Any]], PlannerConfig]
 EXIT_DIVERGED = 1
 EXIT_UNKNOWN = 1
 EXIT_FAILED = 2
+EXIT_NOTHING_VERIFIED = 1
 
 
 class AuditFailed(click.ClickException):
@@ -171,6 +172,9 @@ def _report(verifier: Verifier, output: str, verify: bool) -> None:
             click.echo(line)
     if verifier.divergence is not None:
         raise SystemExit(EXIT_DIVERGED)
+    if verifier.plan_points == 0:  # an audit that checked nothing must not read as a pass
+        click.echo("nothing was verified: the log holds no planning round", err=True)
+        raise SystemExit(EXIT_NOTHING_VERIFIED)
 
 
 @click.command(name="explain")

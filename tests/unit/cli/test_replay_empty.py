@@ -18,3 +18,11 @@ def test_replaying_an_empty_database_says_the_log_is_empty(tmp_path: Path) -> No
     result = gangsched("replay", "--data-dir", data)
     assert result.returncode == 0
     assert "the log is empty: no event recorded in the database" in result.stderr
+
+
+def test_verifying_an_empty_log_fails_as_nothing_was_verified(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    assert gangsched("migrate", "--data-dir", data).returncode == 0
+    result = gangsched("replay", "--verify", "--data-dir", data)
+    assert result.returncode == 1
+    assert "nothing was verified" in result.stderr
