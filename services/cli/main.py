@@ -40,6 +40,33 @@ def _service_command(name: str, services: tuple[str, ...], help_text: str) -> No
     def command(**parsed: Any) -> None:
         _serve(parsed, services)
 
+    _hide_others(command, services)
+
+
+def _option_names(decorator: Any) -> set[str]:
+    """The parameter names an option decorator (or stack of them) declares."""
+    def probe() -> None: ...
+    decorator(probe)
+    return {str(param.name) for param in getattr(probe, "__click_params__", [])}
+
+
+SERVICE_OPTIONS = {
+    "watcher": _option_names(options.kube_options) | _option_names(options.watcher_options),
+    "planner": _option_names(options.store_options) | _option_names(options.planner_options),
+    "binder": _option_names(options.kube_options) | _option_names(options.binder_options),
+}
+"""The options only some services use; the common and NATS options serve all."""
+
+
+def _hide_others(command: click.Command, services: tuple[str, ...]) -> None:
+    """Leave out of `--help` the options of services this command does not run (they are
+    still accepted, and ignored, so one set of flags or variables can start any service)."""
+    used = set().union(*(SERVICE_OPTIONS[service] for service in services))
+    for param in command.params:
+        if isinstance(param, click.Option) and param.name in set().union(
+                *SERVICE_OPTIONS.values()) - used:
+            param.hidden = True
+
 
 _service_command("run", ("watcher", "planner", "binder"),
                  "Run watcher, planner and binder in one process (embedded NATS and SQLite "

@@ -48,3 +48,20 @@ def test_decisions_without_nats_or_a_running_gangsched_says_where_to_look(tmp_pa
     code, output = invoke("decisions", "--data-dir", str(tmp_path))
     assert code == 1
     assert "no running `gangsched run`" in output and "gangsched replay" in output
+
+
+@pytest.mark.parametrize(("service", "shown", "hidden"), [
+    ("watcher", "--tick-seconds", "--scoring"),
+    ("planner", "--scoring", "--kubeconfig"),
+    ("binder", "--bind-concurrency", "--db"),
+])
+def test_a_service_help_shows_its_own_options_only(service: str, shown: str, hidden: str) -> None:
+    code, output = invoke(service, "--help")
+    assert code == 0
+    assert shown in output and f"{hidden} " not in output
+
+
+def test_a_service_still_accepts_another_services_options() -> None:
+    code, output = invoke("planner", "--kubeconfig", "/nowhere", "--http-port", "-1")
+    assert code == 2
+    assert "needs --nats" in output  # not "no such option"
