@@ -3,8 +3,10 @@
 Layer: cli (on top: reads files, slims objects with the watcher's `slim`, runs the pure
 simulation engine, prints). Output JSON shape (a contract): `{"pods": {"<ns>/<name>": {"node",
 "group", "boundAt", "reason", "phase", "finishedAt"}}, "podGroups": {...}, "decisions": [...],
-"ignored": [...], "endedAt": seconds}`; times are simulated seconds from the start. Invalid input
-exits with status 2 and a message naming the file, the document and the field.
+"ignored": [...], "otherSchedulers": [...], "endedAt": seconds}`; times are simulated seconds
+from the start; `otherSchedulers` lists the pods gangsched does not schedule (their requests count
+when they are bound). A directory argument means its .yaml/.yml/.json files, in name order.
+Invalid input exits with status 2 and a message naming the file, the document and the field.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def load_documents(files: list[Path]) -> list[manifests.Document]:
         manifests.InvalidManifest: a file that cannot be read or parsed (the message says where).
     """
     documents: list[manifests.Document] = []
-    for path in files:
+    for path in _expand(files):
         try:
             bodies = list(yaml.safe_load_all(path.read_text()))
         except (OSError, yaml.YAMLError) as error:
@@ -46,6 +48,22 @@ def load_documents(files: list[Path]) -> list[manifests.Document]:
         documents.extend(manifests.Document(str(path), number, body)
                          for number, body in enumerate(bodies, start=1))
     return documents
+
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _expand(files: list[Path]) -> list[Path]:
+    """`files`, with each directory replaced by its manifest files (sorted by name, not
+    recursive), as `kubectl apply -f DIR` reads them."""
+    expanded: list[Path] = []
+    for path in files:
+        if path.is_dir():
+            expanded.extend(sorted(child for child in path.iterdir()
+                                   if child.is_file() and child.suffix in MANIFEST_SUFFIXES))
+        else:
+            expanded.append(path)
+    return expanded
 
 
 def start_ms(items: list[manifests.Item]) -> int:
@@ -132,8 +150,13 @@ def report(result: engine.Result, items: list[manifests.Item], ignored: list[str
             "scheduleStartTime": _seconds(memo.schedule_start_ms if memo else None, origin_ms)}
     decisions = [{**msgspec.to_builtins(d), "at": _seconds(d.at_ms, origin_ms)}
                  for d in result.decisions]
+    others = [f"{_pod_name(state, uid)} (schedulerName {pod.scheduler_name}: "
+              + (f"bound to {pod.node_name}, its requests counted)" if pod.node_name
+                 else "not gangsched's, left unscheduled)")
+              for uid, pod in sorted(state.pods.items(), key=lambda kv: _pod_name(state, kv[0]))
+              if uid not in result.pods]
     return {"pods": pods, "podGroups": groups, "decisions": decisions, "ignored": ignored,
-            "endedAt": _seconds(result.end_ms, origin_ms)}
+            "otherSchedulers": others, "endedAt": _seconds(result.end_ms, origin_ms)}
 
 
 def _pod_name(state: PlannerState, uid: str) -> str:
@@ -165,8 +188,11 @@ def render_table(data: dict[str, Any], console: Console) -> None:
                            str(group["succeeded"]), str(group["failed"]))
         console.print(groups)
     bound = sum(1 for pod in data["pods"].values() if pod["node"] is not None)
+    for line in data["otherSchedulers"]:
+        console.print(f"pod of another scheduler: {line}")
     console.print(f"{bound} of {len(data['pods'])} pods bound; simulation ended at "
-                  f"{data['endedAt']} s; {len(data['ignored'])} document(s) ignored.")
+                  f"{data['endedAt']} s; {len(data['ignored'])} document(s) ignored; "
+                  f"{len(data['otherSchedulers'])} pod(s) of other schedulers.")
 
 
 def simulate_command(files: list[Path], output: str = "table",

@@ -182,3 +182,21 @@ def test_unknown_output_format_is_refused(capsys):
 def test_kinds_that_do_not_matter_are_ignored_and_listed(tmp_path):
     report = run(write(tmp_path, NODE + "---\nkind: Service\nmetadata: {name: s}\n"))
     assert report["ignored"] == [f"{tmp_path / 'in.yaml'} document 2 (Service s)"]
+
+
+def test_a_directory_is_read_as_its_manifest_files_in_name_order(tmp_path):
+    write(tmp_path, NODE, name="1-node.yaml")
+    write(tmp_path, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+          "spec: {schedulerName: gangsched, containers: [{name: c}]}\n", name="2-pod.yml")
+    write(tmp_path, "not a manifest", name="notes.txt")
+    report = run(tmp_path)
+    assert report["pods"]["default/p"]["node"] == "n0"
+
+
+def test_pods_of_other_schedulers_are_listed_not_dropped(tmp_path):
+    other = ("---\napiVersion: v1\nkind: Pod\nmetadata: {name: web}\n"
+             "spec: {schedulerName: default-scheduler, containers: [{name: c}]}\n")
+    report = run(write(tmp_path, NODE + other))
+    assert report["pods"] == {}
+    assert report["otherSchedulers"] == [
+        "default/web (schedulerName default-scheduler: not gangsched's, left unscheduled)"]
