@@ -40,19 +40,8 @@ class AuditFailed(click.ClickException):
     exit_code = EXIT_FAILED
 
 
-def _option(name: str, *more: str, **kwargs: Any) -> Callable[[F], F]:
-    envvar = "GANGSCHED_" + name.lstrip("-").replace("-", "_").upper()
-    kwargs.setdefault("show_envvar", True)
-    return click.option(name, *more, envvar=envvar, **kwargs)
-
-
-def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
-    def apply(function: F) -> F:
-        for decorator in reversed(decorators):
-            function = decorator(function)
-        return function
-
-    return apply
+_option = options.option
+_stack = options.stack
 
 
 data_dir_option = _option(

@@ -25,15 +25,22 @@ from services.config.settings import (
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _option(name: str, **kwargs: Any) -> Callable[[F], F]:
-    flag = name.split("/")[0]  # "--x/--no-x": the variable is GANGSCHED_X (true or false)
+def option(name: str, *more: str, **kwargs: Any) -> Callable[[F], F]:
+    """A click option that is also the variable GANGSCHED_<NAME> (`--x/--no-x`: GANGSCHED_X,
+    true or false), showing its default and variable in --help; `more` are other spellings
+    (e.g. `-o`)."""
+    flag = name.split("/")[0]
     envvar = "GANGSCHED_" + flag.lstrip("-").replace("-", "_").upper()
     kwargs.setdefault("show_default", True)
     kwargs.setdefault("show_envvar", True)
-    return click.option(name, envvar=envvar, **kwargs)
+    return click.option(name, *more, envvar=envvar, **kwargs)
 
 
-def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+_option = option
+
+
+def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator applying `decorators` in the order written (the first is outermost)."""
     def apply(function: F) -> F:
         for decorator in reversed(decorators):
             function = decorator(function)
@@ -42,14 +49,14 @@ def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
-local_options = _stack(
+local_options = stack(
     _option("--data-dir", type=click.Path(path_type=Path), default=Path(".gangsched"),
             help="Directory of the embedded NATS store and SQLite database."),
     _option("--log-level", default="INFO", help="Python logging level."),
 )
 """What every command working on a local data directory takes (e.g. `migrate`)."""
 
-common_options = _stack(
+common_options = stack(
     local_options,
     _option("--scheduler-name", default="gangsched",
             help="spec.schedulerName of the pods gangsched schedules."),
@@ -59,7 +66,7 @@ common_options = _stack(
 )
 """What every service command takes."""
 
-bus_options = _stack(
+bus_options = stack(
     _option("--nats", default=None,
             help="NATS URL(s), comma-separated. Required by watcher, planner and binder; "
                  "unset, `run` starts an embedded nats-server."),
@@ -106,7 +113,7 @@ store_options = _option(
          "file path. Unset: SQLite in the data directory.",
 )
 
-kube_options = _stack(
+kube_options = stack(
     _option("--kubeconfig", type=click.Path(path_type=Path), default=None,
             help="Kubeconfig file. Unset: in-cluster credentials, else ~/.kube/config."),
     _option("--context", default=None, help="Kubeconfig context."),
@@ -115,7 +122,7 @@ kube_options = _stack(
 watcher_options = _option("--tick-seconds", type=float, default=1.0,
                           help="Seconds between ClockTicked events.")
 
-placement_options = _stack(
+placement_options = stack(
     _option("--default-timeout-seconds", type=int, default=60,
             help="scheduleTimeoutSeconds for PodGroups that set none, in seconds."),
     _option("--backoff-initial-seconds", type=float, default=1.0,
@@ -133,7 +140,7 @@ placement_options = _stack(
 """How the planner places (its `PlannerConfig`): also what `replay` and `simulate` take, since a
 replay must plan with the live run's settings."""
 
-planner_options = _stack(
+planner_options = stack(
     placement_options,
     _option("--batch-size", type=int, default=512, help="Events fetched per planning batch."),
     _option("--leader-election/--no-leader-election", default=False,
@@ -152,7 +159,7 @@ planner_options = _stack(
                  "the last one (0 = no bound)."),
 )
 
-binder_options = _stack(
+binder_options = stack(
     _option("--bind-concurrency", type=int, default=16, help="Binds in flight per placement."),
     _option("--rollback-bare-pods/--no-rollback-bare-pods", default=False,
             help="Also delete bound members without a controller owner on rollback."),
