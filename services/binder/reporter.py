@@ -8,6 +8,7 @@ FailedScheduling reports for rejections are rate-limited per pod and per PodGrou
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -157,6 +158,14 @@ class Reporter:
         if patch is not None:
             await self._kube.patch_pod_status(pod.namespace, pod.name, pod.uid, patch)
         self._limiter.record(pod.uid, reason, self._monotonic())
+
+    async def close(self) -> None:
+        """Stop paying owed events (those still owed are dropped: events are best effort)."""
+        if self._paying is not None and not self._paying.done():
+            self._paying.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._paying
+        self._owed.clear()
 
     def _owe(self, about: ObjectRef, reason: str) -> None:
         """Keep a pod's FailedScheduling event for when the budget allows (the newest reason

@@ -117,17 +117,18 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
         view = ViewFeed(js, settings.bus.prefix)
         await view.start()
         kube = KubeApi(client)
+        reporter = Reporter(
+            kube,
+            event_interval_seconds=settings.binder.event_interval_seconds,
+            concurrency=max(1, settings.binder.concurrency),
+            status_log=StreamStatusLog(js, settings.bus.prefix),
+        )
         binder = Binder(
             kube,
             BusPublisher(js),
             settings,
             outcome_log=StreamOutcomeLog(js, settings.bus.prefix),
-            reporter=Reporter(
-                kube,
-                event_interval_seconds=settings.binder.event_interval_seconds,
-                concurrency=max(1, settings.binder.concurrency),
-                status_log=StreamStatusLog(js, settings.bus.prefix),
-            ),
+            reporter=reporter,
             view=view,
         )
         ready.set()
@@ -135,6 +136,7 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
         try:
             await binder.consume(placements, reports)
         finally:
+            await reporter.close()
             await view.stop()
             await placements.close()
             await reports.close()

@@ -189,3 +189,15 @@ async def test_a_pod_bound_meanwhile_is_owed_no_event() -> None:
     failed = [e.about.name for e in kube.events if e.reason == "FailedScheduling"
               and e.about.kind == "Pod"]
     assert failed == ["a"]
+
+
+async def test_closing_stops_paying_owed_events() -> None:
+    kube = with_podgroup(FakeKube())
+    for name in ("a", "b", "c"):
+        kube.add_pod(make_pod(name))
+    report = Reporter(kube, event_interval_seconds=30.0, concurrency=1, now=lambda: NOW,
+                      event_budget=(1.0, 0.2))
+    await report.rejected(rejection("gang default/g: 0 of 3 members fit", "a", "b", "c"))
+    await report.close()
+    await asyncio.sleep(0.5)
+    assert [e.about.name for e in kube.events if e.about.kind == "Pod"] == ["a"]
