@@ -7,7 +7,10 @@ retention dropped it) and every planning round, including the rounds that decide
 
 from __future__ import annotations
 
+import operator
 from collections.abc import AsyncIterator
+
+import msgspec
 
 from services.audit import log
 from services.audit.explain import Item
@@ -17,17 +20,18 @@ from services.contracts import codec, ids, subjects
 from services.contracts.decisions import Decision, Placement, Rejection
 from services.contracts.events import Event, PodGroupDeleted, PodGroupObserved, PodObserved
 from services.contracts.ids import GroupKey, is_singleton, split_key
-from services.store.audit import AuditLog, OutboxRecord
+from services.store.audit import PAGE_ROWS, AuditLog, EventBatch, OutboxRecord
 
 DECISION_TYPES = ("Placement", "Rejection", "StatusUpdate")
-decode = codec.decode_event
+_batch_decoder = msgspec.json.Decoder(list[LoggedEvent])
 
 
 class DatabaseLog:
     """Rounds of the log recorded in one database snapshot (see `services.store.audit`)."""
 
-    def __init__(self, audit: AuditLog) -> None:
+    def __init__(self, audit: AuditLog, page_rows: int = PAGE_ROWS) -> None:
         self.audit = audit
+        self.page_rows = page_rows
 
     async def event_count(self) -> int:
         """How many events the log holds."""
@@ -43,16 +47,47 @@ class DatabaseLog:
         return log.assemble_pages(self._events(), self._plan_points(), self._recorded())
 
     async def _events(self) -> AsyncIterator[list[LoggedEvent]]:
-        async for page in self.audit.events():
-            yield [LoggedEvent(seq, subject, decode(data)) for seq, subject, data in page]
+        async for batch in self.audit.event_batches(page_rows=self.page_rows):
+            yield _decoded(batch) or await self._row_by_row(batch)
+
+    async def _row_by_row(self, batch: EventBatch) -> list[LoggedEvent]:
+        """The batch's rows read and decoded one at a time (it did not decode whole)."""
+        rows = await self.audit.event_rows(batch.after_seq, batch.count)
+        return [LoggedEvent(seq, subject, _decode(seq, data)) for seq, subject, data in rows]
 
     async def _plan_points(self) -> AsyncIterator[list[int]]:
-        async for page in self.audit.plan_points():
+        async for page in self.audit.plan_points(page_rows=self.page_rows):
             yield page
 
     async def _recorded(self) -> AsyncIterator[list[RecordedDecision]]:
-        async for page in self.audit.outbox():
+        async for page in self.audit.outbox(page_rows=self.page_rows):
             yield [_recorded(record) for record in page]
+
+
+def _decoded(batch: EventBatch) -> list[LoggedEvent] | None:
+    """The batch decoded in one call, or None when it does not decode or is not exactly its
+    rows in seq order (the database's aggregate order is checked, not trusted)."""
+    try:
+        logged = _batch_decoder.decode(batch.data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    seqs = [item.seq for item in logged]
+    if (len(seqs) != batch.count or not seqs or seqs[0] <= batch.after_seq
+            or seqs[-1] != batch.last_seq or not all(map(operator.lt, seqs, seqs[1:]))):
+        return None
+    return logged
+
+
+def _decode(seq: int, data: bytes) -> Event:
+    """One audit row's event.
+
+    Raises:
+        services.contracts.codec.PoisonedMessage: it does not decode (names the seq).
+    """
+    try:
+        return codec.decode_event(data)
+    except codec.PoisonedMessage as error:
+        raise codec.PoisonedMessage(f"audit event seq {seq}: {error}") from error
 
 
 def _recorded(record: OutboxRecord) -> RecordedDecision:

@@ -23,15 +23,20 @@ TAIL_CHUNK_EVENTS = 10_000
 T = TypeVar("T")
 
 
-class LoggedEvent(msgspec.Struct, frozen=True):
-    """One event of the log with its EVENTS stream sequence and subject."""
+class LoggedEvent(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """One event of the log with its EVENTS stream sequence and subject.
+
+    JSON form `[seq, subject, event]` (the database builds pages of them, `db_log`). Not tracked
+    by the cyclic GC (`gc=False`): it holds only immutable data and never takes part in a cycle,
+    and a replay makes a million of them.
+    """
 
     seq: int
     subject: str
     event: Event
 
 
-class RecordedDecision(msgspec.Struct, frozen=True):
+class RecordedDecision(msgspec.Struct, frozen=True, gc=False):
     """One decision as recorded: id, plan point, index in its round, subject, encoded JSON.
 
     Shapes: `data` is the exact bytes published (the outbox row, or the DECISIONS message).

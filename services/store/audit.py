@@ -10,14 +10,15 @@ committing batches. Large tables are read in pages by key (keyset pagination), n
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
-from sqlalchemy import ColumnElement, Select, and_, event, func, or_, select
+from sqlalchemy import ColumnElement, Executable, Select, event, func, or_, select, text
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -27,6 +28,25 @@ from services.store.planner_store import AuditRow
 PAGE_ROWS = 20_000
 EventRow = tuple[int, str, bytes]
 """`(seq, subject, data)` of one audit event, as replay reads it."""
+EVENT_BATCH_SQL = {
+    # SQLite 3.40 has no ORDER BY inside an aggregate: group_concat follows the ordered
+    # subquery in practice, and the reader checks the order (`EventBatch`) rather than trust it
+    "sqlite": (
+        "SELECT count(*), max(seq), CAST('[' || group_concat("
+        "'[' || seq || ',' || json_quote(subject) || ',' || CAST(data AS TEXT) || ']', ',') "
+        "|| ']' AS BLOB) FROM (SELECT seq, subject, data FROM audit_events "
+        "WHERE seq > :after ORDER BY seq LIMIT :rows)"),
+    "postgresql": (
+        "SELECT count(*), max(seq), '['::bytea || string_agg(convert_to('[' || seq || ',' "
+        "|| to_json(subject)::text || ',', 'UTF8') || data || ']'::bytea, ','::bytea "
+        "ORDER BY seq) || ']'::bytea FROM (SELECT seq, subject, data FROM audit_events "
+        "WHERE seq > :after ORDER BY seq LIMIT :rows) AS page"),
+}
+"""One page of audit events as ONE JSON array of `[seq, subject, event]` (see `EventBatch`).
+
+The event bytes are spliced in unchanged (no UTF-8 or JSON check in SQL, so a damaged row never
+aborts the snapshot transaction): the decoder validates, and a page that does not decode is
+read again row by row to name the damaged one."""
 READ_STATEMENTS = ("select", "pragma", "show", "begin", "commit", "rollback")
 """First words of the only SQL statements an audit connection may send."""
 
@@ -37,6 +57,28 @@ class ReadOnlyViolation(Exception):
 
 class AuditUnavailable(Exception):
     """The audit database does not exist (a SQLite file that is not there)."""
+
+
+OUTBOX_PAGE_SQL = (
+    "SELECT id, plan_seq, position, subject, data FROM outbox WHERE plan_seq > :plan_seq OR "
+    "(plan_seq = :plan_seq AND position > :position) ORDER BY plan_seq, position LIMIT :rows")
+"""One page of recorded decisions after the key `(plan_seq, position)`, in publication order."""
+K = TypeVar("K")
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class EventBatch:
+    """A page of audit events: `count` rows, the last `last_seq`, and `data`, a JSON array of
+    `[seq, subject, event JSON]` built by the database (`EVENT_BATCH_SQL`), decoded in one call.
+
+    The order of the array is not trusted (see `EVENT_BATCH_SQL`): the reader checks it.
+    """
+
+    after_seq: int
+    count: int
+    last_seq: int
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -122,7 +164,11 @@ async def snapshot(engine: AsyncEngine) -> AsyncIterator[AuditLog]:
             connection = await connection.execution_options(
                 isolation_level="REPEATABLE READ", postgresql_readonly=True)
         async with connection.begin() as transaction:
-            yield AuditLog(connection)
+            log = AuditLog(connection)
+            try:
+                yield log
+            finally:
+                await log.settle()
             await transaction.rollback()
 
 
@@ -131,26 +177,70 @@ class AuditLog:
 
     def __init__(self, connection: AsyncConnection) -> None:
         self.connection = connection
+        self._lock = asyncio.Lock()  # one statement at a time, prefetch included
+        self._reads: set[asyncio.Task[Any]] = set()
+
+    async def settle(self) -> None:
+        """Wait for reads still in flight (a prefetched page nobody took); ignore their errors.
+
+        Awaited, not cancelled: cancelling a query mid-flight can leave the driver's
+        connection unusable for the rollback that ends the snapshot.
+        """
+        for task in list(self._reads):
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await task
 
     async def event_bounds(self) -> tuple[int, int]:
         """`(count, last seq)` of the audit events (`(0, 0)` for an empty log)."""
         audit = tables.audit_events
-        row = (await self.connection.execute(
-            select(func.count(), func.coalesce(func.max(audit.c.seq), 0)))).one()
+        row = (await self._execute(
+            select(func.count(), func.coalesce(func.max(audit.c.seq), 0))))[0]
         return int(row[0]), int(row[1])
 
-    async def events(self, *, after_seq: int = 0, page_rows: int = PAGE_ROWS
-                     ) -> AsyncIterator[list[EventRow]]:
-        """Pages of `(seq, subject, data)` with seq > `after_seq`, by seq."""
+    async def event_batches(self, *, after_seq: int = 0, page_rows: int = PAGE_ROWS
+                            ) -> AsyncIterator[EventBatch]:
+        """Pages of audit events with seq > `after_seq` as `EventBatch`es, by seq.
+
+        The next page is read while the caller works on this one (`_prefetched`).
+        """
+        async def read(after: int) -> EventBatch | None:
+            rows = await self._read(EVENT_BATCH_SQL[self.connection.dialect.name],
+                                    {"after": after, "rows": page_rows})
+            count, last_seq, data = rows[0]
+            return EventBatch(after, int(count), int(last_seq), bytes(data)) if count else None
+
+        async for batch in self._prefetched(after_seq, read, lambda batch: batch.last_seq):
+            yield batch
+
+    async def event_rows(self, after_seq: int, page_rows: int) -> list[EventRow]:
+        """One page of `(seq, subject, data)` with seq > `after_seq` (a batch read row by row)."""
         audit = tables.audit_events
+        query = (select(audit.c.seq, audit.c.subject, audit.c.data)
+                 .where(audit.c.seq > after_seq).order_by(audit.c.seq))
+        return cast(list[EventRow], await self._page(query, page_rows))
+
+    async def _prefetched(self, first: K, read: Callable[[K], Awaitable[P | None]],
+                          key: Callable[[P], K]) -> AsyncIterator[P]:
+        """Pages from `read(key)`, starting at `first`; the next page is requested before this
+        one is handed out, so the database builds it (SQLite: in the driver's thread with the
+        GIL released; PostgreSQL: on the server) while the caller works."""
+        fetch = self._spawn(read(first))
         while True:
-            query = (select(audit.c.seq, audit.c.subject, audit.c.data)
-                     .where(audit.c.seq > after_seq).order_by(audit.c.seq))
-            rows = await self._page(query, page_rows)
-            if not rows:
+            page = await fetch
+            if page is None:
                 return
-            yield cast(list[EventRow], rows)  # both drivers return int, str, bytes
-            after_seq = int(rows[-1][0])
+            fetch = self._spawn(read(key(page)))
+            await asyncio.sleep(0)  # let the prefetch send its query before the caller works
+            yield page
+
+    def _spawn(self, read: Awaitable[P | None]) -> asyncio.Task[P | None]:
+        async def run() -> P | None:
+            return await read
+
+        task = asyncio.ensure_future(run())
+        self._reads.add(task)
+        task.add_done_callback(self._reads.discard)
+        return task
 
     async def plan_points(self, *, after_seq: int = 0, page_rows: int = PAGE_ROWS
                           ) -> AsyncIterator[list[int]]:
@@ -167,17 +257,14 @@ class AuditLog:
 
     async def outbox(self, *, page_rows: int = PAGE_ROWS) -> AsyncIterator[list[OutboxRecord]]:
         """Pages of recorded decisions, by plan point then position (publication order)."""
-        outbox = tables.outbox
-        after: tuple[int, int] = (-1, -1)
-        while True:
-            later = or_(outbox.c.plan_seq > after[0],
-                        and_(outbox.c.plan_seq == after[0], outbox.c.position > after[1]))
-            rows = await self._page(_outbox_query(later), page_rows)
-            if not rows:
-                return
-            records = [_record(row) for row in rows]
-            yield records
-            after = (records[-1].plan_seq, records[-1].position)
+        async def read(after: tuple[int, int]) -> list[OutboxRecord] | None:
+            rows = await self._read(OUTBOX_PAGE_SQL, {"plan_seq": after[0],
+                                                      "position": after[1], "rows": page_rows})
+            return [_record(row) for row in rows] or None
+
+        async for page in self._prefetched((-1, -1), read,
+                                           lambda page: (page[-1].plan_seq, page[-1].position)):
+            yield page
 
     async def events_on_subjects(self, suffixes: Sequence[str]) -> list[AuditRow]:
         """Every audit event whose subject ends with one of `suffixes`, by seq."""
@@ -187,7 +274,7 @@ class AuditLog:
         query = (select(audit.c.seq, audit.c.subject, audit.c.type, audit.c.at_ms, audit.c.data)
                  .where(or_(*[_ends_with(audit.c.subject, s) for s in suffixes]))
                  .order_by(audit.c.seq))
-        rows = (await self.connection.execute(query)).all()
+        rows = await self._execute(query)
         return [(int(r[0]), r[1], r[2], int(r[3]), bytes(r[4])) for r in rows]
 
     async def outbox_on_subjects(self, suffixes: Sequence[str]) -> list[OutboxRecord]:
@@ -196,10 +283,28 @@ class AuditLog:
             return []
         outbox = tables.outbox
         query = _outbox_query(or_(*[_ends_with(outbox.c.subject, s) for s in suffixes]))
-        return [_record(row) for row in (await self.connection.execute(query)).all()]
+        return [_record(row) for row in await self._execute(query)]
 
     async def _page(self, query: Select[Any], page_rows: int) -> list[Any]:
-        rows: list[Any] = list((await self.connection.execute(query.limit(page_rows))).all())
+        return await self._execute(query.limit(page_rows))
+
+    async def _read(self, sql: str, parameters: dict[str, int]) -> list[Any]:
+        """Rows of a constant SELECT of this module with named `parameters`.
+
+        SQLite: run by aiosqlite's thread in ONE hop (query and fetch), on the snapshot's own
+        connection and transaction, so a prefetch is under way as soon as it is sent; this
+        bypasses the write guard, which is moot for the module's constant reads.
+        """
+        if self.connection.dialect.name != "sqlite":
+            return await self._execute(text(sql).bindparams(**parameters))
+        async with self._lock:
+            raw = await self.connection.get_raw_connection()
+            driver: Any = raw.driver_connection
+            return list(await driver.execute_fetchall(sql, parameters))
+
+    async def _execute(self, statement: Executable) -> list[Any]:
+        async with self._lock:
+            rows: list[Any] = list((await self.connection.execute(statement)).all())
         return rows
 
 

@@ -1,0 +1,86 @@
+"""Reading the audit log from the database in pages (SQLite and PostgreSQL): the events of a
+page are built by the database as one JSON array and decoded in one call; a page that does
+not decode is read again row by row, so a damaged row is named and nothing is skipped."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from services.audit.db_log import DatabaseLog
+from services.audit.log import RoundInput
+from services.contracts import codec
+from services.contracts.codec import PoisonedMessage
+from services.contracts.events import ClockTicked
+from services.store import audit, tables
+
+pytestmark = pytest.mark.integration
+
+PAGE = 100
+ODD_SUBJECT = 'gangsched.events.pod.ns."quoted\\back".ünï'
+
+
+async def write_log(engine: AsyncEngine, events: int, plan_every: int,
+                    damaged: int | None = None) -> None:
+    """`events` clock ticks (seq 1..events, at_ms = seq), a round every `plan_every` events
+    with one recorded decision each; the row at seq `damaged` holds bytes that are no event."""
+    rows = [{"seq": seq, "subject": ODD_SUBJECT if seq % 7 == 0 else "gangsched.events.clock",
+             "type": "ClockTicked", "at_ms": seq,
+             "data": b'{"type":"Clock' if seq == damaged else codec.encode(ClockTicked(at_ms=seq))}
+            for seq in range(1, events + 1)]
+    points = list(range(plan_every, events + 1, plan_every))
+    async with engine.begin() as connection:
+        await connection.execute(sqlalchemy.insert(tables.audit_events), rows)
+        await connection.execute(sqlalchemy.insert(tables.rounds), [
+            {"plan_seq": p, "event_count": plan_every, "decision_count": 1} for p in points])
+        await connection.execute(sqlalchemy.insert(tables.outbox), [
+            {"id": f"{p}-0", "plan_seq": p, "position": 0, "subject": f"d.{p}",
+             "data": b'{"n":%d}' % p} for p in points])
+
+
+async def read_rounds(url: str) -> list[RoundInput]:
+    engine = audit.open_read_only(url)
+    try:
+        async with audit.snapshot(engine) as snapshot:
+            return [rnd async for rnd in DatabaseLog(snapshot, page_rows=PAGE).rounds()]
+    finally:
+        await engine.dispose()
+
+
+async def test_pages_of_events_decode_whole_in_order_with_their_subjects(
+        engine: AsyncEngine, migrated_db_url: str):
+    await write_log(engine, events=1055, plan_every=30)
+    rounds = await read_rounds(migrated_db_url)
+    events = [item for rnd in rounds for item in rnd.events]
+    assert [item.seq for item in events] == list(range(1, 1056))
+    assert all(item.event == ClockTicked(at_ms=item.seq) for item in events)
+    assert {item.subject for item in events if item.seq % 7 == 0} == {ODD_SUBJECT}
+    planned = [rnd for rnd in rounds if rnd.plan_seq is not None]
+    assert [rnd.plan_seq for rnd in planned] == list(range(30, 1051, 30))  # 1050 the last
+    assert all([item.seq for item in rnd.events][-1] == rnd.plan_seq for rnd in planned)
+    assert [(d.id, d.data) for rnd in planned for d in rnd.recorded] == [
+        (f"{p}-0", b'{"n":%d}' % p) for p in range(30, 1051, 30)]
+    assert rounds[-1].plan_seq is None  # the tail after the last plan point
+    assert [item.seq for item in rounds[-1].events] == list(range(1051, 1056))
+
+
+async def test_a_damaged_row_is_named_by_its_seq(engine: AsyncEngine, migrated_db_url: str):
+    await write_log(engine, events=350, plan_every=50, damaged=234)
+    with pytest.raises(PoisonedMessage, match="audit event seq 234"):
+        await read_rounds(migrated_db_url)
+
+
+async def test_leaving_early_waits_for_the_prefetched_page_and_ends_the_snapshot(
+        engine: AsyncEngine, migrated_db_url: str):
+    await write_log(engine, events=1000, plan_every=10)
+    reader = audit.open_read_only(migrated_db_url)
+    try:
+        async with audit.snapshot(reader) as snapshot:
+            async for rnd in DatabaseLog(snapshot, page_rows=PAGE).rounds():
+                assert rnd.plan_seq == 10
+                break
+        async with audit.snapshot(reader) as snapshot:  # the connection is usable again
+            assert await snapshot.event_bounds() == (1000, 1000)
+    finally:
+        await reader.dispose()
