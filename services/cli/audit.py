@@ -116,7 +116,7 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
 
         request = _replay_request(parsed, config_from(parsed))
         verifier = _run(replaying.replay(request))
-        _report(verifier, request.output, request.verify)
+        _report(verifier, request.output, request.verify, request.source)
 
     return replay
 
@@ -149,7 +149,7 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
         show_ticks=bool(parsed["show_ticks"]))
 
 
-def _report(verifier: Verifier, output: str, verify: bool) -> None:
+def _report(verifier: Verifier, output: str, verify: bool, source: str) -> None:
     from services.cli import audit_view
 
     if not verify:
@@ -160,6 +160,11 @@ def _report(verifier: Verifier, output: str, verify: bool) -> None:
         for line in audit_view.verification_lines(verifier):
             click.echo(line)
     if verifier.divergence is not None:
+        if source == "nats":
+            click.echo("note: NATS holds no record of planning rounds that decided nothing, and "
+                       "such a round can change the planner's bookkeeping; verify from the "
+                       "database (--source db), which records every round, before calling "
+                       "this a determinism bug", err=True)
         raise SystemExit(EXIT_DIVERGED)
     if verifier.plan_points == 0:  # an audit that checked nothing must not read as a pass
         click.echo("nothing was verified: the log holds no planning round", err=True)

@@ -105,16 +105,22 @@ def seed_gang(min_member: int, name: str = "nginx") -> list[Event]:
 
 
 def bound(placement: Placement, pods: dict[str, PodObserved], at_ms: int) -> list[Event]:
-    """The binder's outcomes for a fully bound placement, then the watcher's bound pods."""
-    events: list[Event] = [MemberBound(at_ms=at_ms, decision_id=placement.id,
-                                       group=placement.group, pod_uid=m.pod_uid, node=m.node)
-                           for m in placement.members]
-    events.append(GroupBound(at_ms=at_ms, decision_id=placement.id, group=placement.group))
+    """A fully bound placement: the watcher's bound pods, then the binder's outcomes.
+
+    In this order, wherever the planner's fetch splits the batch, every round decides
+    something, so the NATS log (which records no quiet round) replays exactly; outcomes first
+    would leave a quiet round that changes the bookkeeping when the split falls after
+    GroupBound (`tests/unit/audit/test_quiet_rounds.py`)."""
+    events: list[Event] = []
     for member in placement.members:
         pod = pods[member.pod_uid]
         events.append(msgspec.structs.replace(
-            pod, at_ms=at_ms + 50, node_name=member.node, phase="Running",
+            pod, at_ms=at_ms, node_name=member.node, phase="Running",
             resource_version=str(int(pod.resource_version) + 1)))
+    events.extend(MemberBound(at_ms=at_ms + 50, decision_id=placement.id,
+                              group=placement.group, pod_uid=m.pod_uid, node=m.node)
+                  for m in placement.members)
+    events.append(GroupBound(at_ms=at_ms + 50, decision_id=placement.id, group=placement.group))
     return events
 
 

@@ -116,6 +116,7 @@ async def test_replay_from_nats_with_another_config_diverges_too(recording: Reco
     result = await gangsched("replay", "--source", "nats", "--verify", *nats_args(recording),
                              "--scoring", "most-allocated")
     assert result.exit_code == 1 and "divergence at plan point" in result.output
+    assert "verify from the database (--source db)" in result.stderr
 
 
 async def test_replay_finds_the_database_and_nats_in_run_json(recording: Recording,

@@ -1,0 +1,76 @@
+"""Quiet rounds (a planning round that decided nothing) and the two audit sources.
+
+The database records every round; NATS only the rounds that published a decision. A quiet
+round can still change the planner's bookkeeping, so the database replays exactly wherever the
+live planner's fetch split a batch, while the NATS log (quiet rounds merged into the next)
+can diverge: the documented reason the database is the authoritative audit source."""
+
+from __future__ import annotations
+
+from services.audit.log import LoggedEvent, RoundInput
+from services.audit.replay import Replay
+from services.audit.verify import Verifier
+from services.contracts.decisions import Placement
+from services.contracts.events import Event
+from tests.unit.audit.recorded import PREFIX, Recorder, bind_all, observed_bound, seed_gang
+
+
+def bound_rounds(outcomes_first: bool, split: int) -> Recorder:
+    """The seed gang placed, then its bind reported as two rounds cut after `split` events."""
+    rec = Recorder()
+    (nginx,) = [d for d in rec.round(*seed_gang()) if isinstance(d, Placement)]
+    outcomes, pods = bind_all(nginx, 1_700_000_000_100), observed_bound(rec, nginx,
+                                                                        1_700_000_000_150)
+    events: list[Event] = [*outcomes, *pods] if outcomes_first else [*pods, *outcomes]
+    rec.round(*events[:split])
+    rec.round(*events[split:])
+    return rec
+
+
+def as_nats_holds_it(rounds: list[RoundInput]) -> list[RoundInput]:
+    """Rounds without a recorded decision merged into the next one (NATS has no record of
+    them: its plan points are the decisions' `plan_seq`)."""
+    merged: list[RoundInput] = []
+    carried: list[LoggedEvent] = []
+    for rnd in rounds:
+        if not rnd.recorded:
+            carried.extend(rnd.events)
+            continue
+        merged.append(RoundInput(rnd.plan_seq, [*carried, *rnd.events], rnd.recorded))
+        carried = []
+    return merged
+
+
+def verified(rounds: list[RoundInput]) -> Verifier:
+    replay, verifier = Replay(Recorder().config), Verifier(PREFIX)
+    for rnd in rounds:
+        if verifier.check(replay.play(rnd)) is not None:
+            break
+    return verifier
+
+
+def test_a_quiet_round_after_group_bound_replays_exactly_from_every_round():
+    rec = bound_rounds(outcomes_first=True, split=4)  # 3 MemberBound + GroupBound, then pods
+    assert [rnd.recorded for rnd in rec.rounds[1:2]] == [[]]  # the quiet round
+    verifier = verified(rec.rounds)
+    assert verifier.divergence is None
+    assert verifier.decisions == len(rec.decisions)
+
+
+def test_without_its_quiet_round_the_same_log_diverges():
+    rec = bound_rounds(outcomes_first=True, split=4)
+    verifier = verified(as_nats_holds_it(rec.rounds))
+    assert verifier.divergence is not None
+    assert verifier.divergence.plan_seq == rec.rounds[-1].plan_seq
+    assert verifier.divergence.index == 0
+    recorded, derived = verifier.divergence.recorded, verifier.divergence.derived
+    assert recorded is not None and derived is not None
+    assert ".decisions.StatusUpdate." in recorded[0]  # live: the rejection was not news
+    assert ".decisions.Rejection." in derived[0]  # merged: it is
+
+
+def test_pods_observed_before_the_outcomes_leave_no_quiet_round_wherever_the_split():
+    for split in range(1, 7):
+        rec = bound_rounds(outcomes_first=False, split=split)
+        assert all(rnd.recorded for rnd in rec.rounds), split
+        assert verified(as_nats_holds_it(rec.rounds)).divergence is None, split
