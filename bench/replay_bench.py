@@ -36,6 +36,7 @@ from pathlib import Path
 
 import msgspec
 
+from services.audit import heap
 from services.audit.db_log import DatabaseLog
 from services.audit.replay import Replay
 from services.audit.verify import Verifier
@@ -249,15 +250,17 @@ async def measure(url: str, config: PlannerConfig, *, verify: bool) -> Measured:
     replay, verifier, events, core = Replay(config), Verifier(PREFIX), 0, 0.0
     try:
         async with audit.snapshot(engine) as snapshot:
-            async for rnd in DatabaseLog(snapshot).rounds():
-                events += len(rnd.events)
-                if not verify:
-                    continue
-                before = time.process_time()
-                divergence = verifier.check(replay.play(rnd))
-                core += time.process_time() - before
-                if divergence is not None:
-                    raise SystemExit(f"unexpected divergence: {divergence}")
+            with heap.LongLived() as held:
+                async for rnd in DatabaseLog(snapshot).rounds():
+                    events += len(rnd.events)
+                    if not verify:
+                        continue
+                    before = time.process_time()
+                    divergence = verifier.check(replay.play(rnd))
+                    held.advance(len(rnd.events))
+                    core += time.process_time() - before
+                    if divergence is not None:
+                        raise SystemExit(f"unexpected divergence: {divergence}")
     finally:
         await engine.dispose()
     return Measured(events, time.perf_counter() - started, time.process_time() - cpu_started,

@@ -16,6 +16,7 @@ from typing import Protocol
 
 import click
 
+from services.audit import heap
 from services.audit.db_log import DatabaseLog
 from services.audit.log import RoundInput, Until
 from services.audit.nats_log import NatsLog
@@ -75,12 +76,13 @@ async def replay(request: ReplayRequest) -> Verifier:
             click.echo(f"the log is empty: no event recorded in {where}", err=True)
         # the bar shares the terminal only with a timeline that goes elsewhere (a file, a pipe)
         drawn = not (request.show_timeline and sys.stdout.isatty())
-        with audit_view.progress(total, enabled=drawn) as advance:
+        with audit_view.progress(total, enabled=drawn) as advance, heap.LongLived() as held:
             async for whole in log.rounds():
                 rnd = request.until.clip(whole)
                 if rnd is None:
                     break
                 result = replayer.play(rnd)
+                held.advance(len(rnd.events))
                 divergence = verifier.check(result) if request.verify else None
                 if request.show_timeline:
                     view.show(timeline.entries(result))

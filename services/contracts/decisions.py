@@ -6,6 +6,10 @@ Every decision carries its deterministic `id` (`"<plan_seq>-<index>"`), the `pla
 sequence of the last event applied before the round that produced it) and `at_ms` (the planner's
 event-derived time, UTC epoch milliseconds). New fields are added only with defaults, so old
 subscribers keep decoding newer messages (unknown fields are ignored by msgspec and JSON readers).
+
+Every message type is a frozen msgspec Struct with `gc=False`: immutable data that can never
+take part in a reference cycle, so the cyclic GC need not track the millions a replay or a busy
+planner holds.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import msgspec
 
 
-class Assignment(msgspec.Struct, frozen=True):
+class Assignment(msgspec.Struct, frozen=True, gc=False):
     """One member of a placement: pod (uid, namespace, name) to node."""
 
     pod_uid: str
@@ -22,7 +26,7 @@ class Assignment(msgspec.Struct, frozen=True):
     node: str
 
 
-class PodRef(msgspec.Struct, frozen=True):
+class PodRef(msgspec.Struct, frozen=True, gc=False):
     """A pod named by uid, namespace and name."""
 
     uid: str
@@ -30,7 +34,7 @@ class PodRef(msgspec.Struct, frozen=True):
     name: str
 
 
-class Placement(msgspec.Struct, frozen=True, tag="Placement"):
+class Placement(msgspec.Struct, frozen=True, gc=False, tag="Placement"):
     """Bind these members now, all of them, before `deadline_ms`, or roll the group back.
 
     `members` holds every pod placed in this round (at least enough for quorum when the group
@@ -47,7 +51,7 @@ class Placement(msgspec.Struct, frozen=True, tag="Placement"):
     members: tuple[Assignment, ...]
 
 
-class Rejection(msgspec.Struct, frozen=True, tag="Rejection"):
+class Rejection(msgspec.Struct, frozen=True, gc=False, tag="Rejection"):
     """The group (or some of its pods) could not be placed in this round, and why.
 
     `reason` is the user-facing message (shape in `services/planner/core/reasons.py`), meant for
@@ -65,7 +69,7 @@ class Rejection(msgspec.Struct, frozen=True, tag="Rejection"):
     retry_at_ms: int | None = None
 
 
-class StatusUpdate(msgspec.Struct, frozen=True, tag="StatusUpdate"):
+class StatusUpdate(msgspec.Struct, frozen=True, gc=False, tag="StatusUpdate"):
     """The derived status of a PodGroup changed; the binder writes it to `status`.
 
     `phase` is Pending, Scheduling, Running, Finished or Failed (rules: scenarios B, with a

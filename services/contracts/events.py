@@ -7,6 +7,10 @@ observed the fact. The planner takes time only from these values, so replaying t
 the same decisions. Events are versioned by their tag; new fields are added only with defaults so
 that old logs still decode. Only what the planner needs is carried: never env values, secrets, or
 annotations.
+
+Every message type is a frozen msgspec Struct with `gc=False`: immutable data that can never
+take part in a reference cycle, so the cyclic GC need not track the millions a replay or a busy
+planner holds.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from services.contracts.resources import ResourceList
 SCHEMA_VERSION = 1
 
 
-class Taint(msgspec.Struct, frozen=True):
+class Taint(msgspec.Struct, frozen=True, gc=False):
     """A node taint (`spec.taints[]`); `effect` is NoSchedule, PreferNoSchedule or NoExecute."""
 
     key: str
@@ -28,7 +32,7 @@ class Taint(msgspec.Struct, frozen=True):
     value: str = ""
 
 
-class Toleration(msgspec.Struct, frozen=True):
+class Toleration(msgspec.Struct, frozen=True, gc=False):
     """A pod toleration (`spec.tolerations[]`); empty `key` with operator Exists tolerates all."""
 
     key: str = ""
@@ -37,7 +41,7 @@ class Toleration(msgspec.Struct, frozen=True):
     effect: str = ""
 
 
-class NodeSelectorRequirement(msgspec.Struct, frozen=True):
+class NodeSelectorRequirement(msgspec.Struct, frozen=True, gc=False):
     """One `matchExpressions` entry: operator In, NotIn, Exists, DoesNotExist, Gt or Lt."""
 
     key: str
@@ -45,13 +49,13 @@ class NodeSelectorRequirement(msgspec.Struct, frozen=True):
     values: tuple[str, ...] = ()
 
 
-class NodeSelectorTerm(msgspec.Struct, frozen=True):
+class NodeSelectorTerm(msgspec.Struct, frozen=True, gc=False):
     """One required node-affinity term; the requirements are ANDed (matchFields unsupported)."""
 
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
 
 
-class OwnerRef(msgspec.Struct, frozen=True):
+class OwnerRef(msgspec.Struct, frozen=True, gc=False):
     """The controller owner of a pod (`metadata.ownerReferences[controller=true]`)."""
 
     kind: str
@@ -59,7 +63,7 @@ class OwnerRef(msgspec.Struct, frozen=True):
     uid: str
 
 
-class NodeObserved(msgspec.Struct, frozen=True, tag="NodeObserved"):
+class NodeObserved(msgspec.Struct, frozen=True, gc=False, tag="NodeObserved"):
     """A Node was listed, added or modified.
 
     Units: `allocatable` in gangsched units (cpu millicores, memory bytes, pods count).
@@ -76,7 +80,7 @@ class NodeObserved(msgspec.Struct, frozen=True, tag="NodeObserved"):
     is_ready: bool = True
 
 
-class NodeDeleted(msgspec.Struct, frozen=True, tag="NodeDeleted"):
+class NodeDeleted(msgspec.Struct, frozen=True, gc=False, tag="NodeDeleted"):
     """A Node was deleted (or vanished while the watch was down: a synthetic delete)."""
 
     at_ms: int
@@ -85,7 +89,7 @@ class NodeDeleted(msgspec.Struct, frozen=True, tag="NodeDeleted"):
     resource_version: str = ""
 
 
-class PodObserved(msgspec.Struct, frozen=True, tag="PodObserved"):
+class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     """A Pod was listed, added or modified.
 
     `requests` is the pod's effective request as kube-scheduler computes it (max of each init
@@ -117,7 +121,7 @@ class PodObserved(msgspec.Struct, frozen=True, tag="PodObserved"):
     owner: OwnerRef | None = None
 
 
-class PodDeleted(msgspec.Struct, frozen=True, tag="PodDeleted"):
+class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):
     """A Pod was deleted (or vanished while the watch was down: a synthetic delete)."""
 
     at_ms: int
@@ -127,7 +131,7 @@ class PodDeleted(msgspec.Struct, frozen=True, tag="PodDeleted"):
     resource_version: str = ""
 
 
-class PodGroupObserved(msgspec.Struct, frozen=True, tag="PodGroupObserved"):
+class PodGroupObserved(msgspec.Struct, frozen=True, gc=False, tag="PodGroupObserved"):
     """A PodGroup was listed, added or modified.
 
     `invalid_reason` is set (and the spec fields defaulted) when the object is malformed, so the
@@ -147,7 +151,7 @@ class PodGroupObserved(msgspec.Struct, frozen=True, tag="PodGroupObserved"):
     invalid_reason: str | None = None
 
 
-class PodGroupDeleted(msgspec.Struct, frozen=True, tag="PodGroupDeleted"):
+class PodGroupDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodGroupDeleted"):
     """A PodGroup was deleted."""
 
     at_ms: int
@@ -157,13 +161,13 @@ class PodGroupDeleted(msgspec.Struct, frozen=True, tag="PodGroupDeleted"):
     resource_version: str = ""
 
 
-class ClockTicked(msgspec.Struct, frozen=True, tag="ClockTicked"):
+class ClockTicked(msgspec.Struct, frozen=True, gc=False, tag="ClockTicked"):
     """The watcher's clock advanced; lets deadlines and backoffs expire in a quiet cluster."""
 
     at_ms: int
 
 
-class MemberBound(msgspec.Struct, frozen=True, tag="MemberBound"):
+class MemberBound(msgspec.Struct, frozen=True, gc=False, tag="MemberBound"):
     """The binder bound one member of a placement (binding accepted by the API server)."""
 
     at_ms: int
@@ -173,7 +177,7 @@ class MemberBound(msgspec.Struct, frozen=True, tag="MemberBound"):
     node: str
 
 
-class MemberBindFailed(msgspec.Struct, frozen=True, tag="MemberBindFailed"):
+class MemberBindFailed(msgspec.Struct, frozen=True, gc=False, tag="MemberBindFailed"):
     """The binder could not bind one member; `is_permanent` is False for retryable errors."""
 
     at_ms: int
@@ -185,7 +189,7 @@ class MemberBindFailed(msgspec.Struct, frozen=True, tag="MemberBindFailed"):
     is_permanent: bool
 
 
-class GroupBound(msgspec.Struct, frozen=True, tag="GroupBound"):
+class GroupBound(msgspec.Struct, frozen=True, gc=False, tag="GroupBound"):
     """Every member of a placement is bound."""
 
     at_ms: int
@@ -193,7 +197,7 @@ class GroupBound(msgspec.Struct, frozen=True, tag="GroupBound"):
     group: str
 
 
-class GroupRolledBack(msgspec.Struct, frozen=True, tag="GroupRolledBack"):
+class GroupRolledBack(msgspec.Struct, frozen=True, gc=False, tag="GroupRolledBack"):
     """A placement could not complete before its deadline and was undone.
 
     `deleted_pods` are uids of members bound in this attempt that were deleted so that their
