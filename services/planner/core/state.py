@@ -102,7 +102,7 @@ class PlannerState(msgspec.Struct, dict=True):
     `capacity_freed_ms` is the last time capacity was given back or a Node changed.
     `tombstones` maps the uid of each deleted Pod or Node to when (event time), oldest first,
     so a late observation cannot bring it back; entries count for `apply.TOMBSTONE_MS` and are
-    dropped in bulk a little later (`apply.PRUNE_SLACK_MS`).
+    dropped in bulk up to one more window later (`apply.PRUNE_SLACK_MS`).
     Units: `now_ms` is the latest `at_ms` applied (never moves backwards).
     """
 
