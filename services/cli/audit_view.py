@@ -31,7 +31,8 @@ DECISION_COLUMNS = (("Seq", 7), ("Time (UTC)", 24), ("Type", 12), ("Group", 26),
 
 class RowPrinter:
     """Aligned rows with a header printed before the first one. Shapes: `columns` are
-    `(title, width)` pairs; width None takes the rest of the line and wraps."""
+    `(title, width)` pairs; a longer cell folds onto more lines; width None takes the rest of
+    the line."""
 
     def __init__(self, console: Console, columns: Sequence[tuple[str, int | None]]) -> None:
         self.console = console
@@ -50,8 +51,8 @@ class RowPrinter:
         for _, width in self.columns:
             if width is None:
                 grid.add_column(ratio=1, overflow="fold")
-            else:
-                grid.add_column(width=width, no_wrap=True, overflow="ellipsis")
+            else:  # folded, not cut: a long group or pod name is still shown whole
+                grid.add_column(width=width, overflow="fold")
         grid.add_row(*cells, style=style)
         self.console.print(grid)
 
