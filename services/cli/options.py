@@ -51,7 +51,8 @@ def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
 
 local_options = stack(
     _option("--data-dir", type=click.Path(path_type=Path), default=Path(".gangsched"),
-            help="Directory of the embedded NATS store and SQLite database."),
+            help="Directory of the SQLite database (and, for `run`, the embedded NATS "
+                 "store and run.json)."),
     _option("--log-level", default="INFO", help="Python logging level."),
 )
 """What every command working on a local data directory takes (e.g. `migrate`)."""
