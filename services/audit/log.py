@@ -150,6 +150,8 @@ class Until:
 
     def clip(self, rnd: RoundInput) -> RoundInput | None:
         """The part of `rnd` to replay, or None when replay stops before it."""
+        if self.seq is None and self.at_ms is None:
+            return rnd
         if rnd.plan_seq is None:
             kept = list(itertools.takewhile(self._admits, rnd.events))
             if len(kept) < len(rnd.events):

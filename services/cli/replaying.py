@@ -19,11 +19,9 @@ import click
 from services.audit import heap
 from services.audit.db_log import DatabaseLog
 from services.audit.log import RoundInput, Until
-from services.audit.nats_log import NatsLog
 from services.audit.replay import Replay
 from services.audit.timeline import Focus, Timeline, Window
 from services.audit.verify import Verifier
-from services.bus import connection
 from services.cli import audit_view
 from services.config.settings import BusSettings
 from services.planner.core.config import PlannerConfig
@@ -96,6 +94,10 @@ async def replay(request: ReplayRequest) -> Verifier:
 async def open_log(request: ReplayRequest) -> AsyncIterator[RecordedLog]:
     """The source's log, open for reading only; closed after the block."""
     if request.source == "nats":
+        # imported here: nats-py and aiohttp take 0.3 s to import, a database replay needs neither
+        from services.audit.nats_log import NatsLog
+        from services.bus import connection
+
         client = await connection.connect(request.bus, name="gangsched-replay",
                                           first_connect_timeout_seconds=10)
         try:
