@@ -8,6 +8,7 @@ retention dropped it) and every planning round, including the rounds that decide
 from __future__ import annotations
 
 import operator
+from collections import deque
 from collections.abc import AsyncIterator
 
 import msgspec
@@ -23,6 +24,8 @@ from services.contracts.ids import GroupKey, is_singleton, split_key
 from services.store.audit import PAGE_ROWS, AuditLog, EventBatch, OutboxRecord
 
 DECISION_TYPES = ("Placement", "Rejection", "StatusUpdate")
+UNRECORDED = "a planner that did not record itself"
+"""`RoundInput.planner` of a round recorded before schema revision 0002 (`rounds.planner`)."""
 _batch_decoder = msgspec.json.Decoder(list[LoggedEvent])
 
 
@@ -37,14 +40,24 @@ class DatabaseLog:
         """How many events the log holds."""
         return (await self.audit.event_bounds())[0]
 
-    def rounds(self) -> AsyncIterator[RoundInput]:
-        """Every recorded round, in order (see `log.assemble`).
+    async def rounds(self) -> AsyncIterator[RoundInput]:
+        """Every recorded round, in order (see `log.assemble`), with the planner that planned
+        it (`UNRECORDED` for rounds from before planners recorded themselves).
 
         Raises (while iterating):
             services.contracts.codec.PoisonedMessage: an audit row that does not decode (the
                 planner audits only events it decoded, so this means a damaged database).
         """
-        return log.assemble_pages(self._events(), self._plan_points(), self._recorded())
+        planners: deque[tuple[int, str | None]] = deque()
+        async for rnd in log.assemble_pages(self._events(), self._plan_points(planners),
+                                            self._recorded()):
+            if rnd.plan_seq is None:
+                yield rnd
+                continue
+            while planners and planners[0][0] < rnd.plan_seq:
+                planners.popleft()
+            planner = planners.popleft()[1] if planners else None
+            yield msgspec.structs.replace(rnd, planner=planner or UNRECORDED)
 
     async def _events(self) -> AsyncIterator[list[LoggedEvent]]:
         async for batch in self.audit.event_batches(page_rows=self.page_rows):
@@ -55,9 +68,11 @@ class DatabaseLog:
         rows = await self.audit.event_rows(batch.after_seq, batch.count)
         return [LoggedEvent(seq, subject, _decode(seq, data)) for seq, subject, data in rows]
 
-    async def _plan_points(self) -> AsyncIterator[list[int]]:
+    async def _plan_points(self, planners: deque[tuple[int, str | None]]
+                           ) -> AsyncIterator[list[int]]:
         async for page in self.audit.plan_points(page_rows=self.page_rows):
-            yield page
+            planners.extend(page)
+            yield [plan_seq for plan_seq, _ in page]
 
     async def _recorded(self) -> AsyncIterator[list[RecordedDecision]]:
         async for page in self.audit.outbox(page_rows=self.page_rows):

@@ -59,6 +59,9 @@ class RoundInput(msgspec.Struct, frozen=True):
     plan_seq: int | None
     events: list[LoggedEvent]
     recorded: list[RecordedDecision]
+    planner: str | None = None
+    """The planner that planned the round as the log records it (`planner.core.revision`);
+    None when the source does not say (NATS)."""
 
 
 class _Pages(Generic[T]):

@@ -13,6 +13,7 @@ from services.audit.log import RecordedDecision
 from services.audit.replay import RoundResult
 from services.contracts.decisions import Decision
 from services.planner import publication
+from services.planner.core import revision
 
 DECISIONS_MARKER = ".decisions."
 
@@ -29,16 +30,30 @@ class Divergence:
     index: int
     recorded: tuple[str, bytes] | None
     derived: tuple[str, bytes] | None
+    recorded_by: str | None = None
+    replayed_by: str = revision.PLANNER
 
     def describe(self) -> str:
-        """One line naming where the divergence is."""
+        """One line naming where the divergence is (and, when the log says the round was
+        planned by another planner than this one, both planners)."""
         where = (f"plan point {self.plan_seq}" if self.plan_seq is not None
                  else "a recorded decision with no recorded round")
         if self.recorded is None:
-            return f"divergence at {where}, decision {self.index}: replay derived an extra one"
-        if self.derived is None:
-            return f"divergence at {where}, decision {self.index}: replay did not derive it"
-        return f"divergence at {where}, decision {self.index}: they differ"
+            what = "replay derived an extra one"
+        elif self.derived is None:
+            what = "replay did not derive it"
+        else:
+            what = "they differ"
+        line = f"divergence at {where}, decision {self.index}: {what}"
+        if self.other_planner:
+            line += (f" (the round was planned by {self.recorded_by} and replayed by "
+                     f"{self.replayed_by}: the difference may be theirs, not a bug)")
+        return line
+
+    @property
+    def other_planner(self) -> bool:
+        """Whether the log names a planner for the round other than the replaying one."""
+        return self.recorded_by is not None and self.recorded_by != self.replayed_by
 
 
 class Verifier:
@@ -66,7 +81,8 @@ class Verifier:
             if theirs is None or mine is None or (theirs.subject, theirs.data) != mine:
                 self.divergence = Divergence(
                     result.round.plan_seq, index,
-                    None if theirs is None else (theirs.subject, theirs.data), mine)
+                    None if theirs is None else (theirs.subject, theirs.data), mine,
+                    result.round.planner)
                 return self.divergence
             self.decisions += 1
         if result.round.plan_seq is not None:

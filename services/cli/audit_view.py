@@ -147,7 +147,8 @@ def verification_json(verifier: Verifier) -> dict[str, Any]:
             "plan_seq": divergence.plan_seq, "index": divergence.index,
             "description": divergence.describe(),
             "recorded": _side(divergence.recorded), "derived": _side(divergence.derived),
-            "fields": differing_fields(divergence)}
+            "fields": differing_fields(divergence),
+            "recorded_by": divergence.recorded_by, "replayed_by": divergence.replayed_by}
     return body
 
 

@@ -32,7 +32,7 @@ from services.config.settings import PlannerServiceSettings, Settings
 from services.contracts import subjects
 from services.contracts.decisions import Decision, Placement, Rejection
 from services.planner import catchup, faults, publication
-from services.planner.core import census, state
+from services.planner.core import census, revision, state
 from services.planner.core import config as core_config
 from services.planner.intake import Intake, sort_batch
 from services.planner.isolation import Round, isolate, plan_round
@@ -187,7 +187,7 @@ async def run_planner(
     await streams.ensure_streams(js, settings.bus)
     prefix = settings.bus.prefix
     service = PlannerService(
-        PlannerStore(engine, consumer=DURABLE, snapshot=DURABLE),
+        PlannerStore(engine, consumer=DURABLE, snapshot=DURABLE, planner=revision.PLANNER),
         BusPublisher(js),
         prefix=prefix,
         config=config or core_config.PlannerConfig(scheduler_name=settings.scheduler_name),

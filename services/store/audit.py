@@ -243,16 +243,17 @@ class AuditLog:
         return task
 
     async def plan_points(self, *, after_seq: int = 0, page_rows: int = PAGE_ROWS
-                          ) -> AsyncIterator[list[int]]:
-        """Pages of recorded plan points (rounds' `plan_seq`) greater than `after_seq`."""
+                          ) -> AsyncIterator[list[tuple[int, str | None]]]:
+        """Pages of recorded rounds `(plan_seq, planner)` with plan_seq > `after_seq`, by
+        plan_seq (`planner` None: recorded before planners recorded themselves)."""
         rounds = tables.rounds
         while True:
-            query = (select(rounds.c.plan_seq).where(rounds.c.plan_seq > after_seq)
-                     .order_by(rounds.c.plan_seq))
+            query = (select(rounds.c.plan_seq, rounds.c.planner)
+                     .where(rounds.c.plan_seq > after_seq).order_by(rounds.c.plan_seq))
             rows = await self._page(query, page_rows)
             if not rows:
                 return
-            yield [int(row[0]) for row in rows]
+            yield [(int(row[0]), row[1]) for row in rows]
             after_seq = int(rows[-1][0])
 
     async def outbox(self, *, page_rows: int = PAGE_ROWS) -> AsyncIterator[list[OutboxRecord]]:

@@ -81,11 +81,13 @@ class PlannerStore:
     """Reads and writes the planner's rows for one consumer and one snapshot name."""
 
     def __init__(
-        self, engine: AsyncEngine, *, consumer: str = "planner", snapshot: str = "planner"
+        self, engine: AsyncEngine, *, consumer: str = "planner", snapshot: str = "planner",
+        planner: str | None = None,
     ) -> None:
         self.engine = engine
         self.consumer = consumer
         self.snapshot = snapshot
+        self.planner = planner  # recorded with every round (`tables.rounds`)
 
     async def load(self) -> tuple[bytes | None, int]:
         """The latest snapshot's bytes and the tracked sequence (see `load_snapshot`: the
@@ -138,7 +140,7 @@ class PlannerStore:
             if plan_seq is not None:
                 await _insert(connection, tables.rounds, [{
                     "plan_seq": plan_seq, "event_count": len(events),
-                    "decision_count": len(decisions),
+                    "decision_count": len(decisions), "planner": self.planner,
                 }])
             if state_bytes is not None:
                 await _upsert(connection, tables.snapshots, "name", self.snapshot,

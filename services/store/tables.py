@@ -43,9 +43,11 @@ rounds = Table(
     Column("plan_seq", BigInteger, primary_key=True, autoincrement=False),
     Column("event_count", Integer, nullable=False),
     Column("decision_count", Integer, nullable=False),
+    Column("planner", String(64), nullable=True),
 )
 """Every planning round with its plan point, also when it decided nothing (replay plans at
-exactly these points)."""
+exactly these points), and the planner that planned it (`planner.core.revision.PLANNER`;
+NULL for rounds recorded before planners recorded it)."""
 
 tracking = Table(
     "tracking",

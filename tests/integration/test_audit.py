@@ -18,6 +18,7 @@ from services.config.settings import BusSettings
 from services.contracts import codec, subjects
 from services.contracts.decisions import Placement, StatusUpdate
 from services.planner import publication
+from services.planner.core import revision
 from services.store import audit, tables
 from services.store.audit import ReadOnlyViolation
 from tests.integration.audit_harness import (
@@ -275,3 +276,35 @@ async def test_replay_from_nats_refuses_a_stream_whose_oldest_events_expired(
     await js.purge_stream(subjects.stream_name(recording.bus.prefix, "EVENTS"), seq=3)
     result = await gangsched("replay", "--source", "nats", "--verify", *nats_args(recording))
     assert result.exit_code == 2 and "older events expired" in result.output
+
+
+async def test_every_round_records_its_planner_and_a_divergence_names_another_one(
+        recording: Recording, engine: AsyncEngine):
+    async with engine.connect() as connection:
+        planners = (await connection.execute(sqlalchemy.select(tables.rounds.c.planner)
+                                              .distinct())).scalars().all()
+    assert planners == [revision.PLANNER]
+    older = "gangsched 0.0.9 core 0"
+    async with engine.begin() as connection:  # as if an older planner had recorded the log
+        await connection.execute(sqlalchemy.update(tables.rounds).values(planner=older))
+    same = await gangsched("replay", "--verify", "--db", recording.db_url)
+    assert same.exit_code == 0, same.output  # the same decisions: no word about planners
+    changed = await gangsched("replay", "--verify", "--db", recording.db_url,
+                              "--scoring", "most-allocated", "-o", "json")
+    assert changed.exit_code == 1
+    (report,) = json_lines(changed.output)
+    divergence = report["divergence"]
+    assert divergence["recorded_by"] == older
+    assert divergence["replayed_by"] == revision.PLANNER
+    assert (f"planned by {older} and replayed by {revision.PLANNER}: the difference may be "
+            f"theirs") in divergence["description"]
+
+
+async def test_rounds_from_before_planners_recorded_themselves_are_named_so(
+        recording: Recording, engine: AsyncEngine):
+    async with engine.begin() as connection:
+        await connection.execute(sqlalchemy.update(tables.rounds).values(planner=None))
+    changed = await gangsched("replay", "--verify", "--db", recording.db_url,
+                              "--scoring", "most-allocated")
+    assert changed.exit_code == 1
+    assert "planned by a planner that did not record itself and replayed by" in changed.output

@@ -127,6 +127,30 @@ async def test_migrate_is_idempotent_and_check_passes(migrated_db_url: str) -> N
         await engine.dispose()
 
 
+async def test_a_database_of_revision_0001_keeps_its_rounds_with_no_planner(db_url: str) -> None:
+    await schema.migrate(db_url, "0001")
+    engine = engines.create_engine(db_url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(sqlalchemy.text(
+                "INSERT INTO rounds (plan_seq, event_count, decision_count) VALUES (7, 3, 1)"))
+        with pytest.raises(SchemaMismatch, match=r"0001, behind.*gangsched migrate"):
+            await schema.check_schema(engine)
+        await schema.migrate(db_url)
+        async with engine.connect() as connection:
+            rows = (await connection.execute(sqlalchemy.select(tables.rounds))).all()
+        assert [tuple(row) for row in rows] == [(7, 3, 1, None)]
+        await PlannerStore(engine, planner="gangsched test").commit_batch(
+            [audit(8)], [], 8, None, 8)
+        async with engine.connect() as connection:
+            planners = (await connection.execute(
+                sqlalchemy.select(tables.rounds.c.planner).order_by(tables.rounds.c.plan_seq))
+            ).scalars().all()
+        assert planners == [None, "gangsched test"]
+    finally:
+        await engine.dispose()
+
+
 async def test_migrations_create_exactly_the_declared_tables(engine: AsyncEngine) -> None:
     async with engine.connect() as connection:
         differences = await connection.run_sync(_compare)

@@ -1,0 +1,17 @@
+"""Which planner plans: recorded with every round, so an audit of a log recorded by another
+planner says so instead of calling the difference a determinism bug.
+
+Layer: planner core (pure constants).
+"""
+
+from __future__ import annotations
+
+from services import __version__
+
+CORE_REVISION = 1
+"""Bump whenever the same log and config would give different decisions (placement, reasons,
+time, backoff, status, message fields): replay verifies rounds of another revision only as
+"they differ". 1: the first revision recorded (2026-11-30)."""
+
+PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
+"""This planner, as `rounds.planner` records it (at most 64 characters)."""
