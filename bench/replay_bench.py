@@ -13,7 +13,10 @@ Then it measures, on that database:
 - replay --verify: the same plus re-planning at every recorded plan point and comparing every
   decision byte for byte (the code path of `gangsched replay --verify`, in process);
 - cli: `gangsched replay --verify --db ...` as a subprocess (wall clock, start-up included).
-The target is >= 50,000 events/s for replay --verify from the database.
+Both are run `--repeat` times (default 3). The target, >= 50,000 events/s for replay --verify
+from the database, is judged on the median of the cli runs: the time a user waits. CPU time
+is printed too; it exceeds wall time because SQLite builds the next page in the driver's
+thread while the planner core works on this one.
 
     python -m bench.replay_bench                     # 200,000 events
     python -m bench.replay_bench --events 1000000    # the issue's 1M-event log
@@ -26,6 +29,7 @@ import argparse
 import asyncio
 import random
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -283,6 +287,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=200_000,
                         help="Events in the synthetic log (the issue's target log: 1000000).")
     parser.add_argument("--keep", type=Path, default=None, help="Keep the database here.")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="Replay runs to take the median of (this machine's speed varies "
+                             "by 10-20%% from run to run).")
     arguments = parser.parse_args()
     config = PlannerConfig()
     with tempfile.TemporaryDirectory() as scratch:
@@ -300,15 +307,19 @@ def main() -> None:
         url = f"sqlite+aiosqlite:///{path}"
         read = asyncio.run(measure(url, config, verify=False))
         print(read.line("read:"))
-        replayed = asyncio.run(measure(url, config, verify=True))
-        print(replayed.line("replay --verify:") + f" ({replayed.summary})")
-        wall = cli_seconds(url)
-        print(f"{'cli:':<17} {events:,} events in {wall:.2f} s wall = {events / wall:,.0f} "
-              f"events/s (start-up included)")
-        rate = replayed.events / replayed.cpu_seconds
-        print(f"target >= 50,000 events/s from the database (CPU time): "
-              f"{'met' if rate >= 50_000 else 'MISSED'} at {rate:,.0f} events/s")
-
+        walls: list[float] = []
+        for run in range(1, arguments.repeat + 1):
+            replayed = asyncio.run(measure(url, config, verify=True))
+            print(replayed.line(f"replay --verify {run}:") + f" ({replayed.summary})")
+            walls.append(cli_seconds(url))
+            print(f"{f'cli {run}:':<17} {events:,} events in {walls[-1]:.2f} s wall = "
+                  f"{events / walls[-1]:,.0f} events/s (start-up included)")
+        rates = sorted(events / wall for wall in walls)
+        median = statistics.median(rates)
+        print(f"cli over {len(rates)} runs: median {median:,.0f} events/s "
+              f"(min {rates[0]:,.0f}, max {rates[-1]:,.0f})")
+        print(f"target >= 50,000 events/s from the database (`gangsched replay --verify`, wall "
+              f"clock, median): {'met' if median >= 50_000 else 'MISSED'} at {median:,.0f}")
 
 if __name__ == "__main__":
     main()
