@@ -31,4 +31,4 @@ def test_migrations_are_found_outside_the_repository_cwd(
     monkeypatch.chdir(str(tmp_path))
     assert (schema.migrations_dir() / "env.py").is_file()
     assert schema.head_revision() == "0002"
-    assert schema.known_revisions() == {"0001"}
+    assert schema.known_revisions() == {"0001", "0002"}
