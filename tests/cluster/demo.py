@@ -1,14 +1,16 @@
 """`make demo`: the seed gang example on a local control plane, scheduled by gangsched.
 
 Starts the local control plane (one KWOK node with room for three 3-CPU pods), runs
-`gangsched run` against it, applies ../shared/examples/nginx-gang.yaml unchanged, waits until
-three pods run, prints `kubectl get pods,pg` and the scheduler's events, and stops everything.
+`gangsched run` against it, applies examples/nginx-gang.yaml (the seed example, unchanged),
+waits until three pods run, prints `kubectl get pods,pg` and the scheduler's events, and stops
+the cluster and gangsched. gangsched's data directory is kept in `.gangsched-demo/` (emptied at
+the start of each demo) so the log can be audited afterwards (`replay`, `explain`).
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from tests.cluster.fixture import ControlPlane
@@ -16,15 +18,18 @@ from tests.e2e import kube
 from tests.support.gangsched_process import GangschedRun
 from tests.support.waiting import eventually
 
-EXAMPLE = kube.EXAMPLES / "nginx-gang.yaml"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "nginx-gang.yaml"
+DATA = ROOT / ".gangsched-demo"
 
 
 def main() -> int:
     """Run the demo; returns the process exit code (0 when 3 Running / 3 Pending was seen)."""
-    print("building (first time only) and starting the local control plane ...", flush=True)
-    with ControlPlane(nodes=1, cpu="10", memory="8Gi", pods=110) as cp, \
-            tempfile.TemporaryDirectory(prefix="gangsched-demo-") as data:
-        run = GangschedRun(cp.kubeconfig, Path(data))
+    print("starting the local control plane (built into ~/.cache/gangsched the first time) ...",
+          flush=True)
+    shutil.rmtree(DATA, ignore_errors=True)
+    with ControlPlane(nodes=1, cpu="10", memory="8Gi", pods=110) as cp:
+        run = GangschedRun(cp.kubeconfig, DATA)
         print("starting gangsched run (embedded NATS + SQLite) ...", flush=True)
         run.start()
         try:
@@ -45,7 +50,9 @@ def main() -> int:
                              "MESSAGE:.message"))
         finally:
             run.stop()
-    print("stopped gangsched and the control plane.")
+    print("stopped gangsched and the control plane. Its log is kept in .gangsched-demo; audit it:\n"
+          "  .venv/bin/gangsched replay --verify --data-dir .gangsched-demo\n"
+          "  .venv/bin/gangsched explain podgroup default/nginx --data-dir .gangsched-demo")
     return 0
 
 

@@ -200,3 +200,12 @@ def test_pods_of_other_schedulers_are_listed_not_dropped(tmp_path):
     assert report["pods"] == {}
     assert report["otherSchedulers"] == [
         "default/web (schedulerName default-scheduler: not gangsched's, left unscheduled)"]
+
+
+def test_the_readmes_simulate_command_on_the_repositorys_examples(capsys):
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    assert simulate_command([examples], "json") == 0
+    pods = json.loads(capsys.readouterr().out)["pods"]
+    nginx = [pod for name, pod in pods.items() if name.startswith("default/nginx-")]
+    assert len(nginx) == 6 and sum(1 for pod in nginx if pod["node"]) == 3
+    assert pods["default/annotation-second-scheduler"]["node"] == "kwok-node-0"
