@@ -23,12 +23,14 @@ class LongLived:
     def __init__(self, every_events: int = FREEZE_EVERY_EVENTS) -> None:
         self.every_events = every_events
         self._since = 0
+        self._froze = False
 
     def advance(self, events: int) -> None:
         """Count `events` replayed; freeze the survivors once `every_events` have passed."""
         self._since += events
         if self._since >= self.every_events:
             gc.freeze()
+            self._froze = True
             self._since = 0
 
     def __enter__(self) -> LongLived:
@@ -36,4 +38,5 @@ class LongLived:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
-        gc.unfreeze()
+        if self._froze:  # what others froze stays frozen if this replay never froze
+            gc.unfreeze()

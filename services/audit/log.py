@@ -23,10 +23,12 @@ TAIL_CHUNK_EVENTS = 10_000
 T = TypeVar("T")
 
 
-class LoggedEvent(msgspec.Struct, frozen=True, gc=False, array_like=True):
+class LoggedEvent(msgspec.Struct, frozen=True, gc=False, array_like=True,
+                  forbid_unknown_fields=True):
     """One event of the log with its EVENTS stream sequence and subject.
 
-    JSON form `[seq, subject, event]` (the database builds pages of them, `db_log`). Not tracked
+    JSON form `[seq, subject, event]` (the database builds pages of them, `db_log`; an extra
+    element, e.g. a damaged row holding two objects, is an error, not ignored). Not tracked
     by the cyclic GC (`gc=False`): it holds only immutable data and never takes part in a cycle,
     and a replay makes a million of them.
     """

@@ -7,9 +7,10 @@ Layer: planner shell. Integration tests pass the real `PullConsumer`, `Publisher
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from services.bus.consuming import Delivery
+if TYPE_CHECKING:  # nats-py is not needed to name the type (audits import this module)
+    from services.bus.consuming import Delivery
 from services.store.planner_store import (
     AuditRow,
     DeadLetterRow,

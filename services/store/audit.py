@@ -28,21 +28,28 @@ from services.store.planner_store import AuditRow
 PAGE_ROWS = 20_000
 EventRow = tuple[int, str, bytes]
 """`(seq, subject, data)` of one audit event, as replay reads it."""
+PAGE_BYTES = 64 * 2**20
+"""At most this many bytes of event JSON per page (a single larger event is a page alone), so a
+page stays far below SQLite's and PostgreSQL's 1 GB limit on one value."""
+_PAGE_ROWS_SQL = (
+    "SELECT seq, subject, data FROM (SELECT seq, subject, data, sum(length(data)) OVER "
+    "(ORDER BY seq ROWS UNBOUNDED PRECEDING) AS running, row_number() OVER (ORDER BY seq) AS n "
+    "FROM (SELECT seq, subject, data FROM audit_events WHERE seq > :after ORDER BY seq "
+    "LIMIT :rows) AS first_rows) AS sized WHERE running <= :bytes OR n = 1 ORDER BY seq")
 EVENT_BATCH_SQL = {
     # SQLite 3.40 has no ORDER BY inside an aggregate: group_concat follows the ordered
     # subquery in practice, and the reader checks the order (`EventBatch`) rather than trust it
     "sqlite": (
         "SELECT count(*), max(seq), CAST('[' || group_concat("
         "'[' || seq || ',' || json_quote(subject) || ',' || CAST(data AS TEXT) || ']', ',') "
-        "|| ']' AS BLOB) FROM (SELECT seq, subject, data FROM audit_events "
-        "WHERE seq > :after ORDER BY seq LIMIT :rows)"),
+        f"|| ']' AS BLOB) FROM ({_PAGE_ROWS_SQL})"),
     "postgresql": (
         "SELECT count(*), max(seq), '['::bytea || string_agg(convert_to('[' || seq || ',' "
         "|| to_json(subject)::text || ',', 'UTF8') || data || ']'::bytea, ','::bytea "
-        "ORDER BY seq) || ']'::bytea FROM (SELECT seq, subject, data FROM audit_events "
-        "WHERE seq > :after ORDER BY seq LIMIT :rows) AS page"),
+        f"ORDER BY seq) || ']'::bytea FROM ({_PAGE_ROWS_SQL}) AS page"),
 }
-"""One page of audit events as ONE JSON array of `[seq, subject, event]` (see `EventBatch`).
+"""One page of audit events (at most `rows` rows and `bytes` bytes of event JSON, at least one
+row) as ONE JSON array of `[seq, subject, event]` (see `EventBatch`).
 
 The event bytes are spliced in unchanged (no UTF-8 or JSON check in SQL, so a damaged row never
 aborts the snapshot transaction): the decoder validates, and a page that does not decode is
@@ -184,11 +191,17 @@ class AuditLog:
         """Wait for reads still in flight (a prefetched page nobody took); ignore their errors.
 
         Awaited, not cancelled: cancelling a query mid-flight can leave the driver's
-        connection unusable for the rollback that ends the snapshot.
+        connection unusable for the rollback that ends the snapshot. A cancellation of the
+        caller meanwhile still lets them finish, then is raised again.
         """
-        for task in list(self._reads):
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await task
+        if not self._reads:
+            return
+        reads = asyncio.gather(*self._reads, return_exceptions=True)
+        try:
+            await asyncio.shield(reads)
+        except asyncio.CancelledError:
+            await reads
+            raise
 
     async def event_bounds(self) -> tuple[int, int]:
         """`(count, last seq)` of the audit events (`(0, 0)` for an empty log)."""
@@ -197,15 +210,15 @@ class AuditLog:
             select(func.count(), func.coalesce(func.max(audit.c.seq), 0))))[0]
         return int(row[0]), int(row[1])
 
-    async def event_batches(self, *, after_seq: int = 0, page_rows: int = PAGE_ROWS
-                            ) -> AsyncIterator[EventBatch]:
+    async def event_batches(self, *, after_seq: int = 0, page_rows: int = PAGE_ROWS,
+                            page_bytes: int = PAGE_BYTES) -> AsyncIterator[EventBatch]:
         """Pages of audit events with seq > `after_seq` as `EventBatch`es, by seq.
 
         The next page is read while the caller works on this one (`_prefetched`).
         """
         async def read(after: int) -> EventBatch | None:
             rows = await self._read(EVENT_BATCH_SQL[self.connection.dialect.name],
-                                    {"after": after, "rows": page_rows})
+                                    {"after": after, "rows": page_rows, "bytes": page_bytes})
             count, last_seq, data = rows[0]
             return EventBatch(after, int(count), int(last_seq), bytes(data)) if count else None
 

@@ -9,25 +9,26 @@ import sqlalchemy
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.audit.db_log import DatabaseLog
-from services.audit.log import RoundInput
+from services.audit.log import LoggedEvent, RoundInput
 from services.contracts import codec
 from services.contracts.codec import PoisonedMessage
 from services.contracts.events import ClockTicked
 from services.store import audit, tables
+from services.store.audit import EventBatch
 
 pytestmark = pytest.mark.integration
 
 PAGE = 100
-ODD_SUBJECT = 'gangsched.events.pod.ns."quoted\\back".ünï'
+ODD_SUBJECT = 'gangsched.events.pod.ns."quoted\\back".ünï\x01\x1f\u2028😀'
 
 
 async def write_log(engine: AsyncEngine, events: int, plan_every: int,
-                    damaged: int | None = None) -> None:
+                    damaged: int | None = None, damage: bytes = b"") -> None:
     """`events` clock ticks (seq 1..events, at_ms = seq), a round every `plan_every` events
     with one recorded decision each; the row at seq `damaged` holds bytes that are no event."""
     rows = [{"seq": seq, "subject": ODD_SUBJECT if seq % 7 == 0 else "gangsched.events.clock",
              "type": "ClockTicked", "at_ms": seq,
-             "data": b'{"type":"Clock' if seq == damaged else codec.encode(ClockTicked(at_ms=seq))}
+             "data": damage if seq == damaged else codec.encode(ClockTicked(at_ms=seq))}
             for seq in range(1, events + 1)]
     points = list(range(plan_every, events + 1, plan_every))
     async with engine.begin() as connection:
@@ -37,6 +38,20 @@ async def write_log(engine: AsyncEngine, events: int, plan_every: int,
         await connection.execute(sqlalchemy.insert(tables.outbox), [
             {"id": f"{p}-0", "plan_seq": p, "position": 0, "subject": f"d.{p}",
              "data": b'{"n":%d}' % p} for p in points])
+
+
+@pytest.fixture
+def row_by_row(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Pages read again row by row (their `after_seq`): a healthy log has none."""
+    seen: list[int] = []
+    original = DatabaseLog._row_by_row
+
+    async def counted(self: DatabaseLog, batch: EventBatch) -> list[LoggedEvent]:
+        seen.append(batch.after_seq)
+        return await original(self, batch)
+
+    monkeypatch.setattr(DatabaseLog, "_row_by_row", counted)
+    return seen
 
 
 async def read_rounds(url: str) -> list[RoundInput]:
@@ -49,9 +64,10 @@ async def read_rounds(url: str) -> list[RoundInput]:
 
 
 async def test_pages_of_events_decode_whole_in_order_with_their_subjects(
-        engine: AsyncEngine, migrated_db_url: str):
+        engine: AsyncEngine, migrated_db_url: str, row_by_row: list[int]):
     await write_log(engine, events=1055, plan_every=30)
     rounds = await read_rounds(migrated_db_url)
+    assert row_by_row == []  # every page decoded whole
     events = [item for rnd in rounds for item in rnd.events]
     assert [item.seq for item in events] == list(range(1, 1056))
     assert all(item.event == ClockTicked(at_ms=item.seq) for item in events)
@@ -65,10 +81,32 @@ async def test_pages_of_events_decode_whole_in_order_with_their_subjects(
     assert [item.seq for item in rounds[-1].events] == list(range(1051, 1056))
 
 
-async def test_a_damaged_row_is_named_by_its_seq(engine: AsyncEngine, migrated_db_url: str):
-    await write_log(engine, events=350, plan_every=50, damaged=234)
+@pytest.mark.parametrize("damage", [
+    b'{"type":"Clock',                                              # cut short
+    b'{"type":"ClockTicked","at_ms":5},{"type":"ClockTicked","at_ms":9}',  # two in one row
+])
+async def test_a_damaged_row_is_named_by_its_seq(engine: AsyncEngine, migrated_db_url: str,
+                                                 row_by_row: list[int], damage: bytes):
+    await write_log(engine, events=350, plan_every=50, damaged=234, damage=damage)
     with pytest.raises(PoisonedMessage, match="audit event seq 234"):
         await read_rounds(migrated_db_url)
+    assert row_by_row == [200]  # only the page holding it was read again
+
+
+async def test_pages_are_cut_by_bytes_too(engine: AsyncEngine, migrated_db_url: str):
+    await write_log(engine, events=300, plan_every=10)
+    reader = audit.open_read_only(migrated_db_url)
+    try:
+        async with audit.snapshot(reader) as snapshot:
+            sizes = [batch.count async for batch in snapshot.event_batches(
+                page_rows=100, page_bytes=1000)]
+            first = [batch.count async for batch in snapshot.event_batches(
+                page_rows=100, page_bytes=1)]
+    finally:
+        await reader.dispose()
+    each = len(codec.encode(ClockTicked(at_ms=100)))
+    assert sum(sizes) == 300 and max(sizes) <= 1000 // each + 1 and len(sizes) > 3
+    assert first == [1] * 300  # one row per page, never none
 
 
 async def test_leaving_early_waits_for_the_prefetched_page_and_ends_the_snapshot(
