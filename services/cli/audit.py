@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -261,9 +262,6 @@ def _run(main: Any) -> Any:
 
 @contextlib.contextmanager
 def _failures() -> Iterator[None]:
-    import nats
-
-    from services.audit.nats_log import IncompleteLog
     from services.audit.replay import ReplayFailed
     from services.bus.errors import BusUnavailable
     from services.contracts.codec import PoisonedMessage
@@ -272,10 +270,32 @@ def _failures() -> Iterator[None]:
 
     try:
         yield
-    except (AuditUnavailable, SchemaMismatch, IncompleteLog, ReplayFailed,
-            PoisonedMessage) as error:
+    except (AuditUnavailable, SchemaMismatch, ReplayFailed, PoisonedMessage) as error:
         raise AuditFailed(str(error)) from None
     except BusUnavailable as error:
         raise AuditFailed(f"NATS unavailable: {error}") from None
-    except nats.js.errors.NotFoundError as error:
-        raise AuditFailed(f"stream not found (wrong --prefix?): {error}") from None
+    except Exception as error:
+        failure = _nats_failure(error) or _database_failure(error)
+        if failure is None:
+            raise
+        raise failure from None
+
+
+def _nats_failure(error: Exception) -> AuditFailed | None:
+    """The NATS errors an audit expects, as `AuditFailed` (only if a NATS source was opened:
+    nats-py is not imported for a database audit)."""
+    nats_log = sys.modules.get("services.audit.nats_log")
+    js_errors = sys.modules.get("nats.js.errors")
+    if nats_log is not None and isinstance(error, nats_log.IncompleteLog):
+        return AuditFailed(str(error))
+    if js_errors is not None and isinstance(error, js_errors.NotFoundError):
+        return AuditFailed(f"stream not found (wrong --prefix?): {error}")
+    return None
+
+
+def _database_failure(error: Exception) -> AuditFailed | None:
+    """A database that cannot be reached or read, as `AuditFailed` naming the cause."""
+    from services.store.errors import unusable_database
+
+    problem = unusable_database(error)
+    return None if problem is None else AuditFailed(f"cannot read the database: {problem}")

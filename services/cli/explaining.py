@@ -21,7 +21,7 @@ async def explain_object(db_url: str, kind: str, namespace: str, name: str,
     """
     engine = audit.open_read_only(db_url)
     try:
-        await schema.check_schema(engine)
+        await schema.check_schema(engine, db_url)
         async with audit.snapshot(engine) as snapshot:
             if kind == "pod":
                 items = await db_log.pod_chain(snapshot, namespace, name)

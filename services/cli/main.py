@@ -132,13 +132,22 @@ async def _until_signalled(main: Any) -> None:
 def migrate(**parsed: Any) -> None:
     """Create or upgrade the state store schema to this version's head."""
     from services.store import schema
+    from services.store.errors import SchemaMismatch, unusable_database
 
     settings = options.settings_from(parsed)
     _logging(settings.log_level)
     url = settings.store_url()
     if not settings.store.url:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-    schema.migrate_sync(url)
+    try:
+        schema.migrate_sync(url)
+    except SchemaMismatch as error:
+        raise click.ClickException(str(error)) from None
+    except Exception as error:
+        problem = unusable_database(error)
+        if problem is None:
+            raise
+        raise click.ClickException(f"cannot migrate the database: {problem}") from None
     click.echo(f"database at head revision {schema.head_revision()}")
 
 

@@ -109,7 +109,7 @@ async def open_log(request: ReplayRequest) -> AsyncIterator[RecordedLog]:
         return
     engine = audit.open_read_only(request.db_url)
     try:
-        await schema.check_schema(engine)
+        await schema.check_schema(engine, request.db_url)
         async with audit.snapshot(engine) as snapshot:
             yield DatabaseLog(snapshot)
     finally:

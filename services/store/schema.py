@@ -17,10 +17,11 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy.engine import Connection
+from sqlalchemy import inspect
+from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.store import engines
+from services.store import engines, tables
 from services.store.errors import SchemaMismatch
 
 MIGRATIONS_DIR_ENV = "GANGSCHED_MIGRATIONS_DIR"
@@ -70,37 +71,66 @@ def known_revisions() -> set[str]:
 
 async def current_revision(engine: AsyncEngine) -> str | None:
     """The revision recorded in the database (None for a database never migrated)."""
+    return (await _state(engine))[0]
+
+
+async def _state(engine: AsyncEngine) -> tuple[str | None, bool]:
+    """`(recorded revision or None, whether any gangsched table exists)`."""
     async with engine.connect() as connection:
-        return await connection.run_sync(_revision_of)
+        return await connection.run_sync(_state_of)
 
 
-async def check_schema(engine: AsyncEngine) -> None:
+async def check_schema(engine: AsyncEngine, shown: str | None = None) -> None:
     """Return if the database is at `head_revision()`.
 
+    `shown` is how the user named the database (`--db`, a path): messages name it, and the
+    `gangsched migrate` command they suggest uses it; by default the engine's URL.
     Raises:
         SchemaMismatch: the database is empty or behind (run `gangsched migrate` with this
-            version) or ahead (it was migrated by a newer gangsched; upgrade this one).
+            version), ahead (it was migrated by a newer gangsched; upgrade this one), or holds
+            gangsched's tables with no recorded revision (nothing can tell which it is).
     """
-    current, head = await current_revision(engine), head_revision()
-    if current == head:
+    current, has_tables = await _state(engine)
+    if current == head_revision():
         return
-    where = engine.url.render_as_string(hide_password=True)
+    raise SchemaMismatch(_mismatch(current, has_tables, _shown(engine, shown)))
+
+
+def _shown(engine: AsyncEngine, shown: str | None) -> str:
+    if shown is None or "://" in shown:
+        url = engine.url if shown is None else make_url(shown)
+        return url.render_as_string(hide_password=True)
+    return shown
+
+
+def _mismatch(current: str | None, has_tables: bool, where: str) -> str:
+    head = head_revision()
+    if current is None and has_tables:
+        return (f"database {where} holds gangsched's tables but no schema revision (its "
+                f"alembic_version table is gone), so neither this nor any gangsched can tell "
+                f"which revision it is: restore that table (`alembic stamp <revision>`) or "
+                f"use a new database")
     if current is None or current in known_revisions():
-        raise SchemaMismatch(
-            f"database {where} is at schema revision {current or 'none'}, behind this "
-            f"gangsched's {head}: run `gangsched migrate --db <url>` first"
-        )
-    raise SchemaMismatch(
-        f"database {where} is at schema revision {current}, ahead of this gangsched's {head} "
-        f"(migrated by a newer version): upgrade gangsched, or run `gangsched migrate` "
-        f"from the newer version to manage it"
-    )
+        return (f"database {where} is at schema revision {current or 'none'}, behind this "
+                f"gangsched's {head}: run `gangsched migrate --db {where}` first")
+    return (f"database {where} is at schema revision {current}, ahead of this gangsched's "
+            f"{head} (migrated by a newer version): upgrade gangsched, or run `gangsched "
+            f"migrate` from the newer version to manage it")
 
 
 async def migrate(url: str, revision: str = "head") -> None:
-    """Upgrade the database at `url` to `revision` (default: the newest) in one transaction."""
+    """Upgrade the database at `url` to `revision` (default: the newest) in one transaction.
+
+    Raises:
+        SchemaMismatch: the database is ahead of this gangsched, or holds its tables with no
+            recorded revision (see `check_schema`); nothing is changed.
+    """
     engine = engines.create_engine(url)
     try:
+        current, has_tables = await _state(engine)
+        if (current is None and has_tables) or (current is not None
+                                                and current not in known_revisions()):
+            raise SchemaMismatch(_mismatch(current, has_tables, _shown(engine, url)))
         async with engine.begin() as connection:
             await connection.run_sync(_upgrade, alembic_config(url), revision)
     finally:
@@ -118,6 +148,9 @@ def _upgrade(connection: Connection, config: Config, revision: str) -> None:
     command.upgrade(config, revision)
 
 
-def _revision_of(connection: Connection) -> str | None:
-    """The alembic revision stamped in the database behind `connection`."""
-    return MigrationContext.configure(connection).get_current_revision()
+def _state_of(connection: Connection) -> tuple[str | None, bool]:
+    """The alembic revision stamped in the database behind `connection`, and whether any of
+    gangsched's tables exists there."""
+    revision = MigrationContext.configure(connection).get_current_revision()
+    present = set(inspect(connection).get_table_names())
+    return revision, bool(present & set(tables.metadata.tables))

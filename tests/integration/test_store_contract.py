@@ -104,8 +104,8 @@ async def test_schema_check_refuses_a_database_behind_naming_migrate(db_url: str
     await schema.migrate(db_url)
     engine = engines.create_engine(db_url)
     try:
-        await stamp(engine, None)
-        with pytest.raises(SchemaMismatch, match=r"behind.*gangsched migrate"):
+        await stamp(engine, "0001")
+        with pytest.raises(SchemaMismatch, match=r"0001, behind.*gangsched migrate"):
             await schema.check_schema(engine)
     finally:
         await engine.dispose()
@@ -151,6 +151,26 @@ async def test_a_database_of_revision_0001_keeps_its_rounds_with_no_planner(db_u
         await engine.dispose()
 
 
+async def test_migrate_refuses_a_database_ahead_or_without_a_revision(
+        migrated_db_url: str) -> None:
+    engine = engines.create_engine(migrated_db_url)
+    try:
+        await stamp(engine, "9999")
+        with pytest.raises(SchemaMismatch, match=r"9999, ahead of this gangsched's"):
+            await schema.migrate(migrated_db_url)
+        async with engine.begin() as connection:
+            await connection.execute(sqlalchemy.text("DROP TABLE alembic_version"))
+        with pytest.raises(SchemaMismatch, match=r"holds gangsched's tables but no schema "
+                                                 r"revision"):
+            await schema.migrate(migrated_db_url)
+        with pytest.raises(SchemaMismatch, match=r"holds gangsched's tables but no schema "
+                                                 r"revision"):
+            await schema.check_schema(engine)
+        assert await count(engine, tables.rounds) == 0  # nothing was created or changed
+    finally:
+        await engine.dispose()
+
+
 async def test_migrations_create_exactly_the_declared_tables(engine: AsyncEngine) -> None:
     async with engine.connect() as connection:
         differences = await connection.run_sync(_compare)
@@ -186,7 +206,7 @@ async def count(engine: AsyncEngine, table: sqlalchemy.Table) -> int:
 
 async def stamp(engine: AsyncEngine, revision: str | None) -> None:
     """Force the recorded revision (as an older or newer gangsched would have left it);
-    None leaves the tables but no revision (older than the first)."""
+    None leaves the tables but no revision (nothing can tell which they are)."""
     async with engine.begin() as connection:
         await connection.execute(sqlalchemy.text("DELETE FROM alembic_version"))
         if revision is not None:

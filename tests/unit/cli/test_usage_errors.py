@@ -65,3 +65,49 @@ def test_a_service_still_accepts_another_services_options() -> None:
     code, output = invoke("planner", "--kubeconfig", "/nowhere", "--http-port", "-1")
     assert code == 2
     assert "needs --nats" in output  # not "no such option"
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("command", [["replay", "--verify"], ["explain", "pod", "default/x"]])
+def test_an_unreachable_or_unreadable_database_is_one_line_with_status_2(
+        command: list[str], tmp_path: Path) -> None:
+    not_a_database = tmp_path / "notes.db"
+    not_a_database.write_text("these are not the tables you are looking for\n")
+    code, output = invoke(*command, "--db", str(not_a_database))
+    assert (code, output.strip()) == (
+        2, "Error: cannot read the database: DatabaseError: file is not a database")
+    refused = f"postgresql+asyncpg://u:p@127.0.0.1:{_closed_port()}/x"
+    code, output = invoke(*command, "--db", refused)
+    assert code == 2
+    assert output.startswith("Error: cannot read the database: ConnectionRefusedError")
+
+
+def test_migrate_of_something_that_is_not_a_database_says_so(tmp_path: Path) -> None:
+    not_a_database = tmp_path / "notes.db"
+    not_a_database.write_text("plain text\n")
+    code, output = invoke("migrate", "--db", str(not_a_database), "--log-level", "WARNING")
+    assert (code, output.strip()) == (
+        1, "Error: cannot migrate the database: DatabaseError: file is not a database")
+
+
+def test_a_schema_mismatch_names_the_database_as_given_and_the_command_to_run(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    assert invoke("migrate", "--db", str(path), "--log-level", "WARNING")[0] == 0
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '0001'")
+    code, output = invoke("replay", "--db", str(path))
+    assert code == 2
+    url = f"sqlite+aiosqlite:///{path}"  # --db turns a path into this URL; both work pasted
+    assert output.strip() == (f"Error: database {url} is at schema revision 0001, behind this "
+                              f"gangsched's 0002: run `gangsched migrate --db {url}` first")
+    assert "file:" not in output and "mode=ro" not in output
