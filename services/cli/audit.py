@@ -22,8 +22,7 @@ from services.cli import options, run_info
 from services.planner.core.config import PlannerConfig
 
 if TYPE_CHECKING:
-    from services.audit.verify import Verifier
-    from services.cli.replaying import ReplayRequest
+    from services.cli.replaying import ReplayOutcome, ReplayRequest
     from services.config.settings import BusSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -116,8 +115,8 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
         from services.cli import replaying
 
         request = _replay_request(parsed, config_from(parsed))
-        verifier = _run(replaying.replay(request))
-        _report(verifier, request.output, request.verify, request.source)
+        outcome = _run(replaying.replay(request))
+        _report(outcome, request, parsed["until"])
 
     return replay
 
@@ -150,10 +149,14 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
         show_ticks=bool(parsed["show_ticks"]))
 
 
-def _report(verifier: Verifier, output: str, verify: bool, source: str) -> None:
+def _report(outcome: ReplayOutcome, request: ReplayRequest, until: str | None) -> None:
     from services.cli import audit_view
 
-    if not verify:
+    verifier, output, source = outcome.verifier, request.output, request.source
+    if request.focus is not None and not outcome.shown and request.show_timeline:
+        click.echo(f"nothing in the log is about {request.focus.kind} "
+                   f"{request.focus.namespace}/{request.focus.name}", err=True)
+    if not request.verify:
         return
     if output == "json":
         audit_view.echo_json(audit_view.verification_json(verifier))
@@ -168,7 +171,8 @@ def _report(verifier: Verifier, output: str, verify: bool, source: str) -> None:
                        "this a determinism bug", err=True)
         raise SystemExit(EXIT_DIVERGED)
     if verifier.plan_points == 0:  # an audit that checked nothing must not read as a pass
-        click.echo("nothing was verified: the log holds no planning round", err=True)
+        where = f"at or before --until {until}" if until else "in the log"
+        click.echo(f"nothing was verified: no planning round {where}", err=True)
         raise SystemExit(EXIT_NOTHING_VERIFIED)
 
 
@@ -231,7 +235,10 @@ def decisions_command(follow: bool, podgroup: str | None, output: str, **parsed:
                 f"in {parsed['data_dir']} (its run.json names the embedded server). The decisions "
                 f"recorded there can be read offline: gangsched replay --data-dir "
                 f"{parsed['data_dir']}")
-        _run(following.print_decisions(bus, group, follow=follow, output=output))
+        printed = _run(following.print_decisions(bus, group, follow=follow, output=output))
+        if not printed and not follow:
+            about = f" of PodGroup {podgroup}" if podgroup else ""
+            click.echo(f"no decision{about} on the DECISIONS stream", err=True)
 
 
 def _namespaced(text: str) -> tuple[str, str]:
@@ -239,7 +246,7 @@ def _namespaced(text: str) -> tuple[str, str]:
     namespace, slash, name = text.partition("/")
     if not slash:
         return "default", namespace
-    if not namespace or not name:
+    if not namespace or not name or "/" in name:
         raise click.BadParameter(f"expected <namespace>/<name>, got {text!r}")
     return namespace, name
 

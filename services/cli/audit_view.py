@@ -15,6 +15,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from services.audit import summaries, times
 from services.audit.explain import Explanation
@@ -31,8 +32,9 @@ DECISION_COLUMNS = (("Seq", 7), ("Time (UTC)", 24), ("Type", 12), ("Group", 26),
 
 class RowPrinter:
     """Aligned rows with a header printed before the first one. Shapes: `columns` are
-    `(title, width)` pairs; a longer cell folds onto more lines; width None takes the rest of
-    the line."""
+    `(title, width)` pairs; on a terminal a longer cell folds onto more lines and width None
+    takes the rest of the line; elsewhere each row is one line, every cell whole. Cells are
+    plain text (no Rich markup)."""
 
     def __init__(self, console: Console, columns: Sequence[tuple[str, int | None]]) -> None:
         self.console = console
@@ -47,13 +49,18 @@ class RowPrinter:
         self._print(list(cells))
 
     def _print(self, cells: list[str], style: str = "") -> None:
+        if not self.console.is_terminal:  # a file or a pipe: one line per row, for grep/cut
+            fixed = [cell.ljust(width or 0)
+                     for cell, (_, width) in zip(cells, self.columns, strict=True)]
+            self.console.print(Text(" ".join(fixed).rstrip()), soft_wrap=True)
+            return
         grid = Table.grid(padding=(0, 1))
         for _, width in self.columns:
             if width is None:
                 grid.add_column(ratio=1, overflow="fold")
             else:  # folded, not cut: a long group or pod name is still shown whole
                 grid.add_column(width=width, overflow="fold")
-        grid.add_row(*cells, style=style)
+        grid.add_row(*[Text(cell) for cell in cells], style=style)
         self.console.print(grid)
 
 

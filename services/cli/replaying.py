@@ -53,15 +53,25 @@ class ReplayRequest:
     show_ticks: bool = False
 
 
-async def replay(request: ReplayRequest) -> Verifier:
-    """Replay the log; return the verifier (its `divergence` is None when all matched).
+@dataclass
+class ReplayOutcome:
+    """What a replay found: the verifier (its `divergence` None when all matched) and how many
+    timeline entries were shown."""
+
+    verifier: Verifier
+    shown: int = 0
+
+
+async def replay(request: ReplayRequest) -> ReplayOutcome:
+    """Replay the log; return what it found (`ReplayOutcome`).
 
     Raises:
         services.store.audit.AuditUnavailable, services.store.errors.SchemaMismatch,
         services.bus.errors.BusUnavailable, services.audit.nats_log.IncompleteLog,
         services.audit.replay.ReplayFailed, nats.js.errors.NotFoundError (no such stream).
     """
-    verifier = Verifier(request.bus.prefix)
+    outcome = ReplayOutcome(Verifier(request.bus.prefix))
+    verifier = outcome.verifier
     async with open_log(request) as log:
         replayer = Replay(request.config)
         timeline = Timeline(request.window, request.focus, request.show_ticks)
@@ -83,11 +93,13 @@ async def replay(request: ReplayRequest) -> Verifier:
                 held.advance(len(rnd.events))
                 divergence = verifier.check(result) if request.verify else None
                 if request.show_timeline:
-                    view.show(timeline.entries(result))
+                    entries = timeline.entries(result)
+                    view.show(entries)
+                    outcome.shown += len(entries)
                 advance(len(rnd.events))
                 if divergence is not None:
                     break
-    return verifier
+    return outcome
 
 
 @contextlib.asynccontextmanager

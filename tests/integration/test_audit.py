@@ -206,6 +206,9 @@ async def test_decisions_of_one_podgroup_are_only_that_groups(recording: Recordi
     statuses = [d for d in recording.decisions
                 if isinstance(d, StatusUpdate) and d.group == "default/nginx"]
     assert table.output.count("StatusUpdate") == len(statuses)
+    none = await gangsched("decisions", "--podgroup", "default/none", *nats_args(recording))
+    assert none.exit_code == 0 and none.stdout == ""
+    assert none.stderr.strip() == "no decision of PodGroup default/none on the DECISIONS stream"
 
 
 async def test_an_audit_connection_refuses_to_write(recording: Recording):
@@ -308,3 +311,16 @@ async def test_rounds_from_before_planners_recorded_themselves_are_named_so(
                               "--scoring", "most-allocated")
     assert changed.exit_code == 1
     assert "planned by a planner that did not record itself and replayed by" in changed.output
+
+
+async def test_a_focus_or_until_that_matches_nothing_says_so(recording: Recording):
+    nothing = await gangsched("replay", "--db", recording.db_url, "--podgroup", "default/nope")
+    assert nothing.exit_code == 0 and nothing.stdout == ""
+    assert nothing.stderr.strip() == "nothing in the log is about podgroup default/nope"
+    early = await gangsched("replay", "--verify", "--db", recording.db_url, "--until", "1")
+    assert early.exit_code == 1
+    assert early.stderr.strip() == ("nothing was verified: no planning round at or before "
+                                    "--until 1")
+    malformed = await gangsched("replay", "--db", recording.db_url, "--podgroup", "a/b/c")
+    assert malformed.exit_code == 2 and "expected <namespace>/<name>, got 'a/b/c'" in (
+        malformed.output)

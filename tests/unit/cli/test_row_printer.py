@@ -1,4 +1,5 @@
-"""The aligned rows of `replay` and `decisions` show long names whole (folded), never cut."""
+"""The aligned rows of `replay` and `decisions` show long names whole: folded within their
+column on a terminal, one line per row (for grep and cut) in a file or a pipe."""
 
 from __future__ import annotations
 
@@ -8,15 +9,30 @@ from rich.console import Console
 
 from services.cli.audit_view import DECISION_COLUMNS, RowPrinter
 
+GROUP = "team-research/llama-finetune-8x-gpu-gang-0042"
+SUMMARY = "placed 8 pods on gpu-node-1, gpu-node-2 [zone a] " + "and more " * 20
 
-def test_a_group_name_longer_than_its_column_is_folded_not_cut():
+
+def printed(terminal: bool) -> list[str]:
     out = io.StringIO()
-    printer = RowPrinter(Console(file=out, width=120, highlight=False), DECISION_COLUMNS)
-    group = "team-research/llama-finetune-8x-gpu-gang-0042"
-    printer.row("17", "2026-11-30 05:00:00.000", "Placement", group, "17-0", "placed 8 pods")
-    lines = out.getvalue().splitlines()
+    console = Console(file=out, width=120, highlight=False, force_terminal=terminal,
+                      color_system=None)
+    printer = RowPrinter(console, DECISION_COLUMNS)
+    printer.row("17", "2026-11-30 05:00:00.000", "Placement", GROUP, "17-0", SUMMARY)
+    return out.getvalue().splitlines()
+
+
+def test_on_a_terminal_a_long_group_name_is_folded_within_its_column_not_cut():
+    lines = printed(terminal=True)
     assert lines[0].split()[:4] == ["Seq", "Time", "(UTC)", "Type"]
-    group_column = lines[0].index("Group")
-    folded = "".join(line[group_column:group_column + 26].strip() for line in lines[1:])
-    assert folded == group
-    assert "…" not in out.getvalue()
+    column = lines[0].index("Group")
+    assert "".join(line[column:column + 26].strip() for line in lines[1:]) == GROUP
+    assert "…" not in "".join(lines)
+
+
+def test_in_a_pipe_each_row_is_one_whole_line_with_no_trailing_blanks():
+    header, row = printed(terminal=False)
+    assert header.split()[:4] == ["Seq", "Time", "(UTC)", "Type"]
+    assert row.startswith("17      2026-11-30 05:00:00.000  Placement    " + GROUP)
+    assert row.endswith(SUMMARY.rstrip())  # whole, brackets kept (no markup)
+    assert header == header.rstrip() and row == row.rstrip()
