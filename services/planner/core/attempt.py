@@ -48,6 +48,8 @@ class Round:
         """Other schedulers' use per node (`starvation.pinned_usage`), once per round."""
         self.held_before = state.starving_nodes
         state.starving_group, state.starving_nodes = None, []
+        self.quiet_reason: str | None = None
+        """Why the last quiet attempt failed (`_attempt(quiet=True)`), not recorded."""
 
     def next_id(self) -> str:
         return ids.decision_id(self.plan_seq, len(self.decisions))
@@ -74,13 +76,22 @@ class Round:
         if not backoff.is_backed_off(group, self.now, self.config):
             self._attempt(key, group, podgroup, pending, counts, min_member, note)
             return
-        if self._is_holder(group, need) or self._may_retry_early(group):
+        changed = _pending_changed(group, pending)
+        if self._is_holder(group, need) or self._may_retry_early(group) or changed:
             # quiet retries: the gang holding capacity every round, so it does not miss the
             # moment its nodes drain; an unschedulable group once capacity was freed since its
             # last attempt (at most once per initial backoff), as kube-scheduler requeues pods
-            # on cluster events. A failure here is neither counted nor told again.
+            # on cluster events; a group whose pending members changed (one deleted, one
+            # added), whose last reason no longer describes it. A failure here is not counted;
+            # it is told only when the members changed, with the reason found now.
             group.last_attempt_ms = self.now
+            self.quiet_reason = None
             if self._attempt(key, group, podgroup, pending, counts, min_member, note, quiet=True):
+                return
+            if changed and self.quiet_reason is not None:
+                group.failure_reason = (self.quiet_reason
+                                        + self._maybe_hold(key, group, pending[:need]))
+                self.reject(key, group, pending, group.failure_reason)
                 return
         self.reject(key, group, pending, group.failure_reason)
         self._maybe_hold(key, group, pending[:need])
@@ -122,7 +133,9 @@ class Round:
         if need and podgroup is not None and podgroup.min_resources:
             shortfall = self._min_resources_shortfall(key, podgroup, pending)
             if shortfall is not None:
-                if not quiet:
+                if quiet:
+                    self.quiet_reason = shortfall + note
+                else:
                     self._fail(key, group, pending, shortfall + note, pending[:need])
                 return False
         trial = self._trial(key, pending)
@@ -130,14 +143,16 @@ class Round:
         nodes = reasons.node_reasons(len(self.index), trial.explanation or {})
         if placed == 0 or placed < need:
             trial.rollback()  # all or nothing: no capacity stays with a gang short of quorum
-            if not quiet:
-                if ids.is_singleton(ids.GroupKey(key)):
-                    reason = nodes
-                elif need == 0:
-                    reason = reasons.gang_extra_members(key, min_member, len(pending), nodes)
-                else:
-                    reason = reasons.gang_members_fit(
-                        key, counts.bound + counts.reserved + placed, min_member, nodes)
+            if ids.is_singleton(ids.GroupKey(key)):
+                reason = nodes
+            elif need == 0:
+                reason = reasons.gang_extra_members(key, min_member, len(pending), nodes)
+            else:
+                reason = reasons.gang_members_fit(
+                    key, counts.bound + counts.reserved + placed, min_member, nodes)
+            if quiet:
+                self.quiet_reason = reason + note
+            else:
                 self._fail(key, group, pending, reason + note, pending[:need])
             return False
         self._commit(key, group, podgroup, trial)
@@ -274,3 +289,9 @@ def _name(pod: PodObserved) -> str:
 def _priority_note(pending: list[PodObserved]) -> str:
     values = queue.priorities(pending)
     return reasons.priorities_differ(values, values[0]) if len(values) > 1 else ""
+
+
+def _pending_changed(group: GroupState, pending: list[PodObserved]) -> bool:
+    """Whether the group's pending members differ from those its last Rejection named."""
+    told = group.last_rejection
+    return told is not None and set(told.pods) != {pod.uid for pod in pending}
