@@ -134,7 +134,8 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
         until_seq, until_ms = (times.parse_seq_or_time(parsed["until"]) if parsed["until"]
                                else (None, None))
     except times.InvalidTime as error:
-        raise click.BadParameter(str(error)) from None
+        raise click.BadParameter(f"{error} (a time, or a sequence number for --until)",
+                                 param_hint="--since/--until") from None
     focus = None
     if parsed["pod"] or parsed["podgroup"]:
         kind = "pod" if parsed["pod"] else "podgroup"
@@ -230,11 +231,12 @@ def decisions_command(follow: bool, podgroup: str | None, output: str, **parsed:
     with contextlib.suppress(KeyboardInterrupt):
         bus = _bus(parsed)
         if not bus.url:
-            raise click.ClickException(
+            data_dir = parsed["data_dir"]
+            offline = (f". The decisions recorded there can be read offline: gangsched replay "
+                       f"--data-dir {data_dir}" if (data_dir / "gangsched.db").is_file() else "")
+            raise AuditFailed(
                 f"no NATS to read decisions from: no --nats given and no running `gangsched run` "
-                f"in {parsed['data_dir']} (its run.json names the embedded server). The decisions "
-                f"recorded there can be read offline: gangsched replay --data-dir "
-                f"{parsed['data_dir']}")
+                f"in {data_dir} (its run.json names the embedded server){offline}")
         printed = _run(following.print_decisions(bus, group, follow=follow, output=output))
         if not printed and not follow:
             about = f" of PodGroup {podgroup}" if podgroup else ""

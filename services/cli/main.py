@@ -24,6 +24,8 @@ log = logging.getLogger("gangsched")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "-V", "--version", prog_name="gangsched",
+                      message="%(prog)s %(version)s")
 def app() -> None:
     """gangsched: a gang (all-or-nothing) scheduler for Kubernetes."""
 

@@ -16,6 +16,7 @@ import os
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -172,6 +173,13 @@ async def connect(settings: KubeSettings) -> KubeClient:
     if settings.kubeconfig is not None and not settings.kubeconfig.is_file():
         raise errors.KubeError(f"no Kubernetes credentials: kubeconfig {settings.kubeconfig} "
                                "does not exist or is not a file")
+    if settings.kubeconfig is None and not os.environ.get(IN_CLUSTER_HOST_ENV):
+        defaults = _default_kubeconfigs()
+        if not any(path.is_file() for path in defaults):
+            tried = ", ".join(str(path) for path in defaults)
+            raise errors.KubeError(
+                f"no Kubernetes credentials: not in a cluster, no --kubeconfig given, and no "
+                f"kubeconfig at {tried}")
     configuration = Configuration()
     refresher: asyncio.Task[None] | None = None
     try:
@@ -281,3 +289,10 @@ def _decode_line(line: bytes, what: str) -> dict[str, Any]:
     if not isinstance(decoded, dict):
         raise errors.KubeUnavailable(f"{what}: unexpected line {line[:80]!r}")
     return decoded
+
+
+def _default_kubeconfigs() -> list[Path]:
+    """The files kubectl would read: each path of `$KUBECONFIG`, else `~/.kube/config`."""
+    listed = [Path(part).expanduser() for part in os.environ.get("KUBECONFIG", "").split(
+        os.pathsep) if part]
+    return listed or [Path("~/.kube/config").expanduser()]

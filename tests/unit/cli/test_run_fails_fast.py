@@ -17,3 +17,19 @@ def test_run_with_a_missing_kubeconfig_exits_with_the_reason(tmp_path: Path) -> 
     assert f"kubeconfig {missing} does not exist" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "data" / "nats").exists()  # nothing was started
+
+
+def test_run_with_no_kubeconfig_anywhere_names_what_it_looked_for(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "HOME": str(tmp_path), "KUBECONFIG": ""}
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "services.cli.main", "run", "--data-dir", str(tmp_path / "data"),
+         "--http-port", "-1"],
+        capture_output=True, text=True, timeout=60, check=False, env=env)
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith(
+        "no Kubernetes credentials: not in a cluster, no --kubeconfig given, and no kubeconfig "
+        f"at {tmp_path}/.kube/config")
+    assert "Traceback" not in result.stderr

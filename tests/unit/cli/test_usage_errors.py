@@ -46,8 +46,18 @@ def test_explain_of_a_kind_without_a_name_is_a_usage_error(kind: str) -> None:
 
 def test_decisions_without_nats_or_a_running_gangsched_says_where_to_look(tmp_path: Path) -> None:
     code, output = invoke("decisions", "--data-dir", str(tmp_path))
-    assert code == 1
-    assert "no running `gangsched run`" in output and "gangsched replay" in output
+    assert code == 2
+    assert "no running `gangsched run`" in output and "gangsched replay" not in output
+    assert invoke("migrate", "--data-dir", str(tmp_path), "--log-level", "WARNING")[0] == 0
+    code, output = invoke("decisions", "--data-dir", str(tmp_path))
+    assert code == 2  # a database is there: it says how to read it offline
+    assert f"gangsched replay --data-dir {tmp_path}" in output
+
+
+def test_version_flag() -> None:
+    from services import __version__
+
+    assert invoke("--version") == (0, f"gangsched {__version__}\n")
 
 
 @pytest.mark.parametrize(("service", "shown", "hidden"), [
