@@ -168,8 +168,8 @@ def schema_command(out: Path) -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="Readable table or one JSON object.")
-@click.option("--scheduler-name", envvar="GANGSCHED_SCHEDULER_NAME", default="gangsched",
-              show_default=True, help="spec.schedulerName of the pods gangsched schedules.")
+@options.option("--scheduler-name", default="gangsched", show_default=True,
+                help="spec.schedulerName of the pods gangsched schedules.")
 @options.placement_options
 def simulate(files: tuple[Path, ...], output: str, **parsed: Any) -> None:
     """Play manifests (Nodes, PodGroups, Pods, workloads) through the planner, with no cluster."""
