@@ -58,7 +58,7 @@ from services.contracts.events import (
     PodObserved,
 )
 from services.planner import publication
-from services.planner.core import plan
+from services.planner.core import plan, revision
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import empty_state
 from services.store import audit, schema
@@ -184,7 +184,7 @@ class Writer:
             self.outbox.append((decision.id, plan_seq, position,
                                 publication.decision_subject(PREFIX, decision),
                                 codec.encode(decision), T0))
-        self.rounds.append((plan_seq, len(events), len(decisions)))
+        self.rounds.append((plan_seq, len(events), len(decisions), revision.PLANNER))
         if len(self.events) >= FLUSH_ROWS:
             self.flush()
 
@@ -195,7 +195,7 @@ class Writer:
             self.connection.executemany("INSERT INTO outbox (id, plan_seq, position, subject, "
                                         "data, published_at_ms) VALUES (?,?,?,?,?,?)",
                                         self.outbox)
-            self.connection.executemany("INSERT INTO rounds VALUES (?,?,?)", self.rounds)
+            self.connection.executemany("INSERT INTO rounds VALUES (?,?,?,?)", self.rounds)
         self.events, self.outbox, self.rounds = [], [], []
 
     def close(self) -> None:
