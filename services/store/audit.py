@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,31 +30,35 @@ PAGE_ROWS = 20_000
 EventRow = tuple[int, str, bytes]
 """`(seq, subject, data)` of one audit event, as replay reads it."""
 PAGE_BYTES = 64 * 2**20
-"""At most this many bytes of event JSON per page (a single larger event is a page alone), so a
-page stays far below SQLite's and PostgreSQL's 1 GB limit on one value."""
-_PAGE_ROWS_SQL = (
+"""PostgreSQL: at most this many bytes of event JSON per page (a single larger event is a page
+alone), far below its 1 GB limit on one value; an error there would abort the snapshot."""
+_FIRST_ROWS_SQL = ("SELECT seq, subject, data FROM audit_events WHERE seq > :after ORDER BY seq "
+                   "LIMIT :rows")
+_SIZED_ROWS_SQL = (
     "SELECT seq, subject, data FROM (SELECT seq, subject, data, sum(length(data)) OVER "
     "(ORDER BY seq ROWS UNBOUNDED PRECEDING) AS running, row_number() OVER (ORDER BY seq) AS n "
-    "FROM (SELECT seq, subject, data FROM audit_events WHERE seq > :after ORDER BY seq "
-    "LIMIT :rows) AS first_rows) AS sized WHERE running <= :bytes OR n = 1 ORDER BY seq")
+    f"FROM ({_FIRST_ROWS_SQL}) AS first_rows) AS sized WHERE running <= :bytes OR n = 1")
 EVENT_BATCH_SQL = {
     # SQLite 3.40 has no ORDER BY inside an aggregate: group_concat follows the ordered
-    # subquery in practice, and the reader checks the order (`EventBatch`) rather than trust it
+    # subquery in practice, and the reader checks the order (`EventBatch`) rather than trust it.
+    # A page past SQLite's limit on one value fails without harm and is read row by row.
     "sqlite": (
         "SELECT count(*), max(seq), CAST('[' || group_concat("
         "'[' || seq || ',' || json_quote(subject) || ',' || CAST(data AS TEXT) || ']', ',') "
-        f"|| ']' AS BLOB) FROM ({_PAGE_ROWS_SQL})"),
+        f"|| ']' AS BLOB) FROM ({_FIRST_ROWS_SQL})"),
     "postgresql": (
         "SELECT count(*), max(seq), '['::bytea || string_agg(convert_to('[' || seq || ',' "
         "|| to_json(subject)::text || ',', 'UTF8') || data || ']'::bytea, ','::bytea "
-        f"ORDER BY seq) || ']'::bytea FROM ({_PAGE_ROWS_SQL}) AS page"),
+        f"ORDER BY seq) || ']'::bytea FROM ({_SIZED_ROWS_SQL}) AS page"),
 }
-"""One page of audit events (at most `rows` rows and `bytes` bytes of event JSON, at least one
-row) as ONE JSON array of `[seq, subject, event]` (see `EventBatch`).
+"""One page of audit events (at most `rows` rows; on PostgreSQL also at most `bytes` bytes of
+event JSON, at least one row) as ONE JSON array of `[seq, subject, event]` (see `EventBatch`).
 
 The event bytes are spliced in unchanged (no UTF-8 or JSON check in SQL, so a damaged row never
 aborts the snapshot transaction): the decoder validates, and a page that does not decode is
 read again row by row to name the damaged one."""
+EVENT_BOUNDS_SQL = f"SELECT count(*), max(seq) FROM ({_FIRST_ROWS_SQL}) AS first_rows"
+"""The rows of a page that SQLite could not build whole: its count and last seq."""
 READ_STATEMENTS = ("select", "pragma", "show", "begin", "commit", "rollback")
 """First words of the only SQL statements an audit connection may send."""
 
@@ -79,7 +84,9 @@ class EventBatch:
     """A page of audit events: `count` rows, the last `last_seq`, and `data`, a JSON array of
     `[seq, subject, event JSON]` built by the database (`EVENT_BATCH_SQL`), decoded in one call.
 
-    The order of the array is not trusted (see `EVENT_BATCH_SQL`): the reader checks it.
+    The order of the array is not trusted (see `EVENT_BATCH_SQL`): the reader checks it. `data`
+    is empty when SQLite could not build the page (past its limit on one value): the reader
+    then reads its `count` rows one by one.
     """
 
     after_seq: int
@@ -217,8 +224,12 @@ class AuditLog:
         The next page is read while the caller works on this one (`_prefetched`).
         """
         async def read(after: int) -> EventBatch | None:
-            rows = await self._read(EVENT_BATCH_SQL[self.connection.dialect.name],
-                                    {"after": after, "rows": page_rows, "bytes": page_bytes})
+            parameters = {"after": after, "rows": page_rows, "bytes": page_bytes}
+            try:
+                rows = await self._read(EVENT_BATCH_SQL[self.connection.dialect.name],
+                                        parameters)
+            except sqlite3.DataError:  # "string or blob too big": the caller reads its rows
+                rows = [(*(await self._read(EVENT_BOUNDS_SQL, parameters))[0], b"")]
             count, last_seq, data = rows[0]
             return EventBatch(after, int(count), int(last_seq), bytes(data)) if count else None
 

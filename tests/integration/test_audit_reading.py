@@ -4,6 +4,8 @@ not decode is read again row by row, so a damaged row is named and nothing is sk
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 import sqlalchemy
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -93,7 +95,10 @@ async def test_a_damaged_row_is_named_by_its_seq(engine: AsyncEngine, migrated_d
     assert row_by_row == [200]  # only the page holding it was read again
 
 
-async def test_pages_are_cut_by_bytes_too(engine: AsyncEngine, migrated_db_url: str):
+async def test_postgresql_pages_are_cut_by_bytes_too(engine: AsyncEngine,
+                                                     migrated_db_url: str):
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite pages are cut by rows only (see the next test)")
     await write_log(engine, events=300, plan_every=10)
     reader = audit.open_read_only(migrated_db_url)
     try:
@@ -107,6 +112,25 @@ async def test_pages_are_cut_by_bytes_too(engine: AsyncEngine, migrated_db_url: 
     each = len(codec.encode(ClockTicked(at_ms=100)))
     assert sum(sizes) == 300 and max(sizes) <= 1000 // each + 1 and len(sizes) > 3
     assert first == [1] * 300  # one row per page, never none
+
+
+async def test_a_sqlite_page_too_big_for_one_value_is_read_row_by_row(
+        engine: AsyncEngine, migrated_db_url: str, row_by_row: list[int]):
+    if engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL pages are cut by bytes before they get too big")
+    await write_log(engine, events=250, plan_every=10)
+    reader = audit.open_read_only(migrated_db_url)
+    try:
+        async with audit.snapshot(reader) as snapshot:
+            raw = await snapshot.connection.get_raw_connection()
+            driver = raw.driver_connection
+            # SQLite's limit on one value lowered below a page (not below one row)
+            await driver._execute(driver._conn.setlimit, sqlite3.SQLITE_LIMIT_LENGTH, 4000)
+            rounds = [rnd async for rnd in DatabaseLog(snapshot, page_rows=PAGE).rounds()]
+    finally:
+        await reader.dispose()
+    assert [item.seq for rnd in rounds for item in rnd.events] == list(range(1, 251))
+    assert row_by_row == [0, 100]  # the last page (50 rows) fits in 4000 bytes
 
 
 async def test_leaving_early_waits_for_the_prefetched_page_and_ends_the_snapshot(
