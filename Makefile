@@ -45,7 +45,7 @@ bench-planner: venv
 	$(BIN)/python -m bench.planner_bench
 
 bench-replay: venv
-	$(BIN)/python -m bench.replay_bench
+	$(BIN)/python -m bench.replay_bench --events 1000000
 
 clean:
 	rm -rf $(VENV) .gangsched
