@@ -4,7 +4,9 @@ not decode is read again row by row, so a damaged row is named and nothing is sk
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import AsyncIterator
 
 import pytest
 import sqlalchemy
@@ -56,13 +58,20 @@ def row_by_row(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
-async def read_rounds(url: str) -> list[RoundInput]:
+@contextlib.asynccontextmanager
+async def snapshot_of(url: str) -> AsyncIterator[audit.AuditLog]:
+    """A read-only snapshot of the audit log at `url`, its engine disposed after."""
     engine = audit.open_read_only(url)
     try:
         async with audit.snapshot(engine) as snapshot:
-            return [rnd async for rnd in DatabaseLog(snapshot, page_rows=PAGE).rounds()]
+            yield snapshot
     finally:
         await engine.dispose()
+
+
+async def read_rounds(url: str) -> list[RoundInput]:
+    async with snapshot_of(url) as snapshot:
+        return [rnd async for rnd in DatabaseLog(snapshot, page_rows=PAGE).rounds()]
 
 
 async def test_pages_of_events_decode_whole_in_order_with_their_subjects(
@@ -100,15 +109,11 @@ async def test_postgresql_pages_are_cut_by_bytes_too(engine: AsyncEngine,
     if engine.dialect.name != "postgresql":
         pytest.skip("SQLite pages are cut by rows only (see the next test)")
     await write_log(engine, events=300, plan_every=10)
-    reader = audit.open_read_only(migrated_db_url)
-    try:
-        async with audit.snapshot(reader) as snapshot:
-            sizes = [batch.count async for batch in snapshot.event_batches(
-                page_rows=100, page_bytes=1000)]
-            first = [batch.count async for batch in snapshot.event_batches(
-                page_rows=100, page_bytes=1)]
-    finally:
-        await reader.dispose()
+    async with snapshot_of(migrated_db_url) as snapshot:
+        sizes = [batch.count async for batch in snapshot.event_batches(
+            page_rows=100, page_bytes=1000)]
+        first = [batch.count async for batch in snapshot.event_batches(
+            page_rows=100, page_bytes=1)]
     each = len(codec.encode(ClockTicked(at_ms=100)))
     assert sum(sizes) == 300 and max(sizes) <= 1000 // each + 1 and len(sizes) > 3
     assert first == [1] * 300  # one row per page, never none
@@ -119,16 +124,12 @@ async def test_a_sqlite_page_too_big_for_one_value_is_read_row_by_row(
     if engine.dialect.name != "sqlite":
         pytest.skip("PostgreSQL pages are cut by bytes before they get too big")
     await write_log(engine, events=250, plan_every=10)
-    reader = audit.open_read_only(migrated_db_url)
-    try:
-        async with audit.snapshot(reader) as snapshot:
-            raw = await snapshot.connection.get_raw_connection()
-            driver = raw.driver_connection
-            # SQLite's limit on one value lowered below a page (not below one row)
-            await driver._execute(driver._conn.setlimit, sqlite3.SQLITE_LIMIT_LENGTH, 4000)
-            rounds = [rnd async for rnd in DatabaseLog(snapshot, page_rows=PAGE).rounds()]
-    finally:
-        await reader.dispose()
+    async with snapshot_of(migrated_db_url) as snapshot:
+        raw = await snapshot.connection.get_raw_connection()
+        driver = raw.driver_connection
+        # SQLite's limit on one value lowered below a page (not below one row)
+        await driver._execute(driver._conn.setlimit, sqlite3.SQLITE_LIMIT_LENGTH, 4000)
+        rounds = [rnd async for rnd in DatabaseLog(snapshot, page_rows=PAGE).rounds()]
     assert [item.seq for rnd in rounds for item in rnd.events] == list(range(1, 251))
     assert row_by_row == [0, 100]  # the last page (50 rows) fits in 4000 bytes
 
