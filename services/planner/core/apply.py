@@ -187,6 +187,15 @@ def _rolled_back(state: PlannerState, event: GroupRolledBack) -> None:
     _touch(state, in_flight.group)
     record_failure(group, state.now_ms,  # the planner's clock, not the binder host's
                    reasons.rolled_back(in_flight.group, event.decision_id, event.reason))
+    forget_told(group)
+
+
+def forget_told(group: GroupState) -> None:
+    """Forget the last Rejection told when a placement's members come back to pending (rolled
+    back, expired): it named only the members left out of that placement, so the returning
+    ones would read as a changed gang (`attempt._pending_changed`) and be retried at once,
+    every round, instead of waiting their backoff; and the new reason is told."""
+    group.last_rejection = None
 
 
 def _bind_failed(state: PlannerState, event: MemberBindFailed) -> None:

@@ -72,6 +72,7 @@ def _expire(rnd: Round) -> None:
             group.in_flight.remove(decision)
         projection.record_failure(group, rnd.now, reasons.placement_expired(
             in_flight.group, decision, rnd.config.release_grace_seconds))
+        projection.forget_told(group)
         rnd.derived.dirty.add(in_flight.group)
 
 

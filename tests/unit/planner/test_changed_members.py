@@ -38,3 +38,28 @@ def test_a_scale_down_in_backoff_is_told_with_the_members_left():
     assert rejections(cluster.plan()) == []  # nothing new: told once
     assert replay(cluster.log, cluster.config) == b"".join(
         codec.encode(d) + b"\n" for d in cluster.decisions)
+
+
+def test_a_rolled_back_partial_placement_waits_its_backoff_and_is_told_why():
+    cluster = seed(4, 2)  # 3 of the 4 fit: a partial placement past minMember
+    first = cluster.plan()
+    (placed,) = [d for d in first if isinstance(d, Placement)]
+    assert len(placed.members) == 3
+    cluster.roll_back(placed, "admission webhook refused")
+    for _ in range(5):  # well inside the backoff
+        cluster.advance(0.1)
+        decisions = cluster.plan()
+        assert [d for d in decisions if isinstance(d, Placement)] == []
+    told = [r for r in rejections(cluster.decisions) if "rolled back" in r.reason]
+    assert len(told) == 1 and len(told[0].pods) == 4
+    assert "admission webhook refused" in told[0].reason
+
+
+def test_an_expired_partial_placement_is_not_placed_again_in_the_same_round():
+    cluster = seed(4, 2)
+    (placed,) = [d for d in cluster.plan() if isinstance(d, Placement)]
+    cluster.advance((placed.deadline_ms - placed.at_ms) / 1000 + 91)  # deadline + grace
+    decisions = cluster.plan()
+    assert [d for d in decisions if isinstance(d, Placement)] == []
+    (told,) = rejections(decisions)
+    assert "neither bound nor rolled back" in told.reason and len(told.pods) == 4
