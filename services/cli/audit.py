@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -246,7 +247,7 @@ def decisions_command(follow: bool, podgroup: str | None, output: str, **parsed:
 def _namespaced(text: str) -> tuple[str, str]:
     """`ns/name` → `(ns, name)`; a bare name is in namespace `default`."""
     namespace, slash, name = text.partition("/")
-    if not slash:
+    if not slash and namespace:
         return "default", namespace
     if not namespace or not name or "/" in name:
         raise click.BadParameter(f"expected <namespace>/<name>, got {text!r}")
@@ -283,6 +284,9 @@ def _failures() -> Iterator[None]:
         raise AuditFailed(str(error)) from None
     except BusUnavailable as error:
         raise AuditFailed(f"NATS unavailable: {error}") from None
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as head expects
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(EXIT_FAILED) from None
     except Exception as error:
         failure = _nats_failure(error) or _database_failure(error)
         if failure is None:

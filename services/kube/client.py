@@ -173,6 +173,7 @@ async def connect(settings: KubeSettings) -> KubeClient:
     if settings.kubeconfig is not None and not settings.kubeconfig.is_file():
         raise errors.KubeError(f"no Kubernetes credentials: kubeconfig {settings.kubeconfig} "
                                "does not exist or is not a file")
+    defaults: list[Path] = []
     if settings.kubeconfig is None and not os.environ.get(IN_CLUSTER_HOST_ENV):
         defaults = _default_kubeconfigs()
         if not any(path.is_file() for path in defaults):
@@ -189,7 +190,10 @@ async def connect(settings: KubeSettings) -> KubeClient:
             )
             source = "in-cluster service account"
         else:
-            config_file = str(settings.kubeconfig) if settings.kubeconfig else None
+            # the files kubectl would read, given explicitly: the library reads $KUBECONFIG
+            # once at import and takes an empty one for a path
+            config_file = (str(settings.kubeconfig) if settings.kubeconfig
+                           else os.pathsep.join(str(path) for path in defaults if path.is_file()))
             loader = await kube_config.load_kube_config(
                 config_file=config_file,
                 context=settings.context,

@@ -16,14 +16,24 @@ class SchemaMismatch(Exception):
 
 def unusable_database(error: BaseException) -> str | None:
     """`"<DriverError>: <message>"` when `error` says the database cannot be reached or read
-    (connection refused, not a database file, authentication, ...), else None.
+    (connection refused or lost, unknown host, not a database file, authentication, no such
+    database), else None: an error of a query itself (a bug) is not one of these.
 
-    Shapes: `error` as raised through SQLAlchemy (`DBAPIError`, its driver error in `orig`) or
-    by the driver or the OS directly (`OSError`, e.g. a refused connection before SQLAlchemy).
+    Shapes: `error` as raised through SQLAlchemy (its driver error in `orig`) or by the driver
+    or the network directly.
     """
-    from sqlalchemy.exc import DBAPIError
+    import socket
 
-    if not isinstance(error, DBAPIError | OSError):
+    from sqlalchemy.exc import DatabaseError, InterfaceError, OperationalError
+
+    if isinstance(error, BrokenPipeError):  # our own output closed, not the database
         return None
-    cause = getattr(error, "orig", None) or error
+    if isinstance(error, ConnectionError | socket.gaierror | TimeoutError):
+        return f"{type(error).__name__}: {error}"
+    if not isinstance(error, OperationalError | InterfaceError) and type(error) is not (
+            DatabaseError):  # plain DatabaseError: SQLite's "file is not a database"
+        return None
+    cause: BaseException = getattr(error, "orig", None) or error
+    if type(cause).__name__ == "Error" and cause.__cause__ is not None:
+        cause = cause.__cause__  # asyncpg's own error behind SQLAlchemy's adapter
     return f"{type(cause).__name__}: {cause}"

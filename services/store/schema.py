@@ -106,13 +106,14 @@ def _shown(engine: AsyncEngine, shown: str | None) -> str:
 def _mismatch(current: str | None, has_tables: bool, where: str) -> str:
     head = head_revision()
     if current is None and has_tables:
-        return (f"database {where} holds gangsched's tables but no schema revision (its "
-                f"alembic_version table is gone), so neither this nor any gangsched can tell "
+        return (f"database {where} holds gangsched's tables but records no schema revision "
+                f"(its alembic_version table is missing or empty), so no gangsched can tell "
                 f"which revision it is: restore that table (`alembic stamp <revision>`) or "
                 f"use a new database")
     if current is None or current in known_revisions():
+        url = "<url>" if "***" in where else where  # a hidden password cannot be pasted
         return (f"database {where} is at schema revision {current or 'none'}, behind this "
-                f"gangsched's {head}: run `gangsched migrate --db {where}` first")
+                f"gangsched's {head}: run `gangsched migrate --db {url}` first")
     return (f"database {where} is at schema revision {current}, ahead of this gangsched's "
             f"{head} (migrated by a newer version): upgrade gangsched, or run `gangsched "
             f"migrate` from the newer version to manage it")

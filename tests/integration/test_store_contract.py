@@ -160,13 +160,18 @@ async def test_migrate_refuses_a_database_ahead_or_without_a_revision(
             await schema.migrate(migrated_db_url)
         async with engine.begin() as connection:
             await connection.execute(sqlalchemy.text("DROP TABLE alembic_version"))
-        with pytest.raises(SchemaMismatch, match=r"holds gangsched's tables but no schema "
+        with pytest.raises(SchemaMismatch, match=r"holds gangsched's tables but records no schema "
                                                  r"revision"):
             await schema.migrate(migrated_db_url)
-        with pytest.raises(SchemaMismatch, match=r"holds gangsched's tables but no schema "
+        with pytest.raises(SchemaMismatch, match=r"holds gangsched's tables but records no schema "
                                                  r"revision"):
             await schema.check_schema(engine)
-        assert await count(engine, tables.rounds) == 0  # nothing was created or changed
+        assert await schema.current_revision(engine) is None  # migrate changed nothing:
+        assert await count(engine, tables.rounds) == 0  # no revision stamped, tables kept
+        async with engine.connect() as connection:
+            names = await connection.run_sync(
+                lambda sync: sqlalchemy.inspect(sync).get_table_names())
+        assert "alembic_version" not in names and "rounds" in names
     finally:
         await engine.dispose()
 

@@ -1,0 +1,30 @@
+"""Which errors mean "the database cannot be reached or read" (one line for the user) and
+which are bugs in a query (a traceback, not hidden behind that line)."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+
+from sqlalchemy.exc import DatabaseError, OperationalError, ProgrammingError
+
+from services.store.errors import unusable_database
+
+
+def test_unreachable_or_unreadable_databases_are_named_by_their_driver_error():
+    refused = ConnectionRefusedError(111, "Connect call failed")
+    assert unusable_database(refused) == "ConnectionRefusedError: [Errno 111] Connect call failed"
+    assert unusable_database(socket.gaierror(-2, "Name or service not known")) == (
+        "gaierror: [Errno -2] Name or service not known")
+    not_a_db = DatabaseError("SELECT 1", {}, sqlite3.DatabaseError("file is not a database"))
+    assert unusable_database(not_a_db) == "DatabaseError: file is not a database"
+    locked = OperationalError("SELECT 1", {}, sqlite3.OperationalError("unable to open"))
+    assert unusable_database(locked) == "OperationalError: unable to open"
+
+
+def test_a_bug_in_a_query_or_in_writing_output_is_not_hidden():
+    bad_sql = ProgrammingError("SELEC 1", {}, sqlite3.ProgrammingError("syntax error"))
+    assert unusable_database(bad_sql) is None
+    assert unusable_database(OSError(28, "No space left on device")) is None
+    assert unusable_database(BrokenPipeError(32, "Broken pipe")) is None
+    assert unusable_database(ValueError("x")) is None
