@@ -77,22 +77,26 @@ class Round:
             self._attempt(key, group, podgroup, pending, counts, min_member, note)
             return
         changed = _pending_changed(group, pending)
-        if self._is_holder(group, need) or self._may_retry_early(group) or changed:
+        self.quiet_reason = None
+        if self._is_holder(group, need) or self._may_retry_early(group):
             # quiet retries: the gang holding capacity every round, so it does not miss the
             # moment its nodes drain; an unschedulable group once capacity was freed since its
             # last attempt (at most once per initial backoff), as kube-scheduler requeues pods
-            # on cluster events; a group whose pending members changed (one deleted, one
-            # added), whose last reason no longer describes it. A failure here is not counted;
-            # it is told only when the members changed, with the reason found now.
+            # on cluster events. A failure here is neither counted nor told again.
             group.last_attempt_ms = self.now
-            self.quiet_reason = None
             if self._attempt(key, group, podgroup, pending, counts, min_member, note, quiet=True):
                 return
-            if changed and self.quiet_reason is not None:
-                group.failure_reason = (self.quiet_reason
-                                        + self._maybe_hold(key, group, pending[:need]))
-                self.reject(key, group, pending, group.failure_reason)
-                return
+        elif changed:
+            # pending members changed (one deleted, one recreated): a dry run finds the reason
+            # for the members it has now; placing still waits for the backoff (a rollback's
+            # recreated members must not end it)
+            self._attempt(key, group, podgroup, pending, counts, min_member, note, quiet=True,
+                          dry_run=True)
+        if changed and self.quiet_reason is not None:
+            group.failure_reason = self.quiet_reason + self._maybe_hold(key, group,
+                                                                        pending[:need])
+            self.reject(key, group, pending, group.failure_reason)
+            return
         self.reject(key, group, pending, group.failure_reason)
         self._maybe_hold(key, group, pending[:need])
 
@@ -123,9 +127,11 @@ class Round:
 
     def _attempt(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
                  pending: list[PodObserved], counts: quorum.Counts, min_member: int,
-                 note: str, quiet: bool = False) -> bool:
+                 note: str, quiet: bool = False, dry_run: bool = False) -> bool:
         """Try to place the group; whether a Placement was made. `quiet`: a failure is not
-        recorded nor told (the caller handles the backed-off group)."""
+        recorded nor told (the caller handles the backed-off group), its reason is left in
+        `quiet_reason`. `dry_run` (quiet): never place; leave in `quiet_reason` why members
+        would wait (None when all would fit)."""
         if group.schedule_start_ms is None:
             group.schedule_start_ms = self.now
             self.derived.dirty.add(key)
@@ -154,6 +160,11 @@ class Round:
                 self.quiet_reason = reason + note
             else:
                 self._fail(key, group, pending, reason + note, pending[:need])
+            return False
+        if dry_run:
+            trial.rollback()
+            self.quiet_reason = (reasons.gang_extra_members(
+                key, min_member, len(trial.unplaced), nodes) + note if trial.unplaced else None)
             return False
         self._commit(key, group, podgroup, trial)
         if trial.unplaced:

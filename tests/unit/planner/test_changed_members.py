@@ -63,3 +63,22 @@ def test_an_expired_partial_placement_is_not_placed_again_in_the_same_round():
     assert [d for d in decisions if isinstance(d, Placement)] == []
     (told,) = rejections(decisions)
     assert "neither bound nor rolled back" in told.reason and len(told.pods) == 4
+
+
+def test_members_recreated_after_a_rollback_do_not_end_its_backoff():
+    cluster = Cluster().observe(
+        make_node("n0").capacity(cpu_milli=12_000), make_podgroup("g", 4),
+        *[make_pod(f"g-{i}").requests(cpu_milli=3000).in_group("g").created(i)
+          for i in range(4)])
+    (placed,) = [d for d in cluster.plan() if isinstance(d, Placement)]
+    cluster.roll_back(placed, "deadline passed with 2 of 4 members bound")
+    cluster.plan()
+    cluster.advance(0.2)
+    cluster.delete_pod("g-0")  # the binder deleted an owned member; its controller recreates it
+    cluster.observe(make_pod("g-9").requests(cpu_milli=3000).in_group("g").created(200))
+    decisions = cluster.plan()
+    assert [d for d in decisions if isinstance(d, Placement)] == []
+    (told,) = rejections(decisions)  # the members changed: told again, with the rollback's reason
+    assert "rolled back" in told.reason and len(told.pods) == 4
+    cluster.advance(5)  # past the backoff
+    assert [len(p.members) for p in cluster.plan() if isinstance(p, Placement)] == [4]
