@@ -62,6 +62,7 @@ from services.planner.core import plan, revision
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import empty_state
 from services.store import audit, schema
+from tests.support.postgres import running_postgres
 
 PREFIX = "gangsched"
 T0 = 1_700_000_000_000
@@ -271,6 +272,40 @@ async def measure(url: str, config: PlannerConfig, *, verify: bool) -> Measured:
                     core, verifier.summary())
 
 
+async def copy_to_postgres(sqlite_path: Path, url: str) -> None:
+    """Migrate the PostgreSQL database at `url` and copy the log's tables into it (COPY)."""
+    import asyncpg
+
+    await schema.migrate(url)
+    connection = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
+    source = sqlite3.connect(sqlite_path)
+    try:
+        for table in ("audit_events", "rounds", "outbox"):
+            cursor = source.execute(f"SELECT * FROM {table}")
+            columns = [column[0] for column in cursor.description]
+            while rows := cursor.fetchmany(FLUSH_ROWS):
+                await connection.copy_records_to_table(table, records=rows, columns=columns)
+        await connection.execute("ANALYZE")
+    finally:
+        source.close()
+        await connection.close()
+
+
+def cli_runs(label: str, url: str, events: int, repeat: int) -> float:
+    """`repeat` timed `gangsched replay --verify` runs on `url`; print each; the median rate."""
+    rates: list[float] = []
+    for run in range(1, repeat + 1):
+        wall = cli_seconds(url)
+        rates.append(events / wall)
+        print(f"{f'{label} {run}:':<17} {events:,} events in {wall:.2f} s wall = "
+              f"{rates[-1]:,.0f} events/s (start-up included)")
+    rates.sort()
+    median = statistics.median(rates)
+    print(f"{label} over {len(rates)} runs: median {median:,.0f} events/s "
+          f"(min {rates[0]:,.0f}, max {rates[-1]:,.0f})")
+    return median
+
+
 def cli_seconds(url: str) -> float:
     """Wall-clock seconds of `gangsched replay --verify --db URL` in a subprocess."""
     started = time.perf_counter()
@@ -287,6 +322,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=200_000,
                         help="Events in the synthetic log (the issue's target log: 1000000).")
     parser.add_argument("--keep", type=Path, default=None, help="Keep the database here.")
+    parser.add_argument("--postgres", action="store_true",
+                        help="Also copy the log into an embedded PostgreSQL server and time "
+                             "`gangsched replay --verify` there.")
     parser.add_argument("--repeat", type=int, default=3,
                         help="Replay runs to take the median of (this machine's speed varies "
                              "by 10-20%% from run to run).")
@@ -307,19 +345,18 @@ def main() -> None:
         url = f"sqlite+aiosqlite:///{path}"
         read = asyncio.run(measure(url, config, verify=False))
         print(read.line("read:"))
-        walls: list[float] = []
         for run in range(1, arguments.repeat + 1):
             replayed = asyncio.run(measure(url, config, verify=True))
             print(replayed.line(f"replay --verify {run}:") + f" ({replayed.summary})")
-            walls.append(cli_seconds(url))
-            print(f"{f'cli {run}:':<17} {events:,} events in {walls[-1]:.2f} s wall = "
-                  f"{events / walls[-1]:,.0f} events/s (start-up included)")
-        rates = sorted(events / wall for wall in walls)
-        median = statistics.median(rates)
-        print(f"cli over {len(rates)} runs: median {median:,.0f} events/s "
-              f"(min {rates[0]:,.0f}, max {rates[-1]:,.0f})")
+        median = cli_runs("cli", url, events, arguments.repeat)
         print(f"target >= 50,000 events/s from the database (`gangsched replay --verify`, wall "
               f"clock, median): {'met' if median >= 50_000 else 'MISSED'} at {median:,.0f}")
+        if arguments.postgres:
+            with running_postgres() as server:
+                started = time.perf_counter()
+                asyncio.run(copy_to_postgres(path, server.url("postgres")))
+                print(f"copied to PostgreSQL in {time.perf_counter() - started:.1f} s")
+                cli_runs("postgres cli", server.url("postgres"), events, arguments.repeat)
 
 if __name__ == "__main__":
     main()
