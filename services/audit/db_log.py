@@ -8,14 +8,13 @@ retention dropped it) and every planning round, including the rounds that decide
 from __future__ import annotations
 
 import operator
-from collections import deque
 from collections.abc import AsyncIterator
 
 import msgspec
 
 from services.audit import log
 from services.audit.explain import Item
-from services.audit.log import LoggedEvent, RecordedDecision, RoundInput
+from services.audit.log import LoggedEvent, PlanPoint, RecordedDecision, RoundInput
 from services.audit.timeline import OUTCOMES
 from services.contracts import codec, ids, subjects
 from services.contracts.decisions import Decision, Placement, Rejection
@@ -40,7 +39,7 @@ class DatabaseLog:
         """How many events the log holds."""
         return (await self.audit.event_bounds())[0]
 
-    async def rounds(self) -> AsyncIterator[RoundInput]:
+    def rounds(self) -> AsyncIterator[RoundInput]:
         """Every recorded round, in order (see `log.assemble`), with the planner that planned
         it (`UNRECORDED` for rounds from before planners recorded themselves).
 
@@ -48,16 +47,7 @@ class DatabaseLog:
             services.contracts.codec.PoisonedMessage: an audit row that does not decode (the
                 planner audits only events it decoded, so this means a damaged database).
         """
-        planners: deque[tuple[int, str | None]] = deque()
-        async for rnd in log.assemble_pages(self._events(), self._plan_points(planners),
-                                            self._recorded()):
-            if rnd.plan_seq is None:
-                yield rnd
-                continue
-            while planners and planners[0][0] < rnd.plan_seq:
-                planners.popleft()
-            planner = planners.popleft()[1] if planners else None
-            yield msgspec.structs.replace(rnd, planner=planner or UNRECORDED)
+        return log.assemble_pages(self._events(), self._plan_points(), self._recorded())
 
     async def _events(self) -> AsyncIterator[list[LoggedEvent]]:
         async for batch in self.audit.event_batches(page_rows=self.page_rows):
@@ -68,11 +58,9 @@ class DatabaseLog:
         rows = await self.audit.event_rows(batch.after_seq, batch.count)
         return [LoggedEvent(seq, subject, _decode(seq, data)) for seq, subject, data in rows]
 
-    async def _plan_points(self, planners: deque[tuple[int, str | None]]
-                           ) -> AsyncIterator[list[int]]:
+    async def _plan_points(self) -> AsyncIterator[list[PlanPoint]]:
         async for page in self.audit.plan_points(page_rows=self.page_rows):
-            planners.extend(page)
-            yield [plan_seq for plan_seq, _ in page]
+            yield [(plan_seq, planner or UNRECORDED) for plan_seq, planner in page]
 
     async def _recorded(self) -> AsyncIterator[list[RecordedDecision]]:
         async for page in self.audit.outbox(page_rows=self.page_rows):

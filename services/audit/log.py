@@ -100,8 +100,12 @@ class _Pages(Generic[T]):
         return True
 
 
+PlanPoint = tuple[int, str | None]
+"""A recorded round: its plan point and the planner that planned it (None: not recorded)."""
+
+
 async def assemble_pages(events: AsyncIterator[list[LoggedEvent]],
-                         plan_points: AsyncIterator[list[int]],
+                         plan_points: AsyncIterator[list[PlanPoint]],
                          recorded: AsyncIterator[list[RecordedDecision]]
                          ) -> AsyncIterator[RoundInput]:
     """Merge the three ordered streams of a log, each read in pages, into rounds.
@@ -115,8 +119,9 @@ async def assemble_pages(events: AsyncIterator[list[LoggedEvent]],
     logged = _Pages(events, lambda item: item.seq)
     decided = _Pages(recorded, lambda item: item.plan_seq)
     async for page in plan_points:
-        for point in page:
-            yield RoundInput(point, await logged.through(point), await decided.through(point))
+        for point, planner in page:
+            yield RoundInput(point, await logged.through(point), await decided.through(point),
+                             planner)
     while tail := await logged.through(None, TAIL_CHUNK_EVENTS):
         yield RoundInput(None, tail, [])
     left = await decided.through(None)
@@ -127,7 +132,12 @@ async def assemble_pages(events: AsyncIterator[list[LoggedEvent]],
 def assemble(events: AsyncIterator[LoggedEvent], plan_points: AsyncIterator[int],
              recorded: AsyncIterator[RecordedDecision]) -> AsyncIterator[RoundInput]:
     """`assemble_pages` for streams read one item at a time (same shapes and rounds)."""
-    return assemble_pages(_paged(events), _paged(plan_points), _paged(recorded))
+    return assemble_pages(_paged(events), _paged(_unnamed(plan_points)), _paged(recorded))
+
+
+async def _unnamed(plan_points: AsyncIterator[int]) -> AsyncIterator[PlanPoint]:
+    async for point in plan_points:
+        yield point, None
 
 
 async def _paged(items: AsyncIterator[T], size: int = 1000) -> AsyncIterator[list[T]]:

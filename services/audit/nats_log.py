@@ -17,7 +17,7 @@ import nats
 from nats.js import JetStreamContext
 
 from services.audit import log
-from services.audit.log import LoggedEvent, RecordedDecision, RoundInput
+from services.audit.log import LoggedEvent, PlanPoint, RecordedDecision, RoundInput
 from services.bus import reading
 from services.contracts import codec, subjects
 from services.planner import publication
@@ -67,8 +67,8 @@ class NatsLog:
         """Rounds at the published plan points, then the events after the last one."""
         return log.assemble_pages(self._events(), self._plan_points(), _once(self.recorded))
 
-    async def _plan_points(self) -> AsyncIterator[list[int]]:
-        yield sorted({decision.plan_seq for decision in self.recorded})
+    async def _plan_points(self) -> AsyncIterator[list[PlanPoint]]:
+        yield [(point, None) for point in sorted({d.plan_seq for d in self.recorded})]
 
     async def _events(self) -> AsyncIterator[list[LoggedEvent]]:
         page: list[LoggedEvent] = []

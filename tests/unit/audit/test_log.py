@@ -48,7 +48,8 @@ async def test_pages_of_any_size_give_the_same_rounds():
     points, recorded = [3, 4, 9], [decision(3, 0), decision(4, 0), decision(4, 1)]
     expected = await rounds(events, points, recorded)
     paged = [r async for r in assemble_pages(
-        stream([events[:2], [], events[2:7], events[7:]]), stream([points[:1], points[1:]]),
+        stream([events[:2], [], events[2:7], events[7:]]),
+        stream([[(p, None) for p in points[:1]], [(p, None) for p in points[1:]]]),
         stream([recorded[:2], recorded[2:]]))]
     assert paged == expected
     assert [r.plan_seq for r in paged] == [3, 4, 9, None]
@@ -99,3 +100,10 @@ def test_until_a_time_is_not_stopped_by_a_binder_clock_running_ahead():
                         GroupBound(at_ms=9_999_999, decision_id="1-0", group="default/g"))
     assert until.clip(RoundInput(2, [tick(1, 1000), ahead], [])) is not None
     assert until.clip(RoundInput(3, [tick(3, 1600)], [])) is None
+
+
+async def test_each_round_carries_the_planner_its_plan_point_names():
+    paged = [r async for r in assemble_pages(
+        stream([[tick(1), tick(2), tick(3)]]), stream([[(1, "gangsched a"), (3, None)]]),
+        stream([[decision(3, 0)]]))]
+    assert [(r.plan_seq, r.planner) for r in paged] == [(1, "gangsched a"), (3, None)]
