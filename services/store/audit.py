@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from sqlalchemy import ColumnElement, Executable, Select, event, func, or_, select, text
@@ -238,12 +238,10 @@ class AuditLog:
 
     async def event_rows(self, after_seq: int, page_rows: int) -> list[EventRow]:
         """One page of `(seq, subject, data)` with seq > `after_seq` (a batch read row by row)."""
-        audit = tables.audit_events
-        query = (select(audit.c.seq, audit.c.subject, audit.c.data)
-                 .where(audit.c.seq > after_seq).order_by(audit.c.seq))
-        return cast(list[EventRow], await self._page(query, page_rows))
+        rows = await self._read(_FIRST_ROWS_SQL, {"after": after_seq, "rows": page_rows})
+        return [(int(seq), subject, bytes(data)) for seq, subject, data in rows]
 
-    async def _prefetched(self, first: K, read: Callable[[K], Awaitable[P | None]],
+    async def _prefetched(self, first: K, read: Callable[[K], Coroutine[Any, Any, P | None]],
                           key: Callable[[P], K]) -> AsyncIterator[P]:
         """Pages from `read(key)`, starting at `first`; the next page is requested before this
         one is handed out, so the database builds it (SQLite: in the driver's thread with the
@@ -257,11 +255,8 @@ class AuditLog:
             await asyncio.sleep(0)  # let the prefetch send its query before the caller works
             yield page
 
-    def _spawn(self, read: Awaitable[P | None]) -> asyncio.Task[P | None]:
-        async def run() -> P | None:
-            return await read
-
-        task = asyncio.ensure_future(run())
+    def _spawn(self, read: Coroutine[Any, Any, P | None]) -> asyncio.Task[P | None]:
+        task = asyncio.create_task(read)
         self._reads.add(task)
         task.add_done_callback(self._reads.discard)
         return task
