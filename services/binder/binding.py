@@ -87,6 +87,15 @@ class Survey:
     checks: tuple[Check, ...]
 
 
+@dataclass(frozen=True)
+class Stamp:
+    """Who binds: the placement whose id each binding carries (`validation.PLACEMENT_ANNOTATION`)
+    and the schedulerName a pod must have to count as bound by it."""
+
+    placement_id: str
+    scheduler_name: str
+
+
 class Known(Protocol):
     """Objects already known to be current (`view.ClusterView`): API JSON, or None when not
     known (then the API is asked)."""
@@ -101,15 +110,17 @@ class Known(Protocol):
 async def survey(
     kube: Kube,
     members: Sequence[Assignment],
-    scheduler_name: str,
+    stamp: Stamp,
     *,
     concurrency: int,
     deadline: Deadline | None,
     known: Known | None = None,
 ) -> Survey:
-    """Read every member's pod and planned node (each node once) and check them.
+    """Read every member's pod and planned node (each node once) and check them as members
+    of the placement `stamp` names (`validation.check_member`).
 
-    Objects `known` holds are taken from it; the others are read from the API.
+    Objects `known` holds are taken from it; the others are read from the API (a bound pod
+    always is: only the API object carries the proof of who bound it).
     `deadline` None retries transient errors without limit (used after the deadline, when
     the gang must be cleaned up whatever it takes). A read refused permanently (e.g. RBAC)
     refuses the member with that error.
@@ -129,7 +140,7 @@ async def survey(
     nodes = dict(zip(node_names, reads[:len(node_names)], strict=True))
     pod_reads = reads[len(node_names):]
     checks = [
-        _check(member, pod_read, nodes[member.node], scheduler_name)
+        _check(member, pod_read, nodes[member.node], stamp)
         for member, pod_read in zip(members, pod_reads, strict=True)
     ]
     if known is not None:
@@ -155,9 +166,11 @@ def _recheck_capacity(known: Known, members: Sequence[Assignment], checks: list[
 
 
 async def bind_all(
-    kube: Kube, members: Sequence[Assignment], *, concurrency: int, deadline: Deadline
+    kube: Kube, members: Sequence[Assignment], stamp: Stamp, *, concurrency: int,
+    deadline: Deadline,
 ) -> list[MemberResult]:
-    """Bind `members` concurrently (at most `concurrency` in flight) until done or the deadline.
+    """Bind `members` concurrently (at most `concurrency` in flight) until done or the deadline,
+    each binding stamped with `stamp`.
 
     Shapes: one result per member, in member order. After the first permanent failure no
     further bind is started (those members are SKIPPED); binds already in flight finish.
@@ -169,7 +182,7 @@ async def bind_all(
         async with gate:
             if failed.is_set():
                 return MemberResult(member, BindState.SKIPPED)
-            result = await bind_member(kube, member, deadline)
+            result = await bind_member(kube, member, stamp, deadline)
         if result.state is BindState.FAILED:
             failed.set()
         return result
@@ -177,21 +190,24 @@ async def bind_all(
     return list(await asyncio.gather(*(one(member) for member in members)))
 
 
-async def bind_member(kube: Kube, member: Assignment, deadline: Deadline) -> MemberResult:
-    """Bind one member, retrying transient errors until `deadline`.
+async def bind_member(
+    kube: Kube, member: Assignment, stamp: Stamp, deadline: Deadline
+) -> MemberResult:
+    """Bind one member, stamped with `stamp`, retrying transient errors until `deadline`.
 
-    A conflict is re-checked: the pod already bound to the planned node (an earlier attempt
-    whose answer was lost) is BOUND; anything else is FAILED with the reason.
+    A conflict is re-checked: the pod bound to the planned node by this placement (an earlier
+    attempt whose answer was lost) is BOUND; anything else is FAILED with the reason.
     """
     tracker = _LastError()
     try:
         async with asyncio.timeout_at(deadline.loop_time):
             async for attempt in _retrying(tracker, f"bind {member.namespace}/{member.name}"):
                 with attempt:
-                    await kube.bind(member.namespace, member.name, member.pod_uid, member.node)
+                    await kube.bind(member.namespace, member.name, member.pod_uid, member.node,
+                                    annotations=stamp_annotations(stamp))
         return MemberResult(member, BindState.BOUND)
     except errors.KubeConflict as error:
-        return await _recheck(kube, member, deadline, messages.bind_error(error))
+        return await _recheck(kube, member, stamp, deadline, messages.bind_error(error))
     except errors.KubeNotFound:
         return MemberResult(member, BindState.FAILED, f"pod {member.namespace}/{member.name} "
                             "was deleted")
@@ -203,10 +219,15 @@ async def bind_member(kube: Kube, member: Assignment, deadline: Deadline) -> Mem
         return MemberResult(member, BindState.UNCERTAIN, tracker.text or NO_ANSWER)
 
 
+def stamp_annotations(stamp: Stamp) -> dict[str, str]:
+    """The annotations a binding carries onto the pod it binds."""
+    return {validation.PLACEMENT_ANNOTATION: stamp.placement_id}
+
+
 async def _recheck(
-    kube: Kube, member: Assignment, deadline: Deadline, conflict: str
+    kube: Kube, member: Assignment, stamp: Stamp, deadline: Deadline, conflict: str
 ) -> MemberResult:
-    """After a bind conflict: BOUND if the pod is on the planned node, else FAILED."""
+    """After a bind conflict: BOUND if this placement bound the pod, else FAILED."""
     try:
         async with asyncio.timeout_at(deadline.loop_time):
             async for attempt in _retrying(_LastError(), f"get pod {member.name}"):
@@ -216,7 +237,7 @@ async def _recheck(
         return MemberResult(member, BindState.UNCERTAIN, conflict)
     except errors.KubeError as error:
         return MemberResult(member, BindState.FAILED, messages.bind_refused(member, error))
-    if validation.is_bound_to_planned_node(member, pod):
+    if validation.is_bound_by(member, pod, stamp.placement_id, stamp.scheduler_name):
         return MemberResult(member, BindState.BOUND)
     reason = validation.conflict_reason(member, pod) or f"bind conflict: {conflict}"
     return MemberResult(member, BindState.FAILED, reason)
@@ -230,14 +251,15 @@ class _Read:
     error: str = ""
 
 
-def _check(member: Assignment, pod: _Read, node: _Read, scheduler_name: str) -> Check:
+def _check(member: Assignment, pod: _Read, node: _Read, stamp: Stamp) -> Check:
     """The member's check, or a refusal when its pod or node could not be read."""
     if pod.error:
         name = f"{member.namespace}/{member.name}"
         return Check(Verdict.REFUSED, f"cannot read pod {name}: {pod.error}")
     if node.error:
         return Check(Verdict.REFUSED, f"cannot read node {member.node}: {node.error}")
-    return validation.check_member(member, pod.obj, node.obj, scheduler_name)
+    return validation.check_member(member, pod.obj, node.obj, stamp.scheduler_name,
+                                   stamp.placement_id)
 
 
 async def _known_or_read(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.binder import binding, messages, rollback
-from services.binder.binding import BindState, Deadline, MemberResult, Survey
+from services.binder.binding import BindState, Deadline, MemberResult, Stamp, Survey
 from services.binder.ports import Kube, WallClock
 from services.binder.rollback import Undone
 from services.binder.validation import Verdict
@@ -63,7 +63,6 @@ async def carry_out(
     clock: WallClock,
     *,
     is_redelivery: bool,
-    claimed: frozenset[str] = frozenset(),
     known: binding.Known | None = None,
 ) -> Settled:
     """Bind every member of `placement` before its deadline, or roll the attempt back.
@@ -72,13 +71,15 @@ async def carry_out(
     was made). A redelivery past its deadline is checked: if every member is bound it is a
     success, else what this decision bound is undone.
 
-    Ownership (what a rollback may delete): members bound by this attempt, and members found
-    already bound to their planned node (an earlier delivery of this decision bound them and
-    its answers or outcomes were lost); `claimed` (uids with a MemberBound of this decision)
-    are among them. The caller never hands a settled decision here. `known`: current objects
-    the pre-bind survey may take instead of reading them (never used after the deadline).
+    Ownership (what counts as bound, and what a rollback may delete): only pods this
+    placement's bindings stamped (`validation.is_bound_by`), whether by this delivery or by
+    an earlier one whose answers or outcomes were lost. A pod found bound by anyone else is
+    a refused member, never counted and never touched. The caller never hands a settled
+    decision here. `known`: current objects the pre-bind survey may take instead of reading
+    them (never used after the deadline).
     """
     members = placement.members
+    stamp = Stamp(placement.id, policy.scheduler_name)
     deadline = Deadline.at(placement.deadline_ms, clock())
     if deadline.has_passed():
         if not is_redelivery:
@@ -86,55 +87,44 @@ async def carry_out(
             log.warning("placement %s of %s received after its deadline: %s", placement.id,
                         placement.group, reason)
             return _settle(placement, clock, [], rolled_back=RolledBack(reason, None, Undone()))
-        return await _after_deadline(placement, kube, policy, clock, claimed)
+        return await _after_deadline(placement, kube, policy, clock)
     try:
         found = await binding.survey(
-            kube, members, policy.scheduler_name, concurrency=policy.concurrency,
-            deadline=deadline, known=known,
+            kube, members, stamp, concurrency=policy.concurrency, deadline=deadline, known=known,
         )
     except binding.DeadlinePassed:
-        return await _after_deadline(placement, kube, policy, clock, claimed)
+        return await _after_deadline(placement, kube, policy, clock)
     results = _from_survey(members, found)
-    inherited = _inherited(results, claimed)
     if all(result.state is not BindState.FAILED for result in results):
-        results = await _bind_rest(kube, results, policy, deadline)
-    return await _finish(placement, kube, policy, clock, results, inherited)
+        results = await _bind_rest(kube, results, stamp, policy, deadline)
+    return await _finish(placement, kube, policy, clock, results)
 
 
 async def _bind_rest(
-    kube: Kube, results: list[MemberResult], policy: Policy, deadline: Deadline
+    kube: Kube, results: list[MemberResult], stamp: Stamp, policy: Policy, deadline: Deadline
 ) -> list[MemberResult]:
     """Bind the members the survey found bindable; keep the others' results."""
     pending = [r.member for r in results if r.state is BindState.SKIPPED]
-    bound = await binding.bind_all(kube, pending, concurrency=policy.concurrency, deadline=deadline)
+    bound = await binding.bind_all(kube, pending, stamp, concurrency=policy.concurrency,
+                                   deadline=deadline)
     by_uid = {result.member.pod_uid: result for result in bound}
     return [by_uid.get(result.member.pod_uid, result) for result in results]
 
 
-def _inherited(results: Sequence[MemberResult], claimed: frozenset[str]) -> frozenset[str]:
-    """Members a rollback must leave alone: none. A member found bound to its planned node is
-    this decision's (the planner places only pods it saw unbound, and only the binder of that
-    decision binds them to that node: an earlier delivery whose answers were lost), so undoing
-    the attempt undoes it too, or a partial gang would stay bound. A settled decision is never
-    undone (checked by the caller), which is what protects members of a completed gang."""
-    del results, claimed
-    return frozenset()
-
-
 async def _after_deadline(
-    placement: Placement, kube: Kube, policy: Policy, clock: WallClock, claimed: frozenset[str]
+    placement: Placement, kube: Kube, policy: Policy, clock: WallClock
 ) -> Settled:
-    """Past the deadline: success if every member is bound, else undo what this decision
-    bound (the claimed members; this attempt binds nothing)."""
+    """Past the deadline: success if every member is bound by this placement, else undo what
+    it bound (this attempt binds nothing)."""
     found = await binding.survey(
-        kube, placement.members, policy.scheduler_name,
+        kube, placement.members, Stamp(placement.id, policy.scheduler_name),
         concurrency=policy.concurrency, deadline=None,
     )
     results = [
         MemberResult(r.member, BindState.BOUND if r.state is BindState.BOUND else BindState.SKIPPED)
         for r in _from_survey(placement.members, found)
     ]
-    return await _finish(placement, kube, policy, clock, results, _inherited(results, claimed))
+    return await _finish(placement, kube, policy, clock, results)
 
 
 async def _finish(
@@ -143,10 +133,9 @@ async def _finish(
     policy: Policy,
     clock: WallClock,
     results: Sequence[MemberResult],
-    inherited: frozenset[str],
 ) -> Settled:
-    """GroupBound when every member is bound; else roll back (never an inherited member)
-    and say why."""
+    """GroupBound when every member is bound; else roll back what this placement bound, and
+    say why."""
     if all(result.state is BindState.BOUND for result in results):
         return _settle(placement, clock, results)
     failed = _first_failure(results)
@@ -156,18 +145,14 @@ async def _finish(
             failed.reason if failed is not None and failed.reason != binding.NO_ANSWER else "",
         )
     )
-    candidates = [
-        r.member for r in results
-        if r.state in (BindState.BOUND, BindState.UNCERTAIN) and r.member.pod_uid not in inherited
-    ]
+    candidates = [r.member for r in results if r.state in (BindState.BOUND, BindState.UNCERTAIN)]
     undone = await rollback.undo(
-        kube, candidates, rollback_bare_pods=policy.rollback_bare_pods,
-        concurrency=policy.concurrency,
+        kube, candidates, Stamp(placement.id, policy.scheduler_name),
+        rollback_bare_pods=policy.rollback_bare_pods, concurrency=policy.concurrency,
     )
     failed_member = failed.member if failed is not None else None
     log.warning("placement %s of %s rolled back: %s", placement.id, placement.group, reason)
-    return _settle(placement, clock, results, rolled_back=RolledBack(reason, failed_member, undone),
-                   inherited=inherited)
+    return _settle(placement, clock, results, rolled_back=RolledBack(reason, failed_member, undone))
 
 
 def _settle(
@@ -176,15 +161,12 @@ def _settle(
     results: Sequence[MemberResult],
     *,
     rolled_back: RolledBack | None = None,
-    inherited: frozenset[str] = frozenset(),
 ) -> Settled:
-    """The outcome events: one per member that bound or failed, then the group's. On a
-    rollback, inherited members (not bound by this decision) get no MemberBound."""
+    """The outcome events: one per member that bound or failed, then the group's."""
     at_ms = clock()
     outcomes: list[Outcome] = [
         outcome for result in results
-        if (rolled_back is None or result.member.pod_uid not in inherited)
-        and (outcome := _member_outcome(placement, result, at_ms)) is not None
+        if (outcome := _member_outcome(placement, result, at_ms)) is not None
     ]
     if rolled_back is None:
         outcomes.append(GroupBound(at_ms=at_ms, decision_id=placement.id, group=placement.group))

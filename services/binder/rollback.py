@@ -18,6 +18,7 @@ from typing import TypeVar
 import tenacity
 
 from services.binder import validation
+from services.binder.binding import Stamp
 from services.binder.ports import Kube
 from services.contracts.decisions import Assignment
 from services.kube import errors
@@ -45,21 +46,23 @@ class Undone:
 async def undo(
     kube: Kube,
     candidates: Sequence[Assignment],
+    stamp: Stamp,
     *,
     rollback_bare_pods: bool,
     concurrency: int,
 ) -> Undone:
-    """Delete each candidate that is bound to its planned node and may be deleted.
+    """Delete each candidate that the placement `stamp` names bound, and that may be deleted.
 
     Shapes: `candidates` are members this placement bound or may have bound (an unanswered
-    bind); each is read again first, so a member that is not bound to its planned node is
-    left alone.
+    bind); each is read again first, and one that this placement's bind did not put on its
+    planned node (`validation.is_bound_by`: uid, schedulerName, node and the binding's
+    placement annotation) is left alone, whoever bound it.
     """
     gate = asyncio.Semaphore(concurrency)
 
     async def one(member: Assignment) -> str:
         async with gate:
-            return await _undo_member(kube, member, rollback_bare_pods)
+            return await _undo_member(kube, member, stamp, rollback_bare_pods)
 
     verdicts = await asyncio.gather(*(one(member) for member in candidates))
     pairs = list(zip(candidates, verdicts, strict=True))
@@ -69,7 +72,9 @@ async def undo(
     )
 
 
-async def _undo_member(kube: Kube, member: Assignment, rollback_bare_pods: bool) -> str:
+async def _undo_member(
+    kube: Kube, member: Assignment, stamp: Stamp, rollback_bare_pods: bool
+) -> str:
     """`deleted`, `kept` or `unbound` (nothing to undo) for one member."""
     name = f"{member.namespace}/{member.name}"
     try:
@@ -77,7 +82,7 @@ async def _undo_member(kube: Kube, member: Assignment, rollback_bare_pods: bool)
     except errors.KubeError as error:
         log.error("rollback: cannot read pod %s, leaving it: %s", name, error)
         return "kept"
-    if not validation.is_bound_to_planned_node(member, pod):
+    if not validation.is_bound_by(member, pod, stamp.placement_id, stamp.scheduler_name):
         return "unbound"
     if not validation.has_controller(pod) and not rollback_bare_pods:
         log.info("rollback: keeping bare pod %s bound to %s", name, member.node)

@@ -40,7 +40,7 @@ from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import Settings
 from services.contracts import codec, subjects
 from services.contracts.decisions import Decision, Placement, Rejection, StatusUpdate
-from services.contracts.events import MemberBound, Outcome
+from services.contracts.events import Outcome
 from services.kube import client as kube_client
 from services.kube.api import KubeApi
 from services.runtime import metrics
@@ -321,7 +321,6 @@ class Binder:
         if any(outcomes.is_final(outcome) for outcome in prior):
             log.info("placement %s already settled; acknowledging", placement.id)
             return
-        claimed = frozenset(o.pod_uid for o in prior if isinstance(o, MemberBound))
         started = time.monotonic()
         log.debug("placement %s of %s (attempt %d, %d members, delivery %s) due in %.1fs",
                   placement.id, placement.group, placement.attempt, len(placement.members),
@@ -329,7 +328,7 @@ class Binder:
                   (placement.deadline_ms - self._clock()) / 1000)
         settled = await placing.carry_out(
             placement, self._kube, self._policy, self._clock, is_redelivery=is_redelivery,
-            claimed=claimed, known=await self._known_at(placement.plan_seq),
+            known=await self._known_at(placement.plan_seq),
         )
         await self._publisher.publish_many(outcomes.publish_items(self._prefix, settled.outcomes))
         self._remember(placement.id, settled.outcomes)
@@ -356,8 +355,7 @@ class Binder:
     ) -> tuple[Outcome, ...]:
         """The outcomes already published for this placement: those this process published,
         plus (on a redelivery) those any binder published, read from EVENTS. A placement with a
-        final outcome among them is settled and is never undone; its MemberBound members are
-        the ones a rollback of it may delete."""
+        final outcome among them is settled and is never undone."""
         found = list(self._published.get(placement.id, ()))
         if is_redelivery and self._outcome_log is not None:
             found.extend(await self._outcome_log.of_decision(placement.group, placement.id))

@@ -14,6 +14,11 @@ from typing import Any
 from services.contracts.decisions import Assignment
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+PLACEMENT_ANNOTATION = "gangsched.io/placement"
+"""Set on a pod by the binding that bound it (the API server copies a Binding's annotations
+onto the pod in the same write as `spec.nodeName`): the id of the Placement whose bind it was.
+It is the binder's only proof that it bound a pod, so a pod found bound without it, or with
+another placement's id, is never counted as bound and never deleted."""
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 UNSCHEDULABLE_TAINT_EFFECT = "NoSchedule"
 
@@ -24,7 +29,8 @@ class Verdict(enum.Enum):
     BINDABLE = "bindable"
     """Unbound, ours, and the node is fit to receive it: bind it."""
     BOUND = "bound"
-    """Already bound to the planned node (a redelivered decision): success, nothing to do."""
+    """Already bound to the planned node by this placement (a redelivered decision whose
+    answers were lost): success, nothing to do."""
     REFUSED = "refused"
     """Can never be bound by this placement: the placement must be rolled back."""
 
@@ -46,15 +52,17 @@ def check_member(
     pod: dict[str, Any] | None,
     node: dict[str, Any] | None,
     scheduler_name: str,
+    placement_id: str,
 ) -> Check:
-    """Judge `member` against the pod and node as they are now.
+    """Judge `member` of placement `placement_id` against the pod and node as they are now.
 
     Shapes: `pod`/`node` are API JSON, or None when they do not exist.
-    A pod (same uid) already bound to the planned node is BOUND, whatever else changed: the
-    bind happened. Refused when the pod is gone, replaced (other uid), bound to another node,
-    being deleted, finished, no longer ours (schedulerName) or scheduling-gated; or the node
-    is gone, cordoned (`spec.unschedulable`) and the pod does not tolerate
-    `node.kubernetes.io/unschedulable:NoSchedule`, or not Ready (see `is_node_ready`).
+    BOUND only when this placement bound the pod (`is_bound_by`): then nothing else matters,
+    the bind happened. A pod bound anywhere by anyone else is refused and never touched.
+    Refused too when the pod is gone, replaced (other uid), being deleted, finished, not ours
+    (schedulerName) or scheduling-gated; or the node is gone, cordoned (`spec.unschedulable`)
+    and the pod does not tolerate `node.kubernetes.io/unschedulable:NoSchedule`, or not Ready
+    (see `is_node_ready`).
     Source: BindingREST.assignPod (deleting, already assigned, gated) and kube-scheduler's
     NodeUnschedulable filter and node readiness.
     """
@@ -63,24 +71,33 @@ def check_member(
     uid = _meta(pod).get("uid")
     if uid != member.pod_uid:
         return _refuse(member, f"was replaced (uid {uid}, planned {member.pod_uid})")
-    node_name = _spec(pod).get("nodeName") or ""
-    if node_name == member.node:
+    if is_bound_by(member, pod, placement_id, scheduler_name):
         return BOUND
+    node_name = _spec(pod).get("nodeName") or ""
     if node_name:
-        return _refuse(member, f"is already bound to node {node_name}, not {member.node}")
+        return _refuse(member, f"is already bound to node {node_name}, not by this placement")
     refusal = _pod_refusal(member, pod, scheduler_name)
     return refusal if refusal is not None else _node_check(member, pod, node)
 
 
-def is_bound_to_planned_node(member: Assignment, pod: dict[str, Any] | None) -> bool:
-    """Whether `pod` is the member (same uid) and bound to the member's planned node."""
+def is_bound_by(
+    member: Assignment, pod: dict[str, Any] | None, placement_id: str, scheduler_name: str
+) -> bool:
+    """Whether `pod` is the member (same uid), ours (schedulerName), bound to the member's
+    planned node, and stamped by placement `placement_id` (`PLACEMENT_ANNOTATION`): the
+    proof that this placement's bind put it there, and so that its rollback may undo it."""
     if pod is None or _meta(pod).get("uid") != member.pod_uid:
         return False
-    return bool(_spec(pod).get("nodeName") == member.node)
+    spec = _spec(pod)
+    annotations = _meta(pod).get("annotations")
+    stamp = annotations.get(PLACEMENT_ANNOTATION) if isinstance(annotations, dict) else None
+    return (spec.get("nodeName") == member.node and spec.get("schedulerName") == scheduler_name
+            and stamp == placement_id)
 
 
 def conflict_reason(member: Assignment, pod: dict[str, Any] | None) -> str:
-    """Why a bind of `member` conflicted, judging the pod as read after the conflict.
+    """Why a bind of `member` conflicted, judging the pod as read after the conflict (the
+    caller has found it not bound by this placement, `is_bound_by`).
 
     Shapes: a refusal reason naming the pod, or empty when the pod shows no cause (then the
     caller reports the API server's own message).
@@ -91,8 +108,9 @@ def conflict_reason(member: Assignment, pod: dict[str, Any] | None) -> str:
     if uid != member.pod_uid:
         return _refuse(member, f"was replaced (uid {uid}, planned {member.pod_uid})").reason
     node_name = _spec(pod).get("nodeName") or ""
-    if node_name and node_name != member.node:
-        return _refuse(member, f"is already bound to node {node_name}, not {member.node}").reason
+    if node_name:
+        return _refuse(member, f"is already bound to node {node_name}, not by this placement"
+                       ).reason
     if _meta(pod).get("deletionTimestamp"):
         return _refuse(member, "is being deleted").reason
     if _spec(pod).get("schedulingGates"):

@@ -119,9 +119,11 @@ class ClusterView:
         resources.accumulate(self._used, pod.node_name, pod.requests, sign)
 
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """The pod as the API would show the fields the survey checks; None when unknown."""
+        """The pod as the API would show the fields the survey checks; None when unknown or
+        bound (who bound a pod is proven only by the API object's annotations, which events
+        do not carry, so a bound member is always read from the API)."""
         pod = self._pods.get((namespace, name))
-        return pod_as_api(pod) if pod is not None else None
+        return pod_as_api(pod) if pod is not None and pod.node_name is None else None
 
     def node(self, name: str) -> dict[str, Any] | None:
         """The node as the API would show the fields the survey checks; None when unknown."""

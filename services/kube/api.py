@@ -30,9 +30,11 @@ class KubeApi:
         """As `nodes.get_node`."""
         return await nodes.get_node(self._client, name)
 
-    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+    async def bind(
+        self, namespace: str, name: str, uid: str, node: str, *, annotations: dict[str, str]
+    ) -> None:
         """As `pods.bind`."""
-        await pods.bind(self._client, namespace, name, uid, node)
+        await pods.bind(self._client, namespace, name, uid, node, annotations=annotations)
 
     async def delete_pod(self, namespace: str, name: str, uid: str) -> None:
         """As `pods.delete_pod`."""

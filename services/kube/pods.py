@@ -25,22 +25,32 @@ async def get_pod(client: KubeClient, namespace: str, name: str) -> dict[str, An
         return None
 
 
-def binding_body(namespace: str, name: str, uid: str, node: str) -> dict[str, Any]:
+def binding_body(
+    namespace: str, name: str, uid: str, node: str, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The v1 Binding of pod `namespace/name` (uid precondition `uid`) to `node`.
 
     Source: the API server checks `metadata.uid` of a Binding as a precondition on the pod
-    (BindingREST.assignPod), so a pod replaced under the same name is never bound.
+    (BindingREST.assignPod), so a pod replaced under the same name is never bound; it copies
+    the Binding's `metadata.annotations` onto the pod in the same write as `spec.nodeName`.
     """
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
     return {
         "apiVersion": "v1",
         "kind": "Binding",
-        "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        "metadata": metadata,
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
 
 
-async def bind(client: KubeClient, namespace: str, name: str, uid: str, node: str) -> None:
-    """Bind the pod to `node` (POST `pods/<name>/binding`); the HTTP status is checked here.
+async def bind(
+    client: KubeClient, namespace: str, name: str, uid: str, node: str, *,
+    annotations: dict[str, str] | None = None,
+) -> None:
+    """Bind the pod to `node` (POST `pods/<name>/binding`), setting `annotations` on it in the
+    same write; the HTTP status is checked here.
 
     Raises:
         KubeConflict: the uid differs, the pod is already assigned to a node, is being deleted
@@ -49,7 +59,7 @@ async def bind(client: KubeClient, namespace: str, name: str, uid: str, node: st
         KubeUnavailable: transient (429, 5xx, timeout): the binding may or may not have
             been stored; re-read the pod before concluding.
     """
-    body = binding_body(namespace, name, uid, node)
+    body = binding_body(namespace, name, uid, node, annotations)
     await client.request("POST", pod_path(namespace, name, "binding"), body=body)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from services.binder.validation import PLACEMENT_ANNOTATION
 from services.kube import errors
 from services.kube.events import ObjectRef
 
@@ -22,11 +23,16 @@ def make_pod(
     scheduler: str = "gangsched",
     owned: bool = True,
     namespace: str = "default",
+    bound_by: str | None = None,
 ) -> dict[str, Any]:
-    """A pod's API JSON; uid `uid-<name>` by default; owned by a ReplicaSet unless not `owned`."""
+    """A pod's API JSON; uid `uid-<name>` by default; owned by a ReplicaSet unless not `owned`;
+    `bound_by`: the placement whose binding stamped it (as the API server copies a Binding's
+    annotations onto the pod)."""
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}"}
     if owned:
         meta["ownerReferences"] = [OWNER]
+    if bound_by is not None:
+        meta["annotations"] = {PLACEMENT_ANNOTATION: bound_by}
     spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [{"name": "c"}]}
     if node:
         spec["nodeName"] = node
@@ -96,7 +102,9 @@ class FakeKube:
         self._fail("get_podgroup", name)
         return self.podgroups.get((namespace, name))
 
-    async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+    async def bind(
+        self, namespace: str, name: str, uid: str, node: str, *, annotations: dict[str, str]
+    ) -> None:
         self._fail("bind", name)
         pod = self.pods.get((namespace, name))
         if pod is None:
@@ -106,6 +114,7 @@ class FakeKube:
         if pod["spec"].get("nodeName"):
             raise errors.KubeConflict(f"pod {name} is already assigned", status=409)
         pod["spec"]["nodeName"] = node
+        pod["metadata"].setdefault("annotations", {}).update(annotations)
         if name in self.lose_bind_answers:
             self.lose_bind_answers.discard(name)
             raise errors.KubeUnavailable("timeout (the bind was stored)")

@@ -38,9 +38,8 @@ def cluster(*pods: dict[str, Any]) -> FakeKube:
 
 
 async def run(kube: FakeKube, decision: Placement, *, is_redelivery: bool = False,
-              policy: Policy = POLICY, claimed: frozenset[str] = frozenset()) -> Settled:
-    return await placing.carry_out(decision, kube, policy, clock, is_redelivery=is_redelivery,
-                                   claimed=claimed)
+              policy: Policy = POLICY) -> Settled:
+    return await placing.carry_out(decision, kube, policy, clock, is_redelivery=is_redelivery)
 
 
 def kinds(settled: Settled) -> list[str]:
@@ -99,10 +98,44 @@ async def test_bare_pods_stay_bound_unless_the_operator_opted_in() -> None:
 
 
 async def test_a_redelivered_placement_already_bound_succeeds_without_binding_again() -> None:
-    kube = cluster(make_pod("a", node="n1"), make_pod("b", node="n1"))
+    kube = cluster(make_pod("a", node="n1", bound_by="9-0"),
+                   make_pod("b", node="n1", bound_by="9-0"))
     settled = await run(kube, placement("a", "b"), is_redelivery=True)
     assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
     assert [call for call in kube.calls if call[0] == "bind"] == []
+
+
+async def test_a_pod_found_on_its_planned_node_not_bound_by_this_placement_is_never_touched(
+) -> None:
+    # a forged placement naming a running pod of another scheduler on its node, plus a bogus
+    # member: the running pod is not "bound" by it, and the rollback deletes nothing
+    kube = cluster(make_pod("dns", node="n1", scheduler="default-scheduler"), make_pod("b"))
+    for redelivery in (False, True):
+        settled = await run(kube, placement("b", "dns", "ghost"), is_redelivery=redelivery)
+        assert kube.deleted == [] and kube.node_of("dns") == "n1"
+        assert [call for call in kube.calls if call[0] in ("bind", "delete_pod")] == []
+        assert kinds(settled) == ["MemberBindFailed", "MemberBindFailed", "GroupRolledBack"]
+        refused = settled.outcomes[0]
+        assert isinstance(refused, MemberBindFailed) and refused.pod_uid == "uid-dns"
+        assert refused.reason == ("pod default/dns is already bound to node n1, not by this "
+                                  "placement")
+
+
+async def test_a_pod_another_placement_bound_counts_for_nothing_and_stays() -> None:
+    kube = cluster(make_pod("a", node="n1", bound_by="3-0"), make_pod("b"))
+    settled = await run(kube, placement("a", "b", deadline_in_ms=-1), is_redelivery=True)
+    assert kube.deleted == [] and kube.node_of("a") == "n1"
+    assert kinds(settled) == ["GroupRolledBack"]
+    ours = cluster(make_pod("a", node="n1", bound_by="9-0", scheduler="other"), make_pod("b"))
+    await run(ours, placement("a", "b", deadline_in_ms=-1), is_redelivery=True)
+    assert ours.deleted == []  # stamped, but no longer ours by schedulerName
+
+
+async def test_every_binding_stamps_its_pod_with_the_placement() -> None:
+    kube = cluster(make_pod("a"))
+    await run(kube, placement("a"))
+    assert kube.pods[("default", "a")]["metadata"]["annotations"] == {
+        "gangsched.io/placement": "9-0"}
 
 
 async def test_a_first_delivery_past_its_deadline_is_rolled_back_without_any_api_call() -> None:
@@ -116,16 +149,15 @@ async def test_a_first_delivery_past_its_deadline_is_rolled_back_without_any_api
 
 
 async def test_a_redelivery_past_its_deadline_undoes_what_an_earlier_attempt_bound() -> None:
-    kube = cluster(make_pod("a", node="n1"), make_pod("b"))
-    settled = await run(kube, placement("a", "b", deadline_in_ms=-1), is_redelivery=True,
-                        claimed=frozenset({"uid-a"}))
+    kube = cluster(make_pod("a", node="n1", bound_by="9-0"), make_pod("b"))
+    settled = await run(kube, placement("a", "b", deadline_in_ms=-1), is_redelivery=True)
     assert [call for call in kube.calls if call[0] == "bind"] == []
     assert kube.deleted == ["a"]
     assert kinds(settled) == ["MemberBound", "GroupRolledBack"]
 
 
 async def test_a_redelivery_past_its_deadline_with_everything_bound_is_a_success() -> None:
-    kube = cluster(make_pod("a", node="n1"))
+    kube = cluster(make_pod("a", node="n1", bound_by="9-0"))
     settled = await run(kube, placement("a", deadline_in_ms=-1), is_redelivery=True)
     assert kinds(settled) == ["MemberBound", "GroupBound"]
 
@@ -151,15 +183,16 @@ async def test_a_pod_bound_elsewhere_meanwhile_is_a_conflict_and_not_deleted() -
     kube.failures[("bind", "a")] = [errors.KubeConflict("already assigned", status=409)]
     original_bind = kube.bind
 
-    async def bind_elsewhere(namespace: str, name: str, uid: str, node: str) -> None:
+    async def bind_elsewhere(namespace: str, name: str, uid: str, node: str, *,
+                             annotations: dict[str, str]) -> None:
         kube.pods[(namespace, name)]["spec"]["nodeName"] = "n2"  # another scheduler won
-        await original_bind(namespace, name, uid, node)
+        await original_bind(namespace, name, uid, node, annotations=annotations)
 
     kube.bind = bind_elsewhere  # type: ignore[method-assign]
     settled = await run(kube, placement("a"))
     failed = settled.outcomes[0]
     assert isinstance(failed, MemberBindFailed)
-    assert failed.reason == "pod default/a is already bound to node n2, not n1"
+    assert failed.reason == "pod default/a is already bound to node n2, not by this placement"
     assert kube.deleted == []
 
 
@@ -209,12 +242,13 @@ async def test_the_survey_takes_known_objects_from_the_view_and_reads_only_the_r
         ("get_pod", "b")]
 
 
-async def test_a_member_the_view_shows_bound_elsewhere_binds_nothing() -> None:
-    kube = cluster(make_pod("a"), make_pod("b"))
+async def test_a_member_the_view_shows_bound_is_read_from_the_api_and_binds_nothing() -> None:
+    kube = cluster(make_pod("a"), make_pod("b", node="n2"))
     view = ClusterView()
     view.apply(1, slim.pod_event(make_pod("b", node="n2"), 0))  # seen bound by someone else
     settled = await placing.carry_out(placement("a", "b"), kube, POLICY, clock,
                                       is_redelivery=False, known=view)
+    assert ("get_pod", "b") in kube.calls  # who bound it is proven only by the API object
     assert [call for call in kube.calls if call[0] == "bind"] == []
     assert kinds(settled) == ["MemberBindFailed", "GroupRolledBack"]
 

@@ -10,19 +10,29 @@ from services.contracts.decisions import Assignment
 from tests.unit.binder.fakes import make_node, make_pod
 
 MEMBER = Assignment(pod_uid="uid-p1", namespace="default", name="p1", node="n1")
+PLACEMENT = "7-0"
 
 
 def check(pod: dict[str, Any] | None, node: dict[str, Any] | None = None) -> validation.Check:
-    return validation.check_member(MEMBER, pod, node or make_node("n1"), "gangsched")
+    return validation.check_member(MEMBER, pod, node or make_node("n1"), "gangsched", PLACEMENT)
 
 
 def test_an_unbound_pod_of_ours_on_a_ready_node_is_bindable() -> None:
     assert check(make_pod("p1")).verdict is Verdict.BINDABLE
 
 
-def test_a_pod_already_bound_to_the_planned_node_is_bound_even_if_the_node_is_gone() -> None:
-    result = validation.check_member(MEMBER, make_pod("p1", node="n1"), None, "gangsched")
+def test_a_pod_this_placement_bound_is_bound_even_if_the_node_is_gone() -> None:
+    pod = make_pod("p1", node="n1", bound_by=PLACEMENT)
+    result = validation.check_member(MEMBER, pod, None, "gangsched", PLACEMENT)
     assert result.verdict is Verdict.BOUND
+
+
+def test_a_pod_on_the_planned_node_bound_by_anyone_else_is_refused() -> None:
+    for pod in (make_pod("p1", node="n1"), make_pod("p1", node="n1", bound_by="6-0"),
+                make_pod("p1", node="n1", bound_by=PLACEMENT, scheduler="default-scheduler")):
+        result = check(pod)
+        assert result.verdict is Verdict.REFUSED
+        assert result.reason == "pod default/p1 is already bound to node n1, not by this placement"
 
 
 def test_a_deleted_pod_is_refused() -> None:
@@ -37,7 +47,7 @@ def test_a_pod_replaced_under_the_same_name_is_refused() -> None:
 
 def test_a_pod_bound_to_another_node_is_refused() -> None:
     result = check(make_pod("p1", node="n2"))
-    assert result.reason == "pod default/p1 is already bound to node n2, not n1"
+    assert result.reason == "pod default/p1 is already bound to node n2, not by this placement"
 
 
 def test_a_pod_being_deleted_is_refused() -> None:
@@ -65,7 +75,8 @@ def test_a_finished_pod_is_refused() -> None:
 
 def test_a_missing_cordoned_or_not_ready_node_is_refused() -> None:
     pod = make_pod("p1")
-    assert "the node was deleted" in validation.check_member(MEMBER, pod, None, "gangsched").reason
+    gone = validation.check_member(MEMBER, pod, None, "gangsched", PLACEMENT)
+    assert "the node was deleted" in gone.reason
     assert "cordoned" in check(pod, make_node("n1", unschedulable=True)).reason
     assert "not Ready" in check(pod, make_node("n1", is_ready=False)).reason
 
