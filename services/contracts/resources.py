@@ -19,11 +19,15 @@ from typing import Annotated
 import msgspec
 
 MAX_AMOUNT = 2**48
-"""Largest amount of any resource, in gangsched units; larger quantities are clamped to it.
+"""Largest amount of any resource, in gangsched units.
 
-2**48 is 256 TiB of memory or 281 million CPUs, far beyond any node, yet the sum of this amount
+2**48 is 256 TiB of memory or 281 billion CPUs, far beyond any node, yet the sum of this amount
 over 32,768 nodes still fits a signed 64-bit integer, so aggregate checks (minResources over
-every node) never overflow. Events carrying more are refused at decoding (poisoned messages).
+every node) never overflow. A request or minResources beyond it is refused
+(`AmountBeyondRange`), never clamped: clamped, a pod asking for 1e30 CPUs fitted a node of 1e15.
+Only a node's allocatable saturates at it (`saturated_units`): a node offering more than
+gangsched can count can still take everything gangsched can count. Events carrying more are
+refused at decoding (poisoned messages).
 """
 
 Amount = Annotated[int, msgspec.Meta(ge=0, le=MAX_AMOUNT)]
@@ -52,10 +56,29 @@ class InvalidQuantity(ValueError):
     one, whatever its type, is reported as this, with the value named)."""
 
 
+class AmountBeyondRange(InvalidQuantity):
+    """A valid quantity above `MAX_AMOUNT` once in gangsched units: Kubernetes accepts it, but
+    gangsched cannot place it, so it is refused rather than clamped.
+
+    Shapes: the message is `[<where>: ]<resource> <amount as given> is beyond the largest amount
+    gangsched can place (<MAX_AMOUNT formatted>)`, e.g. `cpu 1e30 is beyond ... (281474976710656m)`.
+    """
+
+    def __init__(self, resource: str, shown: str, where: str = "") -> None:
+        largest = format_amount(resource, MAX_AMOUNT)
+        text = f"{resource} {shown} is beyond the largest amount gangsched can place ({largest})"
+        super().__init__(f"{where}: {text}" if where else text)
+        self.resource, self.shown = resource, shown
+
+    def at(self, where: str) -> AmountBeyondRange:
+        """The same refusal, its message starting with the field `where` it was found in."""
+        return AmountBeyondRange(self.resource, self.shown, where)
+
+
 _HUGE_EXPONENT = 40
 """A number whose adjusted exponent is above this is ≥ 1e41: far above `MAX_AMOUNT` in any unit
-whatever its suffix (≥ 1e-9) and scale, so it clamps without arithmetic (`1e400000` would take
-seconds of big-integer work, `1e1000000` overflows the decimal context)."""
+whatever its suffix (≥ 1e-9) and scale, so it is beyond range without arithmetic (`1e400000`
+would take seconds of big-integer work, `1e1000000` overflows the decimal context)."""
 _TINY_EXPONENT = -40
 """A non-zero number whose adjusted exponent is below this is < 1e-39: below one unit whatever
 its suffix (≤ 2**60) and scale, so it rounds up to 1 (or is fractional) without arithmetic."""
@@ -69,6 +92,14 @@ def _shown(text: object) -> str:
     except (ValueError, RecursionError):
         shown = f"<{type(text).__name__}>"
     return shown if len(shown) <= _SHOWN_CHARS else f"{shown[:_SHOWN_CHARS]}...'"
+
+
+def _shown_amount(text: object) -> str:
+    """An amount as the user wrote it (`1e30`, not `'1e30'`), cut short like `_shown`."""
+    if isinstance(text, str):
+        text = text.strip()
+        return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}..."
+    return _shown(text)
 
 
 def _number_and_factor(text: object) -> tuple[Decimal, Decimal | int]:
@@ -130,11 +161,11 @@ def parse_quantity(text: str | int | float) -> Decimal:
 
 
 def to_units(resource: str, text: str | int | float) -> int:
-    """Convert one quantity of `resource` into gangsched units (module docstring), rounding up
-    and clamping to `MAX_AMOUNT`.
+    """Convert one quantity of `resource` into gangsched units (module docstring), rounding up.
 
     Cost: bounded whatever the exponent; absurd magnitudes are decided from the exponent alone.
     Raises:
+        AmountBeyondRange: a valid quantity above `MAX_AMOUNT` in gangsched units.
         InvalidQuantity: malformed or of a type that is no quantity (bool, None, list...),
             negative, or fractional for a resource counted in whole units (pods, extended
             resources), as the API server rejects such requests.
@@ -150,7 +181,7 @@ def to_units(resource: str, text: str | int | float) -> int:
     if value.is_zero():
         return 0
     if value.adjusted() > _HUGE_EXPONENT:
-        return MAX_AMOUNT
+        raise AmountBeyondRange(resource, _shown_amount(text))
     if value.adjusted() < _TINY_EXPONENT:
         if is_whole:
             raise InvalidQuantity(f"{resource}: must be a whole number, got {_shown(text)}")
@@ -158,19 +189,46 @@ def to_units(resource: str, text: str | int | float) -> int:
     try:
         with decimal.localcontext(_exact_context(value)):
             scaled = value * factor * (1000 if resource == CPU else 1)
-            if is_whole and scaled != scaled.to_integral_value():
-                raise InvalidQuantity(
-                    f"{resource}: must be a whole number, got {_shown(text)}")
-            return clamp(math.ceil(scaled))
+            is_fractional = scaled != scaled.to_integral_value()
+            amount = math.ceil(scaled)
     except (ArithmeticError, ValueError, OverflowError) as error:
-        if isinstance(error, InvalidQuantity):
-            raise
         raise InvalidQuantity(f"{resource}: invalid quantity {_shown(text)}") from error
+    if is_whole and is_fractional:
+        raise InvalidQuantity(f"{resource}: must be a whole number, got {_shown(text)}")
+    if amount > MAX_AMOUNT:
+        raise AmountBeyondRange(resource, _shown_amount(text))
+    return amount
 
 
-def clamp(amount: int) -> int:
-    """`amount` limited to `MAX_AMOUNT` (a quantity that large means "unlimited" here)."""
-    return min(amount, MAX_AMOUNT)
+def saturated_units(resource: str, text: str | int | float) -> int:
+    """`to_units`, but a quantity beyond range counts as `MAX_AMOUNT`.
+
+    Only for what a node offers (its allocatable) and for what a pod that is never placed is
+    charged: both err on the safe side (a node offers less than it has, a pod takes at least
+    what gangsched can count), so neither can over-commit a node.
+    Raises:
+        InvalidQuantity: as `to_units`, never `AmountBeyondRange`.
+    """
+    try:
+        return to_units(resource, text)
+    except AmountBeyondRange:
+        return MAX_AMOUNT
+
+
+def check_range(amounts: Mapping[str, int]) -> None:
+    """Refuse a resource list (e.g. a sum of requests) holding an amount above `MAX_AMOUNT`.
+
+    Raises:
+        AmountBeyondRange: naming the first such resource by name, its amount formatted.
+    """
+    for name, amount in sorted(amounts.items()):
+        if amount > MAX_AMOUNT:
+            raise AmountBeyondRange(name, format_amount(name, amount))
+
+
+def saturate(amounts: Mapping[str, int]) -> ResourceList:
+    """`amounts` with every amount above `MAX_AMOUNT` lowered to it (see `saturated_units`)."""
+    return {name: min(amount, MAX_AMOUNT) for name, amount in amounts.items()}
 
 
 def to_resource_list(quantities: Mapping[str, str | int | float] | None) -> ResourceList:
@@ -178,6 +236,7 @@ def to_resource_list(quantities: Mapping[str, str | int | float] | None) -> Reso
 
     Shapes: keys kept as given; the result has no zero entries removed (a zero request is kept).
     Raises:
+        AmountBeyondRange: a value above `MAX_AMOUNT` (the first by name).
         InvalidQuantity: any value invalid for its resource; the message names the resource.
     """
     if not quantities:
@@ -187,10 +246,11 @@ def to_resource_list(quantities: Mapping[str, str | int | float] | None) -> Reso
 
 
 def add(left: Mapping[str, int], right: Mapping[str, int]) -> ResourceList:
-    """Sum two resource lists key by key (missing keys count as 0), clamped to `MAX_AMOUNT`."""
+    """Sum two resource lists key by key (missing keys count as 0), exactly: a sum that leaves
+    the range is the caller's to refuse (`check_range`), never silently capped."""
     total = dict(left)
     for name, amount in right.items():
-        total[name] = clamp(total.get(name, 0) + amount)
+        total[name] = total.get(name, 0) + amount
     return total
 
 

@@ -32,9 +32,45 @@ def test_format_amount_is_human():
     assert resources.format_amount("nvidia.com/gpu", 2) == "2"
 
 
-def test_amounts_beyond_the_limit_are_clamped_when_converted():
-    assert resources.to_units("memory", "16Ei") == resources.MAX_AMOUNT
-    assert resources.add({"cpu": resources.MAX_AMOUNT}, {"cpu": 1}) == {"cpu": resources.MAX_AMOUNT}
+def test_an_amount_beyond_the_limit_is_refused_naming_it_as_given():
+    with pytest.raises(resources.AmountBeyondRange) as raised:
+        resources.to_units("cpu", "1e30")
+    assert str(raised.value) == (
+        "cpu 1e30 is beyond the largest amount gangsched can place (281474976710656m)")
+    with pytest.raises(resources.AmountBeyondRange, match=r"memory 16Ei .*\(256Ti\)"):
+        resources.to_units("memory", "16Ei")
+
+
+def test_the_largest_amount_itself_is_accepted_and_one_more_is_not():
+    assert resources.to_units("nvidia.com/gpu", resources.MAX_AMOUNT) == resources.MAX_AMOUNT
+    assert resources.to_units("memory", "256Ti") == resources.MAX_AMOUNT
+    with pytest.raises(resources.AmountBeyondRange):
+        resources.to_units("nvidia.com/gpu", resources.MAX_AMOUNT + 1)
+
+
+def test_a_refusal_beyond_range_is_an_invalid_quantity_so_no_caller_can_miss_it():
+    assert issubclass(resources.AmountBeyondRange, resources.InvalidQuantity)
+
+
+def test_saturated_units_count_an_amount_beyond_range_as_the_largest_but_refuse_garbage():
+    assert resources.saturated_units("cpu", "1e15") == resources.MAX_AMOUNT
+    assert resources.saturated_units("cpu", "4") == 4000
+    with pytest.raises(resources.InvalidQuantity):
+        resources.saturated_units("cpu", "lots")
+
+
+def test_sums_are_exact_and_a_sum_beyond_range_is_refused_by_check_range():
+    total = resources.add({"cpu": resources.MAX_AMOUNT}, {"cpu": 1})
+    assert total == {"cpu": resources.MAX_AMOUNT + 1}
+    with pytest.raises(resources.AmountBeyondRange, match="cpu 281474976710657m is beyond"):
+        resources.check_range(total)
+    resources.check_range({"cpu": resources.MAX_AMOUNT})
+    assert resources.saturate(total) == {"cpu": resources.MAX_AMOUNT}
+
+
+def test_a_refusal_beyond_range_can_name_the_field_it_was_found_in():
+    error = resources.AmountBeyondRange("cpu", "1e30").at("spec.containers[0].resources.requests")
+    assert str(error).startswith("spec.containers[0].resources.requests: cpu 1e30 is beyond")
 
 
 def test_an_event_carrying_an_amount_beyond_the_limit_is_poisoned():
@@ -46,16 +82,24 @@ def test_an_event_carrying_an_amount_beyond_the_limit_is_poisoned():
         codec.decode_event(codec.encode(node))
 
 
-def test_an_absurd_exponent_clamps_without_big_arithmetic():
+def test_an_absurd_exponent_is_beyond_range_without_big_arithmetic():
     # 1e400000 used to take seconds of big-integer work on the watcher's event loop
-    assert resources.to_units("cpu", "1e400000") == resources.MAX_AMOUNT
-    assert resources.to_units("memory", "1e400000Ei") == resources.MAX_AMOUNT
-    assert resources.to_units("nvidia.com/gpu", "1e400000") == resources.MAX_AMOUNT
+    for resource, text in (("cpu", "1e400000"), ("memory", "1e400000Ei"),
+                           ("nvidia.com/gpu", "1e400000")):
+        with pytest.raises(resources.AmountBeyondRange):
+            resources.to_units(resource, text)
 
 
-def test_an_exponent_beyond_the_decimal_context_clamps_instead_of_overflowing():
-    assert resources.to_units("cpu", "1e1000000") == resources.MAX_AMOUNT
-    assert resources.to_units("pods", "9e99999999") == resources.MAX_AMOUNT
+def test_an_exponent_beyond_the_decimal_context_is_beyond_range_instead_of_overflowing():
+    for resource, text in (("cpu", "1e1000000"), ("pods", "9e99999999")):
+        with pytest.raises(resources.AmountBeyondRange):
+            resources.to_units(resource, text)
+
+
+def test_a_huge_amount_is_named_briefly():
+    with pytest.raises(resources.AmountBeyondRange) as raised:
+        resources.to_units("cpu", "9" * 100_000)
+    assert len(str(raised.value)) < 200
 
 
 def test_a_tiny_exponent_rounds_up_or_is_fractional():
