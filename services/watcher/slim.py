@@ -8,6 +8,10 @@ wrong-type fields anywhere, absurd quantities): a malformed pod or PodGroup gets
 `invalid_reason` names the field, so the planner keeps it waiting with that reason; other
 malformed fields are read as absent (a Node's bad quantity drops that resource). A field of the
 wrong type reads as absent, and every string field is the object's text or "".
+Amounts are never clamped (issue 19): a pod requesting more than `resources.MAX_AMOUNT` gets
+that request in `unsupported`, so the planner refuses it with the amount named; a PodGroup's
+minResources beyond it sets `invalid_reason`; a Node's allocatable beyond it counts as
+`MAX_AMOUNT` (it can still take all gangsched can count; docs/design-notes.md).
 
 Decisions recorded here:
 - A Node with no conditions at all counts as Ready (hand-written and simulated nodes often
@@ -25,7 +29,7 @@ Decisions recorded here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeGuard
 
@@ -116,14 +120,15 @@ def node_event(obj: Obj, at_ms: int) -> NodeObserved:
     """A Node as `NodeObserved`.
 
     Units: allocatable in gangsched units; `status.capacity` is used when `status.allocatable`
-    is absent. A malformed quantity drops that resource (the node then offers none of it).
+    is absent. A malformed quantity drops that resource (the node then offers none of it); one
+    beyond `resources.MAX_AMOUNT` offers `MAX_AMOUNT` (`resources.saturated_units`).
     """
     meta, spec, status = _meta(obj), _dict(obj.get("spec")), _dict(obj.get("status"))
     quantities = _dict(status.get("allocatable")) or _dict(status.get("capacity"))
     allocatable: dict[str, int] = {}
     for name, text in sorted(quantities.items(), key=lambda item: _str(item[0])):
         try:
-            allocatable[_str(name)] = resources.to_units(_str(name), text)
+            allocatable[_str(name)] = resources.saturated_units(_str(name), text)
         except resources.InvalidQuantity:
             continue
     return NodeObserved(
@@ -156,11 +161,7 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
     """A Pod as `PodObserved` (requests, constraints, owner; see module docstring)."""
     meta, spec, status = _meta(obj), _dict(obj.get("spec")), _dict(obj.get("status"))
     labels = _dict(meta.get("labels"))
-    invalid: str | None = None
-    try:
-        requests = pod_requests(spec)
-    except resources.InvalidQuantity as error:
-        invalid, requests = str(error), {resources.PODS: 1}
+    requests, invalid, beyond = _read_requests(spec)
     affinity, affinity_unsupported = required_affinity(spec)
     priority = spec.get("priority", 0)
     node_name = spec.get("nodeName")
@@ -176,11 +177,31 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
         node_selector=_str_map(spec.get("nodeSelector")),
         required_affinity=affinity,
         tolerations=tuple(_toleration(_dict(t)) for t in _list(spec.get("tolerations"))),
-        unsupported=tuple(sorted(set(affinity_unsupported + unsupported_fields(spec)))),
+        unsupported=tuple(sorted(set(affinity_unsupported + unsupported_fields(spec)
+                                     + beyond))),
         invalid_reason=invalid,
         is_scheduling_gated=bool(_list(spec.get("schedulingGates"))),
         is_deleting=meta.get("deletionTimestamp") is not None,
         owner=controller_owner(meta))
+
+
+def _read_requests(spec: Obj) -> tuple[resources.ResourceList, str | None, list[str]]:
+    """The pod's requests, why they cannot be read (`invalid_reason`), and the request beyond
+    range if any (an `unsupported` entry).
+
+    Shapes: unreadable: `{pods: 1}`; beyond range: the requests with every amount beyond
+    range charged as `MAX_AMOUNT`, so a pod another scheduler bound still fills its node.
+    """
+    try:
+        return pod_requests(spec), None, []
+    except resources.AmountBeyondRange as error:
+        beyond = str(error)
+    except resources.InvalidQuantity as error:
+        return {resources.PODS: 1}, str(error), []
+    try:
+        return pod_requests(spec, saturated=True), None, [beyond]
+    except resources.InvalidQuantity as error:  # a malformed quantity after the huge one
+        return {resources.PODS: 1}, str(error), []
 
 
 def pod_deleted(obj: Obj, at_ms: int) -> PodDeleted:
@@ -190,33 +211,53 @@ def pod_deleted(obj: Obj, at_ms: int) -> PodDeleted:
                       name=_text(meta, "name"), resource_version=_text(meta, "resourceVersion"))
 
 
-def container_requests(container: Obj, where: str) -> resources.ResourceList:
+def container_requests(container: Obj, where: str,
+                       saturated: bool = False) -> resources.ResourceList:
     """One container's requests, a limit standing in for a missing request (API defaulting).
 
+    `saturated`: an amount beyond range counts as `MAX_AMOUNT` instead of being refused.
     Raises:
+        resources.AmountBeyondRange: unless `saturated`; the message names the field.
         resources.InvalidQuantity: the message names the field (`<where>.resources...`).
     """
-    return _requests(_dict(container.get("resources")), f"{where}.resources")
+    return _requests(_dict(container.get("resources")), f"{where}.resources",
+                     saturated=saturated)
 
 
-def _requests(spec: Obj, where: str, only: Any = None) -> resources.ResourceList:
+def _requests(spec: Obj, where: str, only: Any = None,
+              saturated: bool = False) -> resources.ResourceList:
     """Requests of a ResourceRequirements (`spec`), limits standing in for missing requests;
-    only names for which `only(name)` is true, if given.
+    only names for which `only(name)` is true, if given; `saturated` as `container_requests`.
 
     Raises:
+        resources.AmountBeyondRange: unless `saturated` (`<where>.requests: <name> <amount>
+            is beyond ...`).
         resources.InvalidQuantity: the message names the field (`<where>.requests.<name>`).
     """
     limits, requests = _dict(spec.get("limits")), _dict(spec.get("requests"))
-    merged = {**limits, **requests}
+    merged = {name: text for name, text in {**limits, **requests}.items()
+              if only is None or only(_str(name))}
+    return _amounts(merged, lambda name: f"{where}.{'requests' if name in requests else 'limits'}",
+                    saturated)
+
+
+def _amounts(quantities: Obj, field: Callable[[Any], str],
+             saturated: bool) -> resources.ResourceList:
+    """`quantities` in gangsched units; `field(name)` is where each is, for messages.
+
+    Raises:
+        resources.AmountBeyondRange: unless `saturated` (`<field>: <name> <amount> is ...`).
+        resources.InvalidQuantity: `<field>.<name>: ...`.
+    """
+    convert = resources.saturated_units if saturated else resources.to_units
     result: resources.ResourceList = {}
-    for name, text in sorted(merged.items(), key=lambda item: _str(item[0])):
-        if only is not None and not only(_str(name)):
-            continue
+    for name, text in sorted(quantities.items(), key=lambda item: _str(item[0])):
         try:
-            result[_str(name)] = resources.to_units(_str(name), text)
+            result[_str(name)] = convert(_str(name), text)
+        except resources.AmountBeyondRange as error:
+            raise error.at(field(name)) from error
         except resources.InvalidQuantity as error:
-            field = f"{where}.{'requests' if name in requests else 'limits'}.{_str(name)}"
-            raise resources.InvalidQuantity(f"{field}: {error}") from error
+            raise resources.InvalidQuantity(f"{field(name)}.{_str(name)}: {error}") from error
     return result
 
 
@@ -228,25 +269,27 @@ def is_pod_level_resource(name: str) -> bool:
     return name in (resources.CPU, resources.MEMORY) or name.startswith("hugepages-")
 
 
-def pod_requests(spec: Obj) -> resources.ResourceList:
+def pod_requests(spec: Obj, saturated: bool = False) -> resources.ResourceList:
     """The pod's effective requests as kube-scheduler computes them, plus `pods: 1`.
 
     Source: as `resourcehelper.PodRequests`: app containers summed; each init container's
     request counted against the max, restartable (sidecar) init containers added to the app
     sum and to every later init container; then pod-level `spec.resources` requests (limits
     standing in) replace that aggregate for cpu, memory and hugepages-*; then `spec.overhead`
-    added.
+    added. `saturated`: amounts beyond range, given or summed, count as `MAX_AMOUNT`.
     Raises:
+        resources.AmountBeyondRange: unless `saturated`: a quantity or the pod's total
+            beyond range, with its field named (`spec` for a total).
         resources.InvalidQuantity: a malformed quantity, with its field named.
     """
     total: resources.ResourceList = {}
     for i, container in enumerate(_list(spec.get("containers"))):
-        total = resources.add(total, container_requests(_dict(container),
-                                                        f"spec.containers[{i}]"))
+        total = resources.add(total, container_requests(
+            _dict(container), f"spec.containers[{i}]", saturated))
     sidecars: resources.ResourceList = {}
     init_max: resources.ResourceList = {}
     for i, container in enumerate(_list(spec.get("initContainers"))):
-        request = container_requests(_dict(container), f"spec.initContainers[{i}]")
+        request = container_requests(_dict(container), f"spec.initContainers[{i}]", saturated)
         if _dict(container).get("restartPolicy") == "Always":
             total = resources.add(total, request)
             sidecars = resources.add(sidecars, request)
@@ -256,13 +299,16 @@ def pod_requests(spec: Obj) -> resources.ResourceList:
         init_max = resources.max_each(init_max, request)
     total = resources.max_each(total, init_max)
     total.update(_requests(_dict(spec.get("resources")), "spec.resources",
-                           only=is_pod_level_resource))
-    try:
-        overhead = resources.to_resource_list(_dict(spec.get("overhead")))
-    except resources.InvalidQuantity as error:
-        raise resources.InvalidQuantity(f"spec.overhead: {error}") from error
+                           only=is_pod_level_resource, saturated=saturated))
+    overhead = _amounts(_dict(spec.get("overhead")), lambda _: "spec.overhead", saturated)
     total = resources.add(total, overhead)
     total[resources.PODS] = 1
+    if saturated:
+        return resources.saturate(total)
+    try:
+        resources.check_range(total)
+    except resources.AmountBeyondRange as error:
+        raise error.at("spec (all containers and overhead together)") from error
     return total
 
 

@@ -209,3 +209,17 @@ def test_the_readmes_simulate_command_on_the_repositorys_examples(capsys):
     nginx = [pod for name, pod in pods.items() if name.startswith("default/nginx-")]
     assert len(nginx) == 6 and sum(1 for pod in nginx if pod["node"]) == 3
     assert pods["default/annotation-second-scheduler"]["node"] == "kwok-node-0"
+
+
+def test_a_pod_beyond_what_gangsched_counts_is_reported_waiting_on_a_node_beyond_it(tmp_path):
+    # the issue 19 case: clamped, the 1e30 request fitted the node of 1e15 (both were 2**48)
+    node = "kind: Node\nmetadata: {name: big}\nstatus: {allocatable: {cpu: 1e15, pods: 110}}\n"
+    pods = ("---\napiVersion: v1\nkind: Pod\nmetadata: {name: huge}\nspec: {schedulerName: "
+            "gangsched, containers: [{name: c, resources: {requests: {cpu: 1e30}}}]}\n"
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {name: fits}\nspec: {schedulerName: "
+            "gangsched, containers: [{name: c, resources: {requests: {cpu: 1e11}}}]}\n")
+    report = run(write(tmp_path, node + pods))
+    assert report["pods"]["default/huge"]["node"] is None
+    assert "cpu 1e30 is beyond the largest amount gangsched can place" in (
+        report["pods"]["default/huge"]["reason"])
+    assert report["pods"]["default/fits"]["node"] == "big"

@@ -203,13 +203,59 @@ def test_an_invalid_pod_level_quantity_names_its_field():
     assert event.invalid_reason.startswith("spec.resources.requests.cpu:")
 
 
-def test_an_absurd_quantity_is_clamped_and_a_non_quantity_marks_the_podgroup_invalid():
+BEYOND = "is beyond the largest amount gangsched can place (281474976710656m)"
+
+
+def test_minresources_beyond_range_mark_the_podgroup_invalid_naming_the_amount():
     group = {"metadata": {"name": "g", "uid": "g1"},
-             "spec": {"minMember": 1, "minResources": {"cpu": "1e1000000", "memory": True}}}
+             "spec": {"minMember": 1, "minResources": {"cpu": "1e30"}}}
     event = slim.podgroup_event(group, 0)
+    assert event.invalid_reason == f"spec.minResources: cpu 1e30 {BEYOND}"
+    assert event.min_resources == {}
+    group["spec"]["minResources"] = {"cpu": "1", "memory": True}
+    invalid = slim.podgroup_event(group, 0).invalid_reason
+    assert invalid is not None and "memory" in invalid
+
+
+def test_a_request_beyond_range_is_an_unsupported_entry_naming_field_and_amount():
+    event = slim.pod_event(pod({"containers": [container({"cpu": "1e30", "memory": "1Gi"})]}), 0)
+    assert event.unsupported == (f"spec.containers[0].resources.requests: cpu 1e30 {BEYOND}",)
+    assert event.invalid_reason is None
+    # charged at the most gangsched counts, so a pod another scheduler bound fills its node
+    assert event.requests == {"cpu": 2**48, "memory": 2**30, "pods": 1}
+
+
+def test_a_limit_standing_in_for_a_request_beyond_range_is_named_as_the_limit():
+    event = slim.pod_event(pod({"containers": [container(limits={"nvidia.com/gpu": 10**20})]}), 0)
+    assert event.unsupported == (
+        "spec.containers[0].resources.limits: nvidia.com/gpu 100000000000000000000 "
+        "is beyond the largest amount gangsched can place (281474976710656)",)
+
+
+def test_requests_that_only_add_up_beyond_range_are_refused_as_a_total():
+    half = f"{2**47 // 1000 + 1}"  # each container within range, the pod beyond it
+    event = slim.pod_event(pod({"containers": [container({"cpu": half}),
+                                               container({"cpu": half})]}), 0)
+    assert event.unsupported == (
+        f"spec (all containers and overhead together): cpu 281474976712 {BEYOND}",)
+    assert event.requests["cpu"] == 2**48
+
+
+def test_overhead_beyond_range_is_named():
+    event = slim.pod_event(pod({"overhead": {"cpu": "1e20"}}), 0)
+    assert event.unsupported == (f"spec.overhead: cpu 1e20 {BEYOND}",)
+
+
+def test_a_malformed_quantity_beside_one_beyond_range_makes_the_pod_invalid():
+    event = slim.pod_event(pod({"containers": [container({"cpu": "1e30", "memory": "lots"})]}), 0)
+    assert event.unsupported == ()
     assert event.invalid_reason is not None and "memory" in event.invalid_reason
-    group["spec"]["minResources"] = {"cpu": "1e1000000"}
-    assert slim.podgroup_event(group, 0).min_resources == {"cpu": 2**48}
+
+
+def test_a_node_offering_more_than_gangsched_counts_offers_the_most_it_counts():
+    node = {"metadata": {"name": "big"},
+            "status": {"allocatable": {"cpu": "1e15", "memory": "1Gi", "pods": "110"}}}
+    assert slim.node_event(node, 0).allocatable == {"cpu": 2**48, "memory": 2**30, "pods": 110}
 
 
 @pytest.mark.parametrize("obj", [
