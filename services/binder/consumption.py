@@ -19,6 +19,7 @@ class Delivery(Protocol):
     seq: int
     subject: str
     data: bytes
+    headers: dict[str, str]
     num_delivered: int
     num_pending: int
 

@@ -41,6 +41,7 @@ from services.config.settings import Settings
 from services.contracts import codec, subjects
 from services.contracts.decisions import Decision, Placement, Rejection, StatusUpdate
 from services.contracts.events import Outcome
+from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from services.kube import client as kube_client
 from services.kube.api import KubeApi
 from services.runtime import metrics
@@ -88,6 +89,16 @@ SEQ_HEADER = "Gangsched-Seq"
 CONSUMER_HEADER = "Gangsched-Consumer"
 
 
+class MissingDecisionKey(Exception):
+    """The binder was started without the key that proves decisions are the planner's."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the binder acts only on decisions signed by the planner: give the planner and the "
+            "binder the same --decision-key-file (GANGSCHED_DECISION_KEY_FILE), e.g. made with "
+            "`openssl rand -hex 32 > decision.key`")
+
+
 class ReadyFlag(Protocol):
     """Readiness of this service (`services.runtime.health.ReadyFlag`)."""
 
@@ -107,7 +118,10 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
 
     Raises:
         KubeError: no Kubernetes credentials. BusMisconfigured: the streams cannot be set up.
+        MissingDecisionKey: `settings.decision_key` is None.
     """
+    if settings.decision_key is None:
+        raise MissingDecisionKey()
     ready.set(False)
     js = nc.jetstream()
     await streams.ensure_streams(js, settings.bus)
@@ -169,7 +183,12 @@ async def open_consumers(js: JetStreamContext, prefix: str) -> tuple[PullConsume
 
 
 class Binder:
-    """Handles decisions; `consume` runs the fetch loop, `handle` one decision (for tests)."""
+    """Handles decisions; `consume` runs the fetch loop, `handle` one decision (for tests).
+
+    Only a delivery signed with `settings.decision_key` is decoded and acted on; any other is
+    dead-lettered with the reason (`services.contracts.signing`).
+    Raises (constructor): MissingDecisionKey when `settings.decision_key` is None.
+    """
 
     def __init__(
         self,
@@ -182,6 +201,9 @@ class Binder:
         reporter: Reporter | None = None,
         view: ViewFeed | None = None,
     ) -> None:
+        if settings.decision_key is None:
+            raise MissingDecisionKey()
+        self._key: DecisionKey = settings.decision_key
         self._kube = kube
         self._publisher = publisher
         self._prefix = settings.bus.prefix
@@ -254,11 +276,10 @@ class Binder:
             await self._statuses.close()
 
     async def submit_report(self, delivery: Delivery) -> None:
-        """Decode a report and queue it in its lane; a poisoned one is dead-lettered."""
-        try:
-            decision = codec.decode_decision(delivery.data)
-        except codec.PoisonedMessage as error:
-            await self._dead_letter(delivery, f"PoisonedMessage: {error}", REPORTS_CONSUMER)
+        """Check, decode and queue a report in its lane; a forged or poisoned one is
+        dead-lettered."""
+        decision = await self._decision(delivery, REPORTS_CONSUMER)
+        if decision is None:
             return
         reports = self._statuses if isinstance(decision, StatusUpdate) else self._rejections
         reports.submit(lane(decision), delivery.seq, (delivery, decision))
@@ -288,14 +309,28 @@ class Binder:
                           delivery.subject)
 
     async def process(self, delivery: Delivery) -> None:
-        """Decode, handle (in order within the group), then ack; dead-letter what cannot be."""
-        try:
-            decision = codec.decode_decision(delivery.data)
-        except codec.PoisonedMessage as error:
-            await self._dead_letter(delivery, f"PoisonedMessage: {error}")
+        """Check, decode, handle (in order within the group), then ack; dead-letter what
+        cannot be."""
+        decision = await self._decision(delivery, CONSUMER)
+        if decision is None:
             return
         async with heartbeat(delivery, HEARTBEAT_SECONDS), self._groups.hold(lane(decision)):
             await self._carry_out(delivery, decision)
+
+    async def _decision(self, delivery: Delivery, consumer: str) -> Decision | None:
+        """The delivery's decision when the planner signed it and it decodes; else None, after
+        dead-lettering it with the reason (a forged decision is never decoded, let alone
+        carried out)."""
+        forged = self._key.check(delivery.subject, delivery.data,
+                                 delivery.headers.get(SIGNATURE_HEADER))
+        if forged is not None:
+            await self._dead_letter(delivery, f"not the planner's decision: {forged}", consumer)
+            return None
+        try:
+            return codec.decode_decision(delivery.data)
+        except codec.PoisonedMessage as error:
+            await self._dead_letter(delivery, f"PoisonedMessage: {error}", consumer)
+            return None
 
     async def _carry_out(self, delivery: Delivery, decision: Decision) -> None:
         """Handle, then ack; on failure retry later or dead-letter."""

@@ -16,6 +16,7 @@ from nats.js import JetStreamContext
 from nats.js.api import PubAck
 
 from services.bus import transience
+from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,12 @@ PublishItem = tuple[str, bytes, str]
 
 
 class Publisher:
-    """Publishes messages with de-duplication ids and waits for JetStream to store them."""
+    """Publishes messages with de-duplication ids and waits for JetStream to store them.
+
+    With `signing_key` (the planner's), every message carries its signature header
+    (`services.contracts.signing`), so the binder can tell the planner's decisions from forged
+    ones.
+    """
 
     def __init__(
         self,
@@ -36,10 +42,12 @@ class Publisher:
         *,
         ack_timeout_seconds: float = ACK_TIMEOUT_SECONDS,
         max_in_flight: int = MAX_IN_FLIGHT,
+        signing_key: DecisionKey | None = None,
     ) -> None:
         self._js = js
         self._ack_timeout_seconds = ack_timeout_seconds
         self._max_in_flight = max_in_flight
+        self._signing_key = signing_key
 
     async def publish(
         self,
@@ -72,7 +80,7 @@ class Publisher:
                     subject,
                     data,
                     timeout=self._ack_timeout_seconds,
-                    headers=with_msg_id(msg_id, headers),
+                    headers=self._headers(subject, data, msg_id, headers),
                 )
         return int(ack.seq)
 
@@ -100,9 +108,8 @@ class Publisher:
         futures: list[asyncio.Future[PubAck]] = []
         try:
             for subject, data, msg_id in window:
-                futures.append(
-                    await self._js.publish_async(subject, data, headers=with_msg_id(msg_id, None))
-                )
+                futures.append(await self._js.publish_async(
+                    subject, data, headers=self._headers(subject, data, msg_id, None)))
         except Exception as error:
             if not transience.is_transient(error):
                 _cancel(futures)
@@ -114,6 +121,15 @@ class Publisher:
             if future.cancelled() or future.exception() is not None:
                 return index
         return len(futures)
+
+
+    def _headers(self, subject: str, data: bytes, msg_id: str,
+                 headers: dict[str, str] | None) -> dict[str, str]:
+        """`headers` plus the message id, and the signature when this publisher signs."""
+        complete = with_msg_id(msg_id, headers)
+        if self._signing_key is not None:
+            complete[SIGNATURE_HEADER] = self._signing_key.sign(subject, data)
+        return complete
 
 
 def with_msg_id(msg_id: str, headers: dict[str, str] | None) -> dict[str, str]:

@@ -39,6 +39,7 @@ def _service_command(name: str, services: tuple[str, ...], help_text: str) -> No
     @options.watcher_options
     @options.planner_options
     @options.binder_options
+    @options.decision_key_options
     def command(**parsed: Any) -> None:
         _serve(parsed, services)
 
@@ -54,8 +55,10 @@ def _option_names(decorator: Any) -> set[str]:
 
 SERVICE_OPTIONS = {
     "watcher": _option_names(options.kube_options) | _option_names(options.watcher_options),
-    "planner": _option_names(options.store_options) | _option_names(options.planner_options),
-    "binder": _option_names(options.kube_options) | _option_names(options.binder_options),
+    "planner": _option_names(options.store_options) | _option_names(options.planner_options)
+    | _option_names(options.decision_key_options),
+    "binder": _option_names(options.kube_options) | _option_names(options.binder_options)
+    | _option_names(options.decision_key_options),
 }
 """The options only some services use; the common and NATS options serve all."""
 
@@ -100,7 +103,7 @@ audit.register(app, planner_config)
 
 def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
     from services.bus.errors import BusUnavailable
-    from services.cli import serve
+    from services.cli import decision_keys, serve
     from services.kube.errors import KubeError
     from services.store.errors import SchemaMismatch
 
@@ -109,6 +112,12 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
         raise click.UsageError(
             f"`gangsched {services[0]}` needs --nats (or GANGSCHED_NATS): the services run apart "
             "share one NATS; only `gangsched run` starts an embedded nats-server of its own")
+    try:
+        settings = decision_keys.with_key(settings, services)
+    except decision_keys.NoKey as error:
+        raise click.UsageError(str(error)) from None
+    except decision_keys.BadKey as error:
+        raise click.ClickException(str(error)) from None
     _logging(settings.log_level)
     try:
         asyncio.run(_until_signalled(serve.serve(settings, services, planner_config(parsed))))

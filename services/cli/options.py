@@ -168,6 +168,12 @@ binder_options = stack(
             help="Minimum seconds between two FailedScheduling events for one pod."),
 )
 
+decision_key_options = _option(
+    "--decision-key-file", type=click.Path(path_type=Path), default=None,
+    help="Planner and binder: file holding the shared key (at least 32 bytes, e.g. `openssl "
+         "rand -hex 32`) the planner signs decisions with and the binder checks them with. "
+         "Unset, `run` keeps one in <data-dir>/decision.key (made on first start, mode 0600).")
+
 
 def settings_from(options: dict[str, Any]) -> Settings:
     """Build `Settings` from the parsed options of a command (absent options keep defaults)."""
@@ -207,4 +213,5 @@ def settings_from(options: dict[str, Any]) -> Settings:
             rollback_bare_pods=get("rollback_bare_pods", False),
             event_interval_seconds=get("event_interval_seconds", 30.0),
         ),
+        decision_key_file=options.get("decision_key_file"),
     )

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.contracts.signing import DecisionKey
+
 
 @dataclass(frozen=True)
 class BusSettings:
@@ -111,6 +113,10 @@ class Settings:
     watcher: WatcherSettings = field(default_factory=WatcherSettings)
     planner: PlannerServiceSettings = field(default_factory=PlannerServiceSettings)
     binder: BinderSettings = field(default_factory=BinderSettings)
+    decision_key: DecisionKey | None = field(default=None, repr=False)
+    """The planner's signing and the binder's checking key, read from `decision_key_file`
+    (`--decision-key-file`; `run` keeps its own in the data directory when none is given)."""
+    decision_key_file: Path | None = None
 
     def store_url(self) -> str:
         """The effective database URL (SQLite file `<data_dir>/gangsched.db` by default)."""

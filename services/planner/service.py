@@ -188,7 +188,7 @@ async def run_planner(
     prefix = settings.bus.prefix
     service = PlannerService(
         PlannerStore(engine, consumer=DURABLE, snapshot=DURABLE, planner=revision.PLANNER),
-        BusPublisher(js),
+        BusPublisher(js, signing_key=settings.decision_key),
         prefix=prefix,
         config=config or core_config.PlannerConfig(scheduler_name=settings.scheduler_name),
         settings=settings.planner,

@@ -11,9 +11,22 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.fixture import ControlPlane
-from tests.e2e import kube
+from tests.e2e import kube, split
 from tests.support.gangsched_process import GangschedRun
 from tests.support.waiting import eventually
+
+
+@pytest.fixture
+def services(control_plane: ControlPlane, tmp_path: Path) -> Iterator[split.Services]:
+    """gangsched's services as separate processes on a private NATS (the test starts the ones
+    it needs); all stopped after the test, their logs printed, and each must exit 0."""
+    running = split.Services(control_plane.kubeconfig, tmp_path / "services")
+    try:
+        yield running
+    finally:
+        codes = running.close()
+        print(running.logs(150))
+    assert all(code == 0 for code in codes.values()), codes
 
 
 @pytest.fixture(scope="session")

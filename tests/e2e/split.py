@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -62,8 +63,9 @@ class ServiceProcess:
     """`gangsched <command>` (watcher, planner or binder) on a given NATS, logging to a file."""
 
     def __init__(self, command: str, kubeconfig: Path, data_dir: Path, nats_url: str,
-                 *extra: str) -> None:
+                 *extra: str, key_file: Path | None = None) -> None:
         self.command = command
+        self.key_file = key_file
         self.kubeconfig = kubeconfig
         self.data_dir = data_dir
         self.nats_url = nats_url
@@ -88,7 +90,9 @@ class ServiceProcess:
                  "--log-level", "DEBUG" if self.command == "binder" else "INFO",
                  *self.extra],
                 stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                env={**os.environ, "PYTHONUNBUFFERED": "1",
+                     **({"GANGSCHED_DECISION_KEY_FILE": str(self.key_file)}
+                        if self.key_file else {})})
         return self
 
     def wait_ready(self, ready_timeout: float = 60.0) -> ServiceProcess:
@@ -128,12 +132,14 @@ class Services:
     """One NATS and the gangsched processes a test runs on it; `close` stops them all.
 
     `start` launches services together (watcher and planner usually) and waits for all;
-    `binder` adds a binder (several may run: they share the work-queue consumer).
+    `binder` adds a binder (several may run: they share the work-queue consumer). Planner and
+    binders share one decision key (`key_file`), as the chart's Secret gives them.
     """
 
     def __init__(self, kubeconfig: Path, data_dir: Path) -> None:
         self.kubeconfig = kubeconfig
         self.data_dir = data_dir
+        self.key_file = data_dir / "decision.key"
         self.nats = NatsServer(data_dir / "nats")
         self.processes: list[ServiceProcess] = []
 
@@ -161,8 +167,11 @@ class Services:
 
     def _launch(self, command: str, kubeconfig: Path, extra: tuple[str, ...]) -> ServiceProcess:
         index = len(self.processes)
+        if not self.key_file.exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self.key_file.write_text(secrets.token_hex(32))
         process = ServiceProcess(command, kubeconfig, self.data_dir / f"{index}-{command}",
-                                 self.nats.url, *extra)
+                                 self.nats.url, *extra, key_file=self.key_file)
         self.processes.append(process)
         return process.launch()
 
@@ -224,22 +233,26 @@ def last_message(nats_url: str, stream: str, subject: str) -> dict[str, Any] | N
 
 def messages(nats_url: str, stream: str, subject: str) -> list[dict[str, Any]]:
     """Every message on `subject` (wildcards allowed) of stream `stream`, decoded, in order."""
-    async def read() -> list[dict[str, Any]]:
+    return [json.loads(data) for _, data in _stored(nats_url, subject, stream)]
+
+
+def _stored(nats_url: str, subject: str, stream: str) -> list[tuple[dict[str, str], bytes]]:
+    """Every message stored on `subject` (wildcards allowed) of stream `stream` (EVENTS,
+    DECISIONS, DEADLETTER), as (headers, data), in order."""
+    async def read() -> list[tuple[dict[str, str], bytes]]:
         nc = await nats.connect(nats_url)
         try:
-            js = nc.jetstream()
-            name = subjects.stream_name(PREFIX, stream)
-            subscription = await js.pull_subscribe(
-                subject, stream=name,
+            subscription = await nc.jetstream().pull_subscribe(
+                subject, stream=subjects.stream_name(PREFIX, stream),
                 config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL, inactive_threshold=30))
-            found: list[dict[str, Any]] = []
+            found: list[tuple[dict[str, str], bytes]] = []
             while True:
                 try:
                     batch = await subscription.fetch(256, timeout=0.5)
                 except (nats.errors.TimeoutError, TimeoutError):
                     return found
                 for message in batch:
-                    found.append(json.loads(message.data))
+                    found.append((dict(message.headers or {}), message.data))
                     await message.ack()
                 if batch[-1].metadata.num_pending == 0:
                     return found
@@ -261,3 +274,20 @@ def waiting_pulls(nats_url: str, consumer: str = "binder") -> int:
         return int(info.num_waiting or 0)
 
     return asyncio.run(read())
+
+
+def publish(nats_url: str, subject: str, data: bytes, headers: dict[str, str]) -> None:
+    """Publish one message to JetStream as any NATS client could (a forger, in trust tests)."""
+    async def send() -> None:
+        nc = await nats.connect(nats_url)
+        try:
+            await nc.jetstream().publish(subject, data, headers=headers or None)
+        finally:
+            await nc.close()
+
+    asyncio.run(send())
+
+
+def dead_letters(nats_url: str) -> list[tuple[dict[str, str], bytes]]:
+    """Every dead letter (headers, payload) stored so far, in order."""
+    return _stored(nats_url, subjects.dead_letter_subject(PREFIX), "DEADLETTER")

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, manifests, split
 from tests.support.waiting import consistently, eventually
 
@@ -23,16 +20,6 @@ GANGS = 8
 MEMBERS = 3
 PLACED = re.compile(r"placement (\S+) of (\S+) \(attempt")
 
-
-@pytest.fixture
-def services(control_plane: ControlPlane, tmp_path: Path) -> Iterator[split.Services]:
-    running = split.Services(control_plane.kubeconfig, tmp_path / "services")
-    try:
-        yield running
-    finally:
-        codes = running.close()
-        print(running.logs(100))
-    assert all(code == 0 for code in codes.values()), codes
 
 
 def test_two_binders_on_one_work_queue_bind_every_pod_exactly_once(

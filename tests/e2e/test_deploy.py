@@ -200,6 +200,11 @@ def _local_env(deployment: Deployed, command: str, data_dir: Path) -> dict[str, 
                GANGSCHED_HTTP_PORT="0", GANGSCHED_DATA_DIR=str(data_dir))
     if command in deployment.kubeconfigs:
         env["GANGSCHED_KUBECONFIG"] = str(deployment.kubeconfigs[command])
+    if "GANGSCHED_DECISION_KEY_FILE" in env:  # the chart's Secret, as mounted in the pod
+        key = chart.find(deployment.objects, "Secret", f"{chart.RELEASE}-decision-key")
+        key_file = data_dir.parent / "decision.key"
+        key_file.write_text(chart.secret_data(key)["key"])
+        env["GANGSCHED_DECISION_KEY_FILE"] = str(key_file)
     return {**_clean_environ(), **env, "PYTHONUNBUFFERED": "1"}
 
 

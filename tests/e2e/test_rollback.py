@@ -36,16 +36,6 @@ left behind before the gang is placed again (the binder writes PodGroup status a
 settle, so a shorter-lived state is never shown)."""
 
 
-@pytest.fixture
-def services(control_plane: ControlPlane, tmp_path: Path) -> Iterator[split.Services]:
-    running = split.Services(control_plane.kubeconfig, tmp_path / "services")
-    try:
-        yield running
-    finally:
-        codes = running.close()
-        print(running.logs(150))
-    assert all(code == 0 for code in codes.values()), codes
-
 
 # --- reading what happened -------------------------------------------------------------------
 

@@ -62,6 +62,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
+{{- define "gangsched.decisionKeySecret" -}}
+{{- .Values.decisionKey.existingSecret | default (printf "%s-decision-key" (include "gangsched.fullname" .)) -}}
+{{- end -}}
+
 {{- define "gangsched.natsUsersSecret" -}}
 {{- .Values.nats.auth.existingSecret | default (printf "%s-nats-users" (include "gangsched.fullname" .)) -}}
 {{- end -}}
@@ -319,6 +323,11 @@ spec:
             - name: SSL_CERT_FILE
               value: /etc/gangsched/nats-ca/ca.crt
             {{- end }}
+            {{- if ne $component "watcher" }}
+            # the planner signs decisions with it, the binder acts only on those it signed
+            - name: GANGSCHED_DECISION_KEY_FILE
+              value: /etc/gangsched/decision-key/key
+            {{- end }}
             {{- if eq $component "planner" }}
             - name: GANGSCHED_LEADER_ELECTION
               value: {{ $values.leaderElection.enabled | quote }}
@@ -357,6 +366,9 @@ spec:
             {{- if $root.Values.nats.tls.enabled }}
             - {name: nats-ca, mountPath: /etc/gangsched/nats-ca, readOnly: true}
             {{- end }}
+            {{- if ne $component "watcher" }}
+            - {name: decision-key, mountPath: /etc/gangsched/decision-key, readOnly: true}
+            {{- end }}
       volumes:
         {{- if $sqlite }}
         - name: data
@@ -368,6 +380,14 @@ spec:
         {{- end }}
         - name: tmp
           emptyDir: {}
+        {{- if ne $component "watcher" }}
+        - name: decision-key
+          secret:
+            secretName: {{ include "gangsched.decisionKeySecret" $root }}
+            defaultMode: 0440
+            items:
+              - {key: key, path: key}
+        {{- end }}
         {{- if $root.Values.nats.tls.enabled }}
         - name: nats-ca
           secret:

@@ -8,9 +8,12 @@ from datetime import datetime
 from typing import Any
 
 from services.binder.validation import PLACEMENT_ANNOTATION
+from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from services.kube import errors
 from services.kube.events import ObjectRef
 
+DECISION_KEY = DecisionKey(b"k" * 32)
+"""The key the planner of these tests signs with and their binders check with."""
 OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid",
          "controller": True}
 
@@ -180,7 +183,8 @@ class FakePublisher:
 
 @dataclass
 class FakeDelivery:
-    """A fetched decision; records how it was settled."""
+    """A fetched decision, signed with `DECISION_KEY` unless `headers` are given; records how
+    it was settled."""
 
     data: bytes
     seq: int = 1
@@ -188,6 +192,11 @@ class FakeDelivery:
     num_delivered: int = 1
     num_pending: int = 0
     settled: list[str] = field(default_factory=list)
+    headers: dict[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.headers is None:
+            self.headers = {SIGNATURE_HEADER: DECISION_KEY.sign(self.subject, self.data)}
 
     async def ack(self) -> None:
         self.settled.append("ack")

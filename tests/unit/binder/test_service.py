@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 
-from services.binder.service import MAX_ATTEMPTS, Binder
+from services.binder.service import MAX_ATTEMPTS, Binder, MissingDecisionKey
 from services.config.settings import Settings
 from services.contracts import codec
 from services.contracts.decisions import Assignment, Placement, PodRef, Rejection
 from services.contracts.events import GroupBound, GroupRolledBack, MemberBound, Outcome
-from tests.unit.binder.fakes import FakeDelivery, FakeKube, FakePublisher, make_node, make_pod
+from services.contracts.signing import DecisionKey
+from tests.unit.binder.fakes import (
+    DECISION_KEY,
+    FakeDelivery,
+    FakeKube,
+    FakePublisher,
+    make_node,
+    make_pod,
+)
 
 NOW_MS = 1_700_000_000_000
+SETTINGS = Settings(decision_key=DECISION_KEY)
 
 
 class FakeOutcomeLog:
@@ -25,7 +35,7 @@ class FakeOutcomeLog:
 
 
 def binder(kube: FakeKube, publisher: FakePublisher, log: FakeOutcomeLog | None = None) -> Binder:
-    return Binder(kube, publisher, Settings(), outcome_log=log, clock=lambda: NOW_MS)
+    return Binder(kube, publisher, SETTINGS, outcome_log=log, clock=lambda: NOW_MS)
 
 
 def a_placement() -> Placement:
@@ -131,7 +141,7 @@ async def test_a_settled_placement_is_never_undone_when_a_later_decision_settled
         GroupBound(at_ms=2, decision_id="20-0", group="default/g"),
     )
     del kube.pods[("default", "c")]
-    late = Binder(kube, publisher, Settings(), outcome_log=log, clock=lambda: NOW_MS + 61_000)
+    late = Binder(kube, publisher, SETTINGS, outcome_log=log, clock=lambda: NOW_MS + 61_000)
     delivery = FakeDelivery(codec.encode(three_member_placement()), num_delivered=2)
     await late.process(delivery)
     assert delivery.settled == ["ack"]
@@ -145,7 +155,7 @@ async def test_a_settled_placement_is_remembered_by_the_process_that_settled_it(
     for name in "abc":
         kube.add_pod(make_pod(name))
     clock = [NOW_MS]
-    service = Binder(kube, publisher, Settings(), outcome_log=FakeOutcomeLog(),
+    service = Binder(kube, publisher, SETTINGS, outcome_log=FakeOutcomeLog(),
                      clock=lambda: clock[0])
     await service.process(FakeDelivery(codec.encode(three_member_placement())))
     del kube.pods[("default", "c")]
@@ -193,3 +203,46 @@ async def test_a_poisoned_report_is_dead_lettered() -> None:
     await binder(FakeKube(), publisher).submit_report(delivery)
     assert delivery.settled == ["term"]
     assert publisher.published[0][0] == "gangsched.deadletter"
+
+
+FORGERIES = {
+    "unsigned": {},
+    "signed with another key": {
+        "Gangsched-Signature": DecisionKey(b"x" * 32).sign(
+            "gangsched.decisions.Placement.default.g", codec.encode(a_placement()))},
+    "a signature of another message": {
+        "Gangsched-Signature": DECISION_KEY.sign("gangsched.decisions.Placement.default.g",
+                                                 b"{}")},
+    "a signature of the same message on another subject": {
+        "Gangsched-Signature": DECISION_KEY.sign("gangsched.decisions.Placement.default.h",
+                                                 codec.encode(a_placement()))},
+}
+
+
+@pytest.mark.parametrize("forgery", sorted(FORGERIES))
+async def test_a_decision_the_planner_did_not_sign_is_dead_lettered_and_binds_nothing(
+    forgery: str,
+) -> None:
+    kube, publisher = cluster(), FakePublisher()
+    delivery = FakeDelivery(codec.encode(a_placement()), seq=7, headers=FORGERIES[forgery])
+    await binder(kube, publisher).process(delivery)
+    assert delivery.settled == ["term"]
+    assert kube.calls == [] and kube.node_of("a") is None
+    assert [subject for subject, _, _ in publisher.published] == ["gangsched.deadletter"]
+    reason = publisher.headers[0]["Gangsched-Reason"] if publisher.headers[0] else ""
+    assert reason.startswith("not the planner's decision: ")
+
+
+async def test_a_forged_report_writes_nothing() -> None:
+    kube, publisher = cluster(), FakePublisher()
+    delivery = a_rejection(3, "forged")
+    delivery.headers = {}
+    handler = binder(kube, publisher)
+    await handler.submit_report(delivery)
+    await handler.reports_idle()
+    assert delivery.settled == ["term"] and kube.events == [] and kube.calls == []
+
+
+def test_a_binder_without_a_decision_key_refuses_to_start() -> None:
+    with pytest.raises(MissingDecisionKey, match="--decision-key-file"):
+        Binder(FakeKube(), FakePublisher(), Settings())

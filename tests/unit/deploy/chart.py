@@ -29,23 +29,30 @@ RELEASE = "gangsched"
 NAMESPACE = "gangsched"
 USERS = ("watcher", "planner", "binder", "subscriber")
 USERS_SECRET = "gangsched-nats-users"
-MANIFEST_VALUES = (f"nats.auth.existingSecret={USERS_SECRET}",)
+KEY_SECRET = "gangsched-decision-key"
+MANIFEST_VALUES = (f"nats.auth.existingSecret={USERS_SECRET}",
+                   f"decisionKey.existingSecret={KEY_SECRET}")
 """`--set` values of the plain manifests (besides the chart's defaults)."""
 CREATE_SECRET = (
     f"kubectl -n {NAMESPACE} create secret generic {USERS_SECRET} "
     + " ".join(f"--from-literal={user}=p$(openssl rand -hex 24)" for user in USERS)
 )
 """The command creating the NATS users' Secret the plain manifests need (docs/deploy.md)."""
+CREATE_KEY_SECRET = (f"kubectl -n {NAMESPACE} create secret generic {KEY_SECRET} "
+                     "--from-literal=key=$(openssl rand -hex 32)")
+"""The command creating the decision key's Secret the plain manifests need."""
 
 HEADER = f"""\
 # gangsched, plain manifests: the chart deploy/chart rendered with its default values by
 #   helm template gangsched deploy/chart -n gangsched --include-crds \\
-#     --set nats.auth.existingSecret={USERS_SECRET}
+#     --set nats.auth.existingSecret={USERS_SECRET} \\
+#     --set decisionKey.existingSecret={KEY_SECRET}
 # Do not edit; regenerate with `python -m tests.unit.deploy.chart` (a unit test fails when
-# this file is stale). This file holds no secret: create the NATS users' Secret first
-# (docs/deploy.md, "Passwords"), then apply with `kubectl apply -k deploy/`:
+# this file is stale). This file holds no secret: create the NATS users' Secret and the
+# decision key's first (docs/deploy.md, "Passwords"), then apply with `kubectl apply -k deploy/`:
 #   kubectl create namespace {NAMESPACE}
 #   {CREATE_SECRET}
+#   {CREATE_KEY_SECRET}
 """
 
 

@@ -24,7 +24,7 @@ FULL_OPTIONS = (
     "nats.replicas=3", "nats.tls.enabled=true", "nats.tls.secretName=nats-tls",
     "metrics.serviceMonitor.enabled=true", "planner.replicas=2", "database.type=postgresql",
     "database.postgresql.url=postgresql+asyncpg://u:p@db/gangsched",
-    "nats.auth.passwords.binder=given-binder-password",
+    "nats.auth.passwords.binder=given-binder-password", "nats.auth.allowStreamUpdates=true",
 )
 """The non-default values the tests below check, in one render (each render takes ~1 s)."""
 
@@ -277,6 +277,47 @@ def test_each_nats_user_may_publish_only_what_its_service_produces(rendered):
             assert may_publish(users[user], subject) is allowed, (user, subject)
 
 
+STREAMS = ("GANGSCHED_EVENTS", "GANGSCHED_DECISIONS", "GANGSCHED_DEADLETTER")
+
+
+def test_each_producer_publishes_events_only_on_its_own_subject_kinds(rendered):
+    users = chart.nats_users(rendered)
+    kinds = {"node": "watcher", "pod": "watcher", "podgroup": "watcher", "clock": "watcher",
+             "outcome": "binder"}
+    for kind, producer in kinds.items():
+        subject = f"gangsched.events.{kind}.default.x"
+        for user in ("watcher", "planner", "binder", "subscriber"):
+            assert may_publish(users[user], subject) is (user == producer), (user, subject)
+    for user in users:
+        assert not may_publish(users[user], "gangsched.events.forged.default.x"), user
+    assert not may_publish(users["watcher"], "gangsched.deadletter")
+
+
+def test_no_service_user_may_update_delete_or_purge_a_stream_but_each_may_create_them(
+        rendered):
+    users = chart.nats_users(rendered)
+    for user in ("watcher", "planner", "binder"):
+        for stream in STREAMS:
+            assert may_publish(users[user], f"$JS.API.STREAM.INFO.{stream}"), user
+            assert may_publish(users[user], f"$JS.API.STREAM.CREATE.{stream}"), user
+    for user, entry in users.items():
+        for verb in ("UPDATE", "DELETE", "PURGE", "MSG.DELETE"):
+            for stream in (*STREAMS, "KV_GANGSCHED_LEADER", "ANY"):
+                allowed = (user, verb, stream) == ("planner", "UPDATE", "KV_GANGSCHED_LEADER")
+                assert may_publish(entry, f"$JS.API.STREAM.{verb}.{stream}") is allowed, (
+                    user, verb, stream)
+
+
+def test_allowing_stream_updates_lets_only_the_planner_update_only_the_three_streams(full):
+    users = chart.nats_users(full)
+    for stream in STREAMS:
+        assert may_publish(users["planner"], f"$JS.API.STREAM.UPDATE.{stream}")
+        assert not may_publish(users["planner"], f"$JS.API.STREAM.PURGE.{stream}")
+        for user in ("watcher", "binder", "subscriber"):
+            assert not may_publish(users[user], f"$JS.API.STREAM.UPDATE.{stream}"), user
+    assert not may_publish(users["planner"], "$JS.API.STREAM.UPDATE.ANY")
+
+
 def test_durable_consumers_belong_to_their_service_only(rendered):
     users = chart.nats_users(rendered)
     planner_next = "$JS.API.CONSUMER.MSG.NEXT.GANGSCHED_EVENTS.planner"
@@ -350,3 +391,33 @@ def test_the_rendered_nats_conf_only_names_paths_of_the_nats_pod(rendered):
     paths = {line.split(":", 1)[1].strip() for line in conf["nats.conf"].splitlines()
              if line.strip().startswith(("store_dir", "pid_file"))}
     assert paths == {'"/data"', '"/var/run/nats/nats.pid"'}
+
+
+def _mounts_decision_key(objects: Objects, component: str) -> str | None:
+    """The Secret a component's pod mounts as its decision key, or None."""
+    deployment = chart.find(objects, "Deployment", f"{RELEASE}-{component}")
+    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    names = [v["secret"]["secretName"] for v in volumes if v["name"] == "decision-key"]
+    return names[0] if names else None
+
+
+def test_only_the_planner_and_the_binder_get_the_decision_key(rendered: Objects) -> None:
+    secret = chart.find(rendered, "Secret", f"{RELEASE}-decision-key")
+    assert len(chart.secret_data(secret)["key"]) == 64
+    assert _mounts_decision_key(rendered, "planner") == f"{RELEASE}-decision-key"
+    assert _mounts_decision_key(rendered, "binder") == f"{RELEASE}-decision-key"
+    assert _mounts_decision_key(rendered, "watcher") is None
+    for component in ("planner", "binder"):
+        env = chart.container_env(rendered, "Deployment", f"{RELEASE}-{component}")
+        assert env["GANGSCHED_DECISION_KEY_FILE"] == "/etc/gangsched/decision-key/key"
+    assert "GANGSCHED_DECISION_KEY_FILE" not in chart.container_env(
+        rendered, "Deployment", f"{RELEASE}-watcher")
+
+
+def test_the_plain_manifests_use_the_decision_key_secret_the_user_makes() -> None:
+    objects = chart.documents(chart.MANIFEST.read_text())
+    assert not any(obj["kind"] == "Secret" and obj["metadata"]["name"] == chart.KEY_SECRET
+                   for obj in objects)
+    assert _mounts_decision_key(objects, "planner") == chart.KEY_SECRET
+    assert _mounts_decision_key(objects, "binder") == chart.KEY_SECRET
+    assert chart.CREATE_KEY_SECRET in chart.MANIFEST.read_text()

@@ -1,0 +1,76 @@
+"""The decision key of a service command: read from --decision-key-file, or `run`'s own.
+
+Layer: cli (top). The only code that reads or writes key files; the key itself is checked
+and used by `services.contracts.signing`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+from pathlib import Path
+
+from services.config.settings import Settings
+from services.contracts.signing import DecisionKey, UnusableKey
+
+RUN_KEY_FILE = "decision.key"
+"""`run`'s key, kept in its data directory so decisions still in the stream across a restart
+stay valid."""
+SIGNING_SERVICES = frozenset({"planner", "binder"})
+
+
+class NoKey(Exception):
+    """A planner or binder run apart without --decision-key-file (a usage error)."""
+
+
+class BadKey(Exception):
+    """The key file cannot be read, or holds no usable key."""
+
+
+def with_key(settings: Settings, services: tuple[str, ...]) -> Settings:
+    """`settings` with `decision_key` set for the planner and binder among `services`.
+
+    The key comes from `settings.decision_key_file`; without one, a command running both
+    planner and binder (`run`) uses `<data_dir>/decision.key`, made on first use (32 random
+    bytes as hex, mode 0600); a planner or binder run apart has none.
+    Raises:
+        NoKey: planner or binder apart without a key file.
+        BadKey: the file is unreadable or its key too short.
+    """
+    if not SIGNING_SERVICES & set(services):
+        return settings
+    path = settings.decision_key_file
+    if path is None:
+        if not set(services) >= SIGNING_SERVICES:
+            raise NoKey(
+                "the planner signs its decisions and the binder acts only on signed ones: give "
+                "both the same --decision-key-file (or GANGSCHED_DECISION_KEY_FILE), e.g. made "
+                "with `openssl rand -hex 32 > decision.key`")
+        path = _run_key(settings.data_dir)
+    try:
+        key = DecisionKey.from_text(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise BadKey(f"cannot read the decision key file {path}: "
+                     f"{getattr(error, 'strerror', None) or error}") from None
+    except UnusableKey as error:
+        raise BadKey(f"{path}: {error}") from None
+    return dataclasses.replace(settings, decision_key=key, decision_key_file=path)
+
+
+def _run_key(data_dir: Path) -> Path:
+    """`<data_dir>/decision.key`, created owner-only with a new key when absent."""
+    path = data_dir / RUN_KEY_FILE
+    if path.exists():
+        return path
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path  # another `run` on this directory made it first
+    except OSError as error:
+        raise BadKey(f"cannot create the decision key file {path}: "
+                     f"{error.strerror or error}") from None
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(secrets.token_hex(32) + "\n")
+    return path

@@ -1,0 +1,62 @@
+"""Where the planner's and binder's decision key comes from, and what a missing one says."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from services.cli import decision_keys
+from services.cli.main import app
+from services.config.settings import Settings
+
+
+def test_run_makes_an_owner_only_key_once_and_keeps_it(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    first = decision_keys.with_key(settings, ("watcher", "planner", "binder"))
+    path = tmp_path / "data" / "decision.key"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert first.decision_key is not None and first.decision_key_file == path
+    again = decision_keys.with_key(settings, ("watcher", "planner", "binder"))
+    assert again.decision_key == first.decision_key  # decisions in the stream stay valid
+
+
+def test_a_given_key_file_is_used_by_a_service_run_apart(tmp_path: Path) -> None:
+    key = tmp_path / "k"
+    key.write_text("a" * 64 + "\n")
+    settings = decision_keys.with_key(Settings(decision_key_file=key), ("binder",))
+    assert settings.decision_key is not None and settings.decision_key.secret == b"a" * 64
+
+
+def test_the_watcher_needs_no_key(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    assert decision_keys.with_key(settings, ("watcher",)) is settings
+    assert not (tmp_path / "decision.key").exists()
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "cannot read the decision key file"),
+    ("short", "it needs at least 32"),
+    (b"\xff" * 40, "cannot read the decision key file"),
+])
+def test_an_unusable_key_file_is_one_clear_error(
+    tmp_path: Path, content: str | bytes | None, message: str
+) -> None:
+    key = tmp_path / "k"
+    if isinstance(content, bytes):
+        key.write_bytes(content)
+    elif content is not None:
+        key.write_text(content)
+    with pytest.raises(decision_keys.BadKey, match=message):
+        decision_keys.with_key(Settings(decision_key_file=key), ("planner",))
+
+
+@pytest.mark.parametrize("service", ["planner", "binder"])
+def test_a_planner_or_binder_apart_without_a_key_is_a_usage_error(service: str) -> None:
+    result = CliRunner().invoke(app, [service, "--nats", "nats://127.0.0.1:1"],
+                                env={"GANGSCHED_DECISION_KEY_FILE": ""})
+    assert result.exit_code == 2
+    assert "--decision-key-file" in result.output
+    assert "Traceback" not in result.output
