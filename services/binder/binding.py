@@ -106,6 +106,8 @@ class Known(Protocol):
 
     def overcommit(self, node_name: str, members: Sequence[tuple[str, str]]) -> str | None: ...
 
+    def misfit(self, namespace: str, name: str, node_name: str) -> str | None: ...
+
 
 async def survey(
     kube: Kube,
@@ -144,8 +146,21 @@ async def survey(
         for member, pod_read in zip(members, pod_reads, strict=True)
     ]
     if known is not None:
+        _recheck_filters(known, members, checks)
         _recheck_capacity(known, members, checks)
     return Survey(tuple(checks))
+
+
+def _recheck_filters(known: Known, members: Sequence[Assignment], checks: list[Check]) -> None:
+    """Refuse each bindable member whose planned node fails its filters (`Known.misfit`: the
+    planner's own filter rules, on the view): a placement only selects among nodes that fit."""
+    for position, (member, check) in enumerate(zip(members, checks, strict=True)):
+        if check.verdict is Verdict.BINDABLE:
+            reason = known.misfit(member.namespace, member.name, member.node)
+            if reason is not None:
+                checks[position] = Check(Verdict.REFUSED, f"pod {member.namespace}/"
+                                         f"{member.name} cannot go to node {member.node}: "
+                                         f"{reason}")
 
 
 def _recheck_capacity(known: Known, members: Sequence[Assignment], checks: list[Check]) -> None:

@@ -24,6 +24,7 @@ from services.contracts.events import (
     Toleration,
 )
 from services.contracts.usage import uses_capacity
+from services.fit import filters
 
 BURIED_UIDS = 65536
 """Deleted uids remembered so a late observation cannot bring them back (bounded: the
@@ -111,6 +112,18 @@ class ClusterView:
                         f"(other pods were bound there meanwhile) and the members "
                         f"planned there request {resources.format_amount(name, amount)} {name}")
         return None
+
+    def misfit(self, namespace: str, name: str, node_name: str) -> str | None:
+        """Why the pod `namespace/name` may not go to `node_name` by the filters other than
+        resource fit (readiness, cordon, spec.nodeName, taints/tolerations, node affinity and
+        nodeSelector), or None: the same rules, in the same order, the planner placed by
+        (`services.fit.filters.static_reason`); None too when the view lacks either object.
+        Source: kube-scheduler's NodeUnschedulable, NodeName, TaintToleration, NodeAffinity.
+        """
+        pod, node = self._pods.get((namespace, name)), self._nodes.get(node_name)
+        if pod is None or node is None:
+            return None
+        return filters.static_reason(pod, node)
 
     def _count(self, pod: PodObserved | None, sign: int) -> None:
         """Add (or take back) a pod's requests to its node's use, if it uses capacity."""

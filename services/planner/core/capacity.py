@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from services.contracts.events import NodeObserved, PodObserved
-from services.planner.core import filters
+from services.fit import filters
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]

@@ -14,6 +14,7 @@ from collections import Counter
 import numpy as np
 
 from services.contracts.events import PodObserved
+from services.fit import reasons as fit_reasons
 from services.planner.core import reasons, scoring
 from services.planner.core.capacity import (
     BoolArray,
@@ -203,11 +204,11 @@ def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
             counts[reasons.held_for_gang(hold.group)] += int(held.sum())
             passing &= ~held
     for name in missing:
-        counts[reasons.insufficient(name)] += int(passing.sum())
+        counts[fit_reasons.insufficient(name)] += int(passing.sum())
     for col in cols:
         short = int((passing & (index.free[col] < vec[col])).sum())
         if short:
-            counts[reasons.insufficient(index.resources[col])] += short
+            counts[fit_reasons.insufficient(index.resources[col])] += short
     return dict(counts)
 
 

@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# Per-node filter reasons (as the kube-scheduler plugins word them).
-INSUFFICIENT = "Insufficient {resource}"
-TOO_MANY_PODS = "Too many pods"
-NODE_UNSCHEDULABLE = "node(s) were unschedulable"
-NODE_NOT_READY = "node(s) were not ready"
-NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
-UNTOLERATED_TAINT = "node(s) had untolerated taint {{{key}: {value}}}"
-NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+# Per-node filter reasons (as the kube-scheduler plugins word them) live with the filters, in
+# `services.fit.reasons`, shared with the binder.
+
 HELD_FOR_GANG = "node(s) had capacity reserved for waiting gang {group}"
 
 # Group reasons.
@@ -70,16 +65,6 @@ def node_reasons(total_nodes: int, counts: Mapping[str, int]) -> str:
         return NO_NODES
     parts = [f"{count} {reason}" for reason, count in sorted(counts.items()) if count > 0]
     return NODES_AVAILABLE.format(total=total_nodes, reasons=", ".join(parts))
-
-
-def insufficient(resource: str) -> str:
-    """The per-node reason for one resource that does not fit (`Too many pods` for pods)."""
-    return TOO_MANY_PODS if resource == "pods" else INSUFFICIENT.format(resource=resource)
-
-
-def untolerated_taint(key: str, value: str) -> str:
-    """The per-node reason for a NoSchedule/NoExecute taint the pod does not tolerate."""
-    return UNTOLERATED_TAINT.format(key=key, value=value)
 
 
 def gang_members_fit(group: str, fit: int, min_member: int, nodes: str) -> str:

@@ -281,3 +281,21 @@ async def test_members_that_would_over_commit_a_node_filled_meanwhile_bind_nothi
 async def test_members_that_still_fit_beside_pods_bound_meanwhile_are_bound() -> None:
     _, settled = await place_beside("2")
     assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+
+
+async def test_a_placement_onto_a_node_the_pod_does_not_fit_binds_nothing() -> None:
+    # a forged (or stale) placement of a pod whose nodeSelector the planned node fails
+    selective = make_pod("a")
+    selective["spec"]["nodeSelector"] = {"pool": "gpu"}
+    kube = cluster(selective, make_pod("b"))
+    view = ClusterView()
+    view.apply(1, slim.node_event(make_node("n1"), 0))
+    view.apply(2, slim.pod_event(selective, 0))
+    view.apply(3, slim.pod_event(make_pod("b"), 0))
+    settled = await placing.carry_out(placement("a", "b"), kube, POLICY, clock,
+                                      is_redelivery=False, known=view)
+    assert [call for call in kube.calls if call[0] == "bind"] == []
+    refused = settled.outcomes[0]
+    assert isinstance(refused, MemberBindFailed) and refused.pod_uid == "uid-a"
+    assert refused.reason == ("pod default/a cannot go to node n1: node(s) didn't match Pod's "
+                              "node affinity/selector")

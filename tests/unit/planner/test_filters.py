@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services.contracts.events import Taint, Toleration
-from services.planner.core import filters
+from services.fit import filters
 from tests.unit.planner.builders import make_node, make_pod
 from tests.unit.planner.harness import Cluster
 

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from services.contracts import codec
 from services.contracts.decisions import Placement
-from services.planner.core import filters, pods
+from services.fit import filters
 from services.planner.core import plan as planner
+from services.planner.core import pods
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import decode_state, empty_state, encode_state
 from tests.unit.planner.builders import GIB, make_node, make_pod, make_podgroup

@@ -14,7 +14,7 @@ from services.contracts.events import (
     NodeSelectorRequirement,
     PodDeleted,
 )
-from services.planner.core import filters
+from services.fit import filters
 from services.planner.core import plan as planner
 from services.planner.core.apply import PRUNE_SLACK_MS, TOMBSTONE_MS
 from services.planner.core.config import PlannerConfig

@@ -1,8 +1,9 @@
 """Placement filters for one pod on one node, named after the kube-scheduler plugins.
 
-Layer: planner core (pure). Each filter returns None when the node passes, else the per-node
-reason (wording from `reasons`, as kube-scheduler's FailedScheduling message). The resource
-filter is also evaluated vectorised over all nodes in `capacity`; both must agree.
+Layer: fit (pure; shared by the planner and the binder). Each filter returns None when the
+node passes, else the per-node reason (wording from `services.fit.reasons`, as kube-scheduler's
+FailedScheduling message). The resource filter is also evaluated vectorised over all nodes in
+the planner's `capacity`; both must agree.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from services.contracts.events import (
     Taint,
     Toleration,
 )
-from services.planner.core import reasons
+from services.fit import reasons
 
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 SOFT_EFFECT = "PreferNoSchedule"

@@ -1,0 +1,26 @@
+"""The per-node reasons of the fit filters, worded as kube-scheduler's plugins word them.
+
+Layer: fit (pure). `services.planner.core.reasons` builds every group-level message from
+these (`0/3 nodes are available: 1 Insufficient cpu, ...`); the binder uses them in its
+refusals. Never builds text anywhere else.
+"""
+
+from __future__ import annotations
+
+INSUFFICIENT = "Insufficient {resource}"
+TOO_MANY_PODS = "Too many pods"
+NODE_UNSCHEDULABLE = "node(s) were unschedulable"
+NODE_NOT_READY = "node(s) were not ready"
+NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
+UNTOLERATED_TAINT = "node(s) had untolerated taint {{{key}: {value}}}"
+NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+
+
+def insufficient(resource: str) -> str:
+    """The per-node reason for one resource that does not fit (`Too many pods` for pods)."""
+    return TOO_MANY_PODS if resource == "pods" else INSUFFICIENT.format(resource=resource)
+
+
+def untolerated_taint(key: str, value: str) -> str:
+    """The per-node reason for a NoSchedule/NoExecute taint the pod does not tolerate."""
+    return UNTOLERATED_TAINT.format(key=key, value=value)
