@@ -367,13 +367,20 @@ def controller_owner(meta: Obj) -> OwnerRef | None:
 
 
 def podgroup_event(obj: Obj, at_ms: int) -> PodGroupObserved:
-    """A PodGroup as `PodGroupObserved`; a malformed spec sets `invalid_reason` (min 1)."""
+    """A PodGroup as `PodGroupObserved`; a malformed spec sets `invalid_reason` (min 1).
+
+    Source: the CRD requires no field, and the optional ones default as Coscheduling reads
+    them (its Go types decode an absent field as the zero value): `minMember` absent or 0 is
+    1 (Coscheduling's Permit lets each member through on its own, so no gang waits: the same
+    as minMember 1), `scheduleTimeoutSeconds` absent or 0 is the default timeout (None),
+    `minResources` absent is none. A negative or non-integer minMember is still invalid.
+    """
     meta, spec = _meta(obj), _dict(obj.get("spec"))
     invalid: str | None = None
-    given = spec.get("minMember")
+    given = spec.get("minMember", 0)
     min_member = given if _small_int(given) and given >= 1 else 1
-    if min_member is not given:
-        invalid = f"spec.minMember must be an integer >= 1, got {_shown(given)}"
+    if not (_small_int(given) and given >= 0):
+        invalid = f"spec.minMember must be an integer >= 0, got {_shown(given)}"
     try:
         min_resources = resources.to_resource_list(_dict(spec.get("minResources")))
     except resources.InvalidQuantity as error:

@@ -155,7 +155,7 @@ def test_table_output_is_readable(capsys):
     ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
      "  - {name: c, resources: {requests: {memory: 5Xi}}}\n",
      "document 1 (Pod default/p): spec.containers[0].resources.requests.memory"),
-    ("kind: PodGroup\nmetadata: {name: g}\nspec: {minMember: 0}\n",
+    ("kind: PodGroup\nmetadata: {name: g}\nspec: {minMember: -1}\n",
      "document 1 (PodGroup default/g): spec.minMember"),
     (NODE + "---\nkind: Pod\nmetadata: {name: p, annotations: {simulate.gangsched.io/at: soon}}\n"
      "spec: {containers: [{name: c}]}\n",

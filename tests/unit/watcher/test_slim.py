@@ -163,7 +163,7 @@ def test_podgroup_event():
 
 
 @pytest.mark.parametrize(("spec", "field"), [
-    ({"minMember": 0}, "spec.minMember"), ({"minMember": "x"}, "spec.minMember"),
+    ({"minMember": -1}, "spec.minMember"), ({"minMember": "x"}, "spec.minMember"),
     ({"minMember": 1, "minResources": {"cpu": "lots"}}, "spec.minResources"),
     ({"minMember": 1, "scheduleTimeoutSeconds": -1}, "spec.scheduleTimeoutSeconds"),
 ])
@@ -171,6 +171,14 @@ def test_an_invalid_podgroup_carries_the_reason(spec, field):
     event = slim.podgroup_event({"metadata": {"name": "g"}, "spec": spec}, 0)
     assert event.invalid_reason is not None and event.invalid_reason.startswith(field)
     assert event.min_member >= 1
+
+
+@pytest.mark.parametrize("spec", [{}, {"minMember": 0}, {"minMember": 0, "scheduleTimeoutSeconds": 0}])
+def test_a_podgroup_without_minmember_is_a_valid_gang_of_one_as_coscheduling_reads_it(spec):
+    event = slim.podgroup_event({"metadata": {"name": "g"}, "spec": spec}, 0)
+    assert event.invalid_reason is None
+    assert (event.min_member, event.min_resources) == (1, {})
+    assert event.schedule_timeout_seconds in (None, 0)  # both mean the default timeout
 
 
 def test_delete_events():
