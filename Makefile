@@ -28,7 +28,7 @@ lint: venv
 	$(BIN)/lint-imports
 
 test: venv cluster lint
-	$(BIN)/pytest -p no:cacheprovider -ra --durations=15 --reruns 1 --reruns-delay 2
+	$(BIN)/pytest -p no:cacheprovider -ra --durations=15
 
 unit: venv
 	$(BIN)/pytest -p no:cacheprovider tests/unit

@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 import yaml
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-EXAMPLES = SHARED / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+"""The seed examples the repository ships (the acceptance cases of the README's demo)."""
 
 
 class Kubectl(Protocol):

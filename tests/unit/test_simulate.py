@@ -19,9 +19,8 @@ from services.planner.core.config import PlannerConfig
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "simulate"
 CASES = sorted(path.stem for path in GOLDEN.glob("*.yaml"))
-EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "examples"
-_MISSING_EXAMPLE = ("{} is missing: CI checks out the shared examples beside this repository "
-                    "(../shared/examples); a broken set-up must fail, not skip")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+_MISSING_EXAMPLE = "{} is missing from the repository's examples/; a broken set-up must fail"
 
 
 def run(*paths):
