@@ -1,16 +1,20 @@
 """Connect to NATS and stay connected: reconnect forever, log every disconnect and reconnect.
 
-Layer: bus. Never creates streams or consumers (see `streams`, `consuming`).
+Layer: bus. Never creates streams or consumers (see `streams`, `consuming`). Never shows the
+credentials a URL carries (`nats://user:password@host`) in a message or a log line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import nats
 from nats.aio.client import Client
+from nats.protocol.parser import AUTHORIZATION_VIOLATION
 
+from services.bus import urls
 from services.bus.errors import BusUnavailable
 from services.config.settings import BusSettings
 from services.contracts import subjects
@@ -31,9 +35,11 @@ async def connect(
 ) -> Client:
     """Connect to `settings.url` as client `name`; once connected, reconnect forever.
 
+    Shapes: `settings.url` is one URL or several, comma-separated (a cluster's servers).
     Units: `first_connect_timeout_seconds` bounds the wait for the first connection.
     Raises:
-        BusUnavailable: no URL is set, or the first connection did not succeed in time.
+        BusUnavailable: no URL is set, the first connection did not succeed in time, or the
+            server refused the credentials (at once: retrying would not change them).
     Source: nats-py `Client.connect` with `max_reconnect_attempts=-1`; published messages
         issued while reconnecting are buffered by the client (up to its pending size).
     """
@@ -42,29 +48,33 @@ async def connect(
     client = Client()
     callbacks = _Callbacks(name, client)
     try:
-        await asyncio.wait_for(
-            client.connect(
-                servers=[settings.url],
-                name=name,
-                allow_reconnect=True,
-                max_reconnect_attempts=-1,
-                reconnect_time_wait=RECONNECT_WAIT_SECONDS,
-                connect_timeout=CONNECT_TIMEOUT_SECONDS,
-                error_cb=callbacks.on_error,
-                disconnected_cb=callbacks.on_disconnected,
-                reconnected_cb=callbacks.on_reconnected,
-                closed_cb=callbacks.on_closed,
-                user=settings.user,
-                password=settings.password,
-                user_credentials=str(settings.creds_file) if settings.creds_file else None,
-                inbox_prefix=inbox_prefix(settings),
-            ),
-            first_connect_timeout_seconds,
+        await _connect_unless_refused(
+            client, callbacks, first_connect_timeout_seconds,
+            servers=urls.server_urls(settings.url),
+            name=name,
+            allow_reconnect=True,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=RECONNECT_WAIT_SECONDS,
+            connect_timeout=CONNECT_TIMEOUT_SECONDS,
+            error_cb=callbacks.on_error,
+            disconnected_cb=callbacks.on_disconnected,
+            reconnected_cb=callbacks.on_reconnected,
+            closed_cb=callbacks.on_closed,
+            user=settings.user,
+            password=settings.password,
+            user_credentials=str(settings.creds_file) if settings.creds_file else None,
+            inbox_prefix=inbox_prefix(settings),
         )
+    except _Refused as refused:
+        await client.close()
+        raise BusUnavailable(
+            f"NATS at {urls.shown(settings.url)} refused the credentials of {name}: "
+            f"{refused.error}") from refused.error
     except (TimeoutError, OSError, nats.errors.Error) as error:
         await client.close()
         raise BusUnavailable(
-            f"NATS at {settings.url} unreachable for {first_connect_timeout_seconds:g}s: {error!r}"
+            f"NATS at {urls.shown(settings.url)} unreachable for "
+            f"{first_connect_timeout_seconds:g}s: {error!r}"
         ) from error
     url = client.connected_url  # shown without any credentials it carries
     shown = f"{url.scheme}://{url.hostname}:{url.port}" if url is not None else "NATS"
@@ -72,15 +82,59 @@ async def connect(
     return client
 
 
+class _Refused(Exception):
+    """The server refused the credentials before the first connection (never retried)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+async def _connect_unless_refused(client: Client, callbacks: _Callbacks, timeout_seconds: float,
+                                  **options: Any) -> None:
+    """`client.connect(**options)`, given up at the first refusal of the credentials.
+
+    Raises:
+        _Refused: the server answered "Authorization Violation".
+        TimeoutError, OSError, nats.errors.Error: not connected within `timeout_seconds`.
+    """
+    connecting = asyncio.ensure_future(client.connect(**options))
+    refused = asyncio.ensure_future(callbacks.refused.wait())
+    try:
+        await asyncio.wait({connecting, refused}, timeout=timeout_seconds,
+                           return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (connecting, refused):
+            task.cancel()
+        await asyncio.gather(connecting, refused, return_exceptions=True)
+    if callbacks.refusal is not None and not client.is_connected:
+        raise _Refused(callbacks.refusal)
+    if connecting.cancelled():
+        raise TimeoutError()
+    connecting.result()
+
+
+def authenticated_user(settings: BusSettings) -> str | None:
+    """The user name the client authenticates as, picked as nats-py picks it: the given user
+    with a password, else the user of a URL carrying `user:password@`, else the given user
+    (with a credentials file)."""
+    if settings.user and settings.password:
+        return settings.user
+    return urls.user(settings.url or "") or settings.user
+
+
 def inbox_prefix(settings: BusSettings) -> str:
-    """`_INBOX_<user>` for a named user, else nats-py's `_INBOX`.
+    """`_INBOX_<user>` for a named user (given, or in the URL), else nats-py's `_INBOX`.
 
     Each user's NATS permissions let it subscribe to its own inbox only, so one service (or a
     read-only subscriber on `_INBOX.>`) cannot read the replies and deliveries of another.
+    A user named only in the URL (`nats://watcher:...@nats:4222`) gets its inbox too, or the
+    chart's permissions would refuse every reply.
     """
-    if not settings.user:
+    user = authenticated_user(settings)
+    if not user:
         return DEFAULT_INBOX_PREFIX
-    return f"{DEFAULT_INBOX_PREFIX}_{subjects.token(settings.user)}"
+    return f"{DEFAULT_INBOX_PREFIX}_{subjects.token(user)}"
 
 
 class _Callbacks:
@@ -89,9 +143,15 @@ class _Callbacks:
     def __init__(self, name: str, client: Client) -> None:
         self.name = name
         self.client = client
+        self.refusal: Exception | None = None
+        self.refused = asyncio.Event()
 
     async def on_error(self, error: Exception) -> None:
         log.warning("NATS client %s: %r", self.name, error)
+        if AUTHORIZATION_VIOLATION in str(error).lower() or isinstance(
+                error, nats.errors.AuthorizationError):
+            self.refusal = self.refusal or error
+            self.refused.set()
 
     async def on_disconnected(self) -> None:
         if not self.client.is_closed:

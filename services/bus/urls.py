@@ -1,0 +1,43 @@
+"""NATS URLs as `--nats` takes them: several servers, comma-separated, maybe with credentials.
+
+Layer: bus (pure string handling; imports no NATS client, so the CLI can use it cheaply).
+Never returns a password or token in text meant for messages, logs or files.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import SplitResult, urlsplit
+
+
+def server_urls(url: str) -> list[str]:
+    """The server URLs of a comma-separated `--nats` value, spaces trimmed, empties dropped."""
+    return [part.strip() for part in url.split(",") if part.strip()]
+
+
+def shown(url: str) -> str:
+    """`url` for messages and files: every server without the user, password or token it
+    carries (`nats://watcher:pw@nats:4222` → `nats://nats:4222`)."""
+    parts = (_split(server) for server in server_urls(url))
+    return ",".join("<unparsable NATS URL>" if part is None
+                    else part._replace(netloc=part.netloc.rpartition("@")[2]).geturl()
+                    for part in parts)
+
+
+def user(url: str) -> str | None:
+    """The user of the first server URL carrying `user:password@`, as nats-py sends it; a
+    bare `token@` is a token, not a user."""
+    for server in server_urls(url):
+        part = _split(server)
+        if part is not None and part.username and part.password is not None:
+            return part.username
+    return None
+
+
+def _split(server: str) -> SplitResult | None:
+    """One server URL split (nats-py's default scheme for a bare `host:port`), or None."""
+    try:
+        part = urlsplit(server if "://" in server else f"nats://{server}")
+        part.port  # noqa: B018 - a bad port raises only when read
+    except ValueError:
+        return None
+    return part
