@@ -57,10 +57,7 @@ nats_options = _stack(
     _option("--nats", default=None, help="NATS URL. Unset: run.json's (embedded server)."),
     _option("--prefix", default=None,
             help="Subject and stream prefix. Unset: run.json's, else gangsched."),
-    _option("--nats-user", default=None, help="NATS user name."),
-    _option("--nats-password", default=None, help="NATS password."),
-    _option("--nats-creds", type=click.Path(path_type=Path), default=None,
-            help="NATS credentials file (JWT + nkey)."),
+    options.nats_auth_options,
 )
 output_option = click.option("-o", "--output", type=click.Choice(["table", "json"]),
                              default="table", show_default=True,
@@ -258,10 +255,14 @@ def _bus(parsed: dict[str, Any]) -> BusSettings:
     from services.config.settings import BusSettings
 
     data_dir = parsed["data_dir"]
+    user, password = parsed.get("nats_user"), options.nats_password(parsed)
+    creds = parsed.get("nats_creds")
+    embedded = run_info.nats_credentials(parsed.get("nats"), data_dir)
+    if embedded is not None and not (user or password or creds):
+        user, password = embedded  # the embedded server of `gangsched run` in data_dir
     return BusSettings(url=run_info.nats_url(parsed.get("nats"), data_dir),
                        prefix=run_info.prefix(parsed.get("prefix"), data_dir),
-                       user=parsed.get("nats_user"), password=parsed.get("nats_password"),
-                       creds_file=parsed.get("nats_creds"))
+                       user=user, password=password, creds_file=creds)
 
 
 def _run(main: Any) -> Any:

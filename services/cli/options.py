@@ -1,7 +1,8 @@
 """Command-line options shared by the gangsched commands.
 
 Layer: cli. Every option is a flag and a `GANGSCHED_*` environment variable (DESIGN §8); this
-module turns them into a `Settings`. It never does I/O.
+module turns them into a `Settings`. It never does I/O, but for reading the one secret a
+`--...-file` option names, when the options are parsed.
 """
 
 from __future__ import annotations
@@ -67,6 +68,61 @@ common_options = stack(
 )
 """What every service command takes."""
 
+class SecretFile(click.ParamType):  # type: ignore[type-arg]
+    """A file holding one secret (a password): converts to its content, one trailing newline
+    dropped (as `echo` or a Kubernetes Secret volume leave it)."""
+
+    name = "file"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        try:
+            text = Path(str(value)).expanduser().read_text()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) else "not text"
+            self.fail(f"cannot read {str(value)!r}: {reason}", param, ctx)
+        secret = text.removesuffix("\n").removesuffix("\r")
+        if not secret:
+            self.fail(f"{str(value)!r} is empty", param, ctx)
+        return secret
+
+
+def _warn_on_command_line(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Warn that a secret given as a flag is visible to every local user (`ps`)."""
+    source = ctx.get_parameter_source(str(param.name))
+    if value is not None and source is click.core.ParameterSource.COMMANDLINE:
+        click.echo("warning: --nats-password on the command line is deprecated: every user of "
+                   "this machine can read it in the process list; use --nats-password-file "
+                   "or GANGSCHED_NATS_PASSWORD", err=True)
+    return value
+
+
+nats_auth_options = stack(
+    _option("--nats-user", default=None, help="NATS user name."),
+    _option("--nats-password", default=None, callback=_warn_on_command_line,
+            help="NATS password. Deprecated as a flag (the process list shows it): set the "
+                 "variable, or use --nats-password-file."),
+    _option("--nats-password-file", type=SecretFile(), default=None,
+            help="File holding the NATS password (e.g. a mounted Secret)."),
+    _option("--nats-creds", type=click.Path(path_type=Path), default=None,
+            help="NATS credentials file (JWT + nkey)."),
+)
+"""How a command authenticates to NATS (the services, and the audit commands)."""
+
+
+def nats_password(options: dict[str, Any]) -> str | None:
+    """The NATS password of the parsed options, from --nats-password or --nats-password-file.
+
+    Raises:
+        click.UsageError: both are given.
+    """
+    given, from_file = options.get("nats_password"), options.get("nats_password_file")
+    if given is not None and from_file is not None:
+        raise click.UsageError("give --nats-password or --nats-password-file, not both")
+    password = given if given is not None else from_file
+    return str(password) if password else None
+
+
 bus_options = stack(
     _option("--nats", default=None,
             help="NATS URL(s), comma-separated. Required by watcher, planner and binder; "
@@ -76,10 +132,7 @@ bus_options = stack(
     _option("--stream-replicas", type=int, default=1, help="JetStream stream replicas."),
     _option("--stream-max-age-seconds", type=float, default=7 * 24 * 3600.0,
             help="Retention of the EVENTS and DECISIONS streams, in seconds (0 = unlimited)."),
-    _option("--nats-user", default=None, help="NATS user name."),
-    _option("--nats-password", default=None, help="NATS password."),
-    _option("--nats-creds", type=click.Path(path_type=Path), default=None,
-            help="NATS credentials file (JWT + nkey)."),
+    nats_auth_options,
 )
 
 class DatabaseUrl(click.ParamType):  # type: ignore[type-arg]
@@ -194,7 +247,7 @@ def settings_from(options: dict[str, Any]) -> Settings:
             replicas=get("stream_replicas", 1),
             max_age_seconds=get("stream_max_age_seconds", BusSettings.max_age_seconds),
             user=options.get("nats_user"),
-            password=options.get("nats_password"),
+            password=nats_password(options),
             creds_file=options.get("nats_creds"),
         ),
         store=StoreSettings(url=options.get("db")),

@@ -1,7 +1,11 @@
-"""Where a running gangsched is: `<data-dir>/run.json` (written by `gangsched run`).
+"""Where a running gangsched is: `<data-dir>/run.json` (written by `gangsched run`), and the
+credentials of its embedded NATS, `<data-dir>/nats-credentials.json`.
 
-Layer: cli. Reads one small JSON file; an option given on the command line always wins, then
-run.json, then the default of the data directory (SQLite `<data-dir>/gangsched.db`).
+Layer: cli. Reads and writes small JSON files; an option given on the command line always
+wins, then run.json, then the default of the data directory (SQLite `<data-dir>/gangsched.db`).
+Both files are mode 0600. run.json never holds a secret: its URLs are written without
+password (the NATS URL without any userinfo, which may be a token). The credentials file holds
+only the per-start credentials of the embedded nats-server, never credentials the user gave.
 """
 
 from __future__ import annotations
@@ -10,19 +14,72 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from services.bus import urls
 from services.config.settings import Settings
+from services.runtime.private_files import write_private
 
 RUN_FILE = "run.json"
+CREDENTIALS_FILE = "nats-credentials.json"
 DEFAULT_PREFIX = "gangsched"
 
 
-def load(data_dir: Path) -> dict[str, Any]:
-    """The content of `<data_dir>/run.json`, or `{}` when absent or unreadable."""
+def load(data_dir: Path, name: str = RUN_FILE) -> dict[str, Any]:
+    """The content of `<data_dir>/<name>` (run.json), or `{}` when absent or unreadable."""
     try:
-        info = json.loads((data_dir / RUN_FILE).read_text())
+        info = json.loads((data_dir / name).read_text())
     except (OSError, ValueError):
         return {}
     return info if isinstance(info, dict) else {}
+
+
+def write(data_dir: Path, info: dict[str, Any]) -> None:
+    """Write `info` as `<data_dir>/run.json`, mode 0600, its `nats` and `db` URLs stripped of
+    secrets (see module docstring)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    public = {**info, "nats": info.get("nats") and urls.shown(str(info["nats"])),
+              "db": info.get("db") and without_password(str(info["db"]))}
+    write_private(data_dir / RUN_FILE, json.dumps(public, indent=2) + "\n")
+
+
+def without_password(url: str) -> str:
+    """A database URL without its password (the user name is kept: it is no secret, and
+    PostgreSQL's `PGPASSWORD` or `~/.pgpass` can then supply the password for it)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return url
+    return parsed._replace(password=None).render_as_string(hide_password=False)
+
+
+def write_credentials(data_dir: Path, user: str, password: str) -> None:
+    """Record the embedded NATS's credentials in `<data_dir>/nats-credentials.json` (0600)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"user": user, "password": password}, indent=2) + "\n"
+    write_private(data_dir / CREDENTIALS_FILE, text)
+
+
+def nats_credentials(given_url: str | None, data_dir: Path) -> tuple[str, str] | None:
+    """The (user, password) of the embedded NATS that run.json names, when no URL is given.
+
+    A URL given on the command line is another server: the embedded server's credentials are
+    never sent there.
+    """
+    if given_url:
+        return None
+    recorded = load(data_dir, CREDENTIALS_FILE)
+    user, password = recorded.get("user"), recorded.get("password")
+    if isinstance(user, str) and isinstance(password, str) and user and password:
+        return user, password
+    return None
+
+
+def remove(data_dir: Path) -> None:
+    """Remove run.json and the credentials file (the process no longer serves)."""
+    for name in (RUN_FILE, CREDENTIALS_FILE):
+        (data_dir / name).unlink(missing_ok=True)
 
 
 def database_url(given: str | None, data_dir: Path) -> str:

@@ -3,7 +3,9 @@
 Layer: cli (top). Starts the embedded nats-server and SQLite when no URLs are given, checks the
 database schema before anything runs, supervises each service as a named task, serves
 /healthz /readyz /metrics, writes `<data_dir>/run.json` once every service is ready, and stops
-everything on SIGTERM/SIGINT.
+everything on SIGTERM/SIGINT. The embedded nats-server admits only credentials generated at
+each start, which only this process and the owner of the data directory can read (their
+file, `nats-credentials.json`, is mode 0600 and removed at exit, as run.json is).
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,8 +22,8 @@ from nats.aio.client import Client
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.binder.service import run_binder
-from services.bus import connection
-from services.bus.embedded import EmbeddedNats
+from services.bus import connection, embedded
+from services.cli import run_info
 from services.config.settings import Settings
 from services.kube import client as kube_client
 from services.planner import election
@@ -110,15 +111,20 @@ async def _lead(settings: Settings, nc: Client, plan: Any, flag: ReadyFlag) -> N
 
 @contextlib.asynccontextmanager
 async def _bus_url(settings: Settings) -> AsyncIterator[Settings]:
-    """Yield settings with a NATS URL: the given one, or an embedded server's (stopped after)."""
+    """Yield settings with a NATS URL: the given one, or an embedded server's (stopped after),
+    with the credentials generated for it (recorded for the data directory's owner)."""
     if settings.bus.url:
         yield settings
         return
-    server = EmbeddedNats(settings.data_dir / "nats")
+    credentials = embedded.generate_credentials()
+    server = embedded.EmbeddedNats(settings.data_dir / "nats", credentials=credentials)
     url = await server.start()
     log.info("embedded nats-server at %s (store %s)", url, settings.data_dir / "nats")
     try:
-        yield dataclasses.replace(settings, bus=dataclasses.replace(settings.bus, url=url))
+        run_info.write_credentials(settings.data_dir, credentials.user, credentials.password)
+        yield dataclasses.replace(settings, bus=dataclasses.replace(
+            settings.bus, url=url, user=credentials.user, password=credentials.password,
+            creds_file=None))
     finally:
         await server.stop()
 
@@ -152,18 +158,13 @@ async def _announce_when_ready(settings: Settings, readiness: Readiness,
     """Once every service is ready, log it and write `<data_dir>/run.json` (URLs for tools)."""
     while readiness.not_ready():
         await asyncio.sleep(READY_POLL_SECONDS)
-    info = {
+    run_info.write(settings.data_dir, {
         "services": list(services),
         "nats": settings.bus.url,
         "prefix": settings.bus.prefix,
         "db": settings.store_url() if "planner" in services else None,
         "http": f"http://{settings.http_host}:{health.port}" if health else None,
-    }
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    path = settings.data_dir / "run.json"
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(info, indent=2) + "\n")
-    temporary.replace(path)
+    })
     log.info("gangsched ready: %s", ", ".join(services))
 
 
@@ -173,5 +174,5 @@ async def _drain(nc: Client) -> None:
 
 
 def remove_run_file(data_dir: Path) -> None:
-    """Remove `<data_dir>/run.json` (the process is no longer serving)."""
-    (data_dir / "run.json").unlink(missing_ok=True)
+    """Remove `<data_dir>/run.json` and the embedded NATS's credentials (no longer serving)."""
+    run_info.remove(data_dir)

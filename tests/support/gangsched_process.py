@@ -29,6 +29,11 @@ class GangschedRun:
 
     def start(self, ready_timeout: float = 60.0) -> dict[str, str]:
         """Start the process and wait until it reports ready; returns the `run.json` content."""
+        self.launch()
+        return eventually(self._ready, timeout=ready_timeout, what="gangsched run ready")
+
+    def launch(self) -> None:
+        """Start the process without waiting for it to be ready."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "run.json").unlink(missing_ok=True)
         log = self.log_path.open("ab")
@@ -39,7 +44,6 @@ class GangschedRun:
             stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         log.close()
-        return eventually(self._ready, timeout=ready_timeout, what="gangsched run ready")
 
     def _ready(self) -> dict[str, str] | None:
         assert self.process is not None
