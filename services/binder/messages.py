@@ -56,3 +56,9 @@ def bind_refused(member: Assignment, error: BaseException) -> str:
     Shapes: e.g. `pod ml/w-3: bind refused: HTTP 403 Forbidden: pods "w-3" is forbidden: ...`.
     """
     return f"pod {member.namespace}/{member.name}: bind refused: {bind_error(error)}"
+
+
+def node_vanished(member: Assignment) -> str:
+    """Reason of a member bound to a node deleted meanwhile (found gone right after binding)."""
+    return (f"pod {member.namespace}/{member.name} was bound to node {member.node}, "
+            "which was deleted meanwhile")

@@ -1,12 +1,20 @@
-"""Carry out one Placement: all members bound before the deadline, or the attempt rolled back.
+"""Carry out one Placement: all members bound, or the attempt rolled back.
 
 Layer: binder shell. Order: check every member first (so a doomed gang binds nothing), bind
-the bindable ones concurrently, and on any permanent failure or at the deadline undo what this
-attempt bound. Returns the outcome events to publish; never publishes or writes events itself.
+the bindable ones concurrently, and on any permanent failure, or once the gang's timeout passes
+without a member bound, undo what this attempt bound. Returns the outcome events to publish;
+never publishes or writes events itself.
+
+The timeout (`deadline_ms - at_ms`, the PodGroup's scheduleTimeoutSeconds) guards members that
+cannot be bound, not a busy API server (issue 20): it runs from when this binder starts binding
+(time queued in JetStream or behind other placements is not charged), starts over whenever a
+round of binds made progress, and no bind starts after `deadline_ms + BIND_GRACE_MS`, which
+stays inside the planner's own release grace (docs/design-notes.md, "Deadlines").
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,8 +32,16 @@ from services.contracts.events import (
     MemberBound,
     Outcome,
 )
+from services.kube import errors
 
 log = logging.getLogger(__name__)
+
+BIND_GRACE_MS = 60_000
+"""No bind starts later than this after a placement's deadline. Below the planner's release
+grace (`PlannerConfig.release_grace_seconds`, 90 s), so the planner never gives up reservations
+of a placement still binding, with 30 s left for the rollback to be written and reported."""
+MIN_TIMEOUT_MS = 1_000
+"""The shortest binding window, whatever the placement says."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +51,25 @@ class Policy:
     scheduler_name: str
     concurrency: int
     rollback_bare_pods: bool
+
+
+@dataclass(frozen=True)
+class Window:
+    """When a placement may bind. Units: `timeout_ms` ms; `stop_ms` UTC epoch ms after which no
+    bind starts (`deadline_ms + BIND_GRACE_MS`)."""
+
+    timeout_ms: int
+    stop_ms: int
+
+    @classmethod
+    def of(cls, placement: Placement) -> Window:
+        """The window of `placement`: its timeout, and when binding must stop at the latest."""
+        return cls(max(MIN_TIMEOUT_MS, placement.deadline_ms - placement.at_ms),
+                   placement.deadline_ms + BIND_GRACE_MS)
+
+    def deadline_from(self, now_ms: int) -> Deadline:
+        """One timeout from `now_ms`, never past `stop_ms`."""
+        return Deadline.at(min(now_ms + self.timeout_ms, self.stop_ms), now_ms)
 
 
 @dataclass(frozen=True)
@@ -65,11 +100,15 @@ async def carry_out(
     is_redelivery: bool,
     known: binding.Known | None = None,
 ) -> Settled:
-    """Bind every member of `placement` before its deadline, or roll the attempt back.
+    """Bind every member of `placement`, or roll the attempt back (module docstring: when).
 
-    A first delivery already past its deadline binds nothing and undoes nothing (no bind
-    was made). A redelivery past its deadline is checked: if every member is bound it is a
-    success, else what this decision bound is undone.
+    A redelivery (its first binder crashed or stalled) resumes: members this placement bound
+    count as bound and the rest are bound, with a whole timeout from now. A first delivery
+    received after the window's stop binds nothing and undoes nothing (no bind was made); a
+    redelivery then is checked: if every member is bound it is a success, else what this
+    decision bound is undone. A gang whose every member is bound but one of whose nodes is
+    gone by then is rolled back at once (its members there were bound to a node that no
+    longer exists), rather than left for PodGC.
 
     Ownership (what counts as bound, and what a rollback may delete): only pods this
     placement's bindings stamped (`validation.is_bound_by`), whether by this delivery or by
@@ -80,7 +119,8 @@ async def carry_out(
     """
     members = placement.members
     stamp = Stamp(placement.id, policy.scheduler_name)
-    deadline = Deadline.at(placement.deadline_ms, clock())
+    window = Window.of(placement)
+    deadline = window.deadline_from(clock())
     if deadline.has_passed():
         if not is_redelivery:
             reason = messages.deadline_passed(0, len(members))
@@ -96,8 +136,35 @@ async def carry_out(
         return await _after_deadline(placement, kube, policy, clock)
     results = _from_survey(members, found)
     if all(result.state is not BindState.FAILED for result in results):
-        results = await _bind_rest(kube, results, stamp, policy, deadline)
+        results = await _bind_progressing(kube, results, stamp, policy, window, clock)
     return await _finish(placement, kube, policy, clock, results)
+
+
+async def _bind_progressing(
+    kube: Kube, results: list[MemberResult], stamp: Stamp, policy: Policy, window: Window,
+    clock: WallClock,
+) -> list[MemberResult]:
+    """Bind in rounds of one timeout each: a round that bound a member earns another (until
+    the window's stop); one that bound none ends it. Members whose bind got no answer in a
+    round are bound again in the next (a bind that was stored meets a conflict that proves it
+    ours, `binding.bind_member`)."""
+    while True:
+        before = _count(results, BindState.BOUND)
+        results = await _bind_rest(kube, results, stamp, policy, window.deadline_from(clock()))
+        if (_count(results, BindState.FAILED) or _count(results, BindState.BOUND) == len(results)
+                or _count(results, BindState.BOUND) == before):
+            return results
+        if window.deadline_from(clock()).has_passed():
+            return results
+        log.info("placement %s: %d of %d members bound and binding progresses; another %.0fs",
+                 stamp.placement_id, _count(results, BindState.BOUND), len(results),
+                 window.timeout_ms / 1000)
+        results = [MemberResult(r.member, BindState.SKIPPED)
+                   if r.state is BindState.UNCERTAIN else r for r in results]
+
+
+def _count(results: Sequence[MemberResult], state: BindState) -> int:
+    return sum(result.state is state for result in results)
 
 
 async def _bind_rest(
@@ -136,8 +203,13 @@ async def _finish(
 ) -> Settled:
     """GroupBound when every member is bound; else roll back what this placement bound, and
     say why."""
+    gone: frozenset[str] = frozenset()
     if all(result.state is BindState.BOUND for result in results):
-        return _settle(placement, clock, results)
+        gone = await _vanished_nodes(kube, results, policy.concurrency)
+        if not gone:
+            return _settle(placement, clock, results)
+        results = [MemberResult(r.member, BindState.FAILED, messages.node_vanished(r.member))
+                   if r.member.node in gone else r for r in results]
     failed = _first_failure(results)
     reason = failed.reason if failed is not None and failed.state is BindState.FAILED else (
         messages.deadline_passed(
@@ -145,14 +217,41 @@ async def _finish(
             failed.reason if failed is not None and failed.reason != binding.NO_ANSWER else "",
         )
     )
-    candidates = [r.member for r in results if r.state in (BindState.BOUND, BindState.UNCERTAIN)]
+    candidates = [r.member for r in results
+                  if r.state in (BindState.BOUND, BindState.UNCERTAIN) or r.member.node in gone]
     undone = await rollback.undo(
         kube, candidates, Stamp(placement.id, policy.scheduler_name),
         rollback_bare_pods=policy.rollback_bare_pods, concurrency=policy.concurrency,
+        gone_nodes=gone,
     )
     failed_member = failed.member if failed is not None else None
     log.warning("placement %s of %s rolled back: %s", placement.id, placement.group, reason)
     return _settle(placement, clock, results, rolled_back=RolledBack(reason, failed_member, undone))
+
+
+async def _vanished_nodes(
+    kube: Kube, results: Sequence[MemberResult], concurrency: int
+) -> frozenset[str]:
+    """The planned nodes of `results` that the API server no longer has.
+
+    Source: the API, not the bus view (which lags the watcher: a node deleted within that lag
+    got a member bound to it, which PodGC removed only ~40 s later while the gang ran one
+    short). A node that cannot be read now counts as present: nothing is undone on a guess.
+    """
+    gate = asyncio.Semaphore(concurrency)
+
+    async def is_gone(name: str) -> bool:
+        async with gate:
+            try:
+                return await kube.get_node(name) is None
+            except errors.KubeError as error:
+                log.debug("cannot re-read node %s after binding, taking it as present: %s",
+                          name, error)
+                return False
+
+    names = sorted({result.member.node for result in results})
+    found = await asyncio.gather(*(is_gone(name) for name in names))
+    return frozenset(name for name, gone in zip(names, found, strict=True) if gone)
 
 
 def _settle(

@@ -50,19 +50,23 @@ async def undo(
     *,
     rollback_bare_pods: bool,
     concurrency: int,
+    gone_nodes: frozenset[str] = frozenset(),
 ) -> Undone:
     """Delete each candidate that the placement `stamp` names bound, and that may be deleted.
 
     Shapes: `candidates` are members this placement bound or may have bound (an unanswered
     bind); each is read again first, and one that this placement's bind did not put on its
     planned node (`validation.is_bound_by`: uid, schedulerName, node and the binding's
-    placement annotation) is left alone, whoever bound it.
+    placement annotation) is left alone, whoever bound it. A bare member bound to a node in
+    `gone_nodes` (deleted meanwhile) is deleted too: it can never run, and PodGC would delete
+    it anyway, only later.
     """
     gate = asyncio.Semaphore(concurrency)
 
     async def one(member: Assignment) -> str:
         async with gate:
-            return await _undo_member(kube, member, stamp, rollback_bare_pods)
+            return await _undo_member(kube, member, stamp,
+                                      rollback_bare_pods or member.node in gone_nodes)
 
     verdicts = await asyncio.gather(*(one(member) for member in candidates))
     pairs = list(zip(candidates, verdicts, strict=True))

@@ -51,7 +51,12 @@ log = logging.getLogger(__name__)
 CONSUMER = "binder"
 """The Placement consumer (named as before reports had their own, so upgrades keep its place)."""
 REPORTS_CONSUMER = "binder-reports"
-ACK_WAIT_SECONDS = 60.0
+ACK_WAIT_SECONDS = 6.0
+"""How soon JetStream redelivers a placement whose binder stopped reporting it in progress
+(crashed, killed): well within a gang's timeout (default 60 s), so a restarted or other binder
+resumes it within seconds (`placing.carry_out` on a redelivery) instead of a minute later, when
+the gang had sat partly bound past its timeout (issue 20). Placements still waiting for a free
+slot are not delivered yet, so their ack wait does not run."""
 HEARTBEAT_SECONDS = ACK_WAIT_SECONDS / 3
 """A decision in progress is reported to JetStream this often, so it is not redelivered."""
 

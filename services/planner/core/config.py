@@ -22,8 +22,10 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     `prefer_topology` asks gangs to land under one value of the node label `topology_key`.
     `starvation_seconds` is how long a gang may wait before it reserves the capacity it needs;
     `release_grace_seconds` is how long after a placement's deadline the planner itself releases
-    reservations the binder never confirmed nor rolled back; it outlasts the binder's ack wait
-    (60 s), so a crashed binder's Placement is redelivered before the planner gives it up.
+    reservations the binder never confirmed nor rolled back; it outlasts the binder's binding
+    stop (`binder.placing.BIND_GRACE_MS`, 60 s past the deadline, queue time not charged) and
+    its ack wait (6 s), so a crashed binder's Placement is redelivered and finished or rolled
+    back before the planner gives it up.
     """
 
     scheduler_name: str = "gangsched"

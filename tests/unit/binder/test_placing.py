@@ -16,6 +16,8 @@ from services.watcher import slim
 from tests.unit.binder.fakes import FakeKube, make_node, make_pod
 
 NOW_MS = 1_700_000_000_000
+PAST_STOP = -placing.BIND_GRACE_MS - 1
+"""A deadline so long gone that no bind may start any more (`placing.Window`)."""
 POLICY = Policy(scheduler_name="gangsched", concurrency=4, rollback_bare_pods=False)
 
 
@@ -123,11 +125,11 @@ async def test_a_pod_found_on_its_planned_node_not_bound_by_this_placement_is_ne
 
 async def test_a_pod_another_placement_bound_counts_for_nothing_and_stays() -> None:
     kube = cluster(make_pod("a", node="n1", bound_by="3-0"), make_pod("b"))
-    settled = await run(kube, placement("a", "b", deadline_in_ms=-1), is_redelivery=True)
+    settled = await run(kube, placement("a", "b", deadline_in_ms=PAST_STOP), is_redelivery=True)
     assert kube.deleted == [] and kube.node_of("a") == "n1"
     assert kinds(settled) == ["GroupRolledBack"]
     ours = cluster(make_pod("a", node="n1", bound_by="9-0", scheduler="other"), make_pod("b"))
-    await run(ours, placement("a", "b", deadline_in_ms=-1), is_redelivery=True)
+    await run(ours, placement("a", "b", deadline_in_ms=PAST_STOP), is_redelivery=True)
     assert ours.deleted == []  # stamped, but no longer ours by schedulerName
 
 
@@ -140,7 +142,7 @@ async def test_every_binding_stamps_its_pod_with_the_placement() -> None:
 
 async def test_a_first_delivery_past_its_deadline_is_rolled_back_without_any_api_call() -> None:
     kube = cluster(make_pod("a"))
-    settled = await run(kube, placement("a", deadline_in_ms=-1))
+    settled = await run(kube, placement("a", deadline_in_ms=PAST_STOP))
     assert kinds(settled) == ["GroupRolledBack"]
     assert kube.calls == []
     rolled = settled.outcomes[0]
@@ -150,7 +152,7 @@ async def test_a_first_delivery_past_its_deadline_is_rolled_back_without_any_api
 
 async def test_a_redelivery_past_its_deadline_undoes_what_an_earlier_attempt_bound() -> None:
     kube = cluster(make_pod("a", node="n1", bound_by="9-0"), make_pod("b"))
-    settled = await run(kube, placement("a", "b", deadline_in_ms=-1), is_redelivery=True)
+    settled = await run(kube, placement("a", "b", deadline_in_ms=PAST_STOP), is_redelivery=True)
     assert [call for call in kube.calls if call[0] == "bind"] == []
     assert kube.deleted == ["a"]
     assert kinds(settled) == ["MemberBound", "GroupRolledBack"]
@@ -158,7 +160,7 @@ async def test_a_redelivery_past_its_deadline_undoes_what_an_earlier_attempt_bou
 
 async def test_a_redelivery_past_its_deadline_with_everything_bound_is_a_success() -> None:
     kube = cluster(make_pod("a", node="n1", bound_by="9-0"))
-    settled = await run(kube, placement("a", deadline_in_ms=-1), is_redelivery=True)
+    settled = await run(kube, placement("a", deadline_in_ms=PAST_STOP), is_redelivery=True)
     assert kinds(settled) == ["MemberBound", "GroupBound"]
 
 
@@ -238,8 +240,12 @@ async def test_the_survey_takes_known_objects_from_the_view_and_reads_only_the_r
     settled = await placing.carry_out(placement("a", "b"), kube, POLICY, clock,
                                       is_redelivery=False, known=view)
     assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
-    assert sorted(call for call in kube.calls if call[0].startswith("get")) == [
+    first_bind = next(i for i, call in enumerate(kube.calls) if call[0] == "bind")
+    assert sorted(call for call in kube.calls[:first_bind] if call[0].startswith("get")) == [
         ("get_pod", "b")]
+    # after binding, the planned node is read from the API (never the view): is it still there?
+    assert [call for call in kube.calls[first_bind:] if call[0].startswith("get")] == [
+        ("get_node", "n1")]
 
 
 async def test_a_member_the_view_shows_bound_is_read_from_the_api_and_binds_nothing() -> None:
