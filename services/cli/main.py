@@ -105,7 +105,7 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
     from services.bus.errors import BusUnavailable
     from services.cli import decision_keys, serve
     from services.kube.errors import KubeError
-    from services.store.errors import SchemaMismatch
+    from services.store.errors import SchemaMismatch, StoreUnavailable
 
     settings = options.settings_from(parsed)
     if not settings.bus.url and len(services) == 1:
@@ -121,7 +121,7 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
     _logging(settings.log_level)
     try:
         asyncio.run(_until_signalled(serve.serve(settings, services, planner_config(parsed))))
-    except SchemaMismatch as error:
+    except (SchemaMismatch, StoreUnavailable) as error:
         raise click.ClickException(str(error)) from None
     except BusUnavailable as error:
         raise click.ClickException(f"NATS unavailable: {error}") from None

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from services.planner.service import run_planner
 from services.runtime.health import HealthServer, Readiness, ReadyFlag
 from services.runtime.supervision import Supervisor
 from services.store import engines, schema
+from services.store.errors import StoreUnavailable, unusable_database
 from services.watcher.service import run_watcher
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
         services.store.errors.SchemaMismatch: the database is behind or ahead of this version
             (its message names `gangsched migrate`); nothing is started.
         services.bus.errors.BusUnavailable: NATS unreachable at start.
+        services.store.errors.StoreUnavailable: the database cannot be reached or read.
         services.kube.errors.KubeError: no Kubernetes credentials (watcher, binder); nothing is
             started. An API server that is merely unreachable is waited for instead.
     """
@@ -134,15 +136,30 @@ async def _store(settings: Settings) -> AsyncIterator[AsyncEngine]:
     """Yield the planner's engine after checking its schema; the embedded SQLite default is
     migrated automatically (it is private to this process), any other database never is."""
     url = settings.store_url()
-    if not settings.store.url:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        await schema.migrate(url)
     engine = engines.create_engine(url)
     try:
-        await schema.check_schema(engine)
+        with _unreachable_database(url):
+            if not settings.store.url:
+                settings.data_dir.mkdir(parents=True, exist_ok=True)
+                await schema.migrate(url)
+            await schema.check_schema(engine)
         yield engine
     finally:
         await engine.dispose()
+
+
+@contextlib.contextmanager
+def _unreachable_database(url: str) -> Iterator[None]:
+    """Translate a database that cannot be reached or read into `StoreUnavailable`, naming
+    it without its password; any other error (a bug) passes unchanged."""
+    try:
+        yield
+    except Exception as error:
+        problem = unusable_database(error)
+        if problem is None:
+            raise
+        shown = run_info.without_password(url)
+        raise StoreUnavailable(f"cannot reach the database {shown}: {problem}") from error
 
 
 async def _health(settings: Settings, readiness: Readiness) -> HealthServer | None:

@@ -14,6 +14,11 @@ class SchemaMismatch(Exception):
     """
 
 
+class StoreUnavailable(Exception):
+    """The database cannot be reached or read (refused, unknown host, authentication, not a
+    database file); the message names it, without its password, and the driver's reason."""
+
+
 def unusable_database(error: BaseException) -> str | None:
     """`"<DriverError>: <message>"` when `error` says the database cannot be reached or read
     (connection refused or lost, unknown host, not a database file, authentication, no such
