@@ -50,6 +50,9 @@ class Round:
         state.starving_group, state.starving_nodes = None, []
         self.quiet_reason: str | None = None
         """Why the last quiet attempt failed (`_attempt(quiet=True)`), not recorded."""
+        self.stranded: dict[str, int] = {}
+        """Groups planned this round that are partly bound (`quorum.is_stranded`): their bound
+        members. They hold capacity as a starving gang does, from the first round on."""
 
     def next_id(self) -> str:
         return ids.decision_id(self.plan_seq, len(self.decisions))
@@ -66,6 +69,8 @@ class Round:
             return
         min_member = podgroup.min_member if podgroup is not None else 1
         counts = quorum.count(self.derived, key)
+        if quorum.is_stranded(counts, min_member):
+            self.stranded[key] = counts.bound
         note = _priority_note(pending)
         if not quorum.has_quorum(counts, min_member):
             self.reject(key, group, pending,
@@ -78,7 +83,7 @@ class Round:
             return
         changed = _pending_changed(group, pending)
         self.quiet_reason = None
-        if self._is_holder(group, need) or self._may_retry_early(group):
+        if self._is_holder(key, group, need) or self._may_retry_early(group):
             # quiet retries: the gang holding capacity every round, so it does not miss the
             # moment its nodes drain; an unschedulable group once capacity was freed since its
             # last attempt (at most once per initial backoff), as kube-scheduler requeues pods
@@ -121,9 +126,12 @@ class Round:
                 and self.state.capacity_freed_ms >= last  # >=: freed within that tick too
                 and self.now >= last + backoff.backoff_ms(1, self.config))
 
-    def _is_holder(self, group: GroupState, need: int) -> bool:
-        return (need > 0 and self.hold is None
-                and starvation.is_starving(group, self.now, self.config))
+    def _is_holder(self, key: str, group: GroupState, need: int) -> bool:
+        return need > 0 and self.hold is None and self._may_hold(key, group)
+
+    def _may_hold(self, key: str, group: GroupState) -> bool:
+        """Whether the group reserves capacity: starving, or partly bound (completes first)."""
+        return key in self.stranded or starvation.is_starving(group, self.now, self.config)
 
     def _attempt(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
                  pending: list[PodObserved], counts: quorum.Counts, min_member: int,
@@ -248,8 +256,7 @@ class Round:
 
     def _maybe_hold(self, key: str, group: GroupState, needed: list[PodObserved]) -> str:
         """Reserve capacity for the first starving gang in queue order; the reason suffix."""
-        if (self.hold is not None or not needed
-                or not starvation.is_starving(group, self.now, self.config)):
+        if self.hold is not None or not needed or not self._may_hold(key, group):
             return ""
         if self.pinned is None:
             self.pinned = starvation.pinned_usage(self.state, self.index,
@@ -262,6 +269,8 @@ class Round:
         self.hold = hold
         self.state.starving_group = key
         self.state.starving_nodes = [self.index.names[row] for row in hold.rows]
+        if key in self.stranded:
+            return reasons.stranded_hold(self.stranded[key], len(hold.rows))
         since = group.pending_since_ms if group.pending_since_ms is not None else self.now
         waited = (self.now - since) / 1000
         return reasons.starving_hold(waited, len(hold.rows))

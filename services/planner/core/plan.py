@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from services.contracts.decisions import Decision, StatusUpdate
 from services.contracts.events import Event, PodGroupObserved, PodObserved
 from services.planner.core import apply as projection
-from services.planner.core import derived, pods, queue, reasons, starvation, status
+from services.planner.core import derived, pods, queue, quorum, reasons, starvation, status
 from services.planner.core.attempt import Round
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import GroupState, PlannerState
@@ -87,7 +87,9 @@ def _queue(rnd: Round) -> list[tuple[str, GroupState, PodGroupObserved | None, l
             group = state.groups[key] = GroupState()
         podgroup = state.podgroups.get(key)
         starving = starvation.is_starving(group, rnd.now, rnd.config)
-        entries.append((queue.queue_key(key, group, podgroup, pending, starving),
+        stranded = podgroup is not None and quorum.is_stranded(
+            quorum.count(current, key), podgroup.min_member)
+        entries.append((queue.queue_key(key, group, podgroup, pending, starving, stranded),
                         key, group, podgroup, pending))
     entries.sort(key=lambda entry: entry[0])
     return [(key, group, podgroup, pending) for _, key, group, podgroup, pending in entries]

@@ -1,4 +1,4 @@
-"""Queue order of groups: priority, then queue time, then group key.
+"""Queue order of groups: stranded gangs first, then priority, queue time, group key.
 
 Layer: planner core (pure). A group that does not fit never blocks the groups behind it; the
 order only decides who gets contested capacity first.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from services.contracts.events import PodGroupObserved, PodObserved
 from services.planner.core.state import GroupState
 
-QueueKey = tuple[int, int, str]
+QueueKey = tuple[int, int, int, str]
 
 
 def priority(pending: list[PodObserved]) -> int:
@@ -40,6 +40,10 @@ def queue_time_ms(group: GroupState, podgroup: PodGroupObserved | None,
 
 
 def queue_key(key: str, group: GroupState, podgroup: PodGroupObserved | None,
-              pending: list[PodObserved], is_starving: bool) -> QueueKey:
-    """Sort key: highest priority first, then earliest queue time, then group key."""
-    return (-priority(pending), queue_time_ms(group, podgroup, pending, is_starving), key)
+              pending: list[PodObserved], is_starving: bool,
+              is_stranded: bool = False) -> QueueKey:
+    """Sort key: stranded gangs first (`quorum.is_stranded`: members bound below minMember
+    must complete before any other gang takes capacity), then highest priority, earliest
+    queue time, group key."""
+    return (0 if is_stranded else 1, -priority(pending),
+            queue_time_ms(group, podgroup, pending, is_starving), key)

@@ -47,6 +47,13 @@ def has_quorum(counts: Counts, min_member: int) -> bool:
     return counts.usable >= min_member
 
 
+def is_stranded(counts: Counts, min_member: int) -> bool:
+    """Whether the group has members bound but fewer bound and reserved than minMember: a
+    partial gang at rest (a rollback that could not unbind its bare pods, or bound members
+    lost), holding capacity no complete gang uses until it completes (issue 20)."""
+    return counts.bound > 0 and counts.bound + counts.reserved < min_member
+
+
 def still_needed(counts: Counts, min_member: int) -> int:
     """How many pending members one placement must include (0 once quorum is held)."""
     return max(0, min_member - counts.bound - counts.reserved)

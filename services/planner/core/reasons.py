@@ -44,6 +44,8 @@ PLACEMENT_EXPIRED = (
     "after its deadline; its reservations were released"
 )
 STARVING_HOLD = "; waited {waited_seconds:g}s, reserving capacity on {nodes} node(s) for this gang"
+STRANDED_HOLD = ("; {bound} member(s) already bound: reserving capacity on {nodes} node(s) so this "
+                 "gang completes before any other is placed")
 NEVER_FITS = ("; it would not fit even on nodes emptied of gangsched's pods, so it reserves no "
               "capacity")
 SCHEDULING_GATED = "pod is scheduling-gated (spec.schedulingGates)"
@@ -139,6 +141,11 @@ def placement_expired(group: str, decision: str, grace_seconds: float) -> str:
 def starving_hold(waited_seconds: float, nodes: int) -> str:
     """Suffix for the gang that now reserves capacity against starvation."""
     return STARVING_HOLD.format(waited_seconds=waited_seconds, nodes=nodes)
+
+
+def stranded_hold(bound: int, nodes: int) -> str:
+    """Suffix for a partly bound gang (`quorum.is_stranded`) that now reserves capacity."""
+    return STRANDED_HOLD.format(bound=bound, nodes=nodes)
 
 
 def held_for_gang(group: str) -> str:
