@@ -200,7 +200,8 @@ class Reporter:
         if podgroup is None:
             return
         uid = str((podgroup.get("metadata") or {}).get("uid") or "")
-        about = ObjectRef("PodGroup", PODGROUP_API_VERSION, namespace, name, uid)
+        api_version = str(podgroup.get("apiVersion") or PODGROUP_API_VERSION)
+        about = ObjectRef("PodGroup", api_version, namespace, name, uid)
         await self._event(about, WARNING, FAILED_SCHEDULING, message, ACTION_SCHEDULING)
         self._limiter.record(group, message, self._monotonic())
 

@@ -18,6 +18,10 @@ UNSCHEDULABLE = "Unschedulable"
 SCHEDULED_CONDITION = "Scheduled"
 """The PodGroup condition type explaining the latest scheduling result."""
 
+NATIVE_SCHEDULED_CONDITION = "PodGroupScheduled"
+"""The condition type of a native (`scheduling.k8s.io`) PodGroup, as kube-scheduler writes it:
+True with reason `Scheduled`, else False with reason `Unschedulable`."""
+NATIVE_API_GROUP = "scheduling.k8s.io/"
 SCHEDULED_PHASES = ("Running", "Finished")
 SCHEDULED_REASONS = ("Scheduled", "GroupBound", "Bound")
 MESSAGE_MAX_CHARS = 32768
@@ -75,6 +79,8 @@ def podgroup_status(
     """
     raw_status = podgroup.get("status")
     status: dict[str, Any] = raw_status if isinstance(raw_status, dict) else {}
+    if str(podgroup.get("apiVersion") or "").startswith(NATIVE_API_GROUP):
+        return native_podgroup_status(update, podgroup, status, now)
     wanted: dict[str, Any] = {
         "phase": update.phase,
         "running": update.running,
@@ -92,6 +98,30 @@ def podgroup_status(
         )
     patch = {key: value for key, value in wanted.items() if status.get(key) != value}
     return patch or None
+
+
+def native_podgroup_status(
+    update: StatusUpdate, podgroup: dict[str, Any], status: dict[str, Any], now: datetime
+) -> dict[str, Any] | None:
+    """The status merge patch of a native PodGroup: only its `PodGroupScheduled` condition.
+
+    Shapes: `{"conditions": [...]}` (the whole list), or None when current or when the update
+    has neither a condition reason nor a scheduled phase (the native status has no phase or
+    counts). Source: kube-scheduler's schedule_one_podgroup (reasons `Scheduled`,
+    `Unschedulable`).
+    """
+    if not update.condition_reason and update.phase not in SCHEDULED_PHASES:
+        return None
+    generation = (podgroup.get("metadata") or {}).get("generation")
+    condition = scheduled_condition(update, generation)
+    is_scheduled = condition["status"] == "True"
+    condition.update(type=NATIVE_SCHEDULED_CONDITION,
+                     reason="Scheduled" if is_scheduled else UNSCHEDULABLE)
+    current = _conditions(status)
+    old = _find(current, NATIVE_SCHEDULED_CONDITION)
+    if old is not None and all(old.get(k) == v for k, v in condition.items()):
+        return None
+    return {"conditions": merged_conditions(current, condition, now)}
 
 
 def scheduled_condition(update: StatusUpdate, generation: int | None) -> dict[str, Any]:

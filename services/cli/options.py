@@ -22,6 +22,7 @@ from services.config.settings import (
     StoreSettings,
     WatcherSettings,
 )
+from services.kube.resources import GROUP_APIS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -110,6 +111,21 @@ nats_auth_options = stack(
 """How a command authenticates to NATS (the services, and the audit commands)."""
 
 
+def group_apis(text: str) -> tuple[str, ...]:
+    """`--group-apis` as API groups, in GROUP_APIS order, each once.
+
+    Raises:
+        click.BadParameter: an unknown API group, or none at all.
+    """
+    given = {part.strip() for part in text.split(",") if part.strip()}
+    unknown = sorted(given - set(GROUP_APIS))
+    if unknown or not given:
+        raise click.BadParameter(
+            f"unknown PodGroup API group(s) {unknown}; choose from {', '.join(GROUP_APIS)}",
+            param_hint="--group-apis")
+    return tuple(api for api in GROUP_APIS if api in given)
+
+
 def nats_password(options: dict[str, Any]) -> str | None:
     """The NATS password of the parsed options, from --nats-password or --nats-password-file.
 
@@ -173,8 +189,14 @@ kube_options = stack(
     _option("--context", default=None, help="Kubeconfig context."),
 )
 
-watcher_options = _option("--tick-seconds", type=float, default=1.0,
-                          help="Seconds between ClockTicked events.")
+watcher_options = stack(
+    _option("--tick-seconds", type=float, default=1.0,
+            help="Seconds between ClockTicked events."),
+    _option("--group-apis", default="scheduling.x-k8s.io",
+            help="PodGroup API groups read, comma-separated: scheduling.x-k8s.io "
+                 "(Coscheduling's PodGroup CRD) and/or scheduling.k8s.io (the native "
+                 "v1alpha2 PodGroup, pods' spec.schedulingGroup)."),
+)
 
 placement_options = stack(
     _option("--default-timeout-seconds", type=int, default=60,
@@ -252,7 +274,8 @@ def settings_from(options: dict[str, Any]) -> Settings:
         ),
         store=StoreSettings(url=options.get("db")),
         kube=KubeSettings(kubeconfig=options.get("kubeconfig"), context=options.get("context")),
-        watcher=WatcherSettings(tick_seconds=get("tick_seconds", 1.0)),
+        watcher=WatcherSettings(tick_seconds=get("tick_seconds", 1.0),
+                                group_apis=group_apis(get("group_apis", "scheduling.x-k8s.io"))),
         planner=PlannerServiceSettings(
             batch_size=get("batch_size", 512),
             leader_election=get("leader_election", False),

@@ -54,9 +54,14 @@ class KubeSettings:
 
 @dataclass(frozen=True)
 class WatcherSettings:
-    """Watcher behaviour. Units: `tick_seconds` in seconds between ClockTicked events."""
+    """Watcher behaviour. Units: `tick_seconds` in seconds between ClockTicked events.
+
+    `group_apis`: the PodGroup API groups read (`scheduling.x-k8s.io`, Coscheduling's CRD;
+    `scheduling.k8s.io`, the native v1alpha2 PodGroup and pods' `spec.schedulingGroup`).
+    """
 
     tick_seconds: float = 1.0
+    group_apis: tuple[str, ...] = ("scheduling.x-k8s.io",)
 
 
 @dataclass(frozen=True)

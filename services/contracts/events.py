@@ -149,6 +149,8 @@ class PodGroupObserved(msgspec.Struct, frozen=True, gc=False, tag="PodGroupObser
     min_resources: ResourceList = {}
     schedule_timeout_seconds: int | None = None
     invalid_reason: str | None = None
+    api_version: str = "scheduling.x-k8s.io/v1alpha1"
+    """Which PodGroup API the object is of: Coscheduling's, or `scheduling.k8s.io/v1alpha2`."""
 
 
 class PodGroupDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodGroupDeleted"):

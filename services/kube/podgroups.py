@@ -12,11 +12,18 @@ from typing import Any
 
 from services.kube import errors
 from services.kube.client import MERGE_PATCH, KubeClient
-from services.kube.resources import metadata, podgroup_path
+from services.kube.resources import (
+    NATIVE_PODGROUP_API_VERSION,
+    PODGROUP_API_VERSION,
+    metadata,
+    podgroup_path,
+)
 
 log = logging.getLogger(__name__)
 
 CONFLICT_ATTEMPTS = 5
+API_VERSIONS = (PODGROUP_API_VERSION, NATIVE_PODGROUP_API_VERSION)
+"""Where a PodGroup is looked up, in order: Coscheduling's, then the native one."""
 
 StatusChange = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 """Current PodGroup JSON → the `status` merge patch to write, or None when it is current.
@@ -28,13 +35,18 @@ newest status decision then: see `services.binder.reporter`)."""
 async def get_podgroup(client: KubeClient, namespace: str, name: str) -> dict[str, Any] | None:
     """The PodGroup's API JSON, or None when it does not exist.
 
+    Shapes: the first found of each API version in API_VERSIONS (an API that is not served
+    answers 404 too); the JSON always carries its `apiVersion`.
     Raises:
         KubeError subclasses other than KubeNotFound.
     """
-    try:
-        return await client.request("GET", podgroup_path(namespace, name))
-    except errors.KubeNotFound:
-        return None
+    for api_version in API_VERSIONS:
+        try:
+            found = await client.request("GET", podgroup_path(namespace, name, "", api_version))
+        except errors.KubeNotFound:
+            continue
+        return {**found, "apiVersion": found.get("apiVersion") or api_version}
+    return None
 
 
 async def update_status(
@@ -50,14 +62,16 @@ async def update_status(
         Other KubeError subclasses.
     """
     for attempt in range(1, CONFLICT_ATTEMPTS + 1):
-        current = await client.request("GET", podgroup_path(namespace, name))
+        current = await get_podgroup(client, namespace, name)
+        if current is None:
+            raise errors.KubeNotFound(f"PodGroup {namespace}/{name} not found", status=404)
         status = await change(current)
         if status is None:
             return False
         version = metadata(current).get("resourceVersion")
         body = {"metadata": {"resourceVersion": version}, "status": status}
         try:
-            path = podgroup_path(namespace, name, "status")
+            path = podgroup_path(namespace, name, "status", str(current["apiVersion"]))
             await client.request("PATCH", path, body=body, content_type=MERGE_PATCH)
             return True
         except errors.KubeConflict:

@@ -12,6 +12,13 @@ from urllib.parse import quote
 PODGROUP_GROUP = "scheduling.x-k8s.io"
 PODGROUP_VERSION = "v1alpha1"
 PODGROUP_API_VERSION = f"{PODGROUP_GROUP}/{PODGROUP_VERSION}"
+NATIVE_PODGROUP_GROUP = "scheduling.k8s.io"
+NATIVE_PODGROUP_VERSION = "v1alpha2"
+NATIVE_PODGROUP_API_VERSION = f"{NATIVE_PODGROUP_GROUP}/{NATIVE_PODGROUP_VERSION}"
+"""The native PodGroup (GenericWorkload feature gate, Kubernetes 1.36: `spec.schedulingPolicy
+.gang.minCount`, pods join with `spec.schedulingGroup.podGroupName`)."""
+GROUP_APIS = (PODGROUP_GROUP, NATIVE_PODGROUP_GROUP)
+"""The PodGroup API groups gangsched can read (`--group-apis`), in lookup order."""
 
 
 @dataclass(frozen=True)
@@ -29,8 +36,21 @@ PODS = Resource("pod", "Pod", "/api/v1/pods", is_namespaced=True)
 PODGROUPS = Resource(
     "podgroup", "PodGroup", f"/apis/{PODGROUP_API_VERSION}/podgroups", is_namespaced=True
 )
+NATIVE_PODGROUPS = Resource(
+    "podgroup", "PodGroup", f"/apis/{NATIVE_PODGROUP_API_VERSION}/podgroups", is_namespaced=True
+)
 WATCHED = (NODES, PODS, PODGROUPS)
-"""Everything the watcher observes, in start order."""
+"""Everything the watcher observes by default, in start order."""
+PODGROUP_RESOURCES = {PODGROUP_GROUP: PODGROUPS, NATIVE_PODGROUP_GROUP: NATIVE_PODGROUPS}
+
+
+def watched(group_apis: tuple[str, ...] = (PODGROUP_GROUP,)) -> tuple[Resource, ...]:
+    """Nodes, pods and the PodGroups of each API group in `group_apis`, in start order.
+
+    Shapes: both PodGroup resources have the event kind `podgroup`; `list_path` tells them
+    apart. Raises: KeyError for an API group not in GROUP_APIS.
+    """
+    return (NODES, PODS, *(PODGROUP_RESOURCES[api] for api in group_apis))
 
 
 def pod_path(namespace: str, name: str, subresource: str = "") -> str:
@@ -44,10 +64,12 @@ def node_path(name: str) -> str:
     return f"/api/v1/nodes/{_segment(name)}"
 
 
-def podgroup_path(namespace: str, name: str, subresource: str = "") -> str:
-    """Path of a PodGroup, or of its `status` subresource."""
+def podgroup_path(
+    namespace: str, name: str, subresource: str = "", api_version: str = PODGROUP_API_VERSION
+) -> str:
+    """Path of a PodGroup of `api_version`, or of its `status` subresource."""
     path = (
-        f"/apis/{PODGROUP_API_VERSION}/namespaces/{_segment(namespace)}"
+        f"/apis/{api_version}/namespaces/{_segment(namespace)}"
         f"/podgroups/{_segment(name)}"
     )
     return f"{path}/{subresource}" if subresource else path

@@ -13,7 +13,7 @@ from typing import Any
 from services.contracts import codec, subjects
 from services.contracts.events import ClockTicked, Event
 from services.kube.listwatch import Change
-from services.watcher import slim
+from services.watcher import native, slim
 
 PublishItem = tuple[str, bytes, str]
 """`(subject, data, msg_id)`, as `Publisher.publish_many` takes them."""
@@ -32,15 +32,27 @@ _SLIMMERS: dict[tuple[str, str], Slimmer] = {
     ("podgroup", "deleted"): slim.podgroup_deleted,
 }
 
+_NATIVE_SLIMMERS: dict[tuple[str, str], Slimmer] = {
+    ("pod", "observed"): native.pod_event,
+    ("podgroup", "observed"): native.podgroup_event,
+}
+"""Where the native PodGroup API differs: its PodGroups, and pods read with their
+`spec.schedulingGroup` (deletes carry only identity, the same for both APIs)."""
 
-def change_message(prefix: str, kind: str, change: Change, at_ms: int) -> PublishItem:
+
+def change_message(
+    prefix: str, kind: str, change: Change, at_ms: int, *, is_native: bool = False
+) -> PublishItem:
     """The message for one change of a `kind` object (node, pod, podgroup) observed at `at_ms`.
 
+    `is_native`: slim as the native PodGroup API (`services.watcher.native`) where it differs.
     Units: `at_ms` UTC epoch milliseconds.
     Raises:
         KeyError: unknown kind (a bug).
     """
-    event = _SLIMMERS[(kind, change.type)](change.obj, at_ms)
+    slimmer = (_NATIVE_SLIMMERS.get((kind, change.type)) if is_native else None
+               ) or _SLIMMERS[(kind, change.type)]
+    event = slimmer(change.obj, at_ms)
     meta = change.obj.get("metadata") or {}
     namespace = str(meta.get("namespace") or "") if kind != "node" else ""
     subject = subjects.events_subject(prefix, kind, namespace, str(meta.get("name") or ""))

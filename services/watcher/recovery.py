@@ -34,15 +34,20 @@ FETCH_TIMEOUT_SECONDS = 5.0
 INACTIVE_SECONDS = 60.0
 
 
-def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False) -> None:
+def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False,
+         api_version: str | None = None) -> None:
     """Apply one event payload to `known` (uid → Known): observations set, deletes remove.
 
     Other kinds and undecodable payloads change nothing. `is_stale`: remember the object with
-    an empty resourceVersion (it is listed as changed, so published again).
+    an empty resourceVersion (it is listed as changed, so published again). `api_version`:
+    a PodGroupObserved of another PodGroup API changes nothing (both publish on `podgroup`).
     """
     try:
         event = codec.decode_event(data)
     except codec.PoisonedMessage:
+        return
+    if (isinstance(event, PodGroupObserved) and api_version is not None
+            and event.api_version != api_version):
         return
     if isinstance(event, NodeObserved | PodObserved | PodGroupObserved):
         namespace = "" if isinstance(event, NodeObserved) else event.namespace
@@ -53,7 +58,8 @@ def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False) -> Non
 
 
 async def last_known(js: JetStreamContext, prefix: str, kind: str,
-                     stale_after_seconds: float | None = None) -> dict[str, Known]:
+                     stale_after_seconds: float | None = None, *,
+                     api_version: str | None = None) -> dict[str, Known]:
     """The objects of `kind` (node, pod, podgroup) whose last event in EVENTS observes them.
 
     Shapes: uid → Known (name, namespace, resourceVersion of the last observation). An object
@@ -76,7 +82,8 @@ async def last_known(js: JetStreamContext, prefix: str, kind: str,
         info = await subscription.consumer_info()
         stale_before = (time.time() - stale_after_seconds
                         if stale_after_seconds is not None else None)
-        known = await _drain(subscription, int(info.num_pending or 0), stale_before)
+        known = await _drain(subscription, int(info.num_pending or 0), stale_before,
+                             api_version)
     finally:
         await _delete(js, stream, subscription)
     log.info("log knows %d %s objects", len(known), kind)
@@ -84,17 +91,18 @@ async def last_known(js: JetStreamContext, prefix: str, kind: str,
 
 
 async def _drain(
-    subscription: JetStreamContext.PullSubscription, pending: int, stale_before: float | None
+    subscription: JetStreamContext.PullSubscription, pending: int, stale_before: float | None,
+    api_version: str | None = None,
 ) -> dict[str, Known]:
     """Fetch until nothing is pending; fold the payloads into uid → Known (stale ones with an
-    empty resourceVersion; `stale_before` in UTC epoch seconds)."""
+    empty resourceVersion; `stale_before` in UTC epoch seconds; `api_version` as `fold`)."""
     known: dict[str, Known] = {}
     while pending > 0:
         for message in await subscription.fetch(FETCH_BATCH, timeout=FETCH_TIMEOUT_SECONDS):
             stamp = message.metadata.timestamp
             is_stale = (stale_before is not None and stamp is not None
                         and stamp.timestamp() < stale_before)
-            fold(known, message.data, is_stale=is_stale)
+            fold(known, message.data, is_stale=is_stale, api_version=api_version)
             pending = int(message.metadata.num_pending)
     return known
 

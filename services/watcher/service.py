@@ -26,8 +26,15 @@ from services.config.settings import Settings
 from services.kube import client as kube_client
 from services.kube import listwatch
 from services.kube.listwatch import Change, Known, Requester, Synced
-from services.kube.resources import WATCHED, Resource
-from services.watcher import messages, recovery
+from services.kube.resources import (
+    NATIVE_PODGROUP_GROUP,
+    NATIVE_PODGROUPS,
+    PODGROUP_API_VERSION,
+    PODGROUPS,
+    Resource,
+    watched,
+)
+from services.watcher import messages, native, recovery
 from services.watcher.messages import PublishItem
 
 log = logging.getLogger(__name__)
@@ -51,9 +58,10 @@ class Publisher(Protocol):
 
 @dataclass(frozen=True)
 class _ListSynced:
-    """Queue marker: every change of `kind`'s latest full list is ahead of it in the queue."""
+    """Queue marker: every change of the latest full list of the resource at `list_path` is
+    ahead of it in the queue."""
 
-    kind: str
+    list_path: str
 
 
 _Entry = PublishItem | _ListSynced
@@ -83,8 +91,9 @@ async def run_watcher(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
     await streams.ensure_streams(js, settings.bus)
     retention = settings.bus.max_age_seconds
     stale_after = resync_seconds(retention)
-    seeds = {r.kind: await recovery.last_known(js, settings.bus.prefix, r.kind, stale_after)
-             for r in WATCHED}
+    seeds = {r.list_path: await recovery.last_known(js, settings.bus.prefix, r.kind, stale_after,
+                                                    api_version=_api_version(r))
+             for r in watched(settings.watcher.group_apis)}
     client = await kube_client.connect(settings.kube)
     try:
         await Watcher(client, BusPublisher(js), settings, seeds=seeds).run(ready)
@@ -102,7 +111,7 @@ class Watcher:
         settings: Settings,
         *,
         seeds: Mapping[str, Mapping[str, Known]] | None = None,
-        resources: Sequence[Resource] = WATCHED,
+        resources: Sequence[Resource] | None = None,
         clock_ms: Callable[[], int] | None = None,
     ) -> None:
         self._client = client
@@ -112,7 +121,8 @@ class Watcher:
         self._watch_timeout_seconds = settings.kube.watch_timeout_seconds
         self._resync_seconds = resync_seconds(settings.bus.max_age_seconds)
         self._seeds = seeds or {}
-        self._resources = tuple(resources)
+        self._resources = tuple(resources or watched(settings.watcher.group_apis))
+        self._reads_native = NATIVE_PODGROUP_GROUP in settings.watcher.group_apis
         self._clock_ms = clock_ms or _wall_clock_ms
 
     async def run(self, ready: ReadyFlag) -> None:
@@ -127,24 +137,30 @@ class Watcher:
 
     async def _observe(self, resource: Resource, queue: asyncio.Queue[_Entry]) -> None:
         """Feed the queue with `resource`'s changes, and a marker after each full list."""
-        seed = self._seeds.get(resource.kind)
+        seed = self._seeds.get(resource.list_path)
         async for observation in listwatch.observe(
             self._client, resource, known=seed, watch_timeout_seconds=self._watch_timeout_seconds,
             resync_seconds=self._resync_seconds,
         ):
             if isinstance(observation, Synced):
-                await queue.put(_ListSynced(resource.kind))
+                await queue.put(_ListSynced(resource.list_path))
                 continue
-            item = self._message(resource.kind, observation)
+            item = self._message(resource, observation)
             if item is not None:
                 await queue.put(item)
 
-    def _message(self, kind: str, change: Change) -> PublishItem | None:
-        """The message for a change; None (logged) if slimming fails, which is a bug."""
+    def _message(self, resource: Resource, change: Change) -> PublishItem | None:
+        """The message for a change; None (logged) if slimming fails, which is a bug.
+
+        Pods are read natively (their `spec.schedulingGroup` too) when the native API is on."""
+        is_native = (resource == NATIVE_PODGROUPS if resource.kind == "podgroup"
+                     else self._reads_native)
         try:
-            return messages.change_message(self._prefix, kind, change, self._clock_ms())
+            return messages.change_message(self._prefix, resource.kind, change,
+                                           self._clock_ms(), is_native=is_native)
         except Exception:
-            log.exception("cannot slim %s %s; skipped", kind, change.obj.get("metadata"))
+            log.exception("cannot slim %s %s; skipped", resource.kind,
+                          change.obj.get("metadata"))
             return None
 
     async def _publish(
@@ -161,7 +177,7 @@ class Watcher:
                 if isinstance(entry, _ListSynced):
                     await self._publisher.publish_many(items)
                     items = []
-                    listed.add(entry.kind)
+                    listed.add(entry.list_path)
                     if not synced.is_set() and len(listed) == len(self._resources):
                         log.info("initial lists published; watcher ready")
                         synced.set()
@@ -184,6 +200,14 @@ class Watcher:
                 queue.put_nowait(messages.tick_message(self._prefix, self._clock_ms()))
             except asyncio.QueueFull:
                 log.debug("clock tick dropped: publishing is behind")
+
+
+def _api_version(resource: Resource) -> str | None:
+    """The PodGroup API version of `resource`'s events, if it is a PodGroup resource: both
+    publish on the `podgroup` subjects, so a seed keeps only its own API's PodGroups."""
+    if resource == NATIVE_PODGROUPS:
+        return native.API_VERSION
+    return PODGROUP_API_VERSION if resource == PODGROUPS else None
 
 
 def _wall_clock_ms() -> int:

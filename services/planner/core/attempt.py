@@ -83,11 +83,15 @@ class Round:
             return
         changed = _pending_changed(group, pending)
         self.quiet_reason = None
-        if self._is_holder(key, group, need) or self._may_retry_early(group):
+        if ((self._is_holder(key, group, need) and group.may_retry_early)
+                or self._may_retry_early(group)):
             # quiet retries: the gang holding capacity every round, so it does not miss the
             # moment its nodes drain; an unschedulable group once capacity was freed since its
             # last attempt (at most once per initial backoff), as kube-scheduler requeues pods
-            # on cluster events. A failure here is neither counted nor told again.
+            # on cluster events. A failure here is neither counted nor told again. Only after
+            # "found unschedulable": a gang whose placement was rolled back (a bind refused,
+            # a member gone) waits out its backoff before it is placed again, holder or not,
+            # or a bind that always fails would be retried every round; it keeps holding.
             group.last_attempt_ms = self.now
             if self._attempt(key, group, podgroup, pending, counts, min_member, note, quiet=True):
                 return

@@ -101,3 +101,30 @@ def test_condition_reasons_are_made_valid() -> None:
     assert statuses.condition_reason("rolled back: pod gone") == "RolledBackPodGone"
     assert statuses.condition_reason("3 of 4 fit") == "Of4Fit"
     assert statuses.condition_reason("!!!") == "Unknown"
+
+
+def test_a_native_podgroup_gets_only_the_podgroupscheduled_condition() -> None:
+    podgroup = {"apiVersion": "scheduling.k8s.io/v1alpha2", "metadata": {"generation": 1},
+                "status": {}}
+    patch = statuses.podgroup_status(
+        update(phase="Running", running=3, condition_reason="GroupBound",
+               condition_message="3 of 3 members bound"), podgroup, NOW)
+    assert patch == {"conditions": [{
+        "type": "PodGroupScheduled", "status": "True", "reason": "Scheduled",
+        "message": "3 of 3 members bound", "observedGeneration": 1,
+        "lastTransitionTime": "2024-05-01T12:00:00Z",
+    }]}
+    podgroup["status"] = patch
+    assert statuses.podgroup_status(
+        update(phase="Running", running=3, condition_reason="GroupBound",
+               condition_message="3 of 3 members bound"), podgroup, NOW) is None
+
+
+def test_a_native_podgroup_that_does_not_fit_is_unschedulable() -> None:
+    podgroup = {"apiVersion": "scheduling.k8s.io/v1alpha2", "metadata": {}, "status": {}}
+    patch = statuses.podgroup_status(
+        update(condition_reason="NoFit", condition_message="gang ml/train: 3 of 4 fit"),
+        podgroup, NOW)
+    assert patch is not None
+    assert [(c["type"], c["status"], c["reason"]) for c in patch["conditions"]] == [
+        ("PodGroupScheduled", "False", "Unschedulable")]

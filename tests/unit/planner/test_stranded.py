@@ -2,7 +2,9 @@
 
 A rollback cannot unbind bare pods (no controller recreates them), so a gang rolled back after
 some members were bound keeps them bound below minMember. That gang queues first, whatever the
-priority or age of the others, and reserves what it still needs every round, backoff or not.
+priority or age of the others, and reserves what it still needs every round, backoff or not;
+it is placed again only once its backoff is over (a bind that always fails is not retried every
+round).
 """
 
 from __future__ import annotations
@@ -47,18 +49,34 @@ def test_a_gang_with_members_bound_below_min_member_is_stranded() -> None:
     assert not quorum.is_stranded(Counts(bound=4, reserved=0, pending=1, gated=0), 4)
 
 
-def test_a_stranded_gang_is_placed_before_a_higher_priority_gang_even_in_backoff() -> None:
+def test_a_stranded_gang_holds_its_room_in_backoff_then_goes_before_higher_priority() -> None:
     cluster, _ = rolled_back_with_two_bare_members_bound()
     cluster.observe(make_podgroup("h", 2),
                     *[make_pod(f"h-{i}").requests(cpu_milli=1000).in_group("h").priority(100)
                       for i in range(2)])
-    decisions = cluster.plan()  # g is backed off after its rollback: it is placed all the same
-    placed = [d for d in decisions if isinstance(d, Placement)]
+    decisions = cluster.plan()  # g is backed off after its rollback: it holds, h waits
+    assert not any(isinstance(d, Placement) for d in decisions)
+    assert any(isinstance(d, Rejection) and d.group == "default/h" for d in decisions)
+    cluster.advance(5)
+    placed = [d for d in cluster.plan() if isinstance(d, Placement)]
     assert [(p.group, [m.name for m in p.members]) for p in placed] == [
         ("default/g", ["g-2", "g-3"])]
-    assert any(isinstance(d, Rejection) and d.group == "default/h" for d in decisions)
     cluster.bind(placed)
     assert cluster.bound() == ["g-0", "g-1", "g-2", "g-3"]
+
+
+def test_a_stranded_gang_whose_binds_keep_failing_is_retried_at_its_backoff_only() -> None:
+    cluster, placement = rolled_back_with_two_bare_members_bound()
+    placements = 0
+    for _ in range(40):  # 20 s of rounds every half second
+        for decision in cluster.plan():
+            if isinstance(decision, Placement):
+                placements += 1
+                cluster.apply(GroupRolledBack(
+                    at_ms=cluster.now_ms, decision_id=decision.id, group=decision.group,
+                    reason="bind refused: forbidden", deleted_pods=()))
+        cluster.advance(0.5)
+    assert 1 <= placements <= 6, placements  # exponential backoff, not one per round
 
 
 def test_a_stranded_gang_that_does_not_fit_reserves_what_it_needs_from_later_gangs() -> None:

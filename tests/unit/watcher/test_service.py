@@ -94,7 +94,8 @@ async def test_a_seed_from_the_log_publishes_only_what_changed_while_down() -> N
     api = FakeApi(lists={PODS.list_path: [pod("a", "u1", "5")]}, watches={})
     publisher = FakePublisher()
     ready = ReadyFlag("watcher")
-    seeds = {"pod": {"u1": Known("a", "default", "5"), "u9": Known("gone", "default", "3")}}
+    seeds = {PODS.list_path: {"u1": Known("a", "default", "5"),
+                              "u9": Known("gone", "default", "3")}}
     watcher = Watcher(api, publisher, Settings(), seeds=seeds, resources=(PODS,),
                       clock_ms=lambda: 1000)
     task = asyncio.create_task(watcher.run(ready))
