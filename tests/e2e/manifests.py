@@ -6,6 +6,8 @@ from typing import Any, Protocol
 
 import yaml
 
+from services.binder.validation import PLACEMENT_ANNOTATION
+
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 IMAGE = "registry.k8s.io/pause:3.10"
 
@@ -58,10 +60,15 @@ def kwok_node(name: str, cpu: str = "4", memory: str = "8Gi",
                        "capacity": {"cpu": cpu, "memory": memory, "pods": "110"}}}
 
 
-def binding(namespace: str, pod_name: str, uid: str, node: str) -> dict[str, Any]:
-    """A v1 Binding of a pod (uid precondition) to `node`, as a scheduler posts it."""
-    return {"apiVersion": "v1", "kind": "Binding",
-            "metadata": {"name": pod_name, "namespace": namespace, "uid": uid},
+def binding(namespace: str, pod_name: str, uid: str, node: str,
+            placement_id: str | None = None) -> dict[str, Any]:
+    """A v1 Binding of a pod (uid precondition) to `node`, as a scheduler posts it; with
+    `placement_id`, stamped as gangsched's binder stamps the bindings of that placement (the
+    API server copies a Binding's annotations onto the pod)."""
+    metadata: dict[str, Any] = {"name": pod_name, "namespace": namespace, "uid": uid}
+    if placement_id is not None:
+        metadata["annotations"] = {PLACEMENT_ANNOTATION: placement_id}
+    return {"apiVersion": "v1", "kind": "Binding", "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
 
 

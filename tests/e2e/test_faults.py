@@ -12,12 +12,10 @@ import os
 import re
 import signal
 import time
-from typing import Any
 
 import nats
 import pytest
 
-from services.binder.validation import PLACEMENT_ANNOTATION
 from services.contracts import subjects
 from services.watcher import slim
 from tests.cluster.fixture import ControlPlane
@@ -65,9 +63,9 @@ def test_a_binder_killed_mid_gang_is_taken_over_and_the_gang_completes_within_it
         os.kill(apiserver, signal.SIGCONT)
     # two of its binds had been stored (stamped with the placement) before it died
     early = sorted(name for name in by_name if name.startswith("train-"))[0]
-    manifests.create(control_plane, namespace, *(stamped_binding(namespace, by_name[name],
-                                                                 decided["id"])
-                                                 for name in (early, "solo")))
+    manifests.create(control_plane, namespace, *(manifests.binding(
+        namespace, name, by_name[name]["pod_uid"], by_name[name]["node"], decided["id"])
+        for name in (early, "solo")))
     services.binder()
 
     bound = outcome(services, namespace, decided["id"], "GroupBound")
@@ -89,13 +87,6 @@ def test_a_podgroup_without_min_member_schedules_each_member_as_coscheduling_doe
     gang_runs(control_plane, namespace, 2)
     assert_at_rest(control_plane, namespace, services)
 
-
-def stamped_binding(namespace: str, member: dict[str, Any], placement_id: str) -> dict[str, Any]:
-    """A Binding of `member` as the placement's binder posts it (the API server copies its
-    annotations onto the pod)."""
-    binding = manifests.binding(namespace, member["name"], member["pod_uid"], member["node"])
-    binding["metadata"]["annotations"] = {PLACEMENT_ANNOTATION: placement_id}
-    return binding
 
 
 # --- at rest ------------------------------------------------------------------------------------

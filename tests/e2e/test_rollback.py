@@ -285,7 +285,7 @@ def test_deadline_passing_while_the_api_server_is_paused_rolls_back_after_it_res
     # Two binds are stored before the API server stops answering (as when a binder's binds
     # went through and their answers were lost); the other two never are.
     manifests.create(control_plane, namespace, *(manifests.binding(
-        namespace, name, by_name[name]["pod_uid"], by_name[name]["node"])
+        namespace, name, by_name[name]["pod_uid"], by_name[name]["node"], decided["id"])
         for name in (early, "solo")))
 
     apiserver = control_plane.pids["kube-apiserver"]
