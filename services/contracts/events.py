@@ -50,9 +50,25 @@ class NodeSelectorRequirement(msgspec.Struct, frozen=True, gc=False):
 
 
 class NodeSelectorTerm(msgspec.Struct, frozen=True, gc=False):
-    """One required node-affinity term; the requirements are ANDed (matchFields unsupported)."""
+    """One required node-affinity term; every requirement of both lists is ANDed.
+
+    `match_fields` are requirements on the Node's fields (only `metadata.name` exists; operators
+    In and NotIn with exactly one value, as the API server validates them).
+    """
 
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+class HostPort(msgspec.Struct, frozen=True, gc=False):
+    """A container port bound on the node (`spec.containers[].ports[]` with `hostPort` > 0).
+
+    Defaults as kube-scheduler sanitizes them: protocol TCP, host IP 0.0.0.0 (every address).
+    """
+
+    port: int
+    protocol: str = "TCP"
+    host_ip: str = "0.0.0.0"
 
 
 class OwnerRef(msgspec.Struct, frozen=True, gc=False):
@@ -96,7 +112,8 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     container and the sum of app containers, plus overhead), in gangsched units, always
     including `pods: 1`. `unsupported` names constraint fields the planner does not implement
     (e.g. `spec.affinity.podAffinity`); such a pod is never placed. `phase` is the pod phase
-    (Pending, Running, Succeeded, Failed, Unknown).
+    (Pending, Running, Succeeded, Failed, Unknown). `host_ports` are its app containers' ports
+    with a hostPort, in spec order (what kube-scheduler's NodePorts plugin reads).
     """
 
     at_ms: int
@@ -119,6 +136,7 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     is_scheduling_gated: bool = False
     is_deleting: bool = False
     owner: OwnerRef | None = None
+    host_ports: tuple[HostPort, ...] = ()
 
 
 class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):

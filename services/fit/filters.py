@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 
 from services.contracts.events import (
+    HostPort,
     NodeObserved,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -24,6 +25,8 @@ from services.fit import reasons
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 SOFT_EFFECT = "PreferNoSchedule"
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+ALL_ADDRESSES = "0.0.0.0"
+NODE_NAME_FIELD = "metadata.name"
 _INT_RE = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -116,24 +119,65 @@ def parse_int64(text: str) -> int | None:
     return value if _INT64_MIN <= value <= _INT64_MAX else None
 
 
-def term_matches(term: NodeSelectorTerm, labels: Mapping[str, str]) -> bool:
-    """A node selector term: its requirements ANDed; an empty term matches nothing."""
-    return bool(term.match_expressions) and all(
-        requirement_matches(requirement, labels) for requirement in term.match_expressions)
+def field_matches(requirement: NodeSelectorRequirement, node_name: str) -> bool:
+    """One `matchFields` entry against the node's fields (only `metadata.name` exists).
+
+    Source: as `nodeaffinity`'s field selector: In and NotIn with exactly one value compare the
+    field (an unknown field reads as ""); any other operator or number of values is a parse
+    error, and a term with one matches no node.
+    """
+    if requirement.operator not in ("In", "NotIn") or len(requirement.values) != 1:
+        return False
+    have = node_name if requirement.key == NODE_NAME_FIELD else ""
+    return (have == requirement.values[0]) is (requirement.operator == "In")
+
+
+def term_matches(term: NodeSelectorTerm, labels: Mapping[str, str], node_name: str = "") -> bool:
+    """A node selector term: all its expressions (labels) and fields (`node_name`) ANDed; a
+    term with neither matches nothing."""
+    if not term.match_expressions and not term.match_fields:
+        return False
+    return (all(requirement_matches(requirement, labels)
+                for requirement in term.match_expressions)
+            and all(field_matches(requirement, node_name) for requirement in term.match_fields))
 
 
 def node_affinity(pod: PodObserved, node: NodeObserved) -> str | None:
     """`nodeSelector` labels all equal, and one required node-affinity term (ORed) matches.
 
-    Source: as NodeAffinity (required during scheduling; the preferred part is soft and is not
-    evaluated).
+    Source: as NodeAffinity (required during scheduling, `matchExpressions` and `matchFields`;
+    the preferred part is soft and is not evaluated).
     """
     labels = node.labels
     if any(labels.get(key) != value for key, value in pod.node_selector.items()):
         return reasons.NODE_AFFINITY_MISMATCH
     terms = pod.required_affinity
-    if terms is not None and not any(term_matches(term, labels) for term in terms):
+    if terms is not None and not any(term_matches(term, labels, node.name) for term in terms):
         return reasons.NODE_AFFINITY_MISMATCH
+    return None
+
+
+def ports_conflict(wanted: HostPort, used: HostPort) -> bool:
+    """Whether two host ports collide: same port and protocol, and the same host IP or either
+    one 0.0.0.0 (every address).
+
+    Source: as NodePorts (`HostPortInfo.CheckConflict`; the watcher already defaulted an empty
+    protocol to TCP and an empty host IP to 0.0.0.0).
+    """
+    return (wanted.port == used.port and wanted.protocol == used.protocol
+            and (wanted.host_ip == used.host_ip or ALL_ADDRESSES in (wanted.host_ip,
+                                                                     used.host_ip)))
+
+
+def node_ports(wanted: tuple[HostPort, ...], used: tuple[HostPort, ...]) -> str | None:
+    """None when none of the pod's host ports (`wanted`) collides with one in use on the node.
+
+    Shapes: `used` the host ports of every pod bound or reserved on the node, whichever
+    scheduler bound it (and, in a gang search, the members placed there before this one).
+    Source: as NodePorts.
+    """
+    if any(ports_conflict(port, other) for port in wanted for other in used):
+        return reasons.NODE_PORTS
     return None
 
 

@@ -14,6 +14,7 @@ NODE_NOT_READY = "node(s) were not ready"
 NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
 UNTOLERATED_TAINT = "node(s) had untolerated taint {{{key}: {value}}}"
 NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
 
 
 def insufficient(resource: str) -> str:

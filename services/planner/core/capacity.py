@@ -15,7 +15,7 @@ from typing import TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from services.contracts.events import NodeObserved, PodObserved
+from services.contracts.events import HostPort, NodeObserved, PodObserved
 from services.fit import filters
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
@@ -69,7 +69,9 @@ class NodeIndex:
     Shapes: `alloc[col, row]` and `free[col, row]` (resource-major, so one resource over all
     nodes is contiguous); `names[row]` node names sorted; `resources[col]` resource names sorted;
     `changes` the rows whose free capacity changed, in order, so a pod shape's cached scores
-    (`score_cache`, see `placement`) only recompute those rows.
+    (`score_cache`, see `placement`) only recompute those rows. `port_users` maps the uid of
+    every bound or reserved pod with host ports to (its row, its ports, whether it is ours), and
+    `row_ports[row]` holds the same by row (`set_ports`; kept by `derived` and placement trials).
     Units: gangsched units (cpu millicores, bytes, counts). `free` may go negative when pods of
     other schedulers over-commit a node.
     """
@@ -94,6 +96,8 @@ class NodeIndex:
         self._domains: dict[str, list[tuple[str, BoolArray]]] = {}
         self.changes: list[int] = []
         self.score_cache: dict[tuple[object, ...], CachedScores] = {}
+        self.port_users: dict[str, tuple[int, tuple[HostPort, ...], bool]] = {}
+        self.row_ports: dict[int, dict[str, tuple[HostPort, ...]]] = {}
         for row, node in enumerate(nodes):
             self._add(row, used.get(node.name, {}), -1)
         self.changes.clear()
@@ -154,6 +158,36 @@ class NodeIndex:
             self._static.clear()
             self._domains.clear()
             self.forget_scores()
+
+    def set_ports(self, uid: str, node: str | None, ports: tuple[HostPort, ...],
+                  is_ours: bool = True) -> None:
+        """Record that pod `uid` holds `ports` on `node` (None or no ports: holds none)."""
+        old = self.port_users.pop(uid, None)
+        if old is not None:
+            users = self.row_ports[old[0]]
+            del users[uid]
+            if not users:
+                del self.row_ports[old[0]]
+        row = None if node is None else self.row.get(node)
+        if row is not None and ports:
+            self.port_users[uid] = (row, ports, is_ours)
+            self.row_ports.setdefault(row, {})[uid] = ports
+
+    def ports_on(self, row: int, only_pinned: bool = False) -> tuple[HostPort, ...]:
+        """Every host port in use on `row` (`only_pinned`: of other schedulers' pods only)."""
+        users = self.row_ports.get(row)
+        if not users:
+            return ()
+        return tuple(port for uid in sorted(users) for port in users[uid]
+                     if not (only_pinned and self.port_users[uid][2]))
+
+    def ports_free(self, ports: tuple[HostPort, ...]) -> BoolArray:
+        """Rows where none of `ports` collides with a port in use (as NodePorts)."""
+        mask = np.ones(len(self.names), dtype=np.bool_)
+        if ports:
+            for row in self.row_ports:
+                mask[row] = filters.node_ports(ports, self.ports_on(row)) is None
+        return mask
 
     def vector(self, requests: Mapping[str, int]) -> tuple[IntArray, list[int], list[str]]:
         """A request as a column vector, the columns it asks for, and resources no node has.

@@ -96,6 +96,8 @@ def ensure(state: PlannerState, scheduler_name: str) -> Derived:
         vars(state)[_KEY] = derived
     if derived.index is None:
         derived.index = capacity.build(state.nodes, state.node_used)
+        for uid in sorted(state.charges):
+            _hold_ports(state, derived, uid)
     return derived
 
 
@@ -144,6 +146,20 @@ def _recharge(state: PlannerState, uid: str, index_charged: bool) -> None:
     if new is not None:
         _use(state, new, 1, not index_charged)
         state.charges[uid] = new
+    derived = peek(state)
+    if derived is not None and derived.index is not None:
+        _hold_ports(state, derived, uid)
+
+
+def _hold_ports(state: PlannerState, derived: Derived, uid: str) -> None:
+    """Keep the index's host ports in use (NodePorts) in step with the pod's charge."""
+    assert derived.index is not None
+    pod, charge = state.pods.get(uid), state.charges.get(uid)
+    if pod is not None and pod.host_ports and charge is not None:
+        derived.index.set_ports(uid, charge.node, pod.host_ports,
+                                pod.scheduler_name == derived.scheduler_name)
+    elif uid in derived.index.port_users:
+        derived.index.set_ports(uid, None, ())
 
 
 def _use(state: PlannerState, charge: Charge, sign: int, touch_index: bool) -> None:
