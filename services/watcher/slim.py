@@ -25,6 +25,9 @@ Decisions recorded here:
   overhead is added after.
 - Soft constraints (preferred node/pod affinity, ScheduleAnyway spread) are ignored, as a
   scheduler may; hard ones the planner does not implement are listed in `unsupported`.
+- Host ports: the app containers' ports with a hostPort are carried (`host_ports`, protocol
+  TCP and host IP 0.0.0.0 when unset), as NodePorts reads them; an init container's hostPort
+  stays unsupported (kube-scheduler ignores it; gangsched refuses rather than guess).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any, TypeGuard
 
 from services.contracts import resources
 from services.contracts.events import (
+    HostPort,
     NodeDeleted,
     NodeObserved,
     NodeSelectorRequirement,
@@ -49,6 +53,7 @@ from services.contracts.events import (
 )
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+MAX_PORT = 65535
 DEFAULT_SCHEDULER = "default-scheduler"
 
 Obj = Mapping[str, Any]
@@ -182,7 +187,7 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
         invalid_reason=invalid,
         is_scheduling_gated=bool(_list(spec.get("schedulingGates"))),
         is_deleting=meta.get("deletionTimestamp") is not None,
-        owner=controller_owner(meta))
+        owner=controller_owner(meta), host_ports=host_ports(spec))
 
 
 def _read_requests(spec: Obj) -> tuple[resources.ResourceList, str | None, list[str]]:
@@ -313,21 +318,38 @@ def pod_requests(spec: Obj, saturated: bool = False) -> resources.ResourceList:
 
 
 def required_affinity(spec: Obj) -> tuple[tuple[NodeSelectorTerm, ...] | None, list[str]]:
-    """Required node-affinity terms (None if absent) and unsupported parts (matchFields)."""
+    """Required node-affinity terms (None if absent, `matchExpressions` and `matchFields`) and
+    unsupported parts (none are left: kept for the caller's contract)."""
     node_affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if not isinstance(required, Mapping):
         return None, []
-    terms, unsupported = [], []
-    for term in map(_dict, _list(required.get("nodeSelectorTerms"))):
-        if _list(term.get("matchFields")):
-            unsupported.append("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuring"
-                               "Execution.nodeSelectorTerms[].matchFields")
-        terms.append(NodeSelectorTerm(tuple(
-            NodeSelectorRequirement(key=_text(e, "key"), operator=_text(e, "operator"),
-                                    values=tuple(_str(v) for v in _list(e.get("values"))))
-            for e in map(_dict, _list(term.get("matchExpressions"))))))
-    return tuple(terms), unsupported
+    terms = [NodeSelectorTerm(_requirements(term.get("matchExpressions")),
+                              _requirements(term.get("matchFields")))
+             for term in map(_dict, _list(required.get("nodeSelectorTerms")))]
+    return tuple(terms), []
+
+
+def _requirements(value: Any) -> tuple[NodeSelectorRequirement, ...]:
+    return tuple(NodeSelectorRequirement(key=_text(e, "key"), operator=_text(e, "operator"),
+                                         values=tuple(_str(v) for v in _list(e.get("values"))))
+                 for e in map(_dict, _list(value)))
+
+
+def host_ports(spec: Obj) -> tuple[HostPort, ...]:
+    """The app containers' ports with a hostPort (1..65535), in spec order.
+
+    Source: as NodePorts, which reads `spec.containers[].ports[]`, skips a hostPort <= 0 and
+    reads an empty protocol as TCP and an empty hostIP as 0.0.0.0.
+    """
+    found = []
+    for container in map(_dict, _list(spec.get("containers"))):
+        for port in map(_dict, _list(container.get("ports"))):
+            number = port.get("hostPort")
+            if _small_int(number) and 0 < number <= MAX_PORT:
+                found.append(HostPort(port=number, protocol=_text(port, "protocol", "TCP"),
+                                      host_ip=_text(port, "hostIP", "0.0.0.0")))
+    return tuple(found)
 
 
 def unsupported_fields(spec: Obj) -> list[str]:
@@ -346,9 +368,9 @@ def unsupported_fields(spec: Obj) -> list[str]:
                 found.append(f"spec.volumes[].{kind}")
     if _list(spec.get("resourceClaims")):
         found.append("spec.resourceClaims")
-    for container in map(_dict, _list(spec.get("containers")) + _list(spec.get("initContainers"))):
+    for container in map(_dict, _list(spec.get("initContainers"))):
         if any(_dict(port).get("hostPort") for port in _list(container.get("ports"))):
-            found.append("spec.containers[].ports[].hostPort")
+            found.append("spec.initContainers[].ports[].hostPort")
     return found
 
 

@@ -156,9 +156,9 @@ class Round:
                 else:
                     self._fail(key, group, pending, shortfall + note, pending[:need])
                 return False
-        trial = self._trial(key, pending)
+        trial = self._trial(key, pending, need)
         placed = len(trial.assigned)
-        nodes = reasons.node_reasons(len(self.index), trial.explanation or {})
+        nodes = reasons.node_reasons(len(self.index), trial.explanation or {}) + trial.note
         if placed == 0 or placed < need:
             trial.rollback()  # all or nothing: no capacity stays with a gang short of quorum
             if ids.is_singleton(ids.GroupKey(key)):
@@ -190,15 +190,15 @@ class Round:
             group.last_rejection = None
         return True
 
-    def _trial(self, key: str, pending: list[PodObserved]) -> placement.Trial:
+    def _trial(self, key: str, pending: list[PodObserved], need: int) -> placement.Trial:
         if not self.config.prefer_topology:
-            return placement.place(self.index, pending, self.config, hold=self.hold)
+            return placement.place(self.index, pending, self.config, hold=self.hold, need=need)
         rows = sorted({self.index.row[charge.node]
                        for uid in self.derived.members.get(key, ())
                        if (charge := self.state.charges.get(uid)) is not None
                        and charge.node in self.index.row})
         return placement.place_preferring_domain(self.index, pending, self.config, rows,
-                                                 hold=self.hold)
+                                                 hold=self.hold, need=need)
 
     def _min_resources_shortfall(self, key: str, podgroup: PodGroupObserved,
                                  pending: list[PodObserved]) -> str | None:

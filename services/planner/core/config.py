@@ -39,12 +39,16 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     release_grace_seconds: float = 90.0
     score_resources: tuple[str, ...] = ("cpu", "memory")
     """Resources weighed (equally) by the scoring strategy, as kube-scheduler's default."""
+    search_budget_steps: int = 2000
+    """Most members tried on a node by one whole-gang search (`search`), when placing a mixed
+    gang member by member fails; 0 turns the search off. Units: steps (a step costs about the
+    scoring of one member over the nodes it fits)."""
 
     def __post_init__(self) -> None:
         """Refuse settings the planner cannot honour.
 
         Raises:
-            ValueError: unknown `scoring`, or a negative duration.
+            ValueError: unknown `scoring`, or a negative duration or budget.
         """
         if self.scoring not in SCORING_STRATEGIES:
             raise ValueError(f"scoring must be one of {', '.join(SCORING_STRATEGIES)}, "
@@ -53,7 +57,8 @@ class PlannerConfig(msgspec.Struct, frozen=True):
                      "backoff_initial_seconds": self.backoff_initial_seconds,
                      "backoff_max_seconds": self.backoff_max_seconds,
                      "starvation_seconds": self.starvation_seconds,
-                     "release_grace_seconds": self.release_grace_seconds}
+                     "release_grace_seconds": self.release_grace_seconds,
+                     "search_budget_steps": self.search_budget_steps}
         for name, value in durations.items():
             if value < 0:
                 raise ValueError(f"{name} must be >= 0, got {value!r}")

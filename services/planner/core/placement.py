@@ -1,21 +1,25 @@
-"""Trial placement of a group's pending members: greedy, best-scored node first, undoable.
+"""Trial placement of a group's pending members: greedy first, then a whole-gang search; undoable.
 
-Layer: planner core (pure; NumPy). A trial takes capacity from the node index as it goes so each
-member sees the members placed before it; the caller either keeps the result (and turns it into
-reservations) or rolls the whole trial back, so a gang never holds capacity partially. Members
-are placed in the order given; each goes to the highest-scored node that passes every filter
-(ties: lowest node name). This is first-fit greedy, not an optimal packing.
+Layer: planner core (pure; NumPy). A trial takes capacity (and host ports) from the node index
+as it goes so each member sees the members placed before it; the caller either keeps the result
+(and turns it into reservations) or rolls the whole trial back, so a gang never holds capacity
+partially. Members are first placed in the order given, each on the highest-scored node that
+passes every filter (ties: lowest node name). When that leaves members out and the members
+differ (requests, filters, host ports), the gang is solved together by `search` (largest first,
+bounded backtracking); members that are all alike need no search, as one by one already places
+as many of them as any order could.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 
 from services.contracts.events import PodObserved
 from services.fit import reasons as fit_reasons
-from services.planner.core import reasons, scoring
+from services.planner.core import reasons, scoring, search
 from services.planner.core.capacity import (
     BoolArray,
     CachedScores,
@@ -30,6 +34,9 @@ from services.planner.core.config import MOST_ALLOCATED, PlannerConfig
 
 CHANGE_LOG_ROWS_PER_NODE = 4
 """Past this many logged row changes per node, cached scores are dropped and the log reset."""
+
+Ranker = Callable[[IntArray], FloatArray]
+"""A member's preference for each of the rows given (its score there now)."""
 
 
 class _Shape:
@@ -92,7 +99,8 @@ class Trial:
     """One attempt to place members; capacity taken so far can be given back with `rollback`.
 
     Shapes: `assigned` (pod, node row) in placement order; `unplaced` pods in member order;
-    `explanation` the per-node reasons of the first unplaced pod, or None.
+    `explanation` the per-node reasons of the first unplaced pod, or None; `note` a suffix for
+    the gang's reason (the whole-gang search ran out of budget), or "".
     """
 
     def __init__(self, index: NodeIndex) -> None:
@@ -100,11 +108,14 @@ class Trial:
         self.assigned: list[tuple[PodObserved, int]] = []
         self.unplaced: list[PodObserved] = []
         self.explanation: dict[str, int] | None = None
-        self._taken: list[tuple[int, IntArray]] = []
+        self.note = ""
+        self._taken: list[tuple[PodObserved, int, IntArray]] = []
 
     def take(self, pod: PodObserved, row: int, vec: IntArray) -> None:
         self.index.take(row, vec)
-        self._taken.append((row, vec))
+        if pod.host_ports:
+            self.index.set_ports(pod.uid, self.index.names[row], pod.host_ports)
+        self._taken.append((pod, row, vec))
         self.assigned.append((pod, row))
 
     def commit(self) -> None:
@@ -113,18 +124,98 @@ class Trial:
 
     def rollback(self) -> None:
         """Give back all capacity this trial took (idempotent)."""
-        for row, vec in reversed(self._taken):
+        for pod, row, vec in reversed(self._taken):
             self.index.give(row, vec)
+            if pod.host_ports:
+                self.index.set_ports(pod.uid, None, ())
         self._taken.clear()
 
 
 def place(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
-          restrict: BoolArray | None = None, hold: Hold | None = None) -> Trial:
-    """Place as many of `members` as fit, in order, taking their capacity from `index`.
+          restrict: BoolArray | None = None, hold: Hold | None = None,
+          need: int | None = None) -> Trial:
+    """Place `members`, taking their capacity from `index`: all of them if some placement holds
+    them all, else at least `need` (default: all) if one is found, else as many as fit one by
+    one (module docstring).
 
     Shapes: `restrict` limits the candidate rows (gang locality); `hold` is capacity a starving
     gang reserves, already taken from `index.free`, used only to explain a failure.
     """
+    trial = _one_by_one(index, members, config, restrict, hold)
+    if not trial.unplaced or config.search_budget_steps == 0 or is_uniform(members):
+        return trial
+    need = len(members) if need is None else need
+    target = len(members) if len(trial.assigned) >= need else need
+    return _search(index, members, config, restrict, hold, trial, target)
+
+
+def is_uniform(members: list[PodObserved]) -> bool:
+    """Whether all members are interchangeable: then one by one already places as many as any
+    placement could (each node takes as many as fit there, whatever the others take)."""
+    first = members[0]
+    return all(_same_shape(pod, first) and pod.host_ports == first.host_ports
+               for pod in members[1:])
+
+
+def member_shape(pod: PodObserved) -> tuple[object, ...]:
+    """What makes two members interchangeable: filters, requests and host ports."""
+    return (signature(pod), tuple(sorted(pod.requests.items())), pod.host_ports)
+
+
+def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
+            restrict: BoolArray | None, hold: Hold | None, greedy: Trial, target: int) -> Trial:
+    """The whole-gang search for `target` members; `greedy` (rolled back and taken again)
+    when it finds none."""
+    taken = [(pod, row) for pod, row in greedy.assigned]
+    greedy.rollback()
+    gang, ranks = search_members(index, members, restrict, config)
+    outcome = search.solve(index.free, gang, target, config.search_budget_steps,
+                           lambda m, rows: ranks[m](rows), index.ports_on, sorted(index.row_ports))
+    if outcome.rows is None:
+        greedy.assigned.clear()
+        for pod, taken_row in taken:
+            greedy.take(pod, taken_row, index.vector(pod.requests)[0])
+        if outcome.is_exhausted:
+            greedy.note = reasons.search_exhausted(config.search_budget_steps)
+        return greedy
+    trial = Trial(index)
+    for pod, member, row in zip(members, gang, outcome.rows, strict=True):
+        if row is None:
+            trial.unplaced.append(pod)
+        else:
+            trial.take(pod, row, member.vec)
+    if trial.unplaced:
+        first = trial.unplaced[0]
+        trial.explanation = explain(index, first, index.static_fit(first), hold)
+    return trial
+
+
+def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolArray | None,
+                   config: PlannerConfig) -> tuple[list[search.Member], list[Ranker]]:
+    """The search's view of `members` on `index` (same order), and each one's node ranking
+    (its score now, as the one-by-one placement scores)."""
+    shapes: dict[tuple[object, ...], int] = {}
+    gang, ranks = [], []
+    for pod in members:
+        static = index.static_fit(pod)
+        vec, cols, missing = index.vector(pod.requests)
+        allowed = static.mask if restrict is None else static.mask & restrict
+        if missing:
+            allowed = np.zeros(len(index), dtype=np.bool_)
+        shape = shapes.setdefault(member_shape(pod), len(shapes))
+        gang.append(search.Member(vec, cols, allowed, pod.host_ports, shape))
+        ranks.append(_ranker(index, vec, static.penalty, config))
+    return gang, ranks
+
+
+def _ranker(index: NodeIndex, vec: IntArray, penalty: IntArray,
+            config: PlannerConfig) -> Ranker:
+    return lambda rows: scoring.scores(index, vec, penalty, config, rows=rows)
+
+
+def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
+                restrict: BoolArray | None, hold: Hold | None) -> Trial:
+    """Members in order, each on its best-scored node now (the greedy fast path)."""
     trial = Trial(index)
     shapes: dict[tuple[object, ...], _Shape] = {}
     shape: _Shape | None = None
@@ -137,8 +228,11 @@ def place(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
             if shape is None:
                 shape = shapes[key] = _Shape(index, pod, config, restrict, key)
         previous = pod
-        row = int(shape.scores.argmax()) if len(index) else -1
-        if row < 0 or shape.scores[row] == scoring.UNFIT:
+        scores = shape.scores
+        if pod.host_ports and index.row_ports:
+            scores = np.where(index.ports_free(pod.host_ports), scores, scoring.UNFIT)
+        row = int(scores.argmax()) if len(index) else -1
+        if row < 0 or scores[row] == scoring.UNFIT:
             if trial.explanation is None:
                 trial.explanation = explain(index, pod, shape.static, hold)
             trial.unplaced.append(pod)
@@ -159,7 +253,8 @@ def _same_shape(pod: PodObserved, other: PodObserved) -> bool:
 
 
 def place_preferring_domain(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
-                            bound_rows: list[int], hold: Hold | None = None) -> Trial:
+                            bound_rows: list[int], hold: Hold | None = None,
+                            need: int | None = None) -> Trial:
     """Place all `members` under one value of the topology label if some value holds them all.
 
     Domains are tried with the group's already-bound members' domain first, then by free
@@ -173,7 +268,7 @@ def place_preferring_domain(index: NodeIndex, members: list[PodObserved], config
             if not trial.unplaced:
                 return trial
             trial.rollback()
-    return place(index, members, config, hold=hold)
+    return place(index, members, config, hold=hold, need=need)
 
 
 def _domain_order(index: NodeIndex, domains: list[tuple[str, BoolArray]], bound_rows: list[int],
@@ -192,12 +287,18 @@ def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
             hold: Hold | None) -> dict[str, int]:
     """Why no node takes `pod` now: per-node reason → number of nodes (kube-scheduler style).
 
-    A node that passes the other filters gives one reason per insufficient resource; a node
-    that would fit but for a starving gang's reserved capacity gives that reason instead.
+    A node that passes the other filters gives its host ports' conflict (NodePorts runs before
+    NodeResourcesFit), else one reason per insufficient resource; a node that would fit but for
+    a starving gang's reserved capacity gives that reason instead.
     """
     counts: Counter[str] = Counter(static.reason_counts)
     vec, cols, missing = index.vector(pod.requests)
     passing = static.mask.copy()
+    if pod.host_ports:
+        conflicts = passing & ~index.ports_free(pod.host_ports)
+        if conflicts.any():
+            counts[fit_reasons.NODE_PORTS] += int(conflicts.sum())
+            passing &= ~conflicts
     if hold is not None and not missing:
         held = passing & _fits_with(index, vec, cols, hold.amounts) & ~index.fits(vec, cols)
         if held.any():

@@ -46,6 +46,7 @@ PLACEMENT_EXPIRED = (
 STARVING_HOLD = "; waited {waited_seconds:g}s, reserving capacity on {nodes} node(s) for this gang"
 STRANDED_HOLD = ("; {bound} member(s) already bound: reserving capacity on {nodes} node(s) so this "
                  "gang completes before any other is placed")
+SEARCH_EXHAUSTED = "; search budget of {steps} steps exhausted"
 NEVER_FITS = ("; it would not fit even on nodes emptied of gangsched's pods, so it reserves no "
               "capacity")
 SCHEDULING_GATED = "pod is scheduling-gated (spec.schedulingGates)"
@@ -146,6 +147,11 @@ def starving_hold(waited_seconds: float, nodes: int) -> str:
 def stranded_hold(bound: int, nodes: int) -> str:
     """Suffix for a partly bound gang (`quorum.is_stranded`) that now reserves capacity."""
     return STRANDED_HOLD.format(bound=bound, nodes=nodes)
+
+
+def search_exhausted(steps: int) -> str:
+    """Suffix for a gang whose whole-gang search stopped at its budget, not proven infeasible."""
+    return SEARCH_EXHAUSTED.format(steps=steps)
 
 
 def held_for_gang(group: str) -> str:

@@ -14,7 +14,10 @@ between holders. A gang that would not fit even on empty nodes holds nothing.
 or that the gang's operator controls). Pods bound by other schedulers (DaemonSets, services,
 other teams' workloads) stay: a gang that would fit only if they left would hold capacity it can
 never get, starving every later group for good (reference scenario C.3). Such a gang holds
-nothing and is placed when capacity frees up like any other.
+nothing and is placed when capacity frees up like any other. Whether the gang fits on emptied
+nodes is decided as its placement is: one by one, then for mixed members the whole-gang search
+(`search`, same budget), so a gang that fits only by the search is not declared never-fitting.
+The host ports of other schedulers' pods stay too; those of gangsched's pods drain.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from services.contracts.events import PodObserved
-from services.planner.core import scoring
-from services.planner.core.capacity import Hold, IntArray, NodeIndex
+from services.contracts.events import HostPort, PodObserved
+from services.fit import filters
+from services.planner.core import placement, scoring, search
+from services.planner.core.capacity import FloatArray, Hold, IntArray, NodeIndex
 from services.planner.core.config import LEAST_ALLOCATED, PlannerConfig
 from services.planner.core.state import GroupState, PlannerState
 
@@ -70,25 +74,59 @@ def plan_hold(index: NodeIndex, key: str, members: list[PodObserved], config: Pl
     any of them), while a node that frees up more takes over.
     """
     room: IntArray = index.alloc.copy() if pinned is None else index.alloc - pinned
-    free_now: IntArray = index.free.copy()
-    amounts: IntArray = np.zeros_like(index.alloc)
     sticky = np.zeros(len(index), dtype=np.int64)
     sticky[[index.row[name] for name in held_before if name in index.row]] = STICKY_BONUS
+    rows = _one_by_one(index, members, room.copy(), index.free.copy(), sticky, config)
+    if rows is None and members and not placement.is_uniform(members):
+        rows = _searched(index, members, room, index.free.copy(), sticky, config)
+    if rows is None:
+        return None
+    amounts: IntArray = np.zeros_like(index.alloc)
+    for pod, row in zip(members, rows, strict=True):
+        amounts[:, row] += index.vector(pod.requests)[0]
+    held_rows = [int(row) for row in np.flatnonzero(amounts.any(axis=0))]
+    held = np.minimum(amounts, np.maximum(index.free, 0))
+    return Hold(key, held, held_rows)
+
+
+def _one_by_one(index: NodeIndex, members: list[PodObserved], room: IntArray,
+                free_now: IntArray, sticky: IntArray, config: PlannerConfig) -> list[int] | None:
+    """Each member's row in member order, each on the best spread row left (None: one fails)."""
+    rows: list[int] = []
+    placed_ports: dict[int, list[HostPort]] = {}
     for pod in members:
-        row = _best_row(index, pod, room, free_now, sticky, config)
+        row = _best_row(index, pod, room, free_now, sticky, config, placed_ports)
         if row is None:
             return None
         vec = index.vector(pod.requests)[0]
         room[:, row] -= vec
         free_now[:, row] -= vec
-        amounts[:, row] += vec
-    rows = [int(row) for row in np.flatnonzero(amounts.any(axis=0))]
-    held = np.minimum(amounts, np.maximum(index.free, 0))
-    return Hold(key, held, rows)
+        placed_ports.setdefault(row, []).extend(pod.host_ports)
+        rows.append(row)
+    return rows
+
+
+def _searched(index: NodeIndex, members: list[PodObserved], room: IntArray, free_now: IntArray,
+              sticky: IntArray, config: PlannerConfig) -> list[int] | None:
+    """Each member's row by the whole-gang search on the emptied nodes `room` (None: none)."""
+    gang, _ = placement.search_members(index, members, None, config)
+    spread_config = msgspec.structs.replace(config, scoring=LEAST_ALLOCATED)
+    def rank(member: int, rows: IntArray) -> FloatArray:
+        penalty = index.static_fit(members[member]).penalty
+        return (scoring.scores(index, gang[member].vec, penalty, spread_config, free=free_now,
+                               rows=rows) * 2 + sticky[rows])
+    pinned_rows = sorted(row for row in index.row_ports if index.ports_on(row, only_pinned=True))
+    outcome = search.solve(room, gang, len(members), config.search_budget_steps, rank,
+                           lambda row: index.ports_on(row, only_pinned=True), pinned_rows,
+                           others=[free_now])
+    if outcome.rows is None:
+        return None
+    return [row for row in outcome.rows if row is not None]
 
 
 def _best_row(index: NodeIndex, pod: PodObserved, room: IntArray, free_now: IntArray,
-              sticky: IntArray, config: PlannerConfig) -> int | None:
+              sticky: IntArray, config: PlannerConfig,
+              placed_ports: dict[int, list[HostPort]]) -> int | None:
     static = index.static_fit(pod)
     vec, cols, missing = index.vector(pod.requests)
     if missing:
@@ -96,6 +134,11 @@ def _best_row(index: NodeIndex, pod: PodObserved, room: IntArray, free_now: IntA
     mask = static.mask.copy()
     for col in cols:
         mask &= room[col] >= vec[col]
+    if pod.host_ports:
+        for row in sorted(set(index.row_ports) | set(placed_ports)):
+            used = index.ports_on(row, only_pinned=True) + tuple(placed_ports.get(row, ()))
+            if mask[row] and filters.node_ports(pod.host_ports, used) is not None:
+                mask[row] = False
     if not mask.any():
         return None
     spread_config = msgspec.structs.replace(config, scoring=LEAST_ALLOCATED)

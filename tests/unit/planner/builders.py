@@ -10,6 +10,7 @@ import copy
 from typing import Any
 
 from services.contracts.events import (
+    HostPort,
     NodeObserved,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -80,6 +81,17 @@ class PodBuilder:
         built = tuple(NodeSelectorTerm(tuple(NodeSelectorRequirement(key, op, values)
                                              for key, op, values in term)) for term in terms)
         return self._with(required_affinity=built)
+
+    def match_fields(self, *terms: list[tuple[str, str, tuple[str, ...]]]) -> PodBuilder:
+        """Required node-affinity terms of `matchFields` only (`metadata.name`)."""
+        built = tuple(NodeSelectorTerm(match_fields=tuple(
+            NodeSelectorRequirement(key, op, values) for key, op, values in term))
+            for term in terms)
+        return self._with(required_affinity=built)
+
+    def host_port(self, port: int, protocol: str = "TCP", host_ip: str = "0.0.0.0") -> PodBuilder:
+        ports = (*self.fields.get("host_ports", ()), HostPort(port, protocol, host_ip))
+        return self._with(host_ports=ports)
 
     def tolerate(self, key: str = "", value: str = "", effect: str = "",
                  operator: str = "Equal") -> PodBuilder:

@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.contracts.events import NodeSelectorRequirement, OwnerRef, Taint, Toleration
+from services.contracts.events import (
+    HostPort,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    OwnerRef,
+    Taint,
+    Toleration,
+)
 from services.watcher import slim
 
 MI = 2**20
@@ -103,16 +110,33 @@ def test_defaults_for_a_bare_pod():
     ({"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]},
      "spec.volumes[].persistentVolumeClaim"),
     ({"resourceClaims": [{"name": "gpu"}]}, "spec.resourceClaims"),
-    ({"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}]}]},
-     "spec.containers[].ports[].hostPort"),
-    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
-                                                "values": ["n"]}]}]}}}},
-     "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-     ".nodeSelectorTerms[].matchFields"),
+    ({"initContainers": [{"name": "i", "ports": [{"containerPort": 80, "hostPort": 80}]}]},
+     "spec.initContainers[].ports[].hostPort"),
 ])
 def test_hard_constraints_not_implemented_are_listed(spec, field):
     assert slim.pod_event(pod(spec), 0).unsupported == (field,)
+
+
+def test_host_ports_of_app_containers_are_carried_with_kube_scheduler_defaults():
+    spec = {"containers": [
+        {"name": "a", "ports": [{"containerPort": 80, "hostPort": 8080},
+                                {"containerPort": 53, "hostPort": 53, "protocol": "UDP",
+                                 "hostIP": "10.0.0.1"},
+                                {"containerPort": 81}, {"containerPort": 82, "hostPort": 0}]},
+        {"name": "b", "ports": [{"containerPort": 90, "hostPort": "90"}]}]}
+    event = slim.pod_event(pod(spec), 0)
+    assert event.host_ports == (HostPort(8080, "TCP", "0.0.0.0"), HostPort(53, "UDP", "10.0.0.1"))
+    assert event.unsupported == ()
+
+
+def test_match_fields_are_carried_not_unsupported():
+    spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                "values": ["n"]}]}]}}}}
+    event = slim.pod_event(pod(spec), 0)
+    assert event.unsupported == ()
+    assert event.required_affinity == (NodeSelectorTerm(
+        match_fields=(NodeSelectorRequirement("metadata.name", "In", ("n",)),)),)
 
 
 @pytest.mark.parametrize("spec", [

@@ -1,0 +1,261 @@
+"""Whole-gang placement search: a bounded, deterministic backtracking search over members' nodes.
+
+Layer: planner core (pure; NumPy). Used when placing members one by one in member order fails
+for a gang whose members differ (sizes, filters, host ports): members constrain each other, so
+the gang is solved together. Members are tried largest first (dominant share of the largest
+free amount, then most host ports), each on its candidate nodes best-ranked first (ties: lowest
+row), backtracking on failure, until a placement of at least `need` members is found, the
+search space is exhausted (no placement exists), or the step budget runs out.
+
+Pruning, each sound (it never drops the last placement that exists):
+- capacity: when no member may be left out any more, the members still to place must fit in
+  the summed free capacity of the nodes any of them may use;
+- interchangeable members (same requests, filters and ports) take nodes in non-decreasing row
+  order, and the ones left out come last;
+- interchangeable nodes (same free capacity, same filter results for every member, no host
+  port in use, the same side of every interchangeable-member bound) are tried once.
+
+Never mutates anything it does not restore: capacity taken while searching is given back before
+it returns; the caller takes the capacity of the placement it returns. Never reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from services.contracts.events import HostPort
+from services.fit import filters
+from services.planner.core.capacity import BoolArray, FloatArray, IntArray
+
+Rank = Callable[[int, IntArray], FloatArray]
+"""Preference of member `m` (position in the member list) for each of `rows` (higher first)."""
+UsedPorts = Callable[[int], tuple[HostPort, ...]]
+"""The host ports in use on a row before the search (other pods, bound or reserved)."""
+
+
+class Member:
+    """What the search needs of one member: its request, where it may go, its host ports.
+
+    Shapes: `vec[col]` the request (a column vector of the capacity array), `cols` the columns
+    it asks for; `allowed[row]` the nodes its other filters accept; `shape` equal for members
+    that are interchangeable.
+    """
+
+    def __init__(self, vec: IntArray, cols: list[int], allowed: BoolArray,
+                 ports: tuple[HostPort, ...], shape: int) -> None:
+        self.vec = vec
+        self.cols = cols
+        self.allowed = allowed
+        self.ports = ports
+        self.shape = shape
+
+
+class Outcome:
+    """The search's result. Shapes: `rows[m]` the row of member `m`, None if left out; `rows`
+    itself None when no placement was found. `steps` members tried on a node; `is_exhausted`
+    when the budget ran out before the search space did."""
+
+    def __init__(self, rows: list[int | None] | None, steps: int, is_exhausted: bool) -> None:
+        self.rows = rows
+        self.steps = steps
+        self.is_exhausted = is_exhausted
+
+
+class _Frame:
+    """One level of the depth-first search: a member, its candidate rows, the next one to try."""
+
+    def __init__(self, member: int, rows: list[int], may_skip: bool) -> None:
+        self.member = member
+        self.rows = rows
+        self.next = 0
+        self.may_skip = may_skip
+        self.row: int | None = None
+        self.is_skipping = False
+        self.previous_bound: int | None = None
+
+
+class _Search:
+    """The mutable state of one search (see `solve`)."""
+
+    def __init__(self, fit: IntArray, others: Sequence[IntArray], members: list[Member],
+                 rank: Rank, used_ports: UsedPorts, port_rows: list[int]) -> None:
+        self.fit, self.others, self.members, self.rank = fit, others, members, rank
+        self.used_ports = used_ports
+        self.port_rows = set(port_rows)
+        self.placed_ports: dict[int, list[HostPort]] = {}
+        self.order = _order(fit, members)
+        self.node_class = _node_classes(members, fit.shape[1])
+        union = np.zeros(fit.shape[1], dtype=np.bool_)
+        for member in members:
+            union |= member.allowed
+        self.avail: IntArray = np.maximum(fit[:, union], 0).sum(axis=1)
+        demand = [np.zeros(fit.shape[0], dtype=np.int64)]
+        for position in reversed(self.order):
+            demand.append(demand[-1] + members[position].vec)
+        self.demand: list[IntArray] = demand[::-1]
+        """`demand[d]`: what members `order[d:]` request together."""
+        self.last_row: dict[int, int] = {}
+        self.skipped_shapes: set[int] = set()
+
+    def take(self, member: int, row: int, sign: int) -> None:
+        vec = self.members[member].vec
+        self.fit[:, row] -= sign * vec
+        for array in self.others:
+            array[:, row] -= sign * vec
+        self.avail -= sign * vec
+        ports = self.members[member].ports
+        if ports and sign > 0:
+            self.placed_ports.setdefault(row, []).extend(ports)
+        elif ports:
+            held = self.placed_ports[row]
+            del held[len(held) - len(ports):]
+            if not held:
+                del self.placed_ports[row]
+
+    def candidates(self, depth: int) -> list[int]:
+        """The rows member `order[depth]` may take now, best-ranked first, deduplicated."""
+        position = self.order[depth]
+        member = self.members[position]
+        if member.shape in self.skipped_shapes:
+            return []
+        mask = member.allowed.copy()
+        for col in member.cols:
+            mask &= self.fit[col] >= member.vec[col]
+        if member.ports:
+            for row in sorted(self.port_rows | set(self.placed_ports)):
+                if mask[row] and filters.node_ports(member.ports, self._ports_on(row)):
+                    mask[row] = False
+        rows: IntArray = np.flatnonzero(mask)
+        bound = self.last_row.get(member.shape)
+        if bound is not None:
+            rows = rows[rows >= bound]
+        if not len(rows):
+            return []
+        ranked = rows[np.lexsort((rows, -self.rank(position, rows)))]
+        return self._distinct(ranked)
+
+    def _ports_on(self, row: int) -> tuple[HostPort, ...]:
+        return self.used_ports(row) + tuple(self.placed_ports.get(row, ()))
+
+    def _distinct(self, ranked: IntArray) -> list[int]:
+        """`ranked` without rows interchangeable with an earlier one (module docstring)."""
+        if len(ranked) == 1:
+            return [int(ranked[0])]
+        bounds = np.array(sorted(self.last_row.values()), dtype=np.int64)
+        with_ports = np.array(sorted(self.port_rows | set(self.placed_ports)), dtype=np.int64)
+        has_ports = np.isin(ranked, with_ports)
+        keys = np.column_stack((self.node_class[ranked], self.fit[:, ranked].T,
+                                np.searchsorted(bounds, ranked, side="right"),
+                                np.where(has_ports, ranked, -1)))
+        _, first = np.unique(keys, axis=0, return_index=True)
+        return [int(row) for row in ranked[np.sort(first)]]
+
+    def frame(self, depth: int, may_skip: bool) -> _Frame:
+        """The search level of member `order[depth]` (`may_skip`: it may be left out)."""
+        is_bounded_out = not may_skip and bool((self.demand[depth] > self.avail).any())
+        rows = [] if is_bounded_out else self.candidates(depth)
+        return _Frame(self.order[depth], rows, may_skip)
+
+
+def solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, rank: Rank,
+          used_ports: UsedPorts, port_rows: list[int],
+          others: Sequence[IntArray] = ()) -> Outcome:
+    """A placement of at least `need` of `members` (as many as the first one found places) on
+    the capacity `fit`, or None (module docstring).
+
+    Shapes: `fit[col, row]` free capacity, decremented while searching and restored before
+    returning (as is every array in `others`, which only `rank` reads); `port_rows` the rows
+    with host ports in use (`used_ports` gives them). Units: those of `fit`.
+    """
+    search = _Search(fit, others, members, rank, used_ports, port_rows)
+    if not members:
+        return Outcome([], 0, False)
+    spare = len(members) - need
+    stack = [search.frame(0, spare > 0)]
+    steps, skipped, is_found, is_exhausted = 0, 0, False, False
+    while stack:
+        frame = stack[-1]
+        skipped -= _undo(search, frame)
+        if frame.next < len(frame.rows):
+            if steps >= budget_steps:
+                is_exhausted = True
+                break
+            steps += 1
+            _choose(search, frame, frame.rows[frame.next])
+        elif frame.may_skip and frame.next == len(frame.rows):
+            _choose(search, frame, None)
+            skipped += 1
+        else:
+            stack.pop()  # every choice failed: the parent tries its next one
+            continue
+        if len(stack) == len(members):
+            is_found = True
+            break
+        stack.append(search.frame(len(stack), spare > skipped))
+    rows: list[int | None] | None = None
+    if is_found:
+        rows = [None] * len(members)
+        for frame in stack:
+            rows[frame.member] = frame.row
+    for frame in reversed(stack):
+        _undo(search, frame)
+    return Outcome(rows, steps, is_exhausted)
+
+
+def _has_choice(frame: _Frame) -> bool:
+    return frame.row is not None or frame.is_skipping
+
+
+def _choose(search: _Search, frame: _Frame, row: int | None) -> None:
+    """Take `row` (None: leave the member out) for `frame`'s member."""
+    frame.next += 1
+    shape = search.members[frame.member].shape
+    if row is None:
+        frame.is_skipping = True
+        search.skipped_shapes.add(shape)
+        return
+    frame.row = row
+    search.take(frame.member, row, 1)
+    frame.previous_bound = search.last_row.get(shape)
+    search.last_row[shape] = row
+
+
+def _undo(search: _Search, frame: _Frame) -> int:
+    """Give back what `frame`'s current choice took; 1 if that choice was a skip, else 0."""
+    shape = search.members[frame.member].shape
+    if frame.row is not None:
+        search.take(frame.member, frame.row, -1)
+        if frame.previous_bound is None:
+            search.last_row.pop(shape, None)
+        else:
+            search.last_row[shape] = frame.previous_bound
+        frame.row = None
+        return 0
+    if frame.is_skipping:
+        frame.is_skipping = False
+        search.skipped_shapes.discard(shape)
+        return 1
+    return 0
+
+
+def _order(fit: IntArray, members: list[Member]) -> list[int]:
+    """Members largest first: dominant share of the largest free amount per resource, then
+    most host ports, then shape and position (interchangeable members adjacent)."""
+    largest = np.maximum(fit.max(axis=1, initial=0), 1).astype(np.float64)
+    def key(position: int) -> tuple[float, int, int, int]:
+        member = members[position]
+        share = max((float(member.vec[col]) / largest[col] for col in member.cols), default=0.0)
+        return (-share, -len(member.ports), member.shape, position)
+    return sorted(range(len(members)), key=key)
+
+
+def _node_classes(members: list[Member], rows: int) -> IntArray:
+    """Per row, an id equal for rows that every member's filters treat alike."""
+    if not members:
+        return np.zeros(rows, dtype=np.int64)
+    stacked = np.vstack([member.allowed for member in members]).T
+    _, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    classes: IntArray = inverse.reshape(-1).astype(np.int64)
+    return classes

@@ -1,0 +1,136 @@
+"""The whole-gang search is exact on small instances (hypothesis), checked against brute force.
+
+Up to 6 nodes and 8 members of mixed sizes over cpu, memory, GPUs and pods, with host ports
+among members (and on other schedulers' pods) as the mutual constraint: gangsched places the
+gang if and only if an exhaustive solver finds a placement; never a partial gang; never an
+over-committed node or a doubly used port; the same input gives the same placement.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from services.contracts import codec
+from services.contracts.decisions import Placement
+from services.planner.core.config import PlannerConfig
+from tests.unit.planner.builders import GIB, make_node, make_pod, make_podgroup
+from tests.unit.planner.harness import Cluster
+
+GPU = "nvidia.com/gpu"
+CONFIG = PlannerConfig(search_budget_steps=10**6)
+"""A budget no instance here reaches: exactness, not the budget, is under test."""
+PORTS = [None, None, None, (80, "TCP"), (80, "TCP"), (81, "TCP"), (80, "UDP")]
+
+
+@st.composite
+def instances(draw):
+    nodes = []
+    for i in range(draw(st.integers(1, 6))):
+        nodes.append({
+            "name": f"n{i}", "cpu": draw(st.sampled_from([2000, 4000, 6000, 8000])),
+            "memory": draw(st.sampled_from([2, 4, 8])) * GIB,
+            "gpu": draw(st.sampled_from([0, 0, 2, 4])), "pods": draw(st.sampled_from([2, 3, 110])),
+            "other": draw(st.sampled_from([None, None, (500, None), (1000, (80, "TCP"))]))})
+    members = [{"cpu": draw(st.sampled_from([500, 1000, 2000, 3000, 5000])),
+                "memory": draw(st.sampled_from([GIB // 2, GIB, 2 * GIB, 4 * GIB])),
+                "gpu": draw(st.sampled_from([0, 0, 1, 2])),
+                "port": draw(st.sampled_from(PORTS))}
+               for _ in range(draw(st.integers(1, 8)))]
+    return nodes, members
+
+
+def events(nodes, members):
+    out = []
+    for node in nodes:
+        built = make_node(node["name"]).capacity(cpu_milli=node["cpu"],
+                                                 memory_bytes=node["memory"], pods=node["pods"])
+        out.append(built.resource(GPU, node["gpu"]) if node["gpu"] else built)
+        if node["other"] is not None:
+            cpu, port = node["other"]
+            other = (make_pod(f"other-{node['name']}").scheduler("default-scheduler")
+                     .requests(cpu_milli=cpu).on_node(node["name"]))
+            out.append(other.host_port(*port) if port else other)
+    out.append(make_podgroup("g", len(members)))
+    for i, member in enumerate(members):
+        pod = make_pod(f"g-{i}").requests(cpu_milli=member["cpu"],
+                                          memory_bytes=member["memory"]).in_group("g")
+        if member["gpu"]:
+            pod = pod.resource(GPU, member["gpu"])
+        if member["port"]:
+            pod = pod.host_port(*member["port"])
+        out.append(pod)
+    return out
+
+
+def room(node):
+    """Free (cpu, memory, gpu, pods) and the host ports in use, before the gang."""
+    cpu, ports = node["cpu"], ()
+    pods = node["pods"]
+    if node["other"] is not None:
+        cpu -= node["other"][0]
+        pods -= 1
+        ports = (node["other"][1],) if node["other"][1] else ()
+    return (cpu, node["memory"], node["gpu"], pods), ports
+
+
+def demand(member):
+    return (member["cpu"], member["memory"], member["gpu"], 1)
+
+
+def brute_force_fits(nodes, members):
+    """Whether some assignment of every member to a node fits: exhaustive, with failed states
+    remembered (a state is the members left and every node's free capacity and ports)."""
+    @cache
+    def solve(i, state):
+        if i == len(members):
+            return True
+        want, port = demand(members[i]), members[i]["port"]
+        for n, (free, ports) in enumerate(state):
+            if any(w > f for w, f in zip(want, free, strict=True)):
+                continue
+            if port is not None and port in ports:
+                continue  # every port here is on 0.0.0.0: same port and protocol conflict
+            left = tuple(f - w for f, w in zip(free, want, strict=True))
+            taken = tuple(sorted(ports + ((port,) if port else ())))
+            if solve(i + 1, (*state[:n], (left, taken), *state[n + 1:])):
+                return True
+        return False
+    return solve(0, tuple(room(node) for node in nodes))
+
+
+def check_placement(nodes, members, placement):
+    by_name = {node["name"]: node for node in nodes}
+    assert len(placement.members) == len(members), "never a partial gang"
+    used = {name: list(room(node)[0]) for name, node in by_name.items()}
+    ports = {name: list(room(node)[1]) for name, node in by_name.items()}
+    for assignment in placement.members:
+        member = members[int(assignment.name.split("-")[1])]
+        for k, amount in enumerate(demand(member)):
+            used[assignment.node][k] -= amount
+        if member["port"] is not None:
+            assert member["port"] not in ports[assignment.node], "a host port used twice"
+            ports[assignment.node].append(member["port"])
+    for name, free in used.items():
+        assert min(free) >= 0, (name, free)
+
+
+def decisions_of(nodes, members):
+    cluster = Cluster(CONFIG).observe(*events(nodes, members))
+    decisions = cluster.plan()
+    return cluster, decisions
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_the_gang_is_placed_exactly_when_some_placement_exists(instance):
+    nodes, members = instance
+    _, decisions = decisions_of(nodes, members)
+    placements = [d for d in decisions if isinstance(d, Placement)]
+    assert bool(placements) is brute_force_fits(nodes, members)
+    if placements:
+        check_placement(nodes, members, placements[0])
+    _, again = decisions_of(nodes, members)
+    assert [codec.encode(d) for d in again] == [codec.encode(d) for d in decisions]
