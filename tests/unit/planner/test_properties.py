@@ -42,8 +42,9 @@ def clusters(draw):
             node = node.unschedulable() if draw(st.booleans()) else node.not_ready()
         events.append(node)
         if draw(st.booleans()):
-            events.append(make_pod(f"other-{i}").scheduler("default-scheduler")
-                          .requests(cpu_milli=500, memory_bytes=GIB // 4).on_node(f"n{i}"))
+            other = (make_pod(f"other-{i}").scheduler("default-scheduler")
+                     .requests(cpu_milli=500, memory_bytes=GIB // 4).on_node(f"n{i}"))
+            events.append(other.host_port(80) if draw(st.booleans()) else other)
     for g in range(draw(st.integers(0, 4))):
         min_member = draw(st.integers(1, 4))
         events.append(make_podgroup(f"g{g}", min_member).created(g))
@@ -66,6 +67,7 @@ def pod_templates(draw, name):
         "priority": draw(st.sampled_from([0, 10])),
         "scheduler": draw(st.sampled_from(["gangsched"] * 5 + ["default-scheduler"])),
         "gated": draw(st.integers(0, 9)) == 0,
+        "port": draw(st.sampled_from([None, None, None, 80, 81])),
     }
 
 
@@ -78,6 +80,8 @@ def template_pod(template, name):
         pod = pod.selector(zone=template["zone"])
     if template["tolerate"]:
         pod = pod.tolerate("dedicated", "gpu")
+    if template["port"]:
+        pod = pod.host_port(template["port"])
     return pod.gated() if template["gated"] else pod
 
 
@@ -110,6 +114,22 @@ def check_round(cluster, before, decisions, used_before):
         for resource, amount in used.items():
             limit = max(node.allocatable.get(resource, 0), earlier.get(resource, 0))
             assert amount <= limit, (name, resource)
+    check_ports(state, decisions)
+
+
+def check_ports(state, decisions):
+    """No member placed this round shares a host port with another pod on its node."""
+    on_node = {}
+    for uid, charge in state.charges.items():
+        on_node.setdefault(charge.node, []).append(uid)
+    for decision in decisions:
+        if not isinstance(decision, Placement):
+            continue
+        for member in decision.members:
+            pod = state.pods[member.pod_uid]
+            for other in on_node.get(member.node, []):
+                if other != member.pod_uid:
+                    assert filters.node_ports(pod.host_ports, state.pods[other].host_ports) is None
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
