@@ -18,9 +18,12 @@ from services.kube.podgroups import StatusChange
 class KubeApi:
     """Binder-facing operations; every method raises `services.kube.errors` types."""
 
-    def __init__(self, client: KubeClient, *, instance: str | None = None) -> None:
+    def __init__(self, client: KubeClient, *, controller: str = events.COMPONENT,
+                 instance: str | None = None) -> None:
+        """`controller`: the events' reportingController, the scheduler name gangsched serves."""
         self._client = client
-        self._instance = instance or events.reporting_instance()
+        self._events = events.EventRecorder(
+            client, controller=controller, instance=instance or events.reporting_instance())
 
     async def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """As `pods.get_pod`."""
@@ -66,14 +69,6 @@ class KubeApi:
         action: str,
         now: datetime,
     ) -> None:
-        """Create a core/v1 Event (see `events.event_body`) reported by this instance."""
-        body = events.event_body(
-            about,
-            event_type=event_type,
-            reason=reason,
-            message=message,
-            action=action,
-            now=now,
-            instance=self._instance,
-        )
-        await events.create_event(self._client, body)
+        """Record an event (`events.EventRecorder`: a new one, or a repeat in its series)."""
+        await self._events.record(about, event_type=event_type, reason=reason, message=message,
+                                  action=action, now=now)

@@ -76,8 +76,13 @@ def podgroup_path(
 
 
 def events_path(namespace: str) -> str:
-    """Path of the core/v1 Events of a namespace."""
-    return f"/api/v1/namespaces/{_segment(namespace)}/events"
+    """Path of the events.k8s.io/v1 Events of a namespace."""
+    return f"/apis/events.k8s.io/v1/namespaces/{_segment(namespace)}/events"
+
+
+def event_path(namespace: str, name: str) -> str:
+    """Path of one events.k8s.io/v1 Event."""
+    return f"{events_path(namespace)}/{_segment(name)}"
 
 
 def metadata(obj: dict[str, Any]) -> dict[str, Any]:

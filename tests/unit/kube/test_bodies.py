@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from services.kube import events, pods, resources
+from services.kube import errors, events, pods, resources
 from services.kube.events import ObjectRef
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
@@ -20,35 +21,87 @@ def test_a_binding_carries_the_pod_uid_as_precondition_and_targets_the_node() ->
     }
 
 
-def test_an_event_names_gangsched_as_reporting_component_and_the_pod_as_involved_object() -> None:
+def test_an_event_names_the_scheduler_as_reporting_controller_and_regards_the_pod() -> None:
     about = ObjectRef("Pod", "v1", "ml", "w-0", "uid-1")
     body = events.event_body(
         about, event_type="Normal", reason="Scheduled", message="Successfully assigned ml/w-0 to n",
-        action="Binding", now=NOW, instance="gangsched-host",
+        action="Binding", now=NOW, controller="scheduler-plugins-scheduler",
+        instance="gangsched-host",
     )
+    assert body["apiVersion"] == "events.k8s.io/v1"
     assert body["metadata"]["namespace"] == "ml"
     assert body["metadata"]["name"].startswith("w-0.")
-    assert body["involvedObject"] == {
+    assert body["regarding"] == {
         "kind": "Pod", "apiVersion": "v1", "namespace": "ml", "name": "w-0", "uid": "uid-1",
     }
-    assert body["reportingComponent"] == "gangsched"
-    assert body["source"] == {"component": "gangsched"}
+    assert body["reportingController"] == "scheduler-plugins-scheduler"
     assert body["reportingInstance"] == "gangsched-host"
-    assert body["firstTimestamp"] == body["lastTimestamp"] == "2024-05-01T12:00:00Z"
     assert body["eventTime"] == "2024-05-01T12:00:00.123456Z"
-    assert (body["type"], body["reason"], body["action"], body["count"]) == (
-        "Normal", "Scheduled", "Binding", 1,
+    assert (body["type"], body["reason"], body["action"], body["note"]) == (
+        "Normal", "Scheduled", "Binding", "Successfully assigned ml/w-0 to n",
     )
+    assert "series" not in body
 
 
-def test_a_long_event_message_is_truncated() -> None:
+def test_a_long_event_note_is_truncated() -> None:
     about = ObjectRef("Pod", "v1", "ml", "w-0", "uid-1")
     body = events.event_body(
         about, event_type="Warning", reason="FailedScheduling", message="x" * 5000,
-        action="Scheduling", now=NOW, instance="i",
+        action="Scheduling", now=NOW, controller="gangsched", instance="i",
     )
-    assert len(body["message"]) == events.MESSAGE_MAX_CHARS
-    assert body["message"].endswith("...")
+    assert len(body["note"]) == events.MESSAGE_MAX_CHARS
+    assert body["note"].endswith("...")
+
+
+class RecordingClient:
+    """Answers every request as the API server would when it succeeds; `gone` names events
+    that have expired."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, Any]] = []
+        self.gone: set[str] = set()
+
+    async def request(self, method: str, path: str, *, body: Any = None,
+                      content_type: str | None = None) -> dict[str, Any]:
+        self.requests.append((method, path, body))
+        if method == "PATCH" and path.rsplit("/", 1)[-1] in self.gone:
+            raise errors.KubeNotFound("gone", status=404)
+        return {}
+
+
+async def test_a_repeated_event_extends_its_series_instead_of_making_another() -> None:
+    client = RecordingClient()
+    recorder = events.EventRecorder(client, controller="gangsched", instance="i")  # type: ignore[arg-type]
+    about = ObjectRef("Pod", "v1", "ml", "w-0", "uid-1")
+    for seconds in (0, 30, 60):
+        await recorder.record(about, event_type="Warning", reason="FailedScheduling",
+                              message="0/1 nodes are available", action="Scheduling",
+                              now=NOW + timedelta(seconds=seconds))
+    methods = [method for method, _, _ in client.requests]
+    assert methods == ["POST", "PATCH", "PATCH"]
+    name = client.requests[0][2]["metadata"]["name"]
+    assert client.requests[2][1] == f"/apis/events.k8s.io/v1/namespaces/ml/events/{name}"
+    assert client.requests[2][2] == {"series": {
+        "count": 3, "lastObservedTime": "2024-05-01T12:01:00.123456Z"}}
+
+
+async def test_another_note_a_late_repeat_or_an_expired_event_makes_a_new_event() -> None:
+    client = RecordingClient()
+    recorder = events.EventRecorder(client, controller="gangsched", instance="i")  # type: ignore[arg-type]
+    about = ObjectRef("Pod", "v1", "ml", "w-0", "uid-1")
+
+    async def record(message: str, seconds: float) -> None:
+        await recorder.record(about, event_type="Warning", reason="FailedScheduling",
+                              message=message, action="Scheduling",
+                              now=NOW + timedelta(seconds=seconds))
+
+    await record("a", 0)
+    await record("b", 1)  # another note: its own event
+    await record("a", 1 + events.SERIES_WINDOW.total_seconds() + 1)  # too late for a's series
+    client.gone.add(client.requests[-1][2]["metadata"]["name"])
+    await record("a", 1 + events.SERIES_WINDOW.total_seconds() + 2)  # expired: made anew
+    assert [method for method, _, _ in client.requests] == ["POST", "POST", "POST", "PATCH",
+                                                            "POST"]
 
 
 def test_paths_quote_their_segments() -> None:
