@@ -135,7 +135,7 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
         placements, reports = await open_consumers(js, settings.bus.prefix)
         view = ViewFeed(js, settings.bus.prefix)
         await view.start()
-        kube = KubeApi(client)
+        kube = KubeApi(client, controller=settings.scheduler_name)
         reporter = Reporter(
             kube,
             event_interval_seconds=settings.binder.event_interval_seconds,

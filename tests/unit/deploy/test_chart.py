@@ -168,7 +168,8 @@ def test_every_setting_in_the_configmap_is_a_gangsched_option(rendered):
 def test_the_watcher_may_only_list_and_watch_nodes_pods_and_podgroups(rendered):
     assert _rules(rendered, f"{RELEASE}-watcher") == {
         (group, resource, verb) for group, resource in
-        (("", "nodes"), ("", "pods"), ("scheduling.x-k8s.io", "podgroups"))
+        (("", "nodes"), ("", "pods"), ("scheduling.x-k8s.io", "podgroups"),
+         ("scheduling.k8s.io", "podgroups"))
         for verb in ("list", "watch")}
 
 
@@ -176,8 +177,9 @@ def test_the_binder_may_only_make_the_calls_of_services_kube(rendered):
     assert _rules(rendered, f"{RELEASE}-binder") == {
         ("", "pods", "get"), ("", "pods", "delete"), ("", "pods/binding", "create"),
         ("", "pods/status", "patch"), ("", "nodes", "get"), ("", "events", "create"),
-        ("scheduling.x-k8s.io", "podgroups", "get"),
-        ("scheduling.x-k8s.io", "podgroups/status", "patch")}
+        *((api, "podgroups", "get") for api in ("scheduling.x-k8s.io", "scheduling.k8s.io")),
+        *((api, "podgroups/status", "patch")
+          for api in ("scheduling.x-k8s.io", "scheduling.k8s.io"))}
 
 
 def test_the_planner_gets_no_role_and_no_token(rendered):
