@@ -30,6 +30,8 @@ class Delivery:
 
     `num_delivered` is 1 on first delivery (higher means a redelivery); `num_pending` is how
     many messages of the consumer's filter were still waiting after this one (consumer lag).
+    `stored_at_ms` is when the NATS server stored the message (UTC epoch ms): set by the
+    server, not the publisher, and the same on every delivery.
     """
 
     seq: int
@@ -38,6 +40,7 @@ class Delivery:
     headers: dict[str, str]
     num_delivered: int
     num_pending: int
+    stored_at_ms: int
     msg: Msg = field(repr=False)
     _consumer: PullConsumer | None = field(default=None, repr=False)
 
@@ -198,6 +201,8 @@ class PullConsumer:
             headers=dict(message.headers or {}),
             num_delivered=int(metadata.num_delivered),
             num_pending=int(metadata.num_pending),
+            # the ack reply's timestamp token: the stored time, in ns (as float seconds here)
+            stored_at_ms=round(metadata.timestamp.timestamp() * 1000),
             msg=message,
             _consumer=self,
         )

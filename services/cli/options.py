@@ -233,6 +233,10 @@ planner_options = stack(
     _option("--snapshot-interval-events", type=int, default=50_000,
             help="Planner: also write the snapshot once this many events were applied since "
                  "the last one (0 = no bound)."),
+    _option("--max-event-lead-seconds", type=float, default=60.0,
+            help="Planner: dead-letter a watcher event (observation or clock tick) whose "
+                 "at_ms is more than this many seconds ahead of the time NATS stored it "
+                 "(0 = no bound)."),
 )
 
 binder_options = stack(
@@ -283,6 +287,7 @@ def settings_from(options: dict[str, Any]) -> Settings:
             leader_retry_seconds=get("leader_retry_seconds", 1.0),
             snapshot_interval_seconds=get("snapshot_interval_seconds", 30.0),
             snapshot_interval_events=get("snapshot_interval_events", 50_000),
+            max_event_lead_seconds=get("max_event_lead_seconds", 60.0),
         ),
         binder=BinderSettings(
             concurrency=get("bind_concurrency", 16),

@@ -74,12 +74,16 @@ class PlannerServiceSettings:
     `snapshot_interval_seconds` (wall clock; 0 = every batch) and `snapshot_interval_events`
     (0 = no bound): how often the state snapshot is written; a restart replays the batches
     committed after it (see `services.planner.snapshotting`).
+    `max_event_lead_seconds` (seconds; 0 = no bound): a watcher event (observation or clock
+    tick) whose `at_ms` is further than this ahead of the time the NATS server stored it is
+    dead-lettered, never applied (see `services.planner.intake`).
     """
 
     batch_size: int = 512
     fetch_timeout_seconds: float = 0.2
     snapshot_interval_seconds: float = 30.0
     snapshot_interval_events: int = 50_000
+    max_event_lead_seconds: float = 60.0
     leader_election: bool = False
     leader_lease_seconds: float = 10.0
     leader_retry_seconds: float = 1.0

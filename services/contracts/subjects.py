@@ -31,6 +31,16 @@ def decisions_subject(prefix: str, decision_type: str, namespace: str, group: st
     return f"{prefix}.decisions.{decision_type}.{token(namespace)}.{token(group)}"
 
 
+def event_kind(prefix: str, subject: str) -> str | None:
+    """The `<kind>` token of an events subject under `prefix`, or None if `subject` is not one
+    (`gangsched.events.pod.ml.w-0` → `pod`)."""
+    head = f"{prefix}.events."
+    if not subject.startswith(head):
+        return None
+    kind = subject[len(head):].split(".", 1)[0]
+    return kind or None
+
+
 def events_wildcard(prefix: str) -> str:
     """Subject filter for the whole EVENTS stream."""
     return f"{prefix}.events.>"

@@ -1,24 +1,45 @@
 """Sort one fetched batch: already applied (skip), fresh events (apply), poisoned (dead-letter).
 
-Layer: planner shell, pure (no I/O): decoding and bookkeeping only, so it is unit-tested
-without NATS. Never drops a message silently: every delivery lands in exactly one bucket.
+Layer: planner shell, pure (no I/O, no clock): decoding, checks and bookkeeping only, so it is
+unit-tested without NATS. Never drops a message silently: every delivery lands in exactly one
+bucket. Poisoned messages never reach the audit log or the state, so a replay of the audit log
+(or of the streams, which skips the planner's dead letters) is unaffected by them.
+
+Three checks make a message poisoned, each with its reason class (`Poisoned.reason_class`):
+- `undecodable`: not an event (`codec.decode_event` refused it);
+- `wrong_producer`: an event type on a subject kind its producer never publishes it on
+  (`contracts.producers`): the NATS permissions bind users to subjects, so this binds types
+  to users;
+- `ahead_of_time`: a watcher event (observation or tick: the events that move the planner's
+  clock) whose `at_ms` is more than `max_lead_ms` after the time the NATS server stored it.
+  The stored time is set by the server, never by the publisher, and does not depend on when the
+  planner reads the message, so the same stream always sorts the same way.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from services.contracts import codec
+from services.contracts import codec, producers, subjects
 from services.contracts.events import Event
 from services.store.planner_store import AuditRow, DeadLetterRow
 
 MAX_REASON_CHARS = 1000
 
+UNDECODABLE = "undecodable"
+WRONG_PRODUCER = "wrong_producer"
+AHEAD_OF_TIME = "ahead_of_time"
+
+LEAD_OPTION = "--max-event-lead-seconds"
+"""The option setting `max_lead_ms` (named in reasons, so an operator finds it)."""
+
 
 class Message(Protocol):
-    """What intake needs of a delivery: its stream sequence, subject and payload."""
+    """What intake needs of a delivery: its stream sequence, subject, payload, and the time the
+    NATS server stored it (UTC epoch ms, from the delivery's metadata)."""
 
     @property
     def seq(self) -> int: ...
@@ -28,6 +49,9 @@ class Message(Protocol):
 
     @property
     def data(self) -> bytes: ...
+
+    @property
+    def stored_at_ms(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -44,13 +68,39 @@ class FreshEvent:
         return (self.seq, self.subject, type(self.event).__name__, self.event.at_ms, self.data)
 
 
+@dataclass(frozen=True)
+class Poisoned:
+    """A message refused before planning; `reason_class` is one of the module's classes."""
+
+    seq: int
+    subject: str
+    reason_class: str
+    reason: str
+    data: bytes
+
+    def dead_letter_row(self) -> DeadLetterRow:
+        """The dead-letter row: `(seq, subject, reason, data)`."""
+        return (self.seq, self.subject, self.reason, self.data)
+
+
+@dataclass(frozen=True)
+class Checks:
+    """What intake checks besides decoding. Units: `max_lead_ms` milliseconds (0 = no bound).
+
+    `prefix` is the subject prefix the subject kinds are read under.
+    """
+
+    prefix: str
+    max_lead_ms: int
+
+
 @dataclass
 class Intake:
     """One batch, sorted. `last_seq` is the highest fresh or poisoned sequence (0 if none)."""
 
     skipped: int = 0
     fresh: list[FreshEvent] = field(default_factory=list)
-    poisoned: list[DeadLetterRow] = field(default_factory=list)
+    poisoned: list[Poisoned] = field(default_factory=list)
     last_seq: int = 0
 
     @property
@@ -63,11 +113,11 @@ class Intake:
         return [fresh.event for fresh in self.fresh]
 
 
-def sort_batch(messages: Sequence[Message], tracked_seq: int) -> Intake:
-    """Split `messages` around `tracked_seq` and decode the fresh ones.
+def sort_batch(messages: Sequence[Message], tracked_seq: int, checks: Checks) -> Intake:
+    """Split `messages` around `tracked_seq`, decode and check the fresh ones.
 
     Shapes: fresh and poisoned in ascending sequence order, each sequence once (a message
-    delivered twice in one batch counts once). Poisoned rows carry the decoder's reason.
+    delivered twice in one batch counts once). Poisoned ones carry their reason.
     """
     intake = Intake()
     seen: set[int] = set()
@@ -80,13 +130,53 @@ def sort_batch(messages: Sequence[Message], tracked_seq: int) -> Intake:
         try:
             event = codec.decode_event(message.data)
         except codec.PoisonedMessage as error:
-            intake.poisoned.append((message.seq, message.subject, reason(error), message.data))
+            intake.poisoned.append(_poisoned(message, UNDECODABLE, reason(error)))
+            continue
+        refusal = refusal_of(event, message, checks)
+        if refusal is not None:
+            intake.poisoned.append(_poisoned(message, *refusal))
             continue
         intake.fresh.append(FreshEvent(message.seq, message.subject, event, message.data))
     return intake
 
 
+def refusal_of(event: Event, message: Message, checks: Checks) -> tuple[str, str] | None:
+    """`(reason class, reason)` if a decoded `event` must not be applied, else None."""
+    name = type(event).__name__
+    kind = subjects.event_kind(checks.prefix, message.subject)
+    if not producers.is_expected_on(event, kind):
+        wanted = f"{checks.prefix}.events.{producers.kind_of(event)}.>"
+        return WRONG_PRODUCER, _bounded(
+            f"{name} on subject {message.subject}: only the {producers.producer_of(event)} "
+            f"publishes {name} (on {wanted})")
+    lead_ms = event.at_ms - message.stored_at_ms
+    if producers.producer_of(event) == producers.WATCHER and 0 < checks.max_lead_ms < lead_ms:
+        return AHEAD_OF_TIME, _bounded(
+            f"{name} on subject {message.subject}: at_ms {event.at_ms} ({_utc(event.at_ms)}) "
+            f"is {lead_ms / 1000:.3f} s ahead of the time NATS stored it "
+            f"({_utc(message.stored_at_ms)}); the bound is {checks.max_lead_ms / 1000:g} s "
+            f"({LEAD_OPTION}): is the watcher host's clock right?")
+    return None
+
+
 def reason(error: BaseException) -> str:
     """A one-line, bounded reason for a dead letter (safe as a NATS header value)."""
-    text = " ".join(f"{type(error).__name__}: {error}".split())
-    return text[:MAX_REASON_CHARS]
+    return _bounded(f"{type(error).__name__}: {error}")
+
+
+def _bounded(text: str) -> str:
+    """`text` on one line, at most MAX_REASON_CHARS long."""
+    return " ".join(text.split())[:MAX_REASON_CHARS]
+
+
+def _poisoned(message: Message, reason_class: str, why: str) -> Poisoned:
+    return Poisoned(message.seq, message.subject, reason_class, why, message.data)
+
+
+def _utc(at_ms: int) -> str:
+    """`at_ms` (UTC epoch ms) as ISO 8601, or `out of range` for a date Python cannot hold."""
+    try:
+        moment = datetime.datetime.fromtimestamp(at_ms / 1000, tz=datetime.UTC)
+    except (OverflowError, ValueError, OSError):
+        return "out of range"
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -34,7 +34,7 @@ from services.contracts.decisions import Decision, Placement, Rejection
 from services.planner import catchup, faults, publication
 from services.planner.core import census, revision, state
 from services.planner.core import config as core_config
-from services.planner.intake import Intake, sort_batch
+from services.planner.intake import Checks, Intake, sort_batch
 from services.planner.isolation import Round, isolate, plan_round
 from services.planner.ports import EventSource, Publisher, Store
 from services.planner.snapshotting import SnapshotSchedule
@@ -46,6 +46,8 @@ from services.store.planner_store import PlannerStore
 log = logging.getLogger(__name__)
 
 DURABLE = "planner"
+PLANNING_ERROR = "planning_error"
+"""Reason class of an event the core raised on (`isolation`), as `intake`'s classes."""
 
 
 class StreamBehindTracking(Exception):
@@ -76,6 +78,7 @@ class PlannerService:
         self.tracked_seq = 0
         self.snapshots = SnapshotSchedule(self.settings.snapshot_interval_seconds,
                                           self.settings.snapshot_interval_events)
+        self.checks = Checks(prefix, round(self.settings.max_event_lead_seconds * 1000))
 
     async def recover(self) -> int:
         """Restore the committed state, publish what a crash left unpublished; return the first
@@ -112,7 +115,7 @@ class PlannerService:
         )
         if not deliveries:
             return 0
-        intake = sort_batch(deliveries, self.tracked_seq)
+        intake = sort_batch(deliveries, self.tracked_seq, self.checks)
         if intake.has_news:
             await self._apply(intake)
         await _ack_batch(deliveries)
@@ -123,7 +126,7 @@ class PlannerService:
         """Plan the fresh events, commit everything in one transaction, then publish."""
         planned = await self._plan(intake)
         rows = publication.outbox_rows(self.prefix, planned.decisions)
-        dead = intake.poisoned + [
+        dead = [poisoned.dead_letter_row() for poisoned in intake.poisoned] + [
             (item.seq, item.subject, why, item.data) for item, why in planned.refused
         ]
         with_snapshot = self.snapshots.is_due(len(planned.applied))
@@ -142,6 +145,7 @@ class PlannerService:
         await publication.publish_outbox(self.store, self.publisher)
         if dead:
             metrics.dead_letters.labels(self.consumer).inc(len(dead))
+            self._count_refused(intake, len(planned.refused))
             await publication.publish_dead_letters(
                 self.store, self.publisher, self.prefix, self.consumer
             )
@@ -162,6 +166,14 @@ class PlannerService:
         if planned.refused:
             metrics.schedule_attempts.labels("error").inc()
         return planned
+
+    def _count_refused(self, intake: Intake, planning_errors: int) -> None:
+        """Count the batch's dead letters by reason class (`gangsched_events_refused_total`)."""
+        refused = metrics.events_refused
+        for poisoned in intake.poisoned:
+            refused.labels(self.consumer, poisoned.reason_class).inc()
+        if planning_errors:
+            refused.labels(self.consumer, PLANNING_ERROR).inc(planning_errors)
 
     def _count_pending(self) -> None:
         """Set the pending-pods gauge from the current state."""

@@ -53,6 +53,14 @@ dead_letters = Counter(
     ["consumer"],
     registry=REGISTRY,
 )
+events_refused = Counter(
+    "gangsched_events_refused_total",
+    "Events the planner dead-lettered instead of applying, by reason class: undecodable, "
+    "wrong_producer (a type on another producer's subjects), ahead_of_time (at_ms too far "
+    "past the time NATS stored it), planning_error (the planner core raised on it).",
+    ["consumer", "reason"],
+    registry=REGISTRY,
+)
 events_processed = Counter(
     "gangsched_events_processed_total",
     "Events applied by a consumer (redeliveries at or below the tracked sequence excluded).",
