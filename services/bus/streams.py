@@ -1,21 +1,27 @@
-"""Create or update the JetStream streams gangsched uses: EVENTS, DECISIONS, DEADLETTER.
+"""Create, check and repair the JetStream streams gangsched uses: EVENTS, DECISIONS, DEADLETTER.
 
 Layer: bus. Idempotent and config-checked: safe to call from every service at every start.
 Never deletes a stream or its messages.
+
+Every start checks each stream against gangsched's whole configuration: the fields gangsched
+sets and those anyone allowed to update a stream could set to damage the log (limits that drop
+messages, republish, sources, subject transforms, roll-up and TTL headers, ...). A stream that
+differs is updated back when NATS allows it; when NATS refuses (a user without
+`$JS.API.STREAM.UPDATE`, as the chart's service users are, or a change NATS never makes, such
+as unsealing), the start fails with one line naming the stream and the differing fields.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import nats
 from nats.js import JetStreamContext
-from nats.js.api import RetentionPolicy, StorageType, StreamConfig, StreamInfo
+from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig, StreamInfo
 
 from services.bus.errors import BusMisconfigured
 from services.config.settings import BusSettings
@@ -25,6 +31,20 @@ log = logging.getLogger(__name__)
 
 MIN_DUPLICATE_WINDOW_SECONDS = 120.0
 """DESIGN §6: duplicates are dropped for at least two minutes (watcher restarts, retries)."""
+
+UNLIMITED = -1
+"""NATS's spelling of "no limit" for counts and sizes (it also reads 0 so)."""
+
+HARDENING = frozenset({"deny_delete", "deny_purge"})
+"""Fields only gangsched versions before issue 19 left unset: a stream lacking them is not
+damaged, so a refused update of these alone is logged, not fatal."""
+
+REPAIR_HINT = ("repair it as a NATS user allowed to update streams (with the chart: one start "
+               "with nats.auth.allowStreamUpdates=true)")
+
+_REFUSALS = (nats.js.errors.APIError, nats.errors.TimeoutError, nats.errors.NoRespondersError)
+"""How NATS says no to a stream request: an API error, or silence (a permissions violation
+is reported asynchronously and the request times out)."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +58,8 @@ class StreamSpec:
     replicas: int
 
     def config(self) -> StreamConfig:
-        """The nats-py stream configuration: file storage, limits retention."""
+        """The nats-py stream configuration: file storage, limits retention, no other limit,
+        no message deletes or purges (the log is an audit log), no header-driven extras."""
         return StreamConfig(
             name=self.name,
             subjects=list(self.subjects),
@@ -47,7 +68,28 @@ class StreamSpec:
             max_age=self.max_age_seconds,
             duplicate_window=self.duplicate_window_seconds,
             num_replicas=self.replicas,
+            max_msgs=UNLIMITED,
+            max_bytes=UNLIMITED,
+            max_msgs_per_subject=UNLIMITED,
+            max_msg_size=UNLIMITED,
+            max_consumers=UNLIMITED,
+            discard=DiscardPolicy.OLD,
+            deny_delete=True,
+            deny_purge=True,
+            allow_rollup_hdrs=False,
         )
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One checked field where a stream differs from its spec (normalised values)."""
+
+    field: str
+    have: object
+    want: object
+
+    def __str__(self) -> str:
+        return f"{self.field} {_show(self.have)} -> {_show(self.want)}"
 
 
 def stream_specs(settings: BusSettings) -> list[StreamSpec]:
@@ -78,11 +120,11 @@ def stream_specs(settings: BusSettings) -> list[StreamSpec]:
 
 
 async def ensure_streams(js: JetStreamContext, settings: BusSettings) -> None:
-    """Create every stream of `stream_specs(settings)`, or update one whose config differs.
+    """Create every stream of `stream_specs(settings)`, or repair one whose config differs.
 
     Raises:
-        BusMisconfigured: NATS refused to create or update a stream (e.g. subjects overlap
-            another stream, or a field that cannot change such as storage).
+        BusMisconfigured: NATS refused to create a stream, or a stream differs and NATS
+            refused to update it back (see the module docstring).
     """
     async with _lock():  # services started together in one process check one at a time
         for spec in stream_specs(settings):
@@ -99,56 +141,140 @@ def _lock() -> asyncio.Lock:
 
 
 async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
-    """Create the stream `spec` if missing, else update it when a checked field differs.
+    """Create the stream `spec` if missing, else update it back when a checked field differs.
 
+    A create of an existing identical stream succeeds (NATS makes it idempotent), so services
+    starting together need not coordinate.
     Raises:
         BusMisconfigured: as `ensure_streams`.
     """
     try:
         info = await js.stream_info(spec.name)
     except nats.js.errors.NotFoundError:
-        await _apply(js.add_stream, spec, "create")
-        log.info("created stream %s (%s)", spec.name, ", ".join(spec.subjects))
+        await _create(js, spec)
         return
-    differences = config_differences(info.config, spec)
-    if differences:
-        await _apply(js.update_stream, spec, "update")
-        log.info("updated stream %s: %s", spec.name, "; ".join(differences))
+    found = differences(info.config, spec)
+    if found:
+        await _repair(js, spec, found)
+
+
+def differences(current: StreamConfig, spec: StreamSpec) -> list[Difference]:
+    """Each checked field where `current` differs from `spec`, in a fixed field order.
+
+    Shapes: empty when equal; values normalised (enums as their strings, unset limits as -1,
+    durations rounded to the millisecond, subjects sorted).
+    """
+    have, want = checked_fields(current), checked_fields(spec.config())
+    return [Difference(name, have[name], want[name]) for name in want if have[name] != want[name]]
 
 
 def config_differences(current: StreamConfig, spec: StreamSpec) -> list[str]:
-    """Human descriptions of each checked field where `current` differs from `spec`.
+    """`differences` as text: `["max_age 60 -> 3600", ...]`."""
+    return [str(difference) for difference in differences(current, spec)]
 
-    Shapes: `["max_age 60 -> 3600", ...]`, in a fixed field order; empty when equal.
+
+def checked_fields(config: StreamConfig) -> dict[str, object]:
+    """The fields of `config` gangsched checks, normalised so equal meanings compare equal.
+
+    Shapes: field name → value, in the order differences are reported. Not checked, as they
+    cannot lose, add or redirect messages: description, metadata, placement, compression,
+    direct gets, consumer limits, first sequence.
     """
-    wanted = spec.config()
-    checked: Sequence[tuple[str, object, object]] = (
-        ("subjects", sorted(current.subjects or []), sorted(spec.subjects)),
-        ("retention", current.retention, wanted.retention),
-        ("storage", current.storage, wanted.storage),
-        ("num_replicas", current.num_replicas, wanted.num_replicas),
-        ("max_age", current.max_age or 0.0, wanted.max_age),
-        ("duplicate_window", current.duplicate_window, wanted.duplicate_window),
-    )
-    return [
-        f"{field} {have!r} -> {want!r}"
-        for field, have, want in checked
-        if not _same(have, want)
-    ]
+    return {
+        "subjects": sorted(config.subjects or []),
+        "retention": _text(config.retention),
+        "storage": _text(config.storage),
+        "num_replicas": config.num_replicas or 1,
+        "max_age": _seconds(config.max_age),
+        "duplicate_window": _seconds(config.duplicate_window),
+        "max_msgs": _limit(config.max_msgs),
+        "max_bytes": _limit(config.max_bytes),
+        "max_msgs_per_subject": _limit(config.max_msgs_per_subject),
+        "max_msg_size": _limit(config.max_msg_size),
+        "max_consumers": _limit(config.max_consumers),
+        "discard": _text(config.discard or DiscardPolicy.OLD),
+        "discard_new_per_subject": bool(config.discard_new_per_subject),
+        "no_ack": bool(config.no_ack),
+        "sealed": bool(config.sealed),
+        "deny_delete": bool(config.deny_delete),
+        "deny_purge": bool(config.deny_purge),
+        "allow_rollup_hdrs": bool(config.allow_rollup_hdrs),
+        "allow_msg_ttl": bool(config.allow_msg_ttl),
+        "allow_msg_schedules": bool(config.allow_msg_schedules),
+        "allow_msg_counter": bool(config.allow_msg_counter),
+        "allow_atomic": bool(config.allow_atomic),
+        "allow_batched": bool(config.allow_batched),
+        "persist_mode": _text(config.persist_mode) or "default",
+        "republish": _struct(config.republish),
+        "subject_transform": _struct(config.subject_transform),
+        "mirror": _struct(config.mirror),
+        "sources": [_struct(source) for source in config.sources or []],
+    }
 
 
-def _same(have: object, want: object) -> bool:
-    """Equality, with floats compared to the millisecond (NATS stores durations in ns)."""
-    if isinstance(have, float | int) and isinstance(want, float | int):
-        return math.isclose(float(have), float(want), abs_tol=1e-3)
-    return have == want
+async def _create(js: JetStreamContext, spec: StreamSpec) -> None:
+    """Create `spec`'s stream. Raises BusMisconfigured when NATS refuses."""
+    await _request(js.add_stream, spec, "cannot create")
+    log.info("created stream %s (%s)", spec.name, ", ".join(spec.subjects))
 
 
-async def _apply(
-    call: Callable[..., Awaitable[StreamInfo]], spec: StreamSpec, verb: str
-) -> None:
-    """Run `add_stream` or `update_stream` with `spec`, translating API errors."""
+async def _repair(js: JetStreamContext, spec: StreamSpec, found: list[Difference]) -> None:
+    """Update `spec`'s stream back to `spec`; refuse loudly when NATS does not let us, unless
+    only `HARDENING` fields differ (then warn and go on with the stream as it is)."""
+    described = "; ".join(str(difference) for difference in found)
     try:
-        await call(config=spec.config())
-    except nats.js.errors.APIError as error:
-        raise BusMisconfigured(f"cannot {verb} stream {spec.name}: {error}") from error
+        info = await _request(js.update_stream, spec, f"differs ({described}) and cannot update")
+    except BusMisconfigured as refused:
+        if {difference.field for difference in found} <= HARDENING:
+            log.warning("%s; going on without them", refused)
+            return
+        raise
+    left = differences(info.config, spec)
+    if left:
+        raise BusMisconfigured(
+            f"stream {spec.name}: NATS accepted the update but still differs "
+            f"({'; '.join(str(difference) for difference in left)}): {REPAIR_HINT}")
+    log.warning("repaired stream %s: %s", spec.name, described)
+
+
+async def _request(call: Callable[..., Awaitable[StreamInfo]], spec: StreamSpec,
+                   what: str) -> StreamInfo:
+    """Run `add_stream` or `update_stream` with `spec`, translating refusals.
+
+    Raises:
+        BusMisconfigured: `stream <name> <what>: <NATS's answer>: <REPAIR_HINT>`, one line.
+    """
+    try:
+        return await call(config=spec.config())
+    except _REFUSALS as error:
+        answer = str(error) or type(error).__name__
+        if isinstance(error, nats.errors.TimeoutError | nats.errors.NoRespondersError):
+            answer = f"no answer from NATS ({type(error).__name__}: is the request denied?)"
+        raise BusMisconfigured(
+            f"stream {spec.name} {what}: {answer}: {REPAIR_HINT}") from error
+
+
+def _text(value: object) -> str | None:
+    """An enum's string value (or None)."""
+    return None if value is None else str(getattr(value, "value", value))
+
+
+def _seconds(value: float | None) -> float:
+    """A duration in seconds, to the millisecond (NATS stores nanoseconds)."""
+    return round(value or 0.0, 3)
+
+
+def _limit(value: int | None) -> int:
+    """A count or size limit; unset, 0 and negative all mean unlimited (-1)."""
+    return value if value is not None and value > 0 else UNLIMITED
+
+
+def _struct(value: object) -> object:
+    """A nested nats-py config (RePublish, StreamSource, ...) as a plain dict, or None."""
+    as_dict = getattr(value, "as_dict", None)
+    return None if value is None or as_dict is None else as_dict()
+
+
+def _show(value: object) -> str:
+    """A normalised field value as text (durations with `%g`)."""
+    return f"{value:g}" if isinstance(value, float) else repr(value)

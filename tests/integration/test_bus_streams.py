@@ -1,14 +1,16 @@
-"""Stream set-up on a real nats-server: idempotent, config-checked."""
+"""Stream set-up on a real nats-server: idempotent, config-checked, repaired or refused."""
 
 from __future__ import annotations
 
 import dataclasses
 
+import nats
 import pytest
 from nats.js import JetStreamContext
-from nats.js.api import RetentionPolicy, StorageType
+from nats.js.api import RePublish, RetentionPolicy, StorageType
 
 from services.bus import streams
+from services.bus.errors import BusMisconfigured
 from services.config.settings import BusSettings
 from services.contracts import subjects
 
@@ -61,3 +63,56 @@ async def test_duplicate_window_is_at_least_two_minutes(
     await streams.ensure_streams(js, short)
     info = await js.stream_info(subjects.stream_name(bus_settings.prefix, "EVENTS"))
     assert info.config.duplicate_window == pytest.approx(120.0)
+
+
+async def test_a_stream_limited_to_one_message_by_an_intruder_is_repaired_at_the_next_start(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    name = subjects.stream_name(bus_settings.prefix, "DECISIONS")
+    damaged = (await js.stream_info(name)).config
+    damaged.max_msgs = 1
+    damaged.republish = RePublish(src=">", dest="elsewhere.>")
+    await js.update_stream(config=damaged)
+    await streams.ensure_streams(js, bus_settings)
+    repaired = (await js.stream_info(name)).config
+    assert repaired.max_msgs == -1 and repaired.republish is None
+    assert streams.differences(repaired, streams.stream_specs(bus_settings)[1]) == []
+
+
+async def test_a_sealed_stream_is_refused_loudly_naming_the_stream_and_the_field(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    name = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    sealed = (await js.stream_info(name)).config
+    sealed.sealed = True
+    await js.update_stream(config=sealed)
+    with pytest.raises(BusMisconfigured) as refused:
+        await streams.ensure_streams(js, bus_settings)
+    message = str(refused.value)
+    # sealing also clears the age limit and discards new messages: all three are named
+    assert message.startswith(f"stream {name} differs (") and "\n" not in message
+    assert "sealed True -> False" in message and "and cannot update" in message
+
+
+async def test_the_streams_refuse_to_delete_or_purge_messages(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    name = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    ack = await js.publish(subjects.events_subject(bus_settings.prefix, "node", "", "n1"), b"{}")
+    with pytest.raises(nats.js.errors.APIError):
+        await js.purge_stream(name)
+    with pytest.raises(nats.js.errors.APIError):
+        await js.delete_msg(name, ack.seq)
+    assert (await js.stream_info(name)).state.messages == 1
+
+
+async def test_a_stream_made_before_deletes_were_denied_is_hardened(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    older = dataclasses.replace(bus_settings, prefix=f"{bus_settings.prefix}old")
+    spec = streams.stream_specs(older)[0]
+    await js.add_stream(config=dataclasses.replace(spec.config(), deny_delete=False,
+                                                   deny_purge=False))
+    await streams.ensure_streams(js, older)
+    hardened = (await js.stream_info(spec.name)).config
+    assert hardened.deny_delete and hardened.deny_purge

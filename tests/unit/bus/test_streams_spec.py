@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from nats.js.api import DiscardPolicy, RePublish, StreamSource
+
 from services.bus import streams
 from services.config.settings import BusSettings
 
@@ -33,3 +35,34 @@ def test_config_differences_names_each_changed_field() -> None:
     assert [line.split()[0] for line in streams.config_differences(spec.config(), other)] == [
         "num_replicas", "max_age",
     ]
+
+
+def test_the_config_sets_every_limit_to_unlimited_and_denies_deletes_and_purges() -> None:
+    config = streams.stream_specs(BusSettings())[0].config()
+    assert (config.max_msgs, config.max_bytes, config.max_msgs_per_subject,
+            config.max_msg_size, config.max_consumers) == (-1, -1, -1, -1, -1)
+    assert config.deny_delete and config.deny_purge and not config.allow_rollup_hdrs
+
+
+def test_fields_an_attacker_could_set_are_each_named_as_a_difference() -> None:
+    spec = streams.stream_specs(BusSettings())[1]
+    damaged = dataclasses.replace(
+        spec.config(), max_msgs=1, max_bytes=1024, max_msgs_per_subject=1, max_msg_size=1,
+        discard=DiscardPolicy.NEW, no_ack=True, sealed=True, deny_delete=False,
+        deny_purge=False, allow_rollup_hdrs=True, allow_msg_ttl=True, allow_msg_schedules=True,
+        republish=RePublish(src=">", dest="elsewhere.>"),
+        sources=[StreamSource(name="FORGED")], subjects=["gangsched.decisions.>", "more.>"])
+    found = {d.field: str(d) for d in streams.differences(damaged, spec)}
+    assert found["max_msgs"] == "max_msgs 1 -> -1"
+    assert found["republish"] == "republish {'src': '>', 'dest': 'elsewhere.>'} -> None"
+    assert set(found) == {
+        "subjects", "max_msgs", "max_bytes", "max_msgs_per_subject", "max_msg_size",
+        "discard", "no_ack", "sealed", "deny_delete", "deny_purge", "allow_rollup_hdrs",
+        "allow_msg_ttl", "allow_msg_schedules", "republish", "sources"}
+
+
+def test_unset_and_zero_limits_read_as_unlimited_as_nats_reads_them() -> None:
+    spec = streams.stream_specs(BusSettings())[0]
+    loose = dataclasses.replace(spec.config(), max_msgs=None, max_bytes=0, max_consumers=None,
+                                allow_msg_ttl=None, sources=[], discard=None)
+    assert streams.differences(loose, spec) == []
