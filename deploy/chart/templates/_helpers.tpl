@@ -88,29 +88,38 @@ app.kubernetes.io/component: {{ .component }}
 
 {{/*
 NATS subject permissions of each user, as YAML (nats.conf takes them as JSON). P is the
-stream-name prefix, p the subject prefix. Every gangsched service may look up, create and
-update the three gangsched streams (each one ensures them at start) and read its own inbox
-(_INBOX_<user>.>, the inbox prefix services/bus/connection.py sets for a named user); beyond
-that each may publish only what it produces and consume only what it reads. Durable consumers
-belong to one service each: the others are denied their API and ack subjects.
+stream-name prefix, p the subject prefix. Every gangsched service may look up and create the
+three gangsched streams (each one ensures them at start; a create of an identical stream
+succeeds) and read its own inbox (_INBOX_<user>.>, the inbox prefix services/bus/connection.py
+sets for a named user); beyond that each may publish only what it produces (services/contracts/
+producers.py: the planner trusts an event type only on its producer's subjects) and consume
+only what it reads. No service may update, delete or purge a stream or delete a message: one
+that could set max_msgs=1 could drop the log (issue 19); nats.auth.allowStreamUpdates lets the
+planner update the three streams, to apply changed stream settings. Durable consumers belong
+to one service each: the others are denied their API and ack subjects.
 */}}
 {{- define "gangsched.natsPermissions" -}}
 {{- $p := .Values.settings.prefix -}}
 {{- $P := include "gangsched.streamPrefix" . -}}
 {{- $streams := list (printf "%s_EVENTS" $P) (printf "%s_DECISIONS" $P) (printf "%s_DEADLETTER" $P) -}}
 {{- $ensure := list -}}
-{{- range $verb := list "INFO" "CREATE" "UPDATE" -}}
+{{- range $verb := list "INFO" "CREATE" -}}
 {{- range $stream := $streams -}}
 {{- $ensure = append $ensure (printf "$JS.API.STREAM.%s.%s" $verb $stream) -}}
 {{- end -}}
 {{- end -}}
+{{- /* what no service may do to any stream (deny wins over allow) */ -}}
+{{- $destroy := list "$JS.API.STREAM.DELETE.>" "$JS.API.STREAM.PURGE.>" "$JS.API.STREAM.MSG.DELETE.>" -}}
 {{- $events := printf "%s_EVENTS" $P -}}
 {{- $decisions := printf "%s_DECISIONS" $P -}}
 {{- $lease := printf "KV_%s_LEADER" $P -}}
 watcher:
   publish:
     allow:
-      - {{ printf "%s.events.>" $p | quote }}
+      # observations and clock ticks (services/watcher/messages.py)
+      {{- range $kind := list "node" "pod" "podgroup" "clock" }}
+      - {{ printf "%s.events.%s.>" $p $kind | quote }}
+      {{- end }}
       {{- range $ensure }}
       - {{ . | quote }}
       {{- end }}
@@ -121,8 +130,11 @@ watcher:
       - {{ printf "$JS.API.CONSUMER.DELETE.%s.*" $events | quote }}
       - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.*" $events | quote }}
     deny:
-      # outcomes are the binder's; the planner's consumer is the planner's
-      - {{ printf "%s.events.outcome.>" $p | quote }}
+      - "$JS.API.STREAM.UPDATE.>"
+      {{- range $destroy }}
+      - {{ . | quote }}
+      {{- end }}
+      # the planner's consumer is the planner's
       - {{ printf "$JS.API.CONSUMER.*.%s.planner" $events | quote }}
       - {{ printf "$JS.API.CONSUMER.*.%s.planner.>" $events | quote }}
       - {{ printf "$JS.API.CONSUMER.*.*.%s.planner" $events | quote }}
@@ -152,12 +164,29 @@ planner:
       - {{ printf "$JS.API.STREAM.MSG.GET.%s" $lease | quote }}
       - {{ printf "$JS.API.DIRECT.GET.%s.>" $lease | quote }}
       - {{ printf "$KV.%s_LEADER.>" $P | quote }}
+      {{- if .Values.nats.auth.allowStreamUpdates }}
+      # nats.auth.allowStreamUpdates: repair or change the gangsched streams at start
+      {{- range $stream := $streams }}
+      - {{ printf "$JS.API.STREAM.UPDATE.%s" $stream | quote }}
+      {{- end }}
+      {{- end }}
+    deny:
+      {{- if not .Values.nats.auth.allowStreamUpdates }}
+      # only its lease bucket's TTL is the planner's to update
+      {{- range $stream := $streams }}
+      - {{ printf "$JS.API.STREAM.UPDATE.%s" $stream | quote }}
+      {{- end }}
+      {{- end }}
+      {{- range $destroy }}
+      - {{ . | quote }}
+      {{- end }}
   subscribe:
     allow:
       - "_INBOX_planner.>"
 binder:
   publish:
     allow:
+      # outcomes (services/binder/outcomes.py) and its dead letters
       - {{ printf "%s.events.outcome.>" $p | quote }}
       - {{ printf "%s.deadletter" $p | quote }}
       {{- range $ensure }}
@@ -187,6 +216,10 @@ binder:
       - {{ printf "$JS.API.STREAM.MSG.GET.%s" $decisions | quote }}
       - {{ printf "$JS.API.DIRECT.GET.%s.>" $decisions | quote }}
     deny:
+      - "$JS.API.STREAM.UPDATE.>"
+      {{- range $destroy }}
+      - {{ . | quote }}
+      {{- end }}
       # the planner's consumer is the planner's
       - {{ printf "$JS.API.CONSUMER.*.%s.planner" $events | quote }}
       - {{ printf "$JS.API.CONSUMER.*.%s.planner.>" $events | quote }}

@@ -1,0 +1,146 @@
+"""The chart's NATS users on a real nats-server with the rendered nats.conf (issue 19): every
+service creates and checks the streams at start, none may update, delete or purge them, and a
+damaged stream stops every service with one line until a user allowed to update repairs it.
+
+Renders the chart with the testbed's helm (`tests/cluster/testbed build`, as `make test` does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+
+from services.bus import streams
+from services.bus.errors import BusMisconfigured
+from services.config.settings import BusSettings
+from services.contracts import subjects
+from tests.support.chart_nats import ChartNats
+from tests.unit.deploy import chart
+
+pytestmark = pytest.mark.integration
+
+SERVICES = ("watcher", "planner", "binder")
+PREFIX = "gangsched"
+
+
+@pytest.fixture(scope="module")
+def default_render() -> list[dict[str, Any]]:
+    return chart.render()
+
+
+@pytest.fixture(scope="module")
+def updating_render() -> list[dict[str, Any]]:
+    return chart.render("nats.auth.allowStreamUpdates=true")
+
+
+@pytest.fixture
+async def chart_nats(default_render: list[dict[str, Any]], tmp_path: Path
+                     ) -> AsyncIterator[ChartNats]:
+    async with ChartNats(default_render, tmp_path / "nats") as server:
+        yield server
+
+
+class User:
+    """One chart user's connection, with the errors the server reported to it."""
+
+    def __init__(self, server: ChartNats, name: str) -> None:
+        self.server, self.name = server, name
+        self.errors: list[Exception] = []
+        self.nc: Client | None = None
+
+    async def __aenter__(self) -> User:
+        async def on_error(error: Exception) -> None:
+            self.errors.append(error)
+
+        self.nc = await nats.connect(self.server.url, user=self.name,
+                                     password=self.server.passwords[self.name],
+                                     inbox_prefix=f"_INBOX_{self.name}", error_cb=on_error,
+                                     allow_reconnect=False)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self.nc is not None
+        await self.nc.close()
+
+    @property
+    def js(self) -> JetStreamContext:
+        assert self.nc is not None
+        return self.nc.jetstream(timeout=1)
+
+    def violations(self) -> list[str]:
+        return [str(e) for e in self.errors if "permissions violation" in str(e).lower()]
+
+
+def bus(server: ChartNats, user: str) -> BusSettings:
+    return BusSettings(url=server.url, prefix=PREFIX, user=user,
+                       password=server.passwords[user])
+
+
+async def test_every_service_user_creates_or_checks_the_streams_without_a_refusal(
+        chart_nats: ChartNats) -> None:
+    for name in SERVICES:  # the first creates them, the others find them as wanted
+        async with User(chart_nats, name) as user:
+            await streams.ensure_streams(user.js, bus(chart_nats, name))
+            assert user.violations() == [], name
+    async with User(chart_nats, "planner") as planner:
+        for spec in streams.stream_specs(bus(chart_nats, "planner")):
+            info = await planner.js.stream_info(spec.name)
+            assert streams.differences(info.config, spec) == []
+
+
+async def test_no_service_user_may_update_delete_or_purge_a_stream(
+        chart_nats: ChartNats) -> None:
+    async with User(chart_nats, "watcher") as watcher:
+        await streams.ensure_streams(watcher.js, bus(chart_nats, "watcher"))
+        ack = await watcher.js.publish(f"{PREFIX}.events.clock._.tick", b"{}")
+    # each refused request waits out its timeout: all users' at once
+    await asyncio.gather(*(_attempt_damage(chart_nats, name, ack.seq) for name in SERVICES))
+
+
+async def _attempt_damage(server: ChartNats, name: str, seq: int) -> None:
+    decisions = subjects.stream_name(PREFIX, "DECISIONS")
+    events = subjects.stream_name(PREFIX, "EVENTS")
+    async with User(server, name) as user:
+        wanted = (await user.js.stream_info(decisions)).config
+        attempts = await asyncio.gather(
+            user.js.update_stream(config=dataclasses.replace(wanted, max_msgs=1)),
+            user.js.delete_stream(decisions),
+            user.js.purge_stream(events),
+            user.js.delete_msg(events, seq),
+            return_exceptions=True,
+        )
+        assert all(isinstance(a, nats.errors.TimeoutError) for a in attempts), (name, attempts)
+        assert (await user.js.stream_info(decisions)).config.max_msgs == -1
+        assert (await user.js.stream_info(events)).state.messages == 1
+    assert len(user.violations()) == len(attempts), (name, user.errors)
+
+
+async def test_a_stream_damaged_by_a_user_allowed_to_update_stops_every_service_until_repaired(
+        updating_render: list[dict[str, Any]], tmp_path: Path) -> None:
+    async with ChartNats(updating_render, tmp_path / "nats") as server:
+        decisions = subjects.stream_name(PREFIX, "DECISIONS")
+        async with User(server, "planner") as planner:
+            await streams.ensure_streams(planner.js, bus(server, "planner"))
+            damaged = (await planner.js.stream_info(decisions)).config
+            await planner.js.update_stream(config=dataclasses.replace(damaged, max_msgs=1))
+        for name in ("watcher", "binder"):
+            async with User(server, name) as user:
+                with pytest.raises(BusMisconfigured) as refused:
+                    await streams.ensure_streams(user.js, bus(server, name))
+            assert str(refused.value).startswith(
+                f"stream {decisions} differs (max_msgs 1 -> -1) and cannot update: no answer "
+                f"from NATS"), refused.value
+            assert "nats.auth.allowStreamUpdates=true" in str(refused.value)
+        async with User(server, "planner") as planner:
+            await streams.ensure_streams(planner.js, bus(server, "planner"))
+            assert (await planner.js.stream_info(decisions)).config.max_msgs == -1
+            assert planner.violations() == []
+
