@@ -29,6 +29,10 @@ from services.contracts.events import HostPort
 from services.fit import filters
 from services.planner.core.capacity import BoolArray, FloatArray, IntArray
 
+_BITS_BETWEEN_RENUMBERING = 40
+"""Shape bits added to node class ids between dense renumberings: ids stay below
+rows * 2**40, inside int64 for up to 2**23 nodes."""
+
 Rank = Callable[[int, IntArray], FloatArray]
 """Preference of member `m` (position in the member list) for each of `rows` (higher first)."""
 UsedPorts = Callable[[int], tuple[HostPort, ...]]
@@ -86,7 +90,8 @@ class _Search:
         self.port_rows = set(port_rows)
         self.placed_ports: dict[int, list[HostPort]] = {}
         self.order = _order(fit, members)
-        self.node_class = _node_classes(members, fit.shape[1])
+        self.node_class: IntArray | None = None
+        """Per row, equal for rows every member's filters treat alike (on first need)."""
         union = np.zeros(fit.shape[1], dtype=np.bool_)
         for member in members:
             union |= member.allowed
@@ -143,6 +148,8 @@ class _Search:
         """`ranked` without rows interchangeable with an earlier one (module docstring)."""
         if len(ranked) == 1:
             return [int(ranked[0])]
+        if self.node_class is None:
+            self.node_class = _node_classes(self.members, self.fit.shape[1])
         bounds = np.array(sorted(self.last_row.values()), dtype=np.int64)
         with_ports = np.array(sorted(self.port_rows | set(self.placed_ports)), dtype=np.int64)
         has_ports = np.isin(ranked, with_ports)
@@ -252,10 +259,14 @@ def _order(fit: IntArray, members: list[Member]) -> list[int]:
 
 
 def _node_classes(members: list[Member], rows: int) -> IntArray:
-    """Per row, an id equal for rows that every member's filters treat alike."""
-    if not members:
-        return np.zeros(rows, dtype=np.int64)
-    stacked = np.vstack([member.allowed for member in members]).T
-    _, inverse = np.unique(stacked, axis=0, return_inverse=True)
-    classes: IntArray = inverse.reshape(-1).astype(np.int64)
+    """Per row, an id equal for rows that every member's filters treat alike: the rows' bits
+    of each shape's `allowed` (one mask per shape), renumbered densely before they overflow."""
+    masks: dict[int, BoolArray] = {}
+    for member in members:
+        masks.setdefault(member.shape, member.allowed)
+    classes: IntArray = np.zeros(rows, dtype=np.int64)
+    for count, shape in enumerate(sorted(masks)):
+        if count and count % _BITS_BETWEEN_RENUMBERING == 0:
+            classes = np.unique(classes, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        classes = classes * 2 + masks[shape]
     return classes
