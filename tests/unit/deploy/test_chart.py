@@ -176,7 +176,8 @@ def test_the_watcher_may_only_list_and_watch_nodes_pods_and_podgroups(rendered):
 def test_the_binder_may_only_make_the_calls_of_services_kube(rendered):
     assert _rules(rendered, f"{RELEASE}-binder") == {
         ("", "pods", "get"), ("", "pods", "delete"), ("", "pods/binding", "create"),
-        ("", "pods/status", "patch"), ("", "nodes", "get"), ("", "events", "create"),
+        ("", "pods/status", "patch"), ("", "nodes", "get"),
+        ("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch"),
         *((api, "podgroups", "get") for api in ("scheduling.x-k8s.io", "scheduling.k8s.io")),
         *((api, "podgroups/status", "patch")
           for api in ("scheduling.x-k8s.io", "scheduling.k8s.io"))}

@@ -66,7 +66,7 @@ def test_a_stranded_gang_holds_its_room_in_backoff_then_goes_before_higher_prior
 
 
 def test_a_stranded_gang_whose_binds_keep_failing_is_retried_at_its_backoff_only() -> None:
-    cluster, placement = rolled_back_with_two_bare_members_bound()
+    cluster, _ = rolled_back_with_two_bare_members_bound()
     placements = 0
     for _ in range(40):  # 20 s of rounds every half second
         for decision in cluster.plan():
