@@ -29,6 +29,7 @@ from services.contracts.events import HostPort
 from services.fit import filters
 from services.planner.core.capacity import BoolArray, FloatArray, IntArray
 
+_NO_ROWS: IntArray = np.zeros(0, dtype=np.int64)
 _BITS_BETWEEN_RENUMBERING = 40
 """Shape bits added to node class ids between dense renumberings: ids stay below
 rows * 2**40, inside int64 for up to 2**23 nodes."""
@@ -68,16 +69,29 @@ class Outcome:
 
 
 class _Frame:
-    """One level of the depth-first search: a member, its candidate rows, the next one to try."""
+    """One level of the depth-first search: a member, its candidate rows, the next one to try.
 
-    def __init__(self, member: int, rows: list[int], may_skip: bool) -> None:
+    Shapes: `ranked` the candidate rows best first; `distinct` the same without interchangeable
+    rows, computed only once the first candidate failed (most levels never need it).
+    """
+
+    def __init__(self, member: int, ranked: IntArray, may_skip: bool) -> None:
         self.member = member
-        self.rows = rows
+        self.ranked = ranked
+        self.distinct: IntArray | None = None
         self.next = 0
         self.may_skip = may_skip
+        self.has_skipped = False
         self.row: int | None = None
         self.is_skipping = False
         self.previous_bound: int | None = None
+
+    def candidate(self, search: _Search) -> int | None:
+        """The next row to try (the search is back in this level's state), or None."""
+        if self.next and self.distinct is None:
+            self.distinct = search.distinct(self.ranked)
+        rows = self.ranked if self.distinct is None else self.distinct
+        return int(rows[self.next]) if self.next < len(rows) else None
 
 
 class _Search:
@@ -119,12 +133,12 @@ class _Search:
             if not held:
                 del self.placed_ports[row]
 
-    def candidates(self, depth: int) -> list[int]:
-        """The rows member `order[depth]` may take now, best-ranked first, deduplicated."""
+    def candidates(self, depth: int) -> IntArray:
+        """The rows member `order[depth]` may take now, best-ranked first."""
         position = self.order[depth]
         member = self.members[position]
         if member.shape in self.skipped_shapes:
-            return []
+            return _NO_ROWS
         mask = member.allowed.copy()
         for col in member.cols:
             mask &= self.fit[col] >= member.vec[col]
@@ -136,18 +150,18 @@ class _Search:
         bound = self.last_row.get(member.shape)
         if bound is not None:
             rows = rows[rows >= bound]
-        if not len(rows):
-            return []
-        ranked = rows[np.lexsort((rows, -self.rank(position, rows)))]
-        return self._distinct(ranked)
+        if len(rows) <= 1:
+            return rows
+        ranked: IntArray = rows[np.lexsort((rows, -self.rank(position, rows)))]
+        return ranked
 
     def _ports_on(self, row: int) -> tuple[HostPort, ...]:
         return self.used_ports(row) + tuple(self.placed_ports.get(row, ()))
 
-    def _distinct(self, ranked: IntArray) -> list[int]:
+    def distinct(self, ranked: IntArray) -> IntArray:
         """`ranked` without rows interchangeable with an earlier one (module docstring)."""
-        if len(ranked) == 1:
-            return [int(ranked[0])]
+        if len(ranked) <= 1:
+            return ranked
         if self.node_class is None:
             self.node_class = _node_classes(self.members, self.fit.shape[1])
         bounds = np.array(sorted(self.last_row.values()), dtype=np.int64)
@@ -156,13 +170,12 @@ class _Search:
         keys = np.column_stack((self.node_class[ranked], self.fit[:, ranked].T,
                                 np.searchsorted(bounds, ranked, side="right"),
                                 np.where(has_ports, ranked, -1)))
-        _, first = np.unique(keys, axis=0, return_index=True)
-        return [int(row) for row in ranked[np.sort(first)]]
+        return ranked[_first_of_each_key(keys)]
 
     def frame(self, depth: int, may_skip: bool) -> _Frame:
         """The search level of member `order[depth]` (`may_skip`: it may be left out)."""
         is_bounded_out = not may_skip and bool((self.demand[depth] > self.avail).any())
-        rows = [] if is_bounded_out else self.candidates(depth)
+        rows = _NO_ROWS if is_bounded_out else self.candidates(depth)
         return _Frame(self.order[depth], rows, may_skip)
 
 
@@ -185,13 +198,14 @@ def solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, ra
     while stack:
         frame = stack[-1]
         skipped -= _undo(search, frame)
-        if frame.next < len(frame.rows):
+        row = frame.candidate(search)
+        if row is not None:
             if steps >= budget_steps:
                 is_exhausted = True
                 break
             steps += 1
-            _choose(search, frame, frame.rows[frame.next])
-        elif frame.may_skip and frame.next == len(frame.rows):
+            _choose(search, frame, row)
+        elif frame.may_skip and not frame.has_skipped:
             _choose(search, frame, None)
             skipped += 1
         else:
@@ -211,18 +225,14 @@ def solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, ra
     return Outcome(rows, steps, is_exhausted)
 
 
-def _has_choice(frame: _Frame) -> bool:
-    return frame.row is not None or frame.is_skipping
-
-
 def _choose(search: _Search, frame: _Frame, row: int | None) -> None:
     """Take `row` (None: leave the member out) for `frame`'s member."""
-    frame.next += 1
     shape = search.members[frame.member].shape
     if row is None:
-        frame.is_skipping = True
+        frame.has_skipped = frame.is_skipping = True
         search.skipped_shapes.add(shape)
         return
+    frame.next += 1
     frame.row = row
     search.take(frame.member, row, 1)
     frame.previous_bound = search.last_row.get(shape)
@@ -270,3 +280,14 @@ def _node_classes(members: list[Member], rows: int) -> IntArray:
             classes = np.unique(classes, return_inverse=True)[1].reshape(-1).astype(np.int64)
         classes = classes * 2 + masks[shape]
     return classes
+
+
+def _first_of_each_key(keys: IntArray) -> IntArray:
+    """Positions of the rows of `keys` equal to no earlier row, in order (a stable sort by
+    every column groups equal rows with the earliest first)."""
+    order = np.lexsort(keys.T[::-1])
+    ordered = keys[order]
+    starts = np.ones(len(order), dtype=np.bool_)
+    starts[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    kept: IntArray = np.sort(order[starts])
+    return kept
