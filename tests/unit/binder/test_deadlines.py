@@ -75,11 +75,11 @@ async def test_a_placement_received_after_the_binding_stop_binds_nothing() -> No
 
 
 async def test_a_gang_whose_binds_progress_slower_than_its_timeout_is_finished() -> None:
-    # four binds of 40 ms one at a time take 160 ms against a 60 ms timeout: each round binds
-    # at least one member, so binding goes on
-    kube = slow_cluster(0.04, "a", "b", "c", "d")
+    # four binds of 100 ms one at a time take 400 ms against a 250 ms timeout: each round binds
+    # at least one member (two, with 150 ms to spare for a loaded machine), so binding goes on
+    kube = slow_cluster(0.1, "a", "b", "c", "d")
     policy = placing.Policy(scheduler_name="gangsched", concurrency=1, rollback_bare_pods=True)
-    settled = await placing.carry_out(placement("a", "b", "c", "d", deadline_in_ms=60), kube,
+    settled = await placing.carry_out(placement("a", "b", "c", "d", deadline_in_ms=250), kube,
                                       policy, lambda: NOW_MS, is_redelivery=False)
     assert kinds(settled)[-1] == "GroupBound"
     assert [kube.node_of(n) for n in "abcd"] == ["n1"] * 4 and kube.deleted == []
