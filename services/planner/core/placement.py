@@ -166,7 +166,8 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
             restrict: BoolArray | None, hold: Hold | None, greedy: Trial, target: int) -> Trial:
     """The whole-gang search for `target` members; `greedy` (rolled back and taken again)
     when it finds none."""
-    if target == len(members) and _is_short_in_total(index, members, restrict, greedy):
+    if target == len(members) and (_fits_nowhere(index, greedy, restrict)
+                                   or _is_short_in_total(index, members, restrict, greedy)):
         return greedy
     taken = [(pod, row) for pod, row in greedy.assigned]
     greedy.rollback()
@@ -211,6 +212,31 @@ def _is_short_in_total(index: NodeIndex, members: list[PodObserved], restrict: B
     for pod, _ in greedy.assigned:  # each took only what was free on a row of `union`
         free += index.vector(pod.requests)[0]
     return bool((total > free).any())
+
+
+def _fits_nowhere(index: NodeIndex, greedy: Trial, restrict: BoolArray | None) -> bool:
+    """Whether some member `greedy` left out fits no node even alone, with what `greedy` took
+    given back (host ports aside): no search could place it."""
+    taken: dict[int, IntArray] = {}
+    for pod, row in greedy.assigned:
+        taken[row] = taken.get(row, 0) + index.vector(pod.requests)[0]
+    checked: list[PodObserved] = []
+    for pod in greedy.unplaced:
+        if any(_same_shape(pod, other) for other in checked):
+            continue
+        checked.append(pod)
+        vec, cols, missing = index.vector(pod.requests)
+        allowed = index.static_fit(pod).mask
+        if restrict is not None:
+            allowed = allowed & restrict
+        if missing:
+            return True
+        if (allowed & index.fits(vec, cols)).any():
+            continue
+        if not any(allowed[row] and all(index.free[col, row] + back[col] >= vec[col]
+                                        for col in cols) for row, back in sorted(taken.items())):
+            return True
+    return False
 
 
 def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolArray | None,
