@@ -85,7 +85,8 @@ def planner_config(parsed: dict[str, Any]) -> PlannerConfig:
     """The planner's pure configuration from parsed options (defaults where absent)."""
     defaults = PlannerConfig()
     names = ("default_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds",
-             "starvation_seconds", "scoring", "prefer_topology", "topology_key")
+             "starvation_seconds", "scoring", "prefer_topology", "topology_key",
+             "search_budget_steps")
     values = {name: parsed[name] for name in names if parsed.get(name) is not None}
     try:
         return PlannerConfig(**{**_fields(defaults), **values,

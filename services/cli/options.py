@@ -212,6 +212,9 @@ placement_options = stack(
             help="Prefer placing a gang under one value of --topology-key."),
     _option("--topology-key", default="topology.kubernetes.io/zone",
             help="Node label used for gang locality."),
+    _option("--search-budget-steps", type=click.IntRange(min=0), default=1000,
+            help="Most steps (a member tried on a node) of one whole-gang search, run when "
+                 "placing a mixed gang member by member fails; 0 turns the search off."),
 )
 """How the planner places (its `PlannerConfig`): also what `replay` and `simulate` take, since a
 replay must plan with the live run's settings."""
