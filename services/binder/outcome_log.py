@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+import nats
 from nats.js import JetStreamContext
 
 from services.binder import outcomes
@@ -52,3 +53,19 @@ class StreamOutcomeLog:
             if outcomes.is_outcome(event) and event.decision_id == decision_id:
                 found.append(event)
         return found
+
+    async def newest(self, group: str) -> Outcome | None:
+        """The last outcome published for `group` (one direct lookup), or None when there is
+        none or it cannot be read (the caller then proceeds as on a first delivery).
+
+        Source: only the binder's user may publish on outcome subjects (the chart's NATS
+        permissions; the planner binds outcomes to them).
+        """
+        try:
+            message = await self._js.get_last_msg(self._stream, outcomes.subject(self._prefix,
+                                                                                group))
+            event = codec.decode_event(message.data or b"")
+        except (nats.errors.Error, codec.PoisonedMessage, OSError, TimeoutError) as error:
+            log.debug("no last outcome for %s: %r", group, error)
+            return None
+        return event if outcomes.is_outcome(event) else None

@@ -38,7 +38,7 @@ from services.bus import streams
 from services.bus.consuming import PullConsumer
 from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import Settings
-from services.contracts import codec, subjects
+from services.contracts import codec, ids, subjects
 from services.contracts.decisions import Decision, Placement, Rejection, StatusUpdate
 from services.contracts.events import Outcome
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
@@ -117,6 +117,8 @@ class OutcomeLog(Protocol):
 
     async def of_decision(self, group: str, decision_id: str) -> Sequence[Outcome]: ...
 
+    async def newest(self, group: str) -> Outcome | None: ...
+
 
 async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
     """Run the binder until cancelled: connect to Kubernetes, open the consumer, handle decisions.
@@ -140,7 +142,7 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
             kube,
             event_interval_seconds=settings.binder.event_interval_seconds,
             concurrency=max(1, settings.binder.concurrency),
-            status_log=StreamStatusLog(js, settings.bus.prefix),
+            status_log=StreamStatusLog(js, settings.bus.prefix, settings.decision_key),
         )
         binder = Binder(
             kube,
@@ -361,6 +363,8 @@ class Binder:
         if any(outcomes.is_final(outcome) for outcome in prior):
             log.info("placement %s already settled; acknowledging", placement.id)
             return
+        if not prior and await self._is_stale(placement):
+            return
         started = time.monotonic()
         log.debug("placement %s of %s (attempt %d, %d members, delivery %s) due in %.1fs",
                   placement.id, placement.group, placement.attempt, len(placement.members),
@@ -378,6 +382,26 @@ class Binder:
         else:
             metrics.rollbacks.inc()
         await self._reporter.placed(placement, settled)
+
+    async def _is_stale(self, placement: Placement) -> bool:
+        """Whether the group's newest outcome shows `placement` settled already, or a later
+        decision of the group bound or rolled back since (the planner places a group again only
+        after its placement settled or expired): then a delivery of it is a copy published
+        again (replayed), never carried out a second time. One direct read of EVENTS."""
+        if self._outcome_log is None:
+            return False
+        newest = await self._outcome_log.newest(placement.group)
+        if newest is None:
+            return False
+        if newest.decision_id == placement.id:
+            stale = outcomes.is_final(newest)
+        else:
+            stale = ids.decision_order(newest.decision_id) > ids.decision_order(placement.id)
+        if stale:
+            log.warning("placement %s of %s ignored: the group's outcomes already went past it "
+                        "(newest: %s of %s); a copy of an old decision", placement.id,
+                        placement.group, type(newest).__name__, newest.decision_id)
+        return stale
 
     async def _known_at(self, plan_seq: int) -> ClusterView | None:
         """The bus view of pods and nodes, if it has applied the events up to `plan_seq` (so it

@@ -47,3 +47,12 @@ def is_singleton(key: GroupKey) -> bool:
 def decision_id(plan_seq: int, index: int) -> DecisionId:
     """The id of the `index`-th decision (0-based) of the round planned at `plan_seq`."""
     return DecisionId(f"{plan_seq}-{index}")
+
+
+def decision_order(decision_id: str) -> tuple[int, int]:
+    """`(plan_seq, index)` of a decision id, the order the planner made decisions in; `(-1, -1)`
+    for a string that is not a decision id."""
+    plan_seq, _, index = decision_id.partition("-")
+    if not (plan_seq.isdigit() and index.isdigit()):
+        return (-1, -1)
+    return (int(plan_seq), int(index))

@@ -33,6 +33,10 @@ class FakeOutcomeLog:
     async def of_decision(self, group: str, decision_id: str) -> list[Outcome]:
         return [o for o in self.published if o.group == group and o.decision_id == decision_id]
 
+    async def newest(self, group: str) -> Outcome | None:
+        of_group = [o for o in self.published if o.group == group]
+        return of_group[-1] if of_group else None
+
 
 def binder(kube: FakeKube, publisher: FakePublisher, log: FakeOutcomeLog | None = None) -> Binder:
     return Binder(kube, publisher, SETTINGS, outcome_log=log, clock=lambda: NOW_MS)
@@ -246,3 +250,34 @@ async def test_a_forged_report_writes_nothing() -> None:
 def test_a_binder_without_a_decision_key_refuses_to_start() -> None:
     with pytest.raises(MissingDecisionKey, match="--decision-key-file"):
         Binder(FakeKube(), FakePublisher(), Settings())
+
+
+async def test_a_copy_of_a_settled_placement_published_again_is_not_carried_out() -> None:
+    # a replay attack (or a stray republish) of a validly signed placement: another binder
+    # settled it, one member was recreated since; carrying it out again would roll back and
+    # delete the running member it bound
+    kube, publisher = FakeKube(), FakePublisher()
+    kube.add_node(make_node("n1"))
+    kube.add_pod(make_pod("a", node="n1", bound_by="9-0"))
+    log = FakeOutcomeLog(GroupBound(at_ms=1, decision_id="9-0", group="default/g"))
+    delivery = FakeDelivery(codec.encode(a_placement()))  # a first delivery of the copy
+    await binder(kube, publisher, log).process(delivery)
+    assert delivery.settled == ["ack"]
+    assert kube.deleted == [] and publisher.published == []
+    assert [call for call in kube.calls if call[0] in ("bind", "delete_pod")] == []
+
+
+async def test_a_placement_older_than_the_groups_newest_outcome_is_not_carried_out() -> None:
+    kube, publisher = cluster(), FakePublisher()
+    log = FakeOutcomeLog(GroupRolledBack(at_ms=1, decision_id="12-0", group="default/g",
+                                         reason="x", failed_pod=None, deleted_pods=()))
+    await binder(kube, publisher, log).process(FakeDelivery(codec.encode(a_placement())))
+    assert kube.node_of("a") is None and publisher.published == []
+
+
+async def test_a_placement_after_the_groups_earlier_outcomes_is_carried_out() -> None:
+    kube, publisher = cluster(), FakePublisher()
+    log = FakeOutcomeLog(GroupRolledBack(at_ms=1, decision_id="3-0", group="default/g",
+                                         reason="x", failed_pod=None, deleted_pods=()))
+    await binder(kube, publisher, log).process(FakeDelivery(codec.encode(a_placement())))
+    assert kube.node_of("a") == "n1"
