@@ -15,26 +15,37 @@ from nats.js import JetStreamContext
 from services.contracts import codec, subjects
 from services.contracts.decisions import StatusUpdate
 from services.contracts.ids import GroupKey, split_key
+from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 
 log = logging.getLogger(__name__)
 
 
 class StreamStatusLog:
-    """Reads the last StatusUpdate of a group from the DECISIONS stream (one direct lookup)."""
+    """Reads the last StatusUpdate of a group from the DECISIONS stream (one direct lookup);
+    only one the planner signed with `key`, and of that very group, counts."""
 
-    def __init__(self, js: JetStreamContext, prefix: str) -> None:
+    def __init__(self, js: JetStreamContext, prefix: str, key: DecisionKey) -> None:
         self._js = js
         self._prefix = prefix
+        self._key = key
         self._stream = subjects.stream_name(prefix, "DECISIONS")
 
     async def latest(self, group: str) -> StatusUpdate | None:
-        """The last StatusUpdate published for `group`; None if none or unreadable."""
+        """The last StatusUpdate published for `group`; None if none, unreadable, not signed
+        by the planner, or of another group whose name maps to the same subject token."""
         namespace, name = split_key(GroupKey(group))
         subject = subjects.decisions_subject(self._prefix, "StatusUpdate", namespace, name)
         try:
             message = await self._js.get_last_msg(self._stream, subject)
-            decision = codec.decode_decision(message.data or b"")
+            data = message.data or b""
+            forged = self._key.check(message.subject or subject, data,
+                                     (message.headers or {}).get(SIGNATURE_HEADER))
+            decision = None if forged else codec.decode_decision(data)
         except (nats.errors.Error, codec.PoisonedMessage, OSError, TimeoutError) as error:
             log.debug("no last status decision for %s: %r", group, error)
             return None
-        return decision if isinstance(decision, StatusUpdate) else None
+        if forged:
+            log.warning("last status decision on %s is not the planner's: %s", subject, forged)
+        if isinstance(decision, StatusUpdate) and decision.group == group:
+            return decision
+        return None
