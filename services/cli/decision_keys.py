@@ -7,12 +7,16 @@ and used by `services.contracts.signing`.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from services.config.settings import Settings
 from services.contracts.signing import DecisionKey, UnusableKey
+
+log = logging.getLogger(__name__)
 
 RUN_KEY_FILE = "decision.key"
 """`run`'s key, kept in its data directory so decisions still in the stream across a restart
@@ -48,6 +52,7 @@ def with_key(settings: Settings, services: tuple[str, ...]) -> Settings:
                 "both the same --decision-key-file (or GANGSCHED_DECISION_KEY_FILE), e.g. made "
                 "with `openssl rand -hex 32 > decision.key`")
         path = _run_key(settings.data_dir)
+    _check_mode(path)
     try:
         key = DecisionKey.from_text(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
@@ -56,6 +61,25 @@ def with_key(settings: Settings, services: tuple[str, ...]) -> Settings:
     except UnusableKey as error:
         raise BadKey(f"{path}: {error}") from None
     return dataclasses.replace(settings, decision_key=key, decision_key_file=path)
+
+
+def _check_mode(path: Path) -> None:
+    """Refuse a key file anyone may write (anyone could then sign decisions), and warn about
+    one anyone may read; group read is fine (a Kubernetes Secret volume with fsGroup).
+
+    Raises:
+        BadKey: world-writable.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # reading it fails next, with the reason
+    if mode & stat.S_IWOTH:
+        raise BadKey(f"the decision key file {path} is writable by every user: make it "
+                     f"readable only by gangsched (chmod 600 {path})")
+    if mode & stat.S_IROTH:
+        log.warning("the decision key file %s is readable by every user of this machine: "
+                    "anyone who reads it can sign decisions (chmod 600 %s)", path, path)
 
 
 def _run_key(data_dir: Path) -> Path:

@@ -60,3 +60,22 @@ def test_a_planner_or_binder_apart_without_a_key_is_a_usage_error(service: str) 
     assert result.exit_code == 2
     assert "--decision-key-file" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_world_writable_key_file_is_refused_and_a_world_readable_one_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = tmp_path / "k"
+    key.write_text("b" * 64)
+    key.chmod(0o666)
+    with pytest.raises(decision_keys.BadKey, match="writable by every user"):
+        decision_keys.with_key(Settings(decision_key_file=key), ("binder",))
+    key.chmod(0o644)
+    with caplog.at_level("WARNING"):
+        settings = decision_keys.with_key(Settings(decision_key_file=key), ("binder",))
+    assert settings.decision_key is not None
+    assert "readable by every user" in caplog.text
+    key.chmod(0o440)  # a Secret volume read through fsGroup: fine, silently
+    caplog.clear()
+    decision_keys.with_key(Settings(decision_key_file=key), ("binder",))
+    assert caplog.text == ""
