@@ -56,7 +56,8 @@ class StreamOutcomeLog:
 
     async def newest(self, group: str) -> Outcome | None:
         """The last outcome published for `group` (one direct lookup), or None when there is
-        none or it cannot be read (the caller then proceeds as on a first delivery).
+        none, it cannot be read, or it is another group's (names that share a subject token,
+        `a.b` and `a_b`): the caller then proceeds as on a first delivery.
 
         Source: only the binder's user may publish on outcome subjects (the chart's NATS
         permissions; the planner binds outcomes to them).
@@ -68,4 +69,5 @@ class StreamOutcomeLog:
         except (nats.errors.Error, codec.PoisonedMessage, OSError, TimeoutError) as error:
             log.debug("no last outcome for %s: %r", group, error)
             return None
-        return event if outcomes.is_outcome(event) else None
+        # another group whose name maps to the same subject token is not this group's news
+        return event if outcomes.is_outcome(event) and event.group == group else None
