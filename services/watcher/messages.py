@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from services.contracts import codec, subjects
-from services.contracts.events import ClockTicked, Event
+from services.contracts.events import ClockTicked, Event, PodObserved
 from services.kube.listwatch import Change
-from services.watcher import native, slim
+from services.watcher import kueue, native, slim
 
 PublishItem = tuple[str, bytes, str]
 """`(subject, data, msg_id)`, as `Publisher.publish_many` takes them."""
@@ -50,9 +50,35 @@ def change_message(
     Raises:
         KeyError: unknown kind (a bug).
     """
+    return _message(prefix, kind, change, _slim(kind, change, at_ms, is_native))
+
+
+def change_messages(
+    prefix: str, kind: str, change: Change, at_ms: int, *, is_native: bool = False
+) -> list[PublishItem]:
+    """`change_message`, preceded, for an observed member of a Kueue pod group, by that
+    group's synthetic PodGroupObserved, the pod put in the group (`services.watcher.kueue`).
+
+    Raises:
+        KeyError: unknown kind (a bug).
+    """
+    event = _slim(kind, change, at_ms, is_native)
+    group = (kueue.podgroup_event(change.obj, at_ms)
+             if kind == "pod" and change.type == "observed" else None)
+    if group is None or not isinstance(event, PodObserved):
+        return [_message(prefix, kind, change, event)]
+    subject = subjects.events_subject(prefix, "podgroup", group.namespace, group.name)
+    return [(subject, codec.encode(group), kueue.podgroup_message_id(group)),
+            _message(prefix, kind, change, kueue.pod_event(event, group))]
+
+
+def _slim(kind: str, change: Change, at_ms: int, is_native: bool) -> Event:
     slimmer = (_NATIVE_SLIMMERS.get((kind, change.type)) if is_native else None
                ) or _SLIMMERS[(kind, change.type)]
-    event = slimmer(change.obj, at_ms)
+    return slimmer(change.obj, at_ms)
+
+
+def _message(prefix: str, kind: str, change: Change, event: Event) -> PublishItem:
     meta = change.obj.get("metadata") or {}
     namespace = str(meta.get("namespace") or "") if kind != "node" else ""
     subject = subjects.events_subject(prefix, kind, namespace, str(meta.get("name") or ""))

@@ -145,23 +145,23 @@ class Watcher:
             if isinstance(observation, Synced):
                 await queue.put(_ListSynced(resource.list_path))
                 continue
-            item = self._message(resource, observation)
-            if item is not None:
+            for item in self._messages(resource, observation):
                 await queue.put(item)
 
-    def _message(self, resource: Resource, change: Change) -> PublishItem | None:
-        """The message for a change; None (logged) if slimming fails, which is a bug.
+    def _messages(self, resource: Resource, change: Change) -> list[PublishItem]:
+        """The messages for a change (a Kueue group member's: its group's too,
+        `messages.change_messages`); none (logged) if slimming fails, which is a bug.
 
         Pods are read natively (their `spec.schedulingGroup` too) when the native API is on."""
         is_native = (resource == NATIVE_PODGROUPS if resource.kind == "podgroup"
                      else self._reads_native)
         try:
-            return messages.change_message(self._prefix, resource.kind, change,
-                                           self._clock_ms(), is_native=is_native)
+            return messages.change_messages(self._prefix, resource.kind, change,
+                                            self._clock_ms(), is_native=is_native)
         except Exception:
             log.exception("cannot slim %s %s; skipped", resource.kind,
                           change.obj.get("metadata"))
-            return None
+            return []
 
     async def _publish(
         self, queue: asyncio.Queue[_Entry], ready: ReadyFlag, synced: asyncio.Event

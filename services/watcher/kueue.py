@@ -1,0 +1,77 @@
+"""Kueue's plain pod groups as gangs: a group label and a total count, no PodGroup object.
+
+Layer: watcher (pure, like `slim`, whose contract it keeps: never raises; a malformed count
+gets an `invalid_reason`). Kueue groups plain pods with the `kueue.x-k8s.io/pod-group-name`
+label and the `kueue.x-k8s.io/pod-group-total-count` annotation and admits the group whole
+by removing each member's `kueue.x-k8s.io/admission` scheduling gate (gated pods are not yet
+members for the planner). Such a pod joins the group of that name, and each observation of
+it also yields a PodGroupObserved of min_member = the total count, so Kueue's group needs
+no PodGroup of ours.
+
+Decisions recorded here: the Coscheduling label (and the native `spec.schedulingGroup`)
+wins on a pod that has it, and then nothing is synthesized; Kueue's group names share the
+`<ns>/<name>` key space with PodGroups, so a name must be used by one only. The synthetic
+PodGroup is never deleted (nothing says when the last member went): with no pods it holds
+nothing, and the next member observed replaces it. It has no minResources or timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from services.contracts.events import PodGroupObserved, PodObserved
+from services.watcher import native, slim
+
+GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
+API_VERSION = "kueue.x-k8s.io/pod-group"
+"""The `api_version` of a synthetic PodGroupObserved: no API serves it (the binder finds no
+PodGroup to write status to, and a restarted watcher's seed of PodGroups ignores it)."""
+
+
+def group_name(obj: Mapping[str, Any]) -> str | None:
+    """The pod's Kueue group label, or None when absent or empty."""
+    name = slim._dict(slim._meta(obj).get("labels")).get(GROUP_LABEL)
+    return name if isinstance(name, str) and name else None
+
+
+def pod_event(event: PodObserved, group: PodGroupObserved | None) -> PodObserved:
+    """`event` in the Kueue group `group` (`podgroup_event` of the same pod), if any."""
+    if group is None or event.group_name is not None:
+        return event
+    return msgspec.structs.replace(event, group_name=group.name)
+
+
+def podgroup_event(obj: Mapping[str, Any], at_ms: int) -> PodGroupObserved | None:
+    """The synthetic PodGroupObserved of a Kueue group member `obj`, or None for another pod.
+
+    Shapes: uid `kueue/<ns>/<name>`, resource_version the total count, created_at_ms the
+    pod's creation. Source: Kueue's pod integration requires the count to be a positive
+    integer in decimal text; anything else is `invalid_reason` (min_member 1).
+    """
+    meta = slim._meta(obj)
+    name = group_name(obj)
+    if name is None or slim._dict(meta.get("labels")).get(slim.GROUP_LABEL):
+        return None
+    spec = obj.get("spec")
+    if isinstance(spec, Mapping) and native.scheduling_group(spec) is not None:
+        return None  # in a native group (read or not): not Kueue's gang for us
+    given = slim._dict(meta.get("annotations")).get(TOTAL_COUNT_ANNOTATION)
+    count = int(given) if isinstance(given, str) and given.isdecimal() and len(given) < 10 else 0
+    invalid = None if count >= 1 else (
+        f"annotation {TOTAL_COUNT_ANNOTATION} must be an integer >= 1, got {slim._shown(given)}")
+    namespace = slim._namespace(meta)
+    return PodGroupObserved(
+        at_ms=at_ms, uid=f"kueue/{namespace}/{name}", namespace=namespace, name=name,
+        resource_version=str(count), created_at_ms=slim.time_ms(meta.get("creationTimestamp"),
+                                                                at_ms),
+        min_member=max(count, 1), invalid_reason=invalid, api_version=API_VERSION)
+
+
+def podgroup_message_id(group: PodGroupObserved) -> str:
+    """Message id of a synthetic PodGroupObserved: one per group and count (all members
+    observed within JetStream's duplicate window store it once)."""
+    return f"podgroup/{group.uid}/{group.resource_version}/observed"

@@ -1,0 +1,63 @@
+"""Kueue's plain pod groups read as gangs: its group label and total-count annotation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.contracts import codec
+from services.contracts.events import PodGroupObserved, PodObserved
+from services.kube.listwatch import Change
+from services.watcher import kueue, messages
+
+
+def kueue_pod(count: Any = "4", **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "w0", "namespace": "ml", "uid": "p1", "resourceVersion": "7",
+                         "labels": {kueue.GROUP_LABEL: "train", **labels},
+                         "annotations": {kueue.TOTAL_COUNT_ANNOTATION: count}},
+            "spec": {"schedulerName": "gangsched", "containers": [{"name": "main"}]}}
+
+
+def observed(obj: dict[str, Any]) -> list[Any]:
+    items = messages.change_messages("gs", "pod", Change("observed", obj), 1000)
+    return [codec.decode_event(data) for _, data, _ in items]
+
+
+def test_a_kueue_group_member_yields_its_group_of_the_total_count_and_joins_it() -> None:
+    group, pod = observed(kueue_pod("4"))
+    assert isinstance(group, PodGroupObserved) and isinstance(pod, PodObserved)
+    assert (group.namespace, group.name, group.min_member) == ("ml", "train", 4)
+    assert (group.invalid_reason, group.api_version) == (None, kueue.API_VERSION)
+    assert pod.group_name == "train"
+
+
+def test_a_total_count_that_is_not_a_positive_integer_is_invalid_and_named() -> None:
+    for bad in ("four", "0", "-1", 4):
+        group = kueue.podgroup_event(kueue_pod(bad), 1000)
+        assert group is not None and group.invalid_reason is not None
+        assert kueue.TOTAL_COUNT_ANNOTATION in group.invalid_reason
+
+
+def test_the_coscheduling_label_wins_and_nothing_is_synthesized() -> None:
+    (pod,) = observed(kueue_pod("4", **{"scheduling.x-k8s.io/pod-group": "pg"}))
+    assert isinstance(pod, PodObserved) and pod.group_name == "pg"
+
+
+def test_a_pod_without_the_kueue_label_is_one_message_as_before() -> None:
+    obj = kueue_pod("4")
+    del obj["metadata"]["labels"][kueue.GROUP_LABEL]
+    (pod,) = observed(obj)
+    assert isinstance(pod, PodObserved) and pod.group_name is None
+
+
+def test_a_deleted_member_is_only_the_pod_delete() -> None:
+    items = messages.change_messages("gs", "pod", Change("deleted", kueue_pod("4")), 1000)
+    assert [msg_id for _, _, msg_id in items] == ["pod/p1/7/deleted"]
+
+
+def test_every_member_of_one_count_shares_the_group_message_id() -> None:
+    first, second = kueue_pod("4"), kueue_pod("4")
+    second["metadata"].update(name="w1", uid="p2")
+    ids = {messages.change_messages("gs", "pod", Change("observed", obj), 1000)[0][2]
+           for obj in (first, second)}
+    assert ids == {"podgroup/kueue/ml/train/4/observed"}
