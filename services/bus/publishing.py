@@ -2,7 +2,9 @@
 
 Layer: bus. Retries transient failures forever (with capped backoff) so a NATS restart only
 delays publishing; JetStream drops the duplicates that retries create, within the stream's
-duplicate window. Never publishes without a message id.
+duplicate window. Never publishes without a message id, and never takes a duplicate ack on
+trust: the stored message is read back and, when it is not ours (another user published first
+under our id, `services.bus.collisions`), ours is published again under a fallback id.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 
+import nats
 import tenacity
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
 
-from services.bus import transience
+from services.bus import collisions, transience
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
+from services.runtime import metrics
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +30,10 @@ MAX_IN_FLIGHT = 256
 
 PublishItem = tuple[str, bytes, str]
 """`(subject, data, msg_id)` of one message of `Publisher.publish_many`."""
+
+
+class MsgIdCollision(Exception):
+    """Even the random fallback id was taken by another message (never expected)."""
 
 
 class Publisher:
@@ -59,12 +67,22 @@ class Publisher:
     ) -> int:
         """Publish one message and return its stream sequence once stored.
 
-        A duplicate (same `msg_id` within the duplicate window) returns the sequence of the
-        message first stored. Retries while NATS is unavailable, without limit.
+        A duplicate (same `msg_id` within the duplicate window) of this very message returns
+        the sequence of the one first stored; of another message, it is a collision, handled
+        as `_settle`. Retries while NATS is unavailable, without limit.
         Raises:
             nats.js.errors.APIError: a permanent refusal (e.g. message too large).
             nats.errors.ConnectionClosedError: the client was closed (shutdown).
+            MsgIdCollision: see the class.
         """
+        complete = self._headers(subject, data, msg_id, headers)
+        ack = await self._publish_retrying(subject, data, complete)
+        return await self._settle(subject, data, complete, ack)
+
+    async def _publish_retrying(self, subject: str, data: bytes,
+                                headers: dict[str, str]) -> PubAck:
+        """One publish with its complete headers, retried while NATS is unavailable."""
+        msg_id = headers[MSG_ID_HEADER]
         retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception(transience.is_transient),
             wait=tenacity.wait_exponential(
@@ -77,12 +95,40 @@ class Publisher:
         async for attempt in retrying:
             with attempt:
                 ack = await self._js.publish(
-                    subject,
-                    data,
-                    timeout=self._ack_timeout_seconds,
-                    headers=self._headers(subject, data, msg_id, headers),
-                )
+                    subject, data, timeout=self._ack_timeout_seconds, headers=headers)
+        return ack
+
+    async def _settle(self, subject: str, data: bytes, headers: dict[str, str],
+                      ack: PubAck) -> int:
+        """The sequence our message is stored at, publishing it again while its ack is a
+        duplicate of another message (a collision: logged as an error and counted)."""
+        msg_id = headers[MSG_ID_HEADER]
+        for fallback in collisions.fallback_ids(msg_id, subject, data):
+            if not ack.duplicate:
+                return int(ack.seq)
+            found = await self._verdict(subject, data, headers, ack)
+            if found is None:
+                return int(ack.seq)
+            metrics.msg_id_collisions.labels(found).inc()
+            log.error("publish %s: msg id %s is taken by stream %s seq %d (%s); publishing "
+                      "again as %s", subject, headers[MSG_ID_HEADER], ack.stream, ack.seq,
+                      found, fallback)
+            headers = with_msg_id(fallback, headers)
+            ack = await self._publish_retrying(subject, data, headers)
+        if ack.duplicate and await self._verdict(subject, data, headers, ack) is not None:
+            raise MsgIdCollision(f"publish {subject}: msg id {msg_id} and its fallbacks taken")
         return int(ack.seq)
+
+    async def _verdict(self, subject: str, data: bytes, headers: dict[str, str],
+                       ack: PubAck) -> str | None:
+        """`collisions.verdict` of the message stored at the ack's sequence."""
+        try:
+            stored = await self._js.get_msg(ack.stream, ack.seq)
+        except nats.errors.Error as error:
+            log.warning("cannot read back stream %s seq %d: %r", ack.stream, ack.seq, error)
+            return collisions.UNREADABLE
+        return collisions.verdict(stored.subject or "", stored.data or b"",
+                                  stored.headers or {}, subject, data, headers)
 
     async def publish_many(self, items: Sequence[PublishItem]) -> None:
         """Publish `items` pipelined, at most `max_in_flight` unacknowledged at a time.
@@ -90,20 +136,25 @@ class Publisher:
         Shapes: items are stored in the given order when no publish fails. When one fails, it
         and every item after it in its window are re-published one by one with retries (the
         ones already stored are dropped as duplicates), so nothing is lost; a lost message may
-        then be stored after later ones of its window.
+        then be stored after later ones of its window. A duplicate ack is settled as in
+        `publish`, so a collided message is also stored after later ones.
         Raises:
             as `publish`.
         """
         for start in range(0, len(items), self._max_in_flight):
             window = items[start : start + self._max_in_flight]
-            first_failed = await self._publish_window(window)
-            for subject, data, msg_id in window[first_failed:]:
+            acks = await self._publish_window(window)
+            for (subject, data, msg_id), ack in zip(window, acks, strict=False):
+                if ack.duplicate:
+                    await self._settle(subject, data, self._headers(subject, data, msg_id, None),
+                                       ack)
+            for subject, data, msg_id in window[len(acks):]:
                 await self.publish(subject, data, msg_id=msg_id)
 
-    async def _publish_window(self, window: Sequence[PublishItem]) -> int:
-        """Publish `window` asynchronously; return the index of the first unacknowledged item.
+    async def _publish_window(self, window: Sequence[PublishItem]) -> list[PubAck]:
+        """Publish `window` asynchronously; return the acks up to the first unacknowledged item.
 
-        Shapes: `len(window)` when all were stored.
+        Shapes: the acks in window order, `len(window)` of them when all were stored.
         """
         futures: list[asyncio.Future[PubAck]] = []
         try:
@@ -117,10 +168,12 @@ class Publisher:
         if futures:
             await asyncio.wait(futures, timeout=self._ack_timeout_seconds)
         _cancel(futures)
-        for index, future in enumerate(futures):
+        acks: list[PubAck] = []
+        for future in futures:
             if future.cancelled() or future.exception() is not None:
-                return index
-        return len(futures)
+                break
+            acks.append(future.result())
+        return acks
 
 
     def _headers(self, subject: str, data: bytes, msg_id: str,

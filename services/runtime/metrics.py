@@ -61,6 +61,22 @@ events_refused = Counter(
     ["consumer", "reason"],
     registry=REGISTRY,
 )
+consumer_repairs = Counter(
+    "gangsched_consumer_repairs_total",
+    "Durable consumers found tampered with and repaired, by consumer and reason: "
+    "config_drift (its configuration differed from the one its service set), sequence_gap "
+    "(the planner was delivered a sequence past one retention does not explain).",
+    ["consumer", "reason"],
+    registry=REGISTRY,
+)
+msg_id_collisions = Counter(
+    "gangsched_msg_id_collisions_total",
+    "Publishes whose Nats-Msg-Id another message already held, so JetStream acked them as "
+    "duplicates without storing them (published again under a fallback id), by check: "
+    "differs (the stored message is another one), unreadable (it could not be read back).",
+    ["check"],
+    registry=REGISTRY,
+)
 events_processed = Counter(
     "gangsched_events_processed_total",
     "Events applied by a consumer (redeliveries at or below the tracked sequence excluded).",

@@ -7,10 +7,12 @@ import asyncio
 import pytest
 from nats.js import JetStreamContext
 
+from services.bus import collisions
 from services.bus.embedded import EmbeddedNats
 from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
 from services.contracts import subjects
+from services.runtime import metrics
 
 pytestmark = pytest.mark.integration
 
@@ -62,3 +64,36 @@ async def test_publish_waits_out_a_nats_restart_instead_of_dropping(
     await nats_server.start()
     assert await asyncio.wait_for(pending, 30) == 2
     assert await stream_messages(js, bus_settings) == 2
+
+
+def collisions_counted(check: str) -> float:
+    return metrics.REGISTRY.get_sample_value(
+        "gangsched_msg_id_collisions_total", {"check": check}) or 0.0
+
+
+async def test_an_id_taken_by_another_message_does_not_make_ours_vanish(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    tick = subjects.events_subject(bus_settings.prefix, "clock", "", "tick")
+    outcome = subjects.events_subject(bus_settings.prefix, "outcome", "default", "train")
+    before = collisions_counted(collisions.DIFFERS)
+    forged = await Publisher(js).publish(outcome, b"forged", msg_id="clock/5")
+    real = await Publisher(js).publish(tick, b"tick 5", msg_id="clock/5")
+    again = await Publisher(js).publish(tick, b"tick 5", msg_id="clock/5")
+    stored = await js.get_msg(subjects.stream_name(bus_settings.prefix, "EVENTS"), real)
+    assert (forged, real, again) == (1, 2, 2)
+    assert (stored.subject, stored.data) == (tick, b"tick 5")
+    assert collisions_counted(collisions.DIFFERS) == before + 2
+
+
+async def test_publish_many_stores_the_items_whose_ids_were_taken(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    outcome = subjects.events_subject(bus_settings.prefix, "outcome", "default", "train")
+    for i in (3, 4):
+        await Publisher(js).publish(outcome, b"forged", msg_id=f"id-{i}")
+    items = [(subject(bus_settings, f"n{i}"), b"%d" % i, f"id-{i}") for i in range(6)]
+    await Publisher(js, max_in_flight=4).publish_many(items)
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    stored = [await js.get_msg(stream, seq) for seq in range(3, 9)]
+    assert sorted(message.data or b"" for message in stored) == [b"%d" % i for i in range(6)]
