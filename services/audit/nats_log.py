@@ -6,7 +6,12 @@ nothing acked). NATS records no planning round that decided nothing, so the plan
 decisions that were published. A round that decided nothing can still change the planner's
 bookkeeping (a quiet retry's time), so the database (`--source db`), which records every round,
 is the authoritative audit source; NATS is the one a subscriber without database access has.
-Events the planner refused (poisoned, or dead-lettered by the planner) are skipped as it did.
+Events the planner refused are skipped as it skipped them, without trusting anyone's word for
+it: the planner's intake checks (undecodable, another producer's subjects, ahead of the time
+NATS stored it) are re-run on every event, and a dead letter on the DEADLETTER stream, which
+other users may publish to, is honoured only for what replay cannot re-run (the core raised on
+the event, `planner.isolation`), only when it carries the planner's signature checked with the
+decision key, and only when its bytes are the event's. Without a key, no dead letter is honoured.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from services.audit import log
 from services.audit.log import LoggedEvent, PlanPoint, RecordedDecision, RoundInput
 from services.bus import reading
 from services.contracts import codec, subjects
-from services.planner import publication
+from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
+from services.planner import intake, publication
 
 PLANNER_CONSUMER = "planner"
 """The planner's consumer name, as its dead letters carry it (`services.planner.service`)."""
@@ -35,12 +41,17 @@ class IncompleteLog(Exception):
 class NatsLog:
     """Rounds read from the streams of one subject prefix (module docstring)."""
 
-    def __init__(self, js: JetStreamContext, prefix: str) -> None:
+    def __init__(self, js: JetStreamContext, prefix: str, *, max_lead_ms: int = 60_000,
+                 key: DecisionKey | None = None) -> None:
+        """`max_lead_ms` is the planner's `--max-event-lead-seconds` (in ms); `key` the
+        decision key that proves a dead letter the planner's (module docstring)."""
         self.js = js
         self.prefix = prefix
+        self.checks = intake.Checks(prefix, max_lead_ms)
+        self.key = key
         self.end_seq = 0
         self.recorded: list[RecordedDecision] = []
-        self.refused: set[int] = set()
+        self.refused: dict[int, bytes] = {}
 
     async def load(self) -> None:
         """Read the published decisions and the planner's dead letters; fix the end of EVENTS.
@@ -75,12 +86,14 @@ class NatsLog:
         stream = self._stream("EVENTS")
         async for message in reading.read(self.js, stream, subjects.events_wildcard(self.prefix),
                                           end_seq=self.end_seq):
-            if message.seq in self.refused:
-                continue
+            if self.refused.get(message.seq) == message.data:
+                continue  # the core raised on it, says the planner's signed dead letter
             try:
                 event = codec.decode_event(message.data)
             except codec.PoisonedMessage:
                 continue  # the planner dead-lettered it too
+            if intake.refusal_of(event, message, self.checks) is not None:
+                continue  # so did the planner, by the same pure check
             page.append(LoggedEvent(message.seq, message.subject, event))
             if len(page) >= PAGE_EVENTS:
                 yield page
@@ -100,22 +113,36 @@ class NatsLog:
                 decision.id, decision.plan_seq, position, message.subject, message.data))
         return sorted(found.values(), key=lambda d: (d.plan_seq, d.position))
 
-    async def _refused(self) -> set[int]:
-        """EVENTS sequences the planner dead-lettered (poisoned, or the core raised on them)."""
-        refused: set[int] = set()
+    async def _refused(self) -> dict[int, bytes]:
+        """EVENTS sequence → payload of each dead letter proven the planner's by its signature
+        (none without a key). The sequence header is not signed, hence the payload: it is
+        honoured only for the event with these very bytes."""
+        refused: dict[int, bytes] = {}
+        if self.key is None:
+            return refused
         try:
             async for message in reading.read(self.js, self._stream("DEADLETTER"),
                                               subjects.dead_letter_subject(self.prefix)):
-                headers = message.headers
-                if headers.get(publication.CONSUMER_HEADER) == PLANNER_CONSUMER and \
-                        headers.get(publication.SEQ_HEADER, "").isdigit():
-                    refused.add(int(headers[publication.SEQ_HEADER]))
+                seq = is_planners(message.subject, message.data, message.headers, self.key)
+                if seq is not None:
+                    refused[seq] = message.data
         except nats.js.errors.NotFoundError:
             return refused
         return refused
 
     def _stream(self, suffix: str) -> str:
         return subjects.stream_name(self.prefix, suffix)
+
+
+def is_planners(subject: str, data: bytes, headers: dict[str, str],
+                key: DecisionKey) -> int | None:
+    """The EVENTS sequence a dead letter refuses, if the planner signed it; else None."""
+    seq = headers.get(publication.SEQ_HEADER, "")
+    if headers.get(publication.CONSUMER_HEADER) != PLANNER_CONSUMER or not seq.isdigit():
+        return None
+    if key.check(subject, data, headers.get(SIGNATURE_HEADER)) is not None:
+        return None
+    return int(seq)
 
 
 async def _once(items: list[RecordedDecision]) -> AsyncIterator[list[RecordedDecision]]:

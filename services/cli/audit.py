@@ -25,6 +25,7 @@ from services.planner.core.config import PlannerConfig
 if TYPE_CHECKING:
     from services.cli.replaying import ReplayOutcome, ReplayRequest
     from services.config.settings import BusSettings
+    from services.contracts.signing import DecisionKey
 
 F = TypeVar("F", bound=Callable[..., Any])
 ConfigFrom = Callable[[dict[str, Any]], PlannerConfig]
@@ -100,6 +101,10 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
                   help="Print the timeline. Default: yes, unless --verify is given.")
     @click.option("--ticks", "show_ticks", is_flag=True,
                   help="Also show the clock ticks (one a second) in the timeline.")
+    @_option("--max-event-lead-seconds", type=float, default=60.0, show_default=True,
+             help="With --source nats: the planner's bound, to re-run its check that refuses "
+                  "a watcher event this many seconds ahead of the time NATS stored it.")
+    @options.decision_key_options
     @scheduler_option
     @options.placement_options
     def replay(**parsed: Any) -> None:
@@ -145,7 +150,22 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
         bus=_bus(parsed), config=config, window=Window(parsed["from_seq"] or 1, since_ms),
         until=Until(until_seq, until_ms), focus=focus, output=parsed["output"], verify=verify,
         show_timeline=(not verify) if shown is None else bool(shown),
-        show_ticks=bool(parsed["show_ticks"]))
+        show_ticks=bool(parsed["show_ticks"]),
+        max_event_lead_seconds=parsed["max_event_lead_seconds"],
+        decision_key=_decision_key(parsed["decision_key_file"]))
+
+
+def _decision_key(path: Path | None) -> DecisionKey | None:
+    """The key of `--decision-key-file` (None when not given), checked as the binder's is."""
+    from services.cli import decision_keys
+    from services.config.settings import Settings
+
+    if path is None:
+        return None
+    try:
+        return decision_keys.with_key(Settings(decision_key_file=path), ("binder",)).decision_key
+    except decision_keys.BadKey as error:
+        raise click.BadParameter(str(error), param_hint="--decision-key-file") from None
 
 
 def _report(outcome: ReplayOutcome, request: ReplayRequest, until: str | None) -> None:

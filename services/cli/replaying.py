@@ -24,6 +24,7 @@ from services.audit.timeline import Focus, Timeline, Window
 from services.audit.verify import Verifier
 from services.cli import audit_view
 from services.config.settings import BusSettings
+from services.contracts.signing import DecisionKey
 from services.planner.core.config import PlannerConfig
 from services.store import audit, schema
 
@@ -51,6 +52,8 @@ class ReplayRequest:
     verify: bool
     show_timeline: bool
     show_ticks: bool = False
+    max_event_lead_seconds: float = 60.0
+    decision_key: DecisionKey | None = None
 
 
 @dataclass
@@ -113,7 +116,9 @@ async def open_log(request: ReplayRequest) -> AsyncIterator[RecordedLog]:
         client = await connection.connect(request.bus, name="gangsched-replay",
                                           first_connect_timeout_seconds=10)
         try:
-            source = NatsLog(client.jetstream(), request.bus.prefix)
+            source = NatsLog(client.jetstream(), request.bus.prefix,
+                             max_lead_ms=round(request.max_event_lead_seconds * 1000),
+                             key=request.decision_key)
             await source.load()
             yield source
         finally:

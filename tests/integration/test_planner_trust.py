@@ -6,6 +6,7 @@ reproduces every decision from the database and from NATS.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from services.config.settings import BusSettings
 from services.contracts import codec, subjects
 from services.contracts.decisions import Placement, Rejection
 from services.contracts.events import ClockTicked, Event, GroupBound, PodObserved
-from services.planner import intake
+from services.contracts.signing import DecisionKey
+from services.planner import intake, publication
 from services.planner.service import DURABLE
 from services.runtime import metrics
 from services.store import tables
@@ -105,3 +107,33 @@ async def test_forged_events_and_a_future_tick_are_dead_lettered_and_planning_go
     from_nats = await gangsched("replay", "--source", "nats", "--verify", "--nats",
                                 str(bus_settings.url), "--prefix", prefix)
     assert from_nats.exit_code == 0, from_nats.output
+
+
+async def test_a_forged_planner_dead_letter_does_not_make_nats_replay_skip_the_event(
+        js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
+        tmp_path: Path) -> None:
+    prefix = bus_settings.prefix
+    key_file = tmp_path / "decision.key"
+    key_file.write_text("k" * 64)
+    key_file.chmod(0o600)
+    settings = dataclasses.replace(planner_settings(bus_settings, tmp_path),
+                                   decision_key=DecisionKey.from_text("k" * 64))
+    feeder = Feeder(js, prefix, engine)
+    now_ms = int(time.time() * 1000)
+    async with running_planner(settings, js, engine):
+        await feeder.publish([make_node("n1").capacity(cpu_milli=8000).build(now_ms),
+                              make_podgroup("train", 2).created(now_ms).build(now_ms),
+                              *[make_pod(f"train-{i}").requests(cpu_milli=1000).in_group("train")
+                                .created(now_ms).build(now_ms) for i in range(2)]])
+        assert placements(await feeder.decisions(), "default/train")
+    # the binder's user may publish dead letters: it claims the planner refused the PodGroup
+    podgroup_seq = 2
+    await Publisher(js).publish(
+        subjects.dead_letter_subject(prefix), b"forged", msg_id="deadletter/planner/2",
+        headers={publication.CONSUMER_HEADER: DURABLE, publication.SEQ_HEADER: str(podgroup_seq),
+                 publication.REASON_HEADER: "planner core raised: forged"})
+    for extra in ([], ["--decision-key-file", str(key_file)]):
+        from_nats = await gangsched("replay", "--source", "nats", "--verify", "--nats",
+                                    str(bus_settings.url), "--prefix", prefix, *extra)
+        assert from_nats.exit_code == 0, from_nats.output
+        assert "verified" in from_nats.output
