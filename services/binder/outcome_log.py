@@ -20,6 +20,8 @@ from services.contracts.events import Outcome
 
 log = logging.getLogger(__name__)
 
+OWNER = "binder-outcomes"
+"""The name prefix of its readers (the binder's NATS user creates them)."""
 MSG_ID_HEADER = "Nats-Msg-Id"
 
 
@@ -41,7 +43,7 @@ class StreamOutcomeLog:
         subject = outcomes.subject(self._prefix, group)
         mine = f"outcome/{decision_id}/"
         found: list[Outcome] = []
-        async for stored in reading.read(self._js, self._stream, subject):
+        async for stored in reading.read(self._js, self._stream, subject, owner=OWNER):
             msg_id = stored.headers.get(MSG_ID_HEADER)
             if msg_id is not None and not msg_id.startswith(mine):
                 continue

@@ -1,8 +1,9 @@
 """Feeds the binder's `ClusterView` from the EVENTS stream and says when it has caught up.
 
-Layer: binder shell. An ephemeral ordered consumer on the whole EVENTS stream, starting with the
-last message of every subject (the newest state of every object, without replaying history) and
-then following new messages; nothing is acknowledged, so no one else is disturbed. Pod and node
+Layer: binder shell. An ephemeral ordered reader (`reading.OrderedReader`, named
+`binder-view-<random>`) on the whole EVENTS stream, starting with the last message of every
+subject (the newest state of every object, without replaying history) and then following new
+messages on a task of its own; nothing is acknowledged, so no one else is disturbed. Pod and node
 events are decoded and applied; every other message only advances the applied sequence. A
 message that does not decode is skipped (the planner dead-letters it).
 """
@@ -13,18 +14,20 @@ import asyncio
 import contextlib
 import logging
 
-import nats
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from services.binder.view import ClusterView
+from services.bus import reading, transience
 from services.contracts import codec, subjects
 
 log = logging.getLogger(__name__)
 
 VIEW_KINDS = frozenset({"pod", "node"})
 INACTIVE_THRESHOLD_SECONDS = 30.0
+OWNER = "binder-view"
+FETCH_BATCH = 512
+WAIT_SECONDS = 1.0
 
 
 class ViewFeed:
@@ -35,31 +38,45 @@ class ViewFeed:
         self._js = js
         self._prefix = prefix
         self._advanced = asyncio.Condition()
-        self._subscription: JetStreamContext.PushSubscription | None = None
+        self._reader: reading.OrderedReader | None = None
+        self._following: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Subscribe (messages are applied as they arrive, on the NATS client's task).
+        """Create the reader and follow EVENTS (messages are applied on a task of its own;
+        a pull reader never drops a message as a slow consumer would).
 
         Raises:
             nats.js.errors.NotFoundError: no EVENTS stream. nats.errors.Error: NATS failed.
         """
-        config = ConsumerConfig(deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
-                                inactive_threshold=INACTIVE_THRESHOLD_SECONDS)
-        self._subscription = await self._js.subscribe(
-            subjects.events_wildcard(self._prefix),
-            stream=subjects.stream_name(self._prefix, "EVENTS"),
-            ordered_consumer=True, config=config, cb=self._on_message,
-            # never drop a message as a slow consumer (it would leave the view silently stale
-            # while its sequence moves on); the ordered consumer's flow control bounds memory
-            pending_msgs_limit=0, pending_bytes_limit=0,
-        )
+        self._reader = await reading.OrderedReader.open(
+            self._js, subjects.stream_name(self._prefix, "EVENTS"),
+            subjects.events_wildcard(self._prefix), owner=OWNER,
+            inactive_threshold_seconds=INACTIVE_THRESHOLD_SECONDS)
+        self._following = asyncio.create_task(self._follow(self._reader),
+                                              name="binder-view-feed")
 
     async def stop(self) -> None:
-        """Unsubscribe (the server then forgets the ephemeral consumer)."""
-        if self._subscription is not None:
-            with contextlib.suppress(nats.errors.Error):
-                await self._subscription.unsubscribe()
-            self._subscription = None
+        """Stop following and delete the reader's consumer."""
+        if self._following is not None:
+            self._following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._following
+            self._following = None
+        if self._reader is not None:
+            await self._reader.close()
+            self._reader = None
+
+    async def _follow(self, reader: reading.OrderedReader) -> None:
+        """Apply what the reader delivers until cancelled; wait out NATS outages."""
+        while True:
+            try:
+                messages = await reader.fetch(FETCH_BATCH, WAIT_SECONDS)
+            except transience.FETCH_ERRORS as error:
+                log.warning("view feed: fetch failed, retrying: %r", error)
+                await asyncio.sleep(WAIT_SECONDS)
+                continue
+            for message in messages:
+                await self._on_message(message)
 
     async def caught_up(self, seq: int, timeout_seconds: float) -> bool:
         """Whether the view has applied EVENTS up to `seq`, waiting at most `timeout_seconds`."""

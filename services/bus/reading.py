@@ -1,26 +1,37 @@
-"""Read a stream without disturbing anyone: an ephemeral ordered consumer, nothing ever acked.
+"""Read a stream without disturbing anyone: a named ephemeral pull consumer, nothing acked.
 
-Layer: bus. For audits and subscribers (`gangsched replay --source nats`, `gangsched
-decisions`): the consumer is ephemeral (no durable name; the server forgets it shortly after
-the reader goes), ordered (ack policy none, flow control, recreated from the last sequence seen
-on a gap), and in memory. Never acks, naks or terms a message, and never touches the durable
+Layer: bus. For audits, subscribers and the services' own views (`gangsched replay --source
+nats`, `gangsched decisions`, the binder's view and outcome lookups, the watcher's recovery):
+the consumer is ephemeral (the server forgets it `inactive_threshold` after the reader goes),
+in memory, with ack policy none, and ordered by hand (a gap in its delivery sequence recreates
+it from the last stream sequence seen, as nats-py's ordered consumer does). It is created by
+name, `<owner>-<random>`, through `$JS.API.CONSUMER.CREATE.<stream>.<name>[.<filter>]`: the
+chart's NATS users may not use the nameless create, whose body could name (and so rewrite)
+another service's durable. Never acks, naks or terms a message, and never touches the durable
 consumers of the planner and the binder.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import nats
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+log = logging.getLogger(__name__)
 
 WAIT_SECONDS = 1.0
 INACTIVE_THRESHOLD_SECONDS = 10.0
 """The server deletes the ephemeral consumer this long after the reader stops pulling."""
+FETCH_BATCH = 256
+READER = "reader"
+"""The owner prefix of the readers of audits and subscribers."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,108 @@ class StoredMessage:
     stored_at_ms: int
 
 
+def consumer_name(owner: str) -> str:
+    """A fresh ephemeral consumer name, `<owner>-<16 hex digits>` (no user may list consumers,
+    so another cannot find it)."""
+    return f"{owner}-{secrets.token_hex(8)}"
+
+
+class OrderedReader:
+    """A named ephemeral pull consumer delivering in stream order, recreated on a gap."""
+
+    def __init__(self, js: JetStreamContext, stream: str, filter_subject: str, owner: str,
+                 inactive_threshold_seconds: float) -> None:
+        self._js, self._stream, self._owner = js, stream, owner
+        self._filter = filter_subject
+        self._inactive_seconds = inactive_threshold_seconds
+        self._subscription: JetStreamContext.PullSubscription | None = None
+        self._name = ""
+        self._delivered = 0  # the consumer's delivery sequence of the last message
+        self._start_seq: int | None = None
+        self.last_seq = 0
+
+    @classmethod
+    async def open(cls, js: JetStreamContext, stream: str, filter_subject: str, *, owner: str,
+                   start_seq: int | None = None,
+                   inactive_threshold_seconds: float = INACTIVE_THRESHOLD_SECONDS,
+                   ) -> OrderedReader:
+        """Create the consumer: from `start_seq`, or (None) the last message of every subject.
+
+        Raises:
+            nats.js.errors.NotFoundError: no such stream. nats.errors.Error: NATS failed.
+        """
+        reader = cls(js, stream, filter_subject, owner, inactive_threshold_seconds)
+        reader._start_seq = start_seq
+        await reader._create(start_seq)
+        return reader
+
+    @property
+    def name(self) -> str:
+        """The consumer's current name."""
+        return self._name
+
+    async def fetch(self, batch: int, timeout_seconds: float) -> list[Msg]:
+        """Up to `batch` messages in stream order; `[]` on timeout. After a gap in delivery
+        (a message lost in transit) or a vanished consumer, recreates the consumer from the
+        last stream sequence returned + 1 and returns what came before the gap.
+        Raises:
+            nats.errors.Error: NATS failed (a later fetch tries again).
+        """
+        if self._subscription is None:  # a recreation failed
+            await self._create(self._resume_seq())
+            assert self._subscription is not None
+        try:
+            messages = await self._subscription.fetch(batch, timeout=timeout_seconds)
+        except (TimeoutError, nats.errors.TimeoutError):
+            return []
+        except nats.js.errors.APIError as error:
+            log.debug("reader %s failed (%r); recreating it", self._name, error)
+            await self._create(self._resume_seq())
+            return []
+        ordered: list[Msg] = []
+        for message in messages:
+            metadata = message.metadata
+            if int(metadata.sequence.consumer) != self._delivered + 1:
+                await self._create(self._resume_seq())
+                break
+            self._delivered = int(metadata.sequence.consumer)
+            self.last_seq = int(metadata.sequence.stream)
+            ordered.append(message)
+        return ordered
+
+    def _resume_seq(self) -> int | None:
+        return self.last_seq + 1 if self.last_seq else self._start_seq
+
+    async def num_pending(self) -> int:
+        """How many messages of the filter are still to be delivered."""
+        assert self._subscription is not None
+        return int((await self._subscription.consumer_info()).num_pending or 0)
+
+    async def close(self) -> None:
+        """Unsubscribe and delete the consumer now (it would expire anyway)."""
+        if self._subscription is None:
+            return
+        with contextlib.suppress(nats.errors.Error, OSError, TimeoutError):
+            await self._subscription.unsubscribe()
+            await self._js.delete_consumer(self._stream, self._name)
+        self._subscription = None
+
+    async def _create(self, start_seq: int | None) -> None:
+        await self.close()
+        self._name = consumer_name(self._owner)
+        config = ConsumerConfig(
+            name=self._name, filter_subject=self._filter, ack_policy=AckPolicy.NONE,
+            deliver_policy=(DeliverPolicy.LAST_PER_SUBJECT if start_seq is None
+                            else DeliverPolicy.BY_START_SEQUENCE),
+            opt_start_seq=None if start_seq is None else max(start_seq, 1),
+            inactive_threshold=self._inactive_seconds, mem_storage=True, num_replicas=1,
+        )
+        await self._js.add_consumer(self._stream, config=config)
+        self._subscription = await self._js.pull_subscribe_bind(
+            durable=self._name, stream=self._stream)
+        self._delivered = 0
+
+
 async def read(
     js: JetStreamContext,
     stream: str,
@@ -42,11 +155,13 @@ async def read(
     start_seq: int = 1,
     follow: bool = False,
     end_seq: int | None = None,
+    owner: str = READER,
 ) -> AsyncIterator[StoredMessage]:
     """Yield the stream's messages matching `filter_subject` from `start_seq` on, in order.
 
     Without `follow`, stops at the end of the stream as it was when reading began (or at
     `end_seq`, if earlier); with it, keeps waiting for new messages until the caller stops.
+    `owner` prefixes the consumer's name (the NATS user's, e.g. `binder`).
     Raises:
         nats.js.errors.NotFoundError: no such stream.
         nats.errors.Error: NATS failed (connection closed, timeouts on the API).
@@ -55,13 +170,10 @@ async def read(
     last = info.state.last_seq if end_seq is None else min(end_seq, info.state.last_seq)
     if not follow and (info.state.messages == 0 or last < max(start_seq, info.state.first_seq)):
         return
-    config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-                            opt_start_seq=max(start_seq, 1),
-                            inactive_threshold=INACTIVE_THRESHOLD_SECONDS)
-    subscription = await js.subscribe(filter_subject, stream=stream, ordered_consumer=True,
-                                      config=config)
+    reader = await OrderedReader.open(js, stream, filter_subject, owner=owner,
+                                      start_seq=max(start_seq, 1))
     try:
-        async for message in _messages(subscription, follow):
+        async for message in _messages(reader, follow):
             stored = _stored(message)
             if not follow and stored.seq > last:
                 return
@@ -69,19 +181,17 @@ async def read(
             if not follow and (stored.seq >= last or message.metadata.num_pending == 0):
                 return
     finally:
-        with contextlib.suppress(nats.errors.Error):
-            await subscription.unsubscribe()
+        await reader.close()
 
 
-async def _messages(subscription: JetStreamContext.PushSubscription,
-                    follow: bool) -> AsyncIterator[Msg]:
+async def _messages(reader: OrderedReader, follow: bool) -> AsyncIterator[Msg]:
     """Messages as they arrive; without `follow`, ends once nothing is pending any more."""
     while True:
-        try:
-            yield await subscription.next_msg(timeout=WAIT_SECONDS)
-        except nats.errors.TimeoutError:
-            if not follow and (await subscription.consumer_info()).num_pending == 0:
-                return
+        messages = await reader.fetch(FETCH_BATCH, WAIT_SECONDS)
+        for message in messages:
+            yield message
+        if not messages and not follow and await reader.num_pending() == 0:
+            return
 
 
 def _stored(message: Msg) -> StoredMessage:

@@ -1,7 +1,8 @@
 """What the log already says exists: the seed that lets a restarted watcher miss no delete.
 
 Layer: watcher shell. Reads the last event of every node, pod and PodGroup subject from the
-EVENTS stream (a short-lived ephemeral consumer, deliver policy last-per-subject). An object
+EVENTS stream (a short-lived ephemeral reader named `watcher-recovery-<random>`, deliver policy
+last-per-subject). An object
 whose last event is an observation is known to the log; if the first list after a restart does
 not contain it, it vanished while no watcher ran, and a synthetic delete is published.
 Never writes to the stream.
@@ -12,10 +13,9 @@ from __future__ import annotations
 import logging
 import time
 
-import nats
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from services.bus import reading
 from services.contracts import codec, subjects
 from services.contracts.events import (
     NodeDeleted,
@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 FETCH_BATCH = 1000
 FETCH_TIMEOUT_SECONDS = 5.0
 INACTIVE_SECONDS = 60.0
+OWNER = "watcher-recovery"
 
 
 def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False,
@@ -70,35 +71,31 @@ async def last_known(js: JetStreamContext, prefix: str, kind: str,
         nats errors when the stream cannot be read (the caller's supervisor retries).
     """
     stream = subjects.stream_name(prefix, "EVENTS")
-    config = ConsumerConfig(
-        deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
-        ack_policy=AckPolicy.NONE,
-        inactive_threshold=INACTIVE_SECONDS,
-    )
-    subscription = await js.pull_subscribe(
-        f"{prefix}.events.{kind}.>", stream=stream, config=config
-    )
+    reader = await reading.OrderedReader.open(
+        js, stream, f"{prefix}.events.{kind}.>", owner=OWNER,
+        inactive_threshold_seconds=INACTIVE_SECONDS)
     try:
-        info = await subscription.consumer_info()
         stale_before = (time.time() - stale_after_seconds
                         if stale_after_seconds is not None else None)
-        known = await _drain(subscription, int(info.num_pending or 0), stale_before,
-                             api_version)
+        known = await _drain(reader, await reader.num_pending(), stale_before, api_version)
     finally:
-        await _delete(js, stream, subscription)
+        await reader.close()
     log.info("log knows %d %s objects", len(known), kind)
     return known
 
 
 async def _drain(
-    subscription: JetStreamContext.PullSubscription, pending: int, stale_before: float | None,
+    reader: reading.OrderedReader, pending: int, stale_before: float | None,
     api_version: str | None = None,
 ) -> dict[str, Known]:
     """Fetch until nothing is pending; fold the payloads into uid → Known (stale ones with an
     empty resourceVersion; `stale_before` in UTC epoch seconds; `api_version` as `fold`)."""
     known: dict[str, Known] = {}
     while pending > 0:
-        for message in await subscription.fetch(FETCH_BATCH, timeout=FETCH_TIMEOUT_SECONDS):
+        messages = await reader.fetch(FETCH_BATCH, FETCH_TIMEOUT_SECONDS)
+        if not messages:
+            pending = await reader.num_pending()
+        for message in messages:
             stamp = message.metadata.timestamp
             is_stale = (stale_before is not None and stamp is not None
                         and stamp.timestamp() < stale_before)
@@ -106,14 +103,3 @@ async def _drain(
             pending = int(message.metadata.num_pending)
     return known
 
-
-async def _delete(
-    js: JetStreamContext, stream: str, subscription: JetStreamContext.PullSubscription
-) -> None:
-    """Remove the ephemeral consumer now (it would expire after INACTIVE_SECONDS anyway)."""
-    try:
-        info = await subscription.consumer_info()
-        await subscription.unsubscribe()
-        await js.delete_consumer(stream, info.name)
-    except (nats.errors.Error, OSError, TimeoutError) as error:
-        log.debug("ephemeral consumer cleanup: %r", error)

@@ -1,6 +1,7 @@
 """The chart's NATS users on a real nats-server with the rendered nats.conf (issue 19): every
 service creates and checks the streams at start, none may update, delete or purge them, and a
-damaged stream stops every service with one line until a user allowed to update repairs it.
+damaged stream stops every service with one line until a user allowed to update repairs it;
+no user may rewrite another's durable through the nameless consumer create.
 
 Renders the chart with the testbed's helm (`tests/cluster/testbed build`, as `make test` does).
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,11 +19,16 @@ import nats
 import pytest
 from nats.aio.client import Client
 from nats.js import JetStreamContext
+from nats.js.api import AckPolicy
 
-from services.bus import streams
+from services.binder.service import open_consumers
+from services.binder.view_feed import ViewFeed
+from services.bus import reading, streams
+from services.bus.consuming import PullConsumer, differences
 from services.bus.errors import BusMisconfigured
 from services.config.settings import BusSettings
 from services.contracts import subjects
+from services.watcher import recovery
 from tests.support.chart_nats import ChartNats
 from tests.unit.deploy import chart
 
@@ -144,3 +151,63 @@ async def test_a_stream_damaged_by_a_user_allowed_to_update_stops_every_service_
             assert (await planner.js.stream_info(decisions)).config.max_msgs == -1
             assert planner.violations() == []
 
+
+
+async def _create_nameless(user: User, stream: str, name: str, filter_subject: str) -> object:
+    """The 5-token create, the consumer's name only in the body (no `durable_name`)."""
+    assert user.nc is not None
+    body = {"stream_name": stream, "config": {"name": name, "filter_subject": filter_subject,
+                                              "ack_policy": "explicit", "ack_wait": 30 * 10**9}}
+    try:
+        return await user.nc.request(f"$JS.API.CONSUMER.CREATE.{stream}",
+                                     json.dumps(body).encode(), timeout=1)
+    except nats.errors.TimeoutError as refused:
+        return refused
+
+
+async def test_no_user_may_rewrite_another_services_durable_through_the_nameless_create(
+        chart_nats: ChartNats) -> None:
+    events = subjects.stream_name(PREFIX, "EVENTS")
+    decisions = subjects.stream_name(PREFIX, "DECISIONS")
+    async with User(chart_nats, "planner") as planner, User(chart_nats, "binder") as binder:
+        await streams.ensure_streams(planner.js, bus(chart_nats, "planner"))
+        await PullConsumer.open(planner.js, stream=events, durable="planner",
+                                filter_subject=subjects.events_wildcard(PREFIX),
+                                start_seq=1, ack_policy=AckPolicy.ALL)
+        await open_consumers(binder.js, PREFIX)
+        before = {name: (await binder.js.consumer_info(decisions, name)).config
+                  for name in ("binder", "binder-reports")}
+        attacks = [(name, events, "planner") for name in ("watcher", "binder")]
+        attacks += [("subscriber", decisions, name) for name in ("binder", "binder-reports")]
+        for attacker, stream, victim in attacks:
+            async with User(chart_nats, attacker) as user:
+                answer = await _create_nameless(user, stream, victim,
+                                                f"{PREFIX}.decisions.Nothing.>")
+                assert isinstance(answer, nats.errors.TimeoutError), (attacker, answer)
+                assert user.violations(), attacker
+        planner_config = (await planner.js.consumer_info(events, "planner")).config
+        assert planner_config.filter_subject == subjects.events_wildcard(PREFIX)
+        for name, config in before.items():
+            after = (await binder.js.consumer_info(decisions, name)).config
+            assert differences(config, after) == [], name
+        assert planner.violations() == [] and binder.violations() == []
+
+
+async def test_every_reader_the_services_create_is_allowed_by_name(chart_nats: ChartNats
+                                                                   ) -> None:
+    events = subjects.stream_name(PREFIX, "EVENTS")
+    async with User(chart_nats, "watcher") as watcher:
+        await streams.ensure_streams(watcher.js, bus(chart_nats, "watcher"))
+        await watcher.js.publish(f"{PREFIX}.events.pod.ml.p1", b"{}")
+        assert await recovery.last_known(watcher.js, PREFIX, "pod") == {}
+        assert watcher.violations() == []
+    async with User(chart_nats, "binder") as binder:
+        feed = ViewFeed(binder.js, PREFIX)
+        await feed.start()
+        try:
+            assert await feed.caught_up(1, timeout_seconds=5)
+        finally:
+            await feed.stop()
+        assert [m.seq async for m in reading.read(binder.js, events, f"{PREFIX}.events.>",
+                                                  owner="binder-outcomes")] == [1]
+        assert binder.violations() == []

@@ -96,7 +96,10 @@ producers.py: the planner trusts an event type only on its producer's subjects) 
 only what it reads. No service may update, delete or purge a stream or delete a message: one
 that could set max_msgs=1 could drop the log (issue 19); nats.auth.allowStreamUpdates lets the
 planner update the three streams, to apply changed stream settings. Durable consumers belong
-to one service each: the others are denied their API and ack subjects.
+to one service each: the others are denied their API and ack subjects. No user may create a
+consumer through the nameless `$JS.API.CONSUMER.CREATE.<stream>` (the name in the body would
+let it rewrite any durable): every consumer is created by name in the subject, ephemeral ones
+as `<user>-<purpose>-<random>` (services/bus/reading.py).
 */}}
 {{- define "gangsched.natsPermissions" -}}
 {{- $p := .Values.settings.prefix -}}
@@ -109,7 +112,7 @@ to one service each: the others are denied their API and ack subjects.
 {{- end -}}
 {{- end -}}
 {{- /* what no service may do to any stream (deny wins over allow) */ -}}
-{{- $destroy := list "$JS.API.STREAM.DELETE.>" "$JS.API.STREAM.PURGE.>" "$JS.API.STREAM.MSG.DELETE.>" -}}
+{{- $destroy := list "$JS.API.STREAM.DELETE.>" "$JS.API.STREAM.PURGE.>" "$JS.API.STREAM.MSG.DELETE.>" "$JS.API.CONSUMER.CREATE.*" -}}
 {{- $events := printf "%s_EVENTS" $P -}}
 {{- $decisions := printf "%s_DECISIONS" $P -}}
 {{- $lease := printf "KV_%s_LEADER" $P -}}
@@ -123,8 +126,8 @@ watcher:
       {{- range $ensure }}
       - {{ . | quote }}
       {{- end }}
-      # the short-lived ephemeral consumer that reads what the log knows at start
-      - {{ printf "$JS.API.CONSUMER.CREATE.%s" $events | quote }}
+      # the short-lived ephemeral consumer (watcher-recovery-*) that reads what the log
+      # knows at start, created by name
       - {{ printf "$JS.API.CONSUMER.CREATE.%s.>" $events | quote }}
       - {{ printf "$JS.API.CONSUMER.INFO.%s.*" $events | quote }}
       - {{ printf "$JS.API.CONSUMER.DELETE.%s.*" $events | quote }}
@@ -203,11 +206,12 @@ binder:
       - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.%s" $decisions . | quote }}
       - {{ printf "$JS.ACK.%s.%s.>" $decisions . | quote }}
       {{- end }}
-      # its view of pods and nodes: an ephemeral ordered consumer following EVENTS
-      - {{ printf "$JS.API.CONSUMER.CREATE.%s" $events | quote }}
+      # its view of pods and nodes (binder-view-*) and its outcome lookups
+      # (binder-outcomes-*): ephemeral pull readers on EVENTS, created by name
       - {{ printf "$JS.API.CONSUMER.CREATE.%s.>" $events | quote }}
       - {{ printf "$JS.API.CONSUMER.INFO.%s.*" $events | quote }}
       - {{ printf "$JS.API.CONSUMER.DELETE.%s.*" $events | quote }}
+      - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.*" $events | quote }}
       - {{ printf "$JS.FC.%s.>" $events | quote }}
       # the last outcome of a group (to settle a redelivered placement) and its last
       # StatusUpdate (to write PodGroup status): direct lookups on EVENTS and DECISIONS
@@ -235,7 +239,7 @@ subscriber:
       - {{ printf "$JS.API.STREAM.INFO.%s" $decisions | quote }}
       - {{ printf "$JS.API.STREAM.MSG.GET.%s" $decisions | quote }}
       - {{ printf "$JS.API.DIRECT.GET.%s.>" $decisions | quote }}
-      - {{ printf "$JS.API.CONSUMER.CREATE.%s" $decisions | quote }}
+      # consumers created by name (the nameless CREATE.<stream> is denied)
       - {{ printf "$JS.API.CONSUMER.CREATE.%s.>" $decisions | quote }}
       - {{ printf "$JS.API.CONSUMER.DURABLE.CREATE.%s.*" $decisions | quote }}
       - {{ printf "$JS.API.CONSUMER.INFO.%s.*" $decisions | quote }}
@@ -244,6 +248,8 @@ subscriber:
       - {{ printf "$JS.ACK.%s.>" $decisions | quote }}
       - {{ printf "$JS.FC.%s.>" $decisions | quote }}
     deny:
+      # the nameless create: its body may name the binder's consumers
+      - "$JS.API.CONSUMER.CREATE.*"
       # the binder's work queues are not the subscriber's to read, ack or delete
       {{- range list "binder" "binder-reports" }}
       - {{ printf "$JS.API.CONSUMER.*.%s.%s" $decisions . | quote }}

@@ -270,7 +270,8 @@ def test_each_nats_user_may_publish_only_what_its_service_produces(rendered):
                     "gangsched.deadletter": True, "$KV.GANGSCHED_LEADER.planner": True},
         "binder": {observed: False, outcome: True, decision: False},
         "subscriber": {observed: False, outcome: False, decision: False,
-                       "$JS.API.CONSUMER.CREATE.GANGSCHED_DECISIONS": True,
+                       "$JS.API.CONSUMER.CREATE.GANGSCHED_DECISIONS": False,
+                       "$JS.API.CONSUMER.CREATE.GANGSCHED_DECISIONS.mine": True,
                        "$JS.API.CONSUMER.DELETE.GANGSCHED_DECISIONS.binder": False,
                        "$JS.API.CONSUMER.MSG.NEXT.GANGSCHED_DECISIONS.binder": False,
                        "$JS.API.STREAM.DELETE.GANGSCHED_DECISIONS": False},
@@ -281,6 +282,13 @@ def test_each_nats_user_may_publish_only_what_its_service_produces(rendered):
 
 
 STREAMS = ("GANGSCHED_EVENTS", "GANGSCHED_DECISIONS", "GANGSCHED_DEADLETTER")
+
+
+def test_no_nats_user_may_create_a_consumer_named_only_in_the_body(rendered):
+    # the body of the nameless create may name another service's durable and rewrite it
+    for user, permissions in chart.nats_users(rendered).items():
+        for stream in STREAMS:
+            assert not may_publish(permissions, f"$JS.API.CONSUMER.CREATE.{stream}"), user
 
 
 def test_each_producer_publishes_events_only_on_its_own_subject_kinds(rendered):
