@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,8 +21,18 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.bus import transience
+from services.runtime import metrics
 
 log = logging.getLogger(__name__)
+
+CHECK_INTERVAL_SECONDS = 30.0
+"""How often a consumer re-reads its configuration from the server (seconds)."""
+CHECKED_FIELDS = (
+    "filter_subject", "filter_subjects", "ack_policy", "ack_wait", "max_ack_pending",
+    "max_deliver", "backoff", "headers_only", "deliver_subject", "rate_limit_bps",
+    "sample_freq", "inactive_threshold", "replay_policy", "pause_until",
+)
+"""What another NATS user could change in a consumer to starve or mislead its owner."""
 
 
 @dataclass
@@ -69,6 +80,26 @@ class Delivery:
             self._consumer.settled(self.seq)
 
 
+def differences(wanted: ConsumerConfig, actual: ConsumerConfig) -> list[str]:
+    """The CHECKED_FIELDS where `actual` (the server's) differs from `wanted`, as
+    `field wanted -> actual`; unset, zero, -1 and empty values count as the server default."""
+    found = []
+    for name in CHECKED_FIELDS:
+        ours, theirs = _normal(getattr(wanted, name)), _normal(getattr(actual, name))
+        if ours != theirs:
+            found.append(f"{name} {ours!r} -> {theirs!r}")
+    return found
+
+
+def _normal(value: object) -> object:
+    """A configuration value with the server's defaults (None, 0, -1, empty) as None."""
+    if value is None or value == -1 or value == 0 or value == [] or value == "":
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 async def _cancellable(fetching: Coroutine[Any, Any, list[Msg]]) -> list[Msg]:
     """Await a nats-py fetch so that cancelling the caller always cancels the caller.
 
@@ -104,6 +135,8 @@ class PullConsumer:
         self._subscription: JetStreamContext.PullSubscription | None = None
         self._unsettled: set[int] = set()
         self._highest_delivered = 0
+        self._check_interval_seconds = CHECK_INTERVAL_SECONDS
+        self._next_check = time.monotonic() + self._check_interval_seconds
 
     @property
     def durable(self) -> str:
@@ -124,6 +157,7 @@ class PullConsumer:
         start_seq: int | None = None,
         ack_policy: AckPolicy = AckPolicy.EXPLICIT,
         start_seq_if_new: bool = False,
+        check_interval_seconds: float = CHECK_INTERVAL_SECONDS,
     ) -> PullConsumer:
         """Create (or reuse) the durable consumer and bind a pull subscription to it.
 
@@ -135,8 +169,10 @@ class PullConsumer:
         consumer does not exist yet (an existing one is kept as it is).
         `ack_policy` ALL lets a consumer that processes strictly in order ack a whole batch
         with its last delivery. `filter_subject` may be several subjects (NATS >= 2.10); an
-        existing consumer's filter is updated in place, keeping its position.
-        Units: `ack_wait_seconds` in seconds.
+        existing consumer's filter is updated in place, keeping its position. Every
+        `check_interval_seconds`, `fetch` re-reads the consumer's configuration and repairs
+        what differs (`check_config`).
+        Units: `ack_wait_seconds`, `check_interval_seconds` in seconds.
         Raises:
             nats.js.errors.APIError: NATS refused the consumer (e.g. unknown stream).
         """
@@ -153,6 +189,8 @@ class PullConsumer:
             deliver_policy=DeliverPolicy.ALL,
         )
         consumer = cls(js, stream, config)
+        consumer._check_interval_seconds = check_interval_seconds
+        consumer._next_check = time.monotonic() + check_interval_seconds
         await consumer._create(start_seq, replace=start_seq is not None and not start_seq_if_new)
         return consumer
 
@@ -163,6 +201,10 @@ class PullConsumer:
         `[]` on timeout or while NATS is unavailable. A consumer that vanished (deleted, or
         lost with a memory store) is recreated from the first unacknowledged sequence seen.
         """
+        if time.monotonic() >= self._next_check:
+            self._next_check = time.monotonic() + self._check_interval_seconds
+            with contextlib.suppress(*transience.FETCH_ERRORS):
+                await self.check_config()
         assert self._subscription is not None
         try:
             messages = await _cancellable(self._subscription.fetch(batch, timeout=timeout_seconds))
@@ -172,6 +214,49 @@ class PullConsumer:
             await self._recover(error, timeout_seconds)
             return []
         return [self._delivery(message) for message in messages]
+
+    async def check_config(self) -> list[str]:
+        """Compare the server's configuration of the consumer with ours; repair a difference.
+
+        Another NATS user allowed to create consumers on the stream could narrow the filter or
+        stretch the ack wait (issue: durables rewritten through the name-in-body create). A
+        difference is logged as an error, counted (`gangsched_consumer_repairs_total`,
+        reason config_drift) and updated back in place (keeping the position); if NATS
+        refuses the update, or it does not take, the consumer is recreated from the first
+        unsettled sequence seen. Shapes: the differences found, as `field ours -> theirs`.
+        Raises:
+            the FETCH_ERRORS of `transience` when NATS cannot be asked.
+        """
+        found = differences(self._config,
+                            (await self._js.consumer_info(self._stream, self.durable)).config)
+        if not found:
+            return []
+        log.error("consumer %s/%s was changed behind its back (%s); repairing it",
+                  self._stream, self.durable, "; ".join(found))
+        metrics.consumer_repairs.labels(self.durable, "config_drift").inc()
+        with contextlib.suppress(nats.js.errors.APIError):
+            await self._create(None, replace=False)
+            info = await self._js.consumer_info(self._stream, self.durable)
+            if not differences(self._config, info.config):
+                return found
+        resume = min(self._unsettled, default=self._highest_delivered + 1)
+        log.error("consumer %s/%s could not be updated back; recreating it from seq %d",
+                  self._stream, self.durable, resume)
+        await self._create(resume if self._highest_delivered else None, replace=True)
+        return found
+
+    async def repair(self, start_seq: int) -> None:
+        """Recreate the consumer with our configuration, delivering from `start_seq` on (the
+        caller's tracking is the truth: e.g. the planner after a gap in its deliveries).
+
+        Raises:
+            nats.js.errors.APIError: NATS refused the consumer.
+        """
+        await self._create(start_seq, replace=True)
+
+    async def first_seq(self) -> int:
+        """The stream's first sequence now (what retention has not removed yet)."""
+        return int((await self._js.stream_info(self._stream)).state.first_seq)
 
     async def close(self) -> None:
         """Unsubscribe; the durable consumer and its position stay on the server."""

@@ -96,12 +96,18 @@ class Checks:
 
 @dataclass
 class Intake:
-    """One batch, sorted. `last_seq` is the highest fresh or poisoned sequence (0 if none)."""
+    """One batch, sorted. `last_seq` is the highest fresh or poisoned sequence (0 if none).
+
+    `gap`: `(expected, delivered)` when a delivery skipped sequences that retention does not
+    explain; the deliveries from `delivered` on are left out (`beyond_gap` of them).
+    """
 
     skipped: int = 0
     fresh: list[FreshEvent] = field(default_factory=list)
     poisoned: list[Poisoned] = field(default_factory=list)
     last_seq: int = 0
+    gap: tuple[int, int] | None = None
+    beyond_gap: int = 0
 
     @property
     def has_news(self) -> bool:
@@ -113,19 +119,29 @@ class Intake:
         return [fresh.event for fresh in self.fresh]
 
 
-def sort_batch(messages: Sequence[Message], tracked_seq: int, checks: Checks) -> Intake:
-    """Split `messages` around `tracked_seq`, decode and check the fresh ones.
+def sort_batch(messages: Sequence[Message], tracked_seq: int, checks: Checks,
+               floor_seq: int = 0) -> Intake:
+    """Split `messages` around `tracked_seq`, decode and check the fresh ones, up to a gap.
 
-    Shapes: fresh and poisoned in ascending sequence order, each sequence once (a message
-    delivered twice in one batch counts once). Poisoned ones carry their reason.
+    EVENTS sequences are contiguous (the stream denies deletes and purges; only retention
+    removes its oldest messages, those below `floor_seq`, its first sequence) and the planner
+    reads all of it, so the fresh sequences must follow `tracked_seq` one by one: a sequence
+    past a gap that retention does not explain (its consumer was tampered with) ends the
+    fresh part, and `gap` names it. Shapes: fresh and poisoned in ascending sequence order,
+    each sequence once (a message delivered twice in one batch counts once). Poisoned ones
+    carry their reason.
     """
     intake = Intake()
-    seen: set[int] = set()
+    expected = tracked_seq + 1
     for message in sorted(messages, key=lambda message: message.seq):
-        if message.seq <= tracked_seq or message.seq in seen:
+        if message.seq < expected:
             intake.skipped += 1
             continue
-        seen.add(message.seq)
+        if intake.gap is not None or (message.seq > expected and message.seq > floor_seq):
+            intake.gap = intake.gap or (expected, message.seq)
+            intake.beyond_gap += 1
+            continue
+        expected = message.seq + 1
         intake.last_seq = message.seq
         try:
             event = codec.decode_event(message.data)

@@ -27,6 +27,10 @@ class EventSource(Protocol):
 
     async def fetch(self, batch: int, timeout_seconds: float) -> list[Delivery]: ...
 
+    async def first_seq(self) -> int: ...
+
+    async def repair(self, start_seq: int) -> None: ...
+
 
 class Publisher(Protocol):
     """Publishes with a de-duplication id and waits until stored."""

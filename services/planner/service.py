@@ -76,6 +76,8 @@ class PlannerService:
         self.consumer = consumer
         self.state = state.empty_state()
         self.tracked_seq = 0
+        self.floor_seq = 0
+        """The EVENTS stream's first sequence when last asked (retention removed all below)."""
         self.snapshots = SnapshotSchedule(self.settings.snapshot_interval_seconds,
                                           self.settings.snapshot_interval_events)
         self.checks = Checks(prefix, round(self.settings.max_event_lead_seconds * 1000))
@@ -115,12 +117,36 @@ class PlannerService:
         )
         if not deliveries:
             return 0
-        intake = sort_batch(deliveries, self.tracked_seq, self.checks)
+        intake = sort_batch(deliveries, self.tracked_seq, self.checks, self.floor_seq)
+        if intake.gap is not None:  # retention may have moved on since last asked
+            self.floor_seq = await source.first_seq()
+            intake = sort_batch(deliveries, self.tracked_seq, self.checks, self.floor_seq)
         if intake.has_news:
             await self._apply(intake)
-        await _ack_batch(deliveries)
+        if intake.gap is None:
+            await _ack_batch(deliveries)
+        else:
+            await self._refuse_gap(source, intake.gap, deliveries)
         metrics.consumer_lag.labels(self.consumer).set(deliveries[-1].num_pending)
         return len(deliveries)
+
+    async def _refuse_gap(self, source: EventSource, gap: tuple[int, int],
+                          deliveries: list[Delivery]) -> None:
+        """A delivery skipped sequences: never move the tracked sequence over them; ack what
+        was applied and recreate the consumer from the first missing sequence.
+
+        Deletes and purges are denied, so only a consumer whose filter or position another
+        NATS user changed can skip (or a bug): the skipped events are read again, not lost.
+        """
+        expected, delivered = gap
+        log.error("planner consumer skipped EVENTS seqs %d..%d (delivered %d after tracked "
+                  "seq %d): its consumer was changed behind its back; recreating it from seq "
+                  "%d", expected, delivered - 1, delivered, self.tracked_seq, expected)
+        metrics.consumer_repairs.labels(self.consumer, "sequence_gap").inc()
+        applied = [delivery for delivery in deliveries if delivery.seq <= self.tracked_seq]
+        if applied:
+            await _ack_batch(applied)
+        await source.repair(self.tracked_seq + 1)
 
     async def _apply(self, intake: Intake) -> None:
         """Plan the fresh events, commit everything in one transaction, then publish."""

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
 import sqlalchemy
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.bus.consuming import PullConsumer
+from services.bus.consuming import PullConsumer, differences
 from services.bus.embedded import EmbeddedNats
 from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
@@ -261,3 +262,51 @@ async def test_an_event_with_an_amount_beyond_the_limit_is_dead_lettered_and_the
     (dead,) = await rows(engine, tables.dead_letters)
     assert dead.seq == 1 and "allocatable" in dead.reason, dead.reason
     assert [row.seq for row in await rows(engine, tables.audit_events)] == [2, 3, 4, 5]
+
+
+async def test_a_consumer_narrowed_behind_the_planners_back_skips_nothing(
+    js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine
+) -> None:
+    prefix, stream = bus_settings.prefix, subjects.stream_name(bus_settings.prefix, "EVENTS")
+    service = PlannerService(PlannerStore(engine), Publisher(js), prefix=prefix,
+                             config=PlannerConfig())
+    source = await PullConsumer.open(
+        js, stream=stream, durable=DURABLE, filter_subject=subjects.events_wildcard(prefix),
+        start_seq=await service.recover(), ack_policy=AckPolicy.ALL,
+        check_interval_seconds=3600)  # only the gap in its deliveries may reveal it
+    node, group, *pods = gang_events("pg1", min_member=2, pods=2)
+    # another NATS user leaves the pods out of the planner's filter, keeping its position
+    await js.add_consumer(stream, config=ConsumerConfig(
+        name=DURABLE, durable_name=DURABLE, ack_policy=AckPolicy.ALL, ack_wait=30,
+        max_ack_pending=10000, deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=1,
+        filter_subjects=[f"{prefix}.events.{kind}.>" for kind in ("node", "podgroup")]))
+    gaps = metrics.consumer_repairs.labels(DURABLE, "sequence_gap")
+    gaps_before = gaps._value.get()
+    await publish_events(js, prefix, [node, pods[0], group, pods[1]])
+    for _ in range(10):
+        if service.tracked_seq == 4:
+            break
+        await service.run_once(source)
+    audited = await rows(engine, tables.audit_events)
+    assert [row.seq for row in audited] == [1, 2, 3, 4]
+    assert gaps._value.get() == gaps_before + 1
+    info = await js.consumer_info(stream, DURABLE)
+    assert info.config.filter_subject == subjects.events_wildcard(prefix)
+    assert len(await wait_for_placements(js, prefix, 1)) == 1
+    await source.close()
+
+
+async def test_a_durable_changed_behind_its_back_is_repaired_on_the_next_check(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    source = await PullConsumer.open(
+        js, stream=stream, durable=DURABLE, filter_subject=subjects.events_wildcard(
+            bus_settings.prefix), ack_wait_seconds=6, check_interval_seconds=0)
+    wanted = (await js.consumer_info(stream, DURABLE)).config
+    await js.add_consumer(stream, config=dataclasses.replace(
+        wanted, filter_subject=f"{bus_settings.prefix}.events.nothing.>", ack_wait=30))
+    assert await source.fetch(1, 0.2) == []  # the check runs before the fetch
+    repaired = (await js.consumer_info(stream, DURABLE)).config
+    assert differences(wanted, repaired) == []
+    await source.close()

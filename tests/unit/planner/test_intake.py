@@ -84,7 +84,7 @@ def test_every_event_type_is_applied_on_its_own_subject_kind_and_refused_on_ever
 
 def test_a_node_observed_on_an_outcome_subject_is_dead_lettered_naming_the_watcher() -> None:
     phantom = make_node("phantom").capacity(cpu_milli=10**6).build(STORED_MS)
-    sorted_batch = intake.sort_batch([stored(7, "outcome", phantom)], 0, CHECKS)
+    sorted_batch = intake.sort_batch([stored(7, "outcome", phantom)], 6, CHECKS)
     assert sorted_batch.fresh == [] and sorted_batch.last_seq == 7
     (poisoned,) = sorted_batch.poisoned
     assert poisoned.reason == (
@@ -96,7 +96,7 @@ def test_a_node_observed_on_an_outcome_subject_is_dead_lettered_naming_the_watch
 
 def test_a_group_bound_on_a_pod_subject_is_dead_lettered_naming_the_binder() -> None:
     forged = GroupBound(at_ms=STORED_MS, decision_id="9-0", group="default/pg1")
-    (poisoned,) = intake.sort_batch([stored(3, "pod", forged)], 0, CHECKS).poisoned
+    (poisoned,) = intake.sort_batch([stored(3, "pod", forged)], 2, CHECKS).poisoned
     assert poisoned.reason_class == intake.WRONG_PRODUCER
     assert "only the binder publishes GroupBound (on gangsched.events.outcome.>)" in \
         poisoned.reason
@@ -157,7 +157,7 @@ def test_a_date_beyond_what_python_holds_is_still_a_one_line_reason() -> None:
 
 def test_an_undecodable_message_keeps_its_decoders_reason_and_class() -> None:
     garbage = Stored(5, SUBJECTS["pod"], b"\xff not json")
-    (poisoned,) = intake.sort_batch([garbage], 0, CHECKS).poisoned
+    (poisoned,) = intake.sort_batch([garbage], 4, CHECKS).poisoned
     assert poisoned.reason_class == intake.UNDECODABLE
     assert poisoned.reason.startswith("PoisonedMessage")
 
@@ -166,3 +166,19 @@ def test_sequences_at_or_below_the_tracked_one_are_skipped_before_any_check() ->
     forged = stored(2, "outcome", make_node("phantom").build(STORED_MS))
     sorted_batch = intake.sort_batch([forged, forged], 2, CHECKS)
     assert sorted_batch.skipped == 2 and not sorted_batch.has_news
+
+
+def test_a_gap_ends_the_fresh_part_and_retention_explains_only_what_it_removed() -> None:
+    batch = [stored(seq, "clock", ClockTicked(at_ms=STORED_MS)) for seq in (3, 4, 6, 7)]
+    gapped = intake.sort_batch(batch, 2, CHECKS)
+    assert [f.seq for f in gapped.fresh] == [3, 4] and gapped.last_seq == 4
+    assert gapped.gap == (5, 6) and gapped.beyond_gap == 2
+    expired = intake.sort_batch(batch[2:], 2, CHECKS, floor_seq=6)
+    assert [f.seq for f in expired.fresh] == [6, 7] and expired.gap is None
+
+
+def test_redeliveries_at_or_below_the_tracked_sequence_are_still_skipped() -> None:
+    batch = [stored(seq, "clock", ClockTicked(at_ms=STORED_MS)) for seq in (1, 2, 3, 3, 4)]
+    sorted_batch = intake.sort_batch(batch, 2, CHECKS)
+    assert [f.seq for f in sorted_batch.fresh] == [3, 4]
+    assert sorted_batch.skipped == 3 and sorted_batch.gap is None
