@@ -132,6 +132,8 @@ watcher:
       - {{ printf "$JS.API.CONSUMER.INFO.%s.*" $events | quote }}
       - {{ printf "$JS.API.CONSUMER.DELETE.%s.*" $events | quote }}
       - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.*" $events | quote }}
+      # a duplicate ack is checked against the message stored (services/bus/collisions.py)
+      - {{ printf "$JS.API.STREAM.MSG.GET.%s" $events | quote }}
     deny:
       - "$JS.API.STREAM.UPDATE.>"
       {{- range $destroy }}
@@ -160,6 +162,9 @@ planner:
       - {{ printf "$JS.API.CONSUMER.DELETE.%s.planner" $events | quote }}
       - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.planner" $events | quote }}
       - {{ printf "$JS.ACK.%s.planner.>" $events | quote }}
+      # a duplicate ack is checked against the message stored (services/bus/collisions.py)
+      - {{ printf "$JS.API.STREAM.MSG.GET.%s" $decisions | quote }}
+      - {{ printf "$JS.API.STREAM.MSG.GET.%s_DEADLETTER" $P | quote }}
       # the leader lease (KV bucket <P>_LEADER)
       - {{ printf "$JS.API.STREAM.INFO.%s" $lease | quote }}
       - {{ printf "$JS.API.STREAM.CREATE.%s" $lease | quote }}
@@ -219,6 +224,8 @@ binder:
       - {{ printf "$JS.API.DIRECT.GET.%s.>" $events | quote }}
       - {{ printf "$JS.API.STREAM.MSG.GET.%s" $decisions | quote }}
       - {{ printf "$JS.API.DIRECT.GET.%s.>" $decisions | quote }}
+      # a duplicate ack of its dead letters is checked against the message stored
+      - {{ printf "$JS.API.STREAM.MSG.GET.%s_DEADLETTER" $P | quote }}
     deny:
       - "$JS.API.STREAM.UPDATE.>"
       {{- range $destroy }}
