@@ -37,6 +37,7 @@ from services.planner.core import config as core_config
 from services.planner.intake import Checks, Intake, sort_batch
 from services.planner.isolation import Round, isolate, plan_round
 from services.planner.ports import EventSource, Publisher, Store
+from services.planner.scheduling_time import SchedulingTimes
 from services.planner.snapshotting import SnapshotSchedule
 from services.runtime import metrics
 from services.runtime.health import ReadyFlag
@@ -81,6 +82,7 @@ class PlannerService:
         self.snapshots = SnapshotSchedule(self.settings.snapshot_interval_seconds,
                                           self.settings.snapshot_interval_events)
         self.checks = Checks(prefix, round(self.settings.max_event_lead_seconds * 1000))
+        self.scheduling_times = SchedulingTimes()
 
     async def recover(self) -> int:
         """Restore the committed state, publish what a crash left unpublished; return the first
@@ -167,6 +169,9 @@ class PlannerService:
         self.state, self.tracked_seq = planned.state, intake.last_seq
         self.snapshots.committed(len(planned.applied), with_snapshot=with_snapshot)
         self._count_pending()
+        for seconds in self.scheduling_times.newly_scheduled(planned.decisions,
+                                                            self.state.podgroups):
+            metrics.podgroup_scheduling_duration_seconds.observe(seconds)
         faults.crash_after_commit_if_asked(len(rows))
         await publication.publish_outbox(self.store, self.publisher)
         if dead:
