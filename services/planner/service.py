@@ -82,7 +82,7 @@ class PlannerService:
         self.snapshots = SnapshotSchedule(self.settings.snapshot_interval_seconds,
                                           self.settings.snapshot_interval_events)
         self.checks = Checks(prefix, round(self.settings.max_event_lead_seconds * 1000))
-        self.scheduling_times = SchedulingTimes()
+        self.scheduling_times = SchedulingTimes(config.scheduler_name)
 
     async def recover(self) -> int:
         """Restore the committed state, publish what a crash left unpublished; return the first
@@ -169,8 +169,8 @@ class PlannerService:
         self.state, self.tracked_seq = planned.state, intake.last_seq
         self.snapshots.committed(len(planned.applied), with_snapshot=with_snapshot)
         self._count_pending()
-        for seconds in self.scheduling_times.newly_scheduled(planned.decisions,
-                                                            self.state.podgroups):
+        for seconds in self.scheduling_times.newly_scheduled(
+                [item.event for item in planned.applied], self.state):
             metrics.podgroup_scheduling_duration_seconds.observe(seconds)
         faults.crash_after_commit_if_asked(len(rows))
         await publication.publish_outbox(self.store, self.publisher)

@@ -8,7 +8,10 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.waiting import eventually
 
@@ -55,6 +58,16 @@ class GangschedRun:
             return None
         info: dict[str, str] = json.loads(path.read_text())
         return info
+
+    def metric_samples(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        """Every sample on its `/metrics` now, by (sample name, sorted labels)."""
+        info = self._ready()
+        assert info is not None and info.get("http"), "gangsched serves no /metrics"
+        with urllib.request.urlopen(f"{info['http']}/metrics", timeout=5) as response:
+            text = response.read().decode()
+        return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+                for family in text_string_to_metric_families(text)
+                for sample in family.samples}
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM the process and wait; SIGKILL if it does not stop in `timeout` seconds."""

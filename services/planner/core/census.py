@@ -24,3 +24,11 @@ def pending_pods(state: PlannerState, scheduler_name: str) -> int:
         1 for uid, pod in state.pods.items()
         if pods.classify(pod, scheduler_name, uid in state.reservations) == "pending"
     )
+
+
+def bound_members(state: PlannerState, scheduler_name: str, group: str) -> int:
+    """How many pods of `group` are bound (class `bound`), by the derived membership for
+    `scheduler_name` (built on demand)."""
+    current = derived.ensure(state, scheduler_name)
+    classes = current.pod_class
+    return sum(1 for uid in current.members.get(group, ()) if classes[uid] == "bound")
