@@ -1,0 +1,141 @@
+"""What every fault test checks once the fault has passed, and the partial-window watch.
+
+At rest (`settled`): no partly bound gang, no over-committed node, the Placement queue drained
+(`test_faults.assert_at_rest`); the planner's committed projection equals `kubectl get`
+(`test_watcher_recovery.converged`); and `gangsched replay --verify` re-derives every decision
+from the planner's database. While a fault runs (`PartialWatch`), the longest time any gang of
+the namespace spent partly bound (0 < bound < minMember) is measured from `kubectl get`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from services.watcher import slim
+from tests.cluster.fixture import ControlPlane, KubectlError
+from tests.e2e import kube, manifests, split
+from tests.e2e.test_faults import assert_at_rest
+from tests.e2e.test_watcher_recovery import converged
+from tests.support.waiting import eventually
+
+PLANNER_FLAGS = ("--backoff-initial-seconds", "1", "--backoff-max-seconds", "2")
+"""Planner options of the suite (a rolled-back or unschedulable gang is retried within 2 s);
+replay must be given the same ones to re-derive the same decisions."""
+POLL_SECONDS = 0.25
+
+WINDOWS: dict[str, float] = {}
+"""The longest partial window of each test (seconds), printed by the suite's last test."""
+
+
+def settled(cp: ControlPlane, namespace: str, services: split.Services,
+            planner: split.ServiceProcess) -> None:
+    """The whole at-rest check (module docstring); the planner must be running."""
+    assert_at_rest(cp, namespace, services)
+    converged(cp, planner)
+    verify_replay(planner)
+
+
+def verify_replay(planner: split.ServiceProcess) -> None:
+    """`gangsched replay --verify` on the planner's database (read-only, while it runs)."""
+    replay = subprocess.run(
+        [sys.executable, "-m", "services.cli.main", "replay", "--verify",
+         "--data-dir", str(planner.data_dir), *PLANNER_FLAGS],
+        capture_output=True, text=True, timeout=120)
+    assert replay.returncode == 0, replay.stdout[-4000:] + replay.stderr[-4000:]
+    assert replay.stdout.startswith("verified "), replay.stdout[-2000:]
+
+
+def gangs_bound(cp: ControlPlane, namespace: str, sizes: dict[str, int],
+                timeout: float = 45) -> list[dict[str, Any]]:
+    """Wait until each group of `sizes` has exactly that many members bound; the pods."""
+    def check() -> list[dict[str, Any]]:
+        pods = kube.pods(cp, namespace)
+        counts = bound_by_group(pods)
+        assert {group: counts.get(group, 0) for group in sizes} == sizes, counts
+        return pods
+
+    result: list[dict[str, Any]] = eventually(check, timeout=timeout, interval=0.3,
+                                              what=f"gangs {sizes} bound")
+    return result
+
+
+def bound_by_group(pods: list[dict[str, Any]]) -> dict[str, int]:
+    """How many pods of each pod-group label are bound."""
+    counts: dict[str, int] = {}
+    for pod in kube.bound(pods):
+        group = (pod["metadata"].get("labels") or {}).get(manifests.GROUP_LABEL)
+        if group:
+            counts[group] = counts.get(group, 0) + 1
+    return counts
+
+
+def placements(services: split.Services, namespace: str) -> list[dict[str, Any]]:
+    """Every Placement of `namespace` on DECISIONS, in order."""
+    every_group = split.decision_subject("Placement", namespace, "x")[:-1] + "*"
+    return split.messages(services.nats.url, "DECISIONS", every_group)
+
+
+class PartialWatch:
+    """Polls the namespace's pods and PodGroups; `longest` is the longest partial window seen.
+
+    A group is partly bound while 0 < bound members < its minMember (absent or 0: 1). The
+    sampling is every `POLL_SECONDS`, so a window shorter than that may go unseen.
+    """
+
+    def __init__(self, cp: ControlPlane, namespace: str) -> None:
+        self.cp, self.namespace = cp, namespace
+        self.longest = 0.0
+        self.worst = ""
+        self._since: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                items = json.loads(self.cp.kubectl(
+                    "get", "pods,podgroups", "-n", self.namespace, "-o", "json"))["items"]
+            except (KubectlError, ValueError):
+                continue  # the API server paused or restarting: no sample
+            self._sample(items, time.monotonic())
+
+    def _sample(self, items: list[dict[str, Any]], now: float) -> None:
+        pods = [item for item in items if item["kind"] == "Pod"
+                and not item["metadata"].get("deletionTimestamp")]
+        counts = bound_by_group(pods)
+        for group in (item for item in items if item["kind"] == "PodGroup"):
+            name = group["metadata"]["name"]
+            min_member = max(slim.podgroup_event(group, 0).min_member, 1)
+            if 0 < counts.get(name, 0) < min_member:
+                since = self._since.setdefault(name, now)
+                if now - since > self.longest:
+                    self.longest, self.worst = now - since, name
+            else:
+                self._since.pop(name, None)
+
+    def start(self) -> PartialWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join(10)
+        return self.longest
+
+
+@contextmanager
+def partial_watch(cp: ControlPlane, namespace: str, test: str) -> Iterator[PartialWatch]:
+    """A running `PartialWatch`; its longest window is recorded under `test` and printed."""
+    watch = PartialWatch(cp, namespace).start()
+    try:
+        yield watch
+    finally:
+        WINDOWS[test] = watch.stop()
+        print(f"longest partial window of {test}: {watch.longest:.2f}s ({watch.worst or '-'})")
