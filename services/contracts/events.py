@@ -71,6 +71,24 @@ class HostPort(msgspec.Struct, frozen=True, gc=False):
     host_ip: str = "0.0.0.0"
 
 
+class PodAffinityTerm(msgspec.Struct, frozen=True, gc=False):
+    """One required pod (anti-)affinity term (`podAffinity/podAntiAffinity.required...[]`).
+
+    `label_selector` is the term's `labelSelector` as requirements ANDed (`matchLabels` as In
+    with one value; `matchLabelKeys`/`mismatchLabelKeys` already merged in by the API server);
+    None when absent (matches no pod), () when empty (matches every pod). `namespaces` are
+    resolved as kube-scheduler does: the owner pod's own namespace when the term names none and
+    has no `namespaceSelector`; `all_namespaces` when `namespaceSelector` is set (only `{}` is
+    supported for an incoming pod; on a pod already bound it reads as every namespace, a
+    superset, so its anti-affinity never lets through a pod kube-scheduler would keep out).
+    """
+
+    topology_key: str
+    label_selector: tuple[NodeSelectorRequirement, ...] | None = None
+    namespaces: tuple[str, ...] = ()
+    all_namespaces: bool = False
+
+
 class OwnerRef(msgspec.Struct, frozen=True, gc=False):
     """The controller owner of a pod (`metadata.ownerReferences[controller=true]`)."""
 
@@ -113,7 +131,9 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     including `pods: 1`. `unsupported` names constraint fields the planner does not implement
     (e.g. `spec.affinity.podAffinity`); such a pod is never placed. `phase` is the pod phase
     (Pending, Running, Succeeded, Failed, Unknown). `host_ports` are its app containers' ports
-    with a hostPort, in spec order (what kube-scheduler's NodePorts plugin reads).
+    with a hostPort, in spec order (what kube-scheduler's NodePorts plugin reads). `labels` are
+    the pod's labels and `pod_affinity`/`pod_anti_affinity` its required inter-pod terms, in
+    spec order (what InterPodAffinity's filter reads).
     """
 
     at_ms: int
@@ -137,6 +157,9 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     is_deleting: bool = False
     owner: OwnerRef | None = None
     host_ports: tuple[HostPort, ...] = ()
+    labels: dict[str, str] = {}
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
 
 
 class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):

@@ -15,6 +15,9 @@ NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
 UNTOLERATED_TAINT = "node(s) had untolerated taint {{{key}: {value}}}"
 NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
+POD_AFFINITY_MISMATCH = "node(s) didn't match pod affinity rules"
+POD_ANTI_AFFINITY_MISMATCH = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI_AFFINITY_MISMATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
 
 
 def insufficient(resource: str) -> str:

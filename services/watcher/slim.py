@@ -25,6 +25,8 @@ Decisions recorded here:
   overhead is added after.
 - Soft constraints (preferred node/pod affinity, ScheduleAnyway spread) are ignored, as a
   scheduler may; hard ones the planner does not implement are listed in `unsupported`.
+- Required inter-pod (anti-)affinity: labels and terms are carried (`required_pod_affinity`);
+  only a non-empty `namespaceSelector` stays unsupported (it needs Namespace labels).
 - Host ports: the app containers' ports with a hostPort are carried (`host_ports`, protocol
   TCP and host IP 0.0.0.0 when unset), as NodePorts reads them; an init container's hostPort
   stays unsupported (kube-scheduler ignores it; gangsched refuses rather than guess).
@@ -44,6 +46,7 @@ from services.contracts.events import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     OwnerRef,
+    PodAffinityTerm,
     PodDeleted,
     PodGroupDeleted,
     PodGroupObserved,
@@ -168,10 +171,12 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
     labels = _dict(meta.get("labels"))
     requests, invalid, beyond = _read_requests(spec)
     affinity, affinity_unsupported = required_affinity(spec)
+    namespace = _namespace(meta)
+    pod_terms, pod_terms_unsupported = required_pod_affinity(spec, namespace)
     priority = spec.get("priority", 0)
     node_name = spec.get("nodeName")
     return PodObserved(
-        at_ms=at_ms, uid=_text(meta, "uid"), namespace=_namespace(meta), name=_text(meta, "name"),
+        at_ms=at_ms, uid=_text(meta, "uid"), namespace=namespace, name=_text(meta, "name"),
         resource_version=_text(meta, "resourceVersion"),
         scheduler_name=_str(spec.get("schedulerName") or DEFAULT_SCHEDULER),
         phase=_str(status.get("phase") or "Pending"),
@@ -183,11 +188,13 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
         required_affinity=affinity,
         tolerations=tuple(_toleration(_dict(t)) for t in _list(spec.get("tolerations"))),
         unsupported=tuple(sorted(set(affinity_unsupported + unsupported_fields(spec)
-                                     + beyond))),
+                                     + pod_terms_unsupported + beyond))),
         invalid_reason=invalid,
         is_scheduling_gated=bool(_list(spec.get("schedulingGates"))),
         is_deleting=meta.get("deletionTimestamp") is not None,
-        owner=controller_owner(meta), host_ports=host_ports(spec))
+        owner=controller_owner(meta), host_ports=host_ports(spec),
+        labels=_str_map(meta.get("labels")), pod_affinity=pod_terms["podAffinity"],
+        pod_anti_affinity=pod_terms["podAntiAffinity"])
 
 
 def _read_requests(spec: Obj) -> tuple[resources.ResourceList, str | None, list[str]]:
@@ -352,13 +359,67 @@ def host_ports(spec: Obj) -> tuple[HostPort, ...]:
     return tuple(found)
 
 
+_SELECTOR_OPERATORS = {"In": True, "NotIn": True, "Exists": False, "DoesNotExist": False}
+"""A label selector's operators, each with whether it takes values (as the API validates)."""
+
+
+def required_pod_affinity(spec: Obj, namespace: str) -> tuple[
+        dict[str, tuple[PodAffinityTerm, ...]], list[str]]:
+    """Required pod affinity and anti-affinity terms (keys `podAffinity`, `podAntiAffinity`),
+    and the parts the planner does not implement, by field path.
+
+    Source: as kube-scheduler's `framework.newAffinityTerm`: namespaces default to the pod's own
+    when the term names none and has no `namespaceSelector`. `matchLabelKeys` and
+    `mismatchLabelKeys` are read only through `labelSelector`, into which the API server merged
+    them (as kube-scheduler reads them). Unsupported: a `namespaceSelector` other than `{}`
+    (gangsched does not watch Namespaces) and a selector operator or value list the API would
+    refuse.
+    """
+    affinity = _dict(spec.get("affinity"))
+    terms: dict[str, tuple[PodAffinityTerm, ...]] = {}
+    found: list[str] = []
+    for kind in ("podAffinity", "podAntiAffinity"):
+        field = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
+        read = []
+        for term in map(_dict, _list(_dict(affinity.get(kind)).get(
+                "requiredDuringSchedulingIgnoredDuringExecution"))):
+            selector, is_valid = _label_selector(term.get("labelSelector"))
+            namespace_selector = term.get("namespaceSelector")
+            if not is_valid:
+                found.append(f"{field}[].labelSelector")
+            if isinstance(namespace_selector, Mapping) and (
+                    _dict(namespace_selector.get("matchLabels"))
+                    or _list(namespace_selector.get("matchExpressions"))):
+                found.append(f"{field}[].namespaceSelector")
+            names = tuple(sorted({_str(n) for n in _list(term.get("namespaces"))}))
+            if not names and namespace_selector is None:
+                names = (namespace,)
+            read.append(PodAffinityTerm(topology_key=_text(term, "topologyKey"),
+                                        label_selector=selector, namespaces=names,
+                                        all_namespaces=namespace_selector is not None))
+        terms[kind] = tuple(read)
+    return terms, found
+
+
+def _label_selector(value: Any) -> tuple[tuple[NodeSelectorRequirement, ...] | None, bool]:
+    """A label selector as requirements (None if absent: matches nothing), and whether it is
+    valid (as `metav1.LabelSelectorAsSelector`: `matchLabels` read as In with one value)."""
+    if not isinstance(value, Mapping):
+        return None, value is None
+    requirements = [NodeSelectorRequirement(key=key, operator="In", values=(label,))
+                    for key, label in sorted(_str_map(value.get("matchLabels")).items())]
+    is_valid = True
+    for requirement in _requirements(value.get("matchExpressions")):
+        takes_values = _SELECTOR_OPERATORS.get(requirement.operator)
+        if takes_values is None or takes_values is not bool(requirement.values):
+            is_valid = False
+        requirements.append(requirement)
+    return tuple(requirements), is_valid
+
+
 def unsupported_fields(spec: Obj) -> list[str]:
     """Hard constraints in the pod spec the planner does not implement, by field path."""
     found = []
-    affinity = _dict(spec.get("affinity"))
-    for kind in ("podAffinity", "podAntiAffinity"):
-        if _list(_dict(affinity.get(kind)).get("requiredDuringSchedulingIgnoredDuringExecution")):
-            found.append(f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution")
     if any(_dict(c).get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
            for c in _list(spec.get("topologySpreadConstraints"))):
         found.append("spec.topologySpreadConstraints")

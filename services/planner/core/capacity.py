@@ -72,6 +72,9 @@ class NodeIndex:
     (`score_cache`, see `placement`) only recompute those rows. `port_users` maps the uid of
     every bound or reserved pod with host ports to (its row, its ports, whether it is ours), and
     `row_ports[row]` holds the same by row (`set_ports`; kept by `derived` and placement trials).
+    `pod_users` maps the uid of every bound or reserved pod to (its row, the pod, whether it is
+    ours), and `anti_users` the same for those with required anti-affinity terms (`set_pod`:
+    what InterPodAffinity counts).
     Units: gangsched units (cpu millicores, bytes, counts). `free` may go negative when pods of
     other schedulers over-commit a node.
     """
@@ -98,6 +101,9 @@ class NodeIndex:
         self.score_cache: dict[tuple[object, ...], CachedScores] = {}
         self.port_users: dict[str, tuple[int, tuple[HostPort, ...], bool]] = {}
         self.row_ports: dict[int, dict[str, tuple[HostPort, ...]]] = {}
+        self.pod_users: dict[str, tuple[int, PodObserved, bool]] = {}
+        self.anti_users: dict[str, tuple[int, PodObserved, bool]] = {}
+        self._domain_rows: dict[str, dict[str, BoolArray]] = {}
         for row, node in enumerate(nodes):
             self._add(row, used.get(node.name, {}), -1)
         self.changes.clear()
@@ -157,6 +163,7 @@ class NodeIndex:
                 node.labels, node.taints, node.is_ready, node.is_unschedulable):
             self._static.clear()
             self._domains.clear()
+            self._domain_rows.clear()
             self.forget_scores()
 
     def set_ports(self, uid: str, node: str | None, ports: tuple[HostPort, ...],
@@ -172,6 +179,24 @@ class NodeIndex:
         if row is not None and ports:
             self.port_users[uid] = (row, ports, is_ours)
             self.row_ports.setdefault(row, {})[uid] = ports
+
+    def set_pod(self, uid: str, node: str | None, pod: PodObserved | None,
+                is_ours: bool = True) -> None:
+        """Record that `pod` is bound or reserved on `node` (None: on no indexed node)."""
+        self.pod_users.pop(uid, None)
+        self.anti_users.pop(uid, None)
+        row = None if node is None else self.row.get(node)
+        if row is not None and pod is not None:
+            self.pod_users[uid] = (row, pod, is_ours)
+            if pod.pod_anti_affinity:
+                self.anti_users[uid] = (row, pod, is_ours)
+
+    def domain_rows(self, key: str, value: str) -> BoolArray | None:
+        """The rows whose label `key` is `value` (None: no such row)."""
+        by_value = self._domain_rows.get(key)
+        if by_value is None:
+            by_value = self._domain_rows[key] = dict(self.domains(key))
+        return by_value.get(value)
 
     def ports_on(self, row: int, only_pinned: bool = False) -> tuple[HostPort, ...]:
         """Every host port in use on `row` (`only_pinned`: of other schedulers' pods only)."""

@@ -139,6 +139,11 @@ def _recharge(state: PlannerState, uid: str, index_charged: bool) -> None:
         new = Charge(node=state.reservations[uid].node, requests=pod.requests)
     old = state.charges.get(uid)
     if old == new:
+        derived = peek(state)
+        if pod is not None and derived is not None and derived.index is not None:
+            counted = derived.index.pod_users.get(uid)
+            if counted is not None and counted[1] is not pod:  # e.g. its labels changed
+                derived.index.set_pod(uid, old.node if old else None, pod, counted[2])
         return
     if old is not None:
         _use(state, old, -1, True)
@@ -152,9 +157,14 @@ def _recharge(state: PlannerState, uid: str, index_charged: bool) -> None:
 
 
 def _hold_ports(state: PlannerState, derived: Derived, uid: str) -> None:
-    """Keep the index's host ports in use (NodePorts) in step with the pod's charge."""
+    """Keep the index's host ports in use (NodePorts) and pods counted (InterPodAffinity) in
+    step with the pod's charge."""
     assert derived.index is not None
     pod, charge = state.pods.get(uid), state.charges.get(uid)
+    if pod is not None and charge is not None:
+        derived.index.set_pod(uid, charge.node, pod, pod.scheduler_name == derived.scheduler_name)
+    elif uid in derived.index.pod_users:
+        derived.index.set_pod(uid, None, None)
     if pod is not None and pod.host_ports and charge is not None:
         derived.index.set_ports(uid, charge.node, pod.host_ports,
                                 pod.scheduler_name == derived.scheduler_name)

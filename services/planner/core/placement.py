@@ -19,7 +19,7 @@ import numpy as np
 
 from services.contracts.events import PodObserved
 from services.fit import reasons as fit_reasons
-from services.planner.core import reasons, scoring, search
+from services.planner.core import affinity, reasons, scoring, search
 from services.planner.core.capacity import (
     BoolArray,
     CachedScores,
@@ -115,6 +115,7 @@ class Trial:
         self.index.take(row, vec)
         if pod.host_ports:
             self.index.set_ports(pod.uid, self.index.names[row], pod.host_ports)
+        self.index.set_pod(pod.uid, self.index.names[row], pod)
         self._taken.append((pod, row, vec))
         self.assigned.append((pod, row))
 
@@ -128,6 +129,7 @@ class Trial:
             self.index.give(row, vec)
             if pod.host_ports:
                 self.index.set_ports(pod.uid, None, ())
+            self.index.set_pod(pod.uid, None, None)
         self._taken.clear()
 
 
@@ -142,24 +144,36 @@ def place(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
     gang reserves, already taken from `index.free`, used only to explain a failure.
     """
     trial = _one_by_one(index, members, config, restrict, hold)
-    if not trial.unplaced or config.search_budget_steps == 0 or is_uniform(members):
+    if (not trial.unplaced or config.search_budget_steps == 0
+            or is_uniform(members, affinity.is_active(index, members))):
         return trial
     need = len(members) if need is None else need
     target = len(members) if len(trial.assigned) >= need else need
     return _search(index, members, config, restrict, hold, trial, target)
 
 
-def is_uniform(members: list[PodObserved]) -> bool:
+def is_uniform(members: list[PodObserved], is_affine: bool = False) -> bool:
     """Whether all members are interchangeable: then one by one already places as many as any
-    placement could (each node takes as many as fit there, whatever the others take)."""
+    placement could (each node takes as many as fit there, whatever the others take).
+
+    `is_affine`: inter-pod affinity is active; members must then also be alike to it, have no
+    pod affinity (the first member's domain binds the rest) and anti-affinity on at most one
+    topology key (one member per domain: any choice of node in a domain is as good).
+    """
     first = members[0]
+    if is_affine and (first.pod_affinity
+                      or len({term.topology_key for term in first.pod_anti_affinity}) > 1):
+        return False
     return all(_same_shape(pod, first) and pod.host_ports == first.host_ports
+               and (not is_affine or affinity.key(pod) == affinity.key(first))
                for pod in members[1:])
 
 
-def member_shape(pod: PodObserved) -> tuple[object, ...]:
-    """What makes two members interchangeable: filters, requests and host ports."""
-    return (signature(pod), tuple(sorted(pod.requests.items())), pod.host_ports)
+def member_shape(pod: PodObserved, is_affine: bool = False) -> tuple[object, ...]:
+    """What makes two members interchangeable: filters, requests and host ports (and, when
+    inter-pod affinity is active, what it reads of them)."""
+    shape = (signature(pod), tuple(sorted(pod.requests.items())), pod.host_ports)
+    return (*shape, affinity.key(pod)) if is_affine else shape
 
 
 def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
@@ -172,8 +186,10 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
     taken = [(pod, row) for pod, row in greedy.assigned]
     greedy.rollback()
     gang, ranks = search_members(index, members, restrict, config)
+    fence = affinity.fence(index, members) if affinity.is_active(index, members) else None
     outcome = search.solve(index.free, gang, target, config.search_budget_steps,
-                           lambda m, rows: ranks[m](rows), index.ports_on, sorted(index.row_ports))
+                           lambda m, rows: ranks[m](rows), index.ports_on, sorted(index.row_ports),
+                           fence=fence)
     if outcome.rows is None:
         greedy.assigned.clear()
         for pod, taken_row in taken:
@@ -189,7 +205,9 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
             trial.take(pod, row, member.vec)
     if trial.unplaced:
         first = trial.unplaced[0]
-        trial.explanation = explain(index, first, index.static_fit(first), hold)
+        verdicts = (affinity.Gate(index).verdicts(first) if affinity.is_active(index, [first])
+                    else None)
+        trial.explanation = explain(index, first, index.static_fit(first), hold, verdicts)
     return trial
 
 
@@ -245,13 +263,14 @@ def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolA
     (its score now, as the one-by-one placement scores)."""
     shapes: dict[tuple[object, ...], int] = {}
     gang, ranks = [], []
+    is_affine = affinity.is_active(index, members)
     for pod in members:
         static = index.static_fit(pod)
         vec, cols, missing = index.vector(pod.requests)
         allowed = static.mask if restrict is None else static.mask & restrict
         if missing:
             allowed = np.zeros(len(index), dtype=np.bool_)
-        shape = shapes.setdefault(member_shape(pod), len(shapes))
+        shape = shapes.setdefault(member_shape(pod, is_affine), len(shapes))
         gang.append(search.Member(vec, cols, allowed, pod.host_ports, shape))
         ranks.append(_ranker(index, vec, static.penalty, config))
     return gang, ranks
@@ -266,6 +285,7 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
                 restrict: BoolArray | None, hold: Hold | None) -> Trial:
     """Members in order, each on its best-scored node now (the greedy fast path)."""
     trial = Trial(index)
+    gate = affinity.Gate(index) if affinity.is_active(index, members) else None
     shapes: dict[tuple[object, ...], _Shape] = {}
     shape: _Shape | None = None
     previous: PodObserved | None = None
@@ -280,13 +300,18 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         scores = shape.scores
         if pod.host_ports and index.row_ports:
             scores = np.where(index.ports_free(pod.host_ports), scores, scoring.UNFIT)
+        verdicts = None if gate is None else gate.verdicts(pod)
+        if verdicts is not None:
+            scores = np.where(verdicts == affinity.PASSES, scores, scoring.UNFIT)
         row = int(scores.argmax()) if len(index) else -1
         if row < 0 or scores[row] == scoring.UNFIT:
             if trial.explanation is None:
-                trial.explanation = explain(index, pod, shape.static, hold)
+                trial.explanation = explain(index, pod, shape.static, hold, verdicts)
             trial.unplaced.append(pod)
             continue
         trial.take(pod, row, shape.vec)
+        if gate is not None:
+            gate.placed(pod, row)
         free = index.free[:, row].tolist()
         for other in shapes.values():
             other.rescore(index, row, free)
@@ -333,12 +358,13 @@ def _domain_order(index: NodeIndex, domains: list[tuple[str, BoolArray]], bound_
 
 
 def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
-            hold: Hold | None) -> dict[str, int]:
+            hold: Hold | None, verdicts: IntArray | None = None) -> dict[str, int]:
     """Why no node takes `pod` now: per-node reason → number of nodes (kube-scheduler style).
 
     A node that passes the other filters gives its host ports' conflict (NodePorts runs before
     NodeResourcesFit), else one reason per insufficient resource; a node that would fit but for
-    a starving gang's reserved capacity gives that reason instead.
+    a starving gang's reserved capacity gives that reason instead; a node that fits gives its
+    inter-pod affinity reason (`verdicts`, see `affinity.verdicts`; InterPodAffinity runs last).
     """
     counts: Counter[str] = Counter(static.reason_counts)
     vec, cols, missing = index.vector(pod.requests)
@@ -359,6 +385,12 @@ def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
         short = int((passing & (index.free[col] < vec[col])).sum())
         if short:
             counts[fit_reasons.insufficient(index.resources[col])] += short
+    if verdicts is not None and not missing:
+        passing &= index.fits(vec, cols)
+        for code, reason in sorted(affinity.REASONS.items()):
+            rejected = int((passing & (verdicts == code)).sum())
+            if rejected:
+                counts[reason] += rejected
     return dict(counts)
 
 

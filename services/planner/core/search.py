@@ -13,7 +13,9 @@ Pruning, each sound (it never drops the last placement that exists):
 - interchangeable members (same requests, filters and ports) take nodes in non-decreasing row
   order, and the ones left out come last;
 - interchangeable nodes (same free capacity, same filter results for every member, no host
-  port in use, the same side of every interchangeable-member bound) are tried once.
+  port in use, the same side of every interchangeable-member bound; with inter-pod affinity,
+  the same topology domains or each alone in its own and no member placed there) are tried
+  once.
 
 Never mutates anything it does not restore: capacity taken while searching is given back before
 it returns; the caller takes the capacity of the placement it returns. Never reads a clock.
@@ -38,6 +40,9 @@ Rank = Callable[[int, IntArray], FloatArray]
 """Preference of member `m` (position in the member list) for each of `rows` (higher first)."""
 UsedPorts = Callable[[int], tuple[HostPort, ...]]
 """The host ports in use on a row before the search (other pods, bound or reserved)."""
+Fence = Callable[[int, list[tuple[int, int]]], BoolArray]
+"""The rows member `m` may take given the (member, row) placements made so far (inter-pod
+affinity: members placed earlier count as pods on their nodes)."""
 
 
 class Member:
@@ -98,8 +103,12 @@ class _Search:
     """The mutable state of one search (see `solve`)."""
 
     def __init__(self, fit: IntArray, others: Sequence[IntArray], members: list[Member],
-                 rank: Rank, used_ports: UsedPorts, port_rows: list[int]) -> None:
+                 rank: Rank, used_ports: UsedPorts, port_rows: list[int],
+                 fence: tuple[Fence, IntArray] | None = None) -> None:
         self.fit, self.others, self.members, self.rank = fit, others, members, rank
+        self.fence = fence
+        self.placed: list[tuple[int, int]] = []
+        """(member, row) of every member placed, in placement order (for `fence`)."""
         self.used_ports = used_ports
         self.port_rows = set(port_rows)
         self.placed_ports: dict[int, list[HostPort]] = {}
@@ -124,6 +133,10 @@ class _Search:
         for array in self.others:
             array[:, row] -= sign * vec
         self.avail -= sign * vec
+        if sign > 0:
+            self.placed.append((member, row))
+        else:
+            self.placed.remove((member, row))
         ports = self.members[member].ports
         if ports and sign > 0:
             self.placed_ports.setdefault(row, []).extend(ports)
@@ -146,6 +159,8 @@ class _Search:
             for row in sorted(self.port_rows | set(self.placed_ports)):
                 if mask[row] and filters.node_ports(member.ports, self._ports_on(row)):
                     mask[row] = False
+        if self.fence is not None and mask.any():
+            mask &= self.fence[0](position, self.placed)
         rows: IntArray = np.flatnonzero(mask)
         bound = self.last_row.get(member.shape)
         if bound is not None:
@@ -167,9 +182,14 @@ class _Search:
         bounds = np.array(sorted(self.last_row.values()), dtype=np.int64)
         with_ports = np.array(sorted(self.port_rows | set(self.placed_ports)), dtype=np.int64)
         has_ports = np.isin(ranked, with_ports)
-        keys = np.column_stack((self.node_class[ranked], self.fit[:, ranked].T,
-                                np.searchsorted(bounds, ranked, side="right"),
-                                np.where(has_ports, ranked, -1)))
+        columns = [self.node_class[ranked], self.fit[:, ranked].T,
+                   np.searchsorted(bounds, ranked, side="right"),
+                   np.where(has_ports, ranked, -1)]
+        if self.fence is not None:
+            has_members = np.isin(ranked, np.array(sorted({row for _, row in self.placed}),
+                                                   dtype=np.int64))
+            columns += [self.fence[1][ranked], np.where(has_members, ranked, -1)]
+        keys = np.column_stack(columns)
         return ranked[_first_of_each_key(keys)]
 
     def frame(self, depth: int, may_skip: bool) -> _Frame:
@@ -181,15 +201,16 @@ class _Search:
 
 def solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, rank: Rank,
           used_ports: UsedPorts, port_rows: list[int],
-          others: Sequence[IntArray] = ()) -> Outcome:
+          others: Sequence[IntArray] = (), fence: tuple[Fence, IntArray] | None = None) -> Outcome:
     """A placement of at least `need` of `members` (as many as the first one found places) on
     the capacity `fit`, or None (module docstring).
 
     Shapes: `fit[col, row]` free capacity, decremented while searching and restored before
     returning (as is every array in `others`, which only `rank` reads); `port_rows` the rows
-    with host ports in use (`used_ports` gives them). Units: those of `fit`.
+    with host ports in use (`used_ports` gives them); `fence` the inter-pod affinity filter and
+    its row classes (`affinity.fence`), None when it rejects nothing. Units: those of `fit`.
     """
-    search = _Search(fit, others, members, rank, used_ports, port_rows)
+    search = _Search(fit, others, members, rank, used_ports, port_rows, fence)
     if not members:
         return Outcome([], 0, False)
     spare = len(members) - need

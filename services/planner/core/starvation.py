@@ -27,8 +27,8 @@ import numpy as np
 
 from services.contracts.events import HostPort, PodObserved
 from services.fit import filters
-from services.planner.core import placement, scoring, search
-from services.planner.core.capacity import FloatArray, Hold, IntArray, NodeIndex
+from services.planner.core import affinity, placement, scoring, search
+from services.planner.core.capacity import BoolArray, FloatArray, Hold, IntArray, NodeIndex
 from services.planner.core.config import LEAST_ALLOCATED, PlannerConfig
 from services.planner.core.state import GroupState, PlannerState
 
@@ -76,9 +76,11 @@ def plan_hold(index: NodeIndex, key: str, members: list[PodObserved], config: Pl
     room: IntArray = index.alloc.copy() if pinned is None else index.alloc - pinned
     sticky = np.zeros(len(index), dtype=np.int64)
     sticky[[index.row[name] for name in held_before if name in index.row]] = STICKY_BONUS
-    rows = _one_by_one(index, members, room.copy(), index.free.copy(), sticky, config)
-    if rows is None and members and not placement.is_uniform(members):
-        rows = _searched(index, members, room, index.free.copy(), sticky, config)
+    fence = (affinity.fence(index, members, only_pinned=True)
+             if affinity.is_active(index, members) else None)
+    rows = _one_by_one(index, members, room.copy(), index.free.copy(), sticky, config, fence)
+    if rows is None and members and not placement.is_uniform(members, fence is not None):
+        rows = _searched(index, members, room, index.free.copy(), sticky, config, fence)
     if rows is None:
         return None
     amounts: IntArray = np.zeros_like(index.alloc)
@@ -90,12 +92,14 @@ def plan_hold(index: NodeIndex, key: str, members: list[PodObserved], config: Pl
 
 
 def _one_by_one(index: NodeIndex, members: list[PodObserved], room: IntArray,
-                free_now: IntArray, sticky: IntArray, config: PlannerConfig) -> list[int] | None:
+                free_now: IntArray, sticky: IntArray, config: PlannerConfig,
+                fence: tuple[search.Fence, IntArray] | None = None) -> list[int] | None:
     """Each member's row in member order, each on the best spread row left (None: one fails)."""
     rows: list[int] = []
     placed_ports: dict[int, list[HostPort]] = {}
-    for pod in members:
-        row = _best_row(index, pod, room, free_now, sticky, config, placed_ports)
+    for position, pod in enumerate(members):
+        allowed = None if fence is None else fence[0](position, list(enumerate(rows)))
+        row = _best_row(index, pod, room, free_now, sticky, config, placed_ports, allowed)
         if row is None:
             return None
         vec = index.vector(pod.requests)[0]
@@ -107,7 +111,8 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], room: IntArray,
 
 
 def _searched(index: NodeIndex, members: list[PodObserved], room: IntArray, free_now: IntArray,
-              sticky: IntArray, config: PlannerConfig) -> list[int] | None:
+              sticky: IntArray, config: PlannerConfig,
+              fence: tuple[search.Fence, IntArray] | None = None) -> list[int] | None:
     """Each member's row by the whole-gang search on the emptied nodes `room` (None: none)."""
     gang, _ = placement.search_members(index, members, None, config)
     spread_config = msgspec.structs.replace(config, scoring=LEAST_ALLOCATED)
@@ -118,7 +123,7 @@ def _searched(index: NodeIndex, members: list[PodObserved], room: IntArray, free
     pinned_rows = sorted(row for row in index.row_ports if index.ports_on(row, only_pinned=True))
     outcome = search.solve(room, gang, len(members), config.search_budget_steps, rank,
                            lambda row: index.ports_on(row, only_pinned=True), pinned_rows,
-                           others=[free_now])
+                           others=[free_now], fence=fence)
     if outcome.rows is None:
         return None
     return [row for row in outcome.rows if row is not None]
@@ -126,12 +131,13 @@ def _searched(index: NodeIndex, members: list[PodObserved], room: IntArray, free
 
 def _best_row(index: NodeIndex, pod: PodObserved, room: IntArray, free_now: IntArray,
               sticky: IntArray, config: PlannerConfig,
-              placed_ports: dict[int, list[HostPort]]) -> int | None:
+              placed_ports: dict[int, list[HostPort]],
+              allowed: BoolArray | None = None) -> int | None:
     static = index.static_fit(pod)
     vec, cols, missing = index.vector(pod.requests)
     if missing:
         return None
-    mask = static.mask.copy()
+    mask = static.mask.copy() if allowed is None else static.mask & allowed
     for col in cols:
         mask &= room[col] >= vec[col]
     if pod.host_ports:

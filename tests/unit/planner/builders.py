@@ -15,6 +15,7 @@ from services.contracts.events import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     OwnerRef,
+    PodAffinityTerm,
     PodGroupObserved,
     PodObserved,
     Taint,
@@ -89,6 +90,21 @@ class PodBuilder:
             for term in terms)
         return self._with(required_affinity=built)
 
+    def labelled(self, **labels: str) -> PodBuilder:
+        return self._with(labels={**self.fields.get("labels", {}), **labels})
+
+    def pod_affinity(self, topology_key: str, namespaces: tuple[str, ...] | None = None,
+                     **match_labels: str) -> PodBuilder:
+        """A required pod-affinity term on `match_labels` (namespaces: the pod's own)."""
+        term = _pod_term(topology_key, namespaces or (self.fields["namespace"],), match_labels)
+        return self._with(pod_affinity=(*self.fields.get("pod_affinity", ()), term))
+
+    def anti_affinity(self, topology_key: str, namespaces: tuple[str, ...] | None = None,
+                      **match_labels: str) -> PodBuilder:
+        """A required pod anti-affinity term on `match_labels` (namespaces: the pod's own)."""
+        term = _pod_term(topology_key, namespaces or (self.fields["namespace"],), match_labels)
+        return self._with(pod_anti_affinity=(*self.fields.get("pod_anti_affinity", ()), term))
+
     def host_port(self, port: int, protocol: str = "TCP", host_ip: str = "0.0.0.0") -> PodBuilder:
         ports = (*self.fields.get("host_ports", ()), HostPort(port, protocol, host_ip))
         return self._with(host_ports=ports)
@@ -115,6 +131,14 @@ class PodBuilder:
 
     def build(self, at_ms: int = 0) -> PodObserved:
         return PodObserved(at_ms=at_ms, **self.fields)
+
+
+def _pod_term(topology_key: str, namespaces: tuple[str, ...],
+              match_labels: dict[str, str]) -> PodAffinityTerm:
+    selector = tuple(NodeSelectorRequirement(key, "In", (value,))
+                     for key, value in sorted(match_labels.items()))
+    return PodAffinityTerm(topology_key=topology_key, label_selector=selector,
+                           namespaces=namespaces)
 
 
 class NodeBuilder:

@@ -1,7 +1,8 @@
 """The whole-gang search is exact on small instances (hypothesis), checked against brute force.
 
 Up to 6 nodes and 8 members of mixed sizes over cpu, memory, GPUs and pods, with host ports
-among members (and on other schedulers' pods) as the mutual constraint: gangsched places the
+and one-per-host required anti-affinity among members (and on other schedulers' pods: their
+ports and labels) as the mutual constraints: gangsched places the
 gang if and only if an exhaustive solver finds a placement; never a partial gang; never an
 over-committed node or a doubly used port; the same input gives the same placement.
 """
@@ -20,6 +21,7 @@ from tests.unit.planner.builders import GIB, make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster
 
 GPU = "nvidia.com/gpu"
+HOST = "kubernetes.io/hostname"
 CONFIG = PlannerConfig(search_budget_steps=10**6)
 """A budget no instance here reaches: exactness, not the budget, is under test."""
 PORTS = [None, None, None, (80, "TCP"), (80, "TCP"), (81, "TCP"), (80, "UDP")]
@@ -33,11 +35,13 @@ def instances(draw):
             "name": f"n{i}", "cpu": draw(st.sampled_from([2000, 4000, 6000, 8000])),
             "memory": draw(st.sampled_from([2, 4, 8])) * GIB,
             "gpu": draw(st.sampled_from([0, 0, 2, 4])), "pods": draw(st.sampled_from([2, 3, 110])),
-            "other": draw(st.sampled_from([None, None, (500, None), (1000, (80, "TCP"))]))})
+            "other": draw(st.sampled_from([None, None, (500, None), (1000, (80, "TCP"))])),
+            "other_role": draw(st.sampled_from([None, "a"]))})
     members = [{"cpu": draw(st.sampled_from([500, 1000, 2000, 3000, 5000])),
                 "memory": draw(st.sampled_from([GIB // 2, GIB, 2 * GIB, 4 * GIB])),
                 "gpu": draw(st.sampled_from([0, 0, 1, 2])),
-                "port": draw(st.sampled_from(PORTS))}
+                "port": draw(st.sampled_from(PORTS)),
+                "role": draw(st.sampled_from(["a", "b"])), "anti": draw(st.booleans())}
                for _ in range(draw(st.integers(1, 8)))]
     return nodes, members
 
@@ -45,13 +49,15 @@ def instances(draw):
 def events(nodes, members):
     out = []
     for node in nodes:
-        built = make_node(node["name"]).capacity(cpu_milli=node["cpu"],
-                                                 memory_bytes=node["memory"], pods=node["pods"])
+        built = make_node(node["name"]).capacity(
+            cpu_milli=node["cpu"], memory_bytes=node["memory"],
+            pods=node["pods"]).label(HOST, node["name"])
         out.append(built.resource(GPU, node["gpu"]) if node["gpu"] else built)
         if node["other"] is not None:
             cpu, port = node["other"]
             other = (make_pod(f"other-{node['name']}").scheduler("default-scheduler")
                      .requests(cpu_milli=cpu).on_node(node["name"]))
+            other = other.labelled(role=node["other_role"]) if node["other_role"] else other
             out.append(other.host_port(*port) if port else other)
     out.append(make_podgroup("g", len(members)))
     for i, member in enumerate(members):
@@ -61,8 +67,23 @@ def events(nodes, members):
             pod = pod.resource(GPU, member["gpu"])
         if member["port"]:
             pod = pod.host_port(*member["port"])
-        out.append(pod)
+        pod = pod.labelled(role=member["role"])
+        out.append(pod.anti_affinity(HOST, role="a") if member["anti"] else pod)
     return out
+
+
+def conflicts(member, placed):
+    """Whether `member` may not join the (role, anti) pods `placed` on a node: its anti-affinity
+    matches a role-a pod there, or (symmetry) a pod there with anti-affinity matches it."""
+    return any((member["anti"] and role == "a") or (anti and member["role"] == "a")
+               for role, anti in placed)
+
+
+def initially_placed(node):
+    """The (role, anti) of the other scheduler's pod on the node, if any."""
+    if node["other"] is None or node["other_role"] is None:
+        return ()
+    return ((node["other_role"], False),)
 
 
 def room(node):
@@ -88,17 +109,20 @@ def brute_force_fits(nodes, members):
         if i == len(members):
             return True
         want, port = demand(members[i]), members[i]["port"]
-        for n, (free, ports) in enumerate(state):
+        for n, (free, ports, placed) in enumerate(state):
             if any(w > f for w, f in zip(want, free, strict=True)):
                 continue
             if port is not None and port in ports:
                 continue  # every port here is on 0.0.0.0: same port and protocol conflict
+            if conflicts(members[i], placed):
+                continue
             left = tuple(f - w for f, w in zip(free, want, strict=True))
             taken = tuple(sorted(ports + ((port,) if port else ())))
-            if solve(i + 1, (*state[:n], (left, taken), *state[n + 1:])):
+            joined = tuple(sorted((*placed, (members[i]["role"], members[i]["anti"]))))
+            if solve(i + 1, (*state[:n], (left, taken, joined), *state[n + 1:])):
                 return True
         return False
-    return solve(0, tuple(room(node) for node in nodes))
+    return solve(0, tuple((*room(node), initially_placed(node)) for node in nodes))
 
 
 def check_placement(nodes, members, placement):
@@ -106,8 +130,11 @@ def check_placement(nodes, members, placement):
     assert len(placement.members) == len(members), "never a partial gang"
     used = {name: list(room(node)[0]) for name, node in by_name.items()}
     ports = {name: list(room(node)[1]) for name, node in by_name.items()}
+    placed = {name: list(initially_placed(node)) for name, node in by_name.items()}
     for assignment in placement.members:
         member = members[int(assignment.name.split("-")[1])]
+        assert not conflicts(member, placed[assignment.node]), "anti-affinity broken"
+        placed[assignment.node].append((member["role"], member["anti"]))
         for k, amount in enumerate(demand(member)):
             used[assignment.node][k] -= amount
         if member["port"] is not None:

@@ -13,6 +13,7 @@ from services.contracts.events import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     OwnerRef,
+    PodAffinityTerm,
     Taint,
     Toleration,
 )
@@ -101,10 +102,15 @@ def test_defaults_for_a_bare_pod():
 
 
 @pytest.mark.parametrize(("spec", "field"), [
-    ({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}},
-     "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
-    ({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}},
-     "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+    ({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "zone", "namespaceSelector": {"matchLabels": {"team": "a"}}}]}}},
+     "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[]"
+     ".namespaceSelector"),
+    ({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "zone", "labelSelector": {"matchExpressions": [
+            {"key": "app", "operator": "Gt", "values": ["1"]}]}}]}}},
+     "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[]"
+     ".labelSelector"),
     ({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone"}]},
      "spec.topologySpreadConstraints"),
     ({"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]},
@@ -115,6 +121,27 @@ def test_defaults_for_a_bare_pod():
 ])
 def test_hard_constraints_not_implemented_are_listed(spec, field):
     assert slim.pod_event(pod(spec), 0).unsupported == (field,)
+
+
+def test_required_pod_affinity_terms_and_labels_are_carried_with_namespaces_resolved():
+    spec = {"affinity": {
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "db"}}}]},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "namespaces": ["b", "a"],
+             "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}},
+            {"topologyKey": "zone", "namespaceSelector": {}}]}}}
+    obj = {"metadata": {"name": "p", "namespace": "ml", "labels": {"app": "web"}},
+           "spec": {"containers": [{"name": "c"}], **spec}}
+    event = slim.pod_event(obj, 0)
+    assert event.unsupported == () and event.labels == {"app": "web"}
+    assert event.pod_affinity == (PodAffinityTerm(
+        topology_key="zone", namespaces=("ml",),
+        label_selector=(NodeSelectorRequirement("app", "In", ("db",)),)),)
+    assert event.pod_anti_affinity == (
+        PodAffinityTerm(topology_key="kubernetes.io/hostname", namespaces=("a", "b"),
+                        label_selector=(NodeSelectorRequirement("app", "Exists"),)),
+        PodAffinityTerm(topology_key="zone", all_namespaces=True))
 
 
 def test_host_ports_of_app_containers_are_carried_with_kube_scheduler_defaults():
