@@ -4,9 +4,9 @@ Layer: bus, pure (no I/O). JetStream de-duplicates by `Nats-Msg-Id` across the w
 not per subject or per user, and gangsched's ids are predictable (`clock/<second>`,
 `pod/<uid>/<rv>/<type>`, `deadletter/planner/<seq>`, ...): another user allowed on the same
 stream can publish first under our next id and have our message dropped as its duplicate.
-So a duplicate ack is checked against the stored message (`Publisher`): identical means our
-own retry (or a replica of the same producer); different means a collision, and the message is
-published again under a fallback id. Never decides anything from a header it did not set.
+So a duplicate ack is checked against the stored message (`Publisher`): on our subject (and,
+when we sign, with our signature) it is our own retry or a replica's copy of the same change;
+anything else is a collision, and the message is published again under a fallback id.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Mapping
+
+from services.contracts.signing import SIGNATURE_HEADER
 
 DIFFERS = "differs"
 """Verdict: the stored message under our id is another message (a collision)."""
@@ -25,19 +27,20 @@ is not."""
 
 def verdict(
     stored_subject: str,
-    stored_data: bytes,
     stored_headers: Mapping[str, str],
     subject: str,
-    data: bytes,
     headers: Mapping[str, str],
 ) -> str | None:
-    """None if the stored message is the one we published, else `DIFFERS`.
+    """None if the stored message is ours or a replica's of the same producer, else `DIFFERS`.
 
-    The same message: same subject, same bytes, and every header we sent with the same value
-    (the signature and the dead-letter headers included, so a copy without them is not ours).
+    Ours: the same subject (NATS permissions let only that subject's producer publish on it),
+    and, when we sign, the same signature (a subject two users share, the dead-letter one, is
+    told apart by the planner's signature, which no other user can make). The bytes may differ:
+    two watchers observe the same change at different times, and must store it once.
     """
-    same = stored_subject == subject and stored_data == data and all(
-        stored_headers.get(name) == value for name, value in headers.items())
+    signature = headers.get(SIGNATURE_HEADER)
+    same = stored_subject == subject and (
+        signature is None or stored_headers.get(SIGNATURE_HEADER) == signature)
     return None if same else DIFFERS
 
 

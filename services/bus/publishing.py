@@ -106,7 +106,7 @@ class Publisher:
         for fallback in collisions.fallback_ids(msg_id, subject, data):
             if not ack.duplicate:
                 return int(ack.seq)
-            found = await self._verdict(subject, data, headers, ack)
+            found = await self._verdict(subject, headers, ack)
             if found is None:
                 return int(ack.seq)
             metrics.msg_id_collisions.labels(found).inc()
@@ -115,11 +115,11 @@ class Publisher:
                       found, fallback)
             headers = with_msg_id(fallback, headers)
             ack = await self._publish_retrying(subject, data, headers)
-        if ack.duplicate and await self._verdict(subject, data, headers, ack) is not None:
+        if ack.duplicate and await self._verdict(subject, headers, ack) is not None:
             raise MsgIdCollision(f"publish {subject}: msg id {msg_id} and its fallbacks taken")
         return int(ack.seq)
 
-    async def _verdict(self, subject: str, data: bytes, headers: dict[str, str],
+    async def _verdict(self, subject: str, headers: dict[str, str],
                        ack: PubAck) -> str | None:
         """`collisions.verdict` of the message stored at the ack's sequence."""
         try:
@@ -127,8 +127,7 @@ class Publisher:
         except nats.errors.Error as error:
             log.warning("cannot read back stream %s seq %d: %r", ack.stream, ack.seq, error)
             return collisions.UNREADABLE
-        return collisions.verdict(stored.subject or "", stored.data or b"",
-                                  stored.headers or {}, subject, data, headers)
+        return collisions.verdict(stored.subject or "", stored.headers or {}, subject, headers)
 
     async def publish_many(self, items: Sequence[PublishItem]) -> None:
         """Publish `items` pipelined, at most `max_in_flight` unacknowledged at a time.

@@ -9,20 +9,23 @@ DATA = b'{"type":"ClockTicked","at_ms":5000}'
 OURS = {"Nats-Msg-Id": "clock/5"}
 
 
-def test_the_same_subject_bytes_and_headers_are_our_own_duplicate() -> None:
+def test_the_same_subject_is_our_own_or_a_replicas_duplicate_whatever_the_bytes() -> None:
+    # two watchers observe one change at different times: it must be stored once
     stored_headers = {**OURS, "Nats-Expected-Stream": "X"}
-    assert collisions.verdict(SUBJECT, DATA, stored_headers, SUBJECT, DATA, OURS) is None
+    assert collisions.verdict(SUBJECT, stored_headers, SUBJECT, OURS) is None
 
 
-def test_another_subject_or_payload_under_our_id_is_a_collision() -> None:
+def test_another_subject_under_our_id_is_a_collision() -> None:
     outcome = "gs.events.outcome.default.train"
-    assert collisions.verdict(outcome, DATA, OURS, SUBJECT, DATA, OURS) == collisions.DIFFERS
-    assert collisions.verdict(SUBJECT, b"{}", OURS, SUBJECT, DATA, OURS) == collisions.DIFFERS
+    assert collisions.verdict(outcome, OURS, SUBJECT, OURS) == collisions.DIFFERS
 
 
-def test_a_copy_without_our_signature_header_is_not_ours() -> None:
+def test_on_a_shared_subject_a_copy_without_our_signature_is_not_ours() -> None:
     signed = {**OURS, "Gangsched-Signature": "v1 k s"}
-    assert collisions.verdict(SUBJECT, DATA, OURS, SUBJECT, DATA, signed) == collisions.DIFFERS
+    assert collisions.verdict(SUBJECT, OURS, SUBJECT, signed) == collisions.DIFFERS
+    assert collisions.verdict(SUBJECT, {**OURS, "Gangsched-Signature": "v1 k t"}, SUBJECT,
+                              signed) == collisions.DIFFERS
+    assert collisions.verdict(SUBJECT, signed, SUBJECT, signed) is None
 
 
 def test_the_content_fallback_is_stable_and_the_last_one_random() -> None:
