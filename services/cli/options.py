@@ -40,6 +40,13 @@ def option(name: str, *more: str, **kwargs: Any) -> Callable[[F], F]:
 
 _option = option
 
+LOG_LEVEL = click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], case_sensitive=False)
+"""Python logging levels, by name."""
+NON_NEGATIVE = click.FloatRange(min=0)
+"""A duration or amount in seconds that may be 0."""
+POSITIVE = click.FloatRange(min=0, min_open=True)
+"""A duration in seconds that must be more than 0."""
+
 
 def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     """One decorator applying `decorators` in the order written (the first is outermost)."""
@@ -55,7 +62,7 @@ local_options = stack(
     _option("--data-dir", type=click.Path(path_type=Path), default=Path(".gangsched"),
             help="Directory of the SQLite database (and, for `run`, the embedded NATS "
                  "store and run.json)."),
-    _option("--log-level", default="INFO", help="Python logging level."),
+    _option("--log-level", default="INFO", type=LOG_LEVEL, help="Python logging level."),
 )
 """What every command working on a local data directory takes (e.g. `migrate`)."""
 
@@ -64,7 +71,7 @@ common_options = stack(
     _option("--scheduler-name", default="gangsched",
             help="spec.schedulerName of the pods gangsched schedules."),
     _option("--http-host", default="127.0.0.1", help="Address of /healthz, /readyz, /metrics."),
-    _option("--http-port", type=int, default=0,
+    _option("--http-port", type=click.IntRange(-1, 65535), default=0,
             help="Port of /healthz, /readyz, /metrics (0 = a free port, -1 = disabled)."),
 )
 """What every service command takes."""
@@ -145,8 +152,11 @@ bus_options = stack(
                  "unset, `run` starts an embedded nats-server."),
     _option("--prefix", default="gangsched",
             help="Subject and stream prefix, so several clusters can share one NATS."),
-    _option("--stream-replicas", type=int, default=1, help="JetStream stream replicas."),
-    _option("--stream-max-age-seconds", type=float, default=7 * 24 * 3600.0,
+    _option("--stream-replicas", type=click.Choice(["1", "3", "5"]), default="1",
+            callback=lambda _ctx, _param, value: None if value is None else int(value),
+            help="JetStream stream replicas (an odd number, as the servers of a NATS "
+                 "cluster)."),
+    _option("--stream-max-age-seconds", type=NON_NEGATIVE, default=7 * 24 * 3600.0,
             help="Retention of the EVENTS and DECISIONS streams, in seconds (0 = unlimited)."),
     nats_auth_options,
 )
@@ -190,7 +200,7 @@ kube_options = stack(
 )
 
 watcher_options = stack(
-    _option("--tick-seconds", type=float, default=1.0,
+    _option("--tick-seconds", type=POSITIVE, default=1.0,
             help="Seconds between ClockTicked events."),
     _option("--group-apis", default="scheduling.x-k8s.io",
             help="PodGroup API groups read, comma-separated: scheduling.x-k8s.io "
@@ -199,12 +209,13 @@ watcher_options = stack(
 )
 
 placement_options = stack(
-    _option("--default-timeout-seconds", type=int, default=60,
+    _option("--default-timeout-seconds", type=click.IntRange(min=1), default=60,
             help="scheduleTimeoutSeconds for PodGroups that set none, in seconds."),
-    _option("--backoff-initial-seconds", type=float, default=1.0,
+    _option("--backoff-initial-seconds", type=NON_NEGATIVE, default=1.0,
             help="First backoff of an unschedulable or rolled-back group, in seconds."),
-    _option("--backoff-max-seconds", type=float, default=60.0, help="Backoff cap, in seconds."),
-    _option("--starvation-seconds", type=float, default=300.0,
+    _option("--backoff-max-seconds", type=NON_NEGATIVE, default=60.0,
+            help="Backoff cap, in seconds."),
+    _option("--starvation-seconds", type=NON_NEGATIVE, default=300.0,
             help="Wait after which a gang reserves the capacity it needs, in seconds."),
     _option("--scoring", type=click.Choice(["least-allocated", "most-allocated"]),
             default="least-allocated", help="Node scoring strategy."),
@@ -221,32 +232,34 @@ replay must plan with the live run's settings."""
 
 planner_options = stack(
     placement_options,
-    _option("--batch-size", type=int, default=512, help="Events fetched per planning batch."),
+    _option("--batch-size", type=click.IntRange(min=1), default=512,
+            help="Events fetched per planning batch."),
     _option("--leader-election/--no-leader-election", default=False,
             help="Planner: serve only while holding the leader lease (NATS KV), so several "
                  "planners can run with one active."),
-    _option("--leader-lease-seconds", type=float, default=10.0,
+    _option("--leader-lease-seconds", type=POSITIVE, default=10.0,
             help="Leader lease TTL, in seconds: a standby takes over this long after the "
                  "leader's last renewal."),
-    _option("--leader-retry-seconds", type=float, default=1.0,
+    _option("--leader-retry-seconds", type=POSITIVE, default=1.0,
             help="Seconds between lease renewals (leader) and take-over attempts (standbys)."),
-    _option("--snapshot-interval-seconds", type=float, default=30.0,
+    _option("--snapshot-interval-seconds", type=NON_NEGATIVE, default=30.0,
             help="Planner: write the state snapshot at most this often, in seconds (0 = every "
                  "batch); a restart re-plans the batches committed after it."),
-    _option("--snapshot-interval-events", type=int, default=50_000,
+    _option("--snapshot-interval-events", type=click.IntRange(min=0), default=50_000,
             help="Planner: also write the snapshot once this many events were applied since "
                  "the last one (0 = no bound)."),
-    _option("--max-event-lead-seconds", type=float, default=60.0,
+    _option("--max-event-lead-seconds", type=NON_NEGATIVE, default=60.0,
             help="Planner: dead-letter a watcher event (observation or clock tick) whose "
                  "at_ms is more than this many seconds ahead of the time NATS stored it "
                  "(0 = no bound)."),
 )
 
 binder_options = stack(
-    _option("--bind-concurrency", type=int, default=16, help="Binds in flight per placement."),
+    _option("--bind-concurrency", type=click.IntRange(min=1), default=16,
+            help="Binds in flight per placement."),
     _option("--rollback-bare-pods/--no-rollback-bare-pods", default=False,
             help="Also delete bound members without a controller owner on rollback."),
-    _option("--event-interval-seconds", type=float, default=30.0,
+    _option("--event-interval-seconds", type=NON_NEGATIVE, default=30.0,
             help="Minimum seconds between two FailedScheduling events for one pod."),
 )
 

@@ -42,12 +42,26 @@ def load_documents(files: list[Path]) -> list[manifests.Document]:
     documents: list[manifests.Document] = []
     for path in _expand(files):
         try:
-            bodies = list(yaml.safe_load_all(path.read_text()))
+            bodies = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+        except UnicodeDecodeError as error:
+            raise manifests.InvalidManifest(
+                str(path), "", f"not UTF-8 text (byte {error.start}); manifests are UTF-8"
+            ) from error
         except (OSError, yaml.YAMLError) as error:
-            raise manifests.InvalidManifest(str(path), "", str(error)) from error
+            raise manifests.InvalidManifest(str(path), "", _one_line(error)) from error
         documents.extend(manifests.Document(str(path), number, body)
                          for number, body in enumerate(bodies, start=1))
     return documents
+
+
+def _one_line(error: OSError | yaml.YAMLError) -> str:
+    """A read or YAML error in one line (PyYAML's span over several, with a caret drawing)."""
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        mark = error.problem_mark
+        return f"line {mark.line + 1} column {mark.column + 1}: {error.problem}"
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    return " ".join(str(error).split())
 
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")

@@ -121,3 +121,38 @@ def test_a_schema_mismatch_names_the_database_as_given_and_the_command_to_run(
     assert output.strip() == (f"Error: database {url} is at schema revision 0001, behind this "
                               f"gangsched's 0002: run `gangsched migrate --db {url}` first")
     assert "file:" not in output and "mode=ro" not in output
+
+
+@pytest.mark.parametrize(("argv", "option"), [
+    (("run", "--log-level", "LOUD"), "--log-level"),
+    (("planner", "--log-level", "LOUD"), "--log-level"),
+    (("run", "--http-port", "99999"), "--http-port"),
+    (("run", "--batch-size", "0"), "--batch-size"),
+    (("run", "--tick-seconds", "-1"), "--tick-seconds"),
+    (("run", "--tick-seconds", "0"), "--tick-seconds"),
+    (("run", "--bind-concurrency", "0"), "--bind-concurrency"),
+    (("run", "--stream-replicas", "2"), "--stream-replicas"),
+    (("run", "--stream-replicas", "7"), "--stream-replicas"),
+    (("run", "--backoff-max-seconds", "-5"), "--backoff-max-seconds"),
+    (("run", "--leader-lease-seconds", "0"), "--leader-lease-seconds"),
+    (("run", "--default-timeout-seconds", "0"), "--default-timeout-seconds"),
+    (("replay", "--search-budget-steps", "-1"), "--search-budget-steps"),
+])
+def test_a_setting_out_of_range_is_refused_before_anything_starts(
+    argv: tuple[str, ...], option: str
+) -> None:
+    code, output = invoke(*argv)
+    assert code == 2
+    assert f"Invalid value for '{option}'" in output
+    assert "Traceback" not in output
+
+
+def test_a_manifest_that_is_not_utf8_or_not_yaml_is_one_line(tmp_path: Path) -> None:
+    binary, broken = tmp_path / "binary.yaml", tmp_path / "broken.yaml"
+    binary.write_bytes(b"\xff\xfekind: Node\n")
+    broken.write_text("a: [1,\n b: 2\n")
+    code, output = invoke("simulate", str(binary))
+    assert code == 2 and output.strip() == f"error: {binary}: not UTF-8 text (byte 0); " \
+        "manifests are UTF-8"
+    code, output = invoke("simulate", str(broken))
+    assert code == 2 and len(output.strip().splitlines()) == 1 and "line 3 column 1" in output
