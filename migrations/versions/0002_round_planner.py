@@ -1,5 +1,7 @@
-"""Rounds record which planner planned them (`rounds.planner`), so an audit can tell a
-determinism bug from a planner upgrade.
+"""Rounds record which planner planned them (`rounds.planner`).
+
+An audit can then tell a determinism bug from a planner upgrade. (Alembic logs the first
+paragraph of this docstring as the step's name: keep it one line.)
 
 Revision ID: 0002
 Revises: 0001
