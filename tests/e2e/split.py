@@ -38,15 +38,16 @@ class NatsServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
 
-    def start(self) -> str:
-        """Start the server; return its URL once it accepts clients."""
+    def start(self, port: int = -1) -> str:
+        """Start the server (on `port`, else a free one: a restart passes the old one so its
+        clients reconnect); return its URL once it accepts clients."""
         ports = self.data_dir / "ports"
         ports.mkdir(parents=True, exist_ok=True)
         binary = find_binary()
         with (self.data_dir / "nats-server.log").open("ab") as log:
             self.process = subprocess.Popen(
                 [str(binary), "--jetstream", "--store_dir", str(self.data_dir / "jetstream"),
-                 "--addr", "127.0.0.1", "--port", "-1", "--ports_file_dir", str(ports)],
+                 "--addr", "127.0.0.1", "--port", str(port), "--ports_file_dir", str(ports)],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         ports_file = ports / f"{binary.name}_{self.process.pid}.ports"
         eventually(ports_file.exists, timeout=30, interval=0.05, what="nats-server ports file")

@@ -122,14 +122,17 @@ def truth(plane: ControlPlane) -> Projection:
     )
 
 
-def planner_view(planner: split.ServiceProcess) -> Projection:
-    """The planner's committed state (as a restart would restore it), projected."""
+def planner_view(planner: split.ServiceProcess,
+                 config: PlannerConfig | None = None) -> Projection:
+    """The planner's committed state (as a restart would restore it, with the planner's
+    `config`: another one re-derives other decisions and the catch-up diverges), projected."""
     db_url = json.loads((planner.data_dir / "run.json").read_text())["db"]
 
     async def read() -> Projection:
         engine = engines.create_engine(db_url)
         try:
-            restored = await catchup.restore(PlannerStore(engine), PlannerConfig(), split.PREFIX)
+            restored = await catchup.restore(PlannerStore(engine), config or PlannerConfig(),
+                                             split.PREFIX)
         finally:
             await engine.dispose()
         state = restored.state
@@ -140,11 +143,12 @@ def planner_view(planner: split.ServiceProcess) -> Projection:
     return asyncio.run(read())
 
 
-def converged(plane: ControlPlane, planner: split.ServiceProcess) -> None:
+def converged(plane: ControlPlane, planner: split.ServiceProcess,
+              config: PlannerConfig | None = None) -> None:
     """Wait until the planner's projection equals the cluster's truth."""
 
     def same() -> bool:
-        want, have = truth(plane), planner_view(planner)
+        want, have = truth(plane), planner_view(planner, config)
         assert have == want, difference(want, have)
         return True
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from services.planner.core.config import PlannerConfig
 from services.watcher import slim
 from tests.cluster.fixture import ControlPlane, KubectlError
 from tests.e2e import kube, manifests, split
@@ -28,6 +29,8 @@ from tests.support.waiting import eventually
 PLANNER_FLAGS = ("--backoff-initial-seconds", "1", "--backoff-max-seconds", "2")
 """Planner options of the suite (a rolled-back or unschedulable gang is retried within 2 s);
 replay must be given the same ones to re-derive the same decisions."""
+PLANNER_CONFIG = PlannerConfig(backoff_initial_seconds=1, backoff_max_seconds=2)
+"""`PLANNER_FLAGS` as the planner's config (to restore its projection as it would)."""
 POLL_SECONDS = 0.25
 
 WINDOWS: dict[str, float] = {}
@@ -38,7 +41,7 @@ def settled(cp: ControlPlane, namespace: str, services: split.Services,
             planner: split.ServiceProcess) -> None:
     """The whole at-rest check (module docstring); the planner must be running."""
     assert_at_rest(cp, namespace, services)
-    converged(cp, planner)
+    converged(cp, planner, PLANNER_CONFIG)
     verify_replay(planner)
 
 
