@@ -1,0 +1,160 @@
+"""The highly available set-up under faults (issue 20, item 5): a 3-server NATS cluster on
+loopback with R3 streams, two planners with `--leader-election` on one PostgreSQL database.
+
+One NATS server is SIGKILLed while gangs are placed and started again (its store kept); then the
+leading planner is SIGKILLed and the standby takes over within a few lease lengths. Every gang
+is bound whole, and the at-rest checks hold with the standby's view of the shared database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import nats
+import pytest
+
+from services.bus.embedded import find_binary
+from services.contracts import subjects
+from tests.e2e import manifests, split
+from tests.e2e.faults import rest
+from tests.support.postgres import running_postgres
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.e2e
+
+LEASE = ("--leader-election", "--leader-lease-seconds", "3", "--leader-retry-seconds", "0.25")
+REPLICAS = ("--stream-replicas", "3")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Cluster:
+    """Three nats-servers routed to each other on loopback, JetStream clustered."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.client_ports = [free_port() for _ in range(3)]
+        self.route_ports = [free_port() for _ in range(3)]
+        self.processes: list[subprocess.Popen[bytes] | None] = [None, None, None]
+
+    @property
+    def url(self) -> str:
+        return ",".join(f"nats://127.0.0.1:{port}" for port in self.client_ports)
+
+    def start(self, index: int) -> None:
+        routes = ",".join(f"nats://127.0.0.1:{port}" for i, port in enumerate(self.route_ports)
+                          if i != index)
+        with (self.data_dir / f"s{index}.log").open("ab") as log:
+            self.processes[index] = subprocess.Popen(
+                [str(find_binary()), "--jetstream", "--store_dir",
+                 str(self.data_dir / f"s{index}"), "--server_name", f"s{index}",
+                 "--cluster_name", "gangsched", "--addr", "127.0.0.1",
+                 "--port", str(self.client_ports[index]),
+                 "--cluster", f"nats://127.0.0.1:{self.route_ports[index]}",
+                 "--routes", routes],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def kill(self, index: int) -> None:
+        process = self.processes[index]
+        assert process is not None
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+
+    def stop(self) -> None:
+        """SIGTERM each server, then SIGKILL if it lingers (as `split.NatsServer.stop`)."""
+        for process in self.processes:
+            split._terminate(process)
+
+    def log(self, index: int) -> str:
+        return (self.data_dir / f"s{index}.log").read_text(errors="replace")
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    running = Cluster(tmp_path)
+    try:
+        for index in range(3):
+            running.start(index)
+        eventually(lambda: all("JetStream cluster new metadata leader" in running.log(i)
+                               or "Self is new JetStream cluster metadata leader"
+                               in running.log(i) for i in range(3)),
+                   timeout=30, interval=0.2, what="a JetStream metadata leader elected")
+        yield running
+    finally:
+        running.stop()
+
+
+def replicas(url: str, stream: str) -> int:
+    """The number of replicas stream `stream` (EVENTS, DECISIONS) is configured with."""
+    async def read() -> int:
+        nc = await nats.connect(url)
+        try:
+            info = await nc.jetstream().stream_info(subjects.stream_name(split.PREFIX, stream))
+        finally:
+            await nc.close()
+        return int(info.config.num_replicas or 1)
+
+    return asyncio.run(read())
+
+
+def apply_gangs(cp, namespace: str, groups: list[str]) -> dict[str, int]:
+    manifests.apply(cp, namespace, *[
+        document for group in groups
+        for document in (manifests.podgroup(group, 2, timeout_seconds=10),
+                         manifests.replicaset(f"rs-{group}", group, 2))])
+    return {group: 2 for group in groups}
+
+
+def test_a_nats_server_and_the_leading_planner_killed_lose_no_gang_and_split_none(
+        control_plane, namespace, services, cluster):
+    with running_postgres() as postgres:
+        database = postgres.url("postgres")
+        subprocess.run([sys.executable, "-m", "services.cli.main", "migrate", "--db", database],
+                       check=True, capture_output=True, timeout=60)
+        services.nats.url = cluster.url  # the services get all three servers
+        services.start("watcher", extra=REPLICAS)
+        planner = (*REPLICAS, *LEASE, "--db", database, *rest.PLANNER_FLAGS)
+        (first,) = services.start("planner", extra=planner)  # one at a time: each migrates
+        (second,) = services.start("planner", extra=planner)
+        services.binder(*REPLICAS)
+        services.nats.url = f"nats://127.0.0.1:{cluster.client_ports[0]}"  # the test's reads
+        leader = eventually(lambda: next((p for p in (first, second)
+                                          if "became leader" in p.log_text()), None),
+                            timeout=20, interval=0.1, what="a leading planner")
+        standby = second if leader is first else first
+        assert [replicas(services.nats.url, s) for s in ("EVENTS", "DECISIONS")] == [3, 3]
+        expected: dict[str, int] = {}
+        with rest.partial_watch(control_plane, namespace, "NATS server and leader killed"):
+            expected |= apply_gangs(control_plane, namespace, ["a0", "a1"])
+            cluster.kill(2)
+            expected |= apply_gangs(control_plane, namespace, ["b0", "b1"])
+            rest.gangs_bound(control_plane, namespace, expected, timeout=60)
+            cluster.start(2)
+
+            leader.signal(signal.SIGKILL)
+            assert leader.process is not None
+            leader.process.wait(10)
+            killed_at = time.monotonic()
+            services.processes.remove(leader)  # killed on purpose
+            expected |= apply_gangs(control_plane, namespace, ["c0", "c1"])
+            eventually(lambda: "became leader" in standby.log_text(), timeout=15,
+                       interval=0.1, what="the standby took over")
+            print(f"the standby took over {time.monotonic() - killed_at:.1f}s after the kill")
+            rest.gangs_bound(control_plane, namespace, expected, timeout=60)
+        attempts = sorted(d["attempt"] for d in rest.placements(services, namespace))
+        assert attempts == [1] * len(expected), attempts
+        rest.settled(control_plane, namespace, services, standby)
+        for process in list(services.processes):  # before PostgreSQL goes
+            assert process.stop() == 0, process.log_tail()
+            services.processes.remove(process)
