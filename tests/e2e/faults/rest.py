@@ -4,7 +4,7 @@ At rest (`settled`): no partly bound gang, no over-committed node, the Placement
 (`test_faults.assert_at_rest`); the planner's committed projection equals `kubectl get`
 (`test_watcher_recovery.converged`); and `gangsched replay --verify` re-derives every decision
 from the planner's database. While a fault runs (`PartialWatch`), the longest time any gang of
-the namespace spent partly bound (0 < bound < minMember) is measured from `kubectl get`.
+the namespace spent partly bound (0 < bound < minMember) is measured from a pod watch.
 """
 
 from __future__ import annotations
@@ -86,50 +86,84 @@ def placements(services: split.Services, namespace: str) -> list[dict[str, Any]]
 
 
 class PartialWatch:
-    """Polls the namespace's pods and PodGroups; `longest` is the longest partial window seen.
+    """Watches the namespace's pods; `longest` is the longest partial window seen (seconds).
 
-    A group is partly bound while 0 < bound members < its minMember (absent or 0: 1). The
-    sampling is every `POLL_SECONDS`, so a window shorter than that may go unseen.
+    A group is partly bound while 0 < bound members < its minMember (absent or 0: 1; a group
+    without a PodGroup is never partial). Pods are followed with `kubectl get --watch`, so each
+    bind and delete is seen as the API server announces it; a pod being deleted no longer
+    counts (as `kube.pods`). PodGroups' minMember is read every `POLL_SECONDS`.
     """
 
     def __init__(self, cp: ControlPlane, namespace: str) -> None:
         self.cp, self.namespace = cp, namespace
         self.longest = 0.0
         self.worst = ""
+        self._pods: dict[str, tuple[str, bool]] = {}
+        self._min_members: dict[str, int] = {}
         self._since: dict[str, float] = {}
+        self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(POLL_SECONDS):
-            try:
-                items = json.loads(self.cp.kubectl(
-                    "get", "pods,podgroups", "-n", self.namespace, "-o", "json"))["items"]
-            except (KubectlError, ValueError):
-                continue  # the API server paused or restarting: no sample
-            self._sample(items, time.monotonic())
-
-    def _sample(self, items: list[dict[str, Any]], now: float) -> None:
-        pods = [item for item in items if item["kind"] == "Pod"
-                and not item["metadata"].get("deletionTimestamp")]
-        counts = bound_by_group(pods)
-        for group in (item for item in items if item["kind"] == "PodGroup"):
-            name = group["metadata"]["name"]
-            min_member = max(slim.podgroup_event(group, 0).min_member, 1)
-            if 0 < counts.get(name, 0) < min_member:
-                since = self._since.setdefault(name, now)
-                if now - since > self.longest:
-                    self.longest, self.worst = now - since, name
-            else:
-                self._since.pop(name, None)
+        assert cp.bin_dir is not None
+        self._watch = subprocess.Popen(
+            [str(cp.bin_dir / "kubectl"), "--kubeconfig", str(cp.kubeconfig), "get", "pods",
+             "-n", namespace, "--watch", "--output-watch-events", "-o", "json"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self._threads = [threading.Thread(target=self._follow, daemon=True),
+                         threading.Thread(target=self._poll_podgroups, daemon=True)]
 
     def start(self) -> PartialWatch:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
+    def _follow(self) -> None:
+        assert self._watch.stdout is not None
+        for line in self._watch.stdout:  # one watch event per line
+            if line.strip():
+                event = json.loads(line)
+                self._pod_changed(event["type"], event["object"], time.monotonic())
+
+    def _pod_changed(self, kind: str, pod: dict[str, Any], now: float) -> None:
+        metadata = pod["metadata"]
+        group = (metadata.get("labels") or {}).get(manifests.GROUP_LABEL, "")
+        with self._lock:
+            if kind == "DELETED" or metadata.get("deletionTimestamp"):
+                self._pods.pop(metadata["uid"], None)
+            else:
+                self._pods[metadata["uid"]] = (group, bool(pod["spec"].get("nodeName")))
+            self._measure(group, now)
+
+    def _poll_podgroups(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                items = kube.get_json(self.cp, "podgroups", "-n", self.namespace)["items"]
+            except (KubectlError, ValueError):
+                continue
+            with self._lock:
+                self._min_members = {item["metadata"]["name"]: max(
+                    slim.podgroup_event(item, 0).min_member, 1) for item in items}
+                for group in self._min_members:
+                    self._measure(group, time.monotonic())
+
+    def _measure(self, group: str, now: float) -> None:
+        bound = sum(1 for name, is_bound in self._pods.values() if name == group and is_bound)
+        if group and 0 < bound < self._min_members.get(group, 1):
+            since = self._since.setdefault(group, now)
+            if now - since > self.longest:
+                self.longest, self.worst = now - since, group
+        else:
+            self._since.pop(group, None)
+
     def stop(self) -> float:
+        """Stop watching; the longest window, counting one still open."""
         self._stop.set()
-        self._thread.join(10)
+        self._watch.terminate()
+        self._watch.wait(10)
+        for thread in self._threads:
+            thread.join(10)
+        with self._lock:
+            for group in list(self._since):
+                self._measure(group, time.monotonic())
         return self.longest
 
 
@@ -141,4 +175,4 @@ def partial_watch(cp: ControlPlane, namespace: str, test: str) -> Iterator[Parti
         yield watch
     finally:
         WINDOWS[test] = watch.stop()
-        print(f"longest partial window of {test}: {watch.longest:.2f}s ({watch.worst or '-'})")
+        print(f"longest partial window of {test}: {watch.longest:.3f}s ({watch.worst or '-'})")
