@@ -1,10 +1,11 @@
 """The highly available set-up under faults (issue 20, item 5): a 3-server NATS cluster on
 loopback with R3 streams, two planners with `--leader-election` on one PostgreSQL database.
 
-The NATS server leading the EVENTS stream is SIGKILLed while gangs are placed and started again
-(its store kept); then the leading planner is SIGKILLed and the standby takes over within a
-lease length or so. Every gang is bound whole, and the at-rest checks hold with the standby's
-view of the shared database.
+The NATS server leading the leader lease's KV stream (the worst one to lose: its renewals
+fail until the stream elects a new leader, and the leading planner steps down meanwhile) is
+SIGKILLed while gangs are placed, and started again (its store kept); then the leading planner
+is SIGKILLed and the standby takes over within a lease length or so. Every gang is bound
+whole, and the at-rest checks hold with the standby's view of the shared database.
 """
 
 from __future__ import annotations
@@ -97,11 +98,11 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
 
 
 def stream_layout(url: str, stream: str) -> tuple[int, str]:
-    """(configured replicas, leading server name) of stream `stream` (EVENTS, DECISIONS)."""
+    """(configured replicas, leading server name) of the stream named `stream`."""
     async def read() -> tuple[int, str]:
         nc = await nats.connect(url)
         try:
-            info = await nc.jetstream().stream_info(subjects.stream_name(split.PREFIX, stream))
+            info = await nc.jetstream().stream_info(stream)
         finally:
             await nc.close()
         assert info.cluster is not None
@@ -143,9 +144,11 @@ def test_a_nats_server_and_the_leading_planner_killed_lose_no_gang_and_split_non
         services.nats.url = f"nats://127.0.0.1:{cluster.client_ports[0]}"
         eventually(lambda: leading(first, second), timeout=20, interval=0.1,
                    what="a leading planner")
-        replicas, events_leader = stream_layout(services.nats.url, "EVENTS")
-        assert (replicas, stream_layout(services.nats.url, "DECISIONS")[0]) == (3, 3)
-        victim = int(events_leader.removeprefix("s"))  # the worst server to lose
+        layouts = [stream_layout(services.nats.url, subjects.stream_name(split.PREFIX, name))
+                   for name in ("EVENTS", "DECISIONS")]
+        assert [found for found, _ in layouts] == [3, 3], layouts
+        _, lease_leader = stream_layout(services.nats.url, "KV_GANGSCHED_LEADER")
+        victim = int(lease_leader.removeprefix("s"))  # the lease's: the worst server to lose
         # the test reads through a server that stays up
         services.nats.url = f"nats://127.0.0.1:{cluster.client_ports[(victim + 1) % 3]}"
         expected: dict[str, int] = {}
