@@ -12,7 +12,7 @@ import pytest
 
 from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, split
-from tests.support.gangsched_process import GangschedRun
+from tests.support.gangsched_process import GangschedRun, serving
 from tests.support.waiting import eventually
 
 
@@ -53,14 +53,8 @@ def namespace(control_plane: ControlPlane, request: pytest.FixtureRequest) -> It
 @pytest.fixture
 def gangsched(control_plane: ControlPlane, tmp_path: Path) -> Iterator[GangschedRun]:
     """`gangsched run` against the control plane with embedded NATS and SQLite."""
-    run = GangschedRun(control_plane.kubeconfig, tmp_path / "gangsched")
-    try:
-        run.start()
+    with serving(control_plane.kubeconfig, tmp_path / "gangsched") as run:
         yield run
-    finally:
-        code = run.stop()
-        print(run.log_tail(200))
-    assert code == 0, f"gangsched run exited {code}"
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 
 from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, manifests
-from tests.support.gangsched_process import GangschedRun
+from tests.support.gangsched_process import GangschedRun, serving
 from tests.support.waiting import consistently, eventually
 
 pytestmark = pytest.mark.e2e
@@ -38,15 +38,9 @@ def native_plane() -> Iterator[ControlPlane]:
 def native_gangsched(native_plane: ControlPlane,
                      tmp_path_factory: pytest.TempPathFactory) -> Iterator[GangschedRun]:
     """`gangsched run` reading both PodGroup APIs."""
-    run = GangschedRun(native_plane.kubeconfig, tmp_path_factory.mktemp("gangsched"),
-                       "--group-apis", "scheduling.x-k8s.io,scheduling.k8s.io")
-    try:
-        run.start()
+    with serving(native_plane.kubeconfig, tmp_path_factory.mktemp("gangsched"),
+                 "--group-apis", "scheduling.x-k8s.io,scheduling.k8s.io") as run:
         yield run
-    finally:
-        code = run.stop()
-        print(run.log_tail(200))
-    assert code == 0, f"gangsched run exited {code}"
 
 
 @pytest.fixture

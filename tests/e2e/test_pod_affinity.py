@@ -14,7 +14,7 @@ import pytest
 
 from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, manifests
-from tests.support.gangsched_process import GangschedRun
+from tests.support.gangsched_process import GangschedRun, serving
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
@@ -32,14 +32,8 @@ def affinity_plane() -> Iterator[ControlPlane]:
 @pytest.fixture(scope="module")
 def affinity_gangsched(affinity_plane: ControlPlane,
                        tmp_path_factory: pytest.TempPathFactory) -> Iterator[GangschedRun]:
-    run = GangschedRun(affinity_plane.kubeconfig, tmp_path_factory.mktemp("gangsched"))
-    try:
-        run.start()
+    with serving(affinity_plane.kubeconfig, tmp_path_factory.mktemp("gangsched")) as run:
         yield run
-    finally:
-        code = run.stop()
-        print(run.log_tail(200))
-    assert code == 0, f"gangsched run exited {code}"
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 
 from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, manifests
-from tests.support.gangsched_process import GangschedRun
+from tests.support.gangsched_process import GangschedRun, serving
 from tests.support.waiting import consistently, eventually
 
 pytestmark = pytest.mark.e2e
@@ -30,14 +30,8 @@ STATUS_TIMEOUT_SECONDS = 20
 def status_gangsched(control_plane: ControlPlane,
                      tmp_path_factory: pytest.TempPathFactory) -> Iterator[GangschedRun]:
     """One `gangsched run` for the module: every case lives in its own namespace."""
-    run = GangschedRun(control_plane.kubeconfig, tmp_path_factory.mktemp("gangsched"))
-    try:
-        run.start()
+    with serving(control_plane.kubeconfig, tmp_path_factory.mktemp("gangsched")) as run:
         yield run
-    finally:
-        code = run.stop()
-        print(run.log_tail(200))
-    assert code == 0, f"gangsched run exited {code}"
 
 
 def prebound_pod(name: str, group: str | None = "g", cpu: str = "100m") -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -94,3 +96,17 @@ class GangschedRun:
             if time.monotonic() > deadline:
                 raise AssertionError("gangsched run still alive")
             time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def serving(kubeconfig: Path, data_dir: Path, *extra: str) -> Iterator[GangschedRun]:
+    """`gangsched run` with `extra` flags, ready for the body; stopped after it, with its log
+    printed (shown for a failing test), and it must have exited 0."""
+    run = GangschedRun(kubeconfig, data_dir, *extra)
+    try:
+        run.start()
+        yield run
+    finally:
+        code = run.stop()
+        print(run.log_tail(200))
+    assert code == 0, f"gangsched run exited {code}"
