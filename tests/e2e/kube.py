@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -68,3 +71,14 @@ def example_node(name: str) -> dict[str, Any]:
             node: dict[str, Any] = document
             return node
     raise LookupError(f"{name} has no Node")
+
+
+@contextlib.contextmanager
+def fresh_namespace(cp: Kubectl, prefix: str) -> Iterator[str]:
+    """A namespace `<prefix>-<random>` for one test, deleted (without waiting) after it."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    cp.kubectl("create", "namespace", name)
+    try:
+        yield name
+    finally:
+        cp.kubectl("delete", "namespace", name, "--wait=false")

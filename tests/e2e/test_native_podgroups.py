@@ -8,7 +8,6 @@ gang's minMember, and the binder writes the native `PodGroupScheduled` condition
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,10 +45,8 @@ def native_gangsched(native_plane: ControlPlane,
 @pytest.fixture
 def native_namespace(native_plane: ControlPlane) -> Iterator[str]:
     """A fresh namespace on the native plane."""
-    name = f"native-{uuid.uuid4().hex[:8]}"
-    native_plane.kubectl("create", "namespace", name)
-    yield name
-    native_plane.kubectl("delete", "namespace", name, "--wait=false")
+    with kube.fresh_namespace(native_plane, "native") as name:
+        yield name
 
 
 def native_podgroup(name: str, min_count: int) -> dict[str, Any]:

@@ -6,7 +6,6 @@ host (`kubernetes.io/hostname` anti-affinity on their own label) is placed one p
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,10 +37,8 @@ def affinity_gangsched(affinity_plane: ControlPlane,
 
 @pytest.fixture
 def affinity_namespace(affinity_plane: ControlPlane) -> Iterator[str]:
-    name = f"affinity-{uuid.uuid4().hex[:8]}"
-    affinity_plane.kubectl("create", "namespace", name)
-    yield name
-    affinity_plane.kubectl("delete", "namespace", name, "--wait=false")
+    with kube.fresh_namespace(affinity_plane, "affinity") as name:
+        yield name
 
 
 def one_per_host(name: str, group: str) -> dict[str, Any]:
