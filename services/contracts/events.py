@@ -89,6 +89,27 @@ class PodAffinityTerm(msgspec.Struct, frozen=True, gc=False):
     all_namespaces: bool = False
 
 
+class TopologySpreadConstraint(msgspec.Struct, frozen=True, gc=False):
+    """One `spec.topologySpreadConstraints[]` entry, as the API server stored it.
+
+    `when_unsatisfiable` is DoNotSchedule (a filter) or ScheduleAnyway (a score);
+    `label_selector` as `PodAffinityTerm.label_selector` (None: absent, matches no pod; ():
+    empty), with the API server's own merge of `matchLabelKeys` already in it; the planner
+    merges `match_label_keys` once more with the pod's current labels, as kube-scheduler does.
+    `min_domains` 1 when absent; `node_affinity_policy` and `node_taints_policy` Honor or Ignore
+    (absent: Honor and Ignore, kube-scheduler's defaults). Units: `max_skew` pods.
+    """
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str = "DoNotSchedule"
+    label_selector: tuple[NodeSelectorRequirement, ...] | None = None
+    min_domains: int = 1
+    node_affinity_policy: str = "Honor"
+    node_taints_policy: str = "Ignore"
+    match_label_keys: tuple[str, ...] = ()
+
+
 class OwnerRef(msgspec.Struct, frozen=True, gc=False):
     """The controller owner of a pod (`metadata.ownerReferences[controller=true]`)."""
 
@@ -133,7 +154,8 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     (Pending, Running, Succeeded, Failed, Unknown). `host_ports` are its app containers' ports
     with a hostPort, in spec order (what kube-scheduler's NodePorts plugin reads). `labels` are
     the pod's labels and `pod_affinity`/`pod_anti_affinity` its required inter-pod terms, in
-    spec order (what InterPodAffinity's filter reads).
+    spec order (what InterPodAffinity's filter reads). `topology_spread` are its
+    `topologySpreadConstraints`, in spec order (what PodTopologySpread reads).
     """
 
     at_ms: int
@@ -160,6 +182,7 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     labels: dict[str, str] = {}
     pod_affinity: tuple[PodAffinityTerm, ...] = ()
     pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
 
 
 class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):

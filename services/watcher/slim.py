@@ -23,8 +23,10 @@ Decisions recorded here:
   request of cpu, memory or hugepages-* (a pod-level limit standing in for a missing request)
   replaces the containers' aggregate for that resource; other resources keep the aggregate;
   overhead is added after.
-- Soft constraints (preferred node/pod affinity, ScheduleAnyway spread) are ignored, as a
-  scheduler may; hard ones the planner does not implement are listed in `unsupported`.
+- Soft node/pod affinity (preferred terms) is ignored, as a scheduler may; hard constraints
+  the planner does not implement are listed in `unsupported`.
+- Topology spread constraints (both kinds) are carried (`topology_spread`); one the API server
+  would refuse sets `invalid_reason` (`topology_spread`), so the pod waits with that reason.
 - Required inter-pod (anti-)affinity: labels and terms are carried (`required_pod_affinity`);
   only a non-empty `namespaceSelector` stays unsupported (it needs Namespace labels).
 - Host ports: the app containers' ports with a hostPort are carried (`host_ports`, protocol
@@ -34,6 +36,7 @@ Decisions recorded here:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeGuard
@@ -53,6 +56,7 @@ from services.contracts.events import (
     PodObserved,
     Taint,
     Toleration,
+    TopologySpreadConstraint,
 )
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -173,6 +177,7 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
     affinity, affinity_unsupported = required_affinity(spec)
     namespace = _namespace(meta)
     pod_terms, pod_terms_unsupported = required_pod_affinity(spec, namespace)
+    spreads, spread_invalid = topology_spread(spec)
     priority = spec.get("priority", 0)
     node_name = spec.get("nodeName")
     return PodObserved(
@@ -189,12 +194,12 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
         tolerations=tuple(_toleration(_dict(t)) for t in _list(spec.get("tolerations"))),
         unsupported=tuple(sorted(set(affinity_unsupported + unsupported_fields(spec)
                                      + pod_terms_unsupported + beyond))),
-        invalid_reason=invalid,
+        invalid_reason=invalid or spread_invalid,
         is_scheduling_gated=bool(_list(spec.get("schedulingGates"))),
         is_deleting=meta.get("deletionTimestamp") is not None,
         owner=controller_owner(meta), host_ports=host_ports(spec),
         labels=_str_map(meta.get("labels")), pod_affinity=pod_terms["podAffinity"],
-        pod_anti_affinity=pod_terms["podAntiAffinity"])
+        pod_anti_affinity=pod_terms["podAntiAffinity"], topology_spread=spreads)
 
 
 def _read_requests(spec: Obj) -> tuple[resources.ResourceList, str | None, list[str]]:
@@ -417,12 +422,106 @@ def _label_selector(value: Any) -> tuple[tuple[NodeSelectorRequirement, ...] | N
     return tuple(requirements), is_valid
 
 
+_SPREAD_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
+_INCLUSION_POLICIES = ("Honor", "Ignore")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+
+
+def is_label_name(key: str) -> bool:
+    """A qualified label name: `[prefix/]name`, a DNS subdomain prefix of at most 253
+    characters and a name of at most 63 (as `validation.IsQualifiedName`)."""
+    prefix, _, name = key.rpartition("/")
+    if "/" in key and (len(prefix) > 253 or _DNS_SUBDOMAIN.fullmatch(prefix) is None):
+        return False
+    return len(name) <= 63 and _NAME.fullmatch(name) is not None
+
+
+def topology_spread(spec: Obj) -> tuple[tuple[TopologySpreadConstraint, ...], str | None]:
+    """The pod's `topologySpreadConstraints` in spec order, and the first reason the API
+    server would refuse them (None: valid).
+
+    Source: as the API's `validateTopologySpreadConstraints` (Kubernetes 1.36, with
+    MatchLabelKeysInPodTopologySpreadSelectorMerge): maxSkew > 0; a topologyKey; the action
+    DoNotSchedule or ScheduleAnyway (no default); no two with the same key and action;
+    minDomains > 0 and only with DoNotSchedule; policies Honor or Ignore; matchLabelKeys valid
+    label names, only with a labelSelector, none also in it; a valid labelSelector. Absent
+    optional fields default as kube-scheduler reads them (`TopologySpreadConstraint`).
+    """
+    read: list[TopologySpreadConstraint] = []
+    problems: list[str] = []
+    for i, item in enumerate(map(_dict, _list(spec.get("topologySpreadConstraints")))):
+        field = f"spec.topologySpreadConstraints[{i}]"
+        selector, is_valid = _label_selector(item.get("labelSelector"))
+        constraint = TopologySpreadConstraint(
+            max_skew=_int_or(item.get("maxSkew"), 0), topology_key=_text(item, "topologyKey"),
+            when_unsatisfiable=_text(item, "whenUnsatisfiable"), label_selector=selector,
+            min_domains=_int_or(item.get("minDomains", 1), 0),
+            node_affinity_policy=_text(item, "nodeAffinityPolicy", "Honor"),
+            node_taints_policy=_text(item, "nodeTaintsPolicy", "Ignore"),
+            match_label_keys=tuple(_str(key) for key in _list(item.get("matchLabelKeys"))))
+        problems += [f"{field}.{problem}" for problem in _spread_problems(
+            item, constraint, read, is_valid)]
+        read.append(constraint)
+    return tuple(read), problems[0] if problems else None
+
+
+def _int_or(value: Any, default: int) -> int:
+    return value if _small_int(value) else default
+
+
+def _spread_problems(item: Obj, constraint: TopologySpreadConstraint,
+                     earlier: list[TopologySpreadConstraint], is_valid: bool) -> list[str]:
+    """Why one constraint is invalid, each `<field> <problem>` (see `topology_spread`)."""
+    problems = []
+    if constraint.max_skew <= 0:
+        problems.append(f"maxSkew must be an integer > 0, got {_shown(item.get('maxSkew'))}")
+    if not constraint.topology_key:
+        problems.append("topologyKey can not be empty")
+    action = constraint.when_unsatisfiable
+    if action not in _SPREAD_ACTIONS:
+        problems.append(f"whenUnsatisfiable must be DoNotSchedule or ScheduleAnyway, got "
+                        f"{_shown(item.get('whenUnsatisfiable'))}")
+    if any((other.topology_key, other.when_unsatisfiable) == (constraint.topology_key, action)
+           for other in earlier):
+        problems.append(f"{{topologyKey, whenUnsatisfiable}} duplicates an earlier constraint: "
+                        f"{{{constraint.topology_key}, {action}}}")
+    if "minDomains" in item and constraint.min_domains <= 0:
+        problems.append(f"minDomains must be an integer > 0, got {_shown(item['minDomains'])}")
+    if "minDomains" in item and action != "DoNotSchedule":
+        problems.append(f"minDomains can only be used with whenUnsatisfiable=DoNotSchedule, "
+                        f"not {action}")
+    for name, policy in (("nodeAffinityPolicy", constraint.node_affinity_policy),
+                         ("nodeTaintsPolicy", constraint.node_taints_policy)):
+        if policy not in _INCLUSION_POLICIES:
+            problems.append(f"{name} must be Honor or Ignore, got {_shown(item.get(name))}")
+    problems += _match_label_keys_problems(item, constraint)
+    if not is_valid:
+        problems.append("labelSelector is not a valid label selector")
+    return problems
+
+
+def _match_label_keys_problems(item: Obj, constraint: TopologySpreadConstraint) -> list[str]:
+    """`matchLabelKeys`: label names, only with a labelSelector, none also in the selector
+    (once in `matchExpressions` is the API server's own merge of it)."""
+    keys = constraint.match_label_keys
+    if not keys:
+        return []
+    if constraint.label_selector is None:
+        return ["matchLabelKeys must not be specified when labelSelector is not set"]
+    problems = [f"matchLabelKeys: {_shown(key)} is not a valid label name"
+                for key in keys if not is_label_name(key)]
+    selector = _dict(item.get("labelSelector"))
+    expressions = [_text(_dict(e), "key") for e in _list(selector.get("matchExpressions"))]
+    problems += [f"matchLabelKeys: {_shown(key)} exists in both matchLabelKeys and labelSelector"
+                 for key in keys if key in _str_map(selector.get("matchLabels"))
+                 or expressions.count(key) > 1]
+    return problems
+
+
 def unsupported_fields(spec: Obj) -> list[str]:
     """Hard constraints in the pod spec the planner does not implement, by field path."""
     found = []
-    if any(_dict(c).get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
-           for c in _list(spec.get("topologySpreadConstraints"))):
-        found.append("spec.topologySpreadConstraints")
     for volume in map(_dict, _list(spec.get("volumes"))):
         for kind in ("persistentVolumeClaim", "ephemeral"):
             if kind in volume:

@@ -56,13 +56,13 @@ def test_unsupported_constraint_is_never_ignored():
 
 
 def test_unsupported_member_keeps_the_whole_gang_waiting():
-    spread = members("g", 1, first=1)[0].unsupported("spec.topologySpreadConstraints")
-    pods = [*members("g", 1), spread]
+    claims = members("g", 1, first=1)[0].unsupported("spec.resourceClaims")
+    pods = [*members("g", 1), claims]
     cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 1), *pods)
     cluster.plan()
     assert cluster.placements() == []
     assert cluster.last_reason("default/g") == (
-        "gang default/g: pod default/g-1: unsupported constraint: spec.topologySpreadConstraints")
+        "gang default/g: pod default/g-1: unsupported constraint: spec.resourceClaims")
 
 
 def test_an_invalid_pod_waits_with_its_reason():

@@ -111,8 +111,6 @@ def test_defaults_for_a_bare_pod():
             {"key": "app", "operator": "Gt", "values": ["1"]}]}}]}}},
      "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[]"
      ".labelSelector"),
-    ({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone"}]},
-     "spec.topologySpreadConstraints"),
     ({"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]},
      "spec.volumes[].persistentVolumeClaim"),
     ({"resourceClaims": [{"name": "gpu"}]}, "spec.resourceClaims"),
@@ -169,7 +167,8 @@ def test_match_fields_are_carried_not_unsupported():
 @pytest.mark.parametrize("spec", [
     {"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{}]}}},
     {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{}]}}},
-    {"topologySpreadConstraints": [{"whenUnsatisfiable": "ScheduleAnyway"}]},
+    {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                                    "whenUnsatisfiable": "ScheduleAnyway"}]},
     {"volumes": [{"name": "e", "emptyDir": {}}]},
 ])
 def test_soft_constraints_and_plain_volumes_are_fine(spec):
