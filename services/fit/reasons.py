@@ -18,6 +18,8 @@ NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
 POD_AFFINITY_MISMATCH = "node(s) didn't match pod affinity rules"
 POD_ANTI_AFFINITY_MISMATCH = "node(s) didn't match pod anti-affinity rules"
 EXISTING_ANTI_AFFINITY_MISMATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
+SPREAD_CONSTRAINTS_MISMATCH = "node(s) didn't match pod topology spread constraints"
+SPREAD_MISSING_LABEL = SPREAD_CONSTRAINTS_MISMATCH + " (missing required label)"
 
 
 def insufficient(resource: str) -> str:

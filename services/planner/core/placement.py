@@ -19,7 +19,7 @@ import numpy as np
 
 from services.contracts.events import PodObserved
 from services.fit import reasons as fit_reasons
-from services.planner.core import affinity, reasons, scoring, search
+from services.planner.core import affinity, fences, reasons, scoring, search, spread
 from services.planner.core.capacity import (
     BoolArray,
     CachedScores,
@@ -158,9 +158,13 @@ def is_uniform(members: list[PodObserved], is_affine: bool = False) -> bool:
 
     `is_affine`: inter-pod affinity is active; members must then also be alike to it, have no
     pod affinity (the first member's domain binds the rest) and anti-affinity on at most one
-    topology key (one member per domain: any choice of node in a domain is as good).
+    topology key (one member per domain: any choice of node in a domain is as good). Members
+    with topology spread constraints never are: which domains the first ones take decides
+    where the rest may go.
     """
     first = members[0]
+    if spread.is_active(members):
+        return False
     if is_affine and (first.pod_affinity
                       or len({term.topology_key for term in first.pod_anti_affinity}) > 1):
         return False
@@ -169,11 +173,13 @@ def is_uniform(members: list[PodObserved], is_affine: bool = False) -> bool:
                for pod in members[1:])
 
 
-def member_shape(pod: PodObserved, is_affine: bool = False) -> tuple[object, ...]:
+def member_shape(pod: PodObserved, is_affine: bool = False,
+                 is_spread: bool = False) -> tuple[object, ...]:
     """What makes two members interchangeable: filters, requests and host ports (and, when
-    inter-pod affinity is active, what it reads of them)."""
+    inter-pod affinity or topology spread is active, what each reads of them)."""
     shape = (signature(pod), tuple(sorted(pod.requests.items())), pod.host_ports)
-    return (*shape, affinity.key(pod)) if is_affine else shape
+    return (*shape, affinity.key(pod) if is_affine else None,
+            spread.key(pod) if is_spread else None)
 
 
 def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
@@ -186,7 +192,7 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
     taken = [(pod, row) for pod, row in greedy.assigned]
     greedy.rollback()
     gang, ranks = search_members(index, members, restrict, config)
-    fence = affinity.fence(index, members) if affinity.is_active(index, members) else None
+    fence = fences.fence(index, members)
     outcome = search.solve(index.free, gang, target, config.search_budget_steps,
                            lambda m, rows: ranks[m](rows), index.ports_on, sorted(index.row_ports),
                            fence=fence)
@@ -207,7 +213,9 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
         first = trial.unplaced[0]
         verdicts = (affinity.Gate(index).verdicts(first) if affinity.is_active(index, [first])
                     else None)
-        trial.explanation = explain(index, first, index.static_fit(first), hold, verdicts)
+        spreads = spread.Gate(index).verdicts(first) if spread.is_active([first]) else None
+        trial.explanation = explain(index, first, index.static_fit(first), hold, verdicts,
+                                    spreads)
     return trial
 
 
@@ -264,13 +272,15 @@ def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolA
     shapes: dict[tuple[object, ...], int] = {}
     gang, ranks = [], []
     is_affine = affinity.is_active(index, members)
+    is_spread = spread.is_active(members)
     for pod in members:
         static = index.static_fit(pod)
         vec, cols, missing = index.vector(pod.requests)
         allowed = static.mask if restrict is None else static.mask & restrict
         if missing:
             allowed = np.zeros(len(index), dtype=np.bool_)
-        shape = shapes.setdefault(member_shape(pod, is_affine), len(shapes))
+        shape = shapes.setdefault(member_shape(pod, is_affine, is_spread),
+                                len(shapes))
         gang.append(search.Member(vec, cols, allowed, pod.host_ports, shape))
         ranks.append(_ranker(index, vec, static.penalty, config))
     return gang, ranks
@@ -286,6 +296,7 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
     """Members in order, each on its best-scored node now (the greedy fast path)."""
     trial = Trial(index)
     gate = affinity.Gate(index) if affinity.is_active(index, members) else None
+    spread_gate = spread.Gate(index) if spread.is_active(members) else None
     shapes: dict[tuple[object, ...], _Shape] = {}
     shape: _Shape | None = None
     previous: PodObserved | None = None
@@ -303,15 +314,20 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         verdicts = None if gate is None else gate.verdicts(pod)
         if verdicts is not None:
             scores = np.where(verdicts == affinity.PASSES, scores, scoring.UNFIT)
+        spreads = None if spread_gate is None else spread_gate.verdicts(pod)
+        if spreads is not None:
+            scores = np.where(spreads == spread.PASSES, scores, scoring.UNFIT)
         row = int(scores.argmax()) if len(index) else -1
         if row < 0 or scores[row] == scoring.UNFIT:
             if trial.explanation is None:
-                trial.explanation = explain(index, pod, shape.static, hold, verdicts)
+                trial.explanation = explain(index, pod, shape.static, hold, verdicts, spreads)
             trial.unplaced.append(pod)
             continue
         trial.take(pod, row, shape.vec)
         if gate is not None:
             gate.placed(pod, row)
+        if spread_gate is not None:
+            spread_gate.placed(pod, row)
         free = index.free[:, row].tolist()
         for other in shapes.values():
             other.rescore(index, row, free)
@@ -358,13 +374,15 @@ def _domain_order(index: NodeIndex, domains: list[tuple[str, BoolArray]], bound_
 
 
 def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
-            hold: Hold | None, verdicts: IntArray | None = None) -> dict[str, int]:
+            hold: Hold | None, verdicts: IntArray | None = None,
+            spreads: IntArray | None = None) -> dict[str, int]:
     """Why no node takes `pod` now: per-node reason → number of nodes (kube-scheduler style).
 
     A node that passes the other filters gives its host ports' conflict (NodePorts runs before
     NodeResourcesFit), else one reason per insufficient resource; a node that would fit but for
     a starving gang's reserved capacity gives that reason instead; a node that fits gives its
-    inter-pod affinity reason (`verdicts`, see `affinity.verdicts`; InterPodAffinity runs last).
+    topology spread reason (`spreads`, see `spread.Counted.verdicts`), else its inter-pod
+    affinity reason (`verdicts`, see `affinity.verdicts`), in kube-scheduler's filter order.
     """
     counts: Counter[str] = Counter(static.reason_counts)
     vec, cols, missing = index.vector(pod.requests)
@@ -385,8 +403,16 @@ def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
         short = int((passing & (index.free[col] < vec[col])).sum())
         if short:
             counts[fit_reasons.insufficient(index.resources[col])] += short
-    if verdicts is not None and not missing:
-        passing &= index.fits(vec, cols)
+    if missing:
+        return dict(counts)
+    passing &= index.fits(vec, cols)
+    if spreads is not None:
+        for code, reason in sorted(spread.REASONS.items()):
+            rejected = int((passing & (spreads == code)).sum())
+            if rejected:
+                counts[reason] += rejected
+        passing &= spreads == spread.PASSES
+    if verdicts is not None:
         for code, reason in sorted(affinity.REASONS.items()):
             rejected = int((passing & (verdicts == code)).sum())
             if rejected:

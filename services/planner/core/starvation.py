@@ -27,7 +27,7 @@ import numpy as np
 
 from services.contracts.events import HostPort, PodObserved
 from services.fit import filters
-from services.planner.core import affinity, placement, scoring, search
+from services.planner.core import fences, placement, scoring, search
 from services.planner.core.capacity import BoolArray, FloatArray, Hold, IntArray, NodeIndex
 from services.planner.core.config import LEAST_ALLOCATED, PlannerConfig
 from services.planner.core.state import GroupState, PlannerState
@@ -76,8 +76,7 @@ def plan_hold(index: NodeIndex, key: str, members: list[PodObserved], config: Pl
     room: IntArray = index.alloc.copy() if pinned is None else index.alloc - pinned
     sticky = np.zeros(len(index), dtype=np.int64)
     sticky[[index.row[name] for name in held_before if name in index.row]] = STICKY_BONUS
-    fence = (affinity.fence(index, members, only_pinned=True)
-             if affinity.is_active(index, members) else None)
+    fence = fences.fence(index, members, only_pinned=True)
     rows = _one_by_one(index, members, room.copy(), index.free.copy(), sticky, config, fence)
     if rows is None and members and not placement.is_uniform(members, fence is not None):
         rows = _searched(index, members, room, index.free.copy(), sticky, config, fence)

@@ -20,6 +20,7 @@ from services.contracts.events import (
     PodObserved,
     Taint,
     Toleration,
+    TopologySpreadConstraint,
 )
 
 GIB = 2**30
@@ -104,6 +105,20 @@ class PodBuilder:
         """A required pod anti-affinity term on `match_labels` (namespaces: the pod's own)."""
         term = _pod_term(topology_key, namespaces or (self.fields["namespace"],), match_labels)
         return self._with(pod_anti_affinity=(*self.fields.get("pod_anti_affinity", ()), term))
+
+    def spread(self, topology_key: str, max_skew: int = 1, when: str = "DoNotSchedule",
+               selector: tuple[NodeSelectorRequirement, ...] | bool | None = True,
+               **fields: Any) -> PodBuilder:
+        """A topology spread constraint; `selector` True: `matchLabels` of the pod's own labels
+        so far, else the requirements given (None: no selector); other fields as
+        `TopologySpreadConstraint`'s (min_domains, node_taints_policy, match_label_keys...)."""
+        if selector is True:
+            selector = tuple(NodeSelectorRequirement(key, "In", (value,))
+                             for key, value in sorted(self.fields.get("labels", {}).items()))
+        constraint = TopologySpreadConstraint(
+            max_skew=max_skew, topology_key=topology_key, when_unsatisfiable=when,
+            label_selector=selector, **fields)
+        return self._with(topology_spread=(*self.fields.get("topology_spread", ()), constraint))
 
     def host_port(self, port: int, protocol: str = "TCP", host_ip: str = "0.0.0.0") -> PodBuilder:
         ports = (*self.fields.get("host_ports", ()), HostPort(port, protocol, host_ip))
