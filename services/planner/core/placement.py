@@ -195,7 +195,7 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
     fence = fences.fence(index, members)
     outcome = search.solve(index.free, gang, target, config.search_budget_steps,
                            lambda m, rows: ranks[m](rows), index.ports_on, sorted(index.row_ports),
-                           fence=fence)
+                           fence=fence, is_order_free=not spread.is_active(members))
     if outcome.rows is None:
         greedy.assigned.clear()
         for pod, taken_row in taken:

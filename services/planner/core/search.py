@@ -11,7 +11,8 @@ Pruning, each sound (it never drops the last placement that exists):
 - capacity: when no member may be left out any more, the members still to place must fit in
   the summed free capacity of the nodes any of them may use;
 - interchangeable members (same requests, filters and ports) take nodes in non-decreasing row
-  order, and the ones left out come last;
+  order (unless the fence is order-dependent, as topology spread is: which members came first
+  decides where the next may go), and the ones left out come last;
 - interchangeable nodes (same free capacity, same filter results for every member, no host
   port in use, the same side of every interchangeable-member bound; with inter-pod affinity,
   the same topology domains or each alone in its own and no member placed there) are tried
@@ -125,6 +126,8 @@ class _Search:
         self.demand: list[IntArray] = demand[::-1]
         """`demand[d]`: what members `order[d:]` request together."""
         self.last_row: dict[int, int] = {}
+        self.keeps_row_order = True
+        """Whether interchangeable members take rows in non-decreasing order (see `solve`)."""
         self.skipped_shapes: set[int] = set()
 
     def take(self, member: int, row: int, sign: int) -> None:
@@ -201,16 +204,20 @@ class _Search:
 
 def solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, rank: Rank,
           used_ports: UsedPorts, port_rows: list[int],
-          others: Sequence[IntArray] = (), fence: tuple[Fence, IntArray] | None = None) -> Outcome:
+          others: Sequence[IntArray] = (), fence: tuple[Fence, IntArray] | None = None,
+          is_order_free: bool = True) -> Outcome:
     """A placement of at least `need` of `members` (as many as the first one found places) on
     the capacity `fit`, or None (module docstring).
 
     Shapes: `fit[col, row]` free capacity, decremented while searching and restored before
     returning (as is every array in `others`, which only `rank` reads); `port_rows` the rows
     with host ports in use (`used_ports` gives them); `fence` the inter-pod affinity filter and
-    its row classes (`affinity.fence`), None when it rejects nothing. Units: those of `fit`.
+    its row classes (`affinity.fence`), None when it rejects nothing; `is_order_free` False
+    when the fence's verdict for a member depends on the order members were placed in (then
+    interchangeable members may take rows in any order). Units: those of `fit`.
     """
     search = _Search(fit, others, members, rank, used_ports, port_rows, fence)
+    search.keeps_row_order = is_order_free
     if not members:
         return Outcome([], 0, False)
     spare = len(members) - need
@@ -256,8 +263,9 @@ def _choose(search: _Search, frame: _Frame, row: int | None) -> None:
     frame.next += 1
     frame.row = row
     search.take(frame.member, row, 1)
-    frame.previous_bound = search.last_row.get(shape)
-    search.last_row[shape] = row
+    if search.keeps_row_order:
+        frame.previous_bound = search.last_row.get(shape)
+        search.last_row[shape] = row
 
 
 def _undo(search: _Search, frame: _Frame) -> int:

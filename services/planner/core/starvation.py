@@ -27,7 +27,7 @@ import numpy as np
 
 from services.contracts.events import HostPort, PodObserved
 from services.fit import filters
-from services.planner.core import fences, placement, scoring, search
+from services.planner.core import fences, placement, scoring, search, spread
 from services.planner.core.capacity import BoolArray, FloatArray, Hold, IntArray, NodeIndex
 from services.planner.core.config import LEAST_ALLOCATED, PlannerConfig
 from services.planner.core.state import GroupState, PlannerState
@@ -122,7 +122,8 @@ def _searched(index: NodeIndex, members: list[PodObserved], room: IntArray, free
     pinned_rows = sorted(row for row in index.row_ports if index.ports_on(row, only_pinned=True))
     outcome = search.solve(room, gang, len(members), config.search_budget_steps, rank,
                            lambda row: index.ports_on(row, only_pinned=True), pinned_rows,
-                           others=[free_now], fence=fence)
+                           others=[free_now], fence=fence,
+                           is_order_free=not spread.is_active(members))
     if outcome.rows is None:
         return None
     return [row for row in outcome.rows if row is not None]
