@@ -56,9 +56,17 @@ def test_golden(case):
     ("a7", {"default/g1": 3}), ("a8", {"default/g1": 3}), ("a9", {"default/g1": 3}),
     ("backoff", {"default/g2": 1}), ("completed-member", {"default/g1": 1}),
     ("nginx-gang", {"default/nginx": 3}), ("nginx-gang-min4", {}),
+    ("topology-spread", {"default/train": 4}),
 ])
 def test_scenario_a_and_seed_outcomes(case, expected):
     assert by_group(run(GOLDEN / f"{case}.yaml")) == expected
+
+
+def test_the_spread_gang_goes_two_and_two_over_the_zones():
+    report = run(GOLDEN / "topology-spread.yaml")
+    zones = [pod["node"][0] for name, pod in report["pods"].items()
+             if name.startswith("default/train-")]
+    assert sorted(zones) == ["a", "a", "b", "b"]
 
 
 def test_completed_member_case_binds_nothing_new():
@@ -163,6 +171,9 @@ def test_table_output_is_readable(capsys):
      "document 1 (Pod default/p): spec.priorityClassName"),
     ("kind: ReplicaSet\nmetadata: {name: r}\nspec: {replicas: -1, template: {spec: {}}}\n",
      "document 1 (ReplicaSet r): spec.replicas"),
+    ("kind: Pod\nmetadata: {name: p}\nspec:\n  topologySpreadConstraints:\n"
+     "  - {maxSkew: 1, topologyKey: zone}\n  containers: [{name: c}]\n",
+     "document 1 (Pod default/p): spec.topologySpreadConstraints[0].whenUnsatisfiable must be"),
     ("- just\n- a list\n", "document 1: (document)"),
     ("metadata: {name: x}\n", "document 1 (? x): kind"),
     (NODE + "---\n" + NODE, "document 2 (Node n0): metadata.name: duplicate Node"),
