@@ -19,7 +19,7 @@ import numpy as np
 
 from services.contracts.events import PodObserved
 from services.fit import reasons as fit_reasons
-from services.planner.core import affinity, fences, reasons, scoring, search, spread
+from services.planner.core import affinity, fences, reasons, scoring, search, spread, spread_score
 from services.planner.core.capacity import (
     BoolArray,
     CachedScores,
@@ -297,6 +297,7 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
     trial = Trial(index)
     gate = affinity.Gate(index) if affinity.is_active(index, members) else None
     spread_gate = spread.Gate(index) if spread.is_active(members) else None
+    scorer = spread_score.Scorer(index) if spread_score.is_active(members) else None
     shapes: dict[tuple[object, ...], _Shape] = {}
     shape: _Shape | None = None
     previous: PodObserved | None = None
@@ -317,6 +318,8 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         spreads = None if spread_gate is None else spread_gate.verdicts(pod)
         if spreads is not None:
             scores = np.where(spreads == spread.PASSES, scores, scoring.UNFIT)
+        if scorer is not None:
+            scores = scores + scorer.scores(pod, scores != scoring.UNFIT)
         row = int(scores.argmax()) if len(index) else -1
         if row < 0 or scores[row] == scoring.UNFIT:
             if trial.explanation is None:
@@ -328,6 +331,8 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
             gate.placed(pod, row)
         if spread_gate is not None:
             spread_gate.placed(pod, row)
+        if scorer is not None:
+            scorer.placed(pod, row)
         free = index.free[:, row].tolist()
         for other in shapes.values():
             other.rescore(index, row, free)

@@ -19,7 +19,8 @@ mixed gang that one-by-one placement leaves short is placed by a whole-gang sear
 (NodePorts) and matchFields are judged, no longer unsupported (issue 13). 5: required inter-pod
 (anti-)affinity is judged (InterPodAffinity), members of a gang counting for each other.
 6: DoNotSchedule topology spread constraints are judged (PodTopologySpread), no longer
-unsupported; members of a gang count for each other, and such gangs may be searched."""
+unsupported; members of a gang count for each other, and such gangs may be searched;
+ScheduleAnyway constraints add PodTopologySpread's score (weight 2) in one-by-one placement."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -44,17 +44,21 @@ class Counted:
     Shapes, per constraint `i`: `columns[i][row]` the number of the row's domain (its value of
     the topology key, numbered as `NodeIndex.domains`), -1 without the key; `eligible[i][row]`
     whether pods on the row count (every constraint's key and the inclusion policies);
-    `counts[i][d]` pods counted in domain `d`; `is_domain[i][d]` whether `d` is eligible.
+    `counts[i][d]` pods counted in domain `d`, `row_counts[i][row]` those on each row;
+    `is_domain[i][d]` whether `d` is eligible. `action`: which constraints (DoNotSchedule for
+    the filter, ScheduleAnyway for the score, `spread_score`).
     """
 
-    def __init__(self, index: NodeIndex, pod: PodObserved, only_pinned: bool = False) -> None:
+    def __init__(self, index: NodeIndex, pod: PodObserved, only_pinned: bool = False,
+                 action: str = topology_spread.DO_NOT_SCHEDULE) -> None:
         self.index = index
         self.pod = pod
-        self.spreads = topology_spread.spreads(pod)
+        self.spreads = topology_spread.spreads(pod, action)
         self.columns: list[IntArray] = []
         self.eligible: list[BoolArray] = []
         self.counts: list[IntArray] = []
         self.is_domain: list[BoolArray] = []
+        self.row_counts: list[IntArray] = []
         has_keys = np.ones(len(index), dtype=np.bool_)
         for spread in self.spreads:
             column = np.full(len(index), -1, dtype=np.int64)
@@ -68,6 +72,7 @@ class Counted:
             size = len(index.domains(spread.topology_key))
             self.is_domain.append(np.bincount(column[eligible], minlength=size) > 0)
             self.counts.append(np.zeros(size, dtype=np.int64))
+            self.row_counts.append(np.zeros(len(index), dtype=np.int64))
         if not self.spreads:
             return
         for row, other, is_ours in index.pod_users.values():
@@ -79,6 +84,7 @@ class Counted:
         other = object.__new__(Counted)
         other.__dict__.update(self.__dict__)
         other.counts = [counts.copy() for counts in self.counts]
+        other.row_counts = [counts.copy() for counts in self.row_counts]
         return other
 
     def add(self, other: PodObserved, row: int, sign: int = 1) -> None:
@@ -87,6 +93,7 @@ class Counted:
             if (self.eligible[i][row]
                     and topology_spread.is_counted(spread, self.pod.namespace, other)):
                 self.counts[i][self.columns[i][row]] += sign
+                self.row_counts[i][row] += sign
 
     def counted_domains(self) -> set[tuple[str, int]]:
         """(topology key, domain number) of every domain with a pod counted."""
@@ -132,16 +139,21 @@ class Gate:
     placed so far) and kept current by `placed` for every member placed after.
     """
 
-    def __init__(self, index: NodeIndex) -> None:
+    def __init__(self, index: NodeIndex, action: str = topology_spread.DO_NOT_SCHEDULE) -> None:
         self.index = index
+        self.action = action
         self._counts: dict[tuple[object, ...], Counted] = {}
+
+    def counted(self, pod: PodObserved) -> Counted:
+        """`pod`'s counts now (made on first need, then kept current by `placed`)."""
+        counted = self._counts.get(key(pod))
+        if counted is None:
+            counted = self._counts[key(pod)] = Counted(self.index, pod, action=self.action)
+        return counted
 
     def verdicts(self, pod: PodObserved) -> IntArray:
         """Per row, the verdict for `pod` now (see `Counted.verdicts`)."""
-        counted = self._counts.get(key(pod))
-        if counted is None:
-            counted = self._counts[key(pod)] = Counted(self.index, pod)
-        return counted.verdicts()
+        return self.counted(pod).verdicts()
 
     def placed(self, pod: PodObserved, row: int) -> None:
         """`pod` was just placed on `row` (and recorded on the index)."""
