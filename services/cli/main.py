@@ -12,13 +12,16 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from services import __version__
 from services.cli import audit, options
 from services.planner.core.config import PlannerConfig
+
+if TYPE_CHECKING:
+    from services.config.settings import Settings
 
 log = logging.getLogger("gangsched")
 
@@ -103,16 +106,29 @@ audit.register(app, planner_config)
 
 
 def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
-    from services.bus.errors import BusUnavailable
-    from services.cli import decision_keys, serve
-    from services.kube.errors import KubeError
-    from services.store.errors import SchemaMismatch, StoreUnavailable
+    """Run `services` in this process, holding the data directory (one process per data dir).
+    """
+    from services.cli import data_dir_lock
 
     settings = options.settings_from(parsed)
     if not settings.bus.url and len(services) == 1:
         raise click.UsageError(
             f"`gangsched {services[0]}` needs --nats (or GANGSCHED_NATS): the services run apart "
             "share one NATS; only `gangsched run` starts an embedded nats-server of its own")
+    try:
+        with data_dir_lock.hold(settings.data_dir):
+            _serve_locked(settings, services, parsed)
+    except data_dir_lock.DataDirUnusable as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[str, Any]) -> None:
+    """`_serve` once this process holds the data directory: decision key, then the services."""
+    from services.bus.errors import BusUnavailable
+    from services.cli import decision_keys, serve
+    from services.kube.errors import KubeError
+    from services.store.errors import SchemaMismatch, StoreUnavailable
+
     try:
         settings = decision_keys.with_key(settings, services)
     except decision_keys.NoKey as error:
