@@ -164,6 +164,7 @@ def migrate(**parsed: Any) -> None:
 
     settings = options.settings_from(parsed)
     _logging(settings.log_level)
+    logging.getLogger("alembic.runtime.migration").setLevel(settings.log_level.upper())
     url = settings.store_url()
     if not settings.store.url:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -211,10 +212,14 @@ def version() -> None:
 
 
 def _logging(level: str) -> None:
+    """Log at `level` to stderr; alembic's per-connection chatter ("Context impl SQLiteImpl")
+    only at DEBUG (`migrate` turns it back on: there it tells which migrations ran)."""
     logging.basicConfig(
         level=level.upper(), stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if level.upper() != "DEBUG":
+        logging.getLogger("alembic.runtime.migration").setLevel(logging.WARNING)
 
 
 if __name__ == "__main__":
