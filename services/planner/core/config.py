@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import msgspec
 
+from services.contracts import binding_window
+
 LEAST_ALLOCATED = "least-allocated"
 MOST_ALLOCATED = "most-allocated"
 SCORING_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
@@ -23,9 +25,9 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     `starvation_seconds` is how long a gang may wait before it reserves the capacity it needs;
     `release_grace_seconds` is how long after a placement's deadline the planner itself releases
     reservations the binder never confirmed nor rolled back; it outlasts the binder's binding
-    stop (`binder.placing.BIND_GRACE_MS`, 60 s past the deadline, queue time not charged) and
-    its ack wait (6 s), so a crashed binder's Placement is redelivered and finished or rolled
-    back before the planner gives it up.
+    stop (`contracts.binding_window.BIND_GRACE_MS`, 60 s past the deadline, queue time not
+    charged) by the rollback margin and its ack wait (6 s), so a crashed binder's Placement is
+    redelivered and finished or rolled back before the planner gives it up.
     """
 
     scheduler_name: str = "gangsched"
@@ -36,7 +38,7 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     scoring: str = LEAST_ALLOCATED
     topology_key: str = "topology.kubernetes.io/zone"
     prefer_topology: bool = False
-    release_grace_seconds: float = 90.0
+    release_grace_seconds: float = binding_window.RELEASE_GRACE_MS / 1000
     score_resources: tuple[str, ...] = ("cpu", "memory")
     """Resources weighed (equally) by the scoring strategy, as kube-scheduler's default."""
     search_budget_steps: int = 1000
@@ -63,3 +65,4 @@ class PlannerConfig(msgspec.Struct, frozen=True):
         for name, value in durations.items():
             if value < 0:
                 raise ValueError(f"{name} must be >= 0, got {value!r}")
+
