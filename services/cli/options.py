@@ -241,6 +241,9 @@ placement_options = stack(
     _option("--search-budget-steps", type=click.IntRange(min=0), default=1000,
             help="Most steps (a member tried on a node) of one whole-gang search, run when "
                  "placing a mixed gang member by member fails; 0 turns the search off."),
+    _option("--max-placements-in-flight", type=click.IntRange(min=0), default=64,
+            help="Most placements awaiting their outcome from the binders; at the limit no "
+                 "gang is placed until one settles (0 = no limit)."),
 )
 """How the planner places (its `PlannerConfig`): also what `replay` and `simulate` take, since a
 replay must plan with the live run's settings."""

@@ -46,6 +46,12 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     gang member by member fails; 0 turns the search off. Units: steps (a step costs about the
     scoring of one member over the nodes it fits: ~1 ms at 5,000 nodes, so a search that runs
     out of budget there costs ~1-2 s; most end in a few steps)."""
+    max_placements_in_flight: int = 64
+    """Most placements handed to the binders and not yet bound, rolled back or expired; at the
+    limit no group is placed until one settles (0 = no limit). Backpressure: placements beyond
+    what the binders carry out at once (32 each) would only wait in the stream while their
+    deadline runs, on capacity the planner no longer offers anyone, and be placed on an older
+    view of the cluster. Groups held back are not told anything new (nothing failed)."""
 
     def __post_init__(self) -> None:
         """Refuse settings the planner cannot honour.
@@ -61,7 +67,8 @@ class PlannerConfig(msgspec.Struct, frozen=True):
                      "backoff_max_seconds": self.backoff_max_seconds,
                      "starvation_seconds": self.starvation_seconds,
                      "release_grace_seconds": self.release_grace_seconds,
-                     "search_budget_steps": self.search_budget_steps}
+                     "search_budget_steps": self.search_budget_steps,
+                     "max_placements_in_flight": self.max_placements_in_flight}
         for name, value in durations.items():
             if value < 0:
                 raise ValueError(f"{name} must be >= 0, got {value!r}")
