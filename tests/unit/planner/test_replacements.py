@@ -12,7 +12,7 @@ from __future__ import annotations
 from services.contracts.decisions import Placement
 from services.planner.core import quorum, status
 from services.planner.core.quorum import Counts
-from services.planner.core.state import GroupState
+from services.planner.core.state import GroupState, decode_state, encode_state
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup, pod_uid
 from tests.unit.planner.harness import Cluster, replay
 
@@ -28,6 +28,17 @@ def ran(min_member: int, *names: str, nodes: int = 2) -> Cluster:
         make_podgroup("g", min_member), *[member(name) for name in names])
     cluster.run()
     assert cluster.bound() == sorted(names)
+    return cluster
+
+
+def index_0_done_index_1_replaced() -> Cluster:
+    """The Indexed Job of the issue: gang g of 2 ran, g-0 Succeeded, g-1 deleted, and its
+    replacement g-1b pending (the only pod that will ever come for it)."""
+    cluster = ran(2, "g-0", "g-1")
+    cluster.set_phase("g-0", "Succeeded")
+    cluster.plan()
+    cluster.delete_pod("g-1")
+    cluster.observe(member("g-1b"))
     return cluster
 
 
@@ -66,13 +77,7 @@ def test_a_replacement_after_running_is_placed_alone():
 
 
 def test_a_replacement_after_succeeded_and_deleted_is_placed_without_waiting_for_quorum():
-    # The Indexed Job of the issue: index 0 Succeeded, index 1's pod deleted, its replacement
-    # is the only pod that will ever come; it was "1 of 2 members exist" forever
-    cluster = ran(2, "g-0", "g-1")
-    cluster.set_phase("g-0", "Succeeded")
-    cluster.plan()
-    cluster.delete_pod("g-1")
-    cluster.observe(member("g-1b"))
+    cluster = index_0_done_index_1_replaced()  # it was "1 of 2 members exist" forever
     decisions = cluster.run()
     assert placed_members(decisions) == [["g-1b"]]
     assert cluster.bound() == ["g-1b"]
@@ -175,11 +180,7 @@ def test_a_replacement_that_does_not_fit_waits_and_leaves_the_running_members_al
 
 
 def test_a_replacement_rolled_back_releases_only_itself():
-    cluster = ran(2, "g-0", "g-1")
-    cluster.set_phase("g-0", "Succeeded")
-    cluster.plan()
-    cluster.delete_pod("g-1")
-    cluster.observe(member("g-1b"))
+    cluster = index_0_done_index_1_replaced()
     placement = next(d for d in cluster.plan() if isinstance(d, Placement))
     assert [m.name for m in placement.members] == ["g-1b"]
     cluster.roll_back(placement, "bind refused: forbidden")
@@ -194,8 +195,6 @@ def test_a_replacement_rolled_back_releases_only_itself():
 
 
 def test_group_state_remembers_the_run_across_a_snapshot():
-    from services.planner.core.state import decode_state, encode_state
-
     cluster = ran(2, "g-0", "g-1")
     assert decode_state(encode_state(cluster.state)).groups["default/g"].has_run
     assert not GroupState().has_run
