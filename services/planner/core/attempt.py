@@ -69,7 +69,7 @@ class Round:
                         is_backoff=False)
             return
         min_member = podgroup.min_member if podgroup is not None else 1
-        counts = quorum.count(self.derived, key)
+        counts = quorum.count(self.derived, key, group, min_member)
         if quorum.is_stranded(counts, min_member):
             self.stranded[key] = counts.bound
         note = _priority_note(pending)
@@ -175,7 +175,7 @@ class Round:
                 reason = reasons.gang_extra_members(key, min_member, len(pending), nodes)
             else:
                 reason = reasons.gang_members_fit(
-                    key, counts.bound + counts.reserved + placed, min_member, nodes)
+                    key, counts.held + placed, min_member, nodes, counts.succeeded)
             if quiet:
                 self.quiet_reason = reason + note
             else:

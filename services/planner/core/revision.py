@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 6
+CORE_REVISION = 7
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -18,7 +18,11 @@ capacity it still needs every round, so it completes before any other gang (issu
 mixed gang that one-by-one placement leaves short is placed by a whole-gang search; host ports
 (NodePorts) and matchFields are judged, no longer unsupported (issue 13). 5: required inter-pod
 (anti-)affinity is judged (InterPodAffinity), members of a gang counting for each other. 6: no
-group is placed while `max_placements_in_flight` placements await their outcome (issue 20)."""
+group is placed while `max_placements_in_flight` placements await their outcome (issue 20).
+7: a gang that has run (bound + Succeeded members reached minMember) counts its Succeeded
+members toward quorum, so replacements are placed without waiting for minMember new pods; a
+PodGroup whose failed members were replaced is not Failed; the Scheduled condition no longer
+counts Failed members as bound (issue 13 item 6)."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
