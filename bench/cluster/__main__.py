@@ -57,6 +57,13 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep control-plane dirs and logs")
     parser.add_argument("--tag", default="", help="suffix of the result file names")
+    parser.add_argument("--apiserver-arg", action="append", default=[],
+                        help="extra kube-apiserver flag, after the common ones (repeatable, `=` "
+                             "form), e.g. --apiserver-arg=--max-mutating-requests-inflight=20 "
+                             "to slow the API server's writes")
+    parser.add_argument("--schedule-timeout-seconds", type=int, default=None,
+                        help="PodGroup spec.scheduleTimeoutSeconds of the crd gangs (unset: the "
+                             "CRD default)")
     parser.add_argument("--update", action="store_true",
                         help="add to an existing result file (replacing only the schedulers "
                              "run now) instead of starting a new one")
@@ -100,7 +107,9 @@ def header(args: argparse.Namespace, load: workload.Workload) -> dict[str, Any]:
                      "gangsched_args": args.gangsched_arg,
                      "gangsched_source": args.gangsched_version,
                      "gangsched_sitecustomize": args.gangsched_sitecustomize,
-                     "gangsched_client_qps": "none (no client-side rate limit)"},
+                     "gangsched_client_qps": "none (no client-side rate limit)",
+                     "apiserver_args": args.apiserver_arg,
+                     "schedule_timeout_seconds": args.schedule_timeout_seconds},
         "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
                  "load_average_at_start": [round(x, 2) for x in os.getloadavg()]},
         "schedulers": {},
@@ -118,7 +127,9 @@ def main() -> int:
                       gangsched_args=tuple(args.gangsched_arg),
                       gangsched_src=str(export(args.gangsched_ref, work))
                       if args.gangsched_ref else None,
-                      gangsched_sitecustomize=args.gangsched_sitecustomize)
+                      gangsched_sitecustomize=args.gangsched_sitecustomize,
+                      apiserver_args=tuple(args.apiserver_arg),
+                      schedule_timeout_seconds=args.schedule_timeout_seconds)
     args.gangsched_version = source_version(args.gangsched_ref)
     names = [n for n in args.schedulers.split(",") if n]
     try:

@@ -27,13 +27,21 @@ def namespace() -> tuple[str, dict[str, Any]]:
                                   "metadata": {"name": NAMESPACE}}
 
 
-def pod_group(gang: Gang, group_api: str) -> tuple[str, dict[str, Any]] | None:
-    """`(collection path, body)` of the gang's group object, or None for `none`."""
+def pod_group(gang: Gang, group_api: str, schedule_timeout_seconds: int | None = None
+              ) -> tuple[str, dict[str, Any]] | None:
+    """`(collection path, body)` of the gang's group object, or None for `none`.
+
+    `schedule_timeout_seconds` sets a `crd` PodGroup's `spec.scheduleTimeoutSeconds` (unset:
+    the CRD default); the native API has no such field.
+    """
     meta = {"name": gang.name, "namespace": NAMESPACE}
     if group_api == "crd":
+        spec: dict[str, Any] = {"minMember": gang.size}
+        if schedule_timeout_seconds is not None:
+            spec["scheduleTimeoutSeconds"] = schedule_timeout_seconds
         return (f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{NAMESPACE}/podgroups",
                 {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-                 "metadata": meta, "spec": {"minMember": gang.size}})
+                 "metadata": meta, "spec": spec})
     if group_api == "native":
         return (f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{NAMESPACE}/podgroups",
                 {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",

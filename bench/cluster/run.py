@@ -41,6 +41,8 @@ class Options:
     gangsched_args: tuple[str, ...] = ()
     gangsched_src: str | None = None
     gangsched_sitecustomize: str | None = None
+    apiserver_args: tuple[str, ...] = ()
+    schedule_timeout_seconds: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def launch_options(self) -> dict[str, Any]:
@@ -52,7 +54,8 @@ class Options:
 
 def control_plane(workload: Workload, cp_dir: Path, scheduler: Scheduler | None,
                   options: Options) -> ControlPlane:
-    args = [*schedulers.COMMON_TESTBED_ARGS, *(scheduler.testbed_args if scheduler else ())]
+    args = [*schedulers.COMMON_TESTBED_ARGS, *(scheduler.testbed_args if scheduler else ()),
+            *(f"--apiserver-arg={arg}" for arg in options.apiserver_args)]
     return ControlPlane(
         nodes=workload.node_count, cpu=f"{workload.node_cpu_milli}m", memory=NODE_MEMORY,
         pods=NODE_PODS, kube_scheduler=bool(scheduler and scheduler.uses_testbed_scheduler),
@@ -77,7 +80,8 @@ def run_scheduler(scheduler: Scheduler, workload: Workload, work: Path,
 def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running,
              workload: Workload, cp_dir: Path, options: Options) -> dict[str, Any]:
     endpoint = Endpoint.from_info(cp.info)
-    asyncio.run(_set_up(endpoint, workload, scheduler.group_api, options.concurrency))
+    asyncio.run(_set_up(endpoint, workload, scheduler.group_api, options.concurrency,
+                        options.schedule_timeout_seconds))
     recorder = Recorder(endpoint, cp_dir / "records.json")
     recorder.start()
     watched = {**cp.pids, "recorder": recorder.pid}
@@ -114,7 +118,7 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
 
 
 async def _set_up(endpoint: Endpoint, workload: Workload, group_api: str,
-                  concurrency: int) -> None:
+                  concurrency: int, schedule_timeout_seconds: int | None = None) -> None:
     """The namespace (and its default ServiceAccount) and every gang's group object."""
     async with Api(endpoint, pool_size=concurrency) as api:
         await api.post_retrying(*manifests.namespace())
@@ -129,7 +133,8 @@ async def _set_up(endpoint: Endpoint, workload: Workload, group_api: str,
                     raise
                 await asyncio.sleep(0.2)
         groups = [g for gang in workload.gangs
-                  if (g := manifests.pod_group(gang, group_api)) is not None]
+                  if (g := manifests.pod_group(gang, group_api, schedule_timeout_seconds))
+                  is not None]
         await api.post_all(groups, concurrency)
 
 

@@ -9,7 +9,7 @@ The timeout (`deadline_ms - at_ms`, the PodGroup's scheduleTimeoutSeconds) guard
 cannot be bound, not a busy API server (issue 20): it runs from when this binder starts binding
 (time queued in JetStream or behind other placements is not charged), starts over whenever a
 round of binds made progress, and no bind starts after `deadline_ms + BIND_GRACE_MS`, which
-stays inside the planner's own release grace (docs/design-notes.md, "Deadlines").
+stays inside the planner's own release grace (`contracts.binding_window`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from services.binder.binding import BindState, Deadline, MemberResult, Stamp, Su
 from services.binder.ports import Kube, WallClock
 from services.binder.rollback import Undone
 from services.binder.validation import Verdict
+from services.contracts.binding_window import BIND_GRACE_MS
 from services.contracts.decisions import Assignment, Placement
 from services.contracts.events import (
     GroupBound,
@@ -36,10 +37,6 @@ from services.kube import errors
 
 log = logging.getLogger(__name__)
 
-BIND_GRACE_MS = 60_000
-"""No bind starts later than this after a placement's deadline. Below the planner's release
-grace (`PlannerConfig.release_grace_seconds`, 90 s), so the planner never gives up reservations
-of a placement still binding, with 30 s left for the rollback to be written and reported."""
 MIN_TIMEOUT_MS = 1_000
 """The shortest binding window, whatever the placement says."""
 

@@ -54,7 +54,12 @@ class StatusLog(Protocol):
 
 
 class Reporter:
-    """Writes events, conditions and PodGroup status for decisions and their outcomes."""
+    """Writes events, conditions and PodGroup status for decisions and their outcomes.
+
+    `kube` serves rejections and status (in the binder: `yielding.YieldingKube`, which waits
+    while placements bind); `placing_kube` (default `kube`) serves what is part of carrying out
+    a placement, its Scheduled and rollback events, which never wait behind other reports.
+    """
 
     def __init__(
         self,
@@ -66,8 +71,10 @@ class Reporter:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         status_log: StatusLog | None = None,
         event_budget: tuple[float, float] = EVENT_BUDGET,
+        placing_kube: Kube | None = None,
     ) -> None:
         self._kube = kube
+        self._placing_kube = placing_kube or kube
         self._status_log = status_log
         self._limiter = ReportLimiter(event_interval_seconds)
         self._event_budget = AsyncLimiter(*event_budget)
@@ -83,9 +90,10 @@ class Reporter:
         for member in settled.bound:
             self._limiter.forget(member.pod_uid)
             self._owed.pop(member.pod_uid, None)
+        kube = self._placing_kube
         writes = [
             partial(self._event, _pod_ref(m.namespace, m.name, m.pod_uid), NORMAL, SCHEDULED,
-                    messages.scheduled(m), ACTION_BINDING)
+                    messages.scheduled(m), ACTION_BINDING, kube)
             for m in settled.bound
         ]
         if settled.rolled_back is not None:
@@ -96,10 +104,10 @@ class Reporter:
             bound = {m.pod_uid for m in settled.bound} | set(undone.deleted)
             writes += [
                 partial(self._event, _pod_ref(m.namespace, m.name, m.pod_uid), WARNING,
-                        FAILED_SCHEDULING, text, ACTION_SCHEDULING)
+                        FAILED_SCHEDULING, text, ACTION_SCHEDULING, kube)
                 for m in placement.members if m.pod_uid not in bound
             ]
-            writes.append(partial(self._group_event, placement.group, text))
+            writes.append(partial(self._group_event, placement.group, text, kube))
         await self._run_all(writes)
 
     async def rejected(self, rejection: Rejection) -> None:
@@ -191,25 +199,28 @@ class Reporter:
             await _best_effort("owed event", partial(
                 self._event, about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING))
 
-    async def _group_event(self, group: str, message: str) -> None:
-        """A FailedScheduling event on the PodGroup (none for singleton groups)."""
+    async def _group_event(self, group: str, message: str, kube: Kube | None = None) -> None:
+        """A FailedScheduling event on the PodGroup (none for singleton groups), through
+        `kube` (default: the reports' API)."""
         if is_singleton(GroupKey(group)):
             return
         namespace, name = split_key(GroupKey(group))
-        podgroup = await self._kube.get_podgroup(namespace, name)
+        kube = kube or self._kube
+        podgroup = await kube.get_podgroup(namespace, name)
         if podgroup is None:
             return
         uid = str((podgroup.get("metadata") or {}).get("uid") or "")
         api_version = str(podgroup.get("apiVersion") or PODGROUP_API_VERSION)
         about = ObjectRef("PodGroup", api_version, namespace, name, uid)
-        await self._event(about, WARNING, FAILED_SCHEDULING, message, ACTION_SCHEDULING)
+        await self._event(about, WARNING, FAILED_SCHEDULING, message, ACTION_SCHEDULING, kube)
         self._limiter.record(group, message, self._monotonic())
 
     async def _event(
-        self, about: ObjectRef, event_type: str, reason: str, message: str, action: str
+        self, about: ObjectRef, event_type: str, reason: str, message: str, action: str,
+        kube: Kube | None = None,
     ) -> None:
-        """Create one event."""
-        await self._kube.create_event(
+        """Create one event, through `kube` (default: the reports' API)."""
+        await (kube or self._kube).create_event(
             about, event_type=event_type, reason=reason, message=message, action=action,
             now=self._now(),
         )

@@ -5,7 +5,8 @@ share them, so each decision is handled by one of them): `binder` takes Placemen
 takes Rejections and StatusUpdates, so a placement never waits in the stream behind reports (which
 cost several API writes each and, under contention, outnumber placements a hundred to one).
 Placements of different groups run concurrently and those of one group in stream order; reports
-run per (type, group) lane with only the newest waiting one kept (`coalescing`). A decision is
+run per (type, group) lane with only the newest waiting one kept (`coalescing`), and their API
+requests yield to binding (`yielding`: few in flight while any placement binds). A decision is
 acked only after it is carried out (a placement: after its outcomes are published) or superseded.
 A poisoned decision is dead-lettered and terminated; nothing a decision contains can crash the
 service.
@@ -34,6 +35,7 @@ from services.binder.reporter import Reporter
 from services.binder.status_log import StreamStatusLog
 from services.binder.view import ClusterView
 from services.binder.view_feed import ViewFeed
+from services.binder.yielding import ReportGate, YieldingKube
 from services.bus import streams
 from services.bus.consuming import PullConsumer
 from services.bus.publishing import Publisher as BusPublisher
@@ -138,11 +140,13 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
         view = ViewFeed(js, settings.bus.prefix)
         await view.start()
         kube = KubeApi(client, controller=settings.scheduler_name)
+        gate = ReportGate()
         reporter = Reporter(
-            kube,
+            YieldingKube(kube, gate),
             event_interval_seconds=settings.binder.event_interval_seconds,
             concurrency=max(1, settings.binder.concurrency),
             status_log=StreamStatusLog(js, settings.bus.prefix, settings.decision_key),
+            placing_kube=kube,
         )
         binder = Binder(
             kube,
@@ -151,6 +155,7 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
             outcome_log=StreamOutcomeLog(js, settings.bus.prefix),
             reporter=reporter,
             view=view,
+            gate=gate,
         )
         ready.set()
         log.info("binder consuming decisions (prefix %s)", settings.bus.prefix)
@@ -207,9 +212,11 @@ class Binder:
         clock: WallClock = lambda: time.time_ns() // 1_000_000,
         reporter: Reporter | None = None,
         view: ViewFeed | None = None,
+        gate: ReportGate | None = None,
     ) -> None:
         if settings.decision_key is None:
             raise MissingDecisionKey()
+        self._gate = gate or ReportGate()
         self._key: DecisionKey = settings.decision_key
         self._kube = kube
         self._publisher = publisher
@@ -222,9 +229,10 @@ class Binder:
         self._outcome_log = outcome_log
         self._clock = clock
         self._reporter = reporter or Reporter(
-            kube,
+            YieldingKube(kube, self._gate),
             event_interval_seconds=settings.binder.event_interval_seconds,
             concurrency=self._policy.concurrency,
+            placing_kube=kube,
         )
         self._view = view
         self._groups = GroupLocks()
@@ -370,10 +378,11 @@ class Binder:
                   placement.id, placement.group, placement.attempt, len(placement.members),
                   "again" if is_redelivery else "first",
                   (placement.deadline_ms - self._clock()) / 1000)
-        settled = await placing.carry_out(
-            placement, self._kube, self._policy, self._clock, is_redelivery=is_redelivery,
-            known=await self._known_at(placement.plan_seq),
-        )
+        async with self._gate.binding():
+            settled = await placing.carry_out(
+                placement, self._kube, self._policy, self._clock, is_redelivery=is_redelivery,
+                known=await self._known_at(placement.plan_seq),
+            )
         await self._publisher.publish_many(outcomes.publish_items(self._prefix, settled.outcomes))
         self._remember(placement.id, settled.outcomes)
         if settled.rolled_back is None:

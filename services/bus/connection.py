@@ -25,6 +25,8 @@ FIRST_CONNECT_TIMEOUT_SECONDS = 30.0
 RECONNECT_WAIT_SECONDS = 1
 CONNECT_TIMEOUT_SECONDS = 2
 DEFAULT_INBOX_PREFIX = "_INBOX"
+REPEATS_BETWEEN_LOGS = 10
+"""A connection error repeated this many times in a row is logged again, with its count."""
 
 
 async def connect(
@@ -145,9 +147,21 @@ class _Callbacks:
         self.client = client
         self.refusal: Exception | None = None
         self.refused = asyncio.Event()
+        self._last_error = ""
+        self._repeats = 0
 
     async def on_error(self, error: Exception) -> None:
-        log.warning("NATS client %s: %r", self.name, error)
+        """Log the error; the same error again and again (a server down, retried every
+        second) is logged once, then every `REPEATS_BETWEEN_LOGS`-th time with its count."""
+        text = repr(error)
+        if text == self._last_error:
+            self._repeats += 1
+            if self._repeats % REPEATS_BETWEEN_LOGS == 0:
+                log.warning("NATS client %s: %s (%d times in a row)", self.name, text,
+                            self._repeats + 1)
+        else:
+            self._last_error, self._repeats = text, 0
+            log.warning("NATS client %s: %s", self.name, text)
         if AUTHORIZATION_VIOLATION in str(error).lower() or isinstance(
                 error, nats.errors.AuthorizationError):
             self.refusal = self.refusal or error
@@ -158,6 +172,7 @@ class _Callbacks:
             log.warning("NATS client %s disconnected; reconnecting", self.name)
 
     async def on_reconnected(self) -> None:
+        self._last_error, self._repeats = "", 0
         log.info("NATS client %s reconnected", self.name)
 
     async def on_closed(self) -> None:

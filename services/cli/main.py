@@ -12,13 +12,16 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from services import __version__
 from services.cli import audit, options
 from services.planner.core.config import PlannerConfig
+
+if TYPE_CHECKING:
+    from services.config.settings import Settings
 
 log = logging.getLogger("gangsched")
 
@@ -86,7 +89,7 @@ def planner_config(parsed: dict[str, Any]) -> PlannerConfig:
     defaults = PlannerConfig()
     names = ("default_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds",
              "starvation_seconds", "scoring", "prefer_topology", "topology_key",
-             "search_budget_steps")
+             "search_budget_steps", "max_placements_in_flight")
     values = {name: parsed[name] for name in names if parsed.get(name) is not None}
     try:
         return PlannerConfig(**{**_fields(defaults), **values,
@@ -103,16 +106,29 @@ audit.register(app, planner_config)
 
 
 def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
-    from services.bus.errors import BusUnavailable
-    from services.cli import decision_keys, serve
-    from services.kube.errors import KubeError
-    from services.store.errors import SchemaMismatch, StoreUnavailable
+    """Run `services` in this process, holding the data directory (one process per data dir).
+    """
+    from services.cli import data_dir_lock
 
     settings = options.settings_from(parsed)
     if not settings.bus.url and len(services) == 1:
         raise click.UsageError(
             f"`gangsched {services[0]}` needs --nats (or GANGSCHED_NATS): the services run apart "
             "share one NATS; only `gangsched run` starts an embedded nats-server of its own")
+    try:
+        with data_dir_lock.hold(settings.data_dir):
+            _serve_locked(settings, services, parsed)
+    except data_dir_lock.DataDirUnusable as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[str, Any]) -> None:
+    """`_serve` once this process holds the data directory: decision key, then the services."""
+    from services.bus.errors import BusUnavailable
+    from services.cli import decision_keys, serve
+    from services.kube.errors import KubeError
+    from services.store.errors import SchemaMismatch, StoreUnavailable
+
     try:
         settings = decision_keys.with_key(settings, services)
     except decision_keys.NoKey as error:
@@ -148,6 +164,7 @@ def migrate(**parsed: Any) -> None:
 
     settings = options.settings_from(parsed)
     _logging(settings.log_level)
+    logging.getLogger("alembic.runtime.migration").setLevel(settings.log_level.upper())
     url = settings.store_url()
     if not settings.store.url:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -195,10 +212,14 @@ def version() -> None:
 
 
 def _logging(level: str) -> None:
+    """Log at `level` to stderr; alembic's per-connection chatter ("Context impl SQLiteImpl")
+    only at DEBUG (`migrate` turns it back on: there it tells which migrations ran)."""
     logging.basicConfig(
         level=level.upper(), stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if level.upper() != "DEBUG":
+        logging.getLogger("alembic.runtime.migration").setLevel(logging.WARNING)
 
 
 if __name__ == "__main__":

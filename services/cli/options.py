@@ -161,9 +161,18 @@ bus_options = stack(
     nats_auth_options,
 )
 
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+"""File name endings `--db` takes as a new SQLite database file."""
+
+
 class DatabaseUrl(click.ParamType):  # type: ignore[type-arg]
     """A database URL for `--db`, checked when parsed: SQLite or PostgreSQL (any driver
-    spelling), or a plain file path, taken as a SQLite database file."""
+    spelling), or a plain file path, taken as a SQLite database file.
+
+    A path counts as one only when it names an existing file or ends in `.db`, `.sqlite` or
+    `.sqlite3`, so a mistyped URL (`--db "postgres//host"`, `--db "not a url"`) is refused
+    instead of silently becoming a new SQLite file of that name.
+    """
 
     name = "url"
 
@@ -175,6 +184,12 @@ class DatabaseUrl(click.ParamType):  # type: ignore[type-arg]
 
         text = str(value)
         if "://" not in text:  # a path: the SQLite database file
+            path = Path(text).expanduser()
+            if not path.is_file() and path.suffix not in SQLITE_SUFFIXES:
+                self.fail(f"{value!r} is neither a database URL nor a SQLite file (an existing "
+                          "file or a path ending in .db, .sqlite or .sqlite3); give "
+                          "sqlite+aiosqlite:///path/file.db or "
+                          "postgresql+asyncpg://user@host/db", param, ctx)
             text = f"sqlite+aiosqlite:///{Path(text).expanduser().resolve()}"
         try:
             async_url(text)
@@ -226,6 +241,9 @@ placement_options = stack(
     _option("--search-budget-steps", type=click.IntRange(min=0), default=1000,
             help="Most steps (a member tried on a node) of one whole-gang search, run when "
                  "placing a mixed gang member by member fails; 0 turns the search off."),
+    _option("--max-placements-in-flight", type=click.IntRange(min=0), default=64,
+            help="Most placements awaiting their outcome from the binders; at the limit no "
+                 "gang is placed until one settles (0 = no limit)."),
 )
 """How the planner places (its `PlannerConfig`): also what `replay` and `simulate` take, since a
 replay must plan with the live run's settings."""

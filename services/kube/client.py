@@ -27,6 +27,7 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 
 from services.config.settings import KubeSettings
 from services.kube import errors
+from services.runtime import metrics
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,9 @@ class KubeClient:
                 _request_timeout=timeout,
             )
         except _TRANSPORT_ERRORS as error:
+            metrics.kube_requests.labels(method, "error").inc()
             raise errors.KubeUnavailable(f"{what}: {error!r}") from error
+        metrics.kube_requests.labels(method, str(response.status)).inc()
         return response
 
 

@@ -207,8 +207,10 @@ class PlannerService:
             refused.labels(self.consumer, PLANNING_ERROR).inc(planning_errors)
 
     def _count_pending(self) -> None:
-        """Set the pending-pods gauge from the current state."""
+        """Set the pending-pods and PodGroups-by-phase gauges from the current state."""
         metrics.pending_pods.set(census.pending_pods(self.state, self.config.scheduler_name))
+        for phase, count in census.podgroups_by_phase(self.state).items():
+            metrics.podgroups.labels(phase).set(count)
 
 
 async def run_planner(

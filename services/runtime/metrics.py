@@ -6,14 +6,19 @@ services import this module and update the metrics; nothing here reads them back
 
 from __future__ import annotations
 
+import platform
+
 from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
     Histogram,
+    Info,
     PlatformCollector,
     ProcessCollector,
 )
+
+from services import __version__
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=REGISTRY)
@@ -24,6 +29,31 @@ _LATENCY_BUCKETS_SECONDS = (
 )
 _GROUP_BUCKETS_SECONDS = (0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
 
+build_info = Info(
+    "gangsched_build",
+    "This gangsched's version and the Python it runs on (gangsched_build_info, value 1).",
+    registry=REGISTRY,
+)
+build_info.info({"version": __version__, "python": platform.python_version()})
+task_restarts = Counter(
+    "gangsched_task_restarts_total",
+    "Supervised tasks restarted after they failed, by task name.",
+    ["task"],
+    registry=REGISTRY,
+)
+kube_requests = Counter(
+    "gangsched_kube_requests_total",
+    "Requests sent to the Kubernetes API server, by HTTP verb and response code (`error`: no "
+    "response: a timeout or a broken connection). Watch streams count once, when opened.",
+    ["verb", "code"],
+    registry=REGISTRY,
+)
+podgroups = Gauge(
+    "gangsched_podgroups",
+    "PodGroups the planner knows, by the phase it last decided for them.",
+    ["phase"],
+    registry=REGISTRY,
+)
 scheduling_attempt_duration_seconds = Histogram(
     "gangsched_scheduling_attempt_duration_seconds",
     "Wall time of one planning round (apply a batch of events, then place), in seconds.",

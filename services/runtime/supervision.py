@@ -11,6 +11,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from services.runtime import metrics
+
 log = logging.getLogger(__name__)
 
 FIRST_BACKOFF_SECONDS = 0.5
@@ -49,6 +51,7 @@ async def supervise(
             if time.monotonic() - started >= HEALTHY_RUN_SECONDS:
                 backoff = first_backoff_seconds
             log.exception("task %s failed; restarting in %.1fs", name, backoff)
+            metrics.task_restarts.labels(name).inc()
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, max_backoff_seconds)
             continue

@@ -15,11 +15,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
-_ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
+_ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg",
+                  "postgres": "postgresql+asyncpg"}
+"""Backend name → the driver gangsched uses. `postgres://` is the spelling libpq, Heroku and
+most operators' secrets use; SQLAlchemy 2 dropped it as an alias, gangsched keeps it."""
 
 
 def async_url(url: str) -> URL:
-    """`url` with the async driver gangsched uses (`sqlite://` → `sqlite+aiosqlite://`).
+    """`url` with the async driver gangsched uses (`sqlite://` → `sqlite+aiosqlite://`,
+    `postgres://` and `postgresql://` → `postgresql+asyncpg://`).
 
     Raises:
         ValueError: a database other than SQLite or PostgreSQL.

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import platform
+
 import pytest
 
+from services import __version__
 from tests.e2e import kube
 from tests.support.gangsched_process import GangschedRun
 from tests.support.waiting import consistently, eventually
@@ -57,6 +60,11 @@ def _the_work_shows_in_the_metrics(gangsched: GangschedRun) -> None:
     assert value("gangsched_decisions_published_total", type="Placement") >= 1
     assert value("gangsched_events_processed_total", consumer="planner") >= 1
     assert value("gangsched_pending_pods") == 3
+    assert value("gangsched_podgroups", phase="Running") >= 1
+    assert value("gangsched_kube_requests_total", verb="POST", code="201") >= 3  # bindings
+    assert value("gangsched_kube_requests_total", verb="GET", code="200") >= 1  # lists
+    assert value("gangsched_build_info", version=__version__,
+                 python=platform.python_version()) == 1
 
 
 def test_gang_of_min_member_4_binds_nothing(control_plane, namespace, gangsched):

@@ -1,7 +1,8 @@
 """One planning round: the decisions it has made so far and how one group is tried.
 
 Layer: planner core (pure). `Round` walks groups in queue order (see `plan`), deciding for each:
-wait (in flight, not found, invalid, unsupported, no quorum, backed off), place (one Placement
+wait (in flight, not found, invalid, unsupported, no quorum, backed off, binders busy: as many
+placements in flight as `config.max_placements_in_flight`), place (one Placement
 with enough members for quorum, plus any extra members that fit), or reject (and back off).
 Ordering comes only from explicit sort keys; time only from `state.now_ms`.
 """
@@ -68,7 +69,7 @@ class Round:
                         is_backoff=False)
             return
         min_member = podgroup.min_member if podgroup is not None else 1
-        counts = quorum.count(self.derived, key)
+        counts = quorum.count(self.derived, key, group, min_member)
         if quorum.is_stranded(counts, min_member):
             self.stranded[key] = counts.bound
         note = _priority_note(pending)
@@ -77,6 +78,8 @@ class Round:
                         reasons.gang_quorum(key, counts.usable, min_member, counts.gated) + note,
                         is_backoff=False)
             return
+        if self._binders_busy():
+            return  # backpressure: placed now, it would only queue behind the binders' work
         need = quorum.still_needed(counts, min_member)
         if not backoff.is_backed_off(group, self.now, self.config):
             self._attempt(key, group, podgroup, pending, counts, min_member, note)
@@ -130,6 +133,11 @@ class Round:
                 and self.state.capacity_freed_ms >= last  # >=: freed within that tick too
                 and self.now >= last + backoff.backoff_ms(1, self.config))
 
+    def _binders_busy(self) -> bool:
+        """Whether `config.max_placements_in_flight` placements await their outcome."""
+        limit = self.config.max_placements_in_flight
+        return limit > 0 and len(self.state.placements) >= limit
+
     def _is_holder(self, key: str, group: GroupState, need: int) -> bool:
         return need > 0 and self.hold is None and self._may_hold(key, group)
 
@@ -167,7 +175,7 @@ class Round:
                 reason = reasons.gang_extra_members(key, min_member, len(pending), nodes)
             else:
                 reason = reasons.gang_members_fit(
-                    key, counts.bound + counts.reserved + placed, min_member, nodes)
+                    key, counts.held + placed, min_member, nodes, counts.succeeded)
             if quiet:
                 self.quiet_reason = reason + note
             else:

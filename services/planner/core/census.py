@@ -6,8 +6,13 @@ them; never reads a clock.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from services.planner.core import derived, pods
 from services.planner.core.state import PlannerState
+
+PHASES = ("Pending", "Scheduling", "Running", "Finished", "Failed")
+"""Every PodGroup phase the planner reports (`status.phase`), in lifecycle order."""
 
 
 def pending_pods(state: PlannerState, scheduler_name: str) -> int:
@@ -32,3 +37,17 @@ def bound_members(state: PlannerState, scheduler_name: str, group: str) -> int:
     current = derived.ensure(state, scheduler_name)
     classes = current.pod_class
     return sum(1 for uid in current.members.get(group, ()) if classes[uid] == "bound")
+
+
+def podgroups_by_phase(state: PlannerState) -> dict[str, int]:
+    """How many observed PodGroups are in each phase, every phase of `PHASES` present.
+
+    Source: the phase last decided for the group (the status the binder writes); a PodGroup
+    no round has judged yet counts as Pending, as a new PodGroup is.
+    """
+    counts = Counter({phase: 0 for phase in PHASES})
+    for key in state.podgroups:
+        group = state.groups.get(key)
+        memo = group.last_status if group is not None else None
+        counts[memo.phase if memo is not None else PHASES[0]] += 1
+    return dict(counts)

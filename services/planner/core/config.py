@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import msgspec
 
+from services.contracts import binding_window
+
 LEAST_ALLOCATED = "least-allocated"
 MOST_ALLOCATED = "most-allocated"
 SCORING_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
@@ -23,9 +25,9 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     `starvation_seconds` is how long a gang may wait before it reserves the capacity it needs;
     `release_grace_seconds` is how long after a placement's deadline the planner itself releases
     reservations the binder never confirmed nor rolled back; it outlasts the binder's binding
-    stop (`binder.placing.BIND_GRACE_MS`, 60 s past the deadline, queue time not charged) and
-    its ack wait (6 s), so a crashed binder's Placement is redelivered and finished or rolled
-    back before the planner gives it up.
+    stop (`contracts.binding_window.BIND_GRACE_MS`, 60 s past the deadline, queue time not
+    charged) by the rollback margin and its ack wait (6 s), so a crashed binder's Placement is
+    redelivered and finished or rolled back before the planner gives it up.
     """
 
     scheduler_name: str = "gangsched"
@@ -36,7 +38,7 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     scoring: str = LEAST_ALLOCATED
     topology_key: str = "topology.kubernetes.io/zone"
     prefer_topology: bool = False
-    release_grace_seconds: float = 90.0
+    release_grace_seconds: float = binding_window.RELEASE_GRACE_MS / 1000
     score_resources: tuple[str, ...] = ("cpu", "memory")
     """Resources weighed (equally) by the scoring strategy, as kube-scheduler's default."""
     search_budget_steps: int = 1000
@@ -44,6 +46,12 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     gang member by member fails; 0 turns the search off. Units: steps (a step costs about the
     scoring of one member over the nodes it fits: ~1 ms at 5,000 nodes, so a search that runs
     out of budget there costs ~1-2 s; most end in a few steps)."""
+    max_placements_in_flight: int = 64
+    """Most placements handed to the binders and not yet bound, rolled back or expired; at the
+    limit no group is placed until one settles (0 = no limit). Backpressure: placements beyond
+    what the binders carry out at once (32 each) would only wait in the stream while their
+    deadline runs, on capacity the planner no longer offers anyone, and be placed on an older
+    view of the cluster. Groups held back are not told anything new (nothing failed)."""
 
     def __post_init__(self) -> None:
         """Refuse settings the planner cannot honour.
@@ -59,7 +67,9 @@ class PlannerConfig(msgspec.Struct, frozen=True):
                      "backoff_max_seconds": self.backoff_max_seconds,
                      "starvation_seconds": self.starvation_seconds,
                      "release_grace_seconds": self.release_grace_seconds,
-                     "search_budget_steps": self.search_budget_steps}
+                     "search_budget_steps": self.search_budget_steps,
+                     "max_placements_in_flight": self.max_placements_in_flight}
         for name, value in durations.items():
             if value < 0:
                 raise ValueError(f"{name} must be >= 0, got {value!r}")
+

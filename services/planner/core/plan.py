@@ -88,7 +88,7 @@ def _queue(rnd: Round) -> list[tuple[str, GroupState, PodGroupObserved | None, l
         podgroup = state.podgroups.get(key)
         starving = starvation.is_starving(group, rnd.now, rnd.config)
         stranded = podgroup is not None and quorum.is_stranded(
-            quorum.count(current, key), podgroup.min_member)
+            quorum.count(current, key, group, podgroup.min_member), podgroup.min_member)
         entries.append((queue.queue_key(key, group, podgroup, pending, starving, stranded),
                         key, group, podgroup, pending))
     entries.sort(key=lambda entry: entry[0])
@@ -111,6 +111,7 @@ def _settle(rnd: Round) -> None:
             continue
         if group is None:
             group = state.groups[key] = GroupState()
+        quorum.count(current, key, group, podgroup.min_member)  # remembers whether it has run
         memo = status.derive(state, current, podgroup, group)
         if memo != group.last_status:
             group.last_status = memo

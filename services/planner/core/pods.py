@@ -14,8 +14,10 @@ from services.contracts.usage import TERMINAL_PHASES, is_terminal, uses_capacity
 __all__ = ["TERMINAL_PHASES", "PodClass", "classify", "group_of", "is_ours", "is_terminal",
            "sort_key", "uses_capacity"]
 
-PodClass = Literal["other", "bound", "terminal", "deleting", "reserved", "gated", "pending"]
-"""How a pod of ours counts for its group (pods of other schedulers are `other`)."""
+PodClass = Literal["other", "bound", "succeeded", "terminal", "deleting", "reserved", "gated",
+                   "pending"]
+"""How a pod of ours counts for its group (pods of other schedulers are `other`): `succeeded`
+is phase Succeeded, `terminal` phase Failed."""
 
 
 def is_ours(pod: PodObserved, scheduler_name: str) -> bool:
@@ -45,7 +47,7 @@ def classify(pod: PodObserved, scheduler_name: str, is_reserved: bool) -> PodCla
     if not is_ours(pod, scheduler_name):
         return "other"
     if is_terminal(pod):
-        return "terminal"
+        return "succeeded" if pod.phase == "Succeeded" else "terminal"
     if pod.is_deleting:
         return "deleting"
     if pod.node_name is not None:

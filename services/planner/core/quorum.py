@@ -1,7 +1,18 @@
-"""Counting a group's members for quorum: bound + reserved + pending against minMember.
+"""Counting a group's members for quorum: bound + reserved + pending against minMember, and
+whether the gang has run (then its Succeeded members keep their places).
 
-Layer: planner core (pure). Succeeded/Failed members, terminating members and scheduling-gated
-pods never count; pods of other schedulers carrying the label do not count either.
+Layer: planner core (pure). Failed members, terminating members and scheduling-gated pods never
+count; pods of other schedulers carrying the label do not count either. Succeeded members count
+only once the gang has run (`has_run`): a member that finished after the gang ran whole did its
+part, so a replacement of another member is placed without waiting for minMember new pods
+(issue 13 item 6); a Succeeded pod of a gang that never ran (reference scenario A, completed
+member) does not count.
+
+Mirrored from Coscheduling (scheduler-plugins `pkg/coscheduling/core`): its Permit lets a pod
+through once the pods assigned to the group (bound or assumed), itself included, reach
+minMember, so a replacement joins the members still running. Coscheduling sees no Succeeded
+pod (kube-scheduler's pod informer drops phases Succeeded and Failed), so a gang whose members
+finished waits forever for replacements of the others; gangsched remembers that the gang ran.
 """
 
 from __future__ import annotations
@@ -9,27 +20,39 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from services.planner.core.derived import Derived
+from services.planner.core.state import GroupState
 
 
 class Counts(NamedTuple):
-    """How a group's pods of ours stand (numbers of pods)."""
+    """How a group's pods of ours stand (numbers of pods).
+
+    `succeeded` counts the members in phase Succeeded that count toward quorum: all of them once
+    the gang has run (`has_run`), none before.
+    """
 
     bound: int
     reserved: int
     pending: int
     gated: int
+    succeeded: int = 0
+
+    @property
+    def held(self) -> int:
+        """Members that hold their place in the gang: bound, reserved, or done after it ran."""
+        return self.bound + self.reserved + self.succeeded
 
     @property
     def usable(self) -> int:
         """Members that count toward quorum."""
-        return self.bound + self.reserved + self.pending
+        return self.held + self.pending
 
 
-def count(derived: Derived, group: str) -> Counts:
-    """Count the group's members by class."""
-    bound = reserved = pending = gated = 0
+def count(derived: Derived, key: str, group: GroupState, min_member: int) -> Counts:
+    """Count the group's members by class, and remember in `group.has_run` whether the gang has
+    run (`has_run`; the one field this updates)."""
+    bound = reserved = pending = gated = succeeded = 0
     classes = derived.pod_class
-    for uid in derived.members.get(group, ()):
+    for uid in derived.members.get(key, ()):
         pod_class = classes[uid]
         if pod_class == "bound":
             bound += 1
@@ -39,7 +62,24 @@ def count(derived: Derived, group: str) -> Counts:
             pending += 1
         elif pod_class == "gated":
             gated += 1
-    return Counts(bound, reserved, pending, gated)
+        elif pod_class == "succeeded":
+            succeeded += 1
+    group.has_run = has_run(group.has_run, bound, succeeded, min_member)
+    return Counts(bound, reserved, pending, gated, succeeded if group.has_run else 0)
+
+
+def has_run(ran_before: bool, bound: int, succeeded: int, min_member: int) -> bool:
+    """Whether the gang has reached quorum once and some member of that run is still there.
+
+    Reached: bound + Succeeded members of ours reach minMember (the PodGroup controller's rule
+    for phase Running, running + succeeded >= minMember, with bound for running: a bound member
+    is Running once its kubelet starts it). Forgotten once no member is bound or Succeeded: when
+    every member was deleted (or failed) and its controller recreated them, the new members are
+    a new gang, placed whole again.
+    """
+    if bound + succeeded == 0:
+        return False
+    return ran_before or bound + succeeded >= min_member
 
 
 def has_quorum(counts: Counts, min_member: int) -> bool:
@@ -48,12 +88,14 @@ def has_quorum(counts: Counts, min_member: int) -> bool:
 
 
 def is_stranded(counts: Counts, min_member: int) -> bool:
-    """Whether the group has members bound but fewer bound and reserved than minMember: a
-    partial gang at rest (a rollback that could not unbind its bare pods, or bound members
-    lost), holding capacity no complete gang uses until it completes (issue 20)."""
-    return counts.bound > 0 and counts.bound + counts.reserved < min_member
+    """Whether the group has members bound but fewer held (bound, reserved, Succeeded after it
+    ran) than minMember: a partial gang at rest (a rollback that could not unbind its bare pods,
+    or bound members lost), holding capacity no complete gang uses until it completes (issue
+    20)."""
+    return counts.bound > 0 and counts.held < min_member
 
 
 def still_needed(counts: Counts, min_member: int) -> int:
-    """How many pending members one placement must include (0 once quorum is held)."""
-    return max(0, min_member - counts.bound - counts.reserved)
+    """How many pending members one placement must include (0 once quorum is held: the rest
+    are members beyond quorum, each placed as it fits)."""
+    return max(0, min_member - counts.held)

@@ -18,7 +18,8 @@ HELD_FOR_GANG = "node(s) had capacity reserved for waiting gang {group}"
 # Group reasons.
 NODES_AVAILABLE = "0/{total} nodes are available: {reasons}."
 NO_NODES = "0/0 nodes are available: no nodes are registered."
-GANG_MEMBERS_FIT = "gang {group}: {fit} of {min_member} members fit; {nodes}"
+GANG_MEMBERS_FIT = "gang {group}: {fit} of {min_member} members fit{succeeded}; {nodes}"
+SUCCEEDED_COUNTED = " ({succeeded} Succeeded after the gang ran)"
 GANG_EXTRA_MEMBERS = (
     "gang {group}: minMember {min_member} reached; {unplaced} more member(s) do not fit; {nodes}"
 )
@@ -70,9 +71,13 @@ def node_reasons(total_nodes: int, counts: Mapping[str, int]) -> str:
     return NODES_AVAILABLE.format(total=total_nodes, reasons=", ".join(parts))
 
 
-def gang_members_fit(group: str, fit: int, min_member: int, nodes: str) -> str:
-    """A gang that cannot reach minMember: how many fit, then the first unplaced pod's nodes."""
-    return GANG_MEMBERS_FIT.format(group=group, fit=fit, min_member=min_member, nodes=nodes)
+def gang_members_fit(group: str, fit: int, min_member: int, nodes: str,
+                     succeeded: int = 0) -> str:
+    """A gang that cannot reach minMember: how many fit (of them `succeeded` members that
+    finished after the gang ran, `quorum.has_run`), then the first unplaced pod's nodes."""
+    note = SUCCEEDED_COUNTED.format(succeeded=succeeded) if succeeded else ""
+    return GANG_MEMBERS_FIT.format(group=group, fit=fit, min_member=min_member, nodes=nodes,
+                                   succeeded=note)
 
 
 def gang_extra_members(group: str, min_member: int, unplaced: int, nodes: str) -> str:

@@ -76,7 +76,8 @@ class GroupState(msgspec.Struct):
     what subscribers are told while the group is backed off. `pending_since_ms` is when the group
     started waiting unplaced (drives anti-starvation). A group found unschedulable (not one
     rolled back) `may_retry_early`: when capacity frees after `last_attempt_ms` it is tried
-    again before its backoff ends, quietly (see `attempt`).
+    again before its backoff ends, quietly (see `attempt`). `has_run`: the gang reached quorum
+    once and a member of that run is still bound or Succeeded (`quorum.has_run`).
     """
 
     failures: int = 0
@@ -90,6 +91,7 @@ class GroupState(msgspec.Struct):
     in_flight: list[str] = []
     last_rejection: RejectionMemo | None = None
     last_status: StatusMemo | None = None
+    has_run: bool = False
 
 
 class PlannerState(msgspec.Struct, dict=True):

@@ -3,8 +3,13 @@
 Layer: planner core (pure). Phase rules as the scheduler-plugins PodGroup controller, later rule
 winning: fewer pods than minMember → Pending; running+succeeded < min → Scheduling; ≥ min →
 Running; failed > 0 and running+succeeded < min ≤ failed+running+succeeded → Failed; succeeded ≥
-min → Finished. gangsched differs in one place: a failed member makes the group Failed only when
-running + succeeded drops below minMember (reference scenario B.6; upstream reports Failed).
+min → Finished. gangsched differs in two places: a failed member makes the group Failed only when
+running + succeeded drops below minMember (reference scenario B.6; upstream reports Failed), and
+not while its members that did not fail are enough for minMember, i.e. its failed members were
+replaced (a Job recreates a failed index): the group is Scheduling while the replacements are
+placed, Running once they run (issue 13 item 6; upstream reports Failed, and Failed is final
+there). Upstream's controller also never leaves Failed or Finished; gangsched derives the phase
+from the members each time.
 
 The `Scheduled` condition explains the latest scheduling result, first match wins: the last
 rejection told (Unschedulable: no fit, no quorum, backed off after a rollback, ...); enough
@@ -29,7 +34,8 @@ def phase(pods: int, running: int, succeeded: int, failed: int, min_member: int)
     if pods < min_member:
         return PENDING
     result = SCHEDULING if running + succeeded < min_member else RUNNING
-    if failed and running + succeeded < min_member <= failed + running + succeeded:
+    if (failed and running + succeeded < min_member <= failed + running + succeeded
+            and pods - failed < min_member):
         result = FAILED
     if succeeded >= min_member:
         result = FINISHED
@@ -41,7 +47,9 @@ def derive(state: PlannerState, derived: Derived, podgroup: PodGroupObserved,
     """The status the PodGroup should show now.
 
     Shapes: counts over every pod carrying the group label (whichever scheduler), deleted pods
-    excluded; `occupied_by` is `<ns>/<owner>` when the members with a controller share one;
+    excluded; the condition's bound members exclude Failed ones (a failed member no longer holds
+    its place, so its replacement's placement reads Binding); `occupied_by` is `<ns>/<owner>`
+    when the members with a controller share one;
     the condition as in the module docstring.
     """
     key = f"{podgroup.namespace}/{podgroup.name}"
@@ -50,7 +58,7 @@ def derive(state: PlannerState, derived: Derived, podgroup: PodGroupObserved,
     for uid in derived.members.get(key, ()):
         pod = state.pods[uid]
         total += 1
-        bound += pod.node_name is not None
+        bound += pod.node_name is not None and pod.phase != "Failed"  # a failed one left
         running += pod.phase == "Running"
         succeeded += pod.phase == "Succeeded"
         failed += pod.phase == "Failed"

@@ -16,11 +16,30 @@ def invoke(*argv: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-@pytest.mark.parametrize("url", ["postgres://x", "mysql://u@h/db"])
+@pytest.mark.parametrize("url", ["mysql://u@h/db", "oracle://x"])
 def test_a_database_url_gangsched_cannot_use_is_refused_when_parsed(url: str) -> None:
     code, output = invoke("replay", "--db", url)
     assert code == 2
     assert "is not a database URL gangsched can use" in output
+
+
+@pytest.mark.parametrize("url", ["postgres://u@h:5432/db", "postgresql://u@h/db",
+                                 "postgresql+psycopg://u@h/db"])
+def test_every_common_postgresql_spelling_means_asyncpg(url: str) -> None:
+    from services.cli.options import DATABASE_URL
+    from services.store.engines import async_url
+
+    assert async_url(DATABASE_URL.convert(url, None, None)).drivername == "postgresql+asyncpg"
+
+
+@pytest.mark.parametrize("text", ["not a url", "postgres//host/db", "state"])
+def test_a_mistyped_url_is_refused_not_made_a_new_sqlite_file(
+        text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, output = invoke("migrate", "--db", text)
+    assert code == 2
+    assert "is neither a database URL nor a SQLite file" in output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_plain_file_path_is_a_sqlite_database(tmp_path: Path) -> None:

@@ -36,3 +36,21 @@ def test_a_placed_pod_stops_counting_and_the_count_matches_a_full_scan() -> None
 def test_pods_of_another_scheduler_name_are_counted_for_that_name() -> None:
     current, _ = plan.plan(observed(), PlannerConfig(), plan_seq=1)
     assert census.pending_pods(current, "default-scheduler") == 1
+
+
+def test_podgroups_count_as_pending_until_a_round_judges_them() -> None:
+    assert census.podgroups_by_phase(observed()) == {
+        "Pending": 1, "Scheduling": 0, "Running": 0, "Finished": 0, "Failed": 0}
+
+
+def test_podgroups_by_phase_follow_the_phase_each_round_decided() -> None:
+    current = observed()
+    for event in (make_podgroup("done", 2).build(),
+                  *[make_pod(f"done-{i}").in_group("done").on_node("n1", "Succeeded").build()
+                    for i in range(2)],
+                  make_podgroup("live", 1).build(),
+                  make_pod("live-0").in_group("live").on_node("n1").build()):
+        current = plan.apply(current, event)
+    current, _ = plan.plan(current, PlannerConfig(), plan_seq=1)
+    assert census.podgroups_by_phase(current) == {
+        "Pending": 0, "Scheduling": 1, "Running": 1, "Finished": 1, "Failed": 0}

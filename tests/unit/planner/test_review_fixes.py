@@ -139,6 +139,14 @@ def test_release_grace_outlasts_the_binder_ack_wait():
     assert PlannerConfig().release_grace_seconds == 90
 
 
+def test_release_grace_outlasts_the_binders_bind_stop_by_the_rollback_margin():
+    from services.binder.placing import BIND_GRACE_MS
+    from services.contracts import binding_window
+
+    grace_ms = PlannerConfig().release_grace_seconds * 1000
+    assert grace_ms - BIND_GRACE_MS == binding_window.ROLLBACK_MARGIN_MS == 30_000
+
+
 def test_a_binder_clock_running_ahead_does_not_move_the_planners_clock():
     cluster = Cluster(config=PlannerConfig(backoff_initial_seconds=1.0)).observe(
         make_node("n0").capacity(cpu_milli=4000), make_podgroup("g", min_member=2),

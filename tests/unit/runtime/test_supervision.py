@@ -80,3 +80,18 @@ async def test_supervisor_stop_cancels_again_a_task_that_swallowed_its_cancellat
     await asyncio.sleep(0)
     await asyncio.wait_for(supervisor.stop(), timeout=5)
     assert swallowed == [True] and task.cancelled()
+
+
+async def test_each_restart_is_counted_by_task_name() -> None:
+    from services.runtime import metrics
+
+    before = metrics.task_restarts.labels("counted")._value.get()
+    failures = iter([RuntimeError("one"), RuntimeError("two")])
+
+    async def twice_failing() -> None:
+        error = next(failures, None)
+        if error is not None:
+            raise error
+
+    await supervise("counted", twice_failing, first_backoff_seconds=0, max_backoff_seconds=0)
+    assert metrics.task_restarts.labels("counted")._value.get() - before == 2

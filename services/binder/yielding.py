@@ -1,0 +1,118 @@
+"""Reports yield to binding: while any placement binds, report writes get few API slots.
+
+Layer: binder shell. Binds and reports share one API server. Reports (FailedScheduling
+events, PodScheduled conditions, PodGroup status: several requests per pod or group) outnumber
+binds a hundred to one under contention, and an API server near its in-flight limit serves
+them in arrival order, so without a rule they starve the binds that free the queue (issue 20:
+placements received after their deadline on a slowed API server). `ReportGate` lets at most
+`while_binding` report requests be in flight while a placement is being carried out, and
+`idle` otherwise; binds never wait on it. `YieldingKube` is the reporter's view of the API:
+every request waits for a slot first. Mirrors in spirit API priority and fairness, which
+kube-scheduler relies on server-side: binds are the workload-high traffic here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+
+from services.binder.ports import Kube
+from services.kube.events import ObjectRef
+from services.kube.podgroups import StatusChange
+
+REPORTS_WHILE_BINDING = 4
+"""Report requests in flight while a placement binds."""
+REPORTS_IDLE = 64
+"""Report requests in flight while nothing binds."""
+
+
+class ReportGate:
+    """Counts placements binding and report requests in flight (module docstring).
+
+    Units: counts of requests. Never raises; `report()` only waits.
+    """
+
+    def __init__(self, while_binding: int = REPORTS_WHILE_BINDING,
+                 idle: int = REPORTS_IDLE) -> None:
+        if not 1 <= while_binding <= idle:
+            raise ValueError(f"need 1 <= while_binding ({while_binding}) <= idle ({idle})")
+        self._while_binding, self._idle = while_binding, idle
+        self._binding = 0
+        self._reports = 0
+        self._changed = asyncio.Condition()
+
+    @property
+    def limit(self) -> int:
+        """Report requests allowed in flight now."""
+        return self._while_binding if self._binding else self._idle
+
+    @contextlib.asynccontextmanager
+    async def binding(self) -> AsyncIterator[None]:
+        """Hold while one placement is carried out (binds never wait here)."""
+        self._binding += 1
+        try:
+            yield
+        finally:
+            self._binding -= 1
+            async with self._changed:
+                self._changed.notify_all()
+
+    @contextlib.asynccontextmanager
+    async def report(self) -> AsyncIterator[None]:
+        """Hold one report request's slot, waiting until one is free."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self._reports < self.limit)
+            self._reports += 1
+        try:
+            yield
+        finally:
+            async with self._changed:
+                self._reports -= 1
+                self._changed.notify_all()
+
+
+class YieldingKube:
+    """`Kube` whose every request first takes a `ReportGate` report slot (the reporter's)."""
+
+    def __init__(self, kube: Kube, gate: ReportGate) -> None:
+        self._kube, self._gate = kube, gate
+
+    async def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        async with self._gate.report():
+            return await self._kube.get_pod(namespace, name)
+
+    async def get_node(self, name: str) -> dict[str, Any] | None:
+        async with self._gate.report():
+            return await self._kube.get_node(name)
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str, *,
+                   annotations: dict[str, str]) -> None:
+        async with self._gate.report():
+            await self._kube.bind(namespace, name, uid, node, annotations=annotations)
+
+    async def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        async with self._gate.report():
+            await self._kube.delete_pod(namespace, name, uid)
+
+    async def patch_pod_status(self, namespace: str, name: str, uid: str,
+                               status: dict[str, Any]) -> None:
+        async with self._gate.report():
+            await self._kube.patch_pod_status(namespace, name, uid, status)
+
+    async def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
+        async with self._gate.report():
+            return await self._kube.get_podgroup(namespace, name)
+
+    async def update_podgroup_status(self, namespace: str, name: str,
+                                     change: StatusChange) -> bool:
+        async with self._gate.report():
+            return await self._kube.update_podgroup_status(namespace, name, change)
+
+    async def create_event(self, about: ObjectRef, *, event_type: str, reason: str,
+                           message: str, action: str, now: datetime) -> None:
+        async with self._gate.report():
+            await self._kube.create_event(about, event_type=event_type, reason=reason,
+                                          message=message, action=action, now=now)

@@ -1,0 +1,51 @@
+"""One gangsched process per data directory: an exclusive `flock` on `<data_dir>/lock`.
+
+Layer: cli shell. Two `gangsched run` on one data directory would share the embedded NATS
+store and SQLite file and overwrite each other's `run.json`; the second one is refused instead,
+naming the holder's pid. The lock is the kernel's (`fcntl.flock`), so it is released when the
+holding process dies however it dies; the file itself stays (its content is only a hint).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+LOCK_FILE = "lock"
+
+
+class DataDirUnusable(Exception):
+    """The data directory cannot be used: another live process holds its lock (the message
+    names the directory and the holder's pid), or it cannot be created or opened."""
+
+
+@contextlib.contextmanager
+def hold(data_dir: Path) -> Iterator[None]:
+    """Hold `<data_dir>/lock` (creating the directory) for the duration of the block.
+
+    Raises:
+        DataDirUnusable: another live process holds it, or the directory cannot be created
+            or the file opened (e.g. a path that is a file, or no permission).
+    """
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as error:
+        raise DataDirUnusable(
+            f"cannot use data directory {data_dir}: {error.strerror}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise DataDirUnusable(
+                f"data directory {data_dir} is in use by another gangsched (pid {holder}); "
+                "stop it or give another --data-dir") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,75 @@
+"""Reports yield to binding: few report requests in flight while a placement binds."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from services.binder.yielding import ReportGate
+
+
+async def _peak_reports(gate: ReportGate, reports: int, *, binding: bool) -> int:
+    """Start `reports` report requests at once (each holds its slot until released) and
+    return how many were in flight together at the peak."""
+    in_flight = peak = 0
+    release = asyncio.Event()
+
+    async def report() -> None:
+        nonlocal in_flight, peak
+        async with gate.report():
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await release.wait()
+            in_flight -= 1
+
+    async def run() -> None:
+        tasks = [asyncio.create_task(report()) for _ in range(reports)]
+        for _ in range(10):
+            await asyncio.sleep(0)
+        release.set()
+        await asyncio.gather(*tasks)
+
+    if binding:
+        async with gate.binding():
+            await run()
+    else:
+        await run()
+    return peak
+
+
+async def test_while_a_placement_binds_only_a_few_report_requests_run() -> None:
+    assert await _peak_reports(ReportGate(while_binding=2, idle=8), 20, binding=True) == 2
+
+
+async def test_with_nothing_binding_reports_get_the_idle_limit() -> None:
+    assert await _peak_reports(ReportGate(while_binding=2, idle=8), 20, binding=False) == 8
+
+
+async def test_reports_waiting_behind_a_placement_go_when_it_is_done() -> None:
+    gate = ReportGate(while_binding=1, idle=4)
+    started: list[int] = []
+    hold = asyncio.Event()
+
+    async def report(n: int) -> None:
+        async with gate.report():
+            started.append(n)
+            await hold.wait()
+
+    async with gate.binding():
+        tasks = [asyncio.create_task(report(n)) for n in range(4)]
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert started == [0]
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert sorted(started) == [0, 1, 2, 3]
+    hold.set()
+    await asyncio.gather(*tasks)
+
+
+def test_limits_must_be_ordered() -> None:
+    with pytest.raises(ValueError, match="need 1 <= while_binding"):
+        ReportGate(while_binding=0, idle=4)
+    with pytest.raises(ValueError, match="need 1 <= while_binding"):
+        ReportGate(while_binding=8, idle=4)
