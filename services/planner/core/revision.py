@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 7
+CORE_REVISION = 8
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -21,7 +21,11 @@ mixed gang that one-by-one placement leaves short is placed by a whole-gang sear
 group is placed while `max_placements_in_flight` placements await their outcome (issue 20).
 7: DoNotSchedule topology spread constraints are judged (PodTopologySpread), no longer
 unsupported; members of a gang count for each other, and such gangs may be searched;
-ScheduleAnyway constraints add PodTopologySpread's score (weight 2) in one-by-one placement."""
+ScheduleAnyway constraints add PodTopologySpread's score (weight 2) in one-by-one placement.
+8: a gang that has run (bound + Succeeded members reached minMember) counts its Succeeded
+members toward quorum, so replacements are placed without waiting for minMember new pods; a
+PodGroup whose failed members were replaced is not Failed; the Scheduled condition no longer
+counts Failed members as bound (issue 13 item 6)."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
