@@ -107,14 +107,23 @@ audit.register(app, planner_config)
 
 def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
     """Run `services` in this process, holding the data directory (one process per data dir).
+
+    Usage errors (no NATS for a service run apart, no decision key) are told before the data
+    directory is touched.
     """
-    from services.cli import data_dir_lock
+    from services.cli import data_dir_lock, decision_keys
 
     settings = options.settings_from(parsed)
     if not settings.bus.url and len(services) == 1:
         raise click.UsageError(
             f"`gangsched {services[0]}` needs --nats (or GANGSCHED_NATS): the services run apart "
             "share one NATS; only `gangsched run` starts an embedded nats-server of its own")
+    try:
+        settings = decision_keys.with_key(settings, services)
+    except decision_keys.NoKey as error:
+        raise click.UsageError(str(error)) from None
+    except decision_keys.BadKey as error:
+        raise click.ClickException(str(error)) from None
     try:
         with data_dir_lock.hold(settings.data_dir):
             _serve_locked(settings, services, parsed)
@@ -123,18 +132,12 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
 
 
 def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[str, Any]) -> None:
-    """`_serve` once this process holds the data directory: decision key, then the services."""
+    """`_serve` once this process holds the data directory: the services, until signalled."""
     from services.bus.errors import BusUnavailable
-    from services.cli import decision_keys, serve
+    from services.cli import serve
     from services.kube.errors import KubeError
     from services.store.errors import SchemaMismatch, StoreUnavailable
 
-    try:
-        settings = decision_keys.with_key(settings, services)
-    except decision_keys.NoKey as error:
-        raise click.UsageError(str(error)) from None
-    except decision_keys.BadKey as error:
-        raise click.ClickException(str(error)) from None
     _logging(settings.log_level)
     try:
         asyncio.run(_until_signalled(serve.serve(settings, services, planner_config(parsed))))

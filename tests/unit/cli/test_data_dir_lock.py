@@ -50,4 +50,3 @@ def test_a_second_run_on_a_busy_data_directory_is_refused_and_leaves_its_files(
         f"Error: data directory {data} is in use by another gangsched (pid {os.getpid()}); "
         "stop it or give another --data-dir")
     assert (data / run_info.RUN_FILE).is_file()  # the holder's run.json is not removed
-    assert not (data / "decision.key").exists()
