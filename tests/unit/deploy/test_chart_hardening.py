@@ -213,17 +213,13 @@ def _field_patterns() -> list[str]:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "append" and isinstance(node.func.value, ast.Name)
                 and node.func.value.id == "found" and node.args):
-            patterns.append(_pattern(node.args[0]))
+            field = node.args[0]  # a string; other `found` lists (host ports) hold objects
+            if isinstance(field, ast.Constant) and isinstance(field.value, str):
+                patterns.append(field.value)
+            elif isinstance(field, ast.JoinedStr):
+                patterns.append("".join(str(part.value) if isinstance(part, ast.Constant)
+                                        else "*" for part in field.values))
     return patterns
-
-
-def _pattern(node: ast.expr) -> str:
-    if isinstance(node, ast.Constant):
-        return str(node.value)
-    if isinstance(node, ast.JoinedStr):
-        return "".join(str(part.value) if isinstance(part, ast.Constant) else "*"
-                       for part in node.values)
-    return "*"
 
 
 def test_every_field_the_watcher_refuses_has_a_candidate_constraint():
