@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.support import generated
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "deploy" / "chart"
@@ -186,16 +187,5 @@ def readme_text() -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_readme() -> bool:
-    """Rewrite deploy/chart/README.md unless it is current; True if written."""
-    wanted = readme_text()
-    if README.exists() and README.read_text() == wanted:
-        return False
-    README.write_text(wanted)
-    return True
-
-
 if __name__ == "__main__":
-    written = write_readme()
-    print(f"{README.relative_to(REPO)} {'written' if written else 'already current'}",
-          file=sys.stderr)
+    generated.regenerate(README, readme_text)

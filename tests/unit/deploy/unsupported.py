@@ -13,7 +13,6 @@ candidate describes). The warning text is the planner's own reason (`reasons.uns
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import yaml
 
 from services.planner.core import reasons
 from services.watcher import slim
+from tests.support import generated
 
 REPO = Path(__file__).resolve().parents[3]
 FILE = REPO / "deploy" / "chart" / "files" / "unsupported-constraints.yaml"
@@ -124,16 +124,5 @@ def file_text() -> str:
     return HEADER + yaml.safe_dump(constraints(), sort_keys=False, width=10_000)
 
 
-def write_file() -> bool:
-    """Rewrite the file unless it is current; True if written."""
-    wanted = file_text()
-    if FILE.exists() and FILE.read_text() == wanted:
-        return False
-    FILE.write_text(wanted)
-    return True
-
-
 if __name__ == "__main__":
-    written = write_file()
-    print(f"{FILE.relative_to(REPO)} {'written' if written else 'already current'}",
-          file=sys.stderr)
+    generated.regenerate(FILE, file_text)
