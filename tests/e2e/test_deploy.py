@@ -230,7 +230,7 @@ def _kubeconfig(cp: ControlPlane, path: Path, token: str) -> Path:
 def _remove_chart_objects(cp: ControlPlane, objects: list[dict[str, Any]]) -> None:
     """Delete what the chart created, except the CRD the other tests use."""
     for obj in objects:
-        if obj["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+        if "namespace" not in obj["metadata"] and obj["kind"] != "CustomResourceDefinition":
             cp.kubectl("delete", obj["kind"].lower(), obj["metadata"]["name"],
                        "--ignore-not-found", "--wait=false")
     cp.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false")
@@ -322,13 +322,19 @@ def _three_running_three_pending(cp: ControlPlane, namespace: str) -> list[dict[
 
 def test_every_chart_object_is_accepted_by_the_api_server(control_plane, deployed):
     listed = kube.get_json(control_plane, "deployments,statefulsets,services,configmaps,"
-                           "secrets,serviceaccounts,persistentvolumeclaims", "-n", NAMESPACE)
+                           "secrets,serviceaccounts,persistentvolumeclaims,networkpolicies",
+                           "-n", NAMESPACE)
     have = {(item["kind"], item["metadata"]["name"]) for item in listed["items"]}
     wanted = {(obj["kind"], obj["metadata"]["name"]) for obj in deployed.objects
               if obj["metadata"].get("namespace") == NAMESPACE}
+    assert ("NetworkPolicy", f"{chart.RELEASE}-nats") in wanted
     assert wanted <= have, wanted - have
     for name in ("watcher", "binder"):
         kube.get_json(control_plane, "clusterrolebinding", f"{chart.RELEASE}-{name}")
+    for kind, name in (("clusterrole", "podgroups-view"), ("clusterrole", "podgroups-edit"),
+                       ("validatingadmissionpolicy", "unsupported-constraints"),
+                       ("validatingadmissionpolicybinding", "unsupported-constraints")):
+        kube.get_json(control_plane, kind, f"{chart.RELEASE}-{name}")
 
 
 def test_the_ha_values_are_accepted_by_the_api_server(control_plane):
@@ -339,10 +345,27 @@ def test_the_ha_values_are_accepted_by_the_api_server(control_plane):
             "nats.replicas=3", "planner.replicas=2", "binder.replicas=2", "watcher.replicas=2",
             "database.type=postgresql",
             "database.postgresql.url=postgresql+asyncpg://gangsched:pw@db:5432/gangsched",
+            "metrics.dashboard.enabled=true", "nats.networkPolicy.subscriberNamespaces[0]=ml",
+            "nats.networkPolicy.monitorFrom[0].podSelector.matchLabels.app=prometheus",
             namespace=namespace)
         out = control_plane.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-",
                                     input=text)
-        assert "statefulset.apps/gangsched-nats serverside-applied" in out, out
+        applied = {line.split(" ")[0] for line in out.splitlines()
+                   if line.endswith("serverside-applied (server dry run)")}
+        assert {obj["kind"] for obj in chart.documents(text)} >= {
+            "PodDisruptionBudget", "NetworkPolicy", "ValidatingAdmissionPolicy"}
+        assert applied >= {
+            "statefulset.apps/gangsched-nats",
+            *(f"poddisruptionbudget.policy/gangsched-{name}"
+              for name in ("nats", "watcher", "planner", "binder")),
+            "networkpolicy.networking.k8s.io/gangsched-nats",
+            "clusterrole.rbac.authorization.k8s.io/gangsched-podgroups-view",
+            "clusterrole.rbac.authorization.k8s.io/gangsched-podgroups-edit",
+            "validatingadmissionpolicy.admissionregistration.k8s.io/"
+            "gangsched-unsupported-constraints",
+            "validatingadmissionpolicybinding.admissionregistration.k8s.io/"
+            "gangsched-unsupported-constraints",
+            "configmap/gangsched-dashboard"}, out
     finally:
         control_plane.kubectl("delete", "namespace", namespace, "--wait=false")
 

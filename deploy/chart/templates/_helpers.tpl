@@ -273,6 +273,41 @@ subscriber:
       {{- end }}
 {{- end -}}
 
+{{/* Pod scheduling of one component: priorityClassName, nodeSelector, tolerations, affinity and
+topology spread (its own topologySpreadConstraints, else the soft spread of `topologySpread`).
+Call with (dict "root" $ "component" "watcher" "values" $values). */}}
+{{- define "gangsched.podPlacement" -}}
+{{- $values := .values -}}
+{{- $spread := .root.Values.topologySpread -}}
+{{- with $values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if $values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml $values.topologySpreadConstraints | nindent 2 }}
+{{- else if $spread.enabled }}
+topologySpreadConstraints:
+  - maxSkew: {{ $spread.maxSkew }}
+    topologyKey: {{ $spread.topologyKey }}
+    whenUnsatisfiable: {{ $spread.whenUnsatisfiable }}
+    labelSelector:
+      matchLabels:
+        {{- include "gangsched.selectorLabels" . | nindent 8 }}
+    {{- if ne .component "nats" }}
+    # only the pods of the current ReplicaSet count (not those of a rollout's old one)
+    matchLabelKeys: [pod-template-hash]
+    {{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* One gangsched service's Deployment; call with (dict "root" $ "component" "watcher"). */}}
 {{- define "gangsched.deployment" -}}
 {{- $root := .root -}}
@@ -441,13 +476,8 @@ spec:
             items:
               - {key: {{ $root.Values.nats.tls.caKey }}, path: ca.crt}
         {{- end }}
-      {{- with $values.nodeSelector }}
-      nodeSelector:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
-      {{- with $values.tolerations }}
-      tolerations:
-        {{- toYaml . | nindent 8 }}
+      {{- with include "gangsched.podPlacement" (dict "root" $root "component" $component "values" $values) | trim }}
+      {{- . | nindent 6 }}
       {{- end }}
       {{- with $values.affinity }}
       affinity:

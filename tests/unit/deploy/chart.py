@@ -14,13 +14,13 @@ import base64
 import functools
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from tests.cluster import fixture
+from tests.support import generated
 
 REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "deploy" / "chart"
@@ -123,19 +123,8 @@ def nats_users(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return users
 
 
-def write_manifest() -> bool:
-    """Rewrite deploy/manifests/gangsched.yaml unless it is current; True if written."""
-    wanted = manifest_text()
-    if MANIFEST.exists() and MANIFEST.read_text() == wanted:
-        return False
-    MANIFEST.write_text(wanted)
-    return True
-
-
 if __name__ == "__main__":
-    written = write_manifest()
-    print(f"{MANIFEST.relative_to(REPO)} {'written' if written else 'already current'}",
-          file=sys.stderr)
+    generated.regenerate(MANIFEST, manifest_text)
 
 
 def container(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
