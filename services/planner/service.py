@@ -46,6 +46,9 @@ from services.store.planner_store import PlannerStore
 
 log = logging.getLogger(__name__)
 
+CATCH_UP_BATCHES = 8
+"""Batches a planner that is a batch or more behind applies before it plans once."""
+
 DURABLE = "planner"
 PLANNING_ERROR = "planning_error"
 """Reason class of an event the core raised on (`isolation`), as `intake`'s classes."""
@@ -113,10 +116,22 @@ class PlannerService:
             await self.run_once(source)
 
     async def run_once(self, source: EventSource) -> int:
-        """Fetch one batch, commit it, publish its decisions, ack it; return its size."""
-        deliveries = await source.fetch(
-            self.settings.batch_size, self.settings.fetch_timeout_seconds
-        )
+        """Fetch one batch, commit it, publish its decisions, ack it; return its size.
+
+        A planner behind by a whole batch or more catches up first: it fetches up to
+        `CATCH_UP_BATCHES` batches and plans once at the end. Time in the planner is the
+        events' time, so planning every batch of a backlog would make decisions at a clock
+        minutes behind, whose deadlines pass before a binder sees them (issue 20); the plan
+        point is recorded as for any batch, so a replay plans at the same places.
+        """
+        size = self.settings.batch_size
+        deliveries = await source.fetch(size, self.settings.fetch_timeout_seconds)
+        while (deliveries and len(deliveries) < CATCH_UP_BATCHES * size
+               and deliveries[-1].num_pending >= size):
+            more = await source.fetch(size, self.settings.fetch_timeout_seconds)
+            if not more:
+                break
+            deliveries += more
         if not deliveries:
             return 0
         intake = sort_batch(deliveries, self.tracked_seq, self.checks, self.floor_seq)

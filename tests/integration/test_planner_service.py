@@ -310,3 +310,29 @@ async def test_a_durable_changed_behind_its_back_is_repaired_on_the_next_check(
     repaired = (await js.consumer_info(stream, DURABLE)).config
     assert differences(wanted, repaired) == []
     await source.close()
+
+
+async def test_a_planner_a_batch_behind_catches_up_before_it_plans_once(
+    js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine
+) -> None:
+    """Three batches' worth of backlog: one fetch loop takes them all and plans once, at the
+    newest event's time (issue 20: a lagging planner's decisions were minutes old)."""
+    from services.config.settings import PlannerServiceSettings
+
+    prefix = bus_settings.prefix
+    events = [make_node(f"n{i}").capacity(cpu_milli=1000).build(at_ms=1000 + i)
+              for i in range(12)]
+    await publish_events(js, prefix, events)
+    await schema.migrate(str(engine.url))
+    service = PlannerService(PlannerStore(engine), Publisher(js), prefix=prefix,
+                             config=PlannerConfig(),
+                             settings=PlannerServiceSettings(batch_size=4,
+                                                             fetch_timeout_seconds=0.5))
+    await service.recover()
+    source = await PullConsumer.open(
+        js, stream=subjects.stream_name(prefix, "EVENTS"), durable=DURABLE,
+        filter_subject=subjects.events_wildcard(prefix), start_seq=1, ack_policy=AckPolicy.ALL,
+    )
+    assert await service.run_once(source) == 12
+    assert [row.plan_seq for row in await rows(engine, tables.rounds)] == [12]
+    assert service.state.now_ms == 1011
