@@ -27,6 +27,8 @@ Decisions recorded here:
   scheduler may; hard ones the planner does not implement are listed in `unsupported`.
 - Required inter-pod (anti-)affinity: labels and terms are carried (`required_pod_affinity`);
   only a non-empty `namespaceSelector` stays unsupported (it needs Namespace labels).
+- Volumes: the claims of `persistentVolumeClaim` and generic `ephemeral` volumes are carried
+  (`volume_claims`); what they need is judged from the claims' own events (`volumes`).
 - Host ports: the app containers' ports with a hostPort are carried (`host_ports`, protocol
   TCP and host IP 0.0.0.0 when unset), as NodePorts reads them; an init container's hostPort
   stays unsupported (kube-scheduler ignores it; gangsched refuses rather than guess).
@@ -47,6 +49,7 @@ from services.contracts.events import (
     NodeSelectorTerm,
     OwnerRef,
     PodAffinityTerm,
+    PodClaim,
     PodDeleted,
     PodGroupDeleted,
     PodGroupObserved,
@@ -112,6 +115,10 @@ def _str_map(value: Any) -> dict[str, str]:
 
 def _namespace(meta: Obj) -> str:
     return _text(meta, "namespace", "default")
+
+
+as_dict, as_list, as_text, text_of, str_map = _dict, _list, _str, _text, _str_map
+"""The readers above under public names, for the other slimming modules (`volumes`)."""
 
 
 def time_ms(text: Any, default_ms: int) -> int:
@@ -194,7 +201,23 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
         is_deleting=meta.get("deletionTimestamp") is not None,
         owner=controller_owner(meta), host_ports=host_ports(spec),
         labels=_str_map(meta.get("labels")), pod_affinity=pod_terms["podAffinity"],
-        pod_anti_affinity=pod_terms["podAntiAffinity"])
+        pod_anti_affinity=pod_terms["podAntiAffinity"],
+        volume_claims=volume_claims(spec, _text(meta, "name")))
+
+
+def volume_claims(spec: Obj, pod_name: str) -> tuple[PodClaim, ...]:
+    """The claims the pod's volumes use, in spec order (`PodObserved.volume_claims`).
+
+    Source: as VolumeBinding reads them: `persistentVolumeClaim.claimName`, and for a generic
+    ephemeral volume `ephemeral.VolumeClaimName` (`<pod>-<volume>`).
+    """
+    found = []
+    for volume in map(_dict, _list(spec.get("volumes"))):
+        if isinstance(volume.get("persistentVolumeClaim"), Mapping):
+            found.append(PodClaim(_text(_dict(volume["persistentVolumeClaim"]), "claimName")))
+        elif isinstance(volume.get("ephemeral"), Mapping):
+            found.append(PodClaim(f"{pod_name}-{_text(volume, 'name')}", is_ephemeral=True))
+    return tuple(found)
 
 
 def _read_requests(spec: Obj) -> tuple[resources.ResourceList, str | None, list[str]]:
@@ -331,10 +354,14 @@ def required_affinity(spec: Obj) -> tuple[tuple[NodeSelectorTerm, ...] | None, l
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if not isinstance(required, Mapping):
         return None, []
-    terms = [NodeSelectorTerm(_requirements(term.get("matchExpressions")),
-                              _requirements(term.get("matchFields")))
-             for term in map(_dict, _list(required.get("nodeSelectorTerms")))]
-    return tuple(terms), []
+    return node_selector_terms(required), []
+
+
+def node_selector_terms(selector: Obj) -> tuple[NodeSelectorTerm, ...]:
+    """A NodeSelector's `nodeSelectorTerms` (`matchExpressions` and `matchFields`)."""
+    return tuple(NodeSelectorTerm(_requirements(term.get("matchExpressions")),
+                                  _requirements(term.get("matchFields")))
+                 for term in map(_dict, _list(selector.get("nodeSelectorTerms"))))
 
 
 def _requirements(value: Any) -> tuple[NodeSelectorRequirement, ...]:
@@ -383,7 +410,7 @@ def required_pod_affinity(spec: Obj, namespace: str) -> tuple[
         read = []
         for term in map(_dict, _list(_dict(affinity.get(kind)).get(
                 "requiredDuringSchedulingIgnoredDuringExecution"))):
-            selector, is_valid = _label_selector(term.get("labelSelector"))
+            selector, is_valid = label_selector(term.get("labelSelector"))
             namespace_selector = term.get("namespaceSelector")
             if not is_valid:
                 found.append(f"{field}[].labelSelector")
@@ -401,7 +428,7 @@ def required_pod_affinity(spec: Obj, namespace: str) -> tuple[
     return terms, found
 
 
-def _label_selector(value: Any) -> tuple[tuple[NodeSelectorRequirement, ...] | None, bool]:
+def label_selector(value: Any) -> tuple[tuple[NodeSelectorRequirement, ...] | None, bool]:
     """A label selector as requirements (None if absent: matches nothing), and whether it is
     valid (as `metav1.LabelSelectorAsSelector`: `matchLabels` read as In with one value)."""
     if not isinstance(value, Mapping):
@@ -423,10 +450,6 @@ def unsupported_fields(spec: Obj) -> list[str]:
     if any(_dict(c).get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
            for c in _list(spec.get("topologySpreadConstraints"))):
         found.append("spec.topologySpreadConstraints")
-    for volume in map(_dict, _list(spec.get("volumes"))):
-        for kind in ("persistentVolumeClaim", "ephemeral"):
-            if kind in volume:
-                found.append(f"spec.volumes[].{kind}")
     if _list(spec.get("resourceClaims")):
         found.append("spec.resourceClaims")
     for container in map(_dict, _list(spec.get("initContainers"))):
