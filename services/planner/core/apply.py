@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from services.contracts import versions
 from services.contracts.events import (
+    ClaimDeleted,
+    ClaimObserved,
     ClockTicked,
     Event,
     GroupBound,
@@ -26,8 +28,13 @@ from services.contracts.events import (
     PodGroupDeleted,
     PodGroupObserved,
     PodObserved,
+    StorageClassDeleted,
+    StorageClassObserved,
+    VolumeDeleted,
+    VolumeObserved,
 )
 from services.contracts.ids import group_key
+from services.fit.volumes import claim_key
 from services.planner.core import derived, pods, reasons
 from services.planner.core.state import GroupState, PlannerState
 
@@ -77,9 +84,39 @@ def apply_event(state: PlannerState, event: Event) -> PlannerState:
             _rolled_back(state, event)
         case MemberBindFailed():
             _bind_failed(state, event)
+        case (ClaimObserved() | ClaimDeleted() | VolumeObserved() | VolumeDeleted()
+              | StorageClassObserved() | StorageClassDeleted()):
+            _storage_changed(state, event)
         case MemberBound() | ClockTicked():
             pass  # a bound member releases its reservation when its pod is observed bound
     return state
+
+
+StorageEvent = (ClaimObserved | ClaimDeleted | VolumeObserved | VolumeDeleted
+                | StorageClassObserved | StorageClassDeleted)
+
+
+def _storage_changed(state: PlannerState, event: StorageEvent) -> None:
+    """Keep the claims, volumes and classes the volume filters read; a change may let a
+    waiting pod through, as it requeues pods in kube-scheduler (capacity counts as freed).
+    An observation older than the one held (resourceVersion) changes nothing."""
+    table: dict[str, ClaimObserved] | dict[str, VolumeObserved] | dict[str, StorageClassObserved]
+    if isinstance(event, ClaimObserved | ClaimDeleted):
+        key, table = claim_key(event.namespace, event.name), state.claims
+    elif isinstance(event, VolumeObserved | VolumeDeleted):
+        key, table = event.name, state.volumes
+    else:
+        key, table = event.name, state.storage_classes
+    held = table.get(key)
+    if isinstance(event, ClaimDeleted | VolumeDeleted | StorageClassDeleted):
+        if held is not None and held.uid == event.uid:
+            del table[key]
+    elif held is None or held.uid != event.uid or not versions.is_older(
+            event.resource_version, held.resource_version):
+        table[key] = event  # type: ignore[assignment]
+    else:
+        return
+    state.capacity_freed_ms = state.now_ms
 
 
 def _is_current(state: PlannerState, uid: str, held: PodObserved | NodeObserved | None,

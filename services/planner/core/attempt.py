@@ -13,7 +13,16 @@ import numpy as np
 from services.contracts import ids, resources
 from services.contracts.decisions import Assignment, Decision, Placement, PodRef, Rejection
 from services.contracts.events import PodGroupObserved, PodObserved
-from services.planner.core import backoff, derived, placement, queue, quorum, reasons, starvation
+from services.planner.core import (
+    backoff,
+    derived,
+    placement,
+    queue,
+    quorum,
+    reasons,
+    starvation,
+    volumes,
+)
 from services.planner.core.apply import record_failure
 from services.planner.core.capacity import Hold, IntArray, NodeIndex
 from services.planner.core.config import PlannerConfig
@@ -41,6 +50,7 @@ class Round:
         self.plan_seq = plan_seq
         self.derived = current
         self.index = index
+        index.volumes = volumes.Volumes(state, index)
         self.now = state.now_ms
         self.decisions: list[Decision] = []
         self.hold: Hold | None = None
@@ -122,6 +132,16 @@ class Round:
                           if pod.invalid_reason else reasons.unsupported(pod.unsupported[0]))
                 return (reason if is_singleton
                         else reasons.gang_member(key, _name(pod), reason)), False
+        storage = self.index.volumes
+        for pod in pending:
+            if storage is None or not pod.volume_claims:
+                continue
+            blocked, unbindable = storage.prefilter(pod), storage.unbindable(pod)
+            if blocked is not None or unbindable is not None:
+                reason = (reasons.prefilter(len(self.index), blocked) if blocked is not None
+                          else reasons.unsupported(str(unbindable)))
+                return (reason if is_singleton
+                        else reasons.gang_member(key, _name(pod), reason)), blocked is not None
         return None
 
     def _may_retry_early(self, group: GroupState) -> bool:

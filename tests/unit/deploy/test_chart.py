@@ -165,11 +165,12 @@ def test_every_setting_in_the_configmap_is_a_gangsched_option(rendered):
 # --- RBAC -----------------------------------------------------------------------------------
 
 
-def test_the_watcher_may_only_list_and_watch_nodes_pods_and_podgroups(rendered):
+def test_the_watcher_may_only_list_and_watch_what_it_observes(rendered):
     assert _rules(rendered, f"{RELEASE}-watcher") == {
         (group, resource, verb) for group, resource in
         (("", "nodes"), ("", "pods"), ("scheduling.x-k8s.io", "podgroups"),
-         ("scheduling.k8s.io", "podgroups"))
+         ("scheduling.k8s.io", "podgroups"), ("", "persistentvolumeclaims"),
+         ("", "persistentvolumes"), ("storage.k8s.io", "storageclasses"))
         for verb in ("list", "watch")}
 
 
@@ -294,7 +295,7 @@ def test_no_nats_user_may_create_a_consumer_named_only_in_the_body(rendered):
 def test_each_producer_publishes_events_only_on_its_own_subject_kinds(rendered):
     users = chart.nats_users(rendered)
     kinds = {"node": "watcher", "pod": "watcher", "podgroup": "watcher", "clock": "watcher",
-             "outcome": "binder"}
+             "pvc": "watcher", "pv": "watcher", "storageclass": "watcher", "outcome": "binder"}
     for kind, producer in kinds.items():
         subject = f"gangsched.events.{kind}.default.x"
         for user in ("watcher", "planner", "binder", "subscriber"):
