@@ -1,13 +1,17 @@
-"""Volumes on the real control plane (issue 13 item 1): a gang sharing a bound RWX claim.
+"""Volumes on the real control plane (issue 13 item 1), with kube-controller-manager's PV
+controller completing every binding.
 
-Four KWOK nodes. A PersistentVolume reachable only from kwok-node-1 and kwok-node-2 (node
-affinity) is pre-bound to a claim; the real kube-controller-manager's PV controller binds
-them. A gang of 3 whose members mount the claim ends bound on those two nodes only.
-Not proven here: WaitForFirstConsumer binding (the binder binds no volumes yet).
+Four KWOK nodes. A gang sharing a bound RWX claim whose volume reaches two nodes is bound on
+those two only. A WaitForFirstConsumer claim with a static local volume on one node is bound
+to that volume (the binder sets its claimRef) and its pod to that node. A claim of a class
+whose provisioner does not exist (the testbed runs none) gets the selected-node annotation on
+the node chosen, never binds, and the pod is rolled back unbound; actual provisioning is not
+proven here.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -81,3 +85,79 @@ def test_a_gang_sharing_a_bound_rwx_claim_is_bound_where_its_volume_reaches(
 
     eventually(lambda: len(members()) == 3, timeout=90, what="3 members bound")
     assert {pod["spec"]["nodeName"] for pod in members()} <= set(REACHABLE)
+
+
+def local_class(name: str, provisioner: str = "kubernetes.io/no-provisioner") -> dict[str, Any]:
+    """A WaitForFirstConsumer StorageClass."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": name}, "provisioner": provisioner,
+            "volumeBindingMode": "WaitForFirstConsumer"}
+
+
+def claim_of(namespace: str, name: str, storage_class: str) -> dict[str, Any]:
+    """An unbound RWO claim of 1Gi."""
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+                     "resources": {"requests": {"storage": "1Gi"}}}}
+
+
+def get_json(cp: ControlPlane, *args: str) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(cp.kubectl("get", *args, "-o", "json"))
+    return out
+
+
+def test_a_wait_for_first_consumer_claim_binds_to_its_local_volume_and_the_pod_follows(
+        volume_plane: ControlPlane, volume_gangsched: GangschedRun,
+        volume_namespace: str) -> None:
+    klass = f"{volume_namespace}-local"
+    volume = {"apiVersion": "v1", "kind": "PersistentVolume",
+              "metadata": {"name": f"{volume_namespace}-local-3"},
+              "spec": {"capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce"],
+                       "storageClassName": klass, "local": {"path": "/mnt/disk"},
+                       "nodeAffinity": {"required": {"nodeSelectorTerms": [{
+                           "matchExpressions": [{"key": HOST, "operator": "In",
+                                                 "values": ["kwok-node-3"]}]}]}}}}
+    manifests.apply(volume_plane, None, local_class(klass), volume)
+    manifests.apply(volume_plane, volume_namespace, claim_of(volume_namespace, "scratch", klass),
+                    manifests.pod("writer", None, cpu="1", volumes=[
+                        {"name": "scratch", "persistentVolumeClaim": {"claimName": "scratch"}}]))
+
+    def claim() -> dict[str, Any]:
+        return get_json(volume_plane, "pvc", "scratch", "-n", volume_namespace)
+
+    eventually(lambda: claim()["status"].get("phase") == "Bound", timeout=90,
+               what="claim bound")
+    assert claim()["spec"]["volumeName"] == f"{volume_namespace}-local-3"
+    eventually(lambda: len(kube.bound(kube.pods(volume_plane, volume_namespace))) == 1,
+               timeout=60, what="pod bound")
+    (pod,) = kube.bound(kube.pods(volume_plane, volume_namespace))
+    assert pod["spec"]["nodeName"] == "kwok-node-3"
+
+
+def test_a_claim_to_provision_gets_the_selected_node_and_unbound_its_pod_is_rolled_back(
+        volume_plane: ControlPlane, volume_gangsched: GangschedRun,
+        volume_namespace: str) -> None:
+    klass = f"{volume_namespace}-dynamic"
+    manifests.apply(volume_plane, None, local_class(klass, provisioner="example.com/none"))
+    manifests.apply(volume_plane, volume_namespace, manifests.podgroup("gen", 1,
+                                                                       timeout_seconds=5),
+                    claim_of(volume_namespace, "out", klass),
+                    manifests.pod("gen-0", "gen", cpu="1", volumes=[
+                        {"name": "out", "persistentVolumeClaim": {"claimName": "out"}}]))
+
+    def selected() -> str | None:
+        annotations = get_json(volume_plane, "pvc", "out", "-n", volume_namespace)[
+            "metadata"].get("annotations") or {}
+        return annotations.get("volume.kubernetes.io/selected-node")
+
+    eventually(lambda: selected() is not None, timeout=60, what="selected-node annotation")
+    assert selected() in {f"kwok-node-{i}" for i in range(4)}
+
+    def rolled_back() -> bool:
+        events = get_json(volume_plane, "events", "-n", volume_namespace)["items"]
+        return any("was not bound before the deadline" in (event.get("message") or "")
+                   for event in events)
+
+    eventually(rolled_back, timeout=90, what="rollback for the unbound claim")
+    assert kube.bound(kube.pods(volume_plane, volume_namespace)) == []

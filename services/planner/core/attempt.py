@@ -134,14 +134,11 @@ class Round:
                         else reasons.gang_member(key, _name(pod), reason)), False
         storage = self.index.volumes
         for pod in pending:
-            if storage is None or not pod.volume_claims:
-                continue
-            blocked, unbindable = storage.prefilter(pod), storage.unbindable(pod)
-            if blocked is not None or unbindable is not None:
-                reason = (reasons.prefilter(len(self.index), blocked) if blocked is not None
-                          else reasons.unsupported(str(unbindable)))
+            blocked = storage.prefilter(pod) if storage is not None else None
+            if blocked is not None:
+                reason = reasons.prefilter(len(self.index), blocked)
                 return (reason if is_singleton
-                        else reasons.gang_member(key, _name(pod), reason)), blocked is not None
+                        else reasons.gang_member(key, _name(pod), reason)), True
         return None
 
     def _may_retry_early(self, group: GroupState) -> bool:
@@ -253,7 +250,8 @@ class Round:
         timeout_seconds = ((podgroup.schedule_timeout_seconds if podgroup is not None else None)
                            or self.config.default_timeout_seconds)
         deadline = self.now + timeout_seconds * 1000
-        members = sorted((Assignment(pod.uid, pod.namespace, pod.name, self.index.names[row])
+        members = sorted((Assignment(pod.uid, pod.namespace, pod.name, self.index.names[row],
+                                     volumes.decided(trial.claims.get(pod.uid, ())))
                           for pod, row in trial.assigned),
                          key=lambda a: (a.namespace, a.name, a.pod_uid))
         group.attempts += 1

@@ -11,10 +11,11 @@ reads a clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from services.contracts.decisions import VolumeChoice
 from services.contracts.events import ClaimObserved, PodObserved, VolumeObserved
 from services.fit import reasons
 from services.fit import volumes as rules
@@ -74,14 +75,6 @@ class Volumes:
     def prefilter(self, pod: PodObserved) -> str | None:
         """The pod-level reason that keeps `pod` off every node (`rules.prefilter`)."""
         return rules.prefilter(pod, self.book) if pod.volume_claims else None
-
-    def unbindable(self, pod: PodObserved) -> str | None:
-        """The field of an unbound WaitForFirstConsumer claim, while the binder binds no
-        volumes (placing the pod would leave it on a node with its claim never bound)."""
-        waiting = self.unbound(pod)
-        if not waiting:
-            return None
-        return f"spec.volumes[].persistentVolumeClaim {waiting[0].name} (WaitForFirstConsumer)"
 
     def is_mutual(self, pod: PodObserved) -> bool:
         """Whether members placed before `pod` may change its verdict: it has a
@@ -226,6 +219,11 @@ class Volumes:
 
         self._binds_on(self.unbound(pod), row, choices, record)
         return made
+
+
+def decided(made: Iterable[Choice]) -> tuple[VolumeChoice, ...]:
+    """A member's choices as the Placement carries them (claim names in its namespace)."""
+    return tuple(VolumeChoice(choice.claim.split("/", 1)[1], choice.volume) for choice in made)
 
 
 def _merge(bound: Verdict, bind_conflict: BoolArray) -> Verdict:

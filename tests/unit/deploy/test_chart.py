@@ -181,7 +181,9 @@ def test_the_binder_may_only_make_the_calls_of_services_kube(rendered):
         ("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch"),
         *((api, "podgroups", "get") for api in ("scheduling.x-k8s.io", "scheduling.k8s.io")),
         *((api, "podgroups/status", "patch")
-          for api in ("scheduling.x-k8s.io", "scheduling.k8s.io"))}
+          for api in ("scheduling.x-k8s.io", "scheduling.k8s.io")),
+        *(("", resource, verb) for resource in ("persistentvolumes", "persistentvolumeclaims")
+          for verb in ("get", "patch"))}
 
 
 def test_the_planner_gets_no_role_and_no_token(rendered):

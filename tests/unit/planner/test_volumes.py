@@ -1,14 +1,14 @@
 """Volumes (issue 13 item 1), as kube-scheduler's VolumeRestrictions, VolumeBinding and
 VolumeZone judge them: PreFilter reasons, bound claims' volume node affinity and zones,
-ReadWriteOncePod, and static volumes matched for WaitForFirstConsumer claims (placement level;
-the binder binds no volumes yet, so such pods wait as unsupported in a round)."""
+ReadWriteOncePod, and volumes chosen for WaitForFirstConsumer claims (carried by the
+Placement for the binder's PreBind)."""
 
 from __future__ import annotations
 
 import msgspec
 import pytest
 
-from services.contracts.decisions import Placement
+from services.contracts.decisions import Placement, VolumeChoice
 from services.contracts.events import NodeSelectorRequirement
 from services.fit import reasons
 from services.fit import volumes as rules
@@ -147,17 +147,37 @@ def test_a_finished_user_of_a_read_write_once_pod_claim_frees_it():
     assert set(nodes_of(c.plan())) == {"p"}
 
 
-def test_an_unbound_wait_for_first_consumer_claim_waits_as_unsupported_in_a_round():
+def test_a_wait_for_first_consumer_placement_carries_the_volume_chosen_for_the_claim():
     storage = (make_storage_class("local"), make_claim("data", storage_class="local"),
                make_volume("pv", hosts=("n1",), storage_class="local"))
     c = cluster(*storage, make_pod("p").claims("data"))
+    (decision,) = [d for d in c.plan() if isinstance(d, Placement)]
+    (assignment,) = decision.members
+    assert assignment.node == "n1"
+    assert assignment.volumes == (VolumeChoice("data", "pv"),)
+
+
+def test_a_wait_for_first_consumer_claim_with_no_volume_and_no_provisioner_waits():
+    storage = (make_storage_class("local"), make_claim("data", storage_class="local"))
+    c = cluster(*storage, make_pod("p").claims("data"))
     assert nodes_of(c.plan()) == {}
     assert c.last_reason("default/pod:p") == (
-        "unsupported constraint: spec.volumes[].persistentVolumeClaim data "
-        "(WaitForFirstConsumer)")
+        f"0/3 nodes are available: 3 {reasons.VOLUME_BIND_CONFLICT}.")
 
 
-# --- static volumes for WaitForFirstConsumer claims, at the placement level -------------------
+def test_a_gang_of_two_with_one_static_volume_each_gets_distinct_volumes_in_its_placement():
+    storage = (make_storage_class("local"),
+               *(make_claim(f"d{i}", storage_class="local") for i in range(2)),
+               make_volume("pv-0", hosts=("n0", "n1"), storage_class="local"),
+               make_volume("pv-1", hosts=("n0", "n1"), storage_class="local"))
+    c = cluster(*storage, make_podgroup("g", 2),
+                *(make_pod(f"w{i}").in_group("g").claims(f"d{i}") for i in range(2)))
+    (decision,) = [d for d in c.plan() if isinstance(d, Placement)]
+    chosen = sorted(choice.volume for m in decision.members for choice in m.volumes)
+    assert chosen == ["pv-0", "pv-1"]
+
+
+# --- volumes for WaitForFirstConsumer claims, at the placement level ---------------------------
 
 def placed_with_volumes(c, members):
     index = derived.ensure(c.state, c.config.scheduler_name).index
