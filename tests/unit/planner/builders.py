@@ -257,11 +257,11 @@ def make_volume(name: str, *, hosts: tuple[str, ...] = (), storage_class: str = 
     if hosts:
         affinity = (NodeSelectorTerm((NodeSelectorRequirement(
             "kubernetes.io/hostname", "In", hosts),)),)
+    fields.setdefault("phase", "Bound" if claim else "Available")
     return VolumeObserved(at_ms=0, uid=f"uid-pv-{name}", name=name, resource_version="1",
                           storage_class=storage_class, access_modes=modes,
                           capacity_bytes=gib * GIB, node_affinity=affinity,
-                          claim=ClaimRef(*claim) if claim else None,
-                          phase="Bound" if claim else "Available", **fields)
+                          claim=ClaimRef(*claim) if claim else None, **fields)
 
 
 def make_storage_class(name: str, mode: str = "WaitForFirstConsumer",
