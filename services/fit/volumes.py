@@ -202,38 +202,54 @@ def zone_reason(zones: Iterable[tuple[str, frozenset[str]]], node: NodeObserved)
     return None
 
 
+PRE_BOUND, AVAILABLE_MATCH = "pre-bound", "available"
+
+
+def volume_match(claim: ClaimObserved, volume: VolumeObserved) -> str | None:
+    """How `volume` may serve `claim` wherever it is reachable: PRE_BOUND (its claimRef names
+    the claim), AVAILABLE_MATCH (an Available volume the claim could bind), or None.
+
+    Source: `FindMatchingVolume`'s checks other than node affinity and the volumes already
+    chosen: capacity, volume mode and deletion first; a volume bound to the claim is then
+    taken whatever its phase and class; else it must be unbound, Available, of the claim's
+    class, match the claim's selector and offer every access mode the claim asks for.
+    """
+    ref = volume.claim
+    is_ours = (ref is not None and (ref.namespace, ref.name) == (claim.namespace, claim.name)
+               and ref.uid in ("", claim.uid))
+    if (volume.is_deleting or (ref is not None and not is_ours)
+            or volume.capacity_bytes < claim.request_bytes
+            or volume.volume_mode != claim.volume_mode):
+        return None
+    if is_ours:
+        return PRE_BOUND
+    if (volume.phase != AVAILABLE or volume.storage_class != claim.storage_class
+            or not all(mode in volume.access_modes for mode in claim.access_modes)):
+        return None
+    if claim.selector is not None and not all(
+            filters.requirement_matches(r, volume.labels) for r in claim.selector):
+        return None
+    return AVAILABLE_MATCH
+
+
 def find_matching_volume(claim: ClaimObserved, volumes: Iterable[VolumeObserved],
                          node: NodeObserved, excluded: set[str]) -> VolumeObserved | None:
     """The volume VolumeBinding would bind `claim` to on `node`, or None.
 
-    Source: as `FindMatchingVolume` with a node: a volume already bound to the claim (by
-    claimRef) if its node affinity matches; else the smallest Available volume, not in
-    `excluded`, not bound to another claim, with enough capacity, the same volume mode and
-    class, matching the claim's selector and node affinity, and every access mode the claim
-    asks for. Ties: the first in name order (kube-scheduler takes its cache's order).
+    Source: as `FindMatchingVolume` with a node: the first volume (not in `excluded`) bound to
+    the claim decides: it if its node affinity matches the node, else None; otherwise the
+    smallest matching volume (`volume_match`) whose node affinity matches. Ties and the order
+    volumes are met in: name order (kube-scheduler takes its cache's order).
     """
     best: VolumeObserved | None = None
     for volume in sorted(volumes, key=lambda v: v.name):
-        if volume.name in excluded or volume.is_deleting:
+        if volume.name in excluded:
             continue
-        ref = volume.claim
-        is_ours = (ref is not None and (ref.namespace, ref.name) == (claim.namespace, claim.name)
-                   and ref.uid in ("", claim.uid))
-        if ref is not None and not is_ours:
-            continue
-        if volume.capacity_bytes < claim.request_bytes or volume.volume_mode != claim.volume_mode:
-            continue
-        matches_node = node_affinity_matches(volume, node)
-        if is_ours:
-            return volume if matches_node else None
-        if (volume.phase != AVAILABLE or volume.storage_class != claim.storage_class
-                or not matches_node
-                or not all(mode in volume.access_modes for mode in claim.access_modes)):
-            continue
-        if claim.selector is not None and not all(
-                filters.requirement_matches(r, volume.labels) for r in claim.selector):
-            continue
-        if best is None or volume.capacity_bytes < best.capacity_bytes:
+        match = volume_match(claim, volume)
+        if match == PRE_BOUND:
+            return volume if node_affinity_matches(volume, node) else None
+        if (match == AVAILABLE_MATCH and node_affinity_matches(volume, node)
+                and (best is None or volume.capacity_bytes < best.capacity_bytes)):
             best = volume
     return best
 

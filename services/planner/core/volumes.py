@@ -70,6 +70,7 @@ class Volumes:
         self.book = rules.Book(state.claims, state.volumes, state.storage_classes)
         self.index = index
         self._affinity: dict[str, BoolArray] = {}
+        self._provision: dict[str, BoolArray] = {}
         self._bound: dict[tuple[object, ...], Verdict] = {}
 
     def prefilter(self, pod: PodObserved) -> str | None:
@@ -94,10 +95,10 @@ class Volumes:
         """Rows whose labels match the volume's required node affinity (cached per round)."""
         rows = self._affinity.get(volume.name)
         if rows is None:
-            rows = np.array([rules.node_affinity_matches(volume, node)
-                             for node in self.index.nodes], dtype=np.bool_)
-            self._affinity[volume.name] = rows.reshape(len(self.index))
-        return self._affinity[volume.name]
+            rows = self._affinity[volume.name] = np.fromiter(
+                (rules.node_affinity_matches(volume, node) for node in self.index.nodes),
+                dtype=np.bool_, count=len(self.index))
+        return rows
 
     def verdict(self, pod: PodObserved, choices: Choices | None = None) -> Verdict:
         """The volume filters for `pod` given the members placed before it (`choices`)."""
@@ -114,11 +115,7 @@ class Volumes:
         unbound = self.unbound(pod)
         if not unbound:
             return bound
-        bind_conflict = np.zeros(count, dtype=np.bool_)
-        for row in range(count):
-            if not self._binds_on(unbound, row, choices):
-                bind_conflict[row] = True
-        return _merge(bound, bind_conflict)
+        return _merge(bound, ~self._binds_rows(unbound, choices))
 
     def _in_use(self, pod: PodObserved, exclusive: set[str]) -> bool:
         """Whether another pod bound or reserved uses one of the claims (VolumeRestrictions
@@ -199,6 +196,77 @@ class Volumes:
             for choice in made:
                 record(choice)
         return True
+
+    def _binds_rows(self, unbound: list[ClaimObserved], choices: Choices | None) -> BoolArray:
+        """`_binds_on` for every row at once: per claim, the pre-bound volumes decide first
+        (name order), then the matching volumes smallest first take the rows they reach and
+        no earlier claim of the pod took there; rows left must allow provisioning."""
+        count = len(self.index)
+        ok = np.ones(count, dtype=np.bool_)
+        excluded = choices.taken if choices is not None else set()
+        taken: dict[str, BoolArray] = {}
+        for claim in unbound:
+            key = rules.claim_key(claim.namespace, claim.name)
+            earlier = choices.claims.get(key) if choices is not None else None
+            if earlier is not None:
+                ok &= self._chosen_rows(earlier)
+                continue
+            provision = self._provision_rows(claim)
+            if claim.selected_node:
+                ok &= self._name_rows(claim.selected_node) & provision
+                continue
+            undecided = np.ones(count, dtype=np.bool_)
+            found = np.zeros(count, dtype=np.bool_)
+            for volume, match in self._matches(claim):
+                if volume.name in excluded:
+                    continue
+                free = undecided & ~taken.get(volume.name, np.zeros(count, dtype=np.bool_))
+                reached = free & self.affinity_rows(volume)
+                if match == rules.PRE_BOUND:
+                    undecided &= ~free
+                else:
+                    undecided &= ~reached
+                found |= reached
+                taken[volume.name] = taken.get(volume.name, reached) | reached
+            ok &= found | provision
+        return ok
+
+    def _matches(self, claim: ClaimObserved) -> list[tuple[VolumeObserved, str]]:
+        """The claim's candidates with how each may serve it: pre-bound ones first (name
+        order), then the others smallest first (ties by name)."""
+        found = [(volume, match) for volume in self.candidates(claim)
+                 if (match := rules.volume_match(claim, volume)) is not None]
+        return sorted(found, key=lambda item: (item[1] != rules.PRE_BOUND,
+                                               0 if item[1] == rules.PRE_BOUND
+                                               else item[0].capacity_bytes, item[0].name))
+
+    def _chosen_rows(self, earlier: Choice) -> BoolArray:
+        """Rows a claim an earlier member chose for can still be used from: its volume's
+        reach, or the node it is provisioned on."""
+        if not earlier.volume:
+            return self._name_rows(earlier.node)
+        volume = self.book.volumes.get(earlier.volume)
+        if volume is None:
+            return np.zeros(len(self.index), dtype=np.bool_)
+        return self.affinity_rows(volume)
+
+    def _name_rows(self, name: str) -> BoolArray:
+        rows = np.zeros(len(self.index), dtype=np.bool_)
+        row = self.index.row.get(name)
+        if row is not None:
+            rows[row] = True
+        return rows
+
+    def _provision_rows(self, claim: ClaimObserved) -> BoolArray:
+        """Rows the claim's class may provision a volume for (`rules.can_provision`; cached
+        per class for the round)."""
+        rows = self._provision.get(claim.storage_class)
+        if rows is None:
+            storage_class = self.book.classes.get(claim.storage_class)
+            rows = self._provision[claim.storage_class] = np.fromiter(
+                (rules.can_provision(storage_class, node) for node in self.index.nodes),
+                dtype=np.bool_, count=len(self.index))
+        return rows
 
     def candidates(self, claim: ClaimObserved) -> list[VolumeObserved]:
         """The volumes of the claim's class (as `pvCache.ListPVs`)."""
