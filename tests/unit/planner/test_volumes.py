@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from services.contracts.decisions import Placement, VolumeChoice
-from services.contracts.events import NodeSelectorRequirement
+from services.contracts.events import ClaimDeleted, NodeSelectorRequirement
 from services.fit import reasons
 from services.fit import volumes as rules
 from services.planner.core import derived, placement
@@ -274,3 +274,14 @@ def test_an_older_claim_observation_changes_nothing():
     older = msgspec.structs.replace(make_claim("data"), resource_version="0")
     c.observe(older)
     assert c.state.claims["default/data"].volume_name == "pv"
+
+
+def test_a_deleted_claim_is_forgotten_but_not_one_replaced_under_its_name():
+    c = cluster(make_claim("data", volume="pv"))
+    c.observe(ClaimDeleted(at_ms=0, uid="uid-claim-default-data", namespace="default",
+                           name="data"))
+    assert "default/data" not in c.state.claims
+    c.observe(msgspec.structs.replace(make_claim("data", volume="pv"), uid="new"))
+    c.observe(ClaimDeleted(at_ms=0, uid="uid-claim-default-data", namespace="default",
+                           name="data"))
+    assert c.state.claims["default/data"].uid == "new"
