@@ -285,3 +285,18 @@ def test_a_deleted_claim_is_forgotten_but_not_one_replaced_under_its_name():
     c.observe(ClaimDeleted(at_ms=0, uid="uid-claim-default-data", namespace="default",
                            name="data"))
     assert c.state.claims["default/data"].uid == "new"
+
+
+def test_a_starving_gang_holds_capacity_only_where_its_volume_reaches():
+    storage = (make_claim("data", volume="pv", modes=("ReadWriteMany",)),
+               make_volume("pv", hosts=("n2",), modes=("ReadWriteMany",)))
+    busy = make_pod("busy").scheduler("gangsched").on_node("n2").requests(cpu_milli=6000)
+    c = Cluster(PlannerConfig(starvation_seconds=10)).observe(
+        node("n0", "a"), node("n1", "a"), node("n2", "b"), *storage, busy, make_podgroup("g", 2),
+        *(make_pod(f"w{i}").in_group("g").claims("data").requests(cpu_milli=3000)
+          for i in range(2)))
+    c.plan()
+    c.advance(11)
+    c.plan()
+    assert "reserving capacity on 1 node(s)" in c.last_reason("default/g")
+    assert c.state.starving_nodes == ["n2"]
