@@ -3,7 +3,8 @@ controller completing every binding.
 
 Four KWOK nodes. A gang sharing a bound RWX claim whose volume reaches two nodes is bound on
 those two only. A WaitForFirstConsumer claim with a static local volume on one node is bound
-to that volume (the binder sets its claimRef) and its pod to that node. A claim of a class
+to that volume (the binder sets its claimRef) and its pod to that node; a gang of two with a
+claim each and two local volumes gets one volume per member. A claim of a class
 whose provisioner does not exist (the testbed runs none) gets the selected-node annotation on
 the node chosen, never binds, and the pod is rolled back unbound; actual provisioning is not
 proven here.
@@ -161,3 +162,35 @@ def test_a_claim_to_provision_gets_the_selected_node_and_unbound_its_pod_is_roll
 
     eventually(rolled_back, timeout=90, what="rollback for the unbound claim")
     assert kube.bound(kube.pods(volume_plane, volume_namespace)) == []
+
+
+def test_two_members_with_their_own_claims_get_two_local_volumes_one_each(
+        volume_plane: ControlPlane, volume_gangsched: GangschedRun,
+        volume_namespace: str) -> None:
+    klass = f"{volume_namespace}-pair"
+    hosts = {f"{volume_namespace}-pv-{i}": f"kwok-node-{i}" for i in (0, 2)}
+    local = [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+              "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                       "storageClassName": klass, "local": {"path": "/mnt/disk"},
+                       "nodeAffinity": {"required": {"nodeSelectorTerms": [{
+                           "matchExpressions": [{"key": HOST, "operator": "In",
+                                                 "values": [host]}]}]}}}}
+             for name, host in hosts.items()]
+    manifests.apply(volume_plane, None, local_class(klass), *local)
+    manifests.apply(volume_plane, volume_namespace, manifests.podgroup("pair", 2),
+                    *(claim_of(volume_namespace, f"d{i}", klass) for i in range(2)),
+                    *(manifests.pod(f"pair-{i}", "pair", cpu="1", volumes=[
+                        {"name": "d", "persistentVolumeClaim": {"claimName": f"d{i}"}}])
+                      for i in range(2)))
+
+    def members() -> list[dict[str, Any]]:
+        return kube.bound(kube.pods(volume_plane, volume_namespace))
+
+    eventually(lambda: len(members()) == 2, timeout=90, what="2 members bound")
+    volumes = {get_json(volume_plane, "pvc", f"d{i}", "-n", volume_namespace)["spec"][
+        "volumeName"] for i in range(2)}
+    assert volumes == set(hosts)
+    on = {pod["metadata"]["name"]: pod["spec"]["nodeName"] for pod in members()}
+    for i in range(2):
+        claim = get_json(volume_plane, "pvc", f"d{i}", "-n", volume_namespace)
+        assert on[f"pair-{i}"] == hosts[claim["spec"]["volumeName"]]
