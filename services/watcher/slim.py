@@ -59,6 +59,8 @@ from services.contracts.events import (
 )
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+CONFLICTING_DISKS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
+"""Inline volumes VolumeRestrictions checks for disk conflicts; not judged by gangsched."""
 MAX_PORT = 65535
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -450,6 +452,8 @@ def unsupported_fields(spec: Obj) -> list[str]:
     if any(_dict(c).get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
            for c in _list(spec.get("topologySpreadConstraints"))):
         found.append("spec.topologySpreadConstraints")
+    for volume in map(_dict, _list(spec.get("volumes"))):
+        found.extend(f"spec.volumes[].{kind}" for kind in CONFLICTING_DISKS if kind in volume)
     if _list(spec.get("resourceClaims")):
         found.append("spec.resourceClaims")
     for container in map(_dict, _list(spec.get("initContainers"))):

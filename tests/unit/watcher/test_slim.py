@@ -115,6 +115,8 @@ def test_defaults_for_a_bare_pod():
     ({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone"}]},
      "spec.topologySpreadConstraints"),
     ({"resourceClaims": [{"name": "gpu"}]}, "spec.resourceClaims"),
+    ({"volumes": [{"name": "d", "gcePersistentDisk": {"pdName": "x"}}]},
+     "spec.volumes[].gcePersistentDisk"),
     ({"initContainers": [{"name": "i", "ports": [{"containerPort": 80, "hostPort": 80}]}]},
      "spec.initContainers[].ports[].hostPort"),
 ])
