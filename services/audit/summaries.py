@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from services.contracts import resources
 from services.contracts.decisions import Decision, Placement, Rejection, StatusUpdate
 from services.contracts.events import (
+    ClaimDeleted,
+    ClaimObserved,
     ClockTicked,
     Event,
     GroupBound,
@@ -23,6 +25,10 @@ from services.contracts.events import (
     PodGroupDeleted,
     PodGroupObserved,
     PodObserved,
+    StorageClassDeleted,
+    StorageClassObserved,
+    VolumeDeleted,
+    VolumeObserved,
 )
 
 
@@ -35,9 +41,11 @@ def amounts(values: Mapping[str, int]) -> str:
 def name_of(event: Event) -> str:
     """The object an event is about: node name, `ns/name` of a pod or PodGroup, group key."""
     match event:
-        case NodeObserved() | NodeDeleted():
+        case (NodeObserved() | NodeDeleted() | VolumeObserved() | VolumeDeleted()
+              | StorageClassObserved() | StorageClassDeleted()):
             return event.name
-        case PodObserved() | PodDeleted() | PodGroupObserved() | PodGroupDeleted():
+        case (PodObserved() | PodDeleted() | PodGroupObserved() | PodGroupDeleted()
+              | ClaimObserved() | ClaimDeleted()):
             return f"{event.namespace}/{event.name}"
         case ClockTicked():
             return ""

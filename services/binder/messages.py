@@ -62,3 +62,14 @@ def node_vanished(member: Assignment) -> str:
     """Reason of a member bound to a node deleted meanwhile (found gone right after binding)."""
     return (f"pod {member.namespace}/{member.name} was bound to node {member.node}, "
             "which was deleted meanwhile")
+
+
+def claim_not_bound(member: Assignment, claim: str) -> str:
+    """Reason of a rollback: a member's claim did not become bound before the deadline."""
+    return (f"pod {member.namespace}/{member.name}: persistentvolumeclaim \"{claim}\" "
+            "was not bound before the deadline")
+
+
+def volume_refused(member: Assignment, claim: str, why: str) -> str:
+    """Reason of a rollback: a member's claim could not be bound as planned (`why`)."""
+    return f"pod {member.namespace}/{member.name}: persistentvolumeclaim \"{claim}\": {why}"

@@ -1,6 +1,7 @@
 """Carry out one Placement: all members bound, or the attempt rolled back.
 
 Layer: binder shell. Order: check every member first (so a doomed gang binds nothing), bind
+the members' volumes and wait for their claims (`volumes`, VolumeBinding's PreBind), bind
 the bindable ones concurrently, and on any permanent failure, or once the gang's timeout passes
 without a member bound, undo what this attempt bound. Returns the outcome events to publish;
 never publishes or writes events itself.
@@ -19,7 +20,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.binder import binding, messages, rollback
+from services.binder import binding, messages, rollback, volumes
 from services.binder.binding import BindState, Deadline, MemberResult, Stamp, Survey
 from services.binder.ports import Kube, WallClock
 from services.binder.rollback import Undone
@@ -133,8 +134,20 @@ async def carry_out(
         return await _after_deadline(placement, kube, policy, clock)
     results = _from_survey(members, found)
     if all(result.state is not BindState.FAILED for result in results):
+        results = await _prebind(kube, results, deadline)
+    if all(result.state is not BindState.FAILED for result in results):
         results = await _bind_progressing(kube, results, stamp, policy, window, clock)
     return await _finish(placement, kube, policy, clock, results)
+
+
+async def _prebind(kube: Kube, results: list[MemberResult], deadline: Deadline
+                   ) -> list[MemberResult]:
+    """Bind the volumes of the members still to bind (`volumes.prebind`); a member whose
+    claims did not bind has failed."""
+    failures = await volumes.prebind(
+        kube, [r.member for r in results if r.state is BindState.SKIPPED], deadline)
+    return [MemberResult(r.member, BindState.FAILED, failures[r.member.pod_uid])
+            if r.member.pod_uid in failures else r for r in results]
 
 
 async def _bind_progressing(

@@ -102,6 +102,23 @@ class YieldingKube:
         async with self._gate.report():
             await self._kube.patch_pod_status(namespace, name, uid, status)
 
+    async def get_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+        async with self._gate.report():
+            return await self._kube.get_claim(namespace, name)
+
+    async def get_volume(self, name: str) -> dict[str, Any] | None:
+        async with self._gate.report():
+            return await self._kube.get_volume(name)
+
+    async def pre_bind_volume(self, name: str, volume_version: str,
+                              claim: dict[str, Any]) -> None:
+        async with self._gate.report():
+            await self._kube.pre_bind_volume(name, volume_version, claim)
+
+    async def select_node(self, namespace: str, name: str, uid: str, node: str) -> None:
+        async with self._gate.report():
+            await self._kube.select_node(namespace, name, uid, node)
+
     async def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
         async with self._gate.report():
             return await self._kube.get_podgroup(namespace, name)

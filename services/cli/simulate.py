@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from services.planner.core import reasons
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import PlannerState
 from services.planner.simulate import engine, manifests
-from services.watcher import slim
+from services.watcher import slim, volumes
 
 EXIT_INVALID = 2
 OUTPUTS = ("table", "json")
@@ -87,6 +88,11 @@ def start_ms(items: list[manifests.Item]) -> int:
     return min(given) if given else 0
 
 
+STORAGE_SLIMMERS: dict[str, Callable[[dict[str, Any], int], Event]] = {
+    "PersistentVolumeClaim": volumes.claim_event, "PersistentVolume": volumes.volume_event,
+    "StorageClass": volumes.storage_class_event}
+
+
 def to_event(item: manifests.Item, at_ms: int) -> Event:
     """The watcher's event for one item.
 
@@ -96,7 +102,9 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
     event: Event
     if item.kind == "Node":
         return slim.node_event(item.obj, at_ms)
-    if item.kind == "Pod":
+    if item.kind in STORAGE_SLIMMERS:
+        event = STORAGE_SLIMMERS[item.kind](item.obj, at_ms)
+    elif item.kind == "Pod":
         event = slim.pod_event(item.obj, at_ms)
     else:
         event = slim.podgroup_event(item.obj, at_ms)

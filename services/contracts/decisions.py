@@ -17,13 +17,25 @@ from __future__ import annotations
 import msgspec
 
 
+class VolumeChoice(msgspec.Struct, frozen=True, gc=False):
+    """What one unbound WaitForFirstConsumer claim of a member gets before the member is bound
+    (as VolumeBinding's PreBind): the static PersistentVolume `volume` bound to it through the
+    volume's claimRef, or, `volume` "", dynamic provisioning on the member's node (the claim's
+    `volume.kubernetes.io/selected-node` annotation). `claim` is in the member's namespace."""
+
+    claim: str
+    volume: str = ""
+
+
 class Assignment(msgspec.Struct, frozen=True, gc=False):
-    """One member of a placement: pod (uid, namespace, name) to node."""
+    """One member of a placement: pod (uid, namespace, name) to node; `volumes` the choices
+    for its unbound WaitForFirstConsumer claims, made before it is bound."""
 
     pod_uid: str
     namespace: str
     name: str
     node: str
+    volumes: tuple[VolumeChoice, ...] = ()
 
 
 class PodRef(msgspec.Struct, frozen=True, gc=False):

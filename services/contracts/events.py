@@ -110,6 +110,22 @@ class TopologySpreadConstraint(msgspec.Struct, frozen=True, gc=False):
     match_label_keys: tuple[str, ...] = ()
 
 
+class PodClaim(msgspec.Struct, frozen=True, gc=False):
+    """A claim a pod's volume uses (in the pod's namespace); `is_ephemeral` for a generic
+    ephemeral volume (`spec.volumes[].ephemeral`, claim `<pod name>-<volume name>`)."""
+
+    name: str
+    is_ephemeral: bool = False
+
+
+class ClaimRef(msgspec.Struct, frozen=True, gc=False):
+    """A PersistentVolume's `spec.claimRef`; `uid` is "" when the reference names none."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+
+
 class OwnerRef(msgspec.Struct, frozen=True, gc=False):
     """The controller owner of a pod (`metadata.ownerReferences[controller=true]`)."""
 
@@ -183,6 +199,10 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     pod_affinity: tuple[PodAffinityTerm, ...] = ()
     pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    volume_claims: tuple[PodClaim, ...] = ()
+    """The PersistentVolumeClaims its volumes use, in spec order (what VolumeBinding,
+    VolumeRestrictions and VolumeZone read): `persistentVolumeClaim.claimName`, and a generic
+    ephemeral volume as the claim `<pod>-<volume>` its controller creates."""
 
 
 class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):
@@ -223,6 +243,107 @@ class PodGroupDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodGroupDelete
     at_ms: int
     uid: str
     namespace: str
+    name: str
+    resource_version: str = ""
+
+
+class ClaimObserved(msgspec.Struct, frozen=True, gc=False, tag="ClaimObserved"):
+    """A PersistentVolumeClaim was listed, added or modified.
+
+    `storage_class` is the class as `GetPersistentVolumeClaimClass` reads it (the beta
+    annotation, else `spec.storageClassName`, else ""); `volume_name` is `spec.volumeName`;
+    `is_bind_completed` the `pv.kubernetes.io/bind-completed` annotation is present (with a
+    volume name: fully bound, as VolumeBinding reads it); `selected_node` the
+    `volume.kubernetes.io/selected-node` annotation ("" when absent); `owner_uid` the
+    controller owner's uid (a generic ephemeral volume's pod). `selector` is `spec.selector`
+    as requirements (None: no selector). Units: `request_bytes` bytes of
+    `spec.resources.requests.storage` (0 when absent).
+    """
+
+    at_ms: int
+    uid: str
+    namespace: str
+    name: str
+    resource_version: str
+    storage_class: str = ""
+    volume_name: str = ""
+    is_bind_completed: bool = False
+    phase: str = "Pending"
+    access_modes: tuple[str, ...] = ()
+    request_bytes: int = 0
+    volume_mode: str = "Filesystem"
+    selector: tuple[NodeSelectorRequirement, ...] | None = None
+    selected_node: str = ""
+    owner_uid: str = ""
+    is_deleting: bool = False
+    invalid_reason: str | None = None
+
+
+class ClaimDeleted(msgspec.Struct, frozen=True, gc=False, tag="ClaimDeleted"):
+    """A PersistentVolumeClaim was deleted."""
+
+    at_ms: int
+    uid: str
+    namespace: str
+    name: str
+    resource_version: str = ""
+
+
+class VolumeObserved(msgspec.Struct, frozen=True, gc=False, tag="VolumeObserved"):
+    """A PersistentVolume was listed, added or modified.
+
+    `storage_class` as `GetPersistentVolumeClass` reads it; `node_affinity` the terms of
+    `spec.nodeAffinity.required` (None: none); `labels` the PV's labels (VolumeZone reads the
+    zone/region ones, a claim's selector all); `claim` its `spec.claimRef`; `phase` its
+    `status.phase`. Units: `capacity_bytes` bytes of `spec.capacity.storage`.
+    """
+
+    at_ms: int
+    uid: str
+    name: str
+    resource_version: str
+    storage_class: str = ""
+    access_modes: tuple[str, ...] = ()
+    capacity_bytes: int = 0
+    volume_mode: str = "Filesystem"
+    labels: dict[str, str] = {}
+    node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    claim: ClaimRef | None = None
+    phase: str = "Pending"
+    is_deleting: bool = False
+
+
+class VolumeDeleted(msgspec.Struct, frozen=True, gc=False, tag="VolumeDeleted"):
+    """A PersistentVolume was deleted."""
+
+    at_ms: int
+    uid: str
+    name: str
+    resource_version: str = ""
+
+
+class StorageClassObserved(msgspec.Struct, frozen=True, gc=False, tag="StorageClassObserved"):
+    """A StorageClass was listed, added or modified.
+
+    `binding_mode` is `volumeBindingMode` (Immediate or WaitForFirstConsumer; the API server
+    defaults it to Immediate); `allowed_topologies` the `allowedTopologies` terms, each
+    `matchLabelExpressions` entry read as an In requirement (empty: every node).
+    """
+
+    at_ms: int
+    uid: str
+    name: str
+    resource_version: str
+    provisioner: str = ""
+    binding_mode: str = "Immediate"
+    allowed_topologies: tuple[NodeSelectorTerm, ...] = ()
+
+
+class StorageClassDeleted(msgspec.Struct, frozen=True, gc=False, tag="StorageClassDeleted"):
+    """A StorageClass was deleted."""
+
+    at_ms: int
+    uid: str
     name: str
     resource_version: str = ""
 
@@ -290,10 +411,17 @@ Event = (
     | MemberBindFailed
     | GroupBound
     | GroupRolledBack
+    | ClaimObserved
+    | ClaimDeleted
+    | VolumeObserved
+    | VolumeDeleted
+    | StorageClassObserved
+    | StorageClassDeleted
 )
 """Every event type; tagged by the JSON field `type`."""
 
 Outcome = MemberBound | MemberBindFailed | GroupBound | GroupRolledBack
 """The events the binder publishes back into the EVENTS stream."""
 
-EventKind = Literal["node", "pod", "podgroup", "clock", "outcome"]
+EventKind = Literal["node", "pod", "podgroup", "clock", "outcome", "pvc", "pv",
+                    "storageclass"]

@@ -3,9 +3,9 @@
 Layer: contracts. Pure; never does I/O.
 
 NATS permissions bind a user to subjects, never to payload types: the chart lets the watcher
-publish only on `<prefix>.events.{node,pod,podgroup,clock}.>` and the binder only on
-`<prefix>.events.outcome.>`, but either could put any JSON type there. A consumer that trusts
-an event only on its producer's subject kind (`producers.is_expected_on`) is bound to the
+publish only on `<prefix>.events.{node,pod,podgroup,clock,pvc,pv,storageclass}.>` and the binder
+only on `<prefix>.events.outcome.>`, but either could put any JSON type there. A consumer that
+trusts an event only on its producer's subject kind (`producers.is_expected_on`) is bound to the
 permissions: a forged `NodeObserved` on an outcome subject came from a binder user, not from
 the watcher.
 """
@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from services.contracts.events import (
+    ClaimDeleted,
+    ClaimObserved,
     ClockTicked,
     Event,
     EventKind,
@@ -28,6 +30,10 @@ from services.contracts.events import (
     PodGroupDeleted,
     PodGroupObserved,
     PodObserved,
+    StorageClassDeleted,
+    StorageClassObserved,
+    VolumeDeleted,
+    VolumeObserved,
 )
 
 WATCHER = "watcher"
@@ -45,6 +51,12 @@ KIND_OF_TYPE: Mapping[type[Event], EventKind] = {
     MemberBindFailed: "outcome",
     GroupBound: "outcome",
     GroupRolledBack: "outcome",
+    ClaimObserved: "pvc",
+    ClaimDeleted: "pvc",
+    VolumeObserved: "pv",
+    VolumeDeleted: "pv",
+    StorageClassObserved: "storageclass",
+    StorageClassDeleted: "storageclass",
 }
 """The one subject kind each event type is published on (`services.watcher.messages`,
 `services.binder.outcomes`)."""
@@ -55,6 +67,9 @@ PRODUCER_OF_KIND: Mapping[EventKind, str] = {
     "podgroup": WATCHER,
     "clock": WATCHER,
     "outcome": BINDER,
+    "pvc": WATCHER,
+    "pv": WATCHER,
+    "storageclass": WATCHER,
 }
 """The service that publishes on each subject kind (the chart's NATS users)."""
 

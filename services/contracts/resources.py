@@ -40,8 +40,10 @@ CPU = "cpu"
 MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
+STORAGE = "storage"
+"""A PersistentVolume's capacity and a claim's request (bytes)."""
 
-_BYTE_RESOURCES = (MEMORY, EPHEMERAL_STORAGE)
+_BYTE_RESOURCES = (MEMORY, EPHEMERAL_STORAGE, STORAGE)
 _BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL_SUFFIXES = {
     "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),

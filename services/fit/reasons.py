@@ -30,3 +30,55 @@ def insufficient(resource: str) -> str:
 def untolerated_taint(key: str, value: str) -> str:
     """The per-node reason for a NoSchedule/NoExecute taint the pod does not tolerate."""
     return UNTOLERATED_TAINT.format(key=key, value=value)
+
+
+# Volumes (VolumeRestrictions, VolumeBinding, VolumeZone): per-node reasons.
+READ_WRITE_ONCE_POD_CONFLICT = ("node(s) unavailable due to PersistentVolumeClaim with "
+                                "ReadWriteOncePod access mode already in-use by another pod")
+VOLUME_NODE_AFFINITY_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
+VOLUME_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+BOUND_VOLUME_MISSING = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+VOLUME_ZONE_CONFLICT = "node(s) had no available volume zone"
+# Volumes: pod-level (PreFilter) messages.
+UNBOUND_IMMEDIATE_CLAIMS = "pod has unbound immediate PersistentVolumeClaims"
+CLAIM_WITHOUT_VOLUME_OR_CLASS = "PersistentVolumeClaim had no pv name and storageClass name"
+
+
+def claim_not_found(name: str) -> str:
+    """A claim the pod names does not exist (the API's NotFound wording)."""
+    return f'persistentvolumeclaim "{name}" not found'
+
+
+def volume_not_found(name: str) -> str:
+    """The volume a claim is bound to does not exist (VolumeZone's PreFilter)."""
+    return f'persistentvolume "{name}" not found'
+
+
+def storage_class_not_found(name: str) -> str:
+    """An unbound claim's class does not exist (VolumeZone's PreFilter)."""
+    return f'storageclass.storage.k8s.io "{name}" not found'
+
+
+def ephemeral_claim_missing(name: str) -> str:
+    """A generic ephemeral volume whose claim the ephemeral volume controller has not created."""
+    return f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{name}"'
+
+
+def claim_lost(name: str, volume: str) -> str:
+    """A claim whose volume is gone (phase Lost)."""
+    return f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{volume}"'
+
+
+def claim_deleting(name: str) -> str:
+    """A claim being deleted."""
+    return f'persistentvolumeclaim "{name}" is being deleted'
+
+
+def ephemeral_not_owned(namespace: str, claim: str, pod: str) -> str:
+    """An ephemeral volume's claim that another pod controls (`ephemeral.VolumeIsForPod`)."""
+    return f"PVC {namespace}/{claim} was not created for pod {namespace}/{pod} (pod is not owner)"
+
+
+def claim_invalid(name: str, reason: str) -> str:
+    """A claim gangsched could not read (not a kube-scheduler message: it reads typed objects)."""
+    return f'persistentvolumeclaim "{name}" is invalid: {reason}'

@@ -1,7 +1,8 @@
 """`KubeApi`: the writes and reads the binder makes, bundled on one client.
 
-Layer: kube. A thin facade over `pods`, `nodes`, `podgroups` and `events`, so the binder can
-take one `typing.Protocol`-typed parameter (unit tests pass an in-memory fake). Never retries.
+Layer: kube. A thin facade over `pods`, `nodes`, `volumes`, `podgroups` and `events`, so the
+binder can take one `typing.Protocol`-typed parameter (unit tests pass an in-memory fake).
+Never retries.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from services.kube import events, nodes, podgroups, pods
+from services.kube import events, nodes, podgroups, pods, volumes
 from services.kube.client import KubeClient
 from services.kube.events import ObjectRef
 from services.kube.podgroups import StatusChange
@@ -48,6 +49,23 @@ class KubeApi:
     ) -> None:
         """As `pods.patch_pod_status`."""
         await pods.patch_pod_status(self._client, namespace, name, uid, status)
+
+    async def get_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """As `volumes.get_claim`."""
+        return await volumes.get_claim(self._client, namespace, name)
+
+    async def get_volume(self, name: str) -> dict[str, Any] | None:
+        """As `volumes.get_volume`."""
+        return await volumes.get_volume(self._client, name)
+
+    async def pre_bind_volume(self, name: str, volume_version: str,
+                              claim: dict[str, Any]) -> None:
+        """As `volumes.pre_bind_volume`."""
+        await volumes.pre_bind_volume(self._client, name, volume_version, claim)
+
+    async def select_node(self, namespace: str, name: str, uid: str, node: str) -> None:
+        """As `volumes.select_node`."""
+        await volumes.select_node(self._client, namespace, name, uid, node)
 
     async def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
         """As `podgroups.get_podgroup`."""

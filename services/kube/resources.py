@@ -39,24 +39,42 @@ PODGROUPS = Resource(
 NATIVE_PODGROUPS = Resource(
     "podgroup", "PodGroup", f"/apis/{NATIVE_PODGROUP_API_VERSION}/podgroups", is_namespaced=True
 )
-WATCHED = (NODES, PODS, PODGROUPS)
+PVCS = Resource("pvc", "PersistentVolumeClaim", "/api/v1/persistentvolumeclaims",
+                is_namespaced=True)
+PVS = Resource("pv", "PersistentVolume", "/api/v1/persistentvolumes", is_namespaced=False)
+STORAGECLASSES = Resource("storageclass", "StorageClass", "/apis/storage.k8s.io/v1/storageclasses",
+                          is_namespaced=False)
+VOLUME_RESOURCES = (PVCS, PVS, STORAGECLASSES)
+"""What VolumeBinding, VolumeRestrictions and VolumeZone read."""
+WATCHED = (NODES, PODS, PODGROUPS, *VOLUME_RESOURCES)
 """Everything the watcher observes by default, in start order."""
 PODGROUP_RESOURCES = {PODGROUP_GROUP: PODGROUPS, NATIVE_PODGROUP_GROUP: NATIVE_PODGROUPS}
 
 
 def watched(group_apis: tuple[str, ...] = (PODGROUP_GROUP,)) -> tuple[Resource, ...]:
-    """Nodes, pods and the PodGroups of each API group in `group_apis`, in start order.
+    """Nodes, pods, the PodGroups of each API group in `group_apis`, then claims, volumes and
+    storage classes, in start order.
 
     Shapes: both PodGroup resources have the event kind `podgroup`; `list_path` tells them
     apart. Raises: KeyError for an API group not in GROUP_APIS.
     """
-    return (NODES, PODS, *(PODGROUP_RESOURCES[api] for api in group_apis))
+    return (NODES, PODS, *(PODGROUP_RESOURCES[api] for api in group_apis), *VOLUME_RESOURCES)
 
 
 def pod_path(namespace: str, name: str, subresource: str = "") -> str:
     """Path of a pod, or of one of its subresources (`binding`, `status`)."""
     path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}"
     return f"{path}/{subresource}" if subresource else path
+
+
+def claim_path(namespace: str, name: str) -> str:
+    """Path of a PersistentVolumeClaim."""
+    return f"/api/v1/namespaces/{_segment(namespace)}/persistentvolumeclaims/{_segment(name)}"
+
+
+def volume_path(name: str) -> str:
+    """Path of a PersistentVolume."""
+    return f"/api/v1/persistentvolumes/{_segment(name)}"
 
 
 def node_path(name: str) -> str:

@@ -13,12 +13,14 @@ from typing import Any
 from services.contracts import codec, subjects
 from services.contracts.events import ClockTicked, Event, PodObserved
 from services.kube.listwatch import Change
-from services.watcher import kueue, native, slim
+from services.watcher import kueue, native, slim, volumes
 
 PublishItem = tuple[str, bytes, str]
 """`(subject, data, msg_id)`, as `Publisher.publish_many` takes them."""
 
 CLOCK_KIND = "clock"
+CLUSTER_KINDS = ("node", "pv", "storageclass")
+"""Kinds of cluster-scoped objects: their subjects carry `_` as namespace."""
 CLOCK_NAME = "tick"
 
 Slimmer = Callable[[Mapping[str, Any], int], Event]
@@ -30,6 +32,12 @@ _SLIMMERS: dict[tuple[str, str], Slimmer] = {
     ("pod", "deleted"): slim.pod_deleted,
     ("podgroup", "observed"): slim.podgroup_event,
     ("podgroup", "deleted"): slim.podgroup_deleted,
+    ("pvc", "observed"): volumes.claim_event,
+    ("pvc", "deleted"): volumes.claim_deleted,
+    ("pv", "observed"): volumes.volume_event,
+    ("pv", "deleted"): volumes.volume_deleted,
+    ("storageclass", "observed"): volumes.storage_class_event,
+    ("storageclass", "deleted"): volumes.storage_class_deleted,
 }
 
 _NATIVE_SLIMMERS: dict[tuple[str, str], Slimmer] = {
@@ -43,7 +51,8 @@ _NATIVE_SLIMMERS: dict[tuple[str, str], Slimmer] = {
 def change_message(
     prefix: str, kind: str, change: Change, at_ms: int, *, is_native: bool = False
 ) -> PublishItem:
-    """The message for one change of a `kind` object (node, pod, podgroup) observed at `at_ms`.
+    """The message for one change of a `kind` object (node, pod, podgroup, pvc, pv,
+    storageclass) observed at `at_ms`.
 
     `is_native`: slim as the native PodGroup API (`services.watcher.native`) where it differs.
     Units: `at_ms` UTC epoch milliseconds.
@@ -80,7 +89,7 @@ def _slim(kind: str, change: Change, at_ms: int, is_native: bool) -> Event:
 
 def _message(prefix: str, kind: str, change: Change, event: Event) -> PublishItem:
     meta = change.obj.get("metadata") or {}
-    namespace = str(meta.get("namespace") or "") if kind != "node" else ""
+    namespace = str(meta.get("namespace") or "") if kind not in CLUSTER_KINDS else ""
     subject = subjects.events_subject(prefix, kind, namespace, str(meta.get("name") or ""))
     msg_id = f"{kind}/{meta.get('uid', '')}/{meta.get('resourceVersion', '')}/{change.type}"
     return subject, codec.encode(event), msg_id

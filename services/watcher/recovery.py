@@ -1,11 +1,11 @@
 """What the log already says exists: the seed that lets a restarted watcher miss no delete.
 
-Layer: watcher shell. Reads the last event of every node, pod and PodGroup subject from the
-EVENTS stream (a short-lived ephemeral reader named `watcher-recovery-<random>`, deliver policy
-last-per-subject). An object
-whose last event is an observation is known to the log; if the first list after a restart does
-not contain it, it vanished while no watcher ran, and a synthetic delete is published.
-Never writes to the stream.
+Layer: watcher shell. Reads the last event of every node, pod, PodGroup, claim, volume and
+storage class subject from the EVENTS stream (a short-lived ephemeral reader named
+`watcher-recovery-<random>`, deliver policy last-per-subject). An object whose last event
+is an observation is known to the log; if the first list after a restart does not contain
+it, it vanished while no watcher ran, and a synthetic delete is published. Never writes to
+the stream.
 """
 
 from __future__ import annotations
@@ -18,12 +18,18 @@ from nats.js import JetStreamContext
 from services.bus import reading
 from services.contracts import codec, subjects
 from services.contracts.events import (
+    ClaimDeleted,
+    ClaimObserved,
     NodeDeleted,
     NodeObserved,
     PodDeleted,
     PodGroupDeleted,
     PodGroupObserved,
     PodObserved,
+    StorageClassDeleted,
+    StorageClassObserved,
+    VolumeDeleted,
+    VolumeObserved,
 )
 from services.kube.listwatch import Known
 
@@ -50,11 +56,13 @@ def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False,
     if (isinstance(event, PodGroupObserved) and api_version is not None
             and event.api_version != api_version):
         return
-    if isinstance(event, NodeObserved | PodObserved | PodGroupObserved):
-        namespace = "" if isinstance(event, NodeObserved) else event.namespace
+    if isinstance(event, PodObserved | PodGroupObserved | ClaimObserved):
         version = "" if is_stale else event.resource_version
-        known[event.uid] = Known(event.name, namespace, version)
-    elif isinstance(event, NodeDeleted | PodDeleted | PodGroupDeleted):
+        known[event.uid] = Known(event.name, event.namespace, version)
+    elif isinstance(event, NodeObserved | VolumeObserved | StorageClassObserved):
+        known[event.uid] = Known(event.name, "", "" if is_stale else event.resource_version)
+    elif isinstance(event, NodeDeleted | PodDeleted | PodGroupDeleted | ClaimDeleted
+                    | VolumeDeleted | StorageClassDeleted):
         known.pop(event.uid, None)
 
 

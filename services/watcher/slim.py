@@ -29,6 +29,8 @@ Decisions recorded here:
   would refuse sets `invalid_reason` (`topology_spread`), so the pod waits with that reason.
 - Required inter-pod (anti-)affinity: labels and terms are carried (`required_pod_affinity`);
   only a non-empty `namespaceSelector` stays unsupported (it needs Namespace labels).
+- Volumes: the claims of `persistentVolumeClaim` and generic `ephemeral` volumes are carried
+  (`volume_claims`); what they need is judged from the claims' own events (`volumes`).
 - Host ports: the app containers' ports with a hostPort are carried (`host_ports`, protocol
   TCP and host IP 0.0.0.0 when unset), as NodePorts reads them; an init container's hostPort
   stays unsupported (kube-scheduler ignores it; gangsched refuses rather than guess).
@@ -50,6 +52,7 @@ from services.contracts.events import (
     NodeSelectorTerm,
     OwnerRef,
     PodAffinityTerm,
+    PodClaim,
     PodDeleted,
     PodGroupDeleted,
     PodGroupObserved,
@@ -60,6 +63,8 @@ from services.contracts.events import (
 )
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+CONFLICTING_DISKS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
+"""Inline volumes VolumeRestrictions checks for disk conflicts; not judged by gangsched."""
 MAX_PORT = 65535
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -116,6 +121,10 @@ def _str_map(value: Any) -> dict[str, str]:
 
 def _namespace(meta: Obj) -> str:
     return _text(meta, "namespace", "default")
+
+
+as_dict, as_list, as_text, text_of, str_map = _dict, _list, _str, _text, _str_map
+"""The readers above under public names, for the other slimming modules (`volumes`)."""
 
 
 def time_ms(text: Any, default_ms: int) -> int:
@@ -199,7 +208,23 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
         is_deleting=meta.get("deletionTimestamp") is not None,
         owner=controller_owner(meta), host_ports=host_ports(spec),
         labels=_str_map(meta.get("labels")), pod_affinity=pod_terms["podAffinity"],
-        pod_anti_affinity=pod_terms["podAntiAffinity"], topology_spread=spreads)
+        pod_anti_affinity=pod_terms["podAntiAffinity"], topology_spread=spreads,
+        volume_claims=volume_claims(spec, _text(meta, "name")))
+
+
+def volume_claims(spec: Obj, pod_name: str) -> tuple[PodClaim, ...]:
+    """The claims the pod's volumes use, in spec order (`PodObserved.volume_claims`).
+
+    Source: as VolumeBinding reads them: `persistentVolumeClaim.claimName`, and for a generic
+    ephemeral volume `ephemeral.VolumeClaimName` (`<pod>-<volume>`).
+    """
+    found = []
+    for volume in map(_dict, _list(spec.get("volumes"))):
+        if isinstance(volume.get("persistentVolumeClaim"), Mapping):
+            found.append(PodClaim(_text(_dict(volume["persistentVolumeClaim"]), "claimName")))
+        elif isinstance(volume.get("ephemeral"), Mapping):
+            found.append(PodClaim(f"{pod_name}-{_text(volume, 'name')}", is_ephemeral=True))
+    return tuple(found)
 
 
 def _read_requests(spec: Obj) -> tuple[resources.ResourceList, str | None, list[str]]:
@@ -336,10 +361,14 @@ def required_affinity(spec: Obj) -> tuple[tuple[NodeSelectorTerm, ...] | None, l
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if not isinstance(required, Mapping):
         return None, []
-    terms = [NodeSelectorTerm(_requirements(term.get("matchExpressions")),
-                              _requirements(term.get("matchFields")))
-             for term in map(_dict, _list(required.get("nodeSelectorTerms")))]
-    return tuple(terms), []
+    return node_selector_terms(required), []
+
+
+def node_selector_terms(selector: Obj) -> tuple[NodeSelectorTerm, ...]:
+    """A NodeSelector's `nodeSelectorTerms` (`matchExpressions` and `matchFields`)."""
+    return tuple(NodeSelectorTerm(_requirements(term.get("matchExpressions")),
+                                  _requirements(term.get("matchFields")))
+                 for term in map(_dict, _list(selector.get("nodeSelectorTerms"))))
 
 
 def _requirements(value: Any) -> tuple[NodeSelectorRequirement, ...]:
@@ -388,7 +417,7 @@ def required_pod_affinity(spec: Obj, namespace: str) -> tuple[
         read = []
         for term in map(_dict, _list(_dict(affinity.get(kind)).get(
                 "requiredDuringSchedulingIgnoredDuringExecution"))):
-            selector, is_valid = _label_selector(term.get("labelSelector"))
+            selector, is_valid = label_selector(term.get("labelSelector"))
             namespace_selector = term.get("namespaceSelector")
             if not is_valid:
                 found.append(f"{field}[].labelSelector")
@@ -406,7 +435,7 @@ def required_pod_affinity(spec: Obj, namespace: str) -> tuple[
     return terms, found
 
 
-def _label_selector(value: Any) -> tuple[tuple[NodeSelectorRequirement, ...] | None, bool]:
+def label_selector(value: Any) -> tuple[tuple[NodeSelectorRequirement, ...] | None, bool]:
     """A label selector as requirements (None if absent: matches nothing), and whether it is
     valid (as `metav1.LabelSelectorAsSelector`: `matchLabels` read as In with one value)."""
     if not isinstance(value, Mapping):
@@ -452,7 +481,7 @@ def topology_spread(spec: Obj) -> tuple[tuple[TopologySpreadConstraint, ...], st
     problems: list[str] = []
     for i, item in enumerate(map(_dict, _list(spec.get("topologySpreadConstraints")))):
         field = f"spec.topologySpreadConstraints[{i}]"
-        selector, is_valid = _label_selector(item.get("labelSelector"))
+        selector, is_valid = label_selector(item.get("labelSelector"))
         constraint = TopologySpreadConstraint(
             max_skew=_int_or(item.get("maxSkew"), 0), topology_key=_text(item, "topologyKey"),
             when_unsatisfiable=_text(item, "whenUnsatisfiable"), label_selector=selector,
@@ -521,11 +550,9 @@ def _match_label_keys_problems(item: Obj, constraint: TopologySpreadConstraint) 
 
 def unsupported_fields(spec: Obj) -> list[str]:
     """Hard constraints in the pod spec the planner does not implement, by field path."""
-    found = []
+    found: list[str] = []
     for volume in map(_dict, _list(spec.get("volumes"))):
-        for kind in ("persistentVolumeClaim", "ephemeral"):
-            if kind in volume:
-                found.append(f"spec.volumes[].{kind}")
+        found.extend(f"spec.volumes[].{kind}" for kind in CONFLICTING_DISKS if kind in volume)
     if _list(spec.get("resourceClaims")):
         found.append("spec.resourceClaims")
     for container in map(_dict, _list(spec.get("initContainers"))):

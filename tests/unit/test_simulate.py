@@ -57,6 +57,9 @@ def test_golden(case):
     ("backoff", {"default/g2": 1}), ("completed-member", {"default/g1": 1}),
     ("nginx-gang", {"default/nginx": 3}), ("nginx-gang-min4", {}),
     ("topology-spread", {"default/train": 4}),
+    ("volume-binding-bound", {"default/train": 3}), ("volume-binding-prefilter", {}),
+    ("volume-zone", {"(none)": 1}), ("volume-restrictions-rwop", {}),
+    ("volume-binding-wffc", {"default/pair": 2}), ("volume-binding-provisioning", {"(none)": 1}),
 ])
 def test_scenario_a_and_seed_outcomes(case, expected):
     assert by_group(run(GOLDEN / f"{case}.yaml")) == expected
@@ -178,11 +181,38 @@ def test_table_output_is_readable(capsys):
     ("metadata: {name: x}\n", "document 1 (? x): kind"),
     (NODE + "---\n" + NODE, "document 2 (Node n0): metadata.name: duplicate Node"),
     ("kind: Pod\nmetadata: {name: [oops\n", "in.yaml"),
+    ("kind: PersistentVolumeClaim\nmetadata: {name: c}\n"
+     "spec: {resources: {requests: {storage: lots}}}\n",
+     "document 1 (PersistentVolumeClaim default/c): spec.resources.requests.storage: "),
+    ("kind: PersistentVolumeClaim\nmetadata: {name: c}\nspec: {}\n",
+     "document 1 (PersistentVolumeClaim default/c): spec.resources.requests.storage: missing"),
+    ("kind: PersistentVolume\nmetadata: {name: v}\n"
+     "spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteAlways]}\n",
+     "document 1 (PersistentVolume v): spec.accessModes: each must be one of"),
+    ("kind: PersistentVolume\nmetadata: {name: v}\n",
+     "document 1 (PersistentVolume v): spec: missing"),
+    ("kind: StorageClass\nmetadata: {name: s}\nvolumeBindingMode: Later\n",
+     "document 1 (StorageClass s): volumeBindingMode: must be one of Immediate, "
+     "WaitForFirstConsumer, got 'Later'"),
 ])
 def test_invalid_input_exits_non_zero_naming_document_and_field(tmp_path, capsys, text, message):
     assert simulate_command([write(tmp_path, text)], "json") == 2
     err = capsys.readouterr().err
     assert message in err, err
+
+
+def test_storage_documents_decide_where_pods_with_claims_go():
+    wffc = run(GOLDEN / "volume-binding-wffc.yaml")
+    assert {name: pod["node"] for name, pod in wffc["pods"].items()} == {
+        "default/lonely": None, "default/pair-0": "node-0", "default/pair-1": "node-2"}
+    placed = [d for d in wffc["decisions"] if d["type"] == "Placement"]
+    chosen = sorted((m["name"], v["volume"]) for d in placed for m in d["members"]
+                    for v in m["volumes"])
+    assert chosen == [("pair-0", "local-0"), ("pair-1", "local-2")]
+    prefilter = run(GOLDEN / "volume-binding-prefilter.yaml")["pods"]
+    assert prefilter["default/needs-missing"]["reason"] == (
+        '0/3 nodes are available: persistentvolumeclaim "missing" not found.')
+    assert bound(run(GOLDEN / "volume-zone.yaml")) == ["default/zonal"]
 
 
 def test_unknown_output_format_is_refused(capsys):

@@ -12,8 +12,12 @@ are); otherwise the later event wins.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from services.contracts import versions
 from services.contracts.events import (
+    ClaimDeleted,
+    ClaimObserved,
     ClockTicked,
     Event,
     GroupBound,
@@ -26,8 +30,13 @@ from services.contracts.events import (
     PodGroupDeleted,
     PodGroupObserved,
     PodObserved,
+    StorageClassDeleted,
+    StorageClassObserved,
+    VolumeDeleted,
+    VolumeObserved,
 )
 from services.contracts.ids import group_key
+from services.fit.volumes import claim_key
 from services.planner.core import derived, pods, reasons
 from services.planner.core.state import GroupState, PlannerState
 
@@ -77,9 +86,52 @@ def apply_event(state: PlannerState, event: Event) -> PlannerState:
             _rolled_back(state, event)
         case MemberBindFailed():
             _bind_failed(state, event)
+        case (ClaimObserved() | ClaimDeleted() | VolumeObserved() | VolumeDeleted()
+              | StorageClassObserved() | StorageClassDeleted()):
+            _storage_changed(state, event)
         case MemberBound() | ClockTicked():
             pass  # a bound member releases its reservation when its pod is observed bound
     return state
+
+
+StorageEvent = (ClaimObserved | ClaimDeleted | VolumeObserved | VolumeDeleted
+                | StorageClassObserved | StorageClassDeleted)
+Stored = TypeVar("Stored", ClaimObserved, VolumeObserved, StorageClassObserved)
+
+
+def _storage_changed(state: PlannerState, event: StorageEvent) -> None:
+    """Keep the claims, volumes and classes the volume filters read; a change may let a
+    waiting pod through, as it requeues pods in kube-scheduler (capacity counts as freed)."""
+    match event:
+        case ClaimObserved() | ClaimDeleted():
+            key = claim_key(event.namespace, event.name)
+            seen_claim = event if isinstance(event, ClaimObserved) else None
+            changed = _keep(state.claims, key, seen_claim, event.uid)
+        case VolumeObserved() | VolumeDeleted():
+            seen_volume = event if isinstance(event, VolumeObserved) else None
+            changed = _keep(state.volumes, event.name, seen_volume, event.uid)
+        case _:
+            seen_class = event if isinstance(event, StorageClassObserved) else None
+            changed = _keep(state.storage_classes, event.name, seen_class, event.uid)
+    if changed:
+        state.capacity_freed_ms = state.now_ms
+
+
+def _keep(table: dict[str, Stored], key: str, seen: Stored | None, uid: str) -> bool:
+    """Store the observation `seen` (None: the object `uid` was deleted) under `key`; whether
+    anything changed. An observation older than the one held (resourceVersion) and a delete
+    of an object since replaced under the same name change nothing."""
+    held = table.get(key)
+    if seen is None:
+        if held is None or held.uid != uid:
+            return False
+        del table[key]
+        return True
+    if held is not None and held.uid == uid and versions.is_older(seen.resource_version,
+                                                                  held.resource_version):
+        return False
+    table[key] = seen
+    return True
 
 
 def _is_current(state: PlannerState, uid: str, held: PodObserved | NodeObserved | None,

@@ -14,7 +14,16 @@ import numpy as np
 from services.contracts import ids, resources
 from services.contracts.decisions import Assignment, Decision, Placement, PodRef, Rejection
 from services.contracts.events import PodGroupObserved, PodObserved
-from services.planner.core import backoff, derived, placement, queue, quorum, reasons, starvation
+from services.planner.core import (
+    backoff,
+    derived,
+    placement,
+    queue,
+    quorum,
+    reasons,
+    starvation,
+    volumes,
+)
 from services.planner.core.apply import record_failure
 from services.planner.core.capacity import Hold, IntArray, NodeIndex
 from services.planner.core.config import PlannerConfig
@@ -42,6 +51,7 @@ class Round:
         self.plan_seq = plan_seq
         self.derived = current
         self.index = index
+        index.volumes = volumes.Volumes(state, index)
         self.now = state.now_ms
         self.decisions: list[Decision] = []
         self.hold: Hold | None = None
@@ -125,6 +135,13 @@ class Round:
                           if pod.invalid_reason else reasons.unsupported(pod.unsupported[0]))
                 return (reason if is_singleton
                         else reasons.gang_member(key, _name(pod), reason)), False
+        storage = self.index.volumes
+        for pod in pending:
+            blocked = storage.prefilter(pod) if storage is not None else None
+            if blocked is not None:
+                reason = reasons.prefilter(len(self.index), blocked)
+                return (reason if is_singleton
+                        else reasons.gang_member(key, _name(pod), reason)), True
         return None
 
     def _may_retry_early(self, group: GroupState) -> bool:
@@ -241,7 +258,8 @@ class Round:
         timeout_seconds = ((podgroup.schedule_timeout_seconds if podgroup is not None else None)
                            or self.config.default_timeout_seconds)
         deadline = self.now + timeout_seconds * 1000
-        members = sorted((Assignment(pod.uid, pod.namespace, pod.name, self.index.names[row])
+        members = sorted((Assignment(pod.uid, pod.namespace, pod.name, self.index.names[row],
+                                     volumes.decided(trial.claims.get(pod.uid, ())))
                           for pod, row in trial.assigned),
                          key=lambda a: (a.namespace, a.name, a.pod_uid))
         group.attempts += 1

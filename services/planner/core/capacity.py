@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
 from services.contracts.events import HostPort, NodeObserved, PodObserved
 from services.fit import filters
+
+if TYPE_CHECKING:
+    from services.planner.core.volumes import Volumes
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
@@ -104,6 +107,8 @@ class NodeIndex:
         self.pod_users: dict[str, tuple[int, PodObserved, bool]] = {}
         self.anti_users: dict[str, tuple[int, PodObserved, bool]] = {}
         self._domain_rows: dict[str, dict[str, BoolArray]] = {}
+        self.volumes: Volumes | None = None
+        """The volume filters of the current round (`attempt.Round` sets them)."""
         for row, node in enumerate(nodes):
             self._add(row, used.get(node.name, {}), -1)
         self.changes.clear()

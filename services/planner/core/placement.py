@@ -19,7 +19,16 @@ import numpy as np
 
 from services.contracts.events import PodObserved
 from services.fit import reasons as fit_reasons
-from services.planner.core import affinity, fences, reasons, scoring, search, spread, spread_score
+from services.planner.core import (
+    affinity,
+    fences,
+    reasons,
+    scoring,
+    search,
+    spread,
+    spread_score,
+    volumes,
+)
 from services.planner.core.capacity import (
     BoolArray,
     CachedScores,
@@ -100,11 +109,15 @@ class Trial:
 
     Shapes: `assigned` (pod, node row) in placement order; `unplaced` pods in member order;
     `explanation` the per-node reasons of the first unplaced pod, or None; `note` a suffix for
-    the gang's reason (the whole-gang search ran out of budget), or "".
+    the gang's reason (the whole-gang search ran out of budget), or ""; `choices` what the
+    members placed took of storage (`volumes.Choices`), `claims[uid]` each one's choices for
+    its unbound WaitForFirstConsumer claims.
     """
 
     def __init__(self, index: NodeIndex) -> None:
         self.index = index
+        self.choices = volumes.Choices()
+        self.claims: dict[str, list[volumes.Choice]] = {}
         self.assigned: list[tuple[PodObserved, int]] = []
         self.unplaced: list[PodObserved] = []
         self.explanation: dict[str, int] | None = None
@@ -118,6 +131,8 @@ class Trial:
         self.index.set_pod(pod.uid, self.index.names[row], pod)
         self._taken.append((pod, row, vec))
         self.assigned.append((pod, row))
+        if self.index.volumes is not None and pod.volume_claims:
+            self.claims[pod.uid] = self.index.volumes.place(pod, row, self.choices)
 
     def commit(self) -> None:
         """Keep the capacity taken: the caller now records it as reservations."""
@@ -131,6 +146,8 @@ class Trial:
                 self.index.set_ports(pod.uid, None, ())
             self.index.set_pod(pod.uid, None, None)
         self._taken.clear()
+        self.choices = volumes.Choices()
+        self.claims.clear()
 
 
 def place(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
@@ -145,7 +162,8 @@ def place(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
     """
     trial = _one_by_one(index, members, config, restrict, hold)
     if (not trial.unplaced or config.search_budget_steps == 0
-            or is_uniform(members, affinity.is_active(index, members))):
+            or (is_uniform(members, affinity.is_active(index, members))
+                and not _is_storage_mutual(index, members))):
         return trial
     need = len(members) if need is None else need
     target = len(members) if len(trial.assigned) >= need else need
@@ -173,11 +191,17 @@ def is_uniform(members: list[PodObserved], is_affine: bool = False) -> bool:
                for pod in members[1:])
 
 
+def _is_storage_mutual(index: NodeIndex, members: list[PodObserved]) -> bool:
+    """Whether some member's volume filters depend on the members placed before it."""
+    return index.volumes is not None and any(index.volumes.is_mutual(pod) for pod in members)
+
+
 def member_shape(pod: PodObserved, is_affine: bool = False,
                  is_spread: bool = False) -> tuple[object, ...]:
-    """What makes two members interchangeable: filters, requests and host ports (and, when
-    inter-pod affinity or topology spread is active, what each reads of them)."""
-    shape = (signature(pod), tuple(sorted(pod.requests.items())), pod.host_ports)
+    """What makes two members interchangeable: filters, requests, host ports and claims (and,
+    when inter-pod affinity or topology spread is active, what each reads of them)."""
+    shape = (signature(pod), tuple(sorted(pod.requests.items())), pod.host_ports,
+             pod.namespace if pod.volume_claims else "", pod.volume_claims)
     return (*shape, affinity.key(pod) if is_affine else None,
             spread.key(pod) if is_spread else None)
 
@@ -193,6 +217,8 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
     greedy.rollback()
     gang, ranks = search_members(index, members, restrict, config)
     fence = fences.fence(index, members)
+    if _is_storage_mutual(index, members):
+        fence = _storage_fence(index, members, fence)
     outcome = search.solve(index.free, gang, target, config.search_budget_steps,
                            lambda m, rows: ranks[m](rows), index.ports_on, sorted(index.row_ports),
                            fence=fence, is_order_free=not spread.is_active(members))
@@ -204,19 +230,48 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
             greedy.note = reasons.search_exhausted(config.search_budget_steps)
         return greedy
     trial = Trial(index)
-    for pod, member, row in zip(members, gang, outcome.rows, strict=True):
-        if row is None:
-            trial.unplaced.append(pod)
-        else:
-            trial.take(pod, row, member.vec)
+    for position in outcome.order:  # the order the fence judged them in (storage choices)
+        row = outcome.rows[position]
+        if row is not None:
+            trial.take(members[position], row, gang[position].vec)
+    trial.unplaced = [pod for pod, row in zip(members, outcome.rows, strict=True) if row is None]
     if trial.unplaced:
         first = trial.unplaced[0]
         verdicts = (affinity.Gate(index).verdicts(first) if affinity.is_active(index, [first])
                     else None)
         spreads = spread.Gate(index).verdicts(first) if spread.is_active([first]) else None
         trial.explanation = explain(index, first, index.static_fit(first), hold, verdicts,
-                                    spreads)
+                                    spreads, _volume_verdict(index, first, trial.choices))
     return trial
+
+
+def _volume_verdict(index: NodeIndex, pod: PodObserved,
+                    choices: volumes.Choices) -> volumes.Verdict | None:
+    """The volume filters for `pod` after the members that took `choices` (None: no claims)."""
+    if index.volumes is None or not pod.volume_claims:
+        return None
+    return index.volumes.verdict(pod, choices)
+
+
+def _storage_fence(index: NodeIndex, members: list[PodObserved],
+                   inner: tuple[search.Fence, IntArray] | None) -> tuple[search.Fence, IntArray]:
+    """The search's fence with the volume filters added: member `m` may take the rows its
+    volume verdict passes after the members placed so far, in their order, took theirs."""
+    storage = index.volumes
+    assert storage is not None
+    row_classes = volumes.classes(storage, members)
+    if inner is not None:
+        row_classes = np.unique(np.column_stack((inner[1], row_classes)), axis=0,
+                                return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+    def allowed(member: int, placed: list[tuple[int, int]]) -> BoolArray:
+        choices = volumes.Choices()
+        for other, row in placed:
+            storage.place(members[other], row, choices)
+        mask: BoolArray = storage.verdict(members[member], choices).mask
+        return mask & inner[0](member, placed) if inner is not None else mask
+
+    return allowed, row_classes
 
 
 def _is_short_in_total(index: NodeIndex, members: list[PodObserved], restrict: BoolArray | None,
@@ -279,6 +334,8 @@ def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolA
         allowed = static.mask if restrict is None else static.mask & restrict
         if missing:
             allowed = np.zeros(len(index), dtype=np.bool_)
+        if index.volumes is not None and pod.volume_claims:
+            allowed = allowed & index.volumes.verdict(pod).mask
         shape = shapes.setdefault(member_shape(pod, is_affine, is_spread),
                                 len(shapes))
         gang.append(search.Member(vec, cols, allowed, pod.host_ports, shape))
@@ -315,6 +372,9 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         verdicts = None if gate is None else gate.verdicts(pod)
         if verdicts is not None:
             scores = np.where(verdicts == affinity.PASSES, scores, scoring.UNFIT)
+        storage = _volume_verdict(index, pod, trial.choices)
+        if storage is not None:
+            scores = np.where(storage.mask, scores, scoring.UNFIT)
         spreads = None if spread_gate is None else spread_gate.verdicts(pod)
         if spreads is not None:
             scores = np.where(spreads == spread.PASSES, scores, scoring.UNFIT)
@@ -323,7 +383,8 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         row = int(scores.argmax()) if len(index) else -1
         if row < 0 or scores[row] == scoring.UNFIT:
             if trial.explanation is None:
-                trial.explanation = explain(index, pod, shape.static, hold, verdicts, spreads)
+                trial.explanation = explain(index, pod, shape.static, hold, verdicts, spreads,
+                                            storage)
             trial.unplaced.append(pod)
             continue
         trial.take(pod, row, shape.vec)
@@ -342,6 +403,7 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
 def _same_shape(pod: PodObserved, other: PodObserved) -> bool:
     """Whether two pods filter and request alike (consecutive members usually do)."""
     return (pod.requests == other.requests and pod.node_selector == other.node_selector
+            and pod.volume_claims == other.volume_claims and pod.namespace == other.namespace
             and pod.tolerations == other.tolerations
             and pod.required_affinity == other.required_affinity
             and pod.node_name == other.node_name)
@@ -380,12 +442,14 @@ def _domain_order(index: NodeIndex, domains: list[tuple[str, BoolArray]], bound_
 
 def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
             hold: Hold | None, verdicts: IntArray | None = None,
-            spreads: IntArray | None = None) -> dict[str, int]:
+            spreads: IntArray | None = None,
+            storage: volumes.Verdict | None = None) -> dict[str, int]:
     """Why no node takes `pod` now: per-node reason → number of nodes (kube-scheduler style).
 
     A node that passes the other filters gives its host ports' conflict (NodePorts runs before
     NodeResourcesFit), else one reason per insufficient resource; a node that would fit but for
     a starving gang's reserved capacity gives that reason instead; a node that fits gives its
+    volume reasons (`storage`: VolumeRestrictions, VolumeBinding, VolumeZone), else its
     topology spread reason (`spreads`, see `spread.Counted.verdicts`), else its inter-pod
     affinity reason (`verdicts`, see `affinity.verdicts`), in kube-scheduler's filter order.
     """
@@ -411,6 +475,10 @@ def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
     if missing:
         return dict(counts)
     passing &= index.fits(vec, cols)
+    if storage is not None:
+        for reason, count in volumes.counts(storage, passing).items():
+            counts[reason] += count
+        passing &= storage.mask
     if spreads is not None:
         for code, reason in sorted(spread.REASONS.items()):
             rejected = int((passing & (spreads == code)).sum())

@@ -18,6 +18,7 @@ HELD_FOR_GANG = "node(s) had capacity reserved for waiting gang {group}"
 # Group reasons.
 NODES_AVAILABLE = "0/{total} nodes are available: {reasons}."
 NO_NODES = "0/0 nodes are available: no nodes are registered."
+PREFILTER = "0/{total} nodes are available: {message}."
 GANG_MEMBERS_FIT = "gang {group}: {fit} of {min_member} members fit{succeeded}; {nodes}"
 SUCCEEDED_COUNTED = " ({succeeded} Succeeded after the gang ran)"
 GANG_EXTRA_MEMBERS = (
@@ -69,6 +70,12 @@ def node_reasons(total_nodes: int, counts: Mapping[str, int]) -> str:
         return NO_NODES
     parts = [f"{count} {reason}" for reason, count in sorted(counts.items()) if count > 0]
     return NODES_AVAILABLE.format(total=total_nodes, reasons=", ".join(parts))
+
+
+def prefilter(total_nodes: int, message: str) -> str:
+    """A pod a PreFilter keeps off every node (`0/<n> nodes are available: <message>.`, as
+    kube-scheduler's FitError words a PreFilter rejection)."""
+    return PREFILTER.format(total=total_nodes, message=message)
 
 
 def gang_members_fit(group: str, fit: int, min_member: int, nodes: str,

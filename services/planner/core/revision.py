@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 8
+CORE_REVISION = 9
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -25,7 +25,10 @@ ScheduleAnyway constraints add PodTopologySpread's score (weight 2) in one-by-on
 8: a gang that has run (bound + Succeeded members reached minMember) counts its Succeeded
 members toward quorum, so replacements are placed without waiting for minMember new pods; a
 PodGroup whose failed members were replaced is not Failed; the Scheduled condition no longer
-counts Failed members as bound (issue 13 item 6)."""
+counts Failed members as bound (issue 13 item 6).
+9: pods with PersistentVolumeClaims are judged (VolumeRestrictions, VolumeBinding, VolumeZone)
+instead of refused as unsupported; claims, volumes and storage classes are applied to the
+state."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -65,13 +65,16 @@ class Member:
 
 class Outcome:
     """The search's result. Shapes: `rows[m]` the row of member `m`, None if left out; `rows`
-    itself None when no placement was found. `steps` members tried on a node; `is_exhausted`
-    when the budget ran out before the search space did."""
+    itself None when no placement was found; `order` the members in the order the search
+    placed them (what `fence` judged each against). `steps` members tried on a node;
+    `is_exhausted` when the budget ran out before the search space did."""
 
-    def __init__(self, rows: list[int | None] | None, steps: int, is_exhausted: bool) -> None:
+    def __init__(self, rows: list[int | None] | None, steps: int, is_exhausted: bool,
+                 order: list[int] | None = None) -> None:
         self.rows = rows
         self.steps = steps
         self.is_exhausted = is_exhausted
+        self.order = order or []
 
 
 class _Frame:
@@ -248,9 +251,10 @@ def solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, ra
         rows = [None] * len(members)
         for frame in stack:
             rows[frame.member] = frame.row
+    order = [frame.member for frame in stack] if is_found else []
     for frame in reversed(stack):
         _undo(search, frame)
-    return Outcome(rows, steps, is_exhausted)
+    return Outcome(rows, steps, is_exhausted, order)
 
 
 def _choose(search: _Search, frame: _Frame, row: int | None) -> None:

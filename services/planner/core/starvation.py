@@ -138,6 +138,8 @@ def _best_row(index: NodeIndex, pod: PodObserved, room: IntArray, free_now: IntA
     if missing:
         return None
     mask = static.mask.copy() if allowed is None else static.mask & allowed
+    if index.volumes is not None and pod.volume_claims:
+        mask &= index.volumes.verdict(pod).mask  # where its volumes reach
     for col in cols:
         mask &= room[col] >= vec[col]
     if pod.host_ports:

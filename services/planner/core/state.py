@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import msgspec
 
-from services.contracts.events import NodeObserved, PodGroupObserved, PodObserved
+from services.contracts.events import (
+    ClaimObserved,
+    NodeObserved,
+    PodGroupObserved,
+    PodObserved,
+    StorageClassObserved,
+    VolumeObserved,
+)
 from services.contracts.resources import ResourceList
 
 
@@ -105,6 +112,8 @@ class PlannerState(msgspec.Struct, dict=True):
     `tombstones` maps the uid of each deleted Pod or Node to when (event time), oldest first,
     so a late observation cannot bring it back; entries count for `apply.TOMBSTONE_MS` and are
     dropped in bulk up to one more window later (`apply.PRUNE_SLACK_MS`).
+    `claims` by `namespace/name`, `volumes` (PersistentVolumes) and `storage_classes` by name:
+    what the volume filters read (`services.fit.volumes.Book`).
     Units: `now_ms` is the latest `at_ms` applied (never moves backwards).
     """
 
@@ -121,6 +130,9 @@ class PlannerState(msgspec.Struct, dict=True):
     starving_nodes: list[str] = []
     capacity_freed_ms: int = 0
     tombstones: dict[str, int] = {}
+    claims: dict[str, ClaimObserved] = {}
+    volumes: dict[str, VolumeObserved] = {}
+    storage_classes: dict[str, StorageClassObserved] = {}
 
 
 _encoder = msgspec.json.Encoder()

@@ -14,14 +14,20 @@ import heapq
 
 import msgspec
 
-from services.contracts.decisions import Decision, Placement, Rejection
+from services.contracts.decisions import Assignment, Decision, Placement, Rejection
 from services.contracts.events import (
+    ClaimRef,
     ClockTicked,
     Event,
     GroupBound,
     MemberBound,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
     PodObserved,
+    VolumeObserved,
 )
+from services.fit.filters import NODE_NAME_FIELD
+from services.fit.volumes import claim_key
 from services.planner.core import backoff, pods
 from services.planner.core import plan as planner
 from services.planner.core.config import PlannerConfig
@@ -120,6 +126,8 @@ class _Sim:
 
     def bind(self, placement: Placement, now: int) -> None:
         for member in placement.members:
+            self.bind_volumes(member, now)
+        for member in placement.members:
             self.apply(MemberBound(at_ms=now, decision_id=placement.id, group=placement.group,
                                    pod_uid=member.pod_uid, node=member.node))
             pod = self.state.pods[member.pod_uid]
@@ -128,6 +136,26 @@ class _Sim:
             self.bound(member.pod_uid, member.node, now)
         self.apply(GroupBound(at_ms=now, decision_id=placement.id, group=placement.group))
         self.last_change_ms = now
+
+    def bind_volumes(self, member: Assignment, now: int) -> None:
+        """Bind the member's chosen volumes to their claims, as the binder and the PV
+        controller do (a provisioned volume is `pvc-<claim uid>`, on the member's node)."""
+        for choice in member.volumes:
+            claim = self.state.claims.get(claim_key(member.namespace, choice.claim))
+            if claim is None:
+                continue
+            name = choice.volume or f"pvc-{claim.uid}"
+            volume = self.state.volumes.get(name) or VolumeObserved(
+                at_ms=now, uid=f"sim-pv-{claim.uid}", name=name, resource_version="",
+                storage_class=claim.storage_class, access_modes=claim.access_modes,
+                capacity_bytes=claim.request_bytes, volume_mode=claim.volume_mode,
+                node_affinity=(NodeSelectorTerm(match_fields=(NodeSelectorRequirement(
+                    NODE_NAME_FIELD, "In", (member.node,)),)),))
+            self.apply(msgspec.structs.replace(
+                volume, at_ms=now, phase="Bound",
+                claim=ClaimRef(claim.namespace, claim.name, claim.uid)))
+            self.apply(msgspec.structs.replace(claim, at_ms=now, volume_name=name,
+                                               is_bind_completed=True, phase="Bound"))
 
     def bound(self, uid: str, node: str, now: int) -> None:
         result = self.results.get(uid)

@@ -26,7 +26,12 @@ SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 """The characters Kubernetes uses for generated name suffixes (rand.SafeEncodeString)."""
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000,
                             "system-node-critical": 2000001000}
-SCHEDULED_KINDS = ("Node", "Pod", "PodGroup")
+STORAGE_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
+SCHEDULED_KINDS = ("Node", "Pod", "PodGroup", *STORAGE_KINDS)
+CLUSTER_KINDS = ("Node", "PersistentVolume", "StorageClass")
+"""Kinds without a namespace."""
+ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
 WORKLOAD_KINDS = ("ReplicaSet", "Deployment", "Job", "StatefulSet")
 
 
@@ -39,7 +44,7 @@ class InvalidManifest(ValueError):
 
 
 class Item(msgspec.Struct, frozen=True):
-    """One Node, Pod or PodGroup to play, with where it came from.
+    """One Node, Pod, PodGroup, claim, volume or StorageClass to play, with where it came from.
 
     Units: `at_seconds` simulated seconds after the start; `runtime_seconds` seconds a bound pod
     runs before it succeeds (None: forever).
@@ -158,10 +163,12 @@ def _item(doc: Document, body: Mapping[str, Any], classes: dict[str | None, int]
     obj = copy.deepcopy(dict(body))
     kind = obj["kind"]
     obj["metadata"].setdefault("uid", f"sim-{kind.lower()}-{_key(obj)}")
-    if kind != "Node":
+    if kind not in CLUSTER_KINDS:
         obj["metadata"].setdefault("namespace", "default")
     if kind == "Node":
         _check_node(doc, obj)
+    if kind in STORAGE_KINDS:
+        _check_storage(doc, obj)
     if kind == "Pod":
         _resolve_priority(doc, obj, classes)
     at = _seconds(doc, body, AT_ANNOTATION)
@@ -193,6 +200,37 @@ def _check_node(doc: Document, obj: dict[str, Any]) -> None:
     if not status.get("allocatable") and not status.get("capacity"):
         raise InvalidManifest(describe(doc, obj), "status.allocatable",
                               "missing (a simulated node needs its capacity)")
+
+
+def _check_storage(doc: Document, obj: dict[str, Any]) -> None:
+    """A claim's, volume's or class's fields the volume filters read, as the API validates
+    them: storage quantities, access modes, a class's binding mode.
+
+    Raises:
+        InvalidManifest: the first malformed field, named.
+    """
+    kind, spec = obj["kind"], obj.get("spec")
+    if kind == "StorageClass":
+        mode = obj.get("volumeBindingMode", "Immediate")
+        if mode not in BINDING_MODES:
+            raise InvalidManifest(describe(doc, obj), "volumeBindingMode",
+                                  f"must be one of {', '.join(BINDING_MODES)}, got {mode!r}")
+        return
+    if not isinstance(spec, Mapping):
+        raise InvalidManifest(describe(doc, obj), "spec", "missing")
+    modes = spec.get("accessModes", [])
+    if not isinstance(modes, list) or any(mode not in ACCESS_MODES for mode in modes):
+        raise InvalidManifest(describe(doc, obj), "spec.accessModes",
+                              f"each must be one of {', '.join(ACCESS_MODES)}")
+    where, amounts = (("spec.capacity", spec.get("capacity")) if kind == "PersistentVolume"
+                      else ("spec.resources.requests",
+                            (spec.get("resources") or {}).get("requests")))
+    if not isinstance(amounts, Mapping) or "storage" not in amounts:
+        raise InvalidManifest(describe(doc, obj), f"{where}.storage", "missing")
+    try:
+        resources.to_units(resources.STORAGE, amounts["storage"])
+    except resources.InvalidQuantity as error:
+        raise InvalidManifest(describe(doc, obj), f"{where}.storage", str(error)) from error
 
 
 def _resolve_priority(doc: Document, obj: dict[str, Any], classes: dict[str | None, int]) -> None:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from services.binder.coalescing import Coalescer
+
+pytestmark = pytest.mark.looptime
+"""Settle times are judged on looptime's loop clock: the test's sleeps, not the machine's
+speed, decide which items arrive within one."""
 
 
 class Recorder:

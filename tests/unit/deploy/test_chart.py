@@ -165,11 +165,12 @@ def test_every_setting_in_the_configmap_is_a_gangsched_option(rendered):
 # --- RBAC -----------------------------------------------------------------------------------
 
 
-def test_the_watcher_may_only_list_and_watch_nodes_pods_and_podgroups(rendered):
+def test_the_watcher_may_only_list_and_watch_what_it_observes(rendered):
     assert _rules(rendered, f"{RELEASE}-watcher") == {
         (group, resource, verb) for group, resource in
         (("", "nodes"), ("", "pods"), ("scheduling.x-k8s.io", "podgroups"),
-         ("scheduling.k8s.io", "podgroups"))
+         ("scheduling.k8s.io", "podgroups"), ("", "persistentvolumeclaims"),
+         ("", "persistentvolumes"), ("storage.k8s.io", "storageclasses"))
         for verb in ("list", "watch")}
 
 
@@ -180,7 +181,9 @@ def test_the_binder_may_only_make_the_calls_of_services_kube(rendered):
         ("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch"),
         *((api, "podgroups", "get") for api in ("scheduling.x-k8s.io", "scheduling.k8s.io")),
         *((api, "podgroups/status", "patch")
-          for api in ("scheduling.x-k8s.io", "scheduling.k8s.io"))}
+          for api in ("scheduling.x-k8s.io", "scheduling.k8s.io")),
+        *(("", resource, verb) for resource in ("persistentvolumes", "persistentvolumeclaims")
+          for verb in ("get", "patch"))}
 
 
 def test_the_planner_gets_no_role_and_no_token(rendered):
@@ -294,7 +297,7 @@ def test_no_nats_user_may_create_a_consumer_named_only_in_the_body(rendered):
 def test_each_producer_publishes_events_only_on_its_own_subject_kinds(rendered):
     users = chart.nats_users(rendered)
     kinds = {"node": "watcher", "pod": "watcher", "podgroup": "watcher", "clock": "watcher",
-             "outcome": "binder"}
+             "pvc": "watcher", "pv": "watcher", "storageclass": "watcher", "outcome": "binder"}
     for kind, producer in kinds.items():
         subject = f"gangsched.events.{kind}.default.x"
         for user in ("watcher", "planner", "binder", "subscriber"):

@@ -10,17 +10,22 @@ import copy
 from typing import Any
 
 from services.contracts.events import (
+    ClaimObserved,
+    ClaimRef,
     HostPort,
     NodeObserved,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     OwnerRef,
     PodAffinityTerm,
+    PodClaim,
     PodGroupObserved,
     PodObserved,
+    StorageClassObserved,
     Taint,
     Toleration,
     TopologySpreadConstraint,
+    VolumeObserved,
 )
 
 GIB = 2**30
@@ -144,6 +149,12 @@ class PodBuilder:
     def owned_by(self, name: str, kind: str = "ReplicaSet") -> PodBuilder:
         return self._with(owner=OwnerRef(kind=kind, name=name, uid=f"uid-{kind}-{name}"))
 
+    def claims(self, *names: str, ephemeral: tuple[str, ...] = ()) -> PodBuilder:
+        """Volumes using the claims `names`, then generic ephemeral volumes `ephemeral`."""
+        refs = tuple(PodClaim(name) for name in names) + tuple(
+            PodClaim(f"{self.fields['name']}-{volume}", is_ephemeral=True) for volume in ephemeral)
+        return self._with(volume_claims=refs)
+
     def build(self, at_ms: int = 0) -> PodObserved:
         return PodObserved(at_ms=at_ms, **self.fields)
 
@@ -240,3 +251,40 @@ def make_node(name: str) -> NodeBuilder:
 
 def make_podgroup(name: str, min_member: int, namespace: str = "default") -> PodGroupBuilder:
     return PodGroupBuilder(name, min_member, namespace)
+
+
+def make_claim(name: str, namespace: str = "default", *, volume: str = "", bound: bool = True,
+               storage_class: str = "", modes: tuple[str, ...] = ("ReadWriteOnce",),
+               gib: int = 1, **fields: Any) -> ClaimObserved:
+    """A PersistentVolumeClaim (bound to `volume` when given and `bound`)."""
+    fields.setdefault("phase", "Bound" if volume and bound else "Pending")
+    return ClaimObserved(at_ms=0, uid=f"uid-claim-{namespace}-{name}", namespace=namespace,
+                         name=name, resource_version="1", storage_class=storage_class,
+                         volume_name=volume, is_bind_completed=bool(volume) and bound,
+                         access_modes=modes, request_bytes=gib * GIB, **fields)
+
+
+def make_volume(name: str, *, hosts: tuple[str, ...] = (), storage_class: str = "",
+                gib: int = 1, claim: tuple[str, str] | None = None,
+                modes: tuple[str, ...] = ("ReadWriteOnce",), **fields: Any) -> VolumeObserved:
+    """A PersistentVolume; `hosts`: node affinity to those hostnames; `claim`: (ns, name)."""
+    affinity = None
+    if hosts:
+        affinity = (NodeSelectorTerm((NodeSelectorRequirement(
+            "kubernetes.io/hostname", "In", hosts),)),)
+    fields.setdefault("phase", "Bound" if claim else "Available")
+    return VolumeObserved(at_ms=0, uid=f"uid-pv-{name}", name=name, resource_version="1",
+                          storage_class=storage_class, access_modes=modes,
+                          capacity_bytes=gib * GIB, node_affinity=affinity,
+                          claim=ClaimRef(*claim) if claim else None, **fields)
+
+
+def make_storage_class(name: str, mode: str = "WaitForFirstConsumer",
+                       provisioner: str = "kubernetes.io/no-provisioner",
+                       zones: tuple[str, ...] = ()) -> StorageClassObserved:
+    """A StorageClass; `zones`: allowedTopologies on topology.kubernetes.io/zone."""
+    topologies = (NodeSelectorTerm((NodeSelectorRequirement(
+        "topology.kubernetes.io/zone", "In", zones),)),) if zones else ()
+    return StorageClassObserved(at_ms=0, uid=f"uid-sc-{name}", name=name, resource_version="1",
+                                provisioner=provisioner, binding_mode=mode,
+                                allowed_topologies=topologies)

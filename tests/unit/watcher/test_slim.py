@@ -14,6 +14,7 @@ from services.contracts.events import (
     NodeSelectorTerm,
     OwnerRef,
     PodAffinityTerm,
+    PodClaim,
     Taint,
     Toleration,
 )
@@ -111,14 +112,23 @@ def test_defaults_for_a_bare_pod():
             {"key": "app", "operator": "Gt", "values": ["1"]}]}}]}}},
      "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[]"
      ".labelSelector"),
-    ({"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]},
-     "spec.volumes[].persistentVolumeClaim"),
     ({"resourceClaims": [{"name": "gpu"}]}, "spec.resourceClaims"),
+    ({"volumes": [{"name": "d", "gcePersistentDisk": {"pdName": "x"}}]},
+     "spec.volumes[].gcePersistentDisk"),
     ({"initContainers": [{"name": "i", "ports": [{"containerPort": 80, "hostPort": 80}]}]},
      "spec.initContainers[].ports[].hostPort"),
 ])
 def test_hard_constraints_not_implemented_are_listed(spec, field):
     assert slim.pod_event(pod(spec), 0).unsupported == (field,)
+
+
+def test_volume_claims_are_carried_ephemeral_ones_by_their_generated_name():
+    spec = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "ds"}},
+                        {"name": "tmp", "emptyDir": {}},
+                        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}]}
+    event = slim.pod_event(pod(spec), 0)
+    assert event.unsupported == ()
+    assert event.volume_claims == (PodClaim("ds"), PodClaim("p-scratch", is_ephemeral=True))
 
 
 def test_required_pod_affinity_terms_and_labels_are_carried_with_namespaces_resolved():
