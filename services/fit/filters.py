@@ -74,7 +74,7 @@ def taint_toleration(pod: PodObserved, node: NodeObserved) -> str | None:
     """Every NoSchedule/NoExecute taint is tolerated; the first one that is not is the reason."""
     for taint in node.taints:
         if taint.effect in HARD_EFFECTS and not tolerates(pod.tolerations, taint):
-            return reasons.untolerated_taint(taint.key, taint.value)
+            return reasons.UNTOLERATED_TAINT
     return None
 
 

@@ -12,7 +12,11 @@ TOO_MANY_PODS = "Too many pods"
 NODE_UNSCHEDULABLE = "node(s) were unschedulable"
 NODE_NOT_READY = "node(s) were not ready"
 NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
-UNTOLERATED_TAINT = "node(s) had untolerated taint {{{key}: {value}}}"
+UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
+"""TaintToleration's Filter reason (v1.36) for a node with any NoSchedule/NoExecute taint the
+pod does not tolerate, whichever taint: the taint is not named (gangsched named it as older
+releases did, `{key: value}`, until the differential test against kube-scheduler showed the
+counts split by taint)."""
 NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
 POD_AFFINITY_MISMATCH = "node(s) didn't match pod affinity rules"
@@ -24,7 +28,3 @@ def insufficient(resource: str) -> str:
     """The per-node reason for one resource that does not fit (`Too many pods` for pods)."""
     return TOO_MANY_PODS if resource == "pods" else INSUFFICIENT.format(resource=resource)
 
-
-def untolerated_taint(key: str, value: str) -> str:
-    """The per-node reason for a NoSchedule/NoExecute taint the pod does not tolerate."""
-    return UNTOLERATED_TAINT.format(key=key, value=value)

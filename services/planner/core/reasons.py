@@ -1,8 +1,8 @@
 """Every user-facing reason the planner gives, in one place, carrying the numbers.
 
 Layer: planner core (pure). The per-node wording mirrors kube-scheduler's FailedScheduling
-messages (`0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint
-{dedicated: gpu}.`), so people and tools that read those keep working; a gang's reason is
+messages (`0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated
+taint(s).`), so people and tools that read those keep working; a gang's reason is
 prefixed with the gang and how many of its members fit. Never builds text anywhere else.
 """
 

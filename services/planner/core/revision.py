@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 5
+CORE_REVISION = 6
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -17,7 +17,9 @@ members changed is looked at again and told the reason found now. 3: a partly bo
 capacity it still needs every round, so it completes before any other gang (issue 20). 4: a
 mixed gang that one-by-one placement leaves short is placed by a whole-gang search; host ports
 (NodePorts) and matchFields are judged, no longer unsupported (issue 13). 5: required inter-pod
-(anti-)affinity is judged (InterPodAffinity), members of a gang counting for each other."""
+(anti-)affinity is judged (InterPodAffinity), members of a gang counting for each other. 6: an
+untolerated taint is worded `node(s) had untolerated taint(s)` as kube-scheduler v1.36 words it,
+one count for all taints (was `... taint {key: value}` per taint; the differential test)."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -102,7 +102,7 @@ def test_c6_singleton_reason_mirrors_kube_scheduler():
     cluster.run()
     assert cluster.last_reason("default/pod:p") == (
         "0/3 nodes are available: 2 Insufficient cpu, 1 Insufficient memory, "
-        "1 node(s) had untolerated taint {dedicated: gpu}.")
+        "1 node(s) had untolerated taint(s).")
 
 
 def test_c7_deadline_counts_from_the_placement_and_expiry_waits_for_grace():

@@ -1,0 +1,53 @@
+"""Inter-pod affinity (InterPodAffinity): required pod affinity and anti-affinity terms on the
+hostname, zone or rack key, selecting pods by `app`/`tier` labels, in the pod's own namespace,
+named namespaces, or all (`namespaceSelector: {}`); existing pods' anti-affinity counts too."""
+
+from __future__ import annotations
+
+import random
+
+from tests.e2e.differential.families import (
+    APP_LABELS,
+    HOSTNAME,
+    RACK,
+    TIERS,
+    ZONE,
+    Base,
+    ClusterPlan,
+    Manifest,
+    affinity,
+)
+
+KEYS = (HOSTNAME, HOSTNAME, ZONE, RACK)
+
+
+class PodAffinity(Base):
+    name = "pod-affinity"
+
+    def shape_pod(self, rng: random.Random, pod: Manifest, plan: ClusterPlan) -> None:
+        roll = rng.random()
+        if roll >= 0.3:
+            return
+        kinds = ["podAntiAffinity"] if roll < 0.15 else ["podAffinity"]
+        if roll < 0.04:
+            kinds = ["podAffinity", "podAntiAffinity"]
+        for kind in kinds:
+            terms = [_term(rng, plan) for _ in range(rng.choice([1, 1, 2]))]
+            affinity(pod)[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": terms}
+
+
+def _term(rng: random.Random, plan: ClusterPlan) -> Manifest:
+    if rng.random() < 0.6:
+        selector: Manifest = {"matchLabels": {"app": rng.choice(APP_LABELS)}}
+    else:
+        selector = {"matchExpressions": [
+            {"key": "app", "operator": "In", "values": rng.sample(APP_LABELS, 2)},
+            {"key": "tier", "operator": rng.choice(["In", "NotIn"]),
+             "values": [rng.choice(TIERS)]}]}
+    term: Manifest = {"topologyKey": rng.choice(KEYS), "labelSelector": selector}
+    roll = rng.random()
+    if roll < 0.25:
+        term["namespaces"] = rng.sample(plan.namespaces, rng.choice([1, 2]))
+    elif roll < 0.4:
+        term["namespaceSelector"] = {}
+    return term

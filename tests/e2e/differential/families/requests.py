@@ -1,0 +1,64 @@
+"""Resources (NodeResourcesFit): allocatable cpu, memory, pods, ephemeral-storage and
+`nvidia.com/gpu` per node; requests of app, init and sidecar containers, limits standing in for
+requests, and a RuntimeClass's pod overhead."""
+
+from __future__ import annotations
+
+import random
+
+from tests.e2e.differential.families import Base, ClusterPlan, Manifest, main_container
+
+GPU = "nvidia.com/gpu"
+OVERHEAD_CLASS = "diff-overhead"
+IMAGE = "registry.k8s.io/pause:3.10"
+
+
+class Requests(Base):
+    name = "requests"
+
+    def objects(self, rng: random.Random) -> list[Manifest]:
+        return [{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                 "metadata": {"name": OVERHEAD_CLASS}, "handler": "runc",
+                 "overhead": {"podFixed": {"cpu": "250m", "memory": "128Mi"}}}]
+
+    def shape_node(self, rng: random.Random, node: Manifest) -> None:
+        amounts = {"cpu": rng.choice(["4", "8", "8", "16", "7500m"]),
+                   "memory": rng.choice(["8Gi", "16Gi", "32Gi"]),
+                   "pods": str(rng.choice([6, 12, 110, 110]))}
+        if rng.random() < 0.5:
+            amounts["ephemeral-storage"] = rng.choice(["20Gi", "100Gi"])
+        if rng.random() < 0.3:
+            amounts[GPU] = rng.choice(["2", "4", "8"])
+        node["status"] = {"allocatable": amounts, "capacity": dict(amounts)}
+
+    def shape_pod(self, rng: random.Random, pod: Manifest, plan: ClusterPlan) -> None:
+        spec, main = pod["spec"], main_container(pod)
+        if rng.random() < 0.05:
+            return  # BestEffort: no requests at all
+        requests = {"cpu": rng.choice(["100m", "250m", "500m", "1", "2", "3500m"]),
+                    "memory": rng.choice(["64Mi", "256Mi", "1Gi", "4Gi"])}
+        if rng.random() < 0.1:
+            requests["ephemeral-storage"] = rng.choice(["1Gi", "30Gi"])
+        gpus = rng.choice(["1", "2", "4"]) if rng.random() < 0.15 else None
+        if rng.random() < 0.1:
+            main["resources"] = {"limits": requests}  # the API copies limits to requests
+        else:
+            main["resources"] = {"requests": requests}
+        if gpus is not None:  # extended resources: requests must equal limits
+            main["resources"].setdefault("limits", {})[GPU] = gpus
+            main["resources"].setdefault("requests", {})[GPU] = gpus
+        if rng.random() < 0.1:
+            spec["containers"].append(_container("second", rng.choice(["200m", "1"]), "128Mi"))
+        if rng.random() < 0.15:
+            spec["initContainers"] = [_container("init", rng.choice(["1", "3", "6"]), "512Mi")]
+        if rng.random() < 0.08:
+            sidecar = _container("sidecar", rng.choice(["100m", "500m"]), "64Mi")
+            sidecar["restartPolicy"] = "Always"
+            spec.setdefault("initContainers", []).append(sidecar)
+        if rng.random() < 0.1:
+            spec["runtimeClassName"] = OVERHEAD_CLASS
+
+
+def _container(name: str, cpu: str, memory: str) -> Manifest:
+    return {"name": name, "image": IMAGE,
+            "resources": {"requests": {"cpu": cpu, "memory": memory}}}

@@ -1,0 +1,123 @@
+"""One differential run: build the generated cluster, then offer each pod to both schedulers.
+
+For each pod: the API server admits it (a dry-run create: defaults, RuntimeClass overhead,
+merged label keys); gangsched judges it on the nodes and bound pods as they are now; then
+kube-scheduler gets it and its outcome is compared (`compare`). Pods bound by `spec.nodeName`
+are only created (no scheduler judges them). Nothing sleeps: every wait is on the watch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.kube.client import KubeClient
+from tests.e2e.differential import compare, generator, oracle, verdict
+from tests.e2e.differential.families import PREBOUND_LABEL, ClusterPlan
+from tests.e2e.differential.oracle import Mirror
+
+NODE_SETTLE_SECONDS = 90.0
+
+
+@dataclass
+class Report:
+    """What a run saw: outcome counts, reasons kube-scheduler gave, disagreements, timings."""
+
+    seed: int
+    outcomes: Counter[str] = field(default_factory=Counter)
+    kube_reasons: Counter[str] = field(default_factory=Counter)
+    mismatches: list[compare.Mismatch] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        timing = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
+        return (f"seed {self.seed}: {dict(self.outcomes)}; {len(self.mismatches)} mismatch(es); "
+                f"{timing}")
+
+
+async def build_cluster(client: KubeClient, nodes: Mirror, plan: ClusterPlan) -> None:
+    """Create the namespaces, the families' objects and the nodes; wait until every node is
+    Ready and free of the controllers' start-up taints."""
+    for namespace in plan.namespaces:
+        await oracle.create(client, {"apiVersion": "v1", "kind": "Namespace",
+                                     "metadata": {"name": namespace}})
+    for obj in plan.objects:
+        await oracle.create(client, obj)
+    for node in plan.nodes:
+        await oracle.create(client, node)
+    names = set(plan.names())
+    await nodes.wait_for(
+        lambda: {n["metadata"]["name"] for n in nodes.objects.values()
+                 if oracle.is_settled(n)} >= names,
+        f"{len(names)} settled nodes", timeout=NODE_SETTLE_SECONDS)
+
+
+def _bound(pods: Mirror) -> list[dict[str, Any]]:
+    return [pod for pod in pods.objects.values() if pod["spec"].get("nodeName")
+            and not pod["metadata"].get("deletionTimestamp")]
+
+
+async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -> Report:
+    """The whole differential run for `seed` (module docstring)."""
+    report = Report(seed)
+    plan = generator.plan_cluster(seed, node_count)
+    slimmer = verdict.Slimmer()
+    started = time.monotonic()
+    async with oracle.mirrors(client) as (nodes, pods):
+        await build_cluster(client, nodes, plan)
+        report.seconds["cluster"] = time.monotonic() - started
+        judging = 0.0
+        for pod in generator.generate_pods(seed, plan, count):
+            if pod["metadata"]["labels"].get(PREBOUND_LABEL):
+                await _prebind(client, pods, pod)
+                report.outcomes["prebound"] += 1
+                continue
+            admitted = await oracle.create(client, pod, dry_run=True)
+            node_list = list(nodes.objects.values())
+            bound = _bound(pods)
+            clock = time.monotonic()
+            ours = verdict.judge(slimmer, node_list, bound, admitted)
+            judging += time.monotonic() - clock
+            kube = await oracle.offer(client, pods, pod)
+            clock = time.monotonic()
+            mismatch = _compare(slimmer, seed, node_list, bound, admitted, kube, ours)
+            judging += time.monotonic() - clock
+            report.outcomes["bound" if kube.node else "unschedulable"] += 1
+            if kube.message:
+                for reason in sorted(compare.messages.parse(kube.message).counts):
+                    report.kube_reasons[reason] += 1
+            if mismatch is not None:
+                report.mismatches.append(mismatch)
+        report.seconds["gangsched"] = judging
+    report.seconds["total"] = time.monotonic() - started
+    return report
+
+
+async def _prebind(client: KubeClient, pods: Mirror, pod: dict[str, Any]) -> None:
+    namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+    await oracle.create(client, pod)
+    await pods.wait_for(lambda: pods.by_name(namespace, name), f"pod {namespace}/{name}")
+
+
+def _compare(slimmer: verdict.Slimmer, seed: int, nodes: list[dict[str, Any]],
+             bound: list[dict[str, Any]], pod: dict[str, Any], kube: oracle.Outcome,
+             ours: verdict.Verdict) -> compare.Mismatch | None:
+    if kube.node is not None:
+        if ours.node == kube.node:
+            return None
+        alone = verdict.feasible_on(slimmer, nodes, bound, pod, kube.node)
+        if alone.node == kube.node:
+            return None
+        return compare.Mismatch(seed, pod, kube, ours, alone,
+                                f"kube-scheduler bound it to {kube.node}, where gangsched "
+                                "finds it infeasible")
+    assert kube.message is not None
+    why = compare.unschedulable_difference(kube.message, ours.reason if ours.node is None
+                                           else None)
+    if ours.node is not None:
+        why = f"kube-scheduler found it unschedulable, gangsched places it on {ours.node}"
+    if why is None:
+        return None
+    return compare.Mismatch(seed, pod, kube, ours, None, why)
