@@ -17,9 +17,12 @@ members changed is looked at again and told the reason found now. 3: a partly bo
 capacity it still needs every round, so it completes before any other gang (issue 20). 4: a
 mixed gang that one-by-one placement leaves short is placed by a whole-gang search; host ports
 (NodePorts) and matchFields are judged, no longer unsupported (issue 13). 5: required inter-pod
-(anti-)affinity is judged (InterPodAffinity), members of a gang counting for each other. 6: an
-untolerated taint is worded `node(s) had untolerated taint(s)` as kube-scheduler v1.36 words it,
-one count for all taints (was `... taint {key: value}` per taint; the differential test)."""
+(anti-)affinity is judged (InterPodAffinity), members of a gang counting for each other.
+6: reasons as kube-scheduler v1.36 gives them (found by the differential test): an untolerated
+taint is `node(s) had untolerated taint(s)`, one count for all taints (was `{key: value}` each);
+`<count> <reason>` parts sorted as strings (were sorted by reason); nodes outside the names
+`matchFields` pin a pod to are `node(s) didn't satisfy plugin(s) [NodeAffinity]` before any
+other filter, and names that conflict read `pod affinity terms conflict` without a count."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
