@@ -49,8 +49,9 @@ def test_gangsched_agrees_with_kube_scheduler_pod_by_pod(scheduler_plane: Contro
     report = asyncio.run(_run(scheduler_plane))
     print(report.summary())
     print("kube-scheduler reasons seen:", dict(report.kube_reasons))
+    listed = "\n".join(m.headline() for m in report.mismatches)
     shown = "\n".join(m.describe() for m in report.mismatches[:SHOWN_MISMATCHES])
     if report.mismatches:
-        pytest.fail(f"{len(report.mismatches)} disagreement(s) ({report.summary()}):\n{shown}",
-                    pytrace=False)
+        pytest.fail(f"{len(report.mismatches)} disagreement(s) ({report.summary()}):\n{listed}\n"
+                    f"the first {SHOWN_MISMATCHES} in full:\n{shown}", pytrace=False)
     assert report.outcomes["bound"] >= PODS // 4 and report.outcomes["unschedulable"] >= PODS // 8

@@ -2,7 +2,8 @@
 
 Agreement: a pod kube-scheduler bound to node X is feasible for gangsched on X (its own pick
 may differ: the two score nodes differently); a pod kube-scheduler found unschedulable is
-rejected by gangsched with the same node total and the same reason → node count map.
+rejected by gangsched with the same node total and the same reason → node count map (and,
+past that, the same text: wording and order of the reasons).
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ class Mismatch:
     on_kube_node: Verdict | None
     why: str
 
+    def headline(self) -> str:
+        meta = self.pod["metadata"]
+        return f"seed {self.seed}, pod {meta['namespace']}/{meta['name']}: {self.why}"
+
     def describe(self) -> str:
         meta = self.pod["metadata"]
-        lines = [f"seed {self.seed}, pod {meta['namespace']}/{meta['name']}: {self.why}",
+        lines = [self.headline(),
                  f"  kube-scheduler: {self.kube}", f"  gangsched: {self.gangsched}"]
         if self.on_kube_node is not None:
             lines.append(f"  gangsched on kube-scheduler's node alone: {self.on_kube_node}")
@@ -51,4 +56,6 @@ def unschedulable_difference(kube_message: str, reason: str | None) -> str | Non
         only_kube = {k: v for k, v in kube.counts.items() if ours.counts.get(k) != v}
         only_ours = {k: v for k, v in ours.counts.items() if kube.counts.get(k) != v}
         return f"reason counts differ: kube-scheduler {only_kube}, gangsched {only_ours}"
+    if messages.filter_part(kube_message) != messages.filter_part(reason):
+        return "same reason counts, worded or ordered differently"
     return None

@@ -17,6 +17,8 @@ from tests.e2e.differential.families import (
     HOSTNAME,
     RACK,
     TIERS,
+    TRACK,
+    TRACKS,
     ZONE,
     ClusterPlan,
     Family,
@@ -72,7 +74,8 @@ def generate_pods(seed: int, plan: ClusterPlan, count: int,
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": base.choice(NAMESPACES),
                          "labels": {"app": base.choice(APP_LABELS),
-                                    "tier": base.choice(TIERS), RUN_LABEL: str(seed)}},
+                                    "tier": base.choice(TIERS), TRACK: base.choice(TRACKS),
+                                    RUN_LABEL: str(seed)}},
             "spec": {"terminationGracePeriodSeconds": 0,
                      "containers": [{"name": "main", "image": IMAGE}]}}
         for family in chosen:

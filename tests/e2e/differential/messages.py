@@ -59,6 +59,21 @@ def parse(message: str) -> NodeReasons:
     return NodeReasons(int(head["total"]), counts)
 
 
+def filter_part(message: str) -> str:
+    """The filters' part of a `0/N nodes are available: ...` message, up to its first `.`
+    that ends it (module docstring), period included.
+
+    Raises:
+        NotAFitMessage: as `parse`.
+    """
+    text = message.strip()
+    head = _HEAD.match(text)
+    if head is None:
+        raise NotAFitMessage(message)
+    end = _END.search(text, head.start("body"))
+    return text if end is None else text[:end.start() + 1]
+
+
 def is_fit_message(message: str | None) -> bool:
     """Whether `message` is a `0/N nodes are available: ...` message."""
     return message is not None and _HEAD.match(message.strip()) is not None

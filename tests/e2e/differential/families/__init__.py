@@ -27,6 +27,8 @@ RACK = "diff.gangsched.io/rack"
 PREBOUND_LABEL = "diff.gangsched.io/prebound"
 APP_LABELS = ("web", "db", "cache", "batch", "ml")
 TIERS = ("front", "back")
+TRACK = "track"
+TRACKS = ("stable", "canary")
 
 
 @dataclass

@@ -26,8 +26,11 @@ class NodeSelection(Base):
         labels = node["metadata"]["labels"]
         if rng.random() < 0.7:
             labels[DISK] = rng.choice(["ssd", "hdd"])
-        if rng.random() < 0.8:
+        roll = rng.random()
+        if roll < 0.75:
             labels[GENERATION] = str(rng.randint(1, 6))
+        elif roll < 0.85:  # Gt and Lt never match a label that is not an integer
+            labels[GENERATION] = rng.choice(["v2", "+3", "07"])
 
     def shape_pod(self, rng: random.Random, pod: Manifest, plan: ClusterPlan) -> None:
         roll = rng.random()

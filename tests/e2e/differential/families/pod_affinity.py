@@ -1,6 +1,7 @@
 """Inter-pod affinity (InterPodAffinity): required pod affinity and anti-affinity terms on the
 hostname, zone or rack key, selecting pods by `app`/`tier` labels, in the pod's own namespace,
-named namespaces, or all (`namespaceSelector: {}`); existing pods' anti-affinity counts too."""
+named namespaces, or all (`namespaceSelector: {}`), some with `matchLabelKeys` or
+`mismatchLabelKeys`; existing pods' anti-affinity counts too."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tests.e2e.differential.families import (
     HOSTNAME,
     RACK,
     TIERS,
+    TRACK,
     ZONE,
     Base,
     ClusterPlan,
@@ -45,6 +47,8 @@ def _term(rng: random.Random, plan: ClusterPlan) -> Manifest:
             {"key": "tier", "operator": rng.choice(["In", "NotIn"]),
              "values": [rng.choice(TIERS)]}]}
     term: Manifest = {"topologyKey": rng.choice(KEYS), "labelSelector": selector}
+    if rng.random() < 0.15:  # the API server merges the pod's own label values in
+        term[rng.choice(["matchLabelKeys", "mismatchLabelKeys"])] = [TRACK]
     roll = rng.random()
     if roll < 0.25:
         term["namespaces"] = rng.sample(plan.namespaces, rng.choice([1, 2]))

@@ -1,6 +1,6 @@
 """Resources (NodeResourcesFit): allocatable cpu, memory, pods, ephemeral-storage and
 `nvidia.com/gpu` per node; requests of app, init and sidecar containers, limits standing in for
-requests, and a RuntimeClass's pod overhead."""
+requests, pod-level resources, and a RuntimeClass's pod overhead."""
 
 from __future__ import annotations
 
@@ -57,6 +57,18 @@ class Requests(Base):
             spec.setdefault("initContainers", []).append(sidecar)
         if rng.random() < 0.1:
             spec["runtimeClassName"] = OVERHEAD_CLASS
+        if rng.random() < 0.08 and len(spec["containers"]) == 1 and "initContainers" not in spec:
+            _pod_level(rng, pod)
+
+
+def _pod_level(rng: random.Random, pod: Manifest) -> None:
+    """Pod-level resources: cpu and memory asked by the pod (`spec.resources`), not by its
+    container (whose amounts the API would require to fit under the pod's)."""
+    amounts = {"cpu": rng.choice(["500m", "2"]), "memory": rng.choice(["512Mi", "2Gi"])}
+    pod["spec"]["resources"] = {"requests": amounts, "limits": dict(amounts)}
+    for part in main_container(pod)["resources"].values():
+        part.pop("cpu", None)
+        part.pop("memory", None)
 
 
 def _container(name: str, cpu: str, memory: str) -> Manifest:
