@@ -1,7 +1,7 @@
 """Differential test: gangsched's filters against the real kube-scheduler (issue 13 Acceptance).
 
 A seeded cluster of 24 KWOK nodes over 3 zones and 6 racks (labels, taints, cordons, varied
-allocatable with GPUs) and 400 non-gang pods (requests with init and sidecar containers and
+allocatable with GPUs) and 500 non-gang pods (requests with init and sidecar containers and
 overhead, nodeSelector, node affinity with Gt/Lt and matchFields, tolerations, host ports,
 required pod affinity and anti-affinity, pods bound by nodeName) are offered one at a time:
 every pod kube-scheduler binds must be feasible for gangsched on that node, and every pod it
@@ -25,7 +25,7 @@ from tests.e2e.differential import runner
 pytestmark = pytest.mark.e2e
 
 SEED = int(os.environ.get("GANGSCHED_DIFF_SEED", "20261201"))
-PODS = int(os.environ.get("GANGSCHED_DIFF_PODS", "400"))
+PODS = int(os.environ.get("GANGSCHED_DIFF_PODS", "500"))
 SHOWN_MISMATCHES = 8
 
 
@@ -54,4 +54,5 @@ def test_gangsched_agrees_with_kube_scheduler_pod_by_pod(scheduler_plane: Contro
     if report.mismatches:
         pytest.fail(f"{len(report.mismatches)} disagreement(s) ({report.summary()}):\n{listed}\n"
                     f"the first {SHOWN_MISMATCHES} in full:\n{shown}", pytrace=False)
-    assert report.outcomes["bound"] >= PODS // 4 and report.outcomes["unschedulable"] >= PODS // 8
+    assert report.outcomes["bound"] >= PODS // 5 and report.outcomes["unschedulable"] >= PODS // 8
+    assert report.outcomes["skipped: a node changed meanwhile"] <= PODS // 50

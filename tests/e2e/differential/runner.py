@@ -3,7 +3,11 @@
 For each pod: the API server admits it (a dry-run create: defaults, RuntimeClass overhead,
 merged label keys); gangsched judges it on the nodes and bound pods as they are now; then
 kube-scheduler gets it and its outcome is compared (`compare`). Pods bound by `spec.nodeName`
-are only created (no scheduler judges them). Nothing sleeps: every wait is on the watch.
+are created first, before any pod is offered (no scheduler judges them, and kube-scheduler
+learns of them through its informer, asynchronously: created between two offers, one could
+be missing from its cache when it schedules the next pod). A pod during which a node changed
+what the filters read (a controller tainting a node it found not Ready) is not compared, but
+counted. Nothing sleeps: every wait is on the watch.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.kube.client import KubeClient
-from tests.e2e.differential import compare, generator, oracle, verdict
+from tests.e2e.differential import compare, generator, messages, oracle, verdict
 from tests.e2e.differential.families import PREBOUND_LABEL, ClusterPlan
 from tests.e2e.differential.oracle import Mirror
 
@@ -63,36 +67,50 @@ async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -
     """The whole differential run for `seed` (module docstring)."""
     report = Report(seed)
     plan = generator.plan_cluster(seed, node_count)
+    workload = list(generator.generate_pods(seed, plan, count))
     slimmer = verdict.Slimmer()
     started = time.monotonic()
     async with oracle.mirrors(client) as (nodes, pods):
         await build_cluster(client, nodes, plan)
-        report.seconds["cluster"] = time.monotonic() - started
-        judging = 0.0
-        for pod in generator.generate_pods(seed, plan, count):
+        for pod in workload:
             if pod["metadata"]["labels"].get(PREBOUND_LABEL):
                 await _prebind(client, pods, pod)
                 report.outcomes["prebound"] += 1
+        report.seconds["cluster"] = time.monotonic() - started
+        judging = 0.0
+        for pod in workload:
+            if pod["metadata"]["labels"].get(PREBOUND_LABEL):
                 continue
             admitted = await oracle.create(client, pod, dry_run=True)
             node_list = list(nodes.objects.values())
+            before = node_fingerprint(node_list)
             bound = _bound(pods)
             clock = time.monotonic()
             ours = verdict.judge(slimmer, node_list, bound, admitted)
             judging += time.monotonic() - clock
             kube = await oracle.offer(client, pods, pod)
+            if node_fingerprint(list(nodes.objects.values())) != before:
+                report.outcomes["skipped: a node changed meanwhile"] += 1
+                continue
             clock = time.monotonic()
             mismatch = _compare(slimmer, seed, node_list, bound, admitted, kube, ours)
             judging += time.monotonic() - clock
             report.outcomes["bound" if kube.node else "unschedulable"] += 1
             if kube.message:
-                for reason in sorted(compare.messages.parse(kube.message).counts):
+                for reason in sorted(messages.parse(kube.message).counts):
                     report.kube_reasons[reason] += 1
             if mismatch is not None:
                 report.mismatches.append(mismatch)
         report.seconds["gangsched"] = judging
     report.seconds["total"] = time.monotonic() - started
     return report
+
+
+def node_fingerprint(nodes: list[dict[str, Any]]) -> list[tuple[object, ...]]:
+    """What the filters read of the nodes (not their heartbeats), sorted by name."""
+    return sorted((node["metadata"]["name"], sorted(node["metadata"].get("labels", {}).items()),
+                   repr(node["spec"]), oracle.is_settled(node),
+                   sorted(node["status"].get("allocatable", {}).items())) for node in nodes)
 
 
 async def _prebind(client: KubeClient, pods: Mirror, pod: dict[str, Any]) -> None:

@@ -21,8 +21,9 @@ class HostPorts(Base):
         ports = []
         for port in rng.sample(PORTS, rng.choice([1, 1, 2])):
             entry: Manifest = {"containerPort": port, "hostPort": port}
-            if rng.random() < 0.3:
-                entry["protocol"] = "UDP"
+            protocol = rng.choice(["", "", "TCP", "UDP", "SCTP"])
+            if protocol:
+                entry["protocol"] = protocol
             host_ip = rng.choice(HOST_IPS)
             if host_ip:
                 entry["hostIP"] = host_ip

@@ -30,7 +30,7 @@ class NodeSelection(Base):
         if roll < 0.75:
             labels[GENERATION] = str(rng.randint(1, 6))
         elif roll < 0.85:  # Gt and Lt never match a label that is not an integer
-            labels[GENERATION] = rng.choice(["v2", "+3", "07"])
+            labels[GENERATION] = rng.choice(["v2", "2.5", "07"])
 
     def shape_pod(self, rng: random.Random, pod: Manifest, plan: ClusterPlan) -> None:
         roll = rng.random()
@@ -50,11 +50,11 @@ def _term(rng: random.Random, plan: ClusterPlan) -> Manifest:
     if roll < 0.75:
         term["matchExpressions"] = [_expression(rng, plan) for _ in range(rng.choice([1, 2]))]
     if roll >= 0.6:
-        names = plan.names()
+        names = [*plan.names(), "diff-node-absent"]  # a name no node has: none is kept
         field = {"key": "metadata.name", "operator": rng.choice(["In", "In", "NotIn"]),
                  "values": [rng.choice(names)]}
         term["matchFields"] = [field]
-        if rng.random() < 0.1:  # two names ANDed: a conflict when both are In
+        if rng.random() < 0.25:  # two names ANDed: a conflict when both are In
             term["matchFields"].append({"key": "metadata.name", "operator": "In",
                                         "values": [rng.choice(names)]})
     return term

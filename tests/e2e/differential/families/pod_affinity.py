@@ -54,4 +54,7 @@ def _term(rng: random.Random, plan: ClusterPlan) -> Manifest:
         term["namespaces"] = rng.sample(plan.namespaces, rng.choice([1, 2]))
     elif roll < 0.4:
         term["namespaceSelector"] = {}
+    elif roll < 0.45:  # both: the union, i.e. every namespace
+        term["namespaces"] = [rng.choice(plan.namespaces)]
+        term["namespaceSelector"] = {}
     return term

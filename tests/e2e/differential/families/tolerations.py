@@ -19,10 +19,11 @@ class Tolerations(Base):
 
     def shape_node(self, rng: random.Random, node: Manifest) -> None:
         if rng.random() < 0.35:
-            taints = {}
-            for _ in range(rng.choice([1, 1, 2])):
+            taints = {}  # one key may come with several effects, not twice with one
+            for _ in range(rng.choice([1, 1, 2, 3])):
                 key, value = rng.choice(TAINTS)
-                taints[key] = {"key": key, "value": value, "effect": rng.choice(EFFECTS)}
+                effect = rng.choice(EFFECTS)
+                taints[key, effect] = {"key": key, "value": value, "effect": effect}
             node["spec"]["taints"] = [{k: v for k, v in taint.items() if v}
                                       for taint in taints.values()]
         if rng.random() < 0.1:
@@ -36,6 +37,9 @@ class Tolerations(Base):
         if roll < 0.08:
             pod["spec"]["tolerations"] = [{"key": UNSCHEDULABLE_TAINT, "operator": "Exists",
                                            "effect": "NoSchedule"}]
+            return
+        if roll < 0.1:
+            pod["spec"]["tolerations"] = [{"operator": "Exists", "effect": "NoSchedule"}]
             return
         if roll > 0.45:
             return
