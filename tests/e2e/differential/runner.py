@@ -17,9 +17,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.kube.client import KubeClient
+from services.kube.client import MERGE_PATCH, KubeClient
+from services.kube.resources import pod_path
 from tests.e2e.differential import compare, generator, messages, oracle, verdict
-from tests.e2e.differential.families import PREBOUND_LABEL, ClusterPlan
+from tests.e2e.differential.families import FINISHED_LABEL, PREBOUND_LABEL, ClusterPlan
 from tests.e2e.differential.oracle import Mirror
 
 NODE_SETTLE_SECONDS = 90.0
@@ -59,6 +60,7 @@ async def build_cluster(client: KubeClient, nodes: Mirror, plan: ClusterPlan) ->
 
 
 def _bound(pods: Mirror) -> list[dict[str, Any]]:
+    """Every pod bound to a node, finished ones included (gangsched must not count those)."""
     return [pod for pod in pods.objects.values() if pod["spec"].get("nodeName")
             and not pod["metadata"].get("deletionTimestamp")]
 
@@ -114,9 +116,24 @@ def node_fingerprint(nodes: list[dict[str, Any]]) -> list[tuple[object, ...]]:
 
 
 async def _prebind(client: KubeClient, pods: Mirror, pod: dict[str, Any]) -> None:
+    """Create a pod bound by name; one labelled finished is then marked Succeeded (once KWOK
+    has it Running, so KWOK does not set it back: a terminal phase is final)."""
     namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
     await oracle.create(client, pod)
-    await pods.wait_for(lambda: pods.by_name(namespace, name), f"pod {namespace}/{name}")
+    if not pod["metadata"]["labels"].get(FINISHED_LABEL):
+        await pods.wait_for(lambda: pods.by_name(namespace, name), f"pod {namespace}/{name}")
+        return
+    await pods.wait_for(lambda: _phase(pods, namespace, name) == "Running",
+                        f"pod {namespace}/{name} Running")
+    await client.request("PATCH", pod_path(namespace, name, "status"),
+                         body={"status": {"phase": "Succeeded"}}, content_type=MERGE_PATCH)
+    await pods.wait_for(lambda: _phase(pods, namespace, name) == "Succeeded",
+                        f"pod {namespace}/{name} Succeeded")
+
+
+def _phase(pods: Mirror, namespace: str, name: str) -> str | None:
+    pod = pods.by_name(namespace, name)
+    return None if pod is None else pod.get("status", {}).get("phase")
 
 
 def _compare(slimmer: verdict.Slimmer, seed: int, nodes: list[dict[str, Any]],

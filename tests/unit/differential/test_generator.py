@@ -55,5 +55,6 @@ def test_every_family_shapes_some_of_400_pods():
     for marker in ("nodeSelector", "nodeAffinity", "matchFields", "'Gt'", "tolerations",
                    "hostPort", "podAffinity", "podAntiAffinity", "namespaceSelector",
                    "matchLabelKeys", "initContainers", "runtimeClassName", "nvidia.com/gpu",
-                   "'nodeName'", "'resources': {'requests'"):
+                   "'nodeName'", "'resources': {'requests'", "hugepages-2Mi",
+                   "diff.gangsched.io/finished", "'restartPolicy': 'Always'"):
         assert sum(marker in pod for pod in pods) >= 3, marker

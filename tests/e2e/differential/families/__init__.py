@@ -9,8 +9,9 @@ change what the others generate):
 - `shape_pod(rng, pod, plan)`: add constraints to one Pod manifest, knowing the nodes.
 
 To add one (PodTopologySpread, volumes, ...): write a module here with a class of these
-hooks and append an instance to `FAMILIES`. A family that creates pods the default scheduler
-does not schedule (bound by `spec.nodeName`) sets `PREBOUND_LABEL` on them.
+hooks and add an instance to `all_families`. A family that creates pods the default scheduler
+does not schedule (bound by `spec.nodeName`) sets `PREBOUND_LABEL` on them, and
+`FINISHED_LABEL` too if the run is to mark them Succeeded once created.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
 RACK = "diff.gangsched.io/rack"
 PREBOUND_LABEL = "diff.gangsched.io/prebound"
+FINISHED_LABEL = "diff.gangsched.io/finished"
 APP_LABELS = ("web", "db", "cache", "batch", "ml")
 TIERS = ("front", "back")
 TRACK = "track"
@@ -91,9 +93,17 @@ def main_container(pod: Manifest) -> Manifest:
     return container
 
 
+def calm_nodes(plan: ClusterPlan) -> list[str]:
+    """Nodes without NoExecute taints: a pod bound there by name is never evicted."""
+    return [node["metadata"]["name"] for node in plan.nodes
+            if not any(taint["effect"] == "NoExecute" for taint in node["spec"].get("taints", []))]
+
+
 def all_families() -> list[Family]:
-    """Every family, in the order they shape a pod (prebound last: it sees the final pod)."""
+    """Every family, in the order they shape a pod (those binding pods by name last: they see
+    the final pod)."""
     from tests.e2e.differential.families import (
+        finished,
         host_ports,
         node_name,
         node_selection,
@@ -102,4 +112,5 @@ def all_families() -> list[Family]:
         tolerations,
     )
     return [requests.Requests(), node_selection.NodeSelection(), tolerations.Tolerations(),
-            host_ports.HostPorts(), pod_affinity.PodAffinity(), node_name.Prebound()]
+            host_ports.HostPorts(), pod_affinity.PodAffinity(), node_name.Prebound(),
+            finished.Finished()]

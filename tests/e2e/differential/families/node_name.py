@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import random
 
-from tests.e2e.differential.families import PREBOUND_LABEL, Base, ClusterPlan, Manifest
+from tests.e2e.differential.families import (
+    PREBOUND_LABEL,
+    Base,
+    ClusterPlan,
+    Manifest,
+    calm_nodes,
+)
 
 
 class Prebound(Base):
@@ -15,8 +21,5 @@ class Prebound(Base):
     def shape_pod(self, rng: random.Random, pod: Manifest, plan: ClusterPlan) -> None:
         if rng.random() >= 0.04:
             return
-        calm = [node["metadata"]["name"] for node in plan.nodes
-                if not any(taint["effect"] == "NoExecute"
-                           for taint in node["spec"].get("taints", []))]
-        pod["spec"]["nodeName"] = rng.choice(calm)
+        pod["spec"]["nodeName"] = rng.choice(calm_nodes(plan))
         pod["metadata"]["labels"][PREBOUND_LABEL] = "true"

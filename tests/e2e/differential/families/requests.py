@@ -1,6 +1,6 @@
-"""Resources (NodeResourcesFit): allocatable cpu, memory, pods, ephemeral-storage and
-`nvidia.com/gpu` per node; requests of app, init and sidecar containers, limits standing in for
-requests, pod-level resources, and a RuntimeClass's pod overhead."""
+"""Resources (NodeResourcesFit): allocatable cpu, memory, pods, ephemeral-storage,
+`nvidia.com/gpu` and `hugepages-2Mi` per node; requests of app, init and sidecar containers,
+limits standing in for requests, pod-level resources, and a RuntimeClass's pod overhead."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import random
 from tests.e2e.differential.families import Base, ClusterPlan, Manifest, main_container
 
 GPU = "nvidia.com/gpu"
+HUGEPAGES = "hugepages-2Mi"
 OVERHEAD_CLASS = "diff-overhead"
 IMAGE = "registry.k8s.io/pause:3.10"
 
@@ -29,6 +30,8 @@ class Requests(Base):
             amounts["ephemeral-storage"] = rng.choice(["20Gi", "100Gi"])
         if rng.random() < 0.3:
             amounts[GPU] = rng.choice(["2", "4", "8"])
+        if rng.random() < 0.2:
+            amounts[HUGEPAGES] = rng.choice(["512Mi", "1Gi"])
         node["status"] = {"allocatable": amounts, "capacity": dict(amounts)}
 
     def shape_pod(self, rng: random.Random, pod: Manifest, plan: ClusterPlan) -> None:
@@ -45,19 +48,23 @@ class Requests(Base):
         else:
             main["resources"] = {"requests": requests}
         if gpus is not None:  # extended resources: requests must equal limits
-            main["resources"].setdefault("limits", {})[GPU] = gpus
-            main["resources"].setdefault("requests", {})[GPU] = gpus
+            _exactly(main, GPU, gpus)
+        if rng.random() < 0.06:  # hugepages too (with a memory request, as the API wants)
+            _exactly(main, HUGEPAGES, rng.choice(["256Mi", "768Mi"]))
         if rng.random() < 0.1:
             spec["containers"].append(_container("second", rng.choice(["200m", "1"]), "128Mi"))
         if rng.random() < 0.15:
             spec["initContainers"] = [_container("init", rng.choice(["1", "3", "6"]), "512Mi")]
-        if rng.random() < 0.08:
+        if rng.random() < 0.08:  # before or after the plain init container: both sum apart
             sidecar = _container("sidecar", rng.choice(["100m", "500m"]), "64Mi")
             sidecar["restartPolicy"] = "Always"
-            spec.setdefault("initContainers", []).append(sidecar)
+            inits = spec.setdefault("initContainers", [])
+            inits.insert(rng.choice([0, len(inits)]), sidecar)
         if rng.random() < 0.1:
             spec["runtimeClassName"] = OVERHEAD_CLASS
-        if rng.random() < 0.08 and len(spec["containers"]) == 1 and "initContainers" not in spec:
+        if (rng.random() < 0.08 and len(spec["containers"]) == 1 and "initContainers" not in spec
+                and HUGEPAGES not in main["resources"]["limits" if "limits" in main["resources"]
+                                                       else "requests"]):
             _pod_level(rng, pod)
 
 
@@ -69,6 +76,12 @@ def _pod_level(rng: random.Random, pod: Manifest) -> None:
     for part in main_container(pod)["resources"].values():
         part.pop("cpu", None)
         part.pop("memory", None)
+
+
+def _exactly(container: Manifest, name: str, amount: str) -> None:
+    """Request and limit `amount` of `name` (extended resources and hugepages need both)."""
+    container["resources"].setdefault("limits", {})[name] = amount
+    container["resources"].setdefault("requests", {})[name] = amount
 
 
 def _container(name: str, cpu: str, memory: str) -> Manifest:
