@@ -1,9 +1,10 @@
 """Differential test: gangsched's filters against the real kube-scheduler (issue 13 Acceptance).
 
 A seeded cluster of 24 KWOK nodes over 3 zones and 6 racks (labels, taints, cordons, varied
-allocatable with GPUs) and 500 non-gang pods (requests with init and sidecar containers and
-overhead, nodeSelector, node affinity with Gt/Lt and matchFields, tolerations, host ports,
-required pod affinity and anti-affinity, pods bound by nodeName) are offered one at a time:
+allocatable with GPUs and hugepages) and 500 non-gang pods (requests with init and sidecar
+containers, pod-level resources and overhead, nodeSelector, node affinity with Gt/Lt and
+matchFields, tolerations, host ports, required pod affinity and anti-affinity; pods bound by
+nodeName, some then finished) are offered one at a time:
 every pod kube-scheduler binds must be feasible for gangsched on that node, and every pod it
 finds unschedulable must be rejected by gangsched with the same per-reason node counts.
 `GANGSCHED_DIFF_SEED` and `GANGSCHED_DIFF_PODS` change the seed and the number of pods.
