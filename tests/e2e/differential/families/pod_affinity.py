@@ -1,5 +1,6 @@
 """Inter-pod affinity (InterPodAffinity): required pod affinity and anti-affinity terms on the
-hostname, zone or rack key, selecting pods by `app`/`tier` labels, in the pod's own namespace,
+hostname, zone, rack or disk-type key (not on every node), selecting pods by `app`/`tier`
+labels, or every pod (`{}`), or none (no selector), in the pod's own namespace,
 named namespaces, or all (`namespaceSelector: {}`), some with `matchLabelKeys` or
 `mismatchLabelKeys`; existing pods' anti-affinity counts too."""
 
@@ -19,8 +20,10 @@ from tests.e2e.differential.families import (
     Manifest,
     affinity,
 )
+from tests.e2e.differential.families.node_selection import DISK
 
-KEYS = (HOSTNAME, HOSTNAME, ZONE, RACK)
+KEYS = (HOSTNAME, HOSTNAME, ZONE, RACK, DISK)
+"""Topology keys; some nodes lack DISK (anti-affinity passes them, affinity does not)."""
 
 
 class PodAffinity(Base):
@@ -39,15 +42,23 @@ class PodAffinity(Base):
 
 
 def _term(rng: random.Random, plan: ClusterPlan) -> Manifest:
-    if rng.random() < 0.6:
-        selector: Manifest = {"matchLabels": {"app": rng.choice(APP_LABELS)}}
+    roll = rng.random()
+    selector: Manifest | None
+    if roll < 0.05:
+        selector = None  # no labelSelector: matches no pod
+    elif roll < 0.1:
+        selector = {}  # an empty one: matches every pod
+    elif roll < 0.6:
+        selector = {"matchLabels": {"app": rng.choice(APP_LABELS)}}
     else:
         selector = {"matchExpressions": [
             {"key": "app", "operator": "In", "values": rng.sample(APP_LABELS, 2)},
             {"key": "tier", "operator": rng.choice(["In", "NotIn"]),
              "values": [rng.choice(TIERS)]}]}
-    term: Manifest = {"topologyKey": rng.choice(KEYS), "labelSelector": selector}
-    if rng.random() < 0.15:  # the API server merges the pod's own label values in
+    term: Manifest = {"topologyKey": rng.choice(KEYS)}
+    if selector is not None:
+        term["labelSelector"] = selector
+    if selector and rng.random() < 0.15:  # the API server merges the pod's own label values in
         term[rng.choice(["matchLabelKeys", "mismatchLabelKeys"])] = [TRACK]
     roll = rng.random()
     if roll < 0.25:
