@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 from tests.e2e.differential.families import (
+    FINISHED_LABEL,
     PREBOUND_LABEL,
     Base,
     ClusterPlan,
@@ -16,10 +17,17 @@ from tests.e2e.differential.families import (
 
 
 class Prebound(Base):
+    """Binds a share of the pods by name; `finishes`: labels them to be marked Succeeded."""
+
     name = "node-name"
+    finishes = False
 
     def shape_pod(self, rng: random.Random, pod: Manifest, plan: ClusterPlan) -> None:
-        if rng.random() >= 0.04:
+        labels = pod["metadata"]["labels"]
+        if rng.random() >= 0.04 or PREBOUND_LABEL in labels:
             return
         pod["spec"]["nodeName"] = rng.choice(calm_nodes(plan))
-        pod["metadata"]["labels"][PREBOUND_LABEL] = "true"
+        labels[PREBOUND_LABEL] = "true"
+        if self.finishes:
+            pod["spec"]["restartPolicy"] = "Never"
+            labels[FINISHED_LABEL] = "true"
