@@ -74,7 +74,7 @@ def taint_toleration(pod: PodObserved, node: NodeObserved) -> str | None:
     """Every NoSchedule/NoExecute taint is tolerated; the first one that is not is the reason."""
     for taint in node.taints:
         if taint.effect in HARD_EFFECTS and not tolerates(pod.tolerations, taint):
-            return reasons.untolerated_taint(taint.key, taint.value)
+            return reasons.UNTOLERATED_TAINT
     return None
 
 
@@ -181,9 +181,43 @@ def node_ports(wanted: tuple[HostPort, ...], used: tuple[HostPort, ...]) -> str 
     return None
 
 
+def affinity_node_names(pod: PodObserved) -> frozenset[str] | None:
+    """The node names the pod's required node affinity pins it to, or None (any node).
+
+    Source: as NodeAffinity's PreFilter: only when every term has a `metadata.name` In field
+    requirement; within a term those are ANDed (their values intersected), terms ORed (the
+    union). An empty set means the terms conflict and no node can match.
+    """
+    terms = pod.required_affinity
+    if not terms:
+        return None
+    names: set[str] = set()
+    for term in terms:
+        term_names: set[str] | None = None
+        for requirement in term.match_fields:
+            if requirement.key == NODE_NAME_FIELD and requirement.operator == "In":
+                values = set(requirement.values)
+                term_names = values if term_names is None else term_names & values
+        if term_names is None:
+            return None
+        names |= term_names
+    return frozenset(names)
+
+
+def node_affinity_prefilter(pod: PodObserved, node: NodeObserved) -> str | None:
+    """None when NodeAffinity's PreFilter keeps the node for this pod (`affinity_node_names`);
+    else the conflict (no node is kept) or the status of a node left out."""
+    names = affinity_node_names(pod)
+    if names is None or node.name in names:
+        return None
+    return reasons.NODE_AFFINITY_PREFILTER if names else reasons.NODE_AFFINITY_CONFLICT
+
+
 def static_reason(pod: PodObserved, node: NodeObserved) -> str | None:
-    """The first filter other than resource fit that rejects the node, in kube-scheduler order."""
-    return (node_ready(node) or node_unschedulable(pod, node) or node_name(pod, node)
+    """The first filter other than resource fit that rejects the node, in kube-scheduler order
+    (NodeAffinity's PreFilter before every filter)."""
+    return (node_affinity_prefilter(pod, node) or node_ready(node)
+            or node_unschedulable(pod, node) or node_name(pod, node)
             or taint_toleration(pod, node) or node_affinity(pod, node))
 
 

@@ -31,9 +31,10 @@ Decisions recorded here:
   only a non-empty `namespaceSelector` stays unsupported (it needs Namespace labels).
 - Volumes: the claims of `persistentVolumeClaim` and generic `ephemeral` volumes are carried
   (`volume_claims`); what they need is judged from the claims' own events (`volumes`).
-- Host ports: the app containers' ports with a hostPort are carried (`host_ports`, protocol
-  TCP and host IP 0.0.0.0 when unset), as NodePorts reads them; an init container's hostPort
-  stays unsupported (kube-scheduler ignores it; gangsched refuses rather than guess).
+- Host ports: the app containers' and sidecars' ports with a hostPort are carried
+  (`host_ports`, protocol TCP and host IP 0.0.0.0 when unset), as NodePorts reads them; a plain
+  init container's hostPort is ignored, as NodePorts ignores it (it is only held while the
+  init container runs, before the app containers start).
 """
 
 from __future__ import annotations
@@ -378,13 +379,17 @@ def _requirements(value: Any) -> tuple[NodeSelectorRequirement, ...]:
 
 
 def host_ports(spec: Obj) -> tuple[HostPort, ...]:
-    """The app containers' ports with a hostPort (1..65535), in spec order.
+    """The ports with a hostPort (1..65535) of the sidecars (init containers with
+    `restartPolicy: Always`), then of the app containers, in spec order.
 
-    Source: as NodePorts, which reads `spec.containers[].ports[]`, skips a hostPort <= 0 and
-    reads an empty protocol as TCP and an empty hostIP as 0.0.0.0.
+    Source: as NodePorts (`schedutil.GetHostPorts`), which counts the containers running for
+    the pod's whole life: it skips plain init containers, skips a hostPort <= 0, and reads an
+    empty protocol as TCP and an empty hostIP as 0.0.0.0.
     """
     found = []
-    for container in map(_dict, _list(spec.get("containers"))):
+    sidecars = [c for c in map(_dict, _list(spec.get("initContainers")))
+                if c.get("restartPolicy") == "Always"]
+    for container in [*sidecars, *map(_dict, _list(spec.get("containers")))]:
         for port in map(_dict, _list(container.get("ports"))):
             number = port.get("hostPort")
             if _small_int(number) and 0 < number <= MAX_PORT:
@@ -555,9 +560,6 @@ def unsupported_fields(spec: Obj) -> list[str]:
         found.extend(f"spec.volumes[].{kind}" for kind in CONFLICTING_DISKS if kind in volume)
     if _list(spec.get("resourceClaims")):
         found.append("spec.resourceClaims")
-    for container in map(_dict, _list(spec.get("initContainers"))):
-        if any(_dict(port).get("hostPort") for port in _list(container.get("ports"))):
-            found.append("spec.initContainers[].ports[].hostPort")
     return found
 
 

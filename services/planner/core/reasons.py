@@ -1,14 +1,16 @@
 """Every user-facing reason the planner gives, in one place, carrying the numbers.
 
 Layer: planner core (pure). The per-node wording mirrors kube-scheduler's FailedScheduling
-messages (`0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint
-{dedicated: gpu}.`), so people and tools that read those keep working; a gang's reason is
+messages (`0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated
+taint(s).`), so people and tools that read those keep working; a gang's reason is
 prefixed with the gang and how many of its members fit. Never builds text anywhere else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from services.fit import reasons as fit_reasons
 
 # Per-node filter reasons (as the kube-scheduler plugins word them) live with the filters, in
 # `services.fit.reasons`, shared with the binder.
@@ -61,14 +63,19 @@ GROUP_WAITING = "gang {group}: {bound} of {min_member} members bound; {pods} mem
 
 
 def node_reasons(total_nodes: int, counts: Mapping[str, int]) -> str:
-    """`0/<n> nodes are available: <count> <reason>, ...` with reasons sorted as kube-scheduler.
+    """`0/<n> nodes are available: <count> <reason>, ...`, sorted as kube-scheduler sorts them.
 
     Shapes: `counts` maps a per-node reason (constants above) to how many nodes gave it; a node
     may give several (one per insufficient resource).
+    Source: as `framework.FitError.Error`: the `<count> <reason>` strings sorted as strings; a
+    PreFilter rejection (`fit_reasons.PREFILTER_REASONS`) alone, without a count.
     """
     if total_nodes == 0:
         return NO_NODES
-    parts = [f"{count} {reason}" for reason, count in sorted(counts.items()) if count > 0]
+    prefilter = sorted(reason for reason in counts if reason in fit_reasons.PREFILTER_REASONS)
+    if prefilter:
+        return NODES_AVAILABLE.format(total=total_nodes, reasons=prefilter[0])
+    parts = sorted(f"{count} {reason}" for reason, count in counts.items() if count > 0)
     return NODES_AVAILABLE.format(total=total_nodes, reasons=", ".join(parts))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 9
+CORE_REVISION = 10
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -28,7 +28,13 @@ PodGroup whose failed members were replaced is not Failed; the Scheduled conditi
 counts Failed members as bound (issue 13 item 6).
 9: pods with PersistentVolumeClaims are judged (VolumeRestrictions, VolumeBinding, VolumeZone)
 instead of refused as unsupported; claims, volumes and storage classes are applied to the
-state."""
+state.
+10: reasons as kube-scheduler v1.36 gives them (found by the differential test): an
+untolerated taint is `node(s) had untolerated taint(s)`, one count for all taints (was
+`{key: value}` each); `<count> <reason>` parts sorted as strings (were sorted by reason); nodes
+outside the names `matchFields` pin a pod to are `node(s) didn't satisfy plugin(s)
+[NodeAffinity]` before any other filter, and names that conflict read `pod affinity terms
+conflict` without a count; sidecars' host ports count, plain init containers' are ignored."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

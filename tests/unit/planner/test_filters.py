@@ -33,9 +33,9 @@ def test_taint_toleration_rejects_hard_taints_only():
     soft = make_node("n").taint("spot", "", "PreferNoSchedule").build()
     evict = make_node("n").taint("maint", "", "NoExecute").build()
     pod = make_pod("p").build()
-    assert filters.taint_toleration(pod, hard) == "node(s) had untolerated taint {dedicated: gpu}"
+    assert filters.taint_toleration(pod, hard) == "node(s) had untolerated taint(s)"
     assert filters.taint_toleration(pod, soft) is None
-    assert filters.taint_toleration(pod, evict) == "node(s) had untolerated taint {maint: }"
+    assert filters.taint_toleration(pod, evict) == "node(s) had untolerated taint(s)"
     tolerant = make_pod("t").tolerate("dedicated", "gpu").build()
     assert filters.taint_toleration(tolerant, hard) is None
 
@@ -133,5 +133,5 @@ def test_static_filters_are_counted_once_per_node_in_kube_scheduler_order():
     cluster.plan()
     assert cluster.last_reason("default/pod:p") == (
         "0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
-        "1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were not ready, "
+        "1 node(s) had untolerated taint(s), 1 node(s) were not ready, "
         "1 node(s) were unschedulable.")

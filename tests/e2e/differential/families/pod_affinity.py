@@ -1,0 +1,71 @@
+"""Inter-pod affinity (InterPodAffinity): required pod affinity and anti-affinity terms on the
+hostname, zone, rack or disk-type key (not on every node), selecting pods by `app`/`tier`
+labels, or every pod (`{}`), or none (no selector), in the pod's own namespace,
+named namespaces, or all (`namespaceSelector: {}`), some with `matchLabelKeys` or
+`mismatchLabelKeys`; existing pods' anti-affinity counts too."""
+
+from __future__ import annotations
+
+import random
+
+from tests.e2e.differential.families import (
+    APP_LABELS,
+    HOSTNAME,
+    RACK,
+    TIERS,
+    TRACK,
+    ZONE,
+    Base,
+    ClusterPlan,
+    Manifest,
+    affinity,
+)
+from tests.e2e.differential.families.node_selection import DISK
+
+KEYS = (HOSTNAME, HOSTNAME, ZONE, RACK, DISK)
+"""Topology keys; some nodes lack DISK (anti-affinity passes them, affinity does not)."""
+
+
+class PodAffinity(Base):
+    name = "pod-affinity"
+
+    def shape_pod(self, rng: random.Random, pod: Manifest, plan: ClusterPlan) -> None:
+        roll = rng.random()
+        if roll >= 0.3:
+            return
+        kinds = ["podAntiAffinity"] if roll < 0.15 else ["podAffinity"]
+        if roll < 0.04:
+            kinds = ["podAffinity", "podAntiAffinity"]
+        for kind in kinds:
+            terms = [_term(rng, plan) for _ in range(rng.choice([1, 1, 2]))]
+            affinity(pod)[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": terms}
+
+
+def _term(rng: random.Random, plan: ClusterPlan) -> Manifest:
+    roll = rng.random()
+    selector: Manifest | None
+    if roll < 0.05:
+        selector = None  # no labelSelector: matches no pod
+    elif roll < 0.1:
+        selector = {}  # an empty one: matches every pod
+    elif roll < 0.6:
+        selector = {"matchLabels": {"app": rng.choice(APP_LABELS)}}
+    else:
+        selector = {"matchExpressions": [
+            {"key": "app", "operator": "In", "values": rng.sample(APP_LABELS, 2)},
+            {"key": "tier", "operator": rng.choice(["In", "NotIn"]),
+             "values": [rng.choice(TIERS)]}]}
+    term: Manifest = {"topologyKey": rng.choice(KEYS)}
+    if selector is not None:
+        term["labelSelector"] = selector
+    if selector and rng.random() < 0.15:  # the API server merges the pod's own label values in
+        term[rng.choice(["matchLabelKeys", "mismatchLabelKeys"])] = [TRACK]
+    roll = rng.random()
+    if roll < 0.25:
+        term["namespaces"] = rng.sample(plan.namespaces, rng.choice([1, 2]))
+    elif roll < 0.4:
+        term["namespaceSelector"] = {}
+    elif roll < 0.45:  # both: the union, i.e. every namespace
+        term["namespaces"] = [rng.choice(plan.namespaces)]
+        term["namespaceSelector"] = {}
+    return term

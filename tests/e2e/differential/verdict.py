@@ -1,0 +1,89 @@
+"""gangsched's verdict on one pod, through its own code path: the watcher's `slim` turns the
+listed API objects into events, and the engine `gangsched simulate` runs (`planner.simulate
+.engine`, the production planner core with an ideal binder) plans the pod as a gang of one.
+
+`judge` answers two questions: where would gangsched place the pod, else why not (the
+`0/N nodes are available: ...` reason); and `feasible_on`: would it place it on a given node.
+The second runs the planner on the same state with every other node made not Ready (pods on
+them still count for inter-pod affinity), so the only placement left is that node.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from services.contracts.events import Event, NodeObserved
+from services.planner.core.config import PlannerConfig
+from services.planner.simulate import engine
+from services.watcher import slim
+
+CONFIG = PlannerConfig()
+AT_MS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Where gangsched places the pod (`node`), else why it does not (`reason`)."""
+
+    node: str | None
+    reason: str | None
+
+
+class Slimmer:
+    """The watcher's events for API objects, cached by uid and resourceVersion."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str, str], Event] = {}
+
+    def event(self, kind: str, obj: dict[str, Any]) -> Event:
+        meta = obj["metadata"]
+        key = (kind, meta.get("uid", ""), meta.get("resourceVersion", ""))
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._cache[key] = (slim.node_event(obj, AT_MS) if kind == "node"
+                                         else slim.pod_event(obj, AT_MS))
+        return cached
+
+
+def as_ours(pod: dict[str, Any]) -> dict[str, Any]:
+    """The candidate pod as one of gangsched's (`spec.schedulerName`), unbound."""
+    ours = copy.deepcopy(pod)
+    ours["spec"]["schedulerName"] = CONFIG.scheduler_name
+    ours["spec"].pop("nodeName", None)
+    ours["metadata"].setdefault("uid", f"candidate-{ours['metadata']['name']}")
+    ours["metadata"].setdefault("resourceVersion", "0")
+    return ours
+
+
+def _run(nodes: list[Event], pods: list[Event], candidate: Event) -> Verdict:
+    arrivals = [engine.Arrival(at_ms=AT_MS, event=event) for event in (*nodes, *pods, candidate)]
+    result = engine.run(arrivals, CONFIG)
+    outcome = result.pods[candidate.uid]
+    return Verdict(node=outcome.node, reason=outcome.reason)
+
+
+def judge(slimmer: Slimmer, nodes: list[dict[str, Any]], bound: list[dict[str, Any]],
+          pod: dict[str, Any]) -> Verdict:
+    """gangsched's placement of `pod` (an admitted API object) among `nodes` with `bound` pods
+    (API objects with `spec.nodeName`)."""
+    return _run([slimmer.event("node", node) for node in nodes],
+                [slimmer.event("pod", other) for other in bound],
+                slimmer.event("pod", as_ours(pod)))
+
+
+def feasible_on(slimmer: Slimmer, nodes: list[dict[str, Any]], bound: list[dict[str, Any]],
+                pod: dict[str, Any], name: str) -> Verdict:
+    """gangsched's placement of `pod` when node `name` is the only Ready node (module
+    docstring): placed there iff every filter passes on it."""
+    events = []
+    for node in nodes:
+        event = slimmer.event("node", node)
+        assert isinstance(event, NodeObserved)
+        events.append(event if event.name == name
+                      else msgspec.structs.replace(event, is_ready=False))
+    return _run(events, [slimmer.event("pod", other) for other in bound],
+                slimmer.event("pod", as_ours(pod)))

@@ -1,0 +1,60 @@
+"""The differential test's seeded workload: the same seed gives the same cluster and pods, and
+each family draws from its own random stream."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from tests.e2e.differential import generator
+from tests.e2e.differential.families import HOSTNAME, RACK, ZONE, all_families
+
+
+def test_one_seed_gives_one_workload_and_another_seed_another():
+    plan = generator.plan_cluster(7)
+    assert plan == generator.plan_cluster(7)
+    assert list(generator.generate_pods(7, plan, 50)) == list(
+        generator.generate_pods(7, generator.plan_cluster(7), 50))
+    assert list(generator.generate_pods(8, plan, 50)) != list(generator.generate_pods(7, plan, 50))
+
+
+def test_nodes_spread_over_three_zones_and_six_racks_with_their_own_hostnames():
+    plan = generator.plan_cluster(7)
+    labels = [node["metadata"]["labels"] for node in plan.nodes]
+    assert len(plan.nodes) == 24
+    assert Counter(label[ZONE] for label in labels) == {"zone-a": 8, "zone-b": 8, "zone-c": 8}
+    assert len({label[RACK] for label in labels}) == 6
+    assert [label[HOSTNAME] for label in labels] == plan.names()
+
+
+def test_a_family_left_out_leaves_the_others_choices_alone():
+    """Each family's stream is seeded by (seed, family, item): without host ports, every other
+    part of every pod is what it was."""
+    families = all_families()
+    without = [family for family in families if family.name != "host-ports"]
+    plan = generator.plan_cluster(7, families=families)
+    full = list(generator.generate_pods(7, plan, 80, families))
+    reduced = list(generator.generate_pods(7, plan, 80, without))
+
+    def portless(pod):
+        spec = dict(pod["spec"])
+        spec["containers"] = [{k: v for k, v in c.items() if k != "ports"}
+                              for c in spec["containers"]]
+        inits = [c for c in spec.get("initContainers", []) if not c["name"].startswith("port-")]
+        spec.pop("initContainers", None)
+        if inits:
+            spec["initContainers"] = inits
+        return {**pod, "spec": spec}
+
+    assert [portless(pod) for pod in full] == reduced
+    assert any("ports" in str(pod["spec"]) for pod in full)
+
+
+def test_every_family_shapes_some_of_400_pods():
+    plan = generator.plan_cluster(20261201)
+    pods = [str(pod) for pod in generator.generate_pods(20261201, plan, 400)]
+    for marker in ("nodeSelector", "nodeAffinity", "matchFields", "'Gt'", "tolerations",
+                   "hostPort", "podAffinity", "podAntiAffinity", "namespaceSelector",
+                   "matchLabelKeys", "initContainers", "runtimeClassName", "nvidia.com/gpu",
+                   "'nodeName'", "'resources': {'requests'", "hugepages-2Mi",
+                   "diff.gangsched.io/finished", "'restartPolicy': 'Always'"):
+        assert sum(marker in pod for pod in pods) >= 3, marker
