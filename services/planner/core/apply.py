@@ -226,6 +226,9 @@ def _group_bound(state: PlannerState, event: GroupBound) -> None:
     group = state.groups.setdefault(in_flight.group, GroupState())
     _forget_in_flight(group, event.decision_id)
     group.failures = 0  # bound: backoff starts over; a placement alone does not reset it
+    # a placement brings the gang to minMember bound: it has run, known from this event and
+    # not from sampling at plan time, which batching could make miss it (`quorum.has_run`)
+    group.has_run = True
     _touch(state, in_flight.group)
 
 

@@ -49,7 +49,9 @@ class Counts(NamedTuple):
 
 def count(derived: Derived, key: str, group: GroupState, min_member: int) -> Counts:
     """Count the group's members by class, and remember in `group.has_run` whether the gang has
-    run (`has_run`; the one field this updates)."""
+    run (`has_run`; the one field this updates). A GroupBound outcome sets it too, when it is
+    applied (`apply`): counting at plan time alone would miss a gang that was bound and lost a
+    member within one batch (a planner catching up, or back from a restart)."""
     bound = reserved = pending = gated = succeeded = 0
     classes = derived.pod_class
     for uid in derived.members.get(key, ()):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 10
+CORE_REVISION = 11
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -34,7 +34,9 @@ untolerated taint is `node(s) had untolerated taint(s)`, one count for all taint
 `{key: value}` each); `<count> <reason>` parts sorted as strings (were sorted by reason); nodes
 outside the names `matchFields` pin a pod to are `node(s) didn't satisfy plugin(s)
 [NodeAffinity]` before any other filter, and names that conflict read `pod affinity terms
-conflict` without a count; sidecars' host ports count, plain init containers' are ignored."""
+conflict` without a count; sidecars' host ports count, plain init containers' are ignored.
+11: a GroupBound outcome marks the gang as having run when it is applied, so a replacement
+is placed however the events of its gang's run were batched."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
