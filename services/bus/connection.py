@@ -151,16 +151,17 @@ class _Callbacks:
         self._repeats = 0
 
     async def on_error(self, error: Exception) -> None:
-        """Log the error; the same error again and again (a server down, retried every
-        second) is logged once, then every `REPEATS_BETWEEN_LOGS`-th time with its count."""
-        text = repr(error)
-        if text == self._last_error:
+        """Log the error; errors of one kind again and again (servers down, retried every
+        second, each address in turn) are logged once, then every `REPEATS_BETWEEN_LOGS`-th
+        time with their count. Kind: the exception's class and errno (`_kind`)."""
+        text, kind = repr(error), _kind(error)
+        if kind == self._last_error:
             self._repeats += 1
             if self._repeats % REPEATS_BETWEEN_LOGS == 0:
-                log.warning("NATS client %s: %s (%d times in a row)", self.name, text,
+                log.warning("NATS client %s: %s (%d such errors in a row)", self.name, text,
                             self._repeats + 1)
         else:
-            self._last_error, self._repeats = text, 0
+            self._last_error, self._repeats = kind, 0
             log.warning("NATS client %s: %s", self.name, text)
         if AUTHORIZATION_VIOLATION in str(error).lower() or isinstance(
                 error, nats.errors.AuthorizationError):
@@ -177,3 +178,9 @@ class _Callbacks:
 
     async def on_closed(self) -> None:
         log.info("NATS client %s closed", self.name)
+
+
+def _kind(error: Exception) -> str:
+    """What makes two connection errors the same for logging: class and errno, not the
+    address in the message (a cluster's servers fail in turn with different ones)."""
+    return f"{type(error).__name__}:{getattr(error, 'errno', None)}"

@@ -185,6 +185,10 @@ class DatabaseUrl(click.ParamType):  # type: ignore[type-arg]
         text = str(value)
         if "://" not in text:  # a path: the SQLite database file
             path = Path(text).expanduser()
+            if "?" in text or "%" in text:
+                self.fail(f"{value!r}: a SQLite file path with '?' or '%' would be read as a "
+                          "URL query or escape; rename the file or give the URL "
+                          "sqlite+aiosqlite:///path/file.db with them %-escaped", param, ctx)
             if not path.is_file() and path.suffix not in SQLITE_SUFFIXES:
                 self.fail(f"{value!r} is neither a database URL nor a SQLite file (an existing "
                           "file or a path ending in .db, .sqlite or .sqlite3); give "

@@ -28,8 +28,26 @@ def test_the_same_connection_error_is_logged_once_then_with_its_count(
     shown = repr(refused)
     assert [record.getMessage() for record in caplog.records] == [
         f"NATS client gangsched-planner: {shown}",
-        f"NATS client gangsched-planner: {shown} (11 times in a row)",
-        f"NATS client gangsched-planner: {shown} (21 times in a row)",
+        f"NATS client gangsched-planner: {shown} (11 such errors in a row)",
+        f"NATS client gangsched-planner: {shown} (21 such errors in a row)",
         "NATS client gangsched-planner: TimeoutError()",
         f"NATS client gangsched-planner: {shown}",
+    ]
+
+
+def test_servers_failing_in_turn_with_their_own_addresses_count_as_one_kind(
+        caplog: pytest.LogCaptureFixture) -> None:
+    callbacks = connection._Callbacks("gangsched-binder", Client())
+    errors = [ConnectionRefusedError(111, f"Connect call failed ('10.0.0.{n % 3}', 4222)")
+              for n in range(20)]
+
+    async def fail() -> None:
+        for error in errors:
+            await callbacks.on_error(error)
+
+    with caplog.at_level(logging.WARNING, logger=connection.__name__):
+        asyncio.run(fail())
+    assert [record.getMessage() for record in caplog.records] == [
+        f"NATS client gangsched-binder: {errors[0]!r}",
+        f"NATS client gangsched-binder: {errors[10]!r} (11 such errors in a row)",
     ]
