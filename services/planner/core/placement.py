@@ -221,7 +221,8 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
         fence = _storage_fence(index, members, fence)
     outcome = search.solve(index.free, gang, target, config.search_budget_steps,
                            lambda m, rows: ranks[m](rows), index.ports_on, sorted(index.row_ports),
-                           fence=fence, is_order_free=not spread.is_active(members))
+                           fence=fence, is_order_free=not spread.is_active(members),
+                           leading=spread.unconstrained(members))
     if outcome.rows is None:
         greedy.assigned.clear()
         for pod, taken_row in taken:

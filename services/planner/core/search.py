@@ -108,7 +108,8 @@ class _Search:
 
     def __init__(self, fit: IntArray, others: Sequence[IntArray], members: list[Member],
                  rank: Rank, used_ports: UsedPorts, port_rows: list[int],
-                 fence: tuple[Fence, IntArray] | None = None) -> None:
+                 fence: tuple[Fence, IntArray] | None = None,
+                 order: list[int] | None = None) -> None:
         self.fit, self.others, self.members, self.rank = fit, others, members, rank
         self.fence = fence
         self.placed: list[tuple[int, int]] = []
@@ -116,7 +117,7 @@ class _Search:
         self.used_ports = used_ports
         self.port_rows = set(port_rows)
         self.placed_ports: dict[int, list[HostPort]] = {}
-        self.order = _order(fit, members)
+        self.order = largest_first(fit, members) if order is None else order
         self.node_class: IntArray | None = None
         """Per row, equal for rows every member's filters treat alike (on first need)."""
         union = np.zeros(fit.shape[1], dtype=np.bool_)
@@ -208,7 +209,7 @@ class _Search:
 def solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, rank: Rank,
           used_ports: UsedPorts, port_rows: list[int],
           others: Sequence[IntArray] = (), fence: tuple[Fence, IntArray] | None = None,
-          is_order_free: bool = True) -> Outcome:
+          is_order_free: bool = True, leading: Sequence[bool] = ()) -> Outcome:
     """A placement of at least `need` of `members` (as many as the first one found places) on
     the capacity `fit`, or None (module docstring).
 
@@ -218,8 +219,40 @@ def solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, ra
     its row classes (`affinity.fence`), None when it rejects nothing; `is_order_free` False
     when the fence's verdict for a member depends on the order members were placed in (then
     interchangeable members may take rows in any order). Units: those of `fit`.
+
+    Member order matters only when the fence's verdicts depend on it: then, when the first
+    pass (largest first) finds nothing within the budget, further passes share what is left of
+    it: the `leading` members first (e.g. those without topology spread constraints, so those
+    with constraints are judged against them), then the members' own order (the order one by
+    one placement and kube-scheduler's queue take them). A review found gangs that only those
+    orders place; no other order is tried.
     """
-    search = _Search(fit, others, members, rank, used_ports, port_rows, fence)
+    outcome = _solve(fit, members, need, budget_steps, rank, used_ports, port_rows, others,
+                     fence, is_order_free, None)
+    if outcome.rows is not None or outcome.is_exhausted or is_order_free:
+        return outcome
+    default = largest_first(fit, members)
+    orders = [sorted(default, key=lambda position: not leading[position])] if leading else []
+    orders.append(list(range(len(members))))
+    steps, tried = outcome.steps, [default]
+    for order in orders:
+        if order in tried:
+            continue
+        tried.append(order)
+        outcome = _solve(fit, members, need, budget_steps - steps, rank, used_ports,
+                         port_rows, others, fence, is_order_free, order)
+        steps += outcome.steps
+        if outcome.rows is not None or outcome.is_exhausted:
+            break
+    return Outcome(outcome.rows, steps, outcome.is_exhausted, outcome.order)
+
+
+def _solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, rank: Rank,
+           used_ports: UsedPorts, port_rows: list[int], others: Sequence[IntArray],
+           fence: tuple[Fence, IntArray] | None, is_order_free: bool,
+           order: list[int] | None) -> Outcome:
+    """One pass of `solve` with members in `order` (None: `largest_first`)."""
+    search = _Search(fit, others, members, rank, used_ports, port_rows, fence, order)
     search.keeps_row_order = is_order_free
     if not members:
         return Outcome([], 0, False)
@@ -290,7 +323,7 @@ def _undo(search: _Search, frame: _Frame) -> int:
     return 0
 
 
-def _order(fit: IntArray, members: list[Member]) -> list[int]:
+def largest_first(fit: IntArray, members: list[Member]) -> list[int]:
     """Members largest first: dominant share of the largest free amount per resource, then
     most host ports, then shape and position (interchangeable members adjacent)."""
     largest = np.maximum(fit.max(axis=1, initial=0), 1).astype(np.float64)

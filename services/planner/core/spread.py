@@ -30,6 +30,12 @@ def is_active(members: list[PodObserved]) -> bool:
     return any(topology_spread.is_spread(pod) for pod in members)
 
 
+def unconstrained(members: list[PodObserved]) -> list[bool]:
+    """Per member, whether it has no DoNotSchedule constraint: the search's second pass
+    places those first (`search.solve`'s `leading`)."""
+    return [not topology_spread.is_spread(pod) for pod in members]
+
+
 def key(pod: PodObserved) -> tuple[object, ...]:
     """What the filter reads of a pod as the incoming one (constraints, labels, namespace,
     node affinity and tolerations for the inclusion policies) and as a counted one."""

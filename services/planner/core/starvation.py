@@ -123,7 +123,8 @@ def _searched(index: NodeIndex, members: list[PodObserved], room: IntArray, free
     outcome = search.solve(room, gang, len(members), config.search_budget_steps, rank,
                            lambda row: index.ports_on(row, only_pinned=True), pinned_rows,
                            others=[free_now], fence=fence,
-                           is_order_free=not spread.is_active(members))
+                           is_order_free=not spread.is_active(members),
+                           leading=spread.unconstrained(members))
     if outcome.rows is None:
         return None
     return [row for row in outcome.rows if row is not None]
