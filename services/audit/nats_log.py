@@ -18,15 +18,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import nats
-from nats.js import JetStreamContext
-
 from services.audit import log
 from services.audit.log import LoggedEvent, PlanPoint, RecordedDecision, RoundInput
 from services.bus import reading
-from services.contracts import codec, subjects
+from services.bus.connection import JetStream
+from services.bus.errors import NotFound
+from services.contracts import codec, dead_letters, subjects
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
-from services.planner import intake, publication
+from services.planner import intake
 
 PLANNER_CONSUMER = "planner"
 """The planner's consumer name, as its dead letters carry it (`services.planner.service`)."""
@@ -41,7 +40,7 @@ class IncompleteLog(Exception):
 class NatsLog:
     """Rounds read from the streams of one subject prefix (module docstring)."""
 
-    def __init__(self, js: JetStreamContext, prefix: str, *, max_lead_ms: int = 60_000,
+    def __init__(self, js: JetStream, prefix: str, *, max_lead_ms: int = 60_000,
                  key: DecisionKey | None = None) -> None:
         """`max_lead_ms` is the planner's `--max-event-lead-seconds` (in ms); `key` the
         decision key that proves a dead letter the planner's (module docstring)."""
@@ -59,16 +58,17 @@ class NatsLog:
         Decisions are read first: every event they were planned on is then in EVENTS.
         Raises:
             IncompleteLog: see the class.
-            nats.js.errors.NotFoundError: the streams do not exist (wrong --prefix?).
+            NotFound: the streams do not exist (wrong --prefix?). BusUnavailable, BusRefused:
+                NATS failed or refused.
         """
         self.recorded = await self._decisions()
         self.refused = await self._refused()
-        info = await self.js.stream_info(self._stream("EVENTS"))
-        if info.state.messages and info.state.first_seq > 1:
+        events = await reading.stream_state(self.js, self._stream("EVENTS"))
+        if events.messages and events.first_seq > 1:
             raise IncompleteLog(
-                f"stream {self._stream('EVENTS')} starts at seq {info.state.first_seq}: older "
+                f"stream {self._stream('EVENTS')} starts at seq {events.first_seq}: older "
                 f"events expired; replay from the database (--source db) instead")
-        self.end_seq = info.state.last_seq
+        self.end_seq = events.last_seq
 
     async def event_count(self) -> int:
         """How many events will be read (the end of EVENTS when `load` ran)."""
@@ -126,7 +126,7 @@ class NatsLog:
                 seq = is_planners(message.subject, message.data, message.headers, self.key)
                 if seq is not None:
                     refused[seq] = message.data
-        except nats.js.errors.NotFoundError:
+        except NotFound:
             return refused
         return refused
 
@@ -137,8 +137,8 @@ class NatsLog:
 def is_planners(subject: str, data: bytes, headers: dict[str, str],
                 key: DecisionKey) -> int | None:
     """The EVENTS sequence a dead letter refuses, if the planner signed it; else None."""
-    seq = headers.get(publication.SEQ_HEADER, "")
-    if headers.get(publication.CONSUMER_HEADER) != PLANNER_CONSUMER or not seq.isdigit():
+    seq = headers.get(dead_letters.SEQ_HEADER, "")
+    if headers.get(dead_letters.CONSUMER_HEADER) != PLANNER_CONSUMER or not seq.isdigit():
         return None
     if key.check(subject, data, headers.get(SIGNATURE_HEADER)) is not None:
         return None

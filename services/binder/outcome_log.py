@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import logging
 
-import nats
-from nats.js import JetStreamContext
-
 from services.binder import outcomes
 from services.bus import reading
+from services.bus.connection import JetStream
+from services.bus.errors import BusRefused, BusUnavailable
+from services.bus.publishing import MSG_ID_HEADER
 from services.contracts import codec, subjects
 from services.contracts.events import Outcome
 
@@ -22,13 +22,12 @@ log = logging.getLogger(__name__)
 
 OWNER = "binder-outcomes"
 """The name prefix of its readers (the binder's NATS user creates them)."""
-MSG_ID_HEADER = "Nats-Msg-Id"
 
 
 class StreamOutcomeLog:
     """Reads the outcomes of one decision from the EVENTS stream (the group's subject)."""
 
-    def __init__(self, js: JetStreamContext, prefix: str) -> None:
+    def __init__(self, js: JetStream, prefix: str) -> None:
         self._js = js
         self._prefix = prefix
         self._stream = subjects.stream_name(prefix, "EVENTS")
@@ -37,8 +36,9 @@ class StreamOutcomeLog:
         """The outcomes published for `decision_id` of `group`, in stream order.
 
         Raises:
-            nats.errors.Error: EVENTS cannot be read (the caller retries the decision later
-            rather than undo anything on a guess).
+            NotFound, BusUnavailable, BusRefused (`services.bus.errors`): EVENTS cannot be
+            read (the caller retries the decision later rather than undo
+            anything on a guess).
         """
         subject = outcomes.subject(self._prefix, group)
         mine = f"outcome/{decision_id}/"
@@ -65,10 +65,13 @@ class StreamOutcomeLog:
         permissions; the planner binds outcomes to them).
         """
         try:
-            message = await self._js.get_last_msg(self._stream, outcomes.subject(self._prefix,
-                                                                                group))
-            event = codec.decode_event(message.data or b"")
-        except (nats.errors.Error, codec.PoisonedMessage, OSError, TimeoutError) as error:
+            message = await reading.last_message(self._js, self._stream,
+                                                 outcomes.subject(self._prefix, group))
+            if message is None:
+                log.debug("no last outcome for %s", group)
+                return None
+            event = codec.decode_event(message.data)
+        except (BusUnavailable, BusRefused, codec.PoisonedMessage) as error:
             log.debug("no last outcome for %s: %r", group, error)
             return None
         # another group whose name maps to the same subject token is not this group's news

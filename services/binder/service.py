@@ -21,10 +21,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol
 
-from nats.aio.client import Client
-from nats.js import JetStreamContext
-from nats.js.errors import NotFoundError
-
 from services.binder import outcomes, placing
 from services.binder.coalescing import Coalescer
 from services.binder.consumption import Consumer, Delivery, GroupLocks, heartbeat
@@ -36,11 +32,12 @@ from services.binder.status_log import StreamStatusLog
 from services.binder.view import ClusterView
 from services.binder.view_feed import ViewFeed
 from services.binder.yielding import ReportGate, YieldingKube
-from services.bus import streams
+from services.bus import consuming, streams
+from services.bus.connection import Connection, JetStream
 from services.bus.consuming import PullConsumer
 from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import Settings
-from services.contracts import codec, ids, subjects
+from services.contracts import codec, dead_letters, ids, subjects
 from services.contracts.decisions import Decision, Placement, Rejection, StatusUpdate
 from services.contracts.events import Outcome
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
@@ -90,10 +87,6 @@ RETRY_DELAY_SECONDS = 5.0
 MAX_REASON_CHARS = 512
 REMEMBERED_DECISIONS = 4096
 """Placements whose published outcomes this process remembers (besides reading EVENTS)."""
-REASON_HEADER = "Gangsched-Reason"
-SUBJECT_HEADER = "Gangsched-Subject"
-SEQ_HEADER = "Gangsched-Seq"
-CONSUMER_HEADER = "Gangsched-Consumer"
 
 
 class MissingDecisionKey(Exception):
@@ -122,7 +115,7 @@ class OutcomeLog(Protocol):
     async def newest(self, group: str) -> Outcome | None: ...
 
 
-async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
+async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> None:
     """Run the binder until cancelled: connect to Kubernetes, open the consumer, handle decisions.
 
     Raises:
@@ -170,13 +163,14 @@ async def run_binder(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
         await client.close()
 
 
-async def open_consumers(js: JetStreamContext, prefix: str) -> tuple[PullConsumer, PullConsumer]:
+async def open_consumers(js: JetStream, prefix: str) -> tuple[PullConsumer, PullConsumer]:
     """The Placement consumer `binder` and the report consumer `binder-reports` on DECISIONS.
 
     An existing `binder` keeps its position (its filter narrowed to Placements when it predates
     `binder-reports`, which then starts after what it acknowledged).
     Raises:
-        nats.js.errors.APIError: NATS refused a consumer (e.g. the stream does not exist).
+        NotFound: no DECISIONS stream. BusRefused: NATS refused a consumer.
+        BusUnavailable: NATS could not be reached.
     """
     stream = subjects.stream_name(prefix, "DECISIONS")
     reports = await PullConsumer.open(  # first: its start is read from `binder` as it was
@@ -461,13 +455,8 @@ class Binder:
         await self._publisher.publish(
             subjects.dead_letter_subject(self._prefix),
             delivery.data,
-            msg_id=f"deadletter/{consumer}/{delivery.seq}",
-            headers={
-                CONSUMER_HEADER: consumer,
-                REASON_HEADER: reason,
-                SUBJECT_HEADER: delivery.subject,
-                SEQ_HEADER: str(delivery.seq),
-            },
+            msg_id=dead_letters.msg_id(consumer, delivery.seq),
+            headers=dead_letters.headers(consumer, reason, delivery.subject, delivery.seq),
         )
         metrics.dead_letters.labels(consumer).inc()
         await delivery.term()
@@ -483,23 +472,17 @@ def lane(decision: Decision) -> str:
     return f"{type(decision).__name__}:{decision.group}"
 
 
-async def _reports_start(js: JetStreamContext, stream: str, prefix: str) -> int | None:
+async def _reports_start(js: JetStream, stream: str, prefix: str) -> int | None:
     """Where a new `binder-reports` consumer starts: after what the old all-decisions `binder`
     consumer acknowledged, when upgrading from a version without it; else None (an existing
     reports consumer keeps its place; a fresh install reads the stream from its start).
 
     Raises:
-        nats.js.errors.APIError: NATS refused the request.
+        BusUnavailable, BusRefused: NATS failed or refused the request.
     """
-    try:
-        await js.consumer_info(stream, REPORTS_CONSUMER)
+    if await consuming.durable_state(js, stream, REPORTS_CONSUMER) is not None:
         return None
-    except NotFoundError:
-        pass
-    try:
-        old = await js.consumer_info(stream, CONSUMER)
-    except NotFoundError:
-        return None
-    if old.config.filter_subject != subjects.decisions_wildcard(prefix):
-        return None  # not the all-decisions consumer of before
-    return (old.ack_floor.stream_seq if old.ack_floor is not None else 0) + 1
+    old = await consuming.durable_state(js, stream, CONSUMER)
+    if old is None or old.filter_subject != subjects.decisions_wildcard(prefix):
+        return None  # none, or not the all-decisions consumer of before
+    return old.acked_stream_seq + 1

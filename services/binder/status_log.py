@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 
-import nats
-from nats.js import JetStreamContext
-
+from services.bus import reading
+from services.bus.connection import JetStream
+from services.bus.errors import BusRefused, BusUnavailable
 from services.contracts import codec, subjects
 from services.contracts.decisions import StatusUpdate
 from services.contracts.ids import GroupKey, split_key
@@ -24,7 +24,7 @@ class StreamStatusLog:
     """Reads the last StatusUpdate of a group from the DECISIONS stream (one direct lookup);
     only one the planner signed with `key`, and of that very group, counts."""
 
-    def __init__(self, js: JetStreamContext, prefix: str, key: DecisionKey) -> None:
+    def __init__(self, js: JetStream, prefix: str, key: DecisionKey) -> None:
         self._js = js
         self._prefix = prefix
         self._key = key
@@ -36,12 +36,14 @@ class StreamStatusLog:
         namespace, name = split_key(GroupKey(group))
         subject = subjects.decisions_subject(self._prefix, "StatusUpdate", namespace, name)
         try:
-            message = await self._js.get_last_msg(self._stream, subject)
-            data = message.data or b""
-            forged = self._key.check(message.subject or subject, data,
-                                     (message.headers or {}).get(SIGNATURE_HEADER))
-            decision = None if forged else codec.decode_decision(data)
-        except (nats.errors.Error, codec.PoisonedMessage, OSError, TimeoutError) as error:
+            message = await reading.last_message(self._js, self._stream, subject)
+            if message is None:
+                log.debug("no last status decision for %s", group)
+                return None
+            forged = self._key.check(message.subject, message.data,
+                                     message.headers.get(SIGNATURE_HEADER))
+            decision = None if forged else codec.decode_decision(message.data)
+        except (BusUnavailable, BusRefused, codec.PoisonedMessage) as error:
             log.debug("no last status decision for %s: %r", group, error)
             return None
         if forged:

@@ -1,6 +1,6 @@
 """Feeds the binder's `ClusterView` from the EVENTS stream and says when it has caught up.
 
-Layer: binder shell. An ephemeral ordered reader (`reading.OrderedReader`, named
+Layer: binder shell. A last-per-subject reader (`services.bus.latest.LatestReader`, named
 `binder-view-<random>`) on the whole EVENTS stream, starting with the last message of every
 subject (the newest state of every object, without replaying history) and then following new
 messages on a task of its own; nothing is acknowledged, so no one else is disturbed. Pod and node
@@ -14,11 +14,11 @@ import asyncio
 import contextlib
 import logging
 
-from nats.aio.msg import Msg
-from nats.js import JetStreamContext
-
 from services.binder.view import ClusterView
-from services.bus import reading, transience
+from services.bus.connection import JetStream
+from services.bus.errors import BusUnavailable
+from services.bus.latest import LatestReader
+from services.bus.reading import StoredMessage
 from services.contracts import codec, subjects
 
 log = logging.getLogger(__name__)
@@ -33,12 +33,12 @@ WAIT_SECONDS = 1.0
 class ViewFeed:
     """Keeps `view` current from EVENTS; `caught_up(seq)` waits until it has applied `seq`."""
 
-    def __init__(self, js: JetStreamContext, prefix: str, view: ClusterView | None = None) -> None:
+    def __init__(self, js: JetStream, prefix: str, view: ClusterView | None = None) -> None:
         self.view = view or ClusterView()
         self._js = js
         self._prefix = prefix
         self._advanced = asyncio.Condition()
-        self._reader: reading.OrderedReader | None = None
+        self._reader: LatestReader | None = None
         self._following: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -46,9 +46,9 @@ class ViewFeed:
         a pull reader never drops a message as a slow consumer would).
 
         Raises:
-            nats.js.errors.NotFoundError: no EVENTS stream. nats.errors.Error: NATS failed.
+            NotFound: no EVENTS stream. BusUnavailable, BusRefused: NATS failed or refused.
         """
-        self._reader = await reading.OrderedReader.open(
+        self._reader = await LatestReader.open(
             self._js, subjects.stream_name(self._prefix, "EVENTS"),
             subjects.events_wildcard(self._prefix), owner=OWNER,
             inactive_threshold_seconds=INACTIVE_THRESHOLD_SECONDS)
@@ -66,12 +66,12 @@ class ViewFeed:
             await self._reader.close()
             self._reader = None
 
-    async def _follow(self, reader: reading.OrderedReader) -> None:
+    async def _follow(self, reader: LatestReader) -> None:
         """Apply what the reader delivers until cancelled; wait out NATS outages."""
         while True:
             try:
                 messages = await reader.fetch(FETCH_BATCH, WAIT_SECONDS)
-            except transience.FETCH_ERRORS as error:
+            except BusUnavailable as error:
                 log.warning("view feed: fetch failed, retrying: %r", error)
                 await asyncio.sleep(WAIT_SECONDS)
                 continue
@@ -87,8 +87,8 @@ class ViewFeed:
                 await self._advanced.wait_for(lambda: self.view.applied_seq >= seq)
         return self.view.applied_seq >= seq
 
-    async def _on_message(self, message: Msg) -> None:
-        seq = int(message.metadata.sequence.stream)
+    async def _on_message(self, message: StoredMessage) -> None:
+        seq = message.seq
         kind = message.subject[len(self._prefix) + len(".events."):].split(".", 1)[0]
         if kind in VIEW_KINDS:
             try:

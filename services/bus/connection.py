@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, TypeAlias
 
 import nats
 from nats.aio.client import Client
+from nats.js import JetStreamContext
 from nats.protocol.parser import AUTHORIZATION_VIOLATION
 
 from services.bus import urls
@@ -28,13 +29,19 @@ DEFAULT_INBOX_PREFIX = "_INBOX"
 REPEATS_BETWEEN_LOGS = 10
 """A connection error repeated this many times in a row is logged again, with its count."""
 
+Connection: TypeAlias = Client
+"""A live NATS connection, as `connect` returns it. Services hold it and hand it (or its
+`jetstream()`) to bus functions; only modules of `services.bus` call NATS through it."""
+JetStream: TypeAlias = JetStreamContext
+"""A connection's JetStream context (`Connection.jetstream()`), handed to bus functions."""
+
 
 async def connect(
     settings: BusSettings,
     *,
     name: str,
     first_connect_timeout_seconds: float = FIRST_CONNECT_TIMEOUT_SECONDS,
-) -> Client:
+) -> Connection:
     """Connect to `settings.url` as client `name`; once connected, reconnect forever.
 
     Shapes: `settings.url` is one URL or several, comma-separated (a cluster's servers).

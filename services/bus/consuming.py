@@ -25,6 +25,9 @@ from services.runtime import metrics
 
 log = logging.getLogger(__name__)
 
+ACK_ALL = AckPolicy.ALL
+"""The ack policy of a consumer that processes strictly in order: acking one delivery acks
+every earlier one (`PullConsumer.open(ack_policy=ACK_ALL)`)."""
 CHECK_INTERVAL_SECONDS = 30.0
 """How often a consumer re-reads its configuration from the server (seconds)."""
 CHECKED_FIELDS = (
@@ -33,6 +36,33 @@ CHECKED_FIELDS = (
     "sample_freq", "inactive_threshold", "replay_policy", "pause_until",
 )
 """What another NATS user could change in a consumer to starve or mislead its owner."""
+
+
+@dataclass(frozen=True)
+class DurableState:
+    """What a durable consumer has done: its filter and how far it acknowledged.
+
+    Shapes: `filter_subject` None when it filters on several subjects (or none);
+    `acked_stream_seq` the stream sequence of its ack floor (0 when it acked nothing).
+    """
+
+    filter_subject: str | None
+    acked_stream_seq: int
+
+
+async def durable_state(js: JetStreamContext, stream: str, durable: str) -> DurableState | None:
+    """The state of the durable consumer `durable` on `stream`; None when there is none (or
+    no such stream: NATS answers both with "not found").
+
+    Raises:
+        BusUnavailable, BusRefused: NATS failed or refused.
+    """
+    info = await transience.unless_missing(js.consumer_info(stream, durable),
+                                           f"consumer info of {durable} on {stream}")
+    if info is None:
+        return None
+    floor = info.ack_floor.stream_seq if info.ack_floor is not None else 0
+    return DurableState(info.config.filter_subject, int(floor or 0))
 
 
 @dataclass
@@ -174,7 +204,8 @@ class PullConsumer:
         what differs (`check_config`).
         Units: `ack_wait_seconds`, `check_interval_seconds` in seconds.
         Raises:
-            nats.js.errors.APIError: NATS refused the consumer (e.g. unknown stream).
+            NotFound: no such stream. BusRefused: NATS refused the consumer.
+            BusUnavailable: NATS could not be reached.
         """
         several = not isinstance(filter_subject, str) and len(filter_subject) > 1
         config = ConsumerConfig(
@@ -191,7 +222,9 @@ class PullConsumer:
         consumer = cls(js, stream, config)
         consumer._check_interval_seconds = check_interval_seconds
         consumer._next_check = time.monotonic() + check_interval_seconds
-        await consumer._create(start_seq, replace=start_seq is not None and not start_seq_if_new)
+        with transience.bus_errors(f"opening consumer {durable} on {stream}"):
+            await consumer._create(start_seq,
+                                   replace=start_seq is not None and not start_seq_if_new)
         return consumer
 
     async def fetch(self, batch: int, timeout_seconds: float) -> list[Delivery]:

@@ -1,6 +1,7 @@
 """Errors the bus raises, translated from nats-py exceptions at the boundary.
 
-Layer: bus. Callers catch these instead of nats-py types.
+Layer: bus. Callers catch these instead of nats-py types (`transience.bus_errors` translates);
+this module imports nothing, so catching them never loads nats-py.
 """
 
 from __future__ import annotations
@@ -18,3 +19,17 @@ class BusMisconfigured(Exception):
 
     Permanent: an operator must delete or migrate the stream. Raised `from` the nats-py cause.
     """
+
+
+class BusRefused(Exception):
+    """NATS answered, and refused the request (a JetStream API error other than "not there":
+    a wrong last sequence, a permission, a bad request).
+
+    Permanent for this request: retrying the same request gets the same answer. Raised `from`
+    the nats-py cause.
+    """
+
+
+class NotFound(BusRefused):
+    """What the request names does not exist: a stream, a consumer, a KV bucket or key, or
+    the last message of a subject. Raised `from` the nats-py cause."""

@@ -18,11 +18,15 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import datetime
 
 import nats
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from services.bus import transience
+from services.bus.connection import JetStream
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +47,47 @@ class StoredMessage:
     data: bytes
     headers: dict[str, str]
     stored_at_ms: int
+    pending: int = 0
+    """How many messages of the reader's filter were still to be delivered after this one
+    (0 for a direct lookup, `last_message`)."""
+
+
+@dataclass(frozen=True)
+class StreamState:
+    """A stream's extent: how many messages it holds and its first and last sequence."""
+
+    messages: int
+    first_seq: int
+    last_seq: int
+
+
+async def stream_state(js: JetStream, stream: str) -> StreamState:
+    """The stream's current extent.
+
+    Raises:
+        NotFound: no such stream. BusUnavailable, BusRefused: NATS failed or refused.
+    """
+    with transience.bus_errors(f"stream info of {stream}"):
+        info = await js.stream_info(stream)
+    return StreamState(info.state.messages, info.state.first_seq, info.state.last_seq)
+
+
+async def last_message(js: JetStream, stream: str, subject: str) -> StoredMessage | None:
+    """The newest message stored on `subject` (one direct lookup), or None when there is none
+    (or no such stream: NATS answers both with "not found").
+
+    Shapes: `pending` is 0. Units: `stored_at_ms` UTC epoch milliseconds (0 when NATS did not
+    say).
+    Raises:
+        BusUnavailable, BusRefused: NATS failed or refused.
+    """
+    message = await transience.unless_missing(js.get_last_msg(stream, subject),
+                                              f"last message of {subject} in {stream}")
+    if message is None:
+        return None
+    return StoredMessage(
+        seq=int(message.seq or 0), subject=message.subject or subject, data=message.data or b"",
+        headers=dict(message.headers or {}), stored_at_ms=_epoch_ms(message.time))
 
 
 def consumer_name(owner: str) -> str:
@@ -85,7 +130,7 @@ class OrderedReader:
         """The consumer's current name."""
         return self._name
 
-    async def fetch(self, batch: int, timeout_seconds: float) -> list[Msg]:
+    async def fetch(self, batch: int, timeout_seconds: float) -> list[StoredMessage]:
         """Up to `batch` messages in stream order; `[]` on timeout. After a gap in delivery
         (a message lost in transit) or a vanished consumer, recreates the consumer from the
         last stream sequence returned + 1 and returns what came before the gap.
@@ -103,7 +148,7 @@ class OrderedReader:
             log.debug("reader %s failed (%r); recreating it", self._name, error)
             await self._create(self._resume_seq())
             return []
-        ordered: list[Msg] = []
+        ordered: list[StoredMessage] = []
         for message in messages:
             metadata = message.metadata
             if int(metadata.sequence.consumer) != self._delivered + 1:
@@ -111,7 +156,7 @@ class OrderedReader:
                 break
             self._delivered = int(metadata.sequence.consumer)
             self.last_seq = int(metadata.sequence.stream)
-            ordered.append(message)
+            ordered.append(_stored(message))
         return ordered
 
     def _resume_seq(self) -> int | None:
@@ -163,44 +208,51 @@ async def read(
     `end_seq`, if earlier); with it, keeps waiting for new messages until the caller stops.
     `owner` prefixes the consumer's name (the NATS user's, e.g. `binder`).
     Raises:
-        nats.js.errors.NotFoundError: no such stream.
-        nats.errors.Error: NATS failed (connection closed, timeouts on the API).
+        NotFound: no such stream. BusUnavailable, BusRefused: NATS failed or refused (the
+            connection closed, API timeouts, a permission).
     """
-    info = await js.stream_info(stream)
-    last = info.state.last_seq if end_seq is None else min(end_seq, info.state.last_seq)
-    if not follow and (info.state.messages == 0 or last < max(start_seq, info.state.first_seq)):
+    state = await stream_state(js, stream)
+    last = state.last_seq if end_seq is None else min(end_seq, state.last_seq)
+    if not follow and (state.messages == 0 or last < max(start_seq, state.first_seq)):
         return
-    reader = await OrderedReader.open(js, stream, filter_subject, owner=owner,
-                                      start_seq=max(start_seq, 1))
+    with transience.bus_errors(f"a reader of {filter_subject} in {stream}"):
+        reader = await OrderedReader.open(js, stream, filter_subject, owner=owner,
+                                          start_seq=max(start_seq, 1))
     try:
-        async for message in _messages(reader, follow):
-            stored = _stored(message)
+        async for stored in _messages(reader, follow):
             if not follow and stored.seq > last:
                 return
             yield stored
-            if not follow and (stored.seq >= last or message.metadata.num_pending == 0):
+            if not follow and (stored.seq >= last or stored.pending == 0):
                 return
     finally:
         await reader.close()
 
 
-async def _messages(reader: OrderedReader, follow: bool) -> AsyncIterator[Msg]:
+async def _messages(reader: OrderedReader, follow: bool) -> AsyncIterator[StoredMessage]:
     """Messages as they arrive; without `follow`, ends once nothing is pending any more."""
     while True:
-        messages = await reader.fetch(FETCH_BATCH, WAIT_SECONDS)
+        with transience.bus_errors(f"reading {reader.name}"):
+            messages = await reader.fetch(FETCH_BATCH, WAIT_SECONDS)
         for message in messages:
             yield message
-        if not messages and not follow and await reader.num_pending() == 0:
-            return
+        if not messages and not follow:
+            with transience.bus_errors(f"reading {reader.name}"):
+                if await reader.num_pending() == 0:
+                    return
 
 
 def _stored(message: Msg) -> StoredMessage:
     metadata = message.metadata
-    stamp = metadata.timestamp
     return StoredMessage(
         seq=int(metadata.sequence.stream),
         subject=message.subject,
         data=message.data,
         headers=dict(message.headers or {}),
-        stored_at_ms=round(stamp.timestamp() * 1000) if stamp is not None else 0,
+        stored_at_ms=_epoch_ms(metadata.timestamp),
+        pending=int(metadata.num_pending or 0),
     )
+
+
+def _epoch_ms(stamp: datetime | None) -> int:
+    return round(stamp.timestamp() * 1000) if stamp is not None else 0

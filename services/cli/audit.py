@@ -294,7 +294,7 @@ def _run(main: Any) -> Any:
 @contextlib.contextmanager
 def _failures() -> Iterator[None]:
     from services.audit.replay import ReplayFailed
-    from services.bus.errors import BusUnavailable
+    from services.bus.errors import BusRefused, BusUnavailable, NotFound
     from services.contracts.codec import PoisonedMessage
     from services.store.audit import AuditUnavailable
     from services.store.errors import SchemaMismatch
@@ -303,8 +303,12 @@ def _failures() -> Iterator[None]:
         yield
     except (AuditUnavailable, SchemaMismatch, ReplayFailed, PoisonedMessage) as error:
         raise AuditFailed(str(error)) from None
+    except NotFound as error:
+        raise AuditFailed(f"stream not found (wrong --prefix?): {error}") from None
     except BusUnavailable as error:
         raise AuditFailed(f"NATS unavailable: {error}") from None
+    except BusRefused as error:
+        raise AuditFailed(f"NATS refused: {error}") from None
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as head expects
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise SystemExit(EXIT_FAILED) from None
@@ -316,14 +320,11 @@ def _failures() -> Iterator[None]:
 
 
 def _nats_failure(error: Exception) -> AuditFailed | None:
-    """The NATS errors an audit expects, as `AuditFailed` (only if a NATS source was opened:
+    """An incomplete NATS log as `AuditFailed` (only if a NATS source was opened:
     nats-py is not imported for a database audit)."""
     nats_log = sys.modules.get("services.audit.nats_log")
-    js_errors = sys.modules.get("nats.js.errors")
     if nats_log is not None and isinstance(error, nats_log.IncompleteLog):
         return AuditFailed(str(error))
-    if js_errors is not None and isinstance(error, js_errors.NotFoundError):
-        return AuditFailed(f"stream not found (wrong --prefix?): {error}")
     return None
 
 

@@ -31,7 +31,7 @@ async def print_decisions(bus: BusSettings, podgroup: tuple[str, str] | None, *,
 
     Raises:
         services.bus.errors.BusUnavailable: NATS unreachable.
-        nats.js.errors.NotFoundError: no DECISIONS stream for this prefix.
+        services.bus.errors.NotFound: no DECISIONS stream for this prefix.
     """
     client = await connection.connect(bus, name="gangsched-decisions",
                                       first_connect_timeout_seconds=10)

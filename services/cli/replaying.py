@@ -71,7 +71,7 @@ async def replay(request: ReplayRequest) -> ReplayOutcome:
     Raises:
         services.store.audit.AuditUnavailable, services.store.errors.SchemaMismatch,
         services.bus.errors.BusUnavailable, services.audit.nats_log.IncompleteLog,
-        services.audit.replay.ReplayFailed, nats.js.errors.NotFoundError (no such stream).
+        services.audit.replay.ReplayFailed, services.bus.errors.NotFound (no such stream).
     """
     outcome = ReplayOutcome(Verifier(request.bus.prefix))
     verifier = outcome.verifier

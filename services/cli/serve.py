@@ -18,11 +18,11 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-from nats.aio.client import Client
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.binder.service import run_binder
-from services.bus import connection, embedded
+from services.bus import connection, embedded, lease
+from services.bus.connection import Connection
 from services.cli import run_info
 from services.config.settings import Settings
 from services.kube import client as kube_client
@@ -79,7 +79,7 @@ async def _check_kube_credentials(settings: Settings) -> None:
     await client.close()
 
 
-def _factory(name: str, settings: Settings, nc: Client, engine: AsyncEngine | None,
+def _factory(name: str, settings: Settings, nc: Connection, engine: AsyncEngine | None,
              readiness: Readiness, planner: PlannerConfig) -> Any:
     flag = readiness.flag(name)
     if name == "watcher":
@@ -96,19 +96,19 @@ def _factory(name: str, settings: Settings, nc: Client, engine: AsyncEngine | No
     return lambda: _lead(settings, nc, plan, flag)
 
 
-async def _lead(settings: Settings, nc: Client, plan: Any, flag: ReadyFlag) -> None:
+async def _lead(settings: Settings, nc: Connection, plan: Any, flag: ReadyFlag) -> None:
     """Run the planner only while this process holds the leader lease (standbys wait warm)."""
     timing = election.Timing(
         lease_seconds=settings.planner.leader_lease_seconds,
         retry_seconds=settings.planner.leader_retry_seconds,
     )
-    lease = await election.open_lease(
-        nc.jetstream(), prefix=settings.bus.prefix, timing=timing,
-        replicas=settings.bus.replicas,
+    held = await lease.open_lease(
+        nc.jetstream(), prefix=settings.bus.prefix, lease_seconds=timing.lease_seconds,
+        holder=election.identity(), replicas=settings.bus.replicas,
     )
-    log.info("planner %s campaigns for the leader lease (%gs)", lease.holder,
+    log.info("planner %s campaigns for the leader lease (%gs)", held.holder,
              timing.lease_seconds)
-    await election.lead(lease, timing, plan, ready=flag)
+    await election.lead(held, timing, plan, ready=flag)
 
 
 @contextlib.asynccontextmanager
@@ -185,7 +185,7 @@ async def _announce_when_ready(settings: Settings, readiness: Readiness,
     log.info("gangsched ready: %s", ", ".join(services))
 
 
-async def _drain(nc: Client) -> None:
+async def _drain(nc: Connection) -> None:
     with contextlib.suppress(Exception):
         await nc.drain()
 

@@ -1,9 +1,10 @@
-"""Leader election for the planner on a NATS KV lease: one planner serves, standbys wait warm.
+"""Leader election for the planner on a lease: one planner serves, standbys wait warm.
 
-Layer: planner shell. The lease is the key `planner` in the KV bucket `<PREFIX>_LEADER`, whose
-TTL is the lease duration. A candidate takes the lease with `create` (only if no live entry);
-the leader renews it every `retry_seconds` with a compare-and-set on its last revision; an entry
-nobody renews expires after the TTL and a standby's next `create` wins. The leader steps down by
+Layer: planner shell. The lease is a `LeaseStore` (in production `services.bus.lease.KvLease`,
+a NATS KV key whose TTL is the lease duration). A candidate takes the lease with `acquire`
+(only if no live entry); the leader renews it every `retry_seconds` with a compare-and-set on
+its last revision; an entry nobody renews expires after the TTL and a standby's next `acquire`
+wins. The leader steps down by
 itself once no renewal succeeded for `renew_deadline_seconds` (two thirds of the lease, measured
 from before the write was sent, so it stops serving before the server can let anyone else in).
 A leader that stops (shutdown, or its work failed) deletes the entry so a standby takes over at
@@ -14,7 +15,6 @@ caller's work only while this process holds the lease.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -24,22 +24,18 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import nats
-from nats.js import JetStreamContext
-from nats.js.api import KeyValueConfig, StorageType
-from nats.js.kv import KeyValue
 from prometheus_client import Gauge
 
-from services.bus import transience
-from services.contracts import subjects
+from services.bus.errors import BusRefused, BusUnavailable
 from services.runtime import metrics
 
 log = logging.getLogger(__name__)
 
-KEY = "planner"
 RENEW_DEADLINE_FRACTION = 2 / 3
 RELEASE_TIMEOUT_SECONDS = 2.0
-_RELEASE_ERRORS: tuple[type[BaseException], ...] = (*transience.TRANSIENT_ERRORS, nats.errors.Error)
+_UNAVAILABLE: tuple[type[BaseException], ...] = (BusUnavailable, TimeoutError, OSError)
+"""A lease request that may succeed later: NATS down or busy, or our own timeout."""
+_RELEASE_ERRORS: tuple[type[BaseException], ...] = (*_UNAVAILABLE, BusRefused)
 
 leader = Gauge(
     "gangsched_leader",
@@ -119,93 +115,6 @@ class LeaseStore(Protocol):
         """Delete the lease if it is still ours (`revision`: our last known write)."""
 
 
-class KvLease:
-    """`LeaseStore` on a NATS KV key; nats-py errors other than a lost race propagate."""
-
-    def __init__(self, kv: KeyValue, holder: str, key: str = KEY) -> None:
-        self._kv = kv
-        self._key = key
-        self.holder = holder
-        self._value = holder.encode()
-
-    async def acquire(self) -> int | None:
-        """`create` the key; if it exists but holds our identity (a write whose ack we lost,
-        or a term we gave up on while NATS was unreachable), take it back."""
-        try:
-            return int(await self._kv.create(self._key, self._value))
-        except nats.js.errors.KeyWrongLastSequenceError:
-            pass
-        except nats.js.errors.NotFoundError:
-            return None  # it expired while `create` looked at it: try again next time
-        revision = await self._our_revision()
-        return None if revision is None else await self.renew(revision)
-
-    async def renew(self, revision: int) -> int | None:
-        """`update` with `last=revision`; None when someone else wrote since."""
-        try:
-            return int(await self._kv.update(self._key, self._value, last=revision))
-        except nats.js.errors.KeyWrongLastSequenceError:
-            return None
-
-    async def release(self, revision: int) -> None:
-        """Delete the entry if it is still ours (a no-op otherwise).
-
-        The entry's current revision may be past `revision` (a renewal cancelled after the
-        server applied it), so ownership is checked on the value and the delete is a
-        compare-and-set on the revision just read.
-        """
-        current = await self._our_revision()
-        if current is None:
-            return
-        with contextlib.suppress(nats.js.errors.BadRequestError):  # someone wrote since
-            await self._kv.delete(self._key, last=current)
-
-    async def _our_revision(self) -> int | None:
-        """The revision of the entry if it holds our identity; None if absent or not ours."""
-        try:
-            entry = await self._kv.get(self._key)
-        except nats.js.errors.NotFoundError:
-            return None
-        if entry.value != self._value or entry.revision is None:
-            return None
-        return int(entry.revision)
-
-
-async def open_lease(
-    js: JetStreamContext, *, prefix: str, timing: Timing, replicas: int = 1,
-    holder: str | None = None,
-) -> KvLease:
-    """The planner lease in bucket `<PREFIX>_LEADER`, creating the bucket (TTL = lease) if needed.
-
-    A bucket made with another TTL is updated to `timing.lease_seconds` (logged).
-    Raises:
-        nats errors when NATS refuses or cannot be reached (the caller's supervisor retries).
-    """
-    bucket = subjects.stream_name(prefix, "LEADER")
-    try:
-        kv = await js.key_value(bucket)
-    except nats.js.errors.BucketNotFoundError:
-        kv = await js.create_key_value(KeyValueConfig(
-            bucket=bucket, history=1, ttl=timing.lease_seconds, replicas=replicas,
-            storage=StorageType.FILE, description="gangsched planner leader lease",
-        ))
-        log.info("created leader lease bucket %s (lease %gs)", bucket, timing.lease_seconds)
-    else:
-        await _match_ttl(js, f"KV_{bucket}", timing.lease_seconds)
-    return KvLease(kv, holder or identity())
-
-
-async def _match_ttl(js: JetStreamContext, stream: str, lease_seconds: float) -> None:
-    """Set the bucket stream's max age to `lease_seconds` when it differs (units: seconds)."""
-    info = await js.stream_info(stream)
-    if abs((info.config.max_age or 0.0) - lease_seconds) < 1e-3:
-        return
-    log.warning("leader lease bucket %s had a TTL of %gs; setting it to %gs", stream,
-                info.config.max_age or 0.0, lease_seconds)
-    info.config.max_age = lease_seconds
-    await js.update_stream(config=info.config)
-
-
 class ReadyFlag(Protocol):
     """Readiness of this service (`services.runtime.health.ReadyFlag`)."""
 
@@ -247,10 +156,10 @@ async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monoto
         started = clock()
         try:
             revision = await lease.acquire()
-        except transience.TRANSIENT_ERRORS as error:
+        except _UNAVAILABLE as error:
             log.debug("leader lease unavailable: %r", error)
             revision = None
-        except nats.js.errors.APIError as error:
+        except BusRefused as error:
             log.warning("leader lease refused (will retry): %r", error)
             revision = None
         if revision is not None:
@@ -297,7 +206,7 @@ async def renew(lease: LeaseStore, term: Term, timing: Timing, clock: Clock) -> 
     remaining = deadline(term, timing) - started
     try:
         revision = await asyncio.wait_for(lease.renew(term.revision), max(remaining, 0.0))
-    except transience.TRANSIENT_ERRORS as error:
+    except _UNAVAILABLE as error:
         if clock() < deadline(term, timing):
             log.warning("leader lease renewal failed (will retry): %r", error)
             return term

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from services.contracts import codec, subjects
+from services.contracts import codec, dead_letters, subjects
 from services.contracts.decisions import Decision
 from services.contracts.ids import GroupKey, split_key
 from services.planner.ports import Publisher, Store
@@ -18,11 +18,6 @@ from services.runtime import metrics
 from services.store.planner_store import OutboxRow
 
 log = logging.getLogger(__name__)
-
-REASON_HEADER = "Gangsched-Reason"
-SUBJECT_HEADER = "Gangsched-Subject"
-SEQ_HEADER = "Gangsched-Seq"
-CONSUMER_HEADER = "Gangsched-Consumer"
 
 
 def decision_type(decision: Decision) -> str:
@@ -60,21 +55,16 @@ async def publish_dead_letters(
 ) -> int:
     """Republish every unpublished dead letter to the dead-letter subject; return how many.
 
-    Shapes: the original payload, with headers naming the reason, the original subject and
-    sequence, and the consumer that refused it; `Nats-Msg-Id` `deadletter/<consumer>/<seq>`.
+    Shapes: the original payload, with the headers of `services.contracts.dead_letters`
+    (the reason, the original subject and sequence, the consumer that refused it).
     """
     pending = await store.pending_dead_letters()
     for letter in pending:
         await publisher.publish(
             subjects.dead_letter_subject(prefix),
             letter.data,
-            msg_id=f"deadletter/{consumer}/{letter.seq}",
-            headers={
-                CONSUMER_HEADER: consumer,
-                REASON_HEADER: letter.reason,
-                SUBJECT_HEADER: letter.subject,
-                SEQ_HEADER: str(letter.seq),
-            },
+            msg_id=dead_letters.msg_id(consumer, letter.seq),
+            headers=dead_letters.headers(consumer, letter.reason, letter.subject, letter.seq),
         )
         log.warning("dead letter seq %d (%s): %s", letter.seq, letter.subject, letter.reason)
     await store.mark_dead_letters_published([letter.seq for letter in pending])

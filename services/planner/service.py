@@ -21,11 +21,10 @@ from __future__ import annotations
 import logging
 import time
 
-from nats.js import JetStreamContext
-from nats.js.api import AckPolicy
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.bus import streams
+from services.bus import consuming, reading, streams
+from services.bus.connection import JetStream
 from services.bus.consuming import Delivery, PullConsumer
 from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import PlannerServiceSettings, Settings
@@ -230,7 +229,7 @@ class PlannerService:
 
 async def run_planner(
     settings: Settings,
-    js: JetStreamContext,
+    js: JetStream,
     engine: AsyncEngine,
     ready: ReadyFlag | None = None,
     *,
@@ -259,7 +258,7 @@ async def run_planner(
     consumer = await PullConsumer.open(
         js, stream=events_stream, durable=DURABLE,
         filter_subject=subjects.events_wildcard(prefix), start_seq=start_seq,
-        ack_policy=AckPolicy.ALL,
+        ack_policy=consuming.ACK_ALL,
     )
     try:
         await service.serve(consumer, ready)
@@ -269,12 +268,12 @@ async def run_planner(
         await consumer.close()
 
 
-async def _check_stream_reaches(js: JetStreamContext, stream: str, tracked_seq: int) -> None:
+async def _check_stream_reaches(js: JetStream, stream: str, tracked_seq: int) -> None:
     """Refuse to start when `stream` ends before `tracked_seq` (see `StreamBehindTracking`)."""
-    info = await js.stream_info(stream)
-    if info.state.last_seq < tracked_seq:
+    last_seq = (await reading.stream_state(js, stream)).last_seq
+    if last_seq < tracked_seq:
         raise StreamBehindTracking(
-            f"stream {stream} ends at seq {info.state.last_seq} but the planner database has "
+            f"stream {stream} ends at seq {last_seq} but the planner database has "
             f"applied up to {tracked_seq}: the NATS store was lost or replaced; point the "
             f"planner at a fresh database to rebuild from the stream"
         )

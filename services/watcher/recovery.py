@@ -1,8 +1,8 @@
 """What the log already says exists: the seed that lets a restarted watcher miss no delete.
 
 Layer: watcher shell. Reads the last event of every node, pod, PodGroup, claim, volume and
-storage class subject from the EVENTS stream (a short-lived ephemeral reader named
-`watcher-recovery-<random>`, deliver policy last-per-subject). An object whose last event
+storage class subject from the EVENTS stream (`services.bus.latest.latest`: a short-lived
+last-per-subject reader named `watcher-recovery-<random>`). An object whose last event
 is an observation is known to the log; if the first list after a restart does not contain
 it, it vanished while no watcher ran, and a synthetic delete is published. Never writes to
 the stream.
@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 import time
 
-from nats.js import JetStreamContext
-
-from services.bus import reading
+from services.bus import latest
+from services.bus.connection import JetStream
 from services.contracts import codec, subjects
 from services.contracts.events import (
     ClaimDeleted,
@@ -66,7 +65,7 @@ def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False,
         known.pop(event.uid, None)
 
 
-async def last_known(js: JetStreamContext, prefix: str, kind: str,
+async def last_known(js: JetStream, prefix: str, kind: str,
                      stale_after_seconds: float | None = None, *,
                      api_version: str | None = None) -> dict[str, Known]:
     """The objects of `kind` (node, pod, podgroup) whose last event in EVENTS observes them.
@@ -76,38 +75,18 @@ async def last_known(js: JetStreamContext, prefix: str, kind: str,
     resourceVersion, so the first list publishes it again (the resync guarantee holds across
     watcher restarts: its event would otherwise expire with the stream's retention).
     Raises:
-        nats errors when the stream cannot be read (the caller's supervisor retries).
+        NotFound, BusUnavailable, BusRefused (`services.bus.errors`): the stream cannot be
+            read (the caller's supervisor retries).
     """
-    stream = subjects.stream_name(prefix, "EVENTS")
-    reader = await reading.OrderedReader.open(
-        js, stream, f"{prefix}.events.{kind}.>", owner=OWNER,
-        inactive_threshold_seconds=INACTIVE_SECONDS)
-    try:
-        stale_before = (time.time() - stale_after_seconds
-                        if stale_after_seconds is not None else None)
-        known = await _drain(reader, await reader.num_pending(), stale_before, api_version)
-    finally:
-        await reader.close()
+    stale_before = (time.time() - stale_after_seconds
+                    if stale_after_seconds is not None else None)
+    known: dict[str, Known] = {}
+    async for message in latest.latest(
+            js, subjects.stream_name(prefix, "EVENTS"), f"{prefix}.events.{kind}.>",
+            owner=OWNER, inactive_threshold_seconds=INACTIVE_SECONDS, batch=FETCH_BATCH,
+            timeout_seconds=FETCH_TIMEOUT_SECONDS):
+        is_stale = (stale_before is not None and message.stored_at_ms > 0
+                    and message.stored_at_ms / 1000 < stale_before)
+        fold(known, message.data, is_stale=is_stale, api_version=api_version)
     log.info("log knows %d %s objects", len(known), kind)
     return known
-
-
-async def _drain(
-    reader: reading.OrderedReader, pending: int, stale_before: float | None,
-    api_version: str | None = None,
-) -> dict[str, Known]:
-    """Fetch until nothing is pending; fold the payloads into uid → Known (stale ones with an
-    empty resourceVersion; `stale_before` in UTC epoch seconds; `api_version` as `fold`)."""
-    known: dict[str, Known] = {}
-    while pending > 0:
-        messages = await reader.fetch(FETCH_BATCH, FETCH_TIMEOUT_SECONDS)
-        if not messages:
-            pending = await reader.num_pending()
-        for message in messages:
-            stamp = message.metadata.timestamp
-            is_stale = (stale_before is not None and stamp is not None
-                        and stamp.timestamp() < stale_before)
-            fold(known, message.data, is_stale=is_stale, api_version=api_version)
-            pending = int(message.metadata.num_pending)
-    return known
-

@@ -18,9 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from nats.aio.client import Client
-
 from services.bus import streams
+from services.bus.connection import Connection
 from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import Settings
 from services.kube import client as kube_client
@@ -79,12 +78,13 @@ def resync_seconds(retention_seconds: float) -> float | None:
     return max(retention_seconds / 2, MIN_RESYNC_SECONDS)
 
 
-async def run_watcher(settings: Settings, nc: Client, ready: ReadyFlag) -> None:
+async def run_watcher(settings: Settings, nc: Connection, ready: ReadyFlag) -> None:
     """Run the watcher until cancelled; `ready` is set once the first lists are published.
 
     Raises:
         KubeError: no Kubernetes credentials. BusMisconfigured: the streams cannot be set up.
-        nats errors while reading the log at start (a supervisor restarts the watcher).
+        BusUnavailable, BusRefused, NotFound (`services.bus.errors`): the log could not be
+            read at start (a supervisor restarts the watcher).
     """
     ready.set(False)
     js = nc.jetstream()

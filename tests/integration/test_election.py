@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pytest
 from nats.aio.client import Client
 
-from services.bus import connection
+from services.bus import connection, lease
 from services.bus.embedded import EmbeddedNats
 from services.config.settings import BusSettings
 from services.planner import election
@@ -62,9 +62,9 @@ async def campaign(bus_settings: BusSettings) -> AsyncIterator[Campaign]:
     async def start(name: str) -> Candidate:
         nc = await connection.connect(bus_settings, name=name)
         candidate = Candidate(name, nc)
-        lease = await election.open_lease(nc.jetstream(), prefix=bus_settings.prefix,
-                                          timing=TIMING, holder=name)
-        candidate.task = asyncio.create_task(election.lead(lease, TIMING, candidate.work))
+        held = await lease.open_lease(nc.jetstream(), prefix=bus_settings.prefix,
+                                      lease_seconds=TIMING.lease_seconds, holder=name)
+        candidate.task = asyncio.create_task(election.lead(held, TIMING, candidate.work))
         candidates.append(candidate)
         return candidate
 
@@ -172,7 +172,9 @@ async def test_the_lease_bucket_ttl_follows_the_configured_lease(
         nc: Client, bus_settings: BusSettings) -> None:
     js = nc.jetstream()
     stream = f"KV_{bus_settings.prefix.upper()}_LEADER"
-    await election.open_lease(js, prefix=bus_settings.prefix, timing=TIMING)
+    await lease.open_lease(js, prefix=bus_settings.prefix, lease_seconds=TIMING.lease_seconds,
+                           holder=election.identity())
     assert (await js.stream_info(stream)).config.max_age == pytest.approx(1.5)
-    await election.open_lease(js, prefix=bus_settings.prefix, timing=Timing(5.0, 1.0))
+    await lease.open_lease(js, prefix=bus_settings.prefix, lease_seconds=5.0,
+                           holder=election.identity())
     assert (await js.stream_info(stream)).config.max_age == pytest.approx(5.0)

@@ -16,10 +16,10 @@ from services.bus.consuming import PullConsumer, differences
 from services.bus.embedded import EmbeddedNats
 from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
-from services.contracts import subjects
+from services.contracts import dead_letters, subjects
 from services.contracts.decisions import Placement
 from services.contracts.events import NodeObserved
-from services.planner import catchup, publication
+from services.planner import catchup
 from services.planner.core import state
 from services.planner.core.config import PlannerConfig
 from services.planner.service import DURABLE, PlannerService, run_planner
@@ -135,8 +135,8 @@ async def test_poisoned_messages_are_dead_lettered_and_later_events_still_proces
     letters = await read_stream(js, subjects.stream_name(prefix, "DEADLETTER"))
     assert [message.data for message in letters] == [row.data for row in dead]
     headers = letters[0].headers or {}
-    assert headers[publication.REASON_HEADER] == dead[0].reason
-    assert headers[publication.SEQ_HEADER] == "1"
+    assert headers[dead_letters.REASON_HEADER] == dead[0].reason
+    assert headers[dead_letters.SEQ_HEADER] == "1"
     assert metrics.dead_letters.labels(DURABLE)._value.get() == counted + 3
 
 

@@ -18,11 +18,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
-from services.contracts import codec, subjects
+from services.contracts import codec, dead_letters, subjects
 from services.contracts.decisions import Placement, Rejection
 from services.contracts.events import ClockTicked, Event, GroupBound, PodObserved
 from services.contracts.signing import DecisionKey
-from services.planner import intake, publication
+from services.planner import intake
 from services.planner.service import DURABLE
 from services.runtime import metrics
 from services.store import tables
@@ -130,8 +130,8 @@ async def test_a_forged_planner_dead_letter_does_not_make_nats_replay_skip_the_e
     podgroup_seq = 2
     await Publisher(js).publish(
         subjects.dead_letter_subject(prefix), b"forged", msg_id="deadletter/planner/2",
-        headers={publication.CONSUMER_HEADER: DURABLE, publication.SEQ_HEADER: str(podgroup_seq),
-                 publication.REASON_HEADER: "planner core raised: forged"})
+        headers={dead_letters.CONSUMER_HEADER: DURABLE, dead_letters.SEQ_HEADER: str(podgroup_seq),
+                 dead_letters.REASON_HEADER: "planner core raised: forged"})
     for extra in ([], ["--decision-key-file", str(key_file)]):
         from_nats = await gangsched("replay", "--source", "nats", "--verify", "--nats",
                                     str(bus_settings.url), "--prefix", prefix, *extra)

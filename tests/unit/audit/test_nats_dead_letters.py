@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from services.audit.nats_log import is_planners
+from services.contracts import dead_letters
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
-from services.planner import publication
 
 KEY = DecisionKey.from_text("k" * 64)
 SUBJECT = "gs.deadletter"
@@ -12,7 +12,7 @@ DATA = b'{"type":"ClockTicked","at_ms":1}'
 
 
 def letter(seq: str = "7", consumer: str = "planner") -> dict[str, str]:
-    return {publication.CONSUMER_HEADER: consumer, publication.SEQ_HEADER: seq}
+    return {dead_letters.CONSUMER_HEADER: consumer, dead_letters.SEQ_HEADER: seq}
 
 
 def test_a_signed_planner_dead_letter_names_its_event() -> None:
