@@ -42,8 +42,6 @@ import msgspec
 
 from services.audit import heap
 from services.audit.db_log import DatabaseLog
-from services.audit.replay import Replay
-from services.audit.verify import Verifier
 from services.contracts import codec, subjects
 from services.contracts.decisions import Decision, Placement
 from services.contracts.events import (
@@ -61,6 +59,8 @@ from services.planner import publication
 from services.planner.core import plan, revision
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import empty_state
+from services.planner.rederive.replay import Replay
+from services.planner.rederive.verify import Verifier
 from services.store import audit, schema
 from tests.support.postgres import running_postgres
 

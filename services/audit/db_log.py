@@ -12,14 +12,14 @@ from collections.abc import AsyncIterator
 
 import msgspec
 
-from services.audit import log
 from services.audit.explain import Item
-from services.audit.log import LoggedEvent, PlanPoint, RecordedDecision, RoundInput
 from services.audit.timeline import OUTCOMES
 from services.contracts import codec, ids, subjects
 from services.contracts.decisions import Decision, Placement, Rejection
 from services.contracts.events import Event, PodGroupDeleted, PodGroupObserved, PodObserved
 from services.contracts.ids import GroupKey, is_singleton, split_key
+from services.planner.rederive import rounds
+from services.planner.rederive.rounds import LoggedEvent, PlanPoint, RecordedDecision, RoundInput
 from services.store.audit import PAGE_ROWS, AuditLog, EventBatch, OutboxRecord
 
 DECISION_TYPES = ("Placement", "Rejection", "StatusUpdate")
@@ -40,14 +40,14 @@ class DatabaseLog:
         return (await self.audit.event_bounds())[0]
 
     def rounds(self) -> AsyncIterator[RoundInput]:
-        """Every recorded round, in order (see `log.assemble`), with the planner that planned
+        """Every recorded round, in order (see `rounds.assemble`), with the planner that planned
         it (`UNRECORDED` for rounds from before planners recorded themselves).
 
         Raises (while iterating):
             services.contracts.codec.PoisonedMessage: an audit row that does not decode (the
                 planner audits only events it decoded, so this means a damaged database).
         """
-        return log.assemble_pages(self._events(), self._plan_points(), self._recorded())
+        return rounds.assemble_pages(self._events(), self._plan_points(), self._recorded())
 
     async def _events(self) -> AsyncIterator[list[LoggedEvent]]:
         async for batch in self.audit.event_batches(page_rows=self.page_rows):

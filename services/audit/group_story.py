@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from services.audit import summaries, times
-from services.audit.log import LoggedEvent
 from services.audit.story import Explanation, Item, Story
 from services.contracts import ids
 from services.contracts.decisions import Placement, Rejection
@@ -23,6 +22,7 @@ from services.contracts.events import (
     PodGroupObserved,
     PodObserved,
 )
+from services.planner.rederive.rounds import LoggedEvent
 
 
 @dataclass

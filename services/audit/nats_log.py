@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from services.audit import log
-from services.audit.log import LoggedEvent, PlanPoint, RecordedDecision, RoundInput
 from services.bus import reading
 from services.bus.connection import JetStream
 from services.bus.errors import NotFound
 from services.contracts import codec, dead_letters, subjects
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from services.planner import intake
+from services.planner.rederive import rounds
+from services.planner.rederive.rounds import LoggedEvent, PlanPoint, RecordedDecision, RoundInput
 
 PLANNER_CONSUMER = "planner"
 """The planner's consumer name, as its dead letters carry it (`services.planner.service`)."""
@@ -76,7 +76,7 @@ class NatsLog:
 
     def rounds(self) -> AsyncIterator[RoundInput]:
         """Rounds at the published plan points, then the events after the last one."""
-        return log.assemble_pages(self._events(), self._plan_points(), _once(self.recorded))
+        return rounds.assemble_pages(self._events(), self._plan_points(), _once(self.recorded))
 
     async def _plan_points(self) -> AsyncIterator[list[PlanPoint]]:
         yield [(point, None) for point in sorted({d.plan_seq for d in self.recorded})]

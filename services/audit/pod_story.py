@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from services.audit import summaries, times
-from services.audit.log import LoggedEvent
 from services.audit.story import Explanation, Item, Story
 from services.contracts import ids
 from services.contracts.decisions import Placement, Rejection
@@ -25,6 +24,7 @@ from services.contracts.events import (
     PodGroupObserved,
     PodObserved,
 )
+from services.planner.rederive.rounds import LoggedEvent
 
 
 @dataclass

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from services.audit import summaries, times
-from services.audit.log import LoggedEvent
 from services.contracts.decisions import Decision, Rejection, StatusUpdate
 from services.contracts.events import PodGroupDeleted, PodGroupObserved
+from services.planner.rederive.rounds import LoggedEvent
 
 Item = LoggedEvent | Decision
 """One link of the chain: an event of the log or a recorded decision."""

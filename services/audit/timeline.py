@@ -14,7 +14,6 @@ from typing import Any
 import msgspec
 
 from services.audit import summaries, times
-from services.audit.replay import RoundResult
 from services.contracts import ids
 from services.contracts.decisions import Decision, Placement, Rejection
 from services.contracts.events import (
@@ -29,6 +28,7 @@ from services.contracts.events import (
     PodGroupObserved,
     PodObserved,
 )
+from services.planner.rederive.replay import RoundResult
 
 OUTCOMES = (MemberBound, MemberBindFailed, GroupBound, GroupRolledBack)
 """The binder's outcome events (shown as `outcome` entries)."""

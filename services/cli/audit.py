@@ -126,8 +126,8 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
 
 def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequest:
     from services.audit import times
-    from services.audit.log import Until
     from services.audit.timeline import Focus, Window
+    from services.audit.until import Until
     from services.cli.replaying import ReplayRequest
 
     if parsed["pod"] and parsed["podgroup"]:
@@ -293,9 +293,9 @@ def _run(main: Any) -> Any:
 
 @contextlib.contextmanager
 def _failures() -> Iterator[None]:
-    from services.audit.replay import ReplayFailed
     from services.bus.errors import BusRefused, BusUnavailable, NotFound
     from services.contracts.codec import PoisonedMessage
+    from services.planner.rederive.replay import ReplayFailed
     from services.store.audit import AuditUnavailable
     from services.store.errors import SchemaMismatch
 

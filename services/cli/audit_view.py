@@ -20,8 +20,8 @@ from rich.text import Text
 from services.audit import summaries, times
 from services.audit.explain import Explanation
 from services.audit.timeline import Entry
-from services.audit.verify import Divergence, Verifier
 from services.contracts.decisions import Decision
+from services.planner.rederive.verify import Divergence, Verifier
 
 PIPE_WIDTH = 200
 TIMELINE_COLUMNS = (("Seq", 7), ("Time (UTC)", 24), ("Kind", 8), ("Type", 16), ("Name", 24),

@@ -18,14 +18,15 @@ import click
 
 from services.audit import heap
 from services.audit.db_log import DatabaseLog
-from services.audit.log import RoundInput, Until
-from services.audit.replay import Replay
 from services.audit.timeline import Focus, Timeline, Window
-from services.audit.verify import Verifier
+from services.audit.until import Until
 from services.cli import audit_view
 from services.config.settings import BusSettings
 from services.contracts.signing import DecisionKey
 from services.planner.core.config import PlannerConfig
+from services.planner.rederive.replay import Replay
+from services.planner.rederive.rounds import RoundInput
+from services.planner.rederive.verify import Verifier
 from services.store import audit, schema
 
 
@@ -71,7 +72,8 @@ async def replay(request: ReplayRequest) -> ReplayOutcome:
     Raises:
         services.store.audit.AuditUnavailable, services.store.errors.SchemaMismatch,
         services.bus.errors.BusUnavailable, services.audit.nats_log.IncompleteLog,
-        services.audit.replay.ReplayFailed, services.bus.errors.NotFound (no such stream).
+        services.planner.rederive.replay.ReplayFailed,
+        services.bus.errors.NotFound (no such stream).
     """
     outcome = ReplayOutcome(Verifier(request.bus.prefix))
     verifier = outcome.verifier

@@ -2,8 +2,8 @@
 re-planned at their recorded plan points and checked against the recorded decisions.
 
 Layer: planner shell (reads the store through the `ports.Store` protocol). The re-planning is
-the audit replay's (`services.audit.replay.Replay`, `services.audit.verify.Verifier`), so a
-restart and `gangsched replay --verify` derive decisions the same way. A re-derived decision
+`services.planner.rederive` (`Replay`, `Verifier`), which `gangsched replay --verify` runs too,
+so a restart and an audit derive decisions the same way. A re-derived decision
 that differs from its outbox row is a determinism bug: it is logged with both sides and the
 restore raises `CatchUpDiverged`, so the planner never serves from a state it cannot trust.
 Never writes to the store and never publishes.
@@ -15,13 +15,13 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from services.audit import log as audit_log
-from services.audit.replay import Replay, ReplayFailed
-from services.audit.verify import Divergence, Verifier
 from services.contracts import codec
 from services.planner.core import state
 from services.planner.core.config import PlannerConfig
 from services.planner.ports import Store
+from services.planner.rederive import rounds
+from services.planner.rederive.replay import Replay, ReplayFailed
+from services.planner.rederive.verify import Divergence, Verifier
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +60,10 @@ async def restore(store: Store, config: PlannerConfig, prefix: str) -> Restored:
         return Restored(start, after, upto, 0, 0)
     replay, verifier = Replay(config), Verifier(prefix)
     replay.state = start
-    rounds = audit_log.assemble(_events(store, after, upto),
+    logged = rounds.assemble(_events(store, after, upto),
                                 store.catch_up_plan_points(after, upto),
                                 _recorded(store, after, upto))
-    async for rnd in rounds:
+    async for rnd in logged:
         try:
             result = replay.play(rnd)
         except ReplayFailed as error:
@@ -89,13 +89,13 @@ def _side(decision: tuple[str, bytes] | None) -> str:
     return f"{subject} {data.decode(errors='replace')}"
 
 
-async def _events(store: Store, after: int, upto: int) -> AsyncIterator[audit_log.LoggedEvent]:
+async def _events(store: Store, after: int, upto: int) -> AsyncIterator[rounds.LoggedEvent]:
     async for seq, subject, _type, _at_ms, data in store.catch_up_events(after, upto):
-        yield audit_log.LoggedEvent(seq, subject, codec.decode_event(data))
+        yield rounds.LoggedEvent(seq, subject, codec.decode_event(data))
 
 
 async def _recorded(store: Store, after: int,
-                    upto: int) -> AsyncIterator[audit_log.RecordedDecision]:
+                    upto: int) -> AsyncIterator[rounds.RecordedDecision]:
     async for row in store.catch_up_outbox(after, upto):
-        yield audit_log.RecordedDecision(row.id, row.plan_seq, row.position, row.subject,
+        yield rounds.RecordedDecision(row.id, row.plan_seq, row.position, row.subject,
                                          row.data)

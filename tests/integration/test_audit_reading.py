@@ -13,10 +13,10 @@ import sqlalchemy
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.audit.db_log import DatabaseLog
-from services.audit.log import LoggedEvent, RoundInput
 from services.contracts import codec
 from services.contracts.codec import PoisonedMessage
 from services.contracts.events import ClockTicked
+from services.planner.rederive.rounds import LoggedEvent, RoundInput
 from services.store import audit, tables
 from services.store.audit import EventBatch
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 
-from services.audit.log import LoggedEvent, RecordedDecision, RoundInput
 from services.contracts import codec
 from services.contracts.decisions import Decision, Placement
 from services.contracts.events import (
@@ -20,6 +19,7 @@ from services.planner import publication
 from services.planner.core import plan
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import PlannerState, empty_state
+from services.planner.rederive.rounds import LoggedEvent, RecordedDecision, RoundInput
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
 
 PREFIX = "gangsched"

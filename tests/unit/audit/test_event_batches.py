@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from services.audit import db_log
-from services.audit.log import LoggedEvent
 from services.contracts.events import ClockTicked
+from services.planner.rederive.rounds import LoggedEvent
 from services.store.audit import EventBatch
 
 

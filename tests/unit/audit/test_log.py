@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from typing import TypeVar
 
-from services.audit.log import (
+from services.audit.until import Until
+from services.contracts.events import ClockTicked, GroupBound
+from services.planner.rederive.rounds import (
     LoggedEvent,
     RecordedDecision,
     RoundInput,
-    Until,
     assemble,
     assemble_pages,
 )
-from services.contracts.events import ClockTicked, GroupBound
 
 T = TypeVar("T")
 

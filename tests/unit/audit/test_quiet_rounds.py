@@ -7,11 +7,11 @@ can diverge: the documented reason the database is the authoritative audit sourc
 
 from __future__ import annotations
 
-from services.audit.log import LoggedEvent, RoundInput
-from services.audit.replay import Replay
-from services.audit.verify import Verifier
 from services.contracts.decisions import Placement
 from services.contracts.events import Event
+from services.planner.rederive.replay import Replay
+from services.planner.rederive.rounds import LoggedEvent, RoundInput
+from services.planner.rederive.verify import Verifier
 from tests.unit.audit.recorded import PREFIX, Recorder, bind_all, observed_bound, seed_gang
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import msgspec
 
-from services.audit.log import RecordedDecision, RoundInput
-from services.audit.replay import Replay
-from services.audit.verify import Verifier
 from services.contracts.decisions import Placement, Rejection
 from services.planner.core.config import MOST_ALLOCATED, PlannerConfig
+from services.planner.rederive.replay import Replay
+from services.planner.rederive.rounds import RecordedDecision, RoundInput
+from services.planner.rederive.verify import Verifier
 from tests.unit.audit.recorded import PREFIX, scenario
 
 

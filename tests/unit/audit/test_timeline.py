@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from services.audit.replay import Replay
 from services.audit.timeline import Entry, Focus, Timeline, Window
 from services.planner.core.config import PlannerConfig
+from services.planner.rederive.replay import Replay
 from tests.unit.audit.recorded import T0, scenario
 
 

@@ -1,23 +1,22 @@
 """The recorded log as replay reads it: events, plan points, recorded decisions, in rounds.
 
-Layer: audit (pure; the async generator only reorders what its sources yield). A `RoundInput`
-is one planning round as the live planner ran it: the events it applied (stream order), its plan
-point, and the decisions recorded for it (publication order). Both the database and the NATS
-streams are turned into rounds here, so replay and verification never depend on the source.
+Layer: planner rederive (pure; the async generator only reorders what its sources yield).
+A `RoundInput` is one planning round as the live planner ran it: the events it applied (stream
+order), its plan point, and the decisions recorded for it (publication order). The database,
+the NATS streams (`services.audit.db_log`, `nats_log`) and the planner's own store
+(`services.planner.catchup`) are all turned into rounds here, so replay and verification never
+depend on the source.
 """
 
 from __future__ import annotations
 
-import itertools
 from bisect import bisect_right
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import msgspec
 
 from services.contracts.events import Event
-from services.planner.core.apply import OUTCOMES
 
 TAIL_CHUNK_EVENTS = 10_000
 T = TypeVar("T")
@@ -149,38 +148,3 @@ async def _paged(items: AsyncIterator[T], size: int = 1000) -> AsyncIterator[lis
             page = []
     if page:
         yield page
-
-
-@dataclass(frozen=True)
-class Until:
-    """Where replay stops: after plan point / sequence `seq`, or at time `at_ms` (epoch ms).
-
-    Time: replay stops before the first round that applies an event later than `at_ms` (the
-    planner's clock is the latest time of the watcher's events it applied; bind outcomes carry
-    the binder's clock and do not count), so the state is the one "as of" it.
-    """
-
-    seq: int | None = None
-    at_ms: int | None = None
-
-    def clip(self, rnd: RoundInput) -> RoundInput | None:
-        """The part of `rnd` to replay, or None when replay stops before it."""
-        if self.seq is None and self.at_ms is None:
-            return rnd
-        if rnd.plan_seq is None:
-            kept = list(itertools.takewhile(self._admits, rnd.events))
-            if len(kept) < len(rnd.events):
-                return RoundInput(None, kept, []) if kept else None
-            return rnd
-        if self.seq is not None and rnd.plan_seq > self.seq:
-            return None
-        if not all(self._admits(item) for item in rnd.events):
-            return None
-        return rnd
-
-    def _admits(self, item: LoggedEvent) -> bool:
-        # a bind outcome's time is the binder host's, not the planner's clock (see
-        # `planner.core.apply.apply_event`), so it never stops the replay
-        return ((self.seq is None or item.seq <= self.seq)
-                and (self.at_ms is None or isinstance(item.event, OUTCOMES)
-                     or item.event.at_ms <= self.at_ms))

@@ -1,19 +1,20 @@
 """Re-derive the planner's decisions from the log, round by round, with the production core.
 
-Layer: audit (pure: the planner core only, no I/O, no clock). The state starts empty and is
-rebuilt from the first event; each round applies its events and plans at its recorded plan
-point, exactly as the live planner did, so the same log and config give the same decisions.
+Layer: planner rederive (pure: the planner core only, no I/O, no clock). The state starts
+empty (or at a snapshot) and is rebuilt from the first event; each round applies its events and
+plans at its recorded plan point, exactly as the live planner did, so the same log and config
+give the same decisions.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.audit.log import RoundInput
 from services.contracts import codec
 from services.contracts.decisions import Decision
 from services.planner.core import plan, state
 from services.planner.core.config import PlannerConfig
+from services.planner.rederive.rounds import RoundInput
 
 
 class ReplayFailed(Exception):

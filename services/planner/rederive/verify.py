@@ -1,19 +1,19 @@
 """Compare re-derived decisions with the recorded ones, byte for byte; keep the first difference.
 
-Layer: audit (pure). A decision matches when its encoded JSON equals the recorded bytes and its
-subject equals the recorded subject; anything else (different bytes, a decision only one side
-has, a recorded decision whose plan point has no round) is a `Divergence`.
+Layer: planner rederive (pure). A decision matches when its encoded JSON equals the recorded
+bytes and its subject equals the recorded subject; anything else (different bytes, a decision
+only one side has, a recorded decision whose plan point has no round) is a `Divergence`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.audit.log import RecordedDecision
-from services.audit.replay import RoundResult
 from services.contracts.decisions import Decision
 from services.planner import publication
 from services.planner.core import revision
+from services.planner.rederive.replay import RoundResult
+from services.planner.rederive.rounds import RecordedDecision
 
 DECISIONS_MARKER = ".decisions."
 
