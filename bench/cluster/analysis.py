@@ -1,4 +1,4 @@
-"""Metrics of one run from the recorder's per-pod times (issue 8 §4).
+"""Metrics of one run from the recorder's per-pod times.
 
 Layer: bench, pure. Times are seconds of `time.time()` as received on the watch (one clock).
 - `pods_per_s`: bound pods / makespan, makespan = first pod seen (created) → last pod bound;

@@ -1,4 +1,4 @@
-"""The benchmark workloads (issue 8 §3), deterministic from a seed, and the nodes they need.
+"""The benchmark workloads, deterministic from a seed, and the nodes they need.
 
 Layer: bench, pure (no I/O). Every pod requests 1 CPU, so capacity is counted in slots: a node
 has `slots_per_node` slots and `cpu_milli = ceil(slots * 1000 / FILL)` (the pods then use FILL of

@@ -1,6 +1,6 @@
 """Undo a half-bound placement: delete the members it bound, so no partial gang stays bound.
 
-Layer: binder shell. Kubernetes has no unbind (DESIGN §4): a bound member with a controller
+Layer: binder shell. Kubernetes has no unbind: a bound member with a controller
 owner is deleted (uid precondition) and its controller recreates it unbound; a bare pod is
 never deleted unless the operator opted in. Transient errors are retried without limit, because
 a partial gang left bound is worse than a late report. Never publishes.

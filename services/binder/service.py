@@ -1,4 +1,4 @@
-"""The binder service: decisions in, bound pods and outcome events out (DESIGN §4).
+"""The binder service: decisions in, bound pods and outcome events out (docs/architecture.md).
 
 Layer: binder shell. Two durable work-queue consumers on DECISIONS (several binder processes
 share them, so each decision is handled by one of them): `binder` takes Placements, `binder-reports`

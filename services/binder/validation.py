@@ -2,7 +2,7 @@
 
 Layer: binder, pure: API JSON in, verdict out; no I/O, no clock. Mirrors the checks the API
 server and kube-scheduler make before a bind, so the bind itself rarely fails and a gang is
-rarely half-bound (DESIGN §4).
+rarely half-bound (a gang is bound all or nothing).
 """
 
 from __future__ import annotations

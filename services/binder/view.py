@@ -93,8 +93,8 @@ class ClusterView:
         by every pod the view sees bound there (whichever scheduler bound it), or None.
 
         Members already bound there, and members or nodes the view does not hold, add nothing
-        (the API server and the planner vouch for those). Source: reference scenario C.9 (count
-        every bound pod; re-check just before binding), kube-scheduler's NodeResourcesFit.
+        (the API server and the planner vouch for those). Rule: count every bound pod, and
+        re-check just before binding; mirrors kube-scheduler's NodeResourcesFit.
         """
         node = self._nodes.get(node_name)
         if node is None:

@@ -30,7 +30,8 @@ from services.contracts import subjects
 log = logging.getLogger(__name__)
 
 MIN_DUPLICATE_WINDOW_SECONDS = 120.0
-"""DESIGN §6: duplicates are dropped for at least two minutes (watcher restarts, retries)."""
+"""Duplicates are dropped for at least two minutes, so a message published again after a
+watcher restart or a retry is stored once."""
 
 UNLIMITED = -1
 """NATS's spelling of "no limit" for counts and sizes (it also reads 0 so)."""

@@ -1,6 +1,6 @@
 """Command-line options shared by the gangsched commands.
 
-Layer: cli. Every option is a flag and a `GANGSCHED_*` environment variable (DESIGN §8); this
+Layer: cli. Every option is a flag and a `GANGSCHED_*` environment variable (docs/deploy.md); this
 module turns them into a `Settings`. It never does I/O, but for reading the one secret a
 `--...-file` option names, when the options are parsed.
 """

@@ -14,7 +14,7 @@ from services.contracts.signing import DecisionKey
 
 @dataclass(frozen=True)
 class BusSettings:
-    """NATS JetStream connection and stream settings (DESIGN §6).
+    """NATS JetStream connection and stream settings (streams in `services.bus.streams`).
 
     Units: `max_age_seconds` and `duplicate_window_seconds` in seconds (0 = unlimited age).
     `url` None means: start an embedded nats-server in the data directory (`run` only).

@@ -84,8 +84,8 @@ class Rejection(msgspec.Struct, frozen=True, gc=False, tag="Rejection"):
 class StatusUpdate(msgspec.Struct, frozen=True, gc=False, tag="StatusUpdate"):
     """The derived status of a PodGroup changed; the binder writes it to `status`.
 
-    `phase` is Pending, Scheduling, Running, Finished or Failed (rules: scenarios B, with a
-    failure only making the group Failed when running + succeeded < minMember).
+    `phase` is Pending, Scheduling, Running, Finished or Failed (rules: docs/design-notes.md
+    "PodGroup status", a failure only making the group Failed when running + succeeded < minMember).
     Units: `schedule_start_ms` UTC epoch milliseconds or None before the first attempt.
     """
 

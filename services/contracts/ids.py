@@ -29,7 +29,8 @@ def group_key(namespace: str, name: str) -> GroupKey:
 
 
 def singleton_key(namespace: str, pod_name: str) -> GroupKey:
-    """Key of the singleton group of an unlabelled pod (DESIGN §3: a group of one)."""
+    """Key of the singleton group of an unlabelled pod (a pod without a PodGroup is a gang of
+    one)."""
     return GroupKey(f"{namespace}/{SINGLETON_PREFIX}{pod_name}")
 
 

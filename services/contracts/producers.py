@@ -1,4 +1,4 @@
-"""Which service produces each event type, and on which subject kind (DESIGN §6).
+"""Which service produces each event type, and on which subject kind (`subjects`).
 
 Layer: contracts. Pure; never does I/O.
 

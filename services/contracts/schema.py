@@ -1,4 +1,4 @@
-"""JSON Schemas of the published messages, generated from the msgspec types (DESIGN §6).
+"""JSON Schemas of the published messages, generated from the msgspec types (`docs/schema/`).
 
 Layer: contracts. Pure; `write_schemas` is the only function that touches files, and only when
 asked (by `gangsched schema` and the test that keeps `docs/schema/` current).

@@ -1,4 +1,4 @@
-"""NATS subject and stream names under a configurable prefix (DESIGN §6).
+"""NATS subject and stream names under a configurable prefix.
 
 Layer: contracts. Pure; never does I/O.
 

@@ -1,4 +1,4 @@
-"""The only code that talks to the Kubernetes API server (DESIGN §4).
+"""The only code that talks to the Kubernetes API server (docs/architecture.md).
 
 Layer: kube, the only package importing kubernetes_asyncio. `client` (raw JSON requests and
 watch streams), `listwatch` (informer-style observation for the watcher), `api` (the binder's

@@ -1,7 +1,7 @@
 """Prometheus metrics of every gangsched service, in one registry served on `/metrics`.
 
-Layer: runtime. Names follow scenarios D (`gangsched_*`, units in the name, `_total` counters);
-services import this module and update the metrics; nothing here reads them back.
+Layer: runtime. Names follow Prometheus practice (`gangsched_*`, units in the name, `_total`
+counters); services import this module and update the metrics; nothing here reads them back.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The watcher: the only reader of the Kubernetes API (DESIGN §4).
+"""The watcher: the only reader of the Kubernetes API (docs/architecture.md).
 
 Layer: watcher. `service` (list/watch → slim events → EVENTS, plus clock ticks), `slim` (pure
 API JSON → events), `messages` (subjects and message ids), `recovery` (the seed read back from

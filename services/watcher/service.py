@@ -1,12 +1,12 @@
 """The watcher service: list/watch Nodes, Pods and PodGroups, publish slim events and ticks.
 
-Layer: watcher shell, the only reader of the Kubernetes API (DESIGN §4). Each resource is
-observed by `services.kube.listwatch.observe`; changes become events (`slim`) stamped with the
-wall-clock time of observation and go through one bounded queue to a single publisher loop that
-publishes in order, pipelined (`publish_many`), waiting out NATS outages. The queue's bound is
-the back-pressure: a watch is never read further than QUEUE_SIZE changes ahead of what JetStream
-stored. A restarted watcher seeds its inventory from the log (`recovery`), so nothing that
-changed while it was down is lost, deletes included.
+Layer: watcher shell, the only reader of the Kubernetes API (see docs/architecture.md). Each
+resource is observed by `services.kube.listwatch.observe`; changes become events (`slim`)
+stamped with the wall-clock time of observation and go through one bounded queue to a single
+publisher loop that publishes in order, pipelined (`publish_many`), waiting out NATS outages.
+The queue's bound is the back-pressure: a watch is never read further than QUEUE_SIZE changes
+ahead of what JetStream stored. A restarted watcher seeds its inventory from the log
+(`recovery`), so nothing that changed while it was down is lost, deletes included.
 """
 
 from __future__ import annotations

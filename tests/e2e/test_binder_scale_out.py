@@ -1,4 +1,4 @@
-"""Binder scale-out on the real control plane (issue 5, DESIGN §4 and §8 "binders scale out").
+"""Binder scale-out on the real control plane (several binders share the decision work queues).
 
 Two binder processes share the durable work-queue consumer of DECISIONS: each decision is
 handled by exactly one of them, so every pod is bound exactly once, whoever binds it.

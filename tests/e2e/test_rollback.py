@@ -1,4 +1,4 @@
-"""Forced rollback on the real control plane (issue 5, DESIGN §4 "Rollback").
+"""Forced rollback on the real control plane (no unbind: bound members are recreated).
 
 The watcher and planner run as their own processes on a NATS the test starts; the binder is
 started only once the Placement is on DECISIONS (or held with SIGSTOP), so the test can change

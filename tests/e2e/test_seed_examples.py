@@ -1,4 +1,4 @@
-"""The seed's acceptance examples on the real control plane (DESIGN §2, issue 2)."""
+"""The seed's acceptance examples on the real control plane (the examples/ directory)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The log loses nothing across watcher restarts and expired watches (issue 4, DESIGN §4).
+"""The log loses nothing across watcher restarts and expired watches (watcher recovery).
 
 `gangsched watcher` and `gangsched planner` run as their own processes on a NATS the test
 starts, against a dedicated control plane whose API server serves watches from etcd (no watch

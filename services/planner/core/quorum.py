@@ -5,8 +5,8 @@ Layer: planner core (pure). Failed members, terminating members and scheduling-g
 count; pods of other schedulers carrying the label do not count either. Succeeded members count
 only once the gang has run (`has_run`): a member that finished after the gang ran whole did its
 part, so a replacement of another member is placed without waiting for minMember new pods
-(issue 13 item 6); a Succeeded pod of a gang that never ran (reference scenario A, completed
-member) does not count.
+(issue 13 item 6); a Succeeded pod of a gang that never ran (a completed member) does not
+count.
 
 Mirrored from Coscheduling (scheduler-plugins `pkg/coscheduling/core`): its Permit lets a pod
 through once the pods assigned to the group (bound or assumed), itself included, reach
@@ -85,7 +85,7 @@ def has_run(ran_before: bool, bound: int, succeeded: int, min_member: int) -> bo
 
 
 def has_quorum(counts: Counts, min_member: int) -> bool:
-    """Whether enough members exist to place the gang (DESIGN §3 Quorum)."""
+    """Whether enough members exist to place the gang (the usable members reach minMember)."""
     return counts.usable >= min_member
 
 

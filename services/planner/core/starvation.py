@@ -13,7 +13,7 @@ between holders. A gang that would not fit even on empty nodes holds nothing.
 "Empty" means emptied of what can be expected to drain: gangsched's own pods (jobs that finish,
 or that the gang's operator controls). Pods bound by other schedulers (DaemonSets, services,
 other teams' workloads) stay: a gang that would fit only if they left would hold capacity it can
-never get, starving every later group for good (reference scenario C.3). Such a gang holds
+never get, starving every later group for good. Such a gang holds
 nothing and is placed when capacity frees up like any other. Whether the gang fits on emptied
 nodes is decided as its placement is: one by one, then for mixed members the whole-gang search
 (`search`, same budget), so a gang that fits only by the search is not declared never-fitting.

@@ -4,7 +4,7 @@ Layer: planner core (pure). Phase rules as the scheduler-plugins PodGroup contro
 winning: fewer pods than minMember → Pending; running+succeeded < min → Scheduling; ≥ min →
 Running; failed > 0 and running+succeeded < min ≤ failed+running+succeeded → Failed; succeeded ≥
 min → Finished. gangsched differs in two places: a failed member makes the group Failed only when
-running + succeeded drops below minMember (reference scenario B.6; upstream reports Failed), and
+running + succeeded drops below minMember (upstream reports Failed at the first failure), and
 not while its members that did not fail are enough for minMember, i.e. its failed members were
 replaced (a Job recreates a failed index): the group is Scheduling while the replacements are
 placed, Running once they run (issue 13 item 6; upstream reports Failed, and Failed is final

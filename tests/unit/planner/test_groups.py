@@ -1,4 +1,4 @@
-"""Groups, quorum and atomic placement (DESIGN §3): what waits, what is placed, in one decision."""
+"""Groups, quorum and atomic placement: what waits, what is placed, in one decision."""
 
 from __future__ import annotations
 
