@@ -55,7 +55,8 @@ db_option = _option("--db", default=None, type=options.DATABASE_URL,
 scheduler_option = _option("--scheduler-name", default="gangsched", show_default=True,
                            help="spec.schedulerName of the pods gangsched schedules.")
 nats_options = _stack(
-    _option("--nats", default=None, help="NATS URL. Unset: run.json's (embedded server)."),
+    _option("--nats", default=None, type=options.NATS_URL,
+            help="NATS URL. Unset: run.json's (embedded server)."),
     _option("--prefix", default=None,
             help="Subject and stream prefix. Unset: run.json's, else gangsched."),
     options.nats_auth_options,
