@@ -193,7 +193,12 @@ def schema_command(out: Path) -> None:
     """Write the JSON Schemas of events, outcomes and decisions."""
     from services.contracts import schema
 
-    for path in schema.write_schemas(out):
+    try:
+        written = schema.write_schemas(out)
+    except OSError as error:
+        raise click.ClickException(
+            f"cannot write the schemas to {out}: {error.strerror or error}") from None
+    for path in written:
         click.echo(str(path))
 
 

@@ -199,3 +199,9 @@ def test_a_nats_url_nats_py_cannot_use_is_refused_when_parsed(
     assert code == 2
     assert f"not a NATS URL: {why}" in output
     assert "secret" not in output
+
+
+def test_schemas_that_cannot_be_written_are_one_line() -> None:
+    code, output = invoke("schema", "--out", "/proc/nope")
+    assert code == 1
+    assert output.strip().startswith("Error: cannot write the schemas to /proc/nope: ")
