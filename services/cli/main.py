@@ -139,6 +139,7 @@ def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[st
     from services.bus.errors import BusUnavailable
     from services.cli import serve
     from services.kube.errors import KubeError
+    from services.runtime.health import PortUnavailable
     from services.store.errors import SchemaMismatch, StoreUnavailable
 
     _logging(settings.log_level)
@@ -150,6 +151,8 @@ def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[st
         raise click.ClickException(f"NATS unavailable: {error}") from None
     except KubeError as error:
         raise click.ClickException(f"Kubernetes: {error}") from None
+    except PortUnavailable as error:
+        raise click.ClickException(str(error)) from None
     finally:
         serve.remove_run_file(settings.data_dir)
 
