@@ -12,6 +12,12 @@ shared machine), the snapshot size, and the process's peak RSS growth.
     python bench/planner_bench.py                 # 1k / 5k / 15k nodes
     python bench/planner_bench.py --nodes 5000    # one size
     python bench/planner_bench.py --batch 512     # also: plan every 512 events, like the shell
+    python bench/planner_bench.py --nodes 1000 --constraints anti-affinity   # or: spread
+
+`--constraints`: every gang's members also carry required pod anti-affinity on
+`kubernetes.io/hostname` against their own gang (one member per node), or a DoNotSchedule zone
+spread (maxSkew 1) over their own gang. The ideal binder confirms every placement at once, so
+the planner's backpressure (`max_placements_in_flight`) is off here unless given.
 """
 
 from __future__ import annotations
@@ -30,8 +36,11 @@ from services.contracts.events import (
     Event,
     GroupBound,
     NodeObserved,
+    NodeSelectorRequirement,
+    PodAffinityTerm,
     PodGroupObserved,
     PodObserved,
+    TopologySpreadConstraint,
 )
 from services.planner.core import plan as planner
 from services.planner.core.config import PlannerConfig
@@ -47,12 +56,32 @@ class Workload:
     pods: list[PodObserved]
 
 
-def workload(node_count: int, fill: float, max_pods: int, seed: int = 7) -> Workload:
+CONSTRAINTS = ("none", "anti-affinity", "spread")
+HOSTNAME, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
+
+
+def constrained(pod: PodObserved, constraints: str) -> PodObserved:
+    """`pod` with its gang's label and, per `constraints`, one-per-host anti-affinity or a
+    zone spread over its own gang (module docstring)."""
+    gang = (NodeSelectorRequirement(key="gang", operator="In", values=(pod.group_name or "",)),)
+    labelled = msgspec.structs.replace(pod, labels={"gang": pod.group_name or ""})
+    if constraints == "anti-affinity":
+        return msgspec.structs.replace(labelled, pod_anti_affinity=(
+            PodAffinityTerm(topology_key=HOSTNAME, label_selector=gang,
+                            namespaces=(pod.namespace,)),))
+    if constraints == "spread":
+        return msgspec.structs.replace(labelled, topology_spread=(
+            TopologySpreadConstraint(max_skew=1, topology_key=ZONE, label_selector=gang),))
+    return pod
+
+
+def workload(node_count: int, fill: float, max_pods: int, seed: int = 7,
+             constraints: str = "none") -> Workload:
     """A deterministic gang workload requesting `fill` of the cluster's cpu."""
     rng = random.Random(seed)
     nodes = [NodeObserved(at_ms=0, name=f"node-{i:05d}", uid=f"n{i}", resource_version="1",
                           allocatable={"cpu": 16000, "memory": 64 * GIB, "pods": 110},
-                          labels={"topology.kubernetes.io/zone": f"zone-{i % 3}"})
+                          labels={ZONE: f"zone-{i % 3}", HOSTNAME: f"node-{i:05d}"})
              for i in range(node_count)]
     budget = int(node_count * 16000 * fill)
     groups, pods = [], []
@@ -64,11 +93,11 @@ def workload(node_count: int, fill: float, max_pods: int, seed: int = 7) -> Work
                                        resource_version="1", created_at_ms=index,
                                        min_member=size))
         for member in range(size):
-            pods.append(PodObserved(
+            pods.append(constrained(PodObserved(
                 at_ms=0, uid=f"p{index}-{member}", namespace="bench", name=f"{name}-{member}",
                 resource_version="1", scheduler_name="gangsched", phase="Pending",
                 created_at_ms=index, requests={"cpu": cpu, "memory": memory, "pods": 1},
-                group_name=name))
+                group_name=name), constraints))
         budget -= size * cpu
     return Workload(nodes, groups, pods)
 
@@ -90,8 +119,8 @@ def rss_mib() -> float:
 
 
 def run(node_count: int, fill: float, max_pods: int, batch: int | None,
-        config: PlannerConfig) -> None:
-    load = workload(node_count, fill, max_pods)
+        config: PlannerConfig, constraints: str = "none") -> None:
+    load = workload(node_count, fill, max_pods, constraints=constraints)
     events: list[Event] = [*load.nodes, *load.groups, *load.pods]
     gc.collect()
     rss_before = rss_mib()
@@ -112,7 +141,7 @@ def run(node_count: int, fill: float, max_pods: int, batch: int | None,
         placements = [d for d in decisions if isinstance(d, Placement)]
         placed += sum(len(p.members) for p in placements)
         state = bind(state, placements, 0)
-    for _ in range(100):  # members beyond quorum wait for GroupBound; plan until quiet
+    for _ in range(100_000):  # members beyond quorum wait for GroupBound; plan until quiet
         seq += 1
         tick, cpu = time.perf_counter(), time.process_time()
         state, decisions = planner.plan(state, config, seq)
@@ -125,7 +154,8 @@ def run(node_count: int, fill: float, max_pods: int, batch: int | None,
         state = bind(state, placements, 0)
     total = time.perf_counter() - started
     snapshot = len(encode_state(state))
-    mode = f"batches of {batch}" if batch else "one batch"
+    mode = (f"batches of {batch}" if batch else "one batch") + (
+        f", {constraints}" if constraints != "none" else "")
     print(f"{node_count:>6} nodes {len(load.pods):>7} pods {len(load.groups):>6} gangs ({mode}): "
           f"placed {placed:>7} ({placed / len(load.pods):.1%}); "
           f"apply {len(events) / applying:>9,.0f} events/s; "
@@ -142,10 +172,13 @@ def main() -> None:
     parser.add_argument("--max-pods", type=int, default=150_000)
     parser.add_argument("--batch", type=int, default=None)
     parser.add_argument("--scoring", default="least-allocated")
+    parser.add_argument("--constraints", choices=CONSTRAINTS, default="none")
+    parser.add_argument("--max-placements-in-flight", type=int, default=0)
     args = parser.parse_args()
-    config = PlannerConfig(scoring=args.scoring)
+    config = PlannerConfig(scoring=args.scoring,
+                           max_placements_in_flight=args.max_placements_in_flight)
     for node_count in args.nodes:
-        run(node_count, args.fill, args.max_pods, args.batch, config)
+        run(node_count, args.fill, args.max_pods, args.batch, config, args.constraints)
 
 
 if __name__ == "__main__":

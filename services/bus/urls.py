@@ -33,6 +33,28 @@ def user(url: str) -> str | None:
     return None
 
 
+SCHEMES = ("nats", "tls", "ws", "wss")
+"""The schemes nats-py connects with."""
+
+
+def problem(url: str) -> str | None:
+    """Why `url` is not a `--nats` value nats-py can use (no server, a server without a host,
+    an unknown scheme, a bad port), or None when it is."""
+    servers = server_urls(url)
+    if not servers:
+        return "no server URL"
+    for server in servers:
+        part = _split(server)
+        if part is None:
+            return f"{server.rpartition('@')[2]!r} has a bad port"
+        if part.scheme not in SCHEMES:
+            schemes = ", ".join(f"{scheme}://" for scheme in SCHEMES)
+            return f"{part.scheme}:// is not a NATS scheme (use {schemes})"
+        if not part.hostname:
+            return f"{shown(server)!r} names no host"
+    return None
+
+
 def _split(server: str) -> SplitResult | None:
     """One server URL split (nats-py's default scheme for a bare `host:port`), or None."""
     try:

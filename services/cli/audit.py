@@ -55,7 +55,8 @@ db_option = _option("--db", default=None, type=options.DATABASE_URL,
 scheduler_option = _option("--scheduler-name", default="gangsched", show_default=True,
                            help="spec.schedulerName of the pods gangsched schedules.")
 nats_options = _stack(
-    _option("--nats", default=None, help="NATS URL. Unset: run.json's (embedded server)."),
+    _option("--nats", default=None, type=options.NATS_URL,
+            help="NATS URL. Unset: run.json's (embedded server)."),
     _option("--prefix", default=None,
             help="Subject and stream prefix. Unset: run.json's, else gangsched."),
     options.nats_auth_options,
@@ -255,10 +256,25 @@ def decisions_command(follow: bool, podgroup: str | None, output: str, **parsed:
             raise AuditFailed(
                 f"no NATS to read decisions from: no --nats given and no running `gangsched run` "
                 f"in {data_dir} (its run.json names the embedded server){offline}")
-        printed = _run(following.print_decisions(bus, group, follow=follow, output=output))
+        gone = None if parsed.get("nats") else _run_gone(parsed["data_dir"], bus.url)
+        printed = _run(following.print_decisions(bus, group, follow=follow, output=output,
+                                                 gone=gone))
         if not printed and not follow:
             about = f" of PodGroup {podgroup}" if podgroup else ""
             click.echo(f"no decision{about} on the DECISIONS stream", err=True)
+
+
+def _run_gone(data_dir: Path, url: str) -> Callable[[], str | None]:
+    """Why the `gangsched run` in `data_dir`, whose embedded NATS is `url`, no longer serves
+    it (run.json gone, or naming another server: a restart on a new port), or None."""
+    from services.bus import urls
+
+    def check() -> str | None:
+        if run_info.nats_url(None, data_dir) == url:
+            return None
+        return (f"the gangsched run in {data_dir} stopped or restarted (its run.json no longer "
+                f"names {urls.shown(url)}): run the command again to follow it")
+    return check
 
 
 def _namespaced(text: str) -> tuple[str, str]:

@@ -14,7 +14,16 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from services.config.settings import Settings
+
 LOCK_FILE = "lock"
+
+
+def holds_state(settings: Settings, services: tuple[str, ...]) -> bool:
+    """Whether these services keep state in the data directory: an embedded NATS store (no
+    NATS URL), or the planner's default SQLite file (no database URL). Services run apart
+    against a shared NATS and database keep none there, so several may share a directory."""
+    return not settings.bus.url or ("planner" in services and not settings.store.url)
 
 
 class DataDirUnusable(Exception):

@@ -6,9 +6,12 @@ nothing is acked, and the binder's durable work-queue consumer never notices a r
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 
 from services.bus import connection, reading
+from services.bus.errors import BusUnavailable
 from services.cli import audit_view
 from services.config.settings import BusSettings
 from services.contracts import codec, subjects
@@ -24,15 +27,40 @@ def decisions_filter(prefix: str, podgroup: tuple[str, str] | None) -> str:
     return f"{prefix}.decisions.*.{subjects.token(namespace)}.{subjects.token(name)}"
 
 
+WATCH_SECONDS = 2.0
+"""How often a follower of `gangsched run` checks that the run it follows still serves."""
+
+
 async def print_decisions(bus: BusSettings, podgroup: tuple[str, str] | None, *, follow: bool,
-                          output: str) -> int:
+                          output: str, gone: Callable[[], str | None] | None = None) -> int:
     """Print the stored decisions (of `podgroup` if given), then new ones with `follow`;
-    return how many were printed.
+    return how many were printed. `gone`, checked every `WATCH_SECONDS` while following:
+    why the NATS being read no longer serves (e.g. the `gangsched run` whose embedded server
+    it is stopped or restarted on another port), or None while it does.
 
     Raises:
-        services.bus.errors.BusUnavailable: NATS unreachable.
+        services.bus.errors.BusUnavailable: NATS unreachable, or `gone` said why.
         services.bus.errors.NotFound: no DECISIONS stream for this prefix.
     """
+    if gone is None or not follow:
+        return await _print(bus, podgroup, follow=follow, output=output)
+    reader = asyncio.ensure_future(_print(bus, podgroup, follow=follow, output=output))
+    try:
+        while True:
+            done, _ = await asyncio.wait({reader}, timeout=WATCH_SECONDS)
+            if done:
+                return reader.result()
+            why = gone()
+            if why is not None:
+                raise BusUnavailable(why)
+    finally:
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+
+
+async def _print(bus: BusSettings, podgroup: tuple[str, str] | None, *, follow: bool,
+                 output: str) -> int:
+    """`print_decisions` without the watch."""
     client = await connection.connect(bus, name="gangsched-decisions",
                                       first_connect_timeout_seconds=10)
     view, printed = audit_view.DecisionView(output), 0

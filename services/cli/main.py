@@ -9,6 +9,7 @@ expected failures (schema behind, NATS unreachable, bad input).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -106,7 +107,8 @@ audit.register(app, planner_config)
 
 
 def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
-    """Run `services` in this process, holding the data directory (one process per data dir).
+    """Run `services` in this process, holding the data directory (one process per data dir)
+    when it keeps this process's state (embedded NATS store, default SQLite file).
 
     Usage errors (no NATS for a service run apart, no decision key) are told before the data
     directory is touched.
@@ -125,7 +127,8 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
     except decision_keys.BadKey as error:
         raise click.ClickException(str(error)) from None
     try:
-        with data_dir_lock.hold(settings.data_dir):
+        with (data_dir_lock.hold(settings.data_dir)
+              if data_dir_lock.holds_state(settings, services) else contextlib.nullcontext()):
             _serve_locked(settings, services, parsed)
     except data_dir_lock.DataDirUnusable as error:
         raise click.ClickException(str(error)) from None
@@ -136,6 +139,7 @@ def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[st
     from services.bus.errors import BusUnavailable
     from services.cli import serve
     from services.kube.errors import KubeError
+    from services.runtime.health import PortUnavailable
     from services.store.errors import SchemaMismatch, StoreUnavailable
 
     _logging(settings.log_level)
@@ -147,6 +151,8 @@ def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[st
         raise click.ClickException(f"NATS unavailable: {error}") from None
     except KubeError as error:
         raise click.ClickException(f"Kubernetes: {error}") from None
+    except PortUnavailable as error:
+        raise click.ClickException(str(error)) from None
     finally:
         serve.remove_run_file(settings.data_dir)
 
@@ -190,7 +196,12 @@ def schema_command(out: Path) -> None:
     """Write the JSON Schemas of events, outcomes and decisions."""
     from services.contracts import schema
 
-    for path in schema.write_schemas(out):
+    try:
+        written = schema.write_schemas(out)
+    except OSError as error:
+        raise click.ClickException(
+            f"cannot write the schemas to {out}: {error.strerror or error}") from None
+    for path in written:
         click.echo(str(path))
 
 

@@ -146,8 +146,27 @@ def nats_password(options: dict[str, Any]) -> str | None:
     return str(password) if password else None
 
 
+class NatsUrl(click.ParamType):  # type: ignore[type-arg]
+    """`--nats`: one or more comma-separated NATS server URLs, checked when parsed
+    (`bus.urls.problem`: a scheme nats-py speaks, a host, a valid port)."""
+
+    name = "url"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        from services.bus.urls import problem
+
+        text = str(value)
+        why = problem(text) if text else None
+        if why is not None:
+            self.fail(f"not a NATS URL: {why}", param, ctx)
+        return text
+
+
+NATS_URL = NatsUrl()
+
 bus_options = stack(
-    _option("--nats", default=None,
+    _option("--nats", default=None, type=NATS_URL,
             help="NATS URL(s), comma-separated. Required by watcher, planner and binder; "
                  "unset, `run` starts an embedded nats-server."),
     _option("--prefix", default="gangsched",

@@ -70,12 +70,22 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 def _expand(files: list[Path]) -> list[Path]:
     """`files`, with each directory replaced by its manifest files (sorted by name, not
-    recursive), as `kubectl apply -f DIR` reads them."""
+    recursive), as `kubectl apply -f DIR` reads them.
+
+    Raises:
+        manifests.InvalidManifest: a directory without manifest files (a simulation of nothing
+            is a mistake, not a result).
+    """
     expanded: list[Path] = []
     for path in files:
         if path.is_dir():
-            expanded.extend(sorted(child for child in path.iterdir()
-                                   if child.is_file() and child.suffix in MANIFEST_SUFFIXES))
+            found = sorted(child for child in path.iterdir()
+                           if child.is_file() and child.suffix in MANIFEST_SUFFIXES)
+            if not found:
+                raise manifests.InvalidManifest(
+                    str(path), "", "no manifest files (*.yaml, *.yml, *.json) in this "
+                    "directory; its subdirectories are not read, as kubectl apply -f DIR")
+            expanded.extend(found)
         else:
             expanded.append(path)
     return expanded

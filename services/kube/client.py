@@ -21,6 +21,7 @@ from typing import Any
 
 import aiohttp
 import msgspec
+import yaml
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
@@ -171,7 +172,8 @@ async def connect(settings: KubeSettings) -> KubeClient:
     An explicit kubeconfig wins over in-cluster credentials so an operator can point a pod at
     another cluster. Does not contact the API server.
     Raises:
-        KubeError: no usable credentials (the message names what was tried).
+        KubeError: no usable credentials (the message names what was tried), or a kubeconfig
+            that is not one (not YAML, not a mapping).
     """
     if settings.kubeconfig is not None and not settings.kubeconfig.is_file():
         raise errors.KubeError(f"no Kubernetes credentials: kubeconfig {settings.kubeconfig} "
@@ -207,6 +209,10 @@ async def connect(settings: KubeSettings) -> KubeClient:
             source = f"kubeconfig {config_file or '(default)'}"
     except (ConfigException, OSError, KeyError, ValueError) as error:
         raise errors.KubeError(f"no Kubernetes credentials: {error}") from error
+    except (TypeError, AttributeError, yaml.YAMLError) as error:  # not a kubeconfig at all
+        raise errors.KubeError(
+            f"no Kubernetes credentials: {settings.kubeconfig or 'the kubeconfig'} is not a "
+            f"kubeconfig ({_one_line(error)})") from error
     configuration.connection_pool_maxsize = POOL_SIZE
     if configuration.proxy is None:
         configuration.proxy = proxy_from_environment(str(configuration.host))
@@ -217,6 +223,12 @@ async def connect(settings: KubeSettings) -> KubeClient:
     return KubeClient(
         api, request_timeout_seconds=settings.request_timeout_seconds, refresher=refresher
     )
+
+
+def _one_line(error: BaseException) -> str:
+    """The error's first line (YAML parser errors span several, with a caret drawing)."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
 
 
 def proxy_from_environment(url: str) -> str | None:

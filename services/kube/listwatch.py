@@ -224,8 +224,20 @@ async def observe(
             resource_version = None
         except errors.KubeError as error:
             delay = backoff.next_seconds()
-            log.warning("%s list/watch failed, retrying in %.1fs: %s", resource.kind, delay, error)
+            log.warning("%s list/watch failed, retrying in %.1fs: %s%s", resource.kind, delay,
+                        error, _hint(resource, error))
             await asyncio.sleep(delay)
+
+
+def _hint(resource: Resource, error: errors.KubeError) -> str:
+    """What to do when the API server does not serve the resource at all (HTTP 404 on its
+    collection): a CRD not installed, or an API group not enabled."""
+    if error.status != 404 or not resource.list_path.startswith("/apis/"):
+        return ""
+    group_version = resource.list_path.split("/")[2:4]
+    return (f" (does this cluster serve {'/'.join(group_version)}? install its CRD, e.g. "
+            "`kubectl apply --server-side -f deploy/crds/` for scheduling.x-k8s.io, or enable "
+            "the API group and feature gates for scheduling.k8s.io; see docs/integrations.md)")
 
 
 async def _list(

@@ -43,6 +43,10 @@ class Readiness:
         return sorted(name for name, flag in self._flags.items() if not flag.is_ready)
 
 
+class PortUnavailable(Exception):
+    """The health endpoints' address cannot be bound (in use, not permitted)."""
+
+
 class HealthServer:
     """The aiohttp server for `/healthz`, `/readyz` and `/metrics`."""
 
@@ -61,7 +65,11 @@ class HealthServer:
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> int:
-        """Listen on `host:port` (0 = a free port); return the port actually bound."""
+        """Listen on `host:port` (0 = a free port); return the port actually bound.
+
+        Raises:
+            PortUnavailable: the address is in use or cannot be bound (the message says which).
+        """
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
@@ -69,7 +77,14 @@ class HealthServer:
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as error:
+            await self._runner.cleanup()
+            self._runner = None
+            raise PortUnavailable(
+                f"cannot serve /healthz, /readyz and /metrics on {self.host}:{self.port}: "
+                f"{error.strerror or error}; give another --http-port (-1: none)") from None
         self.port = int(self._runner.addresses[0][1])
         log.info("health endpoints on http://%s:%d", self.host, self.port)
         return self.port

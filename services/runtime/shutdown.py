@@ -25,6 +25,7 @@ async def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
         whatever `main` raises (other than its cancellation on a signal).
     """
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(log_in_one_line)
     task = asyncio.ensure_future(main)
     stop = asyncio.Event()
     for sig in SHUTDOWN_SIGNALS:
@@ -39,6 +40,16 @@ async def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+def log_in_one_line(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's handler for errors nobody awaited (a task still failing while
+    `asyncio.run` shuts down, e.g. on a NATS connection already closed): one warning line
+    with the message and the error, not asyncio's default traceback. Stays on the loop until
+    it closes, so it also covers `asyncio.run`'s own shutdown."""
+    error = context.get("exception")
+    log.warning("%s%s", context.get("message", "unhandled error in the event loop"),
+                f": {error!r}" if error is not None else "")
 
 
 def _on_signal(sig: signal.Signals, stop: asyncio.Event) -> None:

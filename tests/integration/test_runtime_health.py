@@ -48,3 +48,22 @@ async def test_health_endpoints_report_alive_ready_and_metrics() -> None:
         "process_cpu_seconds_total",
     ):
         assert name in text
+
+
+async def test_a_port_in_use_is_one_clear_error_naming_it() -> None:
+    import socket
+
+    from services.runtime.health import PortUnavailable
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        with pytest.raises(PortUnavailable) as raised:
+            await HealthServer(Readiness(), host="127.0.0.1", port=port).start()
+    finally:
+        taken.close()
+    assert str(raised.value).startswith(
+        f"cannot serve /healthz, /readyz and /metrics on 127.0.0.1:{port}: ")
+    assert str(raised.value).endswith("; give another --http-port (-1: none)")

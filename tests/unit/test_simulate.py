@@ -177,6 +177,11 @@ def test_table_output_is_readable(capsys):
     ("kind: Pod\nmetadata: {name: p}\nspec:\n  topologySpreadConstraints:\n"
      "  - {maxSkew: 1, topologyKey: zone}\n  containers: [{name: c}]\n",
      "document 1 (Pod default/p): spec.topologySpreadConstraints[0].whenUnsatisfiable must be"),
+    ("kind: Pod\nmetadata: {name: p}\nspec: {containers: {name: c}}\n",
+     "document 1 (Pod default/p): spec.containers: must be a list of containers (mappings), "
+     "at least one"),
+    ("kind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n",
+     "document 1 (Pod default/p): spec.containers: must be a list"),
     ("- just\n- a list\n", "document 1: (document)"),
     ("metadata: {name: x}\n", "document 1 (? x): kind"),
     (NODE + "---\n" + NODE, "document 2 (Node n0): metadata.name: duplicate Node"),
@@ -199,6 +204,15 @@ def test_invalid_input_exits_non_zero_naming_document_and_field(tmp_path, capsys
     assert simulate_command([write(tmp_path, text)], "json") == 2
     err = capsys.readouterr().err
     assert message in err, err
+
+
+def test_a_directory_without_manifests_is_an_error_not_an_empty_report(tmp_path, capsys):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "pod.yaml").write_text("kind: Pod\n")
+    assert simulate_command([tmp_path], "json") == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {tmp_path}: no manifest files (*.yaml, *.yml, *.json) in this directory; "
+        "its subdirectories are not read, as kubectl apply -f DIR")
 
 
 def test_storage_documents_decide_where_pods_with_claims_go():

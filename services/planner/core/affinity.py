@@ -42,10 +42,16 @@ def key(pod: PodObserved) -> tuple[object, ...]:
 
 def counts(index: NodeIndex, pod: PodObserved, only_pinned: bool = False) -> Counts:
     """The pre-filter counts of `pod` over the pods on the index (`only_pinned`: of other
-    schedulers' pods only, as on nodes emptied of ours)."""
+    schedulers' pods only, as on nodes emptied of ours). Only the pods `index.lookup` names
+    as candidates are visited (`pod_lookup`: the others cannot match)."""
     result = Counts(pod)
-    users = index.pod_users if pod_affinity.is_involved(pod) else index.anti_users
-    for row, other, is_ours in users.values():
+    users = index.pod_users
+    candidates: set[str] | None = index.lookup.anti_matching(pod)
+    if pod_affinity.is_involved(pod):
+        wanted = index.lookup.matching((*pod.pod_affinity, *pod.pod_anti_affinity))
+        candidates = None if wanted is None else wanted | (candidates or set())
+    counted = users.values() if candidates is None else (users[uid] for uid in candidates)
+    for row, other, is_ours in counted:
         if other.uid != pod.uid and not (only_pinned and is_ours):
             result.add(other, index.nodes[row].labels)
     return result

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from services.contracts.events import HostPort, NodeObserved, PodObserved
 from services.fit import filters
+from services.planner.core.pod_lookup import PodLookup
 
 if TYPE_CHECKING:
     from services.planner.core.volumes import Volumes
@@ -106,6 +107,8 @@ class NodeIndex:
         self.row_ports: dict[int, dict[str, tuple[HostPort, ...]]] = {}
         self.pod_users: dict[str, tuple[int, PodObserved, bool]] = {}
         self.anti_users: dict[str, tuple[int, PodObserved, bool]] = {}
+        self.lookup = PodLookup()
+        """`pod_users` by label and anti-affinity anchor (`pod_lookup`)."""
         self._domain_rows: dict[str, dict[str, BoolArray]] = {}
         self.volumes: Volumes | None = None
         """The volume filters of the current round (`attempt.Round` sets them)."""
@@ -188,11 +191,14 @@ class NodeIndex:
     def set_pod(self, uid: str, node: str | None, pod: PodObserved | None,
                 is_ours: bool = True) -> None:
         """Record that `pod` is bound or reserved on `node` (None: on no indexed node)."""
-        self.pod_users.pop(uid, None)
+        old = self.pod_users.pop(uid, None)
+        if old is not None:
+            self.lookup.remove(uid, old[1])
         self.anti_users.pop(uid, None)
         row = None if node is None else self.row.get(node)
         if row is not None and pod is not None:
             self.pod_users[uid] = (row, pod, is_ours)
+            self.lookup.add(uid, pod)
             if pod.pod_anti_affinity:
                 self.anti_users[uid] = (row, pod, is_ours)
 

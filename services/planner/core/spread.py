@@ -81,7 +81,10 @@ class Counted:
             self.row_counts.append(np.zeros(len(index), dtype=np.int64))
         if not self.spreads:
             return
-        for row, other, is_ours in index.pod_users.values():
+        users = index.pod_users
+        candidates = index.lookup.selected(spread.selector for spread in self.spreads)
+        counted = users.values() if candidates is None else (users[uid] for uid in candidates)
+        for row, other, is_ours in counted:  # the others match no selector (`pod_lookup`)
             if other.uid != pod.uid and not (only_pinned and is_ours):
                 self.add(other, row)
 

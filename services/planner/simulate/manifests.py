@@ -170,6 +170,7 @@ def _item(doc: Document, body: Mapping[str, Any], classes: dict[str | None, int]
     if kind in STORAGE_KINDS:
         _check_storage(doc, obj)
     if kind == "Pod":
+        _check_pod(doc, obj)
         _resolve_priority(doc, obj, classes)
     at = _seconds(doc, body, AT_ANNOTATION)
     own_runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
@@ -180,6 +181,28 @@ def _item(doc: Document, body: Mapping[str, Any], classes: dict[str | None, int]
 def _key(obj: Mapping[str, Any]) -> str:
     meta = obj["metadata"]
     return f"{meta.get('namespace') or 'default'}-{meta['name']}"
+
+
+def _check_pod(doc: Document, obj: dict[str, Any]) -> None:
+    """What the API server's validation would refuse and the planner would misread: a spec
+    that is not a mapping, `containers` that is not a non-empty list of mappings (the watcher
+    never sees such a pod; a manifest given to simulate has not been validated).
+
+    Raises:
+        InvalidManifest: naming the field.
+    """
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        raise InvalidManifest(describe(doc, obj), "spec", "must be a mapping")
+    for field in ("containers", "initContainers"):
+        value = spec.get(field)
+        if value is None and field == "initContainers":
+            continue
+        if (not isinstance(value, list) or (field == "containers" and not value)
+                or not all(isinstance(container, dict) for container in value)):
+            raise InvalidManifest(describe(doc, obj), f"spec.{field}",
+                                  "must be a list of containers (mappings)"
+                                  + (", at least one" if field == "containers" else ""))
 
 
 def _check_node(doc: Document, obj: dict[str, Any]) -> None:

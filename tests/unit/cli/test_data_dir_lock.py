@@ -50,3 +50,17 @@ def test_a_second_run_on_a_busy_data_directory_is_refused_and_leaves_its_files(
         f"Error: data directory {data} is in use by another gangsched (pid {os.getpid()}); "
         "stop it or give another --data-dir")
     assert (data / run_info.RUN_FILE).is_file()  # the holder's run.json is not removed
+
+
+def test_only_services_keeping_state_there_hold_the_data_directory() -> None:
+    from services.config.settings import BusSettings, Settings, StoreSettings
+
+    apart = Settings(bus=BusSettings(url="nats://nats:4222"),
+                     store=StoreSettings(url="postgresql+asyncpg://db/g"))
+    embedded = Settings()
+    sqlite_planner = Settings(bus=BusSettings(url="nats://nats:4222"))
+    assert not data_dir_lock.holds_state(apart, ("watcher",))
+    assert not data_dir_lock.holds_state(apart, ("planner",))
+    assert not data_dir_lock.holds_state(sqlite_planner, ("binder",))
+    assert data_dir_lock.holds_state(sqlite_planner, ("planner",))
+    assert data_dir_lock.holds_state(embedded, ("watcher", "planner", "binder"))

@@ -185,3 +185,23 @@ def test_a_manifest_that_is_not_utf8_or_not_yaml_is_one_line(tmp_path: Path) -> 
         "manifests are UTF-8"
     code, output = invoke("simulate", str(broken))
     assert code == 2 and len(output.strip().splitlines()) == 1 and "line 3 column 1" in output
+
+
+@pytest.mark.parametrize(("command", "url", "why"), [
+    (["decisions"], "http://127.0.0.1:4222",
+     "http:// is not a NATS scheme (use nats://, tls://, ws://, wss://)"),
+    (["binder"], "nats://:4222", "'nats://:4222' names no host"),
+    (["watcher"], "nats://u:secret@h:99999", "'h:99999' has a bad port"),
+])
+def test_a_nats_url_nats_py_cannot_use_is_refused_when_parsed(
+        command: list[str], url: str, why: str) -> None:
+    code, output = invoke(*command, "--nats", url)
+    assert code == 2
+    assert f"not a NATS URL: {why}" in output
+    assert "secret" not in output
+
+
+def test_schemas_that_cannot_be_written_are_one_line() -> None:
+    code, output = invoke("schema", "--out", "/proc/nope")
+    assert code == 1
+    assert output.strip().startswith("Error: cannot write the schemas to /proc/nope: ")

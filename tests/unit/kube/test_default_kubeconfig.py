@@ -49,3 +49,19 @@ async def test_several_kubeconfig_paths_use_those_that_exist(
         client = await kube_client.connect(KubeSettings())
     await client.close()
     assert f"(credentials: kubeconfig {present})" in caplog.text
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("hello\n", "TypeError: 'str' object does not support item assignment"),
+    ("{ not yaml\n", "ParserError: while parsing a flow mapping"),
+])
+async def test_a_file_that_is_not_a_kubeconfig_is_one_clear_error(
+        tmp_path: Path, text: str, why: str) -> None:
+    from services.kube.errors import KubeError
+
+    path = tmp_path / "notes.txt"
+    path.write_text(text)
+    with pytest.raises(KubeError) as raised:
+        await kube_client.connect(KubeSettings(kubeconfig=path))
+    assert str(raised.value) == (
+        f"no Kubernetes credentials: {path} is not a kubeconfig ({why})")

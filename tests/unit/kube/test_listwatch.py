@@ -190,3 +190,14 @@ async def test_without_a_resync_an_ended_watch_resumes_without_listing() -> None
     seen = await take(api, 3)
     assert summary(seen) == [("observed", "u1", "5"), ("synced", "10"), ("observed", "u1", "11")]
     assert [call for call, _ in api.calls] == ["list", "watch", "watch"]
+
+
+def test_a_collection_the_api_server_does_not_serve_gets_a_hint() -> None:
+    from services.kube import errors, listwatch, resources
+
+    missing = errors.KubeError("HTTP 404: 404 page not found", status=404)
+    hint = listwatch._hint(resources.PODGROUPS, missing)
+    assert hint.startswith(" (does this cluster serve scheduling.x-k8s.io/v1alpha1? install")
+    assert "kubectl apply --server-side -f deploy/crds/" in hint
+    assert listwatch._hint(resources.PODS, missing) == ""  # core API: no CRD to install
+    assert listwatch._hint(resources.PODGROUPS, errors.KubeError("boom", status=500)) == ""

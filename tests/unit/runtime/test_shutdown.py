@@ -40,3 +40,26 @@ async def test_main_returning_ends_the_run_and_its_error_propagates() -> None:
     with pytest.raises(RuntimeError, match="main failed"):
         await run_until_signalled(fails())
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_an_error_nobody_awaits_at_shutdown_is_one_warning_line(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    async def orphan() -> None:
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            raise ConnectionError("nats: connection closed")  # raised while being cancelled
+
+    async def main() -> None:
+        asyncio.get_running_loop().create_task(orphan())
+        await asyncio.sleep(0)
+
+    with caplog.at_level(logging.WARNING, logger="services.runtime.shutdown"):
+        asyncio.run(run_until_signalled(main()))
+    lines = [record for record in caplog.records if record.name == "services.runtime.shutdown"]
+    assert [record.getMessage() for record in lines] == [
+        "unhandled exception during asyncio.run() shutdown: "
+        "ConnectionError('nats: connection closed')"]
+    assert all(record.exc_info is None for record in lines)
