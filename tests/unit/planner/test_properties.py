@@ -96,6 +96,17 @@ def held_by_group(state, config):
     return counts
 
 
+def succeeded_after_run(state, config, key):
+    """Our Succeeded members of a gang that has run: they keep their places in its quorum
+    (`quorum.has_run`), so a replacement may be placed with fewer than minMember others."""
+    group = state.groups.get(key)
+    if group is None or not group.has_run:
+        return 0
+    return sum(1 for pod in state.pods.values()
+               if pods.is_ours(pod, config.scheduler_name) and pod.phase == "Succeeded"
+               and f"{pod.namespace}/{pod.group_name}" == key)
+
+
 def check_round(cluster, before, decisions, used_before):
     state, config = cluster.state, cluster.config
     for decision in decisions:
@@ -107,7 +118,9 @@ def check_round(cluster, before, decisions, used_before):
             assert filters.static_reason(pod, node) is None
         podgroup = state.podgroups.get(decision.group)
         if podgroup is not None:
-            assert before.get(decision.group, 0) + len(decision.members) >= podgroup.min_member
+            held = before.get(decision.group, 0) + succeeded_after_run(state, config,
+                                                                       decision.group)
+            assert held + len(decision.members) >= podgroup.min_member
     for name, node in state.nodes.items():
         # never over-commit: a node shrunk under running pods may be over, but never by us
         used, earlier = state.node_used.get(name, {}), used_before.get(name, {})
