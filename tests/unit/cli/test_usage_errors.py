@@ -32,23 +32,19 @@ def test_every_common_postgresql_spelling_means_asyncpg(url: str) -> None:
     assert async_url(DATABASE_URL.convert(url, None, None)).drivername == "postgresql+asyncpg"
 
 
-@pytest.mark.parametrize("text", ["a?b.db", "100%41.db"])
-def test_a_path_that_would_read_as_another_file_is_refused(
-        text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("text", "why"), [
+    ("not a url", "is neither a database URL nor a SQLite file"),
+    ("postgres//host/db", "is neither a database URL nor a SQLite file"),
+    ("state", "is neither a database URL nor a SQLite file"),
+    ("a?b.db", "would be read as a URL query or escape"),  # would open ./a
+    ("100%41.db", "would be read as a URL query or escape"),  # would open ./100A.db
+])
+def test_a_mistyped_url_or_ambiguous_path_is_refused_and_no_file_made(
+        text: str, why: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     code, output = invoke("migrate", "--db", text)
     assert code == 2
-    assert "would be read as a URL query or escape" in output
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize("text", ["not a url", "postgres//host/db", "state"])
-def test_a_mistyped_url_is_refused_not_made_a_new_sqlite_file(
-        text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    code, output = invoke("migrate", "--db", text)
-    assert code == 2
-    assert "is neither a database URL nor a SQLite file" in output
+    assert why in output
     assert list(tmp_path.iterdir()) == []
 
 
