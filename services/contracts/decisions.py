@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import msgspec
 
+from services.contracts import subjects
+from services.contracts.ids import GroupKey, split_key
+
 
 class VolumeChoice(msgspec.Struct, frozen=True, gc=False):
     """What one unbound WaitForFirstConsumer claim of a member gets before the member is bound
@@ -105,3 +108,16 @@ class StatusUpdate(msgspec.Struct, frozen=True, gc=False, tag="StatusUpdate"):
 
 Decision = Placement | Rejection | StatusUpdate
 """Every decision type; tagged by the JSON field `type`."""
+
+
+def decision_type(decision: Decision) -> str:
+    """The decision's type tag (`Placement`, `Rejection`, `StatusUpdate`)."""
+    return type(decision).__name__
+
+
+def decision_subject(prefix: str, decision: Decision) -> str:
+    """`<prefix>.decisions.<type>.<namespace>.<group name>` of one decision (names made
+    subject tokens as `subjects.token` does): where the planner publishes it and where
+    subscribers filter for one PodGroup's decisions."""
+    namespace, name = split_key(GroupKey(decision.group))
+    return subjects.decisions_subject(prefix, decision_type(decision), namespace, name)

@@ -11,24 +11,12 @@ import logging
 from collections.abc import Sequence
 
 from services.contracts import codec, dead_letters, subjects
-from services.contracts.decisions import Decision
-from services.contracts.ids import GroupKey, split_key
+from services.contracts.decisions import Decision, decision_subject
 from services.planner.ports import Publisher, Store
 from services.runtime import metrics
 from services.store.planner_store import OutboxRow
 
 log = logging.getLogger(__name__)
-
-
-def decision_type(decision: Decision) -> str:
-    """The decision's type tag (`Placement`, `Rejection`, `StatusUpdate`)."""
-    return type(decision).__name__
-
-
-def decision_subject(prefix: str, decision: Decision) -> str:
-    """`<prefix>.decisions.<type>.<namespace>.<group name>` of one decision."""
-    namespace, name = split_key(GroupKey(decision.group))
-    return subjects.decisions_subject(prefix, decision_type(decision), namespace, name)
 
 
 def outbox_rows(prefix: str, decisions: Sequence[Decision]) -> list[OutboxRow]:

@@ -16,8 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
 from services.contracts import codec, subjects
-from services.contracts.decisions import Placement, StatusUpdate
-from services.planner import publication
+from services.contracts.decisions import Placement, StatusUpdate, decision_subject
 from services.planner.core import revision
 from services.store import audit, tables
 from services.store.audit import ReadOnlyViolation
@@ -264,7 +263,7 @@ async def test_decisions_follow_prints_the_stored_ones_then_new_ones_as_they_com
         while len(seen) < len(recording.decisions) + 1:
             if len(seen) == len(recording.decisions):
                 await Publisher(js).publish(
-                    publication.decision_subject(prefix, late), codec.encode(late), msg_id=late.id)
+                    decision_subject(prefix, late), codec.encode(late), msg_id=late.id)
             line = await asyncio.wait_for(process.stdout.readline(), 30)
             assert line, "decisions --follow exited"
             seen.append(json.loads(line)["id"])

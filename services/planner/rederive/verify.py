@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.contracts.decisions import Decision
-from services.planner import publication
+from services.contracts.decisions import Decision, decision_subject
 from services.planner.core import revision
 from services.planner.rederive.replay import RoundResult
 from services.planner.rederive.rounds import RecordedDecision
@@ -104,5 +103,5 @@ class Verifier:
         key = (prefix, type(decision).__name__, decision.group)
         subject = self._subjects.get(key)
         if subject is None:
-            subject = self._subjects[key] = publication.decision_subject(prefix, decision)
+            subject = self._subjects[key] = decision_subject(prefix, decision)
         return subject, result.encoded[index]

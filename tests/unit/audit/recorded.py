@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 from services.contracts import codec
-from services.contracts.decisions import Decision, Placement
+from services.contracts.decisions import Decision, Placement, decision_subject
 from services.contracts.events import (
     ClockTicked,
     Event,
@@ -15,7 +15,6 @@ from services.contracts.events import (
     MemberBound,
     PodObserved,
 )
-from services.planner import publication
 from services.planner.core import plan
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import PlannerState, empty_state
@@ -44,7 +43,7 @@ class Recorder:
             logged.append(LoggedEvent(self.seq, f"{PREFIX}.events.x", event))
         self.state, decisions = plan.step(self.state, events, self.config, self.seq)
         recorded = [RecordedDecision(d.id, d.plan_seq, index,
-                                     publication.decision_subject(PREFIX, d), codec.encode(d))
+                                     decision_subject(PREFIX, d), codec.encode(d))
                     for index, d in enumerate(decisions)]
         self.rounds.append(RoundInput(self.seq, logged, recorded))
         self.decisions.extend(decisions)
