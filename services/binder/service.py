@@ -1,15 +1,16 @@
-"""The binder service: decisions in, bound pods and outcome events out (docs/architecture.md).
+"""The binder's dispatch loop: deliveries in, carried out in their lanes, acked or dead-lettered.
 
-Layer: binder shell. Two durable work-queue consumers on DECISIONS (several binder processes
-share them, so each decision is handled by one of them): `binder` takes Placements, `binder-reports`
-takes Rejections and StatusUpdates, so a placement never waits in the stream behind reports (which
-cost several API writes each and, under contention, outnumber placements a hundred to one).
-Placements of different groups run concurrently and those of one group in stream order; reports
-run per (type, group) lane with only the newest waiting one kept (`coalescing`), and their API
-requests yield to binding (`yielding`: few in flight while any placement binds). A decision is
-acked only after it is carried out (a placement: after its outcomes are published) or superseded.
-A poisoned decision is dead-lettered and terminated; nothing a decision contains can crash the
-service.
+Layer: binder shell (one job of three: `wiring` builds and runs the binder, this dispatches,
+`memory` remembers what placements did; docs/architecture.md). Two durable work-queue
+consumers on DECISIONS (several binder processes share them, so each decision is handled by one
+of them): `binder` takes Placements, `binder-reports` takes Rejections and StatusUpdates, so a
+placement never waits in the stream behind reports (which cost several API writes each and,
+under contention, outnumber placements a hundred to one). Placements of different groups run
+concurrently and those of one group in stream order; reports run per (type, group) lane with
+only the newest waiting one kept (`coalescing`), and their API requests yield to binding
+(`yielding`: few in flight while any placement binds). A decision is acked only after it is
+carried out (a placement: after its outcomes are published) or superseded. A poisoned decision
+is dead-lettered and terminated; nothing a decision contains can crash the service.
 """
 
 from __future__ import annotations
@@ -17,32 +18,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Protocol
 
 from services.binder import outcomes, placing
 from services.binder.coalescing import Coalescer
 from services.binder.consumption import Consumer, Delivery, GroupLocks, heartbeat
-from services.binder.outcome_log import StreamOutcomeLog
+from services.binder.memory import OutcomeLog, PlacementMemory
 from services.binder.placing import Policy
 from services.binder.ports import Kube, Publisher, WallClock
 from services.binder.reporter import Reporter
-from services.binder.status_log import StreamStatusLog
 from services.binder.view import ClusterView
 from services.binder.view_feed import ViewFeed
 from services.binder.yielding import ReportGate, YieldingKube
-from services.bus import consuming, streams
-from services.bus.connection import Connection, JetStream
-from services.bus.consuming import PullConsumer
-from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import Settings
-from services.contracts import codec, dead_letters, ids, subjects
+from services.contracts import codec, dead_letters, subjects
 from services.contracts.decisions import Decision, Placement, Rejection, StatusUpdate
-from services.contracts.events import Outcome
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
-from services.kube import client as kube_client
-from services.kube.api import KubeApi
 from services.runtime import metrics
 
 log = logging.getLogger(__name__)
@@ -85,7 +75,6 @@ MAX_ATTEMPTS = 5
 
 RETRY_DELAY_SECONDS = 5.0
 MAX_REASON_CHARS = 512
-REMEMBERED_DECISIONS = 4096
 """Placements whose published outcomes this process remembers (besides reading EVENTS)."""
 
 
@@ -97,95 +86,6 @@ class MissingDecisionKey(Exception):
             "the binder acts only on decisions signed by the planner: give the planner and the "
             "binder the same --decision-key-file (GANGSCHED_DECISION_KEY_FILE), e.g. made with "
             "`openssl rand -hex 32 > decision.key`")
-
-
-class ReadyFlag(Protocol):
-    """Readiness of this service (`services.runtime.health.ReadyFlag`)."""
-
-    def set(self, is_ready: bool = True) -> None: ...
-
-
-class OutcomeLog(Protocol):
-    """The outcome events published for one decision of a group, by any binder (to spot
-    settled redeliveries and the members a decision bound). Raises when EVENTS cannot be read,
-    so nothing is undone on a guess."""
-
-    async def of_decision(self, group: str, decision_id: str) -> Sequence[Outcome]: ...
-
-    async def newest(self, group: str) -> Outcome | None: ...
-
-
-async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> None:
-    """Run the binder until cancelled: connect to Kubernetes, open the consumer, handle decisions.
-
-    Raises:
-        KubeError: no Kubernetes credentials. BusMisconfigured: the streams cannot be set up.
-        MissingDecisionKey: `settings.decision_key` is None.
-    """
-    if settings.decision_key is None:
-        raise MissingDecisionKey()
-    ready.set(False)
-    js = nc.jetstream()
-    await streams.ensure_streams(js, settings.bus)
-    client = await kube_client.connect(settings.kube)
-    try:
-        placements, reports = await open_consumers(js, settings.bus.prefix)
-        view = ViewFeed(js, settings.bus.prefix)
-        await view.start()
-        kube = KubeApi(client, controller=settings.scheduler_name)
-        gate = ReportGate()
-        reporter = Reporter(
-            YieldingKube(kube, gate),
-            event_interval_seconds=settings.binder.event_interval_seconds,
-            concurrency=max(1, settings.binder.concurrency),
-            status_log=StreamStatusLog(js, settings.bus.prefix, settings.decision_key),
-            placing_kube=kube,
-        )
-        binder = Binder(
-            kube,
-            BusPublisher(js),
-            settings,
-            outcome_log=StreamOutcomeLog(js, settings.bus.prefix),
-            reporter=reporter,
-            view=view,
-            gate=gate,
-        )
-        ready.set()
-        log.info("binder consuming decisions (prefix %s)", settings.bus.prefix)
-        try:
-            await binder.consume(placements, reports)
-        finally:
-            await reporter.close()
-            await view.stop()
-            await placements.close()
-            await reports.close()
-    finally:
-        await client.close()
-
-
-async def open_consumers(js: JetStream, prefix: str) -> tuple[PullConsumer, PullConsumer]:
-    """The Placement consumer `binder` and the report consumer `binder-reports` on DECISIONS.
-
-    An existing `binder` keeps its position (its filter narrowed to Placements when it predates
-    `binder-reports`, which then starts after what it acknowledged).
-    Raises:
-        NotFound: no DECISIONS stream. BusRefused: NATS refused a consumer.
-        BusUnavailable: NATS could not be reached.
-    """
-    stream = subjects.stream_name(prefix, "DECISIONS")
-    reports = await PullConsumer.open(  # first: its start is read from `binder` as it was
-        js, stream=stream, durable=REPORTS_CONSUMER,
-        filter_subject=[subjects.decisions_of_type_wildcard(prefix, kind)
-                        for kind in ("Rejection", "StatusUpdate")],
-        ack_wait_seconds=REPORTS_ACK_WAIT_SECONDS,
-        start_seq=await _reports_start(js, stream, prefix), start_seq_if_new=True,
-    )
-    placements = await PullConsumer.open(
-        js, stream=stream, durable=CONSUMER,
-        filter_subject=subjects.decisions_of_type_wildcard(prefix, "Placement"),
-        ack_wait_seconds=ACK_WAIT_SECONDS,
-    )
-    return placements, reports
 
 
 class Binder:
@@ -220,7 +120,7 @@ class Binder:
             concurrency=max(1, settings.binder.concurrency),
             rollback_bare_pods=settings.binder.rollback_bare_pods,
         )
-        self._outcome_log = outcome_log
+        self._memory = PlacementMemory(outcome_log)
         self._clock = clock
         self._reporter = reporter or Reporter(
             YieldingKube(kube, self._gate),
@@ -236,7 +136,6 @@ class Binder:
         self._statuses: Coalescer[tuple[Delivery, Decision]] = Coalescer(
             self._write_report, self._superseded, MAX_REPORTS_IN_FLIGHT,
             settle_seconds=STATUS_SETTLE_SECONDS)
-        self._published: OrderedDict[str, tuple[Outcome, ...]] = OrderedDict()
 
     async def consume(self, placements: Consumer, reports: Consumer) -> None:
         """Fetch and handle decisions from both consumers forever (module docstring)."""
@@ -361,11 +260,11 @@ class Binder:
 
     async def _place(self, placement: Placement, is_redelivery: bool) -> None:
         """Bind or roll back, publish the outcomes, then write what users see."""
-        prior = await self._prior_outcomes(placement, is_redelivery)
+        prior = await self._memory.prior_outcomes(placement, is_redelivery)
         if any(outcomes.is_final(outcome) for outcome in prior):
             log.info("placement %s already settled; acknowledging", placement.id)
             return
-        if not prior and await self._is_stale(placement):
+        if not prior and await self._memory.is_stale(placement):
             return
         started = time.monotonic()
         log.debug("placement %s of %s (attempt %d, %d members, delivery %s) due in %.1fs",
@@ -378,33 +277,13 @@ class Binder:
                 known=await self._known_at(placement.plan_seq),
             )
         await self._publisher.publish_many(outcomes.publish_items(self._prefix, settled.outcomes))
-        self._remember(placement.id, settled.outcomes)
+        self._memory.remember(placement.id, settled.outcomes)
         if settled.rolled_back is None:
             metrics.bind_duration_seconds.observe(time.monotonic() - started)
             log.debug("placement %s of %s bound", placement.id, placement.group)
         else:
             metrics.rollbacks.inc()
         await self._reporter.placed(placement, settled)
-
-    async def _is_stale(self, placement: Placement) -> bool:
-        """Whether the group's newest outcome shows `placement` settled already, or a later
-        decision of the group bound or rolled back since (the planner places a group again only
-        after its placement settled or expired): then a delivery of it is a copy published
-        again (replayed), never carried out a second time. One direct read of EVENTS."""
-        if self._outcome_log is None:
-            return False
-        newest = await self._outcome_log.newest(placement.group)
-        if newest is None:
-            return False
-        if newest.decision_id == placement.id:
-            stale = outcomes.is_final(newest)
-        else:
-            stale = ids.decision_order(newest.decision_id) > ids.decision_order(placement.id)
-        if stale:
-            log.warning("placement %s of %s ignored: the group's outcomes already went past it "
-                        "(newest: %s of %s); a copy of an old decision", placement.id,
-                        placement.group, type(newest).__name__, newest.decision_id)
-        return stale
 
     async def _known_at(self, plan_seq: int) -> ClusterView | None:
         """The bus view of pods and nodes, if it has applied the events up to `plan_seq` (so it
@@ -416,24 +295,6 @@ class Binder:
         log.debug("view at seq %d is behind plan point %d; reading from the API",
                   self._view.view.applied_seq, plan_seq)
         return None
-
-    async def _prior_outcomes(
-        self, placement: Placement, is_redelivery: bool
-    ) -> tuple[Outcome, ...]:
-        """The outcomes already published for this placement: those this process published,
-        plus (on a redelivery) those any binder published, read from EVENTS. A placement with a
-        final outcome among them is settled and is never undone."""
-        found = list(self._published.get(placement.id, ()))
-        if is_redelivery and self._outcome_log is not None:
-            found.extend(await self._outcome_log.of_decision(placement.group, placement.id))
-        return tuple(o for o in found if o.decision_id == placement.id)
-
-    def _remember(self, decision_id: str, published: Sequence[Outcome]) -> None:
-        """Keep the outcomes just published for `decision_id` (bounded, oldest dropped)."""
-        self._published[decision_id] = self._published.get(decision_id, ()) + tuple(published)
-        self._published.move_to_end(decision_id)
-        while len(self._published) > REMEMBERED_DECISIONS:
-            self._published.popitem(last=False)
 
     async def _failed(self, delivery: Delivery, decision: Decision, error: Exception) -> None:
         """Handling raised (a bug or an unexpected error): retry later, dead-letter at the end."""
@@ -470,19 +331,3 @@ def lane(decision: Decision) -> str:
     safely: a rejection of a pod bound meanwhile is skipped, and status writes always write the
     newest status."""
     return f"{type(decision).__name__}:{decision.group}"
-
-
-async def _reports_start(js: JetStream, stream: str, prefix: str) -> int | None:
-    """Where a new `binder-reports` consumer starts: after what the old all-decisions `binder`
-    consumer acknowledged, when upgrading from a version without it; else None (an existing
-    reports consumer keeps its place; a fresh install reads the stream from its start).
-
-    Raises:
-        BusUnavailable, BusRefused: NATS failed or refused the request.
-    """
-    if await consuming.durable_state(js, stream, REPORTS_CONSUMER) is not None:
-        return None
-    old = await consuming.durable_state(js, stream, CONSUMER)
-    if old is None or old.filter_subject != subjects.decisions_wildcard(prefix):
-        return None  # none, or not the all-decisions consumer of before
-    return old.acked_stream_seq + 1

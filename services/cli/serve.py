@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.binder.service import run_binder
+from services.binder.wiring import run_binder
 from services.bus import connection, embedded, lease
 from services.bus.connection import Connection
 from services.cli import run_info

@@ -7,7 +7,7 @@ import msgspec
 import pytest
 from nats.js import JetStreamContext
 
-from services.binder.service import open_consumers
+from services.binder.wiring import open_consumers
 from services.bus.consuming import Delivery, PullConsumer
 from services.bus.publishing import Publisher
 from services.config.settings import BusSettings

@@ -21,8 +21,8 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy
 
-from services.binder.service import open_consumers
 from services.binder.view_feed import ViewFeed
+from services.binder.wiring import open_consumers
 from services.bus import reading, streams
 from services.bus.consuming import PullConsumer, differences
 from services.bus.errors import BusMisconfigured

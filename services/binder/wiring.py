@@ -1,0 +1,131 @@
+"""Wiring of the binder: its consumers, its collaborators, and the loop that runs them.
+
+Layer: binder shell (one job of the three the binder's rooms split: this builds, `service`
+dispatches deliveries, `memory` remembers placements). Opens the two durable consumers on
+DECISIONS, the bus view, the Kubernetes client and the reporter, hands them to `Binder`, and
+closes them when it stops.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from services.binder.outcome_log import StreamOutcomeLog
+from services.binder.reporter import Reporter
+from services.binder.service import (
+    ACK_WAIT_SECONDS,
+    CONSUMER,
+    REPORTS_ACK_WAIT_SECONDS,
+    REPORTS_CONSUMER,
+    Binder,
+    MissingDecisionKey,
+)
+from services.binder.status_log import StreamStatusLog
+from services.binder.view_feed import ViewFeed
+from services.binder.yielding import ReportGate, YieldingKube
+from services.bus import consuming, streams
+from services.bus.connection import Connection, JetStream
+from services.bus.consuming import PullConsumer
+from services.bus.publishing import Publisher as BusPublisher
+from services.config.settings import Settings
+from services.contracts import subjects
+from services.kube import client as kube_client
+from services.kube.api import KubeApi
+
+log = logging.getLogger(__name__)
+
+
+class ReadyFlag(Protocol):
+    """Readiness of this service (`services.runtime.health.ReadyFlag`)."""
+
+    def set(self, is_ready: bool = True) -> None: ...
+
+
+async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> None:
+    """Run the binder until cancelled: connect to Kubernetes, open the consumer, handle decisions.
+
+    Raises:
+        KubeError: no Kubernetes credentials. BusMisconfigured: the streams cannot be set up.
+        MissingDecisionKey: `settings.decision_key` is None.
+    """
+    if settings.decision_key is None:
+        raise MissingDecisionKey()
+    ready.set(False)
+    js = nc.jetstream()
+    await streams.ensure_streams(js, settings.bus)
+    client = await kube_client.connect(settings.kube)
+    try:
+        placements, reports = await open_consumers(js, settings.bus.prefix)
+        view = ViewFeed(js, settings.bus.prefix)
+        await view.start()
+        kube = KubeApi(client, controller=settings.scheduler_name)
+        gate = ReportGate()
+        reporter = Reporter(
+            YieldingKube(kube, gate),
+            event_interval_seconds=settings.binder.event_interval_seconds,
+            concurrency=max(1, settings.binder.concurrency),
+            status_log=StreamStatusLog(js, settings.bus.prefix, settings.decision_key),
+            placing_kube=kube,
+        )
+        binder = Binder(
+            kube,
+            BusPublisher(js),
+            settings,
+            outcome_log=StreamOutcomeLog(js, settings.bus.prefix),
+            reporter=reporter,
+            view=view,
+            gate=gate,
+        )
+        ready.set()
+        log.info("binder consuming decisions (prefix %s)", settings.bus.prefix)
+        try:
+            await binder.consume(placements, reports)
+        finally:
+            await reporter.close()
+            await view.stop()
+            await placements.close()
+            await reports.close()
+    finally:
+        await client.close()
+
+
+async def open_consumers(js: JetStream, prefix: str) -> tuple[PullConsumer, PullConsumer]:
+    """The Placement consumer `binder` and the report consumer `binder-reports` on DECISIONS.
+
+    An existing `binder` keeps its position (its filter narrowed to Placements when it predates
+    `binder-reports`, which then starts after what it acknowledged).
+    Raises:
+        NotFound: no DECISIONS stream. BusRefused: NATS refused a consumer.
+        BusUnavailable: NATS could not be reached.
+    """
+    stream = subjects.stream_name(prefix, "DECISIONS")
+    reports = await PullConsumer.open(  # first: its start is read from `binder` as it was
+        js, stream=stream, durable=REPORTS_CONSUMER,
+        filter_subject=[subjects.decisions_of_type_wildcard(prefix, kind)
+                        for kind in ("Rejection", "StatusUpdate")],
+        ack_wait_seconds=REPORTS_ACK_WAIT_SECONDS,
+        start_seq=await _reports_start(js, stream, prefix), start_seq_if_new=True,
+    )
+    placements = await PullConsumer.open(
+        js, stream=stream, durable=CONSUMER,
+        filter_subject=subjects.decisions_of_type_wildcard(prefix, "Placement"),
+        ack_wait_seconds=ACK_WAIT_SECONDS,
+    )
+    return placements, reports
+
+
+async def _reports_start(js: JetStream, stream: str, prefix: str) -> int | None:
+    """Where a new `binder-reports` consumer starts: after what the old all-decisions `binder`
+    consumer acknowledged, when upgrading from a version without it; else None (an existing
+    reports consumer keeps its place; a fresh install reads the stream from its start).
+
+    Raises:
+        BusUnavailable, BusRefused: NATS failed or refused the request.
+    """
+    if await consuming.durable_state(js, stream, REPORTS_CONSUMER) is not None:
+        return None
+    old = await consuming.durable_state(js, stream, CONSUMER)
+    if old is None or old.filter_subject != subjects.decisions_wildcard(prefix):
+        return None  # none, or not the all-decisions consumer of before
+    return old.acked_stream_seq + 1
