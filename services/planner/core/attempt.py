@@ -89,7 +89,10 @@ class Round:
                         is_backoff=False)
             return
         if self._binders_busy():
-            return  # backpressure: placed now, it would only queue behind the binders' work
+            # backpressure: placed now, it would only queue behind the binders' work; a
+            # starving or partly bound gang keeps holding its capacity (and its nodes) meanwhile
+            self._maybe_hold(key, group, pending[:quorum.still_needed(counts, min_member)])
+            return
         need = quorum.still_needed(counts, min_member)
         if not backoff.is_backed_off(group, self.now, self.config):
             self._attempt(key, group, podgroup, pending, counts, min_member, note)

@@ -32,3 +32,23 @@ def test_at_the_limit_the_rest_wait_untold_and_go_once_one_settles() -> None:
 def test_zero_means_no_limit() -> None:
     placed = [d for d in _cluster(limit=0).plan() if isinstance(d, Placement)]
     assert [p.group for p in placed] == [f"default/g{g}" for g in range(4)]
+
+
+def test_a_starving_gang_keeps_its_hold_while_the_binders_are_busy() -> None:
+    # n0 runs a gang of ours (6 of 8 CPU); b (2 x 3 CPU) fits nowhere now, starves at once and
+    # holds n0 (it fits there emptied); a (1 CPU) then goes to n1 and fills the binders
+    cluster = Cluster(config=PlannerConfig(max_placements_in_flight=1,
+                                           starvation_seconds=0)).observe(
+        make_node("n0").capacity(cpu_milli=8000), make_node("n1").capacity(cpu_milli=2000),
+        make_podgroup("d", min_member=1),
+        make_pod("d-0").in_group("d").requests(cpu_milli=6000).on_node("n0"),
+        make_podgroup("b", min_member=2).created(1),
+        *[make_pod(f"b-{i}").in_group("b").requests(cpu_milli=3000).created(1)
+          for i in range(2)],
+        make_podgroup("a", min_member=1).created(2),
+        make_pod("a-0").in_group("a").requests(cpu_milli=1000).created(2))
+    placed = {d.group: d.members[0].node for d in cluster.plan() if isinstance(d, Placement)}
+    assert placed == {"default/a": "n1"}
+    assert (cluster.state.starving_group, cluster.state.starving_nodes) == ("default/b", ["n0"])
+    assert not [d for d in cluster.plan() if isinstance(d, Placement)]  # the binders are busy
+    assert (cluster.state.starving_group, cluster.state.starving_nodes) == ("default/b", ["n0"])
