@@ -110,7 +110,8 @@ def all_families() -> list[Family]:
         pod_affinity,
         requests,
         tolerations,
+        topology_spread,
     )
     return [requests.Requests(), node_selection.NodeSelection(), tolerations.Tolerations(),
-            host_ports.HostPorts(), pod_affinity.PodAffinity(), node_name.Prebound(),
-            finished.Finished()]
+            host_ports.HostPorts(), pod_affinity.PodAffinity(),
+            topology_spread.TopologySpread(), node_name.Prebound(), finished.Finished()]
