@@ -4,7 +4,9 @@ A family is an object with a `name`, and three hooks the generator calls with a 
 generator of its own (seeded by run seed, family name and item, so adding a family does not
 change what the others generate):
 
-- `objects(rng)`: cluster objects to create before anything else (RuntimeClasses, ...);
+- `objects(rng, plan)`: cluster objects to create before anything else (RuntimeClasses,
+  StorageClasses, PersistentVolumes and claims, ...), knowing the nodes (`plan.objects` holds
+  the objects of the families before it);
 - `shape_node(rng, node)`: add labels, taints, allocatable to one Node manifest;
 - `shape_pod(rng, pod, plan)`: add constraints to one Pod manifest, knowing the nodes.
 
@@ -59,7 +61,7 @@ class Family(Protocol):
 
     name: str
 
-    def objects(self, rng: random.Random) -> list[Manifest]: ...
+    def objects(self, rng: random.Random, plan: ClusterPlan) -> list[Manifest]: ...
 
     def shape_node(self, rng: random.Random, node: Manifest) -> None: ...
 
@@ -71,7 +73,7 @@ class Base:
 
     name = "base"
 
-    def objects(self, rng: random.Random) -> list[Manifest]:
+    def objects(self, rng: random.Random, plan: ClusterPlan) -> list[Manifest]:
         return []
 
     def shape_node(self, rng: random.Random, node: Manifest) -> None:
@@ -111,7 +113,9 @@ def all_families() -> list[Family]:
         requests,
         tolerations,
         topology_spread,
+        volumes,
     )
     return [requests.Requests(), node_selection.NodeSelection(), tolerations.Tolerations(),
             host_ports.HostPorts(), pod_affinity.PodAffinity(),
-            topology_spread.TopologySpread(), node_name.Prebound(), finished.Finished()]
+            topology_spread.TopologySpread(), volumes.Volumes(), node_name.Prebound(),
+            finished.Finished()]
