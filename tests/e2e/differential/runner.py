@@ -38,13 +38,15 @@ class Report:
     seed: int
     outcomes: Counter[str] = field(default_factory=Counter)
     kube_reasons: Counter[str] = field(default_factory=Counter)
+    claims_bound: int = 0
+    """Claims kube-scheduler bound (WaitForFirstConsumer) for the pods it bound."""
     mismatches: list[compare.Mismatch] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
         timing = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
-        return (f"seed {self.seed}: {dict(self.outcomes)}; {len(self.mismatches)} mismatch(es); "
-                f"{timing}")
+        return (f"seed {self.seed}: {dict(self.outcomes)}; {self.claims_bound} claim(s) bound "
+                f"by kube-scheduler; {len(self.mismatches)} mismatch(es); {timing}")
 
 
 async def build_cluster(client: KubeClient, mirrors: Mirrors, plan: ClusterPlan) -> None:
@@ -100,6 +102,7 @@ async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -
             judging += time.monotonic() - clock
             kube = await oracle.offer(client, pods, pod)
             if kube.node is not None:
+                report.claims_bound += len(storage.unbound(snapshot.storage, pod))
                 await storage.wait_bound(mirrors, pod)
             after = _snapshot(mirrors)
             if node_fingerprint(after.nodes) != before:

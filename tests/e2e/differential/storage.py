@@ -90,6 +90,15 @@ def claim_names(pod: Obj) -> list[str]:
             for volume in pod["spec"].get("volumes", []) if "persistentVolumeClaim" in volume]
 
 
+def unbound(storage: dict[str, list[Obj]], pod: Obj) -> list[str]:
+    """The pod's claims (names) that exist and are not fully bound."""
+    namespace = pod["metadata"]["namespace"]
+    claims = {_key(claim): claim for claim in storage.get("pvc", [])}
+    return [name for name in claim_names(pod)
+            if (claim := claims.get(claim_key(namespace, name))) is not None
+            and not is_fully_bound(claim)]
+
+
 async def wait_bound(mirrors: Mirrors, pod: Obj) -> None:
     """After kube-scheduler bound `pod`: wait until the mirrors show each of its claims fully
     bound and each claim's volume Bound to it.
