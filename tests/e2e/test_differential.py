@@ -3,7 +3,9 @@
 A seeded cluster of 24 KWOK nodes over 3 zones and 6 racks (labels, taints, cordons, varied
 allocatable with GPUs and hugepages) and 500 non-gang pods (requests with init and sidecar
 containers, pod-level resources and overhead, nodeSelector, node affinity with Gt/Lt and
-matchFields, tolerations, host ports, required pod affinity and anti-affinity; pods bound by
+matchFields, tolerations, host ports, required pod affinity and anti-affinity, topology spread
+DoNotSchedule and ScheduleAnyway, claims: bound to local PVs with node affinity, unbound
+Immediate, WaitForFirstConsumer matching static PVs, missing, ReadWriteOncePod; pods bound by
 nodeName, some then finished) are offered one at a time:
 every pod kube-scheduler binds must be feasible for gangsched on that node, and every pod it
 finds unschedulable must be rejected by gangsched with the same per-reason node counts.
@@ -56,5 +58,6 @@ def test_gangsched_agrees_with_kube_scheduler_pod_by_pod(scheduler_plane: Contro
         pytest.fail(f"{len(report.mismatches)} disagreement(s) ({report.summary()}):\n{listed}\n"
                     f"the first {SHOWN_MISMATCHES} in full:\n{shown}", pytrace=False)
     assert report.outcomes["bound"] >= PODS // 5 and report.outcomes["unschedulable"] >= PODS // 8
+    assert report.claims_bound >= PODS // 200  # the WaitForFirstConsumer path was taken
     skipped = report.outcomes[runner.NODE_CHANGED] + report.outcomes[runner.STORAGE_CHANGED]
     assert skipped <= PODS // 50

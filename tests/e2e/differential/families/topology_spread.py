@@ -48,7 +48,7 @@ def _constraint(rng: random.Random, own_app: str) -> Manifest:
         constraint["labelSelector"] = selector
         if selector and rng.random() < 0.2:  # the API server merges the pod's value in
             constraint["matchLabelKeys"] = [TRACK]
-    if action == "DoNotSchedule" and rng.random() < 0.3:  # only allowed with DoNotSchedule
+    if action == "DoNotSchedule" and rng.random() < 0.45:  # only allowed with DoNotSchedule
         constraint["minDomains"] = rng.randint(2, 8)
     for policy in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
         if rng.random() < 0.4:

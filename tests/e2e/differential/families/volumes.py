@@ -150,9 +150,9 @@ def _claim_name(rng: random.Random) -> str:
     if roll < 0.3:
         number = rng.randrange(len(BOUND_KINDS))
         return f"bound-{BOUND_KINDS[number]}-{number}"
-    if roll < 0.75:
+    if roll < 0.87:
         return rng.choice([f"{prefix}-{item}" for prefix, _, number in UNBOUND_CLAIMS
                            for item in range(number)])
-    if roll < 0.9:
+    if roll < 0.95:
         return rng.choice(["immediate", "no-class", "absent-class"])
     return f"missing-{rng.randrange(3)}"
