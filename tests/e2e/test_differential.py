@@ -9,7 +9,8 @@ Immediate, WaitForFirstConsumer matching static PVs, missing, ReadWriteOncePod; 
 nodeName, some then finished) are offered one at a time:
 every pod kube-scheduler binds must be feasible for gangsched on that node, and every pod it
 finds unschedulable must be rejected by gangsched with the same per-reason node counts.
-`GANGSCHED_DIFF_SEED` and `GANGSCHED_DIFF_PODS` change the seed and the number of pods.
+`GANGSCHED_DIFF_SEED`, `GANGSCHED_DIFF_PODS` and `GANGSCHED_DIFF_NODES` change the seed, the
+number of pods and of nodes.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.e2e
 
 SEED = int(os.environ.get("GANGSCHED_DIFF_SEED", "20261201"))
 PODS = int(os.environ.get("GANGSCHED_DIFF_PODS", "500"))
+NODES = int(os.environ.get("GANGSCHED_DIFF_NODES", "24"))
 SHOWN_MISMATCHES = 8
 
 
@@ -42,7 +44,7 @@ def scheduler_plane() -> Iterator[ControlPlane]:
 async def _run(cp: ControlPlane) -> runner.Report:
     client = await connect(KubeSettings(kubeconfig=cp.kubeconfig))
     try:
-        return await runner.run(client, SEED, PODS)
+        return await runner.run(client, SEED, PODS, NODES)
     finally:
         await client.close()
 

@@ -89,6 +89,13 @@ def affinity(pod: Manifest) -> Manifest:
     return result
 
 
+def apps_and_tier(rng: random.Random) -> Manifest:
+    """A label selector `app In (two apps), tier In|NotIn (one tier)`: some pods of two apps."""
+    return {"matchExpressions": [
+        {"key": "app", "operator": "In", "values": rng.sample(APP_LABELS, 2)},
+        {"key": "tier", "operator": rng.choice(["In", "NotIn"]), "values": [rng.choice(TIERS)]}]}
+
+
 def main_container(pod: Manifest) -> Manifest:
     """The pod's first container."""
     container: Manifest = pod["spec"]["containers"][0]

@@ -8,20 +8,11 @@ from __future__ import annotations
 
 import random
 
-from tests.e2e.differential.families import (
-    APP_LABELS,
-    HOSTNAME,
-    RACK,
-    TIERS,
-    TRACK,
-    ZONE,
-    Base,
-    ClusterPlan,
-    Manifest,
-)
+from tests.e2e.differential import families
+from tests.e2e.differential.families import Base, ClusterPlan, Manifest
 from tests.e2e.differential.families.node_selection import DISK
 
-KEYS = (ZONE, ZONE, HOSTNAME, HOSTNAME, RACK, DISK)
+KEYS = (families.ZONE, families.ZONE, families.HOSTNAME, families.HOSTNAME, families.RACK, DISK)
 """Topology keys; some nodes lack DISK (the filter refuses them: missing required label)."""
 POLICIES = ("Honor", "Ignore")
 
@@ -47,7 +38,7 @@ def _constraint(rng: random.Random, own_app: str) -> Manifest:
     if selector is not None:
         constraint["labelSelector"] = selector
         if selector and rng.random() < 0.2:  # the API server merges the pod's value in
-            constraint["matchLabelKeys"] = [TRACK]
+            constraint["matchLabelKeys"] = [families.TRACK]
     if action == "DoNotSchedule" and rng.random() < 0.45:  # only allowed with DoNotSchedule
         constraint["minDomains"] = rng.randint(2, 8)
     for policy in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
@@ -65,7 +56,5 @@ def _selector(rng: random.Random, own_app: str) -> Manifest | None:
     if roll < 0.55:
         return {"matchLabels": {"app": own_app}}
     if roll < 0.75:
-        return {"matchLabels": {"app": rng.choice(APP_LABELS)}}
-    return {"matchExpressions": [
-        {"key": "app", "operator": "In", "values": rng.sample(APP_LABELS, 2)},
-        {"key": "tier", "operator": rng.choice(["In", "NotIn"]), "values": [rng.choice(TIERS)]}]}
+        return {"matchLabels": {"app": rng.choice(families.APP_LABELS)}}
+    return families.apps_and_tier(rng)
