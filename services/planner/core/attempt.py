@@ -14,6 +14,7 @@ import numpy as np
 from services.contracts import ids, resources
 from services.contracts.decisions import Assignment, Decision, Placement, PodRef, Rejection
 from services.contracts.events import PodGroupObserved, PodObserved
+from services.fit import filters
 from services.planner.core import (
     backoff,
     derived,
@@ -140,6 +141,8 @@ class Round:
                         else reasons.gang_member(key, _name(pod), reason)), False
         storage = self.index.volumes
         for pod in pending:
+            if filters.affinity_node_names(pod) == frozenset():
+                continue  # NodeAffinity's PreFilter rejects it first: the attempt says so
             blocked = storage.prefilter(pod) if storage is not None else None
             if blocked is not None:
                 reason = reasons.prefilter(len(self.index), blocked)

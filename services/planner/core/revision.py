@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 13
+CORE_REVISION = 14
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -39,7 +39,10 @@ conflict` without a count; sidecars' host ports count, plain init containers' ar
 is placed however the events of its gang's run were batched. 12: the whole-gang search of a
 gang with topology spread tries, within its budget, members without constraints first and then
 member order when largest first finds nothing. 13: while the binders are busy (backpressure),
-a starving or partly bound gang keeps holding its capacity and nodes."""
+a starving or partly bound gang keeps holding its capacity and nodes. 14: a pod whose
+`matchFields` names conflict reads `pod affinity terms conflict` even when a claim of it would
+also keep it off every node (NodeAffinity's PreFilter runs before the volume plugins'; found by
+the differential test)."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -59,8 +59,10 @@ def plan_cluster(seed: int, nodes: int = 24,
         for family in chosen:
             family.shape_node(rng_for(seed, family.name, name), node)
         manifests.append(node)
-    objects = [obj for family in chosen for obj in family.objects(rng_for(seed, family.name, ""))]
-    return ClusterPlan(nodes=manifests, namespaces=NAMESPACES, objects=objects)
+    plan = ClusterPlan(nodes=manifests, namespaces=NAMESPACES)
+    for family in chosen:
+        plan.objects.extend(family.objects(rng_for(seed, family.name, ""), plan))
+    return plan
 
 
 def generate_pods(seed: int, plan: ClusterPlan, count: int,

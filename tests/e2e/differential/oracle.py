@@ -1,10 +1,10 @@
 """The oracle: the real kube-scheduler binary on the real control plane, offered one pod at a time.
 
 Talks to the API server with gangsched's own client (`services.kube.client`) and keeps the
-nodes and pods current with its informer-style list/watch (`services.kube.listwatch`), so no
-state is polled. `offer` creates the pod and waits for what kube-scheduler did: bound it
-(`spec.nodeName` set), or found it unschedulable (condition PodScheduled=False, reason
-Unschedulable, whose message is the FailedScheduling message).
+nodes, pods, claims, volumes and storage classes current with its informer-style list/watch
+(`services.kube.listwatch`), so no state is polled. `offer` creates the pod and waits for
+what kube-scheduler did: bound it (`spec.nodeName` set), or found it unschedulable (condition
+PodScheduled=False, reason Unschedulable, whose message is the FailedScheduling message).
 """
 
 from __future__ import annotations
@@ -17,7 +17,13 @@ from typing import Any
 
 from services.kube import listwatch
 from services.kube.client import KubeClient
-from services.kube.resources import NODES, PODS, Resource, pod_path
+from services.kube.resources import (
+    NODES,
+    PODS,
+    VOLUME_RESOURCES,
+    Resource,
+    pod_path,
+)
 
 Obj = dict[str, Any]
 OUTCOME_TIMEOUT_SECONDS = 30.0
@@ -88,15 +94,27 @@ class Mirror:
             await self._task
 
 
+@dataclass(frozen=True)
+class Mirrors:
+    """A mirror per resource the run follows; `storage` by resource kind (`pvc`, `pv`,
+    `storageclass`)."""
+
+    nodes: Mirror
+    pods: Mirror
+    storage: dict[str, Mirror]
+
+
 @contextlib.asynccontextmanager
-async def mirrors(client: KubeClient) -> AsyncIterator[tuple[Mirror, Mirror]]:
-    """Mirrors of the nodes and the pods, closed on exit."""
-    nodes, pods = Mirror(client, NODES), Mirror(client, PODS)
+async def mirrors(client: KubeClient) -> AsyncIterator[Mirrors]:
+    """Mirrors of the nodes, the pods and the storage objects, closed on exit."""
+    followed = Mirrors(Mirror(client, NODES), Mirror(client, PODS),
+                       {resource.kind: Mirror(client, resource)
+                        for resource in VOLUME_RESOURCES})
     try:
-        yield nodes, pods
+        yield followed
     finally:
-        await nodes.close()
-        await pods.close()
+        for mirror in (followed.nodes, followed.pods, *followed.storage.values()):
+            await mirror.close()
 
 
 def _collection(obj: Obj) -> str:

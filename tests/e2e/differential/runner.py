@@ -5,9 +5,12 @@ merged label keys); gangsched judges it on the nodes and bound pods as they are 
 kube-scheduler gets it and its outcome is compared (`compare`). Pods bound by `spec.nodeName`
 are created first, before any pod is offered (no scheduler judges them, and kube-scheduler
 learns of them through its informer, asynchronously: created between two offers, one could
-be missing from its cache when it schedules the next pod). A pod during which a node changed
-what the filters read (a controller tainting a node it found not Ready) is not compared, but
-counted. Nothing sleeps: every wait is on the watch.
+be missing from its cache when it schedules the next pod). The run starts once the PV
+controller has settled the volumes and claims (`storage`); after kube-scheduler binds a pod with
+claims, the run waits until the mirrors show them bound, so the next verdict sees them. A pod
+during which a node changed what the filters read (a controller tainting a node it found not
+Ready), or a claim or volume other than its own did, is not compared, but counted. Nothing
+sleeps: every wait is on the watch.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ from typing import Any
 
 from services.kube.client import MERGE_PATCH, KubeClient
 from services.kube.resources import pod_path
-from tests.e2e.differential import compare, generator, messages, oracle, verdict
+from tests.e2e.differential import compare, generator, messages, oracle, storage, verdict
 from tests.e2e.differential.families import FINISHED_LABEL, PREBOUND_LABEL, ClusterPlan
-from tests.e2e.differential.oracle import Mirror
+from tests.e2e.differential.oracle import Mirror, Mirrors
 
 NODE_SETTLE_SECONDS = 90.0
+NODE_CHANGED = "skipped: a node changed meanwhile"
+STORAGE_CHANGED = "skipped: a volume or claim changed meanwhile"
 
 
 @dataclass
@@ -33,18 +38,21 @@ class Report:
     seed: int
     outcomes: Counter[str] = field(default_factory=Counter)
     kube_reasons: Counter[str] = field(default_factory=Counter)
+    claims_bound: int = 0
+    """Claims kube-scheduler bound (WaitForFirstConsumer) for the pods it bound."""
     mismatches: list[compare.Mismatch] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
         timing = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
-        return (f"seed {self.seed}: {dict(self.outcomes)}; {len(self.mismatches)} mismatch(es); "
-                f"{timing}")
+        return (f"seed {self.seed}: {dict(self.outcomes)}; {self.claims_bound} claim(s) bound "
+                f"by kube-scheduler; {len(self.mismatches)} mismatch(es); {timing}")
 
 
-async def build_cluster(client: KubeClient, nodes: Mirror, plan: ClusterPlan) -> None:
+async def build_cluster(client: KubeClient, mirrors: Mirrors, plan: ClusterPlan) -> None:
     """Create the namespaces, the families' objects and the nodes; wait until every node is
-    Ready and free of the controllers' start-up taints."""
+    Ready and free of the controllers' start-up taints, and the volumes and claims settled."""
+    nodes = mirrors.nodes
     for namespace in plan.namespaces:
         await oracle.create(client, {"apiVersion": "v1", "kind": "Namespace",
                                      "metadata": {"name": namespace}})
@@ -57,6 +65,7 @@ async def build_cluster(client: KubeClient, nodes: Mirror, plan: ClusterPlan) ->
         lambda: {n["metadata"]["name"] for n in nodes.objects.values()
                  if oracle.is_settled(n)} >= names,
         f"{len(names)} settled nodes", timeout=NODE_SETTLE_SECONDS)
+    await storage.wait_settled(mirrors, plan, NODE_SETTLE_SECONDS)
 
 
 def _bound(pods: Mirror) -> list[dict[str, Any]]:
@@ -72,8 +81,9 @@ async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -
     workload = list(generator.generate_pods(seed, plan, count))
     slimmer = verdict.Slimmer()
     started = time.monotonic()
-    async with oracle.mirrors(client) as (nodes, pods):
-        await build_cluster(client, nodes, plan)
+    async with oracle.mirrors(client) as mirrors:
+        pods = mirrors.pods
+        await build_cluster(client, mirrors, plan)
         for pod in workload:
             if pod["metadata"]["labels"].get(PREBOUND_LABEL):
                 await _prebind(client, pods, pod)
@@ -84,18 +94,26 @@ async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -
             if pod["metadata"]["labels"].get(PREBOUND_LABEL):
                 continue
             admitted = await oracle.create(client, pod, dry_run=True)
-            node_list = list(nodes.objects.values())
-            before = node_fingerprint(node_list)
-            bound = _bound(pods)
+            snapshot = _snapshot(mirrors)
+            before = node_fingerprint(snapshot.nodes)
+            stored = storage.fingerprint(slimmer, snapshot.storage)
             clock = time.monotonic()
-            ours = verdict.judge(slimmer, node_list, bound, admitted)
+            ours = verdict.judge(slimmer, snapshot, admitted)
             judging += time.monotonic() - clock
             kube = await oracle.offer(client, pods, pod)
-            if node_fingerprint(list(nodes.objects.values())) != before:
-                report.outcomes["skipped: a node changed meanwhile"] += 1
+            if kube.node is not None:
+                report.claims_bound += len(storage.unbound(snapshot.storage, pod))
+                await storage.wait_bound(mirrors, pod)
+            after = _snapshot(mirrors)
+            if node_fingerprint(after.nodes) != before:
+                report.outcomes[NODE_CHANGED] += 1
+                continue
+            if storage.changed(stored, storage.fingerprint(slimmer, after.storage), pod,
+                               after.storage):
+                report.outcomes[STORAGE_CHANGED] += 1
                 continue
             clock = time.monotonic()
-            mismatch = _compare(slimmer, seed, node_list, bound, admitted, kube, ours)
+            mismatch = _compare(slimmer, seed, snapshot, admitted, kube, ours)
             judging += time.monotonic() - clock
             report.outcomes["bound" if kube.node else "unschedulable"] += 1
             if kube.message:
@@ -106,6 +124,13 @@ async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -
         report.seconds["gangsched"] = judging
     report.seconds["total"] = time.monotonic() - started
     return report
+
+
+def _snapshot(mirrors: Mirrors) -> verdict.Snapshot:
+    """The mirrors' objects now, as gangsched judges a pod on them."""
+    return verdict.Snapshot(
+        nodes=list(mirrors.nodes.objects.values()), bound=_bound(mirrors.pods),
+        storage={kind: list(mirror.objects.values()) for kind, mirror in mirrors.storage.items()})
 
 
 def node_fingerprint(nodes: list[dict[str, Any]]) -> list[tuple[object, ...]]:
@@ -136,13 +161,13 @@ def _phase(pods: Mirror, namespace: str, name: str) -> str | None:
     return None if pod is None else pod.get("status", {}).get("phase")
 
 
-def _compare(slimmer: verdict.Slimmer, seed: int, nodes: list[dict[str, Any]],
-             bound: list[dict[str, Any]], pod: dict[str, Any], kube: oracle.Outcome,
+def _compare(slimmer: verdict.Slimmer, seed: int, snapshot: verdict.Snapshot,
+             pod: dict[str, Any], kube: oracle.Outcome,
              ours: verdict.Verdict) -> compare.Mismatch | None:
     if kube.node is not None:
         if ours.node == kube.node:
             return None
-        alone = verdict.feasible_on(slimmer, nodes, bound, pod, kube.node)
+        alone = verdict.feasible_on(slimmer, snapshot, pod, kube.node)
         if alone.node == kube.node:
             return None
         return compare.Mismatch(seed, pod, kube, ours, alone,

@@ -1,5 +1,6 @@
-"""gangsched's verdict on one pod, through its own code path: the watcher's `slim` turns the
-listed API objects into events, and the engine `gangsched simulate` runs (`planner.simulate
+"""gangsched's verdict on one pod, through its own code path: the watcher's `slim` and
+`volumes` turn the listed API objects (nodes, bound pods, claims, volumes, storage classes) into
+events, and the engine `gangsched simulate` runs (`planner.simulate
 .engine`, the production planner core with an ideal binder) plans the pod as a gang of one.
 
 `judge` answers two questions: where would gangsched place the pod, else why not (the
@@ -11,7 +12,8 @@ them still count for inter-pod affinity), so the only placement left is that nod
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -19,10 +21,25 @@ import msgspec
 from services.contracts.events import Event, NodeObserved
 from services.planner.core.config import PlannerConfig
 from services.planner.simulate import engine
-from services.watcher import slim
+from services.watcher import slim, volumes
 
 CONFIG = PlannerConfig()
 AT_MS = 1_000_000
+OBSERVED: dict[str, Callable[[dict[str, Any], int], Event]] = {
+    "node": slim.node_event, "pod": slim.pod_event, "pvc": volumes.claim_event,
+    "pv": volumes.volume_event, "storageclass": volumes.storage_class_event}
+"""The watcher's slimming function per resource kind (`services.kube.resources` kinds)."""
+STORAGE_KINDS = ("pvc", "pv", "storageclass")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What gangsched judges a pod on: the Node objects, the pods bound to a node (API objects
+    with `spec.nodeName`), and per storage kind (STORAGE_KINDS) its API objects."""
+
+    nodes: list[dict[str, Any]]
+    bound: list[dict[str, Any]]
+    storage: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -44,9 +61,13 @@ class Slimmer:
         key = (kind, meta.get("uid", ""), meta.get("resourceVersion", ""))
         cached = self._cache.get(key)
         if cached is None:
-            cached = self._cache[key] = (slim.node_event(obj, AT_MS) if kind == "node"
-                                         else slim.pod_event(obj, AT_MS))
+            cached = self._cache[key] = OBSERVED[kind](obj, AT_MS)
         return cached
+
+    def storage(self, snapshot: Snapshot) -> list[Event]:
+        """The snapshot's claims, volumes and storage classes as events."""
+        return [self.event(kind, obj) for kind in STORAGE_KINDS
+                for obj in snapshot.storage.get(kind, [])]
 
 
 def as_ours(pod: dict[str, Any]) -> dict[str, Any]:
@@ -66,24 +87,24 @@ def _run(nodes: list[Event], pods: list[Event], candidate: Event) -> Verdict:
     return Verdict(node=outcome.node, reason=outcome.reason)
 
 
-def judge(slimmer: Slimmer, nodes: list[dict[str, Any]], bound: list[dict[str, Any]],
-          pod: dict[str, Any]) -> Verdict:
-    """gangsched's placement of `pod` (an admitted API object) among `nodes` with `bound` pods
-    (API objects with `spec.nodeName`)."""
-    return _run([slimmer.event("node", node) for node in nodes],
-                [slimmer.event("pod", other) for other in bound],
+def judge(slimmer: Slimmer, snapshot: Snapshot, pod: dict[str, Any]) -> Verdict:
+    """gangsched's placement of `pod` (an admitted API object) on the `snapshot`."""
+    return _run([slimmer.event("node", node) for node in snapshot.nodes],
+                [*slimmer.storage(snapshot),
+                 *(slimmer.event("pod", other) for other in snapshot.bound)],
                 slimmer.event("pod", as_ours(pod)))
 
 
-def feasible_on(slimmer: Slimmer, nodes: list[dict[str, Any]], bound: list[dict[str, Any]],
-                pod: dict[str, Any], name: str) -> Verdict:
+def feasible_on(slimmer: Slimmer, snapshot: Snapshot, pod: dict[str, Any],
+                name: str) -> Verdict:
     """gangsched's placement of `pod` when node `name` is the only Ready node (module
     docstring): placed there iff every filter passes on it."""
     events = []
-    for node in nodes:
+    for node in snapshot.nodes:
         event = slimmer.event("node", node)
         assert isinstance(event, NodeObserved)
         events.append(event if event.name == name
                       else msgspec.structs.replace(event, is_ready=False))
-    return _run(events, [slimmer.event("pod", other) for other in bound],
+    return _run(events, [*slimmer.storage(snapshot),
+                         *(slimmer.event("pod", other) for other in snapshot.bound)],
                 slimmer.event("pod", as_ours(pod)))

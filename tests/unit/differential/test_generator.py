@@ -58,3 +58,45 @@ def test_every_family_shapes_some_of_400_pods():
                    "'nodeName'", "'resources': {'requests'", "hugepages-2Mi",
                    "diff.gangsched.io/finished", "'restartPolicy': 'Always'"):
         assert sum(marker in pod for pod in pods) >= 3, marker
+
+
+def test_spread_constraints_are_ones_the_api_server_accepts():
+    """One constraint per (topologyKey, whenUnsatisfiable); minDomains only with
+    DoNotSchedule; matchLabelKeys only with a selector; both actions and minDomains occur."""
+    plan = generator.plan_cluster(20261201)
+    seen: Counter[str] = Counter()
+    for pod in generator.generate_pods(20261201, plan, 400):
+        constraints = pod["spec"].get("topologySpreadConstraints", [])
+        pairs = [(c["topologyKey"], c["whenUnsatisfiable"]) for c in constraints]
+        assert len(pairs) == len(set(pairs))
+        for constraint in constraints:
+            seen[constraint["whenUnsatisfiable"]] += 1
+            assert 1 <= constraint["maxSkew"] <= 3
+            if "minDomains" in constraint:
+                seen["minDomains"] += 1
+                assert constraint["whenUnsatisfiable"] == "DoNotSchedule"
+            if "matchLabelKeys" in constraint:
+                assert constraint.get("labelSelector")
+    assert min(seen["DoNotSchedule"], seen["ScheduleAnyway"], seen["minDomains"]) >= 10
+
+
+def test_pods_mount_planned_claims_of_their_namespace_or_missing_ones():
+    plan = generator.plan_cluster(20261201)
+    claims = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in plan.objects
+              if o["kind"] == "PersistentVolumeClaim"}
+    volumes = {o["metadata"]["name"]: o for o in plan.objects if o["kind"] == "PersistentVolume"}
+    used: Counter[str] = Counter()
+    for pod in generator.generate_pods(20261201, plan, 400):
+        for mount in pod["spec"].get("volumes", []):
+            name = mount["persistentVolumeClaim"]["claimName"]
+            used[name.split("-")[0]] += 1
+            assert (pod["metadata"]["namespace"], name) in claims or name.startswith("missing-")
+    assert min(used[kind] for kind in ("bound", "local", "zoned", "nowhere", "missing")) >= 3
+    for claim in plan.objects:
+        if claim["kind"] == "PersistentVolumeClaim" and "volumeName" in claim["spec"]:
+            ref = volumes[claim["spec"]["volumeName"]]["spec"]["claimRef"]
+            assert ref == {"namespace": claim["metadata"]["namespace"],
+                           "name": claim["metadata"]["name"]}
+    for pv in volumes.values():
+        modes = pv["spec"]["accessModes"]
+        assert "ReadWriteOncePod" not in modes or modes == ["ReadWriteOncePod"]

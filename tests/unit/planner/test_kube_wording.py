@@ -71,3 +71,22 @@ def test_a_term_without_a_name_field_lets_every_node_through_the_prefilter():
     assert filters.affinity_node_names(two_terms) == frozenset({"n0", "n2"})
     assert filters.node_affinity_prefilter(two_terms, make_node("n1").build()) == (
         reasons.NODE_AFFINITY_PREFILTER)
+
+
+def test_conflicting_names_are_rejected_before_a_missing_claim():
+    """NodeAffinity's PreFilter runs before VolumeRestrictions' and VolumeBinding's: a pod whose
+    names conflict and whose claim is missing reads the conflict (seed 2, pod p-0177)."""
+    pod = make_pod("p").claims("missing").match_fields(
+        [("metadata.name", "In", ("n0",)), ("metadata.name", "In", ("n1",))])
+    cluster = Cluster().observe(make_node("n0"), make_node("n1"), pod)
+    cluster.plan()
+    assert cluster.last_reason("default/pod:p") == (
+        "0/2 nodes are available: pod affinity terms conflict.")
+
+
+def test_names_that_leave_nodes_do_not_hide_a_missing_claim():
+    pod = make_pod("p").claims("missing").match_fields([("metadata.name", "In", ("n0",))])
+    cluster = Cluster().observe(make_node("n0"), make_node("n1"), pod)
+    cluster.plan()
+    assert cluster.last_reason("default/pod:p") == (
+        '0/2 nodes are available: persistentvolumeclaim "missing" not found.')

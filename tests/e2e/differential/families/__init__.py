@@ -4,7 +4,9 @@ A family is an object with a `name`, and three hooks the generator calls with a 
 generator of its own (seeded by run seed, family name and item, so adding a family does not
 change what the others generate):
 
-- `objects(rng)`: cluster objects to create before anything else (RuntimeClasses, ...);
+- `objects(rng, plan)`: cluster objects to create before anything else (RuntimeClasses,
+  StorageClasses, PersistentVolumes and claims, ...), knowing the nodes (`plan.objects` holds
+  the objects of the families before it);
 - `shape_node(rng, node)`: add labels, taints, allocatable to one Node manifest;
 - `shape_pod(rng, pod, plan)`: add constraints to one Pod manifest, knowing the nodes.
 
@@ -59,7 +61,7 @@ class Family(Protocol):
 
     name: str
 
-    def objects(self, rng: random.Random) -> list[Manifest]: ...
+    def objects(self, rng: random.Random, plan: ClusterPlan) -> list[Manifest]: ...
 
     def shape_node(self, rng: random.Random, node: Manifest) -> None: ...
 
@@ -71,7 +73,7 @@ class Base:
 
     name = "base"
 
-    def objects(self, rng: random.Random) -> list[Manifest]:
+    def objects(self, rng: random.Random, plan: ClusterPlan) -> list[Manifest]:
         return []
 
     def shape_node(self, rng: random.Random, node: Manifest) -> None:
@@ -85,6 +87,13 @@ def affinity(pod: Manifest) -> Manifest:
     """The pod's `spec.affinity`, created if absent (families share it)."""
     result: Manifest = pod["spec"].setdefault("affinity", {})
     return result
+
+
+def apps_and_tier(rng: random.Random) -> Manifest:
+    """A label selector `app In (two apps), tier In|NotIn (one tier)`: some pods of two apps."""
+    return {"matchExpressions": [
+        {"key": "app", "operator": "In", "values": rng.sample(APP_LABELS, 2)},
+        {"key": "tier", "operator": rng.choice(["In", "NotIn"]), "values": [rng.choice(TIERS)]}]}
 
 
 def main_container(pod: Manifest) -> Manifest:
@@ -110,7 +119,10 @@ def all_families() -> list[Family]:
         pod_affinity,
         requests,
         tolerations,
+        topology_spread,
+        volumes,
     )
     return [requests.Requests(), node_selection.NodeSelection(), tolerations.Tolerations(),
-            host_ports.HostPorts(), pod_affinity.PodAffinity(), node_name.Prebound(),
+            host_ports.HostPorts(), pod_affinity.PodAffinity(),
+            topology_spread.TopologySpread(), volumes.Volumes(), node_name.Prebound(),
             finished.Finished()]

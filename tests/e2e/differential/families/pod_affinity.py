@@ -12,13 +12,13 @@ from tests.e2e.differential.families import (
     APP_LABELS,
     HOSTNAME,
     RACK,
-    TIERS,
     TRACK,
     ZONE,
     Base,
     ClusterPlan,
     Manifest,
     affinity,
+    apps_and_tier,
 )
 from tests.e2e.differential.families.node_selection import DISK
 
@@ -51,10 +51,7 @@ def _term(rng: random.Random, plan: ClusterPlan) -> Manifest:
     elif roll < 0.6:
         selector = {"matchLabels": {"app": rng.choice(APP_LABELS)}}
     else:
-        selector = {"matchExpressions": [
-            {"key": "app", "operator": "In", "values": rng.sample(APP_LABELS, 2)},
-            {"key": "tier", "operator": rng.choice(["In", "NotIn"]),
-             "values": [rng.choice(TIERS)]}]}
+        selector = apps_and_tier(rng)
     term: Manifest = {"topologyKey": rng.choice(KEYS)}
     if selector is not None:
         term["labelSelector"] = selector

@@ -17,7 +17,7 @@ IMAGE = "registry.k8s.io/pause:3.10"
 class Requests(Base):
     name = "requests"
 
-    def objects(self, rng: random.Random) -> list[Manifest]:
+    def objects(self, rng: random.Random, plan: ClusterPlan) -> list[Manifest]:
         return [{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
                  "metadata": {"name": OVERHEAD_CLASS}, "handler": "runc",
                  "overhead": {"podFixed": {"cpu": "250m", "memory": "128Mi"}}}]
