@@ -3,7 +3,10 @@
 Layer: bench, read-only. One table per file: per scheduler, the outcome, pods bound, pods/s,
 makespan, gang latency p50/p99, partially placed gangs (max during the run, at the end), the
 longest partial window, CPU utilisation and CPU milliseconds per bound pod (all processes);
-then the ratios gangsched / other and the bind ceiling.
+then the ratios gangsched / other and the bind ceiling; then the API server's requests per bound
+pod by verb and resource, per scheduler (`requests_table`: every client's, read from the API
+server's own metrics, so the creator's POSTs and KWOK's lease renewals are in every column
+alike and the differences between columns are the schedulers').
 """
 
 from __future__ import annotations
@@ -48,6 +51,38 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+REQUESTS_SHOWN_FROM = 0.05
+"""Request kinds with fewer per bound pod than this under every scheduler are left out."""
+
+
+def requests_per_pod(m: dict[str, Any]) -> dict[str, float]:
+    """`verb resource` → requests the API server served per pod bound, in one run."""
+    bound = m.get("pods_bound") or 0
+    if not bound:
+        return {}
+    return {kind: count / bound for kind, count in (m.get("api_requests") or {}).items()}
+
+
+def requests_table(result: dict[str, Any]) -> str:
+    """API requests per bound pod by verb and resource, a column per scheduler, the kinds the
+    first scheduler sends most first (module docstring)."""
+    names = [name for name, m in result["schedulers"].items() if "error" not in m]
+    per_pod = {name: requests_per_pod(result["schedulers"][name]) for name in names}
+    kinds = {kind for values in per_pod.values() for kind, value in values.items()
+             if value >= REQUESTS_SHOWN_FROM}
+    if not names or not kinds:
+        return ""
+    first = per_pod[names[0]]
+    ordered = sorted(kinds, key=lambda kind: (-first.get(kind, 0.0), kind))
+    lines = ["| requests per bound pod | " + " | ".join(names) + " |",
+             "|" + "---|" * (len(names) + 1)]
+    lines += ["| " + kind + " | " + " | ".join(f"{per_pod[name].get(kind, 0.0):.2f}"
+                                                for name in names) + " |" for kind in ordered]
+    totals = " | ".join(f"{sum(per_pod[name].values()):.2f}" for name in names)
+    lines.append(f"| all | {totals} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     for path in sys.argv[1:]:
         result = json.loads(Path(path).read_text())
@@ -56,6 +91,9 @@ def main() -> None:
               f"{result['nodes']} nodes; load average at start "
               f"{result['host']['load_average_at_start'][0]}\n")
         print(table(result) + "\n")
+        requests = requests_table(result)
+        if requests:
+            print(requests + "\n")
 
 
 if __name__ == "__main__":
