@@ -102,6 +102,17 @@ class KubeClient:
             raise errors.from_status(response.status, decoded, what)
         return decoded
 
+    async def get_if_exists(self, path: str) -> dict[str, Any] | None:
+        """GET one object's API JSON; None when it does not exist.
+
+        Raises:
+            KubeError subclasses other than KubeNotFound.
+        """
+        try:
+            return await self.request("GET", path)
+        except errors.KubeNotFound:
+            return None
+
     async def stream(
         self, path: str, query: Query, *, read_timeout_seconds: float
     ) -> AsyncIterator[dict[str, Any]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.kube import errors
 from services.kube.client import KubeClient
 from services.kube.resources import node_path
 
@@ -16,9 +15,6 @@ async def get_node(client: KubeClient, name: str) -> dict[str, Any] | None:
     """The node's API JSON, or None when it does not exist.
 
     Raises:
-        KubeError subclasses other than KubeNotFound.
+        KubeError subclasses other than KubeNotFound (`KubeClient.get_if_exists`).
     """
-    try:
-        return await client.request("GET", node_path(name))
-    except errors.KubeNotFound:
-        return None
+    return await client.get_if_exists(node_path(name))

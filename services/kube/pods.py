@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.kube import errors
 from services.kube.client import STRATEGIC_MERGE_PATCH, KubeClient
 from services.kube.resources import pod_path
 
@@ -17,12 +16,9 @@ async def get_pod(client: KubeClient, namespace: str, name: str) -> dict[str, An
     """The pod's API JSON, or None when it does not exist.
 
     Raises:
-        KubeError subclasses other than KubeNotFound.
+        KubeError subclasses other than KubeNotFound (`KubeClient.get_if_exists`).
     """
-    try:
-        return await client.request("GET", pod_path(namespace, name))
-    except errors.KubeNotFound:
-        return None
+    return await client.get_if_exists(pod_path(namespace, name))
 
 
 def binding_body(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.kube import errors
 from services.kube.client import MERGE_PATCH, KubeClient
 from services.kube.resources import claim_path, volume_path
 
@@ -21,24 +20,18 @@ async def get_claim(client: KubeClient, namespace: str, name: str) -> dict[str, 
     """The PersistentVolumeClaim's API JSON, or None when it does not exist.
 
     Raises:
-        KubeError subclasses other than KubeNotFound.
+        KubeError subclasses other than KubeNotFound (`KubeClient.get_if_exists`).
     """
-    try:
-        return await client.request("GET", claim_path(namespace, name))
-    except errors.KubeNotFound:
-        return None
+    return await client.get_if_exists(claim_path(namespace, name))
 
 
 async def get_volume(client: KubeClient, name: str) -> dict[str, Any] | None:
     """The PersistentVolume's API JSON, or None when it does not exist.
 
     Raises:
-        KubeError subclasses other than KubeNotFound.
+        KubeError subclasses other than KubeNotFound (`KubeClient.get_if_exists`).
     """
-    try:
-        return await client.request("GET", volume_path(name))
-    except errors.KubeNotFound:
-        return None
+    return await client.get_if_exists(volume_path(name))
 
 
 def claim_ref_patch(volume_version: str, claim: dict[str, Any]) -> dict[str, Any]:
