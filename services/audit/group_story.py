@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from services.audit import summaries, times
 from services.audit.story import Explanation, Item, Story
 from services.contracts import ids
-from services.contracts.decisions import Placement, Rejection
+from services.contracts.decisions import Placement, Rejection, StatusUpdate
 from services.contracts.events import (
     GroupBound,
     GroupRolledBack,
@@ -46,7 +46,7 @@ class _GroupStory(Story):
         elif isinstance(item, Rejection):
             self.rejection, self.latest = item, "rejection"
             self.tell_rejection(item, f"{len(item.pods)} pod(s) waiting")
-        else:
+        elif isinstance(item, StatusUpdate):
             self.status_update(item)
 
     def event(self, item: LoggedEvent) -> None:

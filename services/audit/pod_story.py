@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from services.audit import summaries, times
 from services.audit.story import Explanation, Item, Story
 from services.contracts import ids
-from services.contracts.decisions import Placement, Rejection
+from services.contracts.decisions import Placement, Rejection, StatusUpdate
 from services.contracts.events import (
     GroupBound,
     GroupRolledBack,
@@ -54,7 +54,7 @@ class _PodStory(Story):
             if any(pod.uid in self.uids for pod in item.pods):
                 self.rejection, self.latest = item, "rejection"
                 self.tell_rejection(item, "waiting")
-        else:
+        elif isinstance(item, StatusUpdate):
             self.status = item
 
     def event(self, item: LoggedEvent) -> None:

@@ -9,11 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from services.contracts import resources
-from services.contracts.decisions import Decision, Placement, Rejection, StatusUpdate
+from services.contracts.decisions import (
+    Decision,
+    Placement,
+    Preemption,
+    Rejection,
+    StatusUpdate,
+)
 from services.contracts.events import (
     ClaimDeleted,
     ClaimObserved,
     ClockTicked,
+    DisruptionBudgetDeleted,
+    DisruptionBudgetObserved,
     Event,
     GroupBound,
     GroupRolledBack,
@@ -45,7 +53,8 @@ def name_of(event: Event) -> str:
               | StorageClassObserved() | StorageClassDeleted()):
             return event.name
         case (PodObserved() | PodDeleted() | PodGroupObserved() | PodGroupDeleted()
-              | ClaimObserved() | ClaimDeleted()):
+              | ClaimObserved() | ClaimDeleted() | DisruptionBudgetObserved()
+              | DisruptionBudgetDeleted()):
             return f"{event.namespace}/{event.name}"
         case ClockTicked():
             return ""
@@ -122,3 +131,7 @@ def decision_summary(decision: Decision) -> str:
         case StatusUpdate():
             return (f"{decision.group} {decision.phase}: running {decision.running}, "
                     f"succeeded {decision.succeeded}, failed {decision.failed}")
+        case Preemption():
+            victims = ", ".join(f"{v.namespace}/{v.name}@{v.node}" for v in decision.victims)
+            return (f"preempt for {decision.group} (priority {decision.priority}): "
+                    f"{len(decision.victims)} victim(s): {victims}")

@@ -106,12 +106,47 @@ class StatusUpdate(msgspec.Struct, frozen=True, gc=False, tag="StatusUpdate"):
     condition_message: str = ""
 
 
-Decision = Placement | Rejection | StatusUpdate
+class Victim(msgspec.Struct, frozen=True, gc=False):
+    """One pod a Preemption evicts: uid, namespace, name, the node it is bound to, its group
+    key (`ids.GroupKey`; a singleton's own key) and priority (`spec.priority`)."""
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    group: str
+    priority: int
+
+
+class Preemption(msgspec.Struct, frozen=True, gc=False, tag="Preemption"):
+    """Evict `victims` so that `group` (the preemptor) fits; hold their nodes for it meanwhile.
+
+    Chosen only when the preemptor's quorum fits once the victims are gone (never futile);
+    every victim has a priority strictly below `priority`, the preemptor's, and a victim gang
+    goes whole (rules: docs/design-notes.md "Preemption"). `nominated` are the preemptor's
+    pending members with the node each is expected on (kube-scheduler's nominated node),
+    sorted by namespace/name; `victims` sorted by namespace/name. `reason` says why, for the
+    victims' `Preempted` events and the `DisruptionTarget` condition. Units: `deadline_ms`
+    UTC epoch milliseconds: the nominated nodes are held for the preemptor until then.
+    """
+
+    id: str
+    plan_seq: int
+    at_ms: int
+    group: str
+    priority: int
+    deadline_ms: int
+    nominated: tuple[Assignment, ...]
+    victims: tuple[Victim, ...]
+    reason: str = ""
+
+
+Decision = Placement | Rejection | StatusUpdate | Preemption
 """Every decision type; tagged by the JSON field `type`."""
 
 
 def decision_type(decision: Decision) -> str:
-    """The decision's type tag (`Placement`, `Rejection`, `StatusUpdate`)."""
+    """The decision's type tag (`Placement`, `Rejection`, `StatusUpdate`, `Preemption`)."""
     return type(decision).__name__
 
 

@@ -203,6 +203,13 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     """The PersistentVolumeClaims its volumes use, in spec order (what VolumeBinding,
     VolumeRestrictions and VolumeZone read): `persistentVolumeClaim.claimName`, and a generic
     ephemeral volume as the claim `<pod>-<volume>` its controller creates."""
+    preemption_policy: str = "PreemptLowerPriority"
+    """`spec.preemptionPolicy` (the API server copies it from the PriorityClass):
+    `PreemptLowerPriority`, or `Never` (the pod never preempts; DefaultPreemption's
+    PodEligibleToPreemptOthers)."""
+    start_ms: int | None = None
+    """`status.startTime`, UTC epoch milliseconds (None until the kubelet sets it): what
+    DefaultPreemption's last tie-break between candidates reads."""
 
 
 class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):
@@ -348,6 +355,38 @@ class StorageClassDeleted(msgspec.Struct, frozen=True, gc=False, tag="StorageCla
     resource_version: str = ""
 
 
+class DisruptionBudgetObserved(msgspec.Struct, frozen=True, gc=False,
+                               tag="DisruptionBudgetObserved"):
+    """A PodDisruptionBudget (`policy/v1`) was listed, added or modified.
+
+    `selector` is `spec.selector` as requirements (matchLabels read as In with one value);
+    None or empty selects no pod, as kube-scheduler's preemption reads a PDB.
+    `disruptions_allowed` is `status.disruptionsAllowed`; `disrupted_pods` the names in
+    `status.disruptedPods` (already counted by the API server: evicting them again is no
+    violation). What DefaultPreemption's `filterPodsWithPDBViolation` reads.
+    """
+
+    at_ms: int
+    uid: str
+    namespace: str
+    name: str
+    resource_version: str
+    selector: tuple[NodeSelectorRequirement, ...] | None = None
+    disruptions_allowed: int = 0
+    disrupted_pods: tuple[str, ...] = ()
+
+
+class DisruptionBudgetDeleted(msgspec.Struct, frozen=True, gc=False,
+                              tag="DisruptionBudgetDeleted"):
+    """A PodDisruptionBudget was deleted."""
+
+    at_ms: int
+    uid: str
+    namespace: str
+    name: str
+    resource_version: str = ""
+
+
 class ClockTicked(msgspec.Struct, frozen=True, gc=False, tag="ClockTicked"):
     """The watcher's clock advanced; lets deadlines and backoffs expire in a quiet cluster."""
 
@@ -417,6 +456,8 @@ Event = (
     | VolumeDeleted
     | StorageClassObserved
     | StorageClassDeleted
+    | DisruptionBudgetObserved
+    | DisruptionBudgetDeleted
 )
 """Every event type; tagged by the JSON field `type`."""
 
@@ -424,4 +465,4 @@ Outcome = MemberBound | MemberBindFailed | GroupBound | GroupRolledBack
 """The events the binder publishes back into the EVENTS stream."""
 
 EventKind = Literal["node", "pod", "podgroup", "clock", "outcome", "pvc", "pv",
-                    "storageclass"]
+                    "storageclass", "pdb"]

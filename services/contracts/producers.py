@@ -3,7 +3,7 @@
 Layer: contracts. Pure; never does I/O.
 
 NATS permissions bind a user to subjects, never to payload types: the chart lets the watcher
-publish only on `<prefix>.events.{node,pod,podgroup,clock,pvc,pv,storageclass}.>` and the binder
+publish only on `<prefix>.events.{node,pod,podgroup,clock,pvc,pv,storageclass,pdb}.>` and the binder
 only on `<prefix>.events.outcome.>`, but either could put any JSON type there. A consumer that
 trusts an event only on its producer's subject kind (`producers.is_expected_on`) is bound to the
 permissions: a forged `NodeObserved` on an outcome subject came from a binder user, not from
@@ -18,6 +18,8 @@ from services.contracts.events import (
     ClaimDeleted,
     ClaimObserved,
     ClockTicked,
+    DisruptionBudgetDeleted,
+    DisruptionBudgetObserved,
     Event,
     EventKind,
     GroupBound,
@@ -57,6 +59,8 @@ KIND_OF_TYPE: Mapping[type[Event], EventKind] = {
     VolumeDeleted: "pv",
     StorageClassObserved: "storageclass",
     StorageClassDeleted: "storageclass",
+    DisruptionBudgetObserved: "pdb",
+    DisruptionBudgetDeleted: "pdb",
 }
 """The one subject kind each event type is published on (`services.watcher.messages`,
 `services.binder.outcomes`)."""
@@ -70,6 +74,7 @@ PRODUCER_OF_KIND: Mapping[EventKind, str] = {
     "pvc": WATCHER,
     "pv": WATCHER,
     "storageclass": WATCHER,
+    "pdb": WATCHER,
 }
 """The service that publishes on each subject kind (the chart's NATS users)."""
 

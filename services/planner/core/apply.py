@@ -19,6 +19,8 @@ from services.contracts.events import (
     ClaimDeleted,
     ClaimObserved,
     ClockTicked,
+    DisruptionBudgetDeleted,
+    DisruptionBudgetObserved,
     Event,
     GroupBound,
     GroupRolledBack,
@@ -89,6 +91,12 @@ def apply_event(state: PlannerState, event: Event) -> PlannerState:
         case (ClaimObserved() | ClaimDeleted() | VolumeObserved() | VolumeDeleted()
               | StorageClassObserved() | StorageClassDeleted()):
             _storage_changed(state, event)
+        case DisruptionBudgetObserved():
+            state.budgets[claim_key(event.namespace, event.name)] = event
+        case DisruptionBudgetDeleted():
+            key = claim_key(event.namespace, event.name)
+            if key in state.budgets and state.budgets[key].uid == event.uid:
+                del state.budgets[key]
         case MemberBound() | ClockTicked():
             pass  # a bound member releases its reservation when its pod is observed bound
     return state

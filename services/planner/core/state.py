@@ -15,6 +15,7 @@ import msgspec
 
 from services.contracts.events import (
     ClaimObserved,
+    DisruptionBudgetObserved,
     NodeObserved,
     PodGroupObserved,
     PodObserved,
@@ -51,6 +52,24 @@ class InFlight(msgspec.Struct):
     deadline_ms: int
     pod_uids: tuple[str, ...]
     permanent_failure: str | None = None
+
+
+class Nomination(msgspec.Struct):
+    """Capacity held for a preemptor gang while its victims leave (kube-scheduler's nominated
+    node, for a whole gang).
+
+    Shapes: `amounts` by node name: what the preemptor's members are expected to take there
+    (the Preemption's nominated nodes); `victims` the evicted pods' uids, sorted; `pods` the
+    preemptor's nominated members' uids. Units: `at_ms`, `deadline_ms` UTC epoch
+    milliseconds; after the deadline the hold lapses and the gang may preempt again.
+    """
+
+    decision_id: str
+    at_ms: int
+    deadline_ms: int
+    amounts: dict[str, ResourceList]
+    victims: tuple[str, ...]
+    pods: tuple[str, ...]
 
 
 class RejectionMemo(msgspec.Struct, frozen=True):
@@ -113,7 +132,9 @@ class PlannerState(msgspec.Struct, dict=True):
     so a late observation cannot bring it back; entries count for `apply.TOMBSTONE_MS` and are
     dropped in bulk up to one more window later (`apply.PRUNE_SLACK_MS`).
     `claims` by `namespace/name`, `volumes` (PersistentVolumes) and `storage_classes` by name:
-    what the volume filters read (`services.fit.volumes.Book`).
+    what the volume filters read (`services.fit.volumes.Book`). `budgets`
+    (PodDisruptionBudgets) by `namespace/name`: what preemption counts violations of.
+    `nominations` by preemptor group key: capacity held while its victims leave.
     Units: `now_ms` is the latest `at_ms` applied (never moves backwards).
     """
 
@@ -133,6 +154,8 @@ class PlannerState(msgspec.Struct, dict=True):
     claims: dict[str, ClaimObserved] = {}
     volumes: dict[str, VolumeObserved] = {}
     storage_classes: dict[str, StorageClassObserved] = {}
+    budgets: dict[str, DisruptionBudgetObserved] = {}
+    nominations: dict[str, Nomination] = {}
 
 
 _encoder = msgspec.json.Encoder()
