@@ -267,6 +267,15 @@ placement_options = stack(
     _option("--max-placements-in-flight", type=click.IntRange(min=0), default=64,
             help="Most placements awaiting their outcome from the binders; at the limit no "
                  "gang is placed until one settles (0 = no limit)."),
+    _option("--preemption/--no-preemption", default=True,
+            help="Let a gang that cannot be placed evict whole gangs of lower priority so "
+                 "that it fits (never when it would not fit even then)."),
+    _option("--preempt-other-schedulers/--no-preempt-other-schedulers", default=False,
+            help="Let preemption evict pods bound by other schedulers too (default: only "
+                 "gangsched's own pods)."),
+    _option("--nomination-seconds", type=POSITIVE, default=120.0,
+            help="How long a preemptor's nominated nodes stay held for it while its victims "
+                 "terminate, in seconds; then it may preempt again."),
 )
 """How the planner places (its `PlannerConfig`): also what `replay` and `simulate` take, since a
 replay must plan with the live run's settings."""

@@ -9,16 +9,28 @@ Ordering comes only from explicit sort keys; time only from `state.now_ms`.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import numpy as np
 
 from services.contracts import ids, resources
-from services.contracts.decisions import Assignment, Decision, Placement, PodRef, Rejection
+from services.contracts.decisions import (
+    Assignment,
+    Decision,
+    Placement,
+    PodRef,
+    Preemption,
+    Rejection,
+    Victim,
+)
 from services.contracts.events import PodGroupObserved, PodObserved
 from services.fit import filters
 from services.planner.core import (
     backoff,
     derived,
+    nominations,
     placement,
+    preemption,
     queue,
     quorum,
     reasons,
@@ -32,6 +44,7 @@ from services.planner.core.derived import Derived
 from services.planner.core.state import (
     GroupState,
     InFlight,
+    Nomination,
     PlannerState,
     RejectionMemo,
     Reservation,
@@ -65,13 +78,35 @@ class Round:
         self.stranded: dict[str, int] = {}
         """Groups planned this round that are partly bound (`quorum.is_stranded`): their bound
         members. They hold capacity as a starving gang does, from the first round on."""
+        self.nominated: dict[str, Hold] = {}
+        """The capacity each live nomination holds from the other groups (`nominations`)."""
 
     def next_id(self) -> str:
         return ids.decision_id(self.plan_seq, len(self.decisions))
 
+    def hold_nominations(self) -> None:
+        """End lapsed nominations, then let each live one hold its capacity (`nominations`)."""
+        for key in nominations.lapse(self.state, self.derived):
+            self.derived.dirty.add(key)
+        for key, nomination in sorted(self.state.nominations.items()):
+            self.nominated[key] = nominations.take(self.index, key, nomination)
+
     def plan_group(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
                    pending: list[PodObserved]) -> None:
-        """Decide for one group with pending members (module docstring)."""
+        """Decide for one group with pending members (module docstring); a nominated gang sees
+        the capacity held for it meanwhile."""
+        own = self.nominated.pop(key, None)
+        if own is not None:
+            starvation.lift_hold(self.index, own)
+        try:
+            self._plan_group(key, group, podgroup, pending)
+        finally:
+            nomination = self.state.nominations.get(key)
+            if nomination is not None:
+                self.nominated[key] = nominations.take(self.index, key, nomination)
+
+    def _plan_group(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
+                    pending: list[PodObserved]) -> None:
         if group.in_flight:
             return  # its placement is being bound; members beyond it wait for GroupBound
         waiting = self._waiting_reason(key, podgroup, pending)
@@ -101,14 +136,15 @@ class Round:
         changed = _pending_changed(group, pending)
         self.quiet_reason = None
         if ((self._is_holder(key, group, need) and group.may_retry_early)
-                or self._may_retry_early(group)):
+                or self._may_retry_early(group) or key in self.state.nominations):
             # quiet retries: the gang holding capacity every round, so it does not miss the
             # moment its nodes drain; an unschedulable group once capacity was freed since its
             # last attempt (at most once per initial backoff), as kube-scheduler requeues pods
             # on cluster events. A failure here is neither counted nor told again. Only after
             # "found unschedulable": a gang whose placement was rolled back (a bind refused,
             # a member gone) waits out its backoff before it is placed again, holder or not,
-            # or a bind that always fails would be retried every round; it keeps holding.
+            # or a bind that always fails would be retried every round; it keeps holding. A
+            # gang that preempted retries every round, to take its victims' room at once.
             group.last_attempt_ms = self.now
             if self._attempt(key, group, podgroup, pending, counts, min_member, note, quiet=True):
                 return
@@ -199,8 +235,12 @@ class Round:
             else:
                 reason = reasons.gang_members_fit(
                     key, counts.held + placed, min_member, nodes, counts.succeeded)
+            if not dry_run and need:
+                note += self._preempt(key, pending, need)
             if quiet:
                 self.quiet_reason = reason + note
+                if key in self.state.nominations:
+                    group.failure_reason = self.quiet_reason
             else:
                 self._fail(key, group, pending, reason + note, pending[:need])
             return False
@@ -260,6 +300,8 @@ class Round:
                 trial: placement.Trial) -> None:
         """Turn a successful trial into a Placement and reservations (its capacity stays taken)."""
         trial.commit()
+        self.state.nominations.pop(key, None)
+        group.preempted_by = ""
         decision = self.next_id()
         timeout_seconds = ((podgroup.schedule_timeout_seconds if podgroup is not None else None)
                            or self.config.default_timeout_seconds)
@@ -279,6 +321,60 @@ class Round:
             pod_uids=tuple(member.pod_uid for member in members))
         group.in_flight.append(decision)
         self.derived.dirty.add(key)
+
+    def _preempt(self, key: str, pending: list[PodObserved], need: int) -> str:
+        """Evict lower-priority pods so that the gang's quorum fits, if some choice does
+        (`preemption`): a Preemption decision and a nomination; the reason suffix."""
+        if (not self.config.preemption or key in self.state.nominations
+                or not preemption.may_preempt(pending)):
+            return ""
+        priority = queue.priority(pending)
+        units = preemption.candidates(self.state, self.derived, self.index, key, priority,
+                                      pending, self.config, nominations.victims(self.state))
+        if not units:
+            return ""
+
+        def fits() -> preemption.Assigned | None:
+            trial = placement.place(self.index, pending, self.config, need=need)
+            assigned = list(trial.assigned)
+            trial.rollback()
+            return assigned if len(assigned) >= need else None
+
+        choice = preemption.choose(self.index, units, self.state.budgets.values(), fits)
+        if choice is None:
+            return reasons.PREEMPTION_NOT_HELPFUL
+        decision = self.next_id()
+        deadline = self.now + round(self.config.nomination_seconds * 1000)
+        names = self.index.names
+        victims = sorted((Victim(uid, pod.namespace, pod.name, names[row],
+                                 preemption.victim_group(unit), pod.priority)
+                          for unit in choice.units for uid, row, pod in unit.members),
+                         key=lambda v: (v.namespace, v.name, v.uid))
+        nominated = sorted((Assignment(pod.uid, pod.namespace, pod.name, names[row])
+                            for pod, row in choice.assigned),
+                           key=lambda a: (a.namespace, a.name, a.pod_uid))
+        nodes = sorted({victim.node for victim in victims})
+        at = datetime.fromtimestamp(deadline / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        suffix = reasons.preempting(len(victims), len(choice.units), len(nodes), decision, at)
+        told = reasons.preempted(key, priority, max(v.priority for v in victims), nodes,
+                                 decision)
+        self.decisions.append(Preemption(
+            id=decision, plan_seq=self.plan_seq, at_ms=self.now, group=key, priority=priority,
+            deadline_ms=deadline, nominated=tuple(nominated), victims=tuple(victims),
+            reason=told))
+        self.state.nominations[key] = Nomination(
+            decision_id=decision, at_ms=self.now, deadline_ms=deadline,
+            amounts=nominations.amounts_of(self.index, [(pod.uid, pod.requests, row)
+                                                        for pod, row in choice.assigned]),
+            victims=tuple(sorted(victim.uid for victim in victims)),
+            pods=tuple(member.pod_uid for member in nominated))
+        for unit in choice.units:
+            if unit.group:
+                victim_group = self.state.groups.setdefault(unit.group, GroupState())
+                victim_group.preempted_by = told
+                self.derived.dirty.add(unit.group)
+        self.derived.dirty.add(key)
+        return suffix
 
     def _fail(self, key: str, group: GroupState, pods: list[PodObserved], reason: str,
               needed: list[PodObserved]) -> None:
@@ -332,10 +428,13 @@ class Round:
             is_unschedulable=is_unschedulable, retry_at_ms=retry))
 
     def lift_hold(self) -> None:
-        """Give the starving gang's held capacity back at the end of the round."""
+        """Give the starving gang's and the nominations' held capacity back at the end of the
+        round."""
         if self.hold is not None:
             starvation.lift_hold(self.index, self.hold)
             self.hold = None
+        for key in sorted(self.nominated):
+            starvation.lift_hold(self.index, self.nominated.pop(key))
 
 
 def _name(pod: PodObserved) -> str:

@@ -53,6 +53,16 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     deadline runs, on capacity the planner no longer offers anyone, and be placed on an older
     view of the cluster. Groups held back are not told anything new (nothing failed)."""
 
+    preemption: bool = True
+    """Whether a gang that cannot be placed may evict pods of lower priority (`preemption`)."""
+    preempt_other_schedulers: bool = False
+    """Whether pods bound by other schedulers may be victims (default: gangsched's own only;
+    docs/design-notes.md "Preemption")."""
+    nomination_seconds: float = 120.0
+    """How long the nodes a preemptor nominated stay held for it while its victims terminate
+    (their grace period, 30 s by default, plus the binder's work), in seconds; then the hold
+    lapses and the gang may preempt again."""
+
     def __post_init__(self) -> None:
         """Refuse settings the planner cannot honour.
 
@@ -68,7 +78,8 @@ class PlannerConfig(msgspec.Struct, frozen=True):
                      "starvation_seconds": self.starvation_seconds,
                      "release_grace_seconds": self.release_grace_seconds,
                      "search_budget_steps": self.search_budget_steps,
-                     "max_placements_in_flight": self.max_placements_in_flight}
+                     "max_placements_in_flight": self.max_placements_in_flight,
+                     "nomination_seconds": self.nomination_seconds}
         for name, value in durations.items():
             if value < 0:
                 raise ValueError(f"{name} must be >= 0, got {value!r}")

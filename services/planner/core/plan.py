@@ -51,6 +51,7 @@ def plan(state: PlannerState, config: PlannerConfig,
     rnd = Round(state, config, plan_seq, current, current.index)
     _expire(rnd)
     try:
+        rnd.hold_nominations()
         for key, group, podgroup, pending in _queue(rnd):
             rnd.plan_group(key, group, podgroup, pending)
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from services.contracts import ids
 from services.fit import reasons as fit_reasons
 
 # Per-node filter reasons (as the kube-scheduler plugins word them) live with the filters, in
@@ -53,6 +54,12 @@ STRANDED_HOLD = ("; {bound} member(s) already bound: reserving capacity on {node
 SEARCH_EXHAUSTED = "; search budget of {steps} steps exhausted"
 NEVER_FITS = ("; it would not fit even on nodes emptied of gangsched's pods, so it reserves no "
               "capacity")
+PREEMPTING = ("; preempting {victims} lower-priority pod(s) of {units} group(s) on {nodes} node(s) "
+              "(decision {decision}); the nodes are held for this gang until {deadline}")
+PREEMPTION_NOT_HELPFUL = ("; preemption: not helpful, the gang would not fit even with every "
+                          "lower-priority pod it may evict gone, so nothing is evicted")
+PREEMPTED = ("preempted by {group} (priority {priority} > {victim_priority}) to make room on "
+             "{nodes}; decision {decision}")
 SCHEDULING_GATED = "pod is scheduling-gated (spec.schedulingGates)"
 NOT_PENDING = "pod is not Pending, so it is not scheduled"
 
@@ -166,6 +173,24 @@ def starving_hold(waited_seconds: float, nodes: int) -> str:
 def stranded_hold(bound: int, nodes: int) -> str:
     """Suffix for a partly bound gang (`quorum.is_stranded`) that now reserves capacity."""
     return STRANDED_HOLD.format(bound=bound, nodes=nodes)
+
+
+def preempting(victims: int, units: int, nodes: int, decision: str, deadline: str) -> str:
+    """Suffix for a gang that evicts pods to fit (`deadline` an ISO-8601 UTC time)."""
+    return PREEMPTING.format(victims=victims, units=units, nodes=nodes, decision=decision,
+                             deadline=deadline)
+
+
+def preempted(group: str, priority: int, victim_priority: int, nodes: list[str],
+              decision: str) -> str:
+    """Why a pod (or gang) was evicted: the preemptor (`gang ns/name` or `pod ns/name`),
+    priorities and nodes (sorted)."""
+    namespace, name = ids.split_key(ids.GroupKey(group))
+    preemptor = (f"pod {namespace}/{name.removeprefix(ids.SINGLETON_PREFIX)}"
+                 if ids.is_singleton(ids.GroupKey(group)) else f"gang {group}")
+    shown = ", ".join(nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
+    return PREEMPTED.format(group=preemptor, priority=priority, victim_priority=victim_priority,
+                            nodes=shown, decision=decision)
 
 
 def search_exhausted(steps: int) -> str:

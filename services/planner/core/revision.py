@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 14
+CORE_REVISION = 15
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -42,7 +42,10 @@ member order when largest first finds nothing. 13: while the binders are busy (b
 a starving or partly bound gang keeps holding its capacity and nodes. 14: a pod whose
 `matchFields` names conflict reads `pod affinity terms conflict` even when a claim of it would
 also keep it off every node (NodeAffinity's PreFilter runs before the volume plugins'; found by
-the differential test)."""
+the differential test). 15: a gang that cannot be placed preempts: it evicts whole gangs (or
+pods) of strictly lower priority when its quorum fits once they are gone (a Preemption decision),
+and the nominated capacity is held for it until it is placed or `nomination_seconds` pass; a
+victim gang's condition reads Preempted, the preemptor's Preempting (issue 15)."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

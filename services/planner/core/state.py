@@ -118,6 +118,8 @@ class GroupState(msgspec.Struct):
     last_rejection: RejectionMemo | None = None
     last_status: StatusMemo | None = None
     has_run: bool = False
+    preempted_by: str = ""
+    """Why the gang's members were evicted (a Preemption's reason) until it is placed again."""
 
 
 class PlannerState(msgspec.Struct, dict=True):

@@ -11,8 +11,10 @@ placed, Running once they run (issue 13 item 6; upstream reports Failed, and Fai
 there). Upstream's controller also never leaves Failed or Finished; gangsched derives the phase
 from the members each time.
 
-The `Scheduled` condition explains the latest scheduling result, first match wins: the last
-rejection told (Unschedulable: no fit, no quorum, backed off after a rollback, ...); enough
+The `Scheduled` condition explains the latest scheduling result, first match wins: the gang's
+members were evicted by a Preemption and it was not placed since (Preempted, naming the
+preemptor); the last rejection told (Preempting while capacity is nominated for the gang,
+else Unschedulable: no fit, no quorum, backed off after a rollback, ...); enough
 members bound for minMember (Scheduled); a placement being bound (Binding); else nothing to do
 for now (Waiting: too few members bound and none waiting to be placed, e.g. all deleted).
 """
@@ -27,6 +29,7 @@ from services.planner.core.state import GroupState, PlannerState, StatusMemo
 PENDING, SCHEDULING, RUNNING, FINISHED, FAILED = (
     "Pending", "Scheduling", "Running", "Finished", "Failed")
 UNSCHEDULABLE, SCHEDULED, BINDING, WAITING = "Unschedulable", "Scheduled", "Binding", "Waiting"
+PREEMPTING, PREEMPTED = "Preempting", "Preempted"
 
 
 def phase(pods: int, running: int, succeeded: int, failed: int, min_member: int) -> str:
@@ -64,7 +67,8 @@ def derive(state: PlannerState, derived: Derived, podgroup: PodGroupObserved,
         failed += pod.phase == "Failed"
         if pod.owner is not None:
             owners.add(f"{pod.namespace}/{pod.owner.name}")
-    reason, message = _condition(key, group, podgroup.min_member, total, bound)
+    reason, message = _condition(key, group, podgroup.min_member, total, bound,
+                                 key in state.nominations)
     return StatusMemo(
         phase=phase(total, running, succeeded, failed, podgroup.min_member),
         running=running, succeeded=succeeded, failed=failed,
@@ -75,10 +79,13 @@ def derive(state: PlannerState, derived: Derived, podgroup: PodGroupObserved,
 
 
 def _condition(key: str, group: GroupState, min_member: int, pods: int,
-               bound: int) -> tuple[str, str]:
+               bound: int, is_nominated: bool) -> tuple[str, str]:
     """The `Scheduled` condition's reason and message (module docstring)."""
+    if group.preempted_by:
+        waiting = group.last_rejection
+        return PREEMPTED, group.preempted_by + (f"; {waiting.reason}" if waiting else "")
     if group.last_rejection is not None:
-        return UNSCHEDULABLE, group.last_rejection.reason
+        return (PREEMPTING if is_nominated else UNSCHEDULABLE), group.last_rejection.reason
     if bound >= min_member:
         return SCHEDULED, reasons.group_scheduled(key, bound, min_member)
     if group.in_flight:

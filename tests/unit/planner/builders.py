@@ -75,6 +75,9 @@ class PodBuilder:
     def created(self, at_ms: int) -> PodBuilder:
         return self._with(created_at_ms=at_ms)
 
+    def never_preempts(self) -> PodBuilder:
+        return self._with(preemption_policy="Never")
+
     def on_node(self, node: str, phase: str = "Running") -> PodBuilder:
         return self._with(node_name=node, phase=phase)
 

@@ -1,0 +1,66 @@
+"""Capacity nominated for a preemptor gang while its victims leave (its nominated nodes).
+
+Layer: planner core (pure; NumPy). A Preemption records a `Nomination`: what the preemptor's
+members are expected to take on each nominated node. Every round, before any group is planned,
+each live nomination takes from the free capacity every other group sees as much of that as is
+free now (as a starving gang's hold does), so what the victims give back goes to the preemptor
+and to nobody else; the preemptor sees it again while it is planned itself. A nomination ends
+when its gang is placed, when the gang no longer has pending members, or at its deadline (the
+gang may then preempt again). kube-scheduler keeps the nominated pod's requests on its node for
+pods of lower or equal priority only; gangsched holds them against every other group, so a gang
+that preempted is never overtaken while its victims terminate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from services.planner.core import starvation
+from services.planner.core.capacity import Hold, IntArray, NodeIndex
+from services.planner.core.derived import Derived
+from services.planner.core.state import Nomination, PlannerState
+
+
+def lapse(state: PlannerState, current: Derived) -> list[str]:
+    """Drop nominations past their deadline or whose gang no longer waits; their keys, sorted."""
+    ended = sorted(key for key, nomination in state.nominations.items()
+                   if nomination.deadline_ms <= state.now_ms or key not in current.pending)
+    for key in ended:
+        del state.nominations[key]
+    return ended
+
+
+def victims(state: PlannerState) -> set[str]:
+    """Uids already evicted for some live nomination (never evicted for another one)."""
+    return {uid for nomination in state.nominations.values() for uid in nomination.victims}
+
+
+def take(index: NodeIndex, key: str, nomination: Nomination) -> Hold:
+    """Hold what is free now of the nomination's amounts from every other group (`Hold`)."""
+    amounts: IntArray = np.zeros_like(index.alloc)
+    for node, requests in sorted(nomination.amounts.items()):
+        row = index.row.get(node)
+        if row is None:
+            continue
+        for name, amount in requests.items():
+            col = index.col.get(name)
+            if col is not None:
+                amounts[col, row] += amount
+    held = np.minimum(amounts, np.maximum(index.free, 0))
+    hold = Hold(key, held, [int(row) for row in np.flatnonzero(held.any(axis=0))])
+    starvation.apply_hold(index, hold)
+    return hold
+
+
+def amounts_of(index: NodeIndex, assigned: list[tuple[str, dict[str, int], int]]
+               ) -> dict[str, dict[str, int]]:
+    """The requests of the preemptor's members summed by node name.
+
+    Shapes: `assigned` (pod uid, requests, row) per member; result by node name, then resource.
+    """
+    amounts: dict[str, dict[str, int]] = {}
+    for _, requests, row in assigned:
+        on_node = amounts.setdefault(index.names[row], {})
+        for name, amount in sorted(requests.items()):
+            on_node[name] = on_node.get(name, 0) + amount
+    return amounts

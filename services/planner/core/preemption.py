@@ -1,0 +1,268 @@
+"""Whole-gang preemption: which lower-priority pods to evict so a gang that cannot be placed fits.
+
+Layer: planner core (pure; NumPy). Mirrors kube-scheduler's DefaultPreemption
+(`pkg/scheduler/framework/preemption`, `plugins/defaultpreemption`) for a whole gang rather than
+one pod on one node:
+
+- Eligibility (`PodEligibleToPreemptOthers`): a member with `preemptionPolicy: Never` keeps its
+  gang from preempting; a gang whose capacity is already nominated (its victims still leaving)
+  does not preempt again until the nomination lapses (`nominations`).
+- Victims: bound pods of strictly lower priority on nodes where some pending member passes its
+  non-resource filters; by default only gangsched's own pods
+  (`PlannerConfig.preempt_other_schedulers`; docs/design-notes.md "Preemption" says why). A
+  gang is a victim only whole: every member it has bound goes, never a part that would leave
+  it below minMember, and only when every one of them has a lower priority, none of its
+  members is reserved by a placement in flight, and it runs: a gang bound below minMember is
+  completing and goes first (issue 20's stranded gang), so it is no victim.
+- Never futile: with every candidate victim removed the preemptor's quorum must fit (the same
+  `placement.place` search as placing, victims' capacity, host ports and pod counts given
+  back), or nothing is evicted. Then, as `SelectVictimsOnNode`, victims are reprieved one unit
+  at a time, those whose eviction would violate a PodDisruptionBudget first, then by priority
+  highest first, then largest first, keeping each whose return still lets the quorum fit.
+- Choice (`pickOneNodeForPreemption`, over sets of units rather than nodes): among the
+  reprieved set and every single unit that suffices alone, prefer fewest PDB violations, then
+  the lowest highest victim priority, fewest victims, least preempted capacity (requests as
+  shares of the nodes' allocatable), then the victims' names.
+
+Every order comes from explicit sort keys, so the same state gives the same victims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from services.contracts import ids
+from services.contracts.events import DisruptionBudgetObserved, PodObserved
+from services.fit.pod_affinity import selector_matches
+from services.planner.core import pods
+from services.planner.core.capacity import BoolArray, NodeIndex
+from services.planner.core.config import PlannerConfig
+from services.planner.core.derived import Derived
+from services.planner.core.state import PlannerState
+
+NEVER = "Never"
+"""`spec.preemptionPolicy` of a pod that never preempts."""
+MAX_SINGLE_TRIALS = 64
+"""Most single units tried alone as a cheaper choice than the reprieved set (cheapest first)."""
+SHARE_SCALE = 1_000_000
+"""A request's share of a node's allocatable, in millionths (integer, so sums are exact)."""
+
+Assigned = list[tuple[PodObserved, int]]
+"""The preemptor's members with the node row each would take."""
+Fits = Callable[[], Assigned | None]
+"""Places the preemptor on the index as it is now and gives it back: its rows, or None."""
+
+
+@dataclass
+class Unit:
+    """Pods evicted together: a gang's bound members, or one pod.
+
+    Shapes: `key` the group key (`ids.GroupKey`), or `pod/<uid>` for a pod of another
+    scheduler; `members` (uid, row, pod) sorted by namespace/name; `group` the victims'
+    group key ("" for another scheduler's pod). Units: `share` millionths of allocatable.
+    """
+
+    key: str
+    group: str
+    members: list[tuple[str, int, PodObserved]]
+    priority: int = 0
+    share: int = 0
+    violates: bool = False
+
+
+@dataclass
+class Choice:
+    """The victims chosen and where the preemptor's members go once they have left.
+
+    Shapes: `units` the evicted units, sorted by key; `assigned` the preemptor's members with
+    their node rows; `violations` the victims whose eviction violates a PodDisruptionBudget.
+    """
+
+    units: list[Unit]
+    assigned: Assigned
+    violations: int = 0
+    cost: tuple[object, ...] = field(default=())
+
+
+def may_preempt(pending: list[PodObserved]) -> bool:
+    """Whether the gang may preempt at all: no pending member has `preemptionPolicy: Never`
+    (`PodEligibleToPreemptOthers`)."""
+    return all(pod.preemption_policy != NEVER for pod in pending)
+
+
+def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str,
+               priority: int, pending: list[PodObserved], config: PlannerConfig,
+               taken: set[str]) -> list[Unit]:
+    """The units the preemptor `key` of `priority` may evict (module docstring), sorted by key.
+
+    Shapes: `taken` uids already evicted for another preemptor (never chosen twice).
+    """
+    relevant: BoolArray = np.zeros(len(index), dtype=np.bool_)
+    for member in pending:
+        relevant |= index.static_fit(member).mask
+    units: dict[str, Unit] = {}
+    blocked: set[str] = set()
+    for uid in sorted(state.charges):
+        pod = state.pods.get(uid)
+        row = index.row.get(state.charges[uid].node)
+        if pod is None or row is None:
+            continue
+        if pods.is_ours(pod, config.scheduler_name):
+            group = current.pod_group.get(uid)
+            if group is None:
+                continue
+            pod_class = current.pod_class.get(uid)
+            if pod_class == "reserved" or pod.priority >= priority or uid in taken:
+                blocked.add(group)  # a gang goes whole or not at all
+                continue
+            if pod_class != "bound":
+                continue  # leaving anyway (deleting) or done
+            unit = units.setdefault(group, Unit(group, group, []))
+        else:
+            if (not config.preempt_other_schedulers or pod.is_deleting
+                    or not pods.uses_capacity(pod) or pod.priority >= priority or uid in taken):
+                continue
+            unit = units.setdefault(f"pod/{uid}", Unit(f"pod/{uid}", "", []))
+        unit.members.append((uid, row, pod))
+    chosen = []
+    for unit_key in sorted(units):
+        unit = units[unit_key]
+        if unit.group in blocked or unit.group == key or not relevant[[row for _, row, _ in
+                                                                        unit.members]].any():
+            continue
+        group_state = state.groups.get(unit.group)
+        if group_state is not None and group_state.in_flight:
+            continue
+        podgroup = state.podgroups.get(unit.group)
+        if podgroup is not None and len(unit.members) < podgroup.min_member:
+            continue  # partly bound: it completes first (`quorum.is_stranded`), never evicted
+        unit.members.sort(key=lambda member: (member[2].namespace, member[2].name, member[0]))
+        unit.priority = max(pod.priority for _, _, pod in unit.members)
+        unit.share = sum(_share(index, row, pod) for _, row, pod in unit.members)
+        chosen.append(unit)
+    return chosen
+
+
+def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudgetObserved],
+           fits: Fits) -> Choice | None:
+    """The victims to evict so the preemptor fits (module docstring), or None: it would not
+    fit even with every unit gone (nothing is evicted), or there is nothing to evict.
+
+    Leaves `index` as it found it. Cost: one `fits` per unit to reprieve, plus at most
+    `MAX_SINGLE_TRIALS` more.
+    """
+    if not units:
+        return None
+    book = _Budgets(budgets)
+    for unit in units:
+        unit.violates = book.violations([pod for _, _, pod in unit.members]) > 0
+    removed: set[str] = set()
+    by_key = {unit.key: unit for unit in units}
+    try:
+        _set_removed(index, by_key, removed, set(by_key))
+        assigned = fits()
+        if assigned is None:
+            return None
+        victims = set(by_key)
+        for unit in sorted(units, key=lambda u: (not u.violates, -u.priority,
+                                                 -len(u.members), -u.share, u.key)):
+            _set_removed(index, by_key, removed, victims - {unit.key})
+            kept = fits()
+            if kept is None:
+                _set_removed(index, by_key, removed, victims)
+            else:
+                victims.discard(unit.key)
+                assigned = kept
+        options = [_choice(book, [by_key[k] for k in sorted(victims)], assigned)]
+        if len(victims) > 1:
+            cheapest = sorted(units, key=lambda u: (u.violates, u.priority, len(u.members),
+                                                    u.share, u.key))
+            for unit in cheapest[:MAX_SINGLE_TRIALS]:
+                _set_removed(index, by_key, removed, {unit.key})
+                alone = fits()
+                if alone is not None:
+                    options.append(_choice(book, [unit], alone))
+        return min(options, key=lambda option: option.cost)
+    finally:
+        _set_removed(index, by_key, removed, set())
+
+
+def _choice(book: _Budgets, units: list[Unit], assigned: Assigned) -> Choice:
+    victims = [pod for unit in units for _, _, pod in unit.members]
+    violations = book.violations(sorted(victims, key=lambda pod: (pod.namespace, pod.name)))
+    names = tuple(sorted(f"{pod.namespace}/{pod.name}" for pod in victims))
+    cost = (violations, max(unit.priority for unit in units), len(victims),
+            sum(unit.share for unit in units), names)
+    return Choice(units, assigned, violations, cost)
+
+
+def _set_removed(index: NodeIndex, units: dict[str, Unit], removed: set[str],
+                 wanted: set[str]) -> None:
+    """Give back (or take again) units' capacity, host ports and pod counts on the index so
+    that exactly the units `wanted` are absent; `removed` tracks which are."""
+    for key in sorted(removed - wanted):
+        for uid, row, pod in units[key].members:
+            index.take(row, index.vector(pod.requests)[0])
+            node = index.names[row]
+            is_ours = units[key].group != ""
+            if pod.host_ports:
+                index.set_ports(uid, node, pod.host_ports, is_ours)
+            index.set_pod(uid, node, pod, is_ours)
+        removed.discard(key)
+    for key in sorted(wanted - removed):
+        for uid, row, pod in units[key].members:
+            index.give(row, index.vector(pod.requests)[0])
+            if pod.host_ports:
+                index.set_ports(uid, None, ())
+            index.set_pod(uid, None, None)
+        removed.add(key)
+
+
+def _share(index: NodeIndex, row: int, pod: PodObserved) -> int:
+    """The pod's requests as millionths of the node's allocatable, summed over resources."""
+    total = 0
+    for name, amount in sorted(pod.requests.items()):
+        col = index.col.get(name)
+        if col is not None and index.alloc[col, row] > 0:
+            total += amount * SHARE_SCALE // int(index.alloc[col, row])
+    return total
+
+
+class _Budgets:
+    """PodDisruptionBudgets by namespace, as `filterPodsWithPDBViolation` reads them."""
+
+    def __init__(self, budgets: Iterable[DisruptionBudgetObserved]) -> None:
+        self.by_namespace: dict[str, list[DisruptionBudgetObserved]] = {}
+        for budget in budgets:
+            self.by_namespace.setdefault(budget.namespace, []).append(budget)
+        for listed in self.by_namespace.values():
+            listed.sort(key=lambda budget: budget.name)
+
+    def violations(self, victims: list[PodObserved]) -> int:
+        """How many of `victims` (in this order) would violate a budget: each matching budget
+        (a nil or empty selector matches nothing) loses one allowed disruption per victim not
+        already in its `disruptedPods`; a victim that takes one below zero violates it."""
+        allowed: dict[tuple[str, str], int] = {}
+        count = 0
+        for pod in victims:
+            violating = False
+            for budget in self.by_namespace.get(pod.namespace, ()):
+                if (not budget.selector or not selector_matches(budget.selector, pod.labels)
+                        or pod.name in budget.disrupted_pods):
+                    continue
+                name = (budget.namespace, budget.name)
+                allowed[name] = allowed.get(name, budget.disruptions_allowed) - 1
+                violating |= allowed[name] < 0
+            count += violating
+        return count
+
+
+def victim_group(unit: Unit) -> str:
+    """The group key a `Victim` names: the unit's group, or the pod's own singleton key."""
+    if unit.group:
+        return unit.group
+    pod = unit.members[0][2]
+    return ids.singleton_key(pod.namespace, pod.name)
