@@ -347,9 +347,12 @@ class Round:
             trial.rollback()
             return assigned if len(assigned) >= need else None
 
-        choice = preemption.choose(self.index, units, self.state.budgets.values(), fits)
+        with nominations.settled(self.state, self.index, self.nominated):
+            choice = preemption.choose(self.index, units, self.state.budgets.values(), fits)
         if choice is None:
             return reasons.PREEMPTION_NOT_HELPFUL
+        if not choice.units:
+            return reasons.PREEMPTION_UNDER_WAY
         decision = self.next_id()
         deadline = self.now + round(self.config.nomination_seconds * 1000)
         names = self.index.names

@@ -164,7 +164,8 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
 def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudgetObserved],
            fits: Fits) -> Choice | None:
     """The victims to evict so the preemptor fits (module docstring), or None: it would not
-    fit even with every unit gone (nothing is evicted), or there is nothing to evict.
+    fit even with every unit gone (nothing is evicted), or there is nothing to evict. A choice
+    without units: it fits as it is (`fits` may see room other evictions are freeing).
 
     Leaves `index` as it found it. Cost: one `fits` per unit to reprieve, plus at most
     `MAX_SINGLE_TRIALS` more.
@@ -191,6 +192,8 @@ def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudg
             else:
                 victims.discard(unit.key)
                 assigned = kept
+        if not victims:
+            return Choice([], assigned)  # fits once other preemptors' victims have left
         options = [_choice(book, [by_key[k] for k in sorted(victims)], assigned)]
         if len(victims) > 1:
             cheapest = sorted(units, key=lambda u: (u.violates, u.priority, len(u.members),
