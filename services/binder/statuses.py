@@ -51,25 +51,8 @@ def unschedulable_status(
     None when the pod already has exactly that condition. `lastTransitionTime` moves only
     when the status changes, as `podutil.UpdatePodCondition` does.
     """
-    current = _find(_conditions(pod.get("status")), POD_SCHEDULED)
-    if (
-        current is not None
-        and current.get("status") == "False"
-        and current.get("reason") == UNSCHEDULABLE
-        and current.get("message") == message
-    ):
-        return None
-    transition = rfc3339(now)
-    if current is not None and current.get("status") == "False":
-        transition = str(current.get("lastTransitionTime") or transition)
-    condition = {
-        "type": POD_SCHEDULED,
-        "status": "False",
-        "reason": UNSCHEDULABLE,
-        "message": message,
-        "lastTransitionTime": transition,
-    }
-    return {"conditions": [condition]}
+    return _condition_patch(pod, {"type": POD_SCHEDULED, "status": "False",
+                                  "reason": UNSCHEDULABLE, "message": message}, now)
 
 
 def disruption_target_status(
@@ -84,28 +67,28 @@ def disruption_target_status(
     `metadata.generation` when it has one (PodObservedGenerationTracking, GA in 1.35);
     `lastTransitionTime` is kept when the condition was already True, else `now`.
     """
-    current = _find(_conditions(pod.get("status")), DISRUPTION_TARGET)
-    if (
-        current is not None
-        and current.get("status") == "True"
-        and current.get("reason") == PREEMPTION_BY_SCHEDULER
-        and current.get("message") == message
-    ):
+    patch = _condition_patch(pod, {"type": DISRUPTION_TARGET, "status": "True",
+                                   "reason": PREEMPTION_BY_SCHEDULER, "message": message}, now)
+    generation = (pod.get("metadata") or {}).get("generation")
+    if patch is not None and isinstance(generation, int) and not isinstance(generation, bool):
+        patch["conditions"][0]["observedGeneration"] = generation
+    return patch
+
+
+def _condition_patch(
+    pod: dict[str, Any], condition: dict[str, str], now: datetime
+) -> dict[str, Any] | None:
+    """`{"conditions": [condition with lastTransitionTime]}`, or None when the pod has that
+    condition type with the same status, reason and message (`podutil.UpdatePodCondition`:
+    the transition time is kept while the status stays, else `now`)."""
+    current = _find(_conditions(pod.get("status")), condition["type"])
+    if current is not None and all(current.get(key) == condition[key]
+                                   for key in ("status", "reason", "message")):
         return None
     transition = rfc3339(now)
-    if current is not None and current.get("status") == "True":
+    if current is not None and current.get("status") == condition["status"]:
         transition = str(current.get("lastTransitionTime") or transition)
-    condition: dict[str, Any] = {
-        "type": DISRUPTION_TARGET,
-        "status": "True",
-        "reason": PREEMPTION_BY_SCHEDULER,
-        "message": message,
-        "lastTransitionTime": transition,
-    }
-    generation = (pod.get("metadata") or {}).get("generation")
-    if isinstance(generation, int) and not isinstance(generation, bool):
-        condition["observedGeneration"] = generation
-    return {"conditions": [condition]}
+    return {"conditions": [{**condition, "lastTransitionTime": transition}]}
 
 
 def nominated_status(pod: dict[str, Any], node: str) -> dict[str, Any] | None:

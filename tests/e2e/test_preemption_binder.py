@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 
-from services.contracts import codec
 from services.contracts.decisions import Assignment, Preemption, Victim
-from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
+from services.contracts.signing import DecisionKey
 from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, manifests, split
 from tests.support.waiting import consistently, eventually
@@ -108,11 +107,7 @@ def preemption(namespace: str, preemptor: dict[str, Any], *victims: Victim) -> P
 
 
 def send(services: split.Services, decision: Preemption, key: DecisionKey | None) -> None:
-    namespace, name = decision.group.split("/")
-    subject = split.decision_subject("Preemption", namespace, name)
-    data = codec.encode(decision)
-    headers = {SIGNATURE_HEADER: key.sign(subject, data)} if key else {}
-    split.publish(services.nats.url, subject, data, headers)
+    split.publish_decision(services.nats.url, decision, key)
 
 
 def planner_key(services: split.Services) -> DecisionKey:
