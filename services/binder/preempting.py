@@ -43,16 +43,13 @@ status patch carries the uid, a delete a uid precondition)."""
 class Preempted:
     """What carrying out a Preemption did, as pod uids in decision order: `evicted` victims
     deleted by this call, `skipped` victims left alone with why, `nominated` preemptor pods
-    whose nominatedNodeName was written."""
+    whose nominatedNodeName was written; `is_expired` when the decision was past its deadline,
+    so nothing was done."""
 
     evicted: tuple[str, ...] = ()
     skipped: tuple[tuple[str, Skip], ...] = ()
     nominated: tuple[str, ...] = ()
-
-    @property
-    def is_expired(self) -> bool:
-        """Whether the decision was past its deadline, so nothing was done."""
-        return any(reason is Skip.EXPIRED for _, reason in self.skipped)
+    is_expired: bool = False
 
 
 async def carry_out(preemption: Preemption, kube: Kube, *, scheduler_name: str,
@@ -72,7 +69,8 @@ async def carry_out(preemption: Preemption, kube: Kube, *, scheduler_name: str,
                     preemption.id, preemption.group, (clock() - preemption.deadline_ms) / 1000)
         for _ in preemption.victims:
             metrics.preemption_victims_skipped.labels(Skip.EXPIRED.value).inc()
-        return Preempted(skipped=tuple((v.uid, Skip.EXPIRED) for v in preemption.victims))
+        return Preempted(skipped=tuple((v.uid, Skip.EXPIRED) for v in preemption.victims),
+                         is_expired=True)
     preemptor = _Preemptor(kube, preemption)
     message = messages.preempting(scheduler_name, preemption.group)
     evicted: list[str] = []

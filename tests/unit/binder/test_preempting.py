@@ -185,11 +185,13 @@ async def test_a_forged_preemption_is_dead_lettered_and_evicts_nothing() -> None
 async def test_a_preemption_received_after_its_deadline_evicts_nothing() -> None:
     kube = cluster(running("low"))
     expired = counter("gangsched_preemption_victims_skipped_total", reason="expired")
+    carried_out = counter("gangsched_preemptions_total")
     done = delivery(a_preemption(victim("low"), deadline_ms=NOW_MS - 1))
     await binder(kube).process(done)
     assert done.settled == ["ack"]
     assert kube.calls == []
     assert counter("gangsched_preemption_victims_skipped_total", reason="expired") == expired + 1
+    assert counter("gangsched_preemptions_total") == carried_out
 
 
 async def test_a_singleton_preemptor_is_named_by_its_pods_uid() -> None:
