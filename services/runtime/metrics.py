@@ -130,6 +130,25 @@ rollbacks = Counter(
     "Placements rolled back by the binder.",
     registry=REGISTRY,
 )
+preemptions = Counter(
+    "gangsched_preemptions_total",
+    "Preemption decisions the binder carried out (each victim evicted or found needing "
+    "nothing; decisions received after their deadline not counted).",
+    registry=REGISTRY,
+)
+preemption_victims = Counter(
+    "gangsched_preemption_victims_total",
+    "Pods the binder deleted as preemption victims (the delete was accepted).",
+    registry=REGISTRY,
+)
+preemption_victims_skipped = Counter(
+    "gangsched_preemption_victims_skipped_total",
+    "Preemption victims the binder did not delete, by reason: gone, replaced (another pod "
+    "of that name), moved (not on the victim's node), finished, terminating (already being "
+    "deleted), priority (not below the preemptor's), expired (decision past its deadline).",
+    ["reason"],
+    registry=REGISTRY,
+)
 podgroup_scheduling_duration_seconds = Histogram(
     "gangsched_podgroup_scheduling_duration_seconds",
     "Time from PodGroup creation to all of its minMember pods bound, in seconds.",

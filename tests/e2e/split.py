@@ -23,7 +23,8 @@ import nats
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from services.bus.embedded import find_binary
-from services.contracts import subjects
+from services.contracts import codec, decisions, subjects
+from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from tests.support.waiting import eventually
 
 PREFIX = "gangsched"
@@ -287,6 +288,14 @@ def publish(nats_url: str, subject: str, data: bytes, headers: dict[str, str]) -
             await nc.close()
 
     asyncio.run(send())
+
+
+def publish_decision(nats_url: str, decision: decisions.Decision, key: DecisionKey | None) -> None:
+    """Publish `decision` on its DECISIONS subject, signed with `key` (unsigned: None), as the
+    planner, or a forger, would."""
+    subject = decisions.decision_subject(PREFIX, decision)
+    data = codec.encode(decision)
+    publish(nats_url, subject, data, {SIGNATURE_HEADER: key.sign(subject, data)} if key else {})
 
 
 def dead_letters(nats_url: str) -> list[tuple[dict[str, str], bytes]]:

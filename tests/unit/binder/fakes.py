@@ -136,9 +136,20 @@ class FakeKube:
         self, namespace: str, name: str, uid: str, status: dict[str, Any]
     ) -> None:
         self._fail("patch_pod_status", name)
+        pod = self.pods.get((namespace, name))
+        if pod is None:
+            raise errors.KubeNotFound(f"pods {name} not found", status=404)
+        if pod["metadata"]["uid"] != uid:
+            raise errors.KubeConflict("uid", status=409)
         self.status_patches.append((name, status))
-        pod = self.pods[(namespace, name)]
-        pod["status"]["conditions"] = status["conditions"]
+        current = pod.setdefault("status", {})
+        for key, value in status.items():
+            if key != "conditions":
+                current[key] = value
+                continue
+            types = {condition["type"] for condition in value}  # merged by type
+            current["conditions"] = [c for c in current.get("conditions") or []
+                                     if c["type"] not in types] + list(value)
 
     async def update_podgroup_status(
         self, namespace: str, name: str,
