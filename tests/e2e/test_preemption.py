@@ -102,7 +102,7 @@ def _verify(run: GangschedRun) -> None:
 
 
 def _podgroup_condition(cp: ControlPlane, namespace: str, name: str) -> dict[str, Any]:
-    podgroup = kube.get_json(cp, "get", "podgroup", name, "-n", namespace)
+    podgroup = kube.get_json(cp, "podgroup", name, "-n", namespace)
     conditions = podgroup.get("status", {}).get("conditions") or []
     return next((c for c in conditions if c.get("type") == "Scheduled"), {})
 
@@ -178,7 +178,7 @@ def test_d_a_pdb_protected_victim_is_avoided_when_another_choice_exists(
     eventually(lambda: len(_placed(two_nodes, ns2)) == 2, timeout=60, what="both bound")
 
     def budget_counted() -> bool:
-        pdb = kube.get_json(two_nodes, "get", "pdb", "db", "-n", ns2)
+        pdb = kube.get_json(two_nodes, "pdb", "db", "-n", ns2)
         status = pdb.get("status", {})
         return status.get("currentHealthy") == 1 and status.get("disruptionsAllowed") == 0
 
