@@ -29,6 +29,7 @@ from services.watcher.slim import (
     is_small_int,
     label_selector,
     meta_of,
+    namespaced_deleted,
     str_map,
     text_of,
 )
@@ -74,8 +75,4 @@ def budget_problem(obj: Obj) -> str | None:
 
 def budget_deleted(obj: Obj, at_ms: int) -> DisruptionBudgetDeleted:
     """A deleted PodDisruptionBudget."""
-    meta = meta_of(obj)
-    return DisruptionBudgetDeleted(at_ms=at_ms, uid=text_of(meta, "uid"),
-                                   namespace=text_of(meta, "namespace", "default"),
-                                   name=text_of(meta, "name"),
-                                   resource_version=text_of(meta, "resourceVersion"))
+    return namespaced_deleted(DisruptionBudgetDeleted, obj, at_ms)

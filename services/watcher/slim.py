@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 from services.contracts import resources
 from services.contracts.events import (
@@ -272,9 +272,19 @@ def _read_requests(spec: Obj) -> tuple[resources.ResourceList, str | None, list[
 
 def pod_deleted(obj: Obj, at_ms: int) -> PodDeleted:
     """A deleted Pod."""
+    return namespaced_deleted(PodDeleted, obj, at_ms)
+
+
+_Deleted = TypeVar("_Deleted")
+
+
+def namespaced_deleted(make: Callable[..., _Deleted], obj: Obj, at_ms: int) -> _Deleted:
+    """The delete event `make` (PodDeleted, ClaimDeleted, ...: keyword fields at_ms, uid,
+    namespace, name, resource_version) of a deleted namespaced object `obj` (no namespace:
+    `default`, as the API server defaults it)."""
     meta = _meta(obj)
-    return PodDeleted(at_ms=at_ms, uid=_text(meta, "uid"), namespace=_namespace(meta),
-                      name=_text(meta, "name"), resource_version=_text(meta, "resourceVersion"))
+    return make(at_ms=at_ms, uid=_text(meta, "uid"), namespace=_namespace(meta),
+                name=_text(meta, "name"), resource_version=_text(meta, "resourceVersion"))
 
 
 def container_requests(container: Obj, where: str,
@@ -632,7 +642,4 @@ def podgroup_event(obj: Obj, at_ms: int) -> PodGroupObserved:
 
 def podgroup_deleted(obj: Obj, at_ms: int) -> PodGroupDeleted:
     """A deleted PodGroup."""
-    meta = _meta(obj)
-    return PodGroupDeleted(at_ms=at_ms, uid=_text(meta, "uid"), namespace=_namespace(meta),
-                           name=_text(meta, "name"),
-                           resource_version=_text(meta, "resourceVersion"))
+    return namespaced_deleted(PodGroupDeleted, obj, at_ms)
