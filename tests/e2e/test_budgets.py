@@ -6,7 +6,8 @@ a budget of minAvailable 1 over them: the controller computes disruptionsAllowed
 budget's DisruptionBudgetObserved carries it; an eviction through the API server's Eviction
 subresource puts the pod in `status.disruptedPods` (one disruption fewer), which the watcher
 publishes too, then the controller's count once the pod is gone; deleting the budget
-publishes DisruptionBudgetDeleted. A watcher whose identity may not list budgets keeps
+publishes DisruptionBudgetDeleted, and so does the next watcher for a budget deleted while
+none ran (its seed from the log). A watcher whose identity may not list budgets keeps
 running and publishing pods, says what is missing in its log, and catches up once granted.
 """
 
@@ -108,6 +109,21 @@ def test_a_budget_is_published_with_the_disruption_controllers_counts_and_its_de
     deleted = published(services, namespace)[-1]
     assert (deleted["uid"], deleted["namespace"], deleted["name"]) == (
         budget["metadata"]["uid"], namespace, "web")
+
+
+def test_a_budget_deleted_while_no_watcher_ran_gets_its_delete_from_the_next_watcher(
+        control_plane: ControlPlane, services: split.Services, namespace: str) -> None:
+    first = services.start("watcher")[0]
+    manifests.create(control_plane, namespace, web_budget(1))
+    budget = budget_now(control_plane, namespace)
+    eventually(lambda: published(services, namespace) != [], timeout=15,
+               what="the budget published")
+    assert first.stop() == 0
+    control_plane.kubectl("delete", "pdb", "web", "-n", namespace, "--wait=true")
+    services.start("watcher")  # seeded from the log: the budget is known, the list lacks it
+    eventually(lambda: published(services, namespace)[-1]["type"] == "DisruptionBudgetDeleted",
+               timeout=30, what="the synthetic delete published")
+    assert published(services, namespace)[-1]["uid"] == budget["metadata"]["uid"]
 
 
 def watcher_rules(*, with_budgets: bool) -> list[dict[str, Any]]:
