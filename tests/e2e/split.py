@@ -154,6 +154,13 @@ class Services:
             process.wait_ready()
         return started
 
+    def launch(self, command: str, *extra: str,
+               kubeconfig: Path | None = None) -> ServiceProcess:
+        """Start one service (as another identity: `kubeconfig`) without waiting for it."""
+        if not self.nats.url:
+            self.nats.start()
+        return self._launch(command, kubeconfig or self.kubeconfig, extra)
+
     def binder(self, *extra: str, kubeconfig: Path | None = None) -> ServiceProcess:
         """Start one more binder (optionally with another identity) and wait until it is ready."""
         return self.binders(1, *extra, kubeconfig=kubeconfig)[0]
