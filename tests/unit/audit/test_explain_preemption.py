@@ -11,6 +11,7 @@ import msgspec
 
 from services.audit import explain, preemptions
 from services.audit.explain import Item
+from services.audit.timeline import Focus
 from services.contracts.decisions import Assignment, Placement, Preemption, Victim
 from services.contracts.events import PodDeleted, PodObserved
 from tests.unit.audit.recorded import T0, Recorder, bind_all, observed_bound, placements
@@ -128,3 +129,13 @@ def test_an_unrelated_pod_hears_nothing_of_the_preemption():
 def test_who_names_gangs_and_singleton_pods():
     assert preemptions.who("ml/train") == "gang ml/train"
     assert preemptions.who("ml/pod:solo") == "pod ml/solo"
+
+
+def test_the_replay_timeline_of_a_victim_pod_or_gang_shows_the_preemption_evicting_it():
+    _, preemption, _ = preempted_log()
+    victim_gang, preemptor = Focus("podgroup", "default", "low"), Focus("pod", "default", "high-1")
+    victim_pod = Focus("pod", "default", "low-1", uids={pod_uid("low-1")})
+    preemptor.uids.add(pod_uid("high-1"))
+    assert victim_gang.decision_matches(preemption) and victim_pod.decision_matches(preemption)
+    assert preemptor.decision_matches(preemption)
+    assert not Focus("pod", "default", "solo", uids={pod_uid("solo")}).decision_matches(preemption)
