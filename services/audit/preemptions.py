@@ -7,7 +7,7 @@ shared by the pod and PodGroup stories and the timeline.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from services.audit import times
 from services.contracts import ids
@@ -34,12 +34,14 @@ def nodes_of(victims: Iterable[Victim]) -> str:
     return ", ".join(sorted({victim.node for victim in victims}))
 
 
-def victim_text(decision: Preemption, victims: list[Victim], verb: str = "preempted") -> str:
+def victim_text(decision: Preemption, victims: list[Victim], verb: str = "preempted",
+                when: Callable[[int], str] = times.iso) -> str:
     """`preempted at <time> by gang <ns/name> (priority P > its Q) to make room on <node>;
-    decision <id>` (`verb` first). Shapes: `victims` non-empty, the decision's victims the
-    story is about (their priorities shown once each, sorted)."""
+    decision <id>` (`verb` first; `when` writes the epoch-ms time, UTC ISO 8601 by default).
+    Shapes: `victims` non-empty, the decision's victims the story is about (their priorities
+    shown once each, sorted)."""
     priorities = ", ".join(str(value) for value in sorted({v.priority for v in victims}))
-    return (f"{verb} at {times.iso(decision.at_ms)} by {who(decision.group)} (priority "
+    return (f"{verb} at {when(decision.at_ms)} by {who(decision.group)} (priority "
             f"{decision.priority} > its {priorities}) to make room on {nodes_of(victims)}; "
             f"decision {decision.id}")
 
