@@ -120,13 +120,22 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
     if item.kind in STORAGE_SLIMMERS:
         event = STORAGE_SLIMMERS[item.kind](item.obj, at_ms)
     elif item.kind == "Pod":
-        event = slim.pod_event(item.obj, at_ms)
+        event = _admitted(slim.pod_event(item.obj, at_ms), item.obj)
     else:
         event = slim.podgroup_event(item.obj, at_ms)
     invalid = getattr(event, "invalid_reason", None)
     if invalid:
         raise manifests.InvalidManifest(item.where, "", invalid)
     return event
+
+
+def _admitted(pod: PodObserved, obj: dict[str, Any]) -> PodObserved:
+    """`pod` with the `spec.preemptionPolicy` that admission (`manifests._resolve_priority`)
+    wrote into the manifest, whether or not the watcher's slim reads that field yet."""
+    policy = obj["spec"].get("preemptionPolicy")
+    if policy is None or policy == pod.preemption_policy:
+        return pod
+    return msgspec.structs.replace(pod, preemption_policy=policy)
 
 
 def arrivals(items: list[manifests.Item], origin_ms: int) -> list[engine.Arrival]:

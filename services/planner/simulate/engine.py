@@ -156,7 +156,7 @@ class Simulation:
                                    pod_uid=member.pod_uid, node=member.node))
             pod = self.state.pods[member.pod_uid]
             self.apply(msgspec.structs.replace(pod, node_name=member.node, phase="Running",
-                                               at_ms=now))
+                                               at_ms=now, start_ms=now))  # kubelet's startTime
             self.bound(member.pod_uid, member.node, now)
         self.apply(GroupBound(at_ms=now, decision_id=placement.id, group=placement.group))
         self.last_change_ms = now
