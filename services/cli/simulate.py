@@ -29,10 +29,11 @@ from rich.table import Table
 from services.audit import preemptions
 from services.cli import audit_view
 from services.contracts.decisions import Preemption
-from services.contracts.events import Event, PodObserved
+from services.contracts.events import DisruptionBudgetObserved, Event, PodObserved
 from services.planner.core import reasons
 from services.planner.core.config import PlannerConfig
 from services.planner.simulate import engine, manifests
+from services.planner.simulate.budgets import BudgetSpec
 from services.watcher import slim, volumes
 
 EXIT_INVALID = 2
@@ -117,6 +118,8 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
     event: Event
     if item.kind == "Node":
         return slim.node_event(item.obj, at_ms)
+    if item.kind == manifests.BUDGET_KIND:
+        return _budget_event(item, at_ms)
     if item.kind in STORAGE_SLIMMERS:
         event = STORAGE_SLIMMERS[item.kind](item.obj, at_ms)
     elif item.kind == "Pod":
@@ -127,6 +130,22 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
     if invalid:
         raise manifests.InvalidManifest(item.where, "", invalid)
     return event
+
+
+def _budget_event(item: manifests.Item, at_ms: int) -> DisruptionBudgetObserved:
+    """A PodDisruptionBudget as the watcher would observe it before the disruption controller
+    wrote its status (`disruptionsAllowed` 0; the simulation computes it, `budgets`).
+
+    Raises:
+        manifests.InvalidManifest: a selector `metav1.LabelSelectorAsSelector` refuses.
+    """
+    meta = item.obj["metadata"]
+    selector, is_valid = slim.label_selector(item.obj["spec"].get("selector"))
+    if not is_valid:
+        raise manifests.InvalidManifest(item.where, "spec.selector", "not a valid label "
+                                        "selector (matchExpressions operator or values)")
+    return DisruptionBudgetObserved(at_ms=at_ms, uid=meta["uid"], namespace=meta["namespace"],
+                                    name=meta["name"], resource_version="", selector=selector)
 
 
 def _admitted(pod: PodObserved, obj: dict[str, Any]) -> PodObserved:
@@ -144,7 +163,11 @@ def arrivals(items: list[manifests.Item], origin_ms: int) -> list[engine.Arrival
     for item in items:
         at_ms = origin_ms + round(item.at_seconds * 1000)
         runtime = None if item.runtime_seconds is None else round(item.runtime_seconds * 1000)
-        result.append(engine.Arrival(at_ms=at_ms, event=to_event(item, at_ms), runtime_ms=runtime))
+        spec = item.obj.get("spec") or {}
+        budget = (BudgetSpec(spec.get("minAvailable"), spec.get("maxUnavailable"))
+                  if item.kind == manifests.BUDGET_KIND else None)
+        result.append(engine.Arrival(at_ms=at_ms, event=to_event(item, at_ms), runtime_ms=runtime,
+                                     budget=budget))
     return result
 
 

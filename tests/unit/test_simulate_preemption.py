@@ -121,7 +121,7 @@ def test_the_report_shows_the_preemption_and_its_deleted_victims():
     assert "2 of 4 pods bound; 2 preempted;" in text
 
 
-SCENARIO = """
+CLUSTER = """
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: low}
@@ -141,7 +141,13 @@ apiVersion: v1
 kind: Node
 metadata: {name: b}
 status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
-""" + "".join(f"""---
+"""
+
+
+def manifests_of(gangs: tuple[tuple[str, int], ...]) -> str:
+    """The PriorityClasses low and high, nodes a and b, and per `(gang, at seconds)` a PodGroup
+    of 2 and its 2 pods of 4 CPU whose priorityClassName is the gang's name."""
+    return CLUSTER + "".join(f"""---
 apiVersion: scheduling.x-k8s.io/v1alpha1
 kind: PodGroup
 metadata: {{name: {gang}, annotations: {{simulate.gangsched.io/at: "{at}"}}}}
@@ -157,7 +163,10 @@ spec:
   schedulerName: gangsched
   priorityClassName: {gang}
   containers: [{{name: c, resources: {{requests: {{cpu: "4"}}}}}}]
-""" for i in range(2)) for gang, at in (("low", 0), ("high", 10)))
+""" for i in range(2)) for gang, at in gangs)
+
+
+SCENARIO = manifests_of((("low", 0), ("high", 10)))
 """Nodes a and b of 4 CPU; gang low (PriorityClass value 10) of 2 x 4 CPU fills both at 0 s;
 gang high (value 1000) of 2 x 4 CPU arrives at 10 s."""
 

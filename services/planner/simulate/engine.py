@@ -8,7 +8,8 @@ delete of its victims: each is observed deleting at once (deletionTimestamp set;
 its node) and deleted `EVICTION_GRACE_MS` later (a PodDeleted), when the planner can place the
 preemptor. The clock then jumps to the next arrival, completion, deletion or planner wake-up
 (backoff expiry). It stops when nothing is due and every backed-off group has been retried since
-the last change: from then on nothing can change any more.
+the last change: from then on nothing can change any more. PodDisruptionBudgets get their
+`disruptionsAllowed` from the simulated disruption controller (`budgets`) before each round.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from services.contracts.decisions import Assignment, Decision, Placement, Preemp
 from services.contracts.events import (
     ClaimRef,
     ClockTicked,
+    DisruptionBudgetObserved,
     Event,
     GroupBound,
     MemberBound,
@@ -36,6 +38,7 @@ from services.planner.core import backoff, pods
 from services.planner.core import plan as planner
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import PlannerState, empty_state
+from services.planner.simulate.budgets import BudgetSpec, disruptions_allowed
 
 MAX_ROUNDS_PER_INSTANT = 1000
 MAX_INSTANTS = 1_000_000
@@ -46,7 +49,8 @@ manifests leave out; short, as a victim honouring SIGTERM at once."""
 
 
 class Arrival(msgspec.Struct, frozen=True):
-    """An object appearing at `at_ms`; a pod with `runtime_ms` succeeds that long after binding.
+    """An object appearing at `at_ms`; a pod with `runtime_ms` succeeds that long after binding;
+    a PodDisruptionBudget's `budget` is its spec, for the simulated disruption controller.
 
     Units: UTC epoch milliseconds on the simulated clock; `runtime_ms` milliseconds.
     """
@@ -54,6 +58,7 @@ class Arrival(msgspec.Struct, frozen=True):
     at_ms: int
     event: Event
     runtime_ms: int | None = None
+    budget: BudgetSpec | None = None
 
 
 class PodResult(msgspec.Struct):
@@ -95,6 +100,7 @@ class Simulation:
                          if isinstance(a.event, PodObserved) and a.runtime_ms is not None}
         self.completions: list[tuple[int, int, str]] = []
         self.evictions: list[tuple[int, int, str]] = []
+        self.budgets: dict[str, BudgetSpec] = {}
         self.deleted: dict[str, PodObserved] = {}
         self.decisions: list[Decision] = []
         self.results: dict[str, PodResult] = {}
@@ -127,6 +133,7 @@ class Simulation:
             self.delete(uid, now)
         self.apply(ClockTicked(at_ms=now))
         for _ in range(MAX_ROUNDS_PER_INSTANT):
+            self.refresh_budgets(now)
             self.state, made = planner.plan(self.state, self.config, self.seq)
             self.decisions.extend(made)
             self.note_reasons(made)
@@ -142,6 +149,8 @@ class Simulation:
         event = msgspec.structs.replace(arrival.event, at_ms=now)
         self.apply(event)
         self.last_change_ms = now
+        if isinstance(event, DisruptionBudgetObserved) and arrival.budget is not None:
+            self.budgets[claim_key(event.namespace, event.name)] = arrival.budget
         if isinstance(event, PodObserved) and pods.is_ours(event, self.config.scheduler_name):
             group = f"{event.namespace}/{event.group_name}" if event.group_name else None
             self.results.setdefault(event.uid, PodResult(group=group))
@@ -160,6 +169,17 @@ class Simulation:
             self.bound(member.pod_uid, member.node, now)
         self.apply(GroupBound(at_ms=now, decision_id=placement.id, group=placement.group))
         self.last_change_ms = now
+
+    def refresh_budgets(self, now: int) -> None:
+        """Observe each PDB again whose `disruptionsAllowed` changed (`budgets`)."""
+        for key, spec in self.budgets.items():
+            budget = self.state.budgets.get(key)
+            if budget is None:
+                continue
+            allowed = disruptions_allowed(budget, spec, self.state.pods.values())
+            if allowed != budget.disruptions_allowed:
+                self.apply(msgspec.structs.replace(budget, disruptions_allowed=allowed,
+                                                   at_ms=now))
 
     def preempt(self, preemption: Preemption, now: int) -> None:
         """Delete the victims gracefully, as kube-scheduler's DefaultPreemption does: observed

@@ -2,6 +2,8 @@
 
 A pod's `spec.priority` and `spec.preemptionPolicy` are resolved from the PriorityClasses of the
 manifests as the API server's Priority admission plugin does at creation (`_resolve_priority`).
+PodDisruptionBudgets are checked as the API server validates `spec` (`_check_budget`); their
+status is the simulation's to compute (`budgets`).
 
 Layer: planner simulate (pure; dict in, dict out; never does I/O). Workloads become the pods
 their controllers would create, named as those controllers name them: StatefulSet `<name>-<i>`,
@@ -33,7 +35,8 @@ HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 DEFAULT_PREEMPTION_POLICY = "PreemptLowerPriority"
 STORAGE_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
-SCHEDULED_KINDS = ("Node", "Pod", "PodGroup", *STORAGE_KINDS)
+BUDGET_KIND = "PodDisruptionBudget"
+SCHEDULED_KINDS = ("Node", "Pod", "PodGroup", *STORAGE_KINDS, BUDGET_KIND)
 CLUSTER_KINDS = ("Node", "PersistentVolume", "StorageClass")
 """Kinds without a namespace."""
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
@@ -50,7 +53,8 @@ class InvalidManifest(ValueError):
 
 
 class Item(msgspec.Struct, frozen=True):
-    """One Node, Pod, PodGroup, claim, volume or StorageClass to play, with where it came from.
+    """One Node, Pod, PodGroup, claim, volume, StorageClass or PodDisruptionBudget to play, with
+    where it came from.
 
     Units: `at_seconds` simulated seconds after the start; `runtime_seconds` seconds a bound pod
     runs before it succeeds (None: forever).
@@ -211,6 +215,8 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
         _check_node(doc, obj)
     if kind in STORAGE_KINDS:
         _check_storage(doc, obj)
+    if kind == BUDGET_KIND:
+        _check_budget(doc, obj)
     if kind == "Pod":
         _check_pod(doc, obj)
         _resolve_priority(doc, obj, classes)
@@ -296,6 +302,32 @@ def _check_storage(doc: Document, obj: dict[str, Any]) -> None:
         resources.to_units(resources.STORAGE, amounts["storage"])
     except resources.InvalidQuantity as error:
         raise InvalidManifest(describe(doc, obj), f"{where}.storage", str(error)) from error
+
+
+def _check_budget(doc: Document, obj: dict[str, Any]) -> None:
+    """A PodDisruptionBudget's `spec` as the API server validates it (policy/v1): a mapping;
+    minAvailable or maxUnavailable, not both, each an integer >= 0 or a percentage `<n>%` of
+    at most 100%. (Its selector is checked where it is read, `services.cli.simulate`.)
+
+    Raises:
+        InvalidManifest: the first malformed field, named.
+    """
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        raise InvalidManifest(describe(doc, obj), "spec", "missing")
+    if "minAvailable" in spec and "maxUnavailable" in spec:
+        raise InvalidManifest(describe(doc, obj), "spec",
+                              "minAvailable and maxUnavailable cannot be both set")
+    for field in ("minAvailable", "maxUnavailable"):
+        value = spec.get(field)
+        if value is None:
+            continue
+        is_count = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        is_percent = (isinstance(value, str) and value.endswith("%")
+                      and value[:-1].isdigit() and int(value[:-1]) <= 100)
+        if not (is_count or is_percent):
+            raise InvalidManifest(describe(doc, obj), f"spec.{field}", "must be an integer >= 0 "
+                                  f"or a percentage such as '50%' (at most 100%), got {value!r}")
 
 
 def _resolve_priority(doc: Document, obj: dict[str, Any], classes: Classes) -> None:
