@@ -75,10 +75,15 @@ def test_a_victim_pod_being_deleted_says_its_deletion_is_under_way():
     assert verdict.endswith(f"decision {preemption.id}; its deletion is under way")
 
 
+def podgroup_story(name: str, items: list[Item]) -> tuple[explain.Explanation, list[str]]:
+    """The explanation of PodGroup default/`name` and the texts of its steps."""
+    found = explain.explain_podgroup("default", name, items)
+    return found, [step.text for step in found.steps]
+
+
 def test_the_victim_gangs_story_says_it_was_preempted_whole_and_by_whom():
     _, preemption, items = preempted_log()
-    found = explain.explain_podgroup("default", "low", items)
-    texts = [step.text for step in found.steps]
+    found, texts = podgroup_story("low", items)
     told = (f"member(s) low-0, low-1 preempted at 2023-11-14T22:13:21.000Z by gang default/high "
             f"(priority 1000 > its 10) to make room on a, b; decision {preemption.id}")
     assert f"{told}: {REASON}" in texts
@@ -89,8 +94,7 @@ def test_the_victim_gangs_story_says_it_was_preempted_whole_and_by_whom():
 
 def test_the_preemptor_gangs_story_tells_its_victims_and_the_nodes_held_then_its_placement():
     rec, preemption, items = preempted_log()
-    found = explain.explain_podgroup("default", "high", items)
-    texts = [step.text for step in found.steps]
+    found, texts = podgroup_story("high", items)
     told = (f"preempting 2 victim(s) (of gang default/low) on a, b for 2 member(s), nodes held "
             f"until 2023-11-14T22:14:21.000Z; decision {preemption.id}: {REASON}")
     assert told in texts
