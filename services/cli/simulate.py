@@ -194,12 +194,12 @@ def report(result: engine.Result, items: list[manifests.Item], ignored: list[str
            origin_ms: int) -> dict[str, Any]:
     """The JSON-ready report of a finished simulation."""
     state = result.state
-    known = {**result.deleted, **state.pods}
+    known = {**{uid: gone.pod for uid, gone in result.deleted.items()}, **state.pods}
     pods: dict[str, Any] = {}
     for uid, outcome in sorted(result.pods.items(), key=lambda kv: _pod_name(known, kv[0])):
         pod = known[uid]
         phase, node, reason = pod.phase, outcome.node, outcome.reason
-        if outcome.deleted_at_ms is not None:
+        if uid in result.deleted:
             phase, node, reason = DELETED, None, _eviction(result, uid, origin_ms)
         if node is None and reason is None:
             reason = _silent_reason(pod)
@@ -222,7 +222,8 @@ def report(result: engine.Result, items: list[manifests.Item], ignored: list[str
     decisions = [{**msgspec.to_builtins(d), "at": _seconds(d.at_ms, origin_ms)}
                  for d in result.decisions]
     others = [f"{_pod_name(known, uid)} (schedulerName {pod.scheduler_name}: "
-              + (f"bound to {pod.node_name}, its requests counted)" if pod.node_name
+              + (_eviction(result, uid, origin_ms) + ")" if uid in result.deleted
+                 else f"bound to {pod.node_name}, its requests counted)" if pod.node_name
                  else "not gangsched's, left unscheduled)")
               for uid, pod in sorted(known.items(), key=lambda kv: _pod_name(known, kv[0]))
               if uid not in result.pods]
@@ -240,17 +241,17 @@ def _pod_name(pods: Mapping[str, PodObserved], uid: str) -> str:
     return f"{pod.namespace}/{pod.name}"
 
 
-def _preemption_of(result: engine.Result, decision_id: str | None) -> Preemption | None:
+def _preemption_of(result: engine.Result, decision_id: str) -> Preemption | None:
     return next((d for d in result.decisions
                  if isinstance(d, Preemption) and d.id == decision_id), None)
 
 
 def _eviction(result: engine.Result, uid: str, origin_ms: int) -> str:
     """`preempted at 10 s by gang ns/g (priority 1000 > its 10) to make room on b; decision
-    7-0; deleted at 11 s` (simulated seconds), or why else the pod was deleted."""
-    outcome = result.pods[uid]
-    deleted = f"deleted at {_seconds(outcome.deleted_at_ms, origin_ms)} s"
-    decision = _preemption_of(result, outcome.preempted_by)
+    7-0; deleted at 11 s` (simulated seconds) for a pod of `result.deleted`."""
+    gone = result.deleted[uid]
+    deleted = f"deleted at {_seconds(gone.at_ms, origin_ms)} s"
+    decision = _preemption_of(result, gone.preemption)
     victims = [] if decision is None else preemptions.victims_of(decision, uids=[uid])
     if decision is None or not victims:
         return deleted
@@ -261,7 +262,7 @@ def _eviction(result: engine.Result, uid: str, origin_ms: int) -> str:
 
 def _preemptions(result: engine.Result, origin_ms: int) -> list[dict[str, Any]]:
     """The `preemptions` of the report (module docstring shape), in decision order."""
-    deleted = {uid: outcome.deleted_at_ms for uid, outcome in result.pods.items()}
+    deleted = {uid: gone.at_ms for uid, gone in result.deleted.items()}
     return [{"id": d.id, "at": _seconds(d.at_ms, origin_ms), "preemptor": d.group,
              "priority": d.priority, "reason": d.reason,
              "nominated": [{"pod": f"{m.namespace}/{m.name}", "node": m.node}

@@ -76,8 +76,9 @@ def test_the_simulated_binder_deletes_victims_gracefully_then_the_preemptor_is_p
     result = sim.run()
     assert {pod_uid(f"low-{i}") for i in range(2)}.isdisjoint(result.state.pods)
     assert sorted(result.deleted) == [pod_uid("low-0"), pod_uid("low-1")]
-    assert [(r.deleted_at_ms, r.preempted_by) for r in
-            (result.pods[pod_uid(f"low-{i}")] for i in range(2))] == [(T0 + 11_000, "99-0")] * 2
+    assert [(gone.pod.name, gone.pod.is_deleting, gone.at_ms, gone.preemption)
+            for _, gone in sorted(result.deleted.items())] == [
+        ("low-0", True, T0 + 11_000, "99-0"), ("low-1", True, T0 + 11_000, "99-0")]
     high = [result.pods[pod_uid(f"high-{i}")] for i in range(2)]
     assert sorted((r.node, r.bound_at_ms) for r in high) == [("a", T0 + 11_000),
                                                               ("b", T0 + 11_000)]
@@ -197,3 +198,26 @@ def test_after_core_merge_a_high_priority_gang_preempts_the_whole_low_gang_end_t
     assert cli.simulate_command([manifests], "table") == 0
     table = capsys.readouterr().out
     assert "Preemptions" in table and "2 of 4 pods bound; 2 preempted;" in table
+
+
+def test_a_victim_of_another_scheduler_is_deleted_too_and_listed_so():
+    legacy = (make_pod("legacy").scheduler("default-scheduler").requests(cpu_milli=4000)
+              .on_node("a").build(T0))
+    high = msgspec.structs.replace(make_pod("hi").requests(cpu_milli=4000).priority(1000)
+                                   .created(T0).build(T0), preemption_policy="Never")
+    sim = engine.Simulation([engine.Arrival(T0, make_node("a").capacity(cpu_milli=4000)
+                                            .build(T0)),
+                             engine.Arrival(T0, legacy), engine.Arrival(T0, high)],
+                            PlannerConfig())
+    sim.instant(T0)
+    decision = Preemption(
+        id="1-0", plan_seq=sim.seq, at_ms=T0, group="default/pod:hi", priority=1000,
+        deadline_ms=T0 + 60_000, nominated=(Assignment(pod_uid("hi"), "default", "hi", "a"),),
+        victims=(Victim(pod_uid("legacy"), "default", "legacy", "a", "default/pod:legacy", 0),))
+    sim.decisions.append(decision)
+    sim.preempt(decision, T0)
+    data = cli.report(sim.run(), [], [], T0)
+    assert data["otherSchedulers"] == [
+        "default/legacy (schedulerName default-scheduler: preempted at 0 s by pod default/hi "
+        "(priority 1000 > its 0) to make room on a; decision 1-0; deleted at 1 s)"]
+    assert (data["pods"]["default/hi"]["node"], data["pods"]["default/hi"]["boundAt"]) == ("a", 1)

@@ -69,20 +69,26 @@ class PodResult(msgspec.Struct):
     bound_at_ms: int | None = None
     finished_at_ms: int | None = None
     reason: str | None = None
-    preempted_by: str | None = None
-    """The id of the Preemption that evicted the pod."""
-    deleted_at_ms: int | None = None
+
+
+class Deletion(msgspec.Struct, frozen=True):
+    """A pod deleted during the simulation: its last observation, when it went (simulated epoch
+    milliseconds) and the id of the Preemption that evicted it."""
+
+    pod: PodObserved
+    at_ms: int
+    preemption: str
 
 
 class Result(msgspec.Struct):
     """The simulation's outcome: every decision in order, each pod of ours, the final state,
-    and the last observation of each pod deleted on the way (by uid; a victim of preemption)."""
+    and each pod deleted on the way (by uid, ours or not: victims of preemption)."""
 
     decisions: list[Decision]
     pods: dict[str, PodResult]
     state: PlannerState
     end_ms: int
-    deleted: dict[str, PodObserved] = msgspec.field(default_factory=dict)
+    deleted: dict[str, Deletion] = msgspec.field(default_factory=dict)
 
 
 class Simulation:
@@ -101,7 +107,9 @@ class Simulation:
         self.completions: list[tuple[int, int, str]] = []
         self.evictions: list[tuple[int, int, str]] = []
         self.budgets: dict[str, BudgetSpec] = {}
-        self.deleted: dict[str, PodObserved] = {}
+        self.deleted: dict[str, Deletion] = {}
+        self.evicting: dict[str, str] = {}
+        """uid → the id of the Preemption deleting the pod."""
         self.decisions: list[Decision] = []
         self.results: dict[str, PodResult] = {}
         self.last_change_ms = 0
@@ -190,9 +198,7 @@ class Simulation:
                 continue
             self.apply(msgspec.structs.replace(pod, is_deleting=True, at_ms=now))
             heapq.heappush(self.evictions, (now + EVICTION_GRACE_MS, self.seq, victim.uid))
-            result = self.results.get(victim.uid)
-            if result is not None:
-                result.preempted_by = preemption.id
+            self.evicting[victim.uid] = preemption.id
         self.last_change_ms = now
 
     def delete(self, uid: str, now: int) -> None:
@@ -200,12 +206,10 @@ class Simulation:
         pod = self.state.pods.get(uid)
         if pod is None:
             return
-        self.deleted[uid] = pod
+        self.deleted[uid] = Deletion(pod, now, self.evicting.pop(uid, ""))
         self.apply(PodDeleted(at_ms=now, uid=uid, namespace=pod.namespace, name=pod.name,
                               resource_version=pod.resource_version))
         self.last_change_ms = now
-        if uid in self.results:
-            self.results[uid].deleted_at_ms = now
 
     def bind_volumes(self, member: Assignment, now: int) -> None:
         """Bind the member's chosen volumes to their claims, as the binder and the PV
