@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import msgspec
 
-from services.audit import explain, preemptions
+from services.audit import explain, preemptions, summaries
 from services.audit.explain import Item
 from services.audit.timeline import Focus
 from services.contracts.decisions import Assignment, Placement, Preemption, Victim
-from services.contracts.events import PodDeleted, PodObserved
+from services.contracts.events import (
+    DisruptionBudgetDeleted,
+    DisruptionBudgetObserved,
+    PodDeleted,
+    PodObserved,
+)
 from tests.unit.audit.recorded import T0, Recorder, bind_all, observed_bound, placements
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup, pod_uid
 
@@ -143,3 +148,13 @@ def test_the_replay_timeline_of_a_victim_pod_or_gang_shows_the_preemption_evicti
     assert victim_gang.decision_matches(preemption) and victim_pod.decision_matches(preemption)
     assert preemptor.decision_matches(preemption)
     assert not Focus("pod", "default", "solo", uids={pod_uid("solo")}).decision_matches(preemption)
+
+
+def test_the_timeline_summarises_a_pdb_by_its_allowed_disruptions():
+    observed = DisruptionBudgetObserved(at_ms=0, uid="u", namespace="ml", name="web",
+                                        resource_version="1", disruptions_allowed=1,
+                                        disrupted_pods=("web-0",))
+    assert summaries.event_summary(observed, {}) == (
+        "PodDisruptionBudget ml/web: disruptionsAllowed 1, 1 disrupted")
+    assert summaries.event_summary(DisruptionBudgetDeleted(
+        at_ms=0, uid="u", namespace="ml", name="web"), {}) == "PodDisruptionBudget ml/web deleted"
