@@ -66,6 +66,18 @@ schedule_attempts = Counter(
     ["result"],
     registry=REGISTRY,
 )
+preemption_attempts = Counter(
+    "gangsched_preemption_attempts_total",
+    "Preemptions decided: one per gang that evicts lower-priority pods to fit (as "
+    "kube-scheduler's scheduler_preemption_attempts_total).",
+    registry=REGISTRY,
+)
+preemption_victims = Histogram(
+    "gangsched_preemption_victims",
+    "Pods one Preemption evicts (as kube-scheduler's scheduler_preemption_victims).",
+    buckets=(1, 2, 4, 8, 16, 32, 64),
+    registry=REGISTRY,
+)
 pending_pods = Gauge(
     "gangsched_pending_pods",
     "Pods of gangsched waiting to be placed, as the planner last saw them.",
