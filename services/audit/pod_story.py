@@ -57,7 +57,10 @@ class _PodStory(Story):
             self.placed(item)
         elif isinstance(item, Rejection):
             if any(pod.uid in self.uids for pod in item.pods):
-                self.rejection, self.latest = item, "rejection"
+                told_nomination = (self.nominated is not None
+                                   and f"(decision {self.nominated[0].id})" in item.reason)
+                self.rejection = item
+                self.latest = "nominated" if told_nomination else "rejection"
                 self.tell_rejection(item, "waiting")
         elif isinstance(item, StatusUpdate):
             self.status = item

@@ -34,6 +34,7 @@ from services.planner.core import reasons
 from services.planner.core.config import PlannerConfig
 from services.planner.simulate import engine, manifests
 from services.planner.simulate.budgets import BudgetSpec
+from services.watcher import budgets as watcher_budgets
 from services.watcher import slim, volumes
 
 EXIT_INVALID = 2
@@ -123,7 +124,7 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
     if item.kind in STORAGE_SLIMMERS:
         event = STORAGE_SLIMMERS[item.kind](item.obj, at_ms)
     elif item.kind == "Pod":
-        event = _admitted(slim.pod_event(item.obj, at_ms), item.obj)
+        event = slim.pod_event(item.obj, at_ms)
     else:
         event = slim.podgroup_event(item.obj, at_ms)
     invalid = getattr(event, "invalid_reason", None)
@@ -133,28 +134,17 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
 
 
 def _budget_event(item: manifests.Item, at_ms: int) -> DisruptionBudgetObserved:
-    """A PodDisruptionBudget as the watcher would observe it before the disruption controller
-    wrote its status (`disruptionsAllowed` 0; the simulation computes it, `budgets`).
+    """A PodDisruptionBudget as the watcher observes it (`watcher.budgets`), before the
+    disruption controller wrote its status (the simulation computes it, `budgets`).
 
     Raises:
-        manifests.InvalidManifest: a selector `metav1.LabelSelectorAsSelector` refuses.
+        manifests.InvalidManifest: a selector `metav1.LabelSelectorAsSelector` refuses (the
+            API server refuses such a budget; the watcher would read it as selecting no pod).
     """
-    meta = item.obj["metadata"]
-    selector, is_valid = slim.label_selector(item.obj["spec"].get("selector"))
-    if not is_valid:
+    if not slim.label_selector(item.obj["spec"].get("selector"))[1]:
         raise manifests.InvalidManifest(item.where, "spec.selector", "not a valid label "
                                         "selector (matchExpressions operator or values)")
-    return DisruptionBudgetObserved(at_ms=at_ms, uid=meta["uid"], namespace=meta["namespace"],
-                                    name=meta["name"], resource_version="", selector=selector)
-
-
-def _admitted(pod: PodObserved, obj: dict[str, Any]) -> PodObserved:
-    """`pod` with the `spec.preemptionPolicy` that admission (`manifests._resolve_priority`)
-    wrote into the manifest, whether or not the watcher's slim reads that field yet."""
-    policy = obj["spec"].get("preemptionPolicy")
-    if policy is None or policy == pod.preemption_policy:
-        return pod
-    return msgspec.structs.replace(pod, preemption_policy=policy)
+    return watcher_budgets.budget_event(item.obj, at_ms)
 
 
 def arrivals(items: list[manifests.Item], origin_ms: int) -> list[engine.Arrival]:

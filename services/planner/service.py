@@ -297,4 +297,4 @@ def _count_attempts(decisions: list[Decision]) -> None:
             metrics.schedule_attempts.labels(result).inc()
         elif isinstance(decision, Preemption):
             metrics.preemption_attempts.inc()
-            metrics.preemption_victims.observe(len(decision.victims))
+            metrics.preemption_victims_chosen.observe(len(decision.victims))

@@ -72,9 +72,10 @@ preemption_attempts = Counter(
     "kube-scheduler's scheduler_preemption_attempts_total).",
     registry=REGISTRY,
 )
-preemption_victims = Histogram(
-    "gangsched_preemption_victims",
-    "Pods one Preemption evicts (as kube-scheduler's scheduler_preemption_victims).",
+preemption_victims_chosen = Histogram(
+    "gangsched_preemption_victims_chosen",
+    "Pods one Preemption decision names as victims (as kube-scheduler's "
+    "scheduler_preemption_victims).",
     buckets=(1, 2, 4, 8, 16, 32, 64),
     registry=REGISTRY,
 )

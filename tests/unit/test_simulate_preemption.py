@@ -2,8 +2,7 @@
 
 The simulated binder is tested with a Preemption built here, for a preemptor whose
 preemptionPolicy is Never (so a planner core that preempts on its own never adds another). The
-end-to-end case (manifests in, table and JSON out) needs the planner core to emit the
-Preemption (issue #15): it is marked `xfail(strict=True)` until that core is merged.
+end-to-end case (manifests in, table and JSON out) runs the planner core's own Preemption.
 """
 
 from __future__ import annotations
@@ -172,9 +171,7 @@ SCENARIO = manifests_of((("low", 0), ("high", 10)))
 gang high (value 1000) of 2 x 4 CPU arrives at 10 s."""
 
 
-@pytest.mark.xfail(strict=True, reason="needs the planner core's Preemption (issue #15): "
-                   "remove this mark once it is merged")
-def test_after_core_merge_a_high_priority_gang_preempts_the_whole_low_gang_end_to_end(
+def test_a_high_priority_gang_preempts_the_whole_low_gang_end_to_end(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     manifests = tmp_path / "preemption.yaml"
     manifests.write_text(SCENARIO)

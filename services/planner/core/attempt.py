@@ -238,12 +238,13 @@ class Round:
             else:
                 reason = reasons.gang_members_fit(
                     key, counts.held + placed, min_member, nodes, counts.succeeded)
-            if not dry_run and need:
-                note += self._preempt(key, pending, need)
+            suffix, preempted = (self._preempt(key, pending, need) if not dry_run and need
+                                 else ("", False))
+            note += suffix
             if quiet:
                 self.quiet_reason = reason + note
-                if key in self.state.nominations:
-                    group.failure_reason = self.quiet_reason
+                if preempted:
+                    group.failure_reason = self.quiet_reason  # told while its victims leave
             else:
                 self._fail(key, group, pending, reason + note, pending[:need])
             return False
@@ -325,21 +326,25 @@ class Round:
         group.in_flight.append(decision)
         self.derived.dirty.add(key)
 
-    def _preempt(self, key: str, pending: list[PodObserved], need: int) -> str:
+    def _preempt(self, key: str, pending: list[PodObserved], need: int) -> tuple[str, bool]:
         """Evict lower-priority pods so that the gang's quorum fits, if some choice does
-        (`preemption`): a Preemption decision and a nomination; the reason suffix."""
-        if (not self.config.preemption or key in self.state.nominations
-                or not preemption.may_preempt(pending)):
-            return ""
+        (`preemption`): a Preemption decision and a nomination. The reason suffix, and whether
+        it preempted."""
+        nomination = self.state.nominations.get(key)
+        if nomination is not None:
+            return reasons.nominated(len(nomination.victims), nomination.decision_id,
+                                     _utc(nomination.deadline_ms)), False
+        if not self.config.preemption or not preemption.may_preempt(pending):
+            return "", False
         priority = queue.priority(pending)
         if self.lowest_victim is None:
             self.lowest_victim = preemption.lowest(self.state, self.config)
         if priority <= self.lowest_victim:
-            return ""
+            return "", False
         units = preemption.candidates(self.state, self.derived, self.index, key, priority,
                                       pending, self.config, nominations.victims(self.state))
         if not units:
-            return ""
+            return "", False
 
         def fits() -> preemption.Assigned | None:
             trial = placement.place(self.index, pending, self.config, need=need)
@@ -350,9 +355,9 @@ class Round:
         with nominations.settled(self.state, self.index, self.nominated):
             choice = preemption.choose(self.index, units, self.state.budgets.values(), fits)
         if choice is None:
-            return reasons.PREEMPTION_NOT_HELPFUL
+            return reasons.PREEMPTION_NOT_HELPFUL, False
         if not choice.units:
-            return reasons.PREEMPTION_UNDER_WAY
+            return reasons.PREEMPTION_UNDER_WAY, False
         decision = self.next_id()
         deadline = self.now + round(self.config.nomination_seconds * 1000)
         names = self.index.names
@@ -364,8 +369,8 @@ class Round:
                             for pod, row in choice.assigned),
                            key=lambda a: (a.namespace, a.name, a.pod_uid))
         nodes = sorted({victim.node for victim in victims})
-        at = datetime.fromtimestamp(deadline / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        suffix = reasons.preempting(len(victims), len(choice.units), len(nodes), decision, at)
+        suffix = reasons.preempting(len(victims), len(choice.units), len(nodes), decision,
+                                    _utc(deadline))
         told = reasons.preempted(key, priority, max(v.priority for v in victims), nodes,
                                  decision)
         self.decisions.append(Preemption(
@@ -384,7 +389,7 @@ class Round:
                 victim_group.preempted_by = told
                 self.derived.dirty.add(unit.group)
         self.derived.dirty.add(key)
-        return suffix
+        return suffix, True
 
     def _fail(self, key: str, group: GroupState, pods: list[PodObserved], reason: str,
               needed: list[PodObserved]) -> None:
@@ -445,6 +450,11 @@ class Round:
             self.hold = None
         for key in sorted(self.nominated):
             starvation.lift_hold(self.index, self.nominated.pop(key))
+
+
+def _utc(at_ms: int) -> str:
+    """An event time as ISO-8601 UTC to the second (`2026-12-01T15:00:00Z`)."""
+    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _name(pod: PodObserved) -> str:

@@ -56,6 +56,8 @@ NEVER_FITS = ("; it would not fit even on nodes emptied of gangsched's pods, so 
               "capacity")
 PREEMPTING = ("; preempting {victims} lower-priority pod(s) of {units} group(s) on {nodes} node(s) "
               "(decision {decision}); the nodes are held for this gang until {deadline}")
+NOMINATED = ("; waiting for {victims} preempted pod(s) to leave (decision {decision}); the nodes "
+             "are held for this gang until {deadline}")
 PREEMPTION_NOT_HELPFUL = ("; preemption: not helpful, the gang would not fit even with every "
                           "lower-priority pod it may evict gone, so nothing is evicted")
 PREEMPTION_UNDER_WAY = ("; preemption: none needed, the room frees as pods preempted for other "
@@ -181,6 +183,11 @@ def preempting(victims: int, units: int, nodes: int, decision: str, deadline: st
     """Suffix for a gang that evicts pods to fit (`deadline` an ISO-8601 UTC time)."""
     return PREEMPTING.format(victims=victims, units=units, nodes=nodes, decision=decision,
                              deadline=deadline)
+
+
+def nominated(victims: int, decision: str, deadline: str) -> str:
+    """Suffix for a gang whose victims are still leaving (`deadline` ISO-8601 UTC)."""
+    return NOMINATED.format(victims=victims, decision=decision, deadline=deadline)
 
 
 def preempted(group: str, priority: int, victim_priority: int, nodes: list[str],

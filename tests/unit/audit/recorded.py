@@ -71,7 +71,7 @@ def observed_bound(recorder: Recorder, placement: Placement, at_ms: int) -> list
         pod = next(p for p in recorder.state.pods.values() if p.uid == member.pod_uid)
         out.append(make_pod(pod.name).requests(cpu_milli=pod.requests.get("cpu", 0))
                    .in_group(pod.group_name or "").created(pod.created_at_ms)
-                   .on_node(member.node).build(at_ms))
+                   .priority(pod.priority).on_node(member.node).build(at_ms))
     return out
 
 

@@ -1,8 +1,8 @@
 """Explain tells a Preemption to its victims (which gang, when, where, why) and to its preemptor.
 
 The log: gang `low` (priority 10) bound on both 4-CPU nodes; gang `high` (priority 1000, two
-4-CPU members) rejected, then a Preemption for it (built here: the planner core that emits it
-is not this test's subject), the victims deleted gracefully, and `high` placed.
+4-CPU members) cannot be placed, so the planner core preempts `low` for it; the victims are
+deleted gracefully, and `high` placed.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import msgspec
 from services.audit import explain, preemptions, summaries
 from services.audit.explain import Item
 from services.audit.timeline import Focus
-from services.contracts.decisions import Assignment, Placement, Preemption, Victim
+from services.contracts.decisions import Placement, Preemption
 from services.contracts.events import (
     DisruptionBudgetDeleted,
     DisruptionBudgetObserved,
@@ -21,8 +21,6 @@ from services.contracts.events import (
 )
 from tests.unit.audit.recorded import T0, Recorder, bind_all, observed_bound, placements
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup, pod_uid
-
-REASON = "preempted by gang default/high (priority 1000) on node a, b"
 
 
 def gang(name: str, priority: int, at_ms: int) -> list:
@@ -38,15 +36,7 @@ def preempted_log() -> tuple[Recorder, Preemption, list[Item]]:
     rec.round(*bind_all(low, T0 + 100), *observed_bound(rec, low, T0 + 150))
     rec.round(*gang("high", 1000, T0 + 1000))
     on = {m.name: m.node for m in low.members}
-    preemption = Preemption(
-        id=f"{rec.seq}-9", plan_seq=rec.seq, at_ms=T0 + 1000, group="default/high",
-        priority=1000, deadline_ms=T0 + 61_000,
-        nominated=tuple(Assignment(pod_uid("high-" + n[-1]), "default", "high-" + n[-1],
-                                   on[n]) for n in ("low-0", "low-1")),
-        victims=tuple(Victim(pod_uid(n), "default", n, on[n], "default/low", 10)
-                      for n in ("low-0", "low-1")),
-        reason=REASON)
-    rec.decisions.append(preemption)
+    preemption = next(d for d in rec.decisions if isinstance(d, Preemption))
     deleting: list[PodObserved] = [deleting_now(rec.pod(n), T0 + 1100) for n in on]
     rec.round(*deleting)
     rec.round(*[PodDeleted(at_ms=T0 + 2000, uid=pod_uid(n), namespace="default", name=n)
@@ -66,7 +56,7 @@ def test_a_victim_pod_names_the_gang_that_preempted_it_when_where_and_why():
     node = next(v.node for v in preemption.victims if v.name == "low-0")
     told = (f"preempted at 2023-11-14T22:13:21.000Z by gang default/high (priority 1000 > "
             f"its 10) to make room on {node}; decision {preemption.id}")
-    assert f"{told}: {REASON}" in [step.text for step in found.steps]
+    assert f"{told}: {preemption.reason}" in [step.text for step in found.steps]
     assert found.verdict == ("Preempted" + told.removeprefix("preempted")
                              + "; deleted at 2023-11-14T22:13:22.000Z")
     assert found.status == "pod deleted at 2023-11-14T22:13:22.000Z; PodGroup Pending, running 0"
@@ -91,8 +81,8 @@ def test_the_victim_gangs_story_says_it_was_preempted_whole_and_by_whom():
     found, texts = podgroup_story("low", items)
     told = (f"member(s) low-0, low-1 preempted at 2023-11-14T22:13:21.000Z by gang default/high "
             f"(priority 1000 > its 10) to make room on a, b; decision {preemption.id}")
-    assert f"{told}: {REASON}" in texts
-    assert texts.index(f"{told}: {REASON}") < texts.index("member default/low-0 deleted")
+    assert f"{told}: {preemption.reason}" in texts
+    assert texts.index(f"{told}: {preemption.reason}") < texts.index("member default/low-0 deleted")
     assert found.verdict == f"Pending: {told}"  # its StatusUpdate after the deletions
     assert "0 member(s) observed, 0 bound, 0 pending" in found.status
 
@@ -101,7 +91,7 @@ def test_the_preemptor_gangs_story_tells_its_victims_and_the_nodes_held_then_its
     rec, preemption, items = preempted_log()
     found, texts = podgroup_story("high", items)
     told = (f"preempting 2 victim(s) (of gang default/low) on a, b for 2 member(s), nodes held "
-            f"until 2023-11-14T22:14:21.000Z; decision {preemption.id}: {REASON}")
+            f"until 2023-11-14T22:15:21.000Z; decision {preemption.id}: {preemption.reason}")
     assert told in texts
     placed = [d for d in placements(rec.decisions) if d.group == "default/high"]
     assert placed, "the planner never placed the preemptor after its victims went"
@@ -119,10 +109,10 @@ def test_a_preemptor_pod_waiting_for_its_victims_is_told_its_nominated_node():
     found = explain.explain_pod("default", "high-0", items)
     node = next(m.node for m in preemption.nominated if m.name == "high-0")
     assert (f"nominated to {node} by decision {preemption.id}: 2 victim(s) evicted to make room "
-            f"(node held until 2023-11-14T22:14:21.000Z)") in [s.text for s in found.steps]
+            f"(node held until 2023-11-14T22:15:21.000Z)") in [s.text for s in found.steps]
     assert found.verdict == (f"Pending: nominated to {node} by decision {preemption.id}; "
                              "waiting for 2 victim(s) to go (node held until "
-                             "2023-11-14T22:14:21.000Z)")
+                             "2023-11-14T22:15:21.000Z)")
 
 
 def test_an_unrelated_pod_hears_nothing_of_the_preemption():

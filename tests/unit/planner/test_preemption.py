@@ -51,6 +51,9 @@ def test_a_high_priority_gang_evicts_the_low_pod_that_blocks_it_then_runs() -> N
     assert not any(isinstance(d, Placement) for d in decisions)  # n0 is held, not taken alone
     cluster.advance(1)
     assert not _preemptions(cluster.plan())  # victims still leaving: never preempts again
+    assert cluster.last_reason("default/high").endswith(
+        f"; waiting for 1 preempted pod(s) to leave (decision {preemption.id}); the nodes are "
+        "held for this gang until 1970-01-01T00:02:00Z")
     cluster.delete_pod("low")
     cluster.advance(1)
     [placement] = [d for d in cluster.plan() if isinstance(d, Placement)]

@@ -18,12 +18,12 @@ def test_each_preemption_counts_once_and_observes_its_victims():
                           deadline_ms=60_000, nominated=(Assignment("h", "ml", "h", "n1"),),
                           victims=victims)
     before = (sample("gangsched_preemption_attempts_total"),
-              sample("gangsched_preemption_victims_sum"),
-              sample("gangsched_preemption_victims_bucket", le="2.0"),
-              sample("gangsched_preemption_victims_bucket", le="4.0"))
+              sample("gangsched_preemption_victims_chosen_sum"),
+              sample("gangsched_preemption_victims_chosen_bucket", le="2.0"),
+              sample("gangsched_preemption_victims_chosen_bucket", le="4.0"))
     service._count_attempts([decision])
     after = (sample("gangsched_preemption_attempts_total"),
-             sample("gangsched_preemption_victims_sum"),
-             sample("gangsched_preemption_victims_bucket", le="2.0"),
-             sample("gangsched_preemption_victims_bucket", le="4.0"))
+             sample("gangsched_preemption_victims_chosen_sum"),
+             sample("gangsched_preemption_victims_chosen_bucket", le="2.0"),
+             sample("gangsched_preemption_victims_chosen_bucket", le="4.0"))
     assert [b - a for a, b in zip(before, after, strict=True)] == [1.0, 3.0, 0.0, 1.0]
