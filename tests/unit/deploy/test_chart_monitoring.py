@@ -20,7 +20,8 @@ RELEASE = chart.RELEASE
 _IDENTIFIER = re.compile(r"\b(gangsched_[a-z_]+|process_[a-z_]+)\b")
 _GROUPING = re.compile(r"\bby \(([^)]*)\)")
 REQUIRED = {"gangsched_podgroups", "gangsched_kube_requests_total",
-            "gangsched_task_restarts_total", "gangsched_build_info"}
+            "gangsched_task_restarts_total", "gangsched_build_info",
+            "gangsched_preemptions_total", "gangsched_preemption_victims_total"}
 """Metrics the dashboard must show (issue 17)."""
 
 
