@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 from services.binder.placing import RolledBack, Settled
 from services.binder.reporter import Reporter
 from services.binder.rollback import Undone
-from services.binder.view import ClusterView
 from services.contracts.decisions import Assignment, Placement, PodRef, Rejection, StatusUpdate
-from services.contracts.events import Event, PodGroupObserved
+from services.contracts.events import PodGroupObserved
 from services.kube import errors
 from services.watcher import slim
+from tests.support.bus_view import AppliedView
 from tests.unit.binder.fakes import FakeKube, make_pod
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -27,24 +27,10 @@ class Clock:
         return self.seconds
 
 
-def reporter(kube: FakeKube, clock: Clock | None = None, feed: Feed | None = None) -> Reporter:
+def reporter(kube: FakeKube, clock: Clock | None = None,
+             feed: AppliedView | None = None) -> Reporter:
     return Reporter(kube, event_interval_seconds=30.0, concurrency=4,
                     monotonic=clock or Clock(), now=lambda: NOW, view=feed)
-
-
-class Feed:
-    """The bus view as `view_feed.ViewFeed` serves it: a real `ClusterView`, caught up to
-    whatever was applied to it."""
-
-    def __init__(self) -> None:
-        self.view = ClusterView()
-
-    def apply(self, event: Event, seq: int = 10) -> None:
-        """Apply `event` at stream sequence `seq` (past the plan points these tests use)."""
-        self.view.apply(seq, event)
-
-    async def caught_up(self, seq: int, timeout_seconds: float) -> bool:
-        return self.view.applied_seq >= seq
 
 
 def podgroup_observed(name: str, uid: str) -> PodGroupObserved:
@@ -109,7 +95,7 @@ async def test_a_rejection_reads_nothing_and_a_replaced_pod_gets_no_report() -> 
     kube.add_podgroup("default", "g")
     kube.add_pod(make_pod("a"))
     kube.add_pod(make_pod("b", uid="uid-b-new"))  # recreated under b's name
-    feed = Feed()
+    feed = AppliedView()
     feed.apply(podgroup_observed("g", "pg-uid"))
     await reporter(kube, feed=feed).rejected(rejection("no fit", "a", "b"))
     assert [(e.about.kind, e.about.name, e.about.uid) for e in kube.events] == [
@@ -122,7 +108,7 @@ async def test_a_rejection_reads_nothing_and_a_replaced_pod_gets_no_report() -> 
 async def test_a_pod_the_view_shows_bound_gets_no_request() -> None:
     kube = FakeKube()
     kube.add_pod(make_pod("a"))
-    feed = Feed()
+    feed = AppliedView()
     feed.apply(slim.pod_event(make_pod("a", node="n1"), 0))
     await reporter(kube, feed=feed).rejected(rejection("no fit", "a", group="default/pod:a"))
     assert kube.calls == []
@@ -274,7 +260,7 @@ def requests(kube: FakeKube) -> list[str]:
 async def test_podgroup_status_is_one_write_per_change_and_no_read() -> None:
     kube = FakeKube()
     kube.add_podgroup("default", "g")
-    feed = Feed()
+    feed = AppliedView()
     feed.apply(podgroup_observed("g", "pg-uid"))
     report = reporter(kube, feed=feed)
     await report.status(status_update(1, "Scheduling", 0))
@@ -304,7 +290,7 @@ async def test_a_podgroup_changed_by_another_writer_is_read_and_merged() -> None
 async def test_a_podgroup_with_a_status_already_is_read_before_the_first_write() -> None:
     kube = FakeKube()
     kube.add_podgroup("default", "g")["status"] = {"phase": "Pending", "occupiedBy": "x/y"}
-    feed = Feed()
+    feed = AppliedView()
     feed.apply(podgroup_observed("g", "pg-uid"))
     await reporter(kube, feed=feed).status(status_update(1, "Scheduling", 0))
     assert requests(kube) == ["first_podgroup_status", "update_podgroup_status", "get_podgroup"]
@@ -315,7 +301,7 @@ async def test_a_podgroup_with_a_status_already_is_read_before_the_first_write()
 async def test_a_podgroup_recreated_under_the_name_gets_no_status_meant_for_the_old_one() -> None:
     kube = FakeKube()
     kube.add_podgroup("default", "g", uid="new-uid")
-    feed = Feed()
+    feed = AppliedView()
     feed.apply(podgroup_observed("g", "old-uid"))  # the planner decided for the old one
     await reporter(kube, feed=feed).status(status_update(1, "Scheduling", 0))
     assert "status" not in kube.podgroups[("default", "g")]
