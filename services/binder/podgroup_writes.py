@@ -6,7 +6,9 @@ no read (`util.PatchPodGroupStatus`); the binder's copies are the PodGroup as it
 written, in order of preference:
 
 1. held copy: one merge patch with the copy's `resourceVersion` as precondition (the API server
-   refuses it with a conflict if anyone changed or recreated the PodGroup since);
+   refuses it with a conflict if anyone changed or recreated the PodGroup since); when the copy
+   says the status is current, that is confirmed by a read (another binder may have written
+   since), as nothing then refuses a wrong guess;
 2. uid known from the view, no copy: one JSON patch testing the uid, the generation and that
    the PodGroup has no status yet (a new PodGroup), setting the whole status;
 3. else, or when 1 or 2 was refused: read the PodGroup, merge, patch with the read version
@@ -38,6 +40,8 @@ NEW_GENERATION = 1
 
 StatusFor = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 """A PodGroup (API JSON) → the status merge patch that makes it current, or None."""
+Send = Callable[[dict[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]
+"""(PodGroup as assumed, status) → the PodGroup as stored: one precondition write."""
 
 
 class ViewAt(Protocol):
@@ -73,30 +77,40 @@ class PodGroupWrites:
         namespace, name = split_key(GroupKey(group))
         seen = await self._seen(namespace, name, plan_seq)
         held = self._held.get(group)
+        done: bool | None = None
         if held is not None and (seen is None or metadata(held).get("uid") == seen[0]):
-            status = await status_for(held)
-            if status is None:
-                return False
-            try:
-                self._hold(group, await self._kube.patch_podgroup_status_at(held, status))
-                return True
-            except errors.KubeConflict:
-                pass  # changed since this process wrote it: read it below
+            # changed since this process wrote it: refused, read it below
+            done = await self._attempt(group, held, status_for,
+                                       self._kube.patch_podgroup_status_at, errors.KubeConflict,
+                                       is_sure=False)
         elif seen is not None:
             assumed = {"apiVersion": seen[1], "metadata": {
                 "namespace": namespace, "name": name, "uid": seen[0], "generation": NEW_GENERATION}}
-            status = await status_for(assumed)
-            if status is None:
-                return False
-            try:
-                self._hold(group, await self._kube.first_podgroup_status(assumed, status))
-                return True
-            except errors.KubeInvalid:
-                pass  # not new (it has a status, or a newer spec), or another uid: read it
+            # not new (it has a status, or a newer spec) or another uid: refused, read it below
+            done = await self._attempt(group, assumed, status_for,
+                                       self._kube.first_podgroup_status, errors.KubeInvalid,
+                                       is_sure=True)
+        if done is not None:
+            return done
         written = await self._kube.update_podgroup_status(
             namespace, name, status_for, seen[0] if seen is not None else None)
         self._hold(group, written.podgroup)
         return written.changed
+
+    async def _attempt(self, group: str, podgroup: dict[str, Any], status_for: StatusFor,
+                       send: Send, refused: type[errors.KubeError], *, is_sure: bool
+                       ) -> bool | None:
+        """Write `status_for(podgroup)` by `send` without reading: True when written, False
+        when nothing was to write, None when the API server refused it with `refused` or
+        `podgroup` looks current but may not be (not `is_sure`): then read and decide."""
+        status = await status_for(podgroup)
+        if status is None:
+            return False if is_sure else None
+        try:
+            self._hold(group, await send(podgroup, status))
+        except refused:
+            return None
+        return True
 
     async def about(self, group: str, plan_seq: int, kube: Kube | None = None
                     ) -> tuple[str, str] | None:
