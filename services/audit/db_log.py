@@ -15,14 +15,13 @@ import msgspec
 from services.audit.explain import Item
 from services.audit.timeline import OUTCOMES
 from services.contracts import codec, ids, subjects
-from services.contracts.decisions import Decision, Placement, Rejection
+from services.contracts.decisions import DECISION_TYPES, Decision, Placement, Preemption, Rejection
 from services.contracts.events import Event, PodGroupDeleted, PodGroupObserved, PodObserved
 from services.contracts.ids import GroupKey, is_singleton, split_key
 from services.planner.rederive import rounds
 from services.planner.rederive.rounds import LoggedEvent, PlanPoint, RecordedDecision, RoundInput
 from services.store.audit import PAGE_ROWS, AuditLog, EventBatch, OutboxRecord
 
-DECISION_TYPES = ("Placement", "Rejection", "StatusUpdate")
 UNRECORDED = "a planner that did not record itself"
 """`RoundInput.planner` of a round recorded before schema revision 0002 (`rounds.planner`)."""
 _batch_decoder = msgspec.json.Decoder(list[LoggedEvent])
@@ -120,7 +119,8 @@ async def podgroup_chain(audit: AuditLog, namespace: str, name: str) -> list[Ite
 
 
 async def group_chain(audit: AuditLog, groups: list[str]) -> list[Item]:
-    """PodGroup and outcome events, and recorded decisions, of `groups` (group keys)."""
+    """PodGroup and outcome events, and recorded decisions, of `groups` (group keys), with
+    the Preemptions that evict their pods (published under the preemptor's group)."""
     event_suffixes: list[str] = []
     decision_suffixes: list[str] = []
     for key in groups:
@@ -133,7 +133,19 @@ async def group_chain(audit: AuditLog, groups: list[str]) -> list[Item]:
     events = [item for item in await _events(audit, event_suffixes) if _about(item, groups)]
     records = await audit.outbox_on_subjects(decision_suffixes)
     decisions = [codec.decode_decision(record.data) for record in records]
-    return [*events, *[decision for decision in decisions if decision.group in groups]]
+    evicting = await _preemptions_of_victims(audit, groups)
+    return [*events, *[decision for decision in decisions if decision.group in groups],
+            *evicting]
+
+
+async def _preemptions_of_victims(audit: AuditLog, groups: list[str]) -> list[Decision]:
+    """The recorded Preemptions of other groups that evict a pod of `groups` (few: read all
+    Preemptions, keep those naming such a victim)."""
+    records = await audit.outbox_containing(".decisions.Preemption.")
+    found = [codec.decode_decision(record.data) for record in records]
+    return [decision for decision in found if isinstance(decision, Preemption)
+            and decision.group not in groups
+            and any(victim.group in groups for victim in decision.victims)]
 
 
 async def _events(audit: AuditLog, suffixes: list[str]) -> list[LoggedEvent]:
@@ -167,4 +179,7 @@ def _pods_named(decision: Decision) -> list[tuple[str, str]]:
         return [(member.namespace, member.name) for member in decision.members]
     if isinstance(decision, Rejection):
         return [(pod.namespace, pod.name) for pod in decision.pods]
+    if isinstance(decision, Preemption):
+        return [*[(member.namespace, member.name) for member in decision.nominated],
+                *[(victim.namespace, victim.name) for victim in decision.victims]]
     return []

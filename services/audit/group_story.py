@@ -1,7 +1,8 @@
 """How one PodGroup and its members fare (`explain_podgroup`).
 
 Layer: audit (pure). Reads a chain (`story.chain`) of the PodGroup's events, its members'
-events, its outcome events and its decisions.
+events, its outcome events, its decisions and the Preemptions that evict its members
+(published under the preemptor's group).
 """
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from services.audit import summaries, times
+from services.audit import preemptions, summaries, times
 from services.audit.story import Explanation, Item, Story
 from services.contracts import ids
-from services.contracts.decisions import Placement, Rejection, StatusUpdate
+from services.contracts.decisions import Placement, Preemption, Rejection, StatusUpdate, Victim
 from services.contracts.events import (
     GroupBound,
     GroupRolledBack,
@@ -34,11 +35,15 @@ class _GroupStory(Story):
     gone: set[str] = field(default_factory=set)
     in_flight: Placement | None = None
     rejection: Rejection | None = None
+    preempting: Preemption | None = None
+    preempted: tuple[Preemption, list[Victim]] | None = None
     latest: str = ""
 
     def read(self, item: Item) -> None:
         if isinstance(item, LoggedEvent):
             self.event(item)
+        elif isinstance(item, Preemption):  # before the group filter: victims are of others
+            self.preemption(item)
         elif item.group != self.key:
             return
         elif isinstance(item, Placement):
@@ -79,12 +84,30 @@ class _GroupStory(Story):
         self.tell(decision.at_ms, f"decision {decision.id}",
                   summaries.decision_summary(decision))
 
+    def preemption(self, decision: Preemption) -> None:
+        """Tell members evicted by another gang, or this gang's own preemption."""
+        victims = preemptions.victims_of(decision, group=self.key)
+        if victims:
+            self.preempted, self.latest = (decision, victims), "preempted"
+            self.tell(decision.at_ms, f"decision {decision.id}", preemptions.with_reason(
+                victims_text(decision, victims), decision))
+        elif decision.group == self.key:
+            self.preempting, self.latest = decision, "preempting"
+            self.tell(decision.at_ms, f"decision {decision.id}", preemptions.with_reason(
+                preemptions.preemptor_text(decision), decision))
+
     def names(self) -> dict[str, str]:
         return {uid: f"{pod.namespace}/{pod.name}" for uid, pod in self.members.items()}
 
     def pending(self) -> list[PodObserved]:
         return [pod for uid, pod in sorted(self.members.items()) if uid not in self.gone
                 and pod.node_name is None and pod.phase == "Pending"]
+
+
+def victims_text(decision: Preemption, victims: list[Victim]) -> str:
+    """`member(s) a, b preempted at <time> by gang ...; decision <id>` (`victim_text`)."""
+    names = ", ".join(victim.name for victim in victims)
+    return f"member(s) {names} {preemptions.victim_text(decision, victims)}"
 
 
 def _key(pod: PodObserved) -> str:
@@ -121,6 +144,10 @@ def _group_verdict(story: _GroupStory) -> str:
         placement = story.in_flight
         return (f"{phase}: placement {placement.id} of {len(placement.members)} member(s) "
                 f"waits for the binder (deadline {times.iso(placement.deadline_ms)})")
+    if story.preempted is not None and story.latest == "preempted":
+        return f"{phase}: {victims_text(*story.preempted)}"
+    if story.preempting is not None and story.latest == "preempting" and story.pending():
+        return f"{phase}: {preemptions.preemptor_text(story.preempting)}"
     if story.pending() and story.rejection is not None:
         return f"{phase}: {story.rejection.reason}"
     running = story.status.running if story.status is not None else 0

@@ -1,8 +1,9 @@
 """Why one pod waits, or where and when it was placed (`explain_pod`).
 
 Layer: audit (pure). Reads a chain (`story.chain`) of the pod's events, its group's PodGroup
-and outcome events and the group's decisions; a pod recreated under the same name (new uid)
-starts its story again.
+and outcome events, the group's decisions and the Preemptions that evict the pod (published
+under the preemptor's group); a pod recreated under the same name (new uid) starts its story
+again.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from services.audit import summaries, times
+from services.audit import preemptions, summaries, times
 from services.audit.story import Explanation, Item, Story
 from services.contracts import ids
-from services.contracts.decisions import Placement, Rejection, StatusUpdate
+from services.contracts.decisions import Placement, Preemption, Rejection, StatusUpdate, Victim
 from services.contracts.events import (
     GroupBound,
     GroupRolledBack,
@@ -41,11 +42,15 @@ class _PodStory(Story):
     placement: tuple[Placement, str] | None = None
     rolled_back: GroupRolledBack | None = None
     rejection: Rejection | None = None
+    preempted: tuple[Preemption, list[Victim]] | None = None
+    nominated: tuple[Preemption, str] | None = None
     latest: str = ""
 
     def read(self, item: Item) -> None:
         if isinstance(item, LoggedEvent):
             self.event(item)
+        elif isinstance(item, Preemption):  # before the group filter: victims are of others
+            self.preemption(item)
         elif item.group != self.group:
             return
         elif isinstance(item, Placement):
@@ -80,7 +85,7 @@ class _PodStory(Story):
         if pod.uid not in self.uids:
             if self.uids:  # recreated under the same name: what was told is about the old pod
                 self.bound_ms, self.placement, self.rolled_back = None, None, None
-                self.rejection, self.latest = None, ""
+                self.rejection, self.preempted, self.nominated, self.latest = None, None, None, ""
             self.uids.add(pod.uid)
             self.last_text.pop("pod", None)
         state = summaries.pod_state(pod)
@@ -105,6 +110,26 @@ class _PodStory(Story):
         self.tell(decision.at_ms, f"decision {decision.id}",
                   f"placed on {mine[0].node} by decision {decision.id} (attempt "
                   f"{decision.attempt}; bind deadline {times.iso(decision.deadline_ms)})")
+
+    def preemption(self, decision: Preemption) -> None:
+        """Tell the pod's eviction (it is a victim) or its nomination (it is a preemptor)."""
+        ref = f"decision {decision.id}"
+        victims = preemptions.victims_of(decision, uids=self.uids)
+        if victims:
+            self.preempted, self.latest = (decision, victims), "preempted"
+            self.tell(decision.at_ms, ref, preemptions.with_reason(
+                preemptions.victim_text(decision, victims), decision))
+            return
+        if decision.group != self.group or not self.uids:
+            return
+        mine = [member.node for member in decision.nominated if member.pod_uid in self.uids]
+        if mine:
+            self.nominated, self.latest = (decision, mine[0]), "nominated"
+            self.tell(decision.at_ms, ref, preemptions.nominated_text(decision, mine[0]))
+        else:
+            self.tell(decision.at_ms, ref,
+                      f"{preemptions.who(decision.group)} is "
+                      + preemptions.preemptor_text(decision))
 
     def group_outcome(self, event: GroupBound | GroupRolledBack, ref: str) -> None:
         if isinstance(event, GroupRolledBack):
@@ -157,6 +182,12 @@ def _pod_status(story: _PodStory) -> str:
 def _pod_verdict(story: _PodStory, scheduler_name: str) -> str:
     pod = story.pod
     assert pod is not None
+    if story.preempted is not None and (story.deleted_ms is not None
+                                        or story.latest == "preempted"):
+        decision, victims = story.preempted
+        gone = (f"deleted at {times.iso(story.deleted_ms)}" if story.deleted_ms is not None
+                else "its deletion is under way" if pod.is_deleting else "not deleted yet")
+        return f"{preemptions.victim_text(decision, victims, 'Preempted')}; {gone}"
     if story.deleted_ms is not None:
         return f"Deleted at {times.iso(story.deleted_ms)}"
     if pod.scheduler_name != scheduler_name:
@@ -169,6 +200,11 @@ def _pod_verdict(story: _PodStory, scheduler_name: str) -> str:
         placement, node = story.placement
         return (f"Placed on {node} at {times.iso(placement.at_ms)} by decision {placement.id}; "
                 f"waiting for the binder (deadline {times.iso(placement.deadline_ms)})")
+    if story.latest == "nominated" and story.nominated is not None:
+        decision, node = story.nominated
+        return (f"Pending: nominated to {node} by decision {decision.id}; waiting for "
+                f"{len(decision.victims)} victim(s) to go (node held until "
+                f"{times.iso(decision.deadline_ms)})")
     if story.latest == "rollback" and story.rolled_back is not None:
         back = story.rolled_back
         return (f"Pending: placement {back.decision_id} rolled back at {times.iso(back.at_ms)}: "

@@ -93,6 +93,13 @@ def event_summary(event: Event, names: Mapping[str, str]) -> str:
                    f"{extra}{timeout}"
         case PodGroupDeleted():
             return f"PodGroup {event.namespace}/{event.name} deleted"
+        case DisruptionBudgetObserved():
+            disrupted = (f", {len(event.disrupted_pods)} disrupted" if event.disrupted_pods
+                         else "")
+            return (f"PodDisruptionBudget {event.namespace}/{event.name}: disruptionsAllowed "
+                    f"{event.disruptions_allowed}{disrupted}")
+        case DisruptionBudgetDeleted():
+            return f"PodDisruptionBudget {event.namespace}/{event.name} deleted"
         case ClockTicked():
             return "clock ticked"
         case _:

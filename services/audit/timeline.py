@@ -15,7 +15,7 @@ import msgspec
 
 from services.audit import summaries, times
 from services.contracts import ids
-from services.contracts.decisions import Decision, Placement, Rejection
+from services.contracts.decisions import Decision, Placement, Preemption, Rejection
 from services.contracts.events import (
     ClockTicked,
     Event,
@@ -119,7 +119,12 @@ class Focus:
                 return False
 
     def decision_matches(self, decision: Decision) -> bool:
-        """Whether `decision` concerns the focus (remembering placements of it)."""
+        """Whether `decision` concerns the focus (remembering placements of it); a Preemption
+        also concerns its victims' pods and groups."""
+        if isinstance(decision, Preemption) and any(
+                victim.uid in self.uids or victim.group == self.group
+                for victim in decision.victims):
+            return True
         if self.kind == "podgroup" or decision.group == self.group:
             return decision.group == self.group
         match decision:
@@ -130,6 +135,8 @@ class Focus:
                 return False
             case Rejection():
                 return any(pod.uid in self.uids for pod in decision.pods)
+            case Preemption():
+                return any(member.pod_uid in self.uids for member in decision.nominated)
             case _:
                 return False
 

@@ -73,3 +73,29 @@ def claim_not_bound(member: Assignment, claim: str) -> str:
 def volume_refused(member: Assignment, claim: str, why: str) -> str:
     """Reason of a rollback: a member's claim could not be bound as planned (`why`)."""
     return f"pod {member.namespace}/{member.name}: persistentvolumeclaim \"{claim}\": {why}"
+
+
+def preemptor_kind(group: str) -> str:
+    """What kube-scheduler calls a preemptor of this group in its texts: `pod` for a
+    singleton group, `podgroup` for a gang (its ExecutorPreemptor `Type()`, v1.36)."""
+    return "pod" if is_singleton(GroupKey(group)) else "podgroup"
+
+
+def preempting(scheduler_name: str, group: str) -> str:
+    """The victim's `DisruptionTarget` condition message, kube-scheduler's wording (v1.36):
+    e.g. `gangsched: preempting to accommodate a higher priority podgroup`."""
+    return f"{scheduler_name}: preempting to accommodate a higher priority {preemptor_kind(group)}"
+
+
+def preempted(group: str, preemptor_uid: str, node: str, reason: str = "") -> str:
+    """The victim's `Preempted` event message: kube-scheduler's `Preempted by <type> <uid> on
+    node <node>` (v1.36), then the gang (or pod) gangsched preempts for and the planner's
+    reason, if any.
+
+    Shapes: e.g. `Preempted by podgroup 5f0c... on node n1 (gangsched gang ml/train)`;
+    `preemptor_uid` is the PodGroup's uid for a gang, the pod's for a singleton (the group's
+    name when unknown).
+    """
+    text = (f"Preempted by {preemptor_kind(group)} {preemptor_uid} on node {node} "
+            f"(gangsched {group_label(group)})")
+    return f"{text}: {reason}" if reason else text

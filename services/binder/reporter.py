@@ -152,7 +152,7 @@ class Reporter:
             changed = await self._groups.write(update.group, update.plan_seq, change)
             log.debug("PodGroup %s status %s", update.group, "written" if changed else "current")
 
-        await _best_effort(f"status of PodGroup {update.group}", write)
+        await best_effort(f"status of PodGroup {update.group}", write)
 
     async def _newest(self, update: StatusUpdate) -> StatusUpdate:
         """`update`, or a newer StatusUpdate of its group when one was published since."""
@@ -234,7 +234,7 @@ class Reporter:
                 return
             uid = next(iter(self._owed))
             about, reason = self._owed.pop(uid)
-            await _best_effort("owed event", partial(
+            await best_effort("owed event", partial(
                 self._event, about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING))
 
     async def _group_event(self, group: str, plan_seq: int, message: str,
@@ -272,7 +272,7 @@ class Reporter:
 
         async def one(write: Callable[[], Awaitable[None]]) -> None:
             async with gate:
-                await _best_effort("report", write)
+                await best_effort("report", write)
 
         await asyncio.gather(*(one(write) for write in writes))
 
@@ -281,7 +281,7 @@ def _pod_ref(namespace: str, name: str, uid: str) -> ObjectRef:
     return ObjectRef("Pod", "v1", namespace, name, uid)
 
 
-async def _best_effort(what: str, write: Callable[[], Awaitable[None]]) -> None:
+async def best_effort(what: str, write: Callable[[], Awaitable[None]]) -> None:
     """Run `write`, retrying transient errors a few times; log and swallow any KubeError."""
     retrying = tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception_type(errors.KubeUnavailable),

@@ -3,10 +3,11 @@
 Layer: binder shell (one job of three: `wiring` builds and runs the binder, this dispatches,
 `memory` remembers what placements did; docs/architecture.md). Two durable work-queue
 consumers on DECISIONS (several binder processes share them, so each decision is handled by one
-of them): `binder` takes Placements, `binder-reports` takes Rejections and StatusUpdates, so a
-placement never waits in the stream behind reports (which cost several API writes each and,
-under contention, outnumber placements a hundred to one). Placements of different groups run
-concurrently and those of one group in stream order; reports run per (type, group) lane with
+of them): `binder` takes Placements and Preemptions, `binder-reports` takes Rejections and
+StatusUpdates, so neither waits in the stream behind reports (which cost several API writes each
+and, under contention, outnumber placements a hundred to one). Placements and Preemptions of
+different groups run concurrently and those of one group in stream order, in one lane
+(`preempting` evicts a Preemption's victims); reports run per (type, group) lane with
 only the newest waiting one kept (`coalescing`), and their API requests yield to binding
 (`yielding`: few in flight while any placement binds). A decision is acked only after it is
 carried out (a placement: after its outcomes are published) or superseded. A poisoned decision
@@ -19,7 +20,7 @@ import asyncio
 import logging
 import time
 
-from services.binder import outcomes, placing
+from services.binder import outcomes, placing, preempting
 from services.binder.coalescing import Coalescer
 from services.binder.consumption import Consumer, Delivery, GroupLocks, heartbeat
 from services.binder.memory import OutcomeLog, PlacementMemory
@@ -31,15 +32,26 @@ from services.binder.view_feed import ViewFeed
 from services.binder.yielding import ReportGate, YieldingKube
 from services.config.settings import Settings
 from services.contracts import codec, dead_letters, subjects
-from services.contracts.decisions import Decision, Placement, Rejection, StatusUpdate
+from services.contracts.decisions import (
+    Decision,
+    Placement,
+    Preemption,
+    Rejection,
+    StatusUpdate,
+)
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from services.runtime import metrics
 
 log = logging.getLogger(__name__)
 
 CONSUMER = "binder"
-"""The Placement consumer (named as before reports had their own, so upgrades keep its place)."""
+"""The Placement and Preemption consumer (named as before reports had their own, so upgrades
+keep its place)."""
+MAIN_TYPES = (Placement, Preemption)
+"""The decision types `binder` takes (`wiring.open_consumers` filters for them)."""
 REPORTS_CONSUMER = "binder-reports"
+REPORT_TYPES = (Rejection, StatusUpdate)
+"""The decision types `binder-reports` takes; with MAIN_TYPES, every decision type, once."""
 ACK_WAIT_SECONDS = 6.0
 """How soon JetStream redelivers a placement whose binder stopped reporting it in progress
 (crashed, killed): well within a gang's timeout (default 60 s), so a restarted or other binder
@@ -144,7 +156,8 @@ class Binder:
             group.create_task(self.consume_reports(reports))
 
     async def consume_placements(self, consumer: Consumer) -> None:
-        """Fetch and handle placements forever; each in its own task, bounded in number.
+        """Fetch and handle placements and preemptions forever; each in its own task, bounded
+        in number.
 
         Only as many as there are free slots are fetched, so every delivery this process holds
         is being worked on and reported in progress; the rest stay with JetStream for any
@@ -253,6 +266,8 @@ class Binder:
         """Carry out one decision; returns once its outcomes (if any) are published."""
         if isinstance(decision, Placement):
             await self._place(decision, is_redelivery)
+        elif isinstance(decision, Preemption):
+            await self._preempt(decision)
         elif isinstance(decision, Rejection):
             await self._reporter.rejected(decision)
         elif isinstance(decision, StatusUpdate):
@@ -285,6 +300,23 @@ class Binder:
             metrics.rollbacks.inc()
         await self._reporter.placed(placement, settled)
 
+    async def _preempt(self, preemption: Preemption) -> None:
+        """Evict the victims and nominate the preemptor's nodes (`preempting.carry_out`);
+        while it runs, reports yield to it as they do to binding."""
+        log.debug("preemption %s of %s (priority %d): %d victims, %d nominated",
+                  preemption.id, preemption.group, preemption.priority,
+                  len(preemption.victims), len(preemption.nominated))
+        async with self._gate.binding():
+            done = await preempting.carry_out(
+                preemption, self._kube, scheduler_name=self._policy.scheduler_name,
+                clock=self._clock, concurrency=self._policy.concurrency)
+        if done.is_expired:
+            return
+        metrics.preemptions.inc()
+        log.info("preemption %s of %s: %d victims evicted, %d skipped, %d pods nominated",
+                 preemption.id, preemption.group, len(done.evicted), len(done.skipped),
+                 len(done.nominated))
+
     async def _known_at(self, plan_seq: int) -> ClusterView | None:
         """The bus view of pods and nodes, if it has applied the events up to `plan_seq` (so it
         is at least as new as what the planner saw) within a short wait; else None."""
@@ -301,7 +333,7 @@ class Binder:
         if delivery.num_delivered >= MAX_ATTEMPTS:
             log.exception("decision %s failed %d times", decision.id, delivery.num_delivered)
             await self._dead_letter(delivery, f"{type(error).__name__}: {error}",
-                                    CONSUMER if isinstance(decision, Placement)
+                                    CONSUMER if isinstance(decision, MAIN_TYPES)
                                     else REPORTS_CONSUMER)
             return
         log.exception("decision %s failed (delivery %d); retrying in %.0fs",
@@ -324,10 +356,12 @@ class Binder:
 
 
 def lane(decision: Decision) -> str:
-    """The ordering lane of a decision: placements of a group in order; Rejections of a group
-    in order; StatusUpdates of a group in order. A Placement never waits behind reports, which
+    """The ordering lane of a decision: placements and preemptions of a group in order (one
+    lane, named `Placement:<group>`); Rejections of a group in order; StatusUpdates of a group
+    in order. A Placement never waits behind reports, which
     are best-effort API writes that can take their whole request timeout when the API server is
     slow, while the Placement's deadline runs. Reports may run out of order with placements
     safely: a rejection of a pod bound meanwhile is skipped, and status writes always write the
     newest status."""
-    return f"{type(decision).__name__}:{decision.group}"
+    kind = Placement if isinstance(decision, Preemption) else type(decision)
+    return f"{kind.__name__}:{decision.group}"

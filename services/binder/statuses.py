@@ -16,6 +16,10 @@ from services.contracts.decisions import StatusUpdate
 
 POD_SCHEDULED = "PodScheduled"
 UNSCHEDULABLE = "Unschedulable"
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+"""The pod condition kube-scheduler's preemption sets on a victim before deleting it
+(v1.DisruptionTarget, reason v1.PodReasonPreemptionByScheduler)."""
 SCHEDULED_CONDITION = "Scheduled"
 """The PodGroup condition type explaining the latest scheduling result."""
 
@@ -85,6 +89,51 @@ def scheduled_patch(now: datetime) -> dict[str, Any]:
         "message": None,
         "lastTransitionTime": rfc3339(now),
     }]}
+
+
+def disruption_target_status(
+    pod: dict[str, Any], message: str, now: datetime
+) -> dict[str, Any] | None:
+    """The pod status patch setting `DisruptionTarget=True, reason PreemptionByScheduler,
+    message`, as kube-scheduler's preemption writes it on a victim before deleting it.
+
+    Shapes: `{"conditions": [condition]}` for a strategic merge patch (merged by type, so the
+    pod's other conditions stay), or None when the pod already has exactly that condition
+    (`podutil.UpdatePodCondition` reports no change). `observedGeneration` is the pod's
+    `metadata.generation` when it has one (PodObservedGenerationTracking, GA in 1.35);
+    `lastTransitionTime` is kept when the condition was already True, else `now`.
+    """
+    patch = _condition_patch(pod, {"type": DISRUPTION_TARGET, "status": "True",
+                                   "reason": PREEMPTION_BY_SCHEDULER, "message": message}, now)
+    generation = (pod.get("metadata") or {}).get("generation")
+    if patch is not None and isinstance(generation, int) and not isinstance(generation, bool):
+        patch["conditions"][0]["observedGeneration"] = generation
+    return patch
+
+
+def _condition_patch(
+    pod: dict[str, Any], condition: dict[str, str], now: datetime
+) -> dict[str, Any] | None:
+    """`{"conditions": [condition with lastTransitionTime]}`, or None when the pod has that
+    condition type with the same status, reason and message (`podutil.UpdatePodCondition`:
+    the transition time is kept while the status stays, else `now`)."""
+    current = _find(_conditions(pod.get("status")), condition["type"])
+    if current is not None and all(current.get(key) == condition[key]
+                                   for key in ("status", "reason", "message")):
+        return None
+    transition = rfc3339(now)
+    if current is not None and current.get("status") == condition["status"]:
+        transition = str(current.get("lastTransitionTime") or transition)
+    return {"conditions": [{**condition, "lastTransitionTime": transition}]}
+
+
+def nominated_status(pod: dict[str, Any], node: str) -> dict[str, Any] | None:
+    """The pod status patch setting `nominatedNodeName` to `node`, as kube-scheduler writes
+    it on a preemptor (`updatePod` after a PostFilter that nominated a node); None when the
+    pod already names that node."""
+    if (pod.get("status") or {}).get("nominatedNodeName") == node:
+        return None
+    return {"nominatedNodeName": node}
 
 
 def podgroup_status(

@@ -16,6 +16,8 @@ from services.binder.reporter import Reporter
 from services.binder.service import (
     ACK_WAIT_SECONDS,
     CONSUMER,
+    MAIN_TYPES,
+    REPORT_TYPES,
     REPORTS_ACK_WAIT_SECONDS,
     REPORTS_CONSUMER,
     Binder,
@@ -92,10 +94,12 @@ async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> No
 
 
 async def open_consumers(js: JetStream, prefix: str) -> tuple[PullConsumer, PullConsumer]:
-    """The Placement consumer `binder` and the report consumer `binder-reports` on DECISIONS.
+    """The Placement and Preemption consumer `binder` and the report consumer
+    `binder-reports` (Rejections, StatusUpdates) on DECISIONS: every decision type has one.
 
-    An existing `binder` keeps its position (its filter narrowed to Placements when it predates
-    `binder-reports`, which then starts after what it acknowledged).
+    An existing `binder` keeps its position (its filter narrowed to Placements and
+    Preemptions when it predates `binder-reports`, which then starts after what it
+    acknowledged; widened to Preemptions when it predates them).
     Raises:
         NotFound: no DECISIONS stream. BusRefused: NATS refused a consumer.
         BusUnavailable: NATS could not be reached.
@@ -103,14 +107,15 @@ async def open_consumers(js: JetStream, prefix: str) -> tuple[PullConsumer, Pull
     stream = subjects.stream_name(prefix, "DECISIONS")
     reports = await PullConsumer.open(  # first: its start is read from `binder` as it was
         js, stream=stream, durable=REPORTS_CONSUMER,
-        filter_subject=[subjects.decisions_of_type_wildcard(prefix, kind)
-                        for kind in ("Rejection", "StatusUpdate")],
+        filter_subject=[subjects.decisions_of_type_wildcard(prefix, kind.__name__)
+                        for kind in REPORT_TYPES],
         ack_wait_seconds=REPORTS_ACK_WAIT_SECONDS,
         start_seq=await _reports_start(js, stream, prefix), start_seq_if_new=True,
     )
     placements = await PullConsumer.open(
         js, stream=stream, durable=CONSUMER,
-        filter_subject=subjects.decisions_of_type_wildcard(prefix, "Placement"),
+        filter_subject=[subjects.decisions_of_type_wildcard(prefix, kind.__name__)
+                        for kind in MAIN_TYPES],
         ack_wait_seconds=ACK_WAIT_SECONDS,
     )
     return placements, reports

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from services.cli import options, run_info
+from services.contracts.decisions import DECISION_TYPES
 from services.planner.core.config import PlannerConfig
 
 if TYPE_CHECKING:
@@ -237,11 +238,17 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
 
 @click.command(name="decisions")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new decisions as they come.")
-@click.option("--podgroup", default=None, help="Only the decisions of PodGroup ns/name.")
+@click.option("--podgroup", default=None,
+              help="Only the decisions of PodGroup ns/name (with --type Preemption: also the "
+                   "preemptions of other gangs that evict its members).")
+@click.option("--type", "decision_type", type=click.Choice(DECISION_TYPES, case_sensitive=False),
+              default=None, metavar=f"[{'|'.join(DECISION_TYPES)}]",
+              help="Only decisions of this type.")
 @data_dir_option
 @nats_options
 @output_option
-def decisions_command(follow: bool, podgroup: str | None, output: str, **parsed: Any) -> None:
+def decisions_command(follow: bool, podgroup: str | None, decision_type: str | None, output: str,
+                      **parsed: Any) -> None:
     """Print the published decisions (an unacknowledged ordered consumer: the binder's own
     consumer never notices), then keep following them with --follow."""
     from services.cli import following
@@ -258,10 +265,11 @@ def decisions_command(follow: bool, podgroup: str | None, output: str, **parsed:
                 f"in {data_dir} (its run.json names the embedded server){offline}")
         gone = None if parsed.get("nats") else _run_gone(parsed["data_dir"], bus.url)
         printed = _run(following.print_decisions(bus, group, follow=follow, output=output,
-                                                 gone=gone))
+                                                 gone=gone, decision_type=decision_type))
         if not printed and not follow:
+            kind = f" {decision_type}" if decision_type else ""
             about = f" of PodGroup {podgroup}" if podgroup else ""
-            click.echo(f"no decision{about} on the DECISIONS stream", err=True)
+            click.echo(f"no{kind} decision{about} on the DECISIONS stream", err=True)
 
 
 def _run_gone(data_dir: Path, url: str) -> Callable[[], str | None]:

@@ -1,4 +1,5 @@
-"""`gangsched decisions`: print the DECISIONS stream, optionally one PodGroup's, and follow it.
+"""`gangsched decisions`: print the DECISIONS stream, optionally one PodGroup's or one decision
+type's, and follow it.
 
 Layer: cli (composition). Reads with an ephemeral ordered consumer (`services.bus.reading`):
 nothing is acked, and the binder's durable work-queue consumer never notices a reader.
@@ -15,16 +16,35 @@ from services.bus.errors import BusUnavailable
 from services.cli import audit_view
 from services.config.settings import BusSettings
 from services.contracts import codec, subjects
-from services.contracts.decisions import Decision
+from services.contracts.decisions import Decision, Preemption
+
+PREEMPTION = Preemption.__name__
 
 
-def decisions_filter(prefix: str, podgroup: tuple[str, str] | None) -> str:
+def decisions_filter(prefix: str, podgroup: tuple[str, str] | None,
+                     decision_type: str | None = None) -> str:
     """`<prefix>.decisions.>`, or for one PodGroup `<prefix>.decisions.*.<ns>.<name>` (names
-    made subject tokens as the publisher does: `.`, `*`, `>` and spaces become `_`)."""
+    made subject tokens as the publisher does: `.`, `*`, `>` and spaces become `_`), the `*`
+    being `decision_type` when given. Preemptions of one PodGroup are every Preemption
+    (`<prefix>.decisions.Preemption.>`): one evicting its members is published under the
+    preemptor's group, so `wanted` picks them from all."""
+    kind = decision_type or "*"
     if podgroup is None:
-        return subjects.decisions_wildcard(prefix)
+        return (subjects.decisions_wildcard(prefix) if decision_type is None
+                else subjects.decisions_of_type_wildcard(prefix, decision_type))
+    if decision_type == PREEMPTION:
+        return subjects.decisions_of_type_wildcard(prefix, PREEMPTION)
     namespace, name = podgroup
-    return f"{prefix}.decisions.*.{subjects.token(namespace)}.{subjects.token(name)}"
+    return f"{prefix}.decisions.{kind}.{subjects.token(namespace)}.{subjects.token(name)}"
+
+
+def wanted(decision: Decision | None, group: str, podgroup: str | None) -> bool:
+    """Whether a decision of `group` read through the filter is about `podgroup` (`ns/name`;
+    None: every group): its own, or a Preemption evicting one of its members."""
+    if podgroup is None or group == podgroup:
+        return True
+    return isinstance(decision, Preemption) and any(
+        victim.group == podgroup for victim in decision.victims)
 
 
 WATCH_SECONDS = 2.0
@@ -32,19 +52,23 @@ WATCH_SECONDS = 2.0
 
 
 async def print_decisions(bus: BusSettings, podgroup: tuple[str, str] | None, *, follow: bool,
-                          output: str, gone: Callable[[], str | None] | None = None) -> int:
-    """Print the stored decisions (of `podgroup` if given), then new ones with `follow`;
-    return how many were printed. `gone`, checked every `WATCH_SECONDS` while following:
-    why the NATS being read no longer serves (e.g. the `gangsched run` whose embedded server
-    it is stopped or restarted on another port), or None while it does.
+                          output: str, gone: Callable[[], str | None] | None = None,
+                          decision_type: str | None = None) -> int:
+    """Print the stored decisions (of `podgroup` and of `decision_type`, one of
+    `DECISION_TYPES`, if given), then new ones with `follow`; return how many were printed.
+    `gone`, checked every `WATCH_SECONDS` while following: why the NATS being read no longer
+    serves (e.g. the `gangsched run` whose embedded server it is stopped or restarted on
+    another port), or None while it does.
 
     Raises:
         services.bus.errors.BusUnavailable: NATS unreachable, or `gone` said why.
         services.bus.errors.NotFound: no DECISIONS stream for this prefix.
     """
     if gone is None or not follow:
-        return await _print(bus, podgroup, follow=follow, output=output)
-    reader = asyncio.ensure_future(_print(bus, podgroup, follow=follow, output=output))
+        return await _print(bus, podgroup, follow=follow, output=output,
+                            decision_type=decision_type)
+    reader = asyncio.ensure_future(_print(bus, podgroup, follow=follow, output=output,
+                                          decision_type=decision_type))
     try:
         while True:
             done, _ = await asyncio.wait({reader}, timeout=WATCH_SECONDS)
@@ -59,19 +83,21 @@ async def print_decisions(bus: BusSettings, podgroup: tuple[str, str] | None, *,
 
 
 async def _print(bus: BusSettings, podgroup: tuple[str, str] | None, *, follow: bool,
-                 output: str) -> int:
+                 output: str, decision_type: str | None) -> int:
     """`print_decisions` without the watch."""
     client = await connection.connect(bus, name="gangsched-decisions",
                                       first_connect_timeout_seconds=10)
     view, printed = audit_view.DecisionView(output), 0
-    wanted = None if podgroup is None else f"{podgroup[0]}/{podgroup[1]}"
+    about = None if podgroup is None else f"{podgroup[0]}/{podgroup[1]}"
+    subject_filter = decisions_filter(bus.prefix, podgroup, decision_type)
     try:
         stream = subjects.stream_name(bus.prefix, "DECISIONS")
         async for message in reading.read(client.jetstream(), stream,
-                                          decisions_filter(bus.prefix, podgroup), follow=follow):
+                                          subject_filter, follow=follow):
             decision, group = _decode(message.data)
-            if wanted is not None and group != wanted:
-                continue  # another group whose name maps to the same subject token
+            if not wanted(decision, group, about):
+                continue  # another group whose name maps to the same subject token, or a
+                # Preemption of others
             if decision is None and output != "json":
                 continue  # a decision type newer than this gangsched: only JSON shows it
             view.show(message.seq, decision, message.data)

@@ -3,9 +3,13 @@
 Layer: cli (on top: reads files, slims objects with the watcher's `slim`, runs the pure
 simulation engine, prints). Output JSON shape (a contract): `{"pods": {"<ns>/<name>": {"node",
 "group", "boundAt", "reason", "phase", "finishedAt"}}, "podGroups": {...}, "decisions": [...],
-"ignored": [...], "otherSchedulers": [...], "endedAt": seconds}`; times are simulated seconds
-from the start; `otherSchedulers` lists the pods gangsched does not schedule (their requests count
-when they are bound). A directory argument means its .yaml/.yml/.json files, in name order.
+"preemptions": [...], "ignored": [...], "otherSchedulers": [...], "endedAt": seconds}`; times
+are simulated seconds from the start; `otherSchedulers` lists the pods gangsched does not
+schedule (their requests count when they are bound). A pod deleted by a preemption has `node`
+null, phase `Deleted` and its eviction as `reason`; each Preemption is one `preemptions` entry
+`{"id", "at", "preemptor", "priority", "reason", "nominated": [{"pod", "node"}], "victims":
+[{"pod", "node", "group", "priority", "deletedAt"}]}`. A directory argument means its
+.yaml/.yml/.json files, in name order.
 Invalid input exits with status 2 and a message naming the file, the document and the field.
 """
 
@@ -13,7 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +26,14 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from services.audit import preemptions
 from services.cli import audit_view
-from services.contracts.events import Event, PodObserved
+from services.contracts.decisions import Preemption
+from services.contracts.events import DisruptionBudgetObserved, Event, PodObserved
 from services.planner.core import reasons
 from services.planner.core.config import PlannerConfig
-from services.planner.core.state import PlannerState
 from services.planner.simulate import engine, manifests
+from services.planner.simulate.budgets import BudgetSpec
 from services.watcher import slim, volumes
 
 EXIT_INVALID = 2
@@ -112,10 +118,12 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
     event: Event
     if item.kind == "Node":
         return slim.node_event(item.obj, at_ms)
+    if item.kind == manifests.BUDGET_KIND:
+        return _budget_event(item, at_ms)
     if item.kind in STORAGE_SLIMMERS:
         event = STORAGE_SLIMMERS[item.kind](item.obj, at_ms)
     elif item.kind == "Pod":
-        event = slim.pod_event(item.obj, at_ms)
+        event = _admitted(slim.pod_event(item.obj, at_ms), item.obj)
     else:
         event = slim.podgroup_event(item.obj, at_ms)
     invalid = getattr(event, "invalid_reason", None)
@@ -124,13 +132,42 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
     return event
 
 
+def _budget_event(item: manifests.Item, at_ms: int) -> DisruptionBudgetObserved:
+    """A PodDisruptionBudget as the watcher would observe it before the disruption controller
+    wrote its status (`disruptionsAllowed` 0; the simulation computes it, `budgets`).
+
+    Raises:
+        manifests.InvalidManifest: a selector `metav1.LabelSelectorAsSelector` refuses.
+    """
+    meta = item.obj["metadata"]
+    selector, is_valid = slim.label_selector(item.obj["spec"].get("selector"))
+    if not is_valid:
+        raise manifests.InvalidManifest(item.where, "spec.selector", "not a valid label "
+                                        "selector (matchExpressions operator or values)")
+    return DisruptionBudgetObserved(at_ms=at_ms, uid=meta["uid"], namespace=meta["namespace"],
+                                    name=meta["name"], resource_version="", selector=selector)
+
+
+def _admitted(pod: PodObserved, obj: dict[str, Any]) -> PodObserved:
+    """`pod` with the `spec.preemptionPolicy` that admission (`manifests._resolve_priority`)
+    wrote into the manifest, whether or not the watcher's slim reads that field yet."""
+    policy = obj["spec"].get("preemptionPolicy")
+    if policy is None or policy == pod.preemption_policy:
+        return pod
+    return msgspec.structs.replace(pod, preemption_policy=policy)
+
+
 def arrivals(items: list[manifests.Item], origin_ms: int) -> list[engine.Arrival]:
     """Items as timed arrivals on the simulated clock."""
     result = []
     for item in items:
         at_ms = origin_ms + round(item.at_seconds * 1000)
         runtime = None if item.runtime_seconds is None else round(item.runtime_seconds * 1000)
-        result.append(engine.Arrival(at_ms=at_ms, event=to_event(item, at_ms), runtime_ms=runtime))
+        spec = item.obj.get("spec") or {}
+        budget = (BudgetSpec(spec.get("minAvailable"), spec.get("maxUnavailable"))
+                  if item.kind == manifests.BUDGET_KIND else None)
+        result.append(engine.Arrival(at_ms=at_ms, event=to_event(item, at_ms), runtime_ms=runtime,
+                                     budget=budget))
     return result
 
 
@@ -157,17 +194,19 @@ def report(result: engine.Result, items: list[manifests.Item], ignored: list[str
            origin_ms: int) -> dict[str, Any]:
     """The JSON-ready report of a finished simulation."""
     state = result.state
+    known = {**{uid: gone.pod for uid, gone in result.deleted.items()}, **state.pods}
     pods: dict[str, Any] = {}
-    for uid, outcome in sorted(result.pods.items(), key=lambda kv: _pod_name(state, kv[0])):
-        pod = state.pods[uid]
-        phase = pod.phase
-        reason = outcome.reason
-        if outcome.node is None and reason is None:
+    for uid, outcome in sorted(result.pods.items(), key=lambda kv: _pod_name(known, kv[0])):
+        pod = known[uid]
+        phase, node, reason = pod.phase, outcome.node, outcome.reason
+        if uid in result.deleted:
+            phase, node, reason = DELETED, None, _eviction(result, uid, origin_ms)
+        if node is None and reason is None:
             reason = _silent_reason(pod)
-        pods[_pod_name(state, uid)] = {
-            "node": outcome.node, "group": outcome.group,
+        pods[_pod_name(known, uid)] = {
+            "node": node, "group": outcome.group,
             "boundAt": _seconds(outcome.bound_at_ms, origin_ms),
-            "reason": None if outcome.node is not None else reason,
+            "reason": None if node is not None else reason,
             "phase": phase, "finishedAt": _seconds(outcome.finished_at_ms, origin_ms)}
     groups: dict[str, Any] = {}
     for key in sorted(state.podgroups):
@@ -182,18 +221,57 @@ def report(result: engine.Result, items: list[manifests.Item], ignored: list[str
             "scheduleStartTime": _seconds(memo.schedule_start_ms if memo else None, origin_ms)}
     decisions = [{**msgspec.to_builtins(d), "at": _seconds(d.at_ms, origin_ms)}
                  for d in result.decisions]
-    others = [f"{_pod_name(state, uid)} (schedulerName {pod.scheduler_name}: "
-              + (f"bound to {pod.node_name}, its requests counted)" if pod.node_name
+    others = [f"{_pod_name(known, uid)} (schedulerName {pod.scheduler_name}: "
+              + (_eviction(result, uid, origin_ms) + ")" if uid in result.deleted
+                 else f"bound to {pod.node_name}, its requests counted)" if pod.node_name
                  else "not gangsched's, left unscheduled)")
-              for uid, pod in sorted(state.pods.items(), key=lambda kv: _pod_name(state, kv[0]))
+              for uid, pod in sorted(known.items(), key=lambda kv: _pod_name(known, kv[0]))
               if uid not in result.pods]
-    return {"pods": pods, "podGroups": groups, "decisions": decisions, "ignored": ignored,
+    return {"pods": pods, "podGroups": groups, "decisions": decisions,
+            "preemptions": _preemptions(result, origin_ms), "ignored": ignored,
             "otherSchedulers": others, "endedAt": _seconds(result.end_ms, origin_ms)}
 
 
-def _pod_name(state: PlannerState, uid: str) -> str:
-    pod = state.pods[uid]
+DELETED = "Deleted"
+"""The `phase` reported for a pod deleted during the simulation (a victim of preemption)."""
+
+
+def _pod_name(pods: Mapping[str, PodObserved], uid: str) -> str:
+    pod = pods[uid]
     return f"{pod.namespace}/{pod.name}"
+
+
+def _preemption_of(result: engine.Result, decision_id: str) -> Preemption | None:
+    return next((d for d in result.decisions
+                 if isinstance(d, Preemption) and d.id == decision_id), None)
+
+
+def _eviction(result: engine.Result, uid: str, origin_ms: int) -> str:
+    """`preempted at 10 s by gang ns/g (priority 1000 > its 10) to make room on b; decision
+    7-0; deleted at 11 s` (simulated seconds) for a pod of `result.deleted`."""
+    gone = result.deleted[uid]
+    deleted = f"deleted at {_seconds(gone.at_ms, origin_ms)} s"
+    decision = _preemption_of(result, gone.preemption)
+    victims = [] if decision is None else preemptions.victims_of(decision, uids=[uid])
+    if decision is None or not victims:
+        return deleted
+    told = preemptions.victim_text(decision, victims,
+                                   when=lambda at_ms: f"{_seconds(at_ms, origin_ms)} s")
+    return f"{told}; {deleted}"
+
+
+def _preemptions(result: engine.Result, origin_ms: int) -> list[dict[str, Any]]:
+    """The `preemptions` of the report (module docstring shape), in decision order."""
+    deleted = {uid: gone.at_ms for uid, gone in result.deleted.items()}
+    return [{"id": d.id, "at": _seconds(d.at_ms, origin_ms), "preemptor": d.group,
+             "priority": d.priority, "reason": d.reason,
+             "nominated": [{"pod": f"{m.namespace}/{m.name}", "node": m.node}
+                           for m in d.nominated],
+             "victims": [{"pod": f"{v.namespace}/{v.name}", "node": v.node, "group": v.group,
+                          "priority": v.priority,
+                          "deletedAt": _seconds(deleted.get(v.uid), origin_ms)}
+                         for v in d.victims]}
+            for d in result.decisions if isinstance(d, Preemption)]
 
 
 def _silent_reason(pod: PodObserved) -> str:
@@ -219,12 +297,33 @@ def render_table(data: dict[str, Any], console: Console) -> None:
             groups.add_row(name, group["phase"], str(group["minMember"]), str(group["running"]),
                            str(group["succeeded"]), str(group["failed"]))
         console.print(groups)
+    if data["preemptions"]:
+        console.print(_preemption_table(data["preemptions"]))
     bound = sum(1 for pod in data["pods"].values() if pod["node"] is not None)
+    preempted = sum(len(entry["victims"]) for entry in data["preemptions"])
     for line in data["otherSchedulers"]:
         console.print(f"pod of another scheduler: {line}")
-    console.print(f"{bound} of {len(data['pods'])} pods bound; simulation ended at "
+    evicted = f"{preempted} preempted; " if preempted else ""
+    console.print(f"{bound} of {len(data['pods'])} pods bound; {evicted}simulation ended at "
                   f"{data['endedAt']} s; {len(data['ignored'])} document(s) ignored; "
                   f"{len(data['otherSchedulers'])} pod(s) of other schedulers.")
+
+
+def _preemption_table(entries: list[dict[str, Any]]) -> Table:
+    """Preemptions: when, for whom (and its priority), the victims (where, their priority,
+    when they went), the decision."""
+    table = Table(title="Preemptions")
+    for column in ("At (s)", "Preemptor", "Priority", "Decision"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("Victims", overflow="fold", ratio=1)
+    for entry in entries:
+        victims = ", ".join(
+            f"{v['pod']} on {v['node']} (priority {v['priority']}"
+            + (f", deleted at {v['deletedAt']} s)" if v["deletedAt"] is not None else ")")
+            for v in entry["victims"])
+        table.add_row(str(entry["at"]), entry["preemptor"], str(entry["priority"]), entry["id"],
+                      victims)
+    return table
 
 
 def simulate_command(files: list[Path], output: str = "table",

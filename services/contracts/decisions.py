@@ -14,6 +14,8 @@ planner holds.
 
 from __future__ import annotations
 
+from typing import get_args
+
 import msgspec
 
 from services.contracts import subjects
@@ -143,6 +145,9 @@ class Preemption(msgspec.Struct, frozen=True, gc=False, tag="Preemption"):
 
 Decision = Placement | Rejection | StatusUpdate | Preemption
 """Every decision type; tagged by the JSON field `type`."""
+
+DECISION_TYPES: tuple[str, ...] = tuple(kind.__name__ for kind in get_args(Decision))
+"""The type tags of `Decision`, in union order: the `<type>` token of decision subjects."""
 
 
 def decision_type(decision: Decision) -> str:

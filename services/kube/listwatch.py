@@ -230,8 +230,14 @@ async def observe(
 
 
 def _hint(resource: Resource, error: errors.KubeError) -> str:
-    """What to do when the API server does not serve the resource at all (HTTP 404 on its
-    collection): a CRD not installed, or an API group not enabled."""
+    """What to do when RBAC forbids the list or watch (HTTP 403), or when the API server does
+    not serve the resource at all (HTTP 404 on its collection): a CRD not installed, or an API
+    group not enabled."""
+    if error.status == 403:
+        parts = resource.list_path.split("/")
+        name = f"{parts[-1]}.{parts[2]}" if parts[1] == "apis" else parts[-1]
+        return (f" (RBAC: let this identity list and watch {name}, as the watcher ClusterRole "
+                "of deploy/chart/templates/rbac.yaml does; not ready until it may)")
     if error.status != 404 or not resource.list_path.startswith("/apis/"):
         return ""
     group_version = resource.list_path.split("/")[2:4]

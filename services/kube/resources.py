@@ -46,19 +46,23 @@ STORAGECLASSES = Resource("storageclass", "StorageClass", "/apis/storage.k8s.io/
                           is_namespaced=False)
 VOLUME_RESOURCES = (PVCS, PVS, STORAGECLASSES)
 """What VolumeBinding, VolumeRestrictions and VolumeZone read."""
-WATCHED = (NODES, PODS, PODGROUPS, *VOLUME_RESOURCES)
+PDBS = Resource("pdb", "PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets",
+                is_namespaced=True)
+"""What DefaultPreemption reads (its PDB lister: every namespace)."""
+WATCHED = (NODES, PODS, PODGROUPS, *VOLUME_RESOURCES, PDBS)
 """Everything the watcher observes by default, in start order."""
 PODGROUP_RESOURCES = {PODGROUP_GROUP: PODGROUPS, NATIVE_PODGROUP_GROUP: NATIVE_PODGROUPS}
 
 
 def watched(group_apis: tuple[str, ...] = (PODGROUP_GROUP,)) -> tuple[Resource, ...]:
-    """Nodes, pods, the PodGroups of each API group in `group_apis`, then claims, volumes and
-    storage classes, in start order.
+    """Nodes, pods, the PodGroups of each API group in `group_apis`, then claims, volumes,
+    storage classes and PodDisruptionBudgets, in start order.
 
     Shapes: both PodGroup resources have the event kind `podgroup`; `list_path` tells them
     apart. Raises: KeyError for an API group not in GROUP_APIS.
     """
-    return (NODES, PODS, *(PODGROUP_RESOURCES[api] for api in group_apis), *VOLUME_RESOURCES)
+    return (NODES, PODS, *(PODGROUP_RESOURCES[api] for api in group_apis), *VOLUME_RESOURCES,
+            PDBS)
 
 
 def pod_path(namespace: str, name: str, subresource: str = "") -> str:

@@ -29,7 +29,7 @@ from services.bus.consuming import Delivery, PullConsumer
 from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import PlannerServiceSettings, Settings
 from services.contracts import subjects
-from services.contracts.decisions import Decision, Placement, Rejection
+from services.contracts.decisions import Decision, Placement, Preemption, Rejection
 from services.planner import catchup, faults, publication
 from services.planner.core import census, revision, state
 from services.planner.core import config as core_config
@@ -287,10 +287,14 @@ async def _ack_batch(deliveries: list[Delivery]) -> None:
 
 
 def _count_attempts(decisions: list[Decision]) -> None:
-    """Count group scheduling attempts by result (placements and rejections)."""
+    """Count group scheduling attempts by result (placements and rejections), and preemptions
+    with their victims."""
     for decision in decisions:
         if isinstance(decision, Placement):
             metrics.schedule_attempts.labels("scheduled").inc()
         elif isinstance(decision, Rejection):
             result = "unschedulable" if decision.is_unschedulable else "unresolvable"
             metrics.schedule_attempts.labels(result).inc()
+        elif isinstance(decision, Preemption):
+            metrics.preemption_attempts.inc()
+            metrics.preemption_victims.observe(len(decision.victims))

@@ -66,6 +66,18 @@ schedule_attempts = Counter(
     ["result"],
     registry=REGISTRY,
 )
+preemption_attempts = Counter(
+    "gangsched_preemption_attempts_total",
+    "Preemptions decided: one per gang that evicts lower-priority pods to fit (as "
+    "kube-scheduler's scheduler_preemption_attempts_total).",
+    registry=REGISTRY,
+)
+preemption_victims = Histogram(
+    "gangsched_preemption_victims",
+    "Pods one Preemption evicts (as kube-scheduler's scheduler_preemption_victims).",
+    buckets=(1, 2, 4, 8, 16, 32, 64),
+    registry=REGISTRY,
+)
 pending_pods = Gauge(
     "gangsched_pending_pods",
     "Pods of gangsched waiting to be placed, as the planner last saw them.",
@@ -128,6 +140,25 @@ bind_duration_seconds = Histogram(
 rollbacks = Counter(
     "gangsched_rollbacks_total",
     "Placements rolled back by the binder.",
+    registry=REGISTRY,
+)
+preemptions = Counter(
+    "gangsched_preemptions_total",
+    "Preemption decisions the binder carried out (each victim evicted or found needing "
+    "nothing; decisions received after their deadline not counted).",
+    registry=REGISTRY,
+)
+preemption_victims = Counter(
+    "gangsched_preemption_victims_total",
+    "Pods the binder deleted as preemption victims (the delete was accepted).",
+    registry=REGISTRY,
+)
+preemption_victims_skipped = Counter(
+    "gangsched_preemption_victims_skipped_total",
+    "Preemption victims the binder did not delete, by reason: gone, replaced (another pod "
+    "of that name), moved (not on the victim's node), finished, terminating (already being "
+    "deleted), priority (not below the preemptor's), expired (decision past its deadline).",
+    ["reason"],
     registry=REGISTRY,
 )
 podgroup_scheduling_duration_seconds = Histogram(

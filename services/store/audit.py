@@ -305,6 +305,13 @@ class AuditLog:
         query = _outbox_query(or_(*[_ends_with(outbox.c.subject, s) for s in suffixes]))
         return [_record(row) for row in await self._execute(query)]
 
+    async def outbox_containing(self, fragment: str) -> list[OutboxRecord]:
+        """Every recorded decision whose subject contains `fragment` (e.g. `.decisions.
+        Preemption.`: every decision of one type, whatever its group), in order."""
+        outbox = tables.outbox
+        query = _outbox_query(outbox.c.subject.like(f"%{_escaped(fragment)}%", escape="\\"))
+        return [_record(row) for row in await self._execute(query)]
+
     async def _page(self, query: Select[Any], page_rows: int) -> list[Any]:
         return await self._execute(query.limit(page_rows))
 
@@ -341,6 +348,10 @@ def _record(row: Any) -> OutboxRecord:
 
 def _ends_with(column: Any, suffix: str) -> ColumnElement[bool]:
     """`column LIKE '%<suffix>'` with the LIKE wildcards of `suffix` escaped."""
-    escaped = suffix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    condition: ColumnElement[bool] = column.like("%" + escaped, escape="\\")
+    condition: ColumnElement[bool] = column.like("%" + _escaped(suffix), escape="\\")
     return condition
+
+
+def _escaped(text: str) -> str:
+    """`text` with the LIKE wildcards (and the escape character) escaped by a backslash."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -13,7 +13,7 @@ from typing import Any
 from services.contracts import codec, subjects
 from services.contracts.events import ClockTicked, Event, PodObserved
 from services.kube.listwatch import Change
-from services.watcher import kueue, native, slim, volumes
+from services.watcher import budgets, kueue, native, slim, volumes
 
 PublishItem = tuple[str, bytes, str]
 """`(subject, data, msg_id)`, as `Publisher.publish_many` takes them."""
@@ -38,7 +38,15 @@ _SLIMMERS: dict[tuple[str, str], Slimmer] = {
     ("pv", "deleted"): volumes.volume_deleted,
     ("storageclass", "observed"): volumes.storage_class_event,
     ("storageclass", "deleted"): volumes.storage_class_deleted,
+    ("pdb", "observed"): budgets.budget_event,
+    ("pdb", "deleted"): budgets.budget_deleted,
 }
+
+_PROBLEMS: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
+    "pdb": budgets.budget_problem,
+}
+"""Kinds whose malformed objects are published read as kube-scheduler reads them, with
+nothing in the event to say so: what was malformed, for a log line."""
 
 _NATIVE_SLIMMERS: dict[tuple[str, str], Slimmer] = {
     ("pod", "observed"): native.pod_event,
@@ -52,7 +60,7 @@ def change_message(
     prefix: str, kind: str, change: Change, at_ms: int, *, is_native: bool = False
 ) -> PublishItem:
     """The message for one change of a `kind` object (node, pod, podgroup, pvc, pv,
-    storageclass) observed at `at_ms`.
+    storageclass, pdb) observed at `at_ms`.
 
     `is_native`: slim as the native PodGroup API (`services.watcher.native`) where it differs.
     Units: `at_ms` UTC epoch milliseconds.
@@ -79,6 +87,14 @@ def change_messages(
     subject = subjects.events_subject(prefix, "podgroup", group.namespace, group.name)
     return [(subject, codec.encode(group), kueue.podgroup_message_id(group)),
             _message(prefix, kind, change, kueue.pod_event(event, group))]
+
+
+def problem(kind: str, change: Change) -> str | None:
+    """What was malformed in an observed `kind` object and read as absent in its event (the
+    field named), or None: well-formed, deleted, or a kind whose event says it itself
+    (`invalid_reason`)."""
+    check = _PROBLEMS.get(kind)
+    return check(change.obj) if check is not None and change.type == "observed" else None
 
 
 def _slim(kind: str, change: Change, at_ms: int, is_native: bool) -> Event:

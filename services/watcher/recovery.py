@@ -1,11 +1,11 @@
 """What the log already says exists: the seed that lets a restarted watcher miss no delete.
 
-Layer: watcher shell. Reads the last event of every node, pod, PodGroup, claim, volume and
-storage class subject from the EVENTS stream (`services.bus.latest.latest`: a short-lived
-last-per-subject reader named `watcher-recovery-<random>`). An object whose last event
-is an observation is known to the log; if the first list after a restart does not contain
-it, it vanished while no watcher ran, and a synthetic delete is published. Never writes to
-the stream.
+Layer: watcher shell. Reads the last event of every node, pod, PodGroup, claim, volume,
+storage class and PodDisruptionBudget subject from the EVENTS stream
+(`services.bus.latest.latest`: a short-lived last-per-subject reader named
+`watcher-recovery-<random>`). An object whose last event is an observation is known to the
+log; if the first list after a restart does not contain it, it vanished while no watcher ran,
+and a synthetic delete is published. Never writes to the stream.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from services.contracts import codec, subjects
 from services.contracts.events import (
     ClaimDeleted,
     ClaimObserved,
+    DisruptionBudgetDeleted,
+    DisruptionBudgetObserved,
     NodeDeleted,
     NodeObserved,
     PodDeleted,
@@ -55,20 +57,22 @@ def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False,
     if (isinstance(event, PodGroupObserved) and api_version is not None
             and event.api_version != api_version):
         return
-    if isinstance(event, PodObserved | PodGroupObserved | ClaimObserved):
+    if isinstance(event, PodObserved | PodGroupObserved | ClaimObserved
+                  | DisruptionBudgetObserved):
         version = "" if is_stale else event.resource_version
         known[event.uid] = Known(event.name, event.namespace, version)
     elif isinstance(event, NodeObserved | VolumeObserved | StorageClassObserved):
         known[event.uid] = Known(event.name, "", "" if is_stale else event.resource_version)
     elif isinstance(event, NodeDeleted | PodDeleted | PodGroupDeleted | ClaimDeleted
-                    | VolumeDeleted | StorageClassDeleted):
+                    | VolumeDeleted | StorageClassDeleted | DisruptionBudgetDeleted):
         known.pop(event.uid, None)
 
 
 async def last_known(js: JetStream, prefix: str, kind: str,
                      stale_after_seconds: float | None = None, *,
                      api_version: str | None = None) -> dict[str, Known]:
-    """The objects of `kind` (node, pod, podgroup) whose last event in EVENTS observes them.
+    """The objects of `kind` (node, pod, podgroup, pvc, pv, storageclass, pdb) whose last
+    event in EVENTS observes them.
 
     Shapes: uid → Known (name, namespace, resourceVersion of the last observation). An object
     whose last event was stored more than `stale_after_seconds` ago gets an empty

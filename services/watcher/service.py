@@ -1,4 +1,4 @@
-"""The watcher service: list/watch Nodes, Pods and PodGroups, publish slim events and ticks.
+"""The watcher service: list/watch the resources the planner reads, publish slim events, ticks.
 
 Layer: watcher shell, the only reader of the Kubernetes API (see docs/architecture.md). Each
 resource is observed by `services.kube.listwatch.observe`; changes become events (`slim`)
@@ -31,6 +31,7 @@ from services.kube.resources import (
     PODGROUP_API_VERSION,
     PODGROUPS,
     Resource,
+    metadata,
     watched,
 )
 from services.watcher import messages, native, recovery
@@ -150,18 +151,26 @@ class Watcher:
 
     def _messages(self, resource: Resource, change: Change) -> list[PublishItem]:
         """The messages for a change (a Kueue group member's: its group's too,
-        `messages.change_messages`); none (logged) if slimming fails, which is a bug.
+        `messages.change_messages`); none (logged) if slimming fails, which is a bug. A
+        malformed object published as read (`messages.problem`) gets one warning line.
 
         Pods are read natively (their `spec.schedulingGroup` too) when the native API is on."""
         is_native = (resource == NATIVE_PODGROUPS if resource.kind == "podgroup"
                      else self._reads_native)
         try:
-            return messages.change_messages(self._prefix, resource.kind, change,
-                                            self._clock_ms(), is_native=is_native)
+            items = messages.change_messages(self._prefix, resource.kind, change,
+                                             self._clock_ms(), is_native=is_native)
+            problem = messages.problem(resource.kind, change)
         except Exception:
             log.exception("cannot slim %s %s; skipped", resource.kind,
                           change.obj.get("metadata"))
             return []
+        if problem is not None:
+            meta = metadata(change.obj)
+            log.warning("%s %s/%s (resourceVersion %s) is malformed: %s", resource.api_kind,
+                        meta.get("namespace", ""), meta.get("name", ""),
+                        meta.get("resourceVersion", ""), problem)
+        return items
 
     async def _publish(
         self, queue: asyncio.Queue[_Entry], ready: ReadyFlag, synced: asyncio.Event

@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 from services.contracts import resources
 from services.contracts.events import (
@@ -68,6 +68,7 @@ CONFLICTING_DISKS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi"
 """Inline volumes VolumeRestrictions checks for disk conflicts; not judged by gangsched."""
 MAX_PORT = 65535
 DEFAULT_SCHEDULER = "default-scheduler"
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 
 Obj = Mapping[str, Any]
 
@@ -125,17 +126,26 @@ def _namespace(meta: Obj) -> str:
 
 
 as_dict, as_list, as_text, text_of, str_map = _dict, _list, _str, _text, _str_map
-"""The readers above under public names, for the other slimming modules (`volumes`)."""
+meta_of, is_small_int = _meta, _small_int
+"""The readers above under public names, for the other slimming modules (`volumes`,
+`budgets`)."""
 
 
 def time_ms(text: Any, default_ms: int) -> int:
     """An RFC 3339 timestamp (`2024-05-01T10:00:00Z`) in epoch milliseconds, else `default_ms`."""
+    parsed = optional_time_ms(text)
+    return default_ms if parsed is None else parsed
+
+
+def optional_time_ms(text: Any) -> int | None:
+    """An RFC 3339 timestamp (`2024-05-01T10:00:00Z`) in UTC epoch milliseconds; None when
+    absent, not text or not a timestamp."""
     if not isinstance(text, str):
-        return default_ms
+        return None
     try:
         return round(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
     except (ValueError, OverflowError, OSError):
-        return default_ms
+        return None
 
 
 def node_event(obj: Obj, at_ms: int) -> NodeObserved:
@@ -210,7 +220,20 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
         owner=controller_owner(meta), host_ports=host_ports(spec),
         labels=_str_map(meta.get("labels")), pod_affinity=pod_terms["podAffinity"],
         pod_anti_affinity=pod_terms["podAntiAffinity"], topology_spread=spreads,
-        volume_claims=volume_claims(spec, _text(meta, "name")))
+        volume_claims=volume_claims(spec, _text(meta, "name")),
+        preemption_policy=preemption_policy(spec),
+        start_ms=optional_time_ms(status.get("startTime")))
+
+
+def preemption_policy(spec: Obj) -> str:
+    """`spec.preemptionPolicy` as the API server keeps it (`PreemptLowerPriority` or `Never`;
+    it validates the value), `PreemptLowerPriority` when absent, empty or not text.
+
+    Source: the Priority admission plugin copies it from the PriorityClass and defaults it to
+    PreemptLowerPriority; DefaultPreemption's `PodEligibleToPreemptOthers` refuses only `Never`.
+    """
+    value = spec.get("preemptionPolicy")
+    return value if isinstance(value, str) and value else PREEMPT_LOWER_PRIORITY
 
 
 def volume_claims(spec: Obj, pod_name: str) -> tuple[PodClaim, ...]:
@@ -249,9 +272,19 @@ def _read_requests(spec: Obj) -> tuple[resources.ResourceList, str | None, list[
 
 def pod_deleted(obj: Obj, at_ms: int) -> PodDeleted:
     """A deleted Pod."""
+    return namespaced_deleted(PodDeleted, obj, at_ms)
+
+
+_Deleted = TypeVar("_Deleted")
+
+
+def namespaced_deleted(make: Callable[..., _Deleted], obj: Obj, at_ms: int) -> _Deleted:
+    """The delete event `make` (PodDeleted, ClaimDeleted, ...: keyword fields at_ms, uid,
+    namespace, name, resource_version) of a deleted namespaced object `obj` (no namespace:
+    `default`, as the API server defaults it)."""
     meta = _meta(obj)
-    return PodDeleted(at_ms=at_ms, uid=_text(meta, "uid"), namespace=_namespace(meta),
-                      name=_text(meta, "name"), resource_version=_text(meta, "resourceVersion"))
+    return make(at_ms=at_ms, uid=_text(meta, "uid"), namespace=_namespace(meta),
+                name=_text(meta, "name"), resource_version=_text(meta, "resourceVersion"))
 
 
 def container_requests(container: Obj, where: str,
@@ -609,7 +642,4 @@ def podgroup_event(obj: Obj, at_ms: int) -> PodGroupObserved:
 
 def podgroup_deleted(obj: Obj, at_ms: int) -> PodGroupDeleted:
     """A deleted PodGroup."""
-    meta = _meta(obj)
-    return PodGroupDeleted(at_ms=at_ms, uid=_text(meta, "uid"), namespace=_namespace(meta),
-                           name=_text(meta, "name"),
-                           resource_version=_text(meta, "resourceVersion"))
+    return namespaced_deleted(PodGroupDeleted, obj, at_ms)

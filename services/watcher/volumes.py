@@ -37,6 +37,7 @@ from services.watcher.slim import (
     as_text,
     controller_owner,
     label_selector,
+    namespaced_deleted,
     node_selector_terms,
     str_map,
     text_of,
@@ -102,11 +103,7 @@ def claim_event(obj: Obj, at_ms: int) -> ClaimObserved:
 
 def claim_deleted(obj: Obj, at_ms: int) -> ClaimDeleted:
     """A deleted PersistentVolumeClaim."""
-    meta = _meta(obj)
-    return ClaimDeleted(at_ms=at_ms, uid=text_of(meta, "uid"),
-                        namespace=text_of(meta, "namespace", "default"),
-                        name=text_of(meta, "name"),
-                        resource_version=text_of(meta, "resourceVersion"))
+    return namespaced_deleted(ClaimDeleted, obj, at_ms)
 
 
 def volume_event(obj: Obj, at_ms: int) -> VolumeObserved:

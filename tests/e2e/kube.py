@@ -11,6 +11,8 @@ from typing import Any, Protocol
 
 import yaml
 
+from tests.cluster.fixture import ControlPlane
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 """The seed examples the repository ships (the acceptance cases of the README's demo)."""
 
@@ -82,3 +84,16 @@ def fresh_namespace(cp: Kubectl, prefix: str) -> Iterator[str]:
         yield name
     finally:
         cp.kubectl("delete", "namespace", name, "--wait=false")
+
+
+def token_kubeconfig(cp: ControlPlane, path: Path, token: str) -> Path:
+    """Write a kubeconfig with only the API server, its CA and a ServiceAccount `token`."""
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "testbed", "cluster": {
+            "server": cp.server, "certificate-authority": str(cp.ca_file)}}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "testbed", "user": "sa"}}],
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path

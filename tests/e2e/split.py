@@ -23,7 +23,8 @@ import nats
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from services.bus.embedded import find_binary
-from services.contracts import subjects
+from services.contracts import codec, decisions, subjects
+from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from tests.support.waiting import eventually
 
 PREFIX = "gangsched"
@@ -152,6 +153,13 @@ class Services:
         for process in started:
             process.wait_ready()
         return started
+
+    def launch(self, command: str, *extra: str,
+               kubeconfig: Path | None = None) -> ServiceProcess:
+        """Start one service (as another identity: `kubeconfig`) without waiting for it."""
+        if not self.nats.url:
+            self.nats.start()
+        return self._launch(command, kubeconfig or self.kubeconfig, extra)
 
     def binder(self, *extra: str, kubeconfig: Path | None = None) -> ServiceProcess:
         """Start one more binder (optionally with another identity) and wait until it is ready."""
@@ -287,6 +295,14 @@ def publish(nats_url: str, subject: str, data: bytes, headers: dict[str, str]) -
             await nc.close()
 
     asyncio.run(send())
+
+
+def publish_decision(nats_url: str, decision: decisions.Decision, key: DecisionKey | None) -> None:
+    """Publish `decision` on its DECISIONS subject, signed with `key` (unsigned: None), as the
+    planner, or a forger, would."""
+    subject = decisions.decision_subject(PREFIX, decision)
+    data = codec.encode(decision)
+    publish(nats_url, subject, data, {SIGNATURE_HEADER: key.sign(subject, data)} if key else {})
 
 
 def dead_letters(nats_url: str) -> list[tuple[dict[str, str], bytes]]:

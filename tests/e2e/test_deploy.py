@@ -28,7 +28,6 @@ from typing import Any
 
 import nats
 import pytest
-import yaml
 
 from services.bus.embedded import find_binary
 from tests.cluster.fixture import ControlPlane
@@ -173,7 +172,8 @@ def _start_services(cp: ControlPlane, deployment: Deployed, work: Path) -> None:
         token = cp.kubectl("create", "token", f"{chart.RELEASE}-{name}", "-n", NAMESPACE,
                            "--duration", "1h").strip()
         deployment.tokens[name] = token
-        deployment.kubeconfigs[name] = _kubeconfig(cp, work / f"{name}.kubeconfig", token)
+        deployment.kubeconfigs[name] = kube.token_kubeconfig(
+            cp, work / f"{name}.kubeconfig", token)
     database = f"sqlite+aiosqlite:///{work / 'planner.db'}"
     subprocess.run([sys.executable, "-m", "services.cli.main", "migrate", "--db", database],
                    check=True, capture_output=True, env=_clean_environ())
@@ -212,19 +212,6 @@ def _clean_environ() -> dict[str, str]:
     """This process's environment without GANGSCHED_* and Kubernetes credentials."""
     return {key: value for key, value in os.environ.items()
             if not key.startswith(("GANGSCHED_", "KUBERNETES_")) and key != "KUBECONFIG"}
-
-
-def _kubeconfig(cp: ControlPlane, path: Path, token: str) -> Path:
-    """A kubeconfig with only the API server, its CA and a ServiceAccount token."""
-    config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
-        "clusters": [{"name": "testbed", "cluster": {
-            "server": cp.server, "certificate-authority": str(cp.ca_file)}}],
-        "users": [{"name": "sa", "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "testbed", "user": "sa"}}],
-    }
-    path.write_text(yaml.safe_dump(config))
-    return path
 
 
 def _remove_chart_objects(cp: ControlPlane, objects: list[dict[str, Any]]) -> None:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from services.binder import messages
 from tests.cluster.fixture import ControlPlane, KubectlError
@@ -361,13 +360,7 @@ class BinderAccount:
         self.allow_binding([])
         token = self.cp.kubectl("create", "token", "binder", "-n", self.namespace,
                                 "--duration=1h").strip()
-        self.kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "binder",
-            "clusters": [{"name": "cp", "cluster": {
-                "server": self.cp.server, "certificate-authority": str(self.cp.ca_file)}}],
-            "users": [{"name": "binder", "user": {"token": token}}],
-            "contexts": [{"name": "binder", "context": {"cluster": "cp", "user": "binder"}}],
-        }))
+        kube.token_kubeconfig(self.cp, self.kubeconfig, token)
 
     def allow_binding(self, pod_names: list[str] | None) -> None:
         """Grant `pods/binding` for these pods only (None: for every pod; []: for none)."""

@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from services.contracts import codec
 from services.contracts.decisions import Assignment, Placement
-from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
+from services.contracts.signing import DecisionKey
 from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, manifests, split
 from tests.support.waiting import consistently, eventually
@@ -46,11 +45,7 @@ def _forged(group: str, *members: Assignment) -> Placement:
 
 
 def _send(services: split.Services, placement: Placement, key: DecisionKey | None) -> None:
-    namespace, name = placement.group.split("/")
-    subject = split.decision_subject("Placement", namespace, name)
-    data = codec.encode(placement)
-    headers = {SIGNATURE_HEADER: key.sign(subject, data)} if key else {}
-    split.publish(services.nats.url, subject, data, headers)
+    split.publish_decision(services.nats.url, placement, key)
 
 
 def _running_pod_of_another_scheduler(cp: ControlPlane, namespace: str) -> dict[str, Any]:

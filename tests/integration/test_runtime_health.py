@@ -41,6 +41,8 @@ async def test_health_endpoints_report_alive_ready_and_metrics() -> None:
         "gangsched_bind_duration_seconds_bucket",
         "gangsched_podgroup_scheduling_duration_seconds_bucket",
         "gangsched_rollbacks_total",
+        "gangsched_preemptions_total",
+        "gangsched_preemption_victims_total",
         "gangsched_build_info{",
         "gangsched_task_restarts_total",
         "gangsched_kube_requests_total",

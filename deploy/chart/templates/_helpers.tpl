@@ -120,7 +120,7 @@ watcher:
   publish:
     allow:
       # observations and clock ticks (services/watcher/messages.py)
-      {{- range $kind := list "node" "pod" "podgroup" "clock" "pvc" "pv" "storageclass" }}
+      {{- range $kind := list "node" "pod" "podgroup" "clock" "pvc" "pv" "storageclass" "pdb" }}
       - {{ printf "%s.events.%s.>" $p $kind | quote }}
       {{- end }}
       {{- range $ensure }}

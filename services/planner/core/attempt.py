@@ -80,6 +80,9 @@ class Round:
         members. They hold capacity as a starving gang does, from the first round on."""
         self.nominated: dict[str, Hold] = {}
         """The capacity each live nomination holds from the other groups (`nominations`)."""
+        self.lowest_victim: int | None = None
+        """The lowest priority of any pod preemption may evict (`preemption.lowest`), once per
+        round: a gang at or below it has nothing to evict, without a look at every pod."""
 
     def next_id(self) -> str:
         return ids.decision_id(self.plan_seq, len(self.decisions))
@@ -329,6 +332,10 @@ class Round:
                 or not preemption.may_preempt(pending)):
             return ""
         priority = queue.priority(pending)
+        if self.lowest_victim is None:
+            self.lowest_victim = preemption.lowest(self.state, self.config)
+        if priority <= self.lowest_victim:
+            return ""
         units = preemption.candidates(self.state, self.derived, self.index, key, priority,
                                       pending, self.config, nominations.victims(self.state))
         if not units:
@@ -340,9 +347,12 @@ class Round:
             trial.rollback()
             return assigned if len(assigned) >= need else None
 
-        choice = preemption.choose(self.index, units, self.state.budgets.values(), fits)
+        with nominations.settled(self.state, self.index, self.nominated):
+            choice = preemption.choose(self.index, units, self.state.budgets.values(), fits)
         if choice is None:
             return reasons.PREEMPTION_NOT_HELPFUL
+        if not choice.units:
+            return reasons.PREEMPTION_UNDER_WAY
         decision = self.next_id()
         deadline = self.now + round(self.config.nomination_seconds * 1000)
         names = self.index.names

@@ -13,6 +13,9 @@ that preempted is never overtaken while its victims terminate.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 
 from services.planner.core import starvation
@@ -35,8 +38,8 @@ def victims(state: PlannerState) -> set[str]:
     return {uid for nomination in state.nominations.values() for uid in nomination.victims}
 
 
-def take(index: NodeIndex, key: str, nomination: Nomination) -> Hold:
-    """Hold what is free now of the nomination's amounts from every other group (`Hold`)."""
+def _amounts(index: NodeIndex, nomination: Nomination) -> IntArray:
+    """The nomination's amounts on the index (resources by rows)."""
     amounts: IntArray = np.zeros_like(index.alloc)
     for node, requests in sorted(nomination.amounts.items()):
         row = index.row.get(node)
@@ -46,7 +49,12 @@ def take(index: NodeIndex, key: str, nomination: Nomination) -> Hold:
             col = index.col.get(name)
             if col is not None:
                 amounts[col, row] += amount
-    held = np.minimum(amounts, np.maximum(index.free, 0))
+    return amounts
+
+
+def take(index: NodeIndex, key: str, nomination: Nomination) -> Hold:
+    """Hold what is free now of the nomination's amounts from every other group (`Hold`)."""
+    held = np.minimum(_amounts(index, nomination), np.maximum(index.free, 0))
     hold = Hold(key, held, [int(row) for row in np.flatnonzero(held.any(axis=0))])
     starvation.apply_hold(index, hold)
     return hold
@@ -64,3 +72,42 @@ def amounts_of(index: NodeIndex, assigned: list[tuple[str, dict[str, int], int]]
         for name, amount in sorted(requests.items()):
             on_node[name] = on_node.get(name, 0) + amount
     return amounts
+
+
+@contextmanager
+def settled(state: PlannerState, index: NodeIndex, held: dict[str, Hold]) -> Iterator[None]:
+    """The index as it will be once every live nomination's victims are gone and their gangs
+    have what was nominated for them, for the time of the block: another preemptor then sees
+    the room those evictions leave beyond the nominated, and does not evict for room that is
+    already coming (`held`: what each nomination holds now, `take`). Restored afterwards."""
+    changes: list[tuple[str, int, IntArray, str]] = []
+    extra: IntArray = np.zeros_like(index.alloc)
+    for key, nomination in sorted(state.nominations.items()):
+        for uid in nomination.victims:
+            charge, pod = state.charges.get(uid), state.pods.get(uid)
+            row = None if charge is None else index.row.get(charge.node)
+            if pod is None or charge is None or row is None:
+                continue  # gone already: its room is free
+            vec = index.vector(pod.requests)[0]
+            index.give(row, vec)
+            changes.append((uid, row, vec, charge.node))
+        hold = held.get(key)
+        extra += _amounts(index, nomination) - (0 if hold is None else hold.amounts)
+    index.shift(extra, 1)
+    parked = {uid: index.pod_users.get(uid) for uid, _, _, _ in changes}
+    ports = {uid: index.port_users.get(uid) for uid, _, _, _ in changes}
+    for uid, _, _, _ in changes:
+        index.set_pod(uid, None, None)
+        if ports[uid] is not None:
+            index.set_ports(uid, None, ())
+    try:
+        yield
+    finally:
+        index.shift(extra, -1)
+        for uid, row, vec, node in reversed(changes):
+            index.take(row, vec)
+            counted, used = parked[uid], ports[uid]
+            if counted is not None:
+                index.set_pod(uid, node, counted[1], counted[2])
+            if used is not None:
+                index.set_ports(uid, node, used[1], used[2])

@@ -45,6 +45,9 @@ from services.planner.core.state import PlannerState
 
 NEVER = "Never"
 """`spec.preemptionPolicy` of a pod that never preempts."""
+MAX_UNITS = 128
+"""Most units weighed for one preemption, the lowest-priority, smallest first: each costs a
+placement trial in the reprieve (kube-scheduler likewise bounds its candidate nodes)."""
 MAX_SINGLE_TRIALS = 64
 """Most single units tried alone as a cheaper choice than the reprieved set (cheapest first)."""
 SHARE_SCALE = 1_000_000
@@ -93,10 +96,21 @@ def may_preempt(pending: list[PodObserved]) -> bool:
     return all(pod.preemption_policy != NEVER for pod in pending)
 
 
+def lowest(state: PlannerState, config: PlannerConfig) -> int:
+    """The lowest priority among bound pods preemption may evict (gangsched's own, or any with
+    `preempt_other_schedulers`); `2**31` when there is none (no gang can preempt)."""
+    return min((pod.priority for uid in state.charges
+                if (pod := state.pods.get(uid)) is not None and pod.node_name is not None
+                and (config.preempt_other_schedulers
+                     or pods.is_ours(pod, config.scheduler_name))),
+               default=2**31)
+
+
 def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str,
                priority: int, pending: list[PodObserved], config: PlannerConfig,
                taken: set[str]) -> list[Unit]:
-    """The units the preemptor `key` of `priority` may evict (module docstring), sorted by key.
+    """The units the preemptor `key` of `priority` may evict (module docstring), sorted by key:
+    at most `MAX_UNITS`, the lowest-priority, smallest ones.
 
     Shapes: `taken` uids already evicted for another preemptor (never chosen twice).
     """
@@ -143,13 +157,15 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
         unit.priority = max(pod.priority for _, _, pod in unit.members)
         unit.share = sum(_share(index, row, pod) for _, row, pod in unit.members)
         chosen.append(unit)
-    return chosen
+    cheapest = sorted(chosen, key=lambda u: (u.priority, len(u.members), u.share, u.key))
+    return sorted(cheapest[:MAX_UNITS], key=lambda u: u.key)
 
 
 def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudgetObserved],
            fits: Fits) -> Choice | None:
     """The victims to evict so the preemptor fits (module docstring), or None: it would not
-    fit even with every unit gone (nothing is evicted), or there is nothing to evict.
+    fit even with every unit gone (nothing is evicted), or there is nothing to evict. A choice
+    without units: it fits as it is (`fits` may see room other evictions are freeing).
 
     Leaves `index` as it found it. Cost: one `fits` per unit to reprieve, plus at most
     `MAX_SINGLE_TRIALS` more.
@@ -176,6 +192,8 @@ def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudg
             else:
                 victims.discard(unit.key)
                 assigned = kept
+        if not victims:
+            return Choice([], assigned)  # fits once other preemptors' victims have left
         options = [_choice(book, [by_key[k] for k in sorted(victims)], assigned)]
         if len(victims) > 1:
             cheapest = sorted(units, key=lambda u: (u.violates, u.priority, len(u.members),

@@ -58,6 +58,8 @@ PREEMPTING = ("; preempting {victims} lower-priority pod(s) of {units} group(s) 
               "(decision {decision}); the nodes are held for this gang until {deadline}")
 PREEMPTION_NOT_HELPFUL = ("; preemption: not helpful, the gang would not fit even with every "
                           "lower-priority pod it may evict gone, so nothing is evicted")
+PREEMPTION_UNDER_WAY = ("; preemption: none needed, the room frees as pods preempted for other "
+                        "gangs leave")
 PREEMPTED = ("preempted by {group} (priority {priority} > {victim_priority}) to make room on "
              "{nodes}; decision {decision}")
 SCHEDULING_GATED = "pod is scheduling-gated (spec.schedulingGates)"

@@ -1,11 +1,15 @@
 """The simulation loop: arrivals and completions on a simulated clock, the planner, an ideal binder.
 
 Layer: planner simulate (pure; planner core and contracts only; no wall clock). Every instant
-applies all objects arriving then (and pods finishing then) before planning; the planner is
-re-run at the same instant while it keeps placing (the binder binds at once, so GroupBound can
-free later members). The clock then jumps to the next arrival, completion or planner wake-up
+applies all objects arriving then (and pods finishing or deleted then) before planning; the
+planner is re-run at the same instant while it keeps placing (the binder binds at once, so
+GroupBound can free later members). A Preemption is carried out as kube-scheduler's graceful
+delete of its victims: each is observed deleting at once (deletionTimestamp set; it still holds
+its node) and deleted `EVICTION_GRACE_MS` later (a PodDeleted), when the planner can place the
+preemptor. The clock then jumps to the next arrival, completion, deletion or planner wake-up
 (backoff expiry). It stops when nothing is due and every backed-off group has been retried since
-the last change: from then on nothing can change any more.
+the last change: from then on nothing can change any more. PodDisruptionBudgets get their
+`disruptionsAllowed` from the simulated disruption controller (`budgets`) before each round.
 """
 
 from __future__ import annotations
@@ -14,15 +18,17 @@ import heapq
 
 import msgspec
 
-from services.contracts.decisions import Assignment, Decision, Placement, Rejection
+from services.contracts.decisions import Assignment, Decision, Placement, Preemption, Rejection
 from services.contracts.events import (
     ClaimRef,
     ClockTicked,
+    DisruptionBudgetObserved,
     Event,
     GroupBound,
     MemberBound,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    PodDeleted,
     PodObserved,
     VolumeObserved,
 )
@@ -32,13 +38,19 @@ from services.planner.core import backoff, pods
 from services.planner.core import plan as planner
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import PlannerState, empty_state
+from services.planner.simulate.budgets import BudgetSpec, disruptions_allowed
 
 MAX_ROUNDS_PER_INSTANT = 1000
 MAX_INSTANTS = 1_000_000
+EVICTION_GRACE_MS = 1000
+"""How long a preempted pod takes to go once deleted: fixed (not the pod's own
+terminationGracePeriodSeconds, 30 s by default), so results do not depend on what the
+manifests leave out; short, as a victim honouring SIGTERM at once."""
 
 
 class Arrival(msgspec.Struct, frozen=True):
-    """An object appearing at `at_ms`; a pod with `runtime_ms` succeeds that long after binding.
+    """An object appearing at `at_ms`; a pod with `runtime_ms` succeeds that long after binding;
+    a PodDisruptionBudget's `budget` is its spec, for the simulated disruption controller.
 
     Units: UTC epoch milliseconds on the simulated clock; `runtime_ms` milliseconds.
     """
@@ -46,6 +58,7 @@ class Arrival(msgspec.Struct, frozen=True):
     at_ms: int
     event: Event
     runtime_ms: int | None = None
+    budget: BudgetSpec | None = None
 
 
 class PodResult(msgspec.Struct):
@@ -58,16 +71,31 @@ class PodResult(msgspec.Struct):
     reason: str | None = None
 
 
+class Deletion(msgspec.Struct, frozen=True):
+    """A pod deleted during the simulation: its last observation, when it went (simulated epoch
+    milliseconds) and the id of the Preemption that evicted it."""
+
+    pod: PodObserved
+    at_ms: int
+    preemption: str
+
+
 class Result(msgspec.Struct):
-    """The simulation's outcome: every decision in order, each pod of ours, the final state."""
+    """The simulation's outcome: every decision in order, each pod of ours, the final state,
+    and each pod deleted on the way (by uid, ours or not: victims of preemption)."""
 
     decisions: list[Decision]
     pods: dict[str, PodResult]
     state: PlannerState
     end_ms: int
+    deleted: dict[str, Deletion] = msgspec.field(default_factory=dict)
 
 
-class _Sim:
+class Simulation:
+    """One run (module docstring): `run()` plays it all; `instant(now)` plays one instant and
+    `preempt(decision, now)` carries out one Preemption, for tests of the simulated binder.
+    Units: every `now` and `*_ms` simulated UTC epoch milliseconds."""
+
     def __init__(self, arrivals: list[Arrival], config: PlannerConfig) -> None:
         self.config = config
         self.state = empty_state()
@@ -77,6 +105,11 @@ class _Sim:
         self.runtimes = {a.event.uid: a.runtime_ms for a in arrivals
                          if isinstance(a.event, PodObserved) and a.runtime_ms is not None}
         self.completions: list[tuple[int, int, str]] = []
+        self.evictions: list[tuple[int, int, str]] = []
+        self.budgets: dict[str, BudgetSpec] = {}
+        self.deleted: dict[str, Deletion] = {}
+        self.evicting: dict[str, str] = {}
+        """uid → the id of the Preemption deleting the pod."""
         self.decisions: list[Decision] = []
         self.results: dict[str, PodResult] = {}
         self.last_change_ms = 0
@@ -93,7 +126,7 @@ class _Sim:
             if upcoming is None:
                 break
             now = upcoming
-        return Result(self.decisions, self.results, self.state, self.state.now_ms)
+        return Result(self.decisions, self.results, self.state, self.state.now_ms, self.deleted)
 
     def instant(self, now: int) -> None:
         while (self.next_arrival < len(self.arrivals)
@@ -103,11 +136,17 @@ class _Sim:
         while self.completions and self.completions[0][0] <= now:
             _, _, uid = heapq.heappop(self.completions)
             self.finish(uid, now)
+        while self.evictions and self.evictions[0][0] <= now:
+            _, _, uid = heapq.heappop(self.evictions)
+            self.delete(uid, now)
         self.apply(ClockTicked(at_ms=now))
         for _ in range(MAX_ROUNDS_PER_INSTANT):
+            self.refresh_budgets(now)
             self.state, made = planner.plan(self.state, self.config, self.seq)
             self.decisions.extend(made)
             self.note_reasons(made)
+            for preemption in (d for d in made if isinstance(d, Preemption)):
+                self.preempt(preemption, now)
             placements = [d for d in made if isinstance(d, Placement)]
             if not placements:
                 break
@@ -118,6 +157,8 @@ class _Sim:
         event = msgspec.structs.replace(arrival.event, at_ms=now)
         self.apply(event)
         self.last_change_ms = now
+        if isinstance(event, DisruptionBudgetObserved) and arrival.budget is not None:
+            self.budgets[claim_key(event.namespace, event.name)] = arrival.budget
         if isinstance(event, PodObserved) and pods.is_ours(event, self.config.scheduler_name):
             group = f"{event.namespace}/{event.group_name}" if event.group_name else None
             self.results.setdefault(event.uid, PodResult(group=group))
@@ -132,9 +173,42 @@ class _Sim:
                                    pod_uid=member.pod_uid, node=member.node))
             pod = self.state.pods[member.pod_uid]
             self.apply(msgspec.structs.replace(pod, node_name=member.node, phase="Running",
-                                               at_ms=now))
+                                               at_ms=now, start_ms=now))  # kubelet's startTime
             self.bound(member.pod_uid, member.node, now)
         self.apply(GroupBound(at_ms=now, decision_id=placement.id, group=placement.group))
+        self.last_change_ms = now
+
+    def refresh_budgets(self, now: int) -> None:
+        """Observe each PDB again whose `disruptionsAllowed` changed (`budgets`)."""
+        for key, spec in self.budgets.items():
+            budget = self.state.budgets.get(key)
+            if budget is None:
+                continue
+            allowed = disruptions_allowed(budget, spec, self.state.pods.values())
+            if allowed != budget.disruptions_allowed:
+                self.apply(msgspec.structs.replace(budget, disruptions_allowed=allowed,
+                                                   at_ms=now))
+
+    def preempt(self, preemption: Preemption, now: int) -> None:
+        """Delete the victims gracefully, as kube-scheduler's DefaultPreemption does: observed
+        deleting now, deleted `EVICTION_GRACE_MS` later (a victim already going is left so)."""
+        for victim in preemption.victims:
+            pod = self.state.pods.get(victim.uid)
+            if pod is None or pod.is_deleting:
+                continue
+            self.apply(msgspec.structs.replace(pod, is_deleting=True, at_ms=now))
+            heapq.heappush(self.evictions, (now + EVICTION_GRACE_MS, self.seq, victim.uid))
+            self.evicting[victim.uid] = preemption.id
+        self.last_change_ms = now
+
+    def delete(self, uid: str, now: int) -> None:
+        """The pod is gone (its grace period ended): PodDeleted, as the watcher reports it."""
+        pod = self.state.pods.get(uid)
+        if pod is None:
+            return
+        self.deleted[uid] = Deletion(pod, now, self.evicting.pop(uid, ""))
+        self.apply(PodDeleted(at_ms=now, uid=uid, namespace=pod.namespace, name=pod.name,
+                              resource_version=pod.resource_version))
         self.last_change_ms = now
 
     def bind_volumes(self, member: Assignment, now: int) -> None:
@@ -188,6 +262,8 @@ class _Sim:
             due.append(self.arrivals[self.next_arrival][1].at_ms)
         if self.completions:
             due.append(self.completions[0][0])
+        if self.evictions:
+            due.append(self.evictions[0][0])
         wakeup = backoff.next_wakeup_ms(self.state, self.config)
         settled_ms = self.last_change_ms + round(self.config.backoff_max_seconds * 1000)
         if wakeup is not None and (due or wakeup <= settled_ms):
@@ -197,4 +273,4 @@ class _Sim:
 
 def run(arrivals: list[Arrival], config: PlannerConfig) -> Result:
     """Play `arrivals` through the planner until nothing more can change (module docstring)."""
-    return _Sim(arrivals, config).run()
+    return Simulation(arrivals, config).run()

@@ -1,5 +1,10 @@
 """Reading simulation manifests: validation, priority classes, workloads expanded into pods.
 
+A pod's `spec.priority` and `spec.preemptionPolicy` are resolved from the PriorityClasses of the
+manifests as the API server's Priority admission plugin does at creation (`_resolve_priority`).
+PodDisruptionBudgets are checked as the API server validates `spec` (`_check_budget`); their
+status is the simulation's to compute (`budgets`).
+
 Layer: planner simulate (pure; dict in, dict out; never does I/O). Workloads become the pods
 their controllers would create, named as those controllers name them: StatefulSet `<name>-<i>`,
 ReplicaSet and Job `<name>-<5 chars>`, Deployment `<name>-<10 chars>-<5 chars>` (through its
@@ -26,8 +31,12 @@ SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 """The characters Kubernetes uses for generated name suffixes (rand.SafeEncodeString)."""
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000,
                             "system-node-critical": 2000001000}
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+DEFAULT_PREEMPTION_POLICY = "PreemptLowerPriority"
 STORAGE_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
-SCHEDULED_KINDS = ("Node", "Pod", "PodGroup", *STORAGE_KINDS)
+BUDGET_KIND = "PodDisruptionBudget"
+SCHEDULED_KINDS = ("Node", "Pod", "PodGroup", *STORAGE_KINDS, BUDGET_KIND)
 CLUSTER_KINDS = ("Node", "PersistentVolume", "StorageClass")
 """Kinds without a namespace."""
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
@@ -44,7 +53,8 @@ class InvalidManifest(ValueError):
 
 
 class Item(msgspec.Struct, frozen=True):
-    """One Node, Pod, PodGroup, claim, volume or StorageClass to play, with where it came from.
+    """One Node, Pod, PodGroup, claim, volume, StorageClass or PodDisruptionBudget to play, with
+    where it came from.
 
     Units: `at_seconds` simulated seconds after the start; `runtime_seconds` seconds a bound pod
     runs before it succeeds (None: forever).
@@ -55,6 +65,14 @@ class Item(msgspec.Struct, frozen=True):
     obj: dict[str, Any]
     at_seconds: float
     runtime_seconds: float | None = None
+
+
+class PriorityClass(msgspec.Struct, frozen=True):
+    """A PriorityClass's `value` and `preemptionPolicy` (what admission copies into a pod)."""
+
+    name: str
+    value: int
+    preemption_policy: str = DEFAULT_PREEMPTION_POLICY
 
 
 class Document(msgspec.Struct, frozen=True):
@@ -129,18 +147,46 @@ def _flatten(documents: list[Document]) -> list[Document]:
     return flat
 
 
-def _priority_classes(docs: list[Document]) -> dict[str | None, int]:
-    classes: dict[str | None, int] = {}
-    classes.update(BUILTIN_PRIORITY_CLASSES.items())
+Classes = dict[str | None, PriorityClass]
+"""PriorityClasses by name; under None the globalDefault one, if any."""
+
+
+def _priority_classes(docs: list[Document]) -> Classes:
+    """The built-in system classes and those of the manifests, checked as the API server's
+    validation and the Priority plugin check them on creation, in document order.
+
+    Raises:
+        InvalidManifest: a value that is no integer or above 1000000000 (unless a system
+            class), a reserved name, a preemptionPolicy that is neither PreemptLowerPriority nor
+            Never, a second globalDefault class.
+    """
+    classes: Classes = {name: PriorityClass(name, value)
+                        for name, value in BUILTIN_PRIORITY_CLASSES.items()}
     for doc in docs:
         if doc.body.get("kind") != "PriorityClass":
             continue
-        value = doc.body.get("value")
+        name, value = doc.body["metadata"]["name"], doc.body.get("value")
         if not isinstance(value, int) or isinstance(value, bool):
             raise InvalidManifest(describe(doc), "value", "must be an integer")
-        classes[doc.body["metadata"]["name"]] = value
+        if name in BUILTIN_PRIORITY_CLASSES and value == BUILTIN_PRIORITY_CLASSES[name]:
+            continue  # a dump of a cluster holds the system classes too, unchanged
+        if name.startswith("system-"):
+            raise InvalidManifest(describe(doc), "metadata.name", "the name of the priority "
+                                  "class is a reserved name for system use only")
+        if value > HIGHEST_USER_DEFINABLE_PRIORITY:
+            raise InvalidManifest(describe(doc), "value", "maximum allowed value of a user "
+                                  f"defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}")
+        policy = doc.body.get("preemptionPolicy", DEFAULT_PREEMPTION_POLICY)
+        if policy not in PREEMPTION_POLICIES:
+            raise InvalidManifest(describe(doc), "preemptionPolicy", f"must be one of "
+                                  f"{', '.join(PREEMPTION_POLICIES)}, got {policy!r}")
+        classes[name] = PriorityClass(name, value, policy)
         if doc.body.get("globalDefault") is True:
-            classes[None] = value
+            if None in classes:
+                raise InvalidManifest(describe(doc), "globalDefault", f"PriorityClass "
+                                      f"{classes[None].name} is already marked as default. "
+                                      "Only one default can exist")
+            classes[None] = classes[name]
     return classes
 
 
@@ -158,7 +204,7 @@ def _seconds(doc: Document, body: Mapping[str, Any], key: str) -> float | None:
     return value
 
 
-def _item(doc: Document, body: Mapping[str, Any], classes: dict[str | None, int],
+def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
           at_seconds: float | None = None, runtime: float | None = None) -> Item:
     obj = copy.deepcopy(dict(body))
     kind = obj["kind"]
@@ -169,6 +215,8 @@ def _item(doc: Document, body: Mapping[str, Any], classes: dict[str | None, int]
         _check_node(doc, obj)
     if kind in STORAGE_KINDS:
         _check_storage(doc, obj)
+    if kind == BUDGET_KIND:
+        _check_budget(doc, obj)
     if kind == "Pod":
         _check_pod(doc, obj)
         _resolve_priority(doc, obj, classes)
@@ -256,22 +304,71 @@ def _check_storage(doc: Document, obj: dict[str, Any]) -> None:
         raise InvalidManifest(describe(doc, obj), f"{where}.storage", str(error)) from error
 
 
-def _resolve_priority(doc: Document, obj: dict[str, Any], classes: dict[str | None, int]) -> None:
+def _check_budget(doc: Document, obj: dict[str, Any]) -> None:
+    """A PodDisruptionBudget's `spec` as the API server validates it (policy/v1): a mapping;
+    minAvailable or maxUnavailable, not both, each an integer >= 0 or a percentage `<n>%` of
+    at most 100%. (Its selector is checked where it is read, `services.cli.simulate`.)
+
+    Raises:
+        InvalidManifest: the first malformed field, named.
+    """
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        raise InvalidManifest(describe(doc, obj), "spec", "missing")
+    if "minAvailable" in spec and "maxUnavailable" in spec:
+        raise InvalidManifest(describe(doc, obj), "spec",
+                              "minAvailable and maxUnavailable cannot be both set")
+    for field in ("minAvailable", "maxUnavailable"):
+        value = spec.get(field)
+        if value is None:
+            continue
+        is_count = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        is_percent = (isinstance(value, str) and value.endswith("%")
+                      and value[:-1].isdigit() and int(value[:-1]) <= 100)
+        if not (is_count or is_percent):
+            raise InvalidManifest(describe(doc, obj), f"spec.{field}", "must be an integer >= 0 "
+                                  f"or a percentage such as '50%' (at most 100%), got {value!r}")
+
+
+def _resolve_priority(doc: Document, obj: dict[str, Any], classes: Classes) -> None:
+    """Set `spec.priority` and `spec.preemptionPolicy` as the Priority admission plugin does:
+    from the class named by `priorityClassName` (system classes first); with no name, from
+    the globalDefault class (whose name is then set), else priority 0 and
+    PreemptLowerPriority. A value given in the spec must equal the one computed.
+
+    Raises:
+        InvalidManifest: an unknown class (the plugin's Forbidden "no PriorityClass with name
+            ... was found"), or a `priority` or `preemptionPolicy` in the spec that differs.
+    """
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise InvalidManifest(describe(doc, obj), "spec", "missing")
-    if "priority" in spec:
-        if not isinstance(spec["priority"], int) or isinstance(spec["priority"], bool):
-            raise InvalidManifest(describe(doc, obj), "spec.priority", "must be an integer")
-        return
-    name = spec.get("priorityClassName")
+    name = spec.get("priorityClassName") or None
     if name is not None and name not in classes:
         raise InvalidManifest(describe(doc, obj), "spec.priorityClassName",
-                              f"no PriorityClass {name!r} in the manifests")
-    spec["priority"] = classes.get(name, classes.get(None, 0))
+                              f"no PriorityClass with name {name} was found (in the manifests "
+                              "or built in)")
+    chosen = classes.get(name)
+    if chosen is not None and name is None:
+        spec["priorityClassName"] = chosen.name
+    value = chosen.value if chosen is not None else 0
+    policy = chosen.preemption_policy if chosen is not None else DEFAULT_PREEMPTION_POLICY
+    given = spec.get("priority")
+    if given is not None and (not isinstance(given, int) or isinstance(given, bool)
+                              or given != value):
+        raise InvalidManifest(describe(doc, obj), "spec.priority", f"the integer value of "
+                              f"priority ({given}) must not be provided in pod spec; priority "
+                              f"admission controller computed {value} from the given "
+                              "PriorityClass name")
+    if spec.get("preemptionPolicy", policy) != policy:
+        raise InvalidManifest(describe(doc, obj), "spec.preemptionPolicy", f"the string value "
+                              f"of PreemptionPolicy ({spec['preemptionPolicy']}) must not be "
+                              f"provided in pod spec; priority admission controller computed "
+                              f"{policy} from the given PriorityClass name")
+    spec["priority"], spec["preemptionPolicy"] = value, policy
 
 
-def _workload_pods(doc: Document, classes: dict[str | None, int]) -> list[Item]:
+def _workload_pods(doc: Document, classes: Classes) -> list[Item]:
     body = doc.body
     kind, meta = body["kind"], body["metadata"]
     spec = body.get("spec")

@@ -145,11 +145,16 @@ class FakeKube:
         if pod["metadata"]["uid"] != uid:
             raise errors.KubeInvalid("metadata.uid: field is immutable", status=422)
         self.status_patches.append((name, status))
-        merged = {c["type"]: c for c in pod["status"].get("conditions") or []}
-        for condition in status["conditions"]:
-            entry = {**merged.get(condition["type"], {}), **condition}
-            merged[condition["type"]] = {k: v for k, v in entry.items() if v is not None}
-        pod["status"]["conditions"] = list(merged.values())
+        current = pod.setdefault("status", {})
+        for key, value in status.items():
+            if key != "conditions":
+                current[key] = value
+                continue
+            merged = {c["type"]: c for c in current.get("conditions") or []}  # merged by type
+            for condition in value:
+                entry = {**merged.get(condition["type"], {}), **condition}
+                merged[condition["type"]] = {k: v for k, v in entry.items() if v is not None}
+            current["conditions"] = list(merged.values())
         return pod
 
     def add_podgroup(self, namespace: str, name: str, uid: str = "pg-uid",

@@ -30,3 +30,14 @@ def test_a_deadline_reason_says_how_far_binding_got() -> None:
     assert messages.deadline_passed(1, 3, "HTTP 503") == (
         "deadline passed with 1 of 3 members bound (last error: HTTP 503)"
     )
+
+
+def test_the_preemption_texts_are_kube_schedulers_for_a_pod_or_a_podgroup() -> None:
+    assert messages.preempting("gangsched", "ml/train") == (
+        "gangsched: preempting to accommodate a higher priority podgroup")
+    assert messages.preempting("gangsched", "ml/pod:solo") == (
+        "gangsched: preempting to accommodate a higher priority pod")
+    assert messages.preempted("ml/train", "pg-uid", "n1") == (
+        "Preempted by podgroup pg-uid on node n1 (gangsched gang ml/train)")
+    assert messages.preempted("ml/pod:solo", "pod-uid", "n2", "needs 4 CPU") == (
+        "Preempted by pod pod-uid on node n2 (gangsched pod ml/solo): needs 4 CPU")

@@ -7,6 +7,7 @@ from typing import Any
 
 from services.binder import statuses
 from services.contracts.decisions import StatusUpdate
+from tests.unit.binder.fakes import make_pod
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 EARLIER = "2024-05-01T11:00:00Z"
@@ -129,3 +130,60 @@ def test_a_native_podgroup_that_does_not_fit_is_unschedulable() -> None:
     assert patch is not None
     assert [(c["type"], c["status"], c["reason"]) for c in patch["conditions"]] == [
         ("PodGroupScheduled", "False", "Unschedulable")]
+
+
+PREEMPTING = "gangsched: preempting to accommodate a higher priority podgroup"
+
+
+def test_a_victim_gets_the_disruption_target_condition_of_kube_scheduler() -> None:
+    pod = make_pod("low", node="n1")
+    pod["metadata"]["generation"] = 3
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert statuses.disruption_target_status(pod, PREEMPTING, NOW) == {"conditions": [{
+        "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+        "message": PREEMPTING, "lastTransitionTime": "2024-05-01T12:00:00Z",
+        "observedGeneration": 3,
+    }]}
+
+
+def test_a_pod_without_a_generation_gets_no_observed_generation() -> None:
+    patch = statuses.disruption_target_status(make_pod("low"), PREEMPTING, NOW)
+    assert patch is not None and "observedGeneration" not in patch["conditions"][0]
+
+
+def test_the_same_disruption_target_is_not_written_again() -> None:
+    pod = make_pod("low")
+    pod["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True",
+                                    "reason": "PreemptionByScheduler", "message": PREEMPTING,
+                                    "lastTransitionTime": EARLIER}]
+    assert statuses.disruption_target_status(pod, PREEMPTING, NOW) is None
+
+
+def test_another_disruption_target_is_replaced_keeping_its_transition_time() -> None:
+    pod = make_pod("low")
+    pod["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True",
+                                    "reason": "DeletionByTaintManager", "message": "taint",
+                                    "lastTransitionTime": EARLIER}]
+    patch = statuses.disruption_target_status(pod, PREEMPTING, NOW)
+    assert patch is not None
+    assert patch["conditions"][0]["reason"] == "PreemptionByScheduler"
+    assert patch["conditions"][0]["lastTransitionTime"] == EARLIER
+
+
+def test_a_false_disruption_target_turns_true_now() -> None:
+    pod = make_pod("low")
+    pod["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "False",
+                                    "reason": "PreemptionByScheduler", "message": PREEMPTING,
+                                    "lastTransitionTime": EARLIER}]
+    patch = statuses.disruption_target_status(pod, PREEMPTING, NOW)
+    assert patch is not None
+    assert patch["conditions"][0]["status"] == "True"
+    assert patch["conditions"][0]["lastTransitionTime"] == "2024-05-01T12:00:00Z"
+
+
+def test_a_preemptor_is_nominated_unless_it_names_the_node_already() -> None:
+    pod = make_pod("high")
+    assert statuses.nominated_status(pod, "n1") == {"nominatedNodeName": "n1"}
+    pod["status"]["nominatedNodeName"] = "n1"
+    assert statuses.nominated_status(pod, "n1") is None
+    assert statuses.nominated_status(pod, "n2") == {"nominatedNodeName": "n2"}

@@ -14,6 +14,7 @@ import click
 import pytest
 
 from services.cli.main import app
+from services.contracts import producers
 from tests.unit.deploy import chart
 
 RELEASE = chart.RELEASE
@@ -170,7 +171,8 @@ def test_the_watcher_may_only_list_and_watch_what_it_observes(rendered):
         (group, resource, verb) for group, resource in
         (("", "nodes"), ("", "pods"), ("scheduling.x-k8s.io", "podgroups"),
          ("scheduling.k8s.io", "podgroups"), ("", "persistentvolumeclaims"),
-         ("", "persistentvolumes"), ("storage.k8s.io", "storageclasses"))
+         ("", "persistentvolumes"), ("storage.k8s.io", "storageclasses"),
+         ("policy", "poddisruptionbudgets"))
         for verb in ("list", "watch")}
 
 
@@ -296,9 +298,7 @@ def test_no_nats_user_may_create_a_consumer_named_only_in_the_body(rendered):
 
 def test_each_producer_publishes_events_only_on_its_own_subject_kinds(rendered):
     users = chart.nats_users(rendered)
-    kinds = {"node": "watcher", "pod": "watcher", "podgroup": "watcher", "clock": "watcher",
-             "pvc": "watcher", "pv": "watcher", "storageclass": "watcher", "outcome": "binder"}
-    for kind, producer in kinds.items():
+    for kind, producer in producers.PRODUCER_OF_KIND.items():  # every kind of the contracts
         subject = f"gangsched.events.{kind}.default.x"
         for user in ("watcher", "planner", "binder", "subscriber"):
             assert may_publish(users[user], subject) is (user == producer), (user, subject)

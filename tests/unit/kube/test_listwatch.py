@@ -201,3 +201,16 @@ def test_a_collection_the_api_server_does_not_serve_gets_a_hint() -> None:
     assert "kubectl apply --server-side -f deploy/crds/" in hint
     assert listwatch._hint(resources.PODS, missing) == ""  # core API: no CRD to install
     assert listwatch._hint(resources.PODGROUPS, errors.KubeError("boom", status=500)) == ""
+
+
+def test_a_list_rbac_forbids_gets_a_hint_naming_resource_and_group() -> None:
+    from services.kube import resources
+
+    forbidden = errors.from_status(403, {"reason": "Forbidden", "message": "forbidden"},
+                                   "pdb list")
+    assert listwatch._hint(resources.PDBS, forbidden) == (
+        " (RBAC: let this identity list and watch poddisruptionbudgets.policy, as the watcher "
+        "ClusterRole of deploy/chart/templates/rbac.yaml does; not ready until it may)")
+    assert "list and watch nodes, as" in listwatch._hint(resources.NODES, forbidden)
+    unauthorized = errors.from_status(401, None, "pdb list")
+    assert listwatch._hint(resources.PDBS, unauthorized) == ""  # credentials, not RBAC

@@ -192,3 +192,22 @@ def test_preemption_can_be_turned_off() -> None:
     cluster.observe(make_pod("low").requests(cpu_milli=4000).on_node("n0"),
                     make_pod("high").requests(cpu_milli=4000).priority(100))
     assert not _preemptions(cluster.plan())
+
+
+def test_a_second_preemptor_counts_the_room_the_first_ones_victims_leave() -> None:
+    cluster = _nodes(Cluster(), 1)
+    cluster.observe(make_pod("low-a").requests(cpu_milli=3000).priority(1).on_node("n0"),
+                    make_pod("low-b").requests(cpu_milli=1000).priority(1).on_node("n0"),
+                    make_pod("first").requests(cpu_milli=2000).priority(100),
+                    make_pod("second").requests(cpu_milli=1000).priority(50))
+    [preemption] = _preemptions(cluster.plan())
+    assert preemption.group == singleton_key("default", "first")
+    assert [v.name for v in preemption.victims] == ["low-a"]  # low-b stays: 1 cpu is spare
+    assert cluster.last_reason(singleton_key("default", "second")).endswith(
+        reasons.PREEMPTION_UNDER_WAY)
+    cluster.delete_pod("low-a")
+    cluster.advance(1)
+    placed = {d.group: [m.node for m in d.members] for d in cluster.plan()
+              if isinstance(d, Placement)}
+    assert placed == {singleton_key("default", "first"): ["n0"],
+                      singleton_key("default", "second"): ["n0"]}

@@ -49,18 +49,23 @@ def test_preemptions_are_lower_priority_whole_gangs_and_never_futile(
     cluster.run()
     cluster.observe(*later)
     evicted: set[str] = set()
+    placed: set[str] = set()
     for _ in range(4):
         decisions = cluster.plan()
         for preemption in [d for d in decisions if isinstance(d, Preemption)]:
             _check(cluster, preemption, evicted)
             evicted.update(v.uid for v in preemption.victims)
-            for victim in preemption.victims:
-                cluster.delete_pod(victim.name)
+        cluster.bind(_placed(decisions, placed))
+        gone = [d for d in decisions if isinstance(d, Preemption)]
+        if gone:
+            for preemption in gone:
+                for victim in preemption.victims:
+                    cluster.delete_pod(victim.name)
             cluster.advance(1)
-            placed = _placements(cluster.plan())
-            assert preemption.group in placed, "the preemptor fits once its victims are gone"
-            cluster.bind([placed[preemption.group]])
-        cluster.bind([d for d in decisions if isinstance(d, Placement)])
+            after = cluster.plan()
+            cluster.bind(_placed(after, placed))
+            missing = {p.group for p in gone} - placed
+            assert not missing, f"preemptors {missing} fit once their victims are gone"
         cluster.advance(2)
     assert replay(cluster.log, cluster.config) == replay(cluster.log, cluster.config)
 
@@ -83,5 +88,8 @@ def _check(cluster: Cluster, preemption: Preemption, evicted: set[str]) -> None:
         assert bound <= named, f"victim gang {group} is taken whole"
 
 
-def _placements(decisions: list[Decision]) -> dict[str, Placement]:
-    return {d.group: d for d in decisions if isinstance(d, Placement)}
+def _placed(decisions: list[Decision], placed: set[str]) -> list[Decision]:
+    """The round's Placements, their groups added to `placed`."""
+    made = [d for d in decisions if isinstance(d, Placement)]
+    placed.update(d.group for d in made)
+    return list(made)

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from services.contracts import codec
-from services.contracts.events import ClockTicked, NodeObserved, PodDeleted, PodObserved
+from services.contracts.events import (
+    ClockTicked,
+    DisruptionBudgetDeleted,
+    DisruptionBudgetObserved,
+    NodeObserved,
+    NodeSelectorRequirement,
+    PodDeleted,
+    PodObserved,
+)
 from services.kube.listwatch import Change
 from services.watcher import messages
 
@@ -46,3 +54,31 @@ def test_ticks_are_deduplicated_per_second() -> None:
     assert subject == "gs.events.clock._.tick"
     assert msg_id == "clock/1700000000"
     assert codec.decode_event(data) == ClockTicked(at_ms=1_700_000_000_999)
+
+
+def budget(selector: object) -> dict[str, object]:
+    return {"metadata": {"name": "web", "namespace": "ml", "uid": "b1", "resourceVersion": "4"},
+            "spec": {"selector": selector}, "status": {"disruptionsAllowed": 1}}
+
+
+def test_a_budget_is_published_under_its_namespace_on_the_pdb_kind() -> None:
+    selector = {"matchLabels": {"app": "web"}}
+    subject, data, msg_id = messages.change_message("gs", "pdb",
+                                                    Change("observed", budget(selector)), 9)
+    assert (subject, msg_id) == ("gs.events.pdb.ml.web", "pdb/b1/4/observed")
+    assert codec.decode_event(data) == DisruptionBudgetObserved(
+        at_ms=9, uid="b1", namespace="ml", name="web", resource_version="4",
+        selector=(NodeSelectorRequirement("app", "In", ("web",)),), disruptions_allowed=1)
+    subject, data, msg_id = messages.change_message("gs", "pdb",
+                                                    Change("deleted", budget(selector)), 9)
+    assert (subject, msg_id) == ("gs.events.pdb.ml.web", "pdb/b1/4/deleted")
+    assert isinstance(codec.decode_event(data), DisruptionBudgetDeleted)
+
+
+def test_only_an_observed_malformed_budget_has_a_problem_to_log() -> None:
+    malformed = budget("app=web")
+    assert messages.problem("pdb", Change("observed", malformed)) == (
+        "spec.selector is not a valid label selector (read as selecting no pod)")
+    assert messages.problem("pdb", Change("deleted", malformed)) is None
+    assert messages.problem("pdb", Change("observed", budget({}))) is None
+    assert messages.problem("pod", Change("observed", pod())) is None

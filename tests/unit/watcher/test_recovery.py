@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from services.contracts import codec
-from services.contracts.events import ClockTicked, NodeObserved, PodDeleted, PodObserved
+from services.contracts.events import (
+    ClockTicked,
+    DisruptionBudgetDeleted,
+    DisruptionBudgetObserved,
+    NodeObserved,
+    PodDeleted,
+    PodObserved,
+)
 from services.kube.listwatch import Known
 from services.watcher import recovery
 from services.watcher.service import resync_seconds
@@ -29,6 +36,16 @@ def test_nodes_are_known_without_namespace() -> None:
     node = NodeObserved(at_ms=1, name="n1", uid="nu", resource_version="9", allocatable={})
     recovery.fold(known, codec.encode(node))
     assert known == {"nu": Known("n1", "", "9")}
+
+
+def test_budgets_are_known_in_their_namespace_and_deletes_forget() -> None:
+    known: dict[str, Known] = {}
+    for uid in ("b1", "b2"):
+        recovery.fold(known, codec.encode(DisruptionBudgetObserved(
+            at_ms=1, uid=uid, namespace="ml", name=f"pdb-{uid}", resource_version="4")))
+    recovery.fold(known, codec.encode(DisruptionBudgetDeleted(
+        at_ms=2, uid="b2", namespace="ml", name="pdb-b2")))
+    assert known == {"b1": Known("pdb-b1", "ml", "4")}
 
 
 def test_other_events_and_garbage_change_nothing() -> None:

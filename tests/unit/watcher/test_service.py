@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from services.config.settings import Settings, WatcherSettings
 from services.kube.listwatch import Known
-from services.kube.resources import NODES, PODS
+from services.kube.resources import NODES, PDBS, PODS
 from services.runtime.health import ReadyFlag
 from services.watcher.service import Watcher
 from tests.support.waiting import eventually_async
@@ -102,6 +103,33 @@ async def test_a_seed_from_the_log_publishes_only_what_changed_while_down() -> N
     try:
         await eventually(lambda: ready.is_ready, "ready")
         assert publisher.ids == ["pod/u9/3/deleted"]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.timeout(10)
+async def test_a_malformed_budget_is_published_as_read_with_one_warning_line(
+        caplog: pytest.LogCaptureFixture) -> None:
+    def budget(name: str, uid: str, selector: object) -> dict[str, Any]:
+        return {"metadata": {"name": name, "namespace": "ml", "uid": uid, "resourceVersion": "3"},
+                "spec": {"selector": selector}, "status": {"disruptionsAllowed": 1}}
+
+    api = FakeApi(lists={PDBS.list_path: [budget("bad", "b1", {"matchExpressions": [
+        {"key": "app", "operator": "Equals", "values": ["web"]}]}),
+        budget("good", "b2", {"matchLabels": {"app": "web"}})]}, watches={})
+    publisher = FakePublisher()
+    ready = ReadyFlag("watcher")
+    watcher = Watcher(api, publisher, Settings(), resources=(PDBS,), clock_ms=lambda: 1000)
+    task = asyncio.create_task(watcher.run(ready))
+    try:
+        with caplog.at_level(logging.WARNING, logger="services.watcher.service"):
+            await eventually(lambda: ready.is_ready, "ready")
+        assert publisher.ids[:2] == ["pdb/b1/3/observed", "pdb/b2/3/observed"]
+        assert [r.getMessage() for r in caplog.records
+                if r.name == "services.watcher.service"] == [
+            "PodDisruptionBudget ml/bad (resourceVersion 3) is malformed: spec.selector is not "
+            "a valid label selector (read as selecting no pod)"]
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

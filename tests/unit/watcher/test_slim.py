@@ -353,6 +353,32 @@ def test_malformed_objects_never_raise(obj):
         msgspec.json.encode(event)
 
 
+def test_preemption_policy_is_carried_and_defaults_as_the_priority_admission_plugin():
+    assert slim.pod_event(pod(), 0).preemption_policy == "PreemptLowerPriority"
+    assert slim.pod_event(pod({"preemptionPolicy": "Never"}), 0).preemption_policy == "Never"
+    assert slim.pod_event(pod({"preemptionPolicy": "PreemptLowerPriority"}), 0
+                          ).preemption_policy == "PreemptLowerPriority"
+    for absent in ("", None, 7, ["Never"]):
+        assert slim.pod_event(pod({"preemptionPolicy": absent}), 0
+                              ).preemption_policy == "PreemptLowerPriority", absent
+
+
+def with_status(obj, **status):
+    return {**obj, "status": {**obj["status"], **status}}
+
+
+def test_start_time_is_utc_epoch_milliseconds_and_none_until_set():
+    assert slim.pod_event(pod(), 5).start_ms is None
+    assert slim.pod_event(with_status(pod(), startTime="2024-05-01T10:00:00Z"), 5
+                          ).start_ms == 1_714_557_600_000
+    assert slim.pod_event(with_status(pod(), startTime="2024-05-01T10:00:00.250Z"), 5
+                          ).start_ms == 1_714_557_600_250
+    assert slim.pod_event(with_status(pod(), startTime="2024-05-01T12:00:00+02:00"), 5
+                          ).start_ms == 1_714_557_600_000
+    for malformed in ("yesterday", 1_714_557_600, ""):
+        assert slim.pod_event(with_status(pod(), startTime=malformed), 5).start_ms is None
+
+
 def test_an_absurd_minmember_or_timeout_is_invalid_not_an_unencodable_event():
     event = slim.podgroup_event({"spec": {"minMember": 2**70, "scheduleTimeoutSeconds": 2**70}}, 0)
     assert event.min_member == 1 and event.schedule_timeout_seconds is None
@@ -369,7 +395,7 @@ _KEYS = st.sampled_from([
     "scheduleTimeoutSeconds", "allocatable", "capacity", "taints", "conditions", "affinity",
     "nodeAffinity", "tolerations", "restartPolicy", "creationTimestamp", "priority", "volumes",
     "topologySpreadConstraints", "schedulingGates", "nodeSelector", "phase",
-    slim.GROUP_LABEL]) | st.text(max_size=4)
+    "preemptionPolicy", "startTime", slim.GROUP_LABEL]) | st.text(max_size=4)
 _JSONISH = st.recursive(_SCALARS, lambda inner: st.one_of(
     st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=6)), max_leaves=30)
 _OBJECTS = st.dictionaries(st.sampled_from(["metadata", "spec", "status"]), _JSONISH)
