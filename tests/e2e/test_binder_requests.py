@@ -5,8 +5,9 @@ reported) through the real `KubeApi` and compares the API server's `apiserver_re
 before and after, by verb and resource: exactly the requests kube-scheduler would send for the
 same outcome, no read before a write. The binder's bus view is a real `ClusterView` fed with the
 watcher's own events of the objects (`tests.support.bus_view`). Nothing else schedules these
-pods (no gangsched, no kube-scheduler), so the counts are the binder's alone; KWOK's status
-patches of the pods it runs are left out of the bind case. The last case pins what the API
+pods (no gangsched, no kube-scheduler) and no namespace is being deleted meanwhile, so the
+counts are the binder's alone; KWOK's status patches of the pods it runs are left out of the
+bind case. The last case pins what the API
 server does with each patch type's preconditions, which the binder's writes rely on.
 """
 
@@ -33,6 +34,7 @@ from services.watcher import slim
 from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, manifests
 from tests.support.bus_view import AppliedView
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -56,13 +58,29 @@ async def api(control_plane: ControlPlane) -> AsyncIterator[KubeClient]:
 
 @pytest.fixture
 def group_namespace(control_plane: ControlPlane) -> Iterator[str]:
-    """A namespace with PodGroup `g` (minMember 2) and pending pods `a` and `b` in it."""
-    with kube.fresh_namespace(control_plane, "requests") as namespace:
+    """A namespace with PodGroup `g` (minMember 2) and pending pods `a` and `b` in it, made
+    once no namespace is being deleted (the namespace controller's LISTs and DELETEs of pods,
+    PodGroups and events would be counted with the binder's); deleted after, waiting."""
+    eventually(lambda: no_namespace_terminating(control_plane), timeout=120, interval=0.5,
+               what="no namespace being deleted")
+    namespace = f"requests-{uuid.uuid4().hex[:8]}"
+    control_plane.kubectl("create", "namespace", namespace)
+    try:
         manifests.apply(control_plane, namespace, manifests.podgroup("g", 2),
                         manifests.pod("a", "g"), manifests.pod("b", "g"))
         yield namespace
+    finally:
         control_plane.kubectl("delete", "pods", "--all", "-n", namespace, "--grace-period=0",
                               "--force", "--wait=false")
+        control_plane.kubectl("delete", "namespace", namespace, "--wait=true", timeout=120)
+
+
+def no_namespace_terminating(cp: ControlPlane) -> bool:
+    phases = {item["metadata"]["name"]: item["status"].get("phase")
+              for item in kube.get_json(cp, "namespaces")["items"]}
+    terminating = sorted(name for name, phase in phases.items() if phase != "Active")
+    assert terminating == [], terminating
+    return True
 
 
 def objects(cp: ControlPlane, namespace: str, kind: str) -> list[dict[str, Any]]:
