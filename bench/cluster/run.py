@@ -158,6 +158,12 @@ async def api_requests(endpoint: Endpoint) -> dict[str, int]:
     """The API server's `apiserver_request_total`, summed by `VERB resource[/subresource]`."""
     async with Api(endpoint, pool_size=1) as api, api.session.get("/metrics") as response:
         text = await response.text()
+    return request_totals(text)
+
+
+def request_totals(text: str) -> dict[str, int]:
+    """`apiserver_request_total` of a `/metrics` text, summed by `VERB resource[/subresource]`
+    (e.g. `PATCH pods/status`)."""
     totals: dict[str, int] = {}
     for line in text.splitlines():
         if not line.startswith("apiserver_request_total{"):

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from services.kube.events import ObjectRef
+from services.kube.podgroups import StatusWrite
 
 StatusChange = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 """Current object JSON → the status patch to write, or None when it is current (awaited after
@@ -35,7 +36,7 @@ class Kube(Protocol):
 
     async def patch_pod_status(
         self, namespace: str, name: str, uid: str, status: dict[str, Any]
-    ) -> None: ...
+    ) -> dict[str, Any]: ...
 
     async def get_claim(self, namespace: str, name: str) -> dict[str, Any] | None: ...
 
@@ -49,8 +50,16 @@ class Kube(Protocol):
     async def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None: ...
 
     async def update_podgroup_status(
-        self, namespace: str, name: str, change: StatusChange
-    ) -> bool: ...
+        self, namespace: str, name: str, change: StatusChange, uid: str | None = None
+    ) -> StatusWrite: ...
+
+    async def patch_podgroup_status_at(
+        self, podgroup: dict[str, Any], status: dict[str, Any]
+    ) -> dict[str, Any]: ...
+
+    async def first_podgroup_status(
+        self, podgroup: dict[str, Any], status: dict[str, Any]
+    ) -> dict[str, Any]: ...
 
     async def create_event(
         self,

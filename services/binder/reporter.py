@@ -3,6 +3,10 @@
 Layer: binder shell. Best effort: a failed write is retried briefly when transient, then logged,
 and never fails the decision (the next decision about the same object writes again).
 FailedScheduling reports for rejections are rate-limited per pod and per PodGroup.
+Nothing is read to write a report (issue 14), as kube-scheduler writes from its informer copy:
+a pod's condition is patched from what this process wrote on it (`pod_conditions`), the patch's
+uid refusing a replaced pod and its answer showing a pod bound meanwhile; PodGroup status and
+events take the PodGroup from `podgroup_writes`.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ from aiolimiter import AsyncLimiter
 
 from services.binder import messages, statuses
 from services.binder.placing import Settled
+from services.binder.pod_conditions import ConditionMemory
+from services.binder.podgroup_writes import PodGroupWrites, ViewAt
 from services.binder.ports import Kube
 from services.binder.ratelimit import ReportLimiter
 from services.contracts.decisions import Placement, PodRef, Rejection, StatusUpdate
 from services.contracts.ids import GroupKey, is_singleton, split_key
 from services.kube import errors
 from services.kube.events import NORMAL, WARNING, ObjectRef
-from services.kube.resources import PODGROUP_API_VERSION
 from services.runtime import metrics
 
 log = logging.getLogger(__name__)
@@ -59,6 +64,8 @@ class Reporter:
     `kube` serves rejections and status (in the binder: `yielding.YieldingKube`, which waits
     while placements bind); `placing_kube` (default `kube`) serves what is part of carrying out
     a placement, its Scheduled and rollback events, which never wait behind other reports.
+    `view`, when given, is the bus view: pods it shows bound or replaced get no rejection, and
+    PodGroups are named from it (`podgroup_writes`).
     """
 
     def __init__(
@@ -72,8 +79,12 @@ class Reporter:
         status_log: StatusLog | None = None,
         event_budget: tuple[float, float] = EVENT_BUDGET,
         placing_kube: Kube | None = None,
+        view: ViewAt | None = None,
     ) -> None:
         self._kube = kube
+        self._view = view
+        self._conditions = ConditionMemory()
+        self._groups = PodGroupWrites(kube, view)
         self._placing_kube = placing_kube or kube
         self._status_log = status_log
         self._limiter = ReportLimiter(event_interval_seconds)
@@ -90,6 +101,7 @@ class Reporter:
         for member in settled.bound:
             self._limiter.forget(member.pod_uid)
             self._owed.pop(member.pod_uid, None)
+            self._conditions.bound(member.pod_uid)
         kube = self._placing_kube
         writes = [
             partial(self._event, _pod_ref(m.namespace, m.name, m.pod_uid), NORMAL, SCHEDULED,
@@ -107,7 +119,8 @@ class Reporter:
                         FAILED_SCHEDULING, text, ACTION_SCHEDULING, kube)
                 for m in placement.members if m.pod_uid not in bound
             ]
-            writes.append(partial(self._group_event, placement.group, text, kube))
+            writes.append(partial(self._group_event, placement.group, placement.plan_seq, text,
+                                  kube))
         await self._run_all(writes)
 
     async def rejected(self, rejection: Rejection) -> None:
@@ -115,27 +128,28 @@ class Reporter:
         and a FailedScheduling event on the PodGroup (rate-limited)."""
         writes = [partial(self._unschedulable, pod, rejection.reason) for pod in rejection.pods]
         if self._allowed(rejection.group, rejection.reason):
-            writes.append(partial(self._group_event, rejection.group, rejection.reason))
+            writes.append(partial(self._group_event, rejection.group, rejection.plan_seq,
+                                  rejection.reason))
         await self._run_all(writes)
 
     async def status(self, update: StatusUpdate) -> None:
-        """Merge-patch the PodGroup's status (skipped for singleton groups and when current).
+        """Write the PodGroup's status (skipped for singleton groups and when current), in one
+        request when this process holds the PodGroup or the view names it (`podgroup_writes`).
 
         What is written is the newest StatusUpdate of the group published by the time the
-        PodGroup was read, which may be newer than `update`: another binder may be writing a
-        newer one concurrently, and a conflict on the PodGroup makes the slower writer read
-        both again, so an older status never lands after a newer one.
+        PodGroup was read (or its copy used), which may be newer than `update`: another binder
+        may be writing a newer one concurrently, and a conflict on the PodGroup makes the slower
+        writer read both again, so an older status never lands after a newer one.
         """
         if is_singleton(GroupKey(update.group)):
             return
-        namespace, name = split_key(GroupKey(update.group))
         now = self._now()
 
         async def change(current: dict[str, Any]) -> dict[str, Any] | None:
             return statuses.podgroup_status(await self._newest(update), current, now)
 
         async def write() -> None:
-            changed = await self._kube.update_podgroup_status(namespace, name, change)
+            changed = await self._groups.write(update.group, update.plan_seq, change)
             log.debug("PodGroup %s status %s", update.group, "written" if changed else "current")
 
         await best_effort(f"status of PodGroup {update.group}", write)
@@ -146,14 +160,11 @@ class Reporter:
         return latest if latest is not None and latest.plan_seq > update.plan_seq else update
 
     async def _unschedulable(self, pod: PodRef, reason: str) -> None:
-        """Report one pod unschedulable, unless reported recently with the same reason."""
+        """Report one pod unschedulable, unless reported recently with the same reason: its
+        condition first, then (if the pod is still there, unbound) its event."""
         if not self._allowed(pod.uid, reason):
             return
-        current = await self._kube.get_pod(pod.namespace, pod.name)
-        metadata = (current or {}).get("metadata") or {}
-        if current is None or metadata.get("uid") != pod.uid or (current.get("spec") or {}).get(
-            "nodeName"
-        ):
+        if not await self._condition(pod, reason):
             self._limiter.forget(pod.uid)  # gone, replaced or bound meanwhile: nothing to say
             return
         about = _pod_ref(pod.namespace, pod.name, pod.uid)
@@ -162,10 +173,37 @@ class Reporter:
             await self._event(about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING)
         else:
             self._owe(about, reason)
-        patch = statuses.unschedulable_status(current, reason, self._now())
-        if patch is not None:
-            await self._kube.patch_pod_status(pod.namespace, pod.name, pod.uid, patch)
         self._limiter.record(pod.uid, reason, self._monotonic())
+
+    async def _condition(self, pod: PodRef, reason: str) -> bool:
+        """Write `PodScheduled=False/Unschedulable` with `reason` on the pod unless this process
+        wrote it already; False when the pod is not there to be told: bound (by this process,
+        or as the view or the patch's answer shows), gone, or replaced under its name (the
+        patch's uid is refused). A pod found bound by the answer gets `PodScheduled=True` back,
+        as its binding had set it."""
+        uid = pod.uid
+        if self._conditions.is_bound(uid) or (
+                self._view is not None and self._view.view.is_settled(pod.namespace, pod.name,
+                                                                      uid)):
+            return False
+        condition = statuses.unschedulable(self._conditions.written(uid), reason, self._now())
+        if condition is None:
+            return True
+        try:
+            stored = await self._kube.patch_pod_status(
+                pod.namespace, pod.name, uid, statuses.unschedulable_patch(condition))
+        except (errors.KubeNotFound, errors.KubeConflict, errors.KubeInvalid) as error:
+            log.debug("pod %s/%s gone or replaced, not reported: %s", pod.namespace, pod.name,
+                      error)
+            self._conditions.forget(uid)
+            return False
+        if (stored.get("spec") or {}).get("nodeName"):
+            await self._kube.patch_pod_status(pod.namespace, pod.name, uid,
+                                              statuses.scheduled_patch(self._now()))
+            self._conditions.bound(uid)
+            return False
+        self._conditions.wrote(uid, condition)
+        return True
 
     async def close(self) -> None:
         """Stop paying owed events (those still owed are dropped: events are best effort)."""
@@ -199,18 +237,18 @@ class Reporter:
             await best_effort("owed event", partial(
                 self._event, about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING))
 
-    async def _group_event(self, group: str, message: str, kube: Kube | None = None) -> None:
+    async def _group_event(self, group: str, plan_seq: int, message: str,
+                           kube: Kube | None = None) -> None:
         """A FailedScheduling event on the PodGroup (none for singleton groups), through
-        `kube` (default: the reports' API)."""
+        `kube` (default: the reports' API); `plan_seq`: the decision's plan point."""
         if is_singleton(GroupKey(group)):
             return
         namespace, name = split_key(GroupKey(group))
         kube = kube or self._kube
-        podgroup = await kube.get_podgroup(namespace, name)
-        if podgroup is None:
+        named = await self._groups.about(group, plan_seq, kube)
+        if named is None:
             return
-        uid = str((podgroup.get("metadata") or {}).get("uid") or "")
-        api_version = str(podgroup.get("apiVersion") or PODGROUP_API_VERSION)
+        uid, api_version = named
         about = ObjectRef("PodGroup", api_version, namespace, name, uid)
         await self._event(about, WARNING, FAILED_SCHEDULING, message, ACTION_SCHEDULING, kube)
         self._limiter.record(group, message, self._monotonic())

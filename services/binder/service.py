@@ -69,16 +69,16 @@ the oldest placements first: with hundreds at once (one planning round may place
 gangs) every placement progressed at the same slow pace and all of them missed their deadline
 together, each then rolled back and placed again."""
 MAX_REPORTS_IN_FLIGHT = 32
-"""Rejections (and, apart, status updates) being written at once; a rejection is up to three
+"""Rejections (and, apart, status updates) being written at once; a rejection is up to two
 API calls per pod it names."""
 VIEW_WAIT_SECONDS = 1.0
 """How long a placement waits for the bus view to reach its plan point before reading the API."""
 REJECTION_SETTLE_SECONDS = 1.0
 """A rejection waits this long before it is written, and only the newest of its group is: a gang
-created member by member is rejected anew (waiting for quorum) with every member, three API
+created member by member is rejected anew (waiting for quorum) with every member, two API
 calls per pod each time."""
 STATUS_SETTLE_SECONDS = 3.0
-"""The same for PodGroup status (a GET and a PATCH each): it changes with every member created,
+"""The same for PodGroup status (a PATCH each): it changes with every member created,
 placed, bound and started, about five times per gang within seconds."""
 REPORTS_ACK_WAIT_SECONDS = 300.0
 """A report may wait behind its lane's running one; redelivered meanwhile, it is superseded."""

@@ -1,13 +1,14 @@
 """What the binder writes into object status: the pod's PodScheduled condition and PodGroup status.
 
-Layer: binder, pure: current API JSON and a time in, the patch to send out (None when the object
-already says it). Skipping unchanged writes keeps the binder from feeding the watcher a change
-for every decision.
+Layer: binder, pure: what the object says (API JSON, or for a pod's condition what this process
+wrote on it) and a time in, the patch to send out (None when the object already says it).
+Skipping unchanged writes keeps the binder from feeding the watcher a change for every decision.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,17 +43,52 @@ def from_ms(at_ms: int) -> datetime:
     return datetime.fromtimestamp(at_ms / 1000, tz=UTC)
 
 
-def unschedulable_status(
-    pod: dict[str, Any], message: str, now: datetime
-) -> dict[str, Any] | None:
-    """The pod status patch setting `PodScheduled=False, reason Unschedulable, message`.
+@dataclass(frozen=True)
+class Unschedulable:
+    """A pod's `PodScheduled=False, reason Unschedulable` condition as the binder wrote it:
+    its message and `lastTransitionTime` (RFC 3339)."""
 
-    Shapes: `{"conditions": [condition]}` for a strategic merge patch (merged by type), or
-    None when the pod already has exactly that condition. `lastTransitionTime` moves only
-    when the status changes, as `podutil.UpdatePodCondition` does.
+    message: str
+    since: str
+
+
+def unschedulable(written: Unschedulable | None, message: str, now: datetime
+                  ) -> Unschedulable | None:
+    """The condition to write to say `message`, or None when `written` (what this process last
+    wrote on the pod) already says it.
+
+    `lastTransitionTime` moves only when the status changes, as `podutil.UpdatePodCondition`
+    does: kept from `written` (the status stays False), else `now` (the pod had no False
+    condition this process knows of). Source: kube-scheduler patches from its informer copy
+    without reading the pod (`util.PatchPodStatus`); the binder's copy is what it wrote.
     """
-    return _condition_patch(pod, {"type": POD_SCHEDULED, "status": "False",
-                                  "reason": UNSCHEDULABLE, "message": message}, now)
+    if written is not None and written.message == message:
+        return None
+    return Unschedulable(message, written.since if written is not None else rfc3339(now))
+
+
+def unschedulable_patch(condition: Unschedulable) -> dict[str, Any]:
+    """The pod status strategic merge patch writing `condition` (conditions merge by type)."""
+    return {"conditions": [{
+        "type": POD_SCHEDULED,
+        "status": "False",
+        "reason": UNSCHEDULABLE,
+        "message": condition.message,
+        "lastTransitionTime": condition.since,
+    }]}
+
+
+def scheduled_patch(now: datetime) -> dict[str, Any]:
+    """The pod status strategic merge patch putting back `PodScheduled=True` (no reason, no
+    message), as the API server's binding sets it (`BindingREST.setPodNodeAndMetadata`): for
+    a pod an Unschedulable condition reached just after it was bound."""
+    return {"conditions": [{
+        "type": POD_SCHEDULED,
+        "status": "True",
+        "reason": None,
+        "message": None,
+        "lastTransitionTime": rfc3339(now),
+    }]}
 
 
 def disruption_target_status(

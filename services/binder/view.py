@@ -1,4 +1,4 @@
-"""The binder's view of pods and nodes, built from the watcher's events on the bus.
+"""The binder's view of pods, nodes and PodGroups, built from the watcher's events on the bus.
 
 Layer: binder, pure: events in (with their EVENTS stream sequence), lookups out; no I/O.
 The pre-bind survey reads members and nodes from here instead of one API GET per pod and per
@@ -6,7 +6,9 @@ node (two thirds of the binder's API calls before). It is used only once it has 
 placement's plan point (so it is never older than what the planner saw), and only for objects
 it holds: an object it does not know (not yet seen, deleted, or older than the stream's
 retention) is read from the API as before. The objects are shown as the API shows the fields
-`validation.check_member` reads, so one set of rules judges both.
+`validation.check_member` reads, so one set of rules judges both. The reporter asks it which
+pods are bound or replaced (to skip their rejection without a GET) and which uid and API a
+PodGroup has (to write its first status and its events without a GET).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from services.contracts.events import (
     NodeDeleted,
     NodeObserved,
     PodDeleted,
+    PodGroupDeleted,
+    PodGroupObserved,
     PodObserved,
     Toleration,
 )
@@ -31,8 +35,11 @@ BURIED_UIDS = 65536
 oldest is forgotten first; the planner keeps them 10 minutes of event time)."""
 
 
+Observed = PodObserved | NodeObserved | PodGroupObserved
+
+
 class ClusterView:
-    """Latest observed pods (by namespace and name) and nodes (by name).
+    """Latest observed pods and PodGroups (by namespace and name) and nodes (by name).
 
     Shapes: `applied_seq` is the EVENTS stream sequence of the last event applied (0: none).
     """
@@ -40,12 +47,13 @@ class ClusterView:
     def __init__(self) -> None:
         self._pods: dict[tuple[str, str], PodObserved] = {}
         self._nodes: dict[str, NodeObserved] = {}
+        self._groups: dict[tuple[str, str], PodGroupObserved] = {}
         self._used: dict[str, dict[str, int]] = {}
         self._buried: dict[str, None] = {}
         self.applied_seq = 0
 
     def __len__(self) -> int:
-        return len(self._pods) + len(self._nodes)
+        return len(self._pods) + len(self._nodes) + len(self._groups)
 
     def apply(self, seq: int, event: Event) -> None:
         """Apply one event at stream sequence `seq` (any other event type only moves the seq)."""
@@ -69,10 +77,22 @@ class ClusterView:
             node = self._nodes.get(event.name)
             if node is not None and node.uid == event.uid:
                 del self._nodes[event.name]
+        elif isinstance(event, PodGroupObserved | PodGroupDeleted):
+            self._apply_group(event)
         self.applied_seq = max(self.applied_seq, seq)
 
-    def _is_current(self, uid: str, held: PodObserved | NodeObserved | None,
-                    seen: PodObserved | NodeObserved) -> bool:
+    def _apply_group(self, event: PodGroupObserved | PodGroupDeleted) -> None:
+        key = (event.namespace, event.name)
+        if isinstance(event, PodGroupObserved):
+            if self._is_current(event.uid, self._groups.get(key), event):
+                self._groups[key] = event
+            return
+        self._bury(event.uid)
+        known = self._groups.get(key)
+        if known is not None and known.uid == event.uid:
+            del self._groups[key]
+
+    def _is_current(self, uid: str, held: Observed | None, seen: Observed) -> bool:
         """Whether an observation is not a late one, by the planner's rule (`planner.core.apply`):
         not of an object deleted recently, not older than the one held (both decimal
         resourceVersions). A second watcher's resync can publish an old version late."""
@@ -137,6 +157,19 @@ class ClusterView:
         do not carry, so a bound member is always read from the API)."""
         pod = self._pods.get((namespace, name))
         return pod_as_api(pod) if pod is not None and pod.node_name is None else None
+
+    def is_settled(self, namespace: str, name: str, uid: str) -> bool:
+        """Whether the pod `uid` is known bound, deleted, or replaced by another pod under its
+        name (nothing more to report about it as unschedulable); False when unknown."""
+        if uid in self._buried:
+            return True
+        pod = self._pods.get((namespace, name))
+        return pod is not None and (pod.uid != uid or pod.node_name is not None)
+
+    def podgroup(self, namespace: str, name: str) -> tuple[str, str] | None:
+        """The (uid, apiVersion) of the PodGroup `namespace/name`, or None when unknown."""
+        group = self._groups.get((namespace, name))
+        return (group.uid, group.api_version) if group is not None else None
 
     def node(self, name: str) -> dict[str, Any] | None:
         """The node as the API would show the fields the survey checks; None when unknown."""

@@ -3,8 +3,8 @@
 Layer: binder shell. A last-per-subject reader (`services.bus.latest.LatestReader`, named
 `binder-view-<random>`) on the whole EVENTS stream, starting with the last message of every
 subject (the newest state of every object, without replaying history) and then following new
-messages on a task of its own; nothing is acknowledged, so no one else is disturbed. Pod and node
-events are decoded and applied; every other message only advances the applied sequence. A
+messages on a task of its own; nothing is acknowledged, so no one else is disturbed. Pod, node and
+PodGroup events are decoded and applied; every other message only advances the applied sequence. A
 message that does not decode is skipped (the planner dead-letters it).
 """
 
@@ -23,7 +23,7 @@ from services.contracts import codec, subjects
 
 log = logging.getLogger(__name__)
 
-VIEW_KINDS = frozenset({"pod", "node"})
+VIEW_KINDS = frozenset({"pod", "node", "podgroup"})
 INACTIVE_THRESHOLD_SECONDS = 30.0
 OWNER = "binder-view"
 FETCH_BATCH = 512

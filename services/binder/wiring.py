@@ -69,6 +69,7 @@ async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> No
             concurrency=max(1, settings.binder.concurrency),
             status_log=StreamStatusLog(js, settings.bus.prefix, settings.decision_key),
             placing_kube=kube,
+            view=view,
         )
         binder = Binder(
             kube,

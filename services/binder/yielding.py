@@ -21,7 +21,7 @@ from typing import Any
 
 from services.binder.ports import Kube
 from services.kube.events import ObjectRef
-from services.kube.podgroups import StatusChange
+from services.kube.podgroups import StatusChange, StatusWrite
 
 REPORTS_WHILE_BINDING = 4
 """Report requests in flight while a placement binds."""
@@ -98,9 +98,9 @@ class YieldingKube:
             await self._kube.delete_pod(namespace, name, uid)
 
     async def patch_pod_status(self, namespace: str, name: str, uid: str,
-                               status: dict[str, Any]) -> None:
+                               status: dict[str, Any]) -> dict[str, Any]:
         async with self._gate.report():
-            await self._kube.patch_pod_status(namespace, name, uid, status)
+            return await self._kube.patch_pod_status(namespace, name, uid, status)
 
     async def get_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
         async with self._gate.report():
@@ -123,10 +123,20 @@ class YieldingKube:
         async with self._gate.report():
             return await self._kube.get_podgroup(namespace, name)
 
-    async def update_podgroup_status(self, namespace: str, name: str,
-                                     change: StatusChange) -> bool:
+    async def update_podgroup_status(self, namespace: str, name: str, change: StatusChange,
+                                     uid: str | None = None) -> StatusWrite:
         async with self._gate.report():
-            return await self._kube.update_podgroup_status(namespace, name, change)
+            return await self._kube.update_podgroup_status(namespace, name, change, uid)
+
+    async def patch_podgroup_status_at(self, podgroup: dict[str, Any],
+                                       status: dict[str, Any]) -> dict[str, Any]:
+        async with self._gate.report():
+            return await self._kube.patch_podgroup_status_at(podgroup, status)
+
+    async def first_podgroup_status(self, podgroup: dict[str, Any],
+                                    status: dict[str, Any]) -> dict[str, Any]:
+        async with self._gate.report():
+            return await self._kube.first_podgroup_status(podgroup, status)
 
     async def create_event(self, about: ObjectRef, *, event_type: str, reason: str,
                            message: str, action: str, now: datetime) -> None:

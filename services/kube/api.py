@@ -13,7 +13,7 @@ from typing import Any
 from services.kube import events, nodes, podgroups, pods, volumes
 from services.kube.client import KubeClient
 from services.kube.events import ObjectRef
-from services.kube.podgroups import StatusChange
+from services.kube.podgroups import StatusChange, StatusWrite
 
 
 class KubeApi:
@@ -46,9 +46,9 @@ class KubeApi:
 
     async def patch_pod_status(
         self, namespace: str, name: str, uid: str, status: dict[str, Any]
-    ) -> None:
+    ) -> dict[str, Any]:
         """As `pods.patch_pod_status`."""
-        await pods.patch_pod_status(self._client, namespace, name, uid, status)
+        return await pods.patch_pod_status(self._client, namespace, name, uid, status)
 
     async def get_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
         """As `volumes.get_claim`."""
@@ -72,10 +72,22 @@ class KubeApi:
         return await podgroups.get_podgroup(self._client, namespace, name)
 
     async def update_podgroup_status(
-        self, namespace: str, name: str, change: StatusChange
-    ) -> bool:
+        self, namespace: str, name: str, change: StatusChange, uid: str | None = None
+    ) -> StatusWrite:
         """As `podgroups.update_status`."""
-        return await podgroups.update_status(self._client, namespace, name, change)
+        return await podgroups.update_status(self._client, namespace, name, change, uid)
+
+    async def patch_podgroup_status_at(
+        self, podgroup: dict[str, Any], status: dict[str, Any]
+    ) -> dict[str, Any]:
+        """As `podgroups.patch_status_at`."""
+        return await podgroups.patch_status_at(self._client, podgroup, status)
+
+    async def first_podgroup_status(
+        self, podgroup: dict[str, Any], status: dict[str, Any]
+    ) -> dict[str, Any]:
+        """As `podgroups.first_status`."""
+        return await podgroups.first_status(self._client, podgroup, status)
 
     async def create_event(
         self,

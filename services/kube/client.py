@@ -38,6 +38,7 @@ Query = Sequence[tuple[str, str]]
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 
 POOL_SIZE = 128
 """Connections kept per client: three long-lived watches plus bursts of concurrent binds."""
@@ -76,7 +77,7 @@ class KubeClient:
         path: str,
         *,
         query: Query = (),
-        body: dict[str, Any] | None = None,
+        body: dict[str, Any] | list[Any] | None = None,
         content_type: str = JSON,
         timeout_seconds: float | None = None,
     ) -> dict[str, Any]:
@@ -153,7 +154,7 @@ class KubeClient:
         method: str,
         path: str,
         query: Query,
-        body: dict[str, Any] | None,
+        body: dict[str, Any] | list[Any] | None,
         content_type: str,
         timeout: aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:

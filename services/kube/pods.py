@@ -72,16 +72,18 @@ async def delete_pod(client: KubeClient, namespace: str, name: str, uid: str) ->
 
 async def patch_pod_status(
     client: KubeClient, namespace: str, name: str, uid: str, status: dict[str, Any]
-) -> None:
-    """Strategic-merge `status` into the pod's status subresource (conditions merge by type).
+) -> dict[str, Any]:
+    """Strategic-merge `status` into the pod's status subresource (conditions merge by type);
+    returns the pod as stored after the patch (one request, no read before it).
 
-    `uid` is sent in the patch, so a pod replaced under the same name is refused (the API
-    server forbids changing `metadata.uid`).
+    `uid` is sent in the patch, so a pod replaced under the same name is refused: the API
+    server answers 422 `metadata.uid: field is immutable` (pods/status keeps the uid of the
+    patch; verified on v1.36 by tests/e2e/test_binder_requests.py).
     Raises:
         KubeNotFound, KubeConflict or KubeInvalid when the pod is gone or replaced; other
         KubeError subclasses.
     """
     body = {"metadata": {"uid": uid}, "status": status}
-    await client.request(
+    return await client.request(
         "PATCH", pod_path(namespace, name, "status"), body=body, content_type=STRATEGIC_MERGE_PATCH
     )

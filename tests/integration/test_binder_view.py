@@ -69,3 +69,21 @@ async def test_other_messages_move_the_view_on_and_poison_is_skipped(
         assert len(feed.view) == 0
     finally:
         await feed.stop()
+
+
+async def test_the_view_names_podgroups_from_their_events(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    prefix = bus_settings.prefix
+    group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+             "metadata": {"namespace": "default", "name": "g", "uid": "pg-1",
+                          "resourceVersion": "3", "creationTimestamp": "2026-11-30T00:00:00Z"},
+             "spec": {"minMember": 2}}
+    last = await publish(js, prefix, "podgroup", "g", slim.podgroup_event(group, 0), "pg")
+    feed = ViewFeed(js, prefix)
+    await feed.start()
+    try:
+        assert await feed.caught_up(last, timeout_seconds=5)
+        assert feed.view.podgroup("default", "g") == ("pg-1", "scheduling.x-k8s.io/v1alpha1")
+    finally:
+        await feed.stop()

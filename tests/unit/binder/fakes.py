@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -11,6 +12,7 @@ from services.binder.validation import PLACEMENT_ANNOTATION
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from services.kube import errors
 from services.kube.events import ObjectRef
+from services.kube.podgroups import StatusWrite
 
 DECISION_KEY = DecisionKey(b"k" * 32)
 """The key the planner of these tests signs with and their binders check with."""
@@ -134,36 +136,87 @@ class FakeKube:
 
     async def patch_pod_status(
         self, namespace: str, name: str, uid: str, status: dict[str, Any]
-    ) -> None:
+    ) -> dict[str, Any]:
+        """As the API server: 404 when gone, 422 for another uid; conditions merge by type."""
         self._fail("patch_pod_status", name)
         pod = self.pods.get((namespace, name))
         if pod is None:
             raise errors.KubeNotFound(f"pods {name} not found", status=404)
         if pod["metadata"]["uid"] != uid:
-            raise errors.KubeConflict("uid", status=409)
+            raise errors.KubeInvalid("metadata.uid: field is immutable", status=422)
         self.status_patches.append((name, status))
         current = pod.setdefault("status", {})
         for key, value in status.items():
             if key != "conditions":
                 current[key] = value
                 continue
-            types = {condition["type"] for condition in value}  # merged by type
-            current["conditions"] = [c for c in current.get("conditions") or []
-                                     if c["type"] not in types] + list(value)
+            merged = {c["type"]: c for c in current.get("conditions") or []}  # merged by type
+            for condition in value:
+                entry = {**merged.get(condition["type"], {}), **condition}
+                merged[condition["type"]] = {k: v for k, v in entry.items() if v is not None}
+            current["conditions"] = list(merged.values())
+        return pod
+
+    def add_podgroup(self, namespace: str, name: str, uid: str = "pg-uid",
+                     api_version: str = "scheduling.x-k8s.io/v1alpha1") -> dict[str, Any]:
+        """A new PodGroup (no status, generation 1, resourceVersion 1)."""
+        podgroup = {"apiVersion": api_version, "metadata": {
+            "namespace": namespace, "name": name, "uid": uid, "generation": 1,
+            "resourceVersion": "1"}}
+        self.podgroups[(namespace, name)] = podgroup
+        return podgroup
+
+    def _podgroup(self, namespace: str, name: str) -> dict[str, Any]:
+        podgroup = self.podgroups.get((namespace, name))
+        if podgroup is None:
+            raise errors.KubeNotFound("no podgroup", status=404)
+        return podgroup
+
+    def _store_status(self, podgroup: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        meta = podgroup["metadata"]
+        meta["resourceVersion"] = str(int(meta.get("resourceVersion") or 0) + 1)
+        podgroup.setdefault("status", {}).update(status)
+        return copy.deepcopy(podgroup)
 
     async def update_podgroup_status(
         self, namespace: str, name: str,
         change: Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]],
-    ) -> bool:
+        uid: str | None = None,
+    ) -> StatusWrite:
+        """As `podgroups.update_status`: a read (`get_podgroup`), then a write."""
         self._fail("update_podgroup_status", name)
-        podgroup = self.podgroups.get((namespace, name))
-        if podgroup is None:
-            raise errors.KubeNotFound("no podgroup", status=404)
-        patch = await change(podgroup)
+        podgroup = self._podgroup(namespace, name)
+        self.calls.append(("get_podgroup", name))
+        if uid is not None and podgroup["metadata"]["uid"] != uid:
+            raise errors.KubeConflict("recreated", status=409)
+        patch = await change(copy.deepcopy(podgroup))
         if patch is None:
-            return False
-        podgroup.setdefault("status", {}).update(patch)
-        return True
+            return StatusWrite(False, copy.deepcopy(podgroup))
+        return StatusWrite(True, self._store_status(podgroup, patch))
+
+    async def patch_podgroup_status_at(
+        self, podgroup: dict[str, Any], status: dict[str, Any]
+    ) -> dict[str, Any]:
+        """As the API server: 409 unless the stored resourceVersion is the one given."""
+        meta = podgroup["metadata"]
+        self._fail("patch_podgroup_status_at", meta["name"])
+        stored = self._podgroup(meta["namespace"], meta["name"])
+        if stored["metadata"]["resourceVersion"] != meta["resourceVersion"]:
+            raise errors.KubeConflict("the object has been modified", status=409)
+        return self._store_status(stored, status)
+
+    async def first_podgroup_status(
+        self, podgroup: dict[str, Any], status: dict[str, Any]
+    ) -> dict[str, Any]:
+        """As the API server's JSON patch: 422 unless uid and generation match, no status."""
+        meta = podgroup["metadata"]
+        self._fail("first_podgroup_status", meta["name"])
+        stored = self._podgroup(meta["namespace"], meta["name"])
+        held = stored["metadata"]
+        if (held["uid"], held.get("generation")) != (meta["uid"], meta["generation"]) or (
+                "status" in stored):
+            raise errors.KubeInvalid("test failed", status=422)
+        return self._store_status(stored, status)
 
     async def create_event(
         self, about: ObjectRef, *, event_type: str, reason: str, message: str, action: str,

@@ -9,10 +9,14 @@ from services.binder.placing import RolledBack, Settled
 from services.binder.reporter import Reporter
 from services.binder.rollback import Undone
 from services.contracts.decisions import Assignment, Placement, PodRef, Rejection, StatusUpdate
+from services.contracts.events import PodGroupObserved
 from services.kube import errors
+from services.watcher import slim
+from tests.support.bus_view import AppliedView
 from tests.unit.binder.fakes import FakeKube, make_pod
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+LATER = datetime(2024, 5, 1, 12, 5, tzinfo=UTC)
 
 
 class Clock:
@@ -23,9 +27,15 @@ class Clock:
         return self.seconds
 
 
-def reporter(kube: FakeKube, clock: Clock | None = None) -> Reporter:
+def reporter(kube: FakeKube, clock: Clock | None = None,
+             feed: AppliedView | None = None) -> Reporter:
     return Reporter(kube, event_interval_seconds=30.0, concurrency=4,
-                    monotonic=clock or Clock(), now=lambda: NOW)
+                    monotonic=clock or Clock(), now=lambda: NOW, view=feed)
+
+
+def podgroup_observed(name: str, uid: str) -> PodGroupObserved:
+    return PodGroupObserved(at_ms=0, uid=uid, namespace="default", name=name,
+                            resource_version="1", created_at_ms=0, min_member=2)
 
 
 def rejection(reason: str, *names: str, group: str = "default/g") -> Rejection:
@@ -74,7 +84,47 @@ async def test_a_rejected_pod_already_bound_or_gone_gets_no_report() -> None:
     kube.add_pod(make_pod("a", node="n1"))
     await reporter(kube).rejected(rejection("no fit", "a", "gone"))
     assert kube.events == []
-    assert kube.status_patches == []
+    # the patch's answer showed `a` bound: its binding's PodScheduled=True is put back
+    assert kube.pods[("default", "a")]["status"]["conditions"] == [{
+        "type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-05-01T12:00:00Z"}]
+    assert ("get_pod", "a") not in kube.calls and ("get_pod", "gone") not in kube.calls
+
+
+async def test_a_rejection_reads_nothing_and_a_replaced_pod_gets_no_report() -> None:
+    kube = FakeKube()
+    kube.add_podgroup("default", "g")
+    kube.add_pod(make_pod("a"))
+    kube.add_pod(make_pod("b", uid="uid-b-new"))  # recreated under b's name
+    feed = AppliedView()
+    feed.apply(podgroup_observed("g", "pg-uid"))
+    await reporter(kube, feed=feed).rejected(rejection("no fit", "a", "b"))
+    assert [(e.about.kind, e.about.name, e.about.uid) for e in kube.events] == [
+        ("Pod", "a", "uid-a"), ("PodGroup", "g", "pg-uid")]
+    assert [name for name, _ in kube.status_patches] == ["a"]
+    assert kube.pods[("default", "b")]["status"].get("conditions") is None
+    assert [op for op, _ in kube.calls if op.startswith("get")] == []
+
+
+async def test_a_pod_the_view_shows_bound_gets_no_request() -> None:
+    kube = FakeKube()
+    kube.add_pod(make_pod("a"))
+    feed = AppliedView()
+    feed.apply(slim.pod_event(make_pod("a", node="n1"), 0))
+    await reporter(kube, feed=feed).rejected(rejection("no fit", "a", group="default/pod:a"))
+    assert kube.calls == []
+
+
+async def test_a_new_reason_keeps_the_transition_time_this_process_wrote() -> None:
+    kube = FakeKube()
+    kube.add_pod(make_pod("a"))
+    times = iter([NOW, LATER])
+    report = Reporter(kube, event_interval_seconds=30.0, concurrency=4, monotonic=Clock(),
+                      now=lambda: next(times, LATER))
+    await report.rejected(rejection("no fit", "a", group="default/pod:a"))
+    await report.rejected(rejection("still no fit", "a", group="default/pod:a"))
+    condition = kube.pods[("default", "a")]["status"]["conditions"][0]
+    assert (condition["message"], condition["lastTransitionTime"]) == (
+        "still no fit", "2024-05-01T12:00:00Z")
 
 
 async def test_api_errors_while_reporting_are_swallowed() -> None:
@@ -201,3 +251,58 @@ async def test_closing_stops_paying_owed_events() -> None:
     await report.close()
     await asyncio.sleep(0.5)
     assert [e.about.name for e in kube.events if e.about.kind == "Pod"] == ["a"]
+
+
+def requests(kube: FakeKube) -> list[str]:
+    return [op for op, _ in kube.calls]
+
+
+async def test_podgroup_status_is_one_write_per_change_and_no_read_before_it() -> None:
+    kube = FakeKube()
+    kube.add_podgroup("default", "g")
+    feed = AppliedView()
+    feed.apply(podgroup_observed("g", "pg-uid"))
+    report = reporter(kube, feed=feed)
+    await report.status(status_update(1, "Scheduling", 0))
+    await report.status(status_update(2, "Running", 3))
+    await report.status(status_update(3, "Running", 3))  # current by the copy: read to be sure
+    assert requests(kube) == ["first_podgroup_status", "patch_podgroup_status_at",
+                              "update_podgroup_status", "get_podgroup"]
+    status = kube.podgroups[("default", "g")]["status"]
+    assert (status["phase"], status["running"]) == ("Running", 3)
+
+
+async def test_a_podgroup_changed_by_another_writer_is_read_and_merged() -> None:
+    kube = FakeKube()
+    kube.add_podgroup("default", "g")
+    report = reporter(kube)  # no view: the first write reads
+    await report.status(status_update(1, "Scheduling", 0))
+    stored = kube.podgroups[("default", "g")]
+    stored["metadata"]["resourceVersion"] = "7"  # another writer
+    stored["status"]["occupiedBy"] = "default/job"
+    await report.status(status_update(2, "Running", 3))
+    assert requests(kube) == ["update_podgroup_status", "get_podgroup",
+                              "patch_podgroup_status_at", "update_podgroup_status",
+                              "get_podgroup"]
+    assert (stored["status"]["phase"], stored["status"]["occupiedBy"]) == ("Running",
+                                                                          "default/job")
+
+
+async def test_a_podgroup_with_a_status_already_is_read_before_the_first_write() -> None:
+    kube = FakeKube()
+    kube.add_podgroup("default", "g")["status"] = {"phase": "Pending", "occupiedBy": "x/y"}
+    feed = AppliedView()
+    feed.apply(podgroup_observed("g", "pg-uid"))
+    await reporter(kube, feed=feed).status(status_update(1, "Scheduling", 0))
+    assert requests(kube) == ["first_podgroup_status", "update_podgroup_status", "get_podgroup"]
+    assert kube.podgroups[("default", "g")]["status"] == {
+        "phase": "Scheduling", "occupiedBy": "x/y", "running": 0, "succeeded": 0, "failed": 0}
+
+
+async def test_a_podgroup_recreated_under_the_name_gets_no_status_meant_for_the_old_one() -> None:
+    kube = FakeKube()
+    kube.add_podgroup("default", "g", uid="new-uid")
+    feed = AppliedView()
+    feed.apply(podgroup_observed("g", "old-uid"))  # the planner decided for the old one
+    await reporter(kube, feed=feed).status(status_update(1, "Scheduling", 0))
+    assert "status" not in kube.podgroups[("default", "g")]

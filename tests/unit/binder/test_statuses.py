@@ -22,8 +22,9 @@ def update(**fields: Any) -> StatusUpdate:
 
 
 def test_an_unschedulable_pod_gets_the_podscheduled_false_condition() -> None:
-    patch = statuses.unschedulable_status(make_pod("p1"), "gang ml/train: 3 of 4 members fit", NOW)
-    assert patch == {"conditions": [{
+    condition = statuses.unschedulable(None, "gang ml/train: 3 of 4 members fit", NOW)
+    assert condition is not None
+    assert statuses.unschedulable_patch(condition) == {"conditions": [{
         "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
         "message": "gang ml/train: 3 of 4 members fit",
         "lastTransitionTime": "2024-05-01T12:00:00Z",
@@ -31,21 +32,22 @@ def test_an_unschedulable_pod_gets_the_podscheduled_false_condition() -> None:
 
 
 def test_the_same_condition_is_not_written_again() -> None:
-    pod = make_pod("p1")
-    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
-                                    "reason": "Unschedulable", "message": "m"}]
-    assert statuses.unschedulable_status(pod, "m", NOW) is None
+    assert statuses.unschedulable(statuses.Unschedulable("m", EARLIER), "m", NOW) is None
 
 
 def test_a_new_message_keeps_the_transition_time_while_the_status_stays_false() -> None:
-    pod = make_pod("p1")
-    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
-                                    "reason": "Unschedulable", "message": "old",
-                                    "lastTransitionTime": EARLIER}]
-    patch = statuses.unschedulable_status(pod, "new", NOW)
-    assert patch is not None
+    condition = statuses.unschedulable(statuses.Unschedulable("old", EARLIER), "new", NOW)
+    assert condition == statuses.Unschedulable("new", EARLIER)
+    patch = statuses.unschedulable_patch(condition)
     assert patch["conditions"][0]["lastTransitionTime"] == EARLIER
     assert patch["conditions"][0]["message"] == "new"
+
+
+def test_a_pod_bound_meanwhile_gets_podscheduled_true_back_without_reason_or_message() -> None:
+    assert statuses.scheduled_patch(NOW) == {"conditions": [{
+        "type": "PodScheduled", "status": "True", "reason": None, "message": None,
+        "lastTransitionTime": "2024-05-01T12:00:00Z",
+    }]}
 
 
 def test_podgroup_status_carries_phase_counts_start_time_and_a_scheduled_condition() -> None:

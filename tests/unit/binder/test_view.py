@@ -127,3 +127,30 @@ def test_a_zero_request_never_over_commits() -> None:
     view.apply(4, slim.pod_event(zero, 0))
     reason = view.overcommit("n1", [("default", "a")])
     assert reason is None
+
+
+def test_the_view_tells_bound_deleted_and_replaced_pods_apart_from_pending_ones() -> None:
+    view = ClusterView()
+    view.apply(1, slim.pod_event(make_pod("a"), 0))
+    view.apply(2, slim.pod_event(make_pod("b", node="n1"), 0))
+    view.apply(3, slim.pod_event(make_pod("c"), 0))
+    view.apply(4, slim.pod_deleted(make_pod("c"), 0))
+    view.apply(5, slim.pod_event(make_pod("d", uid="uid-d-new"), 0))
+    assert not view.is_settled("default", "a", "uid-a")  # pending: report it
+    assert view.is_settled("default", "b", "uid-b")  # bound
+    assert view.is_settled("default", "c", "uid-c")  # deleted
+    assert view.is_settled("default", "d", "uid-d")  # replaced under its name
+    assert not view.is_settled("default", "e", "uid-e")  # unknown: the API decides
+
+
+def test_the_view_names_podgroups_until_they_are_deleted() -> None:
+    view = ClusterView()
+    group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+             "metadata": {"namespace": "default", "name": "g", "uid": "pg-1",
+                          "resourceVersion": "5", "creationTimestamp": "2026-11-30T00:00:00Z"},
+             "spec": {"minMember": 2}}
+    view.apply(1, slim.podgroup_event(group, 0))
+    assert view.podgroup("default", "g") == ("pg-1", "scheduling.x-k8s.io/v1alpha1")
+    view.apply(2, slim.podgroup_deleted(group, 0))
+    assert view.podgroup("default", "g") is None
+    assert len(view) == 0
