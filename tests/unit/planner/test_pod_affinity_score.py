@@ -136,3 +136,14 @@ def test_gang_members_placed_before_count_for_the_next():
             .prefer_anti_affinity(10, HOST, app="g") for i in range(2)]
     assert placed_nodes(Cluster().observe(*nodes, make_podgroup("g", 2), *gang)) == [
         "big", "small"]
+
+
+def test_the_index_keeps_pods_with_scored_terms_apart():
+    index = cluster_index(("n1", make_pod("plain").labelled(app="db")),
+                          ("n2", make_pod("anti").anti_affinity(HOST, app="x")),
+                          ("n3", make_pod("affine").pod_affinity(HOST, app="x")),
+                          ("n4", make_pod("soft").prefer_anti_affinity(1, HOST, app="x")))
+    affine, soft = make_pod("affine").build().uid, make_pod("soft").build().uid
+    assert sorted(index.score_users) == sorted([affine, soft])
+    index.set_pod(soft, None, None)
+    assert list(index.score_users) == [affine]
