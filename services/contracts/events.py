@@ -72,7 +72,8 @@ class HostPort(msgspec.Struct, frozen=True, gc=False):
 
 
 class PodAffinityTerm(msgspec.Struct, frozen=True, gc=False):
-    """One required pod (anti-)affinity term (`podAffinity/podAntiAffinity.required...[]`).
+    """One pod (anti-)affinity term (`podAffinity/podAntiAffinity.required...[]`, or the
+    `podAffinityTerm` of a preferred one).
 
     `label_selector` is the term's `labelSelector` as requirements ANDed (`matchLabels` as In
     with one value; `matchLabelKeys`/`mismatchLabelKeys` already merged in by the API server);
@@ -87,6 +88,18 @@ class PodAffinityTerm(msgspec.Struct, frozen=True, gc=False):
     label_selector: tuple[NodeSelectorRequirement, ...] | None = None
     namespaces: tuple[str, ...] = ()
     all_namespaces: bool = False
+
+
+class WeightedPodAffinityTerm(msgspec.Struct, frozen=True, gc=False):
+    """One preferred pod (anti-)affinity term
+    (`podAffinity/podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[]`).
+
+    `weight` is the term's weight (1..100 as the API server validates it); `term` its
+    `podAffinityTerm`, read as a required term is (`PodAffinityTerm`).
+    """
+
+    weight: int
+    term: PodAffinityTerm
 
 
 class TopologySpreadConstraint(msgspec.Struct, frozen=True, gc=False):
@@ -170,7 +183,9 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     (Pending, Running, Succeeded, Failed, Unknown). `host_ports` are its app containers' ports
     with a hostPort, in spec order (what kube-scheduler's NodePorts plugin reads). `labels` are
     the pod's labels and `pod_affinity`/`pod_anti_affinity` its required inter-pod terms, in
-    spec order (what InterPodAffinity's filter reads). `topology_spread` are its
+    spec order (what InterPodAffinity's filter reads); `preferred_pod_affinity` and
+    `preferred_pod_anti_affinity` its preferred (weighted) terms, in spec order (what
+    InterPodAffinity's score reads). `topology_spread` are its
     `topologySpreadConstraints`, in spec order (what PodTopologySpread reads).
     """
 
@@ -198,6 +213,8 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     labels: dict[str, str] = {}
     pod_affinity: tuple[PodAffinityTerm, ...] = ()
     pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    preferred_pod_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     volume_claims: tuple[PodClaim, ...] = ()
     """The PersistentVolumeClaims its volumes use, in spec order (what VolumeBinding,

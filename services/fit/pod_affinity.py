@@ -51,6 +51,17 @@ def is_involved(pod: PodObserved) -> bool:
     return bool(pod.pod_affinity or pod.pod_anti_affinity)
 
 
+def has_preferred(pod: PodObserved) -> bool:
+    """Whether the pod has preferred (weighted) inter-pod terms of its own."""
+    return bool(pod.preferred_pod_affinity or pod.preferred_pod_anti_affinity)
+
+
+def is_scored(pod: PodObserved) -> bool:
+    """Whether the pod, once bound, adds to other pods' InterPodAffinity score: it has
+    preferred terms or required affinity terms (those count with hardPodAffinityWeight)."""
+    return bool(pod.pod_affinity) or has_preferred(pod)
+
+
 class Counts:
     """InterPodAffinity's pre-filter state for the incoming pod `pod`.
 

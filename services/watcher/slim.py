@@ -23,8 +23,11 @@ Decisions recorded here:
   request of cpu, memory or hugepages-* (a pod-level limit standing in for a missing request)
   replaces the containers' aggregate for that resource; other resources keep the aggregate;
   overhead is added after.
-- Soft node/pod affinity (preferred terms) is ignored, as a scheduler may; hard constraints
+- Soft node affinity (preferred terms) is ignored, as a scheduler may; hard constraints
   the planner does not implement are listed in `unsupported`.
+- Preferred inter-pod (anti-)affinity terms are carried with their weights
+  (`preferred_pod_affinity`), each term read as a required one is, with the same unsupported
+  parts (a non-empty `namespaceSelector`), so the score never counts the wrong namespaces.
 - Topology spread constraints (both kinds) are carried (`topology_spread`); one the API server
   would refuse sets `invalid_reason` (`topology_spread`), so the pod waits with that reason.
 - Required inter-pod (anti-)affinity: labels and terms are carried (`required_pod_affinity`);
@@ -61,6 +64,7 @@ from services.contracts.events import (
     Taint,
     Toleration,
     TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
 )
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -197,6 +201,7 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
     affinity, affinity_unsupported = required_affinity(spec)
     namespace = _namespace(meta)
     pod_terms, pod_terms_unsupported = required_pod_affinity(spec, namespace)
+    preferred, preferred_unsupported = preferred_pod_affinity(spec, namespace)
     spreads, spread_invalid = topology_spread(spec)
     priority = spec.get("priority", 0)
     node_name = spec.get("nodeName")
@@ -213,13 +218,16 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
         required_affinity=affinity,
         tolerations=tuple(_toleration(_dict(t)) for t in _list(spec.get("tolerations"))),
         unsupported=tuple(sorted(set(affinity_unsupported + unsupported_fields(spec)
-                                     + pod_terms_unsupported + beyond))),
+                                     + pod_terms_unsupported + preferred_unsupported
+                                     + beyond))),
         invalid_reason=invalid or spread_invalid,
         is_scheduling_gated=bool(_list(spec.get("schedulingGates"))),
         is_deleting=meta.get("deletionTimestamp") is not None,
         owner=controller_owner(meta), host_ports=host_ports(spec),
         labels=_str_map(meta.get("labels")), pod_affinity=pod_terms["podAffinity"],
-        pod_anti_affinity=pod_terms["podAntiAffinity"], topology_spread=spreads,
+        pod_anti_affinity=pod_terms["podAntiAffinity"],
+        preferred_pod_affinity=preferred["podAffinity"],
+        preferred_pod_anti_affinity=preferred["podAntiAffinity"], topology_spread=spreads,
         volume_claims=volume_claims(spec, _text(meta, "name")),
         preemption_policy=preemption_policy(spec),
         start_ms=optional_time_ms(status.get("startTime")))
@@ -435,10 +443,55 @@ _SELECTOR_OPERATORS = {"In": True, "NotIn": True, "Exists": False, "DoesNotExist
 """A label selector's operators, each with whether it takes values (as the API validates)."""
 
 
+_POD_TERMS = ("podAffinity", "podAntiAffinity")
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
 def required_pod_affinity(spec: Obj, namespace: str) -> tuple[
         dict[str, tuple[PodAffinityTerm, ...]], list[str]]:
     """Required pod affinity and anti-affinity terms (keys `podAffinity`, `podAntiAffinity`),
-    and the parts the planner does not implement, by field path.
+    and the parts the planner does not implement, by field path (each term read as
+    `pod_affinity_term` reads it).
+    """
+    affinity = _dict(spec.get("affinity"))
+    terms: dict[str, tuple[PodAffinityTerm, ...]] = {}
+    found: list[str] = []
+    for kind in _POD_TERMS:
+        field = f"spec.affinity.{kind}.{_REQUIRED}[]"
+        terms[kind] = tuple(pod_affinity_term(term, namespace, field, found) for term in map(
+            _dict, _list(_dict(affinity.get(kind)).get(_REQUIRED))))
+    return terms, found
+
+
+def preferred_pod_affinity(spec: Obj, namespace: str) -> tuple[
+        dict[str, tuple[WeightedPodAffinityTerm, ...]], list[str]]:
+    """Preferred (weighted) pod affinity and anti-affinity terms (keys `podAffinity`,
+    `podAntiAffinity`), in spec order, and the parts the planner does not implement, by field
+    path. Each `podAffinityTerm` is read as a required term is (`pod_affinity_term`); a weight
+    that is not a 32-bit integer reads as 0 (the API server validates 1..100).
+    Source: as `framework.NewPodInfo`'s `getWeightedAffinityTerms`.
+    """
+    affinity = _dict(spec.get("affinity"))
+    terms: dict[str, tuple[WeightedPodAffinityTerm, ...]] = {}
+    found: list[str] = []
+    for kind in _POD_TERMS:
+        field = f"spec.affinity.{kind}.{_PREFERRED}[].podAffinityTerm"
+        read = []
+        for item in map(_dict, _list(_dict(affinity.get(kind)).get(_PREFERRED))):
+            weight = item.get("weight")
+            read.append(WeightedPodAffinityTerm(
+                weight=weight if _small_int(weight) else 0,
+                term=pod_affinity_term(_dict(item.get("podAffinityTerm")), namespace, field,
+                                       found)))
+        terms[kind] = tuple(read)
+    return terms, found
+
+
+def pod_affinity_term(term: Obj, namespace: str, field: str,
+                      found: list[str]) -> PodAffinityTerm:
+    """One pod (anti-)affinity term of a pod in `namespace`; what the planner does not
+    implement of it is appended to `found` under `field` (the term's path).
 
     Source: as kube-scheduler's `framework.newAffinityTerm`: namespaces default to the pod's own
     when the term names none and has no `namespaceSelector`. `matchLabelKeys` and
@@ -447,30 +500,19 @@ def required_pod_affinity(spec: Obj, namespace: str) -> tuple[
     (gangsched does not watch Namespaces) and a selector operator or value list the API would
     refuse.
     """
-    affinity = _dict(spec.get("affinity"))
-    terms: dict[str, tuple[PodAffinityTerm, ...]] = {}
-    found: list[str] = []
-    for kind in ("podAffinity", "podAntiAffinity"):
-        field = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
-        read = []
-        for term in map(_dict, _list(_dict(affinity.get(kind)).get(
-                "requiredDuringSchedulingIgnoredDuringExecution"))):
-            selector, is_valid = label_selector(term.get("labelSelector"))
-            namespace_selector = term.get("namespaceSelector")
-            if not is_valid:
-                found.append(f"{field}[].labelSelector")
-            if isinstance(namespace_selector, Mapping) and (
-                    _dict(namespace_selector.get("matchLabels"))
-                    or _list(namespace_selector.get("matchExpressions"))):
-                found.append(f"{field}[].namespaceSelector")
-            names = tuple(sorted({_str(n) for n in _list(term.get("namespaces"))}))
-            if not names and namespace_selector is None:
-                names = (namespace,)
-            read.append(PodAffinityTerm(topology_key=_text(term, "topologyKey"),
-                                        label_selector=selector, namespaces=names,
-                                        all_namespaces=namespace_selector is not None))
-        terms[kind] = tuple(read)
-    return terms, found
+    selector, is_valid = label_selector(term.get("labelSelector"))
+    namespace_selector = term.get("namespaceSelector")
+    if not is_valid:
+        found.append(f"{field}.labelSelector")
+    if isinstance(namespace_selector, Mapping) and (
+            _dict(namespace_selector.get("matchLabels"))
+            or _list(namespace_selector.get("matchExpressions"))):
+        found.append(f"{field}.namespaceSelector")
+    names = tuple(sorted({_str(n) for n in _list(term.get("namespaces"))}))
+    if not names and namespace_selector is None:
+        names = (namespace,)
+    return PodAffinityTerm(topology_key=_text(term, "topologyKey"), label_selector=selector,
+                           namespaces=names, all_namespaces=namespace_selector is not None)
 
 
 def label_selector(value: Any) -> tuple[tuple[NodeSelectorRequirement, ...] | None, bool]:

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from services.contracts.events import HostPort, NodeObserved, PodObserved
-from services.fit import filters
+from services.fit import filters, pod_affinity
 from services.planner.core.pod_lookup import PodLookup
 
 if TYPE_CHECKING:
@@ -77,8 +77,10 @@ class NodeIndex:
     every bound or reserved pod with host ports to (its row, its ports, whether it is ours), and
     `row_ports[row]` holds the same by row (`set_ports`; kept by `derived` and placement trials).
     `pod_users` maps the uid of every bound or reserved pod to (its row, the pod, whether it is
-    ours), and `anti_users` the same for those with required anti-affinity terms (`set_pod`:
-    what InterPodAffinity counts).
+    ours), `anti_users` the same for those with required anti-affinity terms (`set_pod`:
+    what InterPodAffinity counts), and `score_users` for those with preferred terms or
+    required affinity terms (what InterPodAffinity's score reads of every pod,
+    `pod_affinity.is_scored`).
     Units: gangsched units (cpu millicores, bytes, counts). `free` may go negative when pods of
     other schedulers over-commit a node.
     """
@@ -107,6 +109,7 @@ class NodeIndex:
         self.row_ports: dict[int, dict[str, tuple[HostPort, ...]]] = {}
         self.pod_users: dict[str, tuple[int, PodObserved, bool]] = {}
         self.anti_users: dict[str, tuple[int, PodObserved, bool]] = {}
+        self.score_users: dict[str, tuple[int, PodObserved, bool]] = {}
         self.lookup = PodLookup()
         """`pod_users` by label and anti-affinity anchor (`pod_lookup`)."""
         self._domain_rows: dict[str, dict[str, BoolArray]] = {}
@@ -195,12 +198,15 @@ class NodeIndex:
         if old is not None:
             self.lookup.remove(uid, old[1])
         self.anti_users.pop(uid, None)
+        self.score_users.pop(uid, None)
         row = None if node is None else self.row.get(node)
         if row is not None and pod is not None:
             self.pod_users[uid] = (row, pod, is_ours)
             self.lookup.add(uid, pod)
             if pod.pod_anti_affinity:
                 self.anti_users[uid] = (row, pod, is_ours)
+            if pod_affinity.is_scored(pod):
+                self.score_users[uid] = (row, pod, is_ours)
 
     def domain_rows(self, key: str, value: str) -> BoolArray | None:
         """The rows whose label `key` is `value` (None: no such row)."""

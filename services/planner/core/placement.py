@@ -21,6 +21,7 @@ from services.contracts.events import PodObserved
 from services.fit import reasons as fit_reasons
 from services.planner.core import (
     affinity,
+    affinity_score,
     fences,
     reasons,
     scoring,
@@ -356,6 +357,8 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
     gate = affinity.Gate(index) if affinity.is_active(index, members) else None
     spread_gate = spread.Gate(index) if spread.is_active(members) else None
     scorer = spread_score.Scorer(index) if spread_score.is_active(members) else None
+    affine_scorer = (affinity_score.Scorer(index) if affinity_score.is_active(index, members)
+                     else None)
     shapes: dict[tuple[object, ...], _Shape] = {}
     shape: _Shape | None = None
     previous: PodObserved | None = None
@@ -379,8 +382,12 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         spreads = None if spread_gate is None else spread_gate.verdicts(pod)
         if spreads is not None:
             scores = np.where(spreads == spread.PASSES, scores, scoring.UNFIT)
-        if scorer is not None:
-            scores = scores + scorer.scores(pod, scores != scoring.UNFIT)
+        if scorer is not None or affine_scorer is not None:
+            feasible = scores != scoring.UNFIT
+            if scorer is not None:
+                scores = scores + scorer.scores(pod, feasible)
+            if affine_scorer is not None:
+                scores = scores + affine_scorer.scores(pod, feasible)
         row = int(scores.argmax()) if len(index) else -1
         if row < 0 or scores[row] == scoring.UNFIT:
             if trial.explanation is None:
@@ -395,6 +402,8 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
             spread_gate.placed(pod, row)
         if scorer is not None:
             scorer.placed(pod, row)
+        if affine_scorer is not None:
+            affine_scorer.placed(pod, row)
         free = index.free[:, row].tolist()
         for other in shapes.values():
             other.rescore(index, row, free)

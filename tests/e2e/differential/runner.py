@@ -86,7 +86,7 @@ async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -
         await build_cluster(client, mirrors, plan)
         for pod in workload:
             if pod["metadata"]["labels"].get(PREBOUND_LABEL):
-                await _prebind(client, pods, pod)
+                await prebind(client, pods, pod)
                 report.outcomes["prebound"] += 1
         report.seconds["cluster"] = time.monotonic() - started
         judging = 0.0
@@ -94,7 +94,7 @@ async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -
             if pod["metadata"]["labels"].get(PREBOUND_LABEL):
                 continue
             admitted = await oracle.create(client, pod, dry_run=True)
-            snapshot = _snapshot(mirrors)
+            snapshot = snapshot_of(mirrors)
             before = node_fingerprint(snapshot.nodes)
             stored = storage.fingerprint(slimmer, snapshot.storage)
             clock = time.monotonic()
@@ -104,7 +104,7 @@ async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -
             if kube.node is not None:
                 report.claims_bound += len(storage.unbound(snapshot.storage, pod))
                 await storage.wait_bound(mirrors, pod)
-            after = _snapshot(mirrors)
+            after = snapshot_of(mirrors)
             if node_fingerprint(after.nodes) != before:
                 report.outcomes[NODE_CHANGED] += 1
                 continue
@@ -126,7 +126,7 @@ async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -
     return report
 
 
-def _snapshot(mirrors: Mirrors) -> verdict.Snapshot:
+def snapshot_of(mirrors: Mirrors) -> verdict.Snapshot:
     """The mirrors' objects now, as gangsched judges a pod on them."""
     return verdict.Snapshot(
         nodes=list(mirrors.nodes.objects.values()), bound=_bound(mirrors.pods),
@@ -140,7 +140,7 @@ def node_fingerprint(nodes: list[dict[str, Any]]) -> list[tuple[object, ...]]:
                    sorted(node["status"].get("allocatable", {}).items())) for node in nodes)
 
 
-async def _prebind(client: KubeClient, pods: Mirror, pod: dict[str, Any]) -> None:
+async def prebind(client: KubeClient, pods: Mirror, pod: dict[str, Any]) -> None:
     """Create a pod bound by name; one labelled finished is then marked Succeeded (once KWOK
     has it Running, so KWOK does not set it back: a terminal phase is final)."""
     namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]

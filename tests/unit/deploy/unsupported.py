@@ -37,17 +37,26 @@ class Candidate:
     example: dict[str, Any]
 
 
-def _required_terms(kind: str) -> str:
-    """CEL: the required terms of `spec.affinity.<kind>` (an empty list when absent)."""
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def _terms(kind: str, when: str) -> str:
+    """CEL: the `when` (REQUIRED or PREFERRED) terms of `spec.affinity.<kind>` (an empty list
+    when absent)."""
     return (f"(has(object.spec.affinity) && has(object.spec.affinity.{kind}) && "
-            f"has(object.spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution) ? "
-            f"object.spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution : [])")
+            f"has(object.spec.affinity.{kind}.{when}) ? "
+            f"object.spec.affinity.{kind}.{when} : [])")
 
 
-_NAMESPACE_SELECTOR_SET = (
-    "has(t.namespaceSelector) && ((has(t.namespaceSelector.matchLabels) && "
-    "size(t.namespaceSelector.matchLabels) > 0) || (has(t.namespaceSelector.matchExpressions) "
-    "&& size(t.namespaceSelector.matchExpressions) > 0))")
+def _namespace_selector_set(term: str) -> str:
+    """CEL: the pod affinity term `term` has a non-empty `namespaceSelector`."""
+    selector = f"{term}.namespaceSelector"
+    return (f"has({selector}) && ((has({selector}.matchLabels) && "
+            f"size({selector}.matchLabels) > 0) || (has({selector}.matchExpressions) "
+            f"&& size({selector}.matchExpressions) > 0))")
+
+
 _CONTAINER = {"name": "main", "image": "fake"}
 _TERM = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"a": "b"}},
          "namespaceSelector": {"matchLabels": {"team": "ml"}}}
@@ -77,16 +86,20 @@ CANDIDATES = (
               "has(c.ports) && c.ports.exists(p, has(p.hostPort) && p.hostPort != 0))",
               {"initContainers": [{**_CONTAINER, "name": "init",
                                    "ports": [{"containerPort": 80, "hostPort": 8080}]}]}),
-    *(Candidate(f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution[]"
-                ".namespaceSelector",
-                f"{_required_terms(kind)}.exists(t, {_NAMESPACE_SELECTOR_SET})",
-                {"affinity": {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [_TERM]}}})
+    *(Candidate(f"spec.affinity.{kind}.{REQUIRED}[].namespaceSelector",
+                f"{_terms(kind, REQUIRED)}.exists(t, {_namespace_selector_set('t')})",
+                {"affinity": {kind: {REQUIRED: [_TERM]}}})
+      for kind in ("podAffinity", "podAntiAffinity")),
+    *(Candidate(f"spec.affinity.{kind}.{PREFERRED}[].podAffinityTerm.namespaceSelector",
+                f"{_terms(kind, PREFERRED)}.exists(t, "
+                f"{_namespace_selector_set('t.podAffinityTerm')})",
+                {"affinity": {kind: {PREFERRED: [{"weight": 1, "podAffinityTerm": _TERM}]}}})
       for kind in ("podAffinity", "podAntiAffinity")),
 )
 """Every hard constraint gangsched refuses or once refused (a supported one stays listed, so
 that refusing it again brings its warning back)."""
 
-REFUSED_BY_THE_API_SERVER = ("*[].labelSelector",)
+REFUSED_BY_THE_API_SERVER = ("*.labelSelector",)
 """Fields slim reports that the API server already refuses in a pod (an invalid selector)."""
 
 

@@ -26,6 +26,7 @@ from services.contracts.events import (
     Toleration,
     TopologySpreadConstraint,
     VolumeObserved,
+    WeightedPodAffinityTerm,
 )
 
 GIB = 2**30
@@ -113,6 +114,24 @@ class PodBuilder:
         """A required pod anti-affinity term on `match_labels` (namespaces: the pod's own)."""
         term = _pod_term(topology_key, namespaces or (self.fields["namespace"],), match_labels)
         return self._with(pod_anti_affinity=(*self.fields.get("pod_anti_affinity", ()), term))
+
+    def prefer_affinity(self, weight: int, topology_key: str,
+                        namespaces: tuple[str, ...] | None = None,
+                        **match_labels: str) -> PodBuilder:
+        """A preferred pod-affinity term of `weight` on `match_labels` (namespaces: own)."""
+        term = WeightedPodAffinityTerm(weight, _pod_term(
+            topology_key, namespaces or (self.fields["namespace"],), match_labels))
+        return self._with(preferred_pod_affinity=(
+            *self.fields.get("preferred_pod_affinity", ()), term))
+
+    def prefer_anti_affinity(self, weight: int, topology_key: str,
+                             namespaces: tuple[str, ...] | None = None,
+                             **match_labels: str) -> PodBuilder:
+        """A preferred pod anti-affinity term of `weight` on `match_labels` (namespaces: own)."""
+        term = WeightedPodAffinityTerm(weight, _pod_term(
+            topology_key, namespaces or (self.fields["namespace"],), match_labels))
+        return self._with(preferred_pod_anti_affinity=(
+            *self.fields.get("preferred_pod_anti_affinity", ()), term))
 
     def spread(self, topology_key: str, max_skew: int = 1, when: str = "DoNotSchedule",
                selector: tuple[NodeSelectorRequirement, ...] | bool | None = True,

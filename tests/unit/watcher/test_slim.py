@@ -17,6 +17,7 @@ from services.contracts.events import (
     PodClaim,
     Taint,
     Toleration,
+    WeightedPodAffinityTerm,
 )
 from services.watcher import slim
 
@@ -148,6 +149,39 @@ def test_required_pod_affinity_terms_and_labels_are_carried_with_namespaces_reso
         PodAffinityTerm(topology_key="kubernetes.io/hostname", namespaces=("a", "b"),
                         label_selector=(NodeSelectorRequirement("app", "Exists"),)),
         PodAffinityTerm(topology_key="zone", all_namespaces=True))
+
+
+def test_preferred_pod_affinity_terms_keep_weights_and_spec_order_read_as_required_ones():
+    spec = {"affinity": {
+        "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 30, "podAffinityTerm": {
+                "topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "db"}}}},
+            {"weight": 5, "podAffinityTerm": {"topologyKey": "rack", "namespaceSelector": {},
+                                              "labelSelector": {}}}]},
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": {
+                "topologyKey": "kubernetes.io/hostname", "namespaces": ["b", "a"],
+                "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}}}]}}}
+    event = slim.pod_event(pod(spec, namespace="ml"), 0)
+    assert event.unsupported == () and event.pod_affinity == ()
+    assert event.preferred_pod_affinity == (
+        WeightedPodAffinityTerm(30, PodAffinityTerm(
+            topology_key="zone", namespaces=("ml",),
+            label_selector=(NodeSelectorRequirement("app", "In", ("db",)),))),
+        WeightedPodAffinityTerm(5, PodAffinityTerm(topology_key="rack", label_selector=(),
+                                                   all_namespaces=True)))
+    assert event.preferred_pod_anti_affinity == (WeightedPodAffinityTerm(100, PodAffinityTerm(
+        topology_key="kubernetes.io/hostname", namespaces=("a", "b"),
+        label_selector=(NodeSelectorRequirement("app", "Exists"),))),)
+
+
+def test_a_preferred_term_with_a_namespace_selector_is_unsupported_as_a_required_one():
+    spec = {"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {
+            "topologyKey": "zone", "namespaceSelector": {"matchLabels": {"team": "a"}}}}]}}}
+    assert slim.pod_event(pod(spec), 0).unsupported == (
+        "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[]"
+        ".podAffinityTerm.namespaceSelector",)
 
 
 def test_host_ports_of_app_containers_are_carried_with_kube_scheduler_defaults():

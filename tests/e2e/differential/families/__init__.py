@@ -117,6 +117,7 @@ def all_families() -> list[Family]:
         node_name,
         node_selection,
         pod_affinity,
+        preferred_pod_affinity,
         requests,
         tolerations,
         topology_spread,
@@ -124,5 +125,6 @@ def all_families() -> list[Family]:
     )
     return [requests.Requests(), node_selection.NodeSelection(), tolerations.Tolerations(),
             host_ports.HostPorts(), pod_affinity.PodAffinity(),
+            preferred_pod_affinity.PreferredPodAffinity(),
             topology_spread.TopologySpread(), volumes.Volumes(), node_name.Prebound(),
             finished.Finished()]

@@ -7,6 +7,7 @@ named namespaces, or all (`namespaceSelector: {}`), some with `matchLabelKeys` o
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from tests.e2e.differential.families import (
     APP_LABELS,
@@ -30,18 +31,27 @@ class PodAffinity(Base):
     name = "pod-affinity"
 
     def shape_pod(self, rng: random.Random, pod: Manifest, plan: ClusterPlan) -> None:
-        roll = rng.random()
-        if roll >= 0.3:
-            return
-        kinds = ["podAntiAffinity"] if roll < 0.15 else ["podAffinity"]
-        if roll < 0.04:
-            kinds = ["podAffinity", "podAntiAffinity"]
-        for kind in kinds:
-            terms = [_term(rng, plan) for _ in range(rng.choice([1, 1, 2]))]
-            affinity(pod)[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": terms}
+        add_terms(rng, pod, "requiredDuringSchedulingIgnoredDuringExecution",
+                  lambda: term(rng, plan))
 
 
-def _term(rng: random.Random, plan: ClusterPlan) -> Manifest:
+def add_terms(rng: random.Random, pod: Manifest, field: str,
+              make: Callable[[], Manifest]) -> None:
+    """To 30% of pods, one or two terms (`make`) under `field` of pod anti-affinity (15%),
+    pod affinity (15%) or both (4%)."""
+    roll = rng.random()
+    if roll >= 0.3:
+        return
+    kinds = ["podAntiAffinity"] if roll < 0.15 else ["podAffinity"]
+    if roll < 0.04:
+        kinds = ["podAffinity", "podAntiAffinity"]
+    for kind in kinds:
+        affinity(pod).setdefault(kind, {})[field] = [
+            make() for _ in range(rng.choice([1, 1, 2]))]
+
+
+def term(rng: random.Random, plan: ClusterPlan) -> Manifest:
+    """One pod (anti-)affinity term (module docstring)."""
     roll = rng.random()
     selector: Manifest | None
     if roll < 0.05:
