@@ -26,8 +26,9 @@ Decisions recorded here:
 - Soft node affinity (preferred terms) is ignored, as a scheduler may; hard constraints
   the planner does not implement are listed in `unsupported`.
 - Preferred inter-pod (anti-)affinity terms are carried with their weights
-  (`preferred_pod_affinity`), each term read as a required one is, with the same unsupported
-  parts (a non-empty `namespaceSelector`), so the score never counts the wrong namespaces.
+  (`preferred_pod_affinity`), each term read as a required one is; a term with a part the
+  planner does not implement (a non-empty `namespaceSelector`) is left out, so the score never
+  counts the wrong namespaces and the pod is still placed (the preference ignored).
 - Topology spread constraints (both kinds) are carried (`topology_spread`); one the API server
   would refuse sets `invalid_reason` (`topology_spread`), so the pod waits with that reason.
 - Required inter-pod (anti-)affinity: labels and terms are carried (`required_pod_affinity`);
@@ -468,24 +469,26 @@ def preferred_pod_affinity(spec: Obj, namespace: str) -> tuple[
         dict[str, tuple[WeightedPodAffinityTerm, ...]], list[str]]:
     """Preferred (weighted) pod affinity and anti-affinity terms (keys `podAffinity`,
     `podAntiAffinity`), in spec order, and the parts the planner does not implement, by field
-    path. Each `podAffinityTerm` is read as a required term is (`pod_affinity_term`); a weight
-    that is not a 32-bit integer reads as 0 (the API server validates 1..100).
+    path (always none: a term with a part gangsched does not implement, such as a non-empty
+    `namespaceSelector`, is left out, so the preference is ignored and the pod still placed).
+    Each `podAffinityTerm` is read as a required term is (`pod_affinity_term`); a weight that
+    is not a 32-bit integer reads as 0 (the API server validates 1..100).
     Source: as `framework.NewPodInfo`'s `getWeightedAffinityTerms`.
     """
     affinity = _dict(spec.get("affinity"))
     terms: dict[str, tuple[WeightedPodAffinityTerm, ...]] = {}
-    found: list[str] = []
     for kind in _POD_TERMS:
         field = f"spec.affinity.{kind}.{_PREFERRED}[].podAffinityTerm"
         read = []
         for item in map(_dict, _list(_dict(affinity.get(kind)).get(_PREFERRED))):
-            weight = item.get("weight")
-            read.append(WeightedPodAffinityTerm(
-                weight=weight if _small_int(weight) else 0,
-                term=pod_affinity_term(_dict(item.get("podAffinityTerm")), namespace, field,
-                                       found)))
+            weight, dropped = item.get("weight"), list[str]()
+            term = pod_affinity_term(_dict(item.get("podAffinityTerm")), namespace, field,
+                                     dropped)
+            if not dropped:  # a preference gangsched cannot judge is ignored, not refused
+                read.append(WeightedPodAffinityTerm(weight=weight if _small_int(weight) else 0,
+                                                    term=term))
         terms[kind] = tuple(read)
-    return terms, found
+    return terms, []
 
 
 def pod_affinity_term(term: Obj, namespace: str, field: str,

@@ -49,7 +49,7 @@ victim gang's condition reads Preempted, the preemptor's Preempting (issue 15). 
 inter-pod (anti-)affinity is scored (InterPodAffinity's score, weight 2, in one-by-one
 placement): the pod's preferred terms, and counted pods' required affinity (hard weight 1)
 and preferred terms matching it (issue 13 item 2); a preferred term with a non-empty
-`namespaceSelector` makes the pod unsupported, as a required one does."""
+`namespaceSelector` is ignored (not scored), the pod still placed."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

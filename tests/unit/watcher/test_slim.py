@@ -175,13 +175,15 @@ def test_preferred_pod_affinity_terms_keep_weights_and_spec_order_read_as_requir
         label_selector=(NodeSelectorRequirement("app", "Exists"),))),)
 
 
-def test_a_preferred_term_with_a_namespace_selector_is_unsupported_as_a_required_one():
+def test_a_preferred_term_with_a_namespace_selector_is_ignored_and_the_pod_still_placed():
     spec = {"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 1, "podAffinityTerm": {
-            "topologyKey": "zone", "namespaceSelector": {"matchLabels": {"team": "a"}}}}]}}}
-    assert slim.pod_event(pod(spec), 0).unsupported == (
-        "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[]"
-        ".podAffinityTerm.namespaceSelector",)
+            "topologyKey": "zone", "namespaceSelector": {"matchLabels": {"team": "a"}}}},
+        {"weight": 3, "podAffinityTerm": {"topologyKey": "rack"}}]}}}
+    event = slim.pod_event(pod(spec), 0)
+    assert event.unsupported == ()
+    assert event.preferred_pod_anti_affinity == (WeightedPodAffinityTerm(3, PodAffinityTerm(
+        topology_key="rack", namespaces=(event.namespace,))),)
 
 
 def test_host_ports_of_app_containers_are_carried_with_kube_scheduler_defaults():
