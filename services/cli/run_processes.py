@@ -23,6 +23,7 @@ import dataclasses
 import logging
 import os
 import pickle
+import site
 import sys
 from pathlib import Path
 
@@ -97,12 +98,21 @@ def _child_settings(settings: Settings) -> Settings:
 
 
 def _spec(name: str, settings: Settings, planner: PlannerConfig) -> ChildSpec:
-    package_root = str(Path(services.__file__).resolve().parent.parent)
-    path = os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH"))))
     return ChildSpec(
         name=name, argv=(sys.executable, "-m", CHILD_MODULE),
-        payload=pickle.dumps(ChildPayload(name, settings, planner)),
-        env={**os.environ, "PYTHONPATH": path})
+        payload=pickle.dumps(ChildPayload(name, settings, planner)), env=_child_env())
+
+
+def _child_env() -> dict[str, str]:
+    """This environment, with the directory `services` was imported from first on
+    PYTHONPATH unless it is an installation's site-packages (the child imports the same code
+    wherever `run` was started from, e.g. a source tree run with `python -m`)."""
+    package_root = str(Path(services.__file__).resolve().parent.parent)
+    installed = {str(Path(p).resolve()) for p in site.getsitepackages()}
+    if package_root in installed:
+        return dict(os.environ)
+    path = os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH"))))
+    return {**os.environ, "PYTHONPATH": path}
 
 
 class _Children:

@@ -36,6 +36,8 @@ from services.runtime.supervision import (
 log = logging.getLogger(__name__)
 
 CRASH_LOOP_LIMIT = 5
+NOT_STARTED_CODE = 127
+"""The return code told for a child that could not even be started (as a shell says)."""
 STOP_TIMEOUT_SECONDS = 30.0
 """How long `stop` waits after SIGTERM before it SIGKILLs the children still running."""
 
@@ -91,6 +93,7 @@ class ProcessSupervisor:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._processes: dict[str, asyncio.subprocess.Process] = {}
         self._stopping = False
+        self._stopped = asyncio.Event()
 
     def pid(self, name: str) -> int | None:
         """The pid of child `name` while it runs, else None."""
@@ -121,6 +124,7 @@ class ProcessSupervisor:
         """SIGTERM every child, wait for all to exit (SIGKILL those still running after
         `stop_timeout_seconds`); idempotent."""
         self._stopping = True
+        self._stopped.set()
         tasks = list(self._tasks.values())
         for process in list(self._processes.values()):
             _signal(process, signal.SIGTERM)
@@ -144,7 +148,11 @@ class ProcessSupervisor:
         exits_before_ready = 0
         while True:
             started = time.monotonic()
-            code, was_ready = await self._run_once(spec)
+            try:
+                code, was_ready = await self._run_once(spec)
+            except OSError as error:  # not started at all (no such executable, no memory)
+                log.error("%s process could not start: %s", spec.name, error)
+                code, was_ready = NOT_STARTED_CODE, False
             self._on_exit(spec.name)
             if self._stopping:
                 log.info("%s process exited %s", spec.name, describe_exit(code))
@@ -159,7 +167,8 @@ class ProcessSupervisor:
             log.error("%s process exited %s; restarting it in %.1fs", spec.name,
                       describe_exit(code), backoff)
             metrics.task_restarts.labels(spec.name).inc()
-            await asyncio.sleep(backoff)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), backoff)
             if self._stopping:
                 return
             backoff = min(backoff * 2, self._max_backoff)

@@ -119,3 +119,28 @@ async def test_a_child_started_without_a_parent_payload_says_so():
     assert stderr.decode().strip() == (
         "gangsched: stdin ended before the payload; not a supervised start (this module is "
         "started by `gangsched run`)")
+
+
+async def test_stop_does_not_wait_out_a_restart_backoff():
+    recorder = Recorder()
+    supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
+                                   first_backoff_seconds=3600.0)
+    supervisor.start(spec("backing-off", "fail"))
+    await recorder.until(lambda: recorder.exits == ["backing-off"])
+    async with asyncio.timeout(60):  # an hour of backoff otherwise
+        await supervisor.stop()
+    assert recorder.exits == ["backing-off"]
+
+
+async def test_a_child_that_cannot_even_be_started_counts_as_failing_before_ready(tmp_path):
+    recorder = Recorder()
+    supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
+                                   first_backoff_seconds=0.01, crash_loop_limit=2)
+    supervisor.start(ChildSpec(name="absent", argv=(str(tmp_path / "no-such-program"),),
+                               payload=b""))
+    try:
+        with pytest.raises(ChildFailed, match="exited 2 times in a row before it was ready, "
+                                              "last with code 127"):
+            await supervisor.wait()
+    finally:
+        await supervisor.stop()
