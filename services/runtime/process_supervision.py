@@ -58,6 +58,16 @@ class ChildSpec:
     env: Mapping[str, str] | None = dataclasses.field(default=None, repr=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """How supervision waits and gives up. Units: seconds, but `crash_loop_limit` (exits)."""
+
+    first_backoff_seconds: float = FIRST_BACKOFF_SECONDS
+    max_backoff_seconds: float = MAX_BACKOFF_SECONDS
+    crash_loop_limit: int = CRASH_LOOP_LIMIT
+    stop_timeout_seconds: float = STOP_TIMEOUT_SECONDS
+
+
 class ChildFailed(Exception):
     """A child exited `crash_loop_limit` times in a row before it was ready (the message says
     which and how it last exited)."""
@@ -75,21 +85,15 @@ def describe_exit(code: int) -> str:
 class ProcessSupervisor:
     """Children started, restarted and stopped together.
 
-    Units: backoffs in seconds (doubling per consecutive exit, up to `max_backoff_seconds`;
-    back to the first after a run of `HEALTHY_RUN_SECONDS`); `stop_timeout_seconds` seconds.
+    Backoffs double per consecutive exit, up to `limits.max_backoff_seconds`, and start from
+    the first again after a run of `HEALTHY_RUN_SECONDS`.
     """
 
-    def __init__(self, on_message: OnMessage, on_exit: OnExit, *,
-                 first_backoff_seconds: float = FIRST_BACKOFF_SECONDS,
-                 max_backoff_seconds: float = MAX_BACKOFF_SECONDS,
-                 crash_loop_limit: int = CRASH_LOOP_LIMIT,
-                 stop_timeout_seconds: float = STOP_TIMEOUT_SECONDS) -> None:
+    def __init__(self, on_message: OnMessage, on_exit: OnExit,
+                 limits: Limits = Limits()) -> None:
         self._on_message = on_message
         self._on_exit = on_exit
-        self._first_backoff = first_backoff_seconds
-        self._max_backoff = max_backoff_seconds
-        self._crash_loop_limit = crash_loop_limit
-        self._stop_timeout = stop_timeout_seconds
+        self._limits = limits
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._processes: dict[str, asyncio.subprocess.Process] = {}
         self._stopping = False
@@ -129,11 +133,11 @@ class ProcessSupervisor:
         for process in list(self._processes.values()):
             _signal(process, signal.SIGTERM)
         if tasks:
-            await asyncio.wait(tasks, timeout=self._stop_timeout)
+            await asyncio.wait(tasks, timeout=self._limits.stop_timeout_seconds)
             for name, process in list(self._processes.items()):
                 if process.returncode is None:
                     log.error("%s process ignored SIGTERM for %gs; killing it", name,
-                              self._stop_timeout)
+                              self._limits.stop_timeout_seconds)
                     _signal(process, signal.SIGKILL)
             await asyncio.wait(tasks)
         for task in tasks:
@@ -144,7 +148,7 @@ class ProcessSupervisor:
 
     async def _keep(self, spec: ChildSpec) -> None:
         """Run `spec` again each time it exits, until `stop`."""
-        backoff = self._first_backoff
+        backoff = self._limits.first_backoff_seconds
         exits_before_ready = 0
         while True:
             started = time.monotonic()
@@ -158,12 +162,12 @@ class ProcessSupervisor:
                 log.info("%s process exited %s", spec.name, describe_exit(code))
                 return
             exits_before_ready = 0 if was_ready else exits_before_ready + 1
-            if exits_before_ready >= self._crash_loop_limit:
+            if exits_before_ready >= self._limits.crash_loop_limit:
                 raise ChildFailed(
                     f"the {spec.name} process exited {exits_before_ready} times in a row "
                     f"before it was ready, last {describe_exit(code)} (its log is above)")
             if time.monotonic() - started >= HEALTHY_RUN_SECONDS:
-                backoff = self._first_backoff
+                backoff = self._limits.first_backoff_seconds
             log.error("%s process exited %s; restarting it in %.1fs", spec.name,
                       describe_exit(code), backoff)
             metrics.task_restarts.labels(spec.name).inc()
@@ -171,7 +175,7 @@ class ProcessSupervisor:
                 await asyncio.wait_for(self._stopped.wait(), backoff)
             if self._stopping:
                 return
-            backoff = min(backoff * 2, self._max_backoff)
+            backoff = min(backoff * 2, self._limits.max_backoff_seconds)
 
     async def _run_once(self, spec: ChildSpec) -> tuple[int, bool]:
         """Start the child, hand it its payload, relay its messages until it exits; return

@@ -14,7 +14,12 @@ import psutil
 import pytest
 
 from services.runtime import metrics
-from services.runtime.process_supervision import ChildFailed, ChildSpec, ProcessSupervisor
+from services.runtime.process_supervision import (
+    ChildFailed,
+    ChildSpec,
+    Limits,
+    ProcessSupervisor,
+)
 from tests.support.supervised_child import FAIL_CODE
 
 pytestmark = pytest.mark.integration
@@ -59,7 +64,7 @@ def restarts(name: str) -> float:
 async def test_a_child_killed_is_restarted_and_counted_and_stop_ends_it():
     recorder = Recorder()
     supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
-                                   first_backoff_seconds=0.01)
+                                   Limits(first_backoff_seconds=0.01))
     before = restarts("killed-child")
     supervisor.start(spec("killed-child", "serve"))
     try:
@@ -82,7 +87,7 @@ async def test_a_child_killed_is_restarted_and_counted_and_stop_ends_it():
 async def test_a_child_that_never_gets_ready_ends_supervision_with_its_reason():
     recorder = Recorder()
     supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
-                                   first_backoff_seconds=0.01, crash_loop_limit=3)
+                                   Limits(first_backoff_seconds=0.01, crash_loop_limit=3))
     supervisor.start(spec("doomed", "fail"))
     try:
         with pytest.raises(ChildFailed) as failure:
@@ -98,7 +103,7 @@ async def test_a_child_that_never_gets_ready_ends_supervision_with_its_reason():
 async def test_stop_terminates_every_child_and_kills_one_ignoring_sigterm():
     recorder = Recorder()
     supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
-                                   stop_timeout_seconds=1.0)
+                                   Limits(stop_timeout_seconds=1.0))
     supervisor.start(spec("polite", "serve"))
     supervisor.start(spec("stubborn", "stubborn"))
     await recorder.until(lambda: recorder.pids("polite") and recorder.pids("stubborn"))
@@ -124,7 +129,7 @@ async def test_a_child_started_without_a_parent_payload_says_so():
 async def test_stop_does_not_wait_out_a_restart_backoff():
     recorder = Recorder()
     supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
-                                   first_backoff_seconds=3600.0)
+                                   Limits(first_backoff_seconds=3600.0))
     supervisor.start(spec("backing-off", "fail"))
     await recorder.until(lambda: recorder.exits == ["backing-off"])
     async with asyncio.timeout(60):  # an hour of backoff otherwise
@@ -135,7 +140,7 @@ async def test_stop_does_not_wait_out_a_restart_backoff():
 async def test_a_child_that_cannot_even_be_started_counts_as_failing_before_ready(tmp_path):
     recorder = Recorder()
     supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
-                                   first_backoff_seconds=0.01, crash_loop_limit=2)
+                                   Limits(first_backoff_seconds=0.01, crash_loop_limit=2))
     supervisor.start(ChildSpec(name="absent", argv=(str(tmp_path / "no-such-program"),),
                                payload=b""))
     try:
