@@ -231,12 +231,13 @@ def run_ceiling(workload: Workload, work: Path, options: Options) -> dict[str, A
 
 
 def _py_spy(pid: int, cp_dir: Path) -> tuple[subprocess.Popen[bytes], Path] | None:
-    """Start `py-spy record` (raw collapsed stacks) on `pid`; None when py-spy is missing."""
+    """Start `py-spy record` (raw collapsed stacks) on `pid` and its children (`gangsched
+    run`'s services are child processes); None when py-spy is missing."""
     output = cp_dir / "py-spy.txt"
     try:
         process = subprocess.Popen(
             ["py-spy", "record", "--pid", str(pid), "--rate", "100", "--format", "raw",
-             "--output", str(output), "--nonblocking"],
+             "--output", str(output), "--nonblocking", "--subprocesses"],
             stdout=subprocess.DEVNULL, stderr=(cp_dir / "py-spy.log").open("wb"))
     except FileNotFoundError:
         return None

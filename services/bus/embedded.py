@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from services.bus.errors import BusUnavailable
+from services.runtime import parent_death
 from services.runtime.private_files import write_private
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,9 @@ class EmbeddedNats:
 
     Shapes: `data_dir` receives `jetstream/` (the store), `ports/` and `nats-server.log`, and
     with `credentials` the 0600 `nats-server.conf` holding them. Without credentials any local
-    client is admitted (tests).
+    client is admitted (tests). With `die_with_parent` the server gets SIGTERM when this process
+    ends, however it ends, even on `kill -9` (`services.runtime.parent_death`; start it from the
+    main thread then).
     """
 
     def __init__(
@@ -73,8 +76,10 @@ class EmbeddedNats:
         binary: Path | None = None,
         ready_timeout_seconds: float = READY_TIMEOUT_SECONDS,
         credentials: Credentials | None = None,
+        die_with_parent: bool = False,
     ) -> None:
         self.data_dir = data_dir
+        self.die_with_parent = die_with_parent
         self.credentials = credentials
         self.host = host
         self.port = port
@@ -112,6 +117,7 @@ class EmbeddedNats:
             self._process = await asyncio.create_subprocess_exec(
                 str(binary), *self._arguments(ports_dir),
                 stdout=log_file, stderr=log_file, stdin=asyncio.subprocess.DEVNULL,
+                preexec_fn=parent_death.preexec() if self.die_with_parent else None,
             )
         try:
             ports_file = ports_dir / _ports_file_name(binary, self._process.pid)

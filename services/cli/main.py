@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +35,8 @@ def app() -> None:
     """gangsched: a gang (all-or-nothing) scheduler for Kubernetes."""
 
 
-def _service_command(name: str, services: tuple[str, ...], help_text: str) -> None:
+def _service_command(name: str, services: tuple[str, ...], help_text: str,
+                     *more: Any) -> None:
     @app.command(name=name, help=help_text)
     @options.common_options
     @options.bus_options
@@ -44,6 +46,7 @@ def _service_command(name: str, services: tuple[str, ...], help_text: str) -> No
     @options.planner_options
     @options.binder_options
     @options.decision_key_options
+    @options.stack(*more)
     def command(**parsed: Any) -> None:
         _serve(parsed, services)
 
@@ -78,8 +81,11 @@ def _hide_others(command: click.Command, services: tuple[str, ...]) -> None:
 
 
 _service_command("run", ("watcher", "planner", "binder"),
-                 "Run watcher, planner and binder in one process (embedded NATS and SQLite "
-                 "unless --nats / --db are given).")
+                 "Run watcher, planner and binder, each in a process of its own under this "
+                 "one (embedded NATS and SQLite unless --nats / --db are given).",
+                 options.option("--single-process/--no-single-process", default=False,
+                                help="Run the three services in this one process instead "
+                                     "(one core; for debugging and profiling)."))
 _service_command("watcher", ("watcher",), "Run the watcher: list/watch the API, publish events.")
 _service_command("planner", ("planner",), "Run the planner: consume events, publish decisions.")
 _service_command("binder", ("binder",), "Run the binder: bind placements, report, roll back.")
@@ -136,17 +142,40 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
 
 
 def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[str, Any]) -> None:
-    """`_serve` once this process holds the data directory: the services, until signalled."""
-    from services.bus.errors import BusUnavailable
+    """`_serve` once this process holds the data directory: the services, until signalled
+    (`run`: in child processes, unless --single-process)."""
     from services.cli import serve
+
+    configure_logging(settings.log_level)
+    planner = planner_config(parsed)
+    if len(services) > 1 and not parsed.get("single_process"):
+        from services.cli.run_processes import serve_in_processes
+
+        main = serve_in_processes(settings, planner)
+    else:
+        main = serve.serve(settings, services, planner)
+    try:
+        run_service(main)
+    finally:
+        serve.remove_run_file(settings.data_dir)
+
+
+def run_service(main: Coroutine[Any, Any, None]) -> None:
+    """Run `main` until it ends or SIGTERM/SIGINT arrives.
+
+    Raises:
+        click.ClickException: an expected failure (schema, database, NATS, Kubernetes, port,
+            a child process that cannot start), with its one-line reason.
+    """
+    from services.bus.errors import BusUnavailable
     from services.kube.errors import KubeError
     from services.runtime.health import PortUnavailable
+    from services.runtime.process_supervision import ChildFailed
     from services.store.errors import SchemaMismatch, StoreUnavailable
 
-    _logging(settings.log_level)
     try:
-        asyncio.run(_until_signalled(serve.serve(settings, services, planner_config(parsed))))
-    except (SchemaMismatch, StoreUnavailable) as error:
+        asyncio.run(_until_signalled(main))
+    except (SchemaMismatch, StoreUnavailable, ChildFailed) as error:
         raise click.ClickException(str(error)) from None
     except BusUnavailable as error:
         raise click.ClickException(f"NATS unavailable: {error}") from None
@@ -154,8 +183,6 @@ def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[st
         raise click.ClickException(f"Kubernetes: {error}") from None
     except PortUnavailable as error:
         raise click.ClickException(str(error)) from None
-    finally:
-        serve.remove_run_file(settings.data_dir)
 
 
 async def _until_signalled(main: Any) -> None:
@@ -173,7 +200,7 @@ def migrate(**parsed: Any) -> None:
     from services.store.errors import SchemaMismatch, unusable_database
 
     settings = options.settings_from(parsed)
-    _logging(settings.log_level)
+    configure_logging(settings.log_level)
     logging.getLogger("alembic.runtime.migration").setLevel(settings.log_level.upper())
     url = settings.store_url()
     if not settings.store.url:
@@ -227,7 +254,7 @@ def version() -> None:
     click.echo(f"gangsched {__version__}")
 
 
-def _logging(level: str) -> None:
+def configure_logging(level: str) -> None:
     """Log at `level` to stderr; alembic's per-connection chatter ("Context impl SQLiteImpl")
     only at DEBUG (`migrate` turns it back on: there it tells which migrations ran)."""
     logging.basicConfig(

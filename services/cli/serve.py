@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from services.kube import client as kube_client
 from services.planner import election
 from services.planner.core.config import PlannerConfig
 from services.planner.service import run_planner
-from services.runtime.health import HealthServer, Readiness, ReadyFlag
+from services.runtime.health import HealthServer, MetricsBody, Readiness, ReadyFlag
 from services.runtime.supervision import Supervisor
 from services.store import engines, schema
 from services.store.errors import StoreUnavailable, unusable_database
@@ -40,9 +40,16 @@ log = logging.getLogger(__name__)
 SERVICES = ("watcher", "planner", "binder")
 READY_POLL_SECONDS = 0.2
 
+Announce = Callable[[Settings, Readiness, "HealthServer | None", tuple[str, ...]],
+                    Awaitable[None]]
+"""Tells the world the services run (settings, readiness, health server, services); it may
+run until cancelled. The default writes run.json once every service is ready."""
 
-async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerConfig) -> None:
-    """Run `services` (a subset of SERVICES) until cancelled.
+
+async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerConfig,
+                announce: Announce | None = None) -> None:
+    """Run `services` (a subset of SERVICES) until cancelled; `announce` (default: run.json
+    once ready) runs beside them.
 
     Raises:
         services.store.errors.SchemaMismatch: the database is behind or ahead of this version
@@ -53,26 +60,26 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
             started. An API server that is merely unreachable is waited for instead.
     """
     if "watcher" in services or "binder" in services:
-        await _check_kube_credentials(settings)
+        await check_kube_credentials(settings)
     async with contextlib.AsyncExitStack() as stack:
-        settings = await stack.enter_async_context(_bus_url(settings))
-        engine = await stack.enter_async_context(_store(settings)) if "planner" in services \
+        settings = await stack.enter_async_context(bus_url(settings))
+        engine = await stack.enter_async_context(checked_store(settings)) if "planner" in services \
             else None
         nc = await connection.connect(settings.bus, name=f"gangsched-{'+'.join(services)}")
         stack.push_async_callback(_drain, nc)
         readiness = Readiness()
-        health = await _health(settings, readiness)
+        health = await health_server(settings, readiness)
         if health is not None:
             stack.push_async_callback(health.stop)
         supervisor = Supervisor()
         stack.push_async_callback(supervisor.stop)
         for name in services:
             supervisor.start(name, _factory(name, settings, nc, engine, readiness, planner))
-        await _announce_when_ready(settings, readiness, health, services)
+        await (announce or announce_when_ready)(settings, readiness, health, services)
         await supervisor.wait()
 
 
-async def _check_kube_credentials(settings: Settings) -> None:
+async def check_kube_credentials(settings: Settings) -> None:
     """Fail at once, with the reason, when there are no Kubernetes credentials to load: no
     retry would ever find them (the services would restart forever)."""
     client = await kube_client.connect(settings.kube)
@@ -112,14 +119,15 @@ async def _lead(settings: Settings, nc: Connection, plan: Any, flag: ReadyFlag) 
 
 
 @contextlib.asynccontextmanager
-async def _bus_url(settings: Settings) -> AsyncIterator[Settings]:
+async def bus_url(settings: Settings) -> AsyncIterator[Settings]:
     """Yield settings with a NATS URL: the given one, or an embedded server's (stopped after),
     with the credentials generated for it (recorded for the data directory's owner)."""
     if settings.bus.url:
         yield settings
         return
     credentials = embedded.generate_credentials()
-    server = embedded.EmbeddedNats(settings.data_dir / "nats", credentials=credentials)
+    server = embedded.EmbeddedNats(settings.data_dir / "nats", credentials=credentials,
+                                   die_with_parent=True)
     url = await server.start()
     log.info("embedded nats-server at %s (store %s)", url, settings.data_dir / "nats")
     try:
@@ -132,7 +140,7 @@ async def _bus_url(settings: Settings) -> AsyncIterator[Settings]:
 
 
 @contextlib.asynccontextmanager
-async def _store(settings: Settings) -> AsyncIterator[AsyncEngine]:
+async def checked_store(settings: Settings) -> AsyncIterator[AsyncEngine]:
     """Yield the planner's engine after checking its schema; the embedded SQLite default is
     migrated automatically (it is private to this process), any other database never is."""
     url = settings.store_url()
@@ -162,15 +170,23 @@ def _unreachable_database(url: str) -> Iterator[None]:
         raise StoreUnavailable(f"cannot reach the database {shown}: {problem}") from error
 
 
-async def _health(settings: Settings, readiness: Readiness) -> HealthServer | None:
+async def health_server(settings: Settings, readiness: Readiness,
+                        metrics_body: MetricsBody | None = None) -> HealthServer | None:
+    """/healthz /readyz /metrics on `settings.http_host:http_port`, started; None when the
+    port is -1 (disabled).
+
+    Raises:
+        services.runtime.health.PortUnavailable: the address cannot be bound.
+    """
     if settings.http_port < 0:
         return None
-    server = HealthServer(readiness, host=settings.http_host, port=settings.http_port)
+    server = HealthServer(readiness, host=settings.http_host, port=settings.http_port,
+                          metrics_body=metrics_body)
     await server.start()
     return server
 
 
-async def _announce_when_ready(settings: Settings, readiness: Readiness,
+async def announce_when_ready(settings: Settings, readiness: Readiness,
                                health: HealthServer | None, services: tuple[str, ...]) -> None:
     """Once every service is ready, log it and write `<data_dir>/run.json` (URLs for tools)."""
     while readiness.not_ready():

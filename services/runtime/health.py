@@ -7,6 +7,7 @@ Never exposes anything but these three read-only endpoints.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -47,8 +48,16 @@ class PortUnavailable(Exception):
     """The health endpoints' address cannot be bound (in use, not permitted)."""
 
 
+MetricsBody = Callable[[], Awaitable[bytes]]
+"""Makes the body of one `/metrics` answer (Prometheus text), e.g. merged from several
+processes (`services.runtime.metrics_merge`)."""
+
+
 class HealthServer:
-    """The aiohttp server for `/healthz`, `/readyz` and `/metrics`."""
+    """The aiohttp server for `/healthz`, `/readyz` and `/metrics`.
+
+    `/metrics` serves `registry`, or what `metrics_body` makes when it is given.
+    """
 
     def __init__(
         self,
@@ -57,11 +66,13 @@ class HealthServer:
         host: str = "127.0.0.1",
         port: int = 0,
         registry: CollectorRegistry = metrics.REGISTRY,
+        metrics_body: MetricsBody | None = None,
     ) -> None:
         self.readiness = readiness
         self.host = host
         self.port = port
         self._registry = registry
+        self._metrics_body = metrics_body
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> int:
@@ -107,6 +118,7 @@ class HealthServer:
         return web.Response(text="ready\n")
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        """The Prometheus text exposition of the registry."""
-        body = generate_latest(self._registry)
+        """The Prometheus text exposition of the registry (or of `metrics_body`)."""
+        body = await self._metrics_body() if self._metrics_body is not None \
+            else generate_latest(self._registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -1,0 +1,84 @@
+"""One service of `gangsched run` in a process of its own: `python -m services.cli.child`.
+
+Layer: cli (top). Started only by `gangsched run` (`services.cli.run_processes`), never by
+hand: its payload (which service, its `Settings` with the NATS credentials and decision key,
+the planner's configuration) arrives pickled on stdin from the parent that made it, so no
+secret is ever on a command line. It runs the service as `gangsched <service>` would, with
+/metrics on a free loopback port for the parent to merge, and reports that port and its
+readiness on its channel to the parent; it ends on SIGTERM, and when the parent is gone
+(`services.runtime.child_channel`, `services.runtime.parent_death`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import pickle
+import sys
+
+import click
+
+from services.cli import serve
+from services.config.settings import Settings
+from services.planner.core.config import PlannerConfig
+from services.runtime.child_channel import ParentChannel, ParentGone
+from services.runtime.health import HealthServer, Readiness
+
+
+@dataclasses.dataclass(frozen=True)
+class ChildPayload:
+    """What the parent hands a child: the one `service` (of serve.SERVICES) it runs, with
+    `settings` (URLs and credentials resolved by the parent) and `planner`."""
+
+    service: str
+    settings: Settings
+    planner: PlannerConfig
+
+
+def main() -> None:
+    """Run the service of the payload on stdin until SIGTERM (or the parent's end); exit 1
+    with one line on an expected failure, 2 when not started by a parent."""
+    try:
+        channel, payload = ParentChannel.connect()
+    except ParentGone as error:
+        print(f"gangsched: {error} (this module is started by `gangsched run`)",
+              file=sys.stderr)
+        sys.exit(2)
+    job = pickle.loads(payload)  # from the parent that started this process, over its pipe
+    assert isinstance(job, ChildPayload)
+    from services.cli.main import configure_logging, run_service
+
+    configure_logging(job.settings.log_level)
+    try:
+        run_service(_watched(channel, job))
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+
+
+async def _watched(channel: ParentChannel, job: ChildPayload) -> None:
+    channel.watch_parent()
+    await serve.serve(job.settings, (job.service,), job.planner, announce=_reporter(channel))
+
+
+def _reporter(channel: ParentChannel) -> serve.Announce:
+    """Report the /metrics port once, then the readiness whenever it changes (until
+    cancelled): `{"http_port": int | None}`, `{"ready": bool, "not_ready": [names]}`."""
+    async def report(settings: Settings, readiness: Readiness, health: HealthServer | None,
+                     services: tuple[str, ...]) -> None:
+        channel.send({"http_port": health.port if health is not None else None})
+        last: list[str] | None = None
+        while True:
+            waiting = readiness.not_ready()
+            if waiting != last:
+                channel.send({"ready": not waiting, "not_ready": waiting})
+                last = waiting
+            await asyncio.sleep(serve.READY_POLL_SECONDS)
+
+    return report
+
+
+if __name__ == "__main__":
+    from services.cli import child  # the module itself, not `__main__`: the payload's class
+
+    child.main()
