@@ -295,6 +295,10 @@ planner_options = stack(
     _option("--snapshot-interval-seconds", type=NON_NEGATIVE, default=30.0,
             help="Planner: write the state snapshot at most this often, in seconds (0 = every "
                  "batch); a restart re-plans the batches committed after it."),
+    _option("--batch-linger-seconds", type=NON_NEGATIVE, default=0.05,
+            help="Planner: after a fetch that did not fill a batch, wait this long for more "
+                 "events before planning, in seconds (0 = plan at once): a burst is planned "
+                 "once, not once per few pods."),
     _option("--snapshot-interval-events", type=click.IntRange(min=0), default=50_000,
             help="Planner: also write the snapshot once this many events were applied since "
                  "the last one (0 = no bound)."),
@@ -348,6 +352,7 @@ def settings_from(options: dict[str, Any]) -> Settings:
                                 group_apis=group_apis(get("group_apis", "scheduling.x-k8s.io"))),
         planner=PlannerServiceSettings(
             batch_size=get("batch_size", 512),
+            batch_linger_seconds=get("batch_linger_seconds", 0.05),
             leader_election=get("leader_election", False),
             leader_lease_seconds=get("leader_lease_seconds", 10.0),
             leader_retry_seconds=get("leader_retry_seconds", 1.0),

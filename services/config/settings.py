@@ -74,6 +74,9 @@ class PlannerServiceSettings:
     `snapshot_interval_seconds` (wall clock; 0 = every batch) and `snapshot_interval_events`
     (0 = no bound): how often the state snapshot is written; a restart replays the batches
     committed after it (see `services.planner.snapshotting`).
+    `batch_linger_seconds` (seconds; 0 = plan what one fetch brings): after a fetch that did
+    not fill a batch, wait this long and take what arrived meanwhile into the same batch, so
+    a burst of events (a Job creating its pods) is planned once, not once per few pods.
     `max_event_lead_seconds` (seconds; 0 = no bound): a watcher event (observation or clock
     tick) whose `at_ms` is further than this ahead of the time the NATS server stored it is
     dead-lettered, never applied (see `services.planner.intake`).
@@ -81,6 +84,7 @@ class PlannerServiceSettings:
 
     batch_size: int = 512
     fetch_timeout_seconds: float = 0.2
+    batch_linger_seconds: float = 0.0
     snapshot_interval_seconds: float = 30.0
     snapshot_interval_events: int = 50_000
     max_event_lead_seconds: float = 60.0

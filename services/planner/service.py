@@ -18,6 +18,7 @@ plan points on restart (`catchup`), which also proves they give the recorded dec
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -123,8 +124,11 @@ class PlannerService:
         minutes behind, whose deadlines pass before a binder sees them (issue 20); the plan
         point is recorded as for any batch, so a replay plans at the same places.
         """
-        size = self.settings.batch_size
+        size, linger = self.settings.batch_size, self.settings.batch_linger_seconds
         deliveries = await source.fetch(size, self.settings.fetch_timeout_seconds)
+        if deliveries and len(deliveries) < size and linger > 0:
+            await asyncio.sleep(linger)  # a burst arriving: plan it once (settings docstring)
+            deliveries += await source.fetch(size - len(deliveries), linger)
         while (deliveries and len(deliveries) < CATCH_UP_BATCHES * size
                and deliveries[-1].num_pending >= size):
             more = await source.fetch(size, self.settings.fetch_timeout_seconds)
