@@ -1,0 +1,64 @@
+"""Differential test: gangsched's preemption of singletons against kube-scheduler's
+DefaultPreemption (issue 15).
+
+A seeded cluster of KWOK nodes, each filled with lower-priority pods of several PriorityClasses
+(bound by `spec.nodeName` or by the default scheduler, some at the preemptors' own priority,
+about half under PodDisruptionBudgets that allow 0 to 2 disruptions), then preemptors offered
+one at a time: to kube-scheduler on the control plane, and to gangsched's planner on the same
+observed objects. Both must agree whether the pod preempts (or fits, or neither), and on the
+victims' count, highest priority, PDB violations and single node; victims may differ only by
+kube-scheduler's last tie-breaks (`differential.preemption.compare`). Covered on the way:
+`preemptionPolicy: Never`, equal priority pods, and pods no eviction makes fit.
+`GANGSCHED_PREEMPT_DIFF_SEED`, `GANGSCHED_PREEMPT_DIFF_PODS` and `GANGSCHED_PREEMPT_DIFF_NODES`
+change the seed, the number of preemptors and of nodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from services.config.settings import KubeSettings
+from services.kube.client import connect
+from tests.cluster.fixture import ControlPlane
+from tests.e2e.differential.preemption import compare, runner
+
+pytestmark = pytest.mark.e2e
+
+SEED = int(os.environ.get("GANGSCHED_PREEMPT_DIFF_SEED", "20261201"))
+PODS = int(os.environ.get("GANGSCHED_PREEMPT_DIFF_PODS", "40"))
+NODES = int(os.environ.get("GANGSCHED_PREEMPT_DIFF_NODES", "6"))
+
+
+@pytest.fixture(scope="module")
+def scheduler_plane() -> Iterator[ControlPlane]:
+    """A control plane with kube-scheduler and no nodes (the run creates its own)."""
+    with ControlPlane(nodes=0, kube_scheduler=True) as cp:
+        yield cp
+
+
+async def _run(cp: ControlPlane) -> runner.Report:
+    client = await connect(KubeSettings(kubeconfig=cp.kubeconfig))
+    try:
+        return await runner.run(client, SEED, PODS, NODES)
+    finally:
+        await client.close()
+
+
+@pytest.mark.timeout(300)
+def test_gangsched_preempts_singletons_as_kube_scheduler_does(
+        scheduler_plane: ControlPlane) -> None:
+    report = asyncio.run(_run(scheduler_plane))
+    print(report.summary())
+    print("by class:", dict(sorted(report.by_class.items())))
+    if report.disagreements:
+        listed = "\n".join(d.describe() for d in report.disagreements)
+        pytest.fail(f"{len(report.disagreements)} disagreement(s) ({report.summary()}):\n"
+                    f"{listed}", pytrace=False)
+    assert report.skipped <= PODS // 20
+    assert report.preemptions["kube-scheduler"] >= PODS // 5  # the preemption path was taken
+    assert report.kinds[compare.REFUSED] >= 1 and report.kinds[compare.PLACED] >= 0
+    assert report.by_class["diff-never", compare.REFUSED] >= 1  # preemptionPolicy Never
