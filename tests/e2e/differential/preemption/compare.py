@@ -9,7 +9,10 @@ priority, and the number of victims (kube-scheduler's sum of priorities adds 2^3
 so with these small priorities it orders by count first). The victims themselves may then
 differ only by kube-scheduler's last tie-breaks, which gangsched does not have (it prefers the
 least preempted capacity, then names): the sum of priorities, then the latest start time and
-the node order. Those are classified (`TIE_KINDS`), not counted as disagreements.
+the node order. Those are classified (`TIE_KINDS`), not counted as disagreements. Nor is
+gangsched evicting fewer victims at the same PDB violations and highest priority
+(`DELIBERATE_KINDS`): besides kube-scheduler's reprieve order it tries smallest first
+(docs/design-notes.md "Preemption"), and fewer victims is kube-scheduler's own next criterion.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ SAME = "same victims"
 SUM_TIE = "tie: sum of priorities"
 START_TIE_SAME_NODE = "tie: start time (same node)"
 START_TIE_OTHER_NODE = "tie: start time or node order (other node)"
+FEWER = "gangsched fewer victims (smallest-first reprieve)"
 AGREE_KINDS = (PLACED, REFUSED, SAME)
 TIE_KINDS = (SUM_TIE, START_TIE_SAME_NODE, START_TIE_OTHER_NODE)
+DELIBERATE_KINDS = (FEWER,)
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,8 @@ def classify(priority: int, kube: KubeOutcome, ours: Decided, bound: list[Obj],
         return result(_differs("PDB violations", theirs.violations, mine.violations), False)
     if theirs.top != mine.top:
         return result(_differs("highest victim priority", theirs.top, mine.top), False)
+    if len(mine.names) < len(theirs.names):
+        return result(FEWER, True)
     if len(theirs.names) != len(mine.names):
         return result(_differs("victim count", len(theirs.names), len(mine.names)), False)
     if theirs.names == mine.names:
