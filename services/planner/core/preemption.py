@@ -23,9 +23,10 @@ one pod on one node:
   important ones used them up), then the others, each by `MoreImportantPod` (highest
   priority, then earliest `status.startTime`), then largest first.
 - Candidate sets: that reprieve over every unit at once (a gang may need several nodes); per
-  node, as kube-scheduler dry-runs each node, the reprieve over the units bound there alone
-  (at most `MAX_NODE_TRIALS` nodes), once in `MoreImportantPod` order and once smallest
-  first within a priority (fewest victims left); and every single unit that suffices alone.
+  node, as kube-scheduler dry-runs each node, that reprieve over the units bound there alone
+  (at most `MAX_NODE_TRIALS` nodes), and one without regard to budgets, highest priority then
+  smallest first (fewest victims left; the choice counts each set's violations, so it wins
+  only with no more of them); and every single unit that suffices alone.
 - Choice (`pickOneNodeForPreemption`, over those sets rather than nodes): prefer fewest PDB
   violations (counted on the set itself), then the lowest highest victim priority, fewest
   victims, least preempted capacity (requests as shares of the nodes' allocatable), then the
@@ -208,10 +209,10 @@ def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudg
             alone = fits()
             if alone is None:
                 continue
-            for order in (_importance, _fewest):
+            for biased, order in ((True, _importance), (False, _fewest)):
                 _set_removed(index, by_key, removed, local)
-                kept, placed = _reprieve(index, by_key, removed, local, alone, fits, book,
-                                         order)
+                kept, placed = _reprieve(index, by_key, removed, local, alone, fits,
+                                         book if biased else None, order)
                 if kept:
                     options.append(_choice(book, [by_key[k] for k in sorted(kept)], placed))
         if len(victims) > 1:
@@ -228,16 +229,17 @@ def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudg
 
 
 def _reprieve(index: NodeIndex, by_key: dict[str, Unit], removed: set[str], victims: set[str],
-              assigned: Assigned, fits: Fits, book: _Budgets,
+              assigned: Assigned, fits: Fits, book: _Budgets | None,
               order: Callable[[Unit], tuple[object, ...]]) -> tuple[set[str], Assigned]:
     """`SelectVictimsOnNode`'s reprieve over the units `victims` (all removed now, and the
-    preemptor fits as `assigned`): those whose eviction would violate a budget first, as
-    `filterPodsWithPDBViolation` finds them (the budgets' allowed disruptions taken in
-    `_importance` order, so a unit violates when the more important ones used them up), then
-    the others, each in `order`; a unit given back stays if the preemptor still fits. The units
-    left to evict (still removed) and where the preemptor goes then."""
+    preemptor fits as `assigned`): with a `book`, those whose eviction would violate a budget
+    first, as `filterPodsWithPDBViolation` finds them (the budgets' allowed disruptions taken
+    in `_importance` order, so a unit violates when the more important ones used them up),
+    then the others, each in `order`; a unit given back stays if the preemptor still fits. The
+    units left to evict (still removed) and where the preemptor goes then."""
     units = sorted((by_key[key] for key in victims), key=_importance)
-    violating = book.violating([[pod for _, _, pod in unit.members] for unit in units])
+    violating = ([False] * len(units) if book is None
+                 else book.violating([[pod for _, _, pod in unit.members] for unit in units]))
     flagged = {unit.key for unit, violates in zip(units, violating, strict=True) if violates}
     victims = set(victims)
     for unit in sorted(units, key=lambda u: (u.key not in flagged, *order(u))):

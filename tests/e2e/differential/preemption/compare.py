@@ -10,9 +10,10 @@ so with these small priorities it orders by count first). The victims themselves
 differ only by kube-scheduler's last tie-breaks, which gangsched does not have (it prefers the
 least preempted capacity, then names): the sum of priorities, then the latest start time and
 the node order. Those are classified (`TIE_KINDS`), not counted as disagreements. Nor is
-gangsched evicting fewer victims at the same PDB violations and highest priority
-(`DELIBERATE_KINDS`): besides kube-scheduler's reprieve order it tries smallest first
-(docs/design-notes.md "Preemption"), and fewer victims is kube-scheduler's own next criterion.
+gangsched choosing a set better by kube-scheduler's own criteria (`DELIBERATE_KINDS`): at the
+same PDB violations a lower highest priority, or at the same highest priority fewer victims;
+besides kube-scheduler's reprieve it tries one per node without budget bias, smallest first
+(docs/design-notes.md "Preemption").
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ SAME = "same victims"
 SUM_TIE = "tie: sum of priorities"
 START_TIE_SAME_NODE = "tie: start time (same node)"
 START_TIE_OTHER_NODE = "tie: start time or node order (other node)"
+LOWER = "gangsched lower highest victim priority (reprieve without budget bias)"
 FEWER = "gangsched fewer victims (smallest-first reprieve)"
 AGREE_KINDS = (PLACED, REFUSED, SAME)
 TIE_KINDS = (SUM_TIE, START_TIE_SAME_NODE, START_TIE_OTHER_NODE)
-DELIBERATE_KINDS = (FEWER,)
+DELIBERATE_KINDS = (LOWER, FEWER)
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,8 @@ def classify(priority: int, kube: KubeOutcome, ours: Decided, bound: list[Obj],
             return result(f"{who} evicts on {len(side.nodes)} nodes", False)
     if theirs.violations != mine.violations:
         return result(_differs("PDB violations", theirs.violations, mine.violations), False)
+    if mine.top < theirs.top:
+        return result(LOWER, True)
     if theirs.top != mine.top:
         return result(_differs("highest victim priority", theirs.top, mine.top), False)
     if len(mine.names) < len(theirs.names):

@@ -27,8 +27,8 @@ from tests.e2e.differential import runner as base_runner
 from tests.e2e.differential.families import ClusterPlan
 from tests.e2e.differential.generator import NAMESPACES
 from tests.e2e.differential.oracle import Mirror
-from tests.e2e.differential.verdict import Slimmer
 from tests.e2e.differential.preemption import compare, oracle, verdict, workload
+from tests.e2e.differential.verdict import Slimmer
 
 Obj = dict[str, Any]
 
