@@ -29,8 +29,8 @@ from tests.e2e.differential.preemption import compare, runner
 pytestmark = pytest.mark.e2e
 
 SEED = int(os.environ.get("GANGSCHED_PREEMPT_DIFF_SEED", "20261201"))
-PODS = int(os.environ.get("GANGSCHED_PREEMPT_DIFF_PODS", "40"))
-NODES = int(os.environ.get("GANGSCHED_PREEMPT_DIFF_NODES", "6"))
+PODS = int(os.environ.get("GANGSCHED_PREEMPT_DIFF_PODS", "60"))
+NODES = int(os.environ.get("GANGSCHED_PREEMPT_DIFF_NODES", "8"))
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +54,13 @@ def test_gangsched_preempts_singletons_as_kube_scheduler_does(
     report = asyncio.run(_run(scheduler_plane))
     print(report.summary())
     print("by class:", dict(sorted(report.by_class.items())))
+    for example in report.examples.values():
+        print("classified, e.g.:", example.describe())
     if report.disagreements:
         listed = "\n".join(d.describe() for d in report.disagreements)
         pytest.fail(f"{len(report.disagreements)} disagreement(s) ({report.summary()}):\n"
                     f"{listed}", pytrace=False)
     assert report.skipped <= PODS // 20
     assert report.preemptions["kube-scheduler"] >= PODS // 5  # the preemption path was taken
-    assert report.kinds[compare.REFUSED] >= 1 and report.kinds[compare.PLACED] >= 0
+    assert report.kinds[compare.REFUSED] >= 1
     assert report.by_class["diff-never", compare.REFUSED] >= 1  # preemptionPolicy Never

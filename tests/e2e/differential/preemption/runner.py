@@ -35,7 +35,8 @@ Obj = dict[str, Any]
 
 @dataclass
 class Disagreement:
-    """One offer the two schedulers disagree on, with what it takes to reproduce it."""
+    """One offer the two schedulers disagree on (or differ on legitimately), with what it takes
+    to reproduce it."""
 
     seed: int
     pod: Obj
@@ -62,6 +63,8 @@ class Report:
     """Side (`kube-scheduler`, `gangsched`) → offers it preempted for."""
     skipped: int = 0
     disagreements: list[Disagreement] = field(default_factory=list)
+    examples: dict[str, Disagreement] = field(default_factory=dict)
+    """The first offer of each tie or deliberate kind, to show how the two differ."""
     seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
@@ -137,8 +140,11 @@ async def run(client: KubeClient, seed: int, preemptors: int, node_count: int) -
                 for side, outcome in (("kube-scheduler", compared.kube),
                                       ("gangsched", compared.ours)):
                     report.preemptions[side] += outcome == compare.PREEMPTED
+                offer = Disagreement(seed, admitted, compared)
                 if not compared.agrees:
-                    report.disagreements.append(Disagreement(seed, admitted, compared))
+                    report.disagreements.append(offer)
+                elif compared.kind not in compare.AGREE_KINDS:
+                    report.examples.setdefault(compared.kind, offer)
             report.seconds["gangsched"] = judging
     finally:
         await budgets.close()

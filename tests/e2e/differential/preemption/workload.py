@@ -6,7 +6,8 @@ fillers of random requests and PriorityClasses (none, low, mid, and the preempto
 priority: equal priority pods are never victims), bound by `spec.nodeName` or by the default
 scheduler (pinned to the node by a hostname nodeSelector), about half of them labelled for one
 of a few PodDisruptionBudgets (`minAvailable` such that some allow a disruption and some do
-not). Preemptors ask for 1 to 6 cpu (some more than a node has: nothing helps them), at a
+not). Requests vary in cpu and memory, so either may be what a preemptor lacks. Preemptors
+ask for 1 to 6 cpu and 0.5 to 12 GiB (some for more cpu than a node has: nothing helps them), at a
 high or top priority, some with `preemptionPolicy: Never`, some at mid priority (can evict only
 low ones). All pods have `terminationGracePeriodSeconds: 0`, so KWOK deletes victims at once.
 """
@@ -23,6 +24,7 @@ from tests.e2e.differential.generator import NAMESPACES, RUN_LABEL, plan_cluster
 
 Manifest = dict[str, Any]
 NODE_MILLI_CPU = 8000
+NODE_MEMORY_MI = 16 * 1024
 BUDGET_LABEL = "diff.gangsched.io/budget"
 BUDGETS = ("b0", "b1", "b2")
 HIGH = 1000
@@ -35,6 +37,8 @@ FILLER_CLASSES = (None, "diff-low", "diff-low", "diff-mid", "diff-mid", "diff-hi
 PREEMPTOR_CLASSES = ("diff-high",) * 6 + ("diff-top", "diff-top", "diff-never", "diff-mid")
 FILLER_MILLI_CPU = (500, 1000, 1000, 1500, 2000, 3000)
 PREEMPTOR_MILLI_CPU = (1000, 2000, 3000, 3000, 4000, 5000, 6000, 9000)
+FILLER_MEMORY_MI = (512, 1024, 1024, 2048, 4096)
+PREEMPTOR_MEMORY_MI = (512, 1024, 2048, 4096, 8192, 12288)
 PREFIX = "pre"
 
 
@@ -51,11 +55,11 @@ class Workload:
     by_scheduler: set[str] = field(default_factory=set)
 
 
-def _pod(name: str, namespace: str, seed: int, milli_cpu: int, class_name: str | None,
-         labels: dict[str, str]) -> Manifest:
+def _pod(name: str, namespace: str, seed: int, milli_cpu: int, memory_mi: int,
+         class_name: str | None, labels: dict[str, str]) -> Manifest:
     spec: Manifest = {"terminationGracePeriodSeconds": 0, "containers": [{
         "name": "main", "image": IMAGE,
-        "resources": {"requests": {"cpu": f"{milli_cpu}m", "memory": f"{milli_cpu // 4}Mi"}}}]}
+        "resources": {"requests": {"cpu": f"{milli_cpu}m", "memory": f"{memory_mi}Mi"}}}]}
     if class_name is not None:
         spec["priorityClassName"] = class_name
     return {"apiVersion": "v1", "kind": "Pod",
@@ -71,19 +75,22 @@ def _classes() -> list[Manifest]:
 
 
 def _fill(seed: int, node: str, rng: random.Random) -> list[Manifest]:
-    """Fillers for `node` up to its cpu (a fifth of the nodes keep 1 or 2 cpu free)."""
+    """Fillers for `node` up to its cpu or memory (a fifth of the nodes keep 1 or 2 cpu free)."""
     fillers: list[Manifest] = []
     room = NODE_MILLI_CPU - (rng.choice((1000, 2000)) if rng.random() < 0.2 else 0)
-    while room >= min(FILLER_MILLI_CPU):
+    memory = NODE_MEMORY_MI
+    while room >= min(FILLER_MILLI_CPU) and memory >= min(FILLER_MEMORY_MI):
         milli = rng.choice([size for size in FILLER_MILLI_CPU if size <= room])
+        mebi = rng.choice([size for size in FILLER_MEMORY_MI if size <= memory])
         labels = {"app": rng.choice(("web", "db", "batch"))}
         if rng.random() < 0.5:
             labels[BUDGET_LABEL] = rng.choice(BUDGETS)
         pod = _pod(f"{PREFIX}-{node[-2:]}-{len(fillers)}", rng.choice(NAMESPACES), seed, milli,
-                   rng.choice(FILLER_CLASSES), labels)
+                   mebi, rng.choice(FILLER_CLASSES), labels)
         pod["spec"]["nodeName"] = node
         fillers.append(pod)
         room -= milli
+        memory -= mebi
     return fillers
 
 
@@ -120,6 +127,6 @@ def generate(seed: int, nodes: int, preemptors: int) -> Workload:
     for number in range(preemptors):
         rng = rng_for(seed, "preemptor", str(number))
         offered.append(_pod(f"{PREFIX}-high-{number:03d}", rng.choice(NAMESPACES), seed,
-                            rng.choice(PREEMPTOR_MILLI_CPU), rng.choice(PREEMPTOR_CLASSES),
-                            {"app": "preemptor"}))
+                            rng.choice(PREEMPTOR_MILLI_CPU), rng.choice(PREEMPTOR_MEMORY_MI),
+                            rng.choice(PREEMPTOR_CLASSES), {"app": "preemptor"}))
     return Workload([*_classes(), *budgets], plan.nodes, fillers, offered, by_scheduler)
