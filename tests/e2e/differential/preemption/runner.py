@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.contracts.resources import parse_quantity
 from services.kube.client import KubeClient
 from services.kube.resources import PDBS
 from tests.e2e.differential import oracle as base_oracle
@@ -61,6 +62,8 @@ class Report:
     """(preemptor's PriorityClass, kind) → offers."""
     preemptions: Counter[str] = field(default_factory=Counter)
     """Side (`kube-scheduler`, `gangsched`) → offers it preempted for."""
+    refusals: Counter[str] = field(default_factory=Counter)
+    """Why offers both refused were refused (`refusal`) → offers."""
     skipped: int = 0
     disagreements: list[Disagreement] = field(default_factory=list)
     examples: dict[str, Disagreement] = field(default_factory=dict)
@@ -71,7 +74,26 @@ class Report:
         timing = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
         return (f"seed {self.seed}: {self.offered} offered, {self.skipped} skipped; "
                 f"preemptions {dict(self.preemptions)}; kinds {dict(self.kinds)}; "
+                f"refused: {dict(self.refusals)}; "
                 f"{len(self.disagreements)} disagreement(s); {timing}")
+
+
+NEVER = "preemptionPolicy Never"
+TOO_LARGE = "larger than any node"
+NO_ROOM = "not enough room even with every lower-priority pod gone"
+
+
+def refusal(pod: Obj) -> str:
+    """Why a pod both schedulers refused is refused, from its spec: it may not preempt, it
+    asks for more than a node has, or else too much of every node is taken by pods of its
+    priority or above."""
+    if pod["spec"].get("preemptionPolicy") == "Never":
+        return NEVER
+    requests = pod["spec"]["containers"][0]["resources"]["requests"]
+    if (parse_quantity(requests["cpu"]) * 1000 > workload.NODE_MILLI_CPU
+            or parse_quantity(requests["memory"]) > workload.NODE_MEMORY_MI * 2**20):
+        return TOO_LARGE
+    return NO_ROOM
 
 
 async def _create_fillers(client: KubeClient, pods: Mirror, work: workload.Workload) -> None:
@@ -136,6 +158,8 @@ async def run(client: KubeClient, seed: int, preemptors: int, node_count: int) -
                 compared = compare.classify(admitted["spec"].get("priority", 0), kube, ours,
                                             snapshot.bound, listed)
                 report.kinds[compared.kind] += 1
+                if compared.kind == compare.REFUSED:
+                    report.refusals[refusal(admitted)] += 1
                 report.by_class[pod["spec"].get("priorityClassName", ""), compared.kind] += 1
                 for side, outcome in (("kube-scheduler", compared.kube),
                                       ("gangsched", compared.ours)):

@@ -7,9 +7,10 @@ priority: equal priority pods are never victims), bound by `spec.nodeName` or by
 scheduler (pinned to the node by a hostname nodeSelector), about half of them labelled for one
 of a few PodDisruptionBudgets (`minAvailable` such that some allow a disruption and some do
 not). Requests vary in cpu and memory, so either may be what a preemptor lacks. Preemptors
-ask for 1 to 6 cpu and 0.5 to 12 GiB (some for more cpu than a node has: nothing helps them), at a
-high or top priority, some with `preemptionPolicy: Never`, some at mid priority (can evict only
-low ones). All pods have `terminationGracePeriodSeconds: 0`, so KWOK deletes victims at once.
+ask for 1 to 6 cpu and 0.5 to 12 GiB (some for more cpu than a node has: nothing helps them),
+at a high or top priority, some with `preemptionPolicy: Never`, some at mid or low priority
+(they may evict only the few pods below them, often too few). All pods have
+`terminationGracePeriodSeconds: 0`, so KWOK deletes victims at once.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ CLASSES: dict[str, tuple[int, str]] = {
     "diff-never": (HIGH, "Never")}
 """PriorityClass name → (value, preemptionPolicy)."""
 FILLER_CLASSES = (None, "diff-low", "diff-low", "diff-mid", "diff-mid", "diff-high")
-PREEMPTOR_CLASSES = ("diff-high",) * 6 + ("diff-top", "diff-top", "diff-never", "diff-mid")
+PREEMPTOR_CLASSES = ("diff-high",) * 6 + ("diff-top", "diff-top", "diff-never", "diff-mid",
+                                          "diff-low")
 FILLER_MILLI_CPU = (500, 1000, 1000, 1500, 2000, 3000)
 PREEMPTOR_MILLI_CPU = (1000, 2000, 3000, 3000, 4000, 5000, 6000, 9000)
 FILLER_MEMORY_MI = (512, 1024, 1024, 2048, 4096)
