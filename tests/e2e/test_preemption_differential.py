@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
 
 import pytest
 
-from services.config.settings import KubeSettings
-from services.kube.client import connect
 from tests.cluster.fixture import ControlPlane
+from tests.e2e.differential.oracle import with_client
 from tests.e2e.differential.preemption import compare, runner
 
 pytestmark = pytest.mark.e2e
@@ -33,25 +31,11 @@ PODS = int(os.environ.get("GANGSCHED_PREEMPT_DIFF_PODS", "60"))
 NODES = int(os.environ.get("GANGSCHED_PREEMPT_DIFF_NODES", "8"))
 
 
-@pytest.fixture(scope="module")
-def scheduler_plane() -> Iterator[ControlPlane]:
-    """A control plane with kube-scheduler and no nodes (the run creates its own)."""
-    with ControlPlane(nodes=0, kube_scheduler=True) as cp:
-        yield cp
-
-
-async def _run(cp: ControlPlane) -> runner.Report:
-    client = await connect(KubeSettings(kubeconfig=cp.kubeconfig))
-    try:
-        return await runner.run(client, SEED, PODS, NODES)
-    finally:
-        await client.close()
-
-
 @pytest.mark.timeout(300)
 def test_gangsched_preempts_singletons_as_kube_scheduler_does(
         scheduler_plane: ControlPlane) -> None:
-    report = asyncio.run(_run(scheduler_plane))
+    report = asyncio.run(with_client(
+        scheduler_plane.kubeconfig, lambda client: runner.run(client, SEED, PODS, NODES)))
     print(report.summary())
     print("by class:", dict(sorted(report.by_class.items())))
     for example in report.examples.values():
