@@ -54,8 +54,9 @@ from services.planner.core.state import PlannerState
 NEVER = "Never"
 """`spec.preemptionPolicy` of a pod that never preempts."""
 MAX_UNITS = 128
-"""Most units weighed for one preemption, the lowest-priority, smallest first: each costs a
-placement trial in the reprieve (kube-scheduler likewise bounds its candidate nodes)."""
+"""Most units weighed for one preemption, node by node, the nodes with the lowest-priority,
+smallest units first: each costs a placement trial in the reprieve (kube-scheduler likewise
+bounds its candidate nodes)."""
 MAX_NODE_TRIALS = 100
 """Most nodes whose units are weighed alone, reprieved as on that node only (kube-scheduler's
 `MinCandidateNodesAbsolute`; it tries every node of a smaller cluster)."""
@@ -124,7 +125,8 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
                priority: int, pending: list[PodObserved], config: PlannerConfig,
                taken: set[str]) -> list[Unit]:
     """The units the preemptor `key` of `priority` may evict (module docstring), sorted by key:
-    at most `MAX_UNITS`, the lowest-priority, smallest ones.
+    at most `MAX_UNITS`, whole nodes of them, those with the cheapest units first
+    (`_whole_nodes`).
 
     Shapes: `taken` uids already evicted for another preemptor (never chosen twice).
     """
@@ -173,8 +175,32 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
         unit.start = min((pod.start_ms for _, _, pod in unit.members if pod.start_ms is not None),
                          default=NOT_STARTED)
         chosen.append(unit)
-    cheapest = sorted(chosen, key=lambda u: (u.priority, len(u.members), u.share, u.key))
-    return sorted(cheapest[:MAX_UNITS], key=lambda u: u.key)
+    return sorted(_whole_nodes(chosen), key=lambda u: u.key)
+
+
+def _whole_nodes(units: list[Unit]) -> list[Unit]:
+    """At most `MAX_UNITS` of `units`, node by node: in cheapest order (lowest priority,
+    fewest pods, least capacity), each unit with every unit on its nodes, a node skipped when
+    its units would go past the bound. A node's units come whole, so the preemptor may fit
+    there with all of them gone, as kube-scheduler removes every lower-priority pod of a node it
+    dry-runs (the cheapest units alone, spread thin over a large cluster, may free no node)."""
+    if len(units) <= MAX_UNITS:
+        return units
+    on: dict[int, list[Unit]] = {}
+    for unit in units:
+        for row in sorted(_rows(unit)):
+            on.setdefault(row, []).append(unit)
+    taken: dict[str, Unit] = {}
+    for unit in sorted(units, key=lambda u: (u.priority, len(u.members), u.share, u.key)):
+        if unit.key in taken:
+            continue
+        node_units = {other.key: other for row in sorted(_rows(unit)) for other in on[row]}
+        if len(taken.keys() | node_units.keys()) > MAX_UNITS:
+            continue
+        taken.update(node_units)
+        if len(taken) == MAX_UNITS:
+            break
+    return list(taken.values())
 
 
 def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudgetObserved],

@@ -50,7 +50,10 @@ also weighs, per node, the reprieve over the units bound there alone (in `MoreIm
 order, then smallest first), so a singleton evicts no more pods than kube-scheduler's
 per-node choice; reprieve order is kube-scheduler's (budget violators, found with allowances
 shared in importance order, first; then priority, then earliest start time); found by the
-preemption differential test."""
+preemption differential test. A second per-node reprieve, without budget bias and smallest
+first, wins when it evicts lower-priority or fewer pods at no more violations. The 128 units
+weighed come node by node (a node's units whole), so preemption in a large cluster is no
+longer "not helpful" when the cheapest pods, spread thin, free no node."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -65,3 +65,18 @@ def test_a_lower_priority_set_wins_where_the_budget_first_reprieve_gives_its_roo
         make_pod("c").requests(cpu_milli=1000).priority(10).labelled(app="web").on_node("n0"))
     cluster.observe(make_pod("high").requests(cpu_milli=2000).priority(100))
     assert _victims(cluster) == [("b", "n0"), ("c", "n0")]
+
+
+def test_in_a_large_cluster_whole_nodes_are_weighed_not_the_cheapest_pods_spread_thin() -> None:
+    # 150 priority-0 pods are more than the 128 units weighed; taken alone, cheapest first,
+    # they free 3 cpu on each of 43 nodes and the pod (4 cpu) fits on none: preemption would
+    # say "not helpful". Weighed node by node, a node's 8 pods go whole into the trial.
+    cluster = Cluster().observe(*(make_node(f"n{i:02d}").capacity(cpu_milli=8000)
+                                  for i in range(50)))
+    cluster.observe(*(make_pod(f"p{i:02d}-{j}").requests(cpu_milli=1000)
+                      .priority(0 if j < 3 else 1).on_node(f"n{i:02d}")
+                      for i in range(50) for j in range(8)))
+    cluster.observe(make_pod("high").requests(cpu_milli=4000).priority(100))
+    [preemption] = [d for d in cluster.plan() if isinstance(d, Preemption)]
+    assert len({victim.node for victim in preemption.victims}) == 1
+    assert sorted(victim.priority for victim in preemption.victims) == [0, 0, 0, 1]
