@@ -23,6 +23,9 @@ from tests.e2e.differential.oracle import Mirror, create, outcome_of
 
 Obj = dict[str, Any]
 SETTLE_SECONDS = 60.0
+PREEMPTED_SECONDS = 90.0
+"""How long a preemptor may take to be bound once nominated: its victims' deletion by KWOK
+and kube-scheduler's backoff, on a loaded machine (every wait ends on the watch event)."""
 
 
 @dataclass(frozen=True)
@@ -74,16 +77,32 @@ async def offer(client: KubeClient, pods: Mirror, pod: Obj) -> KubeOutcome:
     if kind == "refused":
         await delete(client, pods, pod)
         return KubeOutcome(None, None, [], message)
-    bound: Obj = await pods.wait_for(
-        lambda: (found := pods.by_name(namespace, name)) is not None
-        and found["spec"].get("nodeName") and found, f"{namespace}/{name} bound")
-    await pods.wait_for(lambda: not any(is_terminating(obj) for obj in pods.objects.values()),
-                        "victims gone")
+    try:
+        bound: Obj = await pods.wait_for(
+            lambda: (found := pods.by_name(namespace, name)) is not None
+            and found["spec"].get("nodeName") and found, f"{namespace}/{name} bound",
+            PREEMPTED_SECONDS)
+        await pods.wait_for(lambda: not any(map(is_terminating, pods.objects.values())),
+                            "victims gone", PREEMPTED_SECONDS)
+    except TimeoutError as error:
+        raise TimeoutError(f"{error}; {_stuck(pods, namespace, name)}") from None
     victims = [obj for uid, obj in sorted(before.items())
                if uid not in pods.objects or is_terminating(pods.objects[uid])]
     if victims and nominated is None:
         nominated = bound["spec"]["nodeName"]  # bound before the mirror saw the nomination
     return KubeOutcome(bound["spec"]["nodeName"], nominated, victims, message)
+
+
+def _stuck(pods: Mirror, namespace: str, name: str) -> str:
+    """What a preemptor that was not bound in time waits for: its status, terminating pods."""
+    pod = pods.by_name(namespace, name)
+    status = {} if pod is None else pod.get("status", {})
+    conditions = [(c.get("type"), c.get("reason"), c.get("message"))
+                  for c in status.get("conditions", [])]
+    terminating = sorted("/".join(_key(obj)) for obj in pods.objects.values()
+                         if is_terminating(obj))
+    return (f"nominated {status.get('nominatedNodeName')!r}, conditions {conditions}, "
+            f"terminating {terminating}")
 
 
 async def delete(client: KubeClient, pods: Mirror, pod: Obj) -> None:

@@ -9,7 +9,8 @@ of a few PodDisruptionBudgets (`minAvailable` such that some allow a disruption 
 not). Requests vary in cpu and memory, so either may be what a preemptor lacks. Preemptors
 ask for 1 to 6 cpu and 0.5 to 12 GiB (some for more cpu than a node has: nothing helps them),
 at a high or top priority, some with `preemptionPolicy: Never`, some at mid or low priority
-(they may evict only the few pods below them, often too few). All pods have
+(they may evict only the few pods below them, often too few); the first three (`FIXED`) are
+refused whatever the seed. All pods have
 `terminationGracePeriodSeconds: 0`, so KWOK deletes victims at once.
 """
 
@@ -42,6 +43,11 @@ PREEMPTOR_MILLI_CPU = (1000, 2000, 3000, 3000, 4000, 5000, 6000, 9000)
 FILLER_MEMORY_MI = (512, 1024, 1024, 2048, 4096)
 PREEMPTOR_MEMORY_MI = (512, 1024, 2048, 4096, 8192, 12288)
 PREFIX = "pre"
+FIXED: tuple[tuple[int, int, str | None], ...] = (
+    (6000, 1024, None), (6000, 1024, "diff-never"), (9000, 1024, "diff-high"))
+"""The first preemptors, whatever the seed (cpu in millicores, memory in MiB, class): one at
+priority 0, with no pod below it and no node with 6 cpu free; one that may not preempt; one
+larger than any node. The rest are random."""
 
 
 @dataclass
@@ -128,7 +134,9 @@ def generate(seed: int, nodes: int, preemptors: int) -> Workload:
     offered = []
     for number in range(preemptors):
         rng = rng_for(seed, "preemptor", str(number))
-        offered.append(_pod(f"{PREFIX}-high-{number:03d}", rng.choice(NAMESPACES), seed,
-                            rng.choice(PREEMPTOR_MILLI_CPU), rng.choice(PREEMPTOR_MEMORY_MI),
-                            rng.choice(PREEMPTOR_CLASSES), {"app": "preemptor"}))
+        milli, mebi, class_name = (FIXED[number] if number < len(FIXED) else (
+            rng.choice(PREEMPTOR_MILLI_CPU), rng.choice(PREEMPTOR_MEMORY_MI),
+            rng.choice(PREEMPTOR_CLASSES)))
+        offered.append(_pod(f"{PREFIX}-high-{number:03d}", rng.choice(NAMESPACES), seed, milli,
+                            mebi, class_name, {"app": "preemptor"}))
     return Workload([*_classes(), *budgets], plan.nodes, fillers, offered, by_scheduler)
