@@ -9,9 +9,9 @@ of a few PodDisruptionBudgets (`minAvailable` such that some allow a disruption 
 not). Requests vary in cpu and memory, so either may be what a preemptor lacks. Preemptors
 ask for 1 to 6 cpu and 0.5 to 12 GiB (some for more cpu than a node has: nothing helps them),
 at a high or top priority, some with `preemptionPolicy: Never`, some at mid or low priority
-(they may evict only the few pods below them, often too few); the first three (`FIXED`) are
-refused whatever the seed. All pods have
-`terminationGracePeriodSeconds: 0`, so KWOK deletes victims at once.
+(they may evict only the few pods below them, often too few); the first four (`FIXED`) cover
+every outcome but preemption whatever the seed. All pods have `terminationGracePeriodSeconds:
+0`, so KWOK deletes victims at once.
 """
 
 from __future__ import annotations
@@ -44,10 +44,12 @@ FILLER_MEMORY_MI = (512, 1024, 1024, 2048, 4096)
 PREEMPTOR_MEMORY_MI = (512, 1024, 2048, 4096, 8192, 12288)
 PREFIX = "pre"
 FIXED: tuple[tuple[int, int, str | None], ...] = (
-    (6000, 1024, None), (6000, 1024, "diff-never"), (9000, 1024, "diff-high"))
+    (6000, 1024, None), (6000, 1024, "diff-never"), (9000, 1024, "diff-high"),
+    (1000, 512, "diff-high"))
 """The first preemptors, whatever the seed (cpu in millicores, memory in MiB, class): one at
 priority 0, with no pod below it and no node with 6 cpu free; one that may not preempt; one
-larger than any node. The rest are random."""
+larger than any node; one that fits as it is (the first node keeps 1 cpu free at least). The
+rest are random."""
 
 
 @dataclass
@@ -82,10 +84,12 @@ def _classes() -> list[Manifest]:
             for name, (value, policy) in sorted(CLASSES.items())]
 
 
-def _fill(seed: int, node: str, rng: random.Random) -> list[Manifest]:
-    """Fillers for `node` up to its cpu or memory (a fifth of the nodes keep 1 or 2 cpu free)."""
+def _fill(seed: int, node: str, rng: random.Random, first_node: str) -> list[Manifest]:
+    """Fillers for `node` up to its cpu or memory (the first node and a fifth of the others
+    keep 1 or 2 cpu free)."""
     fillers: list[Manifest] = []
-    room = NODE_MILLI_CPU - (rng.choice((1000, 2000)) if rng.random() < 0.2 else 0)
+    keeps_room = rng.random() < 0.2 or node == first_node
+    room = NODE_MILLI_CPU - (rng.choice((1000, 2000)) if keeps_room else 0)
     memory = NODE_MEMORY_MI
     while room >= min(FILLER_MILLI_CPU) and memory >= min(FILLER_MEMORY_MI):
         milli = rng.choice([size for size in FILLER_MILLI_CPU if size <= room])
@@ -125,7 +129,7 @@ def generate(seed: int, nodes: int, preemptors: int) -> Workload:
     by_scheduler = set()
     for node in plan.names():
         rng = rng_for(seed, "preemption-fill", node)
-        for pod in _fill(seed, node, rng):
+        for pod in _fill(seed, node, rng, plan.names()[0]):
             if rng.random() < 0.5:
                 pod["spec"]["nodeSelector"] = {HOSTNAME: pod["spec"]["nodeName"]}
                 by_scheduler.add(pod["metadata"]["name"])
