@@ -47,6 +47,8 @@ class Mirror:
 
     def __init__(self, client: KubeClient, resource: Resource) -> None:
         self.objects: dict[str, Obj] = {}
+        self.listeners: list[Callable[[Obj], None]] = []
+        """Called with every object the watch delivers (added, modified or deleted), first."""
         self._changed = asyncio.Condition()
         self._synced = asyncio.Event()
         self._task = asyncio.create_task(self._follow(client, resource))
@@ -57,6 +59,8 @@ class Mirror:
                 self._synced.set()
                 continue
             uid = observation.obj["metadata"]["uid"]
+            for listener in self.listeners:
+                listener(observation.obj)
             if observation.type == "deleted":
                 self.objects.pop(uid, None)
             else:

@@ -118,6 +118,9 @@ def classify(priority: int, kube: KubeOutcome, ours: Decided, bound: list[Obj],
     def result(kind: str, agrees: bool) -> Compared:
         return Compared(kind, agrees, kube_side, our_side, theirs, mine)
 
+    if kube.unmarked:
+        return result(f"kube-scheduler deleted victims without DisruptionTarget: "
+                      f"{kube.unmarked}", False)
     if kube_side != our_side:
         return result(f"kube-scheduler {kube_side}, gangsched {our_side}", False)
     if theirs is None or mine is None:

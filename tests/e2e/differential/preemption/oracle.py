@@ -6,13 +6,14 @@ preempted: it set `status.nominatedNodeName` with the Unschedulable condition (o
 patch) and deleted the victims, each marked `DisruptionTarget` (reason
 `PreemptionByScheduler`) first; the pod is then bound once they are gone. The victims are the
 pods bound before the offer that are gone or terminating once the pod is bound (nothing else
-deletes pods during a run). Budgets settle (`budgets_settled`) before every offer, so both
-schedulers read the disruption controller's current `disruptionsAllowed`.
+deletes pods during a run; each must have been marked DisruptionTarget, `Marked`). Budgets
+settle (`budgets_settled`) before every offer, so both schedulers read the disruption
+controller's current `disruptionsAllowed`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from services.fit.pod_affinity import selector_matches
@@ -32,12 +33,29 @@ and kube-scheduler's backoff, on a loaded machine (every wait ends on the watch 
 class KubeOutcome:
     """What kube-scheduler did: `node` bound to (None: not bound), `nominated` (None: no
     preemption), `victims` the API objects it deleted, `message` its FailedScheduling message
-    (None when bound at once)."""
+    (None when bound at once), `unmarked` the victims' names it deleted without marking them
+    `DisruptionTarget` (reason `PreemptionByScheduler`) first."""
 
     node: str | None
     nominated: str | None
     victims: list[Obj]
     message: str | None
+    unmarked: list[str] = field(default_factory=list)
+
+
+class Marked:
+    """The uids of pods the watch ever showed with condition DisruptionTarget=True, reason
+    PreemptionByScheduler (kube-scheduler marks each victim so before deleting it)."""
+
+    def __init__(self, pods: Mirror) -> None:
+        self.uids: set[str] = set()
+        pods.listeners.append(self._see)
+
+    def _see(self, pod: Obj) -> None:
+        if any(c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+               and c.get("reason") == "PreemptionByScheduler"
+               for c in pod.get("status", {}).get("conditions", [])):
+            self.uids.add(pod["metadata"]["uid"])
 
 
 def _key(obj: Obj) -> tuple[str, str]:
@@ -59,7 +77,7 @@ def _first(pods: Mirror, namespace: str, name: str) -> tuple[str, Obj] | None:
     return ("nominated" if pod["status"].get("nominatedNodeName") else "refused"), pod
 
 
-async def offer(client: KubeClient, pods: Mirror, pod: Obj) -> KubeOutcome:
+async def offer(client: KubeClient, pods: Mirror, marked: Marked, pod: Obj) -> KubeOutcome:
     """Create `pod` and wait for kube-scheduler's outcome (module docstring); an unschedulable
     pod that nominated no node is deleted again (and waited for).
 
@@ -90,7 +108,8 @@ async def offer(client: KubeClient, pods: Mirror, pod: Obj) -> KubeOutcome:
                if uid not in pods.objects or is_terminating(pods.objects[uid])]
     if victims and nominated is None:
         nominated = bound["spec"]["nodeName"]  # bound before the mirror saw the nomination
-    return KubeOutcome(bound["spec"]["nodeName"], nominated, victims, message)
+    unmarked = ["/".join(_key(obj)) for obj in victims if obj["metadata"]["uid"] not in marked.uids]
+    return KubeOutcome(bound["spec"]["nodeName"], nominated, victims, message, unmarked)
 
 
 def _stuck(pods: Mirror, namespace: str, name: str) -> str:

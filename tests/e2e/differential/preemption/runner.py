@@ -135,6 +135,7 @@ async def run(client: KubeClient, seed: int, preemptors: int, node_count: int) -
     try:
         async with base_oracle.mirrors(client) as mirrors:
             pods = mirrors.pods
+            marked = oracle.Marked(pods)
             await base_runner.build_cluster(client, mirrors,
                                             ClusterPlan(work.nodes, NAMESPACES, work.objects))
             await _create_fillers(client, pods, work)
@@ -149,7 +150,7 @@ async def run(client: KubeClient, seed: int, preemptors: int, node_count: int) -
                 clock = time.monotonic()
                 ours = verdict.decide(slimmer, snapshot, listed, admitted)
                 judging += time.monotonic() - clock
-                kube = await oracle.offer(client, pods, pod)
+                kube = await oracle.offer(client, pods, marked, pod)
                 await _restore(client, pods, fillers, pod, kube)
                 if base_runner.node_fingerprint(base_runner.observed(mirrors).nodes) != before:
                     report.skipped += 1
