@@ -36,6 +36,14 @@ def control_plane() -> Iterator[ControlPlane]:
         yield cp
 
 
+@pytest.fixture(scope="module")
+def scheduler_plane() -> Iterator[ControlPlane]:
+    """A control plane with kube-scheduler and no nodes, per module: a differential run
+    creates its own nodes (tests/e2e/differential)."""
+    with ControlPlane(nodes=0, kube_scheduler=True) as cp:
+        yield cp
+
+
 @pytest.fixture
 def namespace(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace; deleted after the test, waiting until its pods are gone so the next

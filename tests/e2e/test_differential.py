@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
 
 import pytest
 
-from services.config.settings import KubeSettings
-from services.kube.client import connect
 from tests.cluster.fixture import ControlPlane
 from tests.e2e.differential import runner
+from tests.e2e.differential.oracle import with_client
 
 pytestmark = pytest.mark.e2e
 
@@ -34,24 +32,10 @@ NODES = int(os.environ.get("GANGSCHED_DIFF_NODES", "24"))
 SHOWN_MISMATCHES = 8
 
 
-@pytest.fixture(scope="module")
-def scheduler_plane() -> Iterator[ControlPlane]:
-    """A control plane with kube-scheduler and no nodes (the run creates its own)."""
-    with ControlPlane(nodes=0, kube_scheduler=True) as cp:
-        yield cp
-
-
-async def _run(cp: ControlPlane) -> runner.Report:
-    client = await connect(KubeSettings(kubeconfig=cp.kubeconfig))
-    try:
-        return await runner.run(client, SEED, PODS, NODES)
-    finally:
-        await client.close()
-
-
 @pytest.mark.timeout(600)
 def test_gangsched_agrees_with_kube_scheduler_pod_by_pod(scheduler_plane: ControlPlane) -> None:
-    report = asyncio.run(_run(scheduler_plane))
+    report = asyncio.run(with_client(
+        scheduler_plane.kubeconfig, lambda client: runner.run(client, SEED, PODS, NODES)))
     print(report.summary())
     print("kube-scheduler reasons seen:", dict(report.kube_reasons))
     listed = "\n".join(m.headline() for m in report.mismatches)

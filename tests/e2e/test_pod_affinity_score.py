@@ -147,7 +147,7 @@ async def _choices(client: KubeClient) -> dict[str, tuple[str | None, str | None
         for case in CASES:
             offered = pod(case, "offered", case.app, case.affinity)
             admitted = await oracle.create(client, offered, dry_run=True)
-            snapshot = runner.snapshot_of(mirrors)
+            snapshot = runner.observed(mirrors)
             ours = verdict.judge(slimmer, snapshot, admitted)
             plain = copy.deepcopy(admitted)
             plain["spec"].pop("affinity", None)

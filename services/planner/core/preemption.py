@@ -17,12 +17,20 @@ one pod on one node:
 - Never futile: with every candidate victim removed the preemptor's quorum must fit (the same
   `placement.place` search as placing, victims' capacity, host ports and pod counts given
   back), or nothing is evicted. Then, as `SelectVictimsOnNode`, victims are reprieved one unit
-  at a time, those whose eviction would violate a PodDisruptionBudget first, then by priority
-  highest first, then largest first, keeping each whose return still lets the quorum fit.
-- Choice (`pickOneNodeForPreemption`, over sets of units rather than nodes): among the
-  reprieved set and every single unit that suffices alone, prefer fewest PDB violations, then
-  the lowest highest victim priority, fewest victims, least preempted capacity (requests as
-  shares of the nodes' allocatable), then the victims' names.
+  at a time, keeping each whose return still lets the quorum fit: first those whose eviction
+  would violate a PodDisruptionBudget (`filterPodsWithPDBViolation`: the budgets' allowed
+  disruptions taken by the units in `MoreImportantPod` order, so a unit violates when more
+  important ones used them up), then the others, each by `MoreImportantPod` (highest
+  priority, then earliest `status.startTime`), then largest first.
+- Candidate sets: that reprieve over every unit at once (a gang may need several nodes); per
+  node, as kube-scheduler dry-runs each node, that reprieve over the units bound there alone
+  (at most `MAX_NODE_TRIALS` nodes), and one without regard to budgets, highest priority then
+  smallest first (fewest victims left; the choice counts each set's violations, so it wins
+  only with no more of them); and every single unit that suffices alone.
+- Choice (`pickOneNodeForPreemption`, over those sets rather than nodes): prefer fewest PDB
+  violations (counted on the set itself), then the lowest highest victim priority, fewest
+  victims, least preempted capacity (requests as shares of the nodes' allocatable), then the
+  victims' names.
 
 Every order comes from explicit sort keys, so the same state gives the same victims.
 """
@@ -46,10 +54,16 @@ from services.planner.core.state import PlannerState
 NEVER = "Never"
 """`spec.preemptionPolicy` of a pod that never preempts."""
 MAX_UNITS = 128
-"""Most units weighed for one preemption, the lowest-priority, smallest first: each costs a
-placement trial in the reprieve (kube-scheduler likewise bounds its candidate nodes)."""
+"""Most units weighed for one preemption, node by node, the nodes with the lowest-priority,
+smallest units first: each costs a placement trial in the reprieve (kube-scheduler likewise
+bounds its candidate nodes)."""
+MAX_NODE_TRIALS = 100
+"""Most nodes whose units are weighed alone, reprieved as on that node only (kube-scheduler's
+`MinCandidateNodesAbsolute`; it tries every node of a smaller cluster)."""
 MAX_SINGLE_TRIALS = 64
 """Most single units tried alone as a cheaper choice than the reprieved set (cheapest first)."""
+NOT_STARTED = 2**63
+"""The start time (ms) of a unit none of whose pods has started: after every real one."""
 SHARE_SCALE = 1_000_000
 """A request's share of a node's allocatable, in millionths (integer, so sums are exact)."""
 
@@ -74,6 +88,7 @@ class Unit:
     priority: int = 0
     share: int = 0
     violates: bool = False
+    start: int = NOT_STARTED
 
 
 @dataclass
@@ -110,7 +125,8 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
                priority: int, pending: list[PodObserved], config: PlannerConfig,
                taken: set[str]) -> list[Unit]:
     """The units the preemptor `key` of `priority` may evict (module docstring), sorted by key:
-    at most `MAX_UNITS`, the lowest-priority, smallest ones.
+    at most `MAX_UNITS`, whole nodes of them, those with the cheapest units first
+    (`_whole_nodes`).
 
     Shapes: `taken` uids already evicted for another preemptor (never chosen twice).
     """
@@ -156,9 +172,35 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
         unit.members.sort(key=lambda member: (member[2].namespace, member[2].name, member[0]))
         unit.priority = max(pod.priority for _, _, pod in unit.members)
         unit.share = sum(_share(index, row, pod) for _, row, pod in unit.members)
+        unit.start = min((pod.start_ms for _, _, pod in unit.members if pod.start_ms is not None),
+                         default=NOT_STARTED)
         chosen.append(unit)
-    cheapest = sorted(chosen, key=lambda u: (u.priority, len(u.members), u.share, u.key))
-    return sorted(cheapest[:MAX_UNITS], key=lambda u: u.key)
+    return sorted(_whole_nodes(chosen), key=lambda u: u.key)
+
+
+def _whole_nodes(units: list[Unit]) -> list[Unit]:
+    """At most `MAX_UNITS` of `units`, node by node: in cheapest order (lowest priority,
+    fewest pods, least capacity), each unit with every unit on its nodes, a node skipped when
+    its units would go past the bound. A node's units come whole, so the preemptor may fit
+    there with all of them gone, as kube-scheduler removes every lower-priority pod of a node it
+    dry-runs (the cheapest units alone, spread thin over a large cluster, may free no node)."""
+    if len(units) <= MAX_UNITS:
+        return units
+    on: dict[int, list[Unit]] = {}
+    for unit in units:
+        for row in sorted(_rows(unit)):
+            on.setdefault(row, []).append(unit)
+    taken: dict[str, Unit] = {}
+    for unit in sorted(units, key=lambda u: (u.priority, len(u.members), u.share, u.key)):
+        if unit.key in taken:
+            continue
+        node_units = {other.key: other for row in sorted(_rows(unit)) for other in on[row]}
+        if len(taken.keys() | node_units.keys()) > MAX_UNITS:
+            continue
+        taken.update(node_units)
+        if len(taken) == MAX_UNITS:
+            break
+    return list(taken.values())
 
 
 def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudgetObserved],
@@ -182,19 +224,23 @@ def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudg
         assigned = fits()
         if assigned is None:
             return None
-        victims = set(by_key)
-        for unit in sorted(units, key=lambda u: (not u.violates, -u.priority,
-                                                 -len(u.members), -u.share, u.key)):
-            _set_removed(index, by_key, removed, victims - {unit.key})
-            kept = fits()
-            if kept is None:
-                _set_removed(index, by_key, removed, victims)
-            else:
-                victims.discard(unit.key)
-                assigned = kept
+        victims, assigned = _reprieve(index, by_key, removed, set(by_key), assigned, fits,
+                                      book, _importance)
         if not victims:
             return Choice([], assigned)  # fits once other preemptors' victims have left
         options = [_choice(book, [by_key[k] for k in sorted(victims)], assigned)]
+        for row in _nodes(units)[:MAX_NODE_TRIALS]:
+            local = {unit.key for unit in units if row in _rows(unit)}
+            _set_removed(index, by_key, removed, local)
+            alone = fits()
+            if alone is None:
+                continue
+            for biased, order in ((True, _importance), (False, _fewest)):
+                _set_removed(index, by_key, removed, local)
+                kept, placed = _reprieve(index, by_key, removed, local, alone, fits,
+                                         book if biased else None, order)
+                if kept:
+                    options.append(_choice(book, [by_key[k] for k in sorted(kept)], placed))
         if len(victims) > 1:
             cheapest = sorted(units, key=lambda u: (u.violates, u.priority, len(u.members),
                                                     u.share, u.key))
@@ -206,6 +252,58 @@ def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudg
         return min(options, key=lambda option: option.cost)
     finally:
         _set_removed(index, by_key, removed, set())
+
+
+def _reprieve(index: NodeIndex, by_key: dict[str, Unit], removed: set[str], victims: set[str],
+              assigned: Assigned, fits: Fits, book: _Budgets | None,
+              order: Callable[[Unit], tuple[object, ...]]) -> tuple[set[str], Assigned]:
+    """`SelectVictimsOnNode`'s reprieve over the units `victims` (all removed now, and the
+    preemptor fits as `assigned`): with a `book`, those whose eviction would violate a budget
+    first, as `filterPodsWithPDBViolation` finds them (the budgets' allowed disruptions taken
+    in `_importance` order, so a unit violates when the more important ones used them up),
+    then the others, each in `order`; a unit given back stays if the preemptor still fits. The
+    units left to evict (still removed) and where the preemptor goes then."""
+    units = sorted((by_key[key] for key in victims), key=_importance)
+    violating = ([False] * len(units) if book is None
+                 else book.violating([[pod for _, _, pod in unit.members] for unit in units]))
+    flagged = {unit.key for unit, violates in zip(units, violating, strict=True) if violates}
+    victims = set(victims)
+    for unit in sorted(units, key=lambda u: (u.key not in flagged, *order(u))):
+        _set_removed(index, by_key, removed, victims - {unit.key})
+        kept = fits()
+        if kept is None:
+            _set_removed(index, by_key, removed, victims)
+        else:
+            victims.discard(unit.key)
+            assigned = kept
+    return victims, assigned
+
+
+def _importance(unit: Unit) -> tuple[object, ...]:
+    """kube-scheduler's `MoreImportantPod` order: the highest priority, then the earliest
+    start (a pod not started yet counts as starting now, after every started one), then the
+    largest, then the key."""
+    return (-unit.priority, unit.start, -len(unit.members), -unit.share, unit.key)
+
+
+def _fewest(unit: Unit) -> tuple[object, ...]:
+    """The reprieve order that leaves the fewest victims: the highest priority first, then the
+    smallest (fewest pods, least capacity) first, so the largest stay victims."""
+    return (-unit.priority, len(unit.members), unit.share, unit.key)
+
+
+def _rows(unit: Unit) -> set[int]:
+    return {row for _, row, _ in unit.members}
+
+
+def _nodes(units: list[Unit]) -> list[int]:
+    """The rows the units are bound on, those whose units look cheapest first (lowest highest
+    priority, fewest units, then row)."""
+    on: dict[int, list[Unit]] = {}
+    for unit in units:
+        for row in sorted(_rows(unit)):
+            on.setdefault(row, []).append(unit)
+    return sorted(on, key=lambda row: (max(u.priority for u in on[row]), len(on[row]), row))
 
 
 def _choice(book: _Budgets, units: list[Unit], assigned: Assigned) -> Choice:
@@ -263,19 +361,25 @@ class _Budgets:
         """How many of `victims` (in this order) would violate a budget: each matching budget
         (a nil or empty selector matches nothing) loses one allowed disruption per victim not
         already in its `disruptedPods`; a victim that takes one below zero violates it."""
+        return sum(self.violating([[pod] for pod in victims]))
+
+    def violating(self, groups: list[list[PodObserved]]) -> list[bool]:
+        """Per group of victims (in this order, allowances shared as `violations` takes them),
+        whether one of its pods violates a budget."""
         allowed: dict[tuple[str, str], int] = {}
-        count = 0
-        for pod in victims:
+        flags = []
+        for pods_of in groups:
             violating = False
-            for budget in self.by_namespace.get(pod.namespace, ()):
-                if (not budget.selector or not selector_matches(budget.selector, pod.labels)
-                        or pod.name in budget.disrupted_pods):
-                    continue
-                name = (budget.namespace, budget.name)
-                allowed[name] = allowed.get(name, budget.disruptions_allowed) - 1
-                violating |= allowed[name] < 0
-            count += violating
-        return count
+            for pod in pods_of:
+                for budget in self.by_namespace.get(pod.namespace, ()):
+                    if (not budget.selector or not selector_matches(budget.selector, pod.labels)
+                            or pod.name in budget.disrupted_pods):
+                        continue
+                    name = (budget.namespace, budget.name)
+                    allowed[name] = allowed.get(name, budget.disruptions_allowed) - 1
+                    violating |= allowed[name] < 0
+            flags.append(violating)
+        return flags
 
 
 def victim_group(unit: Unit) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 16
+CORE_REVISION = 17
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -45,7 +45,15 @@ also keep it off every node (NodeAffinity's PreFilter runs before the volume plu
 the differential test). 15: a gang that cannot be placed preempts: it evicts whole gangs (or
 pods) of strictly lower priority when its quorum fits once they are gone (a Preemption decision),
 and the nominated capacity is held for it until it is placed or `nomination_seconds` pass; a
-victim gang's condition reads Preempted, the preemptor's Preempting (issue 15). 16: preferred
+victim gang's condition reads Preempted, the preemptor's Preempting (issue 15). 16: preemption
+also weighs, per node, the reprieve over the units bound there alone (in `MoreImportantPod`
+order, then smallest first), so a singleton evicts no more pods than kube-scheduler's
+per-node choice; reprieve order is kube-scheduler's (budget violators, found with allowances
+shared in importance order, first; then priority, then earliest start time); found by the
+preemption differential test. A second per-node reprieve, without budget bias and smallest
+first, wins when it evicts lower-priority or fewer pods at no more violations. The 128 units
+weighed come node by node (a node's units whole), so preemption in a large cluster is no
+longer "not helpful" when the cheapest pods, spread thin, free no node. 17: preferred
 inter-pod (anti-)affinity is scored (InterPodAffinity's score, weight 2, in one-by-one
 placement): the pod's preferred terms, and counted pods' required affinity (hard weight 1)
 and preferred terms matching it (issue 13 item 2); a preferred term with a non-empty

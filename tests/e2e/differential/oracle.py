@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
+from services.config.settings import KubeSettings
 from services.kube import listwatch
-from services.kube.client import KubeClient
+from services.kube.client import KubeClient, connect
 from services.kube.resources import (
     NODES,
     PODS,
@@ -26,6 +28,7 @@ from services.kube.resources import (
 )
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 OUTCOME_TIMEOUT_SECONDS = 30.0
 SYSTEM_TAINT_PREFIX = "node.kubernetes.io/"
 """Taints the node controllers set (not-ready, unreachable, ...); `unschedulable` excepted."""
@@ -44,6 +47,8 @@ class Mirror:
 
     def __init__(self, client: KubeClient, resource: Resource) -> None:
         self.objects: dict[str, Obj] = {}
+        self.listeners: list[Callable[[Obj], None]] = []
+        """Called with every object the watch delivers (added, modified or deleted), first."""
         self._changed = asyncio.Condition()
         self._synced = asyncio.Event()
         self._task = asyncio.create_task(self._follow(client, resource))
@@ -54,6 +59,8 @@ class Mirror:
                 self._synced.set()
                 continue
             uid = observation.obj["metadata"]["uid"]
+            for listener in self.listeners:
+                listener(observation.obj)
             if observation.type == "deleted":
                 self.objects.pop(uid, None)
             else:
@@ -115,6 +122,15 @@ async def mirrors(client: KubeClient) -> AsyncIterator[Mirrors]:
     finally:
         for mirror in (followed.nodes, followed.pods, *followed.storage.values()):
             await mirror.close()
+
+
+async def with_client(kubeconfig: Path, run: Callable[[KubeClient], Awaitable[T]]) -> T:
+    """`run(client)` with a client of the control plane at `kubeconfig`, closed afterwards."""
+    client = await connect(KubeSettings(kubeconfig=kubeconfig))
+    try:
+        return await run(client)
+    finally:
+        await client.close()
 
 
 def _collection(obj: Obj) -> str:

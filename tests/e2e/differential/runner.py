@@ -94,7 +94,7 @@ async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -
             if pod["metadata"]["labels"].get(PREBOUND_LABEL):
                 continue
             admitted = await oracle.create(client, pod, dry_run=True)
-            snapshot = snapshot_of(mirrors)
+            snapshot = observed(mirrors)
             before = node_fingerprint(snapshot.nodes)
             stored = storage.fingerprint(slimmer, snapshot.storage)
             clock = time.monotonic()
@@ -104,7 +104,7 @@ async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -
             if kube.node is not None:
                 report.claims_bound += len(storage.unbound(snapshot.storage, pod))
                 await storage.wait_bound(mirrors, pod)
-            after = snapshot_of(mirrors)
+            after = observed(mirrors)
             if node_fingerprint(after.nodes) != before:
                 report.outcomes[NODE_CHANGED] += 1
                 continue
@@ -126,7 +126,7 @@ async def run(client: KubeClient, seed: int, count: int, node_count: int = 24) -
     return report
 
 
-def snapshot_of(mirrors: Mirrors) -> verdict.Snapshot:
+def observed(mirrors: Mirrors) -> verdict.Snapshot:
     """The mirrors' objects now, as gangsched judges a pod on them."""
     return verdict.Snapshot(
         nodes=list(mirrors.nodes.objects.values()), bound=_bound(mirrors.pods),
