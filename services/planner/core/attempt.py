@@ -352,7 +352,7 @@ class Round:
             trial.rollback()
             return assigned if len(assigned) >= need else None
 
-        with nominations.settled(self.state, self.index, self.nominated):
+        with nominations.settled(self.state, self.index, self.nominated, priority):
             choice = preemption.choose(self.index, units, self.state.budgets.values(), fits)
         if choice is None:
             return reasons.PREEMPTION_NOT_HELPFUL, False

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 15
+CORE_REVISION = 16
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -45,7 +45,10 @@ also keep it off every node (NodeAffinity's PreFilter runs before the volume plu
 the differential test). 15: a gang that cannot be placed preempts: it evicts whole gangs (or
 pods) of strictly lower priority when its quorum fits once they are gone (a Preemption decision),
 and the nominated capacity is held for it until it is placed or `nomination_seconds` pass; a
-victim gang's condition reads Preempted, the preemptor's Preempting (issue 15)."""
+victim gang's condition reads Preempted, the preemptor's Preempting (issue 15). 16: a
+preemptor counts lower-priority pods already terminating as gone (a victim of a lapsed
+nomination still in its grace period is not joined by another), and a nomination ends when its
+gang loses its PodGroup (deleted or invalid) instead of holding the room until its deadline."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
