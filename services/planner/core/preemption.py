@@ -46,8 +46,8 @@ from services.planner.core.state import PlannerState
 NEVER = "Never"
 """`spec.preemptionPolicy` of a pod that never preempts."""
 MAX_UNITS = 128
-"""Most units weighed for one preemption, the lowest-priority, smallest first: each costs a
-placement trial in the reprieve (kube-scheduler likewise bounds its candidate nodes)."""
+"""Most units weighed for one preemption, whole nodes' worth, lowest-priority nodes first: each
+costs a placement trial in the reprieve (kube-scheduler likewise bounds its candidate nodes)."""
 MAX_SINGLE_TRIALS = 64
 """Most single units tried alone as a cheaper choice than the reprieved set (cheapest first)."""
 SHARE_SCALE = 1_000_000
@@ -110,7 +110,7 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
                priority: int, pending: list[PodObserved], config: PlannerConfig,
                taken: set[str]) -> list[Unit]:
     """The units the preemptor `key` of `priority` may evict (module docstring), sorted by key:
-    at most `MAX_UNITS`, the lowest-priority, smallest ones.
+    at most `MAX_UNITS`, whole nodes' worth, lowest-priority nodes first (`_by_node`).
 
     Shapes: `taken` uids already evicted for another preemptor (never chosen twice).
     """
@@ -157,8 +157,30 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
         unit.priority = max(pod.priority for _, _, pod in unit.members)
         unit.share = sum(_share(index, row, pod) for _, row, pod in unit.members)
         chosen.append(unit)
-    cheapest = sorted(chosen, key=lambda u: (u.priority, len(u.members), u.share, u.key))
-    return sorted(cheapest[:MAX_UNITS], key=lambda u: u.key)
+    return sorted(_by_node(chosen, relevant), key=lambda u: u.key)
+
+
+def _by_node(units: list[Unit], relevant: BoolArray) -> list[Unit]:
+    """At most `MAX_UNITS` of `units`, taken node by node so that the nodes they touch can be
+    emptied (kube-scheduler weighs every victim on each candidate node): relevant nodes in
+    order of their units' highest priority, then their number, then their shares, then row;
+    each node's units all, or none when they would pass the bound."""
+    if len(units) <= MAX_UNITS:
+        return units
+    on_row: dict[int, list[Unit]] = {}
+    for unit in units:
+        for row in sorted({row for _, row, _ in unit.members}):
+            if relevant[row]:
+                on_row.setdefault(row, []).append(unit)
+    order = sorted(on_row, key=lambda row: (max(u.priority for u in on_row[row]),
+                                            len(on_row[row]),
+                                            sum(u.share for u in on_row[row]), row))
+    taken: dict[str, Unit] = {}
+    for row in order:
+        new = {u.key: u for u in on_row[row] if u.key not in taken}
+        if len(taken) + len(new) <= MAX_UNITS:
+            taken.update(new)
+    return list(taken.values())
 
 
 def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudgetObserved],

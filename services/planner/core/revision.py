@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 16
+CORE_REVISION = 17
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -48,7 +48,9 @@ and the nominated capacity is held for it until it is placed or `nomination_seco
 victim gang's condition reads Preempted, the preemptor's Preempting (issue 15). 16: a
 preemptor counts lower-priority pods already terminating as gone (a victim of a lapsed
 nomination still in its grace period is not joined by another), and a nomination ends when its
-gang loses its PodGroup (deleted or invalid) instead of holding the room until its deadline."""
+gang loses its PodGroup (deleted or invalid) instead of holding the room until its deadline.
+17: when more than 128 units could be victims, the ones weighed are whole nodes' worth (lowest
+priority nodes first), no longer the 128 cheapest over the cluster, which emptied no node."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -90,9 +90,6 @@ def test_a_gang_with_min_resources_preempts_when_the_victims_room_covers_them() 
     assert [v.name for v in preemption.victims] == ["low"]
 
 
-@pytest.mark.xfail(strict=True, reason="`preemption.candidates` keeps the 128 cheapest units "
-                   "over the whole cluster, by key, not whole nodes: no node has all its pods "
-                   "among them, so the pod reads 'preemption: not helpful'")
 def test_a_node_of_small_low_pods_is_found_among_many() -> None:
     # 2,000 one-cpu pods fill 500 nodes; a four-cpu pod needs the four pods of one node gone
     cluster = _nodes(Cluster(), 500)
