@@ -12,8 +12,9 @@ one pod on one node:
   (`PlannerConfig.preempt_other_schedulers`; docs/design-notes.md "Preemption" says why). A
   gang is a victim only whole: every member it has bound goes, never a part that would leave
   it below minMember, and only when every one of them has a lower priority, none of its
-  members is reserved by a placement in flight, and it runs: a gang bound below minMember is
-  completing and goes first (issue 20's stranded gang), so it is no victim.
+  members is reserved by a placement in flight, and it runs: a gang holding fewer than
+  minMember (bound, plus Succeeded once it ran) is completing and goes first (issue 20's
+  stranded gang), so it is no victim.
 - Never futile: with every candidate victim removed the preemptor's quorum must fit (the same
   `placement.place` search as placing, victims' capacity, host ports and pod counts given
   back), or nothing is evicted. Then, as `SelectVictimsOnNode`, victims are reprieved one unit
@@ -37,7 +38,7 @@ import numpy as np
 from services.contracts import ids
 from services.contracts.events import DisruptionBudgetObserved, PodObserved
 from services.fit.pod_affinity import selector_matches
-from services.planner.core import pods
+from services.planner.core import pods, quorum
 from services.planner.core.capacity import BoolArray, NodeIndex
 from services.planner.core.config import PlannerConfig
 from services.planner.core.derived import Derived
@@ -150,14 +151,29 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
         group_state = state.groups.get(unit.group)
         if group_state is not None and group_state.in_flight:
             continue
-        podgroup = state.podgroups.get(unit.group)
-        if podgroup is not None and len(unit.members) < podgroup.min_member:
+        if _is_stranded(state, current, unit):
             continue  # partly bound: it completes first (`quorum.is_stranded`), never evicted
         unit.members.sort(key=lambda member: (member[2].namespace, member[2].name, member[0]))
         unit.priority = max(pod.priority for _, _, pod in unit.members)
         unit.share = sum(_share(index, row, pod) for _, row, pod in unit.members)
         chosen.append(unit)
     return sorted(_by_node(chosen, relevant), key=lambda u: u.key)
+
+
+def _is_stranded(state: PlannerState, current: Derived, unit: Unit) -> bool:
+    """Whether the unit's gang holds fewer members than minMember (`quorum.is_stranded`): its
+    bound members, plus its Succeeded ones once it has run (a gang whose first members finished
+    runs on and may be a victim). Read only: `group.has_run` is not updated here."""
+    podgroup = state.podgroups.get(unit.group)
+    if podgroup is None:
+        return False
+    group = state.groups.get(unit.group)
+    succeeded = sum(1 for uid in current.members.get(unit.group, ())
+                    if current.pod_class.get(uid) == "succeeded")
+    bound = len(unit.members)
+    ran = quorum.has_run(group is not None and group.has_run, bound, succeeded,
+                         podgroup.min_member)
+    return bound + (succeeded if ran else 0) < podgroup.min_member
 
 
 def _by_node(units: list[Unit], relevant: BoolArray) -> list[Unit]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 17
+CORE_REVISION = 18
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -50,7 +50,9 @@ preemptor counts lower-priority pods already terminating as gone (a victim of a 
 nomination still in its grace period is not joined by another), and a nomination ends when its
 gang loses its PodGroup (deleted or invalid) instead of holding the room until its deadline.
 17: when more than 128 units could be victims, the ones weighed are whole nodes' worth (lowest
-priority nodes first), no longer the 128 cheapest over the cluster, which emptied no node."""
+priority nodes first), no longer the 128 cheapest over the cluster, which emptied no node.
+18: a gang that ran and whose first members Succeeded may be a victim (it holds minMember as
+quorum counts it); only a gang holding fewer is spared as partly bound."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -172,3 +172,23 @@ def test_a_snapshot_between_rounds_changes_no_preemption_decision() -> None:
     kept = _decided(snapshot=False)
     assert any(b'"Preemption"' in encoded for encoded in kept)
     assert _decided(snapshot=True) == kept
+
+
+def test_a_gang_that_ran_and_whose_first_members_finished_may_be_a_victim() -> None:
+    # minMember 2: one member Succeeded after the gang ran, one still runs; it is no partly
+    # bound gang (quorum counts the finished member), so it goes whole like any other
+    cluster = _nodes(Cluster(), 2)
+    cluster.observe(make_podgroup("job", 2))
+    for i in range(2):
+        cluster.observe(make_pod(f"job-{i}").requests(cpu_milli=4000).in_group("job"))
+    cluster.run()
+    cluster.set_phase("job-0", "Succeeded")
+    cluster.observe(make_pod("filler").requests(cpu_milli=4000).priority(1000).on_node("n0"))
+    cluster.advance(1)
+    cluster.plan()
+    cluster.observe(make_pod("high").requests(cpu_milli=4000).priority(100))
+    cluster.advance(1)
+    [preemption] = _preemptions(cluster.plan())
+    assert [(v.name, v.group) for v in preemption.victims] == [("job-1", "default/job")]
+    assert [(a.name, a.node) for a in preemption.nominated] == [
+        ("high", cluster.node_of("job-1"))]
