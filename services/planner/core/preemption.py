@@ -180,7 +180,8 @@ def _by_node(units: list[Unit], relevant: BoolArray) -> list[Unit]:
     """At most `MAX_UNITS` of `units`, taken node by node so that the nodes they touch can be
     emptied (kube-scheduler weighs every victim on each candidate node): relevant nodes in
     order of their units' highest priority, then their number, then their shares, then row;
-    each node's units all, or none when they would pass the bound."""
+    each node's units all, or none when they would pass the bound (the cheapest units when
+    every node has more than the bound)."""
     if len(units) <= MAX_UNITS:
         return units
     on_row: dict[int, list[Unit]] = {}
@@ -196,6 +197,9 @@ def _by_node(units: list[Unit], relevant: BoolArray) -> list[Unit]:
         new = {u.key: u for u in on_row[row] if u.key not in taken}
         if len(taken) + len(new) <= MAX_UNITS:
             taken.update(new)
+    if not taken:  # every node has more units than the bound: the cheapest ones, then
+        return sorted(units, key=lambda u: (u.priority, len(u.members), u.share, u.key)
+                      )[:MAX_UNITS]
     return list(taken.values())
 
 

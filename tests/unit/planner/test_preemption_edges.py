@@ -222,3 +222,12 @@ def test_a_pod_the_preemptor_repels_does_not_land_on_its_nominated_node() -> Non
     placed = [d for d in cluster.plan() if isinstance(d, Placement)]
     assert sorted(m.node for d in placed if d.group == "default/train"
                   for m in d.members) == ["n0", "n1"]
+
+
+def test_a_node_with_more_small_pods_than_the_bound_still_gives_victims() -> None:
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=200_000, pods=300))
+    for i in range(200):
+        cluster.observe(make_pod(f"low{i:03}").requests(cpu_milli=1000).on_node("n0"))
+    cluster.observe(make_pod("high").requests(cpu_milli=10_000).priority(100))
+    [preemption] = _preemptions(cluster.plan())
+    assert len(preemption.victims) == 10
