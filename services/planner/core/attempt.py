@@ -88,11 +88,19 @@ class Round:
         return ids.decision_id(self.plan_seq, len(self.decisions))
 
     def hold_nominations(self) -> None:
-        """End lapsed nominations, then let each live one hold its capacity (`nominations`)."""
+        """End lapsed nominations, then let each live one hold its capacity (`nominations`),
+        highest priority gang first (then by key): room a victim frees on a node nominated
+        for two gangs goes to the higher one, as kube-scheduler lets a pod count only the
+        nominated pods of equal or higher priority."""
         for key in nominations.lapse(self.state, self.derived):
             self.derived.dirty.add(key)
-        for key, nomination in sorted(self.state.nominations.items()):
-            self.nominated[key] = nominations.take(self.index, key, nomination)
+        state, pending = self.state, self.derived.pending
+
+        def order(key: str) -> tuple[int, str]:
+            return -queue.priority([state.pods[uid] for uid in pending.get(key, ())]), key
+
+        for key in sorted(state.nominations, key=order):
+            self.nominated[key] = nominations.take(self.index, key, state.nominations[key])
 
     def plan_group(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
                    pending: list[PodObserved]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 18
+CORE_REVISION = 19
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -52,7 +52,9 @@ gang loses its PodGroup (deleted or invalid) instead of holding the room until i
 17: when more than 128 units could be victims, the ones weighed are whole nodes' worth (lowest
 priority nodes first), no longer the 128 cheapest over the cluster, which emptied no node.
 18: a gang that ran and whose first members Succeeded may be a victim (it holds minMember as
-quorum counts it); only a gang holding fewer is spared as partly bound."""
+quorum counts it); only a gang holding fewer is spared as partly bound. 19: nominations hold
+their capacity highest priority gang first (was: by key), so room a victim frees on a node
+nominated for two gangs goes to the higher one."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -231,3 +231,24 @@ def test_a_node_with_more_small_pods_than_the_bound_still_gives_victims() -> Non
     cluster.observe(make_pod("high").requests(cpu_milli=10_000).priority(100))
     [preemption] = _preemptions(cluster.plan())
     assert len(preemption.victims) == 10
+
+
+def test_room_a_victim_frees_goes_to_the_higher_of_two_gangs_nominated_there() -> None:
+    # "a" evicted vb, then "z" (higher) evicted va, both on n0. va leaves first: its room is
+    # z's, not taken by "a" while a's own victim still runs
+    cluster = _nodes(Cluster(), 1)
+    cluster.observe(make_pod("va").requests(cpu_milli=2000).on_node("n0"),
+                    make_pod("vb").requests(cpu_milli=2000).on_node("n0"),
+                    make_pod("a").requests(cpu_milli=2000).priority(100))
+    [first] = _preemptions(cluster.plan())
+    assert [v.name for v in first.victims] == ["vb"]
+    cluster.advance(1)
+    cluster.observe(make_pod("z").requests(cpu_milli=2000).priority(200))
+    [second] = _preemptions(cluster.plan())
+    assert [v.name for v in second.victims] == ["va"]
+    cluster.delete_pod("va")
+    cluster.advance(1)
+    assert _placed(cluster.plan()) == {singleton_key("default", "z"): ["z"]}
+    cluster.delete_pod("vb")
+    cluster.advance(1)
+    assert _placed(cluster.plan()) == {singleton_key("default", "a"): ["a"]}
