@@ -11,11 +11,11 @@ from services.contracts import codec
 from services.contracts.decisions import Placement, Preemption
 from services.contracts.events import PodGroupDeleted
 from services.contracts.ids import singleton_key
-from services.planner.core import derived, reasons
+from services.planner.core import reasons
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import decode_state, encode_state
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
-from tests.unit.planner.harness import Cluster, replay
+from tests.unit.planner.harness import Cluster, assert_index_is_a_rebuild, replay
 
 
 def _nodes(cluster: Cluster, count: int, cpu_milli: int = 4000) -> Cluster:
@@ -114,36 +114,25 @@ def _running_gangs(cluster: Cluster, ports: bool) -> Cluster:
     return cluster.observe(make_pod("mid").requests(cpu_milli=3000).priority(50))
 
 
-def _assert_index_is_a_rebuild(cluster: Cluster) -> None:
-    current = derived.peek(cluster.state)
-    assert current is not None and current.index is not None
-    rebuilt = derived.ensure(decode_state(encode_state(cluster.state)),
-                             cluster.config.scheduler_name).index
-    assert rebuilt is not None
-    assert current.index.free.tolist() == rebuilt.free.tolist()
-    assert sorted(current.index.pod_users) == sorted(rebuilt.pod_users)
-    assert current.index.port_users == rebuilt.port_users
-
-
 def test_the_node_index_after_rounds_with_preemption_is_what_a_rebuild_gives() -> None:
     cluster = _running_gangs(_nodes(Cluster(), 3), ports=True)
     made = _preemptions(cluster.plan())
     assert sorted(d.group for d in made) == ["default/high", singleton_key("default", "mid")]
-    _assert_index_is_a_rebuild(cluster)
+    assert_index_is_a_rebuild(cluster)
     cluster.advance(1)
     cluster.plan()
-    _assert_index_is_a_rebuild(cluster)
+    assert_index_is_a_rebuild(cluster)
     for preemption in made:
         for victim in preemption.victims:
             cluster.delete_pod(victim.name)
     cluster.advance(1)
     placed = cluster.plan()
     assert sorted(_placed(placed)) == ["default/high", singleton_key("default", "mid")]
-    _assert_index_is_a_rebuild(cluster)
+    assert_index_is_a_rebuild(cluster)
     cluster.bind(placed)
     cluster.advance(1)
     cluster.plan()
-    _assert_index_is_a_rebuild(cluster)
+    assert_index_is_a_rebuild(cluster)
     assert replay(cluster.log, cluster.config) == replay(cluster.log, cluster.config)
 
 

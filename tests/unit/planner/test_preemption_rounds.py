@@ -10,11 +10,10 @@ from hypothesis import strategies as st
 
 from services.contracts import codec
 from services.contracts.decisions import Preemption
-from services.planner.core import derived
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import decode_state, encode_state
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
-from tests.unit.planner.harness import Cluster
+from tests.unit.planner.harness import Cluster, assert_index_is_a_rebuild
 
 
 @st.composite
@@ -57,7 +56,7 @@ def _run(script: tuple[list[object], list[object], list[tuple[int, int]]],
     for linger, seconds in steps:
         made = cluster.plan()
         out += [codec.encode(d) for d in made]
-        _assert_index_is_a_rebuild(cluster)
+        assert_index_is_a_rebuild(cluster)
         for preemption in (d for d in made if isinstance(d, Preemption)):
             for victim in preemption.victims:
                 pod = cluster.state.pods.get(victim.uid)
@@ -76,17 +75,6 @@ def _run(script: tuple[list[object], list[object], list[tuple[int, int]]],
             cluster.state = decode_state(encode_state(cluster.state))
         cluster.advance(seconds)
     return out
-
-
-def _assert_index_is_a_rebuild(cluster: Cluster) -> None:
-    current = derived.peek(cluster.state)
-    assert current is not None and current.index is not None
-    rebuilt = derived.ensure(decode_state(encode_state(cluster.state)),
-                             cluster.config.scheduler_name).index
-    assert rebuilt is not None
-    assert current.index.free.tolist() == rebuilt.free.tolist()
-    assert sorted(current.index.pod_users) == sorted(rebuilt.pod_users)
-    assert current.index.port_users == rebuilt.port_users
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
