@@ -212,7 +212,11 @@ class Round:
         return need > 0 and self.hold is None and self._may_hold(key, group)
 
     def _may_hold(self, key: str, group: GroupState) -> bool:
-        """Whether the group reserves capacity: starving, or partly bound (completes first)."""
+        """Whether the group reserves capacity: starving, or partly bound (completes first),
+        and not nominated (its nomination already holds what its quorum needs, on the nodes
+        it will take; a second reservation elsewhere would only keep others out)."""
+        if key in self.state.nominations:
+            return False
         return key in self.stranded or starvation.is_starving(group, self.now, self.config)
 
     def _attempt(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,

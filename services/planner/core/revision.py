@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 19
+CORE_REVISION = 20
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -54,7 +54,8 @@ priority nodes first), no longer the 128 cheapest over the cluster, which emptie
 18: a gang that ran and whose first members Succeeded may be a victim (it holds minMember as
 quorum counts it); only a gang holding fewer is spared as partly bound. 19: nominations hold
 their capacity highest priority gang first (was: by key), so room a victim frees on a node
-nominated for two gangs goes to the higher one."""
+nominated for two gangs goes to the higher one. 20: a nominated gang takes no starving or
+partly-bound hold besides its nomination (it reserved other nodes it would never take)."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

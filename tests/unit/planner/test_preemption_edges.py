@@ -241,3 +241,27 @@ def test_room_a_victim_frees_goes_to_the_higher_of_two_gangs_nominated_there() -
     cluster.delete_pod("vb")
     cluster.advance(1)
     assert _placed(cluster.plan()) == {singleton_key("default", "a"): ["a"]}
+
+
+def test_a_nominated_starving_gang_reserves_no_other_capacity() -> None:
+    # the gang waits for its victims on n0 and n1; starving, it used to reserve n2 and n3 as
+    # well, keeping a small pod out of room the gang will never take
+    cluster = _nodes(Cluster(PlannerConfig(starvation_seconds=0)), 4)
+    cluster.observe(make_pod("low-a").requests(cpu_milli=4000).on_node("n0"),
+                    make_pod("low-b").requests(cpu_milli=4000).on_node("n1"),
+                    make_pod("mid-c").requests(cpu_milli=2000).priority(200).on_node("n2"),
+                    make_pod("mid-d").requests(cpu_milli=2000).priority(200).on_node("n3"),
+                    make_podgroup("high", 2))
+    for i in range(2):
+        cluster.observe(make_pod(f"high-{i}").requests(cpu_milli=4000).priority(100)
+                        .in_group("high"))
+    [preemption] = _preemptions(cluster.plan())
+    assert sorted(a.node for a in preemption.nominated) == ["n0", "n1"]
+    assert cluster.state.starving_group is None
+    cluster.advance(1)
+    cluster.observe(make_pod("small").requests(cpu_milli=2000))
+    assert list(_placed(cluster.plan())) == [singleton_key("default", "small")]
+    cluster.delete_pod("low-a")
+    cluster.delete_pod("low-b")
+    cluster.advance(1)
+    assert _placed(cluster.plan()) == {"default/high": ["high-0", "high-1"]}
