@@ -88,11 +88,19 @@ class Round:
         return ids.decision_id(self.plan_seq, len(self.decisions))
 
     def hold_nominations(self) -> None:
-        """End lapsed nominations, then let each live one hold its capacity (`nominations`)."""
+        """End lapsed nominations, then let each live one hold its capacity (`nominations`),
+        highest priority gang first (then by key): room a victim frees on a node nominated
+        for two gangs goes to the higher one, as kube-scheduler lets a pod count only the
+        nominated pods of equal or higher priority."""
         for key in nominations.lapse(self.state, self.derived):
             self.derived.dirty.add(key)
-        for key, nomination in sorted(self.state.nominations.items()):
-            self.nominated[key] = nominations.take(self.index, key, nomination)
+        state, pending = self.state, self.derived.pending
+
+        def order(key: str) -> tuple[int, str]:
+            return -queue.priority([state.pods[uid] for uid in pending.get(key, ())]), key
+
+        for key in sorted(state.nominations, key=order):
+            self.nominated[key] = nominations.take(self.index, key, state.nominations[key])
 
     def plan_group(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
                    pending: list[PodObserved]) -> None:
@@ -204,7 +212,11 @@ class Round:
         return need > 0 and self.hold is None and self._may_hold(key, group)
 
     def _may_hold(self, key: str, group: GroupState) -> bool:
-        """Whether the group reserves capacity: starving, or partly bound (completes first)."""
+        """Whether the group reserves capacity: starving, or partly bound (completes first),
+        and not nominated (its nomination already holds what its quorum needs, on the nodes
+        it will take; a second reservation elsewhere would only keep others out)."""
+        if key in self.state.nominations:
+            return False
         return key in self.stranded or starvation.is_starving(group, self.now, self.config)
 
     def _attempt(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
@@ -352,7 +364,7 @@ class Round:
             trial.rollback()
             return assigned if len(assigned) >= need else None
 
-        with nominations.settled(self.state, self.index, self.nominated):
+        with nominations.settled(self.state, self.index, self.nominated, priority):
             choice = preemption.choose(self.index, units, self.state.budgets.values(), fits)
         if choice is None:
             return reasons.PREEMPTION_NOT_HELPFUL, False

@@ -5,8 +5,9 @@ members are expected to take on each nominated node. Every round, before any gro
 each live nomination takes from the free capacity every other group sees as much of that as is
 free now (as a starving gang's hold does), so what the victims give back goes to the preemptor
 and to nobody else; the preemptor sees it again while it is planned itself. A nomination ends
-when its gang is placed, when the gang no longer has pending members, or at its deadline (the
-gang may then preempt again). kube-scheduler keeps the nominated pod's requests on its node for
+when its gang is placed, when the gang no longer has pending members or its PodGroup (deleted
+or invalid), or at its deadline (the gang may then preempt again, counting its victims still
+terminating as gone: `leaving`). kube-scheduler keeps the nominated pod's requests on its node for
 pods of lower or equal priority only; gangsched holds them against every other group, so a gang
 that preempted is never overtaken while its victims terminate.
 """
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from services.contracts import ids
 from services.planner.core import starvation
 from services.planner.core.capacity import Hold, IntArray, NodeIndex
 from services.planner.core.derived import Derived
@@ -25,12 +27,24 @@ from services.planner.core.state import Nomination, PlannerState
 
 
 def lapse(state: PlannerState, current: Derived) -> list[str]:
-    """Drop nominations past their deadline or whose gang no longer waits; their keys, sorted."""
+    """Drop nominations past their deadline, whose gang no longer waits, or whose gang can no
+    longer be placed (its PodGroup deleted or invalid: it waits for the PodGroup, and holding
+    its room meanwhile would only keep others out); their keys, sorted."""
     ended = sorted(key for key, nomination in state.nominations.items()
-                   if nomination.deadline_ms <= state.now_ms or key not in current.pending)
+                   if nomination.deadline_ms <= state.now_ms or key not in current.pending
+                   or _lost_pod_group(state, key))
     for key in ended:
         del state.nominations[key]
     return ended
+
+
+def _lost_pod_group(state: PlannerState, key: str) -> bool:
+    """Whether the gang `key` waits for its PodGroup: deleted (a gang, not a singleton) or
+    invalid."""
+    podgroup = state.podgroups.get(key)
+    if podgroup is None:
+        return not ids.is_singleton(ids.GroupKey(key))
+    return bool(podgroup.invalid_reason)
 
 
 def victims(state: PlannerState) -> set[str]:
@@ -74,23 +88,38 @@ def amounts_of(index: NodeIndex, assigned: list[tuple[str, dict[str, int], int]]
     return amounts
 
 
+def leaving(state: PlannerState, priority: int) -> list[str]:
+    """Uids whose room is already coming for a preemptor of `priority`, sorted: every live
+    nomination's victims, and every terminating pod of lower priority (a victim of a lapsed
+    nomination still in its grace period, too: kube-scheduler's `PodEligibleToPreemptOthers`
+    does not preempt again while a lower-priority pod terminates on the nominated node)."""
+    uids = victims(state)
+    for uid in state.charges:
+        pod = state.pods.get(uid)
+        if pod is not None and pod.is_deleting and pod.priority < priority:
+            uids.add(uid)
+    return sorted(uids)
+
+
 @contextmanager
-def settled(state: PlannerState, index: NodeIndex, held: dict[str, Hold]) -> Iterator[None]:
-    """The index as it will be once every live nomination's victims are gone and their gangs
-    have what was nominated for them, for the time of the block: another preemptor then sees
-    the room those evictions leave beyond the nominated, and does not evict for room that is
-    already coming (`held`: what each nomination holds now, `take`). Restored afterwards."""
+def settled(state: PlannerState, index: NodeIndex, held: dict[str, Hold],
+            priority: int) -> Iterator[None]:
+    """The index as it will be once the pods `leaving` a preemptor of `priority` are gone and
+    every live nomination's gang has what was nominated for it, for the time of the block:
+    the preemptor then sees the room those evictions leave beyond the nominated, and does not
+    evict for room that is already coming (`held`: what each nomination holds now, `take`).
+    Restored afterwards."""
     changes: list[tuple[str, int, IntArray, str]] = []
     extra: IntArray = np.zeros_like(index.alloc)
+    for uid in leaving(state, priority):
+        charge, pod = state.charges.get(uid), state.pods.get(uid)
+        row = None if charge is None else index.row.get(charge.node)
+        if pod is None or charge is None or row is None:
+            continue  # gone already: its room is free
+        vec = index.vector(pod.requests)[0]
+        index.give(row, vec)
+        changes.append((uid, row, vec, charge.node))
     for key, nomination in sorted(state.nominations.items()):
-        for uid in nomination.victims:
-            charge, pod = state.charges.get(uid), state.pods.get(uid)
-            row = None if charge is None else index.row.get(charge.node)
-            if pod is None or charge is None or row is None:
-                continue  # gone already: its room is free
-            vec = index.vector(pod.requests)[0]
-            index.give(row, vec)
-            changes.append((uid, row, vec, charge.node))
         hold = held.get(key)
         extra += _amounts(index, nomination) - (0 if hold is None else hold.amounts)
     index.shift(extra, 1)

@@ -12,8 +12,9 @@ one pod on one node:
   (`PlannerConfig.preempt_other_schedulers`; docs/design-notes.md "Preemption" says why). A
   gang is a victim only whole: every member it has bound goes, never a part that would leave
   it below minMember, and only when every one of them has a lower priority, none of its
-  members is reserved by a placement in flight, and it runs: a gang bound below minMember is
-  completing and goes first (issue 20's stranded gang), so it is no victim.
+  members is reserved by a placement in flight, and it runs: a gang holding fewer than
+  minMember (bound, plus Succeeded once it ran) is completing and goes first (issue 20's
+  stranded gang), so it is no victim.
 - Never futile: with every candidate victim removed the preemptor's quorum must fit (the same
   `placement.place` search as placing, victims' capacity, host ports and pod counts given
   back), or nothing is evicted. Then, as `SelectVictimsOnNode`, victims are reprieved one unit
@@ -45,7 +46,7 @@ import numpy as np
 from services.contracts import ids
 from services.contracts.events import DisruptionBudgetObserved, PodObserved
 from services.fit.pod_affinity import selector_matches
-from services.planner.core import pods
+from services.planner.core import pods, quorum
 from services.planner.core.capacity import BoolArray, NodeIndex
 from services.planner.core.config import PlannerConfig
 from services.planner.core.derived import Derived
@@ -54,9 +55,8 @@ from services.planner.core.state import PlannerState
 NEVER = "Never"
 """`spec.preemptionPolicy` of a pod that never preempts."""
 MAX_UNITS = 128
-"""Most units weighed for one preemption, node by node, the nodes with the lowest-priority,
-smallest units first: each costs a placement trial in the reprieve (kube-scheduler likewise
-bounds its candidate nodes)."""
+"""Most units weighed for one preemption, whole nodes' worth, lowest-priority nodes first: each
+costs a placement trial in the reprieve (kube-scheduler likewise bounds its candidate nodes)."""
 MAX_NODE_TRIALS = 100
 """Most nodes whose units are weighed alone, reprieved as on that node only (kube-scheduler's
 `MinCandidateNodesAbsolute`; it tries every node of a smaller cluster)."""
@@ -125,8 +125,7 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
                priority: int, pending: list[PodObserved], config: PlannerConfig,
                taken: set[str]) -> list[Unit]:
     """The units the preemptor `key` of `priority` may evict (module docstring), sorted by key:
-    at most `MAX_UNITS`, whole nodes of them, those with the cheapest units first
-    (`_whole_nodes`).
+    at most `MAX_UNITS`, whole nodes' worth, lowest-priority nodes first (`_by_node`).
 
     Shapes: `taken` uids already evicted for another preemptor (never chosen twice).
     """
@@ -166,8 +165,7 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
         group_state = state.groups.get(unit.group)
         if group_state is not None and group_state.in_flight:
             continue
-        podgroup = state.podgroups.get(unit.group)
-        if podgroup is not None and len(unit.members) < podgroup.min_member:
+        if _is_stranded(state, current, unit):
             continue  # partly bound: it completes first (`quorum.is_stranded`), never evicted
         unit.members.sort(key=lambda member: (member[2].namespace, member[2].name, member[0]))
         unit.priority = max(pod.priority for _, _, pod in unit.members)
@@ -175,31 +173,49 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
         unit.start = min((pod.start_ms for _, _, pod in unit.members if pod.start_ms is not None),
                          default=NOT_STARTED)
         chosen.append(unit)
-    return sorted(_whole_nodes(chosen), key=lambda u: u.key)
+    return sorted(_by_node(chosen, relevant), key=lambda u: u.key)
 
 
-def _whole_nodes(units: list[Unit]) -> list[Unit]:
-    """At most `MAX_UNITS` of `units`, node by node: in cheapest order (lowest priority,
-    fewest pods, least capacity), each unit with every unit on its nodes, a node skipped when
-    its units would go past the bound. A node's units come whole, so the preemptor may fit
-    there with all of them gone, as kube-scheduler removes every lower-priority pod of a node it
-    dry-runs (the cheapest units alone, spread thin over a large cluster, may free no node)."""
+def _is_stranded(state: PlannerState, current: Derived, unit: Unit) -> bool:
+    """Whether the unit's gang holds fewer members than minMember (`quorum.is_stranded`): its
+    bound members, plus its Succeeded ones once it has run (a gang whose first members finished
+    runs on and may be a victim). Read only: `group.has_run` is not updated here."""
+    podgroup = state.podgroups.get(unit.group)
+    if podgroup is None:
+        return False
+    group = state.groups.get(unit.group)
+    succeeded = sum(1 for uid in current.members.get(unit.group, ())
+                    if current.pod_class.get(uid) == "succeeded")
+    bound = len(unit.members)
+    ran = quorum.has_run(group is not None and group.has_run, bound, succeeded,
+                         podgroup.min_member)
+    return bound + (succeeded if ran else 0) < podgroup.min_member
+
+
+def _by_node(units: list[Unit], relevant: BoolArray) -> list[Unit]:
+    """At most `MAX_UNITS` of `units`, taken node by node so that the nodes they touch can be
+    emptied (kube-scheduler weighs every victim on each candidate node): relevant nodes in
+    order of their units' highest priority, then their number, then their shares, then row;
+    each node's units all, or none when they would pass the bound (the cheapest units when
+    every node has more than the bound)."""
     if len(units) <= MAX_UNITS:
         return units
-    on: dict[int, list[Unit]] = {}
+    on_row: dict[int, list[Unit]] = {}
     for unit in units:
-        for row in sorted(_rows(unit)):
-            on.setdefault(row, []).append(unit)
+        for row in sorted({row for _, row, _ in unit.members}):
+            if relevant[row]:
+                on_row.setdefault(row, []).append(unit)
+    order = sorted(on_row, key=lambda row: (max(u.priority for u in on_row[row]),
+                                            len(on_row[row]),
+                                            sum(u.share for u in on_row[row]), row))
     taken: dict[str, Unit] = {}
-    for unit in sorted(units, key=lambda u: (u.priority, len(u.members), u.share, u.key)):
-        if unit.key in taken:
-            continue
-        node_units = {other.key: other for row in sorted(_rows(unit)) for other in on[row]}
-        if len(taken.keys() | node_units.keys()) > MAX_UNITS:
-            continue
-        taken.update(node_units)
-        if len(taken) == MAX_UNITS:
-            break
+    for row in order:
+        new = {u.key: u for u in on_row[row] if u.key not in taken}
+        if len(taken) + len(new) <= MAX_UNITS:
+            taken.update(new)
+    if not taken:  # every node has more units than the bound: the cheapest ones, then
+        return sorted(units, key=lambda u: (u.priority, len(u.members), u.share, u.key)
+                      )[:MAX_UNITS]
     return list(taken.values())
 
 

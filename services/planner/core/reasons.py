@@ -60,8 +60,8 @@ NOMINATED = ("; waiting for {victims} preempted pod(s) to leave (decision {decis
              "are held for this gang until {deadline}")
 PREEMPTION_NOT_HELPFUL = ("; preemption: not helpful, the gang would not fit even with every "
                           "lower-priority pod it may evict gone, so nothing is evicted")
-PREEMPTION_UNDER_WAY = ("; preemption: none needed, the room frees as pods preempted for other "
-                        "gangs leave")
+PREEMPTION_UNDER_WAY = ("; preemption: none needed, the room frees as lower-priority pods "
+                        "terminate and pods preempted for other gangs leave")
 PREEMPTED = ("preempted by {group} (priority {priority} > {victim_priority}) to make room on "
              "{nodes}; decision {decision}")
 SCHEDULING_GATED = "pod is scheduling-gated (spec.schedulingGates)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 17
+CORE_REVISION = 22
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -51,13 +51,21 @@ order, then smallest first), so a singleton evicts no more pods than kube-schedu
 per-node choice; reprieve order is kube-scheduler's (budget violators, found with allowances
 shared in importance order, first; then priority, then earliest start time); found by the
 preemption differential test. A second per-node reprieve, without budget bias and smallest
-first, wins when it evicts lower-priority or fewer pods at no more violations. The 128 units
-weighed come node by node (a node's units whole), so preemption in a large cluster is no
-longer "not helpful" when the cheapest pods, spread thin, free no node. 17: preferred
+first, wins when it evicts lower-priority or fewer pods at no more violations. 17: preferred
 inter-pod (anti-)affinity is scored (InterPodAffinity's score, weight 2, in one-by-one
 placement): the pod's preferred terms, and counted pods' required affinity (hard weight 1)
 and preferred terms matching it (issue 13 item 2); a preferred term with a non-empty
-`namespaceSelector` is ignored (not scored), the pod still placed."""
+`namespaceSelector` is ignored (not scored), the pod still placed. 18: a
+preemptor counts lower-priority pods already terminating as gone (a victim of a lapsed
+nomination still in its grace period is not joined by another), and a nomination ends when its
+gang loses its PodGroup (deleted or invalid) instead of holding the room until its deadline.
+19: when more than 128 units could be victims, the ones weighed are whole nodes' worth (lowest
+priority nodes first), no longer the 128 cheapest over the cluster, which emptied no node.
+20: a gang that ran and whose first members Succeeded may be a victim (it holds minMember as
+quorum counts it); only a gang holding fewer is spared as partly bound. 21: nominations hold
+their capacity highest priority gang first (was: by key), so room a victim frees on a node
+nominated for two gangs goes to the higher one. 22: a nominated gang takes no starving or
+partly-bound hold besides its nomination (it reserved other nodes it would never take)."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

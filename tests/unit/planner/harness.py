@@ -21,9 +21,10 @@ from services.contracts.events import (
     PodDeleted,
     PodObserved,
 )
+from services.planner.core import derived
 from services.planner.core import plan as planner
 from services.planner.core.config import PlannerConfig
-from services.planner.core.state import PlannerState, empty_state
+from services.planner.core.state import PlannerState, decode_state, empty_state, encode_state
 from tests.unit.planner.builders import pod_uid
 
 
@@ -131,6 +132,19 @@ class Cluster:
 
     def placements(self) -> list[Placement]:
         return [d for d in self.decisions if isinstance(d, Placement)]
+
+
+def assert_index_is_a_rebuild(cluster: Cluster) -> None:
+    """The cluster's node index (free capacity, pods and host ports counted) equals one rebuilt
+    from its state as a snapshot gives it: nothing held in a round leaks into the next."""
+    current = derived.peek(cluster.state)
+    assert current is not None and current.index is not None
+    rebuilt = derived.ensure(decode_state(encode_state(cluster.state)),
+                             cluster.config.scheduler_name).index
+    assert rebuilt is not None
+    assert current.index.free.tolist() == rebuilt.free.tolist()
+    assert sorted(current.index.pod_users) == sorted(rebuilt.pod_users)
+    assert current.index.port_users == rebuilt.port_users
 
 
 def replay(log: list[tuple[str, Any]], config: PlannerConfig) -> bytes:
