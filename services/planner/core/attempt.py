@@ -78,7 +78,7 @@ class Round:
         self.stranded: dict[str, int] = {}
         """Groups planned this round that are partly bound (`quorum.is_stranded`): their bound
         members. They hold capacity as a starving gang does, from the first round on."""
-        self.nominated: dict[str, Hold] = {}
+        self.nominated: dict[str, nominations.Held] = {}
         """The capacity each live nomination holds from the other groups (`nominations`)."""
         self.lowest_victim: int | None = None
         """The lowest priority of any pod preemption may evict (`preemption.lowest`), once per
@@ -100,7 +100,7 @@ class Round:
             return -queue.priority([state.pods[uid] for uid in pending.get(key, ())]), key
 
         for key in sorted(state.nominations, key=order):
-            self.nominated[key] = nominations.take(self.index, key, state.nominations[key])
+            self.nominated[key] = nominations.take(self.index, key, state.nominations[key], state)
 
     def plan_group(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
                    pending: list[PodObserved]) -> None:
@@ -108,13 +108,13 @@ class Round:
         the capacity held for it meanwhile."""
         own = self.nominated.pop(key, None)
         if own is not None:
-            starvation.lift_hold(self.index, own)
+            nominations.give(self.index, own)
         try:
             self._plan_group(key, group, podgroup, pending)
         finally:
             nomination = self.state.nominations.get(key)
             if nomination is not None:
-                self.nominated[key] = nominations.take(self.index, key, nomination)
+                self.nominated[key] = nominations.take(self.index, key, nomination, self.state)
 
     def _plan_group(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
                     pending: list[PodObserved]) -> None:
@@ -233,10 +233,8 @@ class Round:
         if need and podgroup is not None and podgroup.min_resources:
             shortfall = self._min_resources_shortfall(key, podgroup, pending)
             if shortfall is not None:
-                if quiet:
-                    self.quiet_reason = shortfall + note
-                else:
-                    self._fail(key, group, pending, shortfall + note, pending[:need])
+                self._refused(key, group, podgroup, pending, need, shortfall + note, quiet,
+                              dry_run)
                 return False
         trial = self._trial(key, pending, need)
         placed = len(trial.assigned)
@@ -250,15 +248,7 @@ class Round:
             else:
                 reason = reasons.gang_members_fit(
                     key, counts.held + placed, min_member, nodes, counts.succeeded)
-            suffix, preempted = (self._preempt(key, pending, need) if not dry_run and need
-                                 else ("", False))
-            note += suffix
-            if quiet:
-                self.quiet_reason = reason + note
-                if preempted:
-                    group.failure_reason = self.quiet_reason  # told while its victims leave
-            else:
-                self._fail(key, group, pending, reason + note, pending[:need])
+            self._refused(key, group, podgroup, pending, need, reason + note, quiet, dry_run)
             return False
         if dry_run:
             trial.rollback()
@@ -286,6 +276,21 @@ class Round:
                        and charge.node in self.index.row})
         return placement.place_preferring_domain(self.index, pending, self.config, rows,
                                                  hold=self.hold, need=need)
+
+    def _refused(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
+                 pending: list[PodObserved], need: int, reason: str, quiet: bool,
+                 dry_run: bool) -> None:
+        """The gang does not fit now (`reason`): preempt for it if that makes it fit (not in a
+        dry run, nor for members beyond quorum), then record and tell the failure, or, `quiet`,
+        leave it in `quiet_reason`."""
+        suffix, preempted = (self._preempt(key, podgroup, pending, need) if not dry_run and need
+                             else ("", False))
+        if quiet:
+            self.quiet_reason = reason + suffix
+            if preempted:
+                group.failure_reason = self.quiet_reason  # told while its victims leave
+        else:
+            self._fail(key, group, pending, reason + suffix, pending[:need])
 
     def _min_resources_shortfall(self, key: str, podgroup: PodGroupObserved,
                                  pending: list[PodObserved]) -> str | None:
@@ -338,7 +343,8 @@ class Round:
         group.in_flight.append(decision)
         self.derived.dirty.add(key)
 
-    def _preempt(self, key: str, pending: list[PodObserved], need: int) -> tuple[str, bool]:
+    def _preempt(self, key: str, podgroup: PodGroupObserved | None, pending: list[PodObserved],
+                 need: int) -> tuple[str, bool]:
         """Evict lower-priority pods so that the gang's quorum fits, if some choice does
         (`preemption`): a Preemption decision and a nomination. The reason suffix, and whether
         it preempted."""
@@ -359,6 +365,9 @@ class Round:
             return "", False
 
         def fits() -> preemption.Assigned | None:
+            if (podgroup is not None and podgroup.min_resources
+                    and self._min_resources_shortfall(key, podgroup, pending) is not None):
+                return None  # minResources must be met too, as when it is placed
             trial = placement.place(self.index, pending, self.config, need=need)
             assigned = list(trial.assigned)
             trial.rollback()
@@ -394,7 +403,8 @@ class Round:
             amounts=nominations.amounts_of(self.index, [(pod.uid, pod.requests, row)
                                                         for pod, row in choice.assigned]),
             victims=tuple(sorted(victim.uid for victim in victims)),
-            pods=tuple(member.pod_uid for member in nominated))
+            pods=tuple(member.pod_uid for member in nominated),
+            placed={member.pod_uid: member.node for member in nominated})
         for unit in choice.units:
             if unit.group:
                 victim_group = self.state.groups.setdefault(unit.group, GroupState())
@@ -461,7 +471,7 @@ class Round:
             starvation.lift_hold(self.index, self.hold)
             self.hold = None
         for key in sorted(self.nominated):
-            starvation.lift_hold(self.index, self.nominated.pop(key))
+            nominations.give(self.index, self.nominated.pop(key))
 
 
 def _utc(at_ms: int) -> str:

@@ -66,12 +66,42 @@ def _amounts(index: NodeIndex, nomination: Nomination) -> IntArray:
     return amounts
 
 
-def take(index: NodeIndex, key: str, nomination: Nomination) -> Hold:
-    """Hold what is free now of the nomination's amounts from every other group (`Hold`)."""
+class Held(Hold):
+    """What a nomination holds on the index this round: capacity (`Hold`), and `pods` the
+    uids of its nominated members put on their nominated nodes, so that every other pod's
+    filters see them there (inter-pod affinity, topology spread, host ports), as
+    kube-scheduler's `addNominatedPods` runs the filters with the nominated pods present."""
+
+    def __init__(self, group: str, amounts: IntArray, rows: list[int], pods: list[str]) -> None:
+        super().__init__(group, amounts, rows)
+        self.pods = pods
+
+
+def take(index: NodeIndex, key: str, nomination: Nomination, state: PlannerState) -> Held:
+    """Hold what is free now of the nomination's amounts from every other group, and put its
+    nominated members on their nodes (`Held`); `give` undoes it."""
     held = np.minimum(_amounts(index, nomination), np.maximum(index.free, 0))
-    hold = Hold(key, held, [int(row) for row in np.flatnonzero(held.any(axis=0))])
+    placed: list[str] = []
+    for uid, node in sorted(nomination.placed.items()):
+        pod = state.pods.get(uid)
+        if pod is None or node not in index.row or uid in index.pod_users:
+            continue  # gone, or on the index already (reserved, bound)
+        index.set_pod(uid, node, pod)
+        if pod.host_ports and uid not in index.port_users:
+            index.set_ports(uid, node, pod.host_ports)
+        placed.append(uid)
+    hold = Held(key, held, [int(row) for row in np.flatnonzero(held.any(axis=0))], placed)
     starvation.apply_hold(index, hold)
     return hold
+
+
+def give(index: NodeIndex, hold: Held) -> None:
+    """Undo `take`: the capacity back to every group, the nominated members off their nodes."""
+    starvation.lift_hold(index, hold)
+    for uid in hold.pods:
+        index.set_pod(uid, None, None)
+        if uid in index.port_users:
+            index.set_ports(uid, None, ())
 
 
 def amounts_of(index: NodeIndex, assigned: list[tuple[str, dict[str, int], int]]
@@ -102,7 +132,7 @@ def leaving(state: PlannerState, priority: int) -> list[str]:
 
 
 @contextmanager
-def settled(state: PlannerState, index: NodeIndex, held: dict[str, Hold],
+def settled(state: PlannerState, index: NodeIndex, held: dict[str, Held],
             priority: int) -> Iterator[None]:
     """The index as it will be once the pods `leaving` a preemptor of `priority` are gone and
     every live nomination's gang has what was nominated for it, for the time of the block:

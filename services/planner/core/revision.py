@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 22
+CORE_REVISION = 23
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
 "they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
@@ -65,7 +65,10 @@ priority nodes first), no longer the 128 cheapest over the cluster, which emptie
 quorum counts it); only a gang holding fewer is spared as partly bound. 21: nominations hold
 their capacity highest priority gang first (was: by key), so room a victim frees on a node
 nominated for two gangs goes to the higher one. 22: a nominated gang takes no starving or
-partly-bound hold besides its nomination (it reserved other nodes it would never take)."""
+partly-bound hold besides its nomination (it reserved other nodes it would never take). 23: a
+nomination also puts its gang's members on their nominated nodes for every other pod's filters
+(inter-pod affinity, spread, host ports), as kube-scheduler's addNominatedPods; a gang short of
+its minResources preempts when the victims' room covers them (was: never preempted)."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -70,6 +70,8 @@ class Nomination(msgspec.Struct):
     amounts: dict[str, ResourceList]
     victims: tuple[str, ...]
     pods: tuple[str, ...]
+    placed: dict[str, str] = {}
+    """The nominated node of each of `pods`, by uid (what other pods' filters see there)."""
 
 
 class RejectionMemo(msgspec.Struct, frozen=True):

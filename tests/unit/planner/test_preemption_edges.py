@@ -5,7 +5,6 @@ the victim candidates of a large cluster, and the node index and snapshots after
 from __future__ import annotations
 
 import msgspec
-import pytest
 
 from services.contracts import codec
 from services.contracts.decisions import Placement, Preemption
@@ -74,11 +73,6 @@ def test_a_nomination_ends_when_its_gang_loses_its_podgroup() -> None:
     assert not cluster.state.nominations
 
 
-@pytest.mark.xfail(strict=True, reason="a gang with minResources never preempts: the "
-                   "minResources check (`Round._min_resources_shortfall`) rejects it on the "
-                   "free capacity before the placement trial that would preempt (as "
-                   "scheduler-plugins' coscheduling PreFilter, UnschedulableAndUnresolvable), "
-                   "though README 'Preemption' says any gang that cannot be placed may")
 def test_a_gang_with_min_resources_preempts_when_the_victims_room_covers_them() -> None:
     cluster = _nodes(Cluster(), 2)
     cluster.observe(make_pod("low").requests(cpu_milli=4000).on_node("n1"),
@@ -183,11 +177,6 @@ def test_a_gang_that_ran_and_whose_first_members_finished_may_be_a_victim() -> N
         ("high", cluster.node_of("job-1"))]
 
 
-@pytest.mark.xfail(strict=True, reason="a nomination holds only the preemptor's resources: a "
-                   "lower-priority pod placed in the room beyond it on a nominated node is "
-                   "judged without the nominated members there (kube-scheduler's "
-                   "addNominatedPods runs the filters with them), so it lands where the "
-                   "preemptor's anti-affinity then keeps the gang out: the eviction was futile")
 def test_a_pod_the_preemptor_repels_does_not_land_on_its_nominated_node() -> None:
     # the gang needs both nodes; n0's victim leaves first, n1's later. A small pod the gang's
     # members repel (anti-affinity) fits in n0's room beyond the nomination meanwhile
@@ -265,3 +254,14 @@ def test_a_nominated_starving_gang_reserves_no_other_capacity() -> None:
     cluster.delete_pod("low-b")
     cluster.advance(1)
     assert _placed(cluster.plan()) == {"default/high": ["high-0", "high-1"]}
+
+
+def test_a_gang_whose_min_resources_no_eviction_can_cover_evicts_nothing() -> None:
+    cluster = _nodes(Cluster(), 2)
+    cluster.observe(make_pod("low").requests(cpu_milli=4000).on_node("n1"),
+                    make_podgroup("high", 2).min_resources(cpu=12000))
+    for i in range(2):
+        cluster.observe(make_pod(f"high-{i}").requests(cpu_milli=4000).priority(100)
+                        .in_group("high"))
+    assert not _preemptions(cluster.plan())
+    assert cluster.last_reason("default/high").endswith(reasons.PREEMPTION_NOT_HELPFUL)
