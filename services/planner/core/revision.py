@@ -11,21 +11,24 @@ from services import __version__
 CORE_REVISION = 15
 """Bump whenever the same log and config would give different decisions (placement, reasons,
 time, backoff, status, message fields): replay verifies rounds of another revision only as
-"they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
+"they differ". A name in quotes is the docs/design-notes.md section that states the rule.
+1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
 members changed is looked at again and told the reason found now. 3: a partly bound gang
 (members bound below minMember, e.g. bare pods a rollback kept) queues first and reserves the
-capacity it still needs every round, so it completes before any other gang (issue 20). 4: a
-mixed gang that one-by-one placement leaves short is placed by a whole-gang search; host ports
-(NodePorts) and matchFields are judged, no longer unsupported (issue 13). 5: required inter-pod
+capacity it still needs every round, so it completes before any other gang ("Deadlines,
+rollback and expiry"). 4: a mixed gang that one-by-one placement leaves short is placed by a
+whole-gang search; host ports (NodePorts) and matchFields are judged, no longer unsupported
+("Whole-gang search", "NodePorts and matchFields"). 5: required inter-pod
 (anti-)affinity is judged (InterPodAffinity), members of a gang counting for each other. 6: no
-group is placed while `max_placements_in_flight` placements await their outcome (issue 20).
+group is placed while `max_placements_in_flight` placements await their outcome ("Deadlines,
+rollback and expiry").
 7: DoNotSchedule topology spread constraints are judged (PodTopologySpread), no longer
 unsupported; members of a gang count for each other, and such gangs may be searched;
 ScheduleAnyway constraints add PodTopologySpread's score (weight 2) in one-by-one placement.
 8: a gang that has run (bound + Succeeded members reached minMember) counts its Succeeded
 members toward quorum, so replacements are placed without waiting for minMember new pods; a
 PodGroup whose failed members were replaced is not Failed; the Scheduled condition no longer
-counts Failed members as bound (issue 13 item 6).
+counts Failed members as bound ("Members replaced after the gang ran").
 9: pods with PersistentVolumeClaims are judged (VolumeRestrictions, VolumeBinding, VolumeZone)
 instead of refused as unsupported; claims, volumes and storage classes are applied to the
 state.
@@ -45,7 +48,8 @@ also keep it off every node (NodeAffinity's PreFilter runs before the volume plu
 the differential test). 15: a gang that cannot be placed preempts: it evicts whole gangs (or
 pods) of strictly lower priority when its quorum fits once they are gone (a Preemption decision),
 and the nominated capacity is held for it until it is placed or `nomination_seconds` pass; a
-victim gang's condition reads Preempted, the preemptor's Preempting (issue 15)."""
+victim gang's condition reads Preempted, the preemptor's Preempting ("Preemption (whole gangs,
+never futile)")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
