@@ -36,7 +36,7 @@ unit: venv
 e2e: venv cluster
 	$(BIN)/pytest -p no:cacheprovider -m e2e
 
-# `make bench` is the cluster benchmark (issue 8): gangsched against kube-scheduler, its native gang
+# `make bench` is the cluster benchmark: gangsched against kube-scheduler, its native gang
 # scheduling and Coscheduling on the same KWOK control plane, as ratios; about 40 minutes at
 # N=1,000 with every workload (BENCH_ARGS="--workloads a" for about 10). See bench/README.md.
 bench: bench-cluster

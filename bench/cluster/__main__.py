@@ -93,7 +93,7 @@ def source_version(ref: str | None) -> dict[str, Any]:
 
 def header(args: argparse.Namespace, load: workload.Workload) -> dict[str, Any]:
     return {
-        "benchmark": "cluster (issue 8)", "nodes": args.nodes, "seed": args.seed,
+        "benchmark": "cluster", "nodes": args.nodes, "seed": args.seed,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "workload": {"kind": load.kind, "pods": len(load.pods), "gangs": len(load.gangs),
                      "singletons": sum(1 for p in load.pods if p.gang is None),

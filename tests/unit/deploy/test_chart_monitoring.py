@@ -21,7 +21,7 @@ _IDENTIFIER = re.compile(r"\b(gangsched_[a-z_]+|process_[a-z_]+)\b")
 _GROUPING = re.compile(r"\bby \(([^)]*)\)")
 REQUIRED = {"gangsched_podgroups", "gangsched_kube_requests_total",
             "gangsched_task_restarts_total", "gangsched_build_info"}
-"""Metrics the dashboard must show (issue 17)."""
+"""Metrics the dashboard must show (docs/deploy.md, "Monitoring")."""
 
 
 def _registry() -> dict[str, set[str]]:
