@@ -165,7 +165,7 @@ def run_workload(kind: str, names: list[str], args: argparse.Namespace, options:
     for name in names:
         print(f"[{kind}] {name} ...", flush=True)
         scheduler = by_name(work / f"{kind}-{name}")[name]
-        result["schedulers"][name] = _guarded(lambda s=scheduler: run_scheduler(  # type: ignore[misc]
+        result["schedulers"][name] = _guarded(lambda s=scheduler: run_scheduler(
             s, load, work, options)) | {"stall_seconds": options.stall_seconds,
                                         "time_limit_seconds": options.time_limit_seconds}
         if name == "gangsched":  # the code under test: which commit (HEAD moves between runs)
