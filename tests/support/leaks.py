@@ -7,7 +7,7 @@ process on the machine takes about 15 ms), and event loops are recorded as they 
 - `descendants()`: the living descendants of this process, each as `(pid, start time)` so a
   reused pid is a different process. Zombies (exited, not yet waited for) are left out: they
   hold no port, no memory and no file. A process whose parent died is re-parented to init and
-  no longer seen.
+  no longer a descendant; `alive()` still tells whether it runs.
 - `LoopRecorder`: records every asyncio event loop created while it is installed (it wraps
   `asyncio.BaseEventLoop.__init__`, which every loop of the standard library runs), so one
   left open is found although nothing refers to it any more.
@@ -20,7 +20,7 @@ import contextlib
 import glob
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 Process = tuple[int, int]
@@ -52,16 +52,17 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def descendants() -> set[Process]:
-    """Living descendants of this process, zombies excluded (module docstring)."""
+def descendants(skip: Collection[Process] = ()) -> set[Process]:
+    """Living descendants of this process, zombies excluded (module docstring); a process in
+    `skip` is left out with all its descendants."""
     if not _HAS_PROC_CHILDREN:
-        return _descendants_by_psutil()
+        return _descendants_by_psutil(skip)
     found: set[Process] = set()
     pending = _children(os.getpid())
     while pending:
         pid = pending.pop()
         stat = _stat(pid)
-        if stat is None:
+        if stat is None or (pid, stat[1]) in skip:
             continue
         state, started = stat
         if state != "Z":
@@ -70,18 +71,36 @@ def descendants() -> set[Process]:
     return found
 
 
-def _descendants_by_psutil() -> set[Process]:
+def alive(process: Process) -> bool:
+    """Whether `process` still runs (is not gone, not a zombie, its pid not reused)."""
+    if not _HAS_PROC_CHILDREN:
+        return _psutil_alive(process[0])
+    stat = _stat(process[0])
+    return stat is not None and stat[0] != "Z" and stat[1] == process[1]
+
+
+def _descendants_by_psutil(skip: Collection[Process]) -> set[Process]:
     """`descendants()` where /proc has no children files (not Linux, or an old kernel)."""
     import psutil  # type: ignore[import-untyped]  # no stubs installed (types-psutil)
 
     found: set[Process] = set()
+    skipped: set[int] = set()
     for child in psutil.Process().children(recursive=True):
         try:
-            if child.status() != psutil.STATUS_ZOMBIE:
-                found.add((child.pid, int(child.create_time() * 100)))
+            process = (child.pid, int(child.create_time() * 100))
+            if process in skip or child.ppid() in skipped:
+                skipped.add(child.pid)
+            elif child.status() != psutil.STATUS_ZOMBIE:
+                found.add(process)
         except psutil.NoSuchProcess:
             continue
     return found
+
+
+def _psutil_alive(pid: int) -> bool:
+    import psutil
+
+    return bool(psutil.pid_exists(pid))
 
 
 def kill(process: Process) -> None:
