@@ -22,9 +22,11 @@ cluster:
 demo: venv cluster
 	$(BIN)/python -m tests.cluster.demo
 
+# ruff and mypy read their file lists from pyproject.toml too: the extensionless
+# tests/cluster/testbed script is included in both; mypy checks services, bench and it.
 lint: venv
 	$(BIN)/ruff check services tests bench
-	$(BIN)/mypy --strict services
+	$(BIN)/mypy --strict
 	$(BIN)/lint-imports
 
 test: venv cluster lint
@@ -36,7 +38,7 @@ unit: venv
 e2e: venv cluster
 	$(BIN)/pytest -p no:cacheprovider -m e2e
 
-# `make bench` is the cluster benchmark (issue 8): gangsched against kube-scheduler, its native gang
+# `make bench` is the cluster benchmark: gangsched against kube-scheduler, its native gang
 # scheduling and Coscheduling on the same KWOK control plane, as ratios; about 40 minutes at
 # N=1,000 with every workload (BENCH_ARGS="--workloads a" for about 10). See bench/README.md.
 bench: bench-cluster

@@ -84,7 +84,8 @@ def workload(node_count: int, fill: float, max_pods: int, seed: int = 7,
                           labels={ZONE: f"zone-{i % 3}", HOSTNAME: f"node-{i:05d}"})
              for i in range(node_count)]
     budget = int(node_count * 16000 * fill)
-    groups, pods = [], []
+    groups: list[PodGroupObserved] = []
+    pods: list[PodObserved] = []
     while budget > 0 and len(pods) < max_pods:
         index, size = len(groups), rng.randint(2, 16)
         cpu, memory = rng.choice((500, 1000, 1500, 2000)), rng.choice((1, 2, 4)) * GIB

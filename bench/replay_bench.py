@@ -43,7 +43,7 @@ import msgspec
 from services.audit import heap
 from services.audit.db_log import DatabaseLog
 from services.contracts import codec, subjects
-from services.contracts.decisions import Decision, Placement
+from services.contracts.decisions import Decision, Placement, decision_subject
 from services.contracts.events import (
     ClockTicked,
     Event,
@@ -55,7 +55,6 @@ from services.contracts.events import (
     PodGroupObserved,
     PodObserved,
 )
-from services.planner import publication
 from services.planner.core import plan, revision
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import empty_state
@@ -183,7 +182,7 @@ class Writer:
         plan_seq = first_seq + len(events) - 1
         for position, decision in enumerate(decisions):
             self.outbox.append((decision.id, plan_seq, position,
-                                publication.decision_subject(PREFIX, decision),
+                                decision_subject(PREFIX, decision),
                                 codec.encode(decision), T0))
         self.rounds.append((plan_seq, len(events), len(decisions), revision.PLANNER))
         if len(self.events) >= FLUSH_ROWS:

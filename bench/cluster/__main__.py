@@ -93,7 +93,7 @@ def source_version(ref: str | None) -> dict[str, Any]:
 
 def header(args: argparse.Namespace, load: workload.Workload) -> dict[str, Any]:
     return {
-        "benchmark": "cluster (issue 8)", "nodes": args.nodes, "seed": args.seed,
+        "benchmark": "cluster", "nodes": args.nodes, "seed": args.seed,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "workload": {"kind": load.kind, "pods": len(load.pods), "gangs": len(load.gangs),
                      "singletons": sum(1 for p in load.pods if p.gang is None),
@@ -165,7 +165,7 @@ def run_workload(kind: str, names: list[str], args: argparse.Namespace, options:
     for name in names:
         print(f"[{kind}] {name} ...", flush=True)
         scheduler = by_name(work / f"{kind}-{name}")[name]
-        result["schedulers"][name] = _guarded(lambda s=scheduler: run_scheduler(  # type: ignore[misc]
+        result["schedulers"][name] = _guarded(lambda s=scheduler: run_scheduler(
             s, load, work, options)) | {"stall_seconds": options.stall_seconds,
                                         "time_limit_seconds": options.time_limit_seconds}
         if name == "gangsched":  # the code under test: which commit (HEAD moves between runs)

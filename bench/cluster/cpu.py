@@ -61,9 +61,9 @@ def summarise_profile(path: Path) -> dict[str, Any]:
     Shapes: `{name: share of samples}`."""
     stacks: list[tuple[list[str], int]] = []
     for line in path.read_text(errors="replace").splitlines():
-        stack, _, count = line.rpartition(" ")
-        if stack and count.isdigit():
-            stacks.append((stack.split(";"), int(count)))
+        stack, _, samples = line.rpartition(" ")
+        if stack and samples.isdigit():
+            stacks.append((stack.split(";"), int(samples)))
     total = sum(count for _, count in stacks) or 1
     by_service: Counter[str] = Counter()
     by_leaf: Counter[str] = Counter()

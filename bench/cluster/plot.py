@@ -18,7 +18,9 @@ def _rate(points: list[list[float]]) -> tuple[list[float], list[float]]:
     if len(points) < 2:
         return [], []
     end = points[-1][0]
-    xs, ys, i, previous = [], [], 0, 0
+    xs: list[float] = []
+    ys: list[float] = []
+    i, previous = 0, 0.0
     t = RATE_BIN_SECONDS
     while t <= end + RATE_BIN_SECONDS:
         while i < len(points) and points[i][0] <= t:

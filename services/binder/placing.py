@@ -7,7 +7,8 @@ without a member bound, undo what this attempt bound. Returns the outcome events
 never publishes or writes events itself.
 
 The timeout (`deadline_ms - at_ms`, the PodGroup's scheduleTimeoutSeconds) guards members that
-cannot be bound, not a busy API server (issue 20): it runs from when this binder starts binding
+cannot be bound, not a busy API server (docs/design-notes.md, "Deadlines, rollback and
+expiry"): it runs from when this binder starts binding
 (time queued in JetStream or behind other placements is not charged), starts over whenever a
 round of binds made progress, and no bind starts after `deadline_ms + BIND_GRACE_MS`, which
 stays inside the planner's own release grace (`contracts.binding_window`).

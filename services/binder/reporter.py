@@ -3,7 +3,8 @@
 Layer: binder shell. Best effort: a failed write is retried briefly when transient, then logged,
 and never fails the decision (the next decision about the same object writes again).
 FailedScheduling reports for rejections are rate-limited per pod and per PodGroup.
-Nothing is read to write a report (issue 14), as kube-scheduler writes from its informer copy:
+Nothing is read to write a report (one request per pod per report), as kube-scheduler writes
+from its informer copy:
 a pod's condition is patched from what this process wrote on it (`pod_conditions`), the patch's
 uid refusing a replaced pod and its answer showing a pod bound meanwhile; PodGroup status and
 events take the PodGroup from `podgroup_writes`.

@@ -56,7 +56,8 @@ ACK_WAIT_SECONDS = 6.0
 """How soon JetStream redelivers a placement whose binder stopped reporting it in progress
 (crashed, killed): well within a gang's timeout (default 60 s), so a restarted or other binder
 resumes it within seconds (`placing.carry_out` on a redelivery) instead of a minute later, when
-the gang had sat partly bound past its timeout (issue 20). Placements still waiting for a free
+the gang had sat partly bound past its timeout (docs/design-notes.md, "Deadlines, rollback
+and expiry"). Placements still waiting for a free
 slot are not delivered yet, so their ack wait does not run."""
 HEARTBEAT_SECONDS = ACK_WAIT_SECONDS / 3
 """A decision in progress is reported to JetStream this often, so it is not redelivered."""

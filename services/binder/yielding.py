@@ -3,8 +3,9 @@
 Layer: binder shell. Binds and reports share one API server. Reports (FailedScheduling
 events, PodScheduled conditions, PodGroup status: several requests per pod or group) outnumber
 binds a hundred to one under contention, and an API server near its in-flight limit serves
-them in arrival order, so without a rule they starve the binds that free the queue (issue 20:
-placements received after their deadline on a slowed API server). `ReportGate` lets at most
+them in arrival order, so without a rule they starve the binds that free the queue (placements
+then arrive after their deadline on a slowed API server; docs/design-notes.md, "Deadlines,
+rollback and expiry"). `ReportGate` lets at most
 `while_binding` report requests be in flight while a placement is being carried out, and
 `idle` otherwise; binds never wait on it. `YieldingKube` is the reporter's view of the API:
 every request waits for a slot first. Mirrors in spirit API priority and fairness, which

@@ -252,7 +252,8 @@ class PullConsumer:
         """Compare the server's configuration of the consumer with ours; repair a difference.
 
         Another NATS user allowed to create consumers on the stream could narrow the filter or
-        stretch the ack wait (issue: durables rewritten through the name-in-body create). A
+        stretch the ack wait (a create naming the durable in its body rewrites it in place;
+        docs/deploy.md, "NATS security"). A
         difference is logged as an error, counted (`gangsched_consumer_repairs_total`,
         reason config_drift) and updated back in place (keeping the position); if NATS
         refuses the update, or it does not take, the consumer is recreated from the first

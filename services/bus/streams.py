@@ -37,8 +37,9 @@ UNLIMITED = -1
 """NATS's spelling of "no limit" for counts and sizes (it also reads 0 so)."""
 
 HARDENING = frozenset({"deny_delete", "deny_purge"})
-"""Fields only gangsched versions before issue 19 left unset: a stream lacking them is not
-damaged, so a refused update of these alone is logged, not fatal."""
+"""Fields only gangsched versions before the streams were hardened left unset (docs/deploy.md,
+"NATS security"): a stream lacking them is not damaged, so a refused update of these alone is
+logged, not fatal."""
 
 REPAIR_HINT = ("repair it as a NATS user allowed to update streams (with the chart: one start "
                "with nats.auth.allowStreamUpdates=true)")

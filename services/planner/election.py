@@ -162,6 +162,7 @@ async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monoto
         except BusRefused as error:
             log.warning("leader lease refused (will retry): %r", error)
             revision = None
+        _raise_lost_cancellation()
         if revision is not None:
             return Term(revision, started)
         await asyncio.sleep(timing.retry_seconds)
@@ -201,11 +202,13 @@ async def _serve_while_leading(
 
 async def renew(lease: LeaseStore, term: Term, timing: Timing, clock: Clock) -> Term | None:
     """One renewal attempt: the new term; `term` again after a transient failure while the
-    deadline has not passed; None when leadership is lost (someone else wrote, or deadline)."""
+    deadline has not passed; None when leadership is lost (someone else wrote, or deadline).
+    Raises CancelledError when cancelled, also as the answer arrives."""
     started = clock()
     remaining = deadline(term, timing) - started
     try:
         revision = await asyncio.wait_for(lease.renew(term.revision), max(remaining, 0.0))
+        _raise_lost_cancellation()
     except _UNAVAILABLE as error:
         if clock() < deadline(term, timing):
             log.warning("leader lease renewal failed (will retry): %r", error)
@@ -216,6 +219,19 @@ async def renew(lease: LeaseStore, term: Term, timing: Timing, clock: Clock) -> 
         log.error("leader lease taken over by another planner: stepping down")
         return None
     return Term(revision, started)
+
+
+def _raise_lost_cancellation() -> None:
+    """Raise CancelledError if this task was cancelled but the cancellation got lost.
+
+    Python 3.11's `asyncio.wait_for` (in `renew`, and inside nats-py's requests) returns the
+    result when the cancellation arrives just as the awaited request completes (CPython
+    gh-86296, fixed in 3.12): a candidate told to stop then went on renewing and serving, and
+    whoever awaited it hung (seen in tests/integration/test_election.py's teardown).
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 async def _stop(task: asyncio.Task[None]) -> None:

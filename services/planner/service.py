@@ -121,7 +121,8 @@ class PlannerService:
         A planner behind by a whole batch or more catches up first: it fetches up to
         `CATCH_UP_BATCHES` batches and plans once at the end. Time in the planner is the
         events' time, so planning every batch of a backlog would make decisions at a clock
-        minutes behind, whose deadlines pass before a binder sees them (issue 20); the plan
+        minutes behind, whose deadlines pass before a binder sees them (docs/design-notes.md,
+        "Deadlines, rollback and expiry"); the plan
         point is recorded as for any batch, so a replay plans at the same places.
         """
         size, linger = self.settings.batch_size, self.settings.batch_linger_seconds

@@ -8,10 +8,10 @@ wrong-type fields anywhere, absurd quantities): a malformed pod or PodGroup gets
 `invalid_reason` names the field, so the planner keeps it waiting with that reason; other
 malformed fields are read as absent (a Node's bad quantity drops that resource). A field of the
 wrong type reads as absent, and every string field is the object's text or "".
-Amounts are never clamped (issue 19): a pod requesting more than `resources.MAX_AMOUNT` gets
-that request in `unsupported`, so the planner refuses it with the amount named; a PodGroup's
-minResources beyond it sets `invalid_reason`; a Node's allocatable beyond it counts as
-`MAX_AMOUNT` (it can still take all gangsched can count; docs/design-notes.md).
+Amounts are never clamped (docs/design-notes.md, "Resource amounts"): a pod requesting more
+than `resources.MAX_AMOUNT` gets that request in `unsupported`, so the planner refuses it with
+the amount named; a PodGroup's minResources beyond it sets `invalid_reason`; a Node's
+allocatable beyond it counts as `MAX_AMOUNT` (it can still take all gangsched can count).
 
 Decisions recorded here:
 - A Node with no conditions at all counts as Ready (hand-written and simulated nodes often

@@ -1,5 +1,5 @@
 """PodDisruptionBudgets on the real control plane: the watcher publishes what the API server
-and kube-controller-manager's disruption controller say (issue 15, watcher side).
+and kube-controller-manager's disruption controller say (the watcher's side of preemption).
 
 `gangsched watcher` runs as its own process on a private NATS. Three bare pods KWOK runs and
 a budget of minAvailable 1 over them: the controller computes disruptionsAllowed 2, and the

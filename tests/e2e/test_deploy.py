@@ -1,4 +1,4 @@
-"""Deploying gangsched (issue 7): the chart applied to the real control plane, then the three
+"""Deploying gangsched: the chart applied to the real control plane, then the three
 services run as local processes with exactly what the chart gives their pods — each service's
 ServiceAccount (a TokenRequest token), its environment (ConfigMap, Secrets) and NATS users with
 the chart's subject permissions — and the seed gang must still run; what the chart does not

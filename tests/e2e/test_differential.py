@@ -1,4 +1,4 @@
-"""Differential test: gangsched's filters against the real kube-scheduler (issue 13 Acceptance).
+"""Differential test: gangsched's filters against the real kube-scheduler.
 
 A seeded cluster of 24 KWOK nodes over 3 zones and 6 racks (labels, taints, cordons, varied
 allocatable with GPUs and hugepages) and 500 non-gang pods (requests with init and sidecar

@@ -1,4 +1,4 @@
-"""Faults while gangs bind (issue 20): never a partly bound gang at rest.
+"""Faults while gangs bind: never a partly bound gang at rest.
 
 Every test ends by checking the cluster at rest (`assert_at_rest`): each PodGroup has either
 none or at least minMember of its members bound, no node holds more than it can, and the

@@ -1,4 +1,4 @@
-"""A heterogeneous gang that fits only one way, on the real control plane (issue 13 item 5).
+"""A heterogeneous gang that fits only one way, on the real control plane.
 
 Two KWOK nodes of 64 CPU; filler pods (bound by name, no scheduler) leave 53 and 31 CPU free.
 The gang's members ask 30 and 50 CPU, in that name order. Placed member by member in name

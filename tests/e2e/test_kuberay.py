@@ -1,4 +1,4 @@
-"""KubeRay drives gangsched unchanged (issue 16): the real ray-operator, gang scheduling on.
+"""KubeRay drives gangsched unchanged: the real ray-operator, gang scheduling on.
 
 ray-operator runs with `--batch-scheduler=scheduler-plugins`: a RayCluster labelled
 `ray.io/gang-scheduling-enabled` gets a Coscheduling PodGroup named after it (minMember =

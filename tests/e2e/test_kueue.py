@@ -1,4 +1,4 @@
-"""Kueue in front of gangsched (issue 16): Kueue admits by quota, gangsched places whole.
+"""Kueue in front of gangsched: Kueue admits by quota, gangsched places whole.
 
 The real Kueue (v0.17.0, built by the testbed) runs with the batch/job and pod integrations
 and its webhooks on loopback (`operators.Kueue`). A ClusterQueue covers cpu and pods; a

@@ -1,5 +1,5 @@
 """Native PodGroups (`scheduling.k8s.io/v1alpha2`, feature gate GenericWorkload) on the real
-control plane (issue 16).
+control plane.
 
 The API server of this module serves the native API; gangsched reads both group APIs
 (`--group-apis`). Pods join with `spec.schedulingGroup.podGroupName`; `gang.minCount` is the

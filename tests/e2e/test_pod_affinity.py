@@ -1,4 +1,4 @@
-"""Required inter-pod anti-affinity on the real control plane (issue 13 item 2).
+"""Required inter-pod anti-affinity on the real control plane.
 
 Four KWOK nodes; one is filled by a pod bound by name. A gang of 3 whose members keep one per
 host (`kubernetes.io/hostname` anti-affinity on their own label) is placed one per free node.

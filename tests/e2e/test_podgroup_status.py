@@ -1,4 +1,4 @@
-"""PodGroup status on the real control plane: reference scenarios B (issue 5).
+"""PodGroup status on the real control plane: phase, counts and condition.
 
 One node, minMember 3; members are pre-bound through `spec.nodeName` (KWOK runs them at once;
 a pod is made Succeeded or Failed by patching its status) or, in case 1, bound by gangsched.

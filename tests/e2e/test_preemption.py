@@ -1,4 +1,4 @@
-"""Whole-gang preemption on the real control plane (issue 15 acceptance a-e).
+"""Whole-gang preemption on the real control plane (cases a-e).
 
 PriorityClasses gs-low (10), gs-high (1000) and gs-top (2000); the API server's Priority
 admission resolves them to `spec.priority`. KWOK nodes of 4 CPU. After each scenario

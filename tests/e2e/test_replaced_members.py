@@ -1,4 +1,4 @@
-"""Members replaced after the gang ran (issue 13 item 6), on the real control plane.
+"""Members replaced after the gang ran, on the real control plane.
 
 An Indexed Job of 2 (kube-controller-manager's Job controller) is a gang of minMember 2 on two
 nodes of this test, one member per node: a KWOK node, where the Job's pod runs and succeeds at

@@ -1,4 +1,4 @@
-"""Pod topology spread (DoNotSchedule) on the real control plane (issue 13 item 3).
+"""Pod topology spread (DoNotSchedule) on the real control plane.
 
 Four KWOK nodes of 4 CPU: three in zone-a, one in zone-b. A gang of 4 with a zone spread of
 maxSkew 1 must go 2 + 2, so zone-b's single node takes two members (least-allocated scoring

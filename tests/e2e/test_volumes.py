@@ -1,4 +1,4 @@
-"""Volumes on the real control plane (issue 13 item 1), with kube-controller-manager's PV
+"""Volumes on the real control plane, with kube-controller-manager's PV
 controller completing every binding.
 
 Four KWOK nodes. A gang sharing a bound RWX claim whose volume reaches two nodes is bound on

@@ -8,18 +8,16 @@
 - `databases`: parametrised over SQLite (tmp files) and PostgreSQL (fresh databases, dropped
   after the test): a factory of empty databases; `db_url` is the first one, `migrated_db_url`
   and `engine` build on it.
-- `no_leaks` (autouse): fails a test that leaves an asyncio task or a child process behind.
+- `no_leaks` (autouse, tests/conftest.py): fails a test that leaves a task, loop or process behind.
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import asyncpg
-import psutil
 import pytest
 from nats.aio.client import Client
 from nats.js import JetStreamContext
@@ -30,25 +28,6 @@ from services.bus.embedded import EmbeddedNats
 from services.config.settings import BusSettings
 from services.store import engines, schema
 from tests.support.postgres import Postgres, running_postgres
-
-
-@pytest.fixture(autouse=True)
-async def no_leaks() -> AsyncIterator[None]:
-    """Fail the test if it leaves asyncio tasks running or child processes alive."""
-    before = set(psutil.Process().children(recursive=True))
-    yield
-    current = asyncio.current_task()
-    for _ in range(50):
-        tasks = [task for task in asyncio.all_tasks() if task is not current and not task.done()]
-        if not tasks:
-            break
-        await asyncio.sleep(0.02)
-    assert not tasks, f"leaked asyncio tasks: {tasks}"
-    children = [
-        child for child in psutil.Process().children(recursive=True)
-        if child not in before and child.is_running() and child.status() != psutil.STATUS_ZOMBIE
-    ]
-    assert not children, f"leaked child processes: {children}"
 
 
 @pytest.fixture

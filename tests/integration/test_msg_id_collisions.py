@@ -1,7 +1,8 @@
-"""The security review's collision attack with the chart's NATS users (issue 19 follow-up):
-the binder user publishes outcomes under the watcher's next tick ids first; every real tick is
-still stored in EVENTS, and the collisions are counted (each producer may read back what its
-stream stored, `$JS.API.STREAM.MSG.GET`, to tell a collision from its own duplicate).
+"""The security review's collision attack with the chart's NATS users (docs/design-notes.md,
+"Message ids that another user takes first"): the binder user publishes outcomes under the
+watcher's next tick ids first; every real tick is still stored in EVENTS, and the collisions are
+counted (each producer may read back what its stream stored, `$JS.API.STREAM.MSG.GET`, to tell a
+collision from its own duplicate).
 
 Renders the chart with the testbed's helm (`tests/cluster/testbed build`, as `make test` does).
 """

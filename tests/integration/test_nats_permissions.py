@@ -1,7 +1,7 @@
-"""The chart's NATS users on a real nats-server with the rendered nats.conf (issue 19): every
-service creates and checks the streams at start, none may update, delete or purge them, and a
-damaged stream stops every service with one line until a user allowed to update repairs it;
-no user may rewrite another's durable through the nameless consumer create.
+"""The chart's NATS users on a real nats-server with the rendered nats.conf (docs/deploy.md,
+"NATS security"): every service creates and checks the streams at start, none may update, delete
+or purge them, and a damaged stream stops every service with one line until a user allowed to
+update repairs it; no user may rewrite another's durable through the nameless consumer create.
 
 Renders the chart with the testbed's helm (`tests/cluster/testbed build`, as `make test` does).
 """

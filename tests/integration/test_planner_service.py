@@ -316,7 +316,7 @@ async def test_a_planner_a_batch_behind_catches_up_before_it_plans_once(
     js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine
 ) -> None:
     """Three batches' worth of backlog: one fetch loop takes them all and plans once, at the
-    newest event's time (issue 20: a lagging planner's decisions were minutes old)."""
+    newest event's time (a lagging planner's decisions were otherwise minutes old)."""
     from services.config.settings import PlannerServiceSettings
 
     prefix = bus_settings.prefix

@@ -1,7 +1,8 @@
-"""The planner trusts an event only from its producer, and time only as far as NATS vouches
-for it (issue 19), on a real nats-server and database: forged events and a tick ten years
-ahead are dead-lettered with their reasons, planning goes on, and `replay --verify` still
-reproduces every decision from the database and from NATS.
+"""The planner trusts an event only from its producer, and time only as far as NATS vouches for
+it (docs/design-notes.md, "Events bound to their producer", "Time cannot be pushed"), on a real
+nats-server and database: forged events and a tick ten years ahead are dead-lettered with their
+reasons, planning goes on, and `replay --verify` still reproduces every decision from the
+database and from NATS.
 """
 
 from __future__ import annotations

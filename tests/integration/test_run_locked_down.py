@@ -1,5 +1,6 @@
-"""`gangsched run`'s embedded NATS is locked down (issue 19): a client without the credentials
-generated for this start is refused; they are only in 0600 files, never on a command line.
+"""`gangsched run`'s embedded NATS is locked down (docs/design-notes.md, same title): a client
+without the credentials generated for this start is refused; they are only in 0600 files, never
+on a command line.
 
 The API server of the kubeconfig is unreachable: the services wait for it, the embedded
 nats-server is up all the same (run.json comes only once every service is ready, so the

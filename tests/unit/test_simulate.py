@@ -266,7 +266,7 @@ def test_the_readmes_simulate_command_on_the_repositorys_examples(capsys):
 
 
 def test_a_pod_beyond_what_gangsched_counts_is_reported_waiting_on_a_node_beyond_it(tmp_path):
-    # the issue 19 case: clamped, the 1e30 request fitted the node of 1e15 (both were 2**48)
+    # were amounts clamped, the 1e30 request fitted the node of 1e15 (both were 2**48)
     node = "kind: Node\nmetadata: {name: big}\nstatus: {allocatable: {cpu: 1e15, pods: 110}}\n"
     pods = ("---\napiVersion: v1\nkind: Pod\nmetadata: {name: huge}\nspec: {schedulerName: "
             "gangsched, containers: [{name: c, resources: {requests: {cpu: 1e30}}}]}\n"

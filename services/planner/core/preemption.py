@@ -13,8 +13,8 @@ one pod on one node:
   gang is a victim only whole: every member it has bound goes, never a part that would leave
   it below minMember, and only when every one of them has a lower priority, none of its
   members is reserved by a placement in flight, and it runs: a gang holding fewer than
-  minMember (bound, plus Succeeded once it ran) is completing and goes first (issue 20's
-  stranded gang), so it is no victim.
+  minMember (bound, plus Succeeded once it ran) is completing and goes first (a stranded
+  gang, `quorum.is_stranded`), so it is no victim.
 - Never futile: with every candidate victim removed the preemptor's quorum must fit (the same
   `placement.place` search as placing, victims' capacity, host ports and pod counts given
   back), or nothing is evicted. Then, as `SelectVictimsOnNode`, victims are reprieved one unit

@@ -5,8 +5,8 @@ Layer: planner core (pure). Failed members, terminating members and scheduling-g
 count; pods of other schedulers carrying the label do not count either. Succeeded members count
 only once the gang has run (`has_run`): a member that finished after the gang ran whole did its
 part, so a replacement of another member is placed without waiting for minMember new pods
-(issue 13 item 6); a Succeeded pod of a gang that never ran (a completed member) does not
-count.
+(docs/design-notes.md, "Members replaced after the gang ran"); a Succeeded pod of a gang that
+never ran (a completed member) does not count.
 
 Mirrored from Coscheduling (scheduler-plugins `pkg/coscheduling/core`): its Permit lets a pod
 through once the pods assigned to the group (bound or assumed), itself included, reach
@@ -92,8 +92,8 @@ def has_quorum(counts: Counts, min_member: int) -> bool:
 def is_stranded(counts: Counts, min_member: int) -> bool:
     """Whether the group has members bound but fewer held (bound, reserved, Succeeded after it
     ran) than minMember: a partial gang at rest (a rollback that could not unbind its bare pods,
-    or bound members lost), holding capacity no complete gang uses until it completes (issue
-    20)."""
+    or bound members lost), holding capacity no complete gang uses until it completes
+    (docs/design-notes.md, "Deadlines, rollback and expiry")."""
     return counts.bound > 0 and counts.held < min_member
 
 

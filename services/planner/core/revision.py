@@ -9,60 +9,60 @@ from __future__ import annotations
 from services import __version__
 
 CORE_REVISION = 23
-"""Bump whenever the same log and config would give different decisions (placement, reasons,
-time, backoff, status, message fields): replay verifies rounds of another revision only as
-"they differ". 1: the first revision recorded (2026-11-30). 2: a gang in backoff whose pending
-members changed is looked at again and told the reason found now. 3: a partly bound gang
-(members bound below minMember, e.g. bare pods a rollback kept) queues first and reserves the
-capacity it still needs every round, so it completes before any other gang (issue 20). 4: a
-mixed gang that one-by-one placement leaves short is placed by a whole-gang search; host ports
-(NodePorts) and matchFields are judged, no longer unsupported (issue 13). 5: required inter-pod
-(anti-)affinity is judged (InterPodAffinity), members of a gang counting for each other. 6: no
-group is placed while `max_placements_in_flight` placements await their outcome (issue 20).
-7: DoNotSchedule topology spread constraints are judged (PodTopologySpread), no longer
-unsupported; members of a gang count for each other, and such gangs may be searched;
-ScheduleAnyway constraints add PodTopologySpread's score (weight 2) in one-by-one placement.
-8: a gang that has run (bound + Succeeded members reached minMember) counts its Succeeded
-members toward quorum, so replacements are placed without waiting for minMember new pods; a
-PodGroup whose failed members were replaced is not Failed; the Scheduled condition no longer
-counts Failed members as bound (issue 13 item 6).
-9: pods with PersistentVolumeClaims are judged (VolumeRestrictions, VolumeBinding, VolumeZone)
-instead of refused as unsupported; claims, volumes and storage classes are applied to the
-state.
-10: reasons as kube-scheduler v1.36 gives them (found by the differential test): an
-untolerated taint is `node(s) had untolerated taint(s)`, one count for all taints (was
-`{key: value}` each); `<count> <reason>` parts sorted as strings (were sorted by reason); nodes
-outside the names `matchFields` pin a pod to are `node(s) didn't satisfy plugin(s)
-[NodeAffinity]` before any other filter, and names that conflict read `pod affinity terms
-conflict` without a count; sidecars' host ports count, plain init containers' are ignored.
-11: a GroupBound outcome marks the gang as having run when it is applied, so a replacement
-is placed however the events of its gang's run were batched. 12: the whole-gang search of a
-gang with topology spread tries, within its budget, members without constraints first and then
-member order when largest first finds nothing. 13: while the binders are busy (backpressure),
-a starving or partly bound gang keeps holding its capacity and nodes. 14: a pod whose
+"""Bump whenever the same log and config would give different decisions (placement, reasons, time,
+backoff, status, message fields): replay verifies rounds of another revision only as "they
+differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
+revision recorded (2026-11-30). 2: a gang in backoff whose pending members changed is looked at
+again and told the reason found now. 3: a partly bound gang (members bound below minMember, e.g.
+bare pods a rollback kept) queues first and reserves the capacity it still needs every round, so
+it completes before any other gang ("Deadlines, rollback and expiry"). 4: a mixed gang that
+one-by-one placement leaves short is placed by a whole-gang search; host ports (NodePorts) and
+matchFields are judged, no longer unsupported ("Whole-gang search", "NodePorts and
+matchFields"). 5: required inter-pod (anti-)affinity is judged (InterPodAffinity), members of a
+gang counting for each other. 6: no group is placed while `max_placements_in_flight` placements
+await their outcome ("Deadlines, rollback and expiry"). 7: DoNotSchedule topology spread
+constraints are judged (PodTopologySpread), no longer unsupported; members of a gang count for
+each other, and such gangs may be searched; ScheduleAnyway constraints add PodTopologySpread's
+score (weight 2) in one-by-one placement. 8: a gang that has run (bound + Succeeded members
+reached minMember) counts its Succeeded members toward quorum, so replacements are placed
+without waiting for minMember new pods; a PodGroup whose failed members were replaced is not
+Failed; the Scheduled condition no longer counts Failed members as bound ("Members replaced
+after the gang ran"). 9: pods with PersistentVolumeClaims are judged (VolumeRestrictions,
+VolumeBinding, VolumeZone) instead of refused as unsupported; claims, volumes and storage
+classes are applied to the state. 10: reasons as kube-scheduler v1.36 gives them (found by the
+differential test): an untolerated taint is `node(s) had untolerated taint(s)`, one count for
+all taints (was `{key: value}` each); `<count> <reason>` parts sorted as strings (were sorted by
+reason); nodes outside the names `matchFields` pin a pod to are `node(s) didn't satisfy
+plugin(s) [NodeAffinity]` before any other filter, and names that conflict read `pod affinity
+terms conflict` without a count; sidecars' host ports count, plain init containers' are ignored.
+11: a GroupBound outcome marks the gang as having run when it is applied, so a replacement is
+placed however the events of its gang's run were batched. 12: the whole-gang search of a gang
+with topology spread tries, within its budget, members without constraints first and then member
+order when largest first finds nothing. 13: while the binders are busy (backpressure), a
+starving or partly bound gang keeps holding its capacity and nodes. 14: a pod whose
 `matchFields` names conflict reads `pod affinity terms conflict` even when a claim of it would
 also keep it off every node (NodeAffinity's PreFilter runs before the volume plugins'; found by
 the differential test). 15: a gang that cannot be placed preempts: it evicts whole gangs (or
-pods) of strictly lower priority when its quorum fits once they are gone (a Preemption decision),
-and the nominated capacity is held for it until it is placed or `nomination_seconds` pass; a
-victim gang's condition reads Preempted, the preemptor's Preempting (issue 15). 16: preemption
-also weighs, per node, the reprieve over the units bound there alone (in `MoreImportantPod`
-order, then smallest first), so a singleton evicts no more pods than kube-scheduler's
-per-node choice; reprieve order is kube-scheduler's (budget violators, found with allowances
-shared in importance order, first; then priority, then earliest start time); found by the
-preemption differential test. A second per-node reprieve, without budget bias and smallest
-first, wins when it evicts lower-priority or fewer pods at no more violations. 17: preferred
-inter-pod (anti-)affinity is scored (InterPodAffinity's score, weight 2, in one-by-one
-placement): the pod's preferred terms, and counted pods' required affinity (hard weight 1)
-and preferred terms matching it (issue 13 item 2); a preferred term with a non-empty
-`namespaceSelector` is ignored (not scored), the pod still placed. 18: a
-preemptor counts lower-priority pods already terminating as gone (a victim of a lapsed
-nomination still in its grace period is not joined by another), and a nomination ends when its
-gang loses its PodGroup (deleted or invalid) instead of holding the room until its deadline.
-19: when more than 128 units could be victims, the ones weighed are whole nodes' worth (lowest
-priority nodes first), no longer the 128 cheapest over the cluster, which emptied no node.
-20: a gang that ran and whose first members Succeeded may be a victim (it holds minMember as
-quorum counts it); only a gang holding fewer is spared as partly bound. 21: nominations hold
+pods) of strictly lower priority when its quorum fits once they are gone (a Preemption
+decision), and the nominated capacity is held for it until it is placed or `nomination_seconds`
+pass; a victim gang's condition reads Preempted, the preemptor's Preempting ("Preemption (whole
+gangs, never futile)"). 16: preemption also weighs, per node, the reprieve over the units bound
+there alone (in `MoreImportantPod` order, then smallest first), so a singleton evicts no more
+pods than kube-scheduler's per-node choice; reprieve order is kube-scheduler's (budget
+violators, found with allowances shared in importance order, first; then priority, then earliest
+start time); found by the preemption differential test. A second per-node reprieve, without
+budget bias and smallest first, wins when it evicts lower-priority or fewer pods at no more
+violations. 17: preferred inter-pod (anti-)affinity is scored (InterPodAffinity's score, weight
+2, in one-by-one placement): the pod's preferred terms, and counted pods' required affinity
+(hard weight 1) and preferred terms matching it ("What placement honours" in README.md); a
+preferred term with a non-empty `namespaceSelector` is ignored (not scored), the pod still
+placed. 18: a preemptor counts lower-priority pods already terminating as gone (a victim of a
+lapsed nomination still in its grace period is not joined by another), and a nomination ends
+when its gang loses its PodGroup (deleted or invalid) instead of holding the room until its
+deadline. 19: when more than 128 units could be victims, the ones weighed are whole nodes' worth
+(lowest priority nodes first), no longer the 128 cheapest over the cluster, which emptied no
+node. 20: a gang that ran and whose first members Succeeded may be a victim (it holds minMember
+as quorum counts it); only a gang holding fewer is spared as partly bound. 21: nominations hold
 their capacity highest priority gang first (was: by key), so room a victim frees on a node
 nominated for two gangs goes to the higher one. 22: a nominated gang takes no starving or
 partly-bound hold besides its nomination (it reserved other nodes it would never take). 23: a

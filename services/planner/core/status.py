@@ -7,9 +7,9 @@ min → Finished. gangsched differs in two places: a failed member makes the gro
 running + succeeded drops below minMember (upstream reports Failed at the first failure), and
 not while its members that did not fail are enough for minMember, i.e. its failed members were
 replaced (a Job recreates a failed index): the group is Scheduling while the replacements are
-placed, Running once they run (issue 13 item 6; upstream reports Failed, and Failed is final
-there). Upstream's controller also never leaves Failed or Finished; gangsched derives the phase
-from the members each time.
+placed, Running once they run (upstream reports Failed, and Failed is final there; see
+docs/design-notes.md, "Members replaced after the gang ran"). Upstream's controller also never
+leaves Failed or Finished; gangsched derives the phase from the members each time.
 
 The `Scheduled` condition explains the latest scheduling result, first match wins: the gang's
 members were evicted by a Preemption and it was not placed since (Preempted, naming the

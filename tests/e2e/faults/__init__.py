@@ -1,1 +1,1 @@
-"""The fault suite (issue 20): gangsched's services and the cluster disturbed while gangs bind."""
+"""The fault suite: gangsched's services and the cluster disturbed while gangs bind."""

@@ -1,4 +1,4 @@
-"""The cluster changed under a gang (issue 20, faults 2-6): its node deleted while it binds,
+"""The cluster changed under a gang (faults 2-6): its node deleted while it binds,
 its PodGroup's minMember changed or the PodGroup deleted and recreated, all its running
 members deleted at once (its controller recreates them), a member deleted while it backs
 off. The gang binds whole or not at all.

@@ -1,4 +1,4 @@
-"""The highly available set-up under faults (issue 20, item 5): a 3-server NATS cluster on
+"""The highly available set-up under faults: a 3-server NATS cluster on
 loopback with R3 streams, two planners with `--leader-election` on one PostgreSQL database.
 
 The NATS server leading the leader lease's KV stream (the worst one to lose: its renewals

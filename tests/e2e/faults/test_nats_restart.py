@@ -1,4 +1,4 @@
-"""nats-server restarted while gangs are placed (issue 20, fault 7).
+"""nats-server restarted while gangs are placed (fault 7).
 
 The server is SIGKILLed (its JetStream store is kept, as on a pod restart with a volume) while
 the planner publishes and the binder binds, and started again on the same port: every service

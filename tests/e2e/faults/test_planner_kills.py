@@ -1,4 +1,4 @@
-"""The planner SIGKILLed mid-batch and between commit and publish (issue 20, fault 1).
+"""The planner SIGKILLed mid-batch and between commit and publish (fault 1).
 
 The planner restarts on its own database: what it committed is published from the outbox
 (Msg-Id de-duplicated, so a decision published before the kill is not published twice), what

@@ -1,4 +1,4 @@
-"""The gang's timeout guards members that cannot be bound, not a busy API server (issue 20).
+"""The gang's timeout guards members that cannot be bound, not a busy API server.
 
 Windows are shrunk to tens of milliseconds (`placing.MIN_TIMEOUT_MS`) so the slow API server
 of these tests is slow for a few tenths of a second at most.

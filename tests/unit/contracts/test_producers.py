@@ -1,4 +1,4 @@
-"""Every event type has one subject kind and one producer (issue 19)."""
+"""Every event type has one subject kind and one producer."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ _GROUPING = re.compile(r"\bby \(([^)]*)\)")
 REQUIRED = {"gangsched_podgroups", "gangsched_kube_requests_total",
             "gangsched_task_restarts_total", "gangsched_build_info",
             "gangsched_preemptions_total", "gangsched_preemption_victims_total"}
-"""Metrics the dashboard must show (issue 17)."""
+"""Metrics the dashboard must show (docs/deploy.md, "Monitoring")."""
 
 
 def _registry() -> dict[str, set[str]]:

@@ -1,4 +1,4 @@
-"""Amounts beyond what gangsched can count (issue 19, item 5): refused with the amount named,
+"""Amounts beyond what gangsched can count: refused with the amount named,
 never clamped into a fit. Objects go through the watcher's slimming, as in a cluster."""
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from services.planner import election
@@ -78,6 +80,39 @@ async def test_a_transient_failure_keeps_the_term_until_its_deadline():
     assert kept == term
     lost = await election.renew(FakeLease(TimeoutError()), term, TIMING, Clock(106.5))
     assert lost is None
+
+
+class AnsweringAsCancelled(FakeLease):
+    """A lease whose answer comes in the same instant as a cancellation of `victim`; `acquire`
+    waits for it with `wait_for`, as nats-py's requests do."""
+
+    victim: asyncio.Task[object]
+
+    async def acquire(self) -> int | None:
+        return await asyncio.wait_for(self._not_ours(), timeout=5)
+
+    async def _not_ours(self) -> None:
+        self.victim.cancel()
+
+    async def renew(self, revision: int) -> int | None:
+        self.victim.cancel()
+        return await super().renew(revision)
+
+
+async def test_a_cancel_arriving_with_the_renewal_answer_stops_the_renewal():
+    # Python 3.11's wait_for returned the answer and dropped the cancel (CPython gh-86296)
+    lease = AnsweringAsCancelled(8)
+    lease.victim = asyncio.create_task(election.renew(lease, Term(7, 100.0), TIMING, Clock(101.0)))
+    with pytest.raises(asyncio.CancelledError):
+        await lease.victim
+    assert lease.renewed == [7]
+
+
+async def test_a_cancel_arriving_with_the_acquire_answer_stops_the_campaign():
+    lease = AnsweringAsCancelled()
+    lease.victim = asyncio.create_task(election.campaign(lease, TIMING, Clock(101.0)))
+    with pytest.raises(asyncio.CancelledError):
+        await lease.victim
 
 
 def test_each_candidate_has_its_own_identity():

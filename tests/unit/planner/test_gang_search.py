@@ -1,4 +1,4 @@
-"""Whole-gang search (issue 13 item 5): gangs that fit only one way are placed, within a budget.
+"""Whole-gang search: gangs that fit only one way are placed, within a budget.
 
 Placing members one by one in name order fails these; the search places them largest first and
 backtracks, and says so when its budget runs out.

@@ -1,4 +1,4 @@
-"""Intake: events bound to their producer's subjects, and time that cannot be pushed (issue 19).
+"""Intake: events bound to their producer's subjects, and time that cannot be pushed.
 
 Pure: messages are plain records with the time NATS stored them; no server, no clock.
 """

@@ -1,4 +1,4 @@
-"""NodePorts and node affinity matchFields (issue 13 item 4), as kube-scheduler's plugins judge.
+"""NodePorts and node affinity matchFields, as kube-scheduler's plugins judge.
 
 Host ports count for every pod bound or reserved on a node, whichever scheduler bound it, and
 for the members placed before in the same gang; matchFields select nodes by `metadata.name`.

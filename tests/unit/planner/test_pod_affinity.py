@@ -1,4 +1,4 @@
-"""Required inter-pod affinity and anti-affinity (issue 13 item 2), as InterPodAffinity filters.
+"""Required inter-pod affinity and anti-affinity, as InterPodAffinity filters.
 
 Every pod bound or reserved on a node counts, whichever scheduler bound it, and so do the
 members of the same gang placed before: a one-per-host anti-affinity gang takes one node each.

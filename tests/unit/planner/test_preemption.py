@@ -1,4 +1,4 @@
-"""Whole-gang preemption in the pure core (issue 15): never futile, never an equal or higher
+"""Whole-gang preemption in the pure core: never futile, never an equal or higher
 priority victim, victim gangs whole, fewest victims, PDBs avoided, capacity held, replayable."""
 
 from __future__ import annotations

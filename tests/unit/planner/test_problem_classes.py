@@ -1,4 +1,4 @@
-"""Problem classes users reported against gang schedulers (scenarios.md C): gangsched has none."""
+"""Problem classes users reported against gang schedulers: gangsched has none."""
 
 from __future__ import annotations
 

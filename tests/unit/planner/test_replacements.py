@@ -1,4 +1,4 @@
-"""Members replaced after the gang ran (issue 13 item 6): placed on their own, PodGroup not Failed.
+"""Members replaced after the gang ran: placed on their own, PodGroup not Failed.
 
 A gang that reached quorum once (bound + Succeeded members >= minMember) keeps its Succeeded
 members' places: a replacement of a deleted or failed member is placed without waiting for

@@ -1,4 +1,4 @@
-"""Reference scheduling scenarios A (scenarios.md): one node, memory 300 units, 32 pods.
+"""Scheduling scenarios A: one node, memory 300 units, 32 pods.
 
 Each case runs twice: every object arriving at once (planned together, as a batch), and
 streamed (one pod per round, the planner running and binding between arrivals) when the expected

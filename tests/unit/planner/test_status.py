@@ -1,4 +1,4 @@
-"""PodGroup status (scenarios.md B): phase and counts derived from members, told on change."""
+"""PodGroup status: phase and counts derived from members, told on change."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A partly bound gang at rest completes before any other gang takes capacity (issue 20).
+"""A partly bound gang at rest completes before any other gang takes capacity.
 
 A rollback cannot unbind bare pods (no controller recreates them), so a gang rolled back after
 some members were bound keeps them bound below minMember. That gang queues first, whatever the

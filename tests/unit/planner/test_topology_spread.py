@@ -1,4 +1,4 @@
-"""Pod topology spread in the planner (issue 13 item 3), as PodTopologySpread filters.
+"""Pod topology spread in the planner, as PodTopologySpread filters.
 
 Every pod bound or reserved on a node counts, whichever scheduler bound it, and so do the
 members of the same gang placed before: a gang spreads over its own members.

@@ -1,4 +1,4 @@
-"""Volumes (issue 13 item 1), as kube-scheduler's VolumeRestrictions, VolumeBinding and
+"""Volumes, as kube-scheduler's VolumeRestrictions, VolumeBinding and
 VolumeZone judge them: PreFilter reasons, bound claims' volume node affinity and zones,
 ReadWriteOncePod, and volumes chosen for WaitForFirstConsumer claims (carried by the
 Placement for the binder's PreBind)."""
