@@ -219,15 +219,3 @@ def static_reason(pod: PodObserved, node: NodeObserved) -> str | None:
     return (node_affinity_prefilter(pod, node) or node_ready(node)
             or node_unschedulable(pod, node) or node_name(pod, node)
             or taint_toleration(pod, node) or node_affinity(pod, node))
-
-
-def node_resources_fit(requests: Mapping[str, int], free: Mapping[str, int]) -> list[str]:
-    """Every requested resource that exceeds the node's free amount (empty list: fits).
-
-    Shapes: `free` is allocatable minus every pod bound there and our reservations; a resource
-    missing from it counts as 0 (a node without `nvidia.com/gpu` cannot take a GPU pod).
-    Source: as NodeResourcesFit, which reports every insufficient resource, and `Too many pods`.
-    Resources requested at 0 are not checked.
-    """
-    return [reasons.insufficient(name) for name, amount in sorted(requests.items())
-            if amount > 0 and amount > free.get(name, 0)]

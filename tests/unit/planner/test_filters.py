@@ -92,13 +92,6 @@ def test_not_ready_node_is_filtered():
     assert filters.node_ready(make_node("n").not_ready().build()) == "node(s) were not ready"
 
 
-def test_node_resources_fit_reports_every_insufficient_resource():
-    assert filters.node_resources_fit(
-        {"cpu": 2000, "memory": 10, "pods": 1, "nvidia.com/gpu": 1, "ephemeral-storage": 0},
-        {"cpu": 1000, "memory": 5, "pods": 0}) == [
-        "Insufficient cpu", "Insufficient memory", "Insufficient nvidia.com/gpu", "Too many pods"]
-
-
 def test_planner_counts_extended_resources_and_pod_slots():
     cluster = Cluster().observe(
         make_node("cpu-only").capacity(pods=110),
