@@ -89,12 +89,12 @@ class _GroupStory(Story):
         victims = preemptions.victims_of(decision, group=self.key)
         if victims:
             self.preempted, self.latest = (decision, victims), "preempted"
-            self.tell(decision.at_ms, f"decision {decision.id}", preemptions.with_reason(
-                victims_text(decision, victims), decision))
+            self.tell(decision.at_ms, f"decision {decision.id}",
+                      victims_text(decision, victims))
         elif decision.group == self.key:
             self.preempting, self.latest = decision, "preempting"
-            self.tell(decision.at_ms, f"decision {decision.id}", preemptions.with_reason(
-                preemptions.preemptor_text(decision), decision))
+            self.tell(decision.at_ms, f"decision {decision.id}",
+                      preemptions.preemptor_text(decision))
 
     def names(self) -> dict[str, str]:
         return {uid: f"{pod.namespace}/{pod.name}" for uid, pod in self.members.items()}

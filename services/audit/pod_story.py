@@ -120,8 +120,7 @@ class _PodStory(Story):
         victims = preemptions.victims_of(decision, uids=self.uids)
         if victims:
             self.preempted, self.latest = (decision, victims), "preempted"
-            self.tell(decision.at_ms, ref, preemptions.with_reason(
-                preemptions.victim_text(decision, victims), decision))
+            self.tell(decision.at_ms, ref, preemptions.victim_text(decision, victims))
             return
         if decision.group != self.group or not self.uids:
             return

@@ -46,12 +46,6 @@ def victim_text(decision: Preemption, victims: list[Victim], verb: str = "preemp
             f"decision {decision.id}")
 
 
-def with_reason(text: str, decision: Preemption) -> str:
-    """`text`, then `: <reason>` when the decision gives one (the victims' `Preempted` event
-    message)."""
-    return f"{text}: {decision.reason}" if decision.reason else text
-
-
 def preemptor_text(decision: Preemption) -> str:
     """`preempting N victim(s) (of gang x, pod y) on <nodes> for M member(s), nodes held until
     <time>; decision <id>`: what a Preemption does for the gang it makes room for."""

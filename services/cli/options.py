@@ -7,6 +7,7 @@ module turns them into a `Settings`. It never does I/O, but for reading the one 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,9 +43,29 @@ _option = option
 
 LOG_LEVEL = click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], case_sensitive=False)
 """Python logging levels, by name."""
-NON_NEGATIVE = click.FloatRange(min=0)
+MAX_SECONDS = 1e9
+"""The longest duration taken, in seconds (about 31 years): as milliseconds it still fits the
+int64 fields of events and decisions."""
+
+
+class Seconds(click.FloatRange):
+    """A duration in seconds within `MAX_SECONDS`, refusing `nan` and `inf` (which pass a plain
+    `FloatRange`: every comparison with nan is false), with click's one-line usage error."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        """The value as a finite float in range; `self.fail` (exit 2) otherwise."""
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        return number
+
+
+NON_NEGATIVE = Seconds(min=0, max=MAX_SECONDS)
 """A duration or amount in seconds that may be 0."""
-POSITIVE = click.FloatRange(min=0, min_open=True)
+POSITIVE = Seconds(min=0, min_open=True, max=MAX_SECONDS)
 """A duration in seconds that must be more than 0."""
 
 

@@ -86,6 +86,12 @@ def test_the_default_class_is_written_into_the_pod_and_a_matching_priority_is_ac
     ("kind: PriorityClass\nmetadata: {name: system-mine}\nvalue: 1\n",
      "document 1 (PriorityClass system-mine): metadata.name: the name of the priority class is "
      "a reserved name for system use only"),
+    ("kind: PriorityClass\nmetadata: {name: low}\nvalue: -3000000000\n",
+     "document 1 (PriorityClass low): value: must be a 32-bit integer"),
+    (CLASSES + "kind: PriorityClass\nmetadata: {name: batch}\nvalue: 20\n",
+     "document 3 (PriorityClass batch): metadata.name: PriorityClass batch is defined twice"),
+    ("kind: PriorityClass\nmetadata: {name: p}\nvalue: 1\nglobalDefault: 'yes'\n",
+     "document 1 (PriorityClass p): globalDefault: must be true or false"),
     ("kind: PriorityClass\nmetadata: {name: p}\nvalue: 1\npreemptionPolicy: Sometimes\n",
      "document 1 (PriorityClass p): preemptionPolicy: must be one of PreemptLowerPriority, "
      "Never, got 'Sometimes'"),

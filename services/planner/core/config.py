@@ -67,7 +67,7 @@ class PlannerConfig(msgspec.Struct, frozen=True):
         """Refuse settings the planner cannot honour.
 
         Raises:
-            ValueError: unknown `scoring`, or a negative duration or budget.
+            ValueError: unknown `scoring`, or a negative or non-finite duration or budget.
         """
         if self.scoring not in SCORING_STRATEGIES:
             raise ValueError(f"scoring must be one of {', '.join(SCORING_STRATEGIES)}, "
@@ -81,6 +81,6 @@ class PlannerConfig(msgspec.Struct, frozen=True):
                      "max_placements_in_flight": self.max_placements_in_flight,
                      "nomination_seconds": self.nomination_seconds}
         for name, value in durations.items():
-            if value < 0:
-                raise ValueError(f"{name} must be >= 0, got {value!r}")
+            if not 0 <= value < float("inf"):  # nan fails every comparison
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 

@@ -147,6 +147,8 @@ def _flatten(documents: list[Document]) -> list[Document]:
     return flat
 
 
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+"""The range of a PriorityClass `value` (int32 in the API)."""
 Classes = dict[str | None, PriorityClass]
 """PriorityClasses by name; under None the globalDefault one, if any."""
 
@@ -156,18 +158,28 @@ def _priority_classes(docs: list[Document]) -> Classes:
     validation and the Priority plugin check them on creation, in document order.
 
     Raises:
-        InvalidManifest: a value that is no integer or above 1000000000 (unless a system
-            class), a reserved name, a preemptionPolicy that is neither PreemptLowerPriority nor
+        InvalidManifest: a value that is no 32-bit integer or above 1000000000 (unless a
+            system class), a name defined twice, a `globalDefault` that is not a boolean, a
+            reserved name, a preemptionPolicy that is neither PreemptLowerPriority nor
             Never, a second globalDefault class.
     """
     classes: Classes = {name: PriorityClass(name, value)
                         for name, value in BUILTIN_PRIORITY_CLASSES.items()}
+    seen: set[str] = set()
     for doc in docs:
         if doc.body.get("kind") != "PriorityClass":
             continue
         name, value = doc.body["metadata"]["name"], doc.body.get("value")
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise InvalidManifest(describe(doc), "value", "must be an integer")
+        if not isinstance(value, int) or isinstance(value, bool) or not (
+                INT32_MIN <= value <= INT32_MAX):
+            raise InvalidManifest(describe(doc), "value", "must be a 32-bit integer")
+        if name in seen:
+            raise InvalidManifest(describe(doc), "metadata.name", f"PriorityClass {name} is "
+                                  "defined twice (the API server keeps one object per name)")
+        seen.add(name)
+        default = doc.body.get("globalDefault", False)
+        if not isinstance(default, bool):
+            raise InvalidManifest(describe(doc), "globalDefault", "must be true or false")
         if name in BUILTIN_PRIORITY_CLASSES and value == BUILTIN_PRIORITY_CLASSES[name]:
             continue  # a dump of a cluster holds the system classes too, unchanged
         if name.startswith("system-"):
@@ -181,7 +193,7 @@ def _priority_classes(docs: list[Document]) -> Classes:
             raise InvalidManifest(describe(doc), "preemptionPolicy", f"must be one of "
                                   f"{', '.join(PREEMPTION_POLICIES)}, got {policy!r}")
         classes[name] = PriorityClass(name, value, policy)
-        if doc.body.get("globalDefault") is True:
+        if default:
             if None in classes:
                 raise InvalidManifest(describe(doc), "globalDefault", f"PriorityClass "
                                       f"{classes[None].name} is already marked as default. "

@@ -201,3 +201,22 @@ def test_schemas_that_cannot_be_written_are_one_line() -> None:
     code, output = invoke("schema", "--out", "/proc/nope")
     assert code == 1
     assert output.strip().startswith("Error: cannot write the schemas to /proc/nope: ")
+
+
+@pytest.mark.parametrize(("flag", "value", "why"), [
+    ("--nomination-seconds", "nan", "is not a finite number of seconds"),
+    ("--backoff-max-seconds", "nan", "is not a finite number of seconds"),
+    ("--nomination-seconds", "inf", "is not in the range"),
+    ("--starvation-seconds", "1e300", "is not in the range"),
+    ("--batch-linger-seconds", "-1", "is not in the range"),
+])
+def test_a_duration_that_is_not_finite_or_beyond_range_is_one_line_and_exit_2(
+        flag: str, value: str, why: str, tmp_path: Path) -> None:
+    (tmp_path / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+                                       "spec: {schedulerName: gangsched, containers: "
+                                       "[{name: c, image: i}]}\n")
+    command = "run" if flag == "--batch-linger-seconds" else "simulate"
+    argv = [command, flag, value] + ([str(tmp_path)] if command == "simulate" else [])
+    code, output = invoke(*argv)
+    assert code == 2 and why in output, output
+    assert "Traceback" not in output
