@@ -268,7 +268,7 @@ def decisions_command(follow: bool, podgroup: str | None, decision_type: str | N
                                                  gone=gone, decision_type=decision_type))
         if not printed and not follow:
             kind = f" {decision_type}" if decision_type else ""
-            about = f" of PodGroup {podgroup}" if podgroup else ""
+            about = f" of PodGroup {group[0]}/{group[1]}" if group else ""
             click.echo(f"no{kind} decision{about} on the DECISIONS stream", err=True)
 
 
