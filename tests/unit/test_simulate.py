@@ -60,6 +60,9 @@ def test_golden(case):
     ("volume-binding-bound", {"default/train": 3}), ("volume-binding-prefilter", {}),
     ("volume-zone", {"(none)": 1}), ("volume-restrictions-rwop", {}),
     ("volume-binding-wffc", {"default/pair": 2}), ("volume-binding-provisioning", {"(none)": 1}),
+    ("inter-pod-anti-affinity", {"default/workers": 3}), ("node-ports", {"(none)": 1}),
+    ("heterogeneous-gang", {"default/train": 2}), ("preferred-anti-affinity", {"(none)": 1}),
+    ("preemption", {"default/high": 2}),
 ])
 def test_scenario_a_and_seed_outcomes(case, expected):
     assert by_group(run(GOLDEN / f"{case}.yaml")) == expected
@@ -277,3 +280,16 @@ def test_a_pod_beyond_what_gangsched_counts_is_reported_waiting_on_a_node_beyond
     assert "cpu 1e30 is beyond the largest amount gangsched can place" in (
         report["pods"]["default/huge"]["reason"])
     assert report["pods"]["default/fits"]["node"] == "big"
+
+
+def test_each_filter_and_rule_case_lands_where_its_header_says():
+    def nodes(case):
+        return {name: pod["node"] for name, pod in run(GOLDEN / f"{case}.yaml")["pods"].items()
+                if pod["group"] != ""}
+
+    assert {k: v for k, v in nodes("heterogeneous-gang").items() if "train" in k} == {
+        "default/train-0": "n1", "default/train-1": "n0"}
+    assert nodes("preferred-anti-affinity")["default/quiet"] == "n1"
+    assert sorted(node for name, node in nodes("inter-pod-anti-affinity").items()
+                  if "workers" in name) == ["big", "h1", "h2"]
+    assert nodes("node-ports") == {"default/web-a": "n1", "default/web-b": None}
