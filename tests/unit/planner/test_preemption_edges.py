@@ -73,14 +73,19 @@ def test_a_nomination_ends_when_its_gang_loses_its_podgroup() -> None:
     assert not cluster.state.nominations
 
 
-def test_a_gang_with_min_resources_preempts_when_the_victims_room_covers_them() -> None:
+def _min_resources_gang(cpu_milli: int) -> Cluster:
+    """Two 4-cpu nodes, a low pod on n1, and gang high (2 x 4 cpu) asking minResources cpu."""
     cluster = _nodes(Cluster(), 2)
     cluster.observe(make_pod("low").requests(cpu_milli=4000).on_node("n1"),
-                    make_podgroup("high", 2).min_resources(cpu=8000))
+                    make_podgroup("high", 2).min_resources(cpu=cpu_milli))
     for i in range(2):
         cluster.observe(make_pod(f"high-{i}").requests(cpu_milli=4000).priority(100)
                         .in_group("high"))
-    [preemption] = _preemptions(cluster.plan())
+    return cluster
+
+
+def test_a_gang_with_min_resources_preempts_when_the_victims_room_covers_them() -> None:
+    [preemption] = _preemptions(_min_resources_gang(8000).plan())
     assert [v.name for v in preemption.victims] == ["low"]
 
 
@@ -257,11 +262,6 @@ def test_a_nominated_starving_gang_reserves_no_other_capacity() -> None:
 
 
 def test_a_gang_whose_min_resources_no_eviction_can_cover_evicts_nothing() -> None:
-    cluster = _nodes(Cluster(), 2)
-    cluster.observe(make_pod("low").requests(cpu_milli=4000).on_node("n1"),
-                    make_podgroup("high", 2).min_resources(cpu=12000))
-    for i in range(2):
-        cluster.observe(make_pod(f"high-{i}").requests(cpu_milli=4000).priority(100)
-                        .in_group("high"))
+    cluster = _min_resources_gang(12000)
     assert not _preemptions(cluster.plan())
     assert cluster.last_reason("default/high").endswith(reasons.PREEMPTION_NOT_HELPFUL)
