@@ -400,10 +400,9 @@ class Round:
             reason=told))
         self.state.nominations[key] = Nomination(
             decision_id=decision, at_ms=self.now, deadline_ms=deadline,
-            amounts=nominations.amounts_of(self.index, [(pod.uid, pod.requests, row)
+            amounts=nominations.amounts_of(self.index, [(pod.requests, row)
                                                         for pod, row in choice.assigned]),
             victims=tuple(sorted(victim.uid for victim in victims)),
-            pods=tuple(member.pod_uid for member in nominated),
             placed={member.pod_uid: member.node for member in nominated})
         for unit in choice.units:
             if unit.group:

@@ -104,14 +104,14 @@ def give(index: NodeIndex, hold: Held) -> None:
             index.set_ports(uid, None, ())
 
 
-def amounts_of(index: NodeIndex, assigned: list[tuple[str, dict[str, int], int]]
+def amounts_of(index: NodeIndex, assigned: list[tuple[dict[str, int], int]]
                ) -> dict[str, dict[str, int]]:
     """The requests of the preemptor's members summed by node name.
 
-    Shapes: `assigned` (pod uid, requests, row) per member; result by node name, then resource.
+    Shapes: `assigned` (requests, row) per member; result by node name, then resource.
     """
     amounts: dict[str, dict[str, int]] = {}
-    for _, requests, row in assigned:
+    for requests, row in assigned:
         on_node = amounts.setdefault(index.names[row], {})
         for name, amount in sorted(requests.items()):
             on_node[name] = on_node.get(name, 0) + amount

@@ -96,12 +96,12 @@ class Choice:
     """The victims chosen and where the preemptor's members go once they have left.
 
     Shapes: `units` the evicted units, sorted by key; `assigned` the preemptor's members with
-    their node rows; `violations` the victims whose eviction violates a PodDisruptionBudget.
+    their node rows; `cost` what the choice is ranked by (its first entry the victims whose
+    eviction violates a PodDisruptionBudget).
     """
 
     units: list[Unit]
     assigned: Assigned
-    violations: int = 0
     cost: tuple[object, ...] = field(default=())
 
 
@@ -328,7 +328,7 @@ def _choice(book: _Budgets, units: list[Unit], assigned: Assigned) -> Choice:
     names = tuple(sorted(f"{pod.namespace}/{pod.name}" for pod in victims))
     cost = (violations, max(unit.priority for unit in units), len(victims),
             sum(unit.share for unit in units), names)
-    return Choice(units, assigned, violations, cost)
+    return Choice(units, assigned, cost)
 
 
 def _set_removed(index: NodeIndex, units: dict[str, Unit], removed: set[str],

@@ -59,8 +59,9 @@ class Nomination(msgspec.Struct):
     node, for a whole gang).
 
     Shapes: `amounts` by node name: what the preemptor's members are expected to take there
-    (the Preemption's nominated nodes); `victims` the evicted pods' uids, sorted; `pods` the
-    preemptor's nominated members' uids. Units: `at_ms`, `deadline_ms` UTC epoch
+    (the Preemption's nominated nodes); `victims` the evicted pods' uids, sorted; `placed` the
+    nominated node of each of the preemptor's nominated members, by uid (what other pods'
+    filters see there). Units: `at_ms`, `deadline_ms` UTC epoch
     milliseconds; after the deadline the hold lapses and the gang may preempt again.
     """
 
@@ -69,9 +70,7 @@ class Nomination(msgspec.Struct):
     deadline_ms: int
     amounts: dict[str, ResourceList]
     victims: tuple[str, ...]
-    pods: tuple[str, ...]
-    placed: dict[str, str] = {}
-    """The nominated node of each of `pods`, by uid (what other pods' filters see there)."""
+    placed: dict[str, str]
 
 
 class RejectionMemo(msgspec.Struct, frozen=True):
