@@ -147,6 +147,11 @@ def assert_index_is_a_rebuild(cluster: Cluster) -> None:
     assert current.index.port_users == rebuilt.port_users
 
 
+def recorded(cluster: Cluster) -> bytes:
+    """The decisions the cluster's planner made live, encoded as `replay` returns them."""
+    return b"".join(codec.encode(decision) + b"\n" for decision in cluster.decisions)
+
+
 def replay(log: list[tuple[str, Any]], config: PlannerConfig) -> bytes:
     """Re-run a recorded log from an empty state; the decisions' encoded bytes, concatenated."""
     state = empty_state()

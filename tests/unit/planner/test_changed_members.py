@@ -4,10 +4,9 @@ leave "3 more member(s) do not fit" on 2 waiting pods."""
 
 from __future__ import annotations
 
-from services.contracts import codec
 from services.contracts.decisions import Decision, Placement, Rejection
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
-from tests.unit.planner.harness import Cluster, replay
+from tests.unit.planner.harness import Cluster, recorded, replay
 
 
 def seed(size: int, min_member: int) -> Cluster:
@@ -36,8 +35,7 @@ def test_a_scale_down_in_backoff_is_told_with_the_members_left():
     assert "2 more member(s) do not fit" in again.reason
     assert again.retry_at_ms == told.retry_at_ms  # a quiet look: the backoff is not lengthened
     assert rejections(cluster.plan()) == []  # nothing new: told once
-    assert replay(cluster.log, cluster.config) == b"".join(
-        codec.encode(d) + b"\n" for d in cluster.decisions)
+    assert replay(cluster.log, cluster.config) == recorded(cluster)
 
 
 def test_a_rolled_back_partial_placement_waits_its_backoff_and_is_told_why():

@@ -9,7 +9,7 @@ from services.contracts.ids import singleton_key
 from services.planner.core import reasons
 from services.planner.core.config import PlannerConfig
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup, pod_uid
-from tests.unit.planner.harness import Cluster, replay
+from tests.unit.planner.harness import Cluster, recorded, replay
 
 
 def _nodes(cluster: Cluster, count: int, cpu_milli: int = 4000) -> Cluster:
@@ -61,7 +61,7 @@ def test_a_high_priority_gang_evicts_the_low_pod_that_blocks_it_then_runs() -> N
     assert sorted((m.name, m.node) for m in placement.members) == [
         ("high-0", "n0"), ("high-1", "n1")]
     assert "default/high" not in cluster.state.nominations
-    assert replay(cluster.log, cluster.config) == replay(cluster.log, cluster.config)
+    assert replay(cluster.log, cluster.config) == recorded(cluster)
 
 
 def test_nothing_is_evicted_when_the_preemptor_would_not_fit_even_then() -> None:

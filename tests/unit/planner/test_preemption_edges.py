@@ -14,7 +14,7 @@ from services.planner.core import reasons
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import decode_state, encode_state
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
-from tests.unit.planner.harness import Cluster, assert_index_is_a_rebuild, replay
+from tests.unit.planner.harness import Cluster, assert_index_is_a_rebuild, recorded, replay
 
 
 def _nodes(cluster: Cluster, count: int, cpu_milli: int = 4000) -> Cluster:
@@ -132,7 +132,7 @@ def test_the_node_index_after_rounds_with_preemption_is_what_a_rebuild_gives() -
     cluster.advance(1)
     cluster.plan()
     assert_index_is_a_rebuild(cluster)
-    assert replay(cluster.log, cluster.config) == replay(cluster.log, cluster.config)
+    assert replay(cluster.log, cluster.config) == recorded(cluster)
 
 
 def _decided(snapshot: bool) -> list[bytes]:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from services.contracts.decisions import Decision, Placement, Preemption
 from services.planner.core import pods
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
-from tests.unit.planner.harness import Cluster, replay
+from tests.unit.planner.harness import Cluster, recorded, replay
 
 
 @st.composite
@@ -67,7 +67,7 @@ def test_preemptions_are_lower_priority_whole_gangs_and_never_futile(
             missing = {p.group for p in gone} - placed
             assert not missing, f"preemptors {missing} fit once their victims are gone"
         cluster.advance(2)
-    assert replay(cluster.log, cluster.config) == replay(cluster.log, cluster.config)
+    assert replay(cluster.log, cluster.config) == recorded(cluster)
 
 
 def _check(cluster: Cluster, preemption: Preemption, evicted: set[str]) -> None:
