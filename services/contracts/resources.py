@@ -10,6 +10,7 @@ integer. Quantities are rounded up, as the API server rounds requests it cannot 
 from __future__ import annotations
 
 import decimal
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -166,12 +167,32 @@ def to_units(resource: str, text: str | int | float) -> int:
     """Convert one quantity of `resource` into gangsched units (module docstring), rounding up.
 
     Cost: bounded whatever the exponent; absurd magnitudes are decided from the exponent alone.
+    Quantity strings repeat across a cluster's pods ("500m", "1Gi"), so the conversions of
+    the most recent `CACHED_QUANTITIES` strings are remembered (a pure function: the cache
+    changes no result; a refusal is never cached).
     Raises:
         AmountBeyondRange: a valid quantity above `MAX_AMOUNT` in gangsched units.
         InvalidQuantity: malformed or of a type that is no quantity (bool, None, list...),
             negative, or fractional for a resource counted in whole units (pods, extended
             resources), as the API server rejects such requests.
     """
+    if type(text) is str:
+        return _cached_units(resource, text)
+    return _units(resource, text)
+
+
+CACHED_QUANTITIES = 4096
+"""How many `(resource, quantity string)` conversions `to_units` remembers."""
+
+
+@functools.lru_cache(maxsize=CACHED_QUANTITIES)
+def _cached_units(resource: str, text: str) -> int:
+    """`_units` of a quantity string, remembered."""
+    return _units(resource, text)
+
+
+def _units(resource: str, text: str | int | float) -> int:
+    """`to_units` without the cache."""
     try:
         value, factor = _number_and_factor(text)
     except InvalidQuantity as error:
