@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from services.cli import options, run_info
+from services.cli import log_positions, options, run_info
 from services.contracts.decisions import DECISION_TYPES
 from services.planner.core.config import PlannerConfig
 
 if TYPE_CHECKING:
+    from services.audit.until import Until
     from services.cli.replaying import ReplayOutcome, ReplayRequest
     from services.config.settings import BusSettings
     from services.contracts.signing import DecisionKey
@@ -85,14 +86,15 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
     @data_dir_option
     @db_option
     @nats_options
-    @click.option("--from-seq", type=int, default=None,
-                  help="Show the timeline from this EVENTS sequence on. The state is always "
-                       "rebuilt from the first event (silently), so later rounds are exact.")
-    @click.option("--since", default=None,
+    @click.option("--from-seq", type=log_positions.SEQUENCE, default=None,
+                  help="Show the timeline from this EVENTS sequence on (1 or more). The state "
+                       "is always rebuilt from the first event (silently), so later rounds "
+                       "are exact.")
+    @click.option("--since", type=log_positions.UtcTime(), default=None,
                   help="Show the timeline from this UTC time on (ISO 8601); rebuilt as above.")
-    @click.option("--until", default=None,
-                  help="Stop after this sequence (an integer) or before the first round "
-                       "applying an event later than this time (ISO 8601).")
+    @click.option("--until", type=log_positions.SeqOrTime(), default=None,
+                  help="Stop after this sequence (an integer, 1 or more) or before the first "
+                       "round applying an event later than this time (ISO 8601).")
     @click.option("--podgroup", default=None, help="Only show entries about PodGroup ns/name.")
     @click.option("--pod", default=None, help="Only show entries about pod ns/name.")
     @output_option
@@ -127,20 +129,12 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
 
 
 def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequest:
-    from services.audit import times
     from services.audit.timeline import Focus, Window
     from services.audit.until import Until
     from services.cli.replaying import ReplayRequest
 
     if parsed["pod"] and parsed["podgroup"]:
         raise click.UsageError("give --pod or --podgroup, not both")
-    try:
-        since_ms = times.parse_ms(parsed["since"]) if parsed["since"] else None
-        until_seq, until_ms = (times.parse_seq_or_time(parsed["until"]) if parsed["until"]
-                               else (None, None))
-    except times.InvalidTime as error:
-        raise click.BadParameter(f"{error} (a time, or a sequence number for --until)",
-                                 param_hint="--since/--until") from None
     focus = None
     if parsed["pod"] or parsed["podgroup"]:
         kind = "pod" if parsed["pod"] else "podgroup"
@@ -149,8 +143,8 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
     shown = parsed["show_timeline"]
     return ReplayRequest(
         source=parsed["source"], db_url=run_info.database_url(parsed["db"], parsed["data_dir"]),
-        bus=_bus(parsed), config=config, window=Window(parsed["from_seq"] or 1, since_ms),
-        until=Until(until_seq, until_ms), focus=focus, output=parsed["output"], verify=verify,
+        bus=_bus(parsed), config=config, window=Window(parsed["from_seq"] or 1, parsed["since"]),
+        until=parsed["until"] or Until(), focus=focus, output=parsed["output"], verify=verify,
         show_timeline=(not verify) if shown is None else bool(shown),
         show_ticks=bool(parsed["show_ticks"]),
         max_event_lead_seconds=parsed["max_event_lead_seconds"],
@@ -170,7 +164,7 @@ def _decision_key(path: Path | None) -> DecisionKey | None:
         raise click.BadParameter(str(error), param_hint="--decision-key-file") from None
 
 
-def _report(outcome: ReplayOutcome, request: ReplayRequest, until: str | None) -> None:
+def _report(outcome: ReplayOutcome, request: ReplayRequest, until: Until | None) -> None:
     from services.cli import audit_view
 
     verifier, output, source = outcome.verifier, request.output, request.source
@@ -192,7 +186,8 @@ def _report(outcome: ReplayOutcome, request: ReplayRequest, until: str | None) -
                        "this a determinism bug", err=True)
         raise SystemExit(EXIT_DIVERGED)
     if verifier.plan_points == 0:  # an audit that checked nothing must not read as a pass
-        where = f"at or before --until {until}" if until else "in the log"
+        where = (f"at or before --until {log_positions.shown(until)}" if until
+                 else "in the log")
         click.echo(f"nothing was verified: no planning round {where}", err=True)
         raise SystemExit(EXIT_NOTHING_VERIFIED)
 

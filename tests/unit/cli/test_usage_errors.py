@@ -162,6 +162,16 @@ def test_a_schema_mismatch_names_the_database_as_given_and_the_command_to_run(
     (("run", "--leader-lease-seconds", "0"), "--leader-lease-seconds"),
     (("run", "--default-timeout-seconds", "0"), "--default-timeout-seconds"),
     (("replay", "--search-budget-steps", "-1"), "--search-budget-steps"),
+    (("replay", "--from-seq", "-5"), "--from-seq"),
+    (("replay", "--from-seq", "0"), "--from-seq"),
+    (("replay", "--from-seq", "x"), "--from-seq"),
+    (("replay", "--from-seq", str(2**63)), "--from-seq"),
+    (("replay", "--until", "-5"), "--until"),
+    (("replay", "--until", "0"), "--until"),
+    (("replay", "--until", "²"), "--until"),  # str.isdigit, yet no number int() reads
+    (("replay", "--until", "yesterday"), "--until"),
+    (("replay", "--since", "-5"), "--since"),
+    (("simulate", "--default-timeout-seconds", str(10**9 + 1), "."), "--default-timeout-seconds"),
 ])
 def test_a_setting_out_of_range_is_refused_before_anything_starts(
     argv: tuple[str, ...], option: str
@@ -170,6 +180,16 @@ def test_a_setting_out_of_range_is_refused_before_anything_starts(
     assert code == 2
     assert f"Invalid value for '{option}'" in output
     assert "Traceback" not in output
+    assert output.strip().splitlines()[-1].startswith(f"Error: Invalid value for '{option}'")
+
+
+def test_until_takes_an_integer_as_a_sequence_and_anything_else_as_a_time() -> None:
+    from services.audit.until import Until
+    from services.cli.log_positions import SeqOrTime
+
+    assert SeqOrTime().convert("42", None, None) == Until(seq=42)
+    assert SeqOrTime().convert(" 2023-11-14T22:13:20Z", None, None) == Until(
+        at_ms=1_700_000_000_000)
 
 
 def test_a_manifest_that_is_not_utf8_or_not_yaml_is_one_line(tmp_path: Path) -> None:
