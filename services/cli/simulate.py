@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.audit import preemptions
-from services.cli import audit_view
+from services.cli import audit_view, exit_codes
 from services.contracts.decisions import Preemption
 from services.contracts.events import DisruptionBudgetObserved, Event, PodObserved
 from services.planner.core import reasons
@@ -37,7 +37,7 @@ from services.planner.simulate.budgets import BudgetSpec
 from services.watcher import budgets as watcher_budgets
 from services.watcher import slim, volumes
 
-EXIT_INVALID = 2
+EXIT_INVALID = exit_codes.USAGE
 OUTPUTS = ("table", "json")
 
 

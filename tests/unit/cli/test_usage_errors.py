@@ -71,11 +71,11 @@ def test_explain_of_a_kind_without_a_name_is_a_usage_error(kind: str) -> None:
 
 def test_decisions_without_nats_or_a_running_gangsched_says_where_to_look(tmp_path: Path) -> None:
     code, output = invoke("decisions", "--data-dir", str(tmp_path))
-    assert code == 2
+    assert code == 1  # nothing to read from: the command could not do its work
     assert "no running `gangsched run`" in output and "gangsched replay" not in output
     assert invoke("migrate", "--data-dir", str(tmp_path), "--log-level", "WARNING")[0] == 0
     code, output = invoke("decisions", "--data-dir", str(tmp_path))
-    assert code == 2  # a database is there: it says how to read it offline
+    assert code == 1  # a database is there: it says how to read it offline
     assert f"gangsched replay --data-dir {tmp_path}" in output
 
 
@@ -111,16 +111,16 @@ def _closed_port() -> int:
 
 
 @pytest.mark.parametrize("command", [["replay", "--verify"], ["explain", "pod", "default/x"]])
-def test_an_unreachable_or_unreadable_database_is_one_line_with_status_2(
+def test_an_unreachable_or_unreadable_database_is_one_line_with_status_1(
         command: list[str], tmp_path: Path) -> None:
     not_a_database = tmp_path / "notes.db"
     not_a_database.write_text("these are not the tables you are looking for\n")
     code, output = invoke(*command, "--db", str(not_a_database))
     assert (code, output.strip()) == (
-        2, "Error: cannot read the database: DatabaseError: file is not a database")
+        1, "Error: cannot read the database: DatabaseError: file is not a database")
     refused = f"postgresql+asyncpg://u:p@127.0.0.1:{_closed_port()}/x"
     code, output = invoke(*command, "--db", refused)
-    assert code == 2
+    assert code == 1
     assert output.startswith("Error: cannot read the database: ConnectionRefusedError")
 
 
@@ -141,7 +141,7 @@ def test_a_schema_mismatch_names_the_database_as_given_and_the_command_to_run(
     with sqlite3.connect(path) as connection:
         connection.execute("UPDATE alembic_version SET version_num = '0001'")
     code, output = invoke("replay", "--db", str(path))
-    assert code == 2
+    assert code == 1
     url = f"sqlite+aiosqlite:///{path}"  # --db turns a path into this URL; both work pasted
     assert output.strip() == (f"Error: database {url} is at schema revision 0001, behind this "
                               f"gangsched's 0002: run `gangsched migrate --db {url}` first")
