@@ -24,8 +24,10 @@ def subject_of(event: Event) -> str:
     return subjects.events_subject(PREFIX, kind, namespace, getattr(event, "name", ""))
 
 
-def write_database(recorder: Recorder, path: Path) -> str:
-    """Migrate a SQLite database at `path`, write `recorder`'s log into it; its URL."""
+def write_database(recorder: Recorder, path: Path, *, reversed_rows: bool = False) -> str:
+    """Migrate a SQLite database at `path`, write `recorder`'s log into it; its URL.
+    `reversed_rows`: insert each table's rows last first (a reader must not rely on the
+    order rows were written in)."""
     url = f"sqlite+aiosqlite:///{path}"
     schema.migrate_sync(url)
     events = [(item.seq, subject_of(item.event), type(item.event).__name__, item.event.at_ms,
@@ -34,6 +36,8 @@ def write_database(recorder: Recorder, path: Path) -> str:
               for rnd in recorder.rounds for d in rnd.recorded]
     rounds = [(rnd.plan_seq, len(rnd.events), len(rnd.recorded), revision.PLANNER)
               for rnd in recorder.rounds]
+    if reversed_rows:
+        events, outbox, rounds = events[::-1], outbox[::-1], rounds[::-1]
     with sqlite3.connect(path) as connection:
         connection.executemany("INSERT INTO audit_events VALUES (?,?,?,?,?)", events)
         connection.executemany("INSERT INTO outbox (id, plan_seq, position, subject, data, "
