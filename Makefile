@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml
 
 cluster:
 	tests/cluster/testbed build
+	tests/cluster/testbed tool promrules >/dev/null
 
 demo: venv cluster
 	$(BIN)/python -m tests.cluster.demo

@@ -31,15 +31,3 @@ def parse_ms(text: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return round(moment.timestamp() * 1000)
-
-
-def parse_seq_or_time(text: str) -> tuple[int | None, int | None]:
-    """`(seq, None)` for a plain integer, else `(None, epoch ms)` of an ISO 8601 time.
-
-    Raises:
-        InvalidTime: neither.
-    """
-    stripped = text.strip()
-    if stripped.isdigit():
-        return int(stripped), None
-    return None, parse_ms(stripped)

@@ -1,7 +1,7 @@
 """Where a replay stops: after a plan point or sequence, or "as of" a time.
 
 Layer: audit (pure). Clips the rounds of `services.planner.rederive.rounds` for `gangsched
-replay --until-seq/--until`.
+replay --until`.
 """
 
 from __future__ import annotations

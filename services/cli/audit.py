@@ -2,9 +2,10 @@
 
 Layer: cli. Parses options (each a flag and a GANGSCHED_* variable), finds the database and
 NATS of a running `gangsched run` in `<data-dir>/run.json` when no URL is given, and hands over
-to `replaying`, `explaining` and `following`. Exit status: 0 success (every decision verified);
-1 a divergence (replay --verify) or an object the log does not know (explain); 2 the audit could
-not run (bad options, database or stream missing, NATS unreachable).
+to `replaying`, `explaining` and `following`. Exit status (`exit_codes`): 0 success (every
+decision verified); 1 the audit could not run (database or stream missing, NATS unreachable);
+2 bad options; 3 a negative verdict: a divergence or nothing verified (replay --verify), an
+object the log does not know (explain).
 """
 
 from __future__ import annotations
@@ -19,29 +20,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from services.cli import options, run_info
+from services.cli import exit_codes, log_positions, options, run_info
 from services.contracts.decisions import DECISION_TYPES
 from services.planner.core.config import PlannerConfig
 
 if TYPE_CHECKING:
+    from services.audit.until import Until
     from services.cli.replaying import ReplayOutcome, ReplayRequest
     from services.config.settings import BusSettings
     from services.contracts.signing import DecisionKey
 
 F = TypeVar("F", bound=Callable[..., Any])
 ConfigFrom = Callable[[dict[str, Any]], PlannerConfig]
-
-EXIT_DIVERGED = 1
-EXIT_UNKNOWN = 1
-EXIT_FAILED = 2
-EXIT_NOTHING_VERIFIED = 1
-
-
-class AuditFailed(click.ClickException):
-    """The audit could not run (the message says why); exit status 2."""
-
-    exit_code = EXIT_FAILED
-
 
 _option = options.option
 _stack = options.stack
@@ -85,20 +75,21 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
     @data_dir_option
     @db_option
     @nats_options
-    @click.option("--from-seq", type=int, default=None,
-                  help="Show the timeline from this EVENTS sequence on. The state is always "
-                       "rebuilt from the first event (silently), so later rounds are exact.")
-    @click.option("--since", default=None,
+    @click.option("--from-seq", type=log_positions.SEQUENCE, default=None,
+                  help="Show the timeline from this EVENTS sequence on (1 or more). The state "
+                       "is always rebuilt from the first event (silently), so later rounds "
+                       "are exact.")
+    @click.option("--since", type=log_positions.UtcTime(), default=None,
                   help="Show the timeline from this UTC time on (ISO 8601); rebuilt as above.")
-    @click.option("--until", default=None,
-                  help="Stop after this sequence (an integer) or before the first round "
-                       "applying an event later than this time (ISO 8601).")
+    @click.option("--until", type=log_positions.SeqOrTime(), default=None,
+                  help="Stop after this sequence (an integer, 1 or more) or before the first "
+                       "round applying an event later than this time (ISO 8601).")
     @click.option("--podgroup", default=None, help="Only show entries about PodGroup ns/name.")
     @click.option("--pod", default=None, help="Only show entries about pod ns/name.")
     @output_option
     @click.option("--verify", is_flag=True,
                   help="Compare every re-derived decision with the recorded one, byte for byte; "
-                       "exit 1 at the first divergence (both versions printed).")
+                       "exit 3 at the first divergence (both versions printed).")
     @click.option("--timeline/--no-timeline", "show_timeline", default=None,
                   help="Print the timeline. Default: yes, unless --verify is given.")
     @click.option("--ticks", "show_ticks", is_flag=True,
@@ -127,20 +118,12 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
 
 
 def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequest:
-    from services.audit import times
     from services.audit.timeline import Focus, Window
     from services.audit.until import Until
     from services.cli.replaying import ReplayRequest
 
     if parsed["pod"] and parsed["podgroup"]:
         raise click.UsageError("give --pod or --podgroup, not both")
-    try:
-        since_ms = times.parse_ms(parsed["since"]) if parsed["since"] else None
-        until_seq, until_ms = (times.parse_seq_or_time(parsed["until"]) if parsed["until"]
-                               else (None, None))
-    except times.InvalidTime as error:
-        raise click.BadParameter(f"{error} (a time, or a sequence number for --until)",
-                                 param_hint="--since/--until") from None
     focus = None
     if parsed["pod"] or parsed["podgroup"]:
         kind = "pod" if parsed["pod"] else "podgroup"
@@ -149,8 +132,8 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
     shown = parsed["show_timeline"]
     return ReplayRequest(
         source=parsed["source"], db_url=run_info.database_url(parsed["db"], parsed["data_dir"]),
-        bus=_bus(parsed), config=config, window=Window(parsed["from_seq"] or 1, since_ms),
-        until=Until(until_seq, until_ms), focus=focus, output=parsed["output"], verify=verify,
+        bus=_bus(parsed), config=config, window=Window(parsed["from_seq"] or 1, parsed["since"]),
+        until=parsed["until"] or Until(), focus=focus, output=parsed["output"], verify=verify,
         show_timeline=(not verify) if shown is None else bool(shown),
         show_ticks=bool(parsed["show_ticks"]),
         max_event_lead_seconds=parsed["max_event_lead_seconds"],
@@ -170,31 +153,41 @@ def _decision_key(path: Path | None) -> DecisionKey | None:
         raise click.BadParameter(str(error), param_hint="--decision-key-file") from None
 
 
-def _report(outcome: ReplayOutcome, request: ReplayRequest, until: str | None) -> None:
-    from services.cli import audit_view
+def _report(outcome: ReplayOutcome, request: ReplayRequest, until: Until | None) -> None:
+    """Tell what the replay found on standard error, and with --verify its report; exit 3
+    for a divergence or when nothing was verified. Each finding is one line: an empty log is
+    told once, not also as "nothing about the focus" and "verified 0 decisions"."""
+    from services.cli import audit_view, replaying
 
-    verifier, output, source = outcome.verifier, request.output, request.source
+    verifier = outcome.verifier
+    if outcome.events == 0:
+        empty = replaying.empty_log(request.source)
+        problem = f"nothing was verified: {empty}" if request.verify else empty
+    elif request.verify and verifier.plan_points == 0 and verifier.divergence is None:
+        where = f"at or before --until {log_positions.shown(until)}" if until else "in the log"
+        problem = f"nothing was verified: no planning round {where}"
+    else:
+        problem = ""
+    if request.verify and request.output == "json":
+        audit_view.echo_json(audit_view.verification_json(verifier))
+    elif request.verify and not problem:
+        for line in audit_view.verification_lines(verifier):
+            click.echo(line)
+    if problem:  # an audit that checked nothing must not read as a pass
+        click.echo(problem, err=True)
+        if request.verify:
+            raise SystemExit(exit_codes.NEGATIVE)
+        return
     if request.focus is not None and not outcome.shown and request.show_timeline:
         click.echo(f"nothing in the log is about {request.focus.kind} "
                    f"{request.focus.namespace}/{request.focus.name}", err=True)
-    if not request.verify:
-        return
-    if output == "json":
-        audit_view.echo_json(audit_view.verification_json(verifier))
-    else:
-        for line in audit_view.verification_lines(verifier):
-            click.echo(line)
     if verifier.divergence is not None:
-        if source == "nats":
+        if request.source == "nats":
             click.echo("note: NATS holds no record of planning rounds that decided nothing, and "
                        "such a round can change the planner's bookkeeping; verify from the "
                        "database (--source db), which records every round, before calling "
                        "this a determinism bug", err=True)
-        raise SystemExit(EXIT_DIVERGED)
-    if verifier.plan_points == 0:  # an audit that checked nothing must not read as a pass
-        where = f"at or before --until {until}" if until else "in the log"
-        click.echo(f"nothing was verified: no planning round {where}", err=True)
-        raise SystemExit(EXIT_NOTHING_VERIFIED)
+        raise SystemExit(exit_codes.NEGATIVE)
 
 
 @click.command(name="explain")
@@ -233,7 +226,7 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
         for line in explanation.lines():
             click.echo(line)
     if not explanation.is_known:
-        raise SystemExit(EXIT_UNKNOWN)
+        raise SystemExit(exit_codes.NEGATIVE)
 
 
 @click.command(name="decisions")
@@ -260,7 +253,7 @@ def decisions_command(follow: bool, podgroup: str | None, decision_type: str | N
             data_dir = parsed["data_dir"]
             offline = (f". The decisions recorded there can be read offline: gangsched replay "
                        f"--data-dir {data_dir}" if (data_dir / "gangsched.db").is_file() else "")
-            raise AuditFailed(
+            raise exit_codes.Failed(
                 f"no NATS to read decisions from: no --nats given and no running `gangsched run` "
                 f"in {data_dir} (its run.json names the embedded server){offline}")
         gone = None if parsed.get("nats") else _run_gone(parsed["data_dir"], bus.url)
@@ -310,7 +303,8 @@ def _bus(parsed: dict[str, Any]) -> BusSettings:
 
 
 def _run(main: Any) -> Any:
-    """Run a coroutine; turn the expected failures into exit status 2 with a clear message."""
+    """Run a coroutine; turn the expected failures into `exit_codes.Failed` (exit status 1) with a
+    clear message."""
     with _failures():
         return asyncio.run(main)
 
@@ -326,16 +320,16 @@ def _failures() -> Iterator[None]:
     try:
         yield
     except (AuditUnavailable, SchemaMismatch, ReplayFailed, PoisonedMessage) as error:
-        raise AuditFailed(str(error)) from None
+        raise exit_codes.Failed(str(error)) from None
     except NotFound as error:
-        raise AuditFailed(f"stream not found (wrong --prefix?): {error}") from None
+        raise exit_codes.Failed(f"stream not found (wrong --prefix?): {error}") from None
     except BusUnavailable as error:
-        raise AuditFailed(f"NATS unavailable: {error}") from None
+        raise exit_codes.Failed(f"NATS unavailable: {error}") from None
     except BusRefused as error:
-        raise AuditFailed(f"NATS refused: {error}") from None
+        raise exit_codes.Failed(f"NATS refused: {error}") from None
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as head expects
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise SystemExit(EXIT_FAILED) from None
+        raise SystemExit(exit_codes.FAILED) from None
     except Exception as error:
         failure = _nats_failure(error) or _database_failure(error)
         if failure is None:
@@ -343,18 +337,18 @@ def _failures() -> Iterator[None]:
         raise failure from None
 
 
-def _nats_failure(error: Exception) -> AuditFailed | None:
-    """An incomplete NATS log as `AuditFailed` (only if a NATS source was opened:
+def _nats_failure(error: Exception) -> exit_codes.Failed | None:
+    """An incomplete NATS log as `exit_codes.Failed` (only if a NATS source was opened:
     nats-py is not imported for a database audit)."""
     nats_log = sys.modules.get("services.audit.nats_log")
     if nats_log is not None and isinstance(error, nats_log.IncompleteLog):
-        return AuditFailed(str(error))
+        return exit_codes.Failed(str(error))
     return None
 
 
-def _database_failure(error: Exception) -> AuditFailed | None:
-    """A database that cannot be reached or read, as `AuditFailed` naming the cause."""
+def _database_failure(error: Exception) -> exit_codes.Failed | None:
+    """A database that cannot be reached or read, as `exit_codes.Failed` naming the cause."""
     from services.store.errors import unusable_database
 
     problem = unusable_database(error)
-    return None if problem is None else AuditFailed(f"cannot read the database: {problem}")
+    return None if problem is None else exit_codes.Failed(f"cannot read the database: {problem}")

@@ -18,7 +18,7 @@ import sys
 
 import click
 
-from services.cli import serve
+from services.cli import exit_codes, serve
 from services.config.settings import Settings
 from services.planner.core.config import PlannerConfig
 from services.runtime.child_channel import ParentChannel, ParentGone
@@ -43,7 +43,7 @@ def main() -> None:
     except ParentGone as error:
         print(f"gangsched: {error} (this module is started by `gangsched run`)",
               file=sys.stderr)
-        sys.exit(2)
+        sys.exit(exit_codes.USAGE)
     job = pickle.loads(payload)  # from the parent that started this process, over its pipe
     assert isinstance(job, ChildPayload)
     from services.cli.main import configure_logging, run_service

@@ -29,7 +29,11 @@ class NoKey(Exception):
 
 
 class BadKey(Exception):
-    """The key file cannot be read, or holds no usable key."""
+    """The key file cannot be read, or holds no usable key (bad input)."""
+
+
+class KeyNotMade(Exception):
+    """`run`'s own key file cannot be created in its data directory (a runtime failure)."""
 
 
 def with_key(settings: Settings, services: tuple[str, ...]) -> Settings:
@@ -41,6 +45,7 @@ def with_key(settings: Settings, services: tuple[str, ...]) -> Settings:
     Raises:
         NoKey: planner or binder apart without a key file.
         BadKey: the file is unreadable or its key too short.
+        KeyNotMade: `run`'s key file is missing and cannot be created.
     """
     if not SIGNING_SERVICES & set(services):
         return settings
@@ -93,7 +98,7 @@ def _run_key(data_dir: Path) -> Path:
     except FileExistsError:
         return path  # another `run` on this directory made it first
     except OSError as error:
-        raise BadKey(f"cannot create the decision key file {path}: "
+        raise KeyNotMade(f"cannot create the decision key file {path}: "
                      f"{error.strerror or error}") from None
     with os.fdopen(descriptor, "w", encoding="utf-8") as out:
         out.write(secrets.token_hex(32) + "\n")

@@ -3,7 +3,8 @@ simulate, schema, version.
 
 Layer: cli (top). Parses options (every option is a flag and a GANGSCHED_* variable), sets up
 logging, and hands over to the services; prints clear errors instead of tracebacks for
-expected failures (schema behind, NATS unreachable, bad input).
+expected failures (schema behind, NATS unreachable, bad input), with the exit status of
+`exit_codes` (0 done, 1 could not do its work, 2 bad usage or input, 3 a negative verdict).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from services import __version__
-from services.cli import audit, options
+from services.cli import audit, exit_codes, options
 from services.planner.core.config import PlannerConfig
 
 if TYPE_CHECKING:
@@ -132,13 +133,15 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
     except decision_keys.NoKey as error:
         raise click.UsageError(str(error)) from None
     except decision_keys.BadKey as error:
-        raise click.ClickException(str(error)) from None
+        raise exit_codes.BadInput(str(error)) from None
+    except decision_keys.KeyNotMade as error:
+        raise exit_codes.Failed(str(error)) from None
     try:
         with (data_dir_lock.hold(settings.data_dir)
               if data_dir_lock.holds_state(settings, services) else contextlib.nullcontext()):
             _serve_locked(settings, services, parsed)
     except data_dir_lock.DataDirUnusable as error:
-        raise click.ClickException(str(error)) from None
+        raise exit_codes.Failed(str(error)) from None
 
 
 def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[str, Any]) -> None:
@@ -164,8 +167,8 @@ def run_service(main: Coroutine[Any, Any, None]) -> None:
     """Run `main` until it ends or SIGTERM/SIGINT arrives.
 
     Raises:
-        click.ClickException: an expected failure (schema, database, NATS, Kubernetes, port,
-            a child process that cannot start), with its one-line reason.
+        exit_codes.Failed: an expected failure (schema, database, NATS, Kubernetes, port,
+            a child process that cannot start), with its one-line reason (exit status 1).
     """
     from services.bus.errors import BusUnavailable
     from services.kube.errors import KubeError
@@ -176,13 +179,13 @@ def run_service(main: Coroutine[Any, Any, None]) -> None:
     try:
         asyncio.run(_until_signalled(main))
     except (SchemaMismatch, StoreUnavailable, ChildFailed) as error:
-        raise click.ClickException(str(error)) from None
+        raise exit_codes.Failed(str(error)) from None
     except BusUnavailable as error:
-        raise click.ClickException(f"NATS unavailable: {error}") from None
+        raise exit_codes.Failed(f"NATS unavailable: {error}") from None
     except KubeError as error:
-        raise click.ClickException(f"Kubernetes: {error}") from None
+        raise exit_codes.Failed(f"Kubernetes: {error}") from None
     except PortUnavailable as error:
-        raise click.ClickException(str(error)) from None
+        raise exit_codes.Failed(str(error)) from None
 
 
 async def _until_signalled(main: Any) -> None:
@@ -208,12 +211,12 @@ def migrate(**parsed: Any) -> None:
     try:
         schema.migrate_sync(url)
     except SchemaMismatch as error:
-        raise click.ClickException(str(error)) from None
+        raise exit_codes.Failed(str(error)) from None
     except Exception as error:
         problem = unusable_database(error)
         if problem is None:
             raise
-        raise click.ClickException(f"cannot migrate the database: {problem}") from None
+        raise exit_codes.Failed(f"cannot migrate the database: {problem}") from None
     click.echo(f"database at head revision {schema.head_revision()}")
 
 
@@ -227,7 +230,7 @@ def schema_command(out: Path) -> None:
     try:
         written = schema.write_schemas(out)
     except OSError as error:
-        raise click.ClickException(
+        raise exit_codes.Failed(
             f"cannot write the schemas to {out}: {error.strerror or error}") from None
     for path in written:
         click.echo(str(path))

@@ -268,7 +268,8 @@ watcher_options = stack(
 )
 
 placement_options = stack(
-    _option("--default-timeout-seconds", type=click.IntRange(min=1), default=60,
+    _option("--default-timeout-seconds", type=click.IntRange(min=1, max=int(MAX_SECONDS)),
+            default=60,
             help="scheduleTimeoutSeconds for PodGroups that set none, in seconds."),
     _option("--backoff-initial-seconds", type=NON_NEGATIVE, default=1.0,
             help="First backoff of an unschedulable or rolled-back group, in seconds."),

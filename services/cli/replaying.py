@@ -14,8 +14,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
-import click
-
 from services.audit import heap
 from services.audit.db_log import DatabaseLog
 from services.audit.timeline import Focus, Timeline, Window
@@ -59,11 +57,21 @@ class ReplayRequest:
 
 @dataclass
 class ReplayOutcome:
-    """What a replay found: the verifier (its `divergence` None when all matched) and how many
-    timeline entries were shown."""
+    """What a replay found: the verifier (its `divergence` None when all matched), how many
+    timeline entries were shown and how many events the log holds (0: an empty log)."""
 
     verifier: Verifier
     shown: int = 0
+    events: int = 0
+
+
+def empty_log(source: str) -> str:
+    """Where a replay of `source` (`db` or `nats`) found no event, and what to check."""
+    if source == "nats":
+        return ("the log is empty: no event recorded in the EVENTS stream (is this the NATS "
+                "server and --prefix of the run you mean?)")
+    return ("the log is empty: no event recorded in the database (is this the data directory "
+            "or --db of the run you mean?)")
 
 
 async def replay(request: ReplayRequest) -> ReplayOutcome:
@@ -81,12 +89,7 @@ async def replay(request: ReplayRequest) -> ReplayOutcome:
         replayer = Replay(request.config)
         timeline = Timeline(request.window, request.focus, request.show_ticks)
         view = audit_view.TimelineView(request.output)
-        total = await log.event_count()
-        if total == 0:
-            where = ("the EVENTS stream (is this the NATS server and --prefix of the run you "
-                     "mean?)" if request.source == "nats" else "the database (is this the "
-                     "data directory or --db of the run you mean?)")
-            click.echo(f"the log is empty: no event recorded in {where}", err=True)
+        total = outcome.events = await log.event_count()
         # the bar shares the terminal only with a timeline that goes elsewhere (a file, a pipe)
         drawn = not (request.show_timeline and sys.stdout.isatty())
         with audit_view.progress(total, enabled=drawn) as advance, heap.LongLived() as held:

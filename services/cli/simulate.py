@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.audit import preemptions
-from services.cli import audit_view
+from services.cli import audit_view, exit_codes
 from services.contracts.decisions import Preemption
 from services.contracts.events import DisruptionBudgetObserved, Event, PodObserved
 from services.planner.core import reasons
@@ -35,9 +35,9 @@ from services.planner.core.config import PlannerConfig
 from services.planner.simulate import engine, manifests
 from services.planner.simulate.budgets import BudgetSpec
 from services.watcher import budgets as watcher_budgets
-from services.watcher import slim, volumes
+from services.watcher import native, slim, volumes
 
-EXIT_INVALID = 2
+EXIT_INVALID = exit_codes.USAGE
 OUTPUTS = ("table", "json")
 
 
@@ -111,7 +111,9 @@ STORAGE_SLIMMERS: dict[str, Callable[[dict[str, Any], int], Event]] = {
 
 
 def to_event(item: manifests.Item, at_ms: int) -> Event:
-    """The watcher's event for one item.
+    """The watcher's event for one item, as a watcher reading both PodGroup APIs makes it
+    (`--group-apis scheduling.x-k8s.io,scheduling.k8s.io`): a native PodGroup by its
+    `gang.minCount`, a pod in a group by its label or else its `spec.schedulingGroup`.
 
     Raises:
         manifests.InvalidManifest: the object is malformed (e.g. an invalid quantity).
@@ -124,7 +126,9 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
     if item.kind in STORAGE_SLIMMERS:
         event = STORAGE_SLIMMERS[item.kind](item.obj, at_ms)
     elif item.kind == "Pod":
-        event = slim.pod_event(item.obj, at_ms)
+        event = native.pod_event(item.obj, at_ms)
+    elif item.obj.get("apiVersion") == native.API_VERSION:
+        event = native.podgroup_event(item.obj, at_ms)
     else:
         event = slim.podgroup_event(item.obj, at_ms)
     invalid = getattr(event, "invalid_reason", None)

@@ -43,14 +43,27 @@ class KubectlError(ControlPlaneError):
 
 def build(timeout: float = 3600.0) -> Path:
     """Build the control-plane binaries if they are not cached yet; return the bin dir."""
+    return _testbed_path("build", timeout=timeout)
+
+
+def tool(name: str, timeout: float = 1800.0) -> Path:
+    """Build the test tool `name` (`testbed tool NAME`: cached apart from the control plane,
+    under its own key) if it is not cached yet; return its binary."""
+    return _testbed_path("tool", name, timeout=timeout)
+
+
+def _testbed_path(*argv: str, timeout: float) -> Path:
+    """Run `testbed ARGV...` and return the path it prints last."""
     r = subprocess.run(
-        [sys.executable, str(TESTBED), "build"],
+        [sys.executable, str(TESTBED), *argv],
         capture_output=True,
         text=True,
         timeout=timeout,
     )
     if r.returncode != 0:
-        raise ControlPlaneError(f"testbed build failed ({r.returncode}):\n{r.stderr[-5000:]}")
+        raise ControlPlaneError(
+            f"testbed {' '.join(argv)} failed ({r.returncode}):\n{r.stderr[-5000:]}"
+        )
     return Path(r.stdout.strip().splitlines()[-1])
 
 

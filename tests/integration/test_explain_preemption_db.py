@@ -8,25 +8,15 @@ import pytest
 import sqlalchemy
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.binder import outcomes
 from services.cli import explaining
-from services.contracts import codec, producers, subjects
+from services.contracts import codec
 from services.contracts.decisions import decision_subject
-from services.contracts.events import Event
 from services.store import tables
 from tests.unit.audit.recorded import PREFIX
+from tests.unit.audit.recorded_db import subject_of
 from tests.unit.audit.test_explain_preemption import preempted_log
 
 pytestmark = pytest.mark.integration
-
-
-def subject_of(event: Event) -> str:
-    """The subject the watcher or the binder publishes `event` on."""
-    kind = producers.KIND_OF_TYPE[type(event)]
-    if kind == "outcome":
-        return outcomes.subject(PREFIX, event.group)  # type: ignore[union-attr]
-    namespace = getattr(event, "namespace", "")
-    return subjects.events_subject(PREFIX, kind, namespace, getattr(event, "name", ""))
 
 
 async def test_explain_from_the_database_names_the_preempting_gang_to_victim_pod_and_gang(

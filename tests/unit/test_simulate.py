@@ -163,43 +163,48 @@ def test_table_output_is_readable(capsys):
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("kind: Node\nmetadata: {name: n0}\nstatus: {allocatable: {cpu: lots}}\n",
+    ("apiVersion: v1\nkind: Node\nmetadata: {name: n0}\nstatus: {allocatable: {cpu: lots}}\n",
      "document 1 (Node n0): status.allocatable.cpu"),
     ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
      "  - {name: c, resources: {requests: {memory: 5Xi}}}\n",
      "document 1 (Pod default/p): spec.containers[0].resources.requests.memory"),
-    ("kind: PodGroup\nmetadata: {name: g}\nspec: {minMember: -1}\n",
+    ("apiVersion: scheduling.x-k8s.io/v1alpha1\n"
+     "kind: PodGroup\nmetadata: {name: g}\nspec: {minMember: -1}\n",
      "document 1 (PodGroup default/g): spec.minMember"),
-    (NODE + "---\nkind: Pod\nmetadata: {name: p, annotations: {simulate.gangsched.io/at: soon}}\n"
+    (NODE + "---\napiVersion: v1\n"
+            "kind: Pod\nmetadata: {name: p, annotations: {simulate.gangsched.io/at: soon}}\n"
      "spec: {containers: [{name: c}]}\n",
      'document 2 (Pod p): metadata.annotations["simulate.gangsched.io/at"]'),
-    ("kind: Pod\nmetadata: {name: p}\nspec: {priorityClassName: gold, containers: [{name: c}]}\n",
+    ("apiVersion: v1\n"
+     "kind: Pod\nmetadata: {name: p}\nspec: {priorityClassName: gold, containers: [{name: c}]}\n",
      "document 1 (Pod default/p): spec.priorityClassName"),
-    ("kind: ReplicaSet\nmetadata: {name: r}\nspec: {replicas: -1, template: {spec: {}}}\n",
+    ("apiVersion: apps/v1\n"
+     "kind: ReplicaSet\nmetadata: {name: r}\nspec: {replicas: -1, template: {spec: {}}}\n",
      "document 1 (ReplicaSet r): spec.replicas"),
-    ("kind: Pod\nmetadata: {name: p}\nspec:\n  topologySpreadConstraints:\n"
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  topologySpreadConstraints:\n"
      "  - {maxSkew: 1, topologyKey: zone}\n  containers: [{name: c}]\n",
      "document 1 (Pod default/p): spec.topologySpreadConstraints[0].whenUnsatisfiable must be"),
-    ("kind: Pod\nmetadata: {name: p}\nspec: {containers: {name: c}}\n",
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: {name: c}}\n",
      "document 1 (Pod default/p): spec.containers: must be a list of containers (mappings), "
      "at least one"),
-    ("kind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n",
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n",
      "document 1 (Pod default/p): spec.containers: must be a list"),
     ("- just\n- a list\n", "document 1: (document)"),
     ("metadata: {name: x}\n", "document 1 (? x): kind"),
     (NODE + "---\n" + NODE, "document 2 (Node n0): metadata.name: duplicate Node"),
-    ("kind: Pod\nmetadata: {name: [oops\n", "in.yaml"),
-    ("kind: PersistentVolumeClaim\nmetadata: {name: c}\n"
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: [oops\n", "in.yaml"),
+    ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\n"
      "spec: {resources: {requests: {storage: lots}}}\n",
      "document 1 (PersistentVolumeClaim default/c): spec.resources.requests.storage: "),
-    ("kind: PersistentVolumeClaim\nmetadata: {name: c}\nspec: {}\n",
+    ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\nspec: {}\n",
      "document 1 (PersistentVolumeClaim default/c): spec.resources.requests.storage: missing"),
-    ("kind: PersistentVolume\nmetadata: {name: v}\n"
+    ("apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: v}\n"
      "spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteAlways]}\n",
      "document 1 (PersistentVolume v): spec.accessModes: each must be one of"),
-    ("kind: PersistentVolume\nmetadata: {name: v}\n",
+    ("apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: v}\n",
      "document 1 (PersistentVolume v): spec: missing"),
-    ("kind: StorageClass\nmetadata: {name: s}\nvolumeBindingMode: Later\n",
+    ("apiVersion: storage.k8s.io/v1\n"
+     "kind: StorageClass\nmetadata: {name: s}\nvolumeBindingMode: Later\n",
      "document 1 (StorageClass s): volumeBindingMode: must be one of Immediate, "
      "WaitForFirstConsumer, got 'Later'"),
 ])
@@ -211,7 +216,7 @@ def test_invalid_input_exits_non_zero_naming_document_and_field(tmp_path, capsys
 
 def test_a_directory_without_manifests_is_an_error_not_an_empty_report(tmp_path, capsys):
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "pod.yaml").write_text("kind: Pod\n")
+    (tmp_path / "sub" / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\n")
     assert simulate_command([tmp_path], "json") == 2
     assert capsys.readouterr().err.strip() == (
         f"error: {tmp_path}: no manifest files (*.yaml, *.yml, *.json) in this directory; "
@@ -270,7 +275,8 @@ def test_the_readmes_simulate_command_on_the_repositorys_examples(capsys):
 
 def test_a_pod_beyond_what_gangsched_counts_is_reported_waiting_on_a_node_beyond_it(tmp_path):
     # were amounts clamped, the 1e30 request fitted the node of 1e15 (both were 2**48)
-    node = "kind: Node\nmetadata: {name: big}\nstatus: {allocatable: {cpu: 1e15, pods: 110}}\n"
+    node = ("apiVersion: v1\n"
+            "kind: Node\nmetadata: {name: big}\nstatus: {allocatable: {cpu: 1e15, pods: 110}}\n")
     pods = ("---\napiVersion: v1\nkind: Pod\nmetadata: {name: huge}\nspec: {schedulerName: "
             "gangsched, containers: [{name: c, resources: {requests: {cpu: 1e30}}}]}\n"
             "---\napiVersion: v1\nkind: Pod\nmetadata: {name: fits}\nspec: {schedulerName: "

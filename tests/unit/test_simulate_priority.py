@@ -77,22 +77,29 @@ def test_the_default_class_is_written_into_the_pod_and_a_matching_priority_is_ac
      "document 3 (Pod default/p): spec.preemptionPolicy: the string value of PreemptionPolicy "
      "(PreemptLowerPriority) must not be provided in pod spec; priority admission controller "
      "computed Never from the given PriorityClass name"),
-    (CLASSES + "kind: PriorityClass\nmetadata: {name: other}\nvalue: 1\nglobalDefault: true\n",
+    (CLASSES + "apiVersion: scheduling.k8s.io/v1\n"
+               "kind: PriorityClass\nmetadata: {name: other}\nvalue: 1\nglobalDefault: true\n",
      "document 3 (PriorityClass other): globalDefault: PriorityClass standard is already marked "
      "as default. Only one default can exist"),
-    ("kind: PriorityClass\nmetadata: {name: huge}\nvalue: 1000000001\n",
+    ("apiVersion: scheduling.k8s.io/v1\n"
+     "kind: PriorityClass\nmetadata: {name: huge}\nvalue: 1000000001\n",
      "document 1 (PriorityClass huge): value: maximum allowed value of a user defined priority "
      "is 1000000000"),
-    ("kind: PriorityClass\nmetadata: {name: system-mine}\nvalue: 1\n",
+    ("apiVersion: scheduling.k8s.io/v1\n"
+     "kind: PriorityClass\nmetadata: {name: system-mine}\nvalue: 1\n",
      "document 1 (PriorityClass system-mine): metadata.name: the name of the priority class is "
      "a reserved name for system use only"),
-    ("kind: PriorityClass\nmetadata: {name: low}\nvalue: -3000000000\n",
+    ("apiVersion: scheduling.k8s.io/v1\n"
+     "kind: PriorityClass\nmetadata: {name: low}\nvalue: -3000000000\n",
      "document 1 (PriorityClass low): value: must be a 32-bit integer"),
-    (CLASSES + "kind: PriorityClass\nmetadata: {name: batch}\nvalue: 20\n",
+    (CLASSES + "apiVersion: scheduling.k8s.io/v1\n"
+               "kind: PriorityClass\nmetadata: {name: batch}\nvalue: 20\n",
      "document 3 (PriorityClass batch): metadata.name: PriorityClass batch is defined twice"),
-    ("kind: PriorityClass\nmetadata: {name: p}\nvalue: 1\nglobalDefault: 'yes'\n",
+    ("apiVersion: scheduling.k8s.io/v1\n"
+     "kind: PriorityClass\nmetadata: {name: p}\nvalue: 1\nglobalDefault: 'yes'\n",
      "document 1 (PriorityClass p): globalDefault: must be true or false"),
-    ("kind: PriorityClass\nmetadata: {name: p}\nvalue: 1\npreemptionPolicy: Sometimes\n",
+    ("apiVersion: scheduling.k8s.io/v1\n"
+     "kind: PriorityClass\nmetadata: {name: p}\nvalue: 1\npreemptionPolicy: Sometimes\n",
      "document 1 (PriorityClass p): preemptionPolicy: must be one of PreemptLowerPriority, "
      "Never, got 'Sometimes'"),
 ])
@@ -108,6 +115,7 @@ def test_what_the_priority_plugin_refuses_is_one_line_and_exit_2(
 def test_a_dump_holding_the_system_classes_unchanged_is_read(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]):
     path = tmp_path / "in.yaml"
-    path.write_text("kind: PriorityClass\nmetadata: {name: system-node-critical}\n"
+    path.write_text("apiVersion: scheduling.k8s.io/v1\n"
+                    "kind: PriorityClass\nmetadata: {name: system-node-critical}\n"
                     "value: 2000001000\n")
     assert simulate_command([path], "json") == 0

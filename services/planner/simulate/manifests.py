@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 
 from services.contracts import resources
+from services.planner.simulate import api_versions
 
 AT_ANNOTATION = "simulate.gangsched.io/at"
 RUNTIME_ANNOTATION = "simulate.gangsched.io/runtime"
@@ -106,8 +107,9 @@ def expand(documents: list[Document]) -> tuple[list[Item], list[str]]:
     """Validate the documents and turn them into items in document order; also the ignored ones.
 
     Raises:
-        InvalidManifest: a malformed document (not an object, no kind or name, a bad
-            annotation, replicas, priority class or node quantity), or a duplicate name.
+        InvalidManifest: a malformed document (not an object, no kind or name, an apiVersion
+            the API server does not serve the kind in, a bad annotation, replicas, priority
+            class or node quantity), or a duplicate name.
     """
     flat = [doc for doc in _flatten(documents) if doc.body is not None]
     classes = _priority_classes(flat)
@@ -134,6 +136,9 @@ def _flatten(documents: list[Document]) -> list[Document]:
             raise InvalidManifest(describe(doc), "(document)", "not a Kubernetes object")
         if not isinstance(doc.body.get("kind"), str):
             raise InvalidManifest(describe(doc), "kind", "missing")
+        wrong_version = api_versions.problem(doc.body)
+        if wrong_version is not None:
+            raise InvalidManifest(describe(doc), "apiVersion", wrong_version)
         if doc.body["kind"] == "List":
             items = doc.body.get("items")
             if not isinstance(items, list):

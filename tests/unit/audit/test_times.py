@@ -1,4 +1,4 @@
-"""Times print as UTC ISO 8601 with milliseconds; options parse ISO 8601 or a sequence."""
+"""Times print as UTC ISO 8601 with milliseconds; options parse ISO 8601."""
 
 from __future__ import annotations
 
@@ -15,11 +15,6 @@ def test_iso_times_parse_back_to_epoch_milliseconds():
     assert times.parse_ms("2023-11-14T22:13:20.250Z") == 1_700_000_000_250
     assert times.parse_ms("2023-11-14T23:13:20.250+01:00") == 1_700_000_000_250
     assert times.parse_ms("2023-11-14T22:13:20.250") == 1_700_000_000_250  # naive is UTC
-
-
-def test_until_takes_an_integer_as_a_sequence_and_anything_else_as_a_time():
-    assert times.parse_seq_or_time("42") == (42, None)
-    assert times.parse_seq_or_time("2023-11-14T22:13:20Z") == (None, 1_700_000_000_000)
 
 
 def test_a_malformed_time_is_refused():

@@ -1,10 +1,16 @@
-"""`gangsched replay` of a log with no events says so instead of printing nothing."""
+"""`gangsched replay` of a log with no events says so, in one line, instead of printing
+nothing (or a pass)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
-from pathlib import Path
+
+import pytest
+
+EMPTY = ("the log is empty: no event recorded in the database (is this the data directory or "
+         "--db of the run you mean?)")
 
 
 def gangsched(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -12,17 +18,32 @@ def gangsched(*argv: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_replaying_an_empty_database_says_the_log_is_empty(tmp_path: Path) -> None:
-    data = str(tmp_path / "data")
+@pytest.fixture(scope="module")
+def empty_data_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    data = str(tmp_path_factory.mktemp("empty") / "data")
     assert gangsched("migrate", "--data-dir", data).returncode == 0
-    result = gangsched("replay", "--data-dir", data)
-    assert result.returncode == 0
-    assert "the log is empty: no event recorded in the database" in result.stderr
+    return data
 
 
-def test_verifying_an_empty_log_fails_as_nothing_was_verified(tmp_path: Path) -> None:
-    data = str(tmp_path / "data")
-    assert gangsched("migrate", "--data-dir", data).returncode == 0
-    result = gangsched("replay", "--verify", "--data-dir", data)
-    assert result.returncode == 1
-    assert "nothing was verified" in result.stderr
+def test_replaying_an_empty_database_says_the_log_is_empty(empty_data_dir: str) -> None:
+    result = gangsched("replay", "--data-dir", empty_data_dir)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", EMPTY + "\n")
+
+
+def test_an_empty_log_is_told_once_even_with_a_focus(empty_data_dir: str) -> None:
+    result = gangsched("replay", "--data-dir", empty_data_dir, "--pod", "default/x")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", EMPTY + "\n")
+
+
+def test_verifying_an_empty_log_is_one_line_and_a_negative_verdict(empty_data_dir: str) -> None:
+    result = gangsched("replay", "--verify", "--data-dir", empty_data_dir)
+    assert (result.returncode, result.stdout) == (3, "")
+    assert result.stderr == f"nothing was verified: {EMPTY}\n"
+
+
+def test_verifying_an_empty_log_as_json_still_reports_on_stdout(empty_data_dir: str) -> None:
+    result = gangsched("replay", "--verify", "--data-dir", empty_data_dir, "-o", "json")
+    assert result.returncode == 3
+    assert json.loads(result.stdout) == {"kind": "verification", "verified": 0,
+                                         "plan_points": 0, "divergence": None}
+    assert result.stderr == f"nothing was verified: {EMPTY}\n"

@@ -71,11 +71,11 @@ def test_explain_of_a_kind_without_a_name_is_a_usage_error(kind: str) -> None:
 
 def test_decisions_without_nats_or_a_running_gangsched_says_where_to_look(tmp_path: Path) -> None:
     code, output = invoke("decisions", "--data-dir", str(tmp_path))
-    assert code == 2
+    assert code == 1  # nothing to read from: the command could not do its work
     assert "no running `gangsched run`" in output and "gangsched replay" not in output
     assert invoke("migrate", "--data-dir", str(tmp_path), "--log-level", "WARNING")[0] == 0
     code, output = invoke("decisions", "--data-dir", str(tmp_path))
-    assert code == 2  # a database is there: it says how to read it offline
+    assert code == 1  # a database is there: it says how to read it offline
     assert f"gangsched replay --data-dir {tmp_path}" in output
 
 
@@ -111,16 +111,16 @@ def _closed_port() -> int:
 
 
 @pytest.mark.parametrize("command", [["replay", "--verify"], ["explain", "pod", "default/x"]])
-def test_an_unreachable_or_unreadable_database_is_one_line_with_status_2(
+def test_an_unreachable_or_unreadable_database_is_one_line_with_status_1(
         command: list[str], tmp_path: Path) -> None:
     not_a_database = tmp_path / "notes.db"
     not_a_database.write_text("these are not the tables you are looking for\n")
     code, output = invoke(*command, "--db", str(not_a_database))
     assert (code, output.strip()) == (
-        2, "Error: cannot read the database: DatabaseError: file is not a database")
+        1, "Error: cannot read the database: DatabaseError: file is not a database")
     refused = f"postgresql+asyncpg://u:p@127.0.0.1:{_closed_port()}/x"
     code, output = invoke(*command, "--db", refused)
-    assert code == 2
+    assert code == 1
     assert output.startswith("Error: cannot read the database: ConnectionRefusedError")
 
 
@@ -141,7 +141,7 @@ def test_a_schema_mismatch_names_the_database_as_given_and_the_command_to_run(
     with sqlite3.connect(path) as connection:
         connection.execute("UPDATE alembic_version SET version_num = '0001'")
     code, output = invoke("replay", "--db", str(path))
-    assert code == 2
+    assert code == 1
     url = f"sqlite+aiosqlite:///{path}"  # --db turns a path into this URL; both work pasted
     assert output.strip() == (f"Error: database {url} is at schema revision 0001, behind this "
                               f"gangsched's 0002: run `gangsched migrate --db {url}` first")
@@ -162,6 +162,16 @@ def test_a_schema_mismatch_names_the_database_as_given_and_the_command_to_run(
     (("run", "--leader-lease-seconds", "0"), "--leader-lease-seconds"),
     (("run", "--default-timeout-seconds", "0"), "--default-timeout-seconds"),
     (("replay", "--search-budget-steps", "-1"), "--search-budget-steps"),
+    (("replay", "--from-seq", "-5"), "--from-seq"),
+    (("replay", "--from-seq", "0"), "--from-seq"),
+    (("replay", "--from-seq", "x"), "--from-seq"),
+    (("replay", "--from-seq", str(2**63)), "--from-seq"),
+    (("replay", "--until", "-5"), "--until"),
+    (("replay", "--until", "0"), "--until"),
+    (("replay", "--until", "²"), "--until"),  # str.isdigit, yet no number int() reads
+    (("replay", "--until", "yesterday"), "--until"),
+    (("replay", "--since", "-5"), "--since"),
+    (("simulate", "--default-timeout-seconds", str(10**9 + 1), "."), "--default-timeout-seconds"),
 ])
 def test_a_setting_out_of_range_is_refused_before_anything_starts(
     argv: tuple[str, ...], option: str
@@ -170,6 +180,16 @@ def test_a_setting_out_of_range_is_refused_before_anything_starts(
     assert code == 2
     assert f"Invalid value for '{option}'" in output
     assert "Traceback" not in output
+    assert output.strip().splitlines()[-1].startswith(f"Error: Invalid value for '{option}'")
+
+
+def test_until_takes_an_integer_as_a_sequence_and_anything_else_as_a_time() -> None:
+    from services.audit.until import Until
+    from services.cli.log_positions import SeqOrTime
+
+    assert SeqOrTime().convert("42", None, None) == Until(seq=42)
+    assert SeqOrTime().convert(" 2023-11-14T22:13:20Z", None, None) == Until(
+        at_ms=1_700_000_000_000)
 
 
 def test_a_manifest_that_is_not_utf8_or_not_yaml_is_one_line(tmp_path: Path) -> None:

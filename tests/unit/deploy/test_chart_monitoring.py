@@ -1,18 +1,25 @@
 """The Grafana dashboard and the PrometheusRule of the chart query only metrics gangsched
 registers (services/runtime/metrics.py, and the leader gauge of services/planner/election.py),
-with the labels they carry; and the chart README is generated from values.yaml."""
+with the labels they carry; the rules pass Prometheus's own rule-file check (promrules, built
+from the Prometheus module: the parsing and validation `promtool check rules` does); and the
+chart README is generated from values.yaml."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
 from services.planner import election
 from services.runtime import metrics
+from tests.cluster import fixture
 from tests.support import chart_readme
 from tests.unit.deploy import chart
 
@@ -107,6 +114,45 @@ def test_without_leader_election_no_leader_alert_is_rendered():
     alerts = {r["alert"]: r["expr"] for group in rule["spec"]["groups"] for r in group["rules"]}
     assert "GangschedNoLeaderPlanner" not in alerts
     assert 'gangsched_rollbacks_total{job=~"gangsched-.*"}' in alerts["GangschedRollbacks"]
+
+
+@functools.cache
+def promrules() -> Path:
+    """Prometheus's rule-file check (tests/cluster/promrules), from the testbed's tool cache."""
+    return fixture.tool("promrules")
+
+
+def check_rules(spec: dict[str, Any], path: Path) -> subprocess.CompletedProcess[str]:
+    """promrules on a PrometheusRule's `spec` (a Prometheus rule file) written to `path`."""
+    path.write_text(yaml.safe_dump(spec))
+    return subprocess.run([str(promrules()), str(path)], capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+@pytest.mark.parametrize(("values", "rules"), [
+    (("metrics.prometheusRule.alertLabels.team=scheduling",), 6),
+    (("planner.leaderElection.enabled=false", 'metrics.selector=job=~"gangsched-.*"'), 5),
+    (('metrics.selector=namespace="a"\\, "service.name"!=\'x\'\\,',
+      "metrics.prometheusRule.consumerLagThreshold=100000000",
+      "metrics.prometheusRule.rollbacksPerHour=0.5",
+      "metrics.prometheusRule.pendingMinutes=1"), 6),
+])
+def test_the_alert_rules_pass_prometheus_own_rule_check(tmp_path: Path, values: tuple[str, ...],
+                                                        rules: int) -> None:
+    rule = chart.find(chart.render("metrics.prometheusRule.enabled=true", *values),
+                      "PrometheusRule", RELEASE)
+    result = check_rules(rule["spec"], tmp_path / "rules.yaml")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0, f"{tmp_path / 'rules.yaml'}: {rules} rules\n", "")
+
+
+def test_the_rule_check_is_real_it_names_a_broken_expression(monitored, tmp_path: Path):
+    spec = chart.find(monitored, "PrometheusRule", RELEASE)["spec"]
+    spec["groups"][0]["rules"][1]["expr"] = "sum by (consumer) (gangsched_consumer_lag"
+    result = check_rules(spec, tmp_path / "rules.yaml")
+    assert result.returncode == 1
+    assert 'rule 2, "GangschedConsumerLagGrowing": could not parse expression: ' in result.stderr
+    assert "parse error: unclosed left parenthesis" in result.stderr, result.stderr
 
 
 def test_the_chart_readme_is_generated_from_the_values():
