@@ -21,6 +21,7 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.bus import transience
+from services.config import limits
 from services.runtime import metrics
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,7 @@ class PullConsumer:
         durable: str,
         filter_subject: str | Sequence[str],
         ack_wait_seconds: float = 30,
-        max_ack_pending: int = 10000,
+        max_ack_pending: int = limits.MAX_ACK_PENDING,
         start_seq: int | None = None,
         ack_policy: AckPolicy = AckPolicy.EXPLICIT,
         start_seq_if_new: bool = False,

@@ -66,7 +66,8 @@ class WatcherSettings:
 
 @dataclass(frozen=True)
 class PlannerServiceSettings:
-    """Planner shell behaviour. Units: `fetch_timeout_seconds` seconds; `batch_size` messages.
+    """Planner shell behaviour. Units: `fetch_timeout_seconds` seconds; `batch_size` messages
+    (at most `limits.MAX_ACK_PENDING`, the most its consumer is delivered unacknowledged).
 
     `leader_election`: serve only while holding the NATS KV leader lease (several planners,
     one active); `leader_lease_seconds` is the lease TTL and `leader_retry_seconds` the renewal
@@ -98,7 +99,8 @@ class BinderSettings:
     """Binder behaviour.
 
     Units: `event_interval_seconds` is the minimum time between two FailedScheduling events for
-    one pod (rate limit); `concurrency` is the number of binds in flight per placement.
+    one pod (rate limit); `concurrency` is the number of binds in flight per placement (at most
+    `limits.KUBE_POOL_SIZE`, the connections of the binder's Kubernetes client).
     """
 
     concurrency: int = 16

@@ -26,6 +26,7 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 
+from services.config import limits
 from services.config.settings import KubeSettings
 from services.kube import errors
 from services.runtime import metrics
@@ -40,8 +41,9 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
-POOL_SIZE = 128
-"""Connections kept per client: three long-lived watches plus bursts of concurrent binds."""
+POOL_SIZE = limits.KUBE_POOL_SIZE
+"""Connections kept per client: three long-lived watches plus bursts of concurrent binds (the
+bound of `--bind-concurrency`, `services.config.limits`)."""
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 TOKEN_REFRESH_SECONDS = 60

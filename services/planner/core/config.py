@@ -45,7 +45,8 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     """Most members tried on a node by one whole-gang search (`search`), when placing a mixed
     gang member by member fails; 0 turns the search off. Units: steps (a step costs about the
     scoring of one member over the nodes it fits: ~1 ms at 5,000 nodes, so a search that runs
-    out of budget there costs ~1-2 s; most end in a few steps)."""
+    out of budget there costs ~1-2 s; most end in a few steps). The options take at most
+    `services.config.limits.MAX_SEARCH_BUDGET_STEPS`: the search holds the planner's loop."""
     max_placements_in_flight: int = 64
     """Most placements handed to the binders and not yet bound, rolled back or expired; at the
     limit no group is placed until one settles (0 = no limit). Backpressure: placements beyond

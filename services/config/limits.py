@@ -1,0 +1,39 @@
+"""The upper bounds of the gangsched count options, from what the parts they feed can carry.
+
+Layer: config (pure constants). The options' ranges (`services/cli/options.py`) and the chart's
+values.schema.json (checked against them by tests/unit/deploy/test_chart_values.py) use these;
+the JetStream consumers and the Kubernetes client are built with the first two, so an option's
+maximum cannot drift from the thing it protects. A value over its maximum is click's one-line
+usage error, exit status 2.
+"""
+
+from __future__ import annotations
+
+MAX_ACK_PENDING = 10_000
+"""Deliveries a gangsched JetStream consumer holds unacknowledged at most (its
+`max_ack_pending`, `services.bus.consuming.PullConsumer.open`): NATS hands out no more until
+some are acknowledged. The planner acknowledges a batch only after committing it, so a
+`--batch-size` above this could never fill (every fetch would wait out its timeout); and more
+than this many placements in flight (`--max-placements-in-flight`) cannot even be delivered to
+the binders: the rest wait in the stream while their deadlines run. Units: messages."""
+
+KUBE_POOL_SIZE = 128
+"""Connections each Kubernetes client keeps open at most (`services.kube.client.POOL_SIZE`,
+aiohttp's connector limit): the most requests one client has in flight. A `--bind-concurrency`
+above it binds no faster: the binds over it wait for a free connection while their request
+timeout runs, and time out once the API server is slow (1,000 binds of 1 s through 128
+connections with a 5 s timeout: 360 time out when all are started at once, none when at most
+128 are). Units: connections."""
+
+MAX_SEARCH_BUDGET_STEPS = 10_000
+"""The largest `--search-budget-steps`. The whole-gang search runs inside a planning round,
+which holds the planner's event loop: while it runs, /healthz, the leader lease renewal and
+NATS go unanswered. A search that runs out of its budget took 0.42 ms a step at 5,000 nodes
+(about 4.2 s for 10,000 steps); at 1,000,000,000 steps a gang that cannot fit stalls the
+planner for days (the chart's liveness probe, 6 failures 10 s apart, would kill it, and the
+restarted planner plans the same batch again). Units: steps (a member tried on a node)."""
+
+MAX_SNAPSHOT_INTERVAL_EVENTS = 10_000_000
+"""The largest `--snapshot-interval-events` (0 = no bound). A restart re-plans the events
+applied since the last snapshot, about 50,000 a second (bench/results/replay-1m.txt), before it
+serves: 10,000,000 is some 3-4 minutes of catching up. Units: events."""
