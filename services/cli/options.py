@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from services.config import limits
 from services.config.settings import (
     BinderSettings,
     BusSettings,
@@ -283,12 +284,18 @@ placement_options = stack(
             help="Prefer placing a gang under one value of --topology-key."),
     _option("--topology-key", default="topology.kubernetes.io/zone",
             help="Node label used for gang locality."),
-    _option("--search-budget-steps", type=click.IntRange(min=0), default=1000,
+    _option("--search-budget-steps",
+            type=click.IntRange(min=0, max=limits.MAX_SEARCH_BUDGET_STEPS), default=1000,
             help="Most steps (a member tried on a node) of one whole-gang search, run when "
-                 "placing a mixed gang member by member fails; 0 turns the search off."),
-    _option("--max-placements-in-flight", type=click.IntRange(min=0), default=64,
+                 "placing a mixed gang member by member fails; 0 turns the search off. At "
+                 f"most {limits.MAX_SEARCH_BUDGET_STEPS:,}: the search holds the planner "
+                 "(about 0.4 ms a step at 5,000 nodes)."),
+    _option("--max-placements-in-flight",
+            type=click.IntRange(min=0, max=limits.MAX_ACK_PENDING), default=64,
             help="Most placements awaiting their outcome from the binders; at the limit no "
-                 "gang is placed until one settles (0 = no limit)."),
+                 "gang is placed until one settles (0 = no limit). At most "
+                 f"{limits.MAX_ACK_PENDING:,}, the most NATS delivers to the binders "
+                 "unacknowledged."),
     _option("--preemption/--no-preemption", default=True,
             help="Let a gang that cannot be placed evict whole gangs of lower priority so "
                  "that it fits (never when it would not fit even then)."),
@@ -304,8 +311,10 @@ replay must plan with the live run's settings."""
 
 planner_options = stack(
     placement_options,
-    _option("--batch-size", type=click.IntRange(min=1), default=512,
-            help="Events fetched per planning batch."),
+    _option("--batch-size", type=click.IntRange(min=1, max=limits.MAX_ACK_PENDING),
+            default=512,
+            help=f"Events fetched per planning batch; at most {limits.MAX_ACK_PENDING:,}, the "
+                 "most NATS delivers to the planner unacknowledged."),
     _option("--leader-election/--no-leader-election", default=False,
             help="Planner: serve only while holding the leader lease (NATS KV), so several "
                  "planners can run with one active."),
@@ -321,9 +330,13 @@ planner_options = stack(
             help="Planner: after a fetch that did not fill a batch, wait this long for more "
                  "events before planning, in seconds (0 = plan at once): a burst is planned "
                  "once, not once per few pods."),
-    _option("--snapshot-interval-events", type=click.IntRange(min=0), default=50_000,
+    _option("--snapshot-interval-events",
+            type=click.IntRange(min=0, max=limits.MAX_SNAPSHOT_INTERVAL_EVENTS),
+            default=50_000,
             help="Planner: also write the snapshot once this many events were applied since "
-                 "the last one (0 = no bound)."),
+                 "the last one (0 = no bound); at most "
+                 f"{limits.MAX_SNAPSHOT_INTERVAL_EVENTS:,}, which a restart re-plans in "
+                 "minutes."),
     _option("--max-event-lead-seconds", type=NON_NEGATIVE, default=60.0,
             help="Planner: dead-letter a watcher event (observation or clock tick) whose "
                  "at_ms is more than this many seconds ahead of the time NATS stored it "
@@ -331,8 +344,10 @@ planner_options = stack(
 )
 
 binder_options = stack(
-    _option("--bind-concurrency", type=click.IntRange(min=1), default=16,
-            help="Binds in flight per placement."),
+    _option("--bind-concurrency", type=click.IntRange(min=1, max=limits.KUBE_POOL_SIZE),
+            default=16,
+            help=f"Binds in flight per placement; at most {limits.KUBE_POOL_SIZE}, the "
+                 "connections of the binder's Kubernetes client."),
     _option("--rollback-bare-pods/--no-rollback-bare-pods", default=False,
             help="Also delete bound members without a controller owner on rollback."),
     _option("--event-interval-seconds", type=NON_NEGATIVE, default=30.0,

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from services.cli.main import app
+from services.config import limits
 
 
 def invoke(*argv: str) -> tuple[int, str]:
@@ -172,6 +173,13 @@ def test_a_schema_mismatch_names_the_database_as_given_and_the_command_to_run(
     (("replay", "--until", "yesterday"), "--until"),
     (("replay", "--since", "-5"), "--since"),
     (("simulate", "--default-timeout-seconds", str(10**9 + 1), "."), "--default-timeout-seconds"),
+    (("run", "--batch-size", "10001"), "--batch-size"),
+    (("run", "--batch-size", str(2**63)), "--batch-size"),  # NATS refused every fetch of it
+    (("planner", "--bind-concurrency", "129"), "--bind-concurrency"),
+    (("run", "--search-budget-steps", "10001"), "--search-budget-steps"),
+    (("simulate", "--search-budget-steps", "1000000000", "."), "--search-budget-steps"),
+    (("replay", "--max-placements-in-flight", "10001"), "--max-placements-in-flight"),
+    (("run", "--snapshot-interval-events", "10000001"), "--snapshot-interval-events"),
 ])
 def test_a_setting_out_of_range_is_refused_before_anything_starts(
     argv: tuple[str, ...], option: str
@@ -181,6 +189,28 @@ def test_a_setting_out_of_range_is_refused_before_anything_starts(
     assert f"Invalid value for '{option}'" in output
     assert "Traceback" not in output
     assert output.strip().splitlines()[-1].startswith(f"Error: Invalid value for '{option}'")
+
+
+COUNT_RANGES = [("--batch-size", 1, limits.MAX_ACK_PENDING),
+                ("--max-placements-in-flight", 0, limits.MAX_ACK_PENDING),
+                ("--search-budget-steps", 0, limits.MAX_SEARCH_BUDGET_STEPS),
+                ("--snapshot-interval-events", 0, limits.MAX_SNAPSHOT_INTERVAL_EVENTS),
+                ("--bind-concurrency", 1, limits.KUBE_POOL_SIZE)]
+"""Each count option of the services and its range (services/config/limits.py says why)."""
+
+
+@pytest.mark.parametrize(("option", "minimum", "maximum"), COUNT_RANGES)
+def test_a_count_is_taken_up_to_its_maximum_and_refused_past_it_as_flag_or_variable(
+        option: str, minimum: int, maximum: int) -> None:
+    code, output = invoke("planner", option, str(maximum), "--http-port", "-1")
+    assert (code, "`gangsched planner` needs --nats" in output) == (2, True), output  # parsed
+    variable = "GANGSCHED_" + option.removeprefix("--").replace("-", "_").upper()
+    for argv, env in (([option, str(maximum + 1)], {}), ([], {variable: str(maximum + 1)})):
+        result = CliRunner().invoke(app, ["planner", *argv], env={"GANGSCHED_NATS": "", **env})
+        last = result.output.strip().splitlines()[-1]
+        assert (result.exit_code, last) == (2, (
+            f"Error: Invalid value for '{option}' (env var: '{variable}'): {maximum + 1} is "
+            f"not in the range {minimum}<=x<={maximum}.")), result.output
 
 
 def test_until_takes_an_integer_as_a_sequence_and_anything_else_as_a_time() -> None:
