@@ -1,7 +1,8 @@
-// Builds promrules (main.go): Prometheus's own rule-file check, for the chart's PrometheusRule
+// Builds promrules (main.go, promql.go): Prometheus's own rule-file check, for the chart's
+// PrometheusRule, and its PromQL parser, for the Grafana dashboard's queries
 // (tests/unit/deploy/test_chart_monitoring.py). Its own module: the Prometheus module pins
 // its own client versions. tests/cluster/testbed keys the tool's cache on this file, go.sum
-// and main.go.
+// and every *.go file here.
 module gangsched.local/testbed/promrules
 
 go 1.26.8
