@@ -79,16 +79,43 @@ def test_dashboard_and_rules_are_off_by_default():
     assert not any(kind == "PrometheusRule" for kind, _ in kinds)
 
 
-def test_the_dashboard_reads_only_registered_metrics(monitored):
-    config = chart.find(monitored, "ConfigMap", f"{RELEASE}-dashboard")
+def dashboard(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Grafana dashboard the rendered chart `objects` ship (its ConfigMap's JSON)."""
+    config = chart.find(objects, "ConfigMap", f"{RELEASE}-dashboard")
     assert config["metadata"]["labels"]["grafana_dashboard"] == "1"
-    dashboard = json.loads(config["data"]["gangsched.json"])
-    assert dashboard["uid"] == "gangsched"
-    expressions = [target["expr"] for panel in dashboard["panels"]
-                   for target in panel.get("targets", [])]
-    used = set().union(*map(_check_expression, expressions))
+    loaded: dict[str, Any] = json.loads(config["data"]["gangsched.json"])
+    return loaded
+
+
+def _panels(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every panel of a dashboard or row, those of collapsed rows too."""
+    return [found for panel in node.get("panels", []) for found in [panel, *_panels(panel)]]
+
+
+_VARIABLE_QUERY = re.compile(r"^\s*(?:label_values\((.+),\s*\w+\s*\)|query_result\((.+)\))\s*$",
+                             re.S)
+"""The query variable functions of Grafana's Prometheus data source whose argument is PromQL."""
+
+
+def dashboard_expressions(board: dict[str, Any]) -> list[str]:
+    """Every PromQL expression of `board`: each target of each panel, then the PromQL argument
+    of each query variable (`label_values(SELECTOR, label)`, `query_result(EXPR)`)."""
+    expressions = [target["expr"] for panel in _panels(board)
+                   for target in panel.get("targets", []) if "expr" in target]
+    for variable in board.get("templating", {}).get("list", []):
+        query = variable.get("query")
+        text = query.get("query", "") if isinstance(query, dict) else query or ""
+        found = _VARIABLE_QUERY.match(text) if variable["type"] == "query" else None
+        expressions += [found.group(1) or found.group(2)] if found else []
+    return expressions
+
+
+def test_the_dashboard_reads_only_registered_metrics(monitored):
+    board = dashboard(monitored)
+    assert board["uid"] == "gangsched"
+    used = set().union(*map(_check_expression, dashboard_expressions(board)))
     assert used >= REQUIRED, REQUIRED - used
-    assert all(panel["datasource"]["uid"] == "${datasource}" for panel in dashboard["panels"]
+    assert all(panel["datasource"]["uid"] == "${datasource}" for panel in board["panels"]
                if panel["type"] != "row")
 
 
@@ -153,6 +180,73 @@ def test_the_rule_check_is_real_it_names_a_broken_expression(monitored, tmp_path
     assert result.returncode == 1
     assert 'rule 2, "GangschedConsumerLagGrowing": could not parse expression: ' in result.stderr
     assert "parse error: unclosed left parenthesis" in result.stderr, result.stderr
+
+
+def variable_values(board: dict[str, Any]) -> dict[str, str]:
+    """A value for each template variable of `board` that a query can name, of the form Grafana
+    substitutes: a multi-value or All selection as the regex `(a|b)`. Raises AssertionError for
+    a variable type it knows no value for (teach it one when the dashboard gains such a one)."""
+    values = {}
+    for variable in board.get("templating", {}).get("list", []):
+        kind = variable["type"]
+        if kind in ("query", "custom"):
+            values[variable["name"]] = ("(gangsched|monitoring)" if variable.get("multi")
+                                        or variable.get("includeAll") else "gangsched")
+        else:
+            assert kind == "datasource", f"no value for the {kind} variable {variable['name']}"
+    return values
+
+
+def check_promql(expressions: list[str], values: dict[str, str],
+                 path: Path) -> subprocess.CompletedProcess[str]:
+    """promrules -promql on `expressions` (written to `path`), the variables set to `values`."""
+    path.write_text(json.dumps(expressions))
+    flags = [f"-var={name}={value}" for name, value in sorted(values.items())]
+    return subprocess.run([str(promrules()), "-promql", *flags, str(path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_every_dashboard_expression_passes_prometheus_own_parser(monitored, tmp_path: Path):
+    board = dashboard(monitored)
+    expressions = dashboard_expressions(board)
+    assert len(expressions) == 30  # 29 panel targets and the namespace variable's selector
+    assert variable_values(board) == {"namespace": "(gangsched|monitoring)"}
+    result = check_promql(expressions, variable_values(board), tmp_path / "dashboard.json")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0, f"{tmp_path / 'dashboard.json'}: 30 expressions\n", "")
+
+
+def test_the_promql_check_is_real_it_names_a_broken_dashboard_expression(monitored,
+                                                                         tmp_path: Path):
+    board = dashboard(monitored)
+    expressions = dashboard_expressions(board)
+    broken = expressions.index('sum(rate(gangsched_rollbacks_total{namespace=~"$namespace"}[5m]))')
+    expressions[broken] = 'sum(rate(gangsched_rollbacks_total{namespace=~"$namespace"}))'
+    result = check_promql(expressions, variable_values(board), tmp_path / "dashboard.json")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"{tmp_path / 'dashboard.json'}: expression {broken + 1}, "
+        '"sum(rate(gangsched_rollbacks_total{namespace=~\\"(gangsched|monitoring)\\"}))": '
+        "1:10: parse error: expected type range vector in call to function \"rate\", got "
+        "instant vector\n")
+
+
+@pytest.mark.parametrize(("expression", "error"), [
+    ("rate(gangsched_rollbacks_total[$__rate_interval])", None),
+    ("rate(gangsched_rollbacks_total[${__range}] offset $__interval)", None),
+    ("increase(gangsched_rollbacks_total[[[__range]]] @ ${__to:date:seconds})", None),
+    ('topk($top, gangsched_consumer_lag{namespace=~"${namespace:regex}"})', None),
+    ('label_replace(gangsched_leader, "to", "$1", "service", "(.*)")', None),  # kept as is
+    ("rate(gangsched_rollbacks_total[$__rate_intervals])", "unexpected character in duration"),
+    ("topk($bottom, gangsched_consumer_lag)", 'unexpected character: \'$\''),
+])
+def test_grafana_variables_are_replaced_as_grafana_does_before_parsing(
+        tmp_path: Path, expression: str, error: str | None) -> None:
+    result = check_promql([expression], {"top": "5", "namespace": "(a|b)"}, tmp_path / "q.json")
+    if error is None:
+        assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    else:
+        assert result.returncode == 1 and error in result.stderr, result.stderr
 
 
 def test_the_chart_readme_is_generated_from_the_values():
