@@ -2,7 +2,8 @@
 requests go straight through kubernetes_asyncio's aiohttp session, bodies encoded by msgspec).
 
 The API server is the judge: it names the field manager after the User-Agent, decodes the
-query and each patch type by its Content-Type, and answers errors as `Status` objects.
+query and each patch type by its Content-Type, answers errors as `Status` objects, and sends
+a node's metadata only when asked for a PartialObjectMetadata.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.kube import errors
-from services.kube.client import JSON_PATCH, MERGE_PATCH, KubeClient
+from services.kube import errors, nodes
+from services.kube.api import KubeApi
+from services.kube.client import JSON_PATCH, MERGE_PATCH, PARTIAL_OBJECT_METADATA, KubeClient
 from services.kube.resources import node_path
 from services.runtime import metrics
 from tests.cluster.fixture import ControlPlane
@@ -86,6 +88,21 @@ async def test_errors_are_the_api_servers_status_mapped_and_counted(
     with pytest.raises(errors.KubeInvalid) as invalid:
         await api.request("POST", configmaps(space), body=configmap("Not_A_Name", {}))
     assert (invalid.value.status, invalid.value.reason) == (422, "Invalid")
+
+
+async def test_the_existence_check_gets_metadata_only_and_the_survey_the_whole_node(
+        api: KubeClient) -> None:
+    meta = await api.get_if_exists(node_path(NODE), accept=PARTIAL_OBJECT_METADATA)
+    assert meta is not None
+    assert (meta["apiVersion"], meta["kind"]) == ("meta.k8s.io/v1", "PartialObjectMetadata")
+    assert meta["metadata"]["name"] == NODE
+    assert "spec" not in meta and "status" not in meta
+    assert await nodes.node_exists(api, NODE) is True
+    assert await nodes.node_exists(api, "no-such-node") is False
+    whole = await KubeApi(api).get_node(NODE)  # what the binder's pre-bind survey reads
+    assert whole is not None
+    assert whole["kind"] == "Node"
+    assert whole["status"]["allocatable"]["pods"] == "110"
 
 
 async def test_a_watch_streams_the_objects_as_events(api: KubeClient) -> None:
