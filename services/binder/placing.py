@@ -254,7 +254,7 @@ async def _vanished_nodes(
     async def is_gone(name: str) -> bool:
         async with gate:
             try:
-                return await kube.get_node(name) is None
+                return not await kube.node_exists(name)
             except errors.KubeError as error:
                 log.debug("cannot re-read node %s after binding, taking it as present: %s",
                           name, error)

@@ -89,6 +89,10 @@ class YieldingKube:
         async with self._gate.report():
             return await self._kube.get_node(name)
 
+    async def node_exists(self, name: str) -> bool:
+        async with self._gate.report():
+            return await self._kube.node_exists(name)
+
     async def bind(self, namespace: str, name: str, uid: str, node: str, *,
                    annotations: dict[str, str]) -> None:
         async with self._gate.report():

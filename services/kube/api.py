@@ -34,6 +34,10 @@ class KubeApi:
         """As `nodes.get_node`."""
         return await nodes.get_node(self._client, name)
 
+    async def node_exists(self, name: str) -> bool:
+        """As `nodes.node_exists`."""
+        return await nodes.node_exists(self._client, name)
+
     async def bind(
         self, namespace: str, name: str, uid: str, node: str, *, annotations: dict[str, str]
     ) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import Awaitable, Iterator
 from typing import Any
 
 import pytest
@@ -23,9 +23,7 @@ import pytest
 from bench.cluster.run import request_totals
 from services.binder import placing
 from services.binder.reporter import Reporter
-from services.config.settings import KubeSettings
 from services.contracts.decisions import Assignment, Placement, PodRef, Rejection, StatusUpdate
-from services.kube import client as kube_client
 from services.kube import errors, podgroups, pods
 from services.kube.api import KubeApi
 from services.kube.client import MERGE_PATCH, KubeClient
@@ -45,15 +43,6 @@ RESOURCES = ("pods", "pods/status", "pods/binding", "podgroups", "podgroups/stat
              "events")
 """What the binder reads and writes; other resources' counts move with the control plane's
 own work (leases, discovery) and are not compared."""
-
-
-@pytest.fixture
-async def api(control_plane: ControlPlane) -> AsyncIterator[KubeClient]:
-    client = await kube_client.connect(KubeSettings(kubeconfig=control_plane.kubeconfig))
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture

@@ -103,6 +103,10 @@ class FakeKube:
         self._fail("get_node", name)
         return self.nodes.get(name)
 
+    async def node_exists(self, name: str) -> bool:
+        self._fail("node_exists", name)
+        return name in self.nodes
+
     async def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
         self._fail("get_podgroup", name)
         return self.podgroups.get((namespace, name))
