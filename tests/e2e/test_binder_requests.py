@@ -160,7 +160,7 @@ async def test_podgroup_status_is_one_patch_per_change_with_no_read_before_it(
         "Running", 2, "Scheduled")
 
 
-async def test_binding_a_gang_reads_only_its_nodes_once_after_binding(
+async def test_binding_a_gang_lists_its_nodes_once_after_binding(
     control_plane: ControlPlane, api: KubeClient, group_namespace: str
 ) -> None:
     cp, namespace = control_plane, group_namespace
@@ -185,8 +185,9 @@ async def test_binding_a_gang_reads_only_its_nodes_once_after_binding(
     sent = {key: value - before.get(key, 0) for key, value in after.items()
             if value != before.get(key, 0) and key != "PATCH pods/status"}  # KWOK runs them
     assert settled.rolled_back is None and len(settled.bound) == 2
-    # kept on purpose: one GET of the gang's node after binding (`placing._vanished_nodes`)
-    assert sent == {"POST pods/binding": 2, "GET nodes": 1}
+    # kept on purpose: one check that the gang's nodes are still there after binding, one LIST
+    # by hostname label for all of them (`placing._vanished_nodes`)
+    assert sent == {"POST pods/binding": 2, "LIST nodes": 1}
     reported = await requests_of(cp, reporter(api, feed).placed(placement, settled))
     assert reported == {"POST events": 2}  # Scheduled, one per member
 

@@ -105,6 +105,30 @@ async def test_the_existence_check_gets_metadata_only_and_the_survey_the_whole_n
     assert whole["status"]["allocatable"]["pods"] == "110"
 
 
+async def test_the_hostname_list_finds_nodes_by_their_own_name_and_nothing_else(
+        api: KubeClient) -> None:
+    # a node whose hostname label names another, absent node (kubelet's --hostname-override)
+    odd = {"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": "client-odd-node",
+                        "labels": {"kubernetes.io/hostname": "kwok-node-absent"}},
+           "spec": {"unschedulable": True,
+                    "taints": [{"key": "test", "value": "odd", "effect": "NoSchedule"}]}}
+    await api.request("POST", "/api/v1/nodes", body=odd)
+    try:
+        # its label is not asked for: not found (the caller then reads it alone)
+        assert await nodes.listed_by_hostname(
+            api, [NODE, "client-odd-node", "no-such-node", "Not A Label!"]) == {NODE}
+        # its label is asked for: found under its own name, and the absent node it names is
+        # not taken for present
+        assert await nodes.listed_by_hostname(
+            api, [NODE, "kwok-node-absent", "client-odd-node"]) == {NODE, "client-odd-node"}
+        # more names than one request takes: the node sorts into the second batch
+        fillers = [f"a-missing-{i:03d}" for i in range(nodes.HOSTNAME_BATCH + 20)]
+        assert await nodes.listed_by_hostname(api, [*fillers, NODE]) == {NODE}
+    finally:
+        await api.request("DELETE", node_path("client-odd-node"))
+
+
 async def test_a_watch_streams_the_objects_as_events(api: KubeClient) -> None:
     query = [("watch", "true"), ("fieldSelector", f"metadata.name={NODE}"),
              ("timeoutSeconds", "5")]

@@ -44,11 +44,14 @@ def make_pod(
     return {"metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
 
 
-def make_node(name: str, *, is_ready: bool = True, unschedulable: bool = False) -> dict[str, Any]:
-    """A node's API JSON with a Ready condition."""
+def make_node(name: str, *, is_ready: bool = True, unschedulable: bool = False,
+              hostname: str | None = None) -> dict[str, Any]:
+    """A node's API JSON with a Ready condition and, as kubelet sets it, the hostname label
+    (`hostname`, default the node's name)."""
     status = "True" if is_ready else "False"
     return {
-        "metadata": {"name": name, "uid": f"uid-{name}"},
+        "metadata": {"name": name, "uid": f"uid-{name}",
+                     "labels": {"kubernetes.io/hostname": hostname or name}},
         "spec": {"unschedulable": True} if unschedulable else {},
         "status": {"conditions": [{"type": "Ready", "status": status}]},
     }
@@ -106,6 +109,15 @@ class FakeKube:
     async def node_exists(self, name: str) -> bool:
         self._fail("node_exists", name)
         return name in self.nodes
+
+    async def nodes_listed(self, names: Sequence[str]) -> frozenset[str]:
+        """As a LIST by hostname label: the nodes whose label `kubernetes.io/hostname` is
+        one of `names`, by their own name, among `names`."""
+        self._fail("nodes_listed", ",".join(names))
+        return frozenset(
+            name for name, node in self.nodes.items()
+            if name in names
+            and node["metadata"].get("labels", {}).get("kubernetes.io/hostname") in names)
 
     async def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
         self._fail("get_podgroup", name)
