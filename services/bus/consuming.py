@@ -20,7 +20,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from services.bus import transience
+from services.bus import ack_reply, transience
 from services.runtime import metrics
 
 log = logging.getLogger(__name__)
@@ -309,8 +309,8 @@ class PullConsumer:
 
     def _delivery(self, message: Msg) -> Delivery:
         """Wrap a nats-py message, tracking it as unsettled."""
-        metadata = message.metadata
-        seq = int(metadata.sequence.stream)
+        delivered = ack_reply.parse(message.reply)
+        seq = delivered.stream_seq
         self._unsettled.add(seq)
         self._highest_delivered = max(self._highest_delivered, seq)
         return Delivery(
@@ -318,10 +318,9 @@ class PullConsumer:
             subject=message.subject,
             data=message.data,
             headers=dict(message.headers or {}),
-            num_delivered=int(metadata.num_delivered),
-            num_pending=int(metadata.num_pending),
-            # the ack reply's timestamp token: the stored time, in ns (as float seconds here)
-            stored_at_ms=round(metadata.timestamp.timestamp() * 1000),
+            num_delivered=delivered.num_delivered,
+            num_pending=delivered.num_pending,
+            stored_at_ms=delivered.stored_at_ms,
             msg=message,
             _consumer=self,
         )

@@ -25,7 +25,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from services.bus import transience
+from services.bus import ack_reply, transience
 from services.bus.connection import JetStream
 
 log = logging.getLogger(__name__)
@@ -150,13 +150,13 @@ class OrderedReader:
             return []
         ordered: list[StoredMessage] = []
         for message in messages:
-            metadata = message.metadata
-            if int(metadata.sequence.consumer) != self._delivered + 1:
+            delivered = ack_reply.parse(message.reply)
+            if delivered.consumer_seq != self._delivered + 1:
                 await self._create(self._resume_seq())
                 break
-            self._delivered = int(metadata.sequence.consumer)
-            self.last_seq = int(metadata.sequence.stream)
-            ordered.append(_stored(message))
+            self._delivered = delivered.consumer_seq
+            self.last_seq = delivered.stream_seq
+            ordered.append(_stored(message, delivered))
         return ordered
 
     def _resume_seq(self) -> int | None:
@@ -242,15 +242,14 @@ async def _messages(reader: OrderedReader, follow: bool) -> AsyncIterator[Stored
                     return
 
 
-def _stored(message: Msg) -> StoredMessage:
-    metadata = message.metadata
+def _stored(message: Msg, delivered: ack_reply.Delivered) -> StoredMessage:
     return StoredMessage(
-        seq=int(metadata.sequence.stream),
+        seq=delivered.stream_seq,
         subject=message.subject,
         data=message.data,
         headers=dict(message.headers or {}),
-        stored_at_ms=_epoch_ms(metadata.timestamp),
-        pending=int(metadata.num_pending or 0),
+        stored_at_ms=delivered.stored_at_ms,
+        pending=delivered.num_pending,
     )
 
 
