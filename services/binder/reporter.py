@@ -271,6 +271,9 @@ class Reporter:
 
     async def _run_all(self, writes: Sequence[Callable[[], Awaitable[None]]]) -> None:
         """Run the writes concurrently (bounded), each best effort."""
+        if len(writes) <= self._concurrency:  # the usual case: no bound to keep
+            await asyncio.gather(*(best_effort("report", write) for write in writes))
+            return
         gate = asyncio.Semaphore(self._concurrency)
 
         async def one(write: Callable[[], Awaitable[None]]) -> None:
