@@ -248,7 +248,7 @@ class FakePublisher:
 @dataclass
 class FakeDelivery:
     """A fetched decision, signed with `DECISION_KEY` unless `headers` are given; records how
-    it was settled."""
+    it was settled, and counts its in-progress reports (`beats`)."""
 
     data: bytes
     seq: int = 1
@@ -257,6 +257,7 @@ class FakeDelivery:
     num_pending: int = 0
     settled: list[str] = field(default_factory=list)
     headers: dict[str, str] | None = None
+    beats: int = 0
 
     def __post_init__(self) -> None:
         if self.headers is None:
@@ -270,3 +271,6 @@ class FakeDelivery:
 
     async def term(self) -> None:
         self.settled.append("term")
+
+    async def in_progress(self) -> None:
+        self.beats += 1
