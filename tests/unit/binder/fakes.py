@@ -44,13 +44,18 @@ def make_pod(
     return {"metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
 
 
-def make_node(name: str, *, is_ready: bool = True, unschedulable: bool = False) -> dict[str, Any]:
-    """A node's API JSON with a Ready condition."""
-    status = "True" if is_ready else "False"
+def make_node(name: str, *, is_ready: bool = True, unschedulable: bool = False,
+              allocatable: dict[str, str] | None = None) -> dict[str, Any]:
+    """A node's API JSON with a Ready condition (and `allocatable`, quantities by resource,
+    when given)."""
+    status: dict[str, Any] = {"conditions": [{"type": "Ready", "status": "True" if is_ready
+                                              else "False"}]}
+    if allocatable is not None:
+        status["allocatable"] = allocatable
     return {
         "metadata": {"name": name, "uid": f"uid-{name}"},
         "spec": {"unschedulable": True} if unschedulable else {},
-        "status": {"conditions": [{"type": "Ready", "status": status}]},
+        "status": status,
     }
 
 
