@@ -13,7 +13,7 @@ import pytest
 from services.binder.service import MAX_ATTEMPTS, MissingDecisionKey
 from services.contracts import codec
 from services.contracts.decisions import Assignment, Placement, PodRef, Rejection
-from services.contracts.events import GroupBound, GroupRolledBack, MemberBound
+from services.contracts.events import GroupBound, GroupRolledBack, MemberBound, Outcome
 from services.contracts.signing import DecisionKey
 from tests.integration.binder_harness import NOW_MS, BinderBus
 from tests.unit.binder.fakes import (
@@ -35,17 +35,6 @@ def a_placement(plan_seq: int) -> Placement:
                      members=(Assignment("uid-a", "default", "a", "n1"),))
 
 
-def three_member_placement(plan_seq: int, deadline_in_ms: int = 60_000) -> Placement:
-    return Placement(id=f"{plan_seq}-0", plan_seq=plan_seq, at_ms=NOW_MS, group="default/g",
-                     attempt=1, deadline_ms=NOW_MS + deadline_in_ms,
-                     members=tuple(Assignment(f"uid-{n}", "default", n, "n1") for n in "abc"))
-
-
-def later(plan_seq: int, by: int = 10) -> str:
-    """The id of a decision planned `by` sequences after `plan_seq`."""
-    return f"{plan_seq + by}-0"
-
-
 ROOM = {"cpu": "4", "memory": "8Gi", "pods": "110"}
 """What node n1 offers (its status.allocatable)."""
 
@@ -56,6 +45,25 @@ def cluster() -> FakeKube:
     kube.add_node(make_node("n1", allocatable=ROOM))
     kube.add_pod(make_pod("a"))
     return kube
+
+
+async def three_members(binder_bus: BinderBus, *, node: str | None) -> tuple[FakeKube, Placement]:
+    """Pods a, b, c (on `node`, or pending) and node n1, observed; their placement to n1,
+    planned there."""
+    kube = FakeKube()
+    kube.add_node(make_node("n1", allocatable=ROOM))
+    for name in "abc":
+        kube.add_pod(make_pod(name, node=node))
+    plan_seq = await binder_bus.observe(kube)
+    return kube, Placement(
+        id=f"{plan_seq}-0", plan_seq=plan_seq, at_ms=NOW_MS, group="default/g", attempt=1,
+        deadline_ms=NOW_MS + 60_000,
+        members=tuple(Assignment(f"uid-{n}", "default", n, "n1") for n in "abc"))
+
+
+def later(plan_seq: int, by: int = 10) -> str:
+    """The id of a decision planned `by` sequences after `plan_seq`."""
+    return f"{plan_seq + by}-0"
 
 
 async def test_a_placement_is_acked_after_its_outcomes_are_published(
@@ -102,13 +110,20 @@ async def test_a_failing_decision_is_retried_then_dead_lettered(binder_bus: Bind
     assert kube.node_of("a") is None
 
 
+def final_outcome(kind: str, decision_id: str) -> Outcome:
+    if kind == "bound":
+        return GroupBound(at_ms=1, decision_id=decision_id, group="default/g")
+    return GroupRolledBack(at_ms=1, decision_id=decision_id, group="default/g", reason="x",
+                           failed_pod=None, deleted_pods=())
+
+
+@pytest.mark.parametrize("kind", ["bound", "rolled back"])
 async def test_a_redelivered_placement_already_settled_is_only_acked(
-    binder_bus: BinderBus,
+    kind: str, binder_bus: BinderBus,
 ) -> None:
     kube, publisher = cluster(), FakePublisher()
     placement = a_placement(await binder_bus.observe(kube))
-    await binder_bus.publish_outcomes([
-        GroupBound(at_ms=1, decision_id=placement.id, group="default/g")])
+    await binder_bus.publish_outcomes([final_outcome(kind, placement.id)])
     delivery = FakeDelivery(codec.encode(placement), num_delivered=2)
     await binder_bus.binder(kube, publisher).process(delivery)
     assert delivery.settled == ["ack"]
@@ -143,11 +158,8 @@ async def test_a_settled_placement_is_never_undone_when_a_later_decision_settled
     # e5: the placement bound a, b, c and published GroupBound; a later decision's GroupBound
     # is now the group's last outcome; c finished and is gone; it is redelivered after its
     # deadline.
-    kube, publisher = FakeKube(), FakePublisher()
-    kube.add_node(make_node("n1", allocatable=ROOM))
-    for name in "abc":
-        kube.add_pod(make_pod(name, node="n1"))
-    placement = three_member_placement(await binder_bus.observe(kube))
+    publisher = FakePublisher()
+    kube, placement = await three_members(binder_bus, node="n1")
     await binder_bus.publish_outcomes([
         *(MemberBound(at_ms=1, decision_id=placement.id, group="default/g",
                       pod_uid=f"uid-{n}", node="n1") for n in "abc"),
@@ -167,11 +179,8 @@ async def test_a_settled_placement_is_remembered_by_the_process_that_settled_it(
     binder_bus: BinderBus,
 ) -> None:
     # what this binder published went to its own publisher, not EVENTS: only its memory knows
-    kube, publisher = FakeKube(), FakePublisher()
-    kube.add_node(make_node("n1", allocatable=ROOM))
-    for name in "abc":
-        kube.add_pod(make_pod(name))
-    placement = three_member_placement(await binder_bus.observe(kube))
+    publisher = FakePublisher()
+    kube, placement = await three_members(binder_bus, node=None)
     clock = [NOW_MS]
     service = binder_bus.binder(kube, publisher, clock=lambda: clock[0])
     await service.process(FakeDelivery(codec.encode(placement)))
@@ -183,18 +192,6 @@ async def test_a_settled_placement_is_remembered_by_the_process_that_settled_it(
     assert again.settled == ["ack"]
     assert kube.deleted == []
     assert publisher.published == []
-
-
-async def test_a_settled_rollback_is_not_carried_out_again(binder_bus: BinderBus) -> None:
-    kube, publisher = cluster(), FakePublisher()
-    placement = a_placement(await binder_bus.observe(kube))
-    await binder_bus.publish_outcomes([GroupRolledBack(
-        at_ms=1, decision_id=placement.id, group="default/g", reason="x", failed_pod=None,
-        deleted_pods=())])
-    delivery = FakeDelivery(codec.encode(placement), num_delivered=2)
-    await binder_bus.binder(kube, publisher).process(delivery)
-    assert delivery.settled == ["ack"]
-    assert kube.calls == []
 
 
 def a_rejection(seq: int, reason: str, plan_seq: int) -> FakeDelivery:

@@ -122,28 +122,18 @@ def delivery(msg: AnsweringMsg) -> Delivery:
                     num_delivered=1, num_pending=0, stored_at_ms=0, msg=msg)  # type: ignore[arg-type]
 
 
-async def test_a_heartbeat_loop_ends_when_its_in_progress_report_loses_the_cancel() -> None:
+@pytest.mark.parametrize(("reply", "sent"), [("in_progress", "in progress"), ("ack", "ack")])
+async def test_a_reply_that_loses_the_cancel_ends_its_loop(reply: str, sent: str) -> None:
+    # the binder's in-progress heartbeat and a consumer's acks both loop on such replies
     msg = AnsweringMsg()
 
-    async def beat() -> None:
+    async def loop() -> None:
         for _ in range(ROUNDS):
-            await delivery(msg).in_progress()
+            await getattr(delivery(msg), reply)()
 
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.create_task(beat())
-    assert msg.replies == ["in progress"]
-
-
-async def test_an_ack_that_loses_the_cancel_ends_the_consumer_loop() -> None:
-    msg = AnsweringMsg()
-
-    async def consume() -> None:
-        for _ in range(ROUNDS):
-            await delivery(msg).ack()
-
-    with pytest.raises(asyncio.CancelledError):
-        await asyncio.create_task(consume())
-    assert msg.replies == ["ack"]
+        await asyncio.create_task(loop())
+    assert msg.replies == [sent]
 
 
 class LosingStream:
