@@ -25,7 +25,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from services.bus import ack_reply, transience
+from services.bus import ack_reply, cancellation, transience
 from services.bus.connection import JetStream
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,7 @@ class StreamState:
     last_seq: int
 
 
+@cancellation.guarded
 async def stream_state(js: JetStream, stream: str) -> StreamState:
     """The stream's current extent.
 
@@ -72,6 +73,7 @@ async def stream_state(js: JetStream, stream: str) -> StreamState:
     return StreamState(info.state.messages, info.state.first_seq, info.state.last_seq)
 
 
+@cancellation.guarded
 async def last_message(js: JetStream, stream: str, subject: str) -> StoredMessage | None:
     """The newest message stored on `subject` (one direct lookup), or None when there is none
     (or no such stream: NATS answers both with "not found").
@@ -130,12 +132,14 @@ class OrderedReader:
         """The consumer's current name."""
         return self._name
 
+    @cancellation.guarded
     async def fetch(self, batch: int, timeout_seconds: float) -> list[StoredMessage]:
         """Up to `batch` messages in stream order; `[]` on timeout. After a gap in delivery
         (a message lost in transit) or a vanished consumer, recreates the consumer from the
         last stream sequence returned + 1 and returns what came before the gap.
         Raises:
-            nats.errors.Error: NATS failed (a later fetch tries again).
+            nats.errors.Error: NATS failed (a later fetch tries again). CancelledError: when
+                cancelled, also when nats-py lost the cancellation (`cancellation`).
         """
         if self._subscription is None:  # a recreation failed
             await self._create(self._resume_seq())
@@ -162,6 +166,7 @@ class OrderedReader:
     def _resume_seq(self) -> int | None:
         return self.last_seq + 1 if self.last_seq else self._start_seq
 
+    @cancellation.guarded
     async def num_pending(self) -> int:
         """How many messages of the filter are still to be delivered."""
         assert self._subscription is not None

@@ -45,15 +45,20 @@ def make_pod(
 
 
 def make_node(name: str, *, is_ready: bool = True, unschedulable: bool = False,
+              allocatable: dict[str, str] | None = None,
               hostname: str | None = None) -> dict[str, Any]:
-    """A node's API JSON with a Ready condition and, as kubelet sets it, the hostname label
-    (`hostname`, default the node's name)."""
-    status = "True" if is_ready else "False"
+    """A node's API JSON with a Ready condition (and `allocatable`, quantities by resource,
+    when given) and, as kubelet sets it, the hostname label (`hostname`, default the node's
+    name)."""
+    status: dict[str, Any] = {"conditions": [{"type": "Ready", "status": "True" if is_ready
+                                              else "False"}]}
+    if allocatable is not None:
+        status["allocatable"] = allocatable
     return {
         "metadata": {"name": name, "uid": f"uid-{name}",
                      "labels": {"kubernetes.io/hostname": hostname or name}},
         "spec": {"unschedulable": True} if unschedulable else {},
-        "status": {"conditions": [{"type": "Ready", "status": status}]},
+        "status": status,
     }
 
 
@@ -264,7 +269,7 @@ class FakePublisher:
 @dataclass
 class FakeDelivery:
     """A fetched decision, signed with `DECISION_KEY` unless `headers` are given; records how
-    it was settled."""
+    it was settled, and counts its in-progress reports (`beats`)."""
 
     data: bytes
     seq: int = 1
@@ -273,6 +278,7 @@ class FakeDelivery:
     num_pending: int = 0
     settled: list[str] = field(default_factory=list)
     headers: dict[str, str] | None = None
+    beats: int = 0
 
     def __post_init__(self) -> None:
         if self.headers is None:
@@ -286,3 +292,6 @@ class FakeDelivery:
 
     async def term(self) -> None:
         self.settled.append("term")
+
+    async def in_progress(self) -> None:
+        self.beats += 1
