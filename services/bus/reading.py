@@ -235,7 +235,12 @@ async def read(
 
 
 async def _messages(reader: OrderedReader, follow: bool) -> AsyncIterator[StoredMessage]:
-    """Messages as they arrive; without `follow`, ends once nothing is pending any more."""
+    """Messages as they arrive; without `follow`, ends once nothing is pending any more (at
+    once when nothing matches: a fetch would wait its whole `WAIT_SECONDS` for nothing)."""
+    if not follow:
+        with transience.bus_errors(f"reading {reader.name}"):
+            if await reader.num_pending() == 0:
+                return
     while True:
         with transience.bus_errors(f"reading {reader.name}"):
             messages = await reader.fetch(FETCH_BATCH, WAIT_SECONDS)
