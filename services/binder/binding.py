@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import tenacity
 
-from services.binder import messages, validation
+from services.binder import messages, retries, validation
 from services.binder.ports import Kube
 from services.binder.validation import Check, Verdict
 from services.contracts.decisions import Assignment
@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 
 RETRY_FIRST_WAIT_SECONDS = 0.1
 RETRY_MAX_WAIT_SECONDS = 5.0
+_RETRY = retries.Retry(first_wait_seconds=RETRY_FIRST_WAIT_SECONDS,
+                       max_wait_seconds=RETRY_MAX_WAIT_SECONDS)
+"""KubeUnavailable retried without limit (the caller bounds the time), capped backoff."""
 
 NO_ANSWER = "deadline passed"
 """The reason of a member whose bind got no answer at all before the deadline."""
@@ -216,10 +219,10 @@ async def bind_member(
     tracker = _LastError()
     try:
         async with asyncio.timeout_at(deadline.loop_time):
-            async for attempt in _retrying(tracker, f"bind {member.namespace}/{member.name}"):
-                with attempt:
-                    await kube.bind(member.namespace, member.name, member.pod_uid, member.node,
-                                    annotations=stamp_annotations(stamp))
+            await _RETRY.call(
+                partial(kube.bind, member.namespace, member.name, member.pod_uid, member.node,
+                        annotations=stamp_annotations(stamp)),
+                before_sleep=_logging(tracker, f"bind {member.namespace}/{member.name}"))
         return MemberResult(member, BindState.BOUND)
     except errors.KubeConflict as error:
         return await _recheck(kube, member, stamp, deadline, messages.bind_error(error))
@@ -245,9 +248,8 @@ async def _recheck(
     """After a bind conflict: BOUND if this placement bound the pod, else FAILED."""
     try:
         async with asyncio.timeout_at(deadline.loop_time):
-            async for attempt in _retrying(_LastError(), f"get pod {member.name}"):
-                with attempt:
-                    pod = await kube.get_pod(member.namespace, member.name)
+            pod = await _RETRY.call(partial(kube.get_pod, member.namespace, member.name),
+                                   before_sleep=_logging(_LastError(), f"get pod {member.name}"))
     except (TimeoutError, errors.KubeUnavailable):
         return MemberResult(member, BindState.UNCERTAIN, conflict)
     except errors.KubeError as error:
@@ -304,14 +306,11 @@ async def _read(
     async with gate:
         try:
             async with asyncio.timeout_at(deadline.loop_time if deadline else None):
-                async for attempt in _retrying(_LastError(), what):
-                    with attempt:
-                        return _Read(await call())
+                return _Read(await _RETRY.call(call, before_sleep=_logging(_LastError(), what)))
         except TimeoutError as error:
             raise DeadlinePassed(f"{what}: deadline passed") from error
         except errors.KubeError as error:
             return _Read(None, messages.bind_error(error))
-    raise AssertionError("unreachable: tenacity re-raises or returns")
 
 
 class _LastError:
@@ -321,8 +320,9 @@ class _LastError:
         self.text = ""
 
 
-def _retrying(tracker: _LastError, what: str) -> tenacity.AsyncRetrying:
-    """Retry KubeUnavailable forever (the caller bounds the time) with capped backoff."""
+def _logging(tracker: _LastError, what: str) -> retries.BeforeSleep:
+    """A `_RETRY` hook: remember each transient error in `tracker`, log the first retry and
+    then every tenth."""
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
@@ -330,11 +330,4 @@ def _retrying(tracker: _LastError, what: str) -> tenacity.AsyncRetrying:
         if state.attempt_number == 1 or state.attempt_number % 10 == 0:
             log.warning("%s failed %d times, retrying: %s", what, state.attempt_number, error)
 
-    return tenacity.AsyncRetrying(
-        retry=tenacity.retry_if_exception_type(errors.KubeUnavailable),
-        wait=tenacity.wait_exponential(
-            multiplier=RETRY_FIRST_WAIT_SECONDS, max=RETRY_MAX_WAIT_SECONDS
-        ),
-        before_sleep=before_sleep,
-        reraise=True,
-    )
+    return before_sleep

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 
@@ -28,6 +28,8 @@ class Delivery(Protocol):
     async def nak(self, delay_seconds: float | None = None) -> None: ...
 
     async def term(self) -> None: ...
+
+    async def in_progress(self) -> None: ...
 
 
 class Consumer(Protocol):
@@ -60,22 +62,15 @@ class GroupLocks:
 
 @contextlib.asynccontextmanager
 async def heartbeat(delivery: Delivery, interval_seconds: float) -> AsyncIterator[None]:
-    """While the body runs, tell JetStream every `interval_seconds` the decision is in progress.
-
-    Uses the nats-py message's `in_progress()` when the delivery carries one (`msg`).
-    """
-    in_progress: Callable[[], Awaitable[None]] | None = getattr(
-        getattr(delivery, "msg", None), "in_progress", None
-    )
-    if in_progress is None:
-        yield
-        return
+    """While the body runs, tell JetStream every `interval_seconds` the decision is in progress
+    (`Delivery.in_progress`, which ends in CancelledError once the beat is stopped, even
+    when nats-py lost that cancellation)."""
 
     async def beat() -> None:
         while True:
             await asyncio.sleep(interval_seconds)
             with contextlib.suppress(Exception):
-                await in_progress()
+                await delivery.in_progress()
 
     task = asyncio.create_task(beat())
     try:

@@ -36,9 +36,9 @@ class OutcomeLog(Protocol):
 
 class PlacementMemory:
     """The outcomes published for placements: by this process (kept here) and by any binder
-    (`outcome_log`, read when needed; None only in tests that run without EVENTS)."""
+    (`outcome_log`, read when needed)."""
 
-    def __init__(self, outcome_log: OutcomeLog | None) -> None:
+    def __init__(self, outcome_log: OutcomeLog) -> None:
         self._outcome_log = outcome_log
         self._published: OrderedDict[str, tuple[Outcome, ...]] = OrderedDict()
 
@@ -49,7 +49,7 @@ class PlacementMemory:
         plus (on a redelivery) those any binder published, read from EVENTS. A placement with a
         final outcome among them is settled and is never undone."""
         found = list(self._published.get(placement.id, ()))
-        if is_redelivery and self._outcome_log is not None:
+        if is_redelivery:
             found.extend(await self._outcome_log.of_decision(placement.group, placement.id))
         return tuple(o for o in found if o.decision_id == placement.id)
 
@@ -65,8 +65,6 @@ class PlacementMemory:
         decision of the group bound or rolled back since (the planner places a group again only
         after its placement settled or expired): then a delivery of it is a copy published
         again (replayed), never carried out a second time. One direct read of EVENTS."""
-        if self._outcome_log is None:
-            return False
         newest = await self._outcome_log.newest(placement.group)
         if newest is None:
             return False

@@ -21,10 +21,9 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol
 
-import tenacity
 from aiolimiter import AsyncLimiter
 
-from services.binder import messages, statuses
+from services.binder import messages, retries, statuses
 from services.binder.placing import Settled
 from services.binder.pod_conditions import ConditionMemory
 from services.binder.podgroup_writes import PodGroupWrites, ViewAt
@@ -43,6 +42,9 @@ FAILED_SCHEDULING = "FailedScheduling"
 ACTION_BINDING = "Binding"
 ACTION_SCHEDULING = "Scheduling"
 WRITE_ATTEMPTS = 3
+_WRITE_RETRY = retries.Retry(first_wait_seconds=0.2, max_wait_seconds=2.0,
+                             attempts=WRITE_ATTEMPTS)
+"""A report write: KubeUnavailable retried up to WRITE_ATTEMPTS attempts in all."""
 EVENT_BUDGET = (20.0, 1.0)
 """FailedScheduling events on pods: at most 20 per second over the whole binder (a leaky
 bucket). Beyond it a pod's event is owed (its PodScheduled condition is written at once) and
@@ -269,6 +271,9 @@ class Reporter:
 
     async def _run_all(self, writes: Sequence[Callable[[], Awaitable[None]]]) -> None:
         """Run the writes concurrently (bounded), each best effort."""
+        if len(writes) <= self._concurrency:  # the usual case: no bound to keep
+            await asyncio.gather(*(best_effort("report", write) for write in writes))
+            return
         gate = asyncio.Semaphore(self._concurrency)
 
         async def one(write: Callable[[], Awaitable[None]]) -> None:
@@ -284,14 +289,8 @@ def _pod_ref(namespace: str, name: str, uid: str) -> ObjectRef:
 
 async def best_effort(what: str, write: Callable[[], Awaitable[None]]) -> None:
     """Run `write`, retrying transient errors a few times; log and swallow any KubeError."""
-    retrying = tenacity.AsyncRetrying(
-        retry=tenacity.retry_if_exception_type(errors.KubeUnavailable),
-        wait=tenacity.wait_exponential(multiplier=0.2, max=2.0),
-        stop=tenacity.stop_after_attempt(WRITE_ATTEMPTS),
-        reraise=True,
-    )
     try:
-        await retrying(write)
+        await _WRITE_RETRY.call(write)
     except (errors.KubeNotFound, errors.KubeConflict, errors.KubeInvalid) as error:
         log.debug("%s skipped (object gone or changed): %s", what, error)
     except errors.KubeError as error:

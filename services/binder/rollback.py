@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
-import tenacity
-
-from services.binder import validation
+from services.binder import retries, validation
 from services.binder.binding import Stamp
 from services.binder.ports import Kube
 from services.contracts.decisions import Assignment
@@ -27,6 +25,9 @@ log = logging.getLogger(__name__)
 
 RETRY_FIRST_WAIT_SECONDS = 0.2
 RETRY_MAX_WAIT_SECONDS = 10.0
+_PERSIST = retries.Retry(first_wait_seconds=RETRY_FIRST_WAIT_SECONDS,
+                         max_wait_seconds=RETRY_MAX_WAIT_SECONDS)
+"""An undo: KubeUnavailable retried without limit (a gang must not stay half bound)."""
 
 T = TypeVar("T")
 
@@ -107,15 +108,7 @@ async def _undo_member(
 
 async def _persist(call: Callable[[], Awaitable[T]], what: str) -> T:
     """Run `call`, retrying KubeUnavailable without limit (capped backoff, logged)."""
-    retrying = tenacity.AsyncRetrying(
-        retry=tenacity.retry_if_exception_type(errors.KubeUnavailable),
-        wait=tenacity.wait_exponential(multiplier=RETRY_FIRST_WAIT_SECONDS,
-                                       max=RETRY_MAX_WAIT_SECONDS),
-        before_sleep=lambda state: log.warning(
-            "rollback: %s failed %d times, retrying: %s", what, state.attempt_number,
-            state.outcome.exception() if state.outcome else None,
-        ),
-        reraise=True,
-    )
-    result: T = await retrying(call)
-    return result
+    return await _PERSIST.call(call, before_sleep=lambda state: log.warning(
+        "rollback: %s failed %d times, retrying: %s", what, state.attempt_number,
+        state.outcome.exception() if state.outcome else None,
+    ))

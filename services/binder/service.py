@@ -26,7 +26,7 @@ from services.binder.consumption import Consumer, Delivery, GroupLocks, heartbea
 from services.binder.memory import OutcomeLog, PlacementMemory
 from services.binder.placing import Policy
 from services.binder.ports import Kube, Publisher, WallClock
-from services.binder.reporter import Reporter
+from services.binder.reporter import Reporter, StatusLog
 from services.binder.view import ClusterView
 from services.binder.view_feed import ViewFeed
 from services.binder.yielding import ReportGate, YieldingKube
@@ -88,7 +88,7 @@ MAX_ATTEMPTS = 5
 
 RETRY_DELAY_SECONDS = 5.0
 MAX_REASON_CHARS = 512
-"""Placements whose published outcomes this process remembers (besides reading EVENTS)."""
+"""The longest reason a dead letter carries (its header); longer ones are cut."""
 
 
 class MissingDecisionKey(Exception):
@@ -102,8 +102,12 @@ class MissingDecisionKey(Exception):
 
 
 class Binder:
-    """Handles decisions; `consume` runs the fetch loop, `handle` one decision (for tests).
+    """Handles decisions; `consume` runs the fetch loop, `process` one delivery.
 
+    Collaborators: `outcome_log` reads the outcomes any binder published (EVENTS),
+    `status_log` the newest StatusUpdate of a group (DECISIONS), `view` is the bus view of
+    pods, nodes and PodGroups (`wiring` opens all three). The binder builds its reporter on
+    them, with a gate that makes reports yield to binding (`yielding`); `close` stops it.
     Only a delivery signed with `settings.decision_key` is decoded and acted on; any other is
     dead-lettered with the reason (`services.contracts.signing`).
     Raises (constructor): MissingDecisionKey when `settings.decision_key` is None.
@@ -115,15 +119,14 @@ class Binder:
         publisher: Publisher,
         settings: Settings,
         *,
-        outcome_log: OutcomeLog | None = None,
+        outcome_log: OutcomeLog,
+        status_log: StatusLog,
+        view: ViewFeed,
         clock: WallClock = lambda: time.time_ns() // 1_000_000,
-        reporter: Reporter | None = None,
-        view: ViewFeed | None = None,
-        gate: ReportGate | None = None,
     ) -> None:
         if settings.decision_key is None:
             raise MissingDecisionKey()
-        self._gate = gate or ReportGate()
+        self._gate = ReportGate()
         self._key: DecisionKey = settings.decision_key
         self._kube = kube
         self._publisher = publisher
@@ -135,11 +138,13 @@ class Binder:
         )
         self._memory = PlacementMemory(outcome_log)
         self._clock = clock
-        self._reporter = reporter or Reporter(
+        self._reporter = Reporter(
             YieldingKube(kube, self._gate),
             event_interval_seconds=settings.binder.event_interval_seconds,
             concurrency=self._policy.concurrency,
+            status_log=status_log,
             placing_kube=kube,
+            view=view,
         )
         self._view = view
         self._groups = GroupLocks()
@@ -149,6 +154,10 @@ class Binder:
         self._statuses: Coalescer[tuple[Delivery, Decision]] = Coalescer(
             self._write_report, self._superseded, MAX_REPORTS_IN_FLIGHT,
             settle_seconds=STATUS_SETTLE_SECONDS)
+
+    async def close(self) -> None:
+        """Stop what the binder runs beside its loops: the reporter's owed events."""
+        await self._reporter.close()
 
     async def consume(self, placements: Consumer, reports: Consumer) -> None:
         """Fetch and handle decisions from both consumers forever (module docstring)."""
@@ -263,8 +272,9 @@ class Binder:
             return
         await delivery.ack()
 
-    async def handle(self, decision: Decision, *, is_redelivery: bool = False) -> None:
-        """Carry out one decision; returns once its outcomes (if any) are published."""
+    async def handle(self, decision: Decision, *, is_redelivery: bool) -> None:
+        """Carry out one decision; returns once its outcomes (if any) are published.
+        `is_redelivery`: JetStream delivered it before (a placement then resumes)."""
         if isinstance(decision, Placement):
             await self._place(decision, is_redelivery)
         elif isinstance(decision, Preemption):
@@ -321,8 +331,6 @@ class Binder:
     async def _known_at(self, plan_seq: int) -> ClusterView | None:
         """The bus view of pods and nodes, if it has applied the events up to `plan_seq` (so it
         is at least as new as what the planner saw) within a short wait; else None."""
-        if self._view is None:
-            return None
         if await self._view.caught_up(plan_seq, VIEW_WAIT_SECONDS):
             return self._view.view
         log.debug("view at seq %d is behind plan point %d; reading from the API",
@@ -341,8 +349,7 @@ class Binder:
                       decision.id, delivery.num_delivered, RETRY_DELAY_SECONDS)
         await delivery.nak(RETRY_DELAY_SECONDS)
 
-    async def _dead_letter(self, delivery: Delivery, reason: str,
-                           consumer: str = CONSUMER) -> None:
+    async def _dead_letter(self, delivery: Delivery, reason: str, consumer: str) -> None:
         """Republish the message to the dead-letter subject with the reason, then term() it."""
         reason = " ".join(reason.split())[:MAX_REASON_CHARS]
         log.error("dead-lettering decision seq %d (%s): %s", delivery.seq, delivery.subject, reason)

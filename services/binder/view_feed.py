@@ -33,8 +33,8 @@ WAIT_SECONDS = 1.0
 class ViewFeed:
     """Keeps `view` current from EVENTS; `caught_up(seq)` waits until it has applied `seq`."""
 
-    def __init__(self, js: JetStream, prefix: str, view: ClusterView | None = None) -> None:
-        self.view = view or ClusterView()
+    def __init__(self, js: JetStream, prefix: str) -> None:
+        self.view = ClusterView()
         self._js = js
         self._prefix = prefix
         self._advanced = asyncio.Condition()

@@ -2,8 +2,8 @@
 
 Layer: binder shell (one job of the three the binder's rooms split: this builds, `service`
 dispatches deliveries, `memory` remembers placements). Opens the two durable consumers on
-DECISIONS, the bus view, the Kubernetes client and the reporter, hands them to `Binder`, and
-closes them when it stops.
+DECISIONS, the bus view, the Kubernetes client and the logs the binder reads back (outcomes on
+EVENTS, the newest status on DECISIONS), hands them to `Binder`, and closes them when it stops.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import logging
 from typing import Protocol
 
 from services.binder.outcome_log import StreamOutcomeLog
-from services.binder.reporter import Reporter
 from services.binder.service import (
     ACK_WAIT_SECONDS,
     CONSUMER,
@@ -25,7 +24,6 @@ from services.binder.service import (
 )
 from services.binder.status_log import StreamStatusLog
 from services.binder.view_feed import ViewFeed
-from services.binder.yielding import ReportGate, YieldingKube
 from services.bus import consuming, streams
 from services.bus.connection import Connection, JetStream
 from services.bus.consuming import PullConsumer
@@ -61,31 +59,20 @@ async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> No
         placements, reports = await open_consumers(js, settings.bus.prefix)
         view = ViewFeed(js, settings.bus.prefix)
         await view.start()
-        kube = KubeApi(client, controller=settings.scheduler_name)
-        gate = ReportGate()
-        reporter = Reporter(
-            YieldingKube(kube, gate),
-            event_interval_seconds=settings.binder.event_interval_seconds,
-            concurrency=max(1, settings.binder.concurrency),
-            status_log=StreamStatusLog(js, settings.bus.prefix, settings.decision_key),
-            placing_kube=kube,
-            view=view,
-        )
         binder = Binder(
-            kube,
+            KubeApi(client, controller=settings.scheduler_name),
             BusPublisher(js),
             settings,
             outcome_log=StreamOutcomeLog(js, settings.bus.prefix),
-            reporter=reporter,
+            status_log=StreamStatusLog(js, settings.bus.prefix, settings.decision_key),
             view=view,
-            gate=gate,
         )
         ready.set()
         log.info("binder consuming decisions (prefix %s)", settings.bus.prefix)
         try:
             await binder.consume(placements, reports)
         finally:
-            await reporter.close()
+            await binder.close()
             await view.stop()
             await placements.close()
             await reports.close()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -88,6 +88,14 @@ class YieldingKube:
     async def get_node(self, name: str) -> dict[str, Any] | None:
         async with self._gate.report():
             return await self._kube.get_node(name)
+
+    async def node_exists(self, name: str) -> bool:
+        async with self._gate.report():
+            return await self._kube.node_exists(name)
+
+    async def nodes_listed(self, names: Sequence[str]) -> frozenset[str]:
+        async with self._gate.report():
+            return await self._kube.nodes_listed(names)
 
     async def bind(self, namespace: str, name: str, uid: str, node: str, *,
                    annotations: dict[str, str]) -> None:

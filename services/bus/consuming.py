@@ -11,16 +11,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Coroutine, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import nats
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from services.bus import transience
+from services.bus import ack_reply, cancellation, transience
 from services.config import limits
 from services.runtime import metrics
 
@@ -98,6 +97,17 @@ class Delivery:
         """Never deliver this message again (poisoned or obsolete)."""
         await self._settle(self.msg.term(), settled=True)
 
+    @cancellation.guarded
+    async def in_progress(self) -> None:
+        """Tell JetStream the message is still being worked on (its ack wait starts over).
+        A lost report only risks a redelivery (logged)."""
+        try:
+            await self.msg.in_progress()
+        except transience.LOST_ACK_ERRORS as error:
+            log.warning("in-progress report of %s seq %d lost: %r", self.subject, self.seq,
+                        error)
+
+    @cancellation.guarded
     async def _settle(self, reply: Awaitable[None], *, settled: bool) -> None:
         """Send an ack-type reply; remember the outcome for consumer re-creation."""
         try:
@@ -129,30 +139,6 @@ def _normal(value: object) -> object:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
-
-
-async def _cancellable(fetching: Coroutine[Any, Any, list[Msg]]) -> list[Msg]:
-    """Await a nats-py fetch so that cancelling the caller always cancels the caller.
-
-    nats-py waits with `asyncio.wait_for`, which on Python 3.11 returns a message that arrived
-    as the cancellation did instead of raising CancelledError: a consumer loop cancelled for
-    shutdown would keep fetching. Waiting through `asyncio.wait` raises CancelledError in the
-    caller whatever the fetch does; the fetch is then cancelled, and what it fetched anyway is
-    left unacknowledged (redelivered after the ack wait).
-    """
-    task = asyncio.ensure_future(fetching)
-    try:
-        await asyncio.wait({task})
-    except asyncio.CancelledError:
-        task.cancel()
-        task.add_done_callback(_discard_outcome)
-        raise
-    return task.result()
-
-
-def _discard_outcome(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()  # retrieved, so asyncio does not log it as never retrieved
 
 
 class PullConsumer:
@@ -228,12 +214,15 @@ class PullConsumer:
                                    replace=start_seq is not None and not start_seq_if_new)
         return consumer
 
+    @cancellation.guarded
     async def fetch(self, batch: int, timeout_seconds: float) -> list[Delivery]:
         """Fetch up to `batch` messages, waiting at most `timeout_seconds` for the first.
 
         Shapes: deliveries in the order NATS sent them (stream order, redeliveries first);
         `[]` on timeout or while NATS is unavailable. A consumer that vanished (deleted, or
         lost with a memory store) is recreated from the first unacknowledged sequence seen.
+        Raises CancelledError when cancelled, also when nats-py lost the cancellation
+        (`cancellation`); what was fetched then is redelivered after the ack wait.
         """
         if time.monotonic() >= self._next_check:
             self._next_check = time.monotonic() + self._check_interval_seconds
@@ -241,7 +230,7 @@ class PullConsumer:
                 await self.check_config()
         assert self._subscription is not None
         try:
-            messages = await _cancellable(self._subscription.fetch(batch, timeout=timeout_seconds))
+            messages = await self._subscription.fetch(batch, timeout=timeout_seconds)
         except (TimeoutError, nats.errors.TimeoutError):
             return []
         except transience.FETCH_ERRORS as error:
@@ -280,6 +269,7 @@ class PullConsumer:
         await self._create(resume if self._highest_delivered else None, replace=True)
         return found
 
+    @cancellation.guarded
     async def repair(self, start_seq: int) -> None:
         """Recreate the consumer with our configuration, delivering from `start_seq` on (the
         caller's tracking is the truth: e.g. the planner after a gap in its deliveries).
@@ -289,6 +279,7 @@ class PullConsumer:
         """
         await self._create(start_seq, replace=True)
 
+    @cancellation.guarded
     async def first_seq(self) -> int:
         """The stream's first sequence now (what retention has not removed yet)."""
         return int((await self._js.stream_info(self._stream)).state.first_seq)
@@ -310,8 +301,8 @@ class PullConsumer:
 
     def _delivery(self, message: Msg) -> Delivery:
         """Wrap a nats-py message, tracking it as unsettled."""
-        metadata = message.metadata
-        seq = int(metadata.sequence.stream)
+        delivered = ack_reply.parse(message.reply)
+        seq = delivered.stream_seq
         self._unsettled.add(seq)
         self._highest_delivered = max(self._highest_delivered, seq)
         return Delivery(
@@ -319,10 +310,9 @@ class PullConsumer:
             subject=message.subject,
             data=message.data,
             headers=dict(message.headers or {}),
-            num_delivered=int(metadata.num_delivered),
-            num_pending=int(metadata.num_pending),
-            # the ack reply's timestamp token: the stored time, in ns (as float seconds here)
-            stored_at_ms=round(metadata.timestamp.timestamp() * 1000),
+            num_delivered=delivered.num_delivered,
+            num_pending=delivered.num_pending,
+            stored_at_ms=delivered.stored_at_ms,
             msg=message,
             _consumer=self,
         )

@@ -18,7 +18,7 @@ import tenacity
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
 
-from services.bus import collisions, transience
+from services.bus import cancellation, collisions, transience
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from services.runtime import metrics
 
@@ -57,6 +57,7 @@ class Publisher:
         self._max_in_flight = max_in_flight
         self._signing_key = signing_key
 
+    @cancellation.guarded
     async def publish(
         self,
         subject: str,
@@ -93,7 +94,8 @@ class Publisher:
             reraise=True,
         )
         async for attempt in retrying:
-            with attempt:
+            # a cancellation nats-py lost ends the retries (CancelledError is not transient)
+            with attempt, cancellation.kept():
                 ack = await self._js.publish(
                     subject, data, timeout=self._ack_timeout_seconds, headers=headers)
         return ack
@@ -129,6 +131,7 @@ class Publisher:
             return collisions.UNREADABLE
         return collisions.verdict(stored.subject or "", stored.headers or {}, subject, headers)
 
+    @cancellation.guarded
     async def publish_many(self, items: Sequence[PublishItem]) -> None:
         """Publish `items` pipelined, at most `max_in_flight` unacknowledged at a time.
 

@@ -25,7 +25,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from services.bus import transience
+from services.bus import ack_reply, cancellation, transience
 from services.bus.connection import JetStream
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,7 @@ class StreamState:
     last_seq: int
 
 
+@cancellation.guarded
 async def stream_state(js: JetStream, stream: str) -> StreamState:
     """The stream's current extent.
 
@@ -72,6 +73,7 @@ async def stream_state(js: JetStream, stream: str) -> StreamState:
     return StreamState(info.state.messages, info.state.first_seq, info.state.last_seq)
 
 
+@cancellation.guarded
 async def last_message(js: JetStream, stream: str, subject: str) -> StoredMessage | None:
     """The newest message stored on `subject` (one direct lookup), or None when there is none
     (or no such stream: NATS answers both with "not found").
@@ -130,12 +132,14 @@ class OrderedReader:
         """The consumer's current name."""
         return self._name
 
+    @cancellation.guarded
     async def fetch(self, batch: int, timeout_seconds: float) -> list[StoredMessage]:
         """Up to `batch` messages in stream order; `[]` on timeout. After a gap in delivery
         (a message lost in transit) or a vanished consumer, recreates the consumer from the
         last stream sequence returned + 1 and returns what came before the gap.
         Raises:
-            nats.errors.Error: NATS failed (a later fetch tries again).
+            nats.errors.Error: NATS failed (a later fetch tries again). CancelledError: when
+                cancelled, also when nats-py lost the cancellation (`cancellation`).
         """
         if self._subscription is None:  # a recreation failed
             await self._create(self._resume_seq())
@@ -150,18 +154,19 @@ class OrderedReader:
             return []
         ordered: list[StoredMessage] = []
         for message in messages:
-            metadata = message.metadata
-            if int(metadata.sequence.consumer) != self._delivered + 1:
+            delivered = ack_reply.parse(message.reply)
+            if delivered.consumer_seq != self._delivered + 1:
                 await self._create(self._resume_seq())
                 break
-            self._delivered = int(metadata.sequence.consumer)
-            self.last_seq = int(metadata.sequence.stream)
-            ordered.append(_stored(message))
+            self._delivered = delivered.consumer_seq
+            self.last_seq = delivered.stream_seq
+            ordered.append(_stored(message, delivered))
         return ordered
 
     def _resume_seq(self) -> int | None:
         return self.last_seq + 1 if self.last_seq else self._start_seq
 
+    @cancellation.guarded
     async def num_pending(self) -> int:
         """How many messages of the filter are still to be delivered."""
         assert self._subscription is not None
@@ -230,7 +235,12 @@ async def read(
 
 
 async def _messages(reader: OrderedReader, follow: bool) -> AsyncIterator[StoredMessage]:
-    """Messages as they arrive; without `follow`, ends once nothing is pending any more."""
+    """Messages as they arrive; without `follow`, ends once nothing is pending any more (at
+    once when nothing matches: a fetch would wait its whole `WAIT_SECONDS` for nothing)."""
+    if not follow:
+        with transience.bus_errors(f"reading {reader.name}"):
+            if await reader.num_pending() == 0:
+                return
     while True:
         with transience.bus_errors(f"reading {reader.name}"):
             messages = await reader.fetch(FETCH_BATCH, WAIT_SECONDS)
@@ -242,15 +252,14 @@ async def _messages(reader: OrderedReader, follow: bool) -> AsyncIterator[Stored
                     return
 
 
-def _stored(message: Msg) -> StoredMessage:
-    metadata = message.metadata
+def _stored(message: Msg, delivered: ack_reply.Delivered) -> StoredMessage:
     return StoredMessage(
-        seq=int(metadata.sequence.stream),
+        seq=delivered.stream_seq,
         subject=message.subject,
         data=message.data,
         headers=dict(message.headers or {}),
-        stored_at_ms=_epoch_ms(metadata.timestamp),
-        pending=int(metadata.num_pending or 0),
+        stored_at_ms=delivered.stored_at_ms,
+        pending=delivered.num_pending,
     )
 
 

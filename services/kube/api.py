@@ -7,6 +7,7 @@ Never retries.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +34,14 @@ class KubeApi:
     async def get_node(self, name: str) -> dict[str, Any] | None:
         """As `nodes.get_node`."""
         return await nodes.get_node(self._client, name)
+
+    async def node_exists(self, name: str) -> bool:
+        """As `nodes.node_exists`."""
+        return await nodes.node_exists(self._client, name)
+
+    async def nodes_listed(self, names: Sequence[str]) -> frozenset[str]:
+        """As `nodes.listed_by_hostname`."""
+        return await nodes.listed_by_hostname(self._client, names)
 
     async def bind(
         self, namespace: str, name: str, uid: str, node: str, *, annotations: dict[str, str]

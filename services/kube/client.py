@@ -1,16 +1,23 @@
 """One authenticated HTTP client for the API server, speaking raw JSON.
 
-Layer: kube, the only package that imports kubernetes_asyncio. Requests go through
-`ApiClient.call_api` with `_preload_content=False`, so bodies are read as bytes and decoded
-with msgspec into plain dicts: no model (de)serialisation cost, no generated-model bugs (such as
-`create_namespaced_binding` failing on the `Status` the API server returns). Every failure
-leaves this module as a `services.kube.errors` type. Never retries: callers decide.
+Layer: kube, the only package that imports kubernetes_asyncio. The library loads the
+configuration (kubeconfig or in-cluster), owns the aiohttp session (TLS context, client
+certificate, proxy, connection pool) and supplies the credentials of every request
+(`ApiClient.update_params_for_auth`, which runs the configuration's token refresh hook).
+Requests themselves go straight through that session, not through `ApiClient.call_api`:
+bodies are encoded and decoded with msgspec, the URL and headers are built once per request,
+timeouts are shared (its generic parameter sanitising, stdlib JSON and per-request objects
+cost 5-20% of our CPU per request: `python -m bench.kube_client`, issue 14). No model
+(de)serialisation, so no generated-model bugs (such as `create_namespaced_binding` failing on
+the `Status` the API server returns). Every failure leaves this module as a
+`services.kube.errors` type. Never retries: callers decide.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import urllib.parse
@@ -40,6 +47,9 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+PARTIAL_OBJECT_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+"""An `Accept` asking for the object's metadata only (meta.k8s.io/v1 PartialObjectMetadata),
+as client-go's metadata client asks: the API server sends no spec and no status."""
 
 POOL_SIZE = limits.KUBE_POOL_SIZE
 """Connections kept per client: three long-lived watches plus bursts of concurrent binds (the
@@ -50,7 +60,12 @@ TOKEN_REFRESH_SECONDS = 60
 USER_AGENT = "gangsched"
 IN_CLUSTER_HOST_ENV = "KUBERNETES_SERVICE_HOST"
 
+AUTH_SETTINGS = ["BearerToken"]
+"""The kubernetes_asyncio auth settings every request carries (what its generated API calls
+pass): the configuration's bearer token, if any, as the `authorization` header."""
+
 _decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
 _TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 
 
@@ -67,11 +82,14 @@ class KubeClient:
         self._api = api
         self._request_timeout_seconds = request_timeout_seconds
         self._refresher = refresher
+        self._host = str(api.configuration.host)
+        self._session, self._session_options = _session_of(api)
+        self._default_headers = _default_headers(api)
 
     @property
     def host(self) -> str:
         """The API server URL, e.g. `https://127.0.0.1:6443`."""
-        return str(self._api.configuration.host)
+        return self._host
 
     async def request(
         self,
@@ -81,19 +99,23 @@ class KubeClient:
         query: Query = (),
         body: dict[str, Any] | list[Any] | None = None,
         content_type: str = JSON,
+        accept: str = JSON,
         timeout_seconds: float | None = None,
     ) -> dict[str, Any]:
         """Send one request and return the decoded JSON response body.
 
-        Shapes: `path` starts with `/api` or `/apis`; an empty body decodes to `{}`.
+        Shapes: `path` starts with `/api` or `/apis`; `body` is sent as JSON (msgspec-encoded)
+        with `content_type`; `accept` is the response type asked for (`JSON`, or
+        `PARTIAL_OBJECT_METADATA`); an empty response body decodes to `{}`.
         Units: `timeout_seconds` bounds the whole request (default: the client's).
         Raises:
             KubeError subclasses (see `services.kube.errors.from_status`); KubeUnavailable for
-            timeouts and connection failures.
+            timeouts and connection failures; TypeError for a body msgspec cannot encode.
         """
         what = f"{method} {path}"
-        timeout = aiohttp.ClientTimeout(total=timeout_seconds or self._request_timeout_seconds)
-        response = await self._send(what, method, path, query, body, content_type, timeout)
+        timeout = _request_timeout(timeout_seconds or self._request_timeout_seconds)
+        response = await self._send(what, method, path, query, body, content_type, accept,
+                                    timeout)
         try:
             data = await response.read()
         except _TRANSPORT_ERRORS as error:
@@ -105,14 +127,15 @@ class KubeClient:
             raise errors.from_status(response.status, decoded, what)
         return decoded
 
-    async def get_if_exists(self, path: str) -> dict[str, Any] | None:
-        """GET one object's API JSON; None when it does not exist.
+    async def get_if_exists(self, path: str, *, accept: str = JSON) -> dict[str, Any] | None:
+        """GET one object's API JSON (its metadata only with `PARTIAL_OBJECT_METADATA`); None
+        when it does not exist.
 
         Raises:
             KubeError subclasses other than KubeNotFound.
         """
         try:
-            return await self.request("GET", path)
+            return await self.request("GET", path, accept=accept)
         except errors.KubeNotFound:
             return None
 
@@ -126,10 +149,8 @@ class KubeClient:
             as `request`; KubeUnavailable also when the stream breaks or a line is not JSON.
         """
         what = f"GET {path} (stream)"
-        timeout = aiohttp.ClientTimeout(
-            total=None, connect=CONNECT_TIMEOUT_SECONDS, sock_read=read_timeout_seconds
-        )
-        response = await self._send(what, "GET", path, query, None, JSON, timeout)
+        timeout = _stream_timeout(read_timeout_seconds)
+        response = await self._send(what, "GET", path, query, None, JSON, JSON, timeout)
         try:
             if not 200 <= response.status < 300:
                 body = _decode_object(await response.read())
@@ -158,20 +179,26 @@ class KubeClient:
         query: Query,
         body: dict[str, Any] | list[Any] | None,
         content_type: str,
+        accept: str,
         timeout: aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:
-        """Start the request through kubernetes_asyncio (auth, TLS, token refresh)."""
+        """Start the request on the library's session, authenticated as the library would.
+
+        The headers are kubernetes_asyncio's `call_api` headers: ours, then the ApiClient's
+        defaults (User-Agent), then the credentials of `AUTH_SETTINGS` (an `in: query` setting
+        would add to the query, as there).
+        """
+        headers = {"Content-Type": content_type, "Accept": accept, **self._default_headers}
+        auth_query: list[tuple[str, str]] = []
+        await self._api.update_params_for_auth(headers, auth_query, AUTH_SETTINGS)
+        url = self._host + path
+        if query or auth_query:
+            url += "?" + urllib.parse.urlencode([*query, *auth_query])
+        data = None if body is None else _encoder.encode(body)
         try:
-            response: aiohttp.ClientResponse = await self._api.call_api(
-                path,
-                method,
-                query_params=list(query),
-                header_params={"Content-Type": content_type, "Accept": JSON},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
+            response = await self._session.request(
+                method, url, headers=headers, data=data, timeout=timeout,
+                **self._session_options)
         except _TRANSPORT_ERRORS as error:
             metrics.kube_requests.labels(method, "error").inc()
             raise errors.KubeUnavailable(f"{what}: {error!r}") from error
@@ -236,6 +263,50 @@ async def connect(settings: KubeSettings) -> KubeClient:
     log.info("Kubernetes API %s (credentials: %s)", configuration.host, source)
     return KubeClient(
         api, request_timeout_seconds=settings.request_timeout_seconds, refresher=refresher
+    )
+
+
+def _session_of(api: ApiClient) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
+    """The ApiClient's aiohttp session and the per-request options its REST client adds
+    (`proxy`, `proxy_headers`, `server_hostname`, each only when set), as that client would.
+
+    Raises:
+        KubeError: the ApiClient has no aiohttp session (kubernetes_asyncio changed).
+    """
+    rest = api.rest_client
+    session = getattr(rest, "pool_manager", None)
+    if not isinstance(session, aiohttp.ClientSession):
+        raise errors.KubeError("kubernetes_asyncio's ApiClient has no aiohttp session "
+                               f"(rest_client.pool_manager is {type(session).__name__})")
+    options: dict[str, Any] = {}
+    for name in ("proxy", "proxy_headers", "server_hostname"):
+        value = getattr(rest, name, None)
+        if value:
+            options[name] = value
+    return session, options
+
+
+def _default_headers(api: ApiClient) -> dict[str, str]:
+    """The headers the ApiClient adds to every request: its defaults (User-Agent) and the
+    cookie, if one is set."""
+    headers = {str(name): str(value) for name, value in api.default_headers.items()}
+    if api.cookie:
+        headers["Cookie"] = str(api.cookie)
+    return headers
+
+
+@functools.lru_cache(maxsize=32)
+def _request_timeout(total_seconds: float) -> aiohttp.ClientTimeout:
+    """One (immutable) timeout per distinct request timeout, shared by all requests."""
+    return aiohttp.ClientTimeout(total=total_seconds)
+
+
+@functools.lru_cache(maxsize=32)
+def _stream_timeout(read_timeout_seconds: float) -> aiohttp.ClientTimeout:
+    """A watch's timeout: no total, `CONNECT_TIMEOUT_SECONDS` to connect, and
+    `read_timeout_seconds` of silence at most between two chunks."""
+    return aiohttp.ClientTimeout(
+        total=None, connect=CONNECT_TIMEOUT_SECONDS, sock_read=read_timeout_seconds
     )
 
 

@@ -1,14 +1,30 @@
-"""Node reads for the binder's pre-bind validation.
+"""Node reads for the binder's pre-bind validation and its post-bind existence check.
 
-Layer: kube. One API request per call; never retries.
+Layer: kube. One API request per call (`listed_by_hostname`: one per `HOSTNAME_BATCH` names);
+never retries.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Any
 
-from services.kube.client import KubeClient
-from services.kube.resources import node_path
+from services.kube.client import PARTIAL_OBJECT_METADATA, KubeClient
+from services.kube.resources import NODES, node_path
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+"""The well-known label kubelet sets on its Node: the host's name, usually the node's name."""
+
+HOSTNAME_BATCH = 100
+"""Names per `listed_by_hostname` request (keeps the selector, and the URL, short)."""
+
+PARTIAL_OBJECT_METADATA_LIST = (
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+"""A LIST's items as metadata only, as client-go's metadata client asks for them."""
+
+_LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)")
+"""A valid label value (k8s.io/apimachinery validation.IsValidLabelValue), non-empty."""
 
 
 async def get_node(client: KubeClient, name: str) -> dict[str, Any] | None:
@@ -18,3 +34,54 @@ async def get_node(client: KubeClient, name: str) -> dict[str, Any] | None:
         KubeError subclasses other than KubeNotFound (`KubeClient.get_if_exists`).
     """
     return await client.get_if_exists(node_path(name))
+
+
+async def node_exists(client: KubeClient, name: str) -> bool:
+    """Whether the API server has the node `name` now (a 404 is False).
+
+    Asks for its metadata only (a `PartialObjectMetadata`, as client-go's metadata client
+    does), so the API server encodes and sends no spec and no status: a node's images list
+    alone is kilobytes.
+    Raises:
+        KubeError subclasses other than KubeNotFound (`KubeClient.get_if_exists`).
+    """
+    return await client.get_if_exists(node_path(name), accept=PARTIAL_OBJECT_METADATA) is not None
+
+
+async def listed_by_hostname(client: KubeClient, names: Iterable[str]) -> frozenset[str]:
+    """Those of the node `names` that a consistent LIST by the `kubernetes.io/hostname` label
+    finds now, by their own name: one request per `HOSTNAME_BATCH` names, metadata only.
+
+    Only the names of nodes listed are returned, never a label's value: a node whose hostname
+    label names another node (kubelet's `--hostname-override`) never makes that other node
+    present. A name that is no valid label value, or a node whose label is not among `names`,
+    is simply not found, so a caller can take every name returned as existing and must read
+    the others one by one (`node_exists`): the answer errs towards "not found", never towards
+    a node that is gone. No resourceVersion is given, so the list is as current as a GET.
+    Raises:
+        KubeError subclasses (`KubeClient.request`).
+    """
+    wanted = sorted({name for name in names if _LABEL_VALUE.fullmatch(name)})
+    found: set[str] = set()
+    for start in range(0, len(wanted), HOSTNAME_BATCH):
+        batch = wanted[start : start + HOSTNAME_BATCH]
+        selector = f"{HOSTNAME_LABEL} in ({','.join(batch)})"
+        listed = await client.request("GET", NODES.list_path,
+                                      query=(("labelSelector", selector),),
+                                      accept=PARTIAL_OBJECT_METADATA_LIST)
+        found.update(_names(listed).intersection(batch))
+    return frozenset(found)
+
+
+def _names(listed: dict[str, Any]) -> set[str]:
+    """The `metadata.name` of each item of a list response (malformed items left out)."""
+    items = listed.get("items")
+    if not isinstance(items, list):
+        return set()
+    names = set()
+    for item in items:
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if isinstance(name, str):
+            names.add(name)
+    return names

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from prometheus_client import Gauge
 
+from services.bus import cancellation
 from services.bus.errors import BusRefused, BusUnavailable
 from services.runtime import metrics
 
@@ -154,15 +155,15 @@ async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monoto
     log.info("standing by for the leader lease (retry every %gs)", timing.retry_seconds)
     while True:
         started = clock()
-        try:
-            revision = await lease.acquire()
-        except _UNAVAILABLE as error:
-            log.debug("leader lease unavailable: %r", error)
-            revision = None
-        except BusRefused as error:
-            log.warning("leader lease refused (will retry): %r", error)
-            revision = None
-        _raise_lost_cancellation()
+        with cancellation.kept():  # one lost in `acquire` (nats-py's wait_for) still stops us
+            try:
+                revision = await lease.acquire()
+            except _UNAVAILABLE as error:
+                log.debug("leader lease unavailable: %r", error)
+                revision = None
+            except BusRefused as error:
+                log.warning("leader lease refused (will retry): %r", error)
+                revision = None
         if revision is not None:
             return Term(revision, started)
         await asyncio.sleep(timing.retry_seconds)
@@ -203,12 +204,13 @@ async def _serve_while_leading(
 async def renew(lease: LeaseStore, term: Term, timing: Timing, clock: Clock) -> Term | None:
     """One renewal attempt: the new term; `term` again after a transient failure while the
     deadline has not passed; None when leadership is lost (someone else wrote, or deadline).
-    Raises CancelledError when cancelled, also as the answer arrives."""
+    Raises CancelledError when cancelled, also as the answer arrives (Python 3.11's
+    `wait_for`, here and in nats-py, then returns the answer: `services.bus.cancellation`)."""
     started = clock()
     remaining = deadline(term, timing) - started
     try:
-        revision = await asyncio.wait_for(lease.renew(term.revision), max(remaining, 0.0))
-        _raise_lost_cancellation()
+        with cancellation.kept():
+            revision = await asyncio.wait_for(lease.renew(term.revision), max(remaining, 0.0))
     except _UNAVAILABLE as error:
         if clock() < deadline(term, timing):
             log.warning("leader lease renewal failed (will retry): %r", error)
@@ -219,19 +221,6 @@ async def renew(lease: LeaseStore, term: Term, timing: Timing, clock: Clock) -> 
         log.error("leader lease taken over by another planner: stepping down")
         return None
     return Term(revision, started)
-
-
-def _raise_lost_cancellation() -> None:
-    """Raise CancelledError if this task was cancelled but the cancellation got lost.
-
-    Python 3.11's `asyncio.wait_for` (in `renew`, and inside nats-py's requests) returns the
-    result when the cancellation arrives just as the awaited request completes (CPython
-    gh-86296, fixed in 3.12): a candidate told to stop then went on renewing and serving, and
-    whoever awaited it hung (seen in tests/integration/test_election.py's teardown).
-    """
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
 
 
 async def _stop(task: asyncio.Task[None]) -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from services.config.settings import KubeSettings
+from services.kube import client as kube_client
+from services.kube.client import KubeClient
 from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, split
 from tests.support.gangsched_process import GangschedRun, serving
@@ -42,6 +45,16 @@ def scheduler_plane() -> Iterator[ControlPlane]:
     creates its own nodes (tests/e2e/differential)."""
     with ControlPlane(nodes=0, kube_scheduler=True) as cp:
         yield cp
+
+
+@pytest.fixture
+async def api(control_plane: ControlPlane) -> AsyncIterator[KubeClient]:
+    """gangsched's own API client, with the control plane's admin kubeconfig."""
+    client = await kube_client.connect(KubeSettings(kubeconfig=control_plane.kubeconfig))
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 @pytest.fixture

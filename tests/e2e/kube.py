@@ -88,11 +88,17 @@ def fresh_namespace(cp: Kubectl, prefix: str) -> Iterator[str]:
 
 def token_kubeconfig(cp: ControlPlane, path: Path, token: str) -> Path:
     """Write a kubeconfig with only the API server, its CA and a ServiceAccount `token`."""
+    return user_kubeconfig(cp, path, {"token": token})
+
+
+def user_kubeconfig(cp: ControlPlane, path: Path, user: dict[str, Any]) -> Path:
+    """Write a kubeconfig with only the API server, its CA and the credentials `user` (a
+    kubeconfig `user` entry: `token`, `exec`, ...)."""
     config = {
         "apiVersion": "v1", "kind": "Config", "current-context": "sa",
         "clusters": [{"name": "testbed", "cluster": {
             "server": cp.server, "certificate-authority": str(cp.ca_file)}}],
-        "users": [{"name": "sa", "user": {"token": token}}],
+        "users": [{"name": "sa", "user": user}],
         "contexts": [{"name": "sa", "context": {"cluster": "testbed", "user": "sa"}}],
     }
     path.write_text(yaml.safe_dump(config))

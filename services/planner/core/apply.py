@@ -222,9 +222,8 @@ def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved 
 
 
 def _touch(state: PlannerState, key: str) -> None:
-    current = derived.peek(state)
-    if current is not None:
-        current.dirty.add(key)
+    if state.derived is not None:
+        state.derived.dirty.add(key)
 
 
 def _group_bound(state: PlannerState, event: GroupBound) -> None:

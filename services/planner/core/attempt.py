@@ -40,7 +40,7 @@ from services.planner.core import (
 from services.planner.core.apply import record_failure
 from services.planner.core.capacity import Hold, IntArray, NodeIndex
 from services.planner.core.config import PlannerConfig
-from services.planner.core.derived import Derived
+from services.planner.core.indexes import Derived
 from services.planner.core.state import (
     GroupState,
     InFlight,

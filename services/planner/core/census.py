@@ -1,7 +1,8 @@
 """Counts over the planner's state for the shell's gauges (pods waiting to be placed).
 
-Layer: planner core (pure). Reads the state and its derived indexes, never builds or changes
-them; never reads a clock.
+Layer: planner core (pure). Reads the state; `pending_pods` reads its derived indexes only
+when built (else it scans), `bound_members` builds them when missing, as the next round would;
+nothing else in the state changes. Never reads a clock.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def pending_pods(state: PlannerState, scheduler_name: str) -> int:
     Source: the derived membership when it is built for `scheduler_name` (after a round: one
     step per group), else a scan of every pod.
     """
-    current = derived.peek(state)
+    current = state.derived
     if current is not None and current.scheduler_name == scheduler_name:
         return sum(len(uids) for uids in current.pending.values())
     return sum(

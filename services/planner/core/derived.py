@@ -1,99 +1,29 @@
-"""Indexes derived from `PlannerState`, kept beside it and never encoded.
+"""Building and maintaining the indexes derived from `PlannerState` (`indexes.Derived`).
 
 Layer: planner core (pure). Group membership (group → pod uids, by class) and the NumPy node
-index are rebuilt from the state on first use (after a snapshot load, or for another scheduler
-name) and then maintained by `refresh_pod` / `refresh_node` as events are applied. Sets here are
-never iterated for ordering: callers sort.
+index live in the state's `derived` field, never encoded: they are rebuilt from the state on
+first use (after a snapshot load, or for another scheduler name) and then maintained by
+`refresh_pod` / `refresh_node` as events are applied, in the same call that changes the state.
 """
 
 from __future__ import annotations
 
 from services.contracts import resources
 from services.planner.core import capacity, pods
+from services.planner.core.indexes import Derived
 from services.planner.core.state import Charge, PlannerState, Reservation
-
-_KEY = "derived"
-
-
-class Derived:
-    """Membership and node index for one scheduler name.
-
-    Shapes: `members[group]` every pod uid of the group (any class); `pending[group]` the uids
-    of class `pending`; `pod_group[uid]` and `pod_class[uid]` for every pod with a group;
-    `dirty` the groups whose PodGroup status may have changed since the last round.
-    """
-
-    def __init__(self, scheduler_name: str) -> None:
-        self.scheduler_name = scheduler_name
-        self.members: dict[str, set[str]] = {}
-        self.pending: dict[str, set[str]] = {}
-        self.pod_group: dict[str, str] = {}
-        self.pod_class: dict[str, pods.PodClass] = {}
-        self.dirty: set[str] = set()
-        self.index: capacity.NodeIndex | None = None
-
-    def reindex(self, state: PlannerState, uid: str) -> None:
-        """Recompute one pod's group and class after its pod or reservation changed."""
-        pod = state.pods.get(uid)
-        group = None if pod is None else pods.group_of(pod, self.scheduler_name)
-        reservation = state.reservations.get(uid)
-        is_reserved = reservation is not None and reservation.group == group
-        if pod is not None and group is not None and self.pod_group.get(uid) == group:
-            self._reclass(uid, group, pods.classify(pod, self.scheduler_name, is_reserved))
-            return
-        old_group = self.pod_group.pop(uid, None)
-        if old_group is not None:
-            self.dirty.add(old_group)
-            _discard(self.members, old_group, uid)
-            if self.pod_class.pop(uid) == "pending":
-                _discard(self.pending, old_group, uid)
-        if pod is None or group is None:
-            return
-        pod_class = pods.classify(pod, self.scheduler_name, is_reserved)
-        self.pod_group[uid] = group
-        self.pod_class[uid] = pod_class
-        self.members.setdefault(group, set()).add(uid)
-        if pod_class == "pending":
-            self.pending.setdefault(group, set()).add(uid)
-        self.dirty.add(group)
-
-
-    def _reclass(self, uid: str, group: str, pod_class: pods.PodClass) -> None:
-        old_class = self.pod_class[uid]
-        self.dirty.add(group)
-        if old_class == pod_class:
-            return
-        self.pod_class[uid] = pod_class
-        if old_class == "pending":
-            _discard(self.pending, group, uid)
-        elif pod_class == "pending":
-            self.pending.setdefault(group, set()).add(uid)
-
-
-def _discard(index: dict[str, set[str]], group: str, uid: str) -> None:
-    uids = index.get(group)
-    if uids is not None:
-        uids.discard(uid)
-        if not uids:
-            del index[group]
-
-
-def peek(state: PlannerState) -> Derived | None:
-    """The derived indexes if they have been built."""
-    value = vars(state).get(_KEY)
-    return value if isinstance(value, Derived) else None
 
 
 def ensure(state: PlannerState, scheduler_name: str) -> Derived:
     """The derived indexes for `scheduler_name`, building membership and node index if needed."""
-    derived = peek(state)
+    derived = state.derived
     if derived is None or derived.scheduler_name != scheduler_name:
         derived = Derived(scheduler_name)
         for uid in state.pods:
             derived.reindex(state, uid)
         derived.dirty.update(state.podgroups)
         derived.dirty.update(state.groups)  # outcomes applied while unbuilt marked nothing
-        vars(state)[_KEY] = derived
+        state.derived = derived
     if derived.index is None:
         derived.index = capacity.build(state.nodes, state.node_used)
         for uid in sorted(state.charges):
@@ -109,7 +39,7 @@ def refresh_pod(state: PlannerState, uid: str, index_charged: bool = False) -> N
     trial already took the new charge from the node index.
     """
     _recharge(state, uid, index_charged)
-    derived = peek(state)
+    derived = state.derived
     if derived is not None:
         derived.reindex(state, uid)
 
@@ -118,7 +48,7 @@ def reserve(state: PlannerState, uid: str, reservation: Reservation) -> None:
     """Reserve a pending pod on `reservation.node`, whose capacity a trial already took from
     the node index (the placement fast path of `refresh_pod`)."""
     state.reservations[uid] = reservation
-    derived = peek(state)
+    derived = state.derived
     if uid in state.charges or derived is None or derived.pod_class.get(uid) != "pending":
         refresh_pod(state, uid, index_charged=True)
         return
@@ -127,7 +57,7 @@ def reserve(state: PlannerState, uid: str, reservation: Reservation) -> None:
     used = state.node_used.setdefault(reservation.node, {})
     for name, amount in pod.requests.items():
         used[name] = used.get(name, 0) + amount
-    derived._reclass(uid, derived.pod_group[uid], "reserved")
+    derived.reclass(uid, derived.pod_group[uid], "reserved")
 
 
 def _recharge(state: PlannerState, uid: str, index_charged: bool) -> None:
@@ -139,7 +69,7 @@ def _recharge(state: PlannerState, uid: str, index_charged: bool) -> None:
         new = Charge(node=state.reservations[uid].node, requests=pod.requests)
     old = state.charges.get(uid)
     if old == new:
-        derived = peek(state)
+        derived = state.derived
         if pod is not None and derived is not None and derived.index is not None:
             counted = derived.index.pod_users.get(uid)
             if counted is not None and counted[1] is not pod:  # e.g. its labels changed
@@ -151,7 +81,7 @@ def _recharge(state: PlannerState, uid: str, index_charged: bool) -> None:
     if new is not None:
         _use(state, new, 1, not index_charged)
         state.charges[uid] = new
-    derived = peek(state)
+    derived = state.derived
     if derived is not None and derived.index is not None:
         _hold_ports(state, derived, uid)
 
@@ -176,14 +106,14 @@ def _use(state: PlannerState, charge: Charge, sign: int, touch_index: bool) -> N
     if sign < 0:
         state.capacity_freed_ms = state.now_ms
     resources.accumulate(state.node_used, charge.node, charge.requests, sign)
-    derived = peek(state)
+    derived = state.derived
     if touch_index and derived is not None and derived.index is not None:
         derived.index.charge(charge.node, charge.requests, sign)
 
 
 def refresh_node(state: PlannerState, name: str, is_new_or_gone: bool) -> None:
     """Keep the node index current after a Node changed (rebuilt lazily when it cannot be)."""
-    derived = peek(state)
+    derived = state.derived
     if derived is None or derived.index is None:
         return
     node = state.nodes.get(name)

@@ -22,7 +22,7 @@ import numpy as np
 from services.contracts import ids
 from services.planner.core import starvation
 from services.planner.core.capacity import Hold, IntArray, NodeIndex
-from services.planner.core.derived import Derived
+from services.planner.core.indexes import Derived
 from services.planner.core.state import Nomination, PlannerState
 
 

@@ -4,9 +4,10 @@ Layer: planner core (pure). Imports only `services.contracts`, the standard libr
 no asyncio, clock, randomness or I/O. Time comes only from events' `at_ms`; every ordering from
 an explicit sort key. The same events, config and plan sequences give byte-identical decisions.
 
-Ownership: these functions update the state they are given in place and return it; the caller
-keeps only the returned state and must not reuse the one it passed in (nor share it between
-threads while a call runs).
+Ownership: these functions update the state they are given in place (its `derived` indexes
+with it) and return it; the caller keeps only the returned state and must not reuse the one it
+passed in (nor share it between threads while a call runs). A caller that needs the state as it
+was keeps a snapshot (`state.encode_state`), as `planner.isolation` does.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ from services.fit.pod_affinity import selector_matches
 from services.planner.core import pods, quorum
 from services.planner.core.capacity import BoolArray, NodeIndex
 from services.planner.core.config import PlannerConfig
-from services.planner.core.derived import Derived
+from services.planner.core.indexes import Derived
 from services.planner.core.state import PlannerState
 
 NEVER = "Never"

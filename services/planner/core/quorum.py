@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from services.planner.core.derived import Derived
+from services.planner.core.indexes import Derived
 from services.planner.core.state import GroupState
 
 

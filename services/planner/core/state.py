@@ -2,11 +2,14 @@
 
 Layer: planner core (pure data). Everything the planner knows lives in `PlannerState`; it is a
 projection of the event log plus the planner's own bookkeeping (reservations, backoff, what it
-last told subscribers). Indexes derived from it (group membership, the NumPy node index) are kept
-beside it, never encoded, and rebuilt on demand (`services.planner.core.derived`).
+last told subscribers). The indexes derived from it (group membership, the NumPy node index)
+are its one field that is not encoded: `derived`, left out of snapshots and rebuilt on demand
+(`services.planner.core.derived`).
 
-Ownership: `apply`, `plan` and `step` update a state in place and return it; the caller keeps
-only the returned value and never reuses the one it passed in.
+Ownership: `apply`, `plan` and `step` update a state in place, its `derived` indexes with it,
+and return it; the caller keeps only the returned value and never reuses the one it passed in.
+A copy is made through a snapshot (`decode_state(encode_state(state))`), which starts without
+indexes.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from services.contracts.events import (
     VolumeObserved,
 )
 from services.contracts.resources import ResourceList
+from services.planner.core.indexes import Derived
 
 
 class Reservation(msgspec.Struct):
@@ -123,8 +127,9 @@ class GroupState(msgspec.Struct):
     """Why the gang's members were evicted (a Preemption's reason) until it is placed again."""
 
 
-class PlannerState(msgspec.Struct, dict=True):
-    """Everything the planner knows; msgspec-encodable for the database snapshot.
+class PlannerState(msgspec.Struct):
+    """Everything the planner knows; msgspec-encodable for the database snapshot (every field
+    but `derived`).
 
     Shapes: `nodes` by node name; `pods`, `reservations` and `charges` by pod uid; `podgroups`
     and `groups` by group key (`ids.GroupKey`); `placements` by decision id; `node_used` by node
@@ -138,6 +143,7 @@ class PlannerState(msgspec.Struct, dict=True):
     what the volume filters read (`services.fit.volumes.Book`). `budgets`
     (PodDisruptionBudgets) by `namespace/name`: what preemption counts violations of.
     `nominations` by preemptor group key: capacity held while its victims leave.
+    `derived`: the indexes over all of the above, None until first used; never encoded.
     Units: `now_ms` is the latest `at_ms` applied (never moves backwards).
     """
 
@@ -159,8 +165,11 @@ class PlannerState(msgspec.Struct, dict=True):
     storage_classes: dict[str, StorageClassObserved] = {}
     budgets: dict[str, DisruptionBudgetObserved] = {}
     nominations: dict[str, Nomination] = {}
+    derived: Derived | None = None
 
 
+_ENCODED_FIELDS = tuple(name for name in PlannerState.__struct_fields__ if name != "derived")
+"""The fields a snapshot holds, in declaration order (as msgspec encodes a Struct)."""
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(PlannerState)
 
@@ -170,15 +179,22 @@ def empty_state() -> PlannerState:
     return PlannerState()
 
 
+def snapshot_fields(state: PlannerState) -> dict[str, object]:
+    """What a snapshot of `state` holds: every field but `derived`, by name, in order."""
+    return {name: getattr(state, name) for name in _ENCODED_FIELDS}
+
+
 def encode_state(state: PlannerState) -> bytes:
-    """Snapshot bytes (JSON) of a state; derived indexes are not included."""
-    return _encoder.encode(state)
+    """Snapshot bytes (JSON) of a state: its fields but `derived`, as msgspec encodes the
+    Struct (the same bytes as when the indexes were not a field)."""
+    return _encoder.encode(snapshot_fields(state))
 
 
 def decode_state(data: bytes) -> PlannerState:
     """The state a snapshot holds; derived indexes are rebuilt on first use.
 
     Raises:
-        msgspec.DecodeError: the bytes are not a snapshot of this state version.
+        msgspec.DecodeError: the bytes are not a snapshot of this state version (also when
+            they name `derived`, which no snapshot holds).
     """
     return _decoder.decode(data)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from services.contracts.events import PodGroupObserved
 from services.planner.core import reasons
-from services.planner.core.derived import Derived
+from services.planner.core.indexes import Derived
 from services.planner.core.state import GroupState, PlannerState, StatusMemo
 
 PENDING, SCHEDULING, RUNNING, FINISHED, FAILED = (

@@ -44,13 +44,21 @@ def make_pod(
     return {"metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
 
 
-def make_node(name: str, *, is_ready: bool = True, unschedulable: bool = False) -> dict[str, Any]:
-    """A node's API JSON with a Ready condition."""
-    status = "True" if is_ready else "False"
+def make_node(name: str, *, is_ready: bool = True, unschedulable: bool = False,
+              allocatable: dict[str, str] | None = None,
+              hostname: str | None = None) -> dict[str, Any]:
+    """A node's API JSON with a Ready condition (and `allocatable`, quantities by resource,
+    when given) and, as kubelet sets it, the hostname label (`hostname`, default the node's
+    name)."""
+    status: dict[str, Any] = {"conditions": [{"type": "Ready", "status": "True" if is_ready
+                                              else "False"}]}
+    if allocatable is not None:
+        status["allocatable"] = allocatable
     return {
-        "metadata": {"name": name, "uid": f"uid-{name}"},
+        "metadata": {"name": name, "uid": f"uid-{name}",
+                     "labels": {"kubernetes.io/hostname": hostname or name}},
         "spec": {"unschedulable": True} if unschedulable else {},
-        "status": {"conditions": [{"type": "Ready", "status": status}]},
+        "status": status,
     }
 
 
@@ -102,6 +110,19 @@ class FakeKube:
     async def get_node(self, name: str) -> dict[str, Any] | None:
         self._fail("get_node", name)
         return self.nodes.get(name)
+
+    async def node_exists(self, name: str) -> bool:
+        self._fail("node_exists", name)
+        return name in self.nodes
+
+    async def nodes_listed(self, names: Sequence[str]) -> frozenset[str]:
+        """As a LIST by hostname label: the nodes whose label `kubernetes.io/hostname` is
+        one of `names`, by their own name, among `names`."""
+        self._fail("nodes_listed", ",".join(names))
+        return frozenset(
+            name for name, node in self.nodes.items()
+            if name in names
+            and node["metadata"].get("labels", {}).get("kubernetes.io/hostname") in names)
 
     async def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
         self._fail("get_podgroup", name)
@@ -248,7 +269,7 @@ class FakePublisher:
 @dataclass
 class FakeDelivery:
     """A fetched decision, signed with `DECISION_KEY` unless `headers` are given; records how
-    it was settled."""
+    it was settled, and counts its in-progress reports (`beats`)."""
 
     data: bytes
     seq: int = 1
@@ -257,6 +278,7 @@ class FakeDelivery:
     num_pending: int = 0
     settled: list[str] = field(default_factory=list)
     headers: dict[str, str] | None = None
+    beats: int = 0
 
     def __post_init__(self) -> None:
         if self.headers is None:
@@ -270,3 +292,6 @@ class FakeDelivery:
 
     async def term(self) -> None:
         self.settled.append("term")
+
+    async def in_progress(self) -> None:
+        self.beats += 1

@@ -243,9 +243,28 @@ async def test_the_survey_takes_known_objects_from_the_view_and_reads_only_the_r
     first_bind = next(i for i, call in enumerate(kube.calls) if call[0] == "bind")
     assert sorted(call for call in kube.calls[:first_bind] if call[0].startswith("get")) == [
         ("get_pod", "b")]
-    # after binding, the planned node is read from the API (never the view): is it still there?
-    assert [call for call in kube.calls[first_bind:] if call[0].startswith("get")] == [
-        ("get_node", "n1")]
+    # after binding, the API (never the view) is asked whether the planned node is still there,
+    # in one LIST by hostname label, not by reading the node
+    assert [call for call in kube.calls[first_bind:]
+            if call[0].startswith(("get", "node"))] == [("nodes_listed", "n1")]
+
+
+async def test_a_node_the_hostname_list_misses_is_read_alone_after_binding() -> None:
+    kube = cluster(make_pod("a"), make_pod("b"))
+    kube.add_node(make_node("n1", hostname="host-1"))  # kubelet's --hostname-override
+    settled = await run(kube, placement("a", "b"))
+    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    first_bind = next(i for i, call in enumerate(kube.calls) if call[0] == "bind")
+    assert [call for call in kube.calls[first_bind:] if call[0].startswith("node")] == [
+        ("nodes_listed", "n1"), ("node_exists", "n1")]
+
+
+async def test_a_failed_hostname_list_falls_back_to_reading_each_node() -> None:
+    kube = cluster(make_pod("a"), make_pod("b"))
+    kube.failures[("nodes_listed", "n1")] = [errors.KubeUnavailable("connection reset")]
+    settled = await run(kube, placement("a", "b"))
+    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert ("node_exists", "n1") in kube.calls
 
 
 async def test_a_member_the_view_shows_bound_is_read_from_the_api_and_binds_nothing() -> None:
@@ -305,3 +324,26 @@ async def test_a_placement_onto_a_node_the_pod_does_not_fit_binds_nothing() -> N
     assert isinstance(refused, MemberBindFailed) and refused.pod_uid == "uid-a"
     assert refused.reason == ("pod default/a cannot go to node n1: node(s) didn't match Pod's "
                               "node affinity/selector")
+
+
+class NodeDeletedWhileBinding(FakeKube):
+    """An API server on which the node is deleted once the first member is bound to it."""
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str, *,
+                   annotations: dict[str, str]) -> None:
+        await super().bind(namespace, name, uid, node, annotations=annotations)
+        self.nodes.pop(node, None)
+
+
+async def test_a_node_deleted_while_binding_is_missed_by_the_list_and_rolls_the_gang_back(
+) -> None:
+    kube = NodeDeletedWhileBinding()
+    kube.add_node(make_node("n1"))
+    for pod in (make_pod("a"), make_pod("b")):
+        kube.add_pod(pod)
+    settled = await run(kube, placement("a", "b"))
+    assert settled.rolled_back is not None
+    assert "n1" in settled.rolled_back.reason
+    assert [call for call in kube.calls if call[0].startswith("node")] == [
+        ("nodes_listed", "n1"), ("node_exists", "n1")]
+    assert sorted(settled.rolled_back.undone.deleted) == ["uid-a", "uid-b"]

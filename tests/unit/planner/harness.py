@@ -137,7 +137,7 @@ class Cluster:
 def assert_index_is_a_rebuild(cluster: Cluster) -> None:
     """The cluster's node index (free capacity, pods and host ports counted) equals one rebuilt
     from its state as a snapshot gives it: nothing held in a round leaks into the next."""
-    current = derived.peek(cluster.state)
+    current = cluster.state.derived
     assert current is not None and current.index is not None
     rebuilt = derived.ensure(decode_state(encode_state(cluster.state)),
                              cluster.config.scheduler_name).index

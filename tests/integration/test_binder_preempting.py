@@ -1,21 +1,23 @@
 """Preemptions through the binder: victims evicted as kube-scheduler does, only when still the
 pod named; the preemptor nominated; failures retried, forgeries dead-lettered, redelivery a
-no-op."""
+no-op. Binders are wired as in production, on a real nats-server (`binder_harness`)."""
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any
 
-from services.binder.service import MAIN_TYPES, REPORT_TYPES, Binder, lane
-from services.config.settings import Settings
+import pytest
+
 from services.contracts import codec
-from services.contracts.decisions import Assignment, Decision, Placement, Preemption, Victim
+from services.contracts.decisions import Assignment, Preemption, Victim
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from services.kube import errors
 from services.runtime.metrics import REGISTRY
-from tests.unit.binder.fakes import DECISION_KEY, FakeDelivery, FakeKube, FakePublisher, make_pod
+from tests.integration.binder_harness import NOW_MS, BinderBus
+from tests.unit.binder.fakes import FakeDelivery, FakeKube, FakePublisher, make_pod
 
-NOW_MS = 1_700_000_000_000
+pytestmark = pytest.mark.integration
+
 SUBJECT = "gangsched.decisions.Preemption.default.g"
 PREEMPTING = "gangsched: preempting to accommodate a higher priority podgroup"
 
@@ -52,11 +54,6 @@ def running(name: str, node: str = "n1", priority: int | None = 10) -> dict[str,
     return pod
 
 
-def binder(kube: FakeKube, publisher: FakePublisher | None = None) -> Binder:
-    return Binder(kube, publisher or FakePublisher(), Settings(decision_key=DECISION_KEY),
-                  clock=lambda: NOW_MS)
-
-
 def delivery(preemption: Preemption, **fields: Any) -> FakeDelivery:
     return FakeDelivery(codec.encode(preemption), subject=SUBJECT, **fields)
 
@@ -65,24 +62,14 @@ def counter(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
-def test_every_decision_type_has_exactly_one_binder_consumer() -> None:
-    assert set(MAIN_TYPES) | set(REPORT_TYPES) == set(get_args(Decision))
-    assert not set(MAIN_TYPES) & set(REPORT_TYPES)
-    assert Preemption in MAIN_TYPES
-
-
-def test_a_preemption_runs_in_its_groups_placement_lane() -> None:
-    placement = Placement(id="13-0", plan_seq=13, at_ms=NOW_MS, group="default/g", attempt=1,
-                          deadline_ms=NOW_MS, members=())
-    assert lane(a_preemption()) == lane(placement) == "Placement:default/g"
-
-
-async def test_a_victim_gets_the_condition_then_is_deleted_then_gets_the_event() -> None:
+async def test_a_victim_gets_the_condition_then_is_deleted_then_gets_the_event(
+    binder_bus: BinderBus,
+) -> None:
     kube = cluster(running("low"))
     evicted = counter("gangsched_preemption_victims_total")
     carried_out = counter("gangsched_preemptions_total")
     done = delivery(a_preemption(victim("low")))
-    await binder(kube).process(done)
+    await binder_bus.binder(kube).process(done)
     assert done.settled == ["ack"]
     assert [call for call in kube.calls if call[1] == "low"] == [
         ("get_pod", "low"), ("patch_pod_status", "low"), ("delete_pod", "low"),
@@ -100,23 +87,27 @@ async def test_a_victim_gets_the_condition_then_is_deleted_then_gets_the_event()
     assert counter("gangsched_preemptions_total") == carried_out + 1
 
 
-async def test_the_preemptors_pods_are_nominated_to_their_nodes() -> None:
+async def test_the_preemptors_pods_are_nominated_to_their_nodes(binder_bus: BinderBus) -> None:
     kube = cluster(running("low"))
-    await binder(kube).process(delivery(a_preemption(victim("low"))))
+    await binder_bus.binder(kube).process(delivery(a_preemption(victim("low"))))
     assert kube.pods[("default", "h0")]["status"]["nominatedNodeName"] == "n1"
     assert kube.pods[("default", "h1")]["status"]["nominatedNodeName"] == "n2"
 
 
-async def test_a_bound_gone_or_replaced_preemptor_pod_is_not_nominated() -> None:
+async def test_a_bound_gone_or_replaced_preemptor_pod_is_not_nominated(
+    binder_bus: BinderBus,
+) -> None:
     kube = cluster(running("low"))
     kube.pods[("default", "h0")]["spec"]["nodeName"] = "n3"   # bound meanwhile
     kube.pods[("default", "h1")]["metadata"]["uid"] = "uid-h1-recreated"
-    await binder(kube).process(delivery(a_preemption(victim("low"))))
+    await binder_bus.binder(kube).process(delivery(a_preemption(victim("low"))))
     assert [name for name, _ in kube.status_patches] == ["low"]
     assert "nominatedNodeName" not in kube.pods[("default", "h0")]["status"]
 
 
-async def test_victims_no_longer_as_named_are_skipped_and_the_rest_evicted_in_order() -> None:
+async def test_victims_no_longer_as_named_are_skipped_and_the_rest_evicted_in_order(
+    binder_bus: BinderBus,
+) -> None:
     terminating = running("going")
     terminating["metadata"]["deletionTimestamp"] = "2023-11-14T22:13:00Z"
     kube = cluster(running("equal", priority=100), running("moved", node="n9"),
@@ -127,7 +118,7 @@ async def test_victims_no_longer_as_named_are_skipped_and_the_rest_evicted_in_or
     done = delivery(a_preemption(victim("equal"), victim("moved"), victim("replaced"),
                                  victim("going"), victim("ghost"), victim("low"),
                                  victim("low2")))
-    await binder(kube).process(done)
+    await binder_bus.binder(kube).process(done)
     assert done.settled == ["ack"]
     assert kube.deleted == ["low", "low2"]
     assert [event.about.name for event in kube.events] == ["low", "low2"]
@@ -136,71 +127,80 @@ async def test_victims_no_longer_as_named_are_skipped_and_the_rest_evicted_in_or
         assert counter("gangsched_preemption_victims_skipped_total", reason=reason) == before + 1
 
 
-async def test_a_redelivery_evicts_nothing_more() -> None:
+async def test_a_redelivery_evicts_nothing_more(binder_bus: BinderBus) -> None:
     kube = cluster(running("low"))
     preemption = a_preemption(victim("low"))
-    await binder(kube).process(delivery(preemption))
+    await binder_bus.binder(kube).process(delivery(preemption))
     again = delivery(preemption, num_delivered=2)
-    await binder(kube).process(again)
+    await binder_bus.binder(kube).process(again)
     assert again.settled == ["ack"]
     assert kube.deleted == ["low"]
     assert len(kube.events) == 1
 
 
-async def test_a_victim_deleted_meanwhile_is_success_without_an_event() -> None:
+async def test_a_victim_deleted_meanwhile_is_success_without_an_event(
+    binder_bus: BinderBus,
+) -> None:
     kube = cluster(running("low"))
     kube.failures[("delete_pod", "low")] = [errors.KubeNotFound("gone", status=404)]
     done = delivery(a_preemption(victim("low")))
-    await binder(kube).process(done)
+    await binder_bus.binder(kube).process(done)
     assert done.settled == ["ack"]
     assert kube.events == []
 
 
-async def test_an_api_error_is_retried_later_and_dead_lettered_at_the_end() -> None:
+async def test_an_api_error_is_retried_later_and_dead_lettered_at_the_end(
+    binder_bus: BinderBus,
+) -> None:
     kube = cluster(running("low"))
     kube.failures[("delete_pod", "low")] = [errors.KubeForbidden("no delete", status=403)] * 5
     first = delivery(a_preemption(victim("low")))
-    await binder(kube).process(first)
+    await binder_bus.binder(kube).process(first)
     assert first.settled == ["nak"]
     publisher = FakePublisher()
     last = delivery(a_preemption(victim("low")), num_delivered=5)
-    await binder(kube, publisher).process(last)
+    await binder_bus.binder(kube, publisher).process(last)
     assert last.settled == ["term"]
     assert (publisher.headers[0] or {})["Gangsched-Consumer"] == "binder"
     assert kube.deleted == []
 
 
-async def test_a_forged_preemption_is_dead_lettered_and_evicts_nothing() -> None:
+async def test_a_forged_preemption_is_dead_lettered_and_evicts_nothing(
+    binder_bus: BinderBus,
+) -> None:
     kube = cluster(running("low"))
     publisher = FakePublisher()
     data = codec.encode(a_preemption(victim("low")))
     for headers in ({}, {SIGNATURE_HEADER: DecisionKey(b"f" * 32).sign(SUBJECT, data)}):
         forged = FakeDelivery(data, subject=SUBJECT, headers=headers)
-        await binder(kube, publisher).process(forged)
+        await binder_bus.binder(kube, publisher).process(forged)
         assert forged.settled == ["term"]
-    assert [subject for subject, _, _ in publisher.published] == ["gangsched.deadletter"] * 2
+    dead_letters = [f"{binder_bus.prefix}.deadletter"] * 2
+    assert [subject for subject, _, _ in publisher.published] == dead_letters
     assert kube.calls == [] and kube.deleted == [] and kube.events == []
 
 
-async def test_a_preemption_received_after_its_deadline_evicts_nothing() -> None:
+async def test_a_preemption_received_after_its_deadline_evicts_nothing(
+    binder_bus: BinderBus,
+) -> None:
     kube = cluster(running("low"))
     expired = counter("gangsched_preemption_victims_skipped_total", reason="expired")
     carried_out = counter("gangsched_preemptions_total")
     done = delivery(a_preemption(victim("low"), deadline_ms=NOW_MS - 1))
-    await binder(kube).process(done)
+    await binder_bus.binder(kube).process(done)
     assert done.settled == ["ack"]
     assert kube.calls == []
     assert counter("gangsched_preemption_victims_skipped_total", reason="expired") == expired + 1
     assert counter("gangsched_preemptions_total") == carried_out
 
 
-async def test_a_singleton_preemptor_is_named_by_its_pods_uid() -> None:
+async def test_a_singleton_preemptor_is_named_by_its_pods_uid(binder_bus: BinderBus) -> None:
     kube = cluster(running("low"))
     preemption = Preemption(id="12-1", plan_seq=12, at_ms=NOW_MS, group="default/pod:h0",
                             priority=100, deadline_ms=NOW_MS + 30_000,
                             nominated=(Assignment("uid-h0", "default", "h0", "n1"),),
                             victims=(victim("low"),))
-    await binder(kube).process(FakeDelivery(
+    await binder_bus.binder(kube).process(FakeDelivery(
         codec.encode(preemption), subject="gangsched.decisions.Preemption.default.pod_h0"))
     assert kube.events[0].message == (
         "Preempted by pod uid-h0 on node n1 (gangsched pod default/h0)")

@@ -1,0 +1,79 @@
+"""The indexes derived from `PlannerState`: group membership and the NumPy node index.
+
+Layer: planner core (pure data). One `Derived` lives in the state's declared `derived` field,
+which snapshots leave out (`state.encode_state`); `services.planner.core.derived` builds it
+from the state on first use and keeps it current as events are applied. Sets here are never
+iterated for ordering: callers sort.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from services.planner.core import capacity, pods
+
+if TYPE_CHECKING:
+    from services.planner.core.state import PlannerState
+
+
+class Derived:
+    """Membership and node index for one scheduler name.
+
+    Shapes: `members[group]` every pod uid of the group (any class); `pending[group]` the uids
+    of class `pending`; `pod_group[uid]` and `pod_class[uid]` for every pod with a group;
+    `dirty` the groups whose PodGroup status may have changed since the last round.
+    """
+
+    def __init__(self, scheduler_name: str) -> None:
+        self.scheduler_name = scheduler_name
+        self.members: dict[str, set[str]] = {}
+        self.pending: dict[str, set[str]] = {}
+        self.pod_group: dict[str, str] = {}
+        self.pod_class: dict[str, pods.PodClass] = {}
+        self.dirty: set[str] = set()
+        self.index: capacity.NodeIndex | None = None
+
+    def reindex(self, state: PlannerState, uid: str) -> None:
+        """Recompute one pod's group and class after its pod or reservation changed."""
+        pod = state.pods.get(uid)
+        group = None if pod is None else pods.group_of(pod, self.scheduler_name)
+        reservation = state.reservations.get(uid)
+        is_reserved = reservation is not None and reservation.group == group
+        if pod is not None and group is not None and self.pod_group.get(uid) == group:
+            self.reclass(uid, group, pods.classify(pod, self.scheduler_name, is_reserved))
+            return
+        old_group = self.pod_group.pop(uid, None)
+        if old_group is not None:
+            self.dirty.add(old_group)
+            _discard(self.members, old_group, uid)
+            if self.pod_class.pop(uid) == "pending":
+                _discard(self.pending, old_group, uid)
+        if pod is None or group is None:
+            return
+        pod_class = pods.classify(pod, self.scheduler_name, is_reserved)
+        self.pod_group[uid] = group
+        self.pod_class[uid] = pod_class
+        self.members.setdefault(group, set()).add(uid)
+        if pod_class == "pending":
+            self.pending.setdefault(group, set()).add(uid)
+        self.dirty.add(group)
+
+    def reclass(self, uid: str, group: str, pod_class: pods.PodClass) -> None:
+        """Move a pod of `group` (indexed already) to `pod_class`."""
+        old_class = self.pod_class[uid]
+        self.dirty.add(group)
+        if old_class == pod_class:
+            return
+        self.pod_class[uid] = pod_class
+        if old_class == "pending":
+            _discard(self.pending, group, uid)
+        elif pod_class == "pending":
+            self.pending.setdefault(group, set()).add(uid)
+
+
+def _discard(index: dict[str, set[str]], group: str, uid: str) -> None:
+    uids = index.get(group)
+    if uids is not None:
+        uids.discard(uid)
+        if not uids:
+            del index[group]

@@ -1,0 +1,134 @@
+"""Transport failures leave the client as KubeUnavailable, counted under code `error`, and a
+request goes through the proxy the environment names (the library session's options kept).
+
+The far ends are plain loopback TCP listeners that record what arrives and then hang up, stay
+silent, or refuse the proxy tunnel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from services.config.settings import KubeSettings
+from services.kube import client, errors
+from services.runtime import metrics
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {{server: "{server}", insecure-skip-tls-verify: true}}
+users:
+- name: u
+  user: {{token: "t0ken"}}
+contexts:
+- name: x
+  context: {{cluster: c, user: u}}
+current-context: x
+"""
+
+
+class Listener:
+    """A loopback TCP server on a free port; `lines` holds the first line of each connection."""
+
+    def __init__(self, then: Handler) -> None:
+        self.then = then
+        self.lines: list[bytes] = []
+        self.port = 0
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.lines.append((await reader.readline()).strip())
+        await self.then(reader, writer)
+        writer.close()
+
+
+@pytest.fixture
+def no_proxy_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY",
+                 "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@contextlib.asynccontextmanager
+async def listening(then: Handler) -> AsyncIterator[Listener]:
+    listener = Listener(then)
+    server = await asyncio.start_server(listener._serve, "127.0.0.1", 0)
+    listener.port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield listener
+
+
+async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    return None
+
+
+async def stay_silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await reader.read()  # until the client gives up and closes
+
+
+async def refuse_tunnel(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+    await writer.drain()
+
+
+async def connected(tmp_path: Path, server: str) -> client.KubeClient:
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG.format(server=server))
+    return await client.connect(KubeSettings(kubeconfig=path))
+
+
+def errors_counted() -> float:
+    return metrics.REGISTRY.get_sample_value(
+        "gangsched_kube_requests_total", {"verb": "GET", "code": "error"}) or 0.0
+
+
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_a_connection_the_server_drops_is_kube_unavailable_counted_as_error(
+        tmp_path: Path) -> None:
+    async with listening(hang_up) as listener:
+        kube = await connected(tmp_path, f"http://127.0.0.1:{listener.port}")
+        before = errors_counted()
+        try:
+            with pytest.raises(errors.KubeUnavailable, match=r"^GET /api/v1/nodes: "):
+                await kube.request("GET", "/api/v1/nodes", query=[("limit", "1")])
+        finally:
+            await kube.close()
+        # aiohttp sends an idempotent request once more after a dropped connection (RFC 9112
+        # 9.3.1.1), within the one request gangsched counts
+        assert listener.lines == [b"GET /api/v1/nodes?limit=1 HTTP/1.1"] * 2
+        assert errors_counted() == before + 1
+
+
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_a_server_that_never_answers_is_kube_unavailable_once_the_timeout_passes(
+        tmp_path: Path) -> None:
+    async with listening(stay_silent) as listener:
+        kube = await connected(tmp_path, f"http://127.0.0.1:{listener.port}")
+        try:
+            with pytest.raises(errors.KubeUnavailable, match=r"TimeoutError"):
+                await kube.request("GET", "/api/v1/nodes/n1", timeout_seconds=0.2)
+        finally:
+            await kube.close()
+        assert listener.lines == [b"GET /api/v1/nodes/n1 HTTP/1.1"]
+
+
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_a_request_goes_through_the_proxy_the_environment_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with listening(refuse_tunnel) as proxy:
+        monkeypatch.setenv("https_proxy", f"http://127.0.0.1:{proxy.port}")
+        kube = await connected(tmp_path, "https://10.1.2.3:6443")
+        try:
+            with pytest.raises(errors.KubeUnavailable, match="403"):
+                await kube.request("GET", "/api/v1/nodes")
+        finally:
+            await kube.close()
+        assert proxy.lines == [b"CONNECT 10.1.2.3:6443 HTTP/1.1"]
