@@ -19,11 +19,11 @@ the binders: the rest wait in the stream while their deadlines run. Units: messa
 
 KUBE_POOL_SIZE = 128
 """Connections each Kubernetes client keeps open at most (`services.kube.client.POOL_SIZE`,
-aiohttp's connector limit): the most requests one client has in flight. A `--bind-concurrency`
-above it binds no faster: the binds over it wait for a free connection while their request
-timeout runs, and time out once the API server is slow (1,000 binds of 1 s through 128
-connections with a 5 s timeout: 360 time out when all are started at once, none when at most
-128 are). Units: connections."""
+aiohttp's connector limit): the most requests one client has in flight (`REQUEST_SLOTS` of
+them, the rest kept for watches). A `--bind-concurrency` above it binds no faster. Requests over
+the slots wait for one before their timeout starts (`services.kube.client.KubeClient.request`):
+queued in the pool instead, 1,000 binds of 1 s through 128 connections with a 5 s timeout had
+360 time out. Units: connections."""
 
 MAX_SEARCH_BUDGET_STEPS = 10_000
 """The largest `--search-budget-steps`. The whole-gang search runs inside a planning round,

@@ -52,8 +52,17 @@ PARTIAL_OBJECT_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.
 as client-go's metadata client asks: the API server sends no spec and no status."""
 
 POOL_SIZE = limits.KUBE_POOL_SIZE
-"""Connections kept per client: three long-lived watches plus bursts of concurrent binds (the
-bound of `--bind-concurrency`, `services.config.limits`)."""
+"""Connections kept per client: the watcher's long-lived watches plus bursts of concurrent
+binds (the bound of `--bind-concurrency`, `services.config.limits`)."""
+
+STREAM_RESERVE = 16
+"""Connections of the pool kept for streams (watches): requests take at most the others."""
+
+REQUEST_SLOTS = POOL_SIZE - STREAM_RESERVE
+"""Requests one client has in flight at most. The others wait for a slot *before* their
+timeout starts: queued in aiohttp's pool instead, they spent their timeout waiting for a
+connection and timed out once the API server was slow (the binder alone can start 32
+placements x 16 binds at once)."""
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 TOKEN_REFRESH_SECONDS = 60
@@ -85,6 +94,7 @@ class KubeClient:
         self._host = str(api.configuration.host)
         self._session, self._session_options = _session_of(api)
         self._default_headers = _default_headers(api)
+        self._slots = asyncio.Semaphore(REQUEST_SLOTS)
 
     @property
     def host(self) -> str:
@@ -107,21 +117,23 @@ class KubeClient:
         Shapes: `path` starts with `/api` or `/apis`; `body` is sent as JSON (msgspec-encoded)
         with `content_type`; `accept` is the response type asked for (`JSON`, or
         `PARTIAL_OBJECT_METADATA`); an empty response body decodes to `{}`.
-        Units: `timeout_seconds` bounds the whole request (default: the client's).
+        Units: `timeout_seconds` bounds the whole request once it has a slot (default: the
+        client's); at most `REQUEST_SLOTS` are in flight, the others wait their turn first.
         Raises:
             KubeError subclasses (see `services.kube.errors.from_status`); KubeUnavailable for
             timeouts and connection failures; TypeError for a body msgspec cannot encode.
         """
         what = f"{method} {path}"
         timeout = _request_timeout(timeout_seconds or self._request_timeout_seconds)
-        response = await self._send(what, method, path, query, body, content_type, accept,
-                                    timeout)
-        try:
-            data = await response.read()
-        except _TRANSPORT_ERRORS as error:
-            raise errors.KubeUnavailable(f"{what}: {error!r}") from error
-        finally:
-            response.release()
+        async with self._slots:
+            response = await self._send(what, method, path, query, body, content_type, accept,
+                                        timeout)
+            try:
+                data = await response.read()
+            except _TRANSPORT_ERRORS as error:
+                raise errors.KubeUnavailable(f"{what}: {error!r}") from error
+            finally:
+                response.release()
         decoded = _decode_object(data)
         if not 200 <= response.status < 300:
             raise errors.from_status(response.status, decoded, what)
