@@ -6,8 +6,10 @@ wasted API work (and, under contention, the reason placements once starved behin
 stale reports). So each lane (report type and group) holds at most one running item and one
 waiting item; a newer arrival replaces the waiting one, which is handed to `supersede` (the
 binder acknowledges it). An item waits a settle time before it runs, so a burst collapses into
-one write. Items older than one already started are superseded on arrival, so a redelivered old
-report never overwrites a newer one.
+one write; while its lane stays busy, each next wait doubles up to a longest one, as
+kube-scheduler backs off a pod that keeps failing (1 s doubling to 10 s), so a gang rejected
+again and again is written a few times, not once a second. Items older than one already started
+are superseded on arrival, so a redelivered old report never overwrites a newer one.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ class Coalescer(Generic[T]):
     Shapes: items are submitted with the lane key and a sequence number (the stream sequence):
     a higher sequence is newer. `run` and `supersede` must not raise (exceptions are logged).
     Units: `settle_seconds` is how long an item waits in its lane before it runs, so a burst
-    (a gang's members arriving one by one, each changing its status) is written once.
+    (a gang's members arriving one by one, each changing its status) is written once; each
+    next wait of a lane that stays busy doubles, up to `max_settle_seconds` (default: no
+    growth). A lane idle for its whole wait is dropped, and starts again at `settle_seconds`.
     """
 
     def __init__(
@@ -47,10 +51,12 @@ class Coalescer(Generic[T]):
         supersede: Callable[[T], Awaitable[None]],
         concurrency: int,
         settle_seconds: float = 0.0,
+        max_settle_seconds: float | None = None,
     ) -> None:
         self._run = run
         self._supersede = supersede
         self._settle_seconds = settle_seconds
+        self._max_settle_seconds = max(settle_seconds, max_settle_seconds or 0.0)
         self._gate = asyncio.Semaphore(concurrency)
         self._lanes: dict[str, _Lane[T]] = {}
         self._started: dict[str, int] = {}
@@ -102,10 +108,11 @@ class Coalescer(Generic[T]):
         """Run the lane's waiting item (after the settle time) until none is left; the lane
         is dropped however this ends (its last started sequence remembered)."""
         lane = self._lanes[key]
+        wait = self._settle_seconds
         try:
             while True:
-                if self._settle_seconds > 0:
-                    await asyncio.sleep(self._settle_seconds)
+                if wait > 0:
+                    await asyncio.sleep(wait)
                 if lane.waiting is None:
                     return
                 lane.started_seq, item = lane.waiting
@@ -115,6 +122,7 @@ class Coalescer(Generic[T]):
                         await self._run(item)
                     except Exception:
                         log.exception("report in lane %s failed", key)
+                wait = min(wait * 2, self._max_settle_seconds)
         finally:
             if self._lanes.get(key) is lane:
                 del self._lanes[key]

@@ -78,6 +78,11 @@ REJECTION_SETTLE_SECONDS = 1.0
 """A rejection waits this long before it is written, and only the newest of its group is: a gang
 created member by member is rejected anew (waiting for quorum) with every member, two API
 calls per pod each time."""
+REJECTION_MAX_SETTLE_SECONDS = 10.0
+"""The longest wait of a group rejected again and again (each next wait doubles): as
+kube-scheduler's pod backoff (1 s doubling to its default podMaxBackoffSeconds, 10 s), which
+bounds how often it writes a failing pod's FailedScheduling and PodScheduled=False. Under
+contention (workload c of the cluster benchmark) rejections were half the binder's writes."""
 STATUS_SETTLE_SECONDS = 3.0
 """The same for PodGroup status (a PATCH each): it changes with every member created,
 placed, bound and started, about five times per gang within seconds."""
@@ -150,7 +155,8 @@ class Binder:
         self._groups = GroupLocks()
         self._rejections: Coalescer[tuple[Delivery, Decision]] = Coalescer(
             self._write_report, self._superseded, MAX_REPORTS_IN_FLIGHT,
-            settle_seconds=REJECTION_SETTLE_SECONDS)
+            settle_seconds=REJECTION_SETTLE_SECONDS,
+            max_settle_seconds=REJECTION_MAX_SETTLE_SECONDS)
         self._statuses: Coalescer[tuple[Delivery, Decision]] = Coalescer(
             self._write_report, self._superseded, MAX_REPORTS_IN_FLIGHT,
             settle_seconds=STATUS_SETTLE_SECONDS)

@@ -152,3 +152,45 @@ async def test_a_lane_whose_run_is_cancelled_is_dropped() -> None:
     coalescer.submit("lane", 1, "a")
     await coalescer.idle()
     assert len(coalescer) == 0
+
+
+async def test_a_lane_that_stays_busy_waits_twice_as_long_each_time_up_to_the_longest() -> None:
+    written: list[tuple[str, float]] = []
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
+    async def run(item: str) -> None:
+        written.append((item, round(loop.time() - start, 3)))
+
+    async def supersede(item: str) -> None:
+        pass
+
+    coalescer: Coalescer[str] = Coalescer(run, supersede, concurrency=8, settle_seconds=1.0,
+                                          max_settle_seconds=4.0)
+    for tenth in range(150):  # a new rejection of the group every 0.1 s for 15 s
+        coalescer.submit("Rejection:default/g", tenth + 1, f"r{tenth + 1}")
+        await asyncio.sleep(0.1)
+    await coalescer.idle()
+    # waits of 1, 2, 4, 4, 4 s: each write the newest item at its time
+    assert [at for _, at in written] == [1.0, 3.0, 7.0, 11.0, 15.0]
+    assert [item for item, _ in written] == ["r10", "r30", "r70", "r110", "r150"]
+
+
+async def test_a_lane_that_went_idle_starts_again_at_the_settle_time() -> None:
+    written: list[float] = []
+    loop = asyncio.get_running_loop()
+
+    async def run(item: str) -> None:
+        written.append(loop.time())
+
+    async def supersede(item: str) -> None:
+        pass
+
+    coalescer: Coalescer[str] = Coalescer(run, supersede, concurrency=8, settle_seconds=1.0,
+                                          max_settle_seconds=8.0)
+    coalescer.submit("lane", 1, "a")
+    await coalescer.idle()  # written after 1 s, then idle for its 2 s wait: dropped
+    second = loop.time()
+    coalescer.submit("lane", 2, "b")
+    await coalescer.idle()
+    assert round(written[1] - second, 3) == 1.0
