@@ -65,6 +65,10 @@ pass): the configuration's bearer token, if any, as the `authorization` header."
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 _TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+_CREDENTIAL_ERRORS = (ConfigException, OSError, ValueError)
+"""What supplying a request's credentials raises when they cannot be read now: the in-cluster
+refresh hook re-reading a token file that is missing, unreadable or empty (`ConfigException`,
+`OSError`), or an auth setting the library cannot apply (`ApiValueError`, a ValueError)."""
 
 
 class KubeClient:
@@ -108,7 +112,8 @@ class KubeClient:
         Units: `timeout_seconds` bounds the whole request (default: the client's).
         Raises:
             KubeError subclasses (see `services.kube.errors.from_status`); KubeUnavailable for
-            timeouts and connection failures; TypeError for a body msgspec cannot encode.
+            timeouts, connection failures and credentials that cannot be read now (a token
+            file being rotated); TypeError for a body msgspec cannot encode.
         """
         what = f"{method} {path}"
         timeout = _request_timeout(timeout_seconds or self._request_timeout_seconds)
@@ -188,7 +193,10 @@ class KubeClient:
         """
         headers = {"Content-Type": content_type, "Accept": accept, **self._default_headers}
         auth_query: list[tuple[str, str]] = []
-        await self._api.update_params_for_auth(headers, auth_query, AUTH_SETTINGS)
+        try:
+            await self._api.update_params_for_auth(headers, auth_query, AUTH_SETTINGS)
+        except _CREDENTIAL_ERRORS as error:  # e.g. a service-account token being rotated
+            raise errors.KubeUnavailable(f"{what}: credentials unavailable: {error!r}") from error
         url = self._host + path
         if query or auth_query:
             url += "?" + urllib.parse.urlencode([*query, *auth_query])
