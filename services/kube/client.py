@@ -350,12 +350,23 @@ def _stop_trusting_environment(api: ApiClient) -> None:
 async def _refresh_tokens(loader: Any, configuration: Configuration) -> None:
     """Keep exec-plugin and GCP tokens of a kubeconfig fresh (returns at once for others).
 
-    In-cluster service-account tokens are re-read by kubernetes_asyncio itself.
+    A refresh that fails (a plugin that cannot reach its identity provider) is tried again
+    every `TOKEN_REFRESH_SECONDS`, as client-go runs the plugin again for a later request:
+    giving up would leave the client with a token that expires for good. Each new reason is
+    logged as a warning, its repeats at debug level. In-cluster service-account tokens are
+    re-read by kubernetes_asyncio itself.
     """
-    try:
-        await kube_config.refresh_token(loader, configuration, TOKEN_REFRESH_SECONDS)
-    except Exception:
-        log.exception("refreshing Kubernetes credentials failed; requests may be refused")
+    told = ""
+    while True:
+        try:
+            await kube_config.refresh_token(loader, configuration, TOKEN_REFRESH_SECONDS)
+            return  # neither an exec plugin nor GCP: nothing to refresh
+        except Exception as error:
+            reason = _one_line(error)
+            (log.warning if reason != told else log.debug)(
+                "refreshing Kubernetes credentials failed (retrying every %ss); requests may "
+                "be refused: %s", TOKEN_REFRESH_SECONDS, reason)
+            told = reason
 
 
 async def _lines(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:

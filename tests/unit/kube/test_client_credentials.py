@@ -1,13 +1,16 @@
 """Credentials that cannot be supplied for a request leave the client as a KubeError, like
-every other failure.
+every other failure, and a kubeconfig's exec plugin is run again after it failed once.
 
 The in-cluster case uses kubernetes_asyncio's own service-account loader on token files in a
-temporary directory (re-read before every request: refresh period 0).
+temporary directory (re-read before every request: refresh period 0); the exec case a real
+plugin, a Python script that counts its runs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -54,5 +57,63 @@ async def test_a_service_account_token_that_cannot_be_reread_is_kube_unavailable
             async for _ in kube.stream("/api/v1/nodes", (("watch", "true"),),
                                        read_timeout_seconds=1):
                 pass
+    finally:
+        await kube.close()
+
+
+PLUGIN = """
+import json, pathlib, sys
+runs = pathlib.Path(sys.argv[1])
+count = len(runs.read_text()) + 1 if runs.exists() else 1
+runs.write_text("x" * count)
+if count == 2:
+    sys.exit("the identity provider is unreachable")
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1",
+                  "kind": "ExecCredential", "status": {"token": f"token-{count}"}}))
+"""
+
+EXEC_KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {{server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}
+users:
+- name: u
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: {python}
+      args: [{plugin}, {runs}]
+      interactiveMode: Never
+contexts:
+- name: x
+  context: {{cluster: c, user: u}}
+current-context: x
+"""
+
+
+async def test_an_exec_plugin_that_failed_once_is_run_again_and_its_new_token_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin, runs = tmp_path / "plugin.py", tmp_path / "runs"
+    plugin.write_text(PLUGIN)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(EXEC_KUBECONFIG.format(python=sys.executable, plugin=plugin,
+                                                 runs=runs))
+    monkeypatch.setattr(client, "TOKEN_REFRESH_SECONDS", 0.01)
+    kube = await client.connect(KubeSettings(kubeconfig=kubeconfig))
+    try:
+        headers: dict[str, str] = {}
+        await kube._api.update_params_for_auth(headers, [], client.AUTH_SETTINGS)
+        assert headers["authorization"] == "Bearer token-1"
+        # the second run fails; the refresher must not give up but run the plugin again
+        async with asyncio.timeout(30):  # a bound on a hang, not on the expected outcome
+            while len(runs.read_text()) < 3:
+                assert kube._refresher is not None and not kube._refresher.done(), (
+                    f"the refresher ended after {len(runs.read_text())} runs of the plugin")
+                await asyncio.sleep(0.01)
+            while headers["authorization"] != "Bearer token-3":
+                await asyncio.sleep(0.01)
+                await kube._api.update_params_for_auth(headers, [], client.AUTH_SETTINGS)
     finally:
         await kube.close()
