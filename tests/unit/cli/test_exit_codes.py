@@ -66,6 +66,8 @@ CASES = [
     (("planner", "--nats", "nats://127.0.0.1:1", "--db", "{tmp}/notes.db/new.db",
       "--decision-key-file", "{key}", "--http-port", "-1", "--log-level", "CRITICAL"),
      exit_codes.FAILED, "Error: cannot create the directory"),
+    (("run", "--data-dir", "{tmp}/notes.db", "--http-port", "-1", "--log-level", "CRITICAL"),
+     exit_codes.FAILED, "Error: cannot create the decision key file"),
     (("replay", "--db", "{tmp}/missing.db"), exit_codes.FAILED, "no SQLite database"),
     (("explain", "pod", "default/x", "--db", "{tmp}/notes.db"), exit_codes.FAILED,
      "Error: cannot read the database"),
