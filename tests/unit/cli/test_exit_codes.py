@@ -82,6 +82,8 @@ CASES = [
     (("simulate", "{tmp}/bad.yaml"), exit_codes.USAGE, "status.allocatable: missing"),
     (("replay", "--from-seq", "-5", "--db", "{log}"), exit_codes.USAGE,
      "Invalid value for '--from-seq'"),
+    (("replay", "--verify", "--db", "{log}", "--until", "0001-01-01T00:00:00+14:00"),
+     exit_codes.USAGE, "outside the years 1 to 9999 in UTC"),
     (("explain", "pod"), exit_codes.USAGE, "needs <namespace>/<name>"),
     (("decisions", "--nats", "http://127.0.0.1:4222"), exit_codes.USAGE, "not a NATS URL"),
     (("schema", "--bogus"), exit_codes.USAGE, "No such option '--bogus'"),
