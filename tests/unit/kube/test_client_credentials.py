@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -72,25 +73,17 @@ print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1",
                   "kind": "ExecCredential", "status": {"token": f"token-{count}"}}))
 """
 
-EXEC_KUBECONFIG = """
-apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {{server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}
-users:
-- name: u
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1beta1
-      command: {python}
-      args: [{plugin}, {runs}]
-      interactiveMode: Never
-contexts:
-- name: x
-  context: {{cluster: c, user: u}}
-current-context: x
-"""
+def exec_kubeconfig(plugin: Path, runs: Path) -> str:
+    """A kubeconfig whose user's credentials come from running `plugin` (JSON is YAML)."""
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1",
+                                               "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1", "command": sys.executable,
+            "args": [str(plugin), str(runs)], "interactiveMode": "Never"}}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+    })
 
 
 async def test_an_exec_plugin_that_failed_once_is_run_again_and_its_new_token_used(
@@ -98,8 +91,7 @@ async def test_an_exec_plugin_that_failed_once_is_run_again_and_its_new_token_us
     plugin, runs = tmp_path / "plugin.py", tmp_path / "runs"
     plugin.write_text(PLUGIN)
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(EXEC_KUBECONFIG.format(python=sys.executable, plugin=plugin,
-                                                 runs=runs))
+    kubeconfig.write_text(exec_kubeconfig(plugin, runs))
     monkeypatch.setattr(client, "TOKEN_REFRESH_SECONDS", 0.01)
     kube = await client.connect(KubeSettings(kubeconfig=kubeconfig))
     try:
