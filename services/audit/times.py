@@ -13,16 +13,18 @@ class InvalidTime(ValueError):
 
 
 def iso(at_ms: int) -> str:
-    """UTC ISO 8601 with milliseconds, e.g. `2024-05-01T12:00:00.250Z`. Units: epoch ms."""
-    moment = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at_ms % 1000:03d}Z"
+    """UTC ISO 8601 with milliseconds, e.g. `2024-05-01T12:00:00.250Z` (four-digit years, as
+    `parse_ms` accepts them). Units: epoch ms."""
+    moment = datetime.fromtimestamp(at_ms // 1000, tz=UTC)
+    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}.{at_ms % 1000:03d}Z"
 
 
 def parse_ms(text: str) -> int:
     """Epoch milliseconds of an ISO 8601 timestamp (`2024-05-01T12:00:00Z`; naive means UTC).
 
     Raises:
-        InvalidTime: not ISO 8601.
+        InvalidTime: not ISO 8601, or a time whose UTC date is outside the years 1 to 9999
+            (which `iso` could not print back).
     """
     try:
         moment = datetime.fromisoformat(text.strip().replace("z", "Z"))
@@ -30,4 +32,8 @@ def parse_ms(text: str) -> int:
         raise InvalidTime(f"not an ISO 8601 time: {text!r}") from error
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    try:
+        moment = moment.astimezone(UTC)
+    except OverflowError as error:
+        raise InvalidTime(f"{text!r} is outside the years 1 to 9999 in UTC") from error
     return round(moment.timestamp() * 1000)

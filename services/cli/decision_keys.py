@@ -93,13 +93,20 @@ def _run_key(data_dir: Path) -> Path:
     if path.exists():
         return path
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        data_dir.mkdir(parents=True, exist_ok=True)  # FileExistsError: a file is in the way
+    except OSError as error:
+        raise _not_made(path, error) from None
+    try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return path  # another `run` on this directory made it first
     except OSError as error:
-        raise KeyNotMade(f"cannot create the decision key file {path}: "
-                     f"{error.strerror or error}") from None
+        raise _not_made(path, error) from None
     with os.fdopen(descriptor, "w", encoding="utf-8") as out:
         out.write(secrets.token_hex(32) + "\n")
     return path
+
+
+def _not_made(path: Path, error: OSError) -> KeyNotMade:
+    """The refusal to run without `run`'s key file `path`, naming the system's reason."""
+    return KeyNotMade(f"cannot create the decision key file {path}: {error.strerror or error}")

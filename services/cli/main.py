@@ -200,17 +200,15 @@ async def _until_signalled(main: Any) -> None:
 def migrate(**parsed: Any) -> None:
     """Create or upgrade the state store schema to this version's head."""
     from services.store import schema
-    from services.store.errors import SchemaMismatch, unusable_database
+    from services.store.errors import SchemaMismatch, StoreUnavailable, unusable_database
 
     settings = options.settings_from(parsed)
     configure_logging(settings.log_level)
     logging.getLogger("alembic.runtime.migration").setLevel(settings.log_level.upper())
-    url = settings.store_url()
-    if not settings.store.url:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    url = settings.store_url()  # the default SQLite file's directory is made with its engine
     try:
         schema.migrate_sync(url)
-    except SchemaMismatch as error:
+    except (SchemaMismatch, StoreUnavailable) as error:
         raise exit_codes.Failed(str(error)) from None
     except Exception as error:
         problem = unusable_database(error)

@@ -76,6 +76,10 @@ pass): the configuration's bearer token, if any, as the `authorization` header."
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 _TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+_CREDENTIAL_ERRORS = (ConfigException, OSError, ValueError)
+"""What supplying a request's credentials raises when they cannot be read now: the in-cluster
+refresh hook re-reading a token file that is missing, unreadable or empty (`ConfigException`,
+`OSError`), or an auth setting the library cannot apply (`ApiValueError`, a ValueError)."""
 
 
 class KubeClient:
@@ -121,7 +125,8 @@ class KubeClient:
         client's); at most `REQUEST_SLOTS` are in flight, the others wait their turn first.
         Raises:
             KubeError subclasses (see `services.kube.errors.from_status`); KubeUnavailable for
-            timeouts and connection failures; TypeError for a body msgspec cannot encode.
+            timeouts, connection failures and credentials that cannot be read now (a token
+            file being rotated); TypeError for a body msgspec cannot encode.
         """
         what = f"{method} {path}"
         timeout = _request_timeout(timeout_seconds or self._request_timeout_seconds)
@@ -202,7 +207,10 @@ class KubeClient:
         """
         headers = {"Content-Type": content_type, "Accept": accept, **self._default_headers}
         auth_query: list[tuple[str, str]] = []
-        await self._api.update_params_for_auth(headers, auth_query, AUTH_SETTINGS)
+        try:
+            await self._api.update_params_for_auth(headers, auth_query, AUTH_SETTINGS)
+        except _CREDENTIAL_ERRORS as error:  # e.g. a service-account token being rotated
+            raise errors.KubeUnavailable(f"{what}: credentials unavailable: {error!r}") from error
         url = self._host + path
         if query or auth_query:
             url += "?" + urllib.parse.urlencode([*query, *auth_query])
@@ -356,12 +364,23 @@ def _stop_trusting_environment(api: ApiClient) -> None:
 async def _refresh_tokens(loader: Any, configuration: Configuration) -> None:
     """Keep exec-plugin and GCP tokens of a kubeconfig fresh (returns at once for others).
 
-    In-cluster service-account tokens are re-read by kubernetes_asyncio itself.
+    A refresh that fails (a plugin that cannot reach its identity provider) is tried again
+    every `TOKEN_REFRESH_SECONDS`, as client-go runs the plugin again for a later request:
+    giving up would leave the client with a token that expires for good. Each new reason is
+    logged as a warning, its repeats at debug level. In-cluster service-account tokens are
+    re-read by kubernetes_asyncio itself.
     """
-    try:
-        await kube_config.refresh_token(loader, configuration, TOKEN_REFRESH_SECONDS)
-    except Exception:
-        log.exception("refreshing Kubernetes credentials failed; requests may be refused")
+    told = ""
+    while True:
+        try:
+            await kube_config.refresh_token(loader, configuration, TOKEN_REFRESH_SECONDS)
+            return  # neither an exec plugin nor GCP: nothing to refresh
+        except Exception as error:
+            reason = _one_line(error)
+            (log.warning if reason != told else log.debug)(
+                "refreshing Kubernetes credentials failed (retrying every %ss); requests may "
+                "be refused: %s", TOKEN_REFRESH_SECONDS, reason)
+            told = reason
 
 
 async def _lines(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:

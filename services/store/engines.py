@@ -13,6 +13,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from services.store.errors import StoreUnavailable
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg",
@@ -40,10 +42,18 @@ def create_engine(url: str, **options: Any) -> AsyncEngine:
 
     Raises:
         ValueError: as `async_url`.
+        StoreUnavailable: that directory cannot be created (a file stands in its way, no
+            permission, read-only file system).
     """
     parsed = async_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        directory = Path(parsed.database).expanduser().parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreUnavailable(
+                f"cannot create the directory {directory} of the SQLite database "
+                f"{parsed.database}: {error.strerror or error}") from None
     engine = create_async_engine(parsed, pool_pre_ping=True, **options)
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine)

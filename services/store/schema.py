@@ -125,6 +125,7 @@ async def migrate(url: str, revision: str = "head") -> None:
     Raises:
         SchemaMismatch: the database is ahead of this gangsched, or holds its tables with no
             recorded revision (see `check_schema`); nothing is changed.
+        StoreUnavailable: a SQLite file's directory cannot be created (`create_engine`).
     """
     engine = engines.create_engine(url)
     try:

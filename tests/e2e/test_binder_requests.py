@@ -5,10 +5,10 @@ reported) through the real `KubeApi` and compares the API server's `apiserver_re
 before and after, by verb and resource: exactly the requests kube-scheduler would send for the
 same outcome, no read before a write. The binder's bus view is a real `ClusterView` fed with the
 watcher's own events of the objects (`tests.support.bus_view`). Nothing else schedules these
-pods (no gangsched, no kube-scheduler) and no namespace is being deleted meanwhile, so the
-counts are the binder's alone; KWOK's status patches of the pods it runs are left out of the
-bind case. The last case pins what the API
-server does with each patch type's preconditions, which the binder's writes rely on.
+pods (no gangsched, no kube-scheduler), no namespace is being deleted meanwhile and the node
+controller has posted its RegisteredNode events, so the counts are the binder's alone; KWOK's
+status patches of the pods it runs are left out of the bind case. The last case pins what the
+API server does with each patch type's preconditions, which the binder's writes rely on.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ def group_namespace(control_plane: ControlPlane) -> Iterator[str]:
     PodGroups and events would be counted with the binder's); deleted after, waiting."""
     eventually(lambda: no_namespace_terminating(control_plane), timeout=120, interval=0.5,
                what="no namespace being deleted")
+    eventually(lambda: nodes_registered(control_plane), timeout=120, interval=0.5,
+               what="the node controller's RegisteredNode event of every node")
     namespace = f"requests-{uuid.uuid4().hex[:8]}"
     control_plane.kubectl("create", "namespace", namespace)
     try:
@@ -69,6 +71,19 @@ def no_namespace_terminating(cp: ControlPlane) -> bool:
               for item in kube.get_json(cp, "namespaces")["items"]}
     terminating = sorted(name for name, phase in phases.items() if phase != "Active")
     assert terminating == [], terminating
+    return True
+
+
+def nodes_registered(cp: ControlPlane) -> bool:
+    """Whether kube-controller-manager's node controller has posted its one event per node
+    (`RegisteredNode`, seconds after it starts, later on a busy machine): posted during a case,
+    it would be counted with the binder's events."""
+    nodes = {item["metadata"]["name"] for item in kube.get_json(cp, "nodes")["items"]}
+    registered = {item["involvedObject"]["name"]
+                  for item in kube.get_json(cp, "events", "-A")["items"]
+                  if item.get("reason") == "RegisteredNode"
+                  and item["involvedObject"].get("kind") == "Node"}
+    assert nodes <= registered, sorted(nodes - registered)
     return True
 
 
