@@ -117,6 +117,29 @@ class SecretFile(click.ParamType):  # type: ignore[type-arg]
         return secret
 
 
+class CredsFile(click.ParamType):  # type: ignore[type-arg]
+    """A NATS credentials file (`nsc generate creds`: a user JWT and its NKey seed, each
+    between its `-----BEGIN ...-----` lines): converts to its path once it is readable and
+    holds both, so a wrong path fails here in one line, not at the first connection."""
+
+    name = "file"
+    MARKERS = ("BEGIN NATS USER JWT", "BEGIN USER NKEY SEED")
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Path:
+        path = Path(str(value)).expanduser()
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) else "not text"
+            self.fail(f"cannot read {str(value)!r}: {reason}", param, ctx)
+        missing = [marker for marker in self.MARKERS if marker not in text]
+        if missing:
+            self.fail(f"{str(value)!r} is no NATS credentials file (no {missing[0]!r} block)",
+                      param, ctx)
+        return path
+
+
 def _warn_on_command_line(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """Warn that a secret given as a flag is visible to every local user (`ps`)."""
     source = ctx.get_parameter_source(str(param.name))
@@ -134,7 +157,7 @@ nats_auth_options = stack(
                  "variable, or use --nats-password-file."),
     _option("--nats-password-file", type=SecretFile(), default=None,
             help="File holding the NATS password (e.g. a mounted Secret)."),
-    _option("--nats-creds", type=click.Path(path_type=Path), default=None,
+    _option("--nats-creds", type=CredsFile(), default=None,
             help="NATS credentials file (JWT + nkey)."),
 )
 """How a command authenticates to NATS (the services, and the audit commands)."""

@@ -270,3 +270,21 @@ def test_a_duration_that_is_not_finite_or_beyond_range_is_one_line_and_exit_2(
     code, output = invoke(*argv)
     assert code == 2 and why in output, output
     assert "Traceback" not in output
+
+
+@pytest.mark.parametrize("content, reason", [
+    (None, "cannot read"),
+    ("garbage\n", "is no NATS credentials file (no 'BEGIN NATS USER JWT' block)"),
+    ("-----BEGIN NATS USER JWT-----\neyJ0\n------END NATS USER JWT------\n",
+     "(no 'BEGIN USER NKEY SEED' block)"),
+])
+def test_a_nats_credentials_file_that_is_missing_or_no_creds_is_one_line(
+        tmp_path: Path, content: str | None, reason: str) -> None:
+    creds = tmp_path / "user.creds"
+    if content is not None:
+        creds.write_text(content)
+    code, output = invoke("decisions", "--nats", "nats://127.0.0.1:1", "--nats-creds",
+                          str(creds))
+    assert code == 2
+    assert "Invalid value for '--nats-creds'" in output and reason in output
+    assert "Traceback" not in output
