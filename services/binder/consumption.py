@@ -12,6 +12,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
+from services.runtime.stopping import cancel_and_wait
+
 
 class Delivery(Protocol):
     """One decision as fetched (`services.bus.consuming.Delivery`)."""
@@ -76,6 +78,4 @@ async def heartbeat(delivery: Delivery, interval_seconds: float) -> AsyncIterato
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait(task)

@@ -13,7 +13,6 @@ events take the PodGroup from `podgroup_writes`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,6 +33,7 @@ from services.contracts.ids import GroupKey, is_singleton, split_key
 from services.kube import errors
 from services.kube.events import NORMAL, WARNING, ObjectRef
 from services.runtime import metrics
+from services.runtime.stopping import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -211,9 +211,7 @@ class Reporter:
     async def close(self) -> None:
         """Stop paying owed events (those still owed are dropped: events are best effort)."""
         if self._paying is not None and not self._paying.done():
-            self._paying.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._paying
+            await cancel_and_wait(self._paying)
         self._owed.clear()
 
     def _owe(self, about: ObjectRef, reason: str) -> None:

@@ -20,6 +20,7 @@ from services.bus.errors import BusUnavailable
 from services.bus.latest import LatestReader
 from services.bus.reading import StoredMessage
 from services.contracts import codec, subjects
+from services.runtime.stopping import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +59,7 @@ class ViewFeed:
     async def stop(self) -> None:
         """Stop following and delete the reader's consumer."""
         if self._following is not None:
-            self._following.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._following
+            await cancel_and_wait(self._following)
             self._following = None
         if self._reader is not None:
             await self._reader.close()

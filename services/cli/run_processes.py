@@ -39,6 +39,7 @@ from services.planner.core.config import PlannerConfig
 from services.runtime import metrics, metrics_merge
 from services.runtime.health import Readiness
 from services.runtime.process_supervision import ChildSpec, ProcessSupervisor
+from services.runtime.stopping import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +78,7 @@ async def serve_in_processes(settings: Settings, planner: PlannerConfig) -> None
         try:
             await supervisor.wait()
         finally:
-            announcing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await announcing
+            await cancel_and_wait(announcing)
 
 
 async def _check_bus(settings: Settings) -> None:

@@ -16,7 +16,6 @@ the `Status` the API server returns). Every failure leaves this module as a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import os
@@ -37,6 +36,7 @@ from services.config import limits
 from services.config.settings import KubeSettings
 from services.kube import errors
 from services.runtime import metrics
+from services.runtime.stopping import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -183,9 +183,7 @@ class KubeClient:
     async def close(self) -> None:
         """Stop refreshing credentials and close the connection pool."""
         if self._refresher is not None:
-            self._refresher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._refresher
+            await cancel_and_wait(self._refresher)
         await self._api.close()
 
     async def _send(

@@ -7,11 +7,12 @@ runs; never calls `sys.exit`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 from collections.abc import Coroutine
 from typing import Any
+
+from services.runtime.stopping import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +38,7 @@ async def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
         waiter.cancel()
         for sig in SHUTDOWN_SIGNALS:
             loop.remove_signal_handler(sig)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait(task)
 
 
 def log_in_one_line(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
