@@ -64,7 +64,8 @@ class EmbeddedNats:
     with `credentials` the 0600 `nats-server.conf` holding them. Without credentials any local
     client is admitted (tests). With `die_with_parent` the server gets SIGTERM when this process
     ends, however it ends, even on `kill -9` (`services.runtime.parent_death`; start it from the
-    main thread then).
+    main thread then), and runs in a session of its own, so a signal to this process's group
+    reaches only this process, which stops the server after its services.
     """
 
     def __init__(
@@ -118,6 +119,11 @@ class EmbeddedNats:
                 str(binary), *self._arguments(ports_dir),
                 stdout=log_file, stderr=log_file, stdin=asyncio.subprocess.DEVNULL,
                 preexec_fn=parent_death.preexec() if self.die_with_parent else None,
+                # its own session: a signal to the whole process group (Ctrl-C in a terminal,
+                # a supervisor's group kill) reaches `gangsched run`, which stops its services
+                # first and this server last; the server no longer dies under services still
+                # shutting down. The parent-death signal still ends it with its parent.
+                start_new_session=self.die_with_parent,
             )
         try:
             ports_file = ports_dir / _ports_file_name(binary, self._process.pid)

@@ -3,6 +3,7 @@ credentials, only they are admitted, and they are never on its command line."""
 
 from __future__ import annotations
 
+import os
 import stat
 import time
 from pathlib import Path
@@ -82,3 +83,17 @@ async def test_connecting_with_wrong_credentials_fails_at_once_naming_the_refusa
             await connection.connect(BusSettings(url=server.url, user="gangsched",
                                                  password="wrong"), name="probe")
         assert time.monotonic() - started < connection.FIRST_CONNECT_TIMEOUT_SECONDS / 3
+
+
+async def test_a_server_that_dies_with_its_parent_is_out_of_the_parents_process_group(
+        tmp_path: Path) -> None:
+    # a group signal (Ctrl-C on `gangsched run`) must reach only gangsched, which stops its
+    # services before the server; the server in the group died under them (the watcher then
+    # hung reconnecting until it was killed)
+    async with EmbeddedNats(tmp_path / "nats", die_with_parent=True) as server:
+        pid = server.pid
+        assert pid is not None
+        assert os.getpgid(pid) != os.getpgid(0)
+        assert os.getsid(pid) == pid
+    async with EmbeddedNats(tmp_path / "tests", die_with_parent=False) as server:
+        assert server.pid is not None and os.getpgid(server.pid) == os.getpgid(0)
