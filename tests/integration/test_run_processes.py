@@ -96,11 +96,9 @@ def test_a_service_process_that_dies_is_restarted_and_counted(tmp_path: Path):
             timeout=60, interval=0.2, what="a new planner process")
         assert psutil.Process(again[0]).is_running()
         assert "planner process exited on SIGKILL; restarting it in 0.5s" in run.log_tail(400)
-        metrics = eventually(lambda: _with_planner(samples(address)), timeout=60,
+        metrics = eventually(lambda: _with_every_service(samples(address)), timeout=60,
                              interval=0.5, what="the new planner's metrics merged")
         assert metrics[("gangsched_task_restarts_total", (("task", "planner"),))] == 1.0
-        assert {("process_cpu_seconds_total", (("service", name),)) for name in SERVICES} \
-            <= set(metrics)
         assert metrics[("gangsched_build_info", (("python", _python()),
                                                  ("version", _version())))] == 1.0
     finally:
@@ -133,10 +131,13 @@ def test_single_process_runs_the_services_in_the_run_process(tmp_path: Path):
     assert code == 0, run.log_tail()
 
 
-def _with_planner(metrics: dict[tuple[str, tuple[tuple[str, str], ...]], float]
-                  ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
-    return metrics if ("process_cpu_seconds_total", (("service", "planner"),)) in metrics \
-        else None
+def _with_every_service(metrics: dict[tuple[str, tuple[tuple[str, str], ...]], float]
+                        ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
+    """`metrics` once every service's process metrics are merged in (the new planner's, and
+    any child whose first scrape did not answer within the scrape timeout on a busy
+    machine: a child contributes nothing until it has answered once)."""
+    wanted = {("process_cpu_seconds_total", (("service", name),)) for name in SERVICES}
+    return metrics if wanted <= set(metrics) else None
 
 
 def _python() -> str:
