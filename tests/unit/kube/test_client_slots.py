@@ -16,6 +16,7 @@ from aiohttp import web
 
 from services.config.settings import KubeSettings
 from services.kube import client
+from tests.unit.kube.test_client_transport import KUBECONFIG
 
 DELAY_SECONDS = 0.05
 TIMEOUT_SECONDS = 1.0
@@ -24,20 +25,6 @@ BURST = 200
 the last ones would outlast their 1 s timeout; each has 20 times its delay to spare once it
 holds a slot."""
 
-KUBECONFIG = """
-apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {{server: "http://127.0.0.1:{port}"}}
-users:
-- name: u
-  user: {{token: "t0ken"}}
-contexts:
-- name: x
-  context: {{cluster: c, user: u}}
-current-context: x
-"""
 
 
 class SlowServer:
@@ -82,7 +69,7 @@ async def test_a_burst_beyond_the_pool_waits_for_slots_and_none_times_out(
     monkeypatch.setattr(client, "POOL_SIZE", 6)
     monkeypatch.setattr(client, "REQUEST_SLOTS", 4)
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG.format(port=port))
+    kubeconfig.write_text(KUBECONFIG.format(server=f"http://127.0.0.1:{port}"))
     kube = await client.connect(KubeSettings(kubeconfig=kubeconfig,
                                              request_timeout_seconds=TIMEOUT_SECONDS))
     try:
