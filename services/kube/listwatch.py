@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 from services.kube import errors
 from services.kube.client import Query
-from services.kube.resources import Resource, metadata
+from services.kube.resources import Resource, list_items, metadata
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ async def _list(
     while True:
         query = [("limit", str(page_size))] + ([("continue", token)] if token else [])
         page = await client.request("GET", resource.list_path, query=query)
-        for obj in _items(page):
+        for obj in list_items(page):
             for change in inventory.listed(obj):
                 yield change
         page_meta = metadata(page)
@@ -309,14 +309,6 @@ async def _watch(
 def known_from(stubs: Iterable[tuple[str, str, str, str]]) -> dict[str, Known]:
     """Seed for `observe` from `(uid, namespace, name, resource_version)` tuples."""
     return {uid: Known(name, namespace, rv) for uid, namespace, name, rv in stubs}
-
-
-def _items(page: dict[str, Any]) -> list[dict[str, Any]]:
-    """The objects of a list response (malformed entries skipped)."""
-    items = page.get("items")
-    if not isinstance(items, list):
-        return []
-    return [item for item in items if isinstance(item, dict)]
 
 
 def _identity(obj: dict[str, Any]) -> tuple[str, Known]:

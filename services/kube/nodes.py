@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from services.kube.client import PARTIAL_OBJECT_METADATA, KubeClient
-from services.kube.resources import NODES, node_path
+from services.kube.resources import NODES, list_items, metadata, node_path
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 """The well-known label kubelet sets on its Node: the host's name, usually the node's name."""
@@ -69,19 +69,8 @@ async def listed_by_hostname(client: KubeClient, names: Iterable[str]) -> frozen
         listed = await client.request("GET", NODES.list_path,
                                       query=(("labelSelector", selector),),
                                       accept=PARTIAL_OBJECT_METADATA_LIST)
-        found.update(_names(listed).intersection(batch))
+        asked = set(batch)
+        found.update(name for item in list_items(listed)
+                     if (name := metadata(item).get("name")) in asked)
     return frozenset(found)
 
-
-def _names(listed: dict[str, Any]) -> set[str]:
-    """The `metadata.name` of each item of a list response (malformed items left out)."""
-    items = listed.get("items")
-    if not isinstance(items, list):
-        return set()
-    names = set()
-    for item in items:
-        meta = item.get("metadata") if isinstance(item, dict) else None
-        name = meta.get("name") if isinstance(meta, dict) else None
-        if isinstance(name, str):
-            names.add(name)
-    return names

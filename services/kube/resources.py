@@ -113,6 +113,14 @@ def metadata(obj: dict[str, Any]) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
+def list_items(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects of a list response (malformed entries skipped)."""
+    items = page.get("items")
+    if not isinstance(items, list):
+        return []
+    return [item for item in items if isinstance(item, dict)]
+
+
 def _segment(text: str) -> str:
     """Quote one path segment (names are DNS labels, but never trust input to be)."""
     return quote(text, safe="")
