@@ -33,7 +33,7 @@ from services.contracts.ids import GroupKey, is_singleton, split_key
 from services.kube import errors
 from services.kube.events import NORMAL, WARNING, ObjectRef
 from services.runtime import metrics
-from services.runtime.stopping import cancel_and_wait
+from services.runtime.cancellation import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from services.bus.errors import BusUnavailable
 from services.bus.latest import LatestReader
 from services.bus.reading import StoredMessage
 from services.contracts import codec, subjects
-from services.runtime.stopping import cancel_and_wait
+from services.runtime.cancellation import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

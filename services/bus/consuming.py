@@ -19,9 +19,9 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from services.bus import ack_reply, cancellation, transience
+from services.bus import ack_reply, transience
 from services.config import limits
-from services.runtime import metrics
+from services.runtime import cancellation, metrics
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ import tenacity
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
 
-from services.bus import cancellation, collisions, transience
+from services.bus import collisions, transience
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
-from services.runtime import metrics
+from services.runtime import cancellation, metrics
 
 log = logging.getLogger(__name__)
 

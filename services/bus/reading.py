@@ -25,8 +25,9 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from services.bus import ack_reply, cancellation, transience
+from services.bus import ack_reply, transience
 from services.bus.connection import JetStream
+from services.runtime import cancellation
 
 log = logging.getLogger(__name__)
 

@@ -37,9 +37,9 @@ from services.cli.child import ChildPayload
 from services.config.settings import Settings, StoreSettings
 from services.planner.core.config import PlannerConfig
 from services.runtime import metrics, metrics_merge
+from services.runtime.cancellation import cancel_and_wait
 from services.runtime.health import Readiness
 from services.runtime.process_supervision import ChildSpec, ProcessSupervisor
-from services.runtime.stopping import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from services.config import limits
 from services.config.settings import KubeSettings
 from services.kube import errors
 from services.runtime import metrics
-from services.runtime.stopping import cancel_and_wait
+from services.runtime.cancellation import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

@@ -26,9 +26,8 @@ from typing import Any, Protocol
 
 from prometheus_client import Gauge
 
-from services.bus import cancellation
 from services.bus.errors import BusRefused, BusUnavailable
-from services.runtime import metrics
+from services.runtime import cancellation, metrics
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import signal
 from collections.abc import Coroutine
 from typing import Any
 
-from services.runtime.stopping import cancel_and_wait
+from services.runtime.cancellation import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""`cancel_and_wait` stops a helper task without swallowing the caller's own cancellation."""
+"""`cancellation.cancel_and_wait` stops a helper task without swallowing the caller's own
+cancellation."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import contextlib
 
 import pytest
 
-from services.runtime.stopping import cancel_and_wait
+from services.runtime.cancellation import cancel_and_wait
 
 
 async def forever() -> None:

@@ -16,9 +16,9 @@ import nats
 import pytest
 from nats.js.api import PubAck
 
-from services.bus import cancellation
 from services.bus.consuming import Delivery
 from services.bus.publishing import Publisher
+from services.runtime import cancellation
 
 ROUNDS = 3
 """Requests a loop would make if its cancellation were lost."""
