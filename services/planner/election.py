@@ -204,7 +204,7 @@ async def renew(lease: LeaseStore, term: Term, timing: Timing, clock: Clock) -> 
     """One renewal attempt: the new term; `term` again after a transient failure while the
     deadline has not passed; None when leadership is lost (someone else wrote, or deadline).
     Raises CancelledError when cancelled, also as the answer arrives (Python 3.11's
-    `wait_for`, here and in nats-py, then returns the answer: `services.bus.cancellation`)."""
+    `wait_for`, here and in nats-py, then returns the answer: `services.runtime.cancellation`)."""
     started = clock()
     remaining = deadline(term, timing) - started
     try:
