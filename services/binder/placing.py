@@ -213,7 +213,9 @@ async def _finish(
     results: Sequence[MemberResult],
 ) -> Settled:
     """GroupBound when every member is bound; else roll back what this placement bound, and
-    say why."""
+    say why. Unanswered binds are read again first (`_resolved`), so both the verdict and the
+    count in the reason are what the API server holds."""
+    results = await _resolved(placement, kube, policy, results)
     gone: frozenset[str] = frozenset()
     if all(result.state is BindState.BOUND for result in results):
         gone = await _vanished_nodes(kube, results, policy.concurrency)
@@ -238,6 +240,29 @@ async def _finish(
     failed_member = failed.member if failed is not None else None
     log.warning("placement %s of %s rolled back: %s", placement.id, placement.group, reason)
     return _settle(placement, clock, results, rolled_back=RolledBack(reason, failed_member, undone))
+
+
+async def _resolved(
+    placement: Placement, kube: Kube, policy: Policy, results: Sequence[MemberResult]
+) -> Sequence[MemberResult]:
+    """`results` with each unanswered bind (UNCERTAIN) that the API server stored for this
+    placement counted as BOUND, when no member failed for good.
+
+    A bind whose answer was lost or came after the deadline (a paused or overloaded API
+    server) may have been stored: which answers happened to arrive is no measure of what is
+    bound. The re-read waits out transient errors (`binding.survey` without a deadline), as
+    the rollback that follows would. A gang found wholly bound this way is a success, as a
+    redelivery past its deadline with every member bound is (`_after_deadline`).
+    """
+    uncertain = [r.member for r in results if r.state is BindState.UNCERTAIN]
+    if not uncertain or any(r.state is BindState.FAILED for r in results):
+        return results
+    found = await binding.survey(kube, uncertain, Stamp(placement.id, policy.scheduler_name),
+                                 concurrency=policy.concurrency, deadline=None)
+    stored = {member.pod_uid for member, check in zip(uncertain, found.checks, strict=True)
+              if check.verdict is Verdict.BOUND}
+    return [MemberResult(r.member, BindState.BOUND) if r.member.pod_uid in stored else r
+            for r in results]
 
 
 async def _vanished_nodes(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -210,6 +211,44 @@ async def test_binds_failing_until_the_deadline_roll_back_with_the_last_error() 
     assert isinstance(rolled, GroupRolledBack)
     assert rolled.reason == "deadline passed with 1 of 2 members bound (last error: HTTP 503)"
     assert kube.deleted == ["a"]
+
+
+def answering_late(kube: FakeKube, *names: str) -> None:
+    """Binds of `names` are stored at once but answered only long after any deadline (an API
+    server that stalls after writing, or whose answers are lost)."""
+    original_bind = kube.bind
+
+    async def bind(namespace: str, name: str, uid: str, node: str, *,
+                   annotations: dict[str, str]) -> None:
+        await original_bind(namespace, name, uid, node, annotations=annotations)
+        if name in names:
+            await asyncio.sleep(60)
+
+    kube.bind = bind  # type: ignore[method-assign]
+
+
+@pytest.mark.timeout(10)
+async def test_a_bind_stored_but_unanswered_by_the_deadline_is_read_back_and_counts_as_bound(
+) -> None:
+    kube = cluster(make_pod("a"), make_pod("b"))
+    answering_late(kube, "b")
+    settled = await run(kube, placement("a", "b", deadline_in_ms=300))
+    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert kube.deleted == []
+    assert [m.name for m in settled.bound] == ["a", "b"]
+
+
+@pytest.mark.timeout(10)
+async def test_a_rollback_reason_counts_the_unanswered_binds_the_api_server_stored() -> None:
+    kube = cluster(make_pod("a"), make_pod("b"), make_pod("c"))
+    answering_late(kube, "b")
+    kube.failures[("bind", "c")] = [errors.KubeUnavailable("HTTP 503")] * 100
+    settled = await run(kube, placement("a", "b", "c", deadline_in_ms=300))
+    assert kinds(settled) == ["MemberBound", "MemberBound", "MemberBindFailed", "GroupRolledBack"]
+    rolled = settled.outcomes[-1]
+    assert isinstance(rolled, GroupRolledBack)
+    assert rolled.reason == "deadline passed with 2 of 3 members bound (last error: HTTP 503)"
+    assert sorted(kube.deleted) == ["a", "b"]
 
 
 async def test_outcomes_name_the_decision_and_group() -> None:
