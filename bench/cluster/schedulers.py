@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.runtime import parent_death
 from tests.cluster.fixture import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
@@ -134,6 +135,7 @@ def _gangsched(cp: ControlPlane, work: Path, options: dict[str, Any]) -> Running
              str(cp.kubeconfig), "--data-dir", str(data), "--log-level", "INFO",
              *options.get("gangsched_args", ())],
             cwd=source, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=parent_death.preexec(),
             env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": python_path})
     deadline = time.monotonic() + 120
     while not (data / "run.json").exists():
@@ -162,7 +164,8 @@ def _coscheduling(cp: ControlPlane, work: Path, options: dict[str, Any]) -> Runn
              f"--authorization-kubeconfig={kc}", "--authentication-skip-lookup=true",
              "--bind-address=127.0.0.1", f"--secure-port={port}",
              f"--cert-dir={work / 'coscheduling-certs'}", "--v=1"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=parent_death.preexec())
     _wait_healthy(process, f"https://127.0.0.1:{port}/healthz", log_path)
     return Running([process.pid], lambda: _terminate(process), log_path)
 
@@ -175,7 +178,8 @@ def _trivial(cp: ControlPlane, work: Path, options: dict[str, Any]) -> Running:
              str(cp.dir / "testbed.json"), "--scheduler-name", "trivial",
              "--concurrency", str(options.get("bind_concurrency", 256)),
              "--slots-per-node", str(options["slots_per_node"])],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=parent_death.preexec())
     time.sleep(1.0)  # its watch opens in well under a second; nothing exists yet anyway
     if process.poll() is not None:
         raise RuntimeError(f"trivial binder exited {process.returncode}: see {log_path}")
