@@ -55,12 +55,12 @@ class ViewAt(Protocol):
 class PodGroupWrites:
     """Writes PodGroup status (module docstring) and names PodGroups for events.
 
-    `kube` makes the requests; `feed`, when given, is the bus view. Errors are `KubeError`s
-    from `kube` (none is raised for a refused precondition: that falls back to a read).
+    `kube` makes the status requests (`about` reads through the API it is given); `feed` is
+    the bus view. Errors are `KubeError`s from those APIs (none is raised for a refused
+    precondition: that falls back to a read).
     """
 
-    def __init__(self, kube: Kube, feed: ViewAt | None = None,
-                 remembered: int = REMEMBERED_GROUPS) -> None:
+    def __init__(self, kube: Kube, feed: ViewAt, remembered: int = REMEMBERED_GROUPS) -> None:
         self._kube = kube
         self._feed = feed
         self._held: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -112,10 +112,9 @@ class PodGroupWrites:
             return None
         return True
 
-    async def about(self, group: str, plan_seq: int, kube: Kube | None = None
-                    ) -> tuple[str, str] | None:
+    async def about(self, group: str, plan_seq: int, kube: Kube) -> tuple[str, str] | None:
         """The (uid, apiVersion) of the PodGroup `group`, for an event about it: from the view,
-        else the held copy, else read through `kube` (default: this writer's; None: no such
+        else the held copy, else read through `kube` (the API the event goes to; None: no such
         PodGroup).
 
         Raises:
@@ -126,8 +125,7 @@ class PodGroupWrites:
         if seen is not None:
             return seen
         held = self._held.get(group)
-        found = held if held is not None else await (kube or self._kube).get_podgroup(
-            namespace, name)
+        found = held if held is not None else await kube.get_podgroup(namespace, name)
         if found is None:
             return None
         return (str(metadata(found).get("uid") or ""),
@@ -135,7 +133,7 @@ class PodGroupWrites:
 
     async def _seen(self, namespace: str, name: str, plan_seq: int) -> tuple[str, str] | None:
         """The view's (uid, apiVersion) of the PodGroup, if the view reached `plan_seq`."""
-        if self._feed is None or not await self._feed.caught_up(plan_seq, VIEW_WAIT_SECONDS):
+        if not await self._feed.caught_up(plan_seq, VIEW_WAIT_SECONDS):
             return None
         return self._feed.view.podgroup(namespace, name)
 

@@ -65,10 +65,10 @@ class Reporter:
     """Writes events, conditions and PodGroup status for decisions and their outcomes.
 
     `kube` serves rejections and status (in the binder: `yielding.YieldingKube`, which waits
-    while placements bind); `placing_kube` (default `kube`) serves what is part of carrying out
-    a placement, its Scheduled and rollback events, which never wait behind other reports.
-    `view`, when given, is the bus view: pods it shows bound or replaced get no rejection, and
-    PodGroups are named from it (`podgroup_writes`).
+    while placements bind); `placing_kube` serves what is part of carrying out a placement, its
+    Scheduled and rollback events, which never wait behind other reports. `view` is the bus
+    view: pods it shows bound or replaced get no rejection, and PodGroups are named from it
+    (`podgroup_writes`). `status_log` holds the newest StatusUpdate published per group.
     """
 
     def __init__(
@@ -77,18 +77,18 @@ class Reporter:
         *,
         event_interval_seconds: float,
         concurrency: int,
+        status_log: StatusLog,
+        placing_kube: Kube,
+        view: ViewAt,
         monotonic: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
-        status_log: StatusLog | None = None,
         event_budget: tuple[float, float] = EVENT_BUDGET,
-        placing_kube: Kube | None = None,
-        view: ViewAt | None = None,
     ) -> None:
         self._kube = kube
         self._view = view
         self._conditions = ConditionMemory()
         self._groups = PodGroupWrites(kube, view)
-        self._placing_kube = placing_kube or kube
+        self._placing_kube = placing_kube
         self._status_log = status_log
         self._limiter = ReportLimiter(event_interval_seconds)
         self._event_budget = AsyncLimiter(*event_budget)
@@ -132,7 +132,7 @@ class Reporter:
         writes = [partial(self._unschedulable, pod, rejection.reason) for pod in rejection.pods]
         if self._allowed(rejection.group, rejection.reason):
             writes.append(partial(self._group_event, rejection.group, rejection.plan_seq,
-                                  rejection.reason))
+                                  rejection.reason, self._kube))
         await self._run_all(writes)
 
     async def status(self, update: StatusUpdate) -> None:
@@ -159,7 +159,7 @@ class Reporter:
 
     async def _newest(self, update: StatusUpdate) -> StatusUpdate:
         """`update`, or a newer StatusUpdate of its group when one was published since."""
-        latest = await self._status_log.latest(update.group) if self._status_log else None
+        latest = await self._status_log.latest(update.group)
         return latest if latest is not None and latest.plan_seq > update.plan_seq else update
 
     async def _unschedulable(self, pod: PodRef, reason: str) -> None:
@@ -173,7 +173,8 @@ class Reporter:
         about = _pod_ref(pod.namespace, pod.name, pod.uid)
         if self._event_budget.has_capacity():
             await self._event_budget.acquire()
-            await self._event(about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING)
+            await self._event(about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING,
+                              self._kube)
         else:
             self._owe(about, reason)
         self._limiter.record(pod.uid, reason, self._monotonic())
@@ -185,9 +186,8 @@ class Reporter:
         patch's uid is refused). A pod found bound by the answer gets `PodScheduled=True` back,
         as its binding had set it."""
         uid = pod.uid
-        if self._conditions.is_bound(uid) or (
-                self._view is not None and self._view.view.is_settled(pod.namespace, pod.name,
-                                                                      uid)):
+        if self._conditions.is_bound(uid) or self._view.view.is_settled(
+                pod.namespace, pod.name, uid):
             return False
         condition = statuses.unschedulable(self._conditions.written(uid), reason, self._now())
         if condition is None:
@@ -236,16 +236,15 @@ class Reporter:
             uid = next(iter(self._owed))
             about, reason = self._owed.pop(uid)
             await best_effort("owed event", partial(
-                self._event, about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING))
+                self._event, about, WARNING, FAILED_SCHEDULING, reason, ACTION_SCHEDULING,
+                self._kube))
 
-    async def _group_event(self, group: str, plan_seq: int, message: str,
-                           kube: Kube | None = None) -> None:
+    async def _group_event(self, group: str, plan_seq: int, message: str, kube: Kube) -> None:
         """A FailedScheduling event on the PodGroup (none for singleton groups), through
-        `kube` (default: the reports' API); `plan_seq`: the decision's plan point."""
+        `kube` (the reports' or the placing API); `plan_seq`: the decision's plan point."""
         if is_singleton(GroupKey(group)):
             return
         namespace, name = split_key(GroupKey(group))
-        kube = kube or self._kube
         named = await self._groups.about(group, plan_seq, kube)
         if named is None:
             return
@@ -256,10 +255,10 @@ class Reporter:
 
     async def _event(
         self, about: ObjectRef, event_type: str, reason: str, message: str, action: str,
-        kube: Kube | None = None,
+        kube: Kube,
     ) -> None:
-        """Create one event, through `kube` (default: the reports' API)."""
-        await (kube or self._kube).create_event(
+        """Create one event, through `kube` (the reports' or the placing API)."""
+        await kube.create_event(
             about, event_type=event_type, reason=reason, message=message, action=action,
             now=self._now(),
         )

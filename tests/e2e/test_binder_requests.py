@@ -33,6 +33,7 @@ from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, manifests
 from tests.support.bus_view import AppliedView
 from tests.support.waiting import eventually
+from tests.unit.binder.fakes import FakeStatusLog
 
 pytestmark = pytest.mark.e2e
 
@@ -124,8 +125,12 @@ async def requests_of(cp: ControlPlane, work: Awaitable[Any]) -> dict[str, int]:
             if value != before.get(key, 0)}
 
 
-def reporter(client: KubeClient, feed: AppliedView | None) -> Reporter:
-    return Reporter(KubeApi(client), event_interval_seconds=30.0, concurrency=4, view=feed)
+def reporter(client: KubeClient, feed: AppliedView) -> Reporter:
+    """A reporter on the real API, wired as the binder wires it (one `KubeApi` serves both
+    reports and placing), with the bus view `feed` and a status log holding no newer status."""
+    kube_api = KubeApi(client)
+    return Reporter(kube_api, event_interval_seconds=30.0, concurrency=4,
+                    status_log=FakeStatusLog(), placing_kube=kube_api, view=feed)
 
 
 def rejection(cp: ControlPlane, namespace: str, reason: str) -> Rejection:
@@ -153,8 +158,9 @@ async def test_a_rejection_report_sends_one_patch_and_one_event_per_pod_and_read
     condition = kube.get_json(cp, "pod", "a", "-n", namespace)["status"]["conditions"][0]
     assert (condition["type"], condition["status"], condition["reason"], condition["message"]) \
         == ("PodScheduled", "False", "Unschedulable", "gang g: 0 of 2 members fit")
-    # Without the bus view only the PodGroup event needs a read (its uid): one GET, no pods.
-    sent = await requests_of(cp, reporter(api, None).rejected(
+    # With a bus view that knows none of them yet only the PodGroup event needs a read (its
+    # uid): one GET, no pods.
+    sent = await requests_of(cp, reporter(api, AppliedView()).rejected(
         rejection(cp, namespace, "gang g: 1 of 2 members fit")))
     assert sent == {"GET podgroups": 1, "PATCH pods/status": 2, "POST events": 3}
 

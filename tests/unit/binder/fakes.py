@@ -1,4 +1,4 @@
-"""In-memory API server, publisher and deliveries for binder tests, and JSON builders."""
+"""In-memory API server, publisher, status log and deliveries for binder tests; JSON builders."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from services.binder.validation import PLACEMENT_ANNOTATION
+from services.contracts.decisions import StatusUpdate
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from services.kube import errors
 from services.kube.events import ObjectRef
@@ -264,6 +265,18 @@ class FakePublisher:
     async def publish_many(self, items: Sequence[tuple[str, bytes, str]]) -> None:
         for subject, data, msg_id in items:
             await self.publish(subject, data, msg_id=msg_id)
+
+
+@dataclass
+class FakeStatusLog:
+    """`reporter.StatusLog` in memory: the StatusUpdates published, in stream order."""
+
+    published: list[StatusUpdate] = field(default_factory=list)
+
+    async def latest(self, group: str) -> StatusUpdate | None:
+        """The last StatusUpdate published for `group`, as `status_log.StreamStatusLog`."""
+        return next((update for update in reversed(self.published) if update.group == group),
+                    None)
 
 
 @dataclass

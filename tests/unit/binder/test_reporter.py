@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from services.binder.placing import RolledBack, Settled
-from services.binder.reporter import Reporter
+from services.binder.reporter import EVENT_BUDGET, Reporter
 from services.binder.rollback import Undone
 from services.contracts.decisions import Assignment, Placement, PodRef, Rejection, StatusUpdate
 from services.contracts.events import PodGroupObserved
 from services.kube import errors
 from services.watcher import slim
 from tests.support.bus_view import AppliedView
-from tests.unit.binder.fakes import FakeKube, make_pod
+from tests.unit.binder.fakes import FakeKube, FakeStatusLog, make_pod
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 LATER = datetime(2024, 5, 1, 12, 5, tzinfo=UTC)
@@ -27,10 +28,17 @@ class Clock:
         return self.seconds
 
 
-def reporter(kube: FakeKube, clock: Clock | None = None,
-             feed: AppliedView | None = None) -> Reporter:
-    return Reporter(kube, event_interval_seconds=30.0, concurrency=4,
-                    monotonic=clock or Clock(), now=lambda: NOW, view=feed)
+def reporter(kube: FakeKube, *, clock: Clock | None = None, feed: AppliedView | None = None,
+             status_log: FakeStatusLog | None = None, concurrency: int = 4,
+             now: Callable[[], datetime] = lambda: NOW,
+             event_budget: tuple[float, float] = EVENT_BUDGET) -> Reporter:
+    """A reporter wired as the binder wires it, `kube` serving both reports and placing; the
+    bus view `feed` (by default one that knows nothing yet) and `status_log` (by default one
+    holding no StatusUpdate)."""
+    return Reporter(kube, event_interval_seconds=30.0, concurrency=concurrency,
+                    status_log=status_log or FakeStatusLog(), placing_kube=kube,
+                    view=feed or AppliedView(), monotonic=clock or Clock(), now=now,
+                    event_budget=event_budget)
 
 
 def podgroup_observed(name: str, uid: str) -> PodGroupObserved:
@@ -67,7 +75,7 @@ async def test_repeated_rejections_are_rate_limited_unless_the_reason_changes() 
     kube = FakeKube()
     kube.add_pod(make_pod("a"))
     clock = Clock()
-    report = reporter(kube, clock)
+    report = reporter(kube, clock=clock)
     await report.rejected(rejection("no fit", "a"))
     clock.seconds = 10
     await report.rejected(rejection("no fit", "a"))
@@ -118,8 +126,7 @@ async def test_a_new_reason_keeps_the_transition_time_this_process_wrote() -> No
     kube = FakeKube()
     kube.add_pod(make_pod("a"))
     times = iter([NOW, LATER])
-    report = Reporter(kube, event_interval_seconds=30.0, concurrency=4, monotonic=Clock(),
-                      now=lambda: next(times, LATER))
+    report = reporter(kube, now=lambda: next(times, LATER))
     await report.rejected(rejection("no fit", "a", group="default/pod:a"))
     await report.rejected(rejection("still no fit", "a", group="default/pod:a"))
     condition = kube.pods[("default", "a")]["status"]["conditions"][0]
@@ -173,14 +180,6 @@ async def test_status_updates_are_written_and_skipped_for_singletons() -> None:
     assert ("update_podgroup_status", "pod:a") not in kube.calls
 
 
-class StatusLog:
-    def __init__(self, latest: StatusUpdate | None) -> None:
-        self.latest_update = latest
-
-    async def latest(self, group: str) -> StatusUpdate | None:
-        return self.latest_update
-
-
 def status_update(plan_seq: int, phase: str, running: int) -> StatusUpdate:
     return StatusUpdate(id=f"{plan_seq}-0", plan_seq=plan_seq, at_ms=0, group="default/g",
                         phase=phase, running=running, succeeded=0, failed=0)
@@ -190,8 +189,7 @@ async def test_an_older_status_handled_late_writes_the_newest_one_published() ->
     # Two binders: this one got the older update, another one the newer (already published).
     kube = with_podgroup(FakeKube())
     newer = status_update(9, "Running", 3)
-    report = Reporter(kube, event_interval_seconds=30.0, concurrency=4, now=lambda: NOW,
-                      status_log=StatusLog(newer))
+    report = reporter(kube, status_log=FakeStatusLog([newer]))
     await report.status(status_update(5, "Scheduling", 0))
     status = kube.podgroups[("default", "g")]["status"]
     assert (status["phase"], status["running"]) == ("Running", 3)
@@ -199,8 +197,7 @@ async def test_an_older_status_handled_late_writes_the_newest_one_published() ->
 
 async def test_a_status_newer_than_the_log_knows_is_written_as_is() -> None:
     kube = with_podgroup(FakeKube())
-    report = Reporter(kube, event_interval_seconds=30.0, concurrency=4, now=lambda: NOW,
-                      status_log=StatusLog(status_update(5, "Scheduling", 0)))
+    report = reporter(kube, status_log=FakeStatusLog([status_update(5, "Scheduling", 0)]))
     await report.status(status_update(9, "Running", 3))
     assert kube.podgroups[("default", "g")]["status"]["phase"] == "Running"
 
@@ -210,8 +207,7 @@ async def test_pod_events_beyond_the_budget_are_owed_and_paid_at_its_rate() -> N
     names = [f"p{n}" for n in range(5)]
     for name in names:
         kube.add_pod(make_pod(name))
-    report = Reporter(kube, event_interval_seconds=30.0, concurrency=1, now=lambda: NOW,
-                      event_budget=(2.0, 0.2))
+    report = reporter(kube, concurrency=1, event_budget=(2.0, 0.2))
     await report.rejected(rejection("gang default/g: 0 of 5 members fit", *names))
     def pod_events() -> list[str]:
         return [e.about.name for e in kube.events if e.about.kind == "Pod"]
@@ -228,8 +224,7 @@ async def test_a_pod_bound_meanwhile_is_owed_no_event() -> None:
     kube = with_podgroup(FakeKube())
     for name in ("a", "b"):
         kube.add_pod(make_pod(name))
-    report = Reporter(kube, event_interval_seconds=30.0, concurrency=1, now=lambda: NOW,
-                      event_budget=(1.0, 0.3))
+    report = reporter(kube, concurrency=1, event_budget=(1.0, 0.3))
     await report.rejected(rejection("gang default/g: 0 of 2 members fit", "a", "b"))
     member = Assignment("uid-b", "default", "b", "n1")
     placement = Placement(id="4-0", plan_seq=4, at_ms=0, group="default/g", attempt=1,
@@ -245,8 +240,7 @@ async def test_closing_stops_paying_owed_events() -> None:
     kube = with_podgroup(FakeKube())
     for name in ("a", "b", "c"):
         kube.add_pod(make_pod(name))
-    report = Reporter(kube, event_interval_seconds=30.0, concurrency=1, now=lambda: NOW,
-                      event_budget=(1.0, 0.2))
+    report = reporter(kube, concurrency=1, event_budget=(1.0, 0.2))
     await report.rejected(rejection("gang default/g: 0 of 3 members fit", "a", "b", "c"))
     await report.close()
     await asyncio.sleep(0.5)
@@ -275,7 +269,7 @@ async def test_podgroup_status_is_one_write_per_change_and_no_read_before_it() -
 async def test_a_podgroup_changed_by_another_writer_is_read_and_merged() -> None:
     kube = FakeKube()
     kube.add_podgroup("default", "g")
-    report = reporter(kube)  # no view: the first write reads
+    report = reporter(kube)  # the view does not know the PodGroup (yet): the first write reads
     await report.status(status_update(1, "Scheduling", 0))
     stored = kube.podgroups[("default", "g")]
     stored["metadata"]["resourceVersion"] = "7"  # another writer
