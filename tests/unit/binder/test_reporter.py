@@ -168,6 +168,27 @@ async def test_a_rollback_is_reported_on_the_pending_members_and_the_podgroup() 
     ]
 
 
+async def test_placing_reports_go_through_the_placing_api_and_rejections_through_the_other(
+) -> None:
+    reports, placing = with_podgroup(FakeKube()), with_podgroup(FakeKube())
+    report = Reporter(reports, event_interval_seconds=30.0, concurrency=4,
+                      status_log=FakeStatusLog(), placing_kube=placing, view=AppliedView(),
+                      monotonic=Clock(), now=lambda: NOW)
+    members = (Assignment("uid-a", "default", "a", "n1"),)
+    bound = Placement(id="4-0", plan_seq=4, at_ms=0, group="default/g", attempt=1,
+                      deadline_ms=1, members=members)
+    await report.placed(bound, Settled(outcomes=(), bound=members))
+    rolled = RolledBack("pod default/b was deleted", None, Undone())
+    await report.placed(bound, Settled(outcomes=(), bound=(), rolled_back=rolled))
+    reports.add_pod(make_pod("c"))
+    await report.rejected(rejection("0/1 nodes are available: 1 Insufficient cpu.", "c"))
+    assert [(e.about.kind, e.about.name, e.reason) for e in placing.events] == [
+        ("Pod", "a", "Scheduled"), ("Pod", "a", "FailedScheduling"),
+        ("PodGroup", "g", "FailedScheduling")]
+    assert [(e.about.kind, e.about.name, e.reason) for e in reports.events] == [
+        ("Pod", "c", "FailedScheduling"), ("PodGroup", "g", "FailedScheduling")]
+
+
 async def test_status_updates_are_written_and_skipped_for_singletons() -> None:
     kube = with_podgroup(FakeKube())
     update = StatusUpdate(id="5-0", plan_seq=5, at_ms=0, group="default/g", phase="Running",
