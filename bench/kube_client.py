@@ -60,7 +60,7 @@ IMAGES = 50
 
 
 class CallApiClient(KubeClient):
-    """The request path before issue 14 (kept for this comparison only): through
+    """The request path before the client fast path (kept for this comparison only): through
     `ApiClient.call_api` with `_preload_content=False`, and a new `aiohttp.ClientTimeout`
     per request."""
 
@@ -207,7 +207,7 @@ async def _succeed() -> None:
 
 
 async def best_effort_before(write: Callable[[], Awaitable[None]]) -> None:
-    """`reporter.best_effort` before issue 14: a tenacity policy built and run per call."""
+    """`reporter.best_effort` before the fast path: a tenacity policy built and run per call."""
     retrying = tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception_type(errors.KubeUnavailable),
         wait=tenacity.wait_exponential(multiplier=0.2, max=2.0),
@@ -222,7 +222,7 @@ async def best_effort_now(write: Callable[[], Awaitable[None]]) -> None:
 
 
 async def forever_before(write: Callable[[], Awaitable[None]]) -> None:
-    """The binder's unlimited retry loop before issue 14 (`binding._retrying`, per call)."""
+    """The binder's unlimited retry loop before the fast path (`binding._retrying`, per call)."""
     retrying = tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception_type(errors.KubeUnavailable),
         wait=tenacity.wait_exponential(multiplier=0.1, max=5.0),

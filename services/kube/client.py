@@ -7,10 +7,10 @@ certificate, proxy, connection pool) and supplies the credentials of every reque
 Requests themselves go straight through that session, not through `ApiClient.call_api`:
 bodies are encoded and decoded with msgspec, the URL and headers are built once per request,
 timeouts are shared (its generic parameter sanitising, stdlib JSON and per-request objects
-cost 5-20% of our CPU per request: `python -m bench.kube_client`, issue 14). No model
-(de)serialisation, so no generated-model bugs (such as `create_namespaced_binding` failing on
-the `Status` the API server returns). Every failure leaves this module as a
-`services.kube.errors` type. Never retries: callers decide.
+cost 5-20% of our CPU per request: `python -m bench.kube_client`, results in
+bench/results/kube-client.txt). No model (de)serialisation, so no generated-model bugs (such
+as `create_namespaced_binding` failing on the `Status` the API server returns). Every failure
+leaves this module as a `services.kube.errors` type. Never retries: callers decide.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The binder's API requests on the real control plane, as the API server counts them (issue 14).
+"""The binder's API requests on the real control plane, as the API server counts them.
 
 Each case runs one binder job (a rejection reported, PodGroup status written, a gang bound and
 reported) through the real `KubeApi` and compares the API server's `apiserver_request_total`

@@ -1,5 +1,5 @@
 """The API client authenticates on the real API server as kubernetes_asyncio configures it
-(issue 14: requests go straight through the library's aiohttp session, the credentials still
+(requests go straight through the library's aiohttp session, the credentials still
 come from the library's configuration).
 
 Each case asks the API server who it is (a SelfSubjectReview, which every authenticated user

@@ -1,4 +1,4 @@
-"""What `KubeClient` sends and how it reads the answers, on the real API server (issue 14: the
+"""What `KubeClient` sends and how it reads the answers, on the real API server (the
 requests go straight through kubernetes_asyncio's aiohttp session, bodies encoded by msgspec).
 
 The API server is the judge: it names the field manager after the User-Agent, decodes the

@@ -1,5 +1,5 @@
 """Preferred inter-pod (anti-)affinity decides the node: gangsched picks what kube-scheduler
-picks (issue 13 item 2).
+picks.
 
 The differential test compares feasibility only (the two score nodes with different plugin
 sets); here each case is a few KWOK nodes where InterPodAffinity's score (weight 2, normalized

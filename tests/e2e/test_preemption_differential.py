@@ -1,5 +1,5 @@
 """Differential test: gangsched's preemption of singletons against kube-scheduler's
-DefaultPreemption (issue 15).
+DefaultPreemption.
 
 A seeded cluster of KWOK nodes, each filled with lower-priority pods of several PriorityClasses
 (bound by `spec.nodeName` or by the default scheduler, some at the preemptors' own priority,

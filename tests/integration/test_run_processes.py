@@ -1,4 +1,4 @@
-"""`gangsched run` as processes (issue 14): watcher, planner and binder each in a child of
+"""`gangsched run` as processes (to use every core): watcher, planner and binder each in a child of
 the `run` process, which SIGTERM stops with all of them (exit 0), which restarts a child that
 dies, and whose death, even by SIGKILL, leaves no process behind.
 

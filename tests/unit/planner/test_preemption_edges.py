@@ -1,4 +1,4 @@
-"""Preemption at its edges (issue 15, found by trying to break it): victims still terminating
+"""Preemption at its edges (found by trying to break it): victims still terminating
 after their nomination lapsed, a nominated gang losing its PodGroup, a gang with minResources,
 the victim candidates of a large cluster, and the node index and snapshots after such rounds."""
 
