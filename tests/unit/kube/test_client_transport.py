@@ -50,13 +50,6 @@ class Listener:
         writer.close()
 
 
-@pytest.fixture
-def no_proxy_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY",
-                 "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @contextlib.asynccontextmanager
 async def listening(then: Handler) -> AsyncIterator[Listener]:
     listener = Listener(then)
