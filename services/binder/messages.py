@@ -29,6 +29,13 @@ def deadline_passed(bound: int, total: int, last_error: str = "") -> str:
     return f"{text} (last error: {last_error})" if last_error else text
 
 
+def bound_too_late(total: int, grace_seconds: float) -> str:
+    """Reason of a rollback of a gang found wholly bound only after the planner may have
+    released its placement (`binding_window.CONFIRM_GRACE_MS`)."""
+    return (f"all {total} members bound, but more than {grace_seconds:.0f}s after the deadline: "
+            "too late to confirm")
+
+
 def rolled_back(group: str, attempt: int, reason: str, deleted: int, kept: int) -> str:
     """The FailedScheduling message of a rollback: the gang, the failing member, what was undone.
 

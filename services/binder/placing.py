@@ -26,7 +26,7 @@ from services.binder.binding import BindState, Deadline, MemberResult, Stamp, Su
 from services.binder.ports import Kube, WallClock
 from services.binder.rollback import Undone
 from services.binder.validation import Verdict
-from services.contracts.binding_window import BIND_GRACE_MS
+from services.contracts.binding_window import BIND_GRACE_MS, CONFIRM_GRACE_MS
 from services.contracts.decisions import Assignment, Placement
 from services.contracts.events import (
     GroupBound,
@@ -55,20 +55,27 @@ class Policy:
 @dataclass(frozen=True)
 class Window:
     """When a placement may bind. Units: `timeout_ms` ms; `stop_ms` UTC epoch ms after which no
-    bind starts (`deadline_ms + BIND_GRACE_MS`)."""
+    bind starts (`deadline_ms + BIND_GRACE_MS`); `confirm_stop_ms` UTC epoch ms after which the
+    placement is no longer declared bound (`deadline_ms + CONFIRM_GRACE_MS`)."""
 
     timeout_ms: int
     stop_ms: int
+    confirm_stop_ms: int
 
     @classmethod
     def of(cls, placement: Placement) -> Window:
-        """The window of `placement`: its timeout, and when binding must stop at the latest."""
+        """The window of `placement`: its timeout, and when binding and confirming stop."""
         return cls(max(MIN_TIMEOUT_MS, placement.deadline_ms - placement.at_ms),
-                   placement.deadline_ms + BIND_GRACE_MS)
+                   placement.deadline_ms + BIND_GRACE_MS,
+                   placement.deadline_ms + CONFIRM_GRACE_MS)
 
     def deadline_from(self, now_ms: int) -> Deadline:
         """One timeout from `now_ms`, never past `stop_ms`."""
         return Deadline.at(min(now_ms + self.timeout_ms, self.stop_ms), now_ms)
+
+    def may_confirm(self, now_ms: int) -> bool:
+        """Whether a placement found wholly bound at `now_ms` may still be declared bound."""
+        return now_ms < self.confirm_stop_ms
 
 
 @dataclass(frozen=True)
@@ -215,21 +222,19 @@ async def _finish(
     """GroupBound when every member is bound; else roll back what this placement bound, and
     say why. Unanswered binds are read again first (`_resolved`), so both the verdict and the
     count in the reason are what the API server holds."""
-    results = await _resolved(placement, kube, policy, results)
+    window = Window.of(placement)
+    results = await _resolved(placement, kube, policy, results, window, clock)
     gone: frozenset[str] = frozenset()
+    is_too_late = False
     if all(result.state is BindState.BOUND for result in results):
         gone = await _vanished_nodes(kube, results, policy.concurrency)
-        if not gone:
+        if not gone and window.may_confirm(clock()):
             return _settle(placement, clock, results)
+        is_too_late = not gone
         results = [MemberResult(r.member, BindState.FAILED, messages.node_vanished(r.member))
                    if r.member.node in gone else r for r in results]
     failed = _first_failure(results)
-    reason = failed.reason if failed is not None and failed.state is BindState.FAILED else (
-        messages.deadline_passed(
-            sum(r.state is BindState.BOUND for r in results), len(results),
-            failed.reason if failed is not None and failed.reason != binding.NO_ANSWER else "",
-        )
-    )
+    reason = _rollback_reason(results, failed, is_too_late=is_too_late)
     candidates = [r.member for r in results
                   if r.state in (BindState.BOUND, BindState.UNCERTAIN) or r.member.node in gone]
     undone = await rollback.undo(
@@ -242,23 +247,45 @@ async def _finish(
     return _settle(placement, clock, results, rolled_back=RolledBack(reason, failed_member, undone))
 
 
+def _rollback_reason(results: Sequence[MemberResult], failed: MemberResult | None, *,
+                     is_too_late: bool) -> str:
+    """Why an attempt is rolled back: wholly bound but too late to confirm; else the first
+    member refused for good; else how far binding got by the deadline, with the last error."""
+    if is_too_late:
+        return messages.bound_too_late(len(results), CONFIRM_GRACE_MS / 1000)
+    if failed is not None and failed.state is BindState.FAILED:
+        return failed.reason
+    return messages.deadline_passed(
+        sum(r.state is BindState.BOUND for r in results), len(results),
+        failed.reason if failed is not None and failed.reason != binding.NO_ANSWER else "")
+
+
 async def _resolved(
-    placement: Placement, kube: Kube, policy: Policy, results: Sequence[MemberResult]
+    placement: Placement, kube: Kube, policy: Policy, results: Sequence[MemberResult],
+    window: Window, clock: WallClock,
 ) -> Sequence[MemberResult]:
     """`results` with each unanswered bind (UNCERTAIN) that the API server stored for this
     placement counted as BOUND, when no member failed for good.
 
     A bind whose answer was lost or came after the deadline (a paused or overloaded API
     server) may have been stored: which answers happened to arrive is no measure of what is
-    bound. The re-read waits out transient errors (`binding.survey` without a deadline), as
-    the rollback that follows would. A gang found wholly bound this way is a success, as a
-    redelivery past its deadline with every member bound is (`_after_deadline`).
+    bound. The re-read retries transient errors until the window's `confirm_stop_ms` (after
+    that a wholly bound gang could no longer be declared bound anyway); a re-read that does not
+    finish by then changes nothing, and the rollback that follows reads again. A gang found
+    wholly bound this way is a success, as a redelivery past its deadline with every member
+    bound is (`_after_deadline`).
     """
     uncertain = [r.member for r in results if r.state is BindState.UNCERTAIN]
     if not uncertain or any(r.state is BindState.FAILED for r in results):
         return results
-    found = await binding.survey(kube, uncertain, Stamp(placement.id, policy.scheduler_name),
-                                 concurrency=policy.concurrency, deadline=None)
+    now_ms = clock()
+    try:
+        found = await binding.survey(
+            kube, uncertain, Stamp(placement.id, policy.scheduler_name),
+            concurrency=policy.concurrency,
+            deadline=Deadline.at(max(window.confirm_stop_ms, now_ms), now_ms))
+    except binding.DeadlinePassed:
+        return results
     stored = {member.pod_uid for member, check in zip(uncertain, found.checks, strict=True)
               if check.verdict is Verdict.BOUND}
     return [MemberResult(r.member, BindState.BOUND) if r.member.pod_uid in stored else r

@@ -17,7 +17,15 @@ from services.contracts.decisions import Placement
 from services.contracts.events import GroupRolledBack, MemberBindFailed
 from services.kube import errors
 from tests.unit.binder.fakes import FakeKube, make_node, make_pod
-from tests.unit.binder.test_placing import NOW_MS, POLICY, cluster, kinds, placement, run
+from tests.unit.binder.test_placing import (
+    NOW_MS,
+    POLICY,
+    answering_late,
+    cluster,
+    kinds,
+    placement,
+    run,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -132,3 +140,44 @@ def _with_nodes(decision: Placement, nodes: dict[str, str]) -> Placement:
     members = tuple(msgspec.structs.replace(m, node=nodes.get(m.name, m.node))
                     for m in decision.members)
     return msgspec.structs.replace(decision, members=members)
+
+
+async def test_a_gang_found_wholly_bound_after_the_confirm_window_is_rolled_back() -> None:
+    # the planner may release a placement 90 s after its deadline: a GroupBound it could miss
+    # would leave the gang bound on capacity given to others, so past 80 s it is undone instead
+    kube = cluster(make_pod("a", node="n1", bound_by="9-0"))
+    late = placement("a", deadline_in_ms=-placing.CONFIRM_GRACE_MS - 1)
+    settled = await run(kube, late, is_redelivery=True)
+    assert kinds(settled) == ["MemberBound", "GroupRolledBack"]
+    rolled = settled.outcomes[-1]
+    assert isinstance(rolled, GroupRolledBack)
+    assert rolled.reason == ("all 1 members bound, but more than 80s after the deadline: "
+                             "too late to confirm")
+    assert rolled.deleted_pods == ("uid-a",) and kube.deleted == ["a"]
+
+
+@pytest.mark.looptime
+async def test_rereading_an_unanswered_bind_stops_at_the_confirm_window() -> None:
+    # a's bind is stored but never answered, then the API server cannot be read for minutes:
+    # the re-read gives up when the gang could no longer be confirmed (80 s after the deadline)
+    # and the rollback, which waits as long as it takes, undoes the stored bind
+    kube = cluster(make_pod("a"))
+    answering_late(kube, "a")
+    stored_bind = kube.bind
+
+    async def bind_then_go_dark(namespace: str, name: str, uid: str, node: str, *,
+                                annotations: dict[str, str]) -> None:
+        kube.failures[("get_pod", name)] = [errors.KubeUnavailable("503")] * 40
+        await stored_bind(namespace, name, uid, node, annotations=annotations)
+
+    kube.bind = bind_then_go_dark  # type: ignore[method-assign]
+    started = asyncio.get_running_loop().time()
+    settled = await run(kube, placement("a", deadline_in_ms=300))
+    assert kinds(settled) == ["MemberBindFailed", "GroupRolledBack"]
+    rolled = settled.outcomes[-1]
+    assert isinstance(rolled, GroupRolledBack)
+    assert rolled.reason == "deadline passed with 0 of 1 members bound"
+    assert kube.deleted == ["a"]
+    reads = [call for call in kube.calls if call == ("get_pod", "a")]
+    assert len(reads) == 42  # the survey's, then every failure waited out, the last by the rollback
+    assert asyncio.get_running_loop().time() - started > 80.3
