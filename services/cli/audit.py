@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from services.cli import exit_codes, log_positions, options, run_info
+from services.cli import data_dir_lock, exit_codes, log_positions, options, run_info
 from services.contracts.decisions import DECISION_TYPES
 from services.planner.core.config import PlannerConfig
 
@@ -251,6 +251,11 @@ def decisions_command(follow: bool, podgroup: str | None, decision_type: str | N
         bus = _bus(parsed)
         if not bus.url:
             data_dir = parsed["data_dir"]
+            if (pid := data_dir_lock.holder(data_dir)) is not None:
+                raise exit_codes.Failed(
+                    f"the `gangsched run` in {data_dir} (pid {pid}) is not ready yet: its "
+                    "run.json names the embedded NATS once every service is ready; try again "
+                    "shortly")
             offline = (f". The decisions recorded there can be read offline: gangsched replay "
                        f"--data-dir {data_dir}" if (data_dir / "gangsched.db").is_file() else "")
             raise exit_codes.Failed(

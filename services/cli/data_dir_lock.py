@@ -58,3 +58,20 @@ def hold(data_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def holder(data_dir: Path) -> str | None:
+    """The pid (as written) of the live process holding `<data_dir>/lock`, or None when no
+    process holds it (or there is no such file). Takes no lock that outlives the call."""
+    try:
+        fd = os.open(data_dir / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        return None
+    finally:
+        os.close(fd)  # closing releases a shared lock taken above

@@ -181,6 +181,10 @@ def test_table_output_is_readable(capsys):
     ("apiVersion: apps/v1\n"
      "kind: ReplicaSet\nmetadata: {name: r}\nspec: {replicas: -1, template: {spec: {}}}\n",
      "document 1 (ReplicaSet r): spec.replicas"),
+    ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\n"
+     "spec: {parallelism: 100000000, template: {spec: {containers: [{name: c}]}}}\n",
+     "document 1 (Job j): spec.parallelism: must be less than or equal to 100000 to simulate "
+     "(every replica becomes a pod), got 100000000"),
     ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  topologySpreadConstraints:\n"
      "  - {maxSkew: 1, topologyKey: zone}\n  containers: [{name: c}]\n",
      "document 1 (Pod default/p): spec.topologySpreadConstraints[0].whenUnsatisfiable must be"),

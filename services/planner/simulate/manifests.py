@@ -153,6 +153,9 @@ def _flatten(documents: list[Document]) -> list[Document]:
 
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+MAX_WORKLOAD_PODS = 100_000
+"""The most pods one workload may expand into (as many as an Indexed Job may complete): each is
+a pod in memory, and an int32 replica count would fill memory before the simulation begins."""
 """The range of a PriorityClass `value` (int32 in the API)."""
 Classes = dict[str | None, PriorityClass]
 """PriorityClasses by name; under None the globalDefault one, if any."""
@@ -424,7 +427,13 @@ def _replicas(doc: Document, spec: Mapping[str, Any]) -> int:
     for field, value in values.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise InvalidManifest(describe(doc), field, f"must be an integer >= 0, got {value!r}")
-    return int(min(values.values()))
+    count = int(min(values.values()))
+    if count > MAX_WORKLOAD_PODS:
+        field = min(values, key=lambda name: values[name])
+        raise InvalidManifest(describe(doc), field, f"must be less than or equal to "
+                              f"{MAX_WORKLOAD_PODS} to simulate (every replica becomes a pod), "
+                              f"got {count}")
+    return count
 
 
 def _pod_from_template(template: Mapping[str, Any], name: str, namespace: str,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,19 @@ def test_decisions_without_nats_or_a_running_gangsched_says_where_to_look(tmp_pa
     code, output = invoke("decisions", "--data-dir", str(tmp_path))
     assert code == 1  # a database is there: it says how to read it offline
     assert f"gangsched replay --data-dir {tmp_path}" in output
+
+
+def test_decisions_while_a_run_holds_the_data_directory_says_it_is_not_ready_yet(
+        tmp_path: Path) -> None:
+    from services.cli import data_dir_lock
+
+    with data_dir_lock.hold(tmp_path):  # as a `gangsched run` still starting holds it
+        code, output = invoke("decisions", "--data-dir", str(tmp_path))
+    assert code == 1
+    assert (f"the `gangsched run` in {tmp_path} (pid {os.getpid()}) is not ready yet"
+            in output), output
+    assert data_dir_lock.holder(tmp_path) is None  # released: the usual message again
+    assert "no running `gangsched run`" in invoke("decisions", "--data-dir", str(tmp_path))[1]
 
 
 def test_version_flag() -> None:
