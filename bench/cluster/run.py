@@ -237,7 +237,7 @@ def _py_spy(pid: int, cp_dir: Path) -> tuple[subprocess.Popen[bytes], Path] | No
     try:
         process = subprocess.Popen(
             ["py-spy", "record", "--pid", str(pid), "--rate", "100", "--format", "raw",
-             "--output", str(output), "--nonblocking", "--subprocesses"],
+             "--output", str(output), "--nonblocking", "--subprocesses", "--gil"],
             stdout=subprocess.DEVNULL, stderr=(cp_dir / "py-spy.log").open("wb"))
     except FileNotFoundError:
         return None

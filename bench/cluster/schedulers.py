@@ -1,7 +1,12 @@
 """The schedulers compared, each at its best, and how to start one on a fresh control plane.
 
 Layer: bench. Every scheduler runs against a control plane started with the same settings
-(`COMMON_TESTBED_ARGS`: API priority and fairness off, 10,000/5,000 in-flight request limits).
+(`COMMON_TESTBED_ARGS`: API priority and fairness off, 10,000/5,000 in-flight request limits),
+and every scheduler authenticates alike: by the testbed's admin bearer token
+(`TOKEN_KUBECONFIG`), as a scheduler deployed in a pod does with its ServiceAccount token. The
+API server caches a token's check but verifies a client certificate's signature on every
+request, which would tax each request of the benchmarked scheduler (KWOK and
+kube-controller-manager keep their certificates, the same in every run).
 - `gangsched`: `gangsched run` (embedded NATS + SQLite), INFO logs, from a source tree
   (`--gangsched-src`, default this checkout). It has no client-side QPS limit to raise
   (services/kube/client.py sends requests as they come, pool of 128 connections).
@@ -34,6 +39,8 @@ from tests.cluster.fixture import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 QPS = 5000
+TOKEN_KUBECONFIG = "kubeconfig-token"
+"""The testbed's admin kubeconfig by bearer token, in the control plane's directory."""
 COMMON_TESTBED_ARGS = (
     "--apiserver-arg=--max-requests-inflight=10000",
     "--apiserver-arg=--max-mutating-requests-inflight=5000",
@@ -132,7 +139,7 @@ def _gangsched(cp: ControlPlane, work: Path, options: dict[str, Any]) -> Running
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "services.cli.main", "run", "--kubeconfig",
-             str(cp.kubeconfig), "--data-dir", str(data), "--log-level", "INFO",
+             str(cp.dir / TOKEN_KUBECONFIG), "--data-dir", str(data), "--log-level", "INFO",
              *options.get("gangsched_args", ())],
             cwd=source, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=parent_death.preexec(),
@@ -154,7 +161,7 @@ def _coscheduling(cp: ControlPlane, work: Path, options: dict[str, Any]) -> Runn
     if not binary or not Path(binary).exists():
         raise FileNotFoundError(f"scheduler-plugins binary not found: {binary!r}")
     config = work / "coscheduling.yaml"
-    config.write_text(scheduler_config(cp.kubeconfig, COSCHEDULING_PROFILE))
+    config.write_text(scheduler_config(cp.dir / TOKEN_KUBECONFIG, COSCHEDULING_PROFILE))
     port = _free_port()
     kc = str(cp.kubeconfig)
     log_path = work / "coscheduling.log"
@@ -244,4 +251,5 @@ def prepare(scheduler: Scheduler, cp_dir: Path) -> None:
     """Write what the control plane needs before it starts (the kube-scheduler config)."""
     if scheduler.uses_testbed_scheduler:
         cp_dir.mkdir(parents=True, exist_ok=True)
-        (cp_dir / "kube-scheduler.yaml").write_text(scheduler_config(cp_dir / "kubeconfig"))
+        (cp_dir / "kube-scheduler.yaml").write_text(
+            scheduler_config(cp_dir / TOKEN_KUBECONFIG))
