@@ -25,6 +25,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from services.runtime import parent_death
+
 TESTBED = Path(__file__).resolve().parent / "testbed"
 
 
@@ -146,6 +148,9 @@ class ControlPlane:
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            # `testbed up` stops its components on SIGTERM: sent when this process ends in any
+            # way (a killed benchmark or test run), so no control plane outlives it
+            preexec_fn=parent_death.preexec(),
         )
         deadline = time.monotonic() + self.ready_timeout
         while not (self.dir / "ready").exists():
