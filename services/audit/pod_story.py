@@ -39,6 +39,8 @@ class _PodStory(Story):
     pod: PodObserved | None = None
     deleted_ms: int | None = None
     bound_ms: int | None = None
+    bound_told: str | None = None
+    """The decision whose bind of this pod was told (by its MemberBound, in older logs)."""
     placement: tuple[Placement, str] | None = None
     rolled_back: GroupRolledBack | None = None
     rejection: Rejection | None = None
@@ -77,7 +79,7 @@ class _PodStory(Story):
             if ids.group_key(event.namespace, event.name) == self.group:
                 self.podgroup_event(item)
         elif isinstance(event, MemberBound) and event.pod_uid in self.uids:
-            self.bound_ms = event.at_ms
+            self.bound_ms, self.bound_told = event.at_ms, event.decision_id
             self.tell(event.at_ms, ref, f"bound to {event.node} (decision {event.decision_id})")
         elif isinstance(event, MemberBindFailed) and event.pod_uid in self.uids:
             self.tell(event.at_ms, ref, summaries.outcome_summary(event, self.names()))
@@ -96,7 +98,7 @@ class _PodStory(Story):
                 else "now " + state)
         self.tell(pod.at_ms, ref, text, "pod", state)
         if pod.node_name and self.bound_ms is None:
-            self.bound_ms = pod.at_ms  # a MemberBound, earlier or later, is more precise
+            self.bound_ms = pod.at_ms  # the binder's outcome, earlier or later, is more precise
         self.pod, self.deleted_ms = pod, None
 
     def placed(self, decision: Placement) -> None:
@@ -136,6 +138,13 @@ class _PodStory(Story):
     def group_outcome(self, event: GroupBound | GroupRolledBack, ref: str) -> None:
         if isinstance(event, GroupRolledBack):
             self.rolled_back, self.latest = event, "rollback"
+        elif self.placement is not None and self.bound_told != event.decision_id:
+            # a bound gang's one outcome (logs before it also hold a MemberBound per member):
+            # one step, the pod's bind, which implies its gang's
+            self.bound_ms, self.bound_told = event.at_ms, event.decision_id
+            self.tell(event.at_ms, ref, f"bound to {self.placement[1]} "
+                                        f"(decision {event.decision_id})")
+            return
         self.tell(event.at_ms, ref, summaries.outcome_summary(event, self.names()))
 
     def concerns(self, decision_id: str) -> bool:

@@ -332,15 +332,17 @@ def _settle(
     *,
     rolled_back: RolledBack | None = None,
 ) -> Settled:
-    """The outcome events: one per member that bound or failed, then the group's."""
+    """The outcome events: a bound gang's GroupBound alone (it names the placement, which
+    names every member's node); a rolled-back one's member outcomes (one per member that bound
+    or failed), then its GroupRolledBack."""
     at_ms = clock()
+    if rolled_back is None:
+        bound = GroupBound(at_ms=at_ms, decision_id=placement.id, group=placement.group)
+        return Settled((bound,), tuple(r.member for r in results))
     outcomes: list[Outcome] = [
         outcome for result in results
         if (outcome := _member_outcome(placement, result, at_ms)) is not None
     ]
-    if rolled_back is None:
-        outcomes.append(GroupBound(at_ms=at_ms, decision_id=placement.id, group=placement.group))
-        return Settled(tuple(outcomes), tuple(r.member for r in results))
     outcomes.append(
         GroupRolledBack(
             at_ms=at_ms,

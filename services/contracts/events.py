@@ -411,7 +411,13 @@ class ClockTicked(msgspec.Struct, frozen=True, gc=False, tag="ClockTicked"):
 
 
 class MemberBound(msgspec.Struct, frozen=True, gc=False, tag="MemberBound"):
-    """The binder bound one member of a placement (binding accepted by the API server)."""
+    """The binder bound one member of a placement that was then rolled back (binding accepted
+    by the API server), before its GroupRolledBack.
+
+    A placement whose every member bound is told by its GroupBound alone (each member on its
+    planned node, the Placement's `members`); logs written before that also hold a MemberBound
+    per member ahead of the GroupBound, at the same time, and readers take both forms.
+    """
 
     at_ms: int
     decision_id: str
@@ -433,7 +439,8 @@ class MemberBindFailed(msgspec.Struct, frozen=True, gc=False, tag="MemberBindFai
 
 
 class GroupBound(msgspec.Struct, frozen=True, gc=False, tag="GroupBound"):
-    """Every member of a placement is bound."""
+    """Every member of the placement `decision_id` is bound, each to the node the Placement
+    names for it (`Placement.members`), as of `at_ms`: one event for the whole gang."""
 
     at_ms: int
     decision_id: str

@@ -74,8 +74,7 @@ async def test_a_placement_is_acked_after_its_outcomes_are_published(
     delivery = FakeDelivery(codec.encode(placement))
     await binder_bus.binder(kube, publisher).process(delivery)
     assert [msg_id for _, _, msg_id in publisher.published] == [
-        f"outcome/{placement.id}/MemberBound/uid-a", f"outcome/{placement.id}/GroupBound",
-    ]
+        f"outcome/{placement.id}/GroupBound"]
     assert publisher.published[0][0] == f"{binder_bus.prefix}.events.outcome.default.g"
     assert delivery.settled == ["ack"]
     assert kube.node_of("a") == "n1"

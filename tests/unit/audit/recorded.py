@@ -54,12 +54,14 @@ class Recorder:
         return next(p for p in self.state.pods.values() if p.name == name)
 
 
-def bind_all(placement: Placement, at_ms: int) -> list[Event]:
-    """What the binder and watcher report after binding every member of `placement`."""
+def bind_all(placement: Placement, at_ms: int, *, member_outcomes: bool = False) -> list[Event]:
+    """What the binder reports after binding every member of `placement`: its GroupBound;
+    `member_outcomes`: a MemberBound per member first, as binders before it did (old logs)."""
     events: list[Event] = []
-    for member in placement.members:
-        events.append(MemberBound(at_ms=at_ms, decision_id=placement.id, group=placement.group,
-                                  pod_uid=member.pod_uid, node=member.node))
+    if member_outcomes:
+        events += [MemberBound(at_ms=at_ms, decision_id=placement.id, group=placement.group,
+                               pod_uid=member.pod_uid, node=member.node)
+                   for member in placement.members]
     events.append(GroupBound(at_ms=at_ms, decision_id=placement.id, group=placement.group))
     return events
 
@@ -87,12 +89,13 @@ def placements(decisions: Sequence[Decision]) -> list[Placement]:
     return [d for d in decisions if isinstance(d, Placement)]
 
 
-def scenario(config: PlannerConfig | None = None) -> Recorder:
+def scenario(config: PlannerConfig | None = None, *, member_outcomes: bool = False) -> Recorder:
     """Seed gang bound; a second, small node; gang `train` placed, rolled back, re-placed and
-    bound after its backoff (clock ticks)."""
+    bound after its backoff (clock ticks). `member_outcomes`: as `bind_all`."""
     rec = Recorder(config)
     (nginx,) = placements(rec.round(*seed_gang()))
-    rec.round(*bind_all(nginx, T0 + 100), *observed_bound(rec, nginx, T0 + 150))
+    rec.round(*bind_all(nginx, T0 + 100, member_outcomes=member_outcomes),
+              *observed_bound(rec, nginx, T0 + 150))
     train = [make_podgroup("train", 2).created(T0 + 200).build(T0 + 200),
              *[make_pod(f"train-{i}").requests(cpu_milli=1000).in_group("train")
                .created(T0 + 200).build(T0 + 200) for i in range(2)]]
@@ -104,7 +107,8 @@ def scenario(config: PlannerConfig | None = None) -> Recorder:
     for tick in range(1, 6):
         retried = retried or placements(rec.round(ClockTicked(at_ms=T0 + 300 + tick * 1000)))
     assert retried, "the rolled-back gang was never retried"
-    rec.round(*bind_all(retried[0], T0 + 6000), *observed_bound(rec, retried[0], T0 + 6100))
+    rec.round(*bind_all(retried[0], T0 + 6000, member_outcomes=member_outcomes),
+              *observed_bound(rec, retried[0], T0 + 6100))
     return rec
 
 

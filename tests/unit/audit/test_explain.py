@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from services.audit import explain
 from services.audit.explain import Item
 from services.contracts.decisions import Placement
@@ -24,8 +26,9 @@ def test_a_pending_pod_of_a_gang_too_big_for_the_node_names_the_gang_and_the_mis
     assert any("PodGroup default/nginx minMember 4" in step.text for step in found.steps)
 
 
-def test_a_bound_pod_names_its_node_its_time_and_its_decision():
-    rec = scenario()
+@pytest.mark.parametrize("member_outcomes", [False, True], ids=["GroupBound", "old log"])
+def test_a_bound_pod_names_its_node_its_time_and_its_decision(member_outcomes: bool) -> None:
+    rec = scenario(member_outcomes=member_outcomes)
     first = next(d for d in rec.decisions if isinstance(d, Placement))
     member = first.members[0]
     found = explain.explain_pod("default", member.name, items_of(rec))
@@ -33,7 +36,8 @@ def test_a_bound_pod_names_its_node_its_time_and_its_decision():
                              f"{first.id}")
     texts = [step.text for step in found.steps]
     assert any(text.startswith(f"placed on kwok-node-0 by decision {first.id}") for text in texts)
-    assert any(text.startswith("bound to kwok-node-0") for text in texts)
+    assert [text for text in texts if text.startswith("bound to ")] == [
+        f"bound to kwok-node-0 (decision {first.id})"]
 
 
 def test_a_rolled_back_and_replaced_gang_tells_the_rollback_and_the_new_placement():

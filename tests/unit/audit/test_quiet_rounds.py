@@ -19,8 +19,9 @@ def bound_rounds(outcomes_first: bool, split: int) -> Recorder:
     """The seed gang placed, then its bind reported as two rounds cut after `split` events."""
     rec = Recorder()
     (nginx,) = [d for d in rec.round(*seed_gang()) if isinstance(d, Placement)]
-    outcomes, pods = bind_all(nginx, 1_700_000_000_100), observed_bound(rec, nginx,
-                                                                        1_700_000_000_150)
+    # an old log's outcomes (a MemberBound per member), so that a split can fall among them
+    outcomes = bind_all(nginx, 1_700_000_000_100, member_outcomes=True)
+    pods = observed_bound(rec, nginx, 1_700_000_000_150)
     events: list[Event] = [*outcomes, *pods] if outcomes_first else [*pods, *outcomes]
     rec.round(*events[:split])
     rec.round(*events[split:])

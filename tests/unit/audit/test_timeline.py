@@ -8,9 +8,9 @@ from services.planner.rederive.replay import Replay
 from tests.unit.audit.recorded import T0, scenario
 
 
-def entries(timeline: Timeline) -> list[Entry]:
+def entries(timeline: Timeline, *, member_outcomes: bool = False) -> list[Entry]:
     replay, shown = Replay(PlannerConfig()), []
-    for rnd in scenario().rounds:
+    for rnd in scenario(member_outcomes=member_outcomes).rounds:
         shown.extend(timeline.entries(replay.play(rnd)))
     return shown
 
@@ -39,6 +39,14 @@ def test_a_pod_focus_follows_its_placements_outcomes_through_the_decision_id():
     types = [e.type for e in shown]
     assert "StatusUpdate" not in types and "PodGroupObserved" not in types
     assert types.count("Placement") == 2 and "GroupRolledBack" in types
+    assert types.count("GroupBound") == 1 and "MemberBound" not in types
+    bound = next(e for e in shown if e.type == "GroupBound")
+    assert bound.summary.startswith("gang default/train bound (decision ")
+
+
+def test_a_pod_focus_shows_its_own_member_outcome_of_an_old_log():
+    shown = entries(Timeline(focus=Focus("pod", "default", "train-1")), member_outcomes=True)
+    types = [e.type for e in shown]
     assert "GroupBound" in types and types.count("MemberBound") == 1
     bound = next(e for e in shown if e.type == "MemberBound")
     assert bound.summary.startswith("bound default/train-1 to ")

@@ -72,7 +72,7 @@ async def test_a_placement_queued_past_its_deadline_is_still_bound_when_binding_
     # the deadline passed while the placement waited for a free slot: nothing was tried yet
     kube = cluster(make_pod("a"), make_pod("b"))
     settled = await run(kube, placement("a", "b", deadline_in_ms=-5_000))
-    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert kinds(settled) == ["GroupBound"]
 
 
 async def test_a_placement_received_after_the_binding_stop_binds_nothing() -> None:
@@ -114,7 +114,7 @@ async def test_a_redelivered_placement_resumes_where_the_crashed_binder_stopped(
     # the first binder bound a and was killed; its deadline has passed, its window has not
     kube = cluster(make_pod("a", node="n1", bound_by="9-0"), make_pod("b"))
     settled = await run(kube, placement("a", "b", deadline_in_ms=-1), is_redelivery=True)
-    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert kinds(settled) == ["GroupBound"]
     assert kube.node_of("b") == "n1" and kube.deleted == []
     assert [call for call in kube.calls if call[0] == "bind"] == [("bind", "b")]
 

@@ -52,7 +52,7 @@ def kinds(settled: Settled) -> list[str]:
 async def test_every_member_bound_gives_member_bound_each_then_group_bound() -> None:
     kube = cluster(make_pod("a"), make_pod("b"))
     settled = await run(kube, placement("a", "b"))
-    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert kinds(settled) == ["GroupBound"]
     assert (kube.node_of("a"), kube.node_of("b")) == ("n1", "n1")
     assert settled.rolled_back is None
     assert [m.name for m in settled.bound] == ["a", "b"]
@@ -75,6 +75,8 @@ async def test_a_refused_bind_deletes_the_owned_members_already_bound() -> None:
     kube.failures[("bind", "b")] = [errors.KubeForbidden("pods/binding is forbidden", status=403)]
     settled = await run(kube, placement("a", "b"), policy=Policy("gangsched", 1, False))
     assert kinds(settled) == ["MemberBound", "MemberBindFailed", "GroupRolledBack"]
+    assert settled.outcomes[0] == MemberBound(at_ms=NOW_MS, decision_id="9-0",
+                                              group="default/g", pod_uid="uid-a", node="n1")
     failed = settled.outcomes[1]
     assert isinstance(failed, MemberBindFailed) and failed.is_permanent
     assert failed.reason == "pod default/b: bind refused: pods/binding is forbidden"
@@ -104,7 +106,7 @@ async def test_a_redelivered_placement_already_bound_succeeds_without_binding_ag
     kube = cluster(make_pod("a", node="n1", bound_by="9-0"),
                    make_pod("b", node="n1", bound_by="9-0"))
     settled = await run(kube, placement("a", "b"), is_redelivery=True)
-    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert kinds(settled) == ["GroupBound"]
     assert [call for call in kube.calls if call[0] == "bind"] == []
 
 
@@ -162,7 +164,7 @@ async def test_a_redelivery_past_its_deadline_undoes_what_an_earlier_attempt_bou
 async def test_a_redelivery_past_its_deadline_with_everything_bound_is_a_success() -> None:
     kube = cluster(make_pod("a", node="n1", bound_by="9-0"))
     settled = await run(kube, placement("a", deadline_in_ms=PAST_STOP), is_redelivery=True)
-    assert kinds(settled) == ["MemberBound", "GroupBound"]
+    assert kinds(settled) == ["GroupBound"]
 
 
 async def test_transient_errors_are_retried() -> None:
@@ -170,14 +172,14 @@ async def test_transient_errors_are_retried() -> None:
     kube.failures[("bind", "a")] = [errors.KubeUnavailable("503"), errors.KubeUnavailable("429")]
     kube.failures[("get_pod", "a")] = [errors.KubeUnavailable("timeout")]
     settled = await run(kube, placement("a"))
-    assert kinds(settled) == ["MemberBound", "GroupBound"]
+    assert kinds(settled) == ["GroupBound"]
 
 
 async def test_a_lost_bind_answer_is_recognised_as_bound_after_the_conflict() -> None:
     kube = cluster(make_pod("a"))
     kube.lose_bind_answers.add("a")
     settled = await run(kube, placement("a"))
-    assert kinds(settled) == ["MemberBound", "GroupBound"]
+    assert kinds(settled) == ["GroupBound"]
     assert [call for call in kube.calls if call[0] == "bind"] == [("bind", "a"), ("bind", "a")]
 
 
@@ -233,7 +235,7 @@ async def test_a_bind_stored_but_unanswered_by_the_deadline_is_read_back_and_cou
     kube = cluster(make_pod("a"), make_pod("b"))
     answering_late(kube, "b")
     settled = await run(kube, placement("a", "b", deadline_in_ms=300))
-    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert kinds(settled) == ["GroupBound"]
     assert kube.deleted == []
     assert [m.name for m in settled.bound] == ["a", "b"]
 
@@ -251,13 +253,11 @@ async def test_a_rollback_reason_counts_the_unanswered_binds_the_api_server_stor
     assert sorted(kube.deleted) == ["a", "b"]
 
 
-async def test_outcomes_name_the_decision_and_group() -> None:
-    kube = cluster(make_pod("a"))
-    settled = await run(kube, placement("a"))
-    bound, group = settled.outcomes
-    assert bound == MemberBound(at_ms=NOW_MS, decision_id="9-0", group="default/g",
-                                pod_uid="uid-a", node="n1")
-    assert group == GroupBound(at_ms=NOW_MS, decision_id="9-0", group="default/g")
+async def test_a_bound_gang_is_told_by_one_outcome_naming_the_decision_and_group() -> None:
+    kube = cluster(make_pod("a"), make_pod("b"))
+    settled = await run(kube, placement("a", "b"))
+    assert settled.outcomes == (GroupBound(at_ms=NOW_MS, decision_id="9-0", group="default/g"),)
+    assert [(m.pod_uid, m.node) for m in settled.bound] == [("uid-a", "n1"), ("uid-b", "n1")]
 
 
 def sized_node(name: str, cpu: str = "4") -> dict[str, Any]:
@@ -278,7 +278,7 @@ async def test_the_survey_takes_known_objects_from_the_view_and_reads_only_the_r
     view.apply(2, slim.node_event(sized_node("n1"), 0))
     settled = await placing.carry_out(placement("a", "b"), kube, POLICY, clock,
                                       is_redelivery=False, known=view)
-    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert kinds(settled) == ["GroupBound"]
     first_bind = next(i for i, call in enumerate(kube.calls) if call[0] == "bind")
     assert sorted(call for call in kube.calls[:first_bind] if call[0].startswith("get")) == [
         ("get_pod", "b")]
@@ -292,7 +292,7 @@ async def test_a_node_the_hostname_list_misses_is_read_alone_after_binding() -> 
     kube = cluster(make_pod("a"), make_pod("b"))
     kube.add_node(make_node("n1", hostname="host-1"))  # kubelet's --hostname-override
     settled = await run(kube, placement("a", "b"))
-    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert kinds(settled) == ["GroupBound"]
     first_bind = next(i for i, call in enumerate(kube.calls) if call[0] == "bind")
     assert [call for call in kube.calls[first_bind:] if call[0].startswith("node")] == [
         ("nodes_listed", "n1"), ("node_exists", "n1")]
@@ -302,7 +302,7 @@ async def test_a_failed_hostname_list_falls_back_to_reading_each_node() -> None:
     kube = cluster(make_pod("a"), make_pod("b"))
     kube.failures[("nodes_listed", "n1")] = [errors.KubeUnavailable("connection reset")]
     settled = await run(kube, placement("a", "b"))
-    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert kinds(settled) == ["GroupBound"]
     assert ("node_exists", "n1") in kube.calls
 
 
@@ -344,7 +344,7 @@ async def test_members_that_would_over_commit_a_node_filled_meanwhile_bind_nothi
 
 async def test_members_that_still_fit_beside_pods_bound_meanwhile_are_bound() -> None:
     _, settled = await place_beside("2")
-    assert kinds(settled) == ["MemberBound", "MemberBound", "GroupBound"]
+    assert kinds(settled) == ["GroupBound"]
 
 
 async def test_a_placement_onto_a_node_the_pod_does_not_fit_binds_nothing() -> None:
