@@ -20,7 +20,7 @@ import multiprocessing.synchronize
 import sys
 import time
 from dataclasses import dataclass
-from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.sharedctypes import Synchronized, SynchronizedArray
 from pathlib import Path
 from typing import Any
 
@@ -33,21 +33,29 @@ SEEN, BOUND, NODE, CREATED, SCHEDULED = range(5)
 
 @dataclass
 class Shared:
-    """Counters and flags shared with the main process."""
+    """Counters and flags shared with the main process: `gang_bound[i]` counts the bound pods
+    of the gang whose index `gang_of` gives (a pod named in it)."""
 
     seen: Synchronized[int]
     bound: Synchronized[int]
     ready: multiprocessing.synchronize.Event
     stop: multiprocessing.synchronize.Event
+    gang_bound: SynchronizedArray[int]
+    gang_of: dict[str, int]
 
 
 class Recorder:
     """The recording process: `start()` (returns once the watch is open), `stop()` → records."""
 
-    def __init__(self, endpoint: Endpoint, path: Path) -> None:
+    def __init__(self, endpoint: Endpoint, path: Path,
+                 gang_of: dict[str, int] | None = None) -> None:
+        """`gang_of`: the gang index of each pod of a gang, by pod name (`gang_bound`)."""
         context = multiprocessing.get_context("spawn")
+        gang_of = gang_of or {}
         self.shared = Shared(context.Value("i", 0), context.Value("i", 0), context.Event(),
-                             context.Event())
+                             context.Event(),
+                             context.Array("i", max(gang_of.values(), default=-1) + 1),
+                             gang_of)
         self.path = path
         self._process = context.Process(target=_main, args=(endpoint, path, self.shared),
                                         name="bench-recorder", daemon=True)
@@ -64,6 +72,11 @@ class Recorder:
     @property
     def bound(self) -> int:
         return int(self.shared.bound.value)
+
+    def gang_bound(self) -> list[int]:
+        """Bound pods per gang index (see `__init__`), as the watch has shown them so far."""
+        array = self.shared.gang_bound
+        return [int(array[index]) for index in range(len(array))]
 
     def start(self, timeout_seconds: float = 30.0) -> None:
         self._process.start()
@@ -137,6 +150,9 @@ def _observe(pods: dict[str, list[Any]], obj: dict[str, Any], now_s: float,
     if record[BOUND] is None and spec.get("nodeName"):
         record[BOUND], record[NODE] = now_s, spec["nodeName"]
         shared.bound.value += 1
+        gang = shared.gang_of.get(meta["name"])
+        if gang is not None:
+            shared.gang_bound[gang] += 1
     if record[SCHEDULED] is None:
         for condition in obj.get("status", {}).get("conditions", []) or []:
             if condition.get("type") == "PodScheduled" and condition.get("status") == "True":

@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,9 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
     endpoint = Endpoint.from_info(cp.info)
     asyncio.run(_set_up(endpoint, workload, scheduler.group_api, options.concurrency,
                         options.schedule_timeout_seconds))
-    recorder = Recorder(endpoint, cp_dir / "records.json")
+    gang_index = {gang.name: index for index, gang in enumerate(workload.gangs)}
+    recorder = Recorder(endpoint, cp_dir / "records.json",
+                        {pod.name: gang_index[pod.gang] for pod in workload.pods if pod.gang})
     recorder.start()
     watched = {**cp.pids, "recorder": recorder.pid}
     if running.pids and not scheduler.uses_testbed_scheduler:
@@ -181,14 +184,33 @@ def _difference(after: dict[str, int], before: dict[str, int]) -> dict[str, int]
     return dict(sorted(changed.items(), key=lambda item: -item[1]))
 
 
+def nothing_fits(workload: Workload, bound: int, gang_bound: Sequence[int]) -> bool:
+    """Whether no unbound pod can still bind: the free slots (capacity less `bound`) are
+    fewer than the members any gang still lacks (`gang_bound`: bound pods per gang, in
+    `workload.gangs` order) and than one, when a singleton is unbound."""
+    free = workload.capacity_pods - bound
+    lacking = [gang.size - done for gang, done in zip(workload.gangs, gang_bound, strict=True)
+               if done < gang.size]
+    in_gangs = sum(gang_bound)
+    singletons_unbound = (bound - in_gangs) < sum(1 for pod in workload.pods if pod.gang is None)
+    return all(need > free for need in lacking) and not (singletons_unbound and free >= 1)
+
+
 def _wait(recorder: Recorder, workload: Workload, options: Options) -> str:
-    """Until complete, stalled or out of time; returns which."""
+    """Until complete, stalled or out of time; returns which. An oversubscribed workload is
+    also complete once every pod exists and no gang short of members (nor an unbound
+    singleton) fits the free slots: a gang scheduler can bind nothing more (every pod takes
+    one slot and any free slot will do), so waiting out the stall would only add idle time."""
     start = last_change = time.monotonic()
     last_bound = -1
     while True:
         bound, now = recorder.bound, time.monotonic()
         if bound >= workload.expected_bound:
             return "complete"
+        if (workload.is_oversubscribed and recorder.seen >= len(workload.pods)
+                and nothing_fits(workload, bound, recorder.gang_bound())):
+            return (f"complete (full: no gang fits the "
+                    f"{workload.capacity_pods - bound} free slots)")
         if bound != last_bound or recorder.seen < len(workload.pods):
             last_bound, last_change = bound, now
         if now - last_change > options.stall_seconds:
