@@ -14,6 +14,7 @@ from typing import Any
 from services.kube import events, nodes, podgroups, pods, volumes
 from services.kube.client import KubeClient
 from services.kube.events import ObjectRef
+from services.kube.node_listing import NodeListing
 from services.kube.podgroups import StatusChange, StatusWrite
 
 
@@ -24,6 +25,7 @@ class KubeApi:
                  instance: str | None = None) -> None:
         """`controller`: the events' reportingController, the scheduler name gangsched serves."""
         self._client = client
+        self._node_listing = NodeListing(client)
         self._events = events.EventRecorder(
             client, controller=controller, instance=instance or events.reporting_instance())
 
@@ -40,8 +42,9 @@ class KubeApi:
         return await nodes.node_exists(self._client, name)
 
     async def nodes_listed(self, names: Sequence[str]) -> frozenset[str]:
-        """As `nodes.listed_by_hostname`."""
-        return await nodes.listed_by_hostname(self._client, names)
+        """As `nodes.listed_by_hostname`, in LISTs shared with concurrent callers
+        (`node_listing.NodeListing`)."""
+        return await self._node_listing.listed(names)
 
     async def bind(
         self, namespace: str, name: str, uid: str, node: str, *, annotations: dict[str, str]
