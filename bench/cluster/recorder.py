@@ -149,10 +149,10 @@ def _observe(pods: dict[str, list[Any]], obj: dict[str, Any], now_s: float,
         shared.seen.value += 1
     if record[BOUND] is None and spec.get("nodeName"):
         record[BOUND], record[NODE] = now_s, spec["nodeName"]
-        shared.bound.value += 1
         gang = shared.gang_of.get(meta["name"])
-        if gang is not None:
+        if gang is not None:  # before the total: a read between the two sees room, not none
             shared.gang_bound[gang] += 1
+        shared.bound.value += 1
     if record[SCHEDULED] is None:
         for condition in obj.get("status", {}).get("conditions", []) or []:
             if condition.get("type") == "PodScheduled" and condition.get("status") == "True":

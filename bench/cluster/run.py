@@ -96,7 +96,7 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
     profiler = _py_spy(running.pids[0], cp_dir) if options.profile and running.pids else None
     try:
         asyncio.run(_create_pods(endpoint, workload, scheduler, options.concurrency))
-        outcome = _wait(recorder, workload, options)
+        outcome = _wait(recorder, workload, options, is_gang=scheduler.is_gang)
         listed = asyncio.run(_count_bound(endpoint))
         scraped = running.scrape()
         requests = _difference(asyncio.run(api_requests(endpoint)), requests_before)
@@ -196,18 +196,20 @@ def nothing_fits(workload: Workload, bound: int, gang_bound: Sequence[int]) -> b
     return all(need > free for need in lacking) and not (singletons_unbound and free >= 1)
 
 
-def _wait(recorder: Recorder, workload: Workload, options: Options) -> str:
-    """Until complete, stalled or out of time; returns which. An oversubscribed workload is
-    also complete once every pod exists and no gang short of members (nor an unbound
-    singleton) fits the free slots: a gang scheduler can bind nothing more (every pod takes
-    one slot and any free slot will do), so waiting out the stall would only add idle time."""
+def _wait(recorder: Recorder, workload: Workload, options: Options, *, is_gang: bool) -> str:
+    """Until complete, stalled or out of time; returns which. For a gang scheduler
+    (`is_gang`), an oversubscribed workload is also complete once every pod exists and no gang
+    short of members (nor an unbound singleton) fits the free slots: it can bind nothing more
+    (every pod takes one slot and any free slot will do), so waiting out the stall would only
+    add idle time. A scheduler without gangs binds single members, so only a full cluster
+    completes its run."""
     start = last_change = time.monotonic()
     last_bound = -1
     while True:
         bound, now = recorder.bound, time.monotonic()
         if bound >= workload.expected_bound:
             return "complete"
-        if (workload.is_oversubscribed and recorder.seen >= len(workload.pods)
+        if (is_gang and workload.is_oversubscribed and recorder.seen >= len(workload.pods)
                 and nothing_fits(workload, bound, recorder.gang_bound())):
             return (f"complete (full: no gang fits the "
                     f"{workload.capacity_pods - bound} free slots)")

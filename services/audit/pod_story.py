@@ -79,8 +79,10 @@ class _PodStory(Story):
             if ids.group_key(event.namespace, event.name) == self.group:
                 self.podgroup_event(item)
         elif isinstance(event, MemberBound) and event.pod_uid in self.uids:
+            if self.bound_told != event.decision_id:  # else its GroupBound, stored first, told it
+                self.tell(event.at_ms, ref,
+                          f"bound to {event.node} (decision {event.decision_id})")
             self.bound_ms, self.bound_told = event.at_ms, event.decision_id
-            self.tell(event.at_ms, ref, f"bound to {event.node} (decision {event.decision_id})")
         elif isinstance(event, MemberBindFailed) and event.pod_uid in self.uids:
             self.tell(event.at_ms, ref, summaries.outcome_summary(event, self.names()))
         elif isinstance(event, GroupBound | GroupRolledBack) and self.concerns(event.decision_id):

@@ -43,6 +43,9 @@ class NodeListing:
         wanted = frozenset(names)
         if not wanted:
             return frozenset()
+        if self._sender is not None and self._sender.get_loop() is not asyncio.get_running_loop():
+            # left behind by an event loop that has ended: its batch can never be answered
+            self._asked, self._answer, self._sender = set(), None, None
         if self._answer is None:
             self._answer = asyncio.get_running_loop().create_future()
             self._answer.add_done_callback(_consume)
@@ -61,10 +64,11 @@ class NodeListing:
             self._asked, self._answer = set(), None
             try:
                 found = await nodes.listed_by_hostname(self._client, asked)
-            except asyncio.CancelledError:
+            except asyncio.CancelledError:  # shutting down: no one gets this batch nor the next
                 answer.cancel()
                 if self._answer is not None:
                     self._answer.cancel()
+                self._asked, self._answer = set(), None
                 raise
             except Exception as error:  # a KubeError: each waiting caller decides
                 answer.set_exception(error)

@@ -7,7 +7,8 @@ import pytest
 from services.audit import explain
 from services.audit.explain import Item
 from services.contracts.decisions import Placement
-from tests.unit.audit.recorded import Recorder, placements, scenario, seed_gang
+from services.contracts.events import GroupBound, MemberBound
+from tests.unit.audit.recorded import Recorder, observed_bound, placements, scenario, seed_gang
 
 
 def items_of(rec: Recorder) -> list[Item]:
@@ -100,3 +101,18 @@ def test_a_podgroup_story_tells_only_its_own_podgroup_and_its_rollback():
     assert not any("nginx" in text for text in texts)
     assert any(text.startswith("gang default/train rolled back") for text in texts)
     assert found.verdict == "Running: 2 member(s) running on kwok-node-0, kwok-node-1"
+
+
+def test_an_old_log_whose_member_outcome_came_after_its_gangs_tells_the_bind_once() -> None:
+    rec = Recorder()
+    (placed,) = placements(rec.round(*seed_gang()))
+    at = placed.at_ms + 100
+    members = [MemberBound(at_ms=at, decision_id=placed.id, group=placed.group,
+                           pod_uid=m.pod_uid, node=m.node) for m in placed.members]
+    # a publish that failed is published again after the later messages of its window
+    rec.round(*members[:-1], GroupBound(at_ms=at, decision_id=placed.id, group=placed.group),
+              members[-1], *observed_bound(rec, placed, at + 50))
+    last = placed.members[-1]
+    texts = [step.text for step in explain.explain_pod("default", last.name, items_of(rec)).steps]
+    assert [text for text in texts if text.startswith("bound to ")] == [
+        f"bound to {last.node} (decision {placed.id})"]

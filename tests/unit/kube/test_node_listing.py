@@ -97,3 +97,39 @@ async def test_a_caller_that_gives_up_leaves_the_others_their_answer(lists: Fake
     assert await stayer == {"n3"}
     with pytest.raises(asyncio.CancelledError):
         await quitter
+
+
+async def test_after_a_cancelled_sender_a_new_question_gets_a_new_list(lists: FakeLists) -> None:
+    nodes = listing()
+    first = asyncio.create_task(nodes.listed(["n1"]))
+    await asyncio.sleep(0)
+    queued = asyncio.create_task(nodes.listed(["n2"]))
+    await asyncio.sleep(0)
+    sender = nodes._sender
+    assert sender is not None
+    sender.cancel()  # the loop's cancel-all at shutdown
+    await asyncio.gather(first, queued, return_exceptions=True)
+    assert first.cancelled() and queued.cancelled()
+    lists.release.set()
+    assert await asyncio.wait_for(nodes.listed(["n3"]), 1) == {"n3"}
+    assert lists.sent[-1] == {"n3"}
+
+
+def test_a_listing_left_behind_by_an_ended_loop_answers_in_the_next(lists: FakeLists) -> None:
+    nodes = listing()
+    left: list[asyncio.Future[frozenset[str]]] = []
+
+    async def ask_and_leave() -> None:
+        left.append(asyncio.ensure_future(nodes.listed(["n1"])))
+        await asyncio.sleep(0.01)  # its LIST never answers in this loop
+
+    old = asyncio.new_event_loop()
+    old.run_until_complete(ask_and_leave())
+    old.close()
+
+    async def ask_again() -> frozenset[str]:
+        lists.release = asyncio.Event()
+        lists.release.set()
+        return await asyncio.wait_for(nodes.listed(["n2"]), 1)
+
+    assert asyncio.run(ask_again()) == {"n2"}
