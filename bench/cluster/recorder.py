@@ -76,7 +76,8 @@ class Recorder:
     def gang_bound(self) -> list[int]:
         """Bound pods per gang index (see `__init__`), as the watch has shown them so far."""
         array = self.shared.gang_bound
-        return [int(array[index]) for index in range(len(array))]
+        with array.get_lock():  # one lock for the copy, not one per gang
+            return [int(count) for count in array.get_obj()]
 
     def start(self, timeout_seconds: float = 30.0) -> None:
         self._process.start()

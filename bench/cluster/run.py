@@ -192,7 +192,8 @@ def nothing_fits(workload: Workload, bound: int, gang_bound: Sequence[int]) -> b
     lacking = [gang.size - done for gang, done in zip(workload.gangs, gang_bound, strict=True)
                if done < gang.size]
     in_gangs = sum(gang_bound)
-    singletons_unbound = (bound - in_gangs) < sum(1 for pod in workload.pods if pod.gang is None)
+    singletons = len(workload.pods) - sum(gang.size for gang in workload.gangs)
+    singletons_unbound = bound - in_gangs < singletons
     return all(need > free for need in lacking) and not (singletons_unbound and free >= 1)
 
 
