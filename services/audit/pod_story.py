@@ -79,10 +79,7 @@ class _PodStory(Story):
             if ids.group_key(event.namespace, event.name) == self.group:
                 self.podgroup_event(item)
         elif isinstance(event, MemberBound) and event.pod_uid in self.uids:
-            if self.bound_told != event.decision_id:  # else its GroupBound, stored first, told it
-                self.tell(event.at_ms, ref,
-                          f"bound to {event.node} (decision {event.decision_id})")
-            self.bound_ms, self.bound_told = event.at_ms, event.decision_id
+            self.bound(event.at_ms, ref, event.node, event.decision_id)
         elif isinstance(event, MemberBindFailed) and event.pod_uid in self.uids:
             self.tell(event.at_ms, ref, summaries.outcome_summary(event, self.names()))
         elif isinstance(event, GroupBound | GroupRolledBack) and self.concerns(event.decision_id):
@@ -143,11 +140,16 @@ class _PodStory(Story):
         elif self.placement is not None and self.bound_told != event.decision_id:
             # a bound gang's one outcome (logs before it also hold a MemberBound per member):
             # one step, the pod's bind, which implies its gang's
-            self.bound_ms, self.bound_told = event.at_ms, event.decision_id
-            self.tell(event.at_ms, ref, f"bound to {self.placement[1]} "
-                                        f"(decision {event.decision_id})")
+            self.bound(event.at_ms, ref, self.placement[1], event.decision_id)
             return
         self.tell(event.at_ms, ref, summaries.outcome_summary(event, self.names()))
+
+    def bound(self, at_ms: int, ref: str, node: str, decision_id: str) -> None:
+        """Tell the pod's bind by `decision_id` once, from its MemberBound (older logs) or its
+        gang's GroupBound, whichever the log holds first."""
+        if self.bound_told != decision_id:
+            self.tell(at_ms, ref, f"bound to {node} (decision {decision_id})")
+        self.bound_ms, self.bound_told = at_ms, decision_id
 
     def concerns(self, decision_id: str) -> bool:
         return self.placement is not None and self.placement[0].id == decision_id
