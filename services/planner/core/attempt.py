@@ -118,12 +118,14 @@ class Round:
 
     def _plan_group(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
                     pending: list[PodObserved]) -> None:
+        self.derived.quiet.discard(key)
         if group.in_flight:
             return  # its placement is being bound; members beyond it wait for GroupBound
         waiting = self._waiting_reason(key, podgroup, pending)
         if waiting is not None:
             self.reject(key, group, pending, waiting[0], is_unschedulable=waiting[1],
                         is_backoff=False)
+            self.rest(key, pending)
             return
         min_member = podgroup.min_member if podgroup is not None else 1
         counts = quorum.count(self.derived, key, group, min_member)
@@ -134,6 +136,7 @@ class Round:
             self.reject(key, group, pending,
                         reasons.gang_quorum(key, counts.usable, min_member, counts.gated) + note,
                         is_backoff=False)
+            self.rest(key, pending)
             return
         if self._binders_busy():
             # backpressure: placed now, it would only queue behind the binders' work; a
@@ -172,6 +175,22 @@ class Round:
             return
         self.reject(key, group, pending, group.failure_reason)
         self._maybe_hold(key, group, pending[:need])
+
+    def rest(self, key: str, pending: list[PodObserved]) -> None:
+        """Let later rounds skip the group (`Derived.quiet`) until its pods or PodGroup change.
+
+        Called after a wait whose verdict is a function of the group's pods and PodGroup alone
+        (PodGroup missing or invalid, a member invalid or unsupported, quorum not reached):
+        no time, capacity, node or other group enters it, and its Rejection is told already,
+        so planning it again before such a change would decide exactly the same and tell
+        nothing. Not for a nominated group (its nomination lapses by time) nor one with a
+        member that mounts claims (the claims' and volumes' state enters `_waiting_reason`,
+        and the node count its reason), so skipping never changes a decision: it mirrors
+        kube-scheduler's queueing hints, which requeue an unschedulable pod only on the
+        events that may make it schedulable.
+        """
+        if key not in self.state.nominations and not any(pod.volume_claims for pod in pending):
+            self.derived.quiet.add(key)
 
     def _waiting_reason(self, key: str, podgroup: PodGroupObserved | None,
                         pending: list[PodObserved]) -> tuple[str, bool] | None:

@@ -21,7 +21,10 @@ class Derived:
 
     Shapes: `members[group]` every pod uid of the group (any class); `pending[group]` the uids
     of class `pending`; `pod_group[uid]` and `pod_class[uid]` for every pod with a group;
-    `dirty` the groups whose PodGroup status may have changed since the last round.
+    `dirty` the groups whose PodGroup status may have changed since the last round (and
+    whose members or PodGroup changed: every change to a group's pods or PodGroup marks it);
+    `quiet` the groups whose last round ended in a wait that only such a change can end
+    (`attempt.Round.rest`): a round skips them while they are not dirty.
     """
 
     def __init__(self, scheduler_name: str) -> None:
@@ -31,6 +34,7 @@ class Derived:
         self.pod_group: dict[str, str] = {}
         self.pod_class: dict[str, pods.PodClass] = {}
         self.dirty: set[str] = set()
+        self.quiet: set[str] = set()
         self.index: capacity.NodeIndex | None = None
 
     def reindex(self, state: PlannerState, uid: str) -> None:

@@ -79,10 +79,14 @@ def _expire(rnd: Round) -> None:
 
 
 def _queue(rnd: Round) -> list[tuple[str, GroupState, PodGroupObserved | None, list[PodObserved]]]:
-    """Groups with pending members, in queue order (see `queue.queue_key`)."""
+    """Groups with pending members, in queue order (see `queue.queue_key`), but for those
+    resting unchanged since their last round (`Derived.quiet`)."""
     state, current = rnd.state, rnd.derived
+    quiet, dirty = current.quiet, current.dirty
     entries = []
     for key, uids in current.pending.items():
+        if key in quiet and key not in dirty:
+            continue  # waits for a change to its pods or PodGroup (`Round.rest`)
         pending = sorted((state.pods[uid] for uid in uids), key=pods.sort_key)
         group = state.groups.get(key)
         if group is None:
@@ -103,6 +107,8 @@ def _settle(rnd: Round) -> None:
     touched = sorted(current.dirty)
     current.dirty = set()
     for key in touched:
+        if key not in current.pending:
+            current.quiet.discard(key)
         group = state.groups.get(key)
         if group is not None and key not in current.pending and group.last_rejection is not None:
             group.last_rejection = None  # nobody waits any more: the condition clears

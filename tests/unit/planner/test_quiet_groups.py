@@ -1,0 +1,153 @@
+"""Groups resting in a wait only their own pods or PodGroup can end are skipped (`Round.rest`).
+
+The skip must never change a decision: every test here compares the live planner, which skips
+them, against a replay that rebuilds its indexes after every round (so nothing is ever
+skipped), byte for byte; and checks that a change to the group ends the rest at once.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from services.planner.core.config import PlannerConfig
+from tests.unit.planner.builders import (
+    make_claim,
+    make_node,
+    make_pod,
+    make_podgroup,
+    make_storage_class,
+    make_volume,
+)
+from tests.unit.planner.harness import Cluster, recorded
+from tests.unit.planner.test_properties import replay_through_snapshots
+
+
+def quiet(cluster: Cluster) -> set[str]:
+    assert cluster.state.derived is not None
+    return cluster.state.derived.quiet
+
+
+def test_a_gang_short_of_quorum_rests_until_a_member_arrives():
+    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 3),
+                                make_pod("g-0").in_group("g"))
+    cluster.plan()
+    assert cluster.last_reason("default/g").startswith("gang default/g: 1 of 3 members exist")
+    assert quiet(cluster) == {"default/g"}
+    cluster.advance(60)
+    assert cluster.plan() == []  # time alone changes nothing: skipped, and nothing to tell
+    cluster.observe(make_pod("g-1").in_group("g"))
+    cluster.plan()
+    assert cluster.last_reason("default/g").startswith("gang default/g: 2 of 3 members exist")
+    cluster.observe(make_pod("g-2").in_group("g"))
+    placed = cluster.plan()
+    assert [d.group for d in cluster.placements()] == ["default/g"]
+    assert "default/g" not in quiet(cluster) and placed
+    assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
+
+
+def test_a_podgroup_change_ends_the_rest():
+    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 3),
+                                *[make_pod(f"g-{i}").in_group("g") for i in range(2)])
+    cluster.plan()
+    assert quiet(cluster) == {"default/g"}
+    cluster.observe(make_podgroup("g", 2))  # minMember lowered: quorum now held
+    cluster.plan()
+    assert [len(d.members) for d in cluster.placements()] == [2]
+    assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
+
+
+def test_a_missing_podgroup_rests_until_it_is_created():
+    cluster = Cluster().observe(make_node("n0"), make_pod("g-0").in_group("g"))
+    cluster.plan()
+    assert "not found" in cluster.last_reason("default/g")
+    assert quiet(cluster) == {"default/g"}
+    cluster.observe(make_podgroup("g", 1))
+    cluster.plan()
+    assert [d.group for d in cluster.placements()] == ["default/g"]
+
+
+def test_a_gang_mounting_claims_never_rests():
+    """Claims and volumes enter its wait (`_waiting_reason`), and they change without any
+    change to the group: a claim created later must let the gang through."""
+    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 2),
+                                make_pod("g-0").in_group("g").claims("data"),
+                                make_pod("g-1").in_group("g").claims("data"))
+    cluster.plan()
+    assert "not found" in cluster.last_reason("default/g")
+    assert quiet(cluster) == set()
+    cluster.observe(make_storage_class("fast", mode="Immediate"),
+                    make_volume("pv", storage_class="fast"),
+                    make_claim("data", volume="pv", storage_class="fast"))
+    cluster.plan()
+    assert [d.group for d in cluster.placements()] == ["default/g"]
+    assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
+
+
+def test_a_gang_that_does_not_fit_does_not_rest():
+    """A whole gang that does not fit waits for capacity, which other groups free: it is
+    retried (after its backoff) without any change to itself."""
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=2000),
+                                make_pod("big").requests(cpu_milli=2000).on_node("n0"),
+                                make_podgroup("g", 2),
+                                *[make_pod(f"g-{i}").in_group("g").requests(cpu_milli=1000)
+                                  for i in range(2)])
+    cluster.bind(cluster.plan())
+    cluster.advance(0.5)
+    assert cluster.plan() == []  # backed off (1 s), told already, yet not resting
+    assert "default/g" not in quiet(cluster)
+    cluster.delete_pod("big")
+    cluster.advance(30)
+    cluster.plan()
+    assert "default/g" in {d.group for d in cluster.placements()}
+
+
+EVENTS = ("member", "member", "member", "podgroup", "min", "delete", "node", "tick", "bind",
+          "invalid", "gated", "priority", "free")
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(EVENTS), st.integers(0, 3), st.integers(0, 5)),
+                min_size=1, max_size=40),
+       st.integers(1, 4))
+def test_skipping_resting_groups_never_changes_a_decision(steps, rounds_every):
+    """Members arriving one by one, PodGroups created late and changed, members deleted,
+    invalid or gated, nodes added, another scheduler's pod leaving, time passing, binds: the
+    live planner decides exactly as one that plans every group every round."""
+    config = PlannerConfig(starvation_seconds=20)
+    cluster = Cluster(config).observe(
+        make_node("n0").capacity(cpu_milli=3000),
+        make_pod("other").requests(cpu_milli=2000).scheduler("default-scheduler").on_node("n0"))
+    serial = 0
+    for number, (kind, group, value) in enumerate(steps):
+        name = f"g{group}"
+        if kind == "member":
+            serial += 1
+            cluster.observe(make_pod(f"{name}-{serial}").in_group(name).requests(cpu_milli=500))
+        elif kind == "podgroup":
+            cluster.observe(make_podgroup(name, 1 + value))
+        elif kind == "min":
+            cluster.observe(make_podgroup(name, 1 + value).created(value))
+        elif kind == "invalid":
+            cluster.observe(make_podgroup(name, 2).invalid("spec.minMember: bad"))
+        elif kind == "delete":
+            names = sorted(p.name for p in cluster.state.pods.values()
+                           if p.name.startswith(f"{name}-"))
+            if names:
+                cluster.delete_pod(names[value % len(names)])
+        elif kind in ("gated", "priority"):
+            serial += 1
+            pod = make_pod(f"{name}-{serial}").in_group(name).requests(cpu_milli=500)
+            cluster.observe(pod.gated() if kind == "gated" else pod.priority(10 * value))
+        elif kind == "node":
+            cluster.observe(make_node(f"n{value + 1}").capacity(cpu_milli=1000 * value + 500))
+        elif kind == "free" and "uid-default-other" in cluster.state.pods:
+            cluster.delete_pod("other")  # capacity freed by no group of ours
+        elif kind == "tick":
+            cluster.advance(value * 7)
+        if number % rounds_every == 0:
+            decisions = cluster.plan()
+            if kind == "bind" or value % 2:
+                cluster.bind(decisions)
+    cluster.plan()
+    assert recorded(cluster) == replay_through_snapshots(cluster.log, config)
