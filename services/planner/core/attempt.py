@@ -119,6 +119,7 @@ class Round:
     def _plan_group(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
                     pending: list[PodObserved]) -> None:
         self.derived.quiet.discard(key)
+        self.derived.behind_binders.discard(key)
         if group.in_flight:
             return  # its placement is being bound; members beyond it wait for GroupBound
         waiting = self._waiting_reason(key, podgroup, pending)
@@ -138,10 +139,12 @@ class Round:
                         is_backoff=False)
             self.rest(key, pending)
             return
-        if self._binders_busy():
+        if self.binders_busy():
             # backpressure: placed now, it would only queue behind the binders' work; a
             # starving or partly bound gang keeps holding its capacity (and its nodes) meanwhile
             self._maybe_hold(key, group, pending[:quorum.still_needed(counts, min_member)])
+            if key not in self.stranded:
+                self.rest(key, pending, self.derived.behind_binders)
             return
         need = quorum.still_needed(counts, min_member)
         if not backoff.is_backed_off(group, self.now, self.config):
@@ -176,21 +179,33 @@ class Round:
         self.reject(key, group, pending, group.failure_reason)
         self._maybe_hold(key, group, pending[:need])
 
-    def rest(self, key: str, pending: list[PodObserved]) -> None:
-        """Let later rounds skip the group (`Derived.quiet`) until its pods or PodGroup change.
+    def rest(self, key: str, pending: list[PodObserved], resting: set[str] | None = None) -> None:
+        """Let later rounds skip the group until its pods or PodGroup change: always
+        (`Derived.quiet`, the default `resting`), or while the binders stay busy
+        (`Derived.behind_binders`).
 
         Called after a wait whose verdict is a function of the group's pods and PodGroup alone
-        (PodGroup missing or invalid, a member invalid or unsupported, quorum not reached):
-        no time, capacity, node or other group enters it, and its Rejection is told already,
-        so planning it again before such a change would decide exactly the same and tell
-        nothing. Not for a nominated group (its nomination lapses by time) nor one with a
-        member that mounts claims (the claims' and volumes' state enters `_waiting_reason`,
-        and the node count its reason), so skipping never changes a decision: it mirrors
-        kube-scheduler's queueing hints, which requeue an unschedulable pod only on the
-        events that may make it schedulable.
+        (PodGroup missing or invalid, a member invalid or unsupported, quorum not reached), or
+        of those and the binders being busy (quorum held, not partly bound): no time,
+        capacity, node or other group enters it, and its Rejection is told already, so
+        planning it again before such a change would decide exactly the same and tell
+        nothing. (Behind busy binders a gang may still start starving with time and then
+        hold capacity: `plan._queue` plans those again.) Not for a nominated group (its
+        nomination lapses by time) nor one with a member that mounts claims (the claims' and
+        volumes' state enters `_waiting_reason`, and the node count its reason), so skipping
+        never changes a decision: it mirrors kube-scheduler's queueing hints, which requeue
+        an unschedulable pod only on the events that may make it schedulable.
         """
         if key not in self.state.nominations and not any(pod.volume_claims for pod in pending):
-            self.derived.quiet.add(key)
+            (self.derived.quiet if resting is None else resting).add(key)
+
+    def is_behind_binders(self, key: str, group: GroupState) -> bool:
+        """Whether planning the group now would only find it behind the busy binders again
+        (`Round.rest`): unchanged since, the binders still busy, and not starving by now
+        (a starving gang holds capacity while it waits)."""
+        return (key in self.derived.behind_binders and key not in self.derived.dirty
+                and self.binders_busy()
+                and not starvation.is_starving(group, self.now, self.config))
 
     def _waiting_reason(self, key: str, podgroup: PodGroupObserved | None,
                         pending: list[PodObserved]) -> tuple[str, bool] | None:
@@ -222,7 +237,7 @@ class Round:
                 and self.state.capacity_freed_ms >= last  # >=: freed within that tick too
                 and self.now >= last + backoff.backoff_ms(1, self.config))
 
-    def _binders_busy(self) -> bool:
+    def binders_busy(self) -> bool:
         """Whether `config.max_placements_in_flight` placements await their outcome."""
         limit = self.config.max_placements_in_flight
         return limit > 0 and len(self.state.placements) >= limit

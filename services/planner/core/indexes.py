@@ -23,8 +23,9 @@ class Derived:
     of class `pending`; `pod_group[uid]` and `pod_class[uid]` for every pod with a group;
     `dirty` the groups whose PodGroup status may have changed since the last round (and
     whose members or PodGroup changed: every change to a group's pods or PodGroup marks it);
-    `quiet` the groups whose last round ended in a wait that only such a change can end
-    (`attempt.Round.rest`): a round skips them while they are not dirty.
+    `quiet` the groups whose last round ended in a wait that only such a change can end, and
+    `behind_binders` those that waited only for busy binders (`attempt.Round.rest`): a round
+    skips them while they are not dirty (the latter while the binders stay busy).
     """
 
     def __init__(self, scheduler_name: str) -> None:
@@ -35,6 +36,7 @@ class Derived:
         self.pod_class: dict[str, pods.PodClass] = {}
         self.dirty: set[str] = set()
         self.quiet: set[str] = set()
+        self.behind_binders: set[str] = set()
         self.index: capacity.NodeIndex | None = None
 
     def reindex(self, state: PlannerState, uid: str) -> None:

@@ -53,8 +53,9 @@ def plan(state: PlannerState, config: PlannerConfig,
     _expire(rnd)
     try:
         rnd.hold_nominations()
-        for key, group, podgroup, pending in _queue(rnd):
-            rnd.plan_group(key, group, podgroup, pending)
+        for key, group, podgroup, members in _queue(rnd):
+            if not rnd.is_behind_binders(key, group):
+                rnd.plan_group(key, group, podgroup, sorted(members, key=pods.sort_key))
     finally:
         rnd.lift_hold()
     _settle(rnd)
@@ -79,15 +80,15 @@ def _expire(rnd: Round) -> None:
 
 
 def _queue(rnd: Round) -> list[tuple[str, GroupState, PodGroupObserved | None, list[PodObserved]]]:
-    """Groups with pending members, in queue order (see `queue.queue_key`), but for those
-    resting unchanged since their last round (`Derived.quiet`)."""
+    """Groups with pending members (in no order), in queue order (see `queue.queue_key`), but
+    for those resting in a wait only a change to the group can end (`Round.rest`)."""
     state, current = rnd.state, rnd.derived
     quiet, dirty = current.quiet, current.dirty
     entries = []
     for key, uids in current.pending.items():
         if key in quiet and key not in dirty:
-            continue  # waits for a change to its pods or PodGroup (`Round.rest`)
-        pending = sorted((state.pods[uid] for uid in uids), key=pods.sort_key)
+            continue  # waits for a change to its pods or PodGroup
+        pending = [state.pods[uid] for uid in uids]
         group = state.groups.get(key)
         if group is None:
             group = state.groups[key] = GroupState()
@@ -109,6 +110,7 @@ def _settle(rnd: Round) -> None:
     for key in touched:
         if key not in current.pending:
             current.quiet.discard(key)
+            current.behind_binders.discard(key)
         group = state.groups.get(key)
         if group is not None and key not in current.pending and group.last_rejection is not None:
             group.last_rejection = None  # nobody waits any more: the condition clears
