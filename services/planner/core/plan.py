@@ -81,17 +81,22 @@ def _expire(rnd: Round) -> None:
 
 def _queue(rnd: Round) -> list[tuple[str, GroupState, PodGroupObserved | None, list[PodObserved]]]:
     """Groups with pending members (in no order), in queue order (see `queue.queue_key`), but
-    for those resting in a wait only a change to the group can end (`Round.rest`)."""
+    for those resting in a wait only a change to the group can end, and those behind binders
+    busy from the start of the round (`Round.rest`; `plan` skips those behind binders that
+    become busy during the round)."""
     state, current = rnd.state, rnd.derived
     quiet, dirty = current.quiet, current.dirty
+    busy = rnd.binders_busy()  # busy now, busy all round: placements are only added
     entries = []
     for key, uids in current.pending.items():
         if key in quiet and key not in dirty:
             continue  # waits for a change to its pods or PodGroup
-        pending = [state.pods[uid] for uid in uids]
         group = state.groups.get(key)
         if group is None:
             group = state.groups[key] = GroupState()
+        elif busy and rnd.is_behind_binders(key, group):
+            continue
+        pending = [state.pods[uid] for uid in uids]
         podgroup = state.podgroups.get(key)
         starving = starvation.is_starving(group, rnd.now, rnd.config)
         stranded = podgroup is not None and quorum.is_stranded(
