@@ -53,6 +53,9 @@ waiting pod is rejected anew as the others move, and one event per pod per chang
 events half the API server's load; kube-scheduler's event broadcaster aggregates likewise."""
 OWED_EVENTS = 100_000
 """Owed events kept at most (the oldest dropped first, counted in events_dropped)."""
+PLACED_REPORTS = 64
+"""Placements whose Scheduled (or rollback) events are being written at once in the background
+(`placed_in_background`); a binder with this many waits before it starts another."""
 
 
 class StatusLog(Protocol):
@@ -97,6 +100,8 @@ class Reporter:
         self._concurrency = concurrency
         self._monotonic = monotonic
         self._now = now
+        self._placed_gate = asyncio.Semaphore(PLACED_REPORTS)
+        self._placed_writes: set[asyncio.Task[None]] = set()
 
     async def placed(self, placement: Placement, settled: Settled) -> None:
         """`Scheduled` for each member left bound; on rollback, FailedScheduling for the rest
@@ -125,6 +130,26 @@ class Reporter:
             writes.append(partial(self._group_event, placement.group, placement.plan_seq, text,
                                   kube))
         await self._run_all(writes)
+
+    async def placed_in_background(self, placement: Placement, settled: Settled) -> None:
+        """As `placed`, but return once its writes have started (waiting only while
+        PLACED_REPORTS placements' writes still run): the placement's outcome is published
+        already, and its binder slot need not wait for events, which kube-scheduler too
+        writes in the background (client-go's event broadcaster). `close` cancels those
+        still running (events are best effort)."""
+        await self._placed_gate.acquire()
+        task = asyncio.create_task(self.placed(placement, settled),
+                                   name=f"events of placement {placement.id}")
+        self._placed_writes.add(task)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._placed_writes.discard(finished)
+            self._placed_gate.release()
+            if not finished.cancelled() and finished.exception() is not None:
+                log.error("events of placement %s failed", placement.id,
+                          exc_info=finished.exception())
+
+        task.add_done_callback(done)
 
     async def rejected(self, rejection: Rejection) -> None:
         """FailedScheduling and `PodScheduled=False/Unschedulable` for each pod (rate-limited),
@@ -209,10 +234,13 @@ class Reporter:
         return True
 
     async def close(self) -> None:
-        """Stop paying owed events (those still owed are dropped: events are best effort)."""
+        """Stop paying owed events and writing placements' events (those not written yet are
+        dropped: events are best effort)."""
         if self._paying is not None and not self._paying.done():
             await cancel_and_wait(self._paying)
         self._owed.clear()
+        for task in list(self._placed_writes):
+            await cancel_and_wait(task)
 
     def _owe(self, about: ObjectRef, reason: str) -> None:
         """Keep a pod's FailedScheduling event for when the budget allows (the newest reason

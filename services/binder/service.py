@@ -291,7 +291,8 @@ class Binder:
             await self._reporter.status(decision)
 
     async def _place(self, placement: Placement, is_redelivery: bool) -> None:
-        """Bind or roll back, publish the outcomes, then write what users see."""
+        """Bind or roll back, publish the outcomes, then start writing what users see (in the
+        background: `Reporter.placed_in_background`)."""
         prior = await self._memory.prior_outcomes(placement, is_redelivery)
         if any(outcomes.is_final(outcome) for outcome in prior):
             log.info("placement %s already settled; acknowledging", placement.id)
@@ -315,7 +316,7 @@ class Binder:
             log.debug("placement %s of %s bound", placement.id, placement.group)
         else:
             metrics.rollbacks.inc()
-        await self._reporter.placed(placement, settled)
+        await self._reporter.placed_in_background(placement, settled)
 
     async def _preempt(self, preemption: Preemption) -> None:
         """Evict the victims and nominate the preemptor's nodes (`preempting.carry_out`);

@@ -321,3 +321,68 @@ async def test_a_podgroup_recreated_under_the_name_gets_no_status_meant_for_the_
     feed.apply(podgroup_observed("g", "old-uid"))  # the planner decided for the old one
     await reporter(kube, feed=feed).status(status_update(1, "Scheduling", 0))
     assert "status" not in kube.podgroups[("default", "g")]
+
+
+class SlowEvents(FakeKube):
+    """Holds every event write until `go` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = asyncio.Event()
+        self.started = 0
+
+    async def create_event(self, about, **kwargs):  # type: ignore[no-untyped-def, override]
+        self.started += 1
+        await self.go.wait()
+        await super().create_event(about, **kwargs)
+
+
+def bound_placement(name: str) -> tuple[Placement, Settled]:
+    members = (Assignment(f"uid-{name}", "default", name, "n1"),)
+    placement = Placement(id=f"4-{name}", plan_seq=4, at_ms=0, group=f"default/pod:{name}",
+                          attempt=1, deadline_ms=1, members=members)
+    return placement, Settled(outcomes=(), bound=members)
+
+
+async def settle() -> None:
+    """Let every task that can run, run."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_placed_in_background_returns_before_its_events_are_written() -> None:
+    kube = SlowEvents()
+    report = reporter(kube)
+    await report.placed_in_background(*bound_placement("a"))
+    await settle()
+    assert kube.started == 1 and kube.events == []  # the caller went on; the write waits
+    kube.go.set()
+    await settle()
+    assert [(e.about.name, e.reason) for e in kube.events] == [("a", "Scheduled")]
+    await report.close()
+
+
+async def test_placed_in_background_waits_while_too_many_placements_write(monkeypatch) -> None:
+    monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
+    kube = SlowEvents()
+    report = reporter(kube)
+    await report.placed_in_background(*bound_placement("a"))
+    second = asyncio.create_task(report.placed_in_background(*bound_placement("b")))
+    await settle()
+    assert not second.done() and kube.started == 1  # b waits for a's writes to end
+    kube.go.set()
+    await asyncio.wait_for(second, 1)
+    await settle()
+    assert sorted(e.about.name for e in kube.events) == ["a", "b"]
+    await report.close()
+
+
+async def test_close_drops_the_events_still_being_written() -> None:
+    kube = SlowEvents()
+    report = reporter(kube)
+    await report.placed_in_background(*bound_placement("a"))
+    await settle()
+    await report.close()
+    kube.go.set()
+    await settle()
+    assert kube.events == [] and kube.started == 1
