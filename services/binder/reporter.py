@@ -106,10 +106,7 @@ class Reporter:
     async def placed(self, placement: Placement, settled: Settled) -> None:
         """`Scheduled` for each member left bound; on rollback, FailedScheduling for the rest
         and for the PodGroup, naming the failing member."""
-        for member in settled.bound:
-            self._limiter.forget(member.pod_uid)
-            self._owed.pop(member.pod_uid, None)
-            self._conditions.bound(member.pod_uid)
+        self._forget_bound(settled)
         kube = self._placing_kube
         writes = [
             partial(self._event, _pod_ref(m.namespace, m.name, m.pod_uid), NORMAL, SCHEDULED,
@@ -137,6 +134,7 @@ class Reporter:
         already, and its binder slot need not wait for events, which kube-scheduler too
         writes in the background (client-go's event broadcaster). `close` cancels those
         still running (events are best effort)."""
+        self._forget_bound(settled)  # at once: no rejection may report them meanwhile
         await self._placed_gate.acquire()
         task = asyncio.create_task(self.placed(placement, settled),
                                    name=f"events of placement {placement.id}")
@@ -150,6 +148,14 @@ class Reporter:
                           exc_info=finished.exception())
 
         task.add_done_callback(done)
+
+    def _forget_bound(self, settled: Settled) -> None:
+        """Owe no FailedScheduling to the members left bound, and never patch their
+        PodScheduled condition to Unschedulable again."""
+        for member in settled.bound:
+            self._limiter.forget(member.pod_uid)
+            self._owed.pop(member.pod_uid, None)
+            self._conditions.bound(member.pod_uid)
 
     async def rejected(self, rejection: Rejection) -> None:
         """FailedScheduling and `PodScheduled=False/Unschedulable` for each pod (rate-limited),

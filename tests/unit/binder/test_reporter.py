@@ -386,3 +386,4 @@ async def test_close_drops_the_events_still_being_written() -> None:
     kube.go.set()
     await settle()
     assert kube.events == [] and kube.started == 1
+
