@@ -28,12 +28,19 @@ def async_url(url: str) -> URL:
     `postgres://` and `postgresql://` → `postgresql+asyncpg://`).
 
     Raises:
-        ValueError: a database other than SQLite or PostgreSQL.
+        ValueError: a database other than SQLite or PostgreSQL, or a host or port that cannot
+            be one (`postgresql://u@[bad`, a port beyond 65535), which would otherwise surface
+            as a name-resolution error at the first connection.
     """
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend not in _ASYNC_DRIVERS:
         raise ValueError(f"unsupported database {backend!r}: use sqlite or postgresql")
+    host = parsed.host or ""
+    if backend != "sqlite" and ("[" in host or "]" in host):  # `[::1]` arrives as `::1`
+        raise ValueError(f"malformed host {host!r}")
+    if backend != "sqlite" and parsed.port is not None and not 0 < parsed.port < 65536:
+        raise ValueError(f"port {parsed.port} out of range 1-65535")
     return parsed.set(drivername=_ASYNC_DRIVERS[backend])
 
 

@@ -18,7 +18,8 @@ def invoke(*argv: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-@pytest.mark.parametrize("url", ["mysql://u@h/db", "oracle://x"])
+@pytest.mark.parametrize("url", ["mysql://u@h/db", "oracle://x", "postgresql+asyncpg://u@[bad",
+                                 "postgresql://u@h]/db", "postgresql://u@h:99999/db"])
 def test_a_database_url_gangsched_cannot_use_is_refused_when_parsed(url: str) -> None:
     code, output = invoke("replay", "--db", url)
     assert code == 2

@@ -14,6 +14,7 @@ from services.store import engines, schema
         ("sqlite+aiosqlite:///x.db", "sqlite+aiosqlite"),
         ("postgresql://u@h/db", "postgresql+asyncpg"),
         ("postgresql+psycopg://u@h/db", "postgresql+asyncpg"),
+        ("postgresql://u@[::1]:5432/db", "postgresql+asyncpg"),
     ],
 )
 def test_urls_get_the_async_driver(given: str, driver: str) -> None:
