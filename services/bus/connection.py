@@ -81,10 +81,12 @@ async def connect(
             f"{refused.error}") from refused.error
     except (TimeoutError, OSError, nats.errors.Error) as error:
         await client.close()
+        cause = callbacks.last if isinstance(error, TimeoutError) and callbacks.last else error
         raise BusUnavailable(
             f"NATS at {urls.shown(settings.url)} unreachable for "
-            f"{first_connect_timeout_seconds:g}s: {error!r}"
+            f"{first_connect_timeout_seconds:g}s: {cause!r}"
         ) from error
+    callbacks.connected = True
     url = client.connected_url  # shown without any credentials it carries
     shown = f"{url.scheme}://{url.hostname}:{url.port}" if url is not None else "NATS"
     log.info("connected to NATS %s as %s", shown, name)
@@ -154,15 +156,23 @@ class _Callbacks:
         self.client = client
         self.refusal: Exception | None = None
         self.refused = asyncio.Event()
+        self.connected = False
+        """Whether the first connection succeeded: until then errors are only kept in `last`
+        (the caller's one error line names it), not logged."""
+        self.last: Exception | None = None
         self._last_error = ""
         self._repeats = 0
 
     async def on_error(self, error: Exception) -> None:
         """Log the error; errors of one kind again and again (servers down, retried every
         second, each address in turn) are logged once, then every `REPEATS_BETWEEN_LOGS`-th
-        time with their count. Kind: the exception's class and errno (`_kind`)."""
+        time with their count. Kind: the exception's class and errno (`_kind`). Before the
+        first connection they are kept for the caller's error instead (debug log only)."""
         text, kind = repr(error), _kind(error)
-        if kind == self._last_error:
+        self.last = error
+        if not self.connected:
+            log.debug("NATS client %s: %s", self.name, text)
+        elif kind == self._last_error:
             self._repeats += 1
             if self._repeats % REPEATS_BETWEEN_LOGS == 0:
                 log.warning("NATS client %s: %s (%d such errors in a row)", self.name, text,

@@ -14,6 +14,7 @@ from services.bus import connection
 def test_the_same_connection_error_is_logged_once_then_with_its_count(
         caplog: pytest.LogCaptureFixture) -> None:
     callbacks = connection._Callbacks("gangsched-planner", Client())
+    callbacks.connected = True  # a connection that was up, now retrying
     refused = ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 1)")
 
     async def errors() -> None:
@@ -38,6 +39,7 @@ def test_the_same_connection_error_is_logged_once_then_with_its_count(
 def test_servers_failing_in_turn_with_their_own_addresses_count_as_one_kind(
         caplog: pytest.LogCaptureFixture) -> None:
     callbacks = connection._Callbacks("gangsched-binder", Client())
+    callbacks.connected = True
     errors = [ConnectionRefusedError(111, f"Connect call failed ('10.0.0.{n % 3}', 4222)")
               for n in range(20)]
 
@@ -51,3 +53,21 @@ def test_servers_failing_in_turn_with_their_own_addresses_count_as_one_kind(
         f"NATS client gangsched-binder: {errors[0]!r}",
         f"NATS client gangsched-binder: {errors[10]!r} (11 such errors in a row)",
     ]
+
+
+def test_a_first_connection_that_fails_is_one_error_naming_its_cause(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Nothing is logged while the first connection is tried; the error raised names what the
+    server did (refused the connection), not the timeout that ended the wait."""
+    from services.bus.errors import BusUnavailable
+    from services.config.settings import BusSettings
+
+    async def connect() -> None:
+        await connection.connect(BusSettings(url="nats://127.0.0.1:1"), name="gangsched-cli",
+                                 first_connect_timeout_seconds=1.0)
+
+    with caplog.at_level(logging.WARNING, logger=connection.__name__), \
+            pytest.raises(BusUnavailable) as raised:
+        asyncio.run(connect())
+    assert caplog.records == []
+    assert "unreachable for 1s: ConnectionRefusedError(" in str(raised.value)
