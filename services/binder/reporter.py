@@ -53,9 +53,11 @@ waiting pod is rejected anew as the others move, and one event per pod per chang
 events half the API server's load; kube-scheduler's event broadcaster aggregates likewise."""
 OWED_EVENTS = 100_000
 """Owed events kept at most (the oldest dropped first, counted in events_dropped)."""
-PLACED_REPORTS = 64
+PLACED_REPORTS = 32
 """Placements whose Scheduled (or rollback) events are being written at once in the background
-(`placed_in_background`); a binder with this many waits before it starts another."""
+(`placed_in_background`); a binder with this many waits before it starts another. As many as
+the binder carries out at once (`service.MAX_PLACEMENTS_IN_FLIGHT`), so no more of these events
+are in flight than when each placement wrote its own before freeing its slot."""
 
 
 class StatusLog(Protocol):

@@ -7,6 +7,8 @@ decision's plan point.
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 import pytest
 
@@ -80,6 +82,23 @@ async def test_a_placement_is_acked_after_its_outcomes_are_published(
     assert kube.node_of("a") == "n1"
     # the view had reached the plan point: member and node came from it, not the API
     assert ("get_pod", "a") not in kube.calls
+
+
+async def test_a_bound_placement_writes_its_scheduled_events_after_the_ack(
+    binder_bus: BinderBus,
+) -> None:
+    kube, placement = await three_members(binder_bus, node=None)
+    binder = binder_bus.binder(kube, FakePublisher())
+    delivery = FakeDelivery(codec.encode(placement))
+    await binder.process(delivery)
+    assert delivery.settled == ["ack"]
+    for _ in range(50):  # written in the background (`Reporter.placed_in_background`)
+        if len(kube.events) == 3:
+            break
+        await asyncio.sleep(0.01)
+    assert sorted((e.about.name, e.reason) for e in kube.events) == [
+        ("a", "Scheduled"), ("b", "Scheduled"), ("c", "Scheduled")]
+    await binder.close()
 
 
 async def test_a_poisoned_decision_is_dead_lettered_and_terminated(binder_bus: BinderBus) -> None:

@@ -387,3 +387,53 @@ async def test_close_drops_the_events_still_being_written() -> None:
     await settle()
     assert kube.events == [] and kube.started == 1
 
+
+
+class SlowScheduled(FakeKube):
+    """Holds Scheduled events (only) until `go` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = asyncio.Event()
+
+    async def create_event(self, about, **kwargs):  # type: ignore[no-untyped-def, override]
+        if kwargs.get("reason") == "Scheduled":
+            await self.go.wait()
+        await super().create_event(about, **kwargs)
+
+
+async def test_a_pod_bound_while_events_wait_their_turn_gets_no_condition(monkeypatch) -> None:
+    """Its placement's events wait for others' to end, yet it counts as bound at once: a
+    rejection meanwhile does not patch it Unschedulable (and back)."""
+    monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
+    kube = SlowScheduled()
+    kube.add_pod(make_pod("a", node="n1"))
+    kube.add_pod(make_pod("b", node="n1"))
+    report = reporter(kube)
+    await report.placed_in_background(*bound_placement("a"))
+    second = asyncio.create_task(report.placed_in_background(*bound_placement("b")))
+    await settle()
+    await report.rejected(rejection("no fit", "b"))
+    patched = list(kube.status_patches)
+    kube.go.set()
+    await asyncio.wait_for(second, 1)
+    await report.close()
+    assert patched == []
+
+
+async def test_a_pod_bound_while_events_wait_their_turn_is_owed_no_event(monkeypatch) -> None:
+    monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
+    kube = with_podgroup(SlowScheduled())
+    for name in ("a", "b", "c"):
+        kube.add_pod(make_pod(name))
+    report = reporter(kube, concurrency=1, event_budget=(1.0, 0.3))
+    await report.rejected(rejection("gang default/g: 0 of 2 members fit", "a", "b"))
+    await report.placed_in_background(*bound_placement("c"))
+    second = asyncio.create_task(report.placed_in_background(*bound_placement("b")))
+    await asyncio.sleep(0.6)
+    failed = [e.about.name for e in kube.events
+              if e.reason == "FailedScheduling" and e.about.kind == "Pod"]
+    kube.go.set()
+    await asyncio.wait_for(second, 1)
+    await report.close()
+    assert failed == ["a"]
