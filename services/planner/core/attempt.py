@@ -190,7 +190,7 @@ class Round:
         capacity, node or other group enters it, and its Rejection is told already, so
         planning it again before such a change would decide exactly the same and tell
         nothing. (Behind busy binders a gang may still start starving with time and then
-        hold capacity: `plan._queue` plans those again.) Not for a nominated group (its
+        hold capacity: `is_behind_binders` lets those be planned.) Not for a nominated group (its
         nomination lapses by time) nor one with a member that mounts claims (the claims' and
         volumes' state enters `_waiting_reason`, and the node count its reason), so skipping
         never changes a decision: it mirrors kube-scheduler's queueing hints, which requeue

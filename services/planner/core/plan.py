@@ -80,10 +80,11 @@ def _expire(rnd: Round) -> None:
 
 
 def _queue(rnd: Round) -> list[tuple[str, GroupState, PodGroupObserved | None, list[PodObserved]]]:
-    """Groups with pending members (in no order), in queue order (see `queue.queue_key`), but
-    for those resting in a wait only a change to the group can end, and those behind binders
-    busy from the start of the round (`Round.rest`; `plan` skips those behind binders that
-    become busy during the round)."""
+    """Groups with pending members, in queue order (see `queue.queue_key`), each with its
+    pending members unsorted (`plan` sorts those of the groups it plans); but for those
+    resting in a wait only a change to the group can end, and those behind binders busy from
+    the start of the round (`Round.rest`; `plan` skips those behind binders that become busy
+    during the round)."""
     state, current = rnd.state, rnd.derived
     quiet, dirty = current.quiet, current.dirty
     busy = rnd.binders_busy()  # busy now, busy all round: placements are only added
