@@ -324,16 +324,18 @@ async def test_a_podgroup_recreated_under_the_name_gets_no_status_meant_for_the_
 
 
 class SlowEvents(FakeKube):
-    """Holds every event write until `go` is set."""
+    """Holds event writes (of `reasons` only, when given) until `go` is set."""
 
-    def __init__(self) -> None:
+    def __init__(self, reasons: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.go = asyncio.Event()
         self.started = 0
+        self._reasons = reasons
 
     async def create_event(self, about, **kwargs):  # type: ignore[no-untyped-def, override]
-        self.started += 1
-        await self.go.wait()
+        if not self._reasons or kwargs.get("reason") in self._reasons:
+            self.started += 1
+            await self.go.wait()
         await super().create_event(about, **kwargs)
 
 
@@ -389,24 +391,11 @@ async def test_close_drops_the_events_still_being_written() -> None:
 
 
 
-class SlowScheduled(FakeKube):
-    """Holds Scheduled events (only) until `go` is set."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.go = asyncio.Event()
-
-    async def create_event(self, about, **kwargs):  # type: ignore[no-untyped-def, override]
-        if kwargs.get("reason") == "Scheduled":
-            await self.go.wait()
-        await super().create_event(about, **kwargs)
-
-
 async def test_a_pod_bound_while_events_wait_their_turn_gets_no_condition(monkeypatch) -> None:
     """Its placement's events wait for others' to end, yet it counts as bound at once: a
     rejection meanwhile does not patch it Unschedulable (and back)."""
     monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
-    kube = SlowScheduled()
+    kube = SlowEvents(reasons=("Scheduled",))
     kube.add_pod(make_pod("a", node="n1"))
     kube.add_pod(make_pod("b", node="n1"))
     report = reporter(kube)
@@ -423,7 +412,7 @@ async def test_a_pod_bound_while_events_wait_their_turn_gets_no_condition(monkey
 
 async def test_a_pod_bound_while_events_wait_their_turn_is_owed_no_event(monkeypatch) -> None:
     monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
-    kube = with_podgroup(SlowScheduled())
+    kube = with_podgroup(SlowEvents(reasons=("Scheduled",)))
     for name in ("a", "b", "c"):
         kube.add_pod(make_pod(name))
     report = reporter(kube, concurrency=1, event_budget=(1.0, 0.3))
