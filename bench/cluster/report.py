@@ -6,7 +6,8 @@ longest partial window, CPU utilisation and CPU milliseconds per bound pod (all 
 then the ratios gangsched / other and the bind ceiling; then the API server's requests per bound
 pod by verb and resource, per scheduler (`requests_table`: every client's, read from the API
 server's own metrics, so the creator's POSTs and KWOK's lease renewals are in every column
-alike and the differences between columns are the schedulers').
+alike and the differences between columns are the schedulers'); with `--profile`, the share of
+kube-apiserver CPU by handler kind (`apiserver_table`).
 """
 
 from __future__ import annotations
@@ -83,6 +84,26 @@ def requests_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def apiserver_table(result: dict[str, Any]) -> str:
+    """The share of kube-apiserver CPU each handler kind spent, a column per scheduler profiled
+    (`apiserver_profile`, taken with `--profile`), with the CPU seconds profiled."""
+    profiled = {name: m["apiserver_profile"] for name, m in result["schedulers"].items()
+                if (m.get("apiserver_profile") or {}).get("by_kind")}
+    if not profiled:
+        return ""
+    names = list(profiled)
+    first = profiled[names[0]]["by_kind"]
+    kinds = sorted({kind for p in profiled.values() for kind in p["by_kind"]},
+                   key=lambda kind: (-first.get(kind, 0.0), kind))
+    lines = ["| kube-apiserver CPU by handler | " + " | ".join(names) + " |",
+             "|" + "---|" * (len(names) + 1)]
+    lines += ["| " + kind + " | " + " | ".join(f"{profiled[n]['by_kind'].get(kind, 0.0):.1%}"
+                                                for n in names) + " |" for kind in kinds]
+    lines.append("| CPU s profiled | " + " | ".join(f"{profiled[n]['cpu_seconds']:.1f}"
+                                                     for n in names) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     for path in sys.argv[1:]:
         result = json.loads(Path(path).read_text())
@@ -94,6 +115,9 @@ def main() -> None:
         requests = requests_table(result)
         if requests:
             print(requests + "\n")
+        profiled = apiserver_table(result)
+        if profiled:
+            print(profiled + "\n")
 
 
 if __name__ == "__main__":

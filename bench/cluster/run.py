@@ -23,6 +23,7 @@ from typing import Any
 
 from bench.cluster import analysis, binder, cpu, manifests, schedulers
 from bench.cluster.api import Api, Endpoint
+from bench.cluster.apiserver_profile import ApiserverProfiler
 from bench.cluster.recorder import BOUND, Recorder
 from bench.cluster.schedulers import Scheduler
 from bench.cluster.workload import NODE_MEMORY, NODE_PODS, Workload
@@ -56,6 +57,7 @@ class Options:
 def control_plane(workload: Workload, cp_dir: Path, scheduler: Scheduler | None,
                   options: Options) -> ControlPlane:
     args = [*schedulers.COMMON_TESTBED_ARGS, *(scheduler.testbed_args if scheduler else ()),
+            *(["--apiserver-arg=--profiling=true"] if options.profile else []),
             *(f"--apiserver-arg={arg}" for arg in options.apiserver_args)]
     return ControlPlane(
         nodes=workload.node_count, cpu=f"{workload.node_cpu_milli}m", memory=NODE_MEMORY,
@@ -94,7 +96,10 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
     creator_before = time.process_time()
     requests_before = asyncio.run(api_requests(endpoint))
     profiler = _py_spy(running.pids[0], cp_dir) if options.profile and running.pids else None
+    apiserver_profiler = ApiserverProfiler(endpoint, cp_dir) if options.profile else None
     try:
+        if apiserver_profiler is not None:
+            apiserver_profiler.start()
         asyncio.run(_create_pods(endpoint, workload, scheduler, options.concurrency))
         outcome = _wait(recorder, workload, options, is_gang=scheduler.is_gang)
         listed = asyncio.run(_count_bound(endpoint))
@@ -102,6 +107,7 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
         requests = _difference(asyncio.run(api_requests(endpoint)), requests_before)
     finally:
         profile = _stop_py_spy(profiler)
+        apiserver_profile = apiserver_profiler.stop() if apiserver_profiler else None
         cpu_used = cpu.used_since(cpu_before, watched)
         cpu_used["bench creator"] = round(time.process_time() - creator_before, 2)
         records = recorder.stop()
@@ -115,6 +121,8 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
     result["cpu_ms_per_bound_pod"] = analysis.cpu_per_pod(result)
     if profile is not None:
         result["profile"] = profile
+    if apiserver_profile is not None:
+        result["apiserver_profile"] = apiserver_profile
     if scraped:
         result["scheduler_metrics"] = scraped
     return result
