@@ -56,7 +56,21 @@ _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
 
 class InvalidQuantity(ValueError):
     """A quantity that is not a valid Kubernetes quantity for its resource (any failure to read
-    one, whatever its type, is reported as this, with the value named)."""
+    one, whatever its type, is reported as this, with the value named).
+
+    Shapes: from `to_units` the message is `<resource>: <detail>`; `detail` is the part after
+    the resource, for a caller whose message already names it (the field path
+    `...requests.cpu`), so the name is not said twice. Otherwise `detail` is the message.
+    """
+
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = message if detail is None else detail
+
+    @classmethod
+    def of(cls, resource: str, detail: str) -> InvalidQuantity:
+        """`<resource>: <detail>`, with `detail` kept apart."""
+        return cls(f"{resource}: {detail}", detail=detail)
 
 
 class AmountBeyondRange(InvalidQuantity):
@@ -196,9 +210,9 @@ def _units(resource: str, text: str | int | float) -> int:
     try:
         value, factor = _number_and_factor(text)
     except InvalidQuantity as error:
-        raise InvalidQuantity(f"{resource}: {error}") from error
+        raise InvalidQuantity.of(resource, error.detail) from error
     if value.is_signed() and not value.is_zero():
-        raise InvalidQuantity(f"{resource}: negative quantity {_shown(text)}")
+        raise InvalidQuantity.of(resource, f"negative quantity {_shown(text)}")
     is_whole = not (resource == CPU or resource in _BYTE_RESOURCES
                     or resource.startswith("hugepages-"))
     if value.is_zero():
@@ -207,7 +221,7 @@ def _units(resource: str, text: str | int | float) -> int:
         raise AmountBeyondRange(resource, _shown_amount(text))
     if value.adjusted() < _TINY_EXPONENT:
         if is_whole:
-            raise InvalidQuantity(f"{resource}: must be a whole number, got {_shown(text)}")
+            raise InvalidQuantity.of(resource, f"must be a whole number, got {_shown(text)}")
         return 1
     try:
         with decimal.localcontext(_exact_context(value)):
@@ -215,9 +229,9 @@ def _units(resource: str, text: str | int | float) -> int:
             is_fractional = scaled != scaled.to_integral_value()
             amount = math.ceil(scaled)
     except (ArithmeticError, ValueError, OverflowError) as error:
-        raise InvalidQuantity(f"{resource}: invalid quantity {_shown(text)}") from error
+        raise InvalidQuantity.of(resource, f"invalid quantity {_shown(text)}") from error
     if is_whole and is_fractional:
-        raise InvalidQuantity(f"{resource}: must be a whole number, got {_shown(text)}")
+        raise InvalidQuantity.of(resource, f"must be a whole number, got {_shown(text)}")
     if amount > MAX_AMOUNT:
         raise AmountBeyondRange(resource, _shown_amount(text))
     return amount

@@ -342,7 +342,8 @@ def _amounts(quantities: Obj, field: Callable[[Any], str],
         except resources.AmountBeyondRange as error:
             raise error.at(field(name)) from error
         except resources.InvalidQuantity as error:
-            raise resources.InvalidQuantity(f"{field(name)}.{_str(name)}: {error}") from error
+            raise resources.InvalidQuantity(
+                f"{field(name)}.{_str(name)}: {error.detail}") from error
     return result
 
 

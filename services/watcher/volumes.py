@@ -82,7 +82,7 @@ def claim_event(obj: Obj, at_ms: int) -> ClaimObserved:
     try:
         request = _storage(as_dict(spec.get("resources")).get("requests"))
     except resources.InvalidQuantity as error:
-        request, invalid = 0, f"spec.resources.requests.storage: {error}"
+        request, invalid = 0, f"spec.resources.requests.storage: {error.detail}"
     selector: tuple[NodeSelectorRequirement, ...] | None = None
     if spec.get("selector") is not None:
         selector, is_valid = label_selector(spec.get("selector"))

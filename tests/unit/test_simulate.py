@@ -164,10 +164,11 @@ def test_table_output_is_readable(capsys):
 
 @pytest.mark.parametrize(("text", "message"), [
     ("apiVersion: v1\nkind: Node\nmetadata: {name: n0}\nstatus: {allocatable: {cpu: lots}}\n",
-     "document 1 (Node n0): status.allocatable.cpu"),
+     "document 1 (Node n0): status.allocatable.cpu: invalid quantity 'lots'\n"),
     ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
      "  - {name: c, resources: {requests: {memory: 5Xi}}}\n",
-     "document 1 (Pod default/p): spec.containers[0].resources.requests.memory"),
+     "document 1 (Pod default/p): spec.containers[0].resources.requests.memory: "
+     "invalid quantity '5Xi': unknown suffix 'Xi'\n"),
     ("apiVersion: scheduling.x-k8s.io/v1alpha1\n"
      "kind: PodGroup\nmetadata: {name: g}\nspec: {minMember: -1}\n",
      "document 1 (PodGroup default/g): spec.minMember"),
@@ -199,7 +200,8 @@ def test_table_output_is_readable(capsys):
     ("apiVersion: v1\nkind: Pod\nmetadata: {name: [oops\n", "in.yaml"),
     ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\n"
      "spec: {resources: {requests: {storage: lots}}}\n",
-     "document 1 (PersistentVolumeClaim default/c): spec.resources.requests.storage: "),
+     "document 1 (PersistentVolumeClaim default/c): spec.resources.requests.storage: "
+     "invalid quantity 'lots'\n"),
     ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\nspec: {}\n",
      "document 1 (PersistentVolumeClaim default/c): spec.resources.requests.storage: missing"),
     ("apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: v}\n"

@@ -287,7 +287,7 @@ def _check_node(doc: Document, obj: dict[str, Any]) -> None:
                 resources.saturated_units(str(name), text)
             except resources.InvalidQuantity as error:
                 raise InvalidManifest(describe(doc, obj), f"status.{field}.{name}",
-                                      str(error)) from error
+                                      error.detail) from error
     if not status.get("allocatable") and not status.get("capacity"):
         raise InvalidManifest(describe(doc, obj), "status.allocatable",
                               "missing (a simulated node needs its capacity)")
@@ -321,7 +321,7 @@ def _check_storage(doc: Document, obj: dict[str, Any]) -> None:
     try:
         resources.to_units(resources.STORAGE, amounts["storage"])
     except resources.InvalidQuantity as error:
-        raise InvalidManifest(describe(doc, obj), f"{where}.storage", str(error)) from error
+        raise InvalidManifest(describe(doc, obj), f"{where}.storage", error.detail) from error
 
 
 def _check_budget(doc: Document, obj: dict[str, Any]) -> None:
