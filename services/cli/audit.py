@@ -130,9 +130,12 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
         focus = Focus(kind, *_namespaced(parsed["pod"] or parsed["podgroup"]))
     verify = bool(parsed["verify"])
     shown = parsed["show_timeline"]
+    bus = (_served_bus(parsed, "replay from", "Its database records every planning round: "
+                       "gangsched replay --source db --data-dir {data_dir}")[0]
+           if parsed["source"] == "nats" else _bus(parsed))
     return ReplayRequest(
         source=parsed["source"], db_url=run_info.database_url(parsed["db"], parsed["data_dir"]),
-        bus=_bus(parsed), config=config, window=Window(parsed["from_seq"] or 1, parsed["since"]),
+        bus=bus, config=config, window=Window(parsed["from_seq"] or 1, parsed["since"]),
         until=parsed["until"] or Until(), focus=focus, output=parsed["output"], verify=verify,
         show_timeline=(not verify) if shown is None else bool(shown),
         show_ticks=bool(parsed["show_ticks"]),
@@ -248,26 +251,37 @@ def decisions_command(follow: bool, podgroup: str | None, decision_type: str | N
 
     group = _namespaced(podgroup) if podgroup else None
     with contextlib.suppress(KeyboardInterrupt):
-        bus = _bus(parsed)
-        if not bus.url:
-            data_dir = parsed["data_dir"]
-            if (pid := data_dir_lock.holder(data_dir)) is not None:
-                raise exit_codes.Failed(
-                    f"the `gangsched run` in {data_dir} (pid {pid}) is not ready yet: its "
-                    "run.json names the embedded NATS once every service is ready; try again "
-                    "shortly")
-            offline = (f". The decisions recorded there can be read offline: gangsched replay "
-                       f"--data-dir {data_dir}" if (data_dir / "gangsched.db").is_file() else "")
-            raise exit_codes.Failed(
-                f"no NATS to read decisions from: no --nats given and no running `gangsched run` "
-                f"in {data_dir} (its run.json names the embedded server){offline}")
-        gone = None if parsed.get("nats") else _run_gone(parsed["data_dir"], bus.url)
+        bus, url = _served_bus(parsed, "read decisions from", "The decisions recorded there "
+                               "can be read offline: gangsched replay --data-dir {data_dir}")
+        gone = None if parsed.get("nats") else _run_gone(parsed["data_dir"], url)
         printed = _run(following.print_decisions(bus, group, follow=follow, output=output,
                                                  gone=gone, decision_type=decision_type))
         if not printed and not follow:
             kind = f" {decision_type}" if decision_type else ""
             about = f" of PodGroup {group[0]}/{group[1]}" if group else ""
             click.echo(f"no{kind} decision{about} on the DECISIONS stream", err=True)
+
+
+def _served_bus(parsed: dict[str, Any], purpose: str, offline: str) -> tuple[BusSettings, str]:
+    """`_bus(parsed)` and its URL when it names a NATS server. Else exit 1
+    (`exit_codes.Failed`) saying why: the `gangsched run` holding the data directory is still
+    starting (its run.json names the embedded NATS once every service is ready), or none runs
+    there; `offline` (its `{data_dir}` filled in) tells how to read what is recorded when a
+    database is there.
+    `purpose`: what the NATS was wanted for, e.g. "read decisions from"."""
+    bus = _bus(parsed)
+    if bus.url:
+        return bus, bus.url
+    data_dir = parsed["data_dir"]
+    if (pid := data_dir_lock.holder(data_dir)) is not None:
+        raise exit_codes.Failed(
+            f"the `gangsched run` in {data_dir} (pid {pid}) is not ready yet: its run.json "
+            "names the embedded NATS once every service is ready; try again shortly")
+    hint = (". " + offline.format(data_dir=data_dir)
+            if (data_dir / "gangsched.db").is_file() else "")
+    raise exit_codes.Failed(
+        f"no NATS to {purpose}: no --nats given and no running `gangsched run` in {data_dir} "
+        f"(its run.json names the embedded server){hint}")
 
 
 def _run_gone(data_dir: Path, url: str) -> Callable[[], str | None]:

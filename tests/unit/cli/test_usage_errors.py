@@ -95,6 +95,25 @@ def test_decisions_while_a_run_holds_the_data_directory_says_it_is_not_ready_yet
     assert "no running `gangsched run`" in invoke("decisions", "--data-dir", str(tmp_path))[1]
 
 
+def test_replay_from_nats_without_one_says_why_as_decisions_does(tmp_path: Path) -> None:
+    from services.cli import data_dir_lock
+
+    args = ("replay", "--source", "nats", "--data-dir", str(tmp_path))
+    code, output = invoke(*args)
+    assert code == 1
+    assert (f"no NATS to replay from: no --nats given and no running `gangsched run` in "
+            f"{tmp_path}" in output and "--source db" not in output), output
+    with data_dir_lock.hold(tmp_path):  # as a `gangsched run` still starting holds it
+        code, output = invoke(*args)
+    assert code == 1
+    assert (f"the `gangsched run` in {tmp_path} (pid {os.getpid()}) is not ready yet"
+            in output), output
+    assert invoke("migrate", "--data-dir", str(tmp_path), "--log-level", "WARNING")[0] == 0
+    code, output = invoke(*args)
+    assert code == 1  # a database is there: it says how to replay it instead
+    assert f"gangsched replay --source db --data-dir {tmp_path}" in output, output
+
+
 def test_version_flag() -> None:
     from services import __version__
 
