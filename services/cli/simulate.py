@@ -45,10 +45,14 @@ def load_documents(files: list[Path]) -> list[manifests.Document]:
     """Every YAML document of every file, in order.
 
     Raises:
-        manifests.InvalidManifest: a file that cannot be read or parsed (the message says where).
+        manifests.InvalidManifest: a file that cannot be read or parsed (the message says where),
+            or files that hold no object at all (empty, or only comments and `---`): as
+            `kubectl apply -f` refuses them ("no objects passed to apply"), a simulation of
+            nothing is a mistake, not a result.
     """
     documents: list[manifests.Document] = []
-    for path in _expand(files):
+    paths = _expand(files)
+    for path in paths:
         try:
             bodies = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
         except UnicodeDecodeError as error:
@@ -59,6 +63,11 @@ def load_documents(files: list[Path]) -> list[manifests.Document]:
             raise manifests.InvalidManifest(str(path), "", _one_line(error)) from error
         documents.extend(manifests.Document(str(path), number, body)
                          for number, body in enumerate(bodies, start=1))
+    if paths and all(document.body is None for document in documents):
+        raise manifests.InvalidManifest(
+            ", ".join(str(path) for path in paths), "",
+            f"no objects in {'it' if len(paths) == 1 else 'them'} (empty, or only comments), "
+            "as kubectl apply -f refuses them")
     return documents
 
 

@@ -220,6 +220,17 @@ def test_invalid_input_exits_non_zero_naming_document_and_field(tmp_path, capsys
     assert message in err, err
 
 
+def test_files_without_objects_are_an_error_not_an_empty_report(tmp_path, capsys):
+    empty, comments = tmp_path / "empty.yaml", tmp_path / "comments.yaml"
+    empty.write_text("")
+    comments.write_text("# nothing yet\n---\n")
+    assert simulate_command([empty, comments], "json") == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {empty}, {comments}: no objects in them (empty, or only comments), as "
+        "kubectl apply -f refuses them")
+    assert simulate_command([empty, GOLDEN / "nginx-gang.yaml"], "json") == 0  # one has some
+
+
 def test_a_directory_without_manifests_is_an_error_not_an_empty_report(tmp_path, capsys):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\n")
