@@ -130,6 +130,7 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
         focus = Focus(kind, *_namespaced(parsed["pod"] or parsed["podgroup"]))
     verify = bool(parsed["verify"])
     shown = parsed["show_timeline"]
+    decision_key = _decision_key(parsed["decision_key_file"])  # a usage error goes first
     bus = (_served_bus(parsed, "replay from", "Its database records every planning round: "
                        "gangsched replay --source db --data-dir {data_dir}")[0]
            if parsed["source"] == "nats" else _bus(parsed))
@@ -140,7 +141,7 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
         show_timeline=(not verify) if shown is None else bool(shown),
         show_ticks=bool(parsed["show_ticks"]),
         max_event_lead_seconds=parsed["max_event_lead_seconds"],
-        decision_key=_decision_key(parsed["decision_key_file"]))
+        decision_key=decision_key)
 
 
 def _decision_key(path: Path | None) -> DecisionKey | None:

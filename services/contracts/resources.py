@@ -78,13 +78,15 @@ class AmountBeyondRange(InvalidQuantity):
     gangsched cannot place it, so it is refused rather than clamped.
 
     Shapes: the message is `[<where>: ]<resource> <amount as given> is beyond the largest amount
-    gangsched can place (<MAX_AMOUNT formatted>)`, e.g. `cpu 1e30 is beyond ... (281474976710656m)`.
+    gangsched can place (<MAX_AMOUNT formatted>)`, e.g. `cpu 1e30 is beyond ... (281474976710656m)`;
+    `detail` is the same from `<amount as given>` on.
     """
 
     def __init__(self, resource: str, shown: str, where: str = "") -> None:
         largest = format_amount(resource, MAX_AMOUNT)
-        text = f"{resource} {shown} is beyond the largest amount gangsched can place ({largest})"
-        super().__init__(f"{where}: {text}" if where else text)
+        detail = f"{shown} is beyond the largest amount gangsched can place ({largest})"
+        text = f"{resource} {detail}"
+        super().__init__(f"{where}: {text}" if where else text, detail=detail)
         self.resource, self.shown = resource, shown
 
     def at(self, where: str) -> AmountBeyondRange:

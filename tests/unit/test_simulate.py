@@ -202,6 +202,10 @@ def test_table_output_is_readable(capsys):
      "spec: {resources: {requests: {storage: lots}}}\n",
      "document 1 (PersistentVolumeClaim default/c): spec.resources.requests.storage: "
      "invalid quantity 'lots'\n"),
+    ("apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: v}\n"
+     "spec: {capacity: {storage: 1e30}, accessModes: [ReadWriteOnce]}\n",
+     "document 1 (PersistentVolume v): spec.capacity.storage: 1e30 is beyond the largest amount "
+     "gangsched can place (256Ti)\n"),
     ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\nspec: {}\n",
      "document 1 (PersistentVolumeClaim default/c): spec.resources.requests.storage: missing"),
     ("apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: v}\n"

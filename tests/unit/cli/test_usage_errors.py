@@ -112,6 +112,9 @@ def test_replay_from_nats_without_one_says_why_as_decisions_does(tmp_path: Path)
     code, output = invoke(*args)
     assert code == 1  # a database is there: it says how to replay it instead
     assert f"gangsched replay --source db --data-dir {tmp_path}" in output, output
+    code, output = invoke(*args, "--decision-key-file", str(tmp_path / "no-such.key"))
+    assert code == 2  # a bad option is a usage error, told before looking for a NATS
+    assert "cannot read the decision key file" in output, output
 
 
 def test_version_flag() -> None:

@@ -142,3 +142,10 @@ def test_a_refusal_names_the_resource_and_keeps_the_rest_apart(text: str, detail
     with pytest.raises(resources.InvalidQuantity) as refused:
         resources.to_units(resource, text)
     assert (str(refused.value), refused.value.detail) == (f"{resource}: {detail}", detail)
+
+
+def test_a_refusal_beyond_range_keeps_the_part_after_the_resource_apart() -> None:
+    with pytest.raises(resources.AmountBeyondRange) as refused:
+        resources.to_units("storage", "1e30")
+    assert str(refused.value) == f"storage {refused.value.detail}"
+    assert refused.value.detail == "1e30 is beyond the largest amount gangsched can place (256Ti)"
