@@ -74,8 +74,9 @@ def classify(traces: str) -> dict[str, float]:
 def summarise(paths: list[Path]) -> dict[str, Any]:
     """The API server's profiled CPU seconds and each kind's share of them, over `paths`.
 
-    Shapes: `{"cpu_seconds": float, "by_kind": {kind: share}, "profiles": [path, ...]}`, or
-    `{"error": why}` when there is no profile or no `go` to read one.
+    Shapes: `{"cpu_seconds": float, "by_kind": {kind: share}, "profiles": [path, ...]}`, plus
+    `"unread": [why, ...]` for profiles `go tool pprof` could not read; `{"error": why}` when
+    there is no profile, no `go` to read one, or none could be read.
     """
     if not paths:
         return {"error": "no kube-apiserver profile taken"}
@@ -83,17 +84,31 @@ def summarise(paths: list[Path]) -> dict[str, Any]:
     if go is None:
         return {"error": "`go` not found: cannot read the kube-apiserver profiles"}
     spent: defaultdict[str, float] = defaultdict(float)
+    unread: list[str] = []
     for path in paths:
-        done = subprocess.run([go, "tool", "pprof", "-traces", str(path)],
-                              capture_output=True, text=True, timeout=300, check=False)
+        try:
+            done = subprocess.run([go, "tool", "pprof", "-traces", str(path)],
+                                  capture_output=True, text=True, timeout=300, check=False)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            unread.append(f"{path.name}: {error}")
+            continue
+        if done.returncode != 0:
+            why = " ".join(done.stderr.split())[:200]
+            unread.append(f"{path.name}: go tool pprof exited {done.returncode}: {why}")
+            continue
         for kind, seconds in classify(done.stdout).items():
             spent[kind] += seconds
     total = sum(spent.values())
+    if not total:
+        return {"error": "no kube-apiserver profile could be read", "unread": unread[:3]}
     ranked = sorted(spent.items(), key=lambda item: -item[1])
-    return {"cpu_seconds": round(total, 2),
-            "by_kind": {kind: round(seconds / total, 4) for kind, seconds in ranked}
-            if total else {},
-            "profiles": [str(path) for path in paths]}
+    summary: dict[str, Any] = {
+        "cpu_seconds": round(total, 2),
+        "by_kind": {kind: round(seconds / total, 4) for kind, seconds in ranked},
+        "profiles": [str(path) for path in paths]}
+    if unread:
+        summary["unread"] = unread[:3]
+    return summary
 
 
 class ApiserverProfiler:
@@ -113,17 +128,31 @@ class ApiserverProfiler:
         """Start taking profiles."""
         self._thread.start()
 
-    def stop(self) -> dict[str, Any]:
-        """Stop after the profile being taken, and summarise them all (`summarise`)."""
+    def request_stop(self) -> None:
+        """Take no profile after the one being taken (call at the end of the run, before
+        counting CPU: `stop` may then wait up to WINDOW_SECONDS for that one)."""
         self._stopping.set()
+
+    def stop(self) -> dict[str, Any]:
+        """Stop after the profile being taken, and summarise them all (`summarise`); never
+        raises: a failure is the summary's `error` (with `fetch_errors` when a profile could
+        not be fetched: profiling stopped there, so the profiles cover the run up to it)."""
+        self.request_stop()
         self._thread.join(WINDOW_SECONDS + 60)
-        summary = summarise(self.paths)
+        try:
+            summary = summarise(self.paths)
+        except Exception as error:  # the run's own results must survive its profile
+            summary = {"error": f"summarising the kube-apiserver profiles: {error!r}"}
         if self.errors:
             summary["fetch_errors"] = self.errors[:3]
         return summary
 
     def _run(self) -> None:
-        context = ssl.create_default_context(cafile=self._endpoint.ca_file)
+        try:
+            context = ssl.create_default_context(cafile=self._endpoint.ca_file)
+        except (OSError, ssl.SSLError) as error:
+            self.errors.append(f"{type(error).__name__}: {error}")
+            return
         request = urllib.request.Request(
             f"{self._endpoint.server}/debug/pprof/profile?seconds={WINDOW_SECONDS}",
             headers={"Authorization": f"Bearer {self._endpoint.token}"})

@@ -87,10 +87,12 @@ def requests_table(result: dict[str, Any]) -> str:
 def apiserver_table(result: dict[str, Any]) -> str:
     """The share of kube-apiserver CPU each handler kind spent, a column per scheduler profiled
     (`apiserver_profile`, taken with `--profile`), with the CPU seconds profiled."""
-    profiled = {name: m["apiserver_profile"] for name, m in result["schedulers"].items()
-                if (m.get("apiserver_profile") or {}).get("by_kind")}
+    profiles = {name: m["apiserver_profile"] for name, m in result["schedulers"].items()
+                if m.get("apiserver_profile")}
+    profiled = {name: p for name, p in profiles.items() if p.get("by_kind")}
+    failed = [f"{name}: {p['error']}" for name, p in profiles.items() if p.get("error")]
     if not profiled:
-        return ""
+        return "kube-apiserver not profiled: " + "; ".join(failed) if failed else ""
     names = list(profiled)
     first = profiled[names[0]]["by_kind"]
     kinds = sorted({kind for p in profiled.values() for kind in p["by_kind"]},
@@ -101,6 +103,8 @@ def apiserver_table(result: dict[str, Any]) -> str:
                                                 for n in names) + " |" for kind in kinds]
     lines.append("| CPU s profiled | " + " | ".join(f"{profiled[n]['cpu_seconds']:.1f}"
                                                      for n in names) + " |")
+    if failed:
+        lines += ["", "kube-apiserver not profiled: " + "; ".join(failed)]
     return "\n".join(lines)
 
 

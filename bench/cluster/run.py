@@ -106,11 +106,13 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
         scraped = running.scrape()
         requests = _difference(asyncio.run(api_requests(endpoint)), requests_before)
     finally:
+        if apiserver_profiler is not None:
+            apiserver_profiler.request_stop()
         profile = _stop_py_spy(profiler)
-        apiserver_profile = apiserver_profiler.stop() if apiserver_profiler else None
         cpu_used = cpu.used_since(cpu_before, watched)
         cpu_used["bench creator"] = round(time.process_time() - creator_before, 2)
         records = recorder.stop()
+        apiserver_profile = apiserver_profiler.stop() if apiserver_profiler else None
     result = analysis.analyse(workload, records["pods"])
     result |= {"outcome": outcome, "watch_events": records["events"],
                "watch_reopened": records["watch_reopened"], "api_requests": requests,

@@ -1,9 +1,19 @@
 """The bench's kube-apiserver profile summary: each sampled stack counted once, under the first
-handler kind it shows, and the report's table of shares per scheduler."""
+handler kind it shows; profiles that cannot be taken or read said so, never raised; and the
+report's table of shares per scheduler."""
 
 from __future__ import annotations
 
-from bench.cluster.apiserver_profile import classify
+import os
+import socket
+import time
+from pathlib import Path
+
+import certifi
+import pytest
+
+from bench.cluster.api import Endpoint
+from bench.cluster.apiserver_profile import ApiserverProfiler, classify, summarise
 from bench.cluster.report import apiserver_table
 
 SEPARATOR = "-----------+-------------------------------------------------------"
@@ -65,5 +75,45 @@ def test_the_report_shows_each_kinds_share_per_profiled_scheduler() -> None:
         "| pods/status update | 30.0% | 0.0% |",
         "| other | 20.0% | 30.0% |",
         "| CPU s profiled | 40.0 | 20.0 |",
+        "",
+        "kube-apiserver not profiled: trivial: no kube-apiserver profile taken",
     ]
     assert apiserver_table({"schedulers": {"trivial": {}}}) == ""
+
+
+def test_profiles_that_cannot_be_read_are_said_so(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    profile = tmp_path / "kube-apiserver-000.pprof"
+    profile.write_bytes(b"not a profile")
+    assert summarise([]) == {"error": "no kube-apiserver profile taken"}
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert summarise([profile]) == {
+        "error": "`go` not found: cannot read the kube-apiserver profiles"}
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    go = bin_dir / "go"  # a `go` whose pprof refuses the file, as the real one does garbage
+    go.write_text("#!/bin/sh\necho 'parsing profile: unrecognized profile format' >&2\nexit 1\n")
+    go.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert summarise([profile]) == {
+        "error": "no kube-apiserver profile could be read",
+        "unread": ["kube-apiserver-000.pprof: go tool pprof exited 1: parsing profile: "
+                   "unrecognized profile format"]}
+
+
+def test_a_profiler_whose_fetch_fails_stops_at_once_and_says_why(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    profiler = ApiserverProfiler(
+        Endpoint(server=f"https://127.0.0.1:{port}", ca_file=certifi.where(), token="t"),
+        tmp_path)
+    profiler.start()
+    started = time.monotonic()
+    while not profiler.errors and time.monotonic() - started < 30:
+        time.sleep(0.01)
+    summary = profiler.stop()  # the thread has ended: stop does not wait a window
+    assert time.monotonic() - started < 30
+    assert summary["error"] == "no kube-apiserver profile taken"
+    assert len(summary["fetch_errors"]) == 1 and "URLError" in summary["fetch_errors"][0]
+    assert os.listdir(tmp_path) == []
