@@ -132,13 +132,13 @@ def test_parse_quantity_translates_every_failure():
     assert resources.parse_quantity("1e1000000") > 0
 
 
-@pytest.mark.parametrize(("text", "detail"), [
-    ("lots", "invalid quantity 'lots'"),
-    ("-1", "negative quantity '-1'"),
-    ("1.5", "must be a whole number, got '1.5'"),
+@pytest.mark.parametrize(("resource", "text", "detail"), [
+    ("cpu", "lots", "invalid quantity 'lots'"),
+    ("cpu", "-1", "negative quantity '-1'"),
+    ("pods", "1.5", "must be a whole number, got '1.5'"),
 ])
-def test_a_refusal_names_the_resource_and_keeps_the_rest_apart(text: str, detail: str) -> None:
-    resource = "cpu" if text != "1.5" else "pods"
+def test_a_refusal_names_the_resource_and_keeps_the_rest_apart(resource: str, text: str,
+                                                               detail: str) -> None:
     with pytest.raises(resources.InvalidQuantity) as refused:
         resources.to_units(resource, text)
     assert (str(refused.value), refused.value.detail) == (f"{resource}: {detail}", detail)
