@@ -55,6 +55,7 @@ class Store(Protocol):
         state_bytes: bytes | None,
         last_seq: int,
         dead_letters: Sequence[DeadLetterRow] = (),
+        published: Sequence[str] = (),
     ) -> None: ...
 
     def catch_up_events(self, after_seq: int, upto_seq: int) -> AsyncIterator[AuditRow]: ...

@@ -3,6 +3,8 @@
 Layer: planner shell. Publishing happens only after the rows are committed; a row is marked
 published only after JetStream stored it, so a crash in between re-publishes it on restart
 and JetStream drops the duplicate (`Nats-Msg-Id` = decision id, or `deadletter/<consumer>/<seq>`).
+A running planner publishes each batch's rows as it committed them (`publish_rows`) and marks
+them in its next transaction; `publish_outbox` reads what is unpublished, at start.
 """
 
 from __future__ import annotations
@@ -31,11 +33,27 @@ async def publish_outbox(store: Store, publisher: Publisher) -> int:
     pending = await store.pending_outbox()
     if not pending:
         return 0
-    await publisher.publish_many([(row.subject, row.data, row.id) for row in pending])
+    await publish_rows(publisher, [(row.id, row.plan_seq, row.subject, row.data)
+                                   for row in pending])
     await store.mark_published([row.id for row in pending])
-    for row in pending:
-        metrics.decisions_published.labels(row.subject.split(".")[-3]).inc()
     return len(pending)
+
+
+async def publish_rows(publisher: Publisher, rows: Sequence[OutboxRow]) -> list[str]:
+    """Publish committed outbox `rows`, in order, and return their ids: the caller marks them
+    published (`Store.mark_published`, or with its next `Store.commit_batch`).
+
+    Raises:
+        whatever `Publisher.publish_many` raises (NATS down): nothing is marked then, and the
+        rows are published again from the outbox at restart.
+    """
+    if not rows:
+        return []
+    await publisher.publish_many([(subject, data, decision_id)
+                                  for decision_id, _, subject, data in rows])
+    for _, _, subject, _ in rows:
+        metrics.decisions_published.labels(subject.split(".")[-3]).inc()
+    return [decision_id for decision_id, _, _, _ in rows]
 
 
 async def publish_dead_letters(

@@ -7,7 +7,10 @@ Kubernetes API and never reads the wall clock for planning (time comes from even
 Exactly-once effects: a batch is committed whole or not at all; deliveries at or below the
 tracked sequence are acknowledged and skipped; decisions are published from the outbox after
 the commit, with `Nats-Msg-Id` = decision id, so a crash between commit and publish re-publishes
-on restart and JetStream drops the duplicate. Any failure in a batch ends the run (the
+on restart and JetStream drops the duplicate. A batch's published decisions are marked so in
+the next batch's transaction, or after `fetch_timeout_seconds` without events (one transaction
+per batch, not three), so a crash re-publishes at most that long's decisions, well inside the
+stream's duplicate window. Any failure in a batch ends the run (the
 supervisor restarts it): the restart restores the committed state and re-reads the stream from
 the tracked sequence, so no delivery is ever skipped out of order.
 
@@ -86,6 +89,9 @@ class PlannerService:
                                           self.settings.snapshot_interval_events)
         self.checks = Checks(prefix, round(self.settings.max_event_lead_seconds * 1000))
         self.scheduling_times = SchedulingTimes(config.scheduler_name)
+        self.unmarked: list[str] = []
+        """Ids of decisions JetStream stored that the database does not say are published
+        yet: marked by the next commit, or when no events come (`mark_unmarked`)."""
 
     async def recover(self) -> int:
         """Restore the committed state, publish what a crash left unpublished; return the first
@@ -112,8 +118,22 @@ class PlannerService:
         """Process batches from `source` until cancelled. Raises whatever a batch raises."""
         if ready is not None:
             ready.set()
-        while True:
-            await self.run_once(source)
+        try:
+            while True:
+                await self.run_once(source)
+        finally:
+            try:
+                await asyncio.shield(self.mark_unmarked())
+            except Exception as error:  # the store failed: the run's own error says why
+                log.warning("cannot mark %d published decisions at stop (a restart publishes "
+                            "them again; JetStream drops the copies): %s",
+                            len(self.unmarked), error)
+
+    async def mark_unmarked(self) -> None:
+        """Mark the decisions published since the last commit (`unmarked`) in the database."""
+        if self.unmarked:
+            await self.store.mark_published(self.unmarked)
+            self.unmarked = []
 
     async def run_once(self, source: EventSource) -> int:
         """Fetch one batch, commit it, publish its decisions, ack it; return its size.
@@ -137,6 +157,7 @@ class PlannerService:
                 break
             deliveries += more
         if not deliveries:
+            await self.mark_unmarked()
             return 0
         intake = sort_batch(deliveries, self.tracked_seq, self.checks, self.floor_seq)
         if intake.gap is not None:  # retention may have moved on since last asked
@@ -184,7 +205,9 @@ class PlannerService:
             state.encode_state(planned.state) if with_snapshot else None,
             intake.last_seq,
             sorted(dead),
+            self.unmarked,
         )
+        self.unmarked = []
         self.state, self.tracked_seq = planned.state, intake.last_seq
         self.snapshots.committed(len(planned.applied), with_snapshot=with_snapshot)
         self._count_pending()
@@ -192,7 +215,7 @@ class PlannerService:
                 [item.event for item in planned.applied], self.state):
             metrics.podgroup_scheduling_duration_seconds.observe(seconds)
         faults.crash_after_commit_if_asked(len(rows))
-        await publication.publish_outbox(self.store, self.publisher)
+        self.unmarked = await publication.publish_rows(self.publisher, rows)
         if dead:
             metrics.dead_letters.labels(self.consumer).inc(len(dead))
             self._count_refused(intake, len(planned.refused))

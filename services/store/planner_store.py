@@ -122,9 +122,12 @@ class PlannerStore:
         state_bytes: bytes | None,
         last_seq: int,
         dead_letters: Sequence[DeadLetterRow] = (),
+        published: Sequence[str] = (),
     ) -> None:
         """Write one batch in ONE transaction: audit rows, outbox, round, tracking, and the
-        snapshot (`state_bytes`, at `last_seq`) unless it is None.
+        snapshot (`state_bytes`, at `last_seq`) unless it is None; and mark the earlier
+        decisions `published` (ids JetStream has stored since the last commit) as
+        `mark_published` does, which saves that call its own transaction.
 
         `plan_seq` None means no planning round ran (a batch of poisoned messages only).
         Raises:
@@ -147,6 +150,7 @@ class PlannerStore:
                               {"seq": last_seq, "data": state_bytes})
             await _upsert(connection, tables.tracking, "consumer", self.consumer,
                           {"last_seq": last_seq})
+            await _mark_published(connection, published)
 
     async def pending_outbox(self) -> list[PendingDecision]:
         """Decisions committed but not yet published. Shapes: by plan_seq, then position."""
@@ -164,11 +168,7 @@ class PlannerStore:
         """Record that the decisions `ids` are stored in the DECISIONS stream (idempotent)."""
         if ids:
             async with self.engine.begin() as connection:
-                await connection.execute(
-                    update(tables.outbox)
-                    .where(tables.outbox.c.id.in_(list(ids)))
-                    .values(published_at_ms=_now_ms())
-                )
+                await _mark_published(connection, ids)
 
     async def record_dead_letter(self, seq: int, subject: str, reason: str, data: bytes) -> None:
         """Store one poisoned message outside a batch; a sequence already stored is kept."""
@@ -264,6 +264,15 @@ async def _upsert(
     )
     if result.rowcount == 0:
         await connection.execute(table.insert(), [{key: value, **values}])
+
+
+async def _mark_published(connection: AsyncConnection, ids: Sequence[str]) -> None:
+    """Set `published_at_ms` of the outbox rows `ids` (one UPDATE; nothing for no ids)."""
+    if ids:
+        await connection.execute(
+            update(tables.outbox).where(tables.outbox.c.id.in_(list(ids)))
+            .values(published_at_ms=_now_ms())
+        )
 
 
 def _audit(row: AuditRow) -> dict[str, object]:

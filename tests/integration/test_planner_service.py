@@ -336,3 +336,55 @@ async def test_a_planner_a_batch_behind_catches_up_before_it_plans_once(
     assert await service.run_once(source) == 12
     assert [row.plan_seq for row in await rows(engine, tables.rounds)] == [12]
     assert service.state.now_ms == 1011
+
+
+async def test_a_batch_costs_one_transaction_and_marks_the_last_batchs_decisions(
+    js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine
+) -> None:
+    """Decisions are published from memory after their commit and marked published by the
+    next batch's transaction, or by the first fetch that brings nothing; never lost."""
+    prefix = bus_settings.prefix
+    service = PlannerService(PlannerStore(engine), Publisher(js), prefix=prefix,
+                             config=PlannerConfig(),
+                             settings=planner_settings(bus_settings, Path()).planner)
+    await service.recover()
+    source = await PullConsumer.open(
+        js, stream=subjects.stream_name(prefix, "EVENTS"), durable=DURABLE,
+        filter_subject=subjects.events_wildcard(prefix), start_seq=1, ack_policy=AckPolicy.ALL,
+    )
+    transactions: list[object] = []
+
+    def began(connection: object) -> None:
+        transactions.append(connection)
+
+    sqlalchemy.event.listen(engine.sync_engine, "begin", began)
+    try:
+        await publish_events(js, prefix, gang_events("pg1", min_member=2, pods=2))
+        assert await service.run_once(source) == 4
+        assert len(transactions) == 1
+        transactions.clear()
+        first = [d.id for d in await published_decisions(js, prefix)]
+        assert len(first) >= 1 and service.unmarked == first
+        assert {row.id: row.published_at_ms for row in await rows(engine, tables.outbox)} == {
+            decision_id: None for decision_id in first}
+
+        await publish_events(js, prefix, gang_events("pg2", min_member=2, pods=2)[1:])
+        transactions.clear()  # the reads above are transactions too
+        assert await service.run_once(source) == 3
+        assert len(transactions) == 1
+        second = [d.id for d in await published_decisions(js, prefix)][len(first):]
+        assert second and service.unmarked == second
+        marked = {row.id: row.published_at_ms is not None
+                  for row in await rows(engine, tables.outbox)}
+        assert marked == {**dict.fromkeys(first, True), **dict.fromkeys(second, False)}
+
+        transactions.clear()
+        assert await service.run_once(source) == 0  # nothing comes: mark what is left
+        assert len(transactions) == 1 and service.unmarked == []
+        assert all(row.published_at_ms is not None for row in await rows(engine, tables.outbox))
+        transactions.clear()
+        assert await service.run_once(source) == 0
+        assert transactions == []  # nothing to mark, no transaction
+    finally:
+        sqlalchemy.event.remove(engine.sync_engine, "begin", began)
+        await source.close()
