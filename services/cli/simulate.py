@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import yaml
 from rich.console import Console
 from rich.table import Table
 
 from services.audit import preemptions
-from services.cli import audit_view, exit_codes
+from services.cli import audit_view, exit_codes, manifest_yaml
 from services.contracts.decisions import Preemption
 from services.contracts.events import DisruptionBudgetObserved, Event, PodObserved
 from services.planner.core import reasons
@@ -54,13 +53,13 @@ def load_documents(files: list[Path]) -> list[manifests.Document]:
     paths = _expand(files)
     for path in paths:
         try:
-            bodies = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+            bodies = manifest_yaml.load_all(path.read_text(encoding="utf-8"))
         except UnicodeDecodeError as error:
             raise manifests.InvalidManifest(
                 str(path), "", f"not UTF-8 text (byte {error.start}); manifests are UTF-8"
             ) from error
-        except (OSError, yaml.YAMLError) as error:
-            raise manifests.InvalidManifest(str(path), "", _one_line(error)) from error
+        except (OSError, manifest_yaml.YAMLError) as error:
+            raise manifests.InvalidManifest(str(path), "", manifest_yaml.one_line(error)) from error
         documents.extend(manifests.Document(str(path), number, body)
                          for number, body in enumerate(bodies, start=1))
     if paths and all(document.body is None for document in documents):
@@ -69,16 +68,6 @@ def load_documents(files: list[Path]) -> list[manifests.Document]:
             f"no objects in {'it' if len(paths) == 1 else 'them'} (empty, or only comments), "
             "as kubectl apply -f refuses them")
     return documents
-
-
-def _one_line(error: OSError | yaml.YAMLError) -> str:
-    """A read or YAML error in one line (PyYAML's span over several, with a caret drawing)."""
-    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
-        mark = error.problem_mark
-        return f"line {mark.line + 1} column {mark.column + 1}: {error.problem}"
-    if isinstance(error, OSError):
-        return error.strerror or str(error)
-    return " ".join(str(error).split())
 
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -333,13 +322,13 @@ def simulate_command(files: list[Path], output: str = "table",
                      config: PlannerConfig | None = None) -> int:
     """Run `gangsched simulate`; print the report to stdout; the process exit status."""
     if output not in OUTPUTS:
-        print(f"error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}",
+        print(f"Error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}",
               file=sys.stderr)
         return EXIT_INVALID
     try:
         data = simulate(files, config or PlannerConfig())
     except manifests.InvalidManifest as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"Error: {error}", file=sys.stderr)
         return EXIT_INVALID
     if output == "json":
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")

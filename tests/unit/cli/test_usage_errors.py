@@ -264,10 +264,44 @@ def test_a_manifest_that_is_not_utf8_or_not_yaml_is_one_line(tmp_path: Path) -> 
     binary.write_bytes(b"\xff\xfekind: Node\n")
     broken.write_text("a: [1,\n b: 2\n")
     code, output = invoke("simulate", str(binary))
-    assert code == 2 and output.strip() == f"error: {binary}: not UTF-8 text (byte 0); " \
+    assert code == 2 and output.strip() == f"Error: {binary}: not UTF-8 text (byte 0); " \
         "manifests are UTF-8"
     code, output = invoke("simulate", str(broken))
     assert code == 2 and len(output.strip().splitlines()) == 1 and "line 3 column 1" in output
+
+
+def test_a_manifest_with_a_control_character_says_where_in_one_line(tmp_path: Path) -> None:
+    """UTF-8, but not YAML (a NUL byte): PyYAML's `in "<unicode string>"` never shows."""
+    nul = tmp_path / "nul.yaml"
+    nul.write_bytes(b"kind: Node\n\x00\n")
+    code, output = invoke("simulate", str(nul))
+    assert (code, output.strip()) == (2, f"Error: {nul}: character 12: #x0000 is not allowed in "
+                                         "YAML (special characters are not allowed): not a YAML "
+                                         "or JSON file?")
+
+
+@pytest.mark.parametrize(("text", "where", "key"), [
+    ("kind: Node\nmetadata:\n  name: a\n  name: b\n", "line 4 column 3", "'name'"),
+    ("kind: Node\nkind: Pod\n", "line 2 column 1", "'kind'"),
+    ('{"kind": "Node", "metadata": {"labels": {"x": "1", "x": "2"}}}', "line 1 column 52",
+     "'x'"),
+])
+def test_a_manifest_giving_a_key_twice_is_refused(tmp_path: Path, text: str, where: str,
+                                                  key: str) -> None:
+    """The last value would win silently; the Kubernetes YAML library's strict decoding
+    refuses it (`key "name" already set in map`), and so does simulate."""
+    manifest = tmp_path / "twice.yaml"
+    manifest.write_text(text)
+    code, output = invoke("simulate", str(manifest))
+    assert (code, output.strip()) == (
+        2, f"Error: {manifest}: {where}: key {key} already set in this mapping (given twice)")
+
+
+def test_merge_keys_and_equal_keys_in_different_mappings_are_not_repeats() -> None:
+    from services.cli import manifest_yaml
+
+    assert manifest_yaml.load_all("a: {name: x}\nb: {name: y}\n<<: {c: 1}\nc: 2\n") == [
+        {"a": {"name": "x"}, "b": {"name": "y"}, "c": 2}]
 
 
 @pytest.mark.parametrize(("command", "url", "why"), [
