@@ -182,8 +182,9 @@ def run_service(main: Coroutine[Any, Any, None]) -> None:
         raise exit_codes.Failed(str(error)) from None
     except BusUnavailable as error:
         raise exit_codes.Failed(f"NATS unavailable: {error}") from None
-    except KubeError as error:
-        raise exit_codes.Failed(f"Kubernetes: {error}") from None
+    except KubeError as error:  # said once: "no Kubernetes credentials: ...", not twice
+        said = str(error)
+        raise exit_codes.Failed(said if "Kubernetes" in said else f"Kubernetes: {said}") from None
     except PortUnavailable as error:
         raise exit_codes.Failed(str(error)) from None
 

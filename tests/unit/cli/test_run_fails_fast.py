@@ -14,7 +14,9 @@ def test_run_with_a_missing_kubeconfig_exits_with_the_reason(tmp_path: Path) -> 
          "--data-dir", str(tmp_path / "data"), "--http-port", "-1"],
         capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 1
-    assert f"kubeconfig {missing} does not exist" in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"Error: no Kubernetes credentials: kubeconfig {missing} does not exist or is not a "
+        "file")  # said once, not "Kubernetes: no Kubernetes credentials"
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "data" / "nats").exists()  # nothing was started
 
