@@ -19,7 +19,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from services.bus import ack_reply, transience
+from services.bus import ack_reply, pulling, transience
 from services.config import limits
 from services.runtime import cancellation, metrics
 
@@ -149,7 +149,7 @@ class PullConsumer:
         self._js = js
         self._stream = stream
         self._config = config
-        self._subscription: JetStreamContext.PullSubscription | None = None
+        self._subscription: pulling.Puller | None = None
         self._unsettled: set[int] = set()
         self._highest_delivered = 0
         self._check_interval_seconds = CHECK_INTERVAL_SECONDS
@@ -351,7 +351,5 @@ class PullConsumer:
             self._config.opt_start_seq = start_seq
         await self._js.add_consumer(self._stream, config=self._config)
         await self.close()
-        self._subscription = await self._js.pull_subscribe_bind(
-            durable=self.durable, stream=self._stream
-        )
+        self._subscription = await pulling.Puller.bind(self._js, self._stream, self.durable)
         self._unsettled.clear()

@@ -25,7 +25,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from services.bus import ack_reply, transience
+from services.bus import ack_reply, pulling, transience
 from services.bus.connection import JetStream
 from services.runtime import cancellation
 
@@ -107,7 +107,7 @@ class OrderedReader:
         self._js, self._stream, self._owner = js, stream, owner
         self._filter = filter_subject
         self._inactive_seconds = inactive_threshold_seconds
-        self._subscription: JetStreamContext.PullSubscription | None = None
+        self._subscription: pulling.Puller | None = None
         self._name = ""
         self._delivered = 0  # the consumer's delivery sequence of the last message
         self._start_seq: int | None = None
@@ -193,8 +193,7 @@ class OrderedReader:
             inactive_threshold=self._inactive_seconds, mem_storage=True, num_replicas=1,
         )
         await self._js.add_consumer(self._stream, config=config)
-        self._subscription = await self._js.pull_subscribe_bind(
-            durable=self._name, stream=self._stream)
+        self._subscription = await pulling.Puller.bind(self._js, self._stream, self._name)
         self._delivered = 0
 
 

@@ -1,0 +1,153 @@
+"""`Puller` on a real nats-server: what nats-py's fetch returns, in order, nothing lost."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import nats.errors
+import nats.js.errors
+import pytest
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from services.bus import pulling
+from services.bus.publishing import Publisher
+from services.bus.pulling import Puller
+from services.config.settings import BusSettings
+from services.contracts import subjects
+
+pytestmark = pytest.mark.integration
+
+
+async def publish(js: JetStreamContext, settings: BusSettings, names: list[str]) -> None:
+    await Publisher(js).publish_many([
+        (subjects.events_subject(settings.prefix, "pod", "ns", name), name.encode(), name)
+        for name in names
+    ])
+
+
+async def puller(js: JetStreamContext, settings: BusSettings, name: str = "pull") -> Puller:
+    stream = subjects.stream_name(settings.prefix, "EVENTS")
+    await js.add_consumer(stream, ConsumerConfig(
+        durable_name=name, ack_policy=AckPolicy.EXPLICIT, deliver_policy=DeliverPolicy.ALL,
+        filter_subject=subjects.events_wildcard(settings.prefix), ack_wait=30))
+    return await Puller.bind(js, stream, name)
+
+
+def names(messages: list[Msg]) -> list[str]:
+    return [message.data.decode() for message in messages]
+
+
+async def test_a_fetch_returns_at_most_its_batch_in_order_and_the_rest_next(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    await publish(js, bus_settings, [f"m{i}" for i in range(7)])
+    pull = await puller(js, bus_settings)
+    started = time.monotonic()
+    assert names(await pull.fetch(3, 5.0)) == ["m0", "m1", "m2"]
+    assert names(await pull.fetch(10, 5.0)) == ["m3", "m4", "m5", "m6"]
+    assert time.monotonic() - started < 2.0  # available messages never wait for the timeout
+    assert pull._take(1_000) == []  # nothing held back
+    await pull.unsubscribe()
+
+
+async def test_a_waiting_fetch_returns_what_is_published_meanwhile(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    pull = await puller(js, bus_settings)
+    fetching = asyncio.create_task(pull.fetch(2, 5.0))
+    await asyncio.sleep(0.3)
+    await publish(js, bus_settings, ["late-a", "late-b"])
+    assert names(await asyncio.wait_for(fetching, 10)) == ["late-a", "late-b"]
+    await pull.unsubscribe()
+
+
+async def test_a_fetch_with_nothing_to_deliver_times_out_at_its_timeout(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    pull = await puller(js, bus_settings)
+    started = time.monotonic()
+    with pytest.raises(nats.errors.TimeoutError):
+        await pull.fetch(5, 0.5)
+    assert 0.45 <= time.monotonic() - started < 1.5
+    # the waiting request ended (408) with it: the next one is served at once
+    await publish(js, bus_settings, ["after"])
+    assert names(await pull.fetch(5, 5.0)) == ["after"]
+    await pull.unsubscribe()
+
+
+async def test_a_partial_batch_comes_back_at_the_deadline_and_nothing_is_lost(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    """A waiting request asking 10 gets 1: it is returned when the request expires; messages
+    published after that are the next fetch's, in order, each once."""
+    pull = await puller(js, bus_settings)
+    fetching = asyncio.create_task(pull.fetch(10, 0.6))
+    await asyncio.sleep(0.2)
+    await publish(js, bus_settings, ["x0"])
+    assert names(await asyncio.wait_for(fetching, 5)) == ["x0"]
+    await publish(js, bus_settings, ["x1", "x2"])
+    got: list[str] = []
+    while len(got) < 2:
+        got += names(await pull.fetch(10, 0.6))
+    assert got == ["x1", "x2"]
+    await pull.unsubscribe()
+
+
+async def test_a_deleted_consumer_is_an_api_error(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    pull = await puller(js, bus_settings, "doomed")
+    await js.delete_consumer(subjects.stream_name(bus_settings.prefix, "EVENTS"), "doomed")
+    started = time.monotonic()
+    with pytest.raises(nats.js.errors.ServiceUnavailableError):  # no one answers for it
+        await pull.fetch(5, 1.0)
+    assert time.monotonic() - started < 0.9  # said at once, not after the timeout
+    await pull.unsubscribe()
+
+
+async def test_a_late_status_of_an_earlier_request_does_not_end_the_current_one(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    """Only the status sent to a request's own reply subject ends it; a message of any
+    request is buffered, in arrival order."""
+    pull = await puller(js, bus_settings)
+    client = js._nc
+    current = "_INBOX.x.2"
+    request = pulling._Request(2)
+    pull._current = (current, request)
+    await pull._receive(Msg(client, subject="_INBOX.x.1", headers={"Status": "408"}))
+    assert not request.ended.is_set()
+    await pull._receive(Msg(client, subject="s.one", data=b"one"))
+    assert not request.ended.is_set() and request.received == 1
+    await pull._receive(Msg(client, subject=current, headers={"Status": "100"}))  # heartbeat
+    assert not request.ended.is_set()
+    await pull._receive(Msg(client, subject="s.two", data=b"two"))
+    assert request.ended.is_set() and pull._current is None  # all it asked for came
+    await pull._receive(Msg(client, subject="s.three", data=b"three"))  # a late message
+    assert names(pull._take(10)) == ["one", "two", "three"]
+    await pull.unsubscribe()
+
+
+async def test_acks_from_fetched_messages_settle_them(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    await publish(js, bus_settings, ["a", "b"])
+    pull = await puller(js, bus_settings)
+    first, second = await pull.fetch(2, 5.0)
+    await first.ack()
+    await second.ack()
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+
+    async def settled() -> bool:
+        info = await pull.consumer_info()
+        return info.num_ack_pending == 0 and info.ack_floor.stream_seq == 2
+
+    for _ in range(50):
+        if await settled():
+            break
+        await asyncio.sleep(0.1)
+    assert await settled(), await js.consumer_info(stream, "pull")
+    await pull.unsubscribe()
