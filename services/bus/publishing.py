@@ -19,6 +19,7 @@ from nats.js import JetStreamContext
 from nats.js.api import PubAck
 
 from services.bus import collisions, transience
+from services.bus.acks import AckWaiter
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from services.runtime import cancellation, metrics
 
@@ -56,6 +57,7 @@ class Publisher:
         self._ack_timeout_seconds = ack_timeout_seconds
         self._max_in_flight = max_in_flight
         self._signing_key = signing_key
+        self._acks: AckWaiter | None = None
 
     @cancellation.guarded
     async def publish(
@@ -160,9 +162,11 @@ class Publisher:
         """
         futures: list[asyncio.Future[PubAck]] = []
         try:
+            if self._acks is None:
+                self._acks = await AckWaiter.open(self._js)
             for subject, data, msg_id in window:
-                futures.append(await self._js.publish_async(
-                    subject, data, headers=self._headers(subject, data, msg_id, None)))
+                futures.append(await self._acks.publish(
+                    subject, data, self._headers(subject, data, msg_id, None)))
         except Exception as error:
             if not transience.is_transient(error):
                 _cancel(futures)

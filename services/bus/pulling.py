@@ -3,7 +3,7 @@
 Layer: bus. What nats-py's `PullSubscription.fetch` does, at a third of its CPU per message:
 nats-py awaits every message of a batch through `Subscription.next_msg`, which makes a task,
 a uuid and an `asyncio.wait_for` (another task and a timer) per message, about 35 µs of CPU
-each (`python -m bench.nats_fetch`); the planner, the binder's consumers and its view read
+each (`python -m bench.nats_client`); the planner, the binder's consumers and its view read
 every event that way. Here the subscription has a callback that appends each message to a
 buffer, and a fetch waits once for its pull request to end.
 
