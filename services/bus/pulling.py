@@ -57,6 +57,9 @@ class _Request:
     ended (a status, or all of them delivered)."""
 
     wanted: int
+    reconnects: int
+    """The connection's reconnect count when the request was sent: once it changed, the
+    request was lost with the old connection and no status will end it."""
     received: int = 0
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     error: nats.js.errors.APIError | None = None
@@ -144,11 +147,15 @@ class Puller:
         deadline (then it is left to end by itself; what it brings stays buffered).
 
         A request still in flight (its fetch's deadline came just before its 408) is waited
-        for first, until the deadline: then it is given up (the connection was lost with it).
+        for first, until the deadline; one sent before the connection was re-established is
+        given up at once (the server forgot it with the old connection), as is one that does
+        not end by the deadline.
         Raises:
             nats.js.errors.APIError: the request ended with an error status.
         """
-        if self._current is not None and not await _ended(self._current[1], deadline):
+        reconnects = self._reconnects()
+        if self._current is not None and (self._current[1].reconnects != reconnects
+                                          or not await _ended(self._current[1], deadline)):
             self._current = None
         self._count += 1
         reply = f"{self._inbox}.{self._count}"
@@ -157,7 +164,7 @@ class Puller:
             body["expires"] = int((deadline - time.monotonic()) * 1e9) - EXPIRES_MARGIN_NS
         else:
             body["no_wait"] = True
-        request = _Request(wanted)
+        request = _Request(wanted, reconnects)
         self._current = (reply, request)
         await self._client.publish(self._next_subject, json.dumps(body).encode(), reply=reply)
         if await _ended(request, deadline) and request.error is not None:
@@ -180,6 +187,10 @@ class Puller:
             current[1].error = _refusal(message)
         self._end()
 
+    def _reconnects(self) -> int:
+        """How many times the connection was re-established (nats-py's `stats`)."""
+        return int(self._client.stats["reconnects"])
+
     def _end(self) -> None:
         """Mark the request in flight ended."""
         if self._current is not None:
@@ -194,11 +205,17 @@ class Puller:
 
 def _refusal(message: Msg) -> nats.js.errors.APIError:
     """The error a status message stands for, as nats-py makes it (503: ServiceUnavailable,
-    the consumer or JetStream is not there; else an APIError with the status' code)."""
+    the consumer or JetStream is not there; else an APIError with the status' code and
+    description, if it has one)."""
     try:
         nats.js.errors.APIError.from_msg(message)  # always raises
     except nats.js.errors.APIError as error:
         return error
+    except (KeyError, ValueError):  # a status without a description, or not a number
+        pass
+    status = (message.headers or {}).get(STATUS_HEADER, "")
+    return nats.js.errors.APIError(code=int(status) if status.isdigit() else None,
+                                   description=f"status {status}")
 
 
 async def _ended(request: _Request, deadline: float) -> bool:

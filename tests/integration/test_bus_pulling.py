@@ -13,6 +13,7 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.bus import pulling
+from services.bus.embedded import EmbeddedNats
 from services.bus.publishing import Publisher
 from services.bus.pulling import Puller
 from services.config.settings import BusSettings
@@ -74,7 +75,85 @@ async def test_a_fetch_with_nothing_to_deliver_times_out_at_its_timeout(
     assert 0.45 <= time.monotonic() - started < 1.5
     # the waiting request ended (408) with it: the next one is served at once
     await publish(js, bus_settings, ["after"])
+    started = time.monotonic()
     assert names(await pull.fetch(5, 5.0)) == ["after"]
+    assert time.monotonic() - started < 1.0
+    await pull.unsubscribe()
+
+
+async def reconnected(js: JetStreamContext) -> None:
+    for _ in range(200):
+        if js._nc.is_connected:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("not reconnected")
+
+
+async def test_a_request_lost_with_the_connection_does_not_hold_up_the_next_fetch(
+    js: JetStreamContext, bus_settings: BusSettings, nats_server: EmbeddedNats
+) -> None:
+    """A killed server sends no status for a waiting request (no 409 Server Shutdown): after
+    the reconnect the next fetch asks afresh at once, as nats-py's does."""
+    pull = await puller(js, bus_settings)
+    fetching = asyncio.create_task(pull.fetch(5, 2.0))
+    await asyncio.sleep(0.3)
+    await nats_server.kill()
+    await nats_server.start()
+    await reconnected(js)
+    with pytest.raises(nats.errors.TimeoutError):
+        await fetching
+    await publish(js, bus_settings, ["after"])
+    started = time.monotonic()
+    assert names(await pull.fetch(5, 2.0)) == ["after"]
+    assert time.monotonic() - started < 1.0
+    await pull.unsubscribe()
+
+
+async def test_a_cancelled_fetch_loses_nothing(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    pull = await puller(js, bus_settings)
+    fetching = asyncio.create_task(pull.fetch(5, 5.0))
+    await asyncio.sleep(0.3)
+    fetching.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await fetching
+    await publish(js, bus_settings, ["x", "y"])
+    got: list[str] = []
+    while len(got) < 2:
+        got += names(await pull.fetch(5, 1.0))
+    assert got == ["x", "y"]
+    await pull.unsubscribe()
+
+
+async def test_unsubscribe_ends_a_waiting_fetch_at_once(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    pull = await puller(js, bus_settings)
+    fetching = asyncio.create_task(pull.fetch(5, 5.0))
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    await pull.unsubscribe()
+    with pytest.raises(nats.errors.TimeoutError):
+        await fetching
+    assert time.monotonic() - started < 0.5
+
+
+async def test_a_consumer_deleted_under_a_waiting_fetch_ends_it_then_is_an_error(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    """The server ends the waiting request with 409 Consumer Deleted (no error, as nats-py);
+    the next fetch finds no consumer (503), which callers recover from."""
+    pull = await puller(js, bus_settings, "doomed")
+    fetching = asyncio.create_task(pull.fetch(5, 3.0))
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    await js.delete_consumer(subjects.stream_name(bus_settings.prefix, "EVENTS"), "doomed")
+    with pytest.raises(nats.errors.TimeoutError):
+        await fetching
+    assert time.monotonic() - started < 1.0
+    with pytest.raises(nats.js.errors.ServiceUnavailableError):
+        await pull.fetch(5, 1.0)
     await pull.unsubscribe()
 
 
@@ -96,7 +175,7 @@ async def test_a_partial_batch_comes_back_at_the_deadline_and_nothing_is_lost(
     await pull.unsubscribe()
 
 
-async def test_a_deleted_consumer_is_an_api_error(
+async def test_a_deleted_consumer_is_an_api_error_at_once(
     js: JetStreamContext, bus_settings: BusSettings
 ) -> None:
     pull = await puller(js, bus_settings, "doomed")
@@ -116,7 +195,7 @@ async def test_a_late_status_of_an_earlier_request_does_not_end_the_current_one(
     pull = await puller(js, bus_settings)
     client = js._nc
     current = "_INBOX.x.2"
-    request = pulling._Request(2)
+    request = pulling._Request(2, reconnects=0)
     pull._current = (current, request)
     await pull._receive(Msg(client, subject="_INBOX.x.1", headers={"Status": "408"}))
     assert not request.ended.is_set()
@@ -128,6 +207,23 @@ async def test_a_late_status_of_an_earlier_request_does_not_end_the_current_one(
     assert request.ended.is_set() and pull._current is None  # all it asked for came
     await pull._receive(Msg(client, subject="s.three", data=b"three"))  # a late message
     assert names(pull._take(10)) == ["one", "two", "three"]
+    await pull.unsubscribe()
+
+
+@pytest.mark.parametrize(("headers", "code"), [
+    ({"Status": "400"}, 400),  # no description: nats-py's from_msg raises KeyError
+    ({"Status": "400", "Description": "Bad Request"}, 400),
+    ({"Status": "odd"}, None),
+])
+async def test_an_error_status_ends_the_request_with_an_api_error(
+    js: JetStreamContext, bus_settings: BusSettings, headers: dict[str, str], code: int | None
+) -> None:
+    pull = await puller(js, bus_settings)
+    request = pulling._Request(5, reconnects=0)
+    pull._current = ("_INBOX.x.1", request)
+    await pull._receive(Msg(js._nc, subject="_INBOX.x.1", headers=headers))
+    assert request.ended.is_set()
+    assert isinstance(request.error, nats.js.errors.APIError) and request.error.code == code
     await pull.unsubscribe()
 
 
