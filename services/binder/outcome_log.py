@@ -14,7 +14,7 @@ from services.binder import outcomes
 from services.bus import reading
 from services.bus.connection import JetStream
 from services.bus.errors import BusRefused, BusUnavailable
-from services.bus.publishing import MSG_ID_HEADER
+from services.bus.reading import MSG_ID_HEADER
 from services.contracts import codec, subjects
 from services.contracts.events import Outcome
 

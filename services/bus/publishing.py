@@ -18,14 +18,14 @@ import tenacity
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
 
-from services.bus import collisions, transience
+from services.bus import collisions, reading, transience
 from services.bus.acks import AckWaiter
+from services.bus.reading import MSG_ID_HEADER
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from services.runtime import cancellation, metrics
 
 log = logging.getLogger(__name__)
 
-MSG_ID_HEADER = "Nats-Msg-Id"
 ACK_TIMEOUT_SECONDS = 5.0
 MAX_IN_FLIGHT = 256
 
@@ -181,6 +181,15 @@ class Publisher:
             acks.append(future.result())
         return acks
 
+
+    async def recent_ids(self, stream: str, count: int) -> frozenset[str]:
+        """The message ids of the last `count` messages stored in `stream`
+        (`reading.recent_msg_ids`): what a restarted publisher finds already stored.
+
+        Raises:
+            NotFound, BusUnavailable, BusRefused (`services.bus.errors`).
+        """
+        return await reading.recent_msg_ids(self._js, stream, count)
 
     def _headers(self, subject: str, data: bytes, msg_id: str,
                  headers: dict[str, str] | None) -> dict[str, str]:

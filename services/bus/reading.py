@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import nats
+import nats.js.errors
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -30,6 +31,9 @@ from services.bus.connection import JetStream
 from services.runtime import cancellation
 
 log = logging.getLogger(__name__)
+
+MSG_ID_HEADER = "Nats-Msg-Id"
+"""The header holding a message's de-duplication id (JetStream's)."""
 
 WAIT_SECONDS = 1.0
 INACTIVE_THRESHOLD_SECONDS = 10.0
@@ -91,6 +95,29 @@ async def last_message(js: JetStream, stream: str, subject: str) -> StoredMessag
     return StoredMessage(
         seq=int(message.seq or 0), subject=message.subject or subject, data=message.data or b"",
         headers=dict(message.headers or {}), stored_at_ms=_epoch_ms(message.time))
+
+
+@cancellation.guarded
+async def recent_msg_ids(js: JetStream, stream: str, count: int) -> frozenset[str]:
+    """The message ids (`Nats-Msg-Id`) of the last `count` messages stored in `stream`, or of
+    all it holds if fewer. One stream info, then one lookup by sequence per message (what a
+    NATS user allowed only `STREAM.MSG.GET` on the stream can read).
+
+    Raises:
+        NotFound: no such stream. BusUnavailable, BusRefused: NATS failed or refused.
+    """
+    state = await stream_state(js, stream)
+    found: set[str] = set()
+    for seq in range(max(state.first_seq, state.last_seq - count + 1, 1), state.last_seq + 1):
+        with transience.bus_errors(f"message {seq} of {stream}"):
+            try:
+                message = await js.get_msg(stream, seq)
+            except nats.js.errors.NotFoundError:  # removed by retention meanwhile
+                continue
+        msg_id = (message.headers or {}).get(MSG_ID_HEADER)
+        if msg_id is not None:
+            found.add(msg_id)
+    return frozenset(found)
 
 
 def consumer_name(owner: str) -> str:

@@ -41,6 +41,8 @@ class Publisher(Protocol):
 
     async def publish_many(self, items: Sequence[tuple[str, bytes, str]]) -> None: ...
 
+    async def recent_ids(self, stream: str, count: int) -> frozenset[str]: ...
+
 
 class Store(Protocol):
     """The planner's persistence (see `services.store.planner_store.PlannerStore`)."""

@@ -4,7 +4,10 @@ Layer: planner shell. Publishing happens only after the rows are committed; a ro
 published only after JetStream stored it, so a crash in between re-publishes it on restart
 and JetStream drops the duplicate (`Nats-Msg-Id` = decision id, or `deadletter/<consumer>/<seq>`).
 A running planner publishes each batch's rows as it committed them (`publish_rows`) and marks
-them in its next transaction; `publish_outbox` reads what is unpublished, at start.
+them in its next transaction; `publish_outbox` reads what is unpublished, at start, and first
+looks at the DECISIONS stream's tail for those JetStream already stored (a planner stopped
+between publishing a batch and marking it), so none is stored twice, however long the planner
+was down (past the stream's duplicate window JetStream would store a copy).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from services.bus.publishing import MAX_IN_FLIGHT
 from services.contracts import codec, dead_letters, subjects
 from services.contracts.decisions import Decision, decision_subject
 from services.planner.ports import Publisher, Store
@@ -19,6 +23,10 @@ from services.runtime import metrics
 from services.store.planner_store import OutboxRow
 
 log = logging.getLogger(__name__)
+
+PUBLISH_REORDER = MAX_IN_FLIGHT
+"""How far a decision's place in the stream may lag its place in the outbox: a window of
+pipelined publishes whose failed ones are published again after the others."""
 
 
 def outbox_rows(prefix: str, decisions: Sequence[Decision]) -> list[OutboxRow]:
@@ -28,15 +36,31 @@ def outbox_rows(prefix: str, decisions: Sequence[Decision]) -> list[OutboxRow]:
     ]
 
 
-async def publish_outbox(store: Store, publisher: Publisher) -> int:
-    """Publish every unpublished outbox row, in order, then mark them; return how many."""
+async def publish_outbox(store: Store, publisher: Publisher, prefix: str) -> int:
+    """Publish every unpublished outbox row that the DECISIONS stream does not hold yet, in
+    order, then mark them all; return how many were published.
+
+    Source: the stream's last `len(pending) + PUBLISH_REORDER` messages: the planner is the
+    only publisher of decisions and publishes them in outbox order, give or take a window of
+    pipelined publishes retried one by one (`Publisher.publish_many`).
+    Raises:
+        NotFound, BusUnavailable, BusRefused (`services.bus.errors`): the stream cannot be read.
+    """
     pending = await store.pending_outbox()
     if not pending:
         return 0
-    await publish_rows(publisher, [(row.id, row.plan_seq, row.subject, row.data)
-                                   for row in pending])
-    await store.mark_published([row.id for row in pending])
-    return len(pending)
+    stored = await publisher.recent_ids(subjects.stream_name(prefix, "DECISIONS"),
+                                        len(pending) + PUBLISH_REORDER)
+    found = [row.id for row in pending if row.id in stored]
+    if found:
+        await store.mark_published(found)
+        log.info("%d of %d unmarked decisions were already stored in DECISIONS (published "
+                 "before the planner stopped); marked, not published again", len(found),
+                 len(pending))
+    rest = [(row.id, row.plan_seq, row.subject, row.data) for row in pending
+            if row.id not in stored]
+    await store.mark_published(await publish_rows(publisher, rest))
+    return len(rest)
 
 
 async def publish_rows(publisher: Publisher, rows: Sequence[OutboxRow]) -> list[str]:

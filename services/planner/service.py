@@ -8,11 +8,12 @@ Exactly-once effects: a batch is committed whole or not at all; deliveries at or
 tracked sequence are acknowledged and skipped; decisions are published from the outbox after
 the commit, with `Nats-Msg-Id` = decision id, so a crash between commit and publish re-publishes
 on restart and JetStream drops the duplicate. A batch's published decisions are marked so in
-the next batch's transaction, or after `fetch_timeout_seconds` without events (one transaction
-per batch, not three), so a crash re-publishes at most that long's decisions, well inside the
-stream's duplicate window. Any failure in a batch ends the run (the
-supervisor restarts it): the restart restores the committed state and re-reads the stream from
-the tracked sequence, so no delivery is ever skipped out of order.
+the next batch's transaction, or after `fetch_timeout_seconds` without events, or at stop (one
+transaction per batch, not three); a restart finds those a crash left unmarked in the
+DECISIONS stream's tail and does not publish them again (`publication.publish_outbox`). Any
+failure in a batch ends the run (the supervisor restarts it): the restart restores the
+committed state and re-reads the stream from the tracked sequence, so no delivery is ever
+skipped out of order.
 
 The state snapshot is not written per batch but on a schedule (`snapshotting`); the committed
 state is the latest snapshot plus the batches committed after it, re-planned at their recorded
@@ -105,7 +106,7 @@ class PlannerService:
         self.state, self.tracked_seq = restored.state, restored.tracked_seq
         self.snapshots.restart(restored.events)
         self._count_pending()
-        published = await publication.publish_outbox(self.store, self.publisher)
+        published = await publication.publish_outbox(self.store, self.publisher, self.prefix)
         await publication.publish_dead_letters(
             self.store, self.publisher, self.prefix, self.consumer
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy
@@ -19,7 +20,7 @@ from services.config.settings import BusSettings
 from services.contracts import dead_letters, subjects
 from services.contracts.decisions import Placement
 from services.contracts.events import NodeObserved
-from services.planner import catchup
+from services.planner import catchup, publication
 from services.planner.core import state
 from services.planner.core.config import PlannerConfig
 from services.planner.service import DURABLE, PlannerService, run_planner
@@ -388,3 +389,78 @@ async def test_a_batch_costs_one_transaction_and_marks_the_last_batchs_decisions
     finally:
         sqlalchemy.event.remove(engine.sync_engine, "begin", began)
         await source.close()
+
+
+class DatabaseGoesDown:
+    """A PlannerStore whose writes fail once `down` is set (the database went away)."""
+
+    def __init__(self, store: PlannerStore) -> None:
+        self._store, self.down = store, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def commit_batch(self, *args: Any, **kwargs: Any) -> None:
+        if self.down:
+            raise ConnectionError("database down")
+        await self._store.commit_batch(*args, **kwargs)
+
+    async def mark_published(self, ids: Any) -> None:
+        if self.down:
+            raise ConnectionError("database down")
+        await self._store.mark_published(ids)
+
+
+async def test_decisions_published_but_not_marked_are_not_published_again_after_any_outage(
+    js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine
+) -> None:
+    """The database goes away after a batch was published and before it was marked; the
+    planner is back only after the DECISIONS duplicate window (JetStream would store copies):
+    the restart finds them in the stream and marks them instead."""
+    prefix = bus_settings.prefix
+    settings = planner_settings(bus_settings, Path()).planner
+    store = DatabaseGoesDown(PlannerStore(engine))
+    service = PlannerService(store, Publisher(js), prefix=prefix,  # type: ignore[arg-type]
+                             config=PlannerConfig(), settings=settings)
+    await service.recover()
+    source = await PullConsumer.open(
+        js, stream=subjects.stream_name(prefix, "EVENTS"), durable=DURABLE,
+        filter_subject=subjects.events_wildcard(prefix), start_seq=1, ack_policy=AckPolicy.ALL,
+    )
+    await publish_events(js, prefix, gang_events("pg1", min_member=2, pods=2))
+    assert await service.run_once(source) == 4  # committed and published, not yet marked
+    published = [decision.id for decision in await published_decisions(js, prefix)]
+    assert published and service.unmarked == published
+    store.down = True
+    await publish_events(js, prefix, gang_events("pg2", min_member=2, pods=2)[1:])
+    with pytest.raises(ConnectionError):
+        await service.serve(source)  # the next commit fails, and so does the mark at stop
+    await source.close()
+    info = await js.stream_info(subjects.stream_name(prefix, "DECISIONS"))
+    info.config.duplicate_window = 1.0  # >= 120 s in production; the outage outlasts it
+    await js.update_stream(info.config)
+    await asyncio.sleep(1.5)
+    restarted = PlannerService(PlannerStore(engine), Publisher(js), prefix=prefix,
+                               config=PlannerConfig(), settings=settings)
+    await restarted.recover()
+    assert [decision.id for decision in await published_decisions(js, prefix)] == published
+    assert all(row.published_at_ms is not None for row in await rows(engine, tables.outbox))
+
+
+async def test_a_restart_publishes_only_the_unmarked_decisions_the_stream_lacks(
+    js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine
+) -> None:
+    """A stop in the middle of a batch's publishes: the stored ones are marked, the others
+    published, each decision in DECISIONS once, in outbox order."""
+    prefix = bus_settings.prefix
+    store, publisher = PlannerStore(engine), Publisher(js)
+    rows_ = [(f"9-{i}", 9, f"{prefix}.decisions.StatusUpdate.default.g{i}", b"{}")
+             for i in range(3)]
+    await store.commit_batch([], rows_, None, None, 9)
+    await publisher.publish(rows_[1][2], rows_[1][3], msg_id=rows_[1][0])  # stored, unmarked
+    assert await publication.publish_outbox(store, publisher, prefix) == 2
+    stored = await read_stream(js, subjects.stream_name(prefix, "DECISIONS"))
+    assert [message.headers["Nats-Msg-Id"] for message in stored if message.headers] == [
+        "9-1", "9-0", "9-2"]
+    assert await store.pending_outbox() == []
+    assert await publication.publish_outbox(store, publisher, prefix) == 0

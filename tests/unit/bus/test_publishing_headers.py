@@ -5,7 +5,8 @@ from __future__ import annotations
 import nats
 
 from services.bus import transience
-from services.bus.publishing import MSG_ID_HEADER, with_msg_id
+from services.bus.publishing import with_msg_id
+from services.bus.reading import MSG_ID_HEADER
 
 
 def test_with_msg_id_adds_the_id_without_touching_the_given_headers() -> None:
