@@ -98,12 +98,13 @@ async def open_consumers(js: JetStream, prefix: str) -> tuple[PullConsumer, Pull
                         for kind in REPORT_TYPES],
         ack_wait_seconds=REPORTS_ACK_WAIT_SECONDS,
         start_seq=await _reports_start(js, stream, prefix), start_seq_if_new=True,
+        eager=True,
     )
     placements = await PullConsumer.open(
         js, stream=stream, durable=CONSUMER,
         filter_subject=[subjects.decisions_of_type_wildcard(prefix, kind.__name__)
                         for kind in MAIN_TYPES],
-        ack_wait_seconds=ACK_WAIT_SECONDS,
+        ack_wait_seconds=ACK_WAIT_SECONDS, eager=True,  # a placement waits for no batch
     )
     return placements, reports
 

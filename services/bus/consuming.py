@@ -154,6 +154,7 @@ class PullConsumer:
         self._highest_delivered = 0
         self._check_interval_seconds = CHECK_INTERVAL_SECONDS
         self._next_check = time.monotonic() + self._check_interval_seconds
+        self._eager = False
 
     @property
     def durable(self) -> str:
@@ -175,6 +176,7 @@ class PullConsumer:
         ack_policy: AckPolicy = AckPolicy.EXPLICIT,
         start_seq_if_new: bool = False,
         check_interval_seconds: float = CHECK_INTERVAL_SECONDS,
+        eager: bool = False,
     ) -> PullConsumer:
         """Create (or reuse) the durable consumer and bind a pull subscription to it.
 
@@ -188,7 +190,8 @@ class PullConsumer:
         with its last delivery. `filter_subject` may be several subjects (NATS >= 2.10); an
         existing consumer's filter is updated in place, keeping its position. Every
         `check_interval_seconds`, `fetch` re-reads the consumer's configuration and repairs
-        what differs (`check_config`).
+        what differs (`check_config`). `eager`: a waiting `fetch` returns as soon as messages
+        come, not when its batch is full or its timeout passed (`pulling.Puller`).
         Units: `ack_wait_seconds`, `check_interval_seconds` in seconds.
         Raises:
             NotFound: no such stream. BusRefused: NATS refused the consumer.
@@ -209,6 +212,7 @@ class PullConsumer:
         consumer = cls(js, stream, config)
         consumer._check_interval_seconds = check_interval_seconds
         consumer._next_check = time.monotonic() + check_interval_seconds
+        consumer._eager = eager
         with transience.bus_errors(f"opening consumer {durable} on {stream}"):
             await consumer._create(start_seq,
                                    replace=start_seq is not None and not start_seq_if_new)
@@ -351,5 +355,6 @@ class PullConsumer:
             self._config.opt_start_seq = start_seq
         await self._js.add_consumer(self._stream, config=self._config)
         await self.close()
-        self._subscription = await pulling.Puller.bind(self._js, self._stream, self.durable)
+        self._subscription = await pulling.Puller.bind(self._js, self._stream, self.durable,
+                                                       eager=self._eager)
         self._unsettled.clear()

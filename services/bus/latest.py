@@ -29,7 +29,8 @@ class LatestReader:
     async def open(cls, js: JetStream, stream: str, filter_subject: str, *, owner: str,
                    inactive_threshold_seconds: float) -> LatestReader:
         """Create the consumer (the server deletes it `inactive_threshold_seconds` after the
-        reader stops pulling).
+        reader stops pulling). It is eager (`pulling.Puller`): a follower sees each message
+        as it comes, not a timeout later.
 
         Raises:
             NotFound: no such stream. BusUnavailable, BusRefused: NATS failed or refused.
@@ -37,7 +38,7 @@ class LatestReader:
         with transience.bus_errors(f"a reader of {filter_subject} in {stream}"):
             reader = await reading.OrderedReader.open(
                 js, stream, filter_subject, owner=owner,
-                inactive_threshold_seconds=inactive_threshold_seconds)
+                inactive_threshold_seconds=inactive_threshold_seconds, eager=True)
         return cls(reader)
 
     async def fetch(self, batch: int, timeout_seconds: float) -> list[StoredMessage]:

@@ -17,6 +17,11 @@ reply subject of its own (`<inbox>.<n>`), so a late status of an earlier request
 for the current one's. Messages are kept in the order they arrived (the consumer's delivery
 order); those that came after a fetch returned wait in the buffer for the next fetch, as
 nats-py keeps them in its subscription's queue.
+
+An `eager` puller (for readers that must follow a stream closely, such as the binder's view)
+returns a waiting fetch as soon as messages come, instead of when its whole batch came or the
+request expired (nats-py's behaviour, which held a reader caught up with a busy stream a full
+timeout behind it); its waiting request stays open, and the next fetch takes what it brings.
 """
 
 from __future__ import annotations
@@ -68,8 +73,11 @@ class _Request:
 class Puller:
     """Fetches batches from one pull consumer; `bind` makes one, `unsubscribe` ends it."""
 
-    def __init__(self, js: JetStream, stream: str, consumer: str) -> None:
+    def __init__(self, js: JetStream, stream: str, consumer: str, *, eager: bool = False) -> None:
         self._js = js
+        self._eager = eager
+        self._arrived = asyncio.Event()
+        """Set when a message is buffered or the request in flight ends."""
         self._client: Client = js._nc  # nats-py keeps the connection there; no accessor
         self._next_subject = f"{js._prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
         self._stream = stream
@@ -82,13 +90,15 @@ class Puller:
         self._subscription: Subscription | None = None
 
     @classmethod
-    async def bind(cls, js: JetStream, stream: str, consumer: str) -> Puller:
-        """Subscribe to the replies of pull requests to `consumer` of `stream` (it must exist).
+    async def bind(cls, js: JetStream, stream: str, consumer: str, *,
+                   eager: bool = False) -> Puller:
+        """Subscribe to the replies of pull requests to `consumer` of `stream` (it must exist);
+        `eager`: a waiting fetch returns as soon as messages come (module docstring).
 
         Raises:
             nats.errors.Error: the subscription failed (connection closed).
         """
-        puller = cls(js, stream, consumer)
+        puller = cls(js, stream, consumer, eager=eager)
         puller._subscription = await puller._client.subscribe(
             f"{puller._inbox}.*", cb=puller._receive, pending_msgs_limit=PENDING_MSGS_LIMIT)
         return puller
@@ -99,6 +109,8 @@ class Puller:
         What is already buffered comes first, topped up by a request that does not wait. With
         nothing buffered or available, one request waits until `batch` messages came or it
         expires at the deadline (`timeout` seconds from now); whatever came by then is returned.
+        An eager puller returns as soon as a waiting request brings messages, and waits on
+        that request, while it is open, in its next fetch.
         Raises:
             nats.errors.TimeoutError: nothing came by the deadline.
             nats.js.errors.APIError: the server refused the request (not a 404/408/409).
@@ -106,6 +118,14 @@ class Puller:
         """
         deadline = time.monotonic() + timeout
         messages = self._take(batch)
+        if self._eager and self._waiting() is not None:
+            if not messages:
+                await self._arrival(deadline)
+                messages = self._take(batch)
+            if messages:
+                return messages
+            if self._waiting() is not None:
+                raise nats.errors.TimeoutError
         if len(messages) < batch:
             await self._pull(batch - len(messages), deadline, wait=False)
             messages += self._take(batch - len(messages))
@@ -138,6 +158,7 @@ class Puller:
         if self._current is not None:
             self._current[1].ended.set()
             self._current = None
+        self._arrived.set()
         if self._subscription is not None:
             subscription, self._subscription = self._subscription, None
             await subscription.unsubscribe()
@@ -167,8 +188,29 @@ class Puller:
         request = _Request(wanted, reconnects)
         self._current = (reply, request)
         await self._client.publish(self._next_subject, json.dumps(body).encode(), reply=reply)
-        if await _ended(request, deadline) and request.error is not None:
+        if wait and self._eager:
+            await self._arrival(deadline)
+        elif not await _ended(request, deadline):
+            return
+        if request.error is not None:
             raise request.error
+
+    def _waiting(self) -> _Request | None:
+        """The request in flight, if it is still open on this connection."""
+        if self._current is None or self._current[1].reconnects != self._reconnects():
+            return None
+        return self._current[1]
+
+    async def _arrival(self, deadline: float) -> None:
+        """Wait until a message is buffered, the request in flight ends, or the deadline
+        (`time.monotonic`) passes."""
+        while not self._buffer and self._waiting() is not None:
+            self._arrived.clear()
+            try:
+                async with asyncio.timeout_at(_loop_time(deadline)):
+                    await self._arrived.wait()
+            except TimeoutError:
+                return
 
     async def _receive(self, message: Msg) -> None:
         """The subscription's callback: buffer a message, or end its request on a status."""
@@ -176,6 +218,7 @@ class Puller:
         status = message.headers.get(STATUS_HEADER) if message.headers else None
         if status is None:
             self._buffer.append(message)
+            self._arrived.set()
             if current is not None:
                 current[1].received += 1
                 if current[1].received >= current[1].wanted:
@@ -196,6 +239,7 @@ class Puller:
         if self._current is not None:
             self._current[1].ended.set()
             self._current = None
+        self._arrived.set()
 
     def _take(self, count: int) -> list[Msg]:
         """The first `count` buffered messages, removed from the buffer."""

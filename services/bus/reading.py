@@ -135,6 +135,7 @@ class OrderedReader:
         self._filter = filter_subject
         self._inactive_seconds = inactive_threshold_seconds
         self._subscription: pulling.Puller | None = None
+        self._eager = False
         self._name = ""
         self._delivered = 0  # the consumer's delivery sequence of the last message
         self._start_seq: int | None = None
@@ -144,14 +145,16 @@ class OrderedReader:
     async def open(cls, js: JetStreamContext, stream: str, filter_subject: str, *, owner: str,
                    start_seq: int | None = None,
                    inactive_threshold_seconds: float = INACTIVE_THRESHOLD_SECONDS,
-                   ) -> OrderedReader:
+                   eager: bool = False) -> OrderedReader:
         """Create the consumer: from `start_seq`, or (None) the last message of every subject.
+        `eager`: a waiting `fetch` returns as soon as messages come (`pulling.Puller`).
 
         Raises:
             nats.js.errors.NotFoundError: no such stream. nats.errors.Error: NATS failed.
         """
         reader = cls(js, stream, filter_subject, owner, inactive_threshold_seconds)
         reader._start_seq = start_seq
+        reader._eager = eager
         await reader._create(start_seq)
         return reader
 
@@ -220,7 +223,8 @@ class OrderedReader:
             inactive_threshold=self._inactive_seconds, mem_storage=True, num_replicas=1,
         )
         await self._js.add_consumer(self._stream, config=config)
-        self._subscription = await pulling.Puller.bind(self._js, self._stream, self._name)
+        self._subscription = await pulling.Puller.bind(self._js, self._stream, self._name,
+                                                       eager=self._eager)
         self._delivered = 0
 
 

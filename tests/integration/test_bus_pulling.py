@@ -29,12 +29,13 @@ async def publish(js: JetStreamContext, settings: BusSettings, names: list[str])
     ])
 
 
-async def puller(js: JetStreamContext, settings: BusSettings, name: str = "pull") -> Puller:
+async def puller(js: JetStreamContext, settings: BusSettings, name: str = "pull", *,
+                 eager: bool = False) -> Puller:
     stream = subjects.stream_name(settings.prefix, "EVENTS")
     await js.add_consumer(stream, ConsumerConfig(
         durable_name=name, ack_policy=AckPolicy.EXPLICIT, deliver_policy=DeliverPolicy.ALL,
         filter_subject=subjects.events_wildcard(settings.prefix), ack_wait=30))
-    return await Puller.bind(js, stream, name)
+    return await Puller.bind(js, stream, name, eager=eager)
 
 
 def names(messages: list[Msg]) -> list[str]:
@@ -246,4 +247,60 @@ async def test_acks_from_fetched_messages_settle_them(
             break
         await asyncio.sleep(0.1)
     assert await settled(), await js.consumer_info(stream, "pull")
+    await pull.unsubscribe()
+
+
+async def test_an_eager_fetch_returns_what_comes_at_once_and_its_request_serves_the_next(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    """A follower (the binder's view) must not lag a busy stream by a timeout: the waiting
+    request's first messages come back at once; its later ones feed the next fetches, in
+    order, each once."""
+    pull = await puller(js, bus_settings, eager=True)
+    fetching = asyncio.create_task(pull.fetch(10, 3.0))
+    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    await publish(js, bus_settings, ["e0"])
+    assert names(await asyncio.wait_for(fetching, 5)) == ["e0"]
+    assert time.monotonic() - started < 1.0
+    got: list[str] = []
+    for batch in (["e1"], ["e2", "e3"]):
+        fetching = asyncio.create_task(pull.fetch(10, 3.0))
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        await publish(js, bus_settings, batch)
+        got += names(await asyncio.wait_for(fetching, 5))
+        while len(got) < int(batch[-1][1:]):
+            got += names(await pull.fetch(10, 3.0))
+        assert time.monotonic() - started < 1.0
+    assert got == ["e1", "e2", "e3"]
+    await pull.unsubscribe()
+
+
+async def test_an_eager_fetch_with_nothing_to_deliver_times_out_and_then_asks_again(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    pull = await puller(js, bus_settings, eager=True)
+    started = time.monotonic()
+    with pytest.raises(nats.errors.TimeoutError):
+        await pull.fetch(5, 0.5)
+    assert 0.45 <= time.monotonic() - started < 1.5
+    await publish(js, bus_settings, ["later"])
+    started = time.monotonic()
+    assert names(await pull.fetch(5, 3.0)) == ["later"]
+    assert time.monotonic() - started < 1.0
+    await pull.unsubscribe()
+
+
+async def test_an_eager_puller_takes_a_backlog_in_batches_in_order(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    await publish(js, bus_settings, [f"b{i}" for i in range(25)])
+    pull = await puller(js, bus_settings, eager=True)
+    got: list[str] = []
+    while len(got) < 25:
+        batch = names(await pull.fetch(10, 3.0))
+        assert 0 < len(batch) <= 10
+        got += batch
+    assert got == [f"b{i}" for i in range(25)]
     await pull.unsubscribe()
