@@ -11,6 +11,11 @@ every event, and the binder every event (its view) and every decision, through p
   bytes for each reply token and decodes each ack with the stdlib JSON;
   `services.bus.acks.AckWaiter` numbers the replies and decodes acks with msgspec.
 
+- Follow lag: a reader that follows a busy stream (the binder's view, `binder.view_feed`) with
+  nats-py's fetch semantics sees a new message only when its batch is full or its wait
+  expires; an eager `Puller` sees it as it comes. Measured as how long the follower takes to
+  reach the sequence just published, with 25 messages published every 50 ms.
+
 Against a private nats-server, `--messages` messages of 700 bytes with message ids are
 published in windows of `--window` (every ack awaited) and read back through durable
 consumers in batches of `--batch` (the last of each acked), by each client in turn, chunk by
@@ -29,6 +34,7 @@ import asyncio
 import resource
 import statistics
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -36,13 +42,17 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 
-from services.bus import connection, pulling, streams
+from services.bus import connection, pulling, reading, streams
 from services.bus.acks import AckWaiter
 from services.bus.embedded import EmbeddedNats
+from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
 from services.contracts import subjects
 
 PREFIX = "gangsched"
+FOLLOW_BATCH = 512
+FOLLOW_WAIT_SECONDS = 1.0
+"""How the binder's view fetches (`binder.view_feed`)."""
 PAYLOAD = b"x" * 700
 """About the size of a slim PodObserved event."""
 
@@ -80,6 +90,48 @@ async def _consumer(js: JetStreamContext, stream: str, name: str) -> None:
     await js.add_consumer(stream, ConsumerConfig(
         durable_name=name, ack_policy=AckPolicy.ALL, deliver_policy=DeliverPolicy.ALL,
         filter_subject=f"{PREFIX}.events.>"))
+
+
+async def _follow_lag(js: JetStreamContext, *, eager: bool, seconds: float) -> list[float]:
+    """How long a follower of EVENTS fetching as the binder's view does (batches of 512, 1 s
+    wait) takes to reach the sequence just published (seconds, each time), with 25 messages
+    published every 50 ms for `seconds`."""
+    stream = subjects.stream_name(PREFIX, "EVENTS")
+    reader = await reading.OrderedReader.open(js, stream, f"{PREFIX}.events.>", owner="bench",
+                                              start_seq=1, eager=eager)
+    advanced = asyncio.Condition()
+    applied, published, waits = 0, 0, []
+
+    async def follow() -> None:
+        nonlocal applied
+        while True:
+            messages = await reader.fetch(FOLLOW_BATCH, FOLLOW_WAIT_SECONDS)
+            if messages:
+                applied = messages[-1].seq
+                async with advanced:
+                    advanced.notify_all()
+
+    async def wait_for_each() -> None:
+        while True:
+            await asyncio.sleep(0.05)
+            target, started = published, time.monotonic()
+            async with advanced:
+                await advanced.wait_for(lambda target=target: applied >= target)  # type: ignore[misc]
+            waits.append(time.monotonic() - started)
+
+    tasks = [asyncio.create_task(follow()), asyncio.create_task(wait_for_each())]
+    publisher = Publisher(js)
+    stop = time.monotonic() + seconds
+    while time.monotonic() < stop:
+        await publisher.publish_many([
+            (f"{PREFIX}.events.outcome.bench.g{i}", b"{}", f"lag-{eager}/{published}/{i}")
+            for i in range(25)])
+        published = (await reading.stream_state(js, stream)).last_seq
+        await asyncio.sleep(0.05)
+    for task in tasks:
+        task.cancel()
+    await reader.close()
+    return waits
 
 
 def _row(what: str, old: list[float], new: list[float], library: str, ours: str) -> str:
@@ -124,6 +176,8 @@ async def run(messages: int, window: int, batch: int, chunks: int) -> None:
                     read[1].append(await _read(puller.fetch, per_chunk, batch) / per_chunk)
             await library.unsubscribe()
             await puller.unsubscribe()
+            lag = (await _follow_lag(js, eager=False, seconds=5.0),
+                   await _follow_lag(js, eager=True, seconds=5.0))
             await waiter.close()
             await nc.close()
         finally:
@@ -136,6 +190,15 @@ async def run(messages: int, window: int, batch: int, chunks: int) -> None:
     print(_row("publish with ack", *sent, "JetStreamContext.publish_async",
                "acks.AckWaiter.publish"))
     print(_row("pull consumer fetch", *read, "PullSubscription.fetch", "pulling.Puller.fetch"))
+    print()
+    print("| follower (as the binder view) | reaching the sequence just published: p50 ms "
+          "| p90 ms | samples |")
+    print("|---|---|---|---|")
+    for name, waits in zip(("batch or timeout (nats-py's fetch)", "eager Puller"), lag,
+                           strict=True):
+        ordered = sorted(waits)
+        print(f"| {name} | {statistics.median(ordered) * 1000:.0f} | "
+              f"{ordered[int(len(ordered) * 0.9)] * 1000:.0f} | {len(ordered)} |")
 
 
 def main() -> None:
