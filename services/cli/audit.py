@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -348,8 +347,7 @@ def _failures() -> Iterator[None]:
     except BusRefused as error:
         raise exit_codes.Failed(f"NATS refused: {error}") from None
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as head expects
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise SystemExit(exit_codes.FAILED) from None
+        raise SystemExit(exit_codes.output_closed()) from None
     except Exception as error:
         failure = _nats_failure(error) or _database_failure(error)
         if failure is None:

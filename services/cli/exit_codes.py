@@ -20,6 +20,9 @@ README.md ("Exit codes") tells them to users:
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 OK = 0
@@ -39,3 +42,11 @@ class BadInput(click.ClickException):
     in one line without click's usage text: exit status `USAGE`."""
 
     exit_code = USAGE
+
+
+def output_closed() -> int:
+    """`FAILED`, after pointing stdout at /dev/null: the reader of our output went away early
+    (`| head`), so nothing more can be told there, and Python must not fail again flushing it
+    at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return FAILED
