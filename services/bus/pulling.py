@@ -51,6 +51,9 @@ ENDING = frozenset({NO_MESSAGES, REQUEST_TIMEOUT, CONFLICT})
 EXPIRES_MARGIN_NS = 100_000
 """A waiting request expires this much before the fetch's deadline, so the server's 408
 arrives before the fetch gives up (nats-py's margin): no request outlives its fetch."""
+GIVE_UP_SECONDS = 1.0
+"""A request whose end has not come this long after it was due (its status lost: dropped by a
+slow subscription, or never sent) is given up, so the next fetch asks afresh."""
 PENDING_MSGS_LIMIT = 512 * 1024
 """Messages the subscription may hold undelivered to the callback (nats-py's limit for
 JetStream subscriptions)."""
@@ -65,6 +68,8 @@ class _Request:
     reconnects: int
     """The connection's reconnect count when the request was sent: once it changed, the
     request was lost with the old connection and no status will end it."""
+    due: float
+    """When (`time.monotonic`) the server ends it at the latest: its fetch's deadline."""
     received: int = 0
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     error: nats.js.errors.APIError | None = None
@@ -174,6 +179,8 @@ class Puller:
         Raises:
             nats.js.errors.APIError: the request ended with an error status.
         """
+        if self._subscription is None:
+            return  # unsubscribed: no answer could reach us
         reconnects = self._reconnects()
         if self._current is not None and (self._current[1].reconnects != reconnects
                                           or not await _ended(self._current[1], deadline)):
@@ -185,7 +192,7 @@ class Puller:
             body["expires"] = int((deadline - time.monotonic()) * 1e9) - EXPIRES_MARGIN_NS
         else:
             body["no_wait"] = True
-        request = _Request(wanted, reconnects)
+        request = _Request(wanted, reconnects, deadline)
         self._current = (reply, request)
         await self._client.publish(self._next_subject, json.dumps(body).encode(), reply=reply)
         if wait and self._eager:
@@ -196,21 +203,28 @@ class Puller:
             raise request.error
 
     def _waiting(self) -> _Request | None:
-        """The request in flight, if it is still open on this connection."""
-        if self._current is None or self._current[1].reconnects != self._reconnects():
+        """The request in flight, if it is still open: on this connection, and not long past
+        when it was due to end (`GIVE_UP_SECONDS`)."""
+        if self._current is None or self._subscription is None:
             return None
-        return self._current[1]
+        request = self._current[1]
+        if (request.reconnects != self._reconnects()
+                or time.monotonic() > request.due + GIVE_UP_SECONDS):
+            return None
+        return request
 
     async def _arrival(self, deadline: float) -> None:
-        """Wait until a message is buffered, the request in flight ends, or the deadline
-        (`time.monotonic`) passes."""
-        while not self._buffer and self._waiting() is not None:
+        """Wait until a message is buffered, the request in flight ends or is given up, or the
+        deadline (`time.monotonic`) passes."""
+        while not self._buffer and (request := self._waiting()) is not None:
             self._arrived.clear()
+            wake = min(deadline, request.due + GIVE_UP_SECONDS)
             try:
-                async with asyncio.timeout_at(_loop_time(deadline)):
+                async with asyncio.timeout_at(_loop_time(wake)):
                     await self._arrived.wait()
             except TimeoutError:
-                return
+                if time.monotonic() >= deadline:
+                    return
 
     async def _receive(self, message: Msg) -> None:
         """The subscription's callback: buffer a message, or end its request on a status."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import nats.errors
@@ -196,7 +197,7 @@ async def test_a_late_status_of_an_earlier_request_does_not_end_the_current_one(
     pull = await puller(js, bus_settings)
     client = js._nc
     current = "_INBOX.x.2"
-    request = pulling._Request(2, reconnects=0)
+    request = pulling._Request(2, reconnects=0, due=time.monotonic() + 60)
     pull._current = (current, request)
     await pull._receive(Msg(client, subject="_INBOX.x.1", headers={"Status": "408"}))
     assert not request.ended.is_set()
@@ -220,7 +221,7 @@ async def test_an_error_status_ends_the_request_with_an_api_error(
     js: JetStreamContext, bus_settings: BusSettings, headers: dict[str, str], code: int | None
 ) -> None:
     pull = await puller(js, bus_settings)
-    request = pulling._Request(5, reconnects=0)
+    request = pulling._Request(5, reconnects=0, due=time.monotonic() + 60)
     pull._current = ("_INBOX.x.1", request)
     await pull._receive(Msg(js._nc, subject="_INBOX.x.1", headers=headers))
     assert request.ended.is_set()
@@ -303,4 +304,163 @@ async def test_an_eager_puller_takes_a_backlog_in_batches_in_order(
         assert 0 < len(batch) <= 10
         got += batch
     assert got == [f"b{i}" for i in range(25)]
+    await pull.unsubscribe()
+
+
+async def test_unsubscribe_ends_a_fetch_waiting_on_an_open_eager_request_at_once(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    """As test_unsubscribe_ends_a_waiting_fetch_at_once, but the fetch waits on the request an
+    earlier eager fetch left open."""
+    pull = await puller(js, bus_settings, eager=True)
+    first = asyncio.create_task(pull.fetch(10, 5.0))
+    await asyncio.sleep(0.2)
+    await publish(js, bus_settings, ["e0"])
+    assert names(await asyncio.wait_for(first, 5)) == ["e0"]
+    assert pull._waiting() is not None  # its request stays open
+    fetching = asyncio.create_task(pull.fetch(10, 3.0))
+    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    await pull.unsubscribe()
+    with pytest.raises(nats.errors.TimeoutError):
+        await fetching
+    assert time.monotonic() - started < 0.5
+
+
+@pytest.mark.parametrize("eager", [False, True])
+async def test_a_request_whose_408_is_lost_is_given_up(
+    js: JetStreamContext, bus_settings: BusSettings, eager: bool
+) -> None:
+    """A waiting request whose ending status never reaches us (simulated by dropping 408s:
+    a slow-consumer drop, a request lost server-side without a status) must not stall the
+    puller for good: the non-eager puller gives it up at the next fetch's deadline."""
+    pull = await puller(js, bus_settings, eager=eager)
+    assert pull._subscription is not None
+    deliver = pull._subscription._cb
+
+    async def dropping_408(message: Msg) -> None:
+        if message.headers and message.headers.get("Status") == "408":
+            return
+        await deliver(message)
+
+    pull._subscription._cb = dropping_408
+    first = asyncio.create_task(pull.fetch(5, 0.5))
+    await asyncio.sleep(0.1)
+    await publish(js, bus_settings, ["m0"])
+    assert names(await first) == ["m0"]
+    await asyncio.sleep(0.6)  # the request expired on the server; its 408 was lost
+    await publish(js, bus_settings, ["m1"])
+    got: list[str] = []
+    started = time.monotonic()
+    while time.monotonic() - started < 5.0 and not got:
+        with contextlib.suppress(nats.errors.TimeoutError):
+            got = names(await pull.fetch(5, 0.5))
+    assert got == ["m1"], f"nothing fetched in {time.monotonic() - started:.1f}s"
+    await pull.unsubscribe()
+
+
+async def test_eager_fetches_after_a_server_restart_resume_promptly(
+    js: JetStreamContext, bus_settings: BusSettings, nats_server: EmbeddedNats
+) -> None:
+    pull = await puller(js, bus_settings, eager=True)
+    first = asyncio.create_task(pull.fetch(10, 2.0))
+    await asyncio.sleep(0.2)
+    await publish(js, bus_settings, ["a"])
+    assert names(await first) == ["a"]
+    await nats_server.kill()
+    await nats_server.start()
+    await reconnected(js)
+    await publish(js, bus_settings, ["b"])
+    started = time.monotonic()
+    got: list[str] = []
+    while not got and time.monotonic() - started < 5:
+        with contextlib.suppress(nats.errors.TimeoutError):
+            got = names(await pull.fetch(10, 2.0))
+    assert got == ["b"]
+    assert time.monotonic() - started < 1.0
+    await pull.unsubscribe()
+
+
+async def test_an_eager_cancelled_fetch_loses_nothing(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    pull = await puller(js, bus_settings, eager=True)
+    first = asyncio.create_task(pull.fetch(10, 3.0))
+    await asyncio.sleep(0.2)
+    await publish(js, bus_settings, ["x0"])
+    assert names(await first) == ["x0"]
+    fetching = asyncio.create_task(pull.fetch(10, 3.0))
+    await asyncio.sleep(0.1)
+    fetching.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await fetching
+    await publish(js, bus_settings, ["x1", "x2"])
+    got: list[str] = []
+    while len(got) < 2:
+        got += names(await pull.fetch(10, 1.0))
+    assert got == ["x1", "x2"]
+    await pull.unsubscribe()
+
+
+async def test_a_consumer_deleted_under_an_open_eager_request(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    pull = await puller(js, bus_settings, "doomed", eager=True)
+    first = asyncio.create_task(pull.fetch(10, 3.0))
+    await asyncio.sleep(0.2)
+    await publish(js, bus_settings, ["x0"])
+    assert names(await first) == ["x0"]
+    fetching = asyncio.create_task(pull.fetch(5, 3.0))
+    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    await js.delete_consumer(subjects.stream_name(bus_settings.prefix, "EVENTS"), "doomed")
+    with pytest.raises((nats.errors.TimeoutError, nats.js.errors.ServiceUnavailableError)):
+        await fetching
+    assert time.monotonic() - started < 1.0
+    await pull.unsubscribe()
+
+
+async def test_binder_like_loop_never_holds_more_than_its_free_slots(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    """consume_placements: fetch(min(64, free)); deliveries held (buffer + in work) <= 32."""
+    pull = await puller(js, bus_settings, eager=True)
+    held: set[asyncio.Task[None]] = set()
+    worst = 0
+    done = 0
+
+    async def work() -> None:
+        nonlocal done
+        await asyncio.sleep(0.05)
+        done += 1
+
+    async def producer() -> None:
+        for i in range(20):
+            await publish(js, bus_settings, [f"p{i}-{j}" for j in range(10)])
+            await asyncio.sleep(0.02)
+
+    prod = asyncio.create_task(producer())
+    got = 0
+    deadline = time.monotonic() + 20
+    while got < 200 and time.monotonic() < deadline:
+        free = 32 - len(held)
+        if free <= 0:
+            worst = max(worst, len(held) + len(pull._buffer))
+            await asyncio.wait(set(held), return_when=asyncio.FIRST_COMPLETED)
+            continue
+        try:
+            batch = await pull.fetch(min(64, free), 1.0)
+        except nats.errors.TimeoutError:
+            continue
+        for message in batch:
+            await message.ack()
+            got += 1
+            task = asyncio.create_task(work())
+            held.add(task)
+            task.add_done_callback(held.discard)
+        worst = max(worst, len(held) + len(pull._buffer))
+    await prod
+    await asyncio.gather(*held)
+    assert got == 200
+    assert worst <= 32, worst
     await pull.unsubscribe()
