@@ -91,12 +91,26 @@ async def reconnected(js: JetStreamContext) -> None:
     raise AssertionError("not reconnected")
 
 
+async def left_open(pull: Puller, js: JetStreamContext, settings: BusSettings, *,
+                    eager: bool) -> None:
+    """An eager puller's fetch that got a message leaves its request open (the next fetch
+    waits on it); a plain puller has none open between fetches."""
+    if eager:
+        first = asyncio.create_task(pull.fetch(10, 5.0))
+        await asyncio.sleep(0.2)
+        await publish(js, settings, ["open"])
+        assert names(await asyncio.wait_for(first, 5)) == ["open"]
+        assert pull._waiting() is not None
+
+
+@pytest.mark.parametrize("eager", [False, True])
 async def test_a_request_lost_with_the_connection_does_not_hold_up_the_next_fetch(
-    js: JetStreamContext, bus_settings: BusSettings, nats_server: EmbeddedNats
+    js: JetStreamContext, bus_settings: BusSettings, nats_server: EmbeddedNats, eager: bool
 ) -> None:
     """A killed server sends no status for a waiting request (no 409 Server Shutdown): after
     the reconnect the next fetch asks afresh at once, as nats-py's does."""
-    pull = await puller(js, bus_settings)
+    pull = await puller(js, bus_settings, eager=eager)
+    await left_open(pull, js, bus_settings, eager=eager)
     fetching = asyncio.create_task(pull.fetch(5, 2.0))
     await asyncio.sleep(0.3)
     await nats_server.kill()
@@ -111,10 +125,12 @@ async def test_a_request_lost_with_the_connection_does_not_hold_up_the_next_fetc
     await pull.unsubscribe()
 
 
+@pytest.mark.parametrize("eager", [False, True])
 async def test_a_cancelled_fetch_loses_nothing(
-    js: JetStreamContext, bus_settings: BusSettings
+    js: JetStreamContext, bus_settings: BusSettings, eager: bool
 ) -> None:
-    pull = await puller(js, bus_settings)
+    pull = await puller(js, bus_settings, eager=eager)
+    await left_open(pull, js, bus_settings, eager=eager)
     fetching = asyncio.create_task(pull.fetch(5, 5.0))
     await asyncio.sleep(0.3)
     fetching.cancel()
@@ -128,10 +144,12 @@ async def test_a_cancelled_fetch_loses_nothing(
     await pull.unsubscribe()
 
 
+@pytest.mark.parametrize("eager", [False, True])
 async def test_unsubscribe_ends_a_waiting_fetch_at_once(
-    js: JetStreamContext, bus_settings: BusSettings
+    js: JetStreamContext, bus_settings: BusSettings, eager: bool
 ) -> None:
-    pull = await puller(js, bus_settings)
+    pull = await puller(js, bus_settings, eager=eager)
+    await left_open(pull, js, bus_settings, eager=eager)
     fetching = asyncio.create_task(pull.fetch(5, 5.0))
     await asyncio.sleep(0.3)
     started = time.monotonic()
@@ -141,17 +159,21 @@ async def test_unsubscribe_ends_a_waiting_fetch_at_once(
     assert time.monotonic() - started < 0.5
 
 
+@pytest.mark.parametrize("eager", [False, True])
 async def test_a_consumer_deleted_under_a_waiting_fetch_ends_it_then_is_an_error(
-    js: JetStreamContext, bus_settings: BusSettings
+    js: JetStreamContext, bus_settings: BusSettings, eager: bool
 ) -> None:
     """The server ends the waiting request with 409 Consumer Deleted (no error, as nats-py);
-    the next fetch finds no consumer (503), which callers recover from."""
-    pull = await puller(js, bus_settings, "doomed")
+    then no consumer answers a request (503), which callers recover from. A plain fetch
+    stops at the 409; an eager one, waiting on a request left open, asks again at once."""
+    pull = await puller(js, bus_settings, "doomed", eager=eager)
+    await left_open(pull, js, bus_settings, eager=eager)
     fetching = asyncio.create_task(pull.fetch(5, 3.0))
     await asyncio.sleep(0.3)
     started = time.monotonic()
     await js.delete_consumer(subjects.stream_name(bus_settings.prefix, "EVENTS"), "doomed")
-    with pytest.raises(nats.errors.TimeoutError):
+    with pytest.raises(nats.js.errors.ServiceUnavailableError if eager
+                       else nats.errors.TimeoutError):
         await fetching
     assert time.monotonic() - started < 1.0
     with pytest.raises(nats.js.errors.ServiceUnavailableError):
@@ -307,26 +329,6 @@ async def test_an_eager_puller_takes_a_backlog_in_batches_in_order(
     await pull.unsubscribe()
 
 
-async def test_unsubscribe_ends_a_fetch_waiting_on_an_open_eager_request_at_once(
-    js: JetStreamContext, bus_settings: BusSettings
-) -> None:
-    """As test_unsubscribe_ends_a_waiting_fetch_at_once, but the fetch waits on the request an
-    earlier eager fetch left open."""
-    pull = await puller(js, bus_settings, eager=True)
-    first = asyncio.create_task(pull.fetch(10, 5.0))
-    await asyncio.sleep(0.2)
-    await publish(js, bus_settings, ["e0"])
-    assert names(await asyncio.wait_for(first, 5)) == ["e0"]
-    assert pull._waiting() is not None  # its request stays open
-    fetching = asyncio.create_task(pull.fetch(10, 3.0))
-    await asyncio.sleep(0.2)
-    started = time.monotonic()
-    await pull.unsubscribe()
-    with pytest.raises(nats.errors.TimeoutError):
-        await fetching
-    assert time.monotonic() - started < 0.5
-
-
 @pytest.mark.parametrize("eager", [False, True])
 async def test_a_request_whose_408_is_lost_is_given_up(
     js: JetStreamContext, bus_settings: BusSettings, eager: bool
@@ -359,68 +361,7 @@ async def test_a_request_whose_408_is_lost_is_given_up(
     await pull.unsubscribe()
 
 
-async def test_eager_fetches_after_a_server_restart_resume_promptly(
-    js: JetStreamContext, bus_settings: BusSettings, nats_server: EmbeddedNats
-) -> None:
-    pull = await puller(js, bus_settings, eager=True)
-    first = asyncio.create_task(pull.fetch(10, 2.0))
-    await asyncio.sleep(0.2)
-    await publish(js, bus_settings, ["a"])
-    assert names(await first) == ["a"]
-    await nats_server.kill()
-    await nats_server.start()
-    await reconnected(js)
-    await publish(js, bus_settings, ["b"])
-    started = time.monotonic()
-    got: list[str] = []
-    while not got and time.monotonic() - started < 5:
-        with contextlib.suppress(nats.errors.TimeoutError):
-            got = names(await pull.fetch(10, 2.0))
-    assert got == ["b"]
-    assert time.monotonic() - started < 1.0
-    await pull.unsubscribe()
-
-
-async def test_an_eager_cancelled_fetch_loses_nothing(
-    js: JetStreamContext, bus_settings: BusSettings
-) -> None:
-    pull = await puller(js, bus_settings, eager=True)
-    first = asyncio.create_task(pull.fetch(10, 3.0))
-    await asyncio.sleep(0.2)
-    await publish(js, bus_settings, ["x0"])
-    assert names(await first) == ["x0"]
-    fetching = asyncio.create_task(pull.fetch(10, 3.0))
-    await asyncio.sleep(0.1)
-    fetching.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await fetching
-    await publish(js, bus_settings, ["x1", "x2"])
-    got: list[str] = []
-    while len(got) < 2:
-        got += names(await pull.fetch(10, 1.0))
-    assert got == ["x1", "x2"]
-    await pull.unsubscribe()
-
-
-async def test_a_consumer_deleted_under_an_open_eager_request(
-    js: JetStreamContext, bus_settings: BusSettings
-) -> None:
-    pull = await puller(js, bus_settings, "doomed", eager=True)
-    first = asyncio.create_task(pull.fetch(10, 3.0))
-    await asyncio.sleep(0.2)
-    await publish(js, bus_settings, ["x0"])
-    assert names(await first) == ["x0"]
-    fetching = asyncio.create_task(pull.fetch(5, 3.0))
-    await asyncio.sleep(0.2)
-    started = time.monotonic()
-    await js.delete_consumer(subjects.stream_name(bus_settings.prefix, "EVENTS"), "doomed")
-    with pytest.raises((nats.errors.TimeoutError, nats.js.errors.ServiceUnavailableError)):
-        await fetching
-    assert time.monotonic() - started < 1.0
-    await pull.unsubscribe()
-
-
-async def test_binder_like_loop_never_holds_more_than_its_free_slots(
+async def test_a_binder_like_loop_never_holds_more_than_its_free_slots(
     js: JetStreamContext, bus_settings: BusSettings
 ) -> None:
     """consume_placements: fetch(min(64, free)); deliveries held (buffer + in work) <= 32."""
