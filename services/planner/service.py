@@ -35,6 +35,7 @@ from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import PlannerServiceSettings, Settings
 from services.contracts import subjects
 from services.contracts.decisions import Decision, Placement, Preemption, Rejection
+from services.contracts.ids import GroupKey, split_key
 from services.planner import catchup, faults, publication
 from services.planner.core import census, revision, state
 from services.planner.core import config as core_config
@@ -215,7 +216,8 @@ class PlannerService:
         for seconds in self.scheduling_times.newly_scheduled(
                 [item.event for item in planned.applied], self.state):
             metrics.podgroup_scheduling_duration_seconds.observe(seconds)
-        faults.crash_after_commit_if_asked(len(rows))
+        faults.crash_after_commit_if_asked([split_key(GroupKey(d.group))[0]
+                                            for d in planned.decisions])
         self.unmarked = await publication.publish_rows(self.publisher, rows)
         if dead:
             metrics.dead_letters.labels(self.consumer).inc(len(dead))

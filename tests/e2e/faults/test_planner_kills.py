@@ -63,7 +63,8 @@ def test_a_planner_killed_between_commit_and_publish_publishes_its_outbox_on_res
         control_plane, namespace, services, monkeypatch):
     (watcher,) = services.start("watcher", extra=rest.PLANNER_FLAGS)
     services.binder()
-    monkeypatch.setenv(faults.CRASH_AFTER_COMMIT_ENV, "1")
+    # only this namespace's decisions: an earlier test's terminating objects decide too
+    monkeypatch.setenv(faults.CRASH_AFTER_COMMIT_ENV, f"ns:{namespace}")
     (planner,) = services.start("planner", extra=rest.PLANNER_FLAGS)
     monkeypatch.delenv(faults.CRASH_AFTER_COMMIT_ENV)
     with rest.partial_watch(control_plane, namespace, "planner killed after commit"):
