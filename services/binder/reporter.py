@@ -55,9 +55,9 @@ OWED_EVENTS = 100_000
 """Owed events kept at most (the oldest dropped first, counted in events_dropped)."""
 PLACED_REPORTS = 32
 """Placements whose Scheduled (or rollback) events are being written at once in the background
-(`placed_in_background`); a binder with this many waits before it starts another. As many as
-the binder carries out at once (`service.MAX_PLACEMENTS_IN_FLIGHT`), so no more of these events
-are in flight than when each placement wrote its own before freeing its slot."""
+(`placed_in_background`); a placement past its binds waits while this many are, before it
+frees its place in the binder. Each writes one event per member, so with `concurrency` writes
+per placement this bounds the events in flight without holding any placement's binds."""
 
 
 class StatusLog(Protocol):

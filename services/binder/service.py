@@ -23,6 +23,7 @@ import time
 from services.binder import outcomes, placing, preempting
 from services.binder.coalescing import Coalescer
 from services.binder.consumption import Consumer, Delivery, GroupLocks, heartbeat
+from services.binder.member_budget import MemberBudget
 from services.binder.memory import OutcomeLog, PlacementMemory
 from services.binder.placing import Policy
 from services.binder.ports import Kube, Publisher, WallClock
@@ -57,18 +58,27 @@ ACK_WAIT_SECONDS = 6.0
 (crashed, killed): well within a gang's timeout (default 60 s), so a restarted or other binder
 resumes it within seconds (`placing.carry_out` on a redelivery) instead of a minute later, when
 the gang had sat partly bound past its timeout (docs/design-notes.md, "Deadlines, rollback
-and expiry"). Placements still waiting for a free
-slot are not delivered yet, so their ack wait does not run."""
+and expiry"). Placements beyond `MAX_PLACEMENTS_IN_FLIGHT` are not delivered yet, so their
+ack wait does not run; those held and waiting for room in the member budget are reported in
+progress like the ones binding."""
 HEARTBEAT_SECONDS = ACK_WAIT_SECONDS / 3
 """A decision in progress is reported to JetStream this often, so it is not redelivered."""
 
 FETCH_BATCH = 64
 FETCH_TIMEOUT_SECONDS = 1.0
-MAX_PLACEMENTS_IN_FLIGHT = 32
-"""Placements carried out at once, taken in stream order. Few enough that the API server serves
-the oldest placements first: with hundreds at once (one planning round may place hundreds of
-gangs) every placement progressed at the same slow pace and all of them missed their deadline
-together, each then rolled back and placed again."""
+MAX_PLACEMENTS_IN_FLIGHT = 256
+"""Placements one binder holds at once, taken in stream order. Many, so that the serial waits
+inside each (its NATS reads, its post-bind node check, its outcome's publish ack) overlap other
+placements' binds: at 32, workload b of the cluster benchmark bound 167-172 pods/s with every
+slot full and the API server half idle between requests; at 256 (and the planner's limit at
+512) 223 (bench/README.md, "Session 21"). What binds at once is bounded by members instead
+(`MAX_MEMBERS_BINDING`)."""
+MAX_MEMBERS_BINDING = 1024
+"""Members the placements of one binder bind at once (`member_budget.MemberBudget`): a
+placement starts binding, and its timeout starts running, only once its members fit behind the
+placements taken before it. Few enough that the API server serves the oldest placements first:
+with thousands of binds at once every placement progressed at the same slow pace and all of
+them missed their deadline together, each then rolled back and placed again."""
 MAX_REPORTS_IN_FLIGHT = 32
 """Rejections (and, apart, status updates) being written at once; a rejection is up to two
 API calls per pod it names."""
@@ -132,6 +142,7 @@ class Binder:
         if settings.decision_key is None:
             raise MissingDecisionKey()
         self._gate = ReportGate()
+        self._budget = MemberBudget(MAX_MEMBERS_BINDING)
         self._key: DecisionKey = settings.decision_key
         self._kube = kube
         self._publisher = publisher
@@ -299,12 +310,12 @@ class Binder:
             return
         if not prior and await self._memory.is_stale(placement):
             return
-        started = time.monotonic()
         log.debug("placement %s of %s (attempt %d, %d members, delivery %s) due in %.1fs",
                   placement.id, placement.group, placement.attempt, len(placement.members),
                   "again" if is_redelivery else "first",
                   (placement.deadline_ms - self._clock()) / 1000)
-        async with self._gate.binding():
+        async with self._budget.take(len(placement.members)), self._gate.binding():
+            started = time.monotonic()
             settled = await placing.carry_out(
                 placement, self._kube, self._policy, self._clock, is_redelivery=is_redelivery,
                 known=await self._known_at(placement.plan_seq),
