@@ -314,7 +314,7 @@ placement_options = stack(
                  f"most {limits.MAX_SEARCH_BUDGET_STEPS:,}: the search holds the planner "
                  "(about 0.4 ms a step at 5,000 nodes)."),
     _option("--max-placements-in-flight",
-            type=click.IntRange(min=0, max=limits.MAX_ACK_PENDING), default=64,
+            type=click.IntRange(min=0, max=limits.MAX_ACK_PENDING), default=512,
             help="Most placements awaiting their outcome from the binders; at the limit no "
                  "gang is placed until one settles (0 = no limit). At most "
                  f"{limits.MAX_ACK_PENDING:,}, the most NATS delivers to the binders "

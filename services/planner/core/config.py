@@ -47,12 +47,12 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     scoring of one member over the nodes it fits: ~1 ms at 5,000 nodes, so a search that runs
     out of budget there costs ~1-2 s; most end in a few steps). The options take at most
     `services.config.limits.MAX_SEARCH_BUDGET_STEPS`: the search holds the planner's loop."""
-    max_placements_in_flight: int = 64
+    max_placements_in_flight: int = 512
     """Most placements handed to the binders and not yet bound, rolled back or expired; at the
     limit no group is placed until one settles (0 = no limit). Backpressure: placements beyond
-    what the binders carry out at once (32 each) would only wait in the stream while their
-    deadline runs, on capacity the planner no longer offers anyone, and be placed on an older
-    view of the cluster. Groups held back are not told anything new (nothing failed)."""
+    what the binders hold at once (256 each, `binder.service.MAX_PLACEMENTS_IN_FLIGHT`) would
+    only wait in the stream, on capacity the planner no longer offers anyone, and be placed on
+    an older view of the cluster. Groups held back are not told anything new (nothing failed)."""
 
     preemption: bool = True
     """Whether a gang that cannot be placed may evict pods of lower priority (`preemption`)."""
