@@ -26,7 +26,12 @@ READ_TIMEOUT_MARGIN_SECONDS = 30.0
 BACKOFF_FIRST_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 30.0
 MIN_WATCH_SECONDS = 1.0
-"""A watch ending sooner than this (without an error) is retried after a backoff."""
+"""A watch ending sooner than this without an error and without a single event is retried
+after a backoff (client-go's Reflector: "very short watch: ... watch lasted less than a second
+and no items received"). One that brought events is resumed at once: the API server ends the
+watches of clients it finds slow to read (`apiserver_terminated_watchers_total`), and during a
+burst of pod creations in the cluster benchmark it ended this one 20-40 times, each of which
+the backoff, doubling, turned into seconds of not watching at all."""
 
 ChangeType = Literal["observed", "deleted"]
 
@@ -207,15 +212,17 @@ async def observe(
                 log.info("listed %ss: %d objects", resource.kind, len(inventory))
             assert resource_version is not None
             started = asyncio.get_running_loop().time()
+            events = 0
             async for observation in _watch(client, resource, inventory, resource_version,
                                             watch_timeout_seconds):
+                events += 1
                 if isinstance(observation, Synced):
                     resource_version = observation.resource_version
                     continue
                 if not observation.is_synthetic:
                     resource_version = _resource_version(observation.obj) or resource_version
                 yield observation
-            if asyncio.get_running_loop().time() - started < MIN_WATCH_SECONDS:
+            if not events and asyncio.get_running_loop().time() - started < MIN_WATCH_SECONDS:
                 await asyncio.sleep(backoff.next_seconds())  # a server ending watches at once
             else:
                 backoff.reset()

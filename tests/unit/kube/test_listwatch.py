@@ -214,3 +214,37 @@ def test_a_list_rbac_forbids_gets_a_hint_naming_resource_and_group() -> None:
     assert "list and watch nodes, as" in listwatch._hint(resources.NODES, forbidden)
     unauthorized = errors.from_status(401, None, "pdb list")
     assert listwatch._hint(resources.PDBS, unauthorized) == ""  # credentials, not RBAC
+
+
+async def test_a_watch_the_server_ends_at_once_after_events_is_resumed_without_backoff(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The API server ends the watch of a client it finds slow to read; that watch brought
+    events, so it is resumed at once (client-go backs off only after a very short watch with
+    no items received)."""
+    monkeypatch.setattr(listwatch, "MIN_WATCH_SECONDS", 60.0)
+    monkeypatch.setattr(listwatch, "BACKOFF_FIRST_SECONDS", 30.0)
+    api = FakeApi(
+        lists=[page([], "10")],
+        watches=[[{"type": "ADDED", "object": obj(f"p{i}", f"u{i}", str(11 + i))}]
+                 for i in range(4)],
+    )
+    seen = await take(api, 5)  # 2 s at most for all of them
+    assert summary(seen)[1:] == [("observed", f"u{i}", str(11 + i)) for i in range(4)]
+
+
+async def test_a_watch_the_server_ends_at_once_with_nothing_backs_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(listwatch, "MIN_WATCH_SECONDS", 60.0)
+    monkeypatch.setattr(listwatch, "BACKOFF_FIRST_SECONDS", 30.0)
+    api = FakeApi(lists=[page([], "10")],
+                  watches=[[], [{"type": "ADDED", "object": obj("a", "u1", "11")}]])
+    stream = listwatch.observe(api, PODS, page_size=2)
+    try:
+        assert summary([await asyncio.wait_for(anext(stream), 2)]) == [("synced", "10")]
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(anext(stream), 0.5)
+    finally:
+        await stream.aclose()
+    assert [call for call, _ in api.calls] == ["list", "watch"]
