@@ -5,9 +5,10 @@ requests, on its NATS reads, its post-bind node check and its outcome's publish 
 time the API server idles), but lets them bind only while the members they bind together fit
 a budget. The budget is what keeps the API server serving the oldest placements first: with
 a thousand gangs' binds at once every placement would progress at the same slow pace and all of
-them would miss their deadline together. Placements are let in in the order they asked (the
-stream's order, as the binder takes them), never overtaken by smaller ones, so a large gang is
-not starved by a stream of singletons. A placement larger than the whole budget binds alone.
+them would miss their deadline together. Placements are let in in the order they asked (about
+the stream's order: each asks once its group's earlier decisions are done and its own checks
+read), never overtaken by smaller ones, so a large gang is not starved by a stream of
+singletons. A placement larger than the whole budget binds alone.
 kube-scheduler has no such bound (each pod's binding cycle runs in its own goroutine); the
 API server's priority and fairness queues its requests instead.
 """

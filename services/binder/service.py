@@ -17,6 +17,7 @@ is dead-lettered and terminated; nothing a decision contains can crash the servi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 
@@ -69,16 +70,18 @@ FETCH_TIMEOUT_SECONDS = 1.0
 MAX_PLACEMENTS_IN_FLIGHT = 256
 """Placements one binder holds at once, taken in stream order. Many, so that the serial waits
 inside each (its NATS reads, its post-bind node check, its outcome's publish ack) overlap other
-placements' binds: at 32, workload b of the cluster benchmark bound 167-172 pods/s with every
-slot full and the API server half idle between requests; at 256 (and the planner's limit at
-512) 223 (bench/README.md, "Session 21"). What binds at once is bounded by members instead
+placements' binds: holding 32, the binder was full through workload b of the cluster benchmark
+and bound 167-172 pods/s in three runs; holding 256 (with the planner's limit at 512), 198-224
+(bench/README.md, "Session 21"). What binds at once is bounded by members instead
 (`MAX_MEMBERS_BINDING`)."""
-MAX_MEMBERS_BINDING = 1024
+MAX_MEMBERS_BINDING = 2048
 """Members the placements of one binder bind at once (`member_budget.MemberBudget`): a
 placement starts binding, and its timeout starts running, only once its members fit behind the
-placements taken before it. Few enough that the API server serves the oldest placements first:
-with thousands of binds at once every placement progressed at the same slow pace and all of
-them missed their deadline together, each then rolled back and placed again."""
+placements that asked before it. Few enough that the API server serves the oldest placements
+first: with thousands of binds at once every placement progressed at the same slow pace and all
+of them missed their deadline together, each then rolled back and placed again. A full budget
+drains within a gang's default timeout (60 s) at 35 binds/s or more; workload c bound 141-155
+pods/s with 1,024, 152 with 2,048 and 162-165 with 4,096 (two runs each)."""
 MAX_REPORTS_IN_FLIGHT = 32
 """Rejections (and, apart, status updates) being written at once; a rejection is up to two
 API calls per pod it names."""
@@ -314,11 +317,12 @@ class Binder:
                   placement.id, placement.group, placement.attempt, len(placement.members),
                   "again" if is_redelivery else "first",
                   (placement.deadline_ms - self._clock()) / 1000)
-        async with self._budget.take(len(placement.members)), self._gate.binding():
+        known = await self._known_at(placement.plan_seq)
+        async with self._room(placement, is_redelivery), self._gate.binding():
             started = time.monotonic()
             settled = await placing.carry_out(
                 placement, self._kube, self._policy, self._clock, is_redelivery=is_redelivery,
-                known=await self._known_at(placement.plan_seq),
+                known=known,
             )
         await self._publisher.publish_many(outcomes.publish_items(self._prefix, settled.outcomes))
         self._memory.remember(placement.id, settled.outcomes)
@@ -328,6 +332,16 @@ class Binder:
         else:
             metrics.rollbacks.inc()
         await self._reporter.placed_in_background(placement, settled)
+
+    def _room(self, placement: Placement,
+              is_redelivery: bool) -> contextlib.AbstractAsyncContextManager[None]:
+        """Room for the placement's members in the member budget, taken in turn. None is needed
+        by a redelivery (it resumes or undoes what an earlier delivery bound, and an undo must
+        end within the rollback margin, `contracts.binding_window`, not queue behind new binds)
+        nor by a placement whose binding window has closed (it binds nothing)."""
+        if is_redelivery or placing.Window.of(placement).stop_ms <= self._clock():
+            return contextlib.nullcontext()
+        return self._budget.take(len(placement.members))
 
     async def _preempt(self, preemption: Preemption) -> None:
         """Evict the victims and nominate the preemptor's nodes (`preempting.carry_out`);

@@ -26,9 +26,11 @@ READ_TIMEOUT_MARGIN_SECONDS = 30.0
 BACKOFF_FIRST_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 30.0
 MIN_WATCH_SECONDS = 1.0
-"""A watch ending sooner than this without an error and without a single event is retried
-after a backoff (client-go's Reflector: "very short watch: ... watch lasted less than a second
-and no items received"). One that brought events is resumed at once: the API server ends the
+"""A watch ending sooner than this without an error and without progress (no change, and no
+bookmark past the version it started from) is retried after a backoff (client-go's Reflector:
+"very short watch: ... watch lasted less than a second and no items received"; a bookmark at the
+same version is no progress here, so a server answering every watch with one cannot make the
+watcher spin). One that brought changes is resumed at once: the API server ends the
 watches of clients it finds slow to read (`apiserver_terminated_watchers_total`), and during a
 burst of pod creations in the cluster benchmark it ended this one 20-40 times, each of which
 the backoff, doubling, turned into seconds of not watching at all."""
@@ -211,18 +213,19 @@ async def observe(
                         resource_version = observation.resource_version
                 log.info("listed %ss: %d objects", resource.kind, len(inventory))
             assert resource_version is not None
-            started = asyncio.get_running_loop().time()
-            events = 0
+            started = loop.time()
+            progressed = False
             async for observation in _watch(client, resource, inventory, resource_version,
                                             watch_timeout_seconds):
-                events += 1
                 if isinstance(observation, Synced):
+                    progressed |= observation.resource_version != resource_version
                     resource_version = observation.resource_version
                     continue
+                progressed = True
                 if not observation.is_synthetic:
                     resource_version = _resource_version(observation.obj) or resource_version
                 yield observation
-            if not events and asyncio.get_running_loop().time() - started < MIN_WATCH_SECONDS:
+            if not progressed and loop.time() - started < MIN_WATCH_SECONDS:
                 await asyncio.sleep(backoff.next_seconds())  # a server ending watches at once
             else:
                 backoff.reset()

@@ -8,10 +8,12 @@ decision's plan point.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import msgspec
 import pytest
 
+from services.binder import service
 from services.binder.service import MAX_ATTEMPTS, MissingDecisionKey
 from services.contracts import codec
 from services.contracts.decisions import Assignment, Placement, PodRef, Rejection
@@ -345,3 +347,84 @@ async def test_a_placement_whose_view_lags_its_plan_point_reads_the_api(
     assert kube.node_of("a") == "n1"
     assert ("get_pod", "a") in kube.calls and ("get_node", "n1") in kube.calls
 
+
+
+class HeldKube(FakeKube):
+    """Binds of the pods named in `held` wait for `release`; `started` lists binds begun."""
+
+    def __init__(self, held: set[str]) -> None:
+        super().__init__()
+        self.held, self.release, self.started = held, asyncio.Event(), list[str]()
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str, *,
+                   annotations: dict[str, str]) -> None:
+        self.started.append(name)
+        if name in self.held:
+            await self.release.wait()
+        await super().bind(namespace, name, uid, node, annotations=annotations)
+
+
+async def two_gangs(binder_bus: BinderBus, kube: FakeKube) -> tuple[Placement, Placement]:
+    """Gangs g (pods a, b, c) and h (pods d, e, f), pending, observed; each placed on n1."""
+    kube.add_node(make_node("n1", allocatable=ROOM))
+    for name in "abcdef":
+        kube.add_pod(make_pod(name))
+    plan_seq = await binder_bus.observe(kube)
+    return tuple(  # type: ignore[return-value]
+        Placement(id=f"{plan_seq}-{i}", plan_seq=plan_seq, at_ms=NOW_MS, group=f"default/{g}",
+                  attempt=1, deadline_ms=NOW_MS + 60_000,
+                  members=tuple(Assignment(f"uid-{n}", "default", n, "n1") for n in names))
+        for i, (g, names) in enumerate((("g", "abc"), ("h", "def"))))
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    for _ in range(200):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never held")
+
+
+async def test_a_placement_binds_only_once_its_members_fit_the_budget(
+    binder_bus: BinderBus, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With room for 4 members, gang h (3) waits while gang g (3) binds: none of its pods is
+    bound before g's binds end, and then all of them are."""
+    monkeypatch.setattr(service, "MAX_MEMBERS_BINDING", 4)
+    kube = HeldKube(held={"a"})
+    first, second = await two_gangs(binder_bus, kube)
+    binder = binder_bus.binder(kube, FakePublisher())
+    g = asyncio.create_task(binder.process(FakeDelivery(codec.encode(first))))
+    await _until(lambda: "a" in kube.started)
+    h_delivery = FakeDelivery(codec.encode(second),
+                              subject="gangsched.decisions.Placement.default.h")
+    h = asyncio.create_task(binder.process(h_delivery))
+    await asyncio.sleep(0.2)
+    assert not set("def") & set(kube.started)
+    kube.release.set()
+    await asyncio.gather(g, h)
+    assert h_delivery.settled == ["ack"]
+    assert [kube.node_of(n) for n in "abcdef"] == ["n1"] * 6
+    assert set(kube.started[-3:]) == set("def")
+    await binder.close()
+
+
+async def test_a_redelivery_does_not_queue_behind_the_budget(
+    binder_bus: BinderBus, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A redelivered placement resumes (or undoes) an earlier delivery's binds at once: an undo
+    must end within the rollback margin, not wait behind new binds."""
+    monkeypatch.setattr(service, "MAX_MEMBERS_BINDING", 4)
+    kube = HeldKube(held={"a"})
+    first, second = await two_gangs(binder_bus, kube)
+    binder = binder_bus.binder(kube, FakePublisher())
+    g = asyncio.create_task(binder.process(FakeDelivery(codec.encode(first))))
+    await _until(lambda: "a" in kube.started)
+    again = FakeDelivery(codec.encode(second), num_delivered=2,
+                         subject="gangsched.decisions.Placement.default.h")
+    await asyncio.wait_for(binder.process(again), 5)
+    assert again.settled == ["ack"]
+    assert [kube.node_of(n) for n in "def"] == ["n1"] * 3
+    kube.release.set()
+    await g
+    await binder.close()

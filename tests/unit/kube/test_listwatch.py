@@ -248,3 +248,22 @@ async def test_a_watch_the_server_ends_at_once_with_nothing_backs_off(
     finally:
         await stream.aclose()
     assert [call for call, _ in api.calls] == ["list", "watch"]
+
+
+async def test_a_watch_ending_at_once_with_a_bookmark_at_the_same_version_backs_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No progress, so no hot loop: a server answering every watch with one bookmark at the
+    version asked for is retried after a backoff, as one answering with nothing is."""
+    monkeypatch.setattr(listwatch, "MIN_WATCH_SECONDS", 60.0)
+    monkeypatch.setattr(listwatch, "BACKOFF_FIRST_SECONDS", 30.0)
+    same = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "10"}}}
+    api = FakeApi(lists=[page([], "10")], watches=[[same], [same], [same]])
+    stream = listwatch.observe(api, PODS, page_size=2)
+    try:
+        assert summary([await asyncio.wait_for(anext(stream), 2)]) == [("synced", "10")]
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(anext(stream), 0.5)
+    finally:
+        await stream.aclose()
+    assert [call for call, _ in api.calls] == ["list", "watch"]
