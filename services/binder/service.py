@@ -146,6 +146,9 @@ class Binder:
             raise MissingDecisionKey()
         self._gate = ReportGate()
         self._budget = MemberBudget(MAX_MEMBERS_BINDING)
+        budget = self._budget  # read at each scrape (the newest binder's, in tests)
+        metrics.binder_members_binding.set_function(lambda: budget.in_use)
+        metrics.binder_placements_waiting.set_function(lambda: budget.waiting)
         self._key: DecisionKey = settings.decision_key
         self._kube = kube
         self._publisher = publisher

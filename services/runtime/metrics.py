@@ -84,6 +84,16 @@ pending_pods = Gauge(
     "Pods of gangsched waiting to be placed, as the planner last saw them.",
     registry=REGISTRY,
 )
+binder_members_binding = Gauge(
+    "gangsched_binder_members_binding",
+    "Members of the placements the binder is binding now (its member budget in use).",
+    registry=REGISTRY,
+)
+binder_placements_waiting = Gauge(
+    "gangsched_binder_placements_waiting",
+    "Placements the binder holds that wait for room in its member budget to start binding.",
+    registry=REGISTRY,
+)
 consumer_lag = Gauge(
     "gangsched_consumer_lag",
     "Messages in the stream not yet delivered to the consumer, as of its last fetch.",

@@ -19,6 +19,7 @@ from services.contracts import codec
 from services.contracts.decisions import Assignment, Placement, PodRef, Rejection
 from services.contracts.events import GroupBound, GroupRolledBack, MemberBound, Outcome
 from services.contracts.signing import DecisionKey
+from services.runtime import metrics
 from tests.integration.binder_harness import NOW_MS, BinderBus
 from tests.unit.binder.fakes import (
     DECISION_KEY,
@@ -401,6 +402,8 @@ async def test_a_placement_binds_only_once_its_members_fit_the_budget(
     h = asyncio.create_task(binder.process(h_delivery))
     await asyncio.sleep(0.2)
     assert not set("def") & set(kube.started)
+    assert metrics.REGISTRY.get_sample_value("gangsched_binder_members_binding") == 3
+    assert metrics.REGISTRY.get_sample_value("gangsched_binder_placements_waiting") == 1
     kube.release.set()
     await asyncio.gather(g, h)
     assert h_delivery.settled == ["ack"]
