@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from services.binder import service
-from services.binder.service import MAX_ATTEMPTS, MissingDecisionKey
+from services.binder.service import MAX_ATTEMPTS, Binder, MissingDecisionKey
 from services.contracts import codec
 from services.contracts.decisions import Assignment, Placement, PodRef, Rejection
 from services.contracts.events import GroupBound, GroupRolledBack, MemberBound, Outcome
@@ -386,17 +386,25 @@ async def _until(condition: Callable[[], bool]) -> None:
     raise AssertionError("condition never held")
 
 
-async def test_a_placement_binds_only_once_its_members_fit_the_budget(
-    binder_bus: BinderBus, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """With room for 4 members, gang h (3) waits while gang g (3) binds: none of its pods is
-    bound before g's binds end, and then all of them are."""
+async def gang_g_binding(binder_bus: BinderBus, monkeypatch: pytest.MonkeyPatch
+                         ) -> tuple[HeldKube, Binder, asyncio.Task[None], Placement]:
+    """A binder with room for 4 members, binding gang g (a, b, c; a's bind held until
+    `kube.release`); gang h's placement (d, e, f), not delivered yet."""
     monkeypatch.setattr(service, "MAX_MEMBERS_BINDING", 4)
     kube = HeldKube(held={"a"})
     first, second = await two_gangs(binder_bus, kube)
     binder = binder_bus.binder(kube, FakePublisher())
     g = asyncio.create_task(binder.process(FakeDelivery(codec.encode(first))))
     await _until(lambda: "a" in kube.started)
+    return kube, binder, g, second
+
+
+async def test_a_placement_binds_only_once_its_members_fit_the_budget(
+    binder_bus: BinderBus, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With room for 4 members, gang h (3) waits while gang g (3) binds: none of its pods is
+    bound before g's binds end, and then all of them are."""
+    kube, binder, g, second = await gang_g_binding(binder_bus, monkeypatch)
     h_delivery = FakeDelivery(codec.encode(second),
                               subject="gangsched.decisions.Placement.default.h")
     h = asyncio.create_task(binder.process(h_delivery))
@@ -417,12 +425,7 @@ async def test_a_redelivery_does_not_queue_behind_the_budget(
 ) -> None:
     """A redelivered placement resumes (or undoes) an earlier delivery's binds at once: an undo
     must end within the rollback margin, not wait behind new binds."""
-    monkeypatch.setattr(service, "MAX_MEMBERS_BINDING", 4)
-    kube = HeldKube(held={"a"})
-    first, second = await two_gangs(binder_bus, kube)
-    binder = binder_bus.binder(kube, FakePublisher())
-    g = asyncio.create_task(binder.process(FakeDelivery(codec.encode(first))))
-    await _until(lambda: "a" in kube.started)
+    kube, binder, g, second = await gang_g_binding(binder_bus, monkeypatch)
     again = FakeDelivery(codec.encode(second), num_delivered=2,
                          subject="gangsched.decisions.Placement.default.h")
     await asyncio.wait_for(binder.process(again), 5)

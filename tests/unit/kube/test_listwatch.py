@@ -233,13 +233,9 @@ async def test_a_watch_the_server_ends_at_once_after_events_is_resumed_without_b
     assert summary(seen)[1:] == [("observed", f"u{i}", str(11 + i)) for i in range(4)]
 
 
-async def test_a_watch_the_server_ends_at_once_with_nothing_backs_off(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(listwatch, "MIN_WATCH_SECONDS", 60.0)
-    monkeypatch.setattr(listwatch, "BACKOFF_FIRST_SECONDS", 30.0)
-    api = FakeApi(lists=[page([], "10")],
-                  watches=[[], [{"type": "ADDED", "object": obj("a", "u1", "11")}]])
+async def _backs_off_after_the_first_watch(api: FakeApi) -> None:
+    """The list's Synced comes, then nothing within 0.5 s: the first watch, ended at once, was
+    not followed by another (a 30 s backoff runs)."""
     stream = listwatch.observe(api, PODS, page_size=2)
     try:
         assert summary([await asyncio.wait_for(anext(stream), 2)]) == [("synced", "10")]
@@ -248,6 +244,16 @@ async def test_a_watch_the_server_ends_at_once_with_nothing_backs_off(
     finally:
         await stream.aclose()
     assert [call for call, _ in api.calls] == ["list", "watch"]
+
+
+async def test_a_watch_the_server_ends_at_once_with_nothing_backs_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(listwatch, "MIN_WATCH_SECONDS", 60.0)
+    monkeypatch.setattr(listwatch, "BACKOFF_FIRST_SECONDS", 30.0)
+    await _backs_off_after_the_first_watch(FakeApi(
+        lists=[page([], "10")],
+        watches=[[], [{"type": "ADDED", "object": obj("a", "u1", "11")}]]))
 
 
 async def test_a_watch_ending_at_once_with_a_bookmark_at_the_same_version_backs_off(
@@ -258,12 +264,5 @@ async def test_a_watch_ending_at_once_with_a_bookmark_at_the_same_version_backs_
     monkeypatch.setattr(listwatch, "MIN_WATCH_SECONDS", 60.0)
     monkeypatch.setattr(listwatch, "BACKOFF_FIRST_SECONDS", 30.0)
     same = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "10"}}}
-    api = FakeApi(lists=[page([], "10")], watches=[[same], [same], [same]])
-    stream = listwatch.observe(api, PODS, page_size=2)
-    try:
-        assert summary([await asyncio.wait_for(anext(stream), 2)]) == [("synced", "10")]
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(anext(stream), 0.5)
-    finally:
-        await stream.aclose()
-    assert [call for call, _ in api.calls] == ["list", "watch"]
+    await _backs_off_after_the_first_watch(
+        FakeApi(lists=[page([], "10")], watches=[[same], [same], [same]]))
