@@ -71,7 +71,7 @@ MAX_PLACEMENTS_IN_FLIGHT = 256
 """Placements one binder holds at once, taken in stream order. Many, so that the serial waits
 inside each (its NATS reads, its post-bind node check, its outcome's publish ack) overlap other
 placements' binds: holding 32, the binder was full through workload b of the cluster benchmark
-and bound 167-172 pods/s in three runs; holding 256 (with the planner's limit at 512), 198-224
+and bound 167-172 pods/s in three runs; holding 256 (with the planner's limit at 512), 191-224
 (bench/README.md, "Session 21"). What binds at once is bounded by members instead
 (`MAX_MEMBERS_BINDING`)."""
 MAX_MEMBERS_BINDING = 2048
