@@ -25,6 +25,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from bench.cluster.analysis import percentile
 from services.contracts import codec
 from services.contracts.decisions import Placement
 from services.contracts.events import GroupBound, PodObserved
@@ -106,13 +107,6 @@ def in_flight(traced: Sequence[Traced], bucket_ms: int = BUCKET_MS) -> list[int]
             for at in range(start + bucket_ms, end + bucket_ms, bucket_ms)]
 
 
-def percentile(values: Sequence[int], share: float) -> int:
-    """The nearest-rank percentile of sorted `values` (share in [0, 1]); 0 when empty."""
-    if not values:
-        return 0
-    return values[min(len(values) - 1, int(share * len(values)))]
-
-
 def report(traced: Sequence[Traced]) -> str:
     """The text `main` prints."""
     lines = []
@@ -121,11 +115,17 @@ def report(traced: Sequence[Traced]) -> str:
         spans = phases(kind)
         lines.append(f"{label} ({sum(t.bound_ms is not None for t in kind)} bound of "
                      f"{len(kind)} placements), ms:")
-        lines += [f"  {name:16} p50 {percentile(v, .5):6d}  p90 {percentile(v, .9):6d}  "
-                  f"max {percentile(v, 1):6d}" for name, v in spans.items()]
+        lines += [f"  {name:16} " + "  ".join(
+            f"{label} {_ms(percentile(list(v), q))}" for label, q in (("p50", 50), ("p90", 90),
+                                                                     ("max", 100)))
+            for name, v in spans.items()]
     lines.append(f"awaiting their outcome, every {BUCKET_MS // 1000} s: "
                  + " ".join(str(n) for n in in_flight(traced)))
     return "\n".join(lines)
+
+
+def _ms(value: float | None) -> str:
+    return "     -" if value is None else f"{value:6.0f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,12 +31,6 @@ def test_in_flight_counts_planned_and_not_yet_bound_placements_per_window() -> N
     assert phases.in_flight(traced) == [1, 2, 1]
 
 
-def test_percentiles_are_nearest_rank() -> None:
-    values = list(range(1, 101))
-    assert [phases.percentile(values, share) for share in (.5, .9, 1)] == [51, 91, 100]
-    assert phases.percentile([], .5) == 0
-
-
 def _database(path: Path) -> None:
     """A gangsched database, schema from `services.store.tables`: pods a (created at 1,000,
     seen at 1,300) and b (created at 1,100, seen at 1,800), a tick at 2,400 (seq 3), gang g
@@ -76,7 +70,7 @@ def test_main_prints_the_report_and_refuses_what_is_not_a_database(
     out = capsys.readouterr().out
     assert "gangs (1 bound of 1 placements), ms:" in out
     assert "seen → planned   p50    600" in out
-    assert "singletons (0 bound of 1 placements)" in out
+    assert "singletons (0 bound of 1 placements), ms:\n  created → seen   p50      -" in out
     (tmp_path / "junk.db").write_text("not a database")
     assert phases.main([str(tmp_path / "junk.db")]) == 1
     assert capsys.readouterr().err.startswith(f"cannot read {tmp_path / 'junk.db'}: ")
