@@ -97,7 +97,8 @@ def planner_config(parsed: dict[str, Any]) -> PlannerConfig:
     defaults = PlannerConfig()
     names = ("default_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds",
              "starvation_seconds", "scoring", "prefer_topology", "topology_key",
-             "search_budget_steps", "max_placements_in_flight", "preemption",
+             "search_budget_steps", "max_placements_in_flight", "max_members_in_flight",
+             "preemption",
              "preempt_other_schedulers", "nomination_seconds")
     values = {name: parsed[name] for name in names if parsed.get(name) is not None}
     try:

@@ -319,6 +319,12 @@ placement_options = stack(
                  "gang is placed until one settles (0 = no limit). At most "
                  f"{limits.MAX_ACK_PENDING:,}, the most NATS delivers to the binders "
                  "unacknowledged."),
+    _option("--max-members-in-flight",
+            type=click.IntRange(min=0, max=limits.MAX_MEMBERS_IN_FLIGHT), default=4096,
+            help="Most members (pods) of the placements awaiting their outcome, together; at "
+                 "the limit no gang is placed until one settles (0 = no limit; a gang is "
+                 "always placed when nothing is in flight). Twice the 2,048 members one "
+                 "binder binds at once."),
     _option("--preemption/--no-preemption", default=True,
             help="Let a gang that cannot be placed evict whole gangs of lower priority so "
                  "that it fits (never when it would not fit even then)."),

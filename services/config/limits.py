@@ -17,6 +17,10 @@ some are acknowledged. The planner acknowledges a batch only after committing it
 than this many placements in flight (`--max-placements-in-flight`) cannot even be delivered to
 the binders: the rest wait in the stream while their deadlines run. Units: messages."""
 
+MAX_MEMBERS_IN_FLIGHT = 150_000
+"""The largest `--max-members-in-flight`: Kubernetes' supported limit of pods in one cluster
+(150,000), so a larger value could never bind. Units: pods."""
+
 KUBE_POOL_SIZE = 128
 """Connections each Kubernetes client keeps open at most (`services.kube.client.POOL_SIZE`,
 aiohttp's connector limit): the most requests one client has in flight (`REQUEST_SLOTS` of

@@ -2,7 +2,8 @@
 
 Layer: planner core (pure). `Round` walks groups in queue order (see `plan`), deciding for each:
 wait (in flight, not found, invalid, unsupported, no quorum, backed off, binders busy: as many
-placements in flight as `config.max_placements_in_flight`), place (one Placement
+placements in flight as `config.max_placements_in_flight`, or as many of their members as
+`config.max_members_in_flight`), place (one Placement
 with enough members for quorum, plus any extra members that fit), or reject (and back off).
 Ordering comes only from explicit sort keys; time only from `state.now_ms`.
 """
@@ -80,6 +81,8 @@ class Round:
         members. They hold capacity as a starving gang does, from the first round on."""
         self.nominated: dict[str, nominations.Held] = {}
         """The capacity each live nomination holds from the other groups (`nominations`)."""
+        self.members_in_flight: int | None = None
+        """Members of the placements in flight (`binders_busy`), counted on first use."""
         self.lowest_victim: int | None = None
         """The lowest priority of any pod preemption may evict (`preemption.lowest`), once per
         round: a gang at or below it has nothing to evict, without a look at every pod."""
@@ -238,9 +241,20 @@ class Round:
                 and self.now >= last + backoff.backoff_ms(1, self.config))
 
     def binders_busy(self) -> bool:
-        """Whether `config.max_placements_in_flight` placements await their outcome."""
+        """Whether `config.max_placements_in_flight` placements, or placements of
+        `config.max_members_in_flight` members together, await their outcome."""
         limit = self.config.max_placements_in_flight
-        return limit > 0 and len(self.state.placements) >= limit
+        if limit > 0 and len(self.state.placements) >= limit:
+            return True
+        members = self.config.max_members_in_flight
+        return members > 0 and self._members_in_flight() >= members
+
+    def _members_in_flight(self) -> int:
+        """Members of every placement in flight: counted on first use in a round (placements
+        leave only in `plan._expire`, which resets the count), then added to as it places."""
+        if self.members_in_flight is None:
+            self.members_in_flight = sum(len(p.pod_uids) for p in self.state.placements.values())
+        return self.members_in_flight
 
     def _is_holder(self, key: str, group: GroupState, need: int) -> bool:
         return need > 0 and self.hold is None and self._may_hold(key, group)
@@ -374,6 +388,8 @@ class Round:
         self.state.placements[decision] = InFlight(
             group=key, at_ms=self.now, deadline_ms=deadline,
             pod_uids=tuple(member.pod_uid for member in members))
+        if self.members_in_flight is not None:
+            self.members_in_flight += len(members)
         group.in_flight.append(decision)
         self.derived.dirty.add(key)
 

@@ -53,6 +53,13 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     what the binders hold at once (256 each, `binder.service.MAX_PLACEMENTS_IN_FLIGHT`) would
     only wait in the stream, on capacity the planner no longer offers anyone, and be placed on
     an older view of the cluster. Groups held back are not told anything new (nothing failed)."""
+    max_members_in_flight: int = 4096
+    """Most members (pods) of those placements together; at the limit no group is placed until
+    one settles (0 = no limit). A binder binds at most 2,048 members at once
+    (`binder.member_budget.MAX_MEMBERS_BINDING`), so placements are weighed by their size as
+    well as counted: 512 gangs of 64 would otherwise queue 32,768 binds, minutes of work at
+    the API server's pace, behind deadlines of a minute. A placement is always made when
+    nothing is in flight, however large its gang."""
 
     preemption: bool = True
     """Whether a gang that cannot be placed may evict pods of lower priority (`preemption`)."""
@@ -80,6 +87,7 @@ class PlannerConfig(msgspec.Struct, frozen=True):
                      "release_grace_seconds": self.release_grace_seconds,
                      "search_budget_steps": self.search_budget_steps,
                      "max_placements_in_flight": self.max_placements_in_flight,
+                     "max_members_in_flight": self.max_members_in_flight,
                      "nomination_seconds": self.nomination_seconds}
         for name, value in durations.items():
             if not 0 <= value < float("inf"):  # nan fails every comparison

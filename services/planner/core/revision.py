@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 23
+CORE_REVISION = 24
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -68,7 +68,9 @@ nominated for two gangs goes to the higher one. 22: a nominated gang takes no st
 partly-bound hold besides its nomination (it reserved other nodes it would never take). 23: a
 nomination also puts its gang's members on their nominated nodes for every other pod's filters
 (inter-pod affinity, spread, host ports), as kube-scheduler's addNominatedPods; a gang short of
-its minResources preempts when the victims' room covers them (was: never preempted)."""
+its minResources preempts when the victims' room covers them (was: never preempted). 24: no group
+is placed either while the placements in flight hold `max_members_in_flight` members together
+(a placement is still made when none is in flight) ("Deadlines, rollback and expiry")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -216,6 +216,8 @@ def test_a_schema_mismatch_names_the_database_as_given_and_the_command_to_run(
     (("run", "--search-budget-steps", "10001"), "--search-budget-steps"),
     (("simulate", "--search-budget-steps", "1000000000", "."), "--search-budget-steps"),
     (("replay", "--max-placements-in-flight", "10001"), "--max-placements-in-flight"),
+    (("run", "--max-members-in-flight", "150001"), "--max-members-in-flight"),
+    (("simulate", "--max-members-in-flight", "-1", "."), "--max-members-in-flight"),
     (("run", "--snapshot-interval-events", "10000001"), "--snapshot-interval-events"),
 ])
 def test_a_setting_out_of_range_is_refused_before_anything_starts(
@@ -230,6 +232,7 @@ def test_a_setting_out_of_range_is_refused_before_anything_starts(
 
 COUNT_RANGES = [("--batch-size", 1, limits.MAX_ACK_PENDING),
                 ("--max-placements-in-flight", 0, limits.MAX_ACK_PENDING),
+                ("--max-members-in-flight", 0, limits.MAX_MEMBERS_IN_FLIGHT),
                 ("--search-budget-steps", 0, limits.MAX_SEARCH_BUDGET_STEPS),
                 ("--snapshot-interval-events", 0, limits.MAX_SNAPSHOT_INTERVAL_EVENTS),
                 ("--bind-concurrency", 1, limits.KUBE_POOL_SIZE)]

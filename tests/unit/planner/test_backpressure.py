@@ -52,3 +52,48 @@ def test_a_starving_gang_keeps_its_hold_while_the_binders_are_busy() -> None:
     assert (cluster.state.starving_group, cluster.state.starving_nodes) == ("default/b", ["n0"])
     assert not [d for d in cluster.plan() if isinstance(d, Placement)]  # the binders are busy
     assert (cluster.state.starving_group, cluster.state.starving_nodes) == ("default/b", ["n0"])
+
+
+def _gangs(config: PlannerConfig, sizes: list[int]) -> Cluster:
+    """One roomy node and one gang per size (minMember = size, 100m each), created in order."""
+    cluster = Cluster(config=config).observe(make_node("n0").capacity(cpu_milli=64000))
+    for g, size in enumerate(sizes):
+        cluster.observe(make_podgroup(f"g{g}", min_member=size).created(g),
+                        *[make_pod(f"g{g}-{i}").in_group(f"g{g}").requests(cpu_milli=100)
+                          .created(g) for i in range(size)])
+    return cluster
+
+
+def test_members_in_flight_are_weighed_too_and_the_rest_wait_untold() -> None:
+    # 3 + 4 = 7 members reach the limit of 6: g2 waits though only 2 placements are in flight
+    cluster = _gangs(PlannerConfig(max_placements_in_flight=10, max_members_in_flight=6),
+                     [3, 4, 2])
+    first = cluster.plan()
+    placed = [d for d in first if isinstance(d, Placement)]
+    assert [(p.group, len(p.members)) for p in placed] == [("default/g0", 3), ("default/g1", 4)]
+    assert not [d for d in first if isinstance(d, Rejection)]  # held back, nothing failed
+    assert not [d for d in cluster.plan() if isinstance(d, Placement)]  # 7 members still out
+    cluster.bind([placed[1]])  # 3 members left in flight: room again
+    assert [d.group for d in cluster.plan() if isinstance(d, Placement)] == ["default/g2"]
+
+
+def test_a_gang_larger_than_the_member_limit_is_placed_when_nothing_is_in_flight() -> None:
+    cluster = _gangs(PlannerConfig(max_members_in_flight=4), [8, 1])
+    placed = [d for d in cluster.plan() if isinstance(d, Placement)]
+    assert [(p.group, len(p.members)) for p in placed] == [("default/g0", 8)]
+    cluster.bind([*placed])
+    assert [d.group for d in cluster.plan() if isinstance(d, Placement)] == ["default/g1"]
+
+
+def test_expired_placements_no_longer_count_toward_the_member_limit() -> None:
+    config = PlannerConfig(max_members_in_flight=3, default_timeout_seconds=10,
+                           release_grace_seconds=5)
+    cluster = _gangs(config, [3, 2])
+    assert [d.group for d in cluster.plan() if isinstance(d, Placement)] == ["default/g0"]
+    cluster.advance(16)  # g0's deadline (10 s) and grace (5 s) passed: the planner releases it
+    assert "default/g1" in [d.group for d in cluster.plan() if isinstance(d, Placement)]
+
+
+def test_zero_members_means_no_member_limit() -> None:
+    cluster = _gangs(PlannerConfig(max_members_in_flight=0), [30, 30, 30])
+    assert len([d for d in cluster.plan() if isinstance(d, Placement)]) == 3
