@@ -6,6 +6,8 @@ Never returns a password or token in text meant for messages, logs or files.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from urllib.parse import SplitResult, urlsplit
 
 
@@ -37,9 +39,17 @@ SCHEMES = ("nats", "tls", "ws", "wss")
 """The schemes nats-py connects with."""
 
 
+_HOST_NAME = re.compile(r"[\w-]+(\.[\w-]+)*\.?")
+"""A host name: dot-separated labels of letters, digits, `-` and `_`."""
+
+
 def problem(url: str) -> str | None:
     """Why `url` is not a `--nats` value nats-py can use (no server, a server without a host,
-    an unknown scheme, a bad port), or None when it is."""
+    an unknown scheme, a bad port, a host that cannot be a host name or an IP address, a bare
+    word that is neither a URL nor `host:port`), or None when it is.
+
+    Whether the servers are reachable is not checked here (that is the connection's task).
+    """
     servers = server_urls(url)
     if not servers:
         return "no server URL"
@@ -52,7 +62,22 @@ def problem(url: str) -> str | None:
             return f"{part.scheme}:// is not a NATS scheme (use {schemes})"
         if not part.hostname:
             return f"{shown(server)!r} names no host"
+        if not _is_host(part.hostname):
+            return f"{part.hostname!r} is not a host name or IP address"
+        if "://" not in server and part.port is None:
+            return (f"{part.hostname!r} has neither a scheme nor a port (give "
+                    f"nats://{part.hostname}:4222 or {part.hostname}:4222)")
     return None
+
+
+def _is_host(host: str) -> bool:
+    """Whether `host` (as `urlsplit` gives it: lower case, IPv6 without brackets) can be a
+    host name or an IP address."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return _HOST_NAME.fullmatch(host) is not None
+    return True
 
 
 def _split(server: str) -> SplitResult | None:

@@ -321,6 +321,27 @@ def test_a_nats_url_nats_py_cannot_use_is_refused_when_parsed(
     assert "secret" not in output
 
 
+NATS_COMMANDS = sorted(name for name, command in app.commands.items()
+                       if any(param.name == "nats" for param in command.params))
+"""Every command taking --nats."""
+
+
+@pytest.mark.parametrize("command", NATS_COMMANDS)
+@pytest.mark.parametrize(("url", "why"), [
+    ("notaurl", "'notaurl' has neither a scheme nor a port (give nats://notaurl:4222 or "
+                "notaurl:4222)"),
+    ("nats://not a host:4222", "'not a host' is not a host name or IP address"),
+])
+def test_a_value_that_cannot_be_a_nats_url_is_a_usage_error_of_every_command(
+        command: str, url: str, why: str) -> None:
+    assert NATS_COMMANDS == ["binder", "decisions", "planner", "replay", "run", "watcher"]
+    for argv, env in (([command, "--nats", url], {}), ([command], {"GANGSCHED_NATS": url})):
+        result = CliRunner().invoke(app, argv, env=env)  # refused when parsed: nothing starts
+        assert (result.exit_code, result.output.strip().splitlines()[-1]) == (
+            2, "Error: Invalid value for '--nats' (env var: 'GANGSCHED_NATS'): "
+               f"not a NATS URL: {why}"), result.output
+
+
 def test_schemas_that_cannot_be_written_are_one_line() -> None:
     code, output = invoke("schema", "--out", "/proc/nope")
     assert code == 1
