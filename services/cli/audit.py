@@ -77,9 +77,11 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
     @click.option("--from-seq", type=log_positions.SEQUENCE, default=None,
                   help="Show the timeline from this EVENTS sequence on (1 or more). The state "
                        "is always rebuilt from the first event (silently), so later rounds "
-                       "are exact.")
+                       "are exact. Past the end of the log (or of --until): said in one "
+                       "line, exit 3.")
     @click.option("--since", type=log_positions.UtcTime(), default=None,
-                  help="Show the timeline from this UTC time on (ISO 8601); rebuilt as above.")
+                  help="Show the timeline from this UTC time on (ISO 8601); rebuilt as above. "
+                       "After the log's latest event: said in one line, exit 3.")
     @click.option("--until", type=log_positions.SeqOrTime(), default=None,
                   help="Stop after this sequence (an integer, 1 or more) or before the first "
                        "round applying an event later than this time (ISO 8601).")
@@ -106,6 +108,11 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
         (pass the same --scoring, --default-timeout-seconds, ... or GANGSCHED_* variables):
         a different config shows up as a divergence under --verify. Never writes to the
         database (opened read-only) or the streams (ordered consumers, nothing acked).
+
+        Exit status: 0 done; 1 the log cannot be read; 2 bad options; 3 a divergence or
+        nothing verified (--verify), or a timeline that can show nothing because --from-seq
+        or --since is past the end of the log or --until before its start (without
+        --verify; with it, the verification decides).
         """
         from services.cli import replaying
 
@@ -123,6 +130,10 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
 
     if parsed["pod"] and parsed["podgroup"]:
         raise click.UsageError("give --pod or --podgroup, not both")
+    until_seq = parsed["until"].seq if parsed["until"] else None
+    if parsed["from_seq"] and until_seq is not None and parsed["from_seq"] > until_seq:
+        raise click.UsageError(f"--from-seq {parsed['from_seq']} is after --until {until_seq}: "
+                               "the timeline would show nothing")
     focus = None
     if parsed["pod"] or parsed["podgroup"]:
         kind = "pod" if parsed["pod"] else "podgroup"
@@ -181,7 +192,13 @@ def _report(outcome: ReplayOutcome, request: ReplayRequest, until: Until | None)
         if request.verify:
             raise SystemExit(exit_codes.NEGATIVE)
         return
-    if request.focus is not None and not outcome.shown and request.show_timeline:
+    beyond = (replaying.past_the_end(request, outcome)
+              if request.show_timeline and verifier.divergence is None else None)
+    if beyond:  # a timeline asked from where the log holds nothing must not read as empty
+        click.echo(beyond, err=True)
+        if not request.verify:  # else the verification's verdict is the answer
+            raise SystemExit(exit_codes.NEGATIVE)
+    elif request.focus is not None and not outcome.shown and request.show_timeline:
         click.echo(f"nothing in the log is about {request.focus.kind} "
                    f"{request.focus.namespace}/{request.focus.name}", err=True)
     if verifier.divergence is not None:

@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from services.audit import heap
+from services.audit import heap, times
 from services.audit.db_log import DatabaseLog
 from services.audit.timeline import Focus, Timeline, Window
 from services.audit.until import Until
-from services.cli import audit_view
+from services.cli import audit_view, log_positions
 from services.config.settings import BusSettings
 from services.contracts.signing import DecisionKey
 from services.planner.core.config import PlannerConfig
@@ -58,11 +58,19 @@ class ReplayRequest:
 @dataclass
 class ReplayOutcome:
     """What a replay found: the verifier (its `divergence` None when all matched), how many
-    timeline entries were shown and how many events the log holds (0: an empty log)."""
+    timeline entries were shown and how many events the log holds (0: an empty log).
+
+    Where it ended: `last_seq` the sequence of the last event replayed (0: none),
+    `latest_ms` the latest time of the events replayed (epoch ms; kept only for `--since`),
+    `stopped_by_until` whether `--until` ended it before the end of the log.
+    """
 
     verifier: Verifier
     shown: int = 0
     events: int = 0
+    last_seq: int = 0
+    latest_ms: int = 0
+    stopped_by_until: bool = False
 
 
 def empty_log(source: str) -> str:
@@ -95,8 +103,10 @@ async def replay(request: ReplayRequest) -> ReplayOutcome:
         with audit_view.progress(total, enabled=drawn) as advance, heap.LongLived() as held:
             async for whole in log.rounds():
                 rnd = request.until.clip(whole)
+                outcome.stopped_by_until = rnd is not whole
                 if rnd is None:
                     break
+                _note_end(outcome, rnd, request.window)
                 result = replayer.play(rnd)
                 held.advance(len(rnd.events))
                 divergence = verifier.check(result) if request.verify else None
@@ -108,6 +118,36 @@ async def replay(request: ReplayRequest) -> ReplayOutcome:
                 if divergence is not None:
                     break
     return outcome
+
+
+def _note_end(outcome: ReplayOutcome, rnd: RoundInput, window: Window) -> None:
+    """Move `outcome`'s end (`last_seq`, and `latest_ms` when `window` has a `--since`) past
+    the events of `rnd`."""
+    if rnd.events:
+        outcome.last_seq = rnd.events[-1].seq
+        if window.since_ms is not None:
+            outcome.latest_ms = max(outcome.latest_ms,
+                                    *(item.event.at_ms for item in rnd.events))
+
+
+def past_the_end(request: ReplayRequest, outcome: ReplayOutcome) -> str | None:
+    """Why the timeline of a replay of a non-empty log shows nothing whatever it holds: its
+    window (`--from-seq`, `--since`) starts after the last event replayed (the end of the
+    log, or where `--until` stopped the replay), or `--until` stopped it before the first
+    round; None when neither."""
+    until = (f"--until {log_positions.shown(request.until)}" if outcome.stopped_by_until
+             else None)
+    if outcome.last_seq == 0:
+        return until and f"nothing to show: {until} stops the replay before the first round"
+    end = (f"the replay stops at sequence {outcome.last_seq} ({until})" if until
+           else f"the log ends at sequence {outcome.last_seq}")
+    window = request.window
+    if window.from_seq > outcome.last_seq:
+        return f"nothing to show from --from-seq {window.from_seq}: {end}"
+    if window.since_ms is not None and window.since_ms > outcome.latest_ms:
+        return (f"nothing to show from --since {times.iso(window.since_ms)}: {end}, its latest "
+                f"event at {times.iso(outcome.latest_ms)}")
+    return None
 
 
 @contextlib.asynccontextmanager

@@ -92,6 +92,8 @@ CASES = [
      exit_codes.NEGATIVE, "divergence at plan point"),
     (("replay", "--verify", "--db", "{empty}"), exit_codes.NEGATIVE,
      "nothing was verified: the log is empty"),
+    (("replay", "--db", "{log}", "--from-seq", "999"), exit_codes.NEGATIVE,
+     "nothing to show from --from-seq 999: the log ends at sequence 21"),
     (("explain", "pod", "default/ghost", "--db", "{log}"), exit_codes.NEGATIVE,
      "Unknown: pod default/ghost does not appear in the log"),
     (("explain", "podgroup", "default/ghost", "--db", "{log}"), exit_codes.NEGATIVE,
