@@ -363,8 +363,6 @@ def _failures() -> Iterator[None]:
         raise exit_codes.Failed(f"NATS unavailable: {error}") from None
     except BusRefused as error:
         raise exit_codes.Failed(f"NATS refused: {error}") from None
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as head expects
-        raise SystemExit(exit_codes.output_closed()) from None
     except Exception as error:
         failure = _nats_failure(error) or _database_failure(error)
         if failure is None:

@@ -8,22 +8,20 @@ README.md ("Exit codes") tells them to users:
   the log.
 - `FAILED` 1: the command could not do its work: a database, NATS or Kubernetes that is
   missing, unreachable, refusing or of another schema revision, a data directory in use, a
-  service that keeps failing, output closed early (`| head`). Also what Python gives an
-  unexpected crash (a bug, with its traceback), and click's own `ClickException`.
+  service that keeps failing, output that cannot be written (a full disk; a reader gone,
+  `| head`: `services.cli.output`). Also what Python gives an unexpected crash (a bug, with
+  its traceback), and click's own `ClickException`.
 - `USAGE` 2: the command line or an input file is wrong: an unknown option, a value out of
   range, a malformed URL or time, an invalid manifest, an unusable key or password file.
   Click's own `UsageError`. Told before anything is started.
 - `NEGATIVE` 3: the audit ran and its answer is no: `replay --verify` found a divergence or had
   nothing to verify, `replay` has no timeline to show from `--from-seq` or `--since` (past the
   end of the log) or up to `--until` (before its first round), `explain` found no trace of the
-  object. A value of its own, so that a
-  failure to run (1) or a crash (1) never reads as a divergence.
+  object. A value of its own, so that a failure to run (1) or a crash (1) never reads as a
+  divergence.
 """
 
 from __future__ import annotations
-
-import os
-import sys
 
 import click
 
@@ -45,10 +43,3 @@ class BadInput(click.ClickException):
 
     exit_code = USAGE
 
-
-def output_closed() -> int:
-    """`FAILED`, after pointing stdout at /dev/null: the reader of our output went away early
-    (`| head`), so nothing more can be told there, and Python must not fail again flushing it
-    at exit."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return FAILED

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from services import __version__
-from services.cli import audit, exit_codes, options
+from services.cli import audit, exit_codes, options, output
 from services.planner.core.config import PlannerConfig
 
 if TYPE_CHECKING:
@@ -29,7 +29,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("gangsched")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Gangsched(click.Group):
+    """The `gangsched` group: click's, with every command run under `output.guarded`."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the command line (click's `main`); standard output that cannot be written is
+        one line on standard error and exit status 1 (`output.guarded`)."""
+        return output.guarded(lambda: super(_Gangsched, self).main(*args, **kwargs))
+
+
+@click.group(cls=_Gangsched,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="gangsched",
                       message="%(prog)s %(version)s")
 def app() -> None:

@@ -330,12 +330,9 @@ def simulate_command(files: list[Path], output: str = "table",
     except manifests.InvalidManifest as error:
         print(f"Error: {error}", file=sys.stderr)
         return EXIT_INVALID
-    try:
-        if output == "json":
-            sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
-        else:
-            render_table(data, audit_view.console())
-        sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away (`| head`): the output is not all there
-        return exit_codes.output_closed()
+    if output == "json":  # output that cannot be written: `output.guarded`, at the entry point
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    else:
+        render_table(data, audit_view.console())
+    sys.stdout.flush()
     return 0

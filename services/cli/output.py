@@ -1,0 +1,94 @@
+"""Standard output that cannot be written is one line and exit status 1, never a traceback.
+
+Layer: cli. The `gangsched` entry point (`main.app`) runs every command under `guarded`: a
+write to or flush of `sys.stdout` that fails (a full disk, `> /dev/full`; a reader gone,
+`| head`) raises `OutputFailed`, which is no `OSError`, so that no command's own handling of a
+file it writes (or of a database or NATS connection) takes it for its own failure. `guarded`
+then tells it in one line on standard error (nothing for a reader gone, as Unix tools stay
+quiet then) and exits with `exit_codes.FAILED`: a script must not take a report that is not
+all there for a success.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO, TypeVar, cast
+
+from services.cli import exit_codes
+
+T = TypeVar("T")
+
+
+class OutputFailed(Exception):
+    """Standard output could not be written: `error` says why."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Guarded:
+    """`stream` whose writes and flushes raise `OutputFailed` instead of `OSError`; every other
+    attribute is the stream's own."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as error:
+            raise OutputFailed(error) from error
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            raise OutputFailed(error) from error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def guarded(main: Callable[[], T]) -> T:
+    """`main()` with `sys.stdout` guarded, flushed at its end (what is still buffered fails
+    here, not at the interpreter's exit).
+
+    Raises:
+        SystemExit: `exit_codes.FAILED` when standard output could not be written, after one
+            line on standard error saying why (none when the reader went away).
+    """
+    stream = sys.stdout
+    if stream is None:  # started with standard output closed: nothing to guard
+        return main()
+    guard = _Guarded(stream)
+    sys.stdout = cast(TextIO, guard)
+    try:
+        try:
+            return main()
+        finally:
+            guard.flush()
+    except OutputFailed as failed:
+        sys.stdout = stream
+        raise SystemExit(_told(failed.error)) from None
+    finally:
+        if sys.stdout is guard:
+            sys.stdout = stream
+
+
+def _told(error: OSError) -> int:
+    """`exit_codes.FAILED`, after saying why on standard error (unless the reader went away)
+    and pointing standard output at /dev/null, so that Python's own flush at exit does not fail
+    again ("Exception ignored ...")."""
+    with contextlib.suppress(OSError):  # a stream with no file descriptor (a test's capture)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if not isinstance(error, BrokenPipeError):
+        print(f"gangsched: cannot write output: {error.strerror or error}", file=sys.stderr)
+    return exit_codes.FAILED

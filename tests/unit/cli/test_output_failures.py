@@ -1,0 +1,84 @@
+"""Standard output that cannot be written (a full disk, a reader gone) is one line on stderr and
+exit status 1, never a traceback, for every command: the real entry point, in subprocesses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.unit.audit.recorded import scenario
+from tests.unit.audit.recorded_db import write_database
+
+GANGSCHED = str(Path(sys.executable).with_name("gangsched"))
+"""The console script `pip install` made: the entry point users run."""
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+FULL = "gangsched: cannot write output: No space left on device\n"
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("output") / "log.db"
+    write_database(scenario(), path)
+    return str(path)
+
+
+COMMANDS = [
+    ("version",),
+    ("--version",),
+    ("--help",),
+    ("schema", "--out", "{tmp}"),
+    ("simulate", str(EXAMPLES)),
+    ("simulate", str(EXAMPLES), "-o", "json"),
+    ("replay", "--db", "{log}"),
+    ("replay", "--db", "{log}", "-o", "json"),
+    ("explain", "pod", "default/nginx-0", "--db", "{log}"),
+]
+
+
+def run(argv: tuple[str, ...], stdout: int, log: str, tmp: Path) -> tuple[int, str]:
+    """`gangsched ARGV` with standard output `stdout`: its exit status and standard error."""
+    args = [arg.format(log=log, tmp=tmp) for arg in argv]
+    result = subprocess.run([GANGSCHED, *args], stdout=stdout, stderr=subprocess.PIPE,
+                            text=True, timeout=120, check=False,
+                            env={**os.environ, "GANGSCHED_NATS": ""})
+    return result.returncode, result.stderr
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+def test_a_full_disk_is_one_line_and_status_1(argv: tuple[str, ...], log: str,
+                                               tmp_path: Path) -> None:
+    with open("/dev/full", "w") as full:
+        assert run(argv, full.fileno(), log, tmp_path) == (1, FULL)
+
+
+@pytest.fixture
+def gone_reader() -> Iterator[int]:
+    """The write end of a pipe whose reader is gone (closed before anything is written), as
+    `| head -1` once head has its line: every write is EPIPE."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        yield write_end
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+def test_a_reader_gone_is_status_1_quietly(argv: tuple[str, ...], log: str, tmp_path: Path,
+                                           gone_reader: int) -> None:
+    """Nothing on stderr (no traceback, no "Exception ignored"), as Unix tools; still 1, so
+    that a script does not take a report that is not all there for a success."""
+    assert run(argv, gone_reader, log, tmp_path) == (1, "")
+
+
+def test_a_writable_output_is_untouched(log: str, tmp_path: Path) -> None:
+    out = tmp_path / "out.txt"
+    with out.open("w") as file:
+        assert run(("replay", "--db", "{log}", "--from-seq", "21"), file.fileno(), log,
+                   tmp_path) == (0, "")
+    assert out.read_text().count("\n") == 4  # the header and the three entries at 21
