@@ -210,16 +210,20 @@ async def _until_signalled(main: Any) -> None:
 @options.store_options
 @options.local_options
 def migrate(**parsed: Any) -> None:
-    """Create or upgrade the state store schema to this version's head."""
+    """Create or upgrade the state store schema to this version's head.
+
+    Unset --db: the SQLite file in the data directory, which is made if missing. The
+    directory of a SQLite --db must exist: none is made for it.
+    """
     from services.store import schema
     from services.store.errors import SchemaMismatch, StoreUnavailable, unusable_database
 
     settings = options.settings_from(parsed)
     configure_logging(settings.log_level)
     logging.getLogger("alembic.runtime.migration").setLevel(settings.log_level.upper())
-    url = settings.store_url()  # the default SQLite file's directory is made with its engine
-    try:
-        schema.migrate_sync(url)
+    url = settings.store_url()
+    try:  # the data directory is gangsched's own, made if missing; the directory of a --db not
+        schema.migrate_sync(url, make_directory=not settings.store.url)
     except (SchemaMismatch, StoreUnavailable) as error:
         raise exit_codes.Failed(str(error)) from None
     except Exception as error:

@@ -144,11 +144,10 @@ async def checked_store(settings: Settings) -> AsyncIterator[AsyncEngine]:
     """Yield the planner's engine after checking its schema; the embedded SQLite default is
     migrated automatically (it is private to this process), any other database never is."""
     url = settings.store_url()
-    engine = engines.create_engine(url)
+    engine = engines.create_engine(url, make_directory=not settings.store.url)
     try:
         with _unreachable_database(url):
             if not settings.store.url:
-                settings.data_dir.mkdir(parents=True, exist_ok=True)
                 await schema.migrate(url)
             await schema.check_schema(engine)
         yield engine

@@ -44,27 +44,49 @@ def async_url(url: str) -> URL:
     return parsed.set(drivername=_ASYNC_DRIVERS[backend])
 
 
-def create_engine(url: str, **options: Any) -> AsyncEngine:
-    """An async engine for `url`; for SQLite, the parent directory of the file is created.
+def create_engine(url: str, *, make_directory: bool = False, **options: Any) -> AsyncEngine:
+    """An async engine for `url`.
 
+    A SQLite file's directory must exist: a mistyped path must not silently become a new tree
+    of directories. With `make_directory` it is created instead (with its parents): only for
+    the database gangsched keeps in its own data directory, which it makes itself.
     Raises:
         ValueError: as `async_url`.
-        StoreUnavailable: that directory cannot be created (a file stands in its way, no
-            permission, read-only file system).
+        StoreUnavailable: that directory does not exist or is no directory, or (with
+            `make_directory`) cannot be created (a file stands in its way, no permission,
+            read-only file system).
     """
     parsed = async_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        directory = Path(parsed.database).expanduser().parent
+        _sqlite_directory(Path(parsed.database).expanduser(), make_directory)
+    engine = create_async_engine(parsed, pool_pre_ping=True, **options)
+    if engine.dialect.name == "sqlite":
+        _configure_sqlite(engine)
+    return engine
+
+
+def _sqlite_directory(database: Path, make: bool) -> None:
+    """Check (or, with `make`, create) the directory of the SQLite file `database`.
+
+    Raises:
+        StoreUnavailable: see `create_engine`.
+    """
+    directory = database.parent
+    if make:
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise StoreUnavailable(
                 f"cannot create the directory {directory} of the SQLite database "
-                f"{parsed.database}: {error.strerror or error}") from None
-    engine = create_async_engine(parsed, pool_pre_ping=True, **options)
-    if engine.dialect.name == "sqlite":
-        _configure_sqlite(engine)
-    return engine
+                f"{database}: {error.strerror or error}") from None
+    elif not directory.is_dir():
+        missing = directory
+        while not missing.parent.is_dir() and missing.parent != missing:
+            missing = missing.parent  # name the first directory that is not there
+        why = (f"{missing} is not a directory" if missing.exists() else
+               f"directory {missing} does not exist (gangsched makes none for a --db it is "
+               "given: create it first)")
+        raise StoreUnavailable(f"cannot open the SQLite database {database}: {why}")
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:

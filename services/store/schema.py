@@ -119,15 +119,17 @@ def _mismatch(current: str | None, has_tables: bool, where: str) -> str:
             f"migrate` from the newer version to manage it")
 
 
-async def migrate(url: str, revision: str = "head") -> None:
-    """Upgrade the database at `url` to `revision` (default: the newest) in one transaction.
+async def migrate(url: str, revision: str = "head", *, make_directory: bool = False) -> None:
+    """Upgrade the database at `url` to `revision` (default: the newest) in one transaction;
+    `make_directory`: as `engines.create_engine`'s.
 
     Raises:
         SchemaMismatch: the database is ahead of this gangsched, or holds its tables with no
             recorded revision (see `check_schema`); nothing is changed.
-        StoreUnavailable: a SQLite file's directory cannot be created (`create_engine`).
+        StoreUnavailable: a SQLite file's directory is missing or cannot be created
+            (`engines.create_engine`).
     """
-    engine = engines.create_engine(url)
+    engine = engines.create_engine(url, make_directory=make_directory)
     try:
         current, has_tables = await _state(engine)
         if (current is None and has_tables) or (current is not None
@@ -139,9 +141,9 @@ async def migrate(url: str, revision: str = "head") -> None:
         await engine.dispose()
 
 
-def migrate_sync(url: str, revision: str = "head") -> None:
+def migrate_sync(url: str, revision: str = "head", *, make_directory: bool = False) -> None:
     """`migrate` for callers without an event loop (the CLI)."""
-    asyncio.run(migrate(url, revision))
+    asyncio.run(migrate(url, revision, make_directory=make_directory))
 
 
 def _upgrade(connection: Connection, config: Config, revision: str) -> None:

@@ -186,6 +186,7 @@ def test_migrate_sync_works_from_any_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()  # a given database's directory must exist (never made for it)
     url = f"sqlite:///{tmp_path / 'sub' / 'cli.db'}"
     schema.migrate_sync(url)
     schema.migrate_sync(url)

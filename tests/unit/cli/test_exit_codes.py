@@ -60,12 +60,17 @@ CASES = [
      "Error: cannot migrate the database: DatabaseError: file is not a database"),
     (("schema", "--out", "/proc/nope"), exit_codes.FAILED, "Error: cannot write the schemas"),
     (("migrate", "--db", "{tmp}/notes.db/new.db", "--log-level", "WARNING"),
-     exit_codes.FAILED, "Error: cannot create the directory"),
+     exit_codes.FAILED, "Error: cannot open the SQLite database {tmp}/notes.db/new.db: "
+                        "{tmp}/notes.db is not a directory"),
+    (("migrate", "--db", "{tmp}/typo/new.db", "--log-level", "WARNING"),
+     exit_codes.FAILED, "Error: cannot open the SQLite database {tmp}/typo/new.db: directory "
+                        "{tmp}/typo does not exist"),
     (("migrate", "--data-dir", "{tmp}/notes.db/dir", "--log-level", "WARNING"),
      exit_codes.FAILED, "Error: cannot create the directory"),
     (("planner", "--nats", "nats://127.0.0.1:1", "--db", "{tmp}/notes.db/new.db",
       "--decision-key-file", "{key}", "--http-port", "-1", "--log-level", "CRITICAL"),
-     exit_codes.FAILED, "Error: cannot create the directory"),
+     exit_codes.FAILED, "Error: cannot open the SQLite database {tmp}/notes.db/new.db: "
+                        "{tmp}/notes.db is not a directory"),
     (("run", "--data-dir", "{tmp}/notes.db", "--http-port", "-1", "--log-level", "CRITICAL"),
      exit_codes.FAILED, "Error: cannot create the decision key file"),
     (("replay", "--db", "{tmp}/missing.db"), exit_codes.FAILED, "no SQLite database"),
@@ -106,7 +111,7 @@ CASES = [
 def test_each_outcome_has_the_exit_status_of_its_family(
         places: dict[str, str], argv: tuple[str, ...], code: int, told: str) -> None:
     status, output = invoke(*(arg.format(**places) for arg in argv))
-    assert (status, told in output) == (code, True), output
+    assert (status, told.format(**places) in output) == (code, True), output
     assert "Traceback" not in output
     if code in (exit_codes.FAILED, exit_codes.USAGE) and output.startswith("Error: "):
         assert len(output.strip().splitlines()) == 1, output  # one line, no usage text

@@ -1,0 +1,61 @@
+"""A SQLite `--db` whose directory is missing is refused in one line, naming it, and nothing
+is created: a typo must not silently become a new tree. Only gangsched's own data directory
+(the default database's home) is made when missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from services.cli import exit_codes
+from services.cli.main import app
+from services.store import schema
+
+
+def invoke(*argv: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, [*argv, "--log-level", "WARNING"] if argv[0] == "migrate"
+                                else list(argv), env={"GANGSCHED_NATS": ""})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("db", ["{tmp}/typo/deeper/state.db",
+                                "sqlite+aiosqlite:///{tmp}/typo/deeper/state.db"])
+def test_migrate_refuses_a_db_in_a_missing_directory_and_makes_none(
+        db: str, tmp_path: Path) -> None:
+    assert invoke("migrate", "--db", db.format(tmp=tmp_path)) == (
+        exit_codes.FAILED,
+        f"Error: cannot open the SQLite database {tmp_path}/typo/deeper/state.db: directory "
+        f"{tmp_path}/typo does not exist (gangsched makes none for a --db it is given: create "
+        "it first)\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_in_the_way_is_named(tmp_path: Path) -> None:
+    (tmp_path / "notes").write_text("a file\n")
+    assert invoke("migrate", "--db", f"{tmp_path}/notes/state.db") == (
+        exit_codes.FAILED, f"Error: cannot open the SQLite database {tmp_path}/notes/state.db: "
+                           f"{tmp_path}/notes is not a directory\n")
+
+
+def test_a_service_refuses_it_too(tmp_path: Path) -> None:
+    key = tmp_path / "key"
+    key.write_text("0123456789abcdef" * 4 + "\n")
+    key.chmod(0o600)
+    code, output = invoke("planner", "--nats", "nats://127.0.0.1:1", "--db",
+                          f"{tmp_path}/typo/state.db", "--decision-key-file", str(key),
+                          "--http-port", "-1", "--log-level", "CRITICAL")
+    assert (code, output.splitlines()[-1]) == (
+        exit_codes.FAILED, f"Error: cannot open the SQLite database {tmp_path}/typo/state.db: "
+                           f"directory {tmp_path}/typo does not exist (gangsched makes none "
+                           "for a --db it is given: create it first)")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["key"]
+
+
+def test_the_default_database_makes_its_data_directory(tmp_path: Path) -> None:
+    data_dir = tmp_path / "new" / "data"
+    assert invoke("migrate", "--data-dir", str(data_dir)) == (
+        exit_codes.OK, f"database at head revision {schema.head_revision()}\n")
+    assert (data_dir / "gangsched.db").is_file()
