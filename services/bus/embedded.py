@@ -25,7 +25,7 @@ from types import TracebackType
 
 from services.bus.errors import BusUnavailable
 from services.runtime import parent_death
-from services.runtime.private_files import write_private
+from services.runtime.private_files import make_private_directory, write_private
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class EmbeddedNats:
                 message carries the end of its log.
         """
         binary = self.binary or find_binary()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_directory(self.data_dir)
         ports_dir = self.data_dir / "ports"
         ports_dir.mkdir(exist_ok=True)
         if self.credentials is not None:

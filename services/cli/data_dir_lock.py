@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from services.config.settings import Settings
+from services.runtime.private_files import make_private_directory
 
 LOCK_FILE = "lock"
 
@@ -40,7 +41,7 @@ def hold(data_dir: Path) -> Iterator[None]:
             or the file opened (e.g. a path that is a file, or no permission).
     """
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_directory(data_dir)
         fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as error:
         raise DataDirUnusable(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from services.config.settings import Settings
 from services.contracts.signing import DecisionKey, UnusableKey
+from services.runtime.private_files import make_private_directory
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ def _run_key(data_dir: Path) -> Path:
     if path.exists():
         return path
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)  # FileExistsError: a file is in the way
+        make_private_directory(data_dir)  # FileExistsError: a file is in the way
     except OSError as error:
         raise _not_made(path, error) from None
     try:

@@ -19,7 +19,7 @@ from sqlalchemy.exc import ArgumentError
 
 from services.bus import urls
 from services.config.settings import Settings
-from services.runtime.private_files import write_private
+from services.runtime.private_files import make_private_directory, write_private
 
 RUN_FILE = "run.json"
 CREDENTIALS_FILE = "nats-credentials.json"
@@ -38,7 +38,7 @@ def load(data_dir: Path, name: str = RUN_FILE) -> dict[str, Any]:
 def write(data_dir: Path, info: dict[str, Any]) -> None:
     """Write `info` as `<data_dir>/run.json`, mode 0600, its `nats` and `db` URLs stripped of
     secrets (see module docstring)."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    make_private_directory(data_dir)
     public = {**info, "nats": info.get("nats") and urls.shown(str(info["nats"])),
               "db": info.get("db") and without_password(str(info["db"]))}
     write_private(data_dir / RUN_FILE, json.dumps(public, indent=2) + "\n")
@@ -56,7 +56,7 @@ def without_password(url: str) -> str:
 
 def write_credentials(data_dir: Path, user: str, password: str) -> None:
     """Record the embedded NATS's credentials in `<data_dir>/nats-credentials.json` (0600)."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    make_private_directory(data_dir)
     text = json.dumps({"user": user, "password": password}, indent=2) + "\n"
     write_private(data_dir / CREDENTIALS_FILE, text)
 

@@ -13,6 +13,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from services.runtime.private_files import create_private, make_private_directory
 from services.store.errors import StoreUnavailable
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -48,8 +49,10 @@ def create_engine(url: str, *, make_directory: bool = False, **options: Any) -> 
     """An async engine for `url`.
 
     A SQLite file's directory must exist: a mistyped path must not silently become a new tree
-    of directories. With `make_directory` it is created instead (with its parents): only for
-    the database gangsched keeps in its own data directory, which it makes itself.
+    of directories. With `make_directory` it is created instead (with its parents, itself
+    0700): only for the database gangsched keeps in its own data directory, which it makes
+    itself. A new SQLite file is created 0600 (its -wal and -shm files take its mode): it
+    holds the whole event log and every decision.
     Raises:
         ValueError: as `async_url`.
         StoreUnavailable: that directory does not exist or is no directory, or (with
@@ -74,7 +77,7 @@ def _sqlite_directory(database: Path, make: bool) -> None:
     directory = database.parent
     if make:
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            make_private_directory(directory)
         except OSError as error:
             raise StoreUnavailable(
                 f"cannot create the directory {directory} of the SQLite database "
@@ -90,11 +93,21 @@ def _sqlite_directory(database: Path, make: bool) -> None:
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
-    """WAL, a busy timeout, and SQLAlchemy (not sqlite3) emitting `BEGIN IMMEDIATE`.
+    """A new file made 0600, WAL, a busy timeout, and SQLAlchemy (not sqlite3) emitting
+    `BEGIN IMMEDIATE`.
 
     Source: the SQLAlchemy SQLite dialect docs, "Serializable isolation / Savepoints /
-    Transactional DDL (asyncio version)": disable the driver's BEGIN, emit our own.
+    Transactional DDL (asyncio version)": disable the driver's BEGIN, emit our own. SQLite
+    makes a new database file with the umask's mode (0644), and its -wal and -shm files with
+    the database file's mode (`findCreateFileMode`): made empty first (a database SQLite
+    takes as new), all three are 0600.
     """
+    database = engine.url.database
+
+    @event.listens_for(engine.sync_engine, "do_connect")
+    def on_do_connect(dialect: Any, connection_record: Any, cargs: Any, cparams: Any) -> None:
+        if database not in (None, "", ":memory:"):
+            create_private(Path(database).expanduser())
 
     @event.listens_for(engine.sync_engine, "connect")
     def on_connect(dbapi_connection: Any, connection_record: Any) -> None:
