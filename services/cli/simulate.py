@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.audit import preemptions
-from services.cli import audit_view, exit_codes, manifest_yaml
+from services.cli import audit_view, exit_codes, manifest_yaml, podgroup_crd
 from services.contracts.decisions import Preemption
 from services.contracts.events import DisruptionBudgetObserved, Event, PodObserved
 from services.planner.core import reasons
@@ -114,7 +114,8 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
     `gang.minCount`, a pod in a group by its label or else its `spec.schedulingGroup`.
 
     Raises:
-        manifests.InvalidManifest: the object is malformed (e.g. an invalid quantity).
+        manifests.InvalidManifest: the object is malformed (e.g. an invalid quantity), or a
+            PodGroup its CRD refuses (`podgroup_crd`, e.g. minMember 0).
     """
     event: Event
     if item.kind == "Node":
@@ -127,7 +128,10 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
         event = native.pod_event(item.obj, at_ms)
     elif item.obj.get("apiVersion") == native.API_VERSION:
         event = native.podgroup_event(item.obj, at_ms)
-    else:
+    else:  # Coscheduling's: what its CRD refuses first, the watcher reads more leniently
+        refused = podgroup_crd.problem(item.obj.get("spec"))
+        if refused is not None:
+            raise manifests.InvalidManifest(item.where, *refused)
         event = slim.podgroup_event(item.obj, at_ms)
     invalid = getattr(event, "invalid_reason", None)
     if invalid:
