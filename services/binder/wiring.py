@@ -8,6 +8,7 @@ EVENTS, the newest status on DECISIONS), hands them to `Binder`, and closes them
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Protocol
 
@@ -54,13 +55,16 @@ async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> No
     ready.set(False)
     js = nc.jetstream()
     await streams.ensure_streams(js, settings.bus)
-    client = await kube_client.connect(settings.kube)
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        client = await kube_client.connect(settings.kube)
+        stack.push_async_callback(client.close)
+        checks = await kube_client.connect(settings.kube)  # its own slots (`KubeApi`)
+        stack.push_async_callback(checks.close)
         placements, reports = await open_consumers(js, settings.bus.prefix)
         view = ViewFeed(js, settings.bus.prefix)
         await view.start()
         binder = Binder(
-            KubeApi(client, controller=settings.scheduler_name),
+            KubeApi(client, controller=settings.scheduler_name, checks=checks),
             BusPublisher(js),
             settings,
             outcome_log=StreamOutcomeLog(js, settings.bus.prefix),
@@ -76,8 +80,6 @@ async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> No
             await view.stop()
             await placements.close()
             await reports.close()
-    finally:
-        await client.close()
 
 
 async def open_consumers(js: JetStream, prefix: str) -> tuple[PullConsumer, PullConsumer]:

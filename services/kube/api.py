@@ -22,10 +22,15 @@ class KubeApi:
     """Binder-facing operations; every method raises `services.kube.errors` types."""
 
     def __init__(self, client: KubeClient, *, controller: str = events.COMPONENT,
-                 instance: str | None = None) -> None:
-        """`controller`: the events' reportingController, the scheduler name gangsched serves."""
+                 instance: str | None = None, checks: KubeClient | None = None) -> None:
+        """`controller`: the events' reportingController, the scheduler name gangsched serves.
+        `checks`: the client of the post-bind node checks (`node_exists`, `nodes_listed`),
+        default `client`. Apart, with connections and request slots of its own, a check never
+        waits behind the binds that fill `client` (each placement's outcome waits for its
+        check), as kube-scheduler keeps a client of its own for events."""
         self._client = client
-        self._node_listing = NodeListing(client)
+        self._checks = checks or client
+        self._node_listing = NodeListing(self._checks)
         self._events = events.EventRecorder(
             client, controller=controller, instance=instance or events.reporting_instance())
 
@@ -39,7 +44,7 @@ class KubeApi:
 
     async def node_exists(self, name: str) -> bool:
         """As `nodes.node_exists`."""
-        return await nodes.node_exists(self._client, name)
+        return await nodes.node_exists(self._checks, name)
 
     async def nodes_listed(self, names: Sequence[str]) -> frozenset[str]:
         """As `nodes.listed_by_hostname`, in LISTs shared with concurrent callers

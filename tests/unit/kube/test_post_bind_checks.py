@@ -1,0 +1,79 @@
+"""The binder's post-bind node checks: their batches go at once, and on their own client."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+
+from services.kube import errors, nodes
+from services.kube.api import KubeApi
+from services.kube.client import KubeClient, Query, S
+
+
+class RecordingClient(KubeClient):
+    """A client that answers node LISTs and GETs from `present`, each LIST held until
+    `release` is set, and records every request as (method, path, label selector)."""
+
+    def __init__(self, present: set[str]) -> None:  # no session: nothing is sent
+        self.present = present
+        self.sent: list[tuple[str, str, str]] = []
+        self.release = asyncio.Event()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def get_as(self, path: str, shape: type[S], *, query: Query = (),
+                     accept: str = "") -> S:
+        selector = dict(query).get("labelSelector", "")
+        self.sent.append(("LIST", path, selector))
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self.release.wait()
+        finally:
+            self.in_flight -= 1
+        asked = selector[selector.index("(") + 1 : -1].split(",")
+        items = [{"metadata": {"name": name}} for name in asked if name in self.present]
+        return msgspec.convert({"items": items}, shape)
+
+    async def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
+        self.sent.append((method, path, ""))
+        name = path.rsplit("/", 1)[-1]
+        if method == "GET" and path.startswith("/api/v1/nodes/") and name in self.present:
+            return {"metadata": {"name": name}}
+        if method == "GET":
+            raise errors.KubeNotFound(f"GET {path}: not found")
+        return {}
+
+
+async def test_the_batches_of_one_check_are_in_flight_together() -> None:
+    names = [f"n{i:03d}" for i in range(2 * nodes.HOSTNAME_BATCH + 5)]
+    client = RecordingClient(present={"n000", "n150", "n204", "elsewhere"})
+    check = asyncio.create_task(nodes.listed_by_hostname(client, names))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert client.most_in_flight == 3  # all three sent before any answered
+    client.release.set()
+    assert await check == {"n000", "n150", "n204"}
+    assert len(client.sent) == 3
+
+
+async def test_post_bind_checks_go_through_their_own_client_and_binds_do_not() -> None:
+    main, checks = RecordingClient(present={"n1"}), RecordingClient(present={"n1"})
+    checks.release.set()
+    api = KubeApi(main, checks=checks)
+    assert await api.nodes_listed(["n1", "n2"]) == {"n1"}
+    assert await api.node_exists("n2") is False
+    await api.bind("default", "p", "uid-p", "n1", annotations={})
+    assert [(method, path) for method, path, _ in checks.sent] == [
+        ("LIST", "/api/v1/nodes"), ("GET", "/api/v1/nodes/n2")]
+    assert [(method, path) for method, path, _ in main.sent] == [
+        ("POST", "/api/v1/namespaces/default/pods/p/binding")]
+
+
+async def test_without_a_checks_client_the_checks_use_the_main_one() -> None:
+    main = RecordingClient(present={"n1"})
+    main.release.set()
+    assert await KubeApi(main).nodes_listed(["n1"]) == {"n1"}
+    assert [method for method, _, _ in main.sent] == ["LIST"]
