@@ -55,9 +55,16 @@ OWED_EVENTS = 100_000
 """Owed events kept at most (the oldest dropped first, counted in events_dropped)."""
 PLACED_REPORTS = 32
 """Placements whose Scheduled (or rollback) events are being written at once in the background
-(`placed_in_background`); a placement past its binds waits while this many are, before it
-frees its place in the binder. Each writes one event per member, so with `concurrency` writes
-per placement this bounds the events in flight without holding any placement's binds."""
+(`placed_in_background`). Each writes one event per member, so with `concurrency` writes per
+placement this bounds the events in flight without holding any placement's binds."""
+PLACED_BACKLOG = 4096
+"""Placements whose events are written or wait their turn (`PLACED_REPORTS` at a time); a
+placement past its binds waits before it frees its place in the binder only while this many
+are. When a placement waited for one of the `PLACED_REPORTS` writers instead, the events set
+the binder's pace: in workload b of the cluster benchmark every placement waited 2.8 s for
+them, longer than its binds took, while 256 more waited in the stream (bench/README.md,
+"Session 22"). As client-go's event broadcaster, events queue behind the work they report
+(it drops them past 1,000 queued; here the binder waits instead, so none is lost)."""
 
 
 class StatusLog(Protocol):
@@ -103,6 +110,7 @@ class Reporter:
         self._monotonic = monotonic
         self._now = now
         self._placed_gate = asyncio.Semaphore(PLACED_REPORTS)
+        self._placed_backlog = asyncio.Semaphore(PLACED_BACKLOG)
         self._placed_writes: set[asyncio.Task[None]] = set()
 
     async def placed(self, placement: Placement, settled: Settled) -> None:
@@ -131,25 +139,31 @@ class Reporter:
         await self._run_all(writes)
 
     async def placed_in_background(self, placement: Placement, settled: Settled) -> None:
-        """As `placed`, but return once its writes have started (waiting only while
-        PLACED_REPORTS placements' writes still run): the placement's outcome is published
-        already, and its binder slot need not wait for events, which kube-scheduler too
-        writes in the background (client-go's event broadcaster). `close` cancels those
-        still running (events are best effort)."""
+        """As `placed`, but return once its writes are queued (waiting only while
+        PLACED_BACKLOG placements' writes are queued or running; PLACED_REPORTS run at once,
+        first come first served): the placement's outcome is published already, and its
+        binder slot need not wait for events, which kube-scheduler too writes in the
+        background (client-go's event broadcaster). `close` cancels those still queued or
+        running (events are best effort)."""
         self._forget_bound(settled)  # at once: no rejection may report them meanwhile
-        await self._placed_gate.acquire()
-        task = asyncio.create_task(self.placed(placement, settled),
+        await self._placed_backlog.acquire()
+        task = asyncio.create_task(self._placed_in_turn(placement, settled),
                                    name=f"events of placement {placement.id}")
         self._placed_writes.add(task)
 
         def done(finished: asyncio.Task[None]) -> None:
             self._placed_writes.discard(finished)
-            self._placed_gate.release()
+            self._placed_backlog.release()
             if not finished.cancelled() and finished.exception() is not None:
                 log.error("events of placement %s failed", placement.id,
                           exc_info=finished.exception())
 
         task.add_done_callback(done)
+
+    async def _placed_in_turn(self, placement: Placement, settled: Settled) -> None:
+        """`placed`, as one of the PLACED_REPORTS placements written at once."""
+        async with self._placed_gate:
+            await self.placed(placement, settled)
 
     def _forget_bound(self, settled: Settled) -> None:
         """Owe no FailedScheduling to the members left bound, and never patch their

@@ -364,18 +364,34 @@ async def test_placed_in_background_returns_before_its_events_are_written() -> N
     await report.close()
 
 
-async def test_placed_in_background_waits_while_too_many_placements_write(monkeypatch) -> None:
+async def test_placed_events_queue_behind_the_writers_and_the_caller_goes_on(monkeypatch) -> None:
     monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
     kube = SlowEvents()
     report = reporter(kube)
     await report.placed_in_background(*bound_placement("a"))
-    second = asyncio.create_task(report.placed_in_background(*bound_placement("b")))
+    await asyncio.wait_for(report.placed_in_background(*bound_placement("b")), 1)
     await settle()
-    assert not second.done() and kube.started == 1  # b waits for a's writes to end
+    assert kube.started == 1  # b returned at once, its write waits for a's to end
     kube.go.set()
-    await asyncio.wait_for(second, 1)
     await settle()
-    assert sorted(e.about.name for e in kube.events) == ["a", "b"]
+    assert [e.about.name for e in kube.events] == ["a", "b"]  # in turn
+    await report.close()
+
+
+async def test_placed_in_background_waits_while_the_backlog_is_full(monkeypatch) -> None:
+    monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
+    monkeypatch.setattr("services.binder.reporter.PLACED_BACKLOG", 2)
+    kube = SlowEvents()
+    report = reporter(kube)
+    await report.placed_in_background(*bound_placement("a"))
+    await report.placed_in_background(*bound_placement("b"))
+    third = asyncio.create_task(report.placed_in_background(*bound_placement("c")))
+    await settle()
+    assert not third.done() and kube.started == 1  # a writes, b waits its turn, c waits room
+    kube.go.set()
+    await asyncio.wait_for(third, 1)
+    await settle()
+    assert [e.about.name for e in kube.events] == ["a", "b", "c"]
     await report.close()
 
 
