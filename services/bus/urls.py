@@ -45,8 +45,8 @@ _HOST_NAME = re.compile(r"[\w-]+(\.[\w-]+)*\.?")
 
 def problem(url: str) -> str | None:
     """Why `url` is not a `--nats` value nats-py can use (no server, a server without a host,
-    an unknown scheme, a bad port, a host that cannot be a host name or an IP address, a bare
-    word that is neither a URL nor `host:port`), or None when it is.
+    an unknown scheme, a bad port, a host that cannot be a host name or an IP address), or
+    None when it is. A bare host (`nats`, `user:pw@nats`) is nats-py's `nats://host:4222`.
 
     Whether the servers are reachable is not checked here (that is the connection's task).
     """
@@ -64,9 +64,6 @@ def problem(url: str) -> str | None:
             return f"{shown(server)!r} names no host"
         if not _is_host(part.hostname):
             return f"{part.hostname!r} is not a host name or IP address"
-        if "://" not in server and part.port is None:
-            return (f"{part.hostname!r} has neither a scheme nor a port (give "
-                    f"nats://{part.hostname}:4222 or {part.hostname}:4222)")
     return None
 
 

@@ -40,11 +40,12 @@ def test_a_given_user_and_password_win_over_the_url_as_nats_py_sends_them():
     assert connection.inbox_prefix(BusSettings(url="nats://t0ken@nats:4222")) == "_INBOX"
 
 
-def test_a_bare_word_or_a_host_no_resolver_takes_is_refused_a_reachable_shape_is_not() -> None:
-    assert urls.problem("notaurl") == (
-        "'notaurl' has neither a scheme nor a port (give nats://notaurl:4222 or notaurl:4222)")
+def test_a_host_no_resolver_takes_is_refused_a_reachable_shape_is_not() -> None:
     assert urls.problem("nats://a:pw@n1:4222,ho st:4222") == (
         "'ho st' is not a host name or IP address")
     for usable in ("nats://nats", "nats:4222", "tls://nats.example.:4443", "nats://[::1]:4222",
-                   "nats://10.0.0.1", "ws://nats_1:8080", "nats://unreachable.invalid:4222"):
+                   "nats://10.0.0.1", "ws://nats_1:8080", "nats://unreachable.invalid:4222",
+                   # bare hosts: nats-py's nats://host:4222 (a Service name, as charts give)
+                   "localhost", "nats", "nats.messaging.svc", "a:pw@nats", "t0ken@nats",
+                   "nats1:4222,nats2", "notaurl"):
         assert urls.problem(usable) is None, usable
