@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from services.kube import errors
 from services.kube.client import PARTIAL_OBJECT_METADATA, KubeClient
 from services.kube.resources import NODES, node_path
 
@@ -21,6 +22,10 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 HOSTNAME_BATCH = 100
 """Names per `listed_by_hostname` request (keeps the selector, and the URL, short)."""
+HOSTNAME_LISTS_AT_ONCE = 4
+"""Requests of one `listed_by_hostname` in flight at once: one after another, a check of 500
+nodes had waited five round trips of an API server busy with binds; all at once, a check of
+thousands would send dozens of consistent LISTs together."""
 
 PARTIAL_OBJECT_METADATA_LIST = (
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
@@ -60,21 +65,34 @@ async def listed_by_hostname(client: KubeClient, names: Iterable[str]) -> frozen
     present. A name that is no valid label value, or a node whose label is not among `names`,
     is simply not found, so a caller can take every name returned as existing and must read
     the others one by one (`node_exists`): the answer errs towards "not found", never towards
-    a node that is gone. No resourceVersion is given, so the list is as current as a GET.
+    a node that is gone; so the names of a request that failed are left out ("not found")
+    while the other requests' answers stand. No resourceVersion is given, so the list is as
+    current as a GET. Up to `HOSTNAME_LISTS_AT_ONCE` requests are in flight at once.
     Raises:
-        KubeError subclasses (`KubeClient.request`).
+        KubeError subclasses (`KubeClient.request`): every request failed (the first one's).
     """
     wanted = sorted({name for name in names if _LABEL_VALUE.fullmatch(name)})
     batches = [wanted[start : start + HOSTNAME_BATCH]
                for start in range(0, len(wanted), HOSTNAME_BATCH)]
-    found = await asyncio.gather(*(_listed_batch(client, batch) for batch in batches))
+    gate = asyncio.Semaphore(HOSTNAME_LISTS_AT_ONCE)
+
+    async def listed(batch: list[str]) -> frozenset[str] | errors.KubeError:
+        async with gate:
+            try:
+                return await _listed_batch(client, batch)
+            except errors.KubeError as error:
+                return error
+
+    answers = await asyncio.gather(*(listed(batch) for batch in batches))
+    found = [answer for answer in answers if not isinstance(answer, errors.KubeError)]
+    failures = [answer for answer in answers if isinstance(answer, errors.KubeError)]
+    if failures and not found:
+        raise failures[0]
     return frozenset().union(*found)
 
 
 async def _listed_batch(client: KubeClient, batch: list[str]) -> frozenset[str]:
-    """Those of `batch` (at most `HOSTNAME_BATCH` valid label values) one LIST finds. The
-    batches of one `listed_by_hostname` are sent at once: in a row, a check of 500 nodes
-    waited five round trips of an API server busy with binds."""
+    """Those of `batch` (at most `HOSTNAME_BATCH` valid label values) one LIST finds."""
     selector = f"{HOSTNAME_LABEL} in ({','.join(batch)})"
     listed = await client.get_as(NODES.list_path, _NameList,
                                  query=(("labelSelector", selector),),

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import msgspec
+import pytest
 
 from services.kube import errors, nodes
 from services.kube.api import KubeApi
@@ -16,8 +17,9 @@ class RecordingClient(KubeClient):
     """A client that answers node LISTs and GETs from `present`, each LIST held until
     `release` is set, and records every request as (method, path, label selector)."""
 
-    def __init__(self, present: set[str]) -> None:  # no session: nothing is sent
-        self.present = present
+    def __init__(self, present: set[str], failing: frozenset[str] = frozenset()) -> None:
+        self.present = present  # no session: nothing is sent
+        self.failing = failing  # a LIST asking any of these fails
         self.sent: list[tuple[str, str, str]] = []
         self.release = asyncio.Event()
         self.in_flight = 0
@@ -34,6 +36,8 @@ class RecordingClient(KubeClient):
         finally:
             self.in_flight -= 1
         asked = selector[selector.index("(") + 1 : -1].split(",")
+        if self.failing & set(asked):
+            raise errors.KubeUnavailable(f"LIST {path}: timed out")
         items = [{"metadata": {"name": name}} for name in asked if name in self.present]
         return msgspec.convert({"items": items}, shape)
 
@@ -47,16 +51,30 @@ class RecordingClient(KubeClient):
         return {}
 
 
-async def test_the_batches_of_one_check_are_in_flight_together() -> None:
-    names = [f"n{i:03d}" for i in range(2 * nodes.HOSTNAME_BATCH + 5)]
-    client = RecordingClient(present={"n000", "n150", "n204", "elsewhere"})
+async def test_the_batches_of_one_check_are_in_flight_together_up_to_a_bound() -> None:
+    names = [f"n{i:03d}" for i in range(5 * nodes.HOSTNAME_BATCH + 5)]  # six batches
+    client = RecordingClient(present={"n000", "n150", "n204", "n504", "elsewhere"})
     check = asyncio.create_task(nodes.listed_by_hostname(client, names))
     for _ in range(5):
         await asyncio.sleep(0)
-    assert client.most_in_flight == 3  # all three sent before any answered
+    assert client.most_in_flight == nodes.HOSTNAME_LISTS_AT_ONCE == 4  # before any answered
     client.release.set()
-    assert await check == {"n000", "n150", "n204"}
-    assert len(client.sent) == 3
+    assert await check == {"n000", "n150", "n204", "n504"}
+    assert len(client.sent) == 6
+
+
+async def test_a_failed_batch_leaves_its_names_not_found_and_the_others_answered() -> None:
+    names = [f"n{i:03d}" for i in range(2 * nodes.HOSTNAME_BATCH)]
+    client = RecordingClient(present={"n000", "n150"}, failing=frozenset({"n150"}))
+    client.release.set()
+    assert await nodes.listed_by_hostname(client, names) == {"n000"}  # n150: read alone
+
+
+async def test_a_check_whose_every_batch_failed_raises_the_error() -> None:
+    client = RecordingClient(present={"n000"}, failing=frozenset({"n000"}))
+    client.release.set()
+    with pytest.raises(errors.KubeUnavailable, match="timed out"):
+        await nodes.listed_by_hostname(client, ["n000", "n001"])
 
 
 async def test_post_bind_checks_go_through_their_own_client_and_binds_do_not() -> None:
