@@ -64,7 +64,8 @@ are. When a placement waited for one of the `PLACED_REPORTS` writers instead, th
 the binder's pace: in workload b of the cluster benchmark every placement waited 2.8 s for
 them, longer than its binds took, while 256 more waited in the stream (bench/README.md,
 "Session 22"). As client-go's event broadcaster, events queue behind the work they report
-(it drops them past 1,000 queued; here the binder waits instead, so none is lost)."""
+(it drops them past 1,000 queued; here the binder waits instead, so none is dropped while it
+runs; `close` drops those still queued)."""
 
 
 class StatusLog(Protocol):
@@ -161,7 +162,13 @@ class Reporter:
         task.add_done_callback(done)
 
     async def _placed_in_turn(self, placement: Placement, settled: Settled) -> None:
-        """`placed`, as one of the PLACED_REPORTS placements written at once."""
+        """`placed`, as one of the PLACED_REPORTS placements written at once; a rolled-back
+        placement's events at once, ahead of the queued Scheduled ones: the planner's next
+        rejection of the same pods is written as it comes, and a rollback's FailedScheduling
+        queued behind thousands of binds would land after it, the stale reason shown newest."""
+        if settled.rolled_back is not None:
+            await self.placed(placement, settled)
+            return
         async with self._placed_gate:
             await self.placed(placement, settled)
 
@@ -256,13 +263,17 @@ class Reporter:
         return True
 
     async def close(self) -> None:
-        """Stop paying owed events and writing placements' events (those not written yet are
-        dropped: events are best effort)."""
+        """Stop paying owed events and writing placements' events: those not written yet,
+        queued or being written, are dropped (events are best effort, as kube-scheduler's
+        broadcaster drops what it holds at exit). All are cancelled before any is awaited,
+        so none starts writing while the others are being cancelled."""
         if self._paying is not None and not self._paying.done():
             await cancel_and_wait(self._paying)
         self._owed.clear()
-        for task in list(self._placed_writes):
-            await cancel_and_wait(task)
+        writes = list(self._placed_writes)
+        for task in writes:
+            task.cancel()
+        await asyncio.gather(*writes, return_exceptions=True)
 
     def _owe(self, about: ObjectRef, reason: str) -> None:
         """Keep a pod's FailedScheduling event for when the budget allows (the newest reason

@@ -442,3 +442,40 @@ async def test_a_pod_bound_while_events_wait_their_turn_is_owed_no_event(monkeyp
     await asyncio.wait_for(second, 1)
     await report.close()
     assert failed == ["a"]
+
+
+async def test_a_rollbacks_events_skip_the_queue_so_a_later_rejection_comes_after(
+        monkeypatch) -> None:
+    monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
+    kube = with_podgroup(SlowEvents(reasons=("Scheduled",)))
+    kube.add_pod(make_pod("b"))
+    report = reporter(kube)
+    await report.placed_in_background(*bound_placement("a"))  # a's Scheduled holds the writer
+    members = (Assignment("uid-b", "default", "b", "n1"),)
+    placement = Placement(id="5-0", plan_seq=5, at_ms=0, group="default/g", attempt=1,
+                          deadline_ms=1, members=members)
+    rolled = RolledBack("bind refused", members[0], Undone())
+    await report.placed_in_background(placement, Settled(outcomes=(), bound=(),
+                                                         rolled_back=rolled))
+    await settle()
+    await report.rejected(rejection("gang default/g: 0 of 2 members fit; later", "b"))
+    kube.go.set()
+    await settle()
+    on_b = [e.message for e in kube.events if e.about.name == "b"]
+    assert len(on_b) == 2 and "bind refused" in on_b[0]
+    assert on_b[1].startswith("gang default/g: 0 of 2 members fit; later")
+    await report.close()
+
+
+async def test_close_cancels_every_queued_write_before_any_starts(monkeypatch) -> None:
+    monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 2)
+    kube = SlowEvents()
+    report = reporter(kube)
+    for i in range(20):
+        await report.placed_in_background(*bound_placement(f"p{i}"))
+    await settle()
+    assert kube.started == 2
+    await report.close()
+    kube.go.set()
+    await settle()
+    assert kube.started == 2 and kube.events == []  # none started while closing
