@@ -250,8 +250,9 @@ class Round:
         return members > 0 and self._members_in_flight() >= members
 
     def _members_in_flight(self) -> int:
-        """Members of every placement in flight: counted on first use in a round (placements
-        leave only in `plan._expire`, which resets the count), then added to as it places."""
+        """Members of every placement in flight: counted on first use in a round (after
+        `plan._expire`, the only place placements leave during a round: it runs first), then
+        added to as the round places."""
         if self.members_in_flight is None:
             self.members_in_flight = sum(len(p.pod_uids) for p in self.state.placements.values())
         return self.members_in_flight

@@ -56,10 +56,11 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     max_members_in_flight: int = 4096
     """Most members (pods) of those placements together; at the limit no group is placed until
     one settles (0 = no limit). A binder binds at most 2,048 members at once
-    (`binder.member_budget.MAX_MEMBERS_BINDING`), so placements are weighed by their size as
+    (`binder.service.MAX_MEMBERS_BINDING`), so placements are weighed by their size as
     well as counted: 512 gangs of 64 would otherwise queue 32,768 binds, minutes of work at
-    the API server's pace, behind deadlines of a minute. A placement is always made when
-    nothing is in flight, however large its gang."""
+    the API server's pace, behind deadlines of a minute. The limit is checked before each
+    placement, so the one that reaches it may pass it: a gang larger than the limit is placed
+    in its turn (never starved), and then the others wait for room."""
 
     preemption: bool = True
     """Whether a gang that cannot be placed may evict pods of lower priority (`preemption`)."""

@@ -77,7 +77,6 @@ def _expire(rnd: Round) -> None:
             in_flight.group, decision, rnd.config.release_grace_seconds))
         projection.forget_told(group)
         rnd.derived.dirty.add(in_flight.group)
-    rnd.members_in_flight = None  # counted afresh without them
 
 
 def _queue(rnd: Round) -> list[tuple[str, GroupState, PodGroupObserved | None, list[PodObserved]]]:

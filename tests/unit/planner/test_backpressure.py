@@ -77,12 +77,13 @@ def test_members_in_flight_are_weighed_too_and_the_rest_wait_untold() -> None:
     assert [d.group for d in cluster.plan() if isinstance(d, Placement)] == ["default/g2"]
 
 
-def test_a_gang_larger_than_the_member_limit_is_placed_when_nothing_is_in_flight() -> None:
-    cluster = _gangs(PlannerConfig(max_members_in_flight=4), [8, 1])
+def test_a_gang_larger_than_the_member_limit_is_placed_in_its_turn() -> None:
+    # 3 in flight are under the limit of 4: the gang of 8 goes (11 then), the singleton waits
+    cluster = _gangs(PlannerConfig(max_members_in_flight=4), [3, 8, 1])
     placed = [d for d in cluster.plan() if isinstance(d, Placement)]
-    assert [(p.group, len(p.members)) for p in placed] == [("default/g0", 8)]
+    assert [(p.group, len(p.members)) for p in placed] == [("default/g0", 3), ("default/g1", 8)]
     cluster.bind([*placed])
-    assert [d.group for d in cluster.plan() if isinstance(d, Placement)] == ["default/g1"]
+    assert [d.group for d in cluster.plan() if isinstance(d, Placement)] == ["default/g2"]
 
 
 def test_expired_placements_no_longer_count_toward_the_member_limit() -> None:
