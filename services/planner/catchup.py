@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from services.contracts import codec
-from services.planner.core import state
+from services.planner.core import revision, state
 from services.planner.core.config import PlannerConfig
 from services.planner.ports import Store
 from services.planner.rederive import rounds
@@ -70,12 +70,22 @@ async def restore(store: Store, config: PlannerConfig, prefix: str) -> Restored:
             raise CatchUpDiverged(f"catch-up after snapshot seq {after}: {error}") from error
         divergence = verifier.check(result)
         if divergence is not None:
-            raise _diverged(after, divergence)
+            raise _diverged(after, divergence, rnd.planner)
     return Restored(replay.state, after, upto, replay.events_applied, verifier.plan_points)
 
 
-def _diverged(after: int, divergence: Divergence) -> CatchUpDiverged:
-    """Log a divergence naming the recorded and the re-derived decision; the error to raise."""
+def _diverged(after: int, divergence: Divergence, planner: str | None) -> CatchUpDiverged:
+    """Log a divergence naming the recorded and the re-derived decision; the error to raise.
+    A round another planner revision recorded (`planner`) is an upgrade, not a bug: the
+    error says how to start from a snapshot that holds it instead."""
+    if planner is not None and planner != revision.PLANNER:
+        why = (f"catch-up after snapshot seq {after}: {divergence.describe()}: that batch was "
+               f"planned by {planner}, and this is {revision.PLANNER}, which decides "
+               "differently; the earlier planner stopped without a snapshot (a crash). Run "
+               "the earlier version until it has caught up and stop it (SIGTERM: it writes "
+               "a snapshot at stop), then start this one")
+        log.error("%s", why)
+        return CatchUpDiverged(why)
     log.error("determinism bug: catching up after snapshot seq %d, %s; recorded %s; "
               "re-derived %s", after, divergence.describe(), _side(divergence.recorded),
               _side(divergence.derived))

@@ -130,6 +130,24 @@ class PlannerService:
                 log.warning("cannot mark %d published decisions at stop (a restart publishes "
                             "them again; JetStream drops the copies): %s",
                             len(self.unmarked), error)
+            try:
+                await asyncio.shield(self.snapshot_at_stop())
+            except Exception as error:
+                log.warning("cannot write the state snapshot at stop (a restart re-plans the "
+                            "batches since the last one): %s", error)
+
+    async def snapshot_at_stop(self) -> None:
+        """Write the state as of the last committed batch, unless the latest snapshot holds it.
+
+        A restart then re-plans nothing, so a planner of another core revision (an upgrade)
+        starts from this state instead of re-planning, and refusing, batches an earlier
+        revision decided (`catchup.CatchUpDiverged`).
+        """
+        if self.snapshots.events_since == 0:
+            return
+        if await self.store.save_snapshot(state.encode_state(self.state), self.tracked_seq):
+            self.snapshots.committed(0, with_snapshot=True)
+            log.info("state snapshot written at stop (seq %d)", self.tracked_seq)
 
     async def mark_unmarked(self) -> None:
         """Mark the decisions published since the last commit (`unmarked`) in the database."""

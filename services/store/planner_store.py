@@ -152,6 +152,25 @@ class PlannerStore:
                           {"last_seq": last_seq})
             await _mark_published(connection, published)
 
+    async def save_snapshot(self, state_bytes: bytes, seq: int) -> bool:
+        """Write the snapshot at `seq` if the last committed batch ends there (the tracked
+        sequence is `seq`) and the stored snapshot is older; whether it was written. In one
+        transaction, so a snapshot never claims a sequence the state does not reach: a caller
+        whose last commit was not confirmed (interrupted) writes nothing."""
+        snapshots, tracking = tables.snapshots, tables.tracking
+        async with self.engine.begin() as connection:
+            tracked = (await connection.execute(
+                select(tracking.c.last_seq).where(tracking.c.consumer == self.consumer)
+            )).scalar_one_or_none()
+            stored = (await connection.execute(
+                select(snapshots.c.seq).where(snapshots.c.name == self.snapshot)
+            )).scalar_one_or_none()
+            if tracked != seq or (stored is not None and stored >= seq):
+                return False
+            await _upsert(connection, snapshots, "name", self.snapshot,
+                          {"seq": seq, "data": state_bytes})
+        return True
+
     async def pending_outbox(self) -> list[PendingDecision]:
         """Decisions committed but not yet published. Shapes: by plan_seq, then position."""
         outbox = tables.outbox
@@ -209,12 +228,14 @@ class PlannerStore:
         async for row in self._pages(query, audit.c.seq, after_seq, upto_seq):
             yield int(row[0]), row[1], row[2], int(row[3]), bytes(row[4])
 
-    async def catch_up_plan_points(self, after_seq: int, upto_seq: int) -> AsyncIterator[int]:
-        """The recorded plan points in (`after_seq`, `upto_seq`], ascending."""
+    async def catch_up_plan_points(self, after_seq: int,
+                                   upto_seq: int) -> AsyncIterator[tuple[int, str | None]]:
+        """The recorded plan points in (`after_seq`, `upto_seq`], ascending, each with the
+        planner that planned its round (None: recorded before planners were)."""
         rounds = tables.rounds
-        async for row in self._pages(select(rounds.c.plan_seq), rounds.c.plan_seq,
-                                     after_seq, upto_seq):
-            yield int(row[0])
+        async for row in self._pages(select(rounds.c.plan_seq, rounds.c.planner),
+                                     rounds.c.plan_seq, after_seq, upto_seq):
+            yield int(row[0]), row[1]
 
     async def catch_up_outbox(self, after_seq: int, upto_seq: int) -> AsyncIterator[RecordedRow]:
         """The outbox rows planned in (`after_seq`, `upto_seq`], by plan point then position."""

@@ -8,6 +8,7 @@ so decision ids, depend on them.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -324,3 +325,65 @@ async def test_an_event_the_core_raises_on_is_refused_and_the_rest_planned_from_
     assert placed == {"default/a", "default/pod:s-0"}
     restored = await catchup.restore(PlannerStore(engine), PlannerConfig(), prefix)
     assert state.encode_state(restored.state) == state.encode_state(service.state)
+
+
+async def test_a_stop_writes_the_snapshot_so_a_restart_re_plans_nothing(
+    js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
+) -> None:
+    prefix = bus_settings.prefix
+    await publish_workload(js, prefix)
+    service = planner(engine, js, prefix, NEVER)
+    await service.recover()
+    async with chunks(js, prefix, "planner") as source:
+        serving = asyncio.create_task(service.serve(source))
+        while service.tracked_seq < 5 * CHUNK:
+            await asyncio.sleep(0.01)
+        serving.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await serving
+    tracked = service.tracked_seq
+    assert tracked >= 5 * CHUNK and await snapshot_seq(engine) == tracked
+    restored = await catchup.restore(PlannerStore(engine), PlannerConfig(), prefix)
+    assert (restored.snapshot_seq, restored.tracked_seq, restored.events) == (tracked, tracked, 0)
+    assert state.encode_state(restored.state) == state.encode_state(service.state)
+
+
+async def test_a_stop_with_nothing_new_since_the_snapshot_writes_none(
+    js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
+) -> None:
+    prefix = bus_settings.prefix
+    await publish_workload(js, prefix)
+    service = planner(engine, js, prefix, EVERY_10_EVENTS)
+    await service.recover()
+    async with chunks(js, prefix, "planner") as source:
+        await drive(service, source, 4 * CHUNK)  # the snapshot at 12 holds every batch
+    assert service.snapshots.events_since == 0
+    store = PlannerStore(engine)
+    assert await store.save_snapshot(b"not this state", 4 * CHUNK) is False  # not older
+    assert await store.save_snapshot(b"not this state", 3 * CHUNK) is False  # not tracked
+    await service.snapshot_at_stop()
+    assert (await store.load_snapshot()).data == state.encode_state(service.state)
+
+
+async def test_a_batch_another_planner_revision_decided_differently_is_named_at_restart(
+    js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
+) -> None:
+    prefix = bus_settings.prefix
+    last_seq = await publish_workload(js, prefix)
+    earlier = PlannerService(PlannerStore(engine, planner="gangsched 0.0.1 core 1"),
+                             Publisher(js), prefix=prefix, config=PlannerConfig(),
+                             settings=NEVER)
+    await earlier.recover()
+    async with chunks(js, prefix, "planner") as source:
+        await drive(earlier, source, last_seq)  # stops without a snapshot: a crash
+    first_id = (await table(engine, "outbox"))[0][0]
+    async with engine.begin() as connection:  # what that revision decided, not this one
+        await connection.execute(sqlalchemy.update(tables.outbox)
+                                 .where(tables.outbox.c.id == first_id)
+                                 .values(data=b'{"type": "Decided by core 1"}'))
+    with pytest.raises(catchup.CatchUpDiverged) as refused:
+        await planner(engine, js, prefix, NEVER).recover()
+    assert "that batch was planned by gangsched 0.0.1 core 1, and this is gangsched " in str(
+        refused.value)
+    assert "stop it (SIGTERM: it writes a snapshot at stop), then start this one" in str(
+        refused.value)

@@ -128,15 +128,10 @@ async def assemble_pages(events: AsyncIterator[list[LoggedEvent]],
         yield RoundInput(None, [], left)
 
 
-def assemble(events: AsyncIterator[LoggedEvent], plan_points: AsyncIterator[int],
+def assemble(events: AsyncIterator[LoggedEvent], plan_points: AsyncIterator[PlanPoint],
              recorded: AsyncIterator[RecordedDecision]) -> AsyncIterator[RoundInput]:
     """`assemble_pages` for streams read one item at a time (same shapes and rounds)."""
-    return assemble_pages(_paged(events), _paged(_unnamed(plan_points)), _paged(recorded))
-
-
-async def _unnamed(plan_points: AsyncIterator[int]) -> AsyncIterator[PlanPoint]:
-    async for point in plan_points:
-        yield point, None
+    return assemble_pages(_paged(events), _paged(plan_points), _paged(recorded))
 
 
 async def _paged(items: AsyncIterator[T], size: int = 1000) -> AsyncIterator[list[T]]:

@@ -33,7 +33,8 @@ def decision(plan_seq: int, position: int) -> RecordedDecision:
 
 async def rounds(events: list[LoggedEvent], points: list[int],
                  recorded: list[RecordedDecision]) -> list[RoundInput]:
-    return [r async for r in assemble(stream(events), stream(points), stream(recorded))]
+    named = [(point, None) for point in points]
+    return [r async for r in assemble(stream(events), stream(named), stream(recorded))]
 
 
 async def test_each_round_takes_the_events_up_to_its_plan_point_and_its_decisions():
