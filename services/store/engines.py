@@ -60,12 +60,25 @@ def create_engine(url: str, *, make_directory: bool = False, **options: Any) -> 
             read-only file system).
     """
     parsed = async_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        _sqlite_directory(Path(parsed.database).expanduser(), make_directory)
+    database = sqlite_file(parsed)
+    if database is not None:
+        _sqlite_directory(database, make_directory)
     engine = create_async_engine(parsed, pool_pre_ping=True, **options)
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine)
     return engine
+
+
+def sqlite_file(url: URL) -> Path | None:
+    """The file a SQLite `url` opens, as SQLite takes its name (no `~` expanded, relative to
+    the working directory); None for another database, an in-memory one, or a URI filename
+    (`sqlite:///file:...?uri=true`), whose file SQLite finds by its own rules and gangsched
+    neither checks nor creates."""
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    if url.query.get("uri") in ("true", "1") or str(url.database).startswith("file:"):
+        return None
+    return Path(str(url.database))
 
 
 def _sqlite_directory(database: Path, make: bool) -> None:
@@ -102,12 +115,12 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     the database file's mode (`findCreateFileMode`): made empty first (a database SQLite
     takes as new), all three are 0600.
     """
-    database = engine.url.database
+    database = sqlite_file(engine.url)
 
     @event.listens_for(engine.sync_engine, "do_connect")
     def on_do_connect(dialect: Any, connection_record: Any, cargs: Any, cparams: Any) -> None:
-        if database not in (None, "", ":memory:"):
-            create_private(Path(database).expanduser())
+        if database is not None:
+            create_private(database)
 
     @event.listens_for(engine.sync_engine, "connect")
     def on_connect(dbapi_connection: Any, connection_record: Any) -> None:

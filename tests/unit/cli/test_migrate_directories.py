@@ -59,3 +59,22 @@ def test_the_default_database_makes_its_data_directory(tmp_path: Path) -> None:
     assert invoke("migrate", "--data-dir", str(data_dir)) == (
         exit_codes.OK, f"database at head revision {schema.head_revision()}\n")
     assert (data_dir / "gangsched.db").is_file()
+
+
+def test_a_uri_filename_is_left_to_sqlite_and_migrates(tmp_path: Path) -> None:
+    url = f"sqlite:///file:{tmp_path}/state.db?uri=true"
+    code, output = invoke("migrate", "--db", url)
+    assert (code, output.startswith("database at head revision")) == (0, True)
+    assert sorted(path.name for path in tmp_path.iterdir()
+                  if not path.name.endswith(("-wal", "-shm"))) == ["state.db"]
+
+
+def test_a_tilde_is_a_directory_name_to_sqlite_and_so_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "~").mkdir()
+    code, output = invoke("migrate", "--db", "sqlite:///~/state.db")
+    assert (code, output.startswith("database at head revision")) == (0, True)
+    assert (tmp_path / "~" / "state.db").stat().st_mode & 0o777 == 0o600
+    assert not (tmp_path / "home").exists()
