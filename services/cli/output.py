@@ -72,15 +72,36 @@ def guarded(main: Callable[[], T]) -> T:
     sys.stdout = cast(TextIO, guard)
     try:
         try:
-            return main()
-        finally:
-            guard.flush()
+            result = main()
+        except SystemExit as exiting:
+            _flush(guard, failing=exiting.code not in (0, None))
+            raise
+        except BaseException:
+            _flush(guard, failing=True)
+            raise
+        guard.flush()
+        return result
     except OutputFailed as failed:
         sys.stdout = stream
         raise SystemExit(_told(failed.error)) from None
     finally:
         if sys.stdout is guard:
             sys.stdout = stream
+
+
+def _flush(guard: _Guarded, *, failing: bool) -> None:
+    """Flush what is still buffered as `main` ends. `failing`: it ends with an error or a
+    non-zero status already, which a failed flush must not replace (a replay's "nothing to
+    show", a crash's traceback); after a success, a failed flush is the failure.
+
+    Raises:
+        OutputFailed: the flush failed and `main` had succeeded.
+    """
+    if not failing:
+        guard.flush()
+        return
+    with contextlib.suppress(OutputFailed):
+        guard.flush()
 
 
 def _told(error: OSError) -> int:

@@ -31,8 +31,6 @@ def unusable_database(error: BaseException) -> str | None:
 
     from sqlalchemy.exc import DatabaseError, InterfaceError, OperationalError
 
-    if isinstance(error, BrokenPipeError):  # our own output closed, not the database
-        return None
     if isinstance(error, ConnectionError | socket.gaierror | TimeoutError):
         return f"{type(error).__name__}: {error}"
     if not isinstance(error, OperationalError | InterfaceError) and type(error) is not (

@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from services.cli import exit_codes, output
 from tests.unit.audit.recorded import scenario
 from tests.unit.audit.recorded_db import write_database
 
@@ -82,3 +83,49 @@ def test_a_writable_output_is_untouched(log: str, tmp_path: Path) -> None:
         assert run(("replay", "--db", "{log}", "--from-seq", "21"), file.fileno(), log,
                    tmp_path) == (0, "")
     assert out.read_text().count("\n") == 4  # the header and the three entries at 21
+
+
+class FullDisk:
+    """A standard output whose writes are buffered and whose flush fails: no space left."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        raise OSError(28, "No space left on device")
+
+    def fileno(self) -> int:
+        raise OSError("no file descriptor")  # a test's capture
+
+
+def exiting(code: int | None) -> Callable[[], None]:
+    def main() -> None:
+        print("a report that cannot all be written")
+        raise SystemExit(code)
+    return main
+
+
+@pytest.mark.parametrize("code", [0, None])
+def test_a_success_whose_output_fails_to_flush_is_status_1(
+        code: int | None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdout", FullDisk())
+    with pytest.raises(SystemExit) as exited:
+        output.guarded(exiting(code))
+    assert exited.value.code == exit_codes.FAILED
+    assert capsys.readouterr().err == FULL
+
+
+def test_a_failure_in_flight_keeps_its_status_when_the_flush_fails_too(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdout", FullDisk())
+    with pytest.raises(SystemExit) as exited:
+        output.guarded(exiting(exit_codes.NEGATIVE))  # e.g. replay: "nothing to show"
+    assert exited.value.code == exit_codes.NEGATIVE
+
+    def crash() -> None:
+        print("half a report")
+        raise RuntimeError("a bug")
+
+    with pytest.raises(RuntimeError, match="a bug"):  # its traceback, not "cannot write"
+        output.guarded(crash)

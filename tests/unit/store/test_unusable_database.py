@@ -12,6 +12,9 @@ from services.store.errors import unusable_database
 
 
 def test_unreachable_or_unreadable_databases_are_named_by_their_driver_error():
+    # a database socket the server closed (standard output failing is `OutputFailed`)
+    assert unusable_database(BrokenPipeError(32, "Broken pipe")) == (
+        "BrokenPipeError: [Errno 32] Broken pipe")
     refused = ConnectionRefusedError(111, "Connect call failed")
     assert unusable_database(refused) == "ConnectionRefusedError: [Errno 111] Connect call failed"
     assert unusable_database(socket.gaierror(-2, "Name or service not known")) == (
@@ -26,5 +29,4 @@ def test_a_bug_in_a_query_or_in_writing_output_is_not_hidden():
     bad_sql = ProgrammingError("SELEC 1", {}, sqlite3.ProgrammingError("syntax error"))
     assert unusable_database(bad_sql) is None
     assert unusable_database(OSError(28, "No space left on device")) is None
-    assert unusable_database(BrokenPipeError(32, "Broken pipe")) is None
     assert unusable_database(ValueError("x")) is None
