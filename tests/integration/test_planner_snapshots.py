@@ -327,13 +327,20 @@ async def test_an_event_the_core_raises_on_is_refused_and_the_rest_planned_from_
     assert state.encode_state(restored.state) == state.encode_state(service.state)
 
 
+async def recovered(engine: AsyncEngine, js: JetStreamContext, prefix: str,
+                    settings: PlannerServiceSettings) -> PlannerService:
+    """A planner on a database of its own, recovered, with the workload published."""
+    await publish_workload(js, prefix)
+    service = planner(engine, js, prefix, settings)
+    await service.recover()
+    return service
+
+
 async def test_a_stop_writes_the_snapshot_so_a_restart_re_plans_nothing(
     js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
 ) -> None:
     prefix = bus_settings.prefix
-    await publish_workload(js, prefix)
-    service = planner(engine, js, prefix, NEVER)
-    await service.recover()
+    service = await recovered(engine, js, prefix, NEVER)
     async with chunks(js, prefix, "planner") as source:
         serving = asyncio.create_task(service.serve(source))
         while service.tracked_seq < 5 * CHUNK:
@@ -352,9 +359,7 @@ async def test_a_stop_with_nothing_new_since_the_snapshot_writes_none(
     js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
 ) -> None:
     prefix = bus_settings.prefix
-    await publish_workload(js, prefix)
-    service = planner(engine, js, prefix, EVERY_10_EVENTS)
-    await service.recover()
+    service = await recovered(engine, js, prefix, EVERY_10_EVENTS)
     async with chunks(js, prefix, "planner") as source:
         await drive(service, source, 4 * CHUNK)  # the snapshot at 12 holds every batch
     assert service.snapshots.events_since == 0

@@ -12,20 +12,12 @@ from pathlib import Path
 import pytest
 
 from services.cli import exit_codes, output
-from tests.unit.audit.recorded import scenario
-from tests.unit.audit.recorded_db import write_database
 
 GANGSCHED = str(Path(sys.executable).with_name("gangsched"))
 """The console script `pip install` made: the entry point users run."""
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 FULL = "gangsched: cannot write output: No space left on device\n"
 
-
-@pytest.fixture(scope="module")
-def log(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("output") / "log.db"
-    write_database(scenario(), path)
-    return str(path)
 
 
 COMMANDS = [

@@ -9,20 +9,12 @@ from click.testing import CliRunner
 
 from services.cli import exit_codes
 from services.cli.main import app
-from tests.unit.audit.recorded import scenario
-from tests.unit.audit.recorded_db import write_database
 
 LAST_SEQ = 21
 """The last sequence of the recorded scenario's log."""
 LATEST = "2023-11-14T22:13:26.100Z"
 """The time of its latest event."""
 
-
-@pytest.fixture(scope="module")
-def log(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("window") / "log.db"
-    write_database(scenario(), path)
-    return str(path)
 
 
 def replay(log: str, *argv: str) -> tuple[int, str, str]:
