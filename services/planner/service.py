@@ -84,6 +84,9 @@ class PlannerService:
         self.settings = settings or PlannerServiceSettings()
         self.consumer = consumer
         self.state = state.empty_state()
+        self.uncommitted = False
+        """Whether a batch began changing `state` and was not committed (interrupted): the
+        state then holds more than the tracked sequence, and no snapshot may be taken of it."""
         self.tracked_seq = 0
         self.floor_seq = 0
         """The EVENTS stream's first sequence when last asked (retention removed all below)."""
@@ -143,8 +146,8 @@ class PlannerService:
         starts from this state instead of re-planning, and refusing, batches an earlier
         revision decided (`catchup.CatchUpDiverged`).
         """
-        if self.snapshots.events_since == 0:
-            return
+        if self.snapshots.events_since == 0 or self.uncommitted:
+            return  # nothing new, or a batch interrupted: its changes are in the state
         if await self.store.save_snapshot(state.encode_state(self.state), self.tracked_seq):
             self.snapshots.committed(0, with_snapshot=True)
             log.info("state snapshot written at stop (seq %d)", self.tracked_seq)
@@ -212,6 +215,7 @@ class PlannerService:
 
     async def _apply(self, intake: Intake) -> None:
         """Plan the fresh events, commit everything in one transaction, then publish."""
+        self.uncommitted = True  # planning changes `self.state` in place, before the commit
         planned = await self._plan(intake)
         rows = publication.outbox_rows(self.prefix, planned.decisions)
         dead = [poisoned.dead_letter_row() for poisoned in intake.poisoned] + [
@@ -229,6 +233,7 @@ class PlannerService:
         )
         self.unmarked = []
         self.state, self.tracked_seq = planned.state, intake.last_seq
+        self.uncommitted = False
         self.snapshots.committed(len(planned.applied), with_snapshot=with_snapshot)
         self._count_pending()
         for seconds in self.scheduling_times.newly_scheduled(

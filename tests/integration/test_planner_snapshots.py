@@ -343,13 +343,14 @@ async def test_a_stop_writes_the_snapshot_so_a_restart_re_plans_nothing(
     service = await recovered(engine, js, prefix, NEVER)
     async with chunks(js, prefix, "planner") as source:
         serving = asyncio.create_task(service.serve(source))
-        while service.tracked_seq < 5 * CHUNK:
+        while service.tracked_seq < len(workload()):
             await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # idle, waiting for events: a SIGTERM between batches
         serving.cancel()
         with pytest.raises(asyncio.CancelledError):
             await serving
     tracked = service.tracked_seq
-    assert tracked >= 5 * CHUNK and await snapshot_seq(engine) == tracked
+    assert tracked == len(workload()) and await snapshot_seq(engine) == tracked
     restored = await catchup.restore(PlannerStore(engine), PlannerConfig(), prefix)
     assert (restored.snapshot_seq, restored.tracked_seq, restored.events) == (tracked, tracked, 0)
     assert state.encode_state(restored.state) == state.encode_state(service.state)
@@ -392,3 +393,28 @@ async def test_a_batch_another_planner_revision_decided_differently_is_named_at_
         refused.value)
     assert "stop it (SIGTERM: it writes a snapshot at stop), then start this one" in str(
         refused.value)
+
+
+async def test_a_stop_during_a_batch_writes_no_snapshot_of_its_uncommitted_state(
+    js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    prefix = bus_settings.prefix
+    service = await recovered(engine, js, prefix, NEVER)
+    async with chunks(js, prefix, "planner") as source:
+        await drive(service, source, 2 * CHUNK)
+        committing = asyncio.Event()
+
+        async def never_commits(*args: object, **kwargs: object) -> None:
+            committing.set()
+            await asyncio.Event().wait()  # SIGTERM arrives while the batch commits
+
+        monkeypatch.setattr(service.store, "commit_batch", never_commits)
+        serving = asyncio.create_task(service.serve(source))
+        await committing.wait()
+        serving.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await serving
+    assert service.tracked_seq == 2 * CHUNK and await snapshot_seq(engine) == 0
+    restored = await catchup.restore(PlannerStore(engine), PlannerConfig(), prefix)
+    assert restored.tracked_seq == 2 * CHUNK  # re-planned from the log, verified
