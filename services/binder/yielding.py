@@ -15,6 +15,7 @@ kube-scheduler relies on server-side: binds are the workload-high traffic here.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
@@ -33,7 +34,11 @@ REPORTS_IDLE = 64
 class ReportGate:
     """Counts placements binding and report requests in flight (module docstring).
 
-    Units: counts of requests. Never raises; `report()` only waits.
+    Report requests are let in first come, first served: a freed slot goes straight to the
+    oldest waiter (no waiter is woken only to wait again, so thousands queued cost nothing
+    while they wait). A lower limit (a placement starting to bind) lets the requests already
+    in flight finish; only new ones wait. Units: counts of requests. Never raises;
+    `report()` only waits.
     """
 
     def __init__(self, while_binding: int = REPORTS_WHILE_BINDING,
@@ -43,12 +48,17 @@ class ReportGate:
         self._while_binding, self._idle = while_binding, idle
         self._binding = 0
         self._reports = 0
-        self._changed = asyncio.Condition()
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
 
     @property
     def limit(self) -> int:
         """Report requests allowed in flight now."""
         return self._while_binding if self._binding else self._idle
+
+    @property
+    def waiting(self) -> int:
+        """Report requests waiting for a slot (cancelled ones may still be counted)."""
+        return len(self._waiters)
 
     @contextlib.asynccontextmanager
     async def binding(self) -> AsyncIterator[None]:
@@ -58,21 +68,38 @@ class ReportGate:
             yield
         finally:
             self._binding -= 1
-            async with self._changed:
-                self._changed.notify_all()
+            self._admit()
 
     @contextlib.asynccontextmanager
     async def report(self) -> AsyncIterator[None]:
-        """Hold one report request's slot, waiting until one is free."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: self._reports < self.limit)
+        """Hold one report request's slot, waiting (in turn) until one is free."""
+        if self._waiters or self._reports >= self.limit:
+            turn = asyncio.get_running_loop().create_future()
+            self._waiters.append(turn)
+            try:
+                await turn
+            except asyncio.CancelledError:
+                if turn.done() and not turn.cancelled():  # admitted, then cancelled
+                    self._release()
+                raise
+        else:
             self._reports += 1
         try:
             yield
         finally:
-            async with self._changed:
-                self._reports -= 1
-                self._changed.notify_all()
+            self._release()
+
+    def _release(self) -> None:
+        self._reports -= 1
+        self._admit()
+
+    def _admit(self) -> None:
+        """Give free slots to the oldest waiters still waiting."""
+        while self._waiters and self._reports < self.limit:
+            turn = self._waiters.popleft()
+            if not turn.done():
+                self._reports += 1
+                turn.set_result(None)
 
 
 class YieldingKube:

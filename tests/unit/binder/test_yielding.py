@@ -73,3 +73,51 @@ def test_limits_must_be_ordered() -> None:
         ReportGate(while_binding=0, idle=4)
     with pytest.raises(ValueError, match="need 1 <= while_binding"):
         ReportGate(while_binding=8, idle=4)
+
+
+async def test_a_freed_slot_goes_to_the_oldest_waiter_and_wakes_no_other() -> None:
+    gate = ReportGate(while_binding=1, idle=1)
+    order: list[int] = []
+    holds = [asyncio.Event() for _ in range(4)]
+
+    async def report(n: int) -> None:
+        async with gate.report():
+            order.append(n)
+            await holds[n].wait()
+
+    tasks = []
+    for n in range(4):
+        tasks.append(asyncio.create_task(report(n)))
+        await asyncio.sleep(0)
+    assert order == [0] and gate.waiting == 3
+    for n in range(4):
+        holds[n].set()
+        for _ in range(3):
+            await asyncio.sleep(0)
+    await asyncio.gather(*tasks)
+    assert order == [0, 1, 2, 3] and gate.waiting == 0
+
+
+async def test_a_waiter_cancelled_after_its_turn_came_gives_the_slot_on() -> None:
+    gate = ReportGate(while_binding=1, idle=1)
+    started: list[str] = []
+    hold = asyncio.Event()
+
+    async def report(name: str) -> None:
+        async with gate.report():
+            started.append(name)
+            await hold.wait()
+
+    first = asyncio.create_task(report("first"))
+    await asyncio.sleep(0)
+    second = asyncio.create_task(report("second"))
+    third = asyncio.create_task(report("third"))
+    await asyncio.sleep(0)
+    hold.set()
+    await asyncio.sleep(0)  # `first` ran and its release handed the slot to `second` ...
+    assert first.done() and started == ["first"]
+    second.cancel()  # ... which is cancelled before it runs: `third` must get the slot
+    with pytest.raises(asyncio.CancelledError):
+        await second
+    await asyncio.wait_for(third, 1.0)
+    assert started == ["first", "third"]
