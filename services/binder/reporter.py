@@ -77,9 +77,11 @@ class StatusLog(Protocol):
 class Reporter:
     """Writes events, conditions and PodGroup status for decisions and their outcomes.
 
-    `kube` serves rejections and status (in the binder: `yielding.YieldingKube`, which waits
-    while placements bind); `placing_kube` serves what is part of carrying out a placement, its
-    Scheduled and rollback events, which never wait behind other reports. `view` is the bus
+    `kube` serves rejections, status and Scheduled events (in the binder:
+    `yielding.YieldingKube`, which lets few through while placements bind: a bind starts a
+    gang's pods, its event only tells of it); `placing_kube` serves a rollback's events,
+    which never wait behind other reports (the next rejection of the same pods must not
+    overtake them). `view` is the bus
     view: pods it shows bound or replaced get no rejection, and PodGroups are named from it
     (`podgroup_writes`). `status_log` holds the newest StatusUpdate published per group.
     """
@@ -121,7 +123,7 @@ class Reporter:
         kube = self._placing_kube
         writes = [
             partial(self._event, _pod_ref(m.namespace, m.name, m.pod_uid), NORMAL, SCHEDULED,
-                    messages.scheduled(m), ACTION_BINDING, kube)
+                    messages.scheduled(m), ACTION_BINDING, self._kube)
             for m in settled.bound
         ]
         if settled.rolled_back is not None:

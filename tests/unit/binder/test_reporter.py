@@ -168,8 +168,10 @@ async def test_a_rollback_is_reported_on_the_pending_members_and_the_podgroup() 
     ]
 
 
-async def test_placing_reports_go_through_the_placing_api_and_rejections_through_the_other(
+async def test_rollback_events_go_through_the_placing_api_scheduled_and_rejections_not(
 ) -> None:
+    """A rollback's events must not queue behind other reports (the next rejection of the
+    same pods would overtake them); Scheduled events and rejections yield to binds."""
     reports, placing = with_podgroup(FakeKube()), with_podgroup(FakeKube())
     report = Reporter(reports, event_interval_seconds=30.0, concurrency=4,
                       status_log=FakeStatusLog(), placing_kube=placing, view=AppliedView(),
@@ -183,10 +185,10 @@ async def test_placing_reports_go_through_the_placing_api_and_rejections_through
     reports.add_pod(make_pod("c"))
     await report.rejected(rejection("0/1 nodes are available: 1 Insufficient cpu.", "c"))
     assert [(e.about.kind, e.about.name, e.reason) for e in placing.events] == [
-        ("Pod", "a", "Scheduled"), ("Pod", "a", "FailedScheduling"),
-        ("PodGroup", "g", "FailedScheduling")]
+        ("Pod", "a", "FailedScheduling"), ("PodGroup", "g", "FailedScheduling")]
     assert [(e.about.kind, e.about.name, e.reason) for e in reports.events] == [
-        ("Pod", "c", "FailedScheduling"), ("PodGroup", "g", "FailedScheduling")]
+        ("Pod", "a", "Scheduled"), ("Pod", "c", "FailedScheduling"),
+        ("PodGroup", "g", "FailedScheduling")]
 
 
 async def test_status_updates_are_written_and_skipped_for_singletons() -> None:
