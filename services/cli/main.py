@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from services import __version__
-from services.cli import audit, exit_codes, options, output
+from services.cli import audit, exit_codes, options, output, usage
 from services.planner.core.config import PlannerConfig
 
 if TYPE_CHECKING:
@@ -30,15 +30,35 @@ log = logging.getLogger("gangsched")
 
 
 class _Gangsched(click.Group):
-    """The `gangsched` group: click's, with every command run under `output.guarded`."""
+    """The `gangsched` group: click's, with every command run under `output.guarded` and
+    every usage error told in one line (`usage.in_one_line`)."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Run the command line (click's `main`); standard output that cannot be written is
         one line on standard error and exit status 1 (`output.guarded`)."""
         return output.guarded(lambda: super(_Gangsched, self).main(*args, **kwargs))
 
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        """Click's context for the group's own options and command name.
 
-@click.group(cls=_Gangsched,
+        Raises:
+            usage.UsageLine: a usage error of the group (`gangsched --bogus`, `gangsched x`).
+        """
+        with usage.in_one_line():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command named (click's `invoke`).
+
+        Raises:
+            usage.UsageLine: a usage error of the command, as parsed or as it runs.
+        """
+        with usage.in_one_line():
+            return super().invoke(ctx)
+
+
+@click.group(name="gangsched", cls=_Gangsched,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="gangsched",
                       message="%(prog)s %(version)s")

@@ -225,9 +225,9 @@ def test_a_setting_out_of_range_is_refused_before_anything_starts(
 ) -> None:
     code, output = invoke(*argv)
     assert code == 2
-    assert f"Invalid value for '{option}'" in output
-    assert "Traceback" not in output
-    assert output.strip().splitlines()[-1].startswith(f"Error: Invalid value for '{option}'")
+    assert output.startswith(f"gangsched {argv[0]}: invalid value for '{option}'"), output
+    assert output.endswith(f" (see gangsched {argv[0]} --help)\n"), output
+    assert output.count("\n") == 1, output
 
 
 COUNT_RANGES = [("--batch-size", 1, limits.MAX_ACK_PENDING),
@@ -247,10 +247,10 @@ def test_a_count_is_taken_up_to_its_maximum_and_refused_past_it_as_flag_or_varia
     variable = "GANGSCHED_" + option.removeprefix("--").replace("-", "_").upper()
     for argv, env in (([option, str(maximum + 1)], {}), ([], {variable: str(maximum + 1)})):
         result = CliRunner().invoke(app, ["planner", *argv], env={"GANGSCHED_NATS": "", **env})
-        last = result.output.strip().splitlines()[-1]
-        assert (result.exit_code, last) == (2, (
-            f"Error: Invalid value for '{option}' (env var: '{variable}'): {maximum + 1} is "
-            f"not in the range {minimum}<=x<={maximum}.")), result.output
+        assert (result.exit_code, result.output) == (2, (
+            f"gangsched planner: invalid value for '{option}' (env var: '{variable}'): "
+            f"{maximum + 1} is not in the range {minimum}<=x<={maximum} "
+            "(see gangsched planner --help)\n")), result.output
 
 
 def test_until_takes_an_integer_as_a_sequence_and_anything_else_as_a_time() -> None:
@@ -336,9 +336,9 @@ def test_a_value_that_cannot_be_a_nats_url_is_a_usage_error_of_every_command(
     assert NATS_COMMANDS == ["binder", "decisions", "planner", "replay", "run", "watcher"]
     for argv, env in (([command, "--nats", url], {}), ([command], {"GANGSCHED_NATS": url})):
         result = CliRunner().invoke(app, argv, env=env)  # refused when parsed: nothing starts
-        assert (result.exit_code, result.output.strip().splitlines()[-1]) == (
-            2, "Error: Invalid value for '--nats' (env var: 'GANGSCHED_NATS'): "
-               f"not a NATS URL: {why}"), result.output
+        assert (result.exit_code, result.output) == (
+            2, f"gangsched {command}: invalid value for '--nats' (env var: 'GANGSCHED_NATS'): "
+               f"not a NATS URL: {why} (see gangsched {command} --help)\n"), result.output
 
 
 def test_schemas_that_cannot_be_written_are_one_line() -> None:
@@ -380,5 +380,39 @@ def test_a_nats_credentials_file_that_is_missing_or_no_creds_is_one_line(
     code, output = invoke("decisions", "--nats", "nats://127.0.0.1:1", "--nats-creds",
                           str(creds))
     assert code == 2
-    assert "Invalid value for '--nats-creds'" in output and reason in output
+    assert "invalid value for '--nats-creds'" in output and reason in output
     assert "Traceback" not in output
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (("simulate", "--nodez", "x"),
+     "gangsched simulate: no such option: --nodez (see gangsched simulate --help)"),
+    (("simulate",), "gangsched simulate: missing argument 'FILES...' (see gangsched simulate "
+                    "--help)"),
+    (("simulate", "-o", "yaml", "."), "gangsched simulate: invalid value for '-o' / '--output': "
+     "'yaml' is not one of 'table', 'json' (see gangsched simulate --help)"),
+    (("simulate", "--scorin", "x", "."), "gangsched simulate: no such option: --scorin (did you "
+     "mean --scoring?) (see gangsched simulate --help)"),
+    (("bogus",), "gangsched: no such command 'bogus' (see gangsched --help)"),
+    (("--bogus",), "gangsched: no such option: --bogus (see gangsched --help)"),
+    (("explain",), "gangsched explain: missing argument 'KIND_OR_NAME' (see gangsched explain "
+     "--help)"),
+    (("planner", "--http-port", "-1"), "gangsched planner: `gangsched planner` needs --nats (or "
+     "GANGSCHED_NATS): the services run apart share one NATS; only `gangsched run` starts an "
+     "embedded nats-server of its own (see gangsched planner --help)"),
+])
+def test_a_usage_error_is_one_line_naming_the_command_and_its_help(
+        argv: tuple[str, ...], line: str) -> None:
+    result = CliRunner().invoke(app, list(argv), env={"GANGSCHED_NATS": ""})
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", line + "\n")
+
+
+COMMANDS = sorted(app.commands)
+"""Every command of `gangsched`."""
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_tells_an_unknown_option_in_one_line(command: str) -> None:
+    result = CliRunner().invoke(app, [command, "--zzz"], env={"GANGSCHED_NATS": ""})
+    assert (result.exit_code, result.stderr) == (
+        2, f"gangsched {command}: no such option: --zzz (see gangsched {command} --help)\n")
