@@ -233,17 +233,17 @@ def migrate(**parsed: Any) -> None:
     """Create or upgrade the state store schema to this version's head.
 
     Unset --db: the SQLite file in the data directory, which is made if missing. The
-    directory of a SQLite --db must exist: none is made for it.
+    directory of a SQLite --db must exist: none is made for it. Prints one line, the revision
+    reached and the one it upgraded from (alembic's own log only with --log-level DEBUG).
     """
     from services.store import schema
     from services.store.errors import SchemaMismatch, StoreUnavailable, unusable_database
 
     settings = options.settings_from(parsed)
     configure_logging(settings.log_level)
-    logging.getLogger("alembic.runtime.migration").setLevel(settings.log_level.upper())
     url = settings.store_url()
     try:  # the data directory is gangsched's own, made if missing; the directory of a --db not
-        schema.migrate_sync(url, make_directory=not settings.store.url)
+        before = schema.migrate_sync(url, make_directory=not settings.store.url)
     except (SchemaMismatch, StoreUnavailable) as error:
         raise exit_codes.Failed(str(error)) from None
     except Exception as error:
@@ -251,7 +251,9 @@ def migrate(**parsed: Any) -> None:
         if problem is None:
             raise
         raise exit_codes.Failed(f"cannot migrate the database: {problem}") from None
-    click.echo(f"database at head revision {schema.head_revision()}")
+    head = schema.head_revision()
+    click.echo(f"database at head revision {head} " + (
+        "(already)" if before == head else f"(upgraded from {before or 'an empty database'})"))
 
 
 @app.command(name="schema")
@@ -292,8 +294,9 @@ def version() -> None:
 
 
 def configure_logging(level: str) -> None:
-    """Log at `level` to stderr; alembic's per-connection chatter ("Context impl SQLiteImpl")
-    only at DEBUG (`migrate` turns it back on: there it tells which migrations ran)."""
+    """Log at `level` to stderr; alembic's log (per-connection chatter, "Context impl
+    SQLiteImpl", and each migration run: `migrate` says in its one line what it did) only at
+    DEBUG."""
     logging.basicConfig(
         level=level.upper(), stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

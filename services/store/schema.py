@@ -119,9 +119,11 @@ def _mismatch(current: str | None, has_tables: bool, where: str) -> str:
             f"migrate` from the newer version to manage it")
 
 
-async def migrate(url: str, revision: str = "head", *, make_directory: bool = False) -> None:
+async def migrate(url: str, revision: str = "head", *,
+                  make_directory: bool = False) -> str | None:
     """Upgrade the database at `url` to `revision` (default: the newest) in one transaction;
-    `make_directory`: as `engines.create_engine`'s.
+    `make_directory`: as `engines.create_engine`'s. Returns the revision the database was at
+    before (None: a database without gangsched's schema).
 
     Raises:
         SchemaMismatch: the database is ahead of this gangsched, or holds its tables with no
@@ -139,11 +141,13 @@ async def migrate(url: str, revision: str = "head", *, make_directory: bool = Fa
             await connection.run_sync(_upgrade, alembic_config(url), revision)
     finally:
         await engine.dispose()
+    return current
 
 
-def migrate_sync(url: str, revision: str = "head", *, make_directory: bool = False) -> None:
-    """`migrate` for callers without an event loop (the CLI)."""
-    asyncio.run(migrate(url, revision, make_directory=make_directory))
+def migrate_sync(url: str, revision: str = "head", *,
+                 make_directory: bool = False) -> str | None:
+    """`migrate` for callers without an event loop (the CLI): the revision before."""
+    return asyncio.run(migrate(url, revision, make_directory=make_directory))
 
 
 def _upgrade(connection: Connection, config: Config, revision: str) -> None:

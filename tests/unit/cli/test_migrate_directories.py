@@ -57,8 +57,32 @@ def test_a_service_refuses_it_too(tmp_path: Path) -> None:
 def test_the_default_database_makes_its_data_directory(tmp_path: Path) -> None:
     data_dir = tmp_path / "new" / "data"
     assert invoke("migrate", "--data-dir", str(data_dir)) == (
-        exit_codes.OK, f"database at head revision {schema.head_revision()}\n")
+        exit_codes.OK, f"database at head revision {schema.head_revision()} (upgraded from an "
+                       "empty database)\n")
     assert (data_dir / "gangsched.db").is_file()
+
+
+def test_migrate_prints_its_one_line_and_no_log_at_the_default_level(tmp_path: Path) -> None:
+    """The real entry point, in a subprocess (logging set up afresh, at INFO): alembic's
+    "Context impl" and "Running upgrade" lines are not shown, the one line says what ran."""
+    import os
+    import subprocess
+    import sys
+
+    gangsched = str(Path(sys.executable).with_name("gangsched"))
+
+    def migrate(*more: str) -> tuple[int, str, str]:
+        done = subprocess.run([gangsched, "migrate", "--data-dir", str(tmp_path), *more],
+                              capture_output=True, text=True, timeout=60, check=False,
+                              env={**os.environ, "GANGSCHED_LOG_LEVEL": "INFO"})
+        return done.returncode, done.stdout, done.stderr
+
+    head = schema.head_revision()
+    assert migrate() == (exit_codes.OK, f"database at head revision {head} (upgraded from an "
+                                        "empty database)\n", "")
+    assert migrate() == (exit_codes.OK, f"database at head revision {head} (already)\n", "")
+    code, _, told = migrate("--log-level", "DEBUG")  # asked for: alembic's log is there
+    assert (code, "Context impl SQLiteImpl" in told) == (exit_codes.OK, True)
 
 
 def test_a_uri_filename_is_left_to_sqlite_and_migrates(tmp_path: Path) -> None:
