@@ -1,5 +1,6 @@
-"""Standard output that cannot be written (a full disk, a reader gone) is one line on stderr and
-exit status 1, never a traceback, for every command: the real entry point, in subprocesses."""
+"""Standard output that cannot be written (a full disk, a reader gone, closed) is one line on
+stderr and exit status 1, never a traceback, for every command: the real entry point, in
+subprocesses."""
 
 from __future__ import annotations
 
@@ -67,6 +68,18 @@ def test_a_reader_gone_is_status_1_quietly(argv: tuple[str, ...], log: str, tmp_
     """Nothing on stderr (no traceback, no "Exception ignored"), as Unix tools; still 1, so
     that a script does not take a report that is not all there for a success."""
     assert run(argv, gone_reader, log, tmp_path) == (1, "")
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+def test_a_closed_output_is_one_line_and_status_1(argv: tuple[str, ...], log: str,
+                                                  tmp_path: Path) -> None:
+    """`gangsched ... >&-`: Python starts with no `sys.stdout`; the first write fails."""
+    args = [arg.format(log=log, tmp=tmp_path) for arg in argv]
+    result = subprocess.run([GANGSCHED, *args], stderr=subprocess.PIPE, text=True, timeout=120,
+                            check=False, preexec_fn=lambda: os.close(1),
+                            env={**os.environ, "GANGSCHED_NATS": ""})
+    assert (result.returncode, result.stderr) == (
+        1, "gangsched: cannot write output: standard output is closed\n")
 
 
 def test_a_writable_output_is_untouched(log: str, tmp_path: Path) -> None:
