@@ -115,7 +115,7 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
 
     Raises:
         manifests.InvalidManifest: the object is malformed (e.g. an invalid quantity), or a
-            PodGroup its CRD refuses (`podgroup_crd`, e.g. minMember 0).
+            PodGroup its CRD refuses (`podgroup_crd`, e.g. minMember 0 or an unknown field).
     """
     event: Event
     if item.kind == "Node":
@@ -129,10 +129,11 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
     elif item.obj.get("apiVersion") == native.API_VERSION:
         event = native.podgroup_event(item.obj, at_ms)
     else:  # Coscheduling's: what its CRD refuses first, the watcher reads more leniently
-        refused = podgroup_crd.problem(item.obj.get("spec"))
-        if refused is not None:
-            raise manifests.InvalidManifest(item.where, *refused)
-        event = slim.podgroup_event(item.obj, at_ms)
+        try:
+            served = podgroup_crd.admitted(item.obj)
+        except podgroup_crd.Refused as refused:
+            raise manifests.InvalidManifest(item.where, refused.field, refused.reason) from None
+        event = slim.podgroup_event(served, at_ms)
     invalid = getattr(event, "invalid_reason", None)
     if invalid:
         raise manifests.InvalidManifest(item.where, "", invalid)

@@ -4,6 +4,7 @@ watcher still reads leniently what the API server admitted (`minMember: 0` as 1)
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,14 @@ def simulate(spec: str, tmp_path: Path) -> tuple[int, str]:
     ("{minMember: 2, minResources: {" + ", ".join(f"r{i}: 1" for i in range(129)) + "}}",
      "spec.minResources: must have at most 128 resources, has 129"),
     ("3", "spec: must be an object"),
+    ("{minMember: 2.5}", "spec.minMember: must be a 32-bit integer, got 2.5"),
+    ("{minMember: 2, scheduleTimeoutSeconds: .inf}",
+     "spec.scheduleTimeoutSeconds: must be a 32-bit integer, got inf"),
+    ("{minMember: 2147483648.0}", "spec.minMember: must be a 32-bit integer, got 2147483648"),
+    ("{minMembr: 2}", 'unknown field "spec.minMembr"'),
+    ("{minMember: 2, minResources: {cpu: 1}, timeout: 3, aaa: 1}", 'unknown field "spec.aaa"'),
+    ("{minMember: 2}\nstatus: {phase: Running, runing: 1}", 'unknown field "status.runing"'),
+    ("{minMember: 2}\nspecc: {minMember: 2}", 'unknown field "specc"'),
 ])
 def test_a_podgroup_the_crd_refuses_is_refused_in_one_line_naming_it(
         spec: str, told: str, tmp_path: Path) -> None:
@@ -63,6 +72,43 @@ def test_a_podgroup_the_crd_refuses_is_refused_in_one_line_naming_it(
     "+1.5e3}}"])
 def test_a_podgroup_the_crd_admits_is_simulated(spec: str, tmp_path: Path) -> None:
     assert simulate(spec, tmp_path) == (exit_codes.OK, "")
+
+
+@pytest.mark.parametrize(("spec", "served"), [
+    ({"minMember": 2.0, "scheduleTimeoutSeconds": 30.0, "minResources": {"cpu": 2.0, "x": "1"}},
+     {"minMember": 2, "scheduleTimeoutSeconds": 30, "minResources": {"cpu": 2, "x": "1"}}),
+    ({"minMember": 3}, {"minMember": 3}),
+])
+def test_an_integral_number_is_an_integer_as_the_api_server_serves_it(
+        spec: dict[str, Any], served: dict[str, Any]) -> None:
+    """kube-openapi's validation takes 2.0 for an integer, and the API server's Go encoder
+    writes it back `2`: the simulation reads what it would serve."""
+    podgroup = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                "metadata": {"name": "g"}, "spec": spec}
+    got = podgroup_crd.admitted(podgroup)
+    assert got == {**podgroup, "spec": served}
+    assert type(got["spec"]["minMember"]) is int
+
+
+def test_an_integral_min_member_is_simulated_as_that_integer(tmp_path: Path) -> None:
+    (tmp_path / "node.yaml").write_text(NODE)
+    (tmp_path / "pg.yaml").write_text("apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+                                      "metadata: {name: g}\nspec: {minMember: 2.0}\n")
+    result = CliRunner().invoke(app, ["simulate", "-o", "json", str(tmp_path / "node.yaml"),
+                                      str(tmp_path / "pg.yaml")])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["podGroups"]["default/g"]["minMember"] == 2
+
+
+def test_the_known_fields_are_the_crd_s() -> None:
+    crd: dict[str, Any] = yaml.safe_load(CRD.read_text())
+    (version,) = crd["spec"]["versions"]
+    schema = version["schema"]["openAPIV3Schema"]
+    assert "x-kubernetes-preserve-unknown-fields" not in schema
+    assert (list(schema["properties"]), list(schema["properties"]["spec"]["properties"]),
+            list(schema["properties"]["status"]["properties"])) == (
+        list(podgroup_crd.FIELDS), list(podgroup_crd.SPEC_FIELDS),
+        list(podgroup_crd.STATUS_FIELDS))
 
 
 def test_the_watcher_still_reads_what_the_api_server_admitted_leniently() -> None:
