@@ -81,6 +81,10 @@ def requests_table(result: dict[str, Any]) -> str:
                                                 for name in names) + " |" for kind in ordered]
     totals = " | ".join(f"{sum(per_pod[name].values()):.2f}" for name in names)
     lines.append(f"| all | {totals} |")
+    settled = [result["schedulers"][name].get("reports_settled_s") for name in names]
+    if any(s is not None for s in settled):  # results before session 24 lack it
+        lines.append("| reports settled, s after the last bind | " + " | ".join(
+            "-" if s is None else f"{s:.1f}" for s in settled) + " |")
     return "\n".join(lines)
 
 
@@ -109,8 +113,13 @@ def apiserver_table(result: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    """Print the tables of each result file named on the command line; a file that cannot
+    be read as a result is one line on stderr and status 1."""
     for path in sys.argv[1:]:
-        result = json.loads(Path(path).read_text())
+        try:
+            result = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as error:
+            sys.exit(f"bench.cluster.report: cannot read {path}: {error}")
         w = result["workload"]
         print(f"### {Path(path).name}: workload {w['kind']}, {w['pods']} pods, {w['gangs']} gangs, "
               f"{result['nodes']} nodes; load average at start "

@@ -3,9 +3,10 @@
 Layer: bench. Order in a run: testbed up (N KWOK nodes) → scheduler started and ready →
 namespace and gang objects created → recorder's watch open → pods created (`concurrency`
 POSTs in flight, workload order) → wait until `expected_bound` pods are bound, or no bind for
-`stall_seconds` after the last creation, or `time_limit_seconds` → recorder stopped → scheduler
-and control plane stopped. The bind ceiling run has no scheduler: pods are created first, then
-bound by `binder.bind_all`.
+`stall_seconds` after the last creation, or `time_limit_seconds` → until the scheduler's
+reports (events, group status) trailing its binds stop (`_settle`; counted in its requests and
+CPU, not in its makespan) → recorder stopped → scheduler and control plane stopped. The bind
+ceiling run has no scheduler: pods are created first, then bound by `binder.bind_all`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ from bench.cluster.workload import NODE_MEMORY, NODE_PODS, Workload
 from tests.cluster.fixture import ControlPlane
 
 POLL_SECONDS = 0.2
+SETTLE_QUIET_SECONDS = 2.0
+SETTLE_LIMIT_SECONDS = 60.0
+WRITES = frozenset({"POST", "PUT", "PATCH"})
+REPORTED = frozenset({"events", "podgroups"})
+"""Resources whose writes report on scheduling (events; group status) rather than do it."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,7 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
         asyncio.run(_create_pods(endpoint, workload, scheduler, options.concurrency))
         outcome = _wait(recorder, workload, options, is_gang=scheduler.is_gang)
         listed = asyncio.run(_count_bound(endpoint))
+        settle_s = asyncio.run(_settle(endpoint))
         scraped = running.scrape()
         requests = _difference(asyncio.run(api_requests(endpoint)), requests_before)
     finally:
@@ -116,7 +123,7 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
     result = analysis.analyse(workload, records["pods"])
     result |= {"outcome": outcome, "watch_events": records["events"],
                "watch_reopened": records["watch_reopened"], "api_requests": requests,
-               "bound_by_list_at_end": listed,
+               "bound_by_list_at_end": listed, "reports_settled_s": settle_s,
                "load_average_before": [round(x, 2) for x in load_before],
                "load_average_after": [round(x, 2) for x in os.getloadavg()],
                "cpu_seconds": cpu_used, "scheduler_log": str(running.log_path or "")}
@@ -172,6 +179,33 @@ async def api_requests(endpoint: Endpoint) -> dict[str, int]:
     async with Api(endpoint, pool_size=1) as api, api.session.get("/metrics") as response:
         text = await response.text()
     return request_totals(text)
+
+
+async def _settle(endpoint: Endpoint) -> float:
+    """Wait until the scheduler's reports (writes of events and group status, which may trail
+    its binds: kube-scheduler's event broadcaster queues them, gangsched's binder lets binds
+    go first) have stopped for `SETTLE_QUIET_SECONDS`, at most `SETTLE_LIMIT_SECONDS`, so the
+    requests and CPU counted per bound pod include them. Returns seconds waited in all."""
+    start = changed = time.monotonic()
+    last = None
+    while True:
+        reports = report_writes(await api_requests(endpoint))
+        now = time.monotonic()
+        if reports != last:
+            last, changed = reports, now
+        elif now - changed >= SETTLE_QUIET_SECONDS or now - start >= SETTLE_LIMIT_SECONDS:
+            return round(now - start, 1)
+        await asyncio.sleep(POLL_SECONDS)
+
+
+def report_writes(totals: dict[str, int]) -> dict[str, int]:
+    """The entries of `request_totals` that write `REPORTED` resources (any subresource)."""
+    chosen = {}
+    for key, count in totals.items():
+        verb, _, resource = key.partition(" ")
+        if verb in WRITES and resource.split("/", 1)[0] in REPORTED:
+            chosen[key] = count
+    return chosen
 
 
 def request_totals(text: str) -> dict[str, int]:

@@ -20,3 +20,13 @@ def test_requests_per_bound_pod_by_verb_and_resource() -> None:
         "| GET podgroups | 0.74 | 0.00 |",
         "| all | 1.75 | 1.00 |",
     ]
+
+
+def test_the_time_reports_trailed_the_last_bind_is_shown_where_measured() -> None:
+    result = {"schedulers": {
+        "gangsched": {"pods_bound": 10, "api_requests": {"POST events": 10},
+                      "reports_settled_s": 4.25},
+        "kube-scheduler": {"pods_bound": 10, "api_requests": {"POST events": 10}},
+    }}
+    assert requests_table(result).splitlines()[-1] == (
+        "| reports settled, s after the last bind | 4.2 | - |")
