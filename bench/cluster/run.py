@@ -4,9 +4,10 @@ Layer: bench. Order in a run: testbed up (N KWOK nodes) → scheduler started an
 namespace and gang objects created → recorder's watch open → pods created (`concurrency`
 POSTs in flight, workload order) → wait until `expected_bound` pods are bound, or no bind for
 `stall_seconds` after the last creation, or `time_limit_seconds` → until the scheduler's
-reports (events, group status) trailing its binds stop (`_settle`; counted in its requests and
-CPU, not in its makespan) → recorder stopped → scheduler and control plane stopped. The bind
-ceiling run has no scheduler: pods are created first, then bound by `binder.bind_all`.
+reports (events, group status, pod conditions) trailing its binds stop (`_settle`; counted in
+its requests and CPU, not in its makespan) → recorder stopped → scheduler and control plane
+stopped. The bind ceiling run has no scheduler: pods are created first, then bound by
+`binder.bind_all`.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ POLL_SECONDS = 0.2
 SETTLE_QUIET_SECONDS = 2.0
 SETTLE_LIMIT_SECONDS = 60.0
 WRITES = frozenset({"POST", "PUT", "PATCH"})
-REPORTED = frozenset({"events", "podgroups"})
-"""Resources whose writes report on scheduling (events; group status) rather than do it."""
+REPORTED = frozenset({"events", "podgroups", "pods/status"})
+"""Resources whose writes report on scheduling (events; group status; pod conditions, along
+with KWOK's status of the pods bound last) rather than do it; each with its subresources."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,8 @@ async def api_requests(endpoint: Endpoint) -> dict[str, int]:
 
 
 async def _settle(endpoint: Endpoint) -> float:
-    """Wait until the scheduler's reports (writes of events and group status, which may trail
+    """Wait until the scheduler's reports (writes of events, group status and pod conditions,
+    which may trail
     its binds: kube-scheduler's event broadcaster queues them, gangsched's binder lets binds
     go first) have stopped for `SETTLE_QUIET_SECONDS`, at most `SETTLE_LIMIT_SECONDS`, so the
     requests and CPU counted per bound pod include them. Returns seconds waited in all."""
@@ -199,11 +202,12 @@ async def _settle(endpoint: Endpoint) -> float:
 
 
 def report_writes(totals: dict[str, int]) -> dict[str, int]:
-    """The entries of `request_totals` that write `REPORTED` resources (any subresource)."""
+    """The entries of `request_totals` that write `REPORTED` resources."""
     chosen = {}
     for key, count in totals.items():
         verb, _, resource = key.partition(" ")
-        if verb in WRITES and resource.split("/", 1)[0] in REPORTED:
+        if verb in WRITES and any(resource == r or resource.startswith(f"{r}/")
+                                  for r in REPORTED):
             chosen[key] = count
     return chosen
 
