@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Any, TypeAlias
 
 import nats
@@ -40,12 +41,16 @@ async def connect(
     settings: BusSettings,
     *,
     name: str,
-    first_connect_timeout_seconds: float = FIRST_CONNECT_TIMEOUT_SECONDS,
+    first_connect_timeout_seconds: float | None = FIRST_CONNECT_TIMEOUT_SECONDS,
 ) -> Connection:
     """Connect to `settings.url` as client `name`; once connected, reconnect forever.
 
     Shapes: `settings.url` is one URL or several, comma-separated (a cluster's servers).
-    Units: `first_connect_timeout_seconds` bounds the wait for the first connection.
+    Units: `first_connect_timeout_seconds` bounds the wait for the first connection; None
+        waits for as long as it takes (a service: NATS may start after it), retrying every
+        `RECONNECT_WAIT_SECONDS` and saying so at once in one warning
+        (`cannot reach NATS at <url>: <reason>; retrying every 1s`), repeated every
+        `REPEATS_BETWEEN_LOGS`-th failure of the same kind with its count.
     Raises:
         BusUnavailable: no URL is set, the first connection did not succeed in time, or the
             server refused the credentials (at once: retrying would not change them).
@@ -55,7 +60,8 @@ async def connect(
     if not settings.url:
         raise BusUnavailable("no NATS url configured (start an embedded server or pass --nats)")
     client = Client()
-    callbacks = _Callbacks(name, client)
+    callbacks = _Callbacks(name, client, waiting_for=(
+        urls.shown(settings.url) if first_connect_timeout_seconds is None else None))
     try:
         await _connect_unless_refused(
             client, callbacks, first_connect_timeout_seconds,
@@ -82,11 +88,13 @@ async def connect(
     except (TimeoutError, OSError, nats.errors.Error) as error:
         await client.close()
         cause = callbacks.last if isinstance(error, TimeoutError) and callbacks.last else error
+        waited = "" if first_connect_timeout_seconds is None \
+            else f" for {first_connect_timeout_seconds:g}s"
         raise BusUnavailable(
-            f"NATS at {urls.shown(settings.url)} unreachable for "
-            f"{first_connect_timeout_seconds:g}s: {cause!r}"
+            f"NATS at {urls.shown(settings.url)} unreachable{waited}: {cause!r}"
         ) from error
     callbacks.connected = True
+    callbacks.forget_errors()
     url = client.connected_url  # shown without any credentials it carries
     shown = f"{url.scheme}://{url.hostname}:{url.port}" if url is not None else "NATS"
     log.info("connected to NATS %s as %s", shown, name)
@@ -101,9 +109,10 @@ class _Refused(Exception):
         self.error = error
 
 
-async def _connect_unless_refused(client: Client, callbacks: _Callbacks, timeout_seconds: float,
-                                  **options: Any) -> None:
-    """`client.connect(**options)`, given up at the first refusal of the credentials.
+async def _connect_unless_refused(client: Client, callbacks: _Callbacks,
+                                  timeout_seconds: float | None, **options: Any) -> None:
+    """`client.connect(**options)`, given up at the first refusal of the credentials (and
+    after `timeout_seconds`, unless None).
 
     Raises:
         _Refused: the server answered "Authorization Violation".
@@ -149,11 +158,16 @@ def inbox_prefix(settings: BusSettings) -> str:
 
 
 class _Callbacks:
-    """nats-py connection callbacks that log under the client's name."""
+    """nats-py connection callbacks that log under the client's name.
 
-    def __init__(self, name: str, client: Client) -> None:
+    With `waiting_for` (the URL shown, without credentials) the first connection is waited for
+    as long as it takes, and its failures are logged as they happen (`_log_waiting`).
+    """
+
+    def __init__(self, name: str, client: Client, waiting_for: str | None = None) -> None:
         self.name = name
         self.client = client
+        self.waiting_for = waiting_for
         self.refusal: Exception | None = None
         self.refused = asyncio.Event()
         self.connected = False
@@ -167,34 +181,73 @@ class _Callbacks:
         """Log the error; errors of one kind again and again (servers down, retried every
         second, each address in turn) are logged once, then every `REPEATS_BETWEEN_LOGS`-th
         time with their count. Kind: the exception's class and errno (`_kind`). Before the
-        first connection they are kept for the caller's error instead (debug log only)."""
-        text, kind = repr(error), _kind(error)
+        first connection they are kept for the caller's error instead (debug log only), or,
+        when waiting for it (`waiting_for`), logged as `_log_waiting` says; a refusal of the
+        credentials is never logged as unreachable: `connect` raises it at once."""
         self.last = error
-        if not self.connected:
-            log.debug("NATS client %s: %s", self.name, text)
-        elif kind == self._last_error:
-            self._repeats += 1
-            if self._repeats % REPEATS_BETWEEN_LOGS == 0:
-                log.warning("NATS client %s: %s (%d such errors in a row)", self.name, text,
-                            self._repeats + 1)
-        else:
-            self._last_error, self._repeats = kind, 0
-            log.warning("NATS client %s: %s", self.name, text)
         if AUTHORIZATION_VIOLATION in str(error).lower() or isinstance(
                 error, nats.errors.AuthorizationError):
             self.refusal = self.refusal or error
             self.refused.set()
+        if not self.connected:
+            if self.waiting_for is not None and self.refusal is None:
+                self._log_waiting(error)
+            else:
+                log.debug("NATS client %s: %r", self.name, error)
+            return
+        repeats = self._count(error)
+        if repeats == 0:
+            log.warning("NATS client %s: %r", self.name, error)
+        elif repeats % REPEATS_BETWEEN_LOGS == 0:
+            log.warning("NATS client %s: %r (%d such errors in a row)", self.name, error,
+                        repeats + 1)
+
+    def _log_waiting(self, error: Exception) -> None:
+        """Before the first connection, when waiting for it: one warning at the first failure,
+        naming the URL and the reason, then every `REPEATS_BETWEEN_LOGS`-th of the same kind."""
+        repeats = self._count(error)
+        if repeats % REPEATS_BETWEEN_LOGS:
+            return
+        count = f" ({repeats + 1} failures in a row)" if repeats else ""
+        log.warning("cannot reach NATS at %s: %s; retrying every %gs%s", self.waiting_for,
+                    reason(error), RECONNECT_WAIT_SECONDS, count)
+
+    def _count(self, error: Exception) -> int:
+        """How many errors of the kind of `error` (`_kind`) came right before it."""
+        kind = _kind(error)
+        if kind == self._last_error:
+            self._repeats += 1
+        else:
+            self._last_error, self._repeats = kind, 0
+        return self._repeats
 
     async def on_disconnected(self) -> None:
         if not self.client.is_closed:
             log.warning("NATS client %s disconnected; reconnecting", self.name)
 
-    async def on_reconnected(self) -> None:
+    def forget_errors(self) -> None:
+        """Connected: the next error is logged as the first of its kind."""
         self._last_error, self._repeats = "", 0
+
+    async def on_reconnected(self) -> None:
+        self.forget_errors()
         log.info("NATS client %s reconnected", self.name)
 
     async def on_closed(self) -> None:
         log.info("NATS client %s closed", self.name)
+
+
+def reason(error: BaseException) -> str:
+    """Why a connection attempt failed, in words: `connection refused` (the system's text
+    for an errno, not asyncio's `Connect call failed (...)`), `timed out`, a resolver's text
+    (`name or service not known`), else the error's own message (several addresses failing)."""
+    if isinstance(error, TimeoutError):
+        return "timed out"
+    if isinstance(error, OSError) and error.errno is not None and error.errno > 0:
+        return os.strerror(error.errno).lower()
+    if isinstance(error, OSError) and error.strerror:  # a resolver's error (negative errno)
+        return error.strerror.lower()
+    return str(error) or type(error).__name__
 
 
 def _kind(error: Exception) -> str:

@@ -71,3 +71,48 @@ def test_a_first_connection_that_fails_is_one_error_naming_its_cause(
         asyncio.run(connect())
     assert caplog.records == []
     assert "unreachable for 1s: ConnectionRefusedError(" in str(raised.value)
+
+
+def test_waiting_for_a_first_connection_says_why_at_once_then_every_tenth_failure(
+        caplog: pytest.LogCaptureFixture) -> None:
+    callbacks = connection._Callbacks("gangsched-binder", Client(),
+                                      waiting_for="nats://10.0.0.5:4222")
+    refused = ConnectionRefusedError(111, "Connect call failed ('10.0.0.5', 4222)")
+
+    async def fail() -> None:
+        for _ in range(21):
+            await callbacks.on_error(refused)
+        await callbacks.on_error(TimeoutError())
+
+    with caplog.at_level(logging.WARNING, logger=connection.__name__):
+        asyncio.run(fail())
+    waiting = "cannot reach NATS at nats://10.0.0.5:4222"
+    assert [record.getMessage() for record in caplog.records] == [
+        f"{waiting}: connection refused; retrying every 1s",
+        f"{waiting}: connection refused; retrying every 1s (11 failures in a row)",
+        f"{waiting}: connection refused; retrying every 1s (21 failures in a row)",
+        f"{waiting}: timed out; retrying every 1s",
+    ]
+    assert not callbacks.refused.is_set()
+
+
+def test_refused_credentials_are_never_logged_as_an_unreachable_server(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import nats.errors
+
+    callbacks = connection._Callbacks("gangsched-binder", Client(),
+                                      waiting_for="nats://nats:4222")
+    with caplog.at_level(logging.WARNING, logger=connection.__name__):
+        asyncio.run(callbacks.on_error(nats.errors.AuthorizationError()))
+    assert caplog.records == []
+    assert callbacks.refused.is_set()
+
+
+def test_the_reason_a_connection_failed_is_in_words() -> None:
+    import socket
+
+    assert connection.reason(ConnectionRefusedError(111, "Connect call failed")) == \
+        "connection refused"
+    assert connection.reason(TimeoutError()) == "timed out"
+    assert connection.reason(socket.gaierror(-2, "Name or service not known")) == \
+        "name or service not known"
