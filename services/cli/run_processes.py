@@ -4,10 +4,11 @@ Layer: cli (top). The services are CPU-bound Python: in one process they share o
 (one GIL), in three the planner plans while the binder binds. This process keeps everything a
 user sees of `gangsched run`: it owns the data directory (lock, embedded nats-server and its
 credentials, the SQLite file, migrated here before any service starts, the decision key),
-checks the Kubernetes credentials, the schema and NATS before any child starts, serves
-/healthz, /readyz (ready when every child is) and /metrics (its own, with each child's merged
-in: `services.runtime.metrics_merge`) on `--http-host:--http-port`, writes run.json once every
-child is ready, and on SIGTERM stops the children, then the nats-server, and exits 0.
+checks the Kubernetes credentials, the schema and NATS (waited for, not ready meanwhile)
+before any child starts, serves /healthz, /readyz (ready when every child is) and /metrics
+(its own, with each child's merged in: `services.runtime.metrics_merge`) on
+`--http-host:--http-port`, writes run.json once every child is ready, and on SIGTERM stops the
+children, then the nats-server, and exits 0.
 
 Each child is `python -m services.cli.child` (`services.cli.child`), handed its service and
 resolved settings on a pipe, supervised by `services.runtime.process_supervision`: one that
@@ -63,12 +64,14 @@ async def serve_in_processes(settings: Settings, planner: PlannerConfig) -> None
         settings = await stack.enter_async_context(serve.bus_url(settings))
         async with serve.checked_store(settings):
             pass  # migrated (the embedded SQLite) and checked before any child opens it
-        await _check_bus(settings)
         children = _Children(serve.SERVICES)
         stack.push_async_callback(children.close)
+        connected = children.readiness.flag(serve.NATS_FLAG)  # /readyz names it until set
         health = await serve.health_server(settings, children.readiness, children.metrics)
         if health is not None:
             stack.push_async_callback(health.stop)
+        await _check_bus(settings)
+        connected.set()
         supervisor = ProcessSupervisor(children.on_message, children.on_exit)
         stack.push_async_callback(supervisor.stop)
         for name in serve.SERVICES:
@@ -82,8 +85,11 @@ async def serve_in_processes(settings: Settings, planner: PlannerConfig) -> None
 
 
 async def _check_bus(settings: Settings) -> None:
-    """Fail at once when NATS cannot be reached (the children would restart forever)."""
-    nc = await connection.connect(settings.bus, name="gangsched-run")
+    """Wait until NATS can be reached (saying so at once when it cannot: `connection.connect`),
+    before any child starts; fail at once when it refuses the credentials (the children
+    would restart forever)."""
+    nc = await connection.connect(settings.bus, name="gangsched-run",
+                                  first_connect_timeout_seconds=None)
     with contextlib.suppress(Exception):
         await nc.drain()
 

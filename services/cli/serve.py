@@ -1,8 +1,9 @@
 """Process composition: run some or all of watcher, planner and binder in one process.
 
 Layer: cli (top). Starts the embedded nats-server and SQLite when no URLs are given, checks the
-database schema before anything runs, supervises each service as a named task, serves
-/healthz /readyz /metrics, writes `<data_dir>/run.json` once every service is ready, and stops
+database schema before anything runs, serves /healthz /readyz /metrics, waits for NATS (one
+warning at once when it cannot be reached; alive, not ready meanwhile), supervises each service
+as a named task, writes `<data_dir>/run.json` once every service is ready, and stops
 everything on SIGTERM/SIGINT. The embedded nats-server admits only credentials generated at
 each start, which only this process and the owner of the data directory can read (their
 file, `nats-credentials.json`, is mode 0600 and removed at exit, as run.json is).
@@ -29,6 +30,7 @@ from services.kube import client as kube_client
 from services.planner import election
 from services.planner.core.config import PlannerConfig
 from services.planner.service import run_planner
+from services.runtime.cancellation import cancel_and_wait
 from services.runtime.health import HealthServer, MetricsBody, Readiness, ReadyFlag
 from services.runtime.supervision import Supervisor
 from services.store import engines, schema
@@ -39,6 +41,8 @@ log = logging.getLogger(__name__)
 
 SERVICES = ("watcher", "planner", "binder")
 READY_POLL_SECONDS = 0.2
+NATS_FLAG = "nats"
+"""The readiness flag set once NATS is connected (/readyz names it until then)."""
 
 Announce = Callable[[Settings, Readiness, "HealthServer | None", tuple[str, ...]],
                     Awaitable[None]]
@@ -54,7 +58,9 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
     Raises:
         services.store.errors.SchemaMismatch: the database is behind or ahead of this version
             (its message names `gangsched migrate`); nothing is started.
-        services.bus.errors.BusUnavailable: NATS unreachable at start.
+        services.bus.errors.BusUnavailable: NATS refused the credentials (at once). NATS
+            that cannot be reached is waited for, said at once in one warning and retried
+            (`connection.connect`), /healthz answering and /readyz naming `nats` meanwhile.
         services.store.errors.StoreUnavailable: the database cannot be reached or read.
         services.kube.errors.KubeError: no Kubernetes credentials (watcher, binder); nothing is
             started. An API server that is merely unreachable is waited for instead.
@@ -65,17 +71,24 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
         settings = await stack.enter_async_context(bus_url(settings))
         engine = await stack.enter_async_context(checked_store(settings)) if "planner" in services \
             else None
-        nc = await connection.connect(settings.bus, name=f"gangsched-{'+'.join(services)}")
-        stack.push_async_callback(_drain, nc)
         readiness = Readiness()
+        for name in (NATS_FLAG, *services):
+            readiness.flag(name)  # every flag before anything can look: none ready yet
         health = await health_server(settings, readiness)
         if health is not None:
             stack.push_async_callback(health.stop)
+        announcing = asyncio.ensure_future(
+            (announce or announce_when_ready)(settings, readiness, health, services))
+        stack.push_async_callback(cancel_and_wait, announcing)
+        nc = await connection.connect(settings.bus, name=f"gangsched-{'+'.join(services)}",
+                                      first_connect_timeout_seconds=None)
+        stack.push_async_callback(_drain, nc)
+        readiness.flag(NATS_FLAG).set()
         supervisor = Supervisor()
         stack.push_async_callback(supervisor.stop)
         for name in services:
             supervisor.start(name, _factory(name, settings, nc, engine, readiness, planner))
-        await (announce or announce_when_ready)(settings, readiness, health, services)
+        await announcing
         await supervisor.wait()
 
 
