@@ -90,16 +90,18 @@ app.kubernetes.io/component: {{ .component }}
 NATS subject permissions of each user, as YAML (nats.conf takes them as JSON). P is the
 stream-name prefix, p the subject prefix. Every gangsched service may look up and create the
 three gangsched streams (each one ensures them at start; a create of an identical stream
-succeeds) and read its own inbox (_INBOX_<user>.>, the inbox prefix services/bus/connection.py
-sets for a named user); beyond that each may publish only what it produces (services/contracts/
-producers.py: the planner trusts an event type only on its producer's subjects) and consume
-only what it reads. No service may update, delete or purge a stream or delete a message: one
-that could set max_msgs=1 could drop the log (issue 19); nats.auth.allowStreamUpdates lets the
-planner update the three streams, to apply changed stream settings. Durable consumers belong
-to one service each: the others are denied their API and ack subjects. No user may create a
-consumer through the nameless `$JS.API.CONSUMER.CREATE.<stream>` (the name in the body would
-let it rewrite any durable): every consumer is created by name in the subject, ephemeral ones
-as `<user>-<purpose>-<random>` (services/bus/reading.py).
+succeeds). Every user, the subscriber too, may read its own inbox ($inbox: _INBOX_<user>.>, the
+inbox prefix services/bus/connection.py sets for a named user, so `gangsched decisions` as the
+subscriber gets its replies) and no other user's; beyond that each may publish only what it
+produces (services/contracts/producers.py: the planner trusts an event type only on its
+producer's subjects) and consume only what it reads. No service may update, delete or purge
+a stream or delete a message: one that could set max_msgs=1 could drop the log (issue 19);
+nats.auth.allowStreamUpdates lets the planner update the three streams, to apply changed
+stream settings. Durable consumers belong to one service each: the others are denied their
+API and ack subjects. No user may create a consumer through the nameless
+`$JS.API.CONSUMER.CREATE.<stream>` (the name in the body would let it rewrite any durable):
+every consumer is created by name in the subject, ephemeral ones as
+`<user>-<purpose>-<random>` (services/bus/reading.py).
 */}}
 {{- define "gangsched.natsPermissions" -}}
 {{- $p := .Values.settings.prefix -}}
@@ -116,6 +118,7 @@ as `<user>-<purpose>-<random>` (services/bus/reading.py).
 {{- $events := printf "%s_EVENTS" $P -}}
 {{- $decisions := printf "%s_DECISIONS" $P -}}
 {{- $lease := printf "KV_%s_LEADER" $P -}}
+{{- $inbox := "_INBOX_%s.>" -}}
 watcher:
   publish:
     allow:
@@ -145,7 +148,7 @@ watcher:
       - {{ printf "$JS.API.CONSUMER.*.*.%s.planner" $events | quote }}
   subscribe:
     allow:
-      - "_INBOX_watcher.>"
+      - {{ printf $inbox "watcher" | quote }}
 planner:
   publish:
     allow:
@@ -190,7 +193,7 @@ planner:
       {{- end }}
   subscribe:
     allow:
-      - "_INBOX_planner.>"
+      - {{ printf $inbox "planner" | quote }}
 binder:
   publish:
     allow:
@@ -237,7 +240,7 @@ binder:
       - {{ printf "$JS.API.CONSUMER.*.*.%s.planner" $events | quote }}
   subscribe:
     allow:
-      - "_INBOX_binder.>"
+      - {{ printf $inbox "binder" | quote }}
 subscriber:
   publish:
     allow:
@@ -267,6 +270,9 @@ subscriber:
   subscribe:
     allow:
       - {{ printf "%s.decisions.>" $p | quote }}
+      # its own inbox (`gangsched decisions`), and nats-py's default one (plain clients);
+      # neither covers another user's _INBOX_<user>.>
+      - {{ printf $inbox "subscriber" | quote }}
       - "_INBOX.>"
       {{- range .Values.nats.auth.subscriber.extraSubscribe }}
       - {{ . | quote }}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -111,16 +112,27 @@ def secret_data(secret: dict[str, Any]) -> dict[str, str]:
     return values
 
 
+_PASSWORD_VARIABLE = re.compile(r'^\{"password":(\$[A-Z_]+),')
+"""The start of a user's entry whose password nats-server reads from the environment
+(`nats.auth.existingSecret`, as in the plain manifests): `{"password":$GANGSCHED_X_PASSWORD,`."""
+
+
 def nats_users(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """user name → its entry (password hash, permissions) in the rendered nats.conf."""
+    """user name → its entry (password hash, permissions) in the rendered nats.conf; a
+    password read from the environment is the variable's name (`$GANGSCHED_X_PASSWORD`)."""
     conf = secret_data(find(objects, "Secret", f"{RELEASE}-nats-config"))["nats.conf"]
     users = {}
     for line in conf.splitlines():
         line = line.strip()
         if line.startswith('{"password"'):
-            entry = json.loads(line)
+            entry = json.loads(_PASSWORD_VARIABLE.sub(r'{"password":"\1",', line))
             users[entry["user"]] = entry
     return users
+
+
+def manifest_objects() -> list[dict[str, Any]]:
+    """The objects of the plain manifests as shipped (deploy/manifests/gangsched.yaml)."""
+    return documents(MANIFEST.read_text())
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ from typing import Any
 import click
 import pytest
 
+from services.bus import connection
 from services.cli.main import app
+from services.config.settings import BusSettings
 from services.contracts import producers
 from tests.unit.deploy import chart
 
@@ -352,6 +354,21 @@ def test_each_service_reads_only_its_own_inbox_and_the_subscriber_only_decisions
     assert may_subscribe(users["subscriber"], "gangsched.decisions.placement.ml.train")
     assert not may_subscribe(users["subscriber"], "gangsched.events.pod.ml.p1")
     assert not may_subscribe(users["subscriber"], "_INBOX_planner.abc")
+
+
+def test_every_nats_user_may_read_the_inbox_its_client_gets_and_no_other_users(rendered):
+    # the inbox prefix services/bus/connection.py gives a named user (`gangsched decisions`
+    # as the subscriber included), in the chart and in the plain manifests as shipped
+    def inbox(user: str) -> str:
+        return connection.inbox_prefix(BusSettings(user=user, password="pw")) + ".r1.1"
+
+    for objects in (rendered, chart.manifest_objects()):
+        users = chart.nats_users(objects)
+        assert set(users) == set(chart.USERS)
+        for name, entry in users.items():
+            assert may_subscribe(entry, inbox(name)), name
+            for other in set(users) - {name}:
+                assert not may_subscribe(entry, inbox(other)), (name, other)
 
 
 def test_each_service_connects_as_its_nats_user_with_its_password(rendered):
