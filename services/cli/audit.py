@@ -271,6 +271,8 @@ def decisions_command(follow: bool, podgroup: str | None, decision_type: str | N
         bus, url = _served_bus(parsed, "read decisions from", "The decisions recorded there "
                                "can be read offline: gangsched replay --data-dir {data_dir}")
         gone = None if parsed.get("nats") else _run_gone(parsed["data_dir"], url)
+        if follow:
+            click.echo(_following_line(parsed, bus, url), err=True)
         printed = _run(following.print_decisions(bus, group, follow=follow, output=output,
                                                  gone=gone, decision_type=decision_type))
         if not printed and not follow:
@@ -280,25 +282,47 @@ def decisions_command(follow: bool, podgroup: str | None, decision_type: str | N
 
 
 def _served_bus(parsed: dict[str, Any], purpose: str, offline: str) -> tuple[BusSettings, str]:
-    """`_bus(parsed)` and its URL when it names a NATS server. Else exit 1
-    (`exit_codes.Failed`) saying why: the `gangsched run` holding the data directory is still
-    starting (its run.json names the embedded NATS once every service is ready), or none runs
-    there; `offline` (its `{data_dir}` filled in) tells how to read what is recorded when a
-    database is there.
+    """`_bus(parsed)` and its URL when it names a NATS server (given, or that of a live
+    `gangsched run`). Else exit 1 (`exit_codes.Failed`) at once, saying why, rather than wait
+    for a NATS that is not there: the data directory holds no gangsched data at all, the
+    `gangsched run` holding it is still starting (its run.json names the embedded NATS once
+    every service is ready), the run whose run.json is there died without stopping, or none
+    runs there; `offline` (its `{data_dir}` filled in) tells how to read what is recorded when
+    a database is there.
     `purpose`: what the NATS was wanted for, e.g. "read decisions from"."""
     bus = _bus(parsed)
-    if bus.url:
-        return bus, bus.url
     data_dir = parsed["data_dir"]
-    if (pid := data_dir_lock.holder(data_dir)) is not None:
+    pid = None if parsed.get("nats") else data_dir_lock.holder(data_dir)
+    hint = (". " + offline.format(data_dir=data_dir)
+            if (data_dir / "gangsched.db").is_file() else "")
+    if bus.url and (parsed.get("nats") or pid is not None
+                    or not run_info.embedded_left_behind(data_dir)):
+        return bus, bus.url
+    if bus.url:
+        raise exit_codes.Failed(
+            f"no NATS to {purpose}: the `gangsched run` in {data_dir} is no longer running "
+            f"(it stopped without removing its run.json: killed?){hint}")
+    if pid is not None:
         raise exit_codes.Failed(
             f"the `gangsched run` in {data_dir} (pid {pid}) is not ready yet: its run.json "
             "names the embedded NATS once every service is ready; try again shortly")
-    hint = (". " + offline.format(data_dir=data_dir)
-            if (data_dir / "gangsched.db").is_file() else "")
+    if not run_info.holds_data(data_dir):
+        raise exit_codes.Failed(
+            f"no NATS to {purpose}: {data_dir} holds no gangsched data (no run.json, database "
+            "or lock): no running `gangsched run` there; give its --data-dir, or --nats")
     raise exit_codes.Failed(
         f"no NATS to {purpose}: no --nats given and no running `gangsched run` in {data_dir} "
         f"(its run.json names the embedded server){hint}")
+
+
+def _following_line(parsed: dict[str, Any], bus: BusSettings, url: str) -> str:
+    """The one line `decisions --follow` tells before it waits: what it follows, where."""
+    from services.bus import urls
+
+    whose = ("" if parsed.get("nats")
+             else f" of the `gangsched run` in {parsed['data_dir']}")
+    return (f"following the decisions{whose} on {urls.shown(url)} (prefix {bus.prefix}): "
+            "those stored, then each new one as it comes; Ctrl-C to stop")
 
 
 def _run_gone(data_dir: Path, url: str) -> Callable[[], str | None]:

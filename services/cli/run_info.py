@@ -76,6 +76,25 @@ def nats_credentials(given_url: str | None, data_dir: Path) -> tuple[str, str] |
     return None
 
 
+DATA_NAMES = (RUN_FILE, CREDENTIALS_FILE, "gangsched.db", "lock", "nats", "decision.key")
+"""What gangsched keeps in a data directory: run.json and the embedded NATS's credentials,
+the default SQLite database, the lock of the process holding it (`data_dir_lock`), the
+embedded NATS's store and `run`'s decision key."""
+
+
+def holds_data(data_dir: Path) -> bool:
+    """Whether `data_dir` holds anything of gangsched's (`DATA_NAMES`); False when it is no
+    directory."""
+    return any((data_dir / name).exists() for name in DATA_NAMES)
+
+
+def embedded_left_behind(data_dir: Path) -> bool:
+    """Whether `data_dir` still holds the credentials of a `gangsched run`'s embedded NATS, which
+    the run removes as it stops: a run that died without stopping (SIGKILL, a crash) when no
+    process holds the directory's lock."""
+    return (data_dir / CREDENTIALS_FILE).is_file()
+
+
 def remove(data_dir: Path) -> None:
     """Remove run.json and the credentials file (the process no longer serves)."""
     for name in (RUN_FILE, CREDENTIALS_FILE):

@@ -1,0 +1,70 @@
+"""`gangsched decisions --data-dir DIR` never waits silently: a directory without gangsched's
+data, or with the run.json of a run that died, is exit 1 at once in one line; following, it
+says in one line what it waits for."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from services.cli import exit_codes, following
+from services.cli.main import app
+
+
+def decisions(*argv: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["decisions", *argv], env={"GANGSCHED_NATS": ""})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("where", ["empty", "missing"])
+def test_a_directory_without_gangsched_data_is_one_line_and_status_1(
+        where: str, tmp_path: Path) -> None:
+    data_dir = tmp_path / where
+    if where == "empty":
+        data_dir.mkdir()
+        (data_dir / "notes.txt").write_text("not gangsched's\n")
+    assert decisions("--data-dir", str(data_dir), "--follow") == (
+        exit_codes.FAILED, "", f"Error: no NATS to read decisions from: {data_dir} holds no "
+        "gangsched data (no run.json, database or lock): no running `gangsched run` there; "
+        "give its --data-dir, or --nats\n")
+
+
+def test_the_run_json_of_a_run_that_died_is_one_line_at_once(tmp_path: Path) -> None:
+    """run.json and the embedded NATS's credentials left behind by a killed run, whose lock no
+    process holds: no 10-second wait for a NATS that is gone."""
+    (tmp_path / "run.json").write_text(json.dumps({"nats": "nats://127.0.0.1:1"}))
+    (tmp_path / "nats-credentials.json").write_text(json.dumps({"user": "u", "password": "p"}))
+    (tmp_path / "gangsched.db").write_bytes(b"")
+    started = time.monotonic()
+    assert decisions("--data-dir", str(tmp_path)) == (
+        exit_codes.FAILED, "", f"Error: no NATS to read decisions from: the `gangsched run` in "
+        f"{tmp_path} is no longer running (it stopped without removing its run.json: killed?). "
+        f"The decisions recorded there can be read offline: gangsched replay --data-dir "
+        f"{tmp_path}\n")
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(("given", "whose"), [
+    ((), " of the `gangsched run` in {tmp}"),
+    (("--nats", "nats://127.0.0.1:4223", "--prefix", "team"), ""),
+])
+def test_following_says_in_one_line_what_it_waits_for(
+        given: tuple[str, ...], whose: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "run.json").write_text(json.dumps({"nats": "nats://127.0.0.1:4222"}))
+
+    async def nothing_yet(*_args: Any, **_kwargs: Any) -> int:
+        return 0
+
+    monkeypatch.setattr(following, "print_decisions", nothing_yet)
+    url, prefix = ("nats://127.0.0.1:4223", "team") if given else ("nats://127.0.0.1:4222",
+                                                                    "gangsched")
+    assert decisions("--data-dir", str(tmp_path), "--follow", *given) == (
+        exit_codes.OK, "", f"following the decisions{whose.format(tmp=tmp_path)} on {url} "
+        f"(prefix {prefix}): those stored, then each new one as it comes; Ctrl-C to stop\n")
