@@ -27,10 +27,9 @@ from tests.integration.audit_harness import (
     record_pending_gang,
     record_scenario,
 )
+from tests.support import docs_scripts
 
 pytestmark = pytest.mark.integration
-
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 @pytest.fixture
@@ -229,9 +228,7 @@ async def test_replay_of_a_missing_database_fails_with_status_1(tmp_path: Path):
 
 async def test_the_nats_py_subscriber_of_the_docs_prints_one_groups_decisions(
         recording: Recording, tmp_path: Path):
-    text = (DOCS / "decisions.md").read_text()
-    script = tmp_path / "subscribe.py"
-    script.write_text(text.split("```python\n", 1)[1].split("```", 1)[0])
+    script = docs_scripts.write_python_block("decisions.md", tmp_path / "subscribe.py")
     expected = [d.id for d in recording.decisions if d.group == "default/train"]
     process = await asyncio.create_subprocess_exec(
         sys.executable, str(script), str(recording.bus.url), recording.bus.prefix, "default/train",

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -27,8 +29,16 @@ from services.bus import reading, streams
 from services.bus.consuming import PullConsumer, differences
 from services.bus.errors import BusMisconfigured
 from services.config.settings import BusSettings
-from services.contracts import subjects
+from services.contracts import codec, subjects
+from services.contracts.decisions import (
+    Assignment,
+    Placement,
+    Rejection,
+    StatusUpdate,
+    decision_subject,
+)
 from services.watcher import recovery
+from tests.support import docs_scripts
 from tests.support.chart_nats import ChartNats
 from tests.unit.deploy import chart
 
@@ -211,3 +221,60 @@ async def test_every_reader_the_services_create_is_allowed_by_name(chart_nats: C
         assert [m.seq async for m in reading.read(binder.js, events, f"{PREFIX}.events.>",
                                                   owner="binder-outcomes")] == [1]
         assert binder.violations() == []
+
+
+@pytest.mark.parametrize("shipped", ["chart", "manifests"])
+async def test_the_docs_nats_py_subscriber_reads_one_groups_decisions_as_the_subscriber(
+        shipped: str, default_render: list[dict[str, Any]], tmp_path: Path) -> None:
+    # docs/decisions.md's script, as printed, under the chart's permissions (and the plain
+    # manifests'): the subscriber may create no nameless consumer, only named ones
+    objects = default_render if shipped == "chart" else chart.manifest_objects()
+    train = (StatusUpdate(id="1-0", plan_seq=1, at_ms=1, group="default/train",
+                          phase="Scheduling", running=0, succeeded=0, failed=0),
+             Placement(id="2-0", plan_seq=2, at_ms=2, group="default/train", attempt=1,
+                       deadline_ms=60_002,
+                       members=(Assignment(pod_uid="u0", namespace="default", name="w-0",
+                                         node="n1"),)))
+    other = Rejection(id="3-0", plan_seq=3, at_ms=3, group="default/other",
+                      reason="0/1 nodes are available", pods=())
+    async with ChartNats(objects, tmp_path / "nats") as server:
+        async with User(server, "planner") as planner:
+            await streams.ensure_streams(planner.js, bus(server, "planner"))
+            seqs = [(await planner.js.publish(decision_subject(PREFIX, d), codec.encode(d))).seq
+                    for d in (train[0], other, train[1])]
+            assert planner.violations() == []
+        script = docs_scripts.write_python_block("decisions.md", tmp_path / "subscribe.py")
+        printed = await _subscribed(script, server, "default/train", lines=len(train))
+    assert printed == [
+        f"{seqs[0]} StatusUpdate 1-0 default/train phase Scheduling, running 0",
+        f"{seqs[2]} Placement 2-0 default/train default/w-0->n1",
+    ]
+
+
+async def _subscribed(script: Path, server: ChartNats, group: str, lines: int) -> list[str]:
+    """The first `lines` lines `script` prints following `group` as the `subscriber` user
+    (NATS_USER, NATS_PASSWORD); then it is stopped.
+
+    Raises:
+        AssertionError: it exited first, or printed nothing for 30 s (with its stderr).
+    """
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), server.url, PREFIX, group,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "NATS_USER": "subscriber",
+             "NATS_PASSWORD": server.passwords["subscriber"]})
+    assert process.stdout is not None and process.stderr is not None
+    printed: list[str] = []
+    try:
+        while len(printed) < lines:
+            line = await asyncio.wait_for(process.stdout.readline(), 30)
+            if not line:
+                break
+            printed.append(line.decode().rstrip("\n"))
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        errors = (await process.communicate())[1].decode()
+    assert len(printed) == lines, f"printed {printed}; stderr:\n{errors}"
+    assert "reading again" not in errors, errors  # no refusal retried
+    return printed

@@ -9,6 +9,7 @@ NATS users may do; tests/e2e/test_deploy.py runs the same configuration beside a
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +20,27 @@ POD_PATHS = ("/data", "/var/run/nats/nats.pid")
 
 
 class ChartNats(EmbeddedNats):
-    """An `EmbeddedNats` whose configuration is the rendered chart's nats.conf."""
+    """An `EmbeddedNats` whose configuration is the rendered chart's nats.conf.
+
+    `objects`: a render with the passwords' Secret (the chart's defaults), or one whose
+    nats.conf reads them from the environment (`nats.auth.existingSecret`, the plain
+    manifests): each user then gets a fresh password, put where the pod's
+    `$GANGSCHED_<USER>_PASSWORD` is, as nats-server would read it from its environment.
+    """
 
     def __init__(self, objects: list[dict[str, Any]], data_dir: Path) -> None:
         super().__init__(data_dir)
         secret = chart.find(objects, "Secret", f"{chart.RELEASE}-nats-config")
-        self.conf = local_conf(chart.secret_data(secret)["nats.conf"], data_dir)
-        users = chart.find(objects, "Secret", f"{chart.RELEASE}-nats-users")
-        self.passwords = chart.secret_data(users)
+        conf = chart.secret_data(secret)["nats.conf"]
+        try:
+            users = chart.find(objects, "Secret", f"{chart.RELEASE}-nats-users")
+        except LookupError:  # the users' Secret is the operator's (existingSecret)
+            self.passwords = {user: f"p{secrets.token_hex(24)}" for user in chart.USERS}
+            for user, password in self.passwords.items():
+                conf = conf.replace(f"${_password_variable(user)}", json.dumps(password))
+        else:
+            self.passwords = chart.secret_data(users)
+        self.conf = local_conf(conf, data_dir)
 
     def _arguments(self, ports_dir: Path) -> list[str]:
         conf = self.data_dir / "nats.conf"
@@ -34,6 +48,11 @@ class ChartNats(EmbeddedNats):
         # the file's JetStream block (store under data_dir) and users; a free loopback port
         return ["--config", str(conf), "--addr", self.host, "--port", str(self.port or -1),
                 "--ports_file_dir", str(ports_dir)]
+
+
+def _password_variable(user: str) -> str:
+    """The environment variable holding `user`'s password in the NATS pod (nats.yaml)."""
+    return f"GANGSCHED_{user.upper()}_PASSWORD"
 
 
 def local_conf(conf: str, data_dir: Path) -> str:
