@@ -24,6 +24,7 @@ from services.cli import audit, exit_codes, options, output, usage
 from services.planner.core.config import PlannerConfig
 
 if TYPE_CHECKING:
+    from services.cli import failed_start
     from services.config.settings import Settings
 
 log = logging.getLogger("gangsched")
@@ -152,9 +153,10 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
     Usage errors (no NATS for a service run apart, no decision key) are told before the data
     directory is touched.
     """
-    from services.cli import data_dir_lock, decision_keys
+    from services.cli import data_dir_lock, decision_keys, failed_start
 
     settings = options.settings_from(parsed)
+    start = failed_start.StartGuard(settings.data_dir)
     if not settings.bus.url and len(services) == 1:
         raise click.UsageError(
             f"`gangsched {services[0]}` needs --nats (or GANGSCHED_NATS): the services run apart "
@@ -167,17 +169,20 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
         raise exit_codes.BadInput(str(error)) from None
     except decision_keys.KeyNotMade as error:
         raise exit_codes.Failed(str(error)) from None
+    exclusive = data_dir_lock.holds_state(settings, services)
     try:
-        with (data_dir_lock.hold(settings.data_dir)
-              if data_dir_lock.holds_state(settings, services) else contextlib.nullcontext()):
-            _serve_locked(settings, services, parsed)
+        with (data_dir_lock.hold(settings.data_dir) if exclusive else contextlib.nullcontext(),
+              start.removing_on_failure(exclusive=exclusive)):
+            _serve_locked(settings, services, parsed, start)
     except data_dir_lock.DataDirUnusable as error:
         raise exit_codes.Failed(str(error)) from None
 
 
-def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[str, Any]) -> None:
+def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[str, Any],
+                  start: failed_start.StartGuard) -> None:
     """`_serve` once this process holds the data directory: the services, until signalled
-    (`run`: in child processes, unless --single-process)."""
+    (`run`: in child processes, unless --single-process); `start` is told whether they were
+    ever ready (a failed start removes the data directory it made: `failed_start`)."""
     from services.cli import serve
 
     configure_logging(settings.log_level)
@@ -191,6 +196,7 @@ def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[st
     try:
         run_service(main)
     finally:
+        start.note_ready()
         serve.remove_run_file(settings.data_dir)
 
 

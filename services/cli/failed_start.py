@@ -1,0 +1,102 @@
+"""A service command that fails before it is ready leaves no data directory it made itself.
+
+Layer: cli shell. `gangsched run` makes its data directory (`.gangsched`, and any missing parent)
+when it starts: the lock, the decision key, the embedded NATS store, the SQLite file. If it
+then fails before every service is ready (a bad value found at start, a port in use, no
+Kubernetes), nothing worth keeping was recorded, and a new user would find a stray
+`.gangsched/`; so what it made is removed again: the directories, or in a data directory that
+existed before, the entries it added there. Never a directory or file that existed before it
+started; never once the run was ready (its run.json written: the log may hold decisions); never
+on a clean stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from services.cli import run_info
+
+
+def first_missing(path: Path) -> Path | None:
+    """The outermost of `path` and its parents that does not exist (the one whose making
+    makes `path`), or None when `path` exists."""
+    missing = None
+    for candidate in (path, *path.parents):
+        if candidate.exists() or candidate.is_symlink():
+            break
+        missing = candidate
+    return missing
+
+
+class StartGuard:
+    """Tracks one service command's start in `data_dir` (looked at when it is made, before
+    anything else touches the directory)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.created = first_missing(data_dir)
+        self.before = set() if self.created is not None else _entries(data_dir)
+        self.ready = False
+
+    def note_ready(self) -> None:
+        """Record whether the run was ever ready: call before its run.json is removed."""
+        self.ready = self.ready or (self.data_dir / run_info.RUN_FILE).is_file()
+
+    @contextlib.contextmanager
+    def removing_on_failure(self, *, exclusive: bool) -> Iterator[None]:
+        """Run the body; if it fails (an exception, or an exit with a non-zero status) before
+        the run was ready, remove the directories made since this guard was made.
+        `exclusive`: this process holds the data directory's lock, so all in it is its own
+        (removed with its content); otherwise only directories left empty are removed.
+        """
+        try:
+            yield
+        except BaseException as error:
+            if not self.ready and _failed(error):
+                self._remove(exclusive=exclusive)
+            raise
+
+    def _remove(self, *, exclusive: bool) -> None:
+        """Remove `created` with its content, or the entries added to the data directory that
+        existed (`exclusive`); else only the directories left empty, from `data_dir` up to
+        `created`."""
+        if exclusive and self.created is None:
+            for name in _entries(self.data_dir) - self.before:
+                added = self.data_dir / name
+                if added.is_dir() and not added.is_symlink():
+                    shutil.rmtree(added, ignore_errors=True)
+                else:
+                    added.unlink(missing_ok=True)
+            return
+        if self.created is None:
+            return
+        if exclusive:
+            shutil.rmtree(self.created, ignore_errors=True)
+            return
+        for directory in (self.data_dir, *self.data_dir.parents):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+            if directory == self.created:
+                return
+
+
+def _entries(directory: Path) -> set[str]:
+    """The names in `directory` (none when it cannot be listed)."""
+    try:
+        return {entry.name for entry in directory.iterdir()}
+    except OSError:
+        return set()
+
+
+def _failed(error: BaseException) -> bool:
+    """Whether `error` ends the command with a non-zero status (not a clean stop: ^C, exit 0)."""
+    if isinstance(error, SystemExit):
+        return error.code not in (0, None)
+    if isinstance(error, click.exceptions.Exit):
+        return error.exit_code != 0
+    return not isinstance(error, KeyboardInterrupt | GeneratorExit)
