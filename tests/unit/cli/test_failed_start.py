@@ -13,15 +13,9 @@ import pytest
 
 from services.cli import exit_codes
 from services.cli.failed_start import StartGuard, first_missing
+from tests.unit.kube.test_default_kubeconfig import KUBECONFIG  # its server is never reached
 
 GANGSCHED = str(Path(sys.executable).with_name("gangsched"))
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-"""
 
 
 @pytest.fixture
