@@ -59,6 +59,6 @@ def test_with_verify_the_verification_decides_the_status(log: str) -> None:
 
 def test_from_seq_after_an_until_sequence_is_a_usage_error(log: str) -> None:
     code, _, told = replay(log, "--from-seq", "15", "--until", "10")
-    assert (code, told.splitlines()[-1]) == (
-        exit_codes.USAGE, "Error: --from-seq 15 is after --until 10: the timeline would show "
-                          "nothing")
+    assert (code, told) == (
+        exit_codes.USAGE, "gangsched replay: --from-seq 15 is after --until 10: the timeline "
+                          "would show nothing (see gangsched replay --help)\n")
