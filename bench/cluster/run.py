@@ -37,7 +37,10 @@ SETTLE_LIMIT_SECONDS = 60.0
 WRITES = frozenset({"POST", "PUT", "PATCH"})
 REPORTED = frozenset({"events", "podgroups", "pods/status"})
 """Resources whose writes report on scheduling (events; group status; pod conditions, along
-with KWOK's status of the pods bound last) rather than do it; each with its subresources."""
+with KWOK's status of the pods bound last) rather than do it; each with its subresources.
+Not `REPEATS`: pods that can never fit are told again and again (kube-scheduler's series of
+FailedScheduling events too), so those never stop in an oversubscribed workload."""
+REPEATS = frozenset({"PATCH events"})
 
 
 @dataclass(frozen=True)
@@ -196,16 +199,20 @@ async def _settle(endpoint: Endpoint) -> float:
         now = time.monotonic()
         if reports != last:
             last, changed = reports, now
-        elif now - changed >= SETTLE_QUIET_SECONDS or now - start >= SETTLE_LIMIT_SECONDS:
+        elif now - changed >= SETTLE_QUIET_SECONDS:
+            return round(now - start, 1)
+        if now - start >= SETTLE_LIMIT_SECONDS:
             return round(now - start, 1)
         await asyncio.sleep(POLL_SECONDS)
 
 
 def report_writes(totals: dict[str, int]) -> dict[str, int]:
-    """The entries of `request_totals` that write `REPORTED` resources."""
+    """The entries of `request_totals` that write `REPORTED` resources, but `REPEATS`."""
     chosen = {}
     for key, count in totals.items():
         verb, _, resource = key.partition(" ")
+        if key in REPEATS:
+            continue
         if verb in WRITES and any(resource == r or resource.startswith(f"{r}/")
                                   for r in REPORTED):
             chosen[key] = count
