@@ -89,8 +89,9 @@ VIEW_WAIT_SECONDS = 1.0
 """How long a placement waits for the bus view to reach its plan point before reading the API."""
 REJECTION_SETTLE_SECONDS = 1.0
 """A rejection waits this long before it is written, and only the newest of its group is: a gang
-created member by member is rejected anew (waiting for quorum) with every member, two API
-calls per pod each time."""
+told it waits for quorum may be told again as its next members arrive, two API calls per pod
+each time (the planner holds the first telling until members stop arriving,
+`planner.core.quorum.QUIET_MS`)."""
 REJECTION_MAX_SETTLE_SECONDS = 10.0
 """The longest wait of a group rejected again and again (each next wait doubles): as
 kube-scheduler's pod backoff (1 s doubling to its default podMaxBackoffSeconds, 10 s), which

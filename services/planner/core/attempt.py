@@ -123,6 +123,7 @@ class Round:
                     pending: list[PodObserved]) -> None:
         self.derived.quiet.discard(key)
         self.derived.behind_binders.discard(key)
+        group.quorum_told_from_ms = None
         if group.in_flight:
             return  # its placement is being bound; members beyond it wait for GroupBound
         waiting = self._waiting_reason(key, podgroup, pending)
@@ -137,6 +138,10 @@ class Round:
             self.stranded[key] = counts.bound
         note = _priority_note(pending)
         if not quorum.has_quorum(counts, min_member):
+            told_from = quorum.told_from_ms(pending)
+            if self.now < told_from:  # members still joining: tell once they stop
+                group.quorum_told_from_ms = told_from
+                return
             self.reject(key, group, pending,
                         reasons.gang_quorum(key, counts.usable, min_member, counts.gated) + note,
                         is_backoff=False)

@@ -37,13 +37,16 @@ def is_backed_off(group: GroupState, now_ms: int, config: PlannerConfig) -> bool
 def next_wakeup_ms(state: PlannerState, config: PlannerConfig) -> int | None:
     """The earliest future time at which planning could decide something new without events.
 
-    Shapes: min over backed-off groups' retry times and in-flight placements' release times
-    (deadline + grace); None when nothing is waiting on time. Lets a simulator or a quiet
-    cluster skip straight to it.
+    Shapes: min over backed-off groups' retry times, in-flight placements' release times
+    (deadline + grace) and the times gangs short of quorum may be told so
+    (`GroupState.quorum_told_from_ms`); None when nothing is waiting on time. Lets a simulator
+    or a quiet cluster skip straight to it.
     """
     now = state.now_ms
     times = [retry for group in state.groups.values()
              if (retry := retry_at_ms(group, config)) is not None and retry > now]
     grace_ms = round(config.release_grace_seconds * 1000)
     times.extend(in_flight.deadline_ms + grace_ms for in_flight in state.placements.values())
+    times.extend(told for group in state.groups.values()
+                 if (told := group.quorum_told_from_ms) is not None and told > now)
     return min(times) if times else None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from services.contracts.events import PodObserved
 from services.planner.core.indexes import Derived
 from services.planner.core.state import GroupState
 
@@ -101,3 +102,24 @@ def still_needed(counts: Counts, min_member: int) -> int:
     """How many pending members one placement must include (0 once quorum is held: the rest
     are members beyond quorum, each placed as it fits)."""
     return max(0, min_member - counts.held)
+
+
+QUIET_MS = 1000
+"""How long no member may have joined a gang short of quorum before it is told so. Units:
+milliseconds of event time (`PodObserved.at_ms`)."""
+
+
+def told_from_ms(pending: list[PodObserved]) -> int:
+    """When a gang short of quorum may be told so: `QUIET_MS` after its newest pending member
+    was observed (UTC epoch milliseconds; `pending` non-empty).
+
+    A Job, JobSet or RayCluster creates its pods in a burst: each arrival would otherwise be a
+    Rejection ("3 of 8 members exist", then 4, ...), a condition write on every member waiting
+    and a PodGroup status write, work that grows with the square of the gang's size and tells
+    nothing a moment later. Coscheduling tells each pod it attempts while the gang is short
+    (PreFilter), about once each, as kube-scheduler pops them; gangsched tells the gang once
+    its members stop arriving (docs/design-notes.md, "Quorum told once members stop
+    arriving").
+    """
+    return max(pod.at_ms for pod in pending) + QUIET_MS
+

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 24
+CORE_REVISION = 25
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -70,7 +70,10 @@ nomination also puts its gang's members on their nominated nodes for every other
 (inter-pod affinity, spread, host ports), as kube-scheduler's addNominatedPods; a gang short of
 its minResources preempts when the victims' room covers them (was: never preempted). 24: no group
 is placed either while the placements in flight hold `max_members_in_flight` members together
-(a placement is still made when none is in flight) ("Deadlines, rollback and expiry")."""
+(a placement is still made when none is in flight) ("Deadlines, rollback and expiry"). 25: a
+gang short of quorum is told so (Rejection, Unschedulable condition) only once no member has
+joined it for a second of event time (`quorum.QUIET_MS`); a gang whose members arrive in a burst
+is placed without a word of waiting ("Quorum told once members stop arriving")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -123,6 +123,9 @@ class GroupState(msgspec.Struct):
     last_rejection: RejectionMemo | None = None
     last_status: StatusMemo | None = None
     has_run: bool = False
+    quorum_told_from_ms: int | None = None
+    """While the gang is short of quorum and members keep joining: when it may be told so
+    (`quorum.told_from_ms`), a time the planner wakes up for; None otherwise."""
     preempted_by: str = ""
     """Why the gang's members were evicted (a Preemption's reason) until it is placed again."""
 

@@ -130,7 +130,7 @@ def test_a_gang_that_never_ran_still_waits_for_quorum():
     done = member("g-0").on_node("n0", "Succeeded")  # bound by someone else, never a gang
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000),
                                 make_podgroup("g", 2), done, member("g-1"))
-    cluster.run()
+    cluster.advance(1).run()
     assert cluster.bound() == []
     assert cluster.last_reason("default/g") == (
         "gang default/g: 1 of 2 members exist; waiting for quorum (minMember 2)")
@@ -143,6 +143,7 @@ def test_all_members_deleted_and_recreated_is_a_new_gang_placed_whole():
     cluster.delete_pod("g-1")
     cluster.observe(member("g-0b"))
     assert placed_members(cluster.run()) == []
+    assert placed_members(cluster.advance(1).run()) == []
     assert cluster.last_reason("default/g") == (
         "gang default/g: 1 of 2 members exist; waiting for quorum (minMember 2)")
     cluster.observe(member("g-1b"))

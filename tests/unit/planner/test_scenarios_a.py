@@ -42,6 +42,7 @@ def interleave(*lists):
 def run_batch(podgroups, pods):
     cluster = Cluster().observe(node(), *podgroups, *pods)
     cluster.run()
+    cluster.advance(1).run()  # members stopped arriving: gangs short of quorum are told
     return cluster
 
 
@@ -50,6 +51,7 @@ def run_streamed(podgroups, pods):
     for pod in pods:
         cluster.advance(0.1).observe(pod)
         cluster.run()
+    cluster.advance(1).run()  # members stopped arriving: gangs short of quorum are told
     return cluster
 
 
@@ -155,7 +157,7 @@ def test_completed_member_does_not_count_toward_quorum():
     pending = [make_pod(f"g1-{i}").requests(cpu_milli=1000).in_group("g1") for i in range(5)]
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=16000),
                                 make_podgroup("g1", 6), done, *pending)
-    cluster.run()
+    cluster.advance(1).run()
     assert cluster.bound() == []
     assert cluster.state.reservations == {}
     assert "5 of 6 members exist" in cluster.last_reason("default/g1")

@@ -1,0 +1,55 @@
+"""A gang short of quorum is told so once its members stop arriving (`quorum.told_from_ms`)."""
+
+from __future__ import annotations
+
+from services.contracts.decisions import Rejection, StatusUpdate
+from services.planner.core import backoff, quorum
+from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.harness import Cluster, recorded
+from tests.unit.planner.test_properties import replay_through_snapshots
+
+
+def member(name: str):  # type: ignore[no-untyped-def]
+    return make_pod(name).in_group("g")
+
+
+def test_members_arriving_in_a_burst_are_placed_without_a_word_of_waiting() -> None:
+    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 4))
+    for i in range(4):
+        cluster.advance(0.2).observe(member(f"g-{i}"))
+        cluster.plan()
+    assert [len(p.members) for p in cluster.placements()] == [4]
+    assert cluster.rejections() == []
+    assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
+
+
+def test_a_gang_short_of_quorum_is_told_a_quiet_second_after_its_newest_member() -> None:
+    cluster = Cluster(now_ms=10_000).observe(make_node("n0"), make_podgroup("g", 3),
+                                             member("g-0"))
+    cluster.advance(0.5).observe(member("g-1"))  # newest member seen at 10.5 s
+    cluster.plan()
+    assert cluster.state.groups["default/g"].quorum_told_from_ms == 10_500 + quorum.QUIET_MS
+    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == 11_500
+    assert not [d for d in cluster.advance(0.9).plan() if isinstance(d, Rejection)]
+    told = cluster.advance(0.1).plan()  # 11.5 s: a quiet second since g-1
+    rejections = [d for d in told if isinstance(d, Rejection)]
+    assert [(r.reason, [p.name for p in r.pods]) for r in rejections] == [
+        ("gang default/g: 2 of 3 members exist; waiting for quorum (minMember 3)",
+         ["g-0", "g-1"])]
+    status = next(d for d in told if isinstance(d, StatusUpdate))
+    assert (status.condition_reason, status.condition_message) == (
+        "Unschedulable", rejections[0].reason)
+    assert cluster.state.groups["default/g"].quorum_told_from_ms is None
+    assert backoff.next_wakeup_ms(cluster.state, cluster.config) is None
+    assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
+
+
+def test_a_member_arriving_later_holds_the_next_telling_again() -> None:
+    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 4), member("g-0"))
+    cluster.advance(1).plan()
+    assert "1 of 4 members exist" in cluster.last_reason("default/g")
+    cluster.advance(5).observe(member("g-1"))
+    cluster.plan()
+    assert len(cluster.rejections("default/g")) == 1  # the old word stands meanwhile
+    cluster.advance(1).plan()
+    assert "2 of 4 members exist" in cluster.last_reason("default/g")
