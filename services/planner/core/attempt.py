@@ -138,15 +138,19 @@ class Round:
             self.stranded[key] = counts.bound
         note = _priority_note(pending)
         if not quorum.has_quorum(counts, min_member):
-            told_from = quorum.told_from_ms(pending)
-            if self.now < told_from:  # members still joining: tell once they stop
+            told_from = quorum.told_from_ms(pending, group)
+            if self.now < told_from:  # members still joining, or told just now
                 group.quorum_told_from_ms = told_from
                 return
+            told = group.last_rejection
             self.reject(key, group, pending,
                         reasons.gang_quorum(key, counts.usable, min_member, counts.gated) + note,
                         is_backoff=False)
+            if group.last_rejection is not told:
+                group.quorum_tells, group.quorum_told_at_ms = group.quorum_tells + 1, self.now
             self.rest(key, pending)
             return
+        group.quorum_tells, group.quorum_told_at_ms = 0, None
         if self.binders_busy():
             # backpressure: placed now, it would only queue behind the binders' work; a
             # starving or partly bound gang keeps holding its capacity (and its nodes) meanwhile

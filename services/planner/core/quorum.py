@@ -107,19 +107,29 @@ def still_needed(counts: Counts, min_member: int) -> int:
 QUIET_MS = 1000
 """How long no member may have joined a gang short of quorum before it is told so. Units:
 milliseconds of event time (`PodObserved.at_ms`)."""
+RETELL_INITIAL_MS = 1000
+RETELL_MAX_MS = 10_000
+"""How soon a gang short of quorum may be told again after its n-th telling: 1 s doubling per
+telling up to 10 s, kube-scheduler's pod backoff (podInitialBackoffSeconds,
+podMaxBackoffSeconds), which bounds how often Coscheduling's PreFilter refuses the same pod.
+Units: milliseconds of event time."""
 
 
-def told_from_ms(pending: list[PodObserved]) -> int:
-    """When a gang short of quorum may be told so: `QUIET_MS` after its newest pending member
-    was observed (UTC epoch milliseconds; `pending` non-empty).
+def told_from_ms(pending: list[PodObserved], group: GroupState) -> int:
+    """When a gang short of quorum may be told so (UTC epoch milliseconds; `pending`
+    non-empty): `QUIET_MS` after its newest pending member was observed, and not sooner than
+    the retell backoff after its last telling (`GroupState.quorum_tells`).
 
     A Job, JobSet or RayCluster creates its pods in a burst: each arrival would otherwise be a
     Rejection ("3 of 8 members exist", then 4, ...), a condition write on every member waiting
     and a PodGroup status write, work that grows with the square of the gang's size and tells
-    nothing a moment later. Coscheduling tells each pod it attempts while the gang is short
-    (PreFilter), about once each, as kube-scheduler pops them; gangsched tells the gang once
-    its members stop arriving (docs/design-notes.md, "Quorum told once members stop
-    arriving").
+    nothing a moment later. Coscheduling refuses each pod it attempts while the gang is short
+    (PreFilter), each pod at most once per its backoff; gangsched tells the gang once its
+    members stop arriving, then at most as often (docs/design-notes.md, "Quorum told once
+    members stop arriving").
     """
-    return max(pod.at_ms for pod in pending) + QUIET_MS
-
+    quiet = max(pod.at_ms for pod in pending) + QUIET_MS
+    if group.quorum_told_at_ms is None or group.quorum_tells <= 0:
+        return quiet
+    backoff = min(RETELL_INITIAL_MS << min(group.quorum_tells - 1, 30), RETELL_MAX_MS)
+    return max(quiet, group.quorum_told_at_ms + backoff)

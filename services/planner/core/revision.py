@@ -72,8 +72,9 @@ its minResources preempts when the victims' room covers them (was: never preempt
 is placed either while the placements in flight hold `max_members_in_flight` members together
 (a placement is still made when none is in flight) ("Deadlines, rollback and expiry"). 25: a
 gang short of quorum is told so (Rejection, Unschedulable condition) only once no member has
-joined it for a second of event time (`quorum.QUIET_MS`); a gang whose members arrive in a burst
-is placed without a word of waiting ("Quorum told once members stop arriving")."""
+joined it for a second of event time (`quorum.QUIET_MS`), and again no sooner than 1 s doubling to
+10 s after its previous telling; a gang whose members arrive in a burst is placed without a word
+of waiting ("Quorum told once members stop arriving")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

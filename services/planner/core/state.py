@@ -124,8 +124,12 @@ class GroupState(msgspec.Struct):
     last_status: StatusMemo | None = None
     has_run: bool = False
     quorum_told_from_ms: int | None = None
-    """While the gang is short of quorum and members keep joining: when it may be told so
+    """While the gang is short of quorum and may not be told so yet: when it may
     (`quorum.told_from_ms`), a time the planner wakes up for; None otherwise."""
+    quorum_tells: int = 0
+    """Rejections telling the gang it is short of quorum since it last had quorum."""
+    quorum_told_at_ms: int | None = None
+    """When the last of those was made (event time); None when there was none."""
     preempted_by: str = ""
     """Why the gang's members were evicted (a Preemption's reason) until it is placed again."""
 

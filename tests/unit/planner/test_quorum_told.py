@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from services.contracts.decisions import Rejection, StatusUpdate
 from services.planner.core import backoff, quorum
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
@@ -53,3 +55,21 @@ def test_a_member_arriving_later_holds_the_next_telling_again() -> None:
     assert len(cluster.rejections("default/g")) == 1  # the old word stands meanwhile
     cluster.advance(1).plan()
     assert "2 of 4 members exist" in cluster.last_reason("default/g")
+
+
+def test_a_gang_whose_members_trickle_in_is_told_again_no_sooner_than_its_backoff() -> None:
+    cluster = Cluster().observe(make_node("n0").capacity(pods=100), make_podgroup("g", 20))
+    for i in range(15):  # a member every 1.2 s: each arrival leaves a quiet second
+        cluster.observe(member(f"g-{i}"))
+        for _ in range(12):
+            cluster.advance(0.1).plan()
+    told = [r.at_ms for r in cluster.rejections("default/g")]
+    gaps = [b - a for a, b in itertools.pairwise(told)]
+    assert told[0] == 1000  # a quiet second after the first member
+    assert len(gaps) >= 4
+    for n, gap in enumerate(gaps, start=1):  # 1 s, 2 s, 4 s, 8 s, then 10 s at most often
+        assert gap >= min(1000 * 2 ** (n - 1), 10_000), (n, gaps)
+    assert len(told) < 15 - 5  # not once per member
+    cluster.advance(10).plan()
+    assert "15 of 20 members exist" in cluster.last_reason("default/g")
+    assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
