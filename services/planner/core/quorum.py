@@ -107,6 +107,11 @@ def still_needed(counts: Counts, min_member: int) -> int:
 QUIET_MS = 1000
 """How long no member may have joined a gang short of quorum before it is told so. Units:
 milliseconds of event time (`PodObserved.at_ms`)."""
+JOIN_LAG_MS = 2000
+"""A member counts as joined when observed, and no later than this after its creationTimestamp
+(second precision, hence two seconds), however often it is observed again: an update to a
+member (a controller's label, its own condition written) is not a member joining, or a member
+re-written more often than `QUIET_MS` would hold the telling forever. Units: milliseconds."""
 RETELL_INITIAL_MS = 1000
 RETELL_MAX_MS = 10_000
 """How soon a gang short of quorum may be told again after its n-th telling: 1 s doubling per
@@ -117,8 +122,8 @@ Units: milliseconds of event time."""
 
 def told_from_ms(pending: list[PodObserved], group: GroupState) -> int:
     """When a gang short of quorum may be told so (UTC epoch milliseconds; `pending`
-    non-empty): `QUIET_MS` after its newest pending member was observed, and not sooner than
-    the retell backoff after its last telling (`GroupState.quorum_tells`).
+    non-empty): `QUIET_MS` after its newest pending member joined (`_joined_ms`), and not
+    sooner than the retell backoff after its last telling (`GroupState.quorum_tells`).
 
     A Job, JobSet or RayCluster creates its pods in a burst: each arrival would otherwise be a
     Rejection ("3 of 8 members exist", then 4, ...), a condition write on every member waiting
@@ -128,8 +133,16 @@ def told_from_ms(pending: list[PodObserved], group: GroupState) -> int:
     members stop arriving, then at most as often (docs/design-notes.md, "Quorum told once
     members stop arriving").
     """
-    quiet = max(pod.at_ms for pod in pending) + QUIET_MS
+    quiet = max(_joined_ms(pod) for pod in pending) + QUIET_MS
     if group.quorum_told_at_ms is None or group.quorum_tells <= 0:
         return quiet
     backoff = min(RETELL_INITIAL_MS << min(group.quorum_tells - 1, 30), RETELL_MAX_MS)
     return max(quiet, group.quorum_told_at_ms + backoff)
+
+
+def _joined_ms(pod: PodObserved) -> int:
+    """When `pod` joined its gang: observed (`at_ms`), at the latest `JOIN_LAG_MS` after its
+    creation (a `created_at_ms` of 0 is unknown: the observation alone counts)."""
+    if pod.created_at_ms <= 0:
+        return pod.at_ms
+    return min(pod.at_ms, pod.created_at_ms + JOIN_LAG_MS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 25
+CORE_REVISION = 26
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -74,7 +74,9 @@ is placed either while the placements in flight hold `max_members_in_flight` mem
 gang short of quorum is told so (Rejection, Unschedulable condition) only once no member has
 joined it for a second of event time (`quorum.QUIET_MS`), and again no sooner than 1 s doubling to
 10 s after its previous telling; a gang whose members arrive in a burst is placed without a word
-of waiting ("Quorum told once members stop arriving")."""
+of waiting ("Quorum told once members stop arriving"). 26: a member joins its gang when first
+observed and no later than 2 s after its creationTimestamp (`quorum.JOIN_LAG_MS`): one updated
+again and again held its gang's telling forever."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -73,3 +73,19 @@ def test_a_gang_whose_members_trickle_in_is_told_again_no_sooner_than_its_backof
     cluster.advance(10).plan()
     assert "15 of 20 members exist" in cluster.last_reason("default/g")
     assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
+
+
+def test_a_member_updated_again_and_again_does_not_hold_the_telling_forever() -> None:
+    # a controller re-writes a waiting member every half second: each update is a new
+    # observation (a later at_ms), but no member joins; the gang is told all the same
+    cluster = Cluster(now_ms=10_000).observe(
+        make_node("n0"), make_podgroup("g", 3), member("g-0").created(10_000),
+        member("g-1").created(10_000))
+    version = 1
+    for _ in range(20):  # 10 s of updates
+        version += 1
+        cluster.advance(0.5).observe(
+            member("g-1").created(10_000)._with(resource_version=str(version)))
+        cluster.plan()
+    assert "2 of 3 members exist" in cluster.last_reason("default/g")
+    assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
