@@ -142,6 +142,28 @@ spec:
     assert bound(report) == ["default/earlier"]
 
 
+@pytest.mark.parametrize("backoff_max", [0.0, 0.5, 60.0])
+def test_a_gang_short_of_quorum_is_told_whatever_the_backoff(tmp_path, backoff_max):
+    # the planner tells a short gang a quiet second after its newest member (and retells it
+    # no sooner than 1-10 s later), whatever backoff_max_seconds: the simulation waits for it
+    text = NODE + """---
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: g, namespace: default}
+spec: {minMember: 3}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p0, labels: {scheduling.x-k8s.io/pod-group: g}}
+spec: {schedulerName: gangsched, containers: [{name: c}]}
+"""
+    config = PlannerConfig(backoff_initial_seconds=min(1.0, backoff_max),
+                           backoff_max_seconds=backoff_max)
+    report = simulate([write(tmp_path, text)], config)
+    assert report["pods"]["default/p0"]["reason"] == (
+        "gang default/g: 1 of 3 members exist; waiting for quorum (minMember 3)")
+
+
 def test_the_multi_scheduler_example_reports_only_our_pod():
     example = EXAMPLES / "multi-scheduler.yaml"
     assert example.exists(), _MISSING_EXAMPLE.format(example)

@@ -7,8 +7,9 @@ GroupBound can free later members). A Preemption is carried out as kube-schedule
 delete of its victims: each is observed deleting at once (deletionTimestamp set; it still holds
 its node) and deleted `EVICTION_GRACE_MS` later (a PodDeleted), when the planner can place the
 preemptor. The clock then jumps to the next arrival, completion, deletion or planner wake-up
-(backoff expiry). It stops when nothing is due and every backed-off group has been retried since
-the last change: from then on nothing can change any more. PodDisruptionBudgets get their
+(backoff expiry, a gang short of quorum told). It stops when nothing is due, every gang short of
+quorum has been told and every backed-off group has been retried since the last change: from
+then on nothing can change any more. PodDisruptionBudgets get their
 `disruptionsAllowed` from the simulated disruption controller (`budgets`) before each round.
 """
 
@@ -268,6 +269,12 @@ class Simulation:
         settled_ms = self.last_change_ms + round(self.config.backoff_max_seconds * 1000)
         if wakeup is not None and (due or wakeup <= settled_ms):
             due.append(wakeup)
+        # a gang short of quorum is told once its members stop arriving, whatever the backoff
+        # (`quorum.told_from_ms`); told, it rests until its members change: waited for always
+        told = [at for group in self.state.groups.values()
+                if (at := group.quorum_told_from_ms) is not None and at > self.state.now_ms]
+        if told:
+            due.append(min(told))
         return min(due) if due else None
 
 
