@@ -176,6 +176,8 @@ class _Callbacks:
         self.last: Exception | None = None
         self._last_error = ""
         self._repeats = 0
+        self._waiting_failures: dict[str, int] = {}
+        """Failures of each kind (`_kind`) while waiting for the first connection."""
 
     async def on_error(self, error: Exception) -> None:
         """Log the error; errors of one kind again and again (servers down, retried every
@@ -203,12 +205,16 @@ class _Callbacks:
                         repeats + 1)
 
     def _log_waiting(self, error: Exception) -> None:
-        """Before the first connection, when waiting for it: one warning at the first failure,
-        naming the URL and the reason, then every `REPEATS_BETWEEN_LOGS`-th of the same kind."""
-        repeats = self._count(error)
+        """Before the first connection, when waiting for it: one warning at the first failure
+        of each kind, naming the URL and the reason, then every `REPEATS_BETWEEN_LOGS`-th of
+        that kind. Counted per kind, not in a row: a cluster's servers failing each in its own
+        way (one refusing, one's name not resolving yet) alternate kinds on every retry."""
+        kind = _kind(error)
+        repeats = self._waiting_failures.get(kind, 0)
+        self._waiting_failures[kind] = repeats + 1
         if repeats % REPEATS_BETWEEN_LOGS:
             return
-        count = f" ({repeats + 1} failures in a row)" if repeats else ""
+        count = f" ({repeats + 1} such failures)" if repeats else ""
         log.warning("cannot reach NATS at %s: %s; retrying every %gs%s", self.waiting_for,
                     reason(error), RECONNECT_WAIT_SECONDS, count)
 

@@ -89,8 +89,8 @@ def test_waiting_for_a_first_connection_says_why_at_once_then_every_tenth_failur
     waiting = "cannot reach NATS at nats://10.0.0.5:4222"
     assert [record.getMessage() for record in caplog.records] == [
         f"{waiting}: connection refused; retrying every 1s",
-        f"{waiting}: connection refused; retrying every 1s (11 failures in a row)",
-        f"{waiting}: connection refused; retrying every 1s (21 failures in a row)",
+        f"{waiting}: connection refused; retrying every 1s (11 such failures)",
+        f"{waiting}: connection refused; retrying every 1s (21 such failures)",
         f"{waiting}: timed out; retrying every 1s",
     ]
     assert not callbacks.refused.is_set()
@@ -116,3 +116,30 @@ def test_the_reason_a_connection_failed_is_in_words() -> None:
     assert connection.reason(TimeoutError()) == "timed out"
     assert connection.reason(socket.gaierror(-2, "Name or service not known")) == \
         "name or service not known"
+
+
+def test_servers_failing_each_in_its_own_way_are_not_logged_every_second(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # a cluster's URLs while it starts: one refuses, one's name does not resolve yet; the
+    # two kinds alternate, and each kind is still logged once, then every tenth time
+    import socket
+
+    callbacks = connection._Callbacks("gangsched-binder", Client(),
+                                      waiting_for="nats://nats-0:4222,nats://nats-1:4222")
+    refused = ConnectionRefusedError(111, "Connect call failed ('10.0.0.5', 4222)")
+    unknown = socket.gaierror(-2, "Name or service not known")
+
+    async def fail() -> None:
+        for _ in range(20):
+            await callbacks.on_error(refused)
+            await callbacks.on_error(unknown)
+
+    with caplog.at_level(logging.WARNING, logger=connection.__name__):
+        asyncio.run(fail())
+    waiting = "cannot reach NATS at nats://nats-0:4222,nats://nats-1:4222"
+    assert [record.getMessage() for record in caplog.records] == [
+        f"{waiting}: connection refused; retrying every 1s",
+        f"{waiting}: name or service not known; retrying every 1s",
+        f"{waiting}: connection refused; retrying every 1s (11 such failures)",
+        f"{waiting}: name or service not known; retrying every 1s (11 such failures)",
+    ]
