@@ -6,6 +6,7 @@ and used by `services.contracts.signing`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -91,8 +92,9 @@ def _check_mode(path: Path) -> None:
 def _run_key(data_dir: Path) -> Path:
     """`<data_dir>/decision.key`, created owner-only with a new key when absent."""
     path = data_dir / RUN_KEY_FILE
-    if path.exists():
-        return path
+    with contextlib.suppress(OSError):  # cannot look (a name too long): making it says why
+        if path.exists():
+            return path
     try:
         make_private_directory(data_dir)  # FileExistsError: a file is in the way
     except OSError as error:

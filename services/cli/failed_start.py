@@ -24,11 +24,15 @@ from services.cli import run_info
 
 def first_missing(path: Path) -> Path | None:
     """The outermost of `path` and its parents that does not exist (the one whose making
-    makes `path`), or None when `path` exists."""
+    makes `path`), or None when `path` exists, or when it cannot be told (a name too long, no
+    permission to look: nothing is then removed, and making the directory says why)."""
     missing = None
     for candidate in (path, *path.parents):
-        if candidate.exists() or candidate.is_symlink():
-            break
+        try:
+            if candidate.exists() or candidate.is_symlink():
+                break
+        except OSError:
+            return None
         missing = candidate
     return missing
 

@@ -98,3 +98,13 @@ def test_without_the_lock_only_empty_directories_it_made_go(tmp_path: Path) -> N
 def test_first_missing_is_the_outermost_directory_to_make(tmp_path: Path) -> None:
     assert (first_missing(tmp_path / "x" / "y"), first_missing(tmp_path)) == (tmp_path / "x",
                                                                              None)
+
+
+def test_a_data_dir_that_cannot_be_looked_at_is_one_line_not_a_traceback(
+        tmp_path: Path, busy_port: int) -> None:
+    data_dir = tmp_path / ("a" * 300)  # a name too long for the file system: stat fails
+    guard = StartGuard(data_dir)
+    assert guard.created is None  # cannot tell what a failure would have made: nothing
+    status, last = run(data_dir, busy_port, tmp_path / "kubeconfig")
+    assert status == 1
+    assert last.startswith("Error: ") and "File name too long" in last, last
