@@ -6,14 +6,16 @@ then fails before every service is ready (a bad value found at start, a port in 
 Kubernetes), nothing worth keeping was recorded, and a new user would find a stray
 `.gangsched/`; so what it made is removed again: the directories, or in a data directory that
 existed before, the entries it added there. Never a directory or file that existed before it
-started; never once the run was ready (its run.json written: the log may hold decisions); never
-on a clean stop.
+started; never once the run was ready (its run.json written: the log may hold decisions), nor
+when a SQLite database in it holds a recorded round or event (a service got that far while
+another never became ready: the audit log is kept); never on a clean stop.
 """
 
 from __future__ import annotations
 
 import contextlib
 import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,7 +63,7 @@ class StartGuard:
         try:
             yield
         except BaseException as error:
-            if not self.ready and _failed(error):
+            if not self.ready and _failed(error) and not holds_records(self.data_dir):
                 self._remove(exclusive=exclusive)
             raise
 
@@ -87,6 +89,28 @@ class StartGuard:
                 directory.rmdir()
             if directory == self.created:
                 return
+
+
+RECORD_TABLES = ("rounds", "audit_events")
+"""Tables whose rows are the audit log (services/store/tables.py): rounds planned, events seen."""
+
+
+def holds_records(data_dir: Path) -> bool:
+    """Whether a SQLite database directly in `data_dir` (`*.db`) holds a row of `RECORD_TABLES`;
+    a file that cannot be read as one counts as holding records (kept: never guess it away)."""
+    for database in sorted(data_dir.glob("*.db")) if data_dir.is_dir() else ():
+        try:
+            with contextlib.closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro",
+                                                    uri=True)) as connection:
+                names = {row[0] for row in connection.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+                for table in RECORD_TABLES:
+                    if table in names and connection.execute(
+                            f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None:
+                        return True
+        except (sqlite3.Error, OSError, ValueError):
+            return database.stat().st_size > 0 if database.exists() else False
+    return False
 
 
 def _entries(directory: Path) -> set[str]:

@@ -3,7 +3,9 @@ what it added to one that existed), never anything that was there before, never 
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -108,3 +110,26 @@ def test_a_data_dir_that_cannot_be_looked_at_is_one_line_not_a_traceback(
     status, last = run(data_dir, busy_port, tmp_path / "kubeconfig")
     assert status == 1
     assert last.startswith("Error: ") and "File name too long" in last, last
+
+
+def test_a_database_holding_recorded_rounds_is_never_removed(tmp_path: Path) -> None:
+    guard = StartGuard(tmp_path / "data")
+    with pytest.raises(SystemExit), guard.removing_on_failure(exclusive=True):
+        guard.data_dir.mkdir()
+        with contextlib.closing(sqlite3.connect(guard.data_dir / "gangsched.db")) as db:
+            db.execute("CREATE TABLE rounds (plan_seq INTEGER)")
+            db.execute("INSERT INTO rounds VALUES (7)")
+            db.commit()
+        raise SystemExit(1)  # e.g. the binder never became ready
+    assert sorted(path.name for path in guard.data_dir.iterdir()) == ["gangsched.db"]
+
+
+def test_an_empty_database_made_by_the_failed_start_goes(tmp_path: Path) -> None:
+    guard = StartGuard(tmp_path / "data")
+    with pytest.raises(SystemExit), guard.removing_on_failure(exclusive=True):
+        guard.data_dir.mkdir()
+        with contextlib.closing(sqlite3.connect(guard.data_dir / "gangsched.db")) as db:
+            db.execute("CREATE TABLE rounds (plan_seq INTEGER)")
+            db.commit()
+        raise SystemExit(1)
+    assert not (tmp_path / "data").exists()
