@@ -61,6 +61,16 @@ _CONTAINER = {"name": "main", "image": "fake"}
 _TERM = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"a": "b"}},
          "namespaceSelector": {"matchLabels": {"team": "ml"}}}
 
+INLINE_DISKS: dict[str, dict[str, Any]] = {
+    "gcePersistentDisk": {"pdName": "data", "fsType": "ext4"},
+    "awsElasticBlockStore": {"volumeID": "vol-0123456789abcdef0", "fsType": "ext4"},
+    "rbd": {"monitors": ["10.0.0.1:6789"], "image": "data", "fsType": "ext4"},
+    "iscsi": {"targetPortal": "10.0.0.1:3260", "iqn": "iqn.2001-04.com.example:data",
+              "lun": 0, "fsType": "ext4"},
+}
+"""Inline volumes whose disk conflicts VolumeRestrictions checks, each with a source the API
+server accepts (`slim.CONFLICTING_DISKS`)."""
+
 CANDIDATES = (
     Candidate("spec.topologySpreadConstraints",
               "has(object.spec.topologySpreadConstraints) && object.spec.topologySpreadConstraints"
@@ -81,6 +91,10 @@ CANDIDATES = (
     Candidate("spec.resourceClaims",
               "has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0",
               {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}),
+    *(Candidate(f"spec.volumes[].{kind}",
+                f"has(object.spec.volumes) && object.spec.volumes.exists(v, has(v.{kind}))",
+                {"volumes": [{"name": "disk", kind: source}]})
+      for kind, source in INLINE_DISKS.items()),
     Candidate("spec.initContainers[].ports[].hostPort",
               "has(object.spec.initContainers) && object.spec.initContainers.exists(c, "
               "has(c.ports) && c.ports.exists(p, has(p.hostPort) && p.hostPort != 0))",
