@@ -277,7 +277,8 @@ def _silent_reason(pod: PodObserved) -> str:
 
 
 def render_table(data: dict[str, Any], console: Console) -> None:
-    """Print the report as readable tables: pods, then PodGroups, then a summary."""
+    """Print the report as readable tables: pods, then PodGroups, then a line per pod of
+    another scheduler and per document ignored, then a summary."""
     pods = Table(title="Pods")
     for column in ("Pod", "Group", "Node", "Bound at (s)"):
         pods.add_column(column, no_wrap=True)
@@ -300,6 +301,9 @@ def render_table(data: dict[str, Any], console: Console) -> None:
     preempted = sum(len(entry["victims"]) for entry in data["preemptions"])
     for line in data["otherSchedulers"]:
         console.print(f"pod of another scheduler: {line}")
+    for where in data["ignored"]:  # a kind simulate does not read must not vanish unnamed
+        console.print(f"ignored (not a kind simulate reads): {where}", markup=False,
+                      highlight=False)
     evicted = f"{preempted} preempted; " if preempted else ""
     console.print(f"{bound} of {len(data['pods'])} pods bound; {evicted}simulation ended at "
                   f"{data['endedAt']} s; {len(data['ignored'])} document(s) ignored; "

@@ -121,3 +121,37 @@ def test_a_native_podgroup_is_read_by_its_gang_min_count(
     report = json.loads(out)
     assert report["podGroups"]["default/g"]["minMember"] == 3
     assert all(pod["node"] is None for pod in report["pods"].values())
+
+
+@pytest.mark.parametrize(("version", "kind", "hint"), [
+    ("scheduling.x-k8s.io/v1alpha1", "PodGrup", " (did you mean PodGroup?)"),
+    ("v1", "Servce", " (did you mean Service?)"), ("apps/v1", "ConfigMap", ""),
+    ("batch/v1", "CronJobs", " (did you mean CronJob?)"),
+    ("storage.k8s.io/v1", "Volume", ""), ("policy/v1", "PodSecurityPolicy", ""),
+    ("scheduling.k8s.io/v1", "PriorityKlass", " (did you mean PriorityClass?)"),
+])
+def test_a_kind_its_group_does_not_serve_is_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str, kind: str,
+        hint: str) -> None:
+    """In a group simulate reads, an unknown kind is refused as kubectl refuses it, not
+    ignored: `PodGrup` would otherwise leave the gang out of the simulation unnamed."""
+    code, err = simulate(tmp_path, NODE + f"---\napiVersion: {version}\nkind: {kind}\n"
+                         "metadata: {name: x}\n", capsys)
+    assert (code, err) == (2, f"Error: {tmp_path / 'in.yaml'} document 2 ({kind} x): kind: "
+                              f'no matches for kind "{kind}" in version "{version}"{hint}\n')
+
+
+def test_the_table_names_each_document_ignored(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Kinds of groups simulate does not read, and kinds it has no use for, are ignored: the
+    table names each, so a manifest that mattered cannot vanish from a simulation unseen."""
+    path = tmp_path / "in.yaml"
+    path.write_text(NODE + "---\napiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\n"
+                    "metadata: {name: m}\n---\napiVersion: v1\nkind: ConfigMap\n"
+                    "metadata: {name: c, namespace: ns}\n")
+    assert simulate_command([path], "table") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("ignored")] == [
+        f"ignored (not a kind simulate reads): {path} document 2 (ServiceMonitor m)",
+        f"ignored (not a kind simulate reads): {path} document 3 (ConfigMap ns/c)"]
+    assert "2 document(s) ignored" in lines[-1]

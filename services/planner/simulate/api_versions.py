@@ -5,11 +5,14 @@ Kubernetes version the testbed builds, 1.36) would accept it in, so a typo or an
 (`policy/v1beta1`, `scheduling.k8s.io/v9`) is refused as `kubectl apply` refuses it, not read
 as if it were the served one. Source, per group: `pkg/registry/<group>/rest/storage_*.go`
 (the versions holding each resource's storage) and, for Coscheduling's PodGroup, its CRD
-(`deploy/crds`: v1alpha1 served). Kinds simulate ignores are not checked.
+(`deploy/crds`: v1alpha1 served). Kinds simulate ignores are not checked, but for the kind
+itself: in an API group simulate reads, a kind the API server does not serve there (`PodGrup`)
+is refused as `kubectl apply` refuses it (`GROUP_KINDS`, `unknown_kind`).
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,3 +50,38 @@ def problem(body: Mapping[str, Any]) -> str | None:
     if given is None or given == "":
         return f"not set ({expected})"
     return f'no matches for kind "{kind}" in version "{given}" ({expected})'
+
+
+GROUP_KINDS: Mapping[str, frozenset[str]] = {
+    "": frozenset({  # core v1 (pkg/registry/core/rest/storage_core.go), and kubectl's List
+        "Binding", "ComponentStatus", "ConfigMap", "Endpoints", "Event", "LimitRange", "List",
+        "Namespace", "Node", "PersistentVolume", "PersistentVolumeClaim", "Pod", "PodTemplate",
+        "ReplicationController", "ResourceQuota", "Secret", "Service", "ServiceAccount"}),
+    "apps": frozenset({"ControllerRevision", "DaemonSet", "Deployment", "ReplicaSet",
+                       "StatefulSet"}),
+    "batch": frozenset({"CronJob", "Job"}),
+    "policy": frozenset({"PodDisruptionBudget", "Eviction"}),
+    "storage.k8s.io": frozenset({"CSIDriver", "CSINode", "CSIStorageCapacity", "StorageClass",
+                                 "VolumeAttachment", "VolumeAttributesClass"}),
+    "scheduling.k8s.io": frozenset({"PriorityClass", "PodGroup", "Workload"}),
+    "scheduling.x-k8s.io": frozenset({"PodGroup", "ElasticQuota"}),  # scheduler-plugins' CRDs
+}
+"""The kinds the API server serves in each API group simulate reads (any version; the version of
+a kind simulate reads is checked by `problem`). A `<Kind>List` of the group is known too."""
+
+
+def unknown_kind(body: Mapping[str, Any]) -> str | None:
+    """Why the object's `kind` does not exist in its `apiVersion`'s group, in the words of
+    `kubectl apply` (`no matches for kind "PodGrup" in version "scheduling.x-k8s.io/v1alpha1"`,
+    with the nearest kind of the group when one is close); None when the kind is served there,
+    or the group is not one simulate reads (its documents are ignored, and listed)."""
+    kind, given = body.get("kind"), body.get("apiVersion")
+    if not isinstance(kind, str) or not isinstance(given, str):
+        return None
+    group = given.rpartition("/")[0]
+    kinds = GROUP_KINDS.get(group)
+    if kinds is None or kind in kinds or kind.removesuffix("List") in kinds:
+        return None
+    close = difflib.get_close_matches(kind, sorted(kinds), n=1, cutoff=0.8)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f'no matches for kind "{kind}" in version "{given}"{hint}'

@@ -107,8 +107,9 @@ def expand(documents: list[Document]) -> tuple[list[Item], list[str]]:
     """Validate the documents and turn them into items in document order; also the ignored ones.
 
     Raises:
-        InvalidManifest: a malformed document (not an object, no kind or name, an apiVersion
-            the API server does not serve the kind in, a bad annotation, replicas, priority
+        InvalidManifest: a malformed document (not an object, no kind or name, a kind the
+            API server does not serve in a group simulate reads, an apiVersion the API server
+            does not serve the kind in, a bad annotation, replicas, priority
             class or node quantity), or a duplicate name.
     """
     flat = [doc for doc in _flatten(documents) if doc.body is not None]
@@ -139,6 +140,9 @@ def _flatten(documents: list[Document]) -> list[Document]:
         wrong_version = api_versions.problem(doc.body)
         if wrong_version is not None:
             raise InvalidManifest(describe(doc), "apiVersion", wrong_version)
+        unknown = api_versions.unknown_kind(doc.body)
+        if unknown is not None:
+            raise InvalidManifest(describe(doc), "kind", unknown)
         if doc.body["kind"] == "List":
             items = doc.body.get("items")
             if not isinstance(items, list):
