@@ -5,7 +5,7 @@ NATS of a running `gangsched run` in `<data-dir>/run.json` when no URL is given,
 to `replaying`, `explaining` and `following`. Exit status (`exit_codes`): 0 success (every
 decision verified); 1 the audit could not run (database or stream missing, NATS unreachable);
 2 bad options; 3 a negative verdict: a divergence or nothing verified (replay --verify), an
-object the log does not know (explain).
+object the log does not know (explain, replay --pod/--podgroup, decisions --podgroup/--type).
 """
 
 from __future__ import annotations
@@ -85,8 +85,12 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
     @click.option("--until", type=log_positions.SeqOrTime(), default=None,
                   help="Stop after this sequence (an integer, 1 or more) or before the first "
                        "round applying an event later than this time (ISO 8601).")
-    @click.option("--podgroup", default=None, help="Only show entries about PodGroup ns/name.")
-    @click.option("--pod", default=None, help="Only show entries about pod ns/name.")
+    @click.option("--podgroup", default=None,
+                  help="Only show entries about PodGroup ns/name (a bare name: default/name). "
+                       "None in the log: said in one line, exit 3.")
+    @click.option("--pod", default=None,
+                  help="Only show entries about pod ns/name (a bare name: default/name). None "
+                       "in the log: said in one line, exit 3.")
     @output_option
     @click.option("--verify", is_flag=True,
                   help="Compare every re-derived decision with the recorded one, byte for byte; "
@@ -111,8 +115,9 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
 
         Exit status: 0 done; 1 the log cannot be read; 2 bad options; 3 a divergence or
         nothing verified (--verify), or a timeline that can show nothing because --from-seq
-        or --since is past the end of the log or --until before its start (without
-        --verify; with it, the verification decides).
+        or --since is past the end of the log or --until before its start, or nothing in it
+        is about the --pod or --podgroup (without --verify; with it, the verification
+        decides).
         """
         from services.cli import replaying
 
@@ -201,6 +206,8 @@ def _report(outcome: ReplayOutcome, request: ReplayRequest, until: Until | None)
     elif request.focus is not None and not outcome.shown and request.show_timeline:
         click.echo(f"nothing in the log is about {request.focus.kind} "
                    f"{request.focus.namespace}/{request.focus.name}", err=True)
+        if not request.verify:  # as `explain` of an object the log does not know
+            raise SystemExit(exit_codes.NEGATIVE)
     if verifier.divergence is not None:
         if request.source == "nats":
             click.echo("note: NATS holds no record of planning rounds that decided nothing, and "
@@ -226,6 +233,9 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
     gangsched explain pod <namespace>/<name>
     gangsched explain podgroup <namespace>/<name>
     gangsched explain <namespace>/<pod>
+
+    A name without a namespace is in `default`. Exit status 3 when the log holds no trace
+    of the object.
     """
     from services.cli import audit_view, explaining
 
@@ -252,8 +262,9 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
 @click.command(name="decisions")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new decisions as they come.")
 @click.option("--podgroup", default=None,
-              help="Only the decisions of PodGroup ns/name (with --type Preemption: also the "
-                   "preemptions of other gangs that evict its members).")
+              help="Only the decisions of PodGroup ns/name, a bare name being default/name "
+                   "(with --type Preemption: also the preemptions of other gangs that evict "
+                   "its members).")
 @click.option("--type", "decision_type", type=click.Choice(DECISION_TYPES, case_sensitive=False),
               default=None, metavar=f"[{'|'.join(DECISION_TYPES)}]",
               help="Only decisions of this type.")
@@ -263,7 +274,11 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
 def decisions_command(follow: bool, podgroup: str | None, decision_type: str | None, output: str,
                       **parsed: Any) -> None:
     """Print the published decisions (an unacknowledged ordered consumer: the binder's own
-    consumer never notices), then keep following them with --follow."""
+    consumer never notices), then keep following them with --follow.
+
+    Exit status 3 (without --follow) when --podgroup or --type finds no decision: said in one
+    line; an empty stream without either is 0.
+    """
     from services.cli import following
 
     group = _namespaced(podgroup) if podgroup else None
@@ -279,6 +294,8 @@ def decisions_command(follow: bool, podgroup: str | None, decision_type: str | N
             kind = f" {decision_type}" if decision_type else ""
             about = f" of PodGroup {group[0]}/{group[1]}" if group else ""
             click.echo(f"no{kind} decision{about} on the DECISIONS stream", err=True)
+            if group or decision_type:  # the answer about what was asked is no
+                raise SystemExit(exit_codes.NEGATIVE)
 
 
 def _served_bus(parsed: dict[str, Any], purpose: str, offline: str) -> tuple[BusSettings, str]:

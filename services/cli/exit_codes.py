@@ -17,7 +17,8 @@ README.md ("Exit codes") tells them to users:
 - `NEGATIVE` 3: the audit ran and its answer is no: `replay --verify` found a divergence or had
   nothing to verify, `replay` has no timeline to show from `--from-seq` or `--since` (past the
   end of the log) or up to `--until` (before its first round), `explain` found no trace of the
-  object. A value of its own, so that a failure to run (1) or a crash (1) never reads as a
+  object, nor did `replay --pod/--podgroup` or `decisions --podgroup/--type` (without
+  `--follow`). A value of its own, so that a failure to run (1) or a crash (1) never reads as a
   divergence.
 """
 
