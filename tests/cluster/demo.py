@@ -1,7 +1,8 @@
 """`make demo`: the seed gang example on a local control plane, scheduled by gangsched.
 
-Starts the local control plane (one KWOK node with room for three 3-CPU pods), runs
-`gangsched run` against it, applies examples/nginx-gang.yaml (the seed example, unchanged),
+Starts the local control plane with one KWOK node, tests/cluster/demo-node.yaml (room for three
+3-CPU pods; the example a user applies holds no Node), runs `gangsched run` against it, applies
+examples/nginx-gang.yaml (the seed example, unchanged),
 waits until three pods run, prints `kubectl get pods,pg` and the scheduler's events, and stops
 the cluster and gangsched. gangsched's data directory is kept in `.gangsched-demo/` (emptied at
 the start of each demo) so the log can be audited afterwards (`replay`, `explain`).
@@ -12,6 +13,9 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube
@@ -20,7 +24,16 @@ from tests.support.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "nginx-gang.yaml"
+NODE = Path(__file__).resolve().parent / "demo-node.yaml"
 DATA = ROOT / ".gangsched-demo"
+
+
+def node_allocatable() -> dict[str, Any]:
+    """The demo node's allocatable (cpu, memory, pods), as tests/cluster/demo-node.yaml gives
+    it; the testbed names its first node `kwok-node-0`, as that file does."""
+    node = yaml.safe_load(NODE.read_text())
+    allocatable: dict[str, Any] = node["status"]["allocatable"]
+    return allocatable
 
 
 def main() -> int:
@@ -28,7 +41,9 @@ def main() -> int:
     print("starting the local control plane (built into ~/.cache/gangsched the first time) ...",
           flush=True)
     shutil.rmtree(DATA, ignore_errors=True)
-    with ControlPlane(nodes=1, cpu="10", memory="8Gi", pods=110) as cp:
+    room = node_allocatable()
+    with ControlPlane(nodes=1, cpu=room["cpu"], memory=room["memory"],
+                      pods=int(room["pods"])) as cp:
         run = GangschedRun(cp.kubeconfig, DATA)
         print("starting gangsched run (embedded NATS + SQLite) ...", flush=True)
         run.start()

@@ -14,6 +14,7 @@ import yaml
 from tests.cluster.fixture import ControlPlane
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+DEMO_NODE = Path(__file__).resolve().parents[1] / "cluster" / "demo-node.yaml"
 """The seed examples the repository ships (the acceptance cases of the README's demo)."""
 
 
@@ -66,13 +67,11 @@ def example_documents(name: str, namespace: str, *, min_member: int | None = Non
     return yaml.safe_dump_all(kept)
 
 
-def example_node(name: str) -> dict[str, Any]:
-    """The Node document of a seed example."""
-    for document in yaml.safe_load_all((EXAMPLES / name).read_text()):
-        if document and document["kind"] == "Node":
-            node: dict[str, Any] = document
-            return node
-    raise LookupError(f"{name} has no Node")
+def demo_node() -> dict[str, Any]:
+    """The Node of `make demo` and of the seed example's simulation (tests/cluster/demo-node.yaml;
+    the examples a user applies hold no Node)."""
+    node: dict[str, Any] = yaml.safe_load(DEMO_NODE.read_text())
+    return node
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.e2e
 
 
 def test_testbed_node_is_the_seed_node(control_plane):
-    seed = kube.example_node("nginx-gang.yaml")
+    seed = kube.demo_node()
     node = kube.get_json(control_plane, "node", seed["metadata"]["name"])
     allocatable = node["status"]["allocatable"]
     assert allocatable["cpu"] == seed["status"]["allocatable"]["cpu"]

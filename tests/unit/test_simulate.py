@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from services.cli.simulate import simulate, simulate_command
 from services.planner.core.config import PlannerConfig
@@ -20,6 +21,7 @@ from services.planner.core.config import PlannerConfig
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "simulate"
 CASES = sorted(path.stem for path in GOLDEN.glob("*.yaml"))
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+DEMO_NODE = Path(__file__).resolve().parents[1] / "cluster" / "demo-node.yaml"
 _MISSING_EXAMPLE = "{} is missing from the repository's examples/; a broken set-up must fail"
 
 
@@ -85,7 +87,7 @@ def test_completed_member_case_binds_nothing_new():
 def test_the_seed_example_itself():
     seed = EXAMPLES / "nginx-gang.yaml"
     assert seed.exists(), _MISSING_EXAMPLE.format(seed)
-    report = run(seed)
+    report = run(DEMO_NODE, seed)
     assert len(bound(report)) == 3 and len(report["pods"]) == 6
     pending = [pod for pod in report["pods"].values() if pod["node"] is None]
     assert all("Insufficient cpu" in pod["reason"] for pod in pending)
@@ -307,9 +309,15 @@ def test_pods_of_other_schedulers_are_listed_not_dropped(tmp_path):
         "default/web (schedulerName default-scheduler: not gangsched's, left unscheduled)"]
 
 
+def test_the_examples_a_user_applies_hold_no_node():
+    kinds = {document["kind"] for path in sorted(EXAMPLES.glob("*.yaml"))
+             for document in yaml.safe_load_all(path.read_text()) if document}
+    assert kinds == {"Pod", "PodGroup", "ReplicaSet"}
+
+
 def test_the_readmes_simulate_command_on_the_repositorys_examples(capsys):
     examples = Path(__file__).resolve().parents[2] / "examples"
-    assert simulate_command([examples], "json") == 0
+    assert simulate_command([DEMO_NODE, examples], "json") == 0
     pods = json.loads(capsys.readouterr().out)["pods"]
     nginx = [pod for name, pod in pods.items() if name.startswith("default/nginx-")]
     assert len(nginx) == 6 and sum(1 for pod in nginx if pod["node"]) == 3
