@@ -161,7 +161,10 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
         raise click.UsageError(
             f"`gangsched {services[0]}` needs --nats (or GANGSCHED_NATS): the services run apart "
             "share one NATS; only `gangsched run` starts an embedded nats-server of its own")
+    exclusive = data_dir_lock.holds_state(settings, services)
     try:
+        decision_keys.check_given(settings, services)
+        _data_dir(settings, made=exclusive or decision_keys.uses_run_key(settings, services))
         settings = decision_keys.with_key(settings, services)
     except decision_keys.NoKey as error:
         raise click.UsageError(str(error)) from None
@@ -169,13 +172,19 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
         raise exit_codes.BadInput(str(error)) from None
     except decision_keys.KeyNotMade as error:
         raise exit_codes.Failed(str(error)) from None
-    exclusive = data_dir_lock.holds_state(settings, services)
     try:
         with (data_dir_lock.hold(settings.data_dir) if exclusive else contextlib.nullcontext(),
               start.removing_on_failure(exclusive=exclusive)):
             _serve_locked(settings, services, parsed, start)
     except data_dir_lock.DataDirUnusable as error:
         raise exit_codes.Failed(str(error)) from None
+
+
+def _data_dir(settings: Settings, *, made: bool) -> None:
+    """`data_dirs.require` of the command's data directory (`made`: it keeps files there)."""
+    from services.cli import data_dirs
+
+    data_dirs.require(settings.data_dir, made=made)
 
 
 def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[str, Any],
@@ -201,7 +210,8 @@ def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[st
 
 
 def run_service(main: Coroutine[Any, Any, None]) -> None:
-    """Run `main` until it ends or SIGTERM/SIGINT arrives.
+    """Run `main` until it ends or SIGTERM/SIGINT arrives, with the collector paced for a
+    long-running service (`runtime.collector`).
 
     Raises:
         exit_codes.Failed: an expected failure (schema, database, NATS, Kubernetes, port,
@@ -209,10 +219,12 @@ def run_service(main: Coroutine[Any, Any, None]) -> None:
     """
     from services.bus.errors import BusUnavailable
     from services.kube.errors import KubeError
+    from services.runtime import collector
     from services.runtime.health import PortUnavailable
     from services.runtime.process_supervision import ChildFailed
     from services.store.errors import SchemaMismatch, StoreUnavailable
 
+    collector.pace_for_service()
     try:
         asyncio.run(_until_signalled(main))
     except (SchemaMismatch, StoreUnavailable, ChildFailed) as error:
@@ -247,6 +259,7 @@ def migrate(**parsed: Any) -> None:
 
     settings = options.settings_from(parsed)
     configure_logging(settings.log_level)
+    _data_dir(settings, made=not settings.store.url)  # the default SQLite file is kept there
     url = settings.store_url()
     try:  # the data directory is gangsched's own, made if missing; the directory of a --db not
         before = schema.migrate_sync(url, make_directory=not settings.store.url)
