@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from services.cli import data_dir_lock, exit_codes, log_positions, options, run_info
+from services.cli import data_dir_lock, data_dirs, exit_codes, log_positions, options, run_info
 from services.contracts.decisions import DECISION_TYPES
 from services.planner.core.config import PlannerConfig
 
@@ -146,6 +146,7 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
     verify = bool(parsed["verify"])
     shown = parsed["show_timeline"]
     decision_key = _decision_key(parsed["decision_key_file"])  # a usage error goes first
+    data_dirs.require(parsed["data_dir"], made=False)
     bus = (_served_bus(parsed, "replay from", "Its database records every planning round: "
                        "gangsched replay --source db --data-dir {data_dir}")[0]
            if parsed["source"] == "nats" else _bus(parsed))
@@ -247,6 +248,7 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
     if kind not in explaining.KINDS:
         raise click.UsageError(f"explain pod|podgroup <namespace>/<name>, not {kind!r}")
     namespace, object_name = _namespaced(name if name is not None else kind_or_name)
+    data_dirs.require(data_dir, made=False)
     url = run_info.database_url(db, data_dir)
     explanation = _run(explaining.explain_object(url, kind, namespace, object_name,
                                                  scheduler_name))
@@ -282,6 +284,7 @@ def decisions_command(follow: bool, podgroup: str | None, decision_type: str | N
     from services.cli import following
 
     group = _namespaced(podgroup) if podgroup else None
+    data_dirs.require(parsed["data_dir"], made=False)
     with contextlib.suppress(KeyboardInterrupt):
         bus, url = _served_bus(parsed, "read decisions from", "The decisions recorded there "
                                "can be read offline: gangsched replay --data-dir {data_dir}")

@@ -51,13 +51,9 @@ def with_key(settings: Settings, services: tuple[str, ...]) -> Settings:
     """
     if not SIGNING_SERVICES & set(services):
         return settings
+    check_given(settings, services)
     path = settings.decision_key_file
     if path is None:
-        if not set(services) >= SIGNING_SERVICES:
-            raise NoKey(
-                "the planner signs its decisions and the binder acts only on signed ones: give "
-                "both the same --decision-key-file (or GANGSCHED_DECISION_KEY_FILE), e.g. made "
-                "with `openssl rand -hex 32 > decision.key`")
         path = _run_key(settings.data_dir)
     _check_mode(path)
     try:
@@ -68,6 +64,25 @@ def with_key(settings: Settings, services: tuple[str, ...]) -> Settings:
     except UnusableKey as error:
         raise BadKey(f"{path}: {error}") from None
     return dataclasses.replace(settings, decision_key=key, decision_key_file=path)
+
+
+def check_given(settings: Settings, services: tuple[str, ...]) -> None:
+    """Refuse a planner or binder run apart without --decision-key-file (touches nothing).
+
+    Raises:
+        NoKey: planner or binder apart without a key file.
+    """
+    signing = SIGNING_SERVICES & set(services)
+    if signing and settings.decision_key_file is None and signing != SIGNING_SERVICES:
+        raise NoKey(
+            "the planner signs its decisions and the binder acts only on signed ones: give "
+            "both the same --decision-key-file (or GANGSCHED_DECISION_KEY_FILE), e.g. made "
+            "with `openssl rand -hex 32 > decision.key`")
+
+
+def uses_run_key(settings: Settings, services: tuple[str, ...]) -> bool:
+    """Whether `with_key` keeps the key in the data directory (`run`, no key file given)."""
+    return settings.decision_key_file is None and set(services) >= SIGNING_SERVICES
 
 
 def _check_mode(path: Path) -> None:
