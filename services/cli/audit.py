@@ -122,7 +122,8 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
         from services.cli import replaying
 
         request = _replay_request(parsed, config_from(parsed))
-        outcome = _run(replaying.replay(request))
+        outcome = _run(replaying.replay(request),
+                       db_url=request.db_url if request.source == "db" else None)
         _report(outcome, request, parsed["until"])
 
     return replay
@@ -251,7 +252,7 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
     data_dirs.require(data_dir, made=False)
     url = run_info.database_url(db, data_dir)
     explanation = _run(explaining.explain_object(url, kind, namespace, object_name,
-                                                 scheduler_name))
+                                                 scheduler_name), db_url=url)
     if output == "json":
         audit_view.echo_json(audit_view.explanation_json(explanation))
     else:
@@ -382,15 +383,15 @@ def _bus(parsed: dict[str, Any]) -> BusSettings:
                        user=user, password=password, creds_file=creds)
 
 
-def _run(main: Any) -> Any:
+def _run(main: Any, db_url: str | None = None) -> Any:
     """Run a coroutine; turn the expected failures into `exit_codes.Failed` (exit status 1) with a
-    clear message."""
-    with _failures():
+    clear message (naming `db_url`, the database it reads, when that is the failure)."""
+    with _failures(db_url):
         return asyncio.run(main)
 
 
 @contextlib.contextmanager
-def _failures() -> Iterator[None]:
+def _failures(db_url: str | None) -> Iterator[None]:
     from services.bus.errors import BusRefused, BusUnavailable, NotFound
     from services.contracts.codec import PoisonedMessage
     from services.planner.rederive.replay import ReplayFailed
@@ -408,7 +409,7 @@ def _failures() -> Iterator[None]:
     except BusRefused as error:
         raise exit_codes.Failed(f"NATS refused: {error}") from None
     except Exception as error:
-        failure = _nats_failure(error) or _database_failure(error)
+        failure = _nats_failure(error) or _database_failure(error, db_url)
         if failure is None:
             raise
         raise failure from None
@@ -423,9 +424,15 @@ def _nats_failure(error: Exception) -> exit_codes.Failed | None:
     return None
 
 
-def _database_failure(error: Exception) -> exit_codes.Failed | None:
-    """A database that cannot be reached or read, as `exit_codes.Failed` naming the cause."""
+def _database_failure(error: Exception, url: str | None) -> exit_codes.Failed | None:
+    """A database that cannot be reached or read, as `exit_codes.Failed` naming it (`url`) and
+    the cause."""
+    from services.cli import databases
     from services.store.errors import unusable_database
 
-    problem = unusable_database(error)
-    return None if problem is None else exit_codes.Failed(f"cannot read the database: {problem}")
+    if url is None:
+        problem = unusable_database(error)
+        return None if problem is None else exit_codes.Failed(
+            f"cannot read the database: {problem}")
+    named = databases.unusable(url, error, writing=False)
+    return None if named is None else exit_codes.Failed(f"cannot read the database {named}")

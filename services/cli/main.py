@@ -254,8 +254,9 @@ def migrate(**parsed: Any) -> None:
     directory of a SQLite --db must exist: none is made for it. Prints one line, the revision
     reached and the one it upgraded from (alembic's own log only with --log-level DEBUG).
     """
+    from services.cli import databases
     from services.store import schema
-    from services.store.errors import SchemaMismatch, StoreUnavailable, unusable_database
+    from services.store.errors import SchemaMismatch, StoreUnavailable
 
     settings = options.settings_from(parsed)
     configure_logging(settings.log_level)
@@ -266,10 +267,10 @@ def migrate(**parsed: Any) -> None:
     except (SchemaMismatch, StoreUnavailable) as error:
         raise exit_codes.Failed(str(error)) from None
     except Exception as error:
-        problem = unusable_database(error)
+        problem = databases.unusable(url, error, writing=True)
         if problem is None:
             raise
-        raise exit_codes.Failed(f"cannot migrate the database: {problem}") from None
+        raise exit_codes.Failed(f"cannot migrate the database {problem}") from None
     head = schema.head_revision()
     click.echo(f"database at head revision {head} " + (
         "(already)" if before == head else f"(upgraded from {before or 'an empty database'})"))

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from services.binder.wiring import run_binder
 from services.bus import connection, embedded, lease
 from services.bus.connection import Connection
-from services.cli import run_info
+from services.cli import databases, run_info
 from services.config.settings import Settings
 from services.kube import client as kube_client
 from services.planner import election
@@ -34,7 +34,7 @@ from services.runtime.cancellation import cancel_and_wait
 from services.runtime.health import HealthServer, MetricsBody, Readiness, ReadyFlag
 from services.runtime.supervision import Supervisor
 from services.store import engines, schema
-from services.store.errors import StoreUnavailable, unusable_database
+from services.store.errors import StoreUnavailable
 from services.watcher.service import run_watcher
 
 log = logging.getLogger(__name__)
@@ -171,15 +171,15 @@ async def checked_store(settings: Settings) -> AsyncIterator[AsyncEngine]:
 @contextlib.contextmanager
 def _unreachable_database(url: str) -> Iterator[None]:
     """Translate a database that cannot be reached or read into `StoreUnavailable`, naming
-    it without its password; any other error (a bug) passes unchanged."""
+    it (a SQLite file by its path, a URL without its password) and, for a SQLite file, what
+    is wrong with it (`databases.unusable`); any other error (a bug) passes unchanged."""
     try:
         yield
     except Exception as error:
-        problem = unusable_database(error)
-        if problem is None:
+        named = databases.unusable(url, error, writing=True)
+        if named is None:
             raise
-        shown = run_info.without_password(url)
-        raise StoreUnavailable(f"cannot reach the database {shown}: {problem}") from error
+        raise StoreUnavailable(f"cannot reach the database {named}") from error
 
 
 async def health_server(settings: Settings, readiness: Readiness,

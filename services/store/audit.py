@@ -118,7 +118,8 @@ def read_only_url(url: str) -> URL:
         return parsed
     path = Path(parsed.database or "").expanduser()
     if not parsed.database or parsed.database == ":memory:" or not path.is_file():
-        raise AuditUnavailable(f"no SQLite database at {path}")
+        shape = ": it is a directory" if path.is_dir() else ""
+        raise AuditUnavailable(f"no SQLite database at {path}{shape}")
     location = "file:" + quote(str(path.resolve()))
     return parsed.set(database=location, query={"mode": "ro", "uri": "true"})
 

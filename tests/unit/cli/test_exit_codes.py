@@ -57,7 +57,7 @@ CASES = [
       "--decision-key-file", "{key}", "--http-port", "-1", "--log-level", "CRITICAL"),
      exit_codes.FAILED, "Error: cannot reach the database"),
     (("migrate", "--db", "{tmp}/notes.db", "--log-level", "WARNING"), exit_codes.FAILED,
-     "Error: cannot migrate the database: DatabaseError: file is not a database"),
+     "Error: cannot migrate the database {tmp}/notes.db: not a SQLite database file"),
     (("schema", "--out", "/proc/nope"), exit_codes.FAILED, "Error: cannot write the schemas"),
     (("migrate", "--db", "{tmp}/notes.db/new.db", "--log-level", "WARNING"),
      exit_codes.FAILED, "Error: cannot open the SQLite database {tmp}/notes.db/new.db: "
@@ -66,16 +66,18 @@ CASES = [
      exit_codes.FAILED, "Error: cannot open the SQLite database {tmp}/typo/new.db: directory "
                         "{tmp}/typo does not exist"),
     (("migrate", "--data-dir", "{tmp}/notes.db/dir", "--log-level", "WARNING"),
-     exit_codes.FAILED, "Error: cannot create the directory"),
+     exit_codes.FAILED, "Error: cannot use data directory {tmp}/notes.db/dir: {tmp}/notes.db "
+                        "is a file, not a directory"),
     (("planner", "--nats", "nats://127.0.0.1:1", "--db", "{tmp}/notes.db/new.db",
       "--decision-key-file", "{key}", "--http-port", "-1", "--log-level", "CRITICAL"),
      exit_codes.FAILED, "Error: cannot open the SQLite database {tmp}/notes.db/new.db: "
                         "{tmp}/notes.db is not a directory"),
     (("run", "--data-dir", "{tmp}/notes.db", "--http-port", "-1", "--log-level", "CRITICAL"),
-     exit_codes.FAILED, "Error: cannot create the decision key file"),
+     exit_codes.FAILED, "Error: cannot use data directory {tmp}/notes.db: it is a file, not "
+                        "a directory"),
     (("replay", "--db", "{tmp}/missing.db"), exit_codes.FAILED, "no SQLite database"),
     (("explain", "pod", "default/x", "--db", "{tmp}/notes.db"), exit_codes.FAILED,
-     "Error: cannot read the database"),
+     "Error: cannot read the database {tmp}/notes.db: not a SQLite database file"),
     (("decisions", "--data-dir", "{tmp}/nothing"), exit_codes.FAILED,
      "no running `gangsched run`"),
     # 2: bad usage or input

@@ -155,11 +155,13 @@ def test_an_unreachable_or_unreadable_database_is_one_line_with_status_1(
     not_a_database.write_text("these are not the tables you are looking for\n")
     code, output = invoke(*command, "--db", str(not_a_database))
     assert (code, output.strip()) == (
-        1, "Error: cannot read the database: DatabaseError: file is not a database")
-    refused = f"postgresql+asyncpg://u:p@127.0.0.1:{_closed_port()}/x"
+        1, f"Error: cannot read the database {not_a_database}: not a SQLite database file")
+    port = _closed_port()
+    refused = f"postgresql+asyncpg://u:p@127.0.0.1:{port}/x"
     code, output = invoke(*command, "--db", refused)
-    assert code == 1
-    assert output.startswith("Error: cannot read the database: ConnectionRefusedError")
+    assert code == 1  # named without its password
+    assert output.startswith(f"Error: cannot read the database postgresql+asyncpg://u@127.0.0.1:"
+                             f"{port}/x: ConnectionRefusedError")
 
 
 def test_migrate_of_something_that_is_not_a_database_says_so(tmp_path: Path) -> None:
@@ -167,7 +169,30 @@ def test_migrate_of_something_that_is_not_a_database_says_so(tmp_path: Path) -> 
     not_a_database.write_text("plain text\n")
     code, output = invoke("migrate", "--db", str(not_a_database), "--log-level", "WARNING")
     assert (code, output.strip()) == (
-        1, "Error: cannot migrate the database: DatabaseError: file is not a database")
+        1, f"Error: cannot migrate the database {not_a_database}: not a SQLite database file")
+
+
+def test_a_database_that_is_a_directory_or_read_only_is_named_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    directory = tmp_path / "state.db"
+    directory.mkdir()
+    assert invoke("explain", "pod", "x", "--db", str(directory)) == (
+        1, f"Error: no SQLite database at {directory}: it is a directory\n")
+    assert invoke("migrate", "--db", f"sqlite+aiosqlite:///{directory}",
+                  "--log-level", "WARNING") == (
+        1, f"Error: cannot migrate the database {directory}: it is a directory, not a SQLite "
+           "database file\n")
+    from services.cli import databases
+
+    read_only = tmp_path / "ro.db"
+    read_only.write_bytes(b"")
+    real_access = databases.os.access  # root may write anything: pretend a mode 0444 file
+    monkeypatch.setattr(databases.os, "access", lambda path, mode: (
+        False if Path(path) == read_only and mode & databases.os.W_OK
+        else real_access(path, mode)))
+    assert databases.sqlite_problem(read_only, writing=True) == (
+        "read-only (no permission to write it)")
+    assert databases.sqlite_problem(read_only, writing=False) is None
 
 
 def test_a_schema_mismatch_names_the_database_as_given_and_the_command_to_run(
