@@ -6,7 +6,9 @@ Never exposes anything but these three read-only endpoints.
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -46,6 +48,19 @@ class Readiness:
 
 class PortUnavailable(Exception):
     """The health endpoints' address cannot be bound (in use, not permitted)."""
+
+
+HOST_ERRORS = frozenset({errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT})
+"""Bind errors of the address itself (not of this machine; of a family it lacks)."""
+
+
+def unbindable_hint(error: OSError) -> str:
+    """What to change when the health endpoints cannot be bound: the host when the address
+    is the problem (not this machine's, a name that does not resolve), else the port (in
+    use, or below 1024 without the privilege)."""
+    if isinstance(error, socket.gaierror) or error.errno in HOST_ERRORS:
+        return "give another --http-host (an address of this machine, e.g. 127.0.0.1 or 0.0.0.0)"
+    return "give another --http-port (-1: none)"
 
 
 MetricsBody = Callable[[], Awaitable[bytes]]
@@ -95,7 +110,7 @@ class HealthServer:
             self._runner = None
             raise PortUnavailable(
                 f"cannot serve /healthz, /readyz and /metrics on {self.host}:{self.port}: "
-                f"{error.strerror or error}; give another --http-port (-1: none)") from None
+                f"{error.strerror or error}; {unbindable_hint(error)}") from None
         self.port = int(self._runner.addresses[0][1])
         log.info("health endpoints on http://%s:%d", self.host, self.port)
         return self.port
