@@ -12,6 +12,7 @@ group's own (`gangsched bogus`) are told so. A bare `gangsched` still prints its
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
@@ -20,6 +21,17 @@ import click
 from click.exceptions import NoArgsIsHelpError
 
 from services.cli import exit_codes
+
+CLOSE_MATCH = 0.8
+"""How alike (difflib's ratio, 0 to 1) a real option must be to a mistyped one to be offered
+for it: click offers any above 0.6, which pairs `--kubeconfg` with `--scoring` too."""
+
+
+def close_matches(given: str, offered: list[str]) -> list[str]:
+    """The options of `offered` (click's suggestions) close enough to `given` to be what was
+    meant (`CLOSE_MATCH`), in click's order."""
+    return [option for option in offered
+            if difflib.SequenceMatcher(None, given, option).ratio() >= CLOSE_MATCH]
 
 
 class UsageLine(click.ClickException):
@@ -36,12 +48,14 @@ class UsageLine(click.ClickException):
 def one_line(error: click.UsageError) -> str:
     """`error` as `<command path>: <what> (see <command path> --help)`: click's message with
     its first letter in lower case (unless it starts an acronym, `NATS`) and its closing full
-    stop dropped; an unknown option as `no such option: --x`, with click's suggestion."""
+    stop dropped; an unknown option as `no such option: --x`, with click's suggestions that are
+    close matches (`close_matches`)."""
     command = error.ctx.command_path if error.ctx is not None else "gangsched"
     if isinstance(error, click.NoSuchOption):
         what = f"no such option: {error.option_name}"
-        if error.possibilities:
-            what += f" (did you mean {' or '.join(error.possibilities)}?)"
+        meant = close_matches(error.option_name, list(error.possibilities or ()))
+        if meant:
+            what += f" (did you mean {' or '.join(meant)}?)"
     else:
         what = " ".join(error.format_message().split()).removesuffix(".")
         if what[:2] != what[:2].upper():

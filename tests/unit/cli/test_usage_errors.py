@@ -441,3 +441,18 @@ def test_every_command_tells_an_unknown_option_in_one_line(command: str) -> None
     result = CliRunner().invoke(app, [command, "--zzz"], env={"GANGSCHED_NATS": ""})
     assert (result.exit_code, result.stderr) == (
         2, f"gangsched {command}: no such option: --zzz (see gangsched {command} --help)\n")
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["run", "--kubeconfg", "x"],
+     "gangsched run: no such option: --kubeconfg (did you mean --kubeconfig?) "
+     "(see gangsched run --help)"),
+    (["replay", "--podgrup", "x"],
+     "gangsched replay: no such option: --podgrup (did you mean --podgroup?) "
+     "(see gangsched replay --help)"),
+    (["migrate", "--zzz"],
+     "gangsched migrate: no such option: --zzz (see gangsched migrate --help)"),
+])
+def test_an_unknown_option_is_offered_only_close_matches(argv: list[str], line: str) -> None:
+    """click offers every option above difflib's 0.6 (`--kubeconfg`: also `--scoring`)."""
+    assert invoke(*argv) == (2, line + "\n")
