@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import sys
+import textwrap
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,13 +104,22 @@ SERVICE_OPTIONS = {
 
 
 def _hide_others(command: click.Command, services: tuple[str, ...]) -> None:
-    """Leave out of `--help` the options of services this command does not run (they are
-    still accepted, and ignored, so one set of flags or variables can start any service)."""
+    """Leave out of `--help` the options of services this command does not run: they are
+    still accepted, and ignored, so one set of flags or variables can start any service (the
+    README's `gangsched watcher|planner|binder --nats ... --db ... --decision-key-file ...`,
+    the chart's shared GANGSCHED_* variables); the help's epilog says so, naming them."""
     used = set().union(*(SERVICE_OPTIONS[service] for service in services))
-    for param in command.params:
-        if isinstance(param, click.Option) and param.name in set().union(
-                *SERVICE_OPTIONS.values()) - used:
-            param.hidden = True
+    unused = [param for param in command.params if isinstance(param, click.Option)
+              and param.name in set().union(*SERVICE_OPTIONS.values()) - used]
+    for param in unused:
+        param.hidden = True
+    if unused:
+        flags = ", ".join(param.opts[0] for param in unused)
+        told = (f"Accepted and unused by the {' and '.join(services)}, so that one set of flags "
+                f"or GANGSCHED_* variables starts any service: {flags} (see `gangsched run "
+                "--help`).")
+        command.epilog = "\b\n" + textwrap.fill(  # \b: click keeps the lines, flags unbroken
+            told, width=96, break_on_hyphens=False, break_long_words=False)
 
 
 _service_command("run", ("watcher", "planner", "binder"),

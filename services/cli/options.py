@@ -278,7 +278,8 @@ store_options = _option(
 
 kube_options = stack(
     _option("--kubeconfig", type=click.Path(path_type=Path), default=None,
-            help="Kubeconfig file. Unset: in-cluster credentials, else ~/.kube/config."),
+            help="Kubeconfig file. Unset: in-cluster credentials, else the files of "
+                 "$KUBECONFIG (colon-separated, as kubectl reads them), else ~/.kube/config."),
     _option("--context", default=None, help="Kubeconfig context."),
 )
 
