@@ -13,7 +13,8 @@ README.md ("Exit codes") tells them to users:
   its traceback), and click's own `ClickException`.
 - `USAGE` 2: the command line or an input file is wrong: an unknown option, a value out of
   range, a malformed URL or time, an invalid manifest, an unusable key or password file.
-  Click's own `UsageError`. Told before anything is started.
+  Click's own `UsageError`. Told before anything is started, in one line prefixed with the
+  command (`gangsched simulate: ...`), where status 1 is prefixed `Error: `.
 - `NEGATIVE` 3: the audit ran and its answer is no: `replay --verify` found a divergence or had
   nothing to verify, `replay` has no timeline to show from `--from-seq` or `--since` (past the
   end of the log) or up to `--until` (before its first round), `explain` found no trace of the
@@ -23,6 +24,8 @@ README.md ("Exit codes") tells them to users:
 """
 
 from __future__ import annotations
+
+from typing import IO, Any
 
 import click
 
@@ -40,7 +43,17 @@ class Failed(click.ClickException):
 
 class BadInput(click.ClickException):
     """An input the command was given cannot be used (the message says which and why), told
-    in one line without click's usage text: exit status `USAGE`."""
+    in one line without click's usage text, in the form of every usage error
+    (`gangsched <command>: <message>`, `services.cli.usage`): exit status `USAGE`."""
 
     exit_code = USAGE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        context = click.get_current_context(silent=True)
+        self.command = context.command_path if context is not None else "gangsched"
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """Write `<command path>: <message>` to `file` (standard error when None)."""
+        click.echo(f"{self.command}: {self.message}", file=file, err=file is None)
 

@@ -10,7 +10,8 @@ null, phase `Deleted` and its eviction as `reason`; each Preemption is one `pree
 `{"id", "at", "preemptor", "priority", "reason", "nominated": [{"pod", "node"}], "victims":
 [{"pod", "node", "group", "priority", "deletedAt"}]}`. A directory argument means its
 .yaml/.yml/.json files, in name order.
-Invalid input exits with status 2 and a message naming the file, the document and the field.
+Invalid input exits with status 2 and one line, `gangsched simulate: ...`, naming the file, the
+document and the field.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from services.watcher import budgets as watcher_budgets
 from services.watcher import native, slim, volumes
 
 EXIT_INVALID = exit_codes.USAGE
+COMMAND = "gangsched simulate"
+"""The prefix of an invalid input's one line, as of every usage error (exit status 2)."""
 OUTPUTS = ("table", "json")
 
 
@@ -331,13 +334,13 @@ def simulate_command(files: list[Path], output: str = "table",
                      config: PlannerConfig | None = None) -> int:
     """Run `gangsched simulate`; print the report to stdout; the process exit status."""
     if output not in OUTPUTS:
-        print(f"Error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}",
+        print(f"{COMMAND}: --output must be one of {', '.join(OUTPUTS)}, got {output!r}",
               file=sys.stderr)
         return EXIT_INVALID
     try:
         data = simulate(files, config or PlannerConfig())
     except manifests.InvalidManifest as error:
-        print(f"Error: {error}", file=sys.stderr)
+        print(f"{COMMAND}: {error}", file=sys.stderr)
         return EXIT_INVALID
     if output == "json":  # output that cannot be written: `output.guarded`, at the entry point
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from services.cli.simulate import simulate, simulate_command
+from services.cli.simulate import COMMAND, simulate, simulate_command
 from services.planner.core.config import PlannerConfig
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "simulate"
@@ -254,7 +254,7 @@ def test_files_without_objects_are_an_error_not_an_empty_report(tmp_path, capsys
     comments.write_text("# nothing yet\n---\n")
     assert simulate_command([empty, comments], "json") == 2
     assert capsys.readouterr().err.strip() == (
-        f"Error: {empty}, {comments}: no objects in them (empty, or only comments), as "
+        f"{COMMAND}: {empty}, {comments}: no objects in them (empty, or only comments), as "
         "kubectl apply -f refuses them")
     assert simulate_command([empty, GOLDEN / "nginx-gang.yaml"], "json") == 0  # one has some
 
@@ -264,7 +264,7 @@ def test_a_directory_without_manifests_is_an_error_not_an_empty_report(tmp_path,
     (tmp_path / "sub" / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\n")
     assert simulate_command([tmp_path], "json") == 2
     assert capsys.readouterr().err.strip() == (
-        f"Error: {tmp_path}: no manifest files (*.yaml, *.yml, *.json) in this directory; "
+        f"{COMMAND}: {tmp_path}: no manifest files (*.yaml, *.yml, *.json) in this directory; "
         "its subdirectories are not read, as kubectl apply -f DIR")
 
 

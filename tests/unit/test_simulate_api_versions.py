@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from services.cli.simulate import simulate_command
+from services.cli.simulate import COMMAND, simulate_command
 from services.planner.simulate.api_versions import SERVED
 
 NODE = ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
@@ -69,7 +69,7 @@ def test_a_version_the_api_server_does_not_serve_is_one_line_and_exit_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, version: str) -> None:
     code, err = simulate(tmp_path, NODE + "---\n" + manifest(kind, version), capsys)
     served = " or ".join(SERVED[kind])
-    assert (code, err) == (2, f"Error: {tmp_path / 'in.yaml'} document 2 ({kind} x): "
+    assert (code, err) == (2, f"{COMMAND}: {tmp_path / 'in.yaml'} document 2 ({kind} x): "
                               f'apiVersion: no matches for kind "{kind}" in version "{version}" '
                               f"({kind} is {served})\n")
 
@@ -77,13 +77,13 @@ def test_a_version_the_api_server_does_not_serve_is_one_line_and_exit_2(
 def test_a_missing_api_version_is_refused_and_so_is_one_inside_a_list(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, err = simulate(tmp_path, manifest("PriorityClass", None), capsys)
-    assert (code, err) == (2, f"Error: {tmp_path / 'in.yaml'} document 1 (PriorityClass x): "
+    assert (code, err) == (2, f"{COMMAND}: {tmp_path / 'in.yaml'} document 1 (PriorityClass x): "
                               "apiVersion: not set (PriorityClass is scheduling.k8s.io/v1)\n")
     listed = ("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n"
               "  metadata: {name: n}\n  status: {allocatable: {cpu: '1'}}\n"
               "- {apiVersion: policy/v1beta1, kind: PodDisruptionBudget, metadata: {name: b}}\n")
     code, err = simulate(tmp_path, listed, capsys)
-    assert (code, err) == (2, f"Error: {tmp_path / 'in.yaml'} document 1 (PodDisruptionBudget "
+    assert (code, err) == (2, f"{COMMAND}: {tmp_path / 'in.yaml'} document 1 (PodDisruptionBudget "
                               'b): apiVersion: no matches for kind "PodDisruptionBudget" in '
                               'version "policy/v1beta1" (PodDisruptionBudget is policy/v1)\n')
 
@@ -137,7 +137,7 @@ def test_a_kind_its_group_does_not_serve_is_one_line_and_exit_2(
     ignored: `PodGrup` would otherwise leave the gang out of the simulation unnamed."""
     code, err = simulate(tmp_path, NODE + f"---\napiVersion: {version}\nkind: {kind}\n"
                          "metadata: {name: x}\n", capsys)
-    assert (code, err) == (2, f"Error: {tmp_path / 'in.yaml'} document 2 ({kind} x): kind: "
+    assert (code, err) == (2, f"{COMMAND}: {tmp_path / 'in.yaml'} document 2 ({kind} x): kind: "
                               f'no matches for kind "{kind}" in version "{version}"{hint}\n')
 
 

@@ -79,3 +79,16 @@ def test_a_world_writable_key_file_is_refused_and_a_world_readable_one_warned_ab
     caplog.clear()
     decision_keys.with_key(Settings(decision_key_file=key), ("binder",))
     assert caplog.text == ""
+
+
+def test_an_unusable_key_file_is_a_usage_line_with_status_2(tmp_path: Path) -> None:
+    """Bad input (exit 2) is told in the usage form, `gangsched <command>: ...`, as every
+    usage error; `Error: ...` is kept for status 1."""
+    key = tmp_path / "key"
+    key.write_text("short\n")
+    key.chmod(0o600)
+    result = CliRunner().invoke(app, ["planner", "--nats", "nats://127.0.0.1:1",
+                                      "--decision-key-file", str(key)])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"gangsched planner: {key}: "), result.output
+    assert len(result.output.splitlines()) == 1

@@ -63,7 +63,7 @@ def simulate(spec: str, tmp_path: Path) -> tuple[int, str]:
 ])
 def test_a_podgroup_the_crd_refuses_is_refused_in_one_line_naming_it(
         spec: str, told: str, tmp_path: Path) -> None:
-    assert simulate(spec, tmp_path) == (exit_codes.USAGE, f"Error: {WHERE}: {told}\n")
+    assert simulate(spec, tmp_path) == (exit_codes.USAGE, f"gangsched simulate: {WHERE}: {told}\n")
 
 
 @pytest.mark.parametrize("spec", [

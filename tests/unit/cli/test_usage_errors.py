@@ -296,8 +296,8 @@ def test_a_manifest_that_is_not_utf8_or_not_yaml_is_one_line(tmp_path: Path) -> 
     binary.write_bytes(b"\xff\xfekind: Node\n")
     broken.write_text("a: [1,\n b: 2\n")
     code, output = invoke("simulate", str(binary))
-    assert code == 2 and output.strip() == f"Error: {binary}: not UTF-8 text (byte 0); " \
-        "manifests are UTF-8"
+    assert code == 2 and output.strip() == (
+        f"gangsched simulate: {binary}: not UTF-8 text (byte 0); manifests are UTF-8")
     code, output = invoke("simulate", str(broken))
     assert code == 2 and len(output.strip().splitlines()) == 1 and "line 3 column 1" in output
 
@@ -307,9 +307,9 @@ def test_a_manifest_with_a_control_character_says_where_in_one_line(tmp_path: Pa
     nul = tmp_path / "nul.yaml"
     nul.write_bytes(b"kind: Node\n\x00\n")
     code, output = invoke("simulate", str(nul))
-    assert (code, output.strip()) == (2, f"Error: {nul}: character 12: #x0000 is not allowed in "
-                                         "YAML (special characters are not allowed): not a YAML "
-                                         "or JSON file?")
+    assert (code, output.strip()) == (2, f"gangsched simulate: {nul}: character 12: #x0000 is "
+                                         "not allowed in YAML (special characters are not "
+                                         "allowed): not a YAML or JSON file?")
 
 
 @pytest.mark.parametrize(("text", "where", "key"), [
@@ -326,7 +326,8 @@ def test_a_manifest_giving_a_key_twice_is_refused(tmp_path: Path, text: str, whe
     manifest.write_text(text)
     code, output = invoke("simulate", str(manifest))
     assert (code, output.strip()) == (
-        2, f"Error: {manifest}: {where}: key {key} already set in this mapping (given twice)")
+        2, f"gangsched simulate: {manifest}: {where}: key {key} already set in this mapping "
+           "(given twice)")
 
 
 def test_merge_keys_and_equal_keys_in_different_mappings_are_not_repeats() -> None:
