@@ -268,14 +268,14 @@ def _field_patterns() -> list[str]:
                 patterns += _spelled(expression.elt, _loop_values(expression))
             else:
                 assert isinstance(expression, (ast.List, ast.Tuple)), (
-                    f"slim.py line {node.lineno}: fields added as "
+                    f"slim.py line {expression.lineno}: fields added as "
                     f"{ast.unparse(expression)!r}: teach _field_patterns to read them")
                 for element in expression.elts:
                     patterns += _spelled(element, {})
     return patterns
 
 
-def test_the_scan_sees_each_way_slim_adds_a_field():
+def test_the_scan_sees_each_way_slim_adds_a_field() -> None:
     patterns = _field_patterns()
     assert sorted(set(patterns)) == [
         "*.labelSelector", "*.namespaceSelector", "spec.resourceClaims",
@@ -283,7 +283,7 @@ def test_the_scan_sees_each_way_slim_adds_a_field():
         "spec.volumes[].iscsi", "spec.volumes[].rbd"]
 
 
-def test_every_field_the_watcher_refuses_has_a_policy_warning():
+def test_every_field_the_watcher_refuses_has_a_policy_warning() -> None:
     patterns = _field_patterns()
     assert patterns, "slim.py no longer adds to `found`: update _field_patterns"
     warned = [entry["field"] for entry in unsupported.constraints()]
@@ -297,7 +297,7 @@ def test_every_field_the_watcher_refuses_has_a_policy_warning():
             f"`python -m tests.unit.deploy.unsupported`")
 
 
-def test_every_policy_warning_is_a_field_the_watcher_refuses():
+def test_every_policy_warning_is_a_field_the_watcher_refuses() -> None:
     patterns = [pattern.replace("[]", "[[]]") for pattern in _field_patterns()]
     for entry in yaml.safe_load(unsupported.FILE.read_text()):
         assert any(fnmatch.fnmatchcase(entry["field"], pattern) for pattern in patterns), (
