@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Any, TypeAlias
 
 import nats
@@ -20,6 +19,7 @@ from services.bus import urls
 from services.bus.errors import BusUnavailable
 from services.config.settings import BusSettings
 from services.contracts import subjects
+from services.runtime.unreachable import reason
 
 log = logging.getLogger(__name__)
 
@@ -241,19 +241,6 @@ class _Callbacks:
 
     async def on_closed(self) -> None:
         log.info("NATS client %s closed", self.name)
-
-
-def reason(error: BaseException) -> str:
-    """Why a connection attempt failed, in words: `connection refused` (the system's text
-    for an errno, not asyncio's `Connect call failed (...)`), `timed out`, a resolver's text
-    (`name or service not known`), else the error's own message (several addresses failing)."""
-    if isinstance(error, TimeoutError):
-        return "timed out"
-    if isinstance(error, OSError) and error.errno is not None and error.errno > 0:
-        return os.strerror(error.errno).lower()
-    if isinstance(error, OSError) and error.strerror:  # a resolver's error (negative errno)
-        return error.strerror.lower()
-    return str(error) or type(error).__name__
 
 
 def _kind(error: Exception) -> str:
