@@ -19,9 +19,10 @@ import asyncio
 import functools
 import logging
 import os
+import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,7 +36,7 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 from services.config import limits
 from services.config.settings import KubeSettings
 from services.kube import errors
-from services.runtime import metrics
+from services.runtime import metrics, unreachable
 from services.runtime.cancellation import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,7 @@ class KubeClient:
         self._request_timeout_seconds = request_timeout_seconds
         self._refresher = refresher
         self._host = str(api.configuration.host)
+        self._shown_host = shown_url(self._host)
         self._session, self._session_options = _session_of(api)
         self._default_headers = _default_headers(api)
         self._slots = asyncio.Semaphore(REQUEST_SLOTS)
@@ -179,7 +181,7 @@ class KubeClient:
             try:
                 data = await response.read()
             except _TRANSPORT_ERRORS as error:
-                raise errors.KubeUnavailable(f"{what}: {error!r}") from error
+                raise self._unreachable(what, error) from error
             finally:
                 response.release()
         return response.status, data
@@ -197,13 +199,18 @@ class KubeClient:
             return None
 
     async def stream(
-        self, path: str, query: Query, *, read_timeout_seconds: float
+        self, path: str, query: Query, *, read_timeout_seconds: float,
+        opened: Callable[[], None] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         """GET `path` and yield each JSON line of the response (a watch stream) as a dict.
 
+        `opened` is called once the API server accepted the request (a 2xx status), before
+        the first line: a watch may stay silent for minutes, and its caller still learns that
+        the server is reachable.
         Units: `read_timeout_seconds` is the longest silence tolerated between two chunks.
         Raises:
-            as `request`; KubeUnavailable also when the stream breaks or a line is not JSON.
+            as `request`; KubeUnreachable also when the stream breaks, KubeUnavailable when a
+            line is not JSON.
         """
         what = f"GET {path} (stream)"
         timeout = _stream_timeout(read_timeout_seconds)
@@ -212,10 +219,12 @@ class KubeClient:
             if not 200 <= response.status < 300:
                 body = _decode_object(await response.read())
                 raise errors.from_status(response.status, body, what)
+            if opened is not None:
+                opened()
             async for line in _lines(response):
                 yield _decode_line(line, what)
         except _TRANSPORT_ERRORS as error:
-            raise errors.KubeUnavailable(f"{what}: {error!r}") from error
+            raise self._unreachable(what, error) from error
         finally:
             # Closing (not releasing) drops a connection whose body was not read to the end.
             response.close()
@@ -259,9 +268,46 @@ class KubeClient:
                 **self._session_options)
         except _TRANSPORT_ERRORS as error:
             metrics.kube_requests.labels(method, "error").inc()
-            raise errors.KubeUnavailable(f"{what}: {error!r}") from error
+            raise self._unreachable(what, error) from error
         metrics.kube_requests.labels(method, str(response.status)).inc()
         return response
+
+    def _unreachable(self, what: str, error: BaseException) -> errors.KubeUnreachable:
+        """The error for a request `what` that got no (whole) answer because of `error`."""
+        return errors.KubeUnreachable(what, server=self._shown_host, why=transport_reason(error))
+
+
+def shown_url(url: str) -> str:
+    """`url` for messages and logs: without the user and password it may carry
+    (`https://admin:pw@10.0.0.1:6443` → `https://10.0.0.1:6443`)."""
+    parts = urllib.parse.urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
+def transport_reason(error: BaseException) -> str:
+    """Why a request got no answer, in plain words (`services.runtime.unreachable.reason`):
+    `connection refused`, `timed out`, `name or service not known`, and TLS problems named as
+    such (`TLS certificate not accepted: self-signed certificate`, `TLS handshake failed:
+    wrong version number`), `the server closed the connection` and `the answer broke off` for
+    a connection lost while reading."""
+    if isinstance(error, aiohttp.ClientConnectorCertificateError):
+        cause = error.certificate_error
+        detail = getattr(cause, "verify_message", "") or getattr(cause, "reason", "") or cause
+        return f"TLS certificate not accepted: {detail}"
+    if isinstance(error, aiohttp.ClientConnectorError) and isinstance(error.os_error, ssl.SSLError):
+        return f"TLS handshake failed: {_ssl_words(error.os_error)}"
+    if isinstance(error, ssl.SSLError):
+        return f"TLS failed: {_ssl_words(error)}"
+    if isinstance(error, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection"
+    if isinstance(error, aiohttp.ClientPayloadError):
+        return "the answer broke off"
+    return unreachable.reason(error)
+
+
+def _ssl_words(error: ssl.SSLError) -> str:
+    """OpenSSL's reason (`WRONG_VERSION_NUMBER`) as words (`wrong version number`)."""
+    return str(error.reason or error).lower().replace("_", " ")
 
 
 async def connect(settings: KubeSettings) -> KubeClient:

@@ -52,6 +52,19 @@ class KubeUnavailable(KubeError):
     """Transient: 429, 5xx, a timeout or a broken connection. Retrying later may succeed."""
 
 
+class KubeUnreachable(KubeUnavailable):
+    """Transient, and no answer at all: the connection could not be made, timed out or broke.
+
+    `server` is the API server's URL without credentials; `why` says what went wrong in plain
+    words (`connection refused`, `timed out`, `TLS certificate not accepted: ...`).
+    """
+
+    def __init__(self, what: str, *, server: str, why: str) -> None:
+        super().__init__(f"{what}: cannot reach the API server at {server}: {why}")
+        self.server = server
+        self.why = why
+
+
 _BY_STATUS: Mapping[int, type[KubeError]] = {
     400: KubeInvalid,
     401: KubeForbidden,

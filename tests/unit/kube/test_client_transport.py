@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import ssl
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -90,7 +93,7 @@ async def test_a_connection_the_server_drops_is_kube_unavailable_counted_as_erro
         kube = await connected(tmp_path, f"http://127.0.0.1:{listener.port}")
         before = errors_counted()
         try:
-            with pytest.raises(errors.KubeUnavailable, match=r"^GET /api/v1/nodes: "):
+            with pytest.raises(errors.KubeUnreachable) as raised:
                 await kube.request("GET", "/api/v1/nodes", query=[("limit", "1")])
         finally:
             await kube.close()
@@ -98,6 +101,9 @@ async def test_a_connection_the_server_drops_is_kube_unavailable_counted_as_erro
         # 9.3.1.1), within the one request gangsched counts
         assert listener.lines == [b"GET /api/v1/nodes?limit=1 HTTP/1.1"] * 2
         assert errors_counted() == before + 1
+        assert str(raised.value) == (f"GET /api/v1/nodes: cannot reach the API server at "
+                                     f"http://127.0.0.1:{listener.port}: the server closed "
+                                     "the connection")
 
 
 @pytest.mark.usefixtures("no_proxy_environment")
@@ -106,11 +112,58 @@ async def test_a_server_that_never_answers_is_kube_unavailable_once_the_timeout_
     async with listening(stay_silent) as listener:
         kube = await connected(tmp_path, f"http://127.0.0.1:{listener.port}")
         try:
-            with pytest.raises(errors.KubeUnavailable, match=r"TimeoutError"):
+            with pytest.raises(errors.KubeUnreachable) as raised:
                 await kube.request("GET", "/api/v1/nodes/n1", timeout_seconds=0.2)
         finally:
             await kube.close()
         assert listener.lines == [b"GET /api/v1/nodes/n1 HTTP/1.1"]
+        assert (raised.value.server, raised.value.why) == (
+            f"http://127.0.0.1:{listener.port}", "timed out")
+
+
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_a_refused_connection_says_so_in_words_without_credentials(
+        tmp_path: Path) -> None:
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    path = tmp_path / "kubeconfig"  # a user without a token: the URL's credentials are used
+    path.write_text(KUBECONFIG.format(server=f"http://admin:secret@127.0.0.1:{port}").replace(
+        '{token: "t0ken"}', "{}"))
+    raised = await unreachable(path)
+    assert str(raised) == (
+        f"GET /api/v1/nodes: cannot reach the API server at http://127.0.0.1:{port}: "
+        "connection refused")
+
+
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_an_untrusted_certificate_is_named_a_tls_certificate_problem(
+        tmp_path: Path) -> None:
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(tmp_path / "key"),
+                    "-out", str(tmp_path / "cert")], check=True, capture_output=True)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tmp_path / "cert", tmp_path / "key")
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0, ssl=context)
+    port = server.sockets[0].getsockname()[1]
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG.format(server=f"https://127.0.0.1:{port}").replace(
+        ", insecure-skip-tls-verify: true", ""))
+    async with server:
+        raised = await unreachable(path)
+    assert raised.why == "TLS certificate not accepted: self-signed certificate"
+
+
+async def unreachable(kubeconfig: Path) -> errors.KubeUnreachable:
+    """The error of listing nodes with `kubeconfig`."""
+    kube = await client.connect(KubeSettings(kubeconfig=kubeconfig))
+    try:
+        with pytest.raises(errors.KubeUnreachable) as raised:
+            await kube.request("GET", "/api/v1/nodes")
+    finally:
+        await kube.close()
+    return raised.value
 
 
 @pytest.mark.usefixtures("no_proxy_environment")
