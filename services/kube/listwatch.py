@@ -3,21 +3,26 @@
 Layer: kube. Lists in pages, then watches from the list's resourceVersion with bookmarks and a
 server-side timeout, resumes from the last resourceVersion seen, and on 410 Gone lists again,
 yielding synthetic deletes for the objects that vanished meanwhile. Reconnects forever with
-capped backoff. Never deserialises into models and never drops a change: the next request is
-made only after the consumer took every change of the previous one.
+capped backoff, telling a shared `Health` how each list/watch fares (for readiness, and for one
+log line per kind of connection failure instead of one per resource and retry). Never
+deserialises into models and never drops a change: the next request is made only after the
+consumer took every change of the previous one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from services.kube import errors
 from services.kube.client import Query
 from services.kube.resources import Resource, list_items, metadata
+from services.runtime.unreachable import Repeats
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +39,12 @@ watcher spin). One that brought changes is resumed at once: the API server ends 
 watches of clients it finds slow to read (`apiserver_terminated_watchers_total`), and during a
 burst of pod creations in the cluster benchmark it ended this one 20-40 times, each of which
 the backoff, doubling, turned into seconds of not watching at all."""
+UNREADY_AFTER_SECONDS = BACKOFF_FIRST_SECONDS * 2**3
+"""How long a list/watch may fail to (re)connect before it counts as failing (`Health.failing`),
+4 s: longer than its first three retries wait (0.5 + 1 + 2 s of backoff), so one dropped
+connection or an API server restarting, mended by those retries, never shows; an API server
+that is down does within 4 s of the first failure. A watch ending at its timeout or with 410
+Gone is no failure at all."""
 
 ChangeType = Literal["observed", "deleted"]
 
@@ -44,7 +55,8 @@ class Requester(Protocol):
     async def request(self, method: str, path: str, *, query: Query = ()) -> dict[str, Any]: ...
 
     def stream(
-        self, path: str, query: Query, *, read_timeout_seconds: float
+        self, path: str, query: Query, *, read_timeout_seconds: float,
+        opened: Callable[[], None] | None = None,
     ) -> AsyncIterator[dict[str, Any]]: ...
 
 
@@ -169,6 +181,75 @@ class Inventory:
         return Change("deleted", known.stub(uid), is_synthetic=True)
 
 
+class Health:
+    """How the list/watches of one API server fare; one instance shared by all of them.
+
+    Readiness: since when each list/watch has failed without an answer since (`failing`);
+    `changed` is set whenever one starts or stops failing. Logging: a connection failure
+    (KubeUnreachable) is about the server, not a resource, so it is logged once per kind
+    (`cannot reach the API server at <url>: connection refused; retrying in 0.5s`), then every
+    `REPEATS_BETWEEN_LOGS`-th time with its count, whichever resource met it, and the first
+    answer after it is logged once; an error the server answered (403, 404, ...) is logged
+    for its resource at every retry, with what to do about it.
+    Units: `clock` gives seconds (monotonic).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._failing_since: dict[str, tuple[str, float]] = {}
+        """By list path: the resource's plural name and when its failures began."""
+        self._repeats = Repeats()
+        self._server = ""
+        self.changed = asyncio.Event()
+
+    def reached(self, resource: Resource) -> None:
+        """A request of `resource`'s list/watch was answered with success (or 410 Gone)."""
+        self._answered()
+        if self._failing_since.pop(resource.list_path, None) is not None:
+            self.changed.set()
+
+    def failed(self, resource: Resource, error: errors.KubeError, delay_seconds: float) -> None:
+        """A request of `resource`'s list/watch failed with `error`; it is retried in
+        `delay_seconds`. Logs as the class says."""
+        if resource.list_path not in self._failing_since:
+            self._failing_since[resource.list_path] = (resource.plural, self._clock())
+            self.changed.set()
+        if isinstance(error, errors.KubeUnreachable):
+            count = self._repeats.count(error.why)
+            if count is not None:
+                self._server = error.server
+                repeats = f" ({count} such failures)" if count > 1 else ""
+                log.warning("cannot reach the API server at %s: %s; retrying in %gs%s",
+                            error.server, error.why, delay_seconds, repeats)
+            return
+        if error.status:
+            self._answered()
+        log.warning("%s list/watch failed, retrying in %gs: %s%s", resource.kind,
+                    delay_seconds, error, _hint(resource, error))
+
+    def failing(
+        self, grace_seconds: float = UNREADY_AFTER_SECONDS
+    ) -> tuple[list[str], float | None]:
+        """The plural names of the resources whose list/watch has failed for `grace_seconds`
+        or longer (sorted), and the seconds until another one would (None: none is failing
+        for less)."""
+        now = self._clock()
+        long_failing: list[str] = []
+        soonest: float | None = None
+        for plural, since in self._failing_since.values():
+            left = since + grace_seconds - now
+            if left <= 0:
+                long_failing.append(plural)
+            elif soonest is None or left < soonest:
+                soonest = left
+        return sorted(long_failing), soonest
+
+    def _answered(self) -> None:
+        """The server answered: say so once if it was logged unreachable; count afresh."""
+        if self._repeats.clear():
+            log.info("the API server at %s answers again", self._server)
+
+
 async def observe(
     client: Requester,
     resource: Resource,
@@ -177,20 +258,25 @@ async def observe(
     watch_timeout_seconds: int = 300,
     page_size: int = PAGE_SIZE,
     resync_seconds: float | None = None,
+    health: Health | None = None,
 ) -> AsyncGenerator[Observation, None]:
     """Yield every change of `resource`, forever: a full list, `Synced`, then watch events.
 
     Shapes: after each full list (the first, after 410 Gone, and every `resync_seconds`)
     comes one `Synced`. A resync list yields every object again, changed or not, so a log
-    with limited retention always holds a recent event of every object.
+    with limited retention always holds a recent event of every object. `health` (shared by
+    the list/watches of one server; default: one of its own) is told of every answer and
+    failure.
     Units: `watch_timeout_seconds` is the server-side length of one watch request;
     `resync_seconds` is checked between watch requests (None: never).
     Raises:
-        nothing from the API: every KubeError is logged and retried with capped backoff
-        (KubeGone by listing again at once).
+        nothing from the API: every KubeError is logged (`Health.failed`) and retried with
+        capped backoff (KubeGone by listing again at once).
     Source: client-go's Reflector (ListAndWatch, bookmarks, relist on "too old
         resource version").
     """
+    health = health or Health()
+    reached = functools.partial(health.reached, resource)
     inventory = Inventory(known)
     resource_version: str | None = None
     backoff = _Backoff()
@@ -206,17 +292,17 @@ async def observe(
                 resource_version = None
             if resource_version is None:
                 listed_at = loop.time()
-                async for observation in _list(client, resource, inventory, page_size,
+                async for observation in _list(client, resource, inventory, page_size, reached,
                                                resync=resync):
                     yield observation
                     if isinstance(observation, Synced):
                         resource_version = observation.resource_version
-                log.info("listed %ss: %d objects", resource.kind, len(inventory))
+                log.info("listed %s: %d objects", resource.plural, len(inventory))
             assert resource_version is not None
             started = loop.time()
             progressed = False
             async for observation in _watch(client, resource, inventory, resource_version,
-                                            watch_timeout_seconds):
+                                            watch_timeout_seconds, reached):
                 if isinstance(observation, Synced):
                     progressed |= observation.resource_version != resource_version
                     resource_version = observation.resource_version
@@ -231,11 +317,11 @@ async def observe(
                 backoff.reset()
         except errors.KubeGone as error:
             log.info("%s watch expired (%s); listing again", resource.kind, error)
+            reached()
             resource_version = None
         except errors.KubeError as error:
             delay = backoff.next_seconds()
-            log.warning("%s list/watch failed, retrying in %.1fs: %s%s", resource.kind, delay,
-                        error, _hint(resource, error))
+            health.failed(resource, error, delay)
             await asyncio.sleep(delay)
 
 
@@ -245,7 +331,7 @@ def _hint(resource: Resource, error: errors.KubeError) -> str:
     group not enabled."""
     if error.status == 403:
         parts = resource.list_path.split("/")
-        name = f"{parts[-1]}.{parts[2]}" if parts[1] == "apis" else parts[-1]
+        name = f"{resource.plural}.{parts[2]}" if parts[1] == "apis" else resource.plural
         return (f" (RBAC: let this identity list and watch {name}, as the watcher ClusterRole "
                 "of deploy/chart/templates/rbac.yaml does; not ready until it may)")
     if error.status != 404 or not resource.list_path.startswith("/apis/"):
@@ -257,16 +343,17 @@ def _hint(resource: Resource, error: errors.KubeError) -> str:
 
 
 async def _list(
-    client: Requester, resource: Resource, inventory: Inventory, page_size: int, *,
-    resync: bool = False,
+    client: Requester, resource: Resource, inventory: Inventory, page_size: int,
+    reached: Callable[[], None], *, resync: bool = False,
 ) -> AsyncIterator[Observation]:
     """One full, paginated list: changes for new or modified objects (every object, with
-    `resync`), deletes, then Synced."""
+    `resync`), deletes, then Synced. `reached` is called after each page received."""
     inventory.begin_list(resync=resync)
     token = ""
     while True:
         query = [("limit", str(page_size))] + ([("continue", token)] if token else [])
         page = await client.request("GET", resource.list_path, query=query)
+        reached()
         for obj in list_items(page):
             for change in inventory.listed(obj):
                 yield change
@@ -285,8 +372,10 @@ async def _watch(
     inventory: Inventory,
     resource_version: str,
     timeout_seconds: int,
+    opened: Callable[[], None],
 ) -> AsyncIterator[Observation]:
-    """One watch request from `resource_version` until the server ends it.
+    """One watch request from `resource_version` until the server ends it; `opened` is
+    called once the server accepted it.
 
     Shapes: yields Changes, and `Synced(rv)` for a bookmark (only the version advances).
     Raises:
@@ -299,7 +388,8 @@ async def _watch(
         ("timeoutSeconds", str(timeout_seconds)),
     ]
     read_timeout = timeout_seconds + READ_TIMEOUT_MARGIN_SECONDS
-    async for event in client.stream(resource.list_path, query, read_timeout_seconds=read_timeout):
+    async for event in client.stream(resource.list_path, query, read_timeout_seconds=read_timeout,
+                                     opened=opened):
         event_type = event.get("type")
         obj = event.get("object")
         if not isinstance(obj, dict):

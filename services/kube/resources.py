@@ -34,6 +34,12 @@ class Resource:
     list_path: str
     is_namespaced: bool
 
+    @property
+    def plural(self) -> str:
+        """The API's plural name of the resource, the last segment of its collection's path
+        (`nodes`, `storageclasses`, `persistentvolumeclaims`), for messages about many."""
+        return self.list_path.rpartition("/")[2]
+
 
 NODES = Resource("node", "Node", "/api/v1/nodes", is_namespaced=False)
 PODS = Resource("pod", "Pod", "/api/v1/pods", is_namespaced=True)

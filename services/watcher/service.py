@@ -6,12 +6,15 @@ stamped with the wall-clock time of observation and go through one bounded queue
 publisher loop that publishes in order, pipelined (`publish_many`), waiting out NATS outages.
 The queue's bound is the back-pressure: a watch is never read further than QUEUE_SIZE changes
 ahead of what JetStream stored. A restarted watcher seeds its inventory from the log
-(`recovery`), so nothing that changed while it was down is lost, deletes included.
+(`recovery`), so nothing that changed while it was down is lost, deletes included. It is ready
+once the first lists are published and for as long as no list/watch fails to reach the API
+server for longer than `listwatch.UNREADY_AFTER_SECONDS` (it keeps retrying meanwhile).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +27,7 @@ from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import Settings
 from services.kube import client as kube_client
 from services.kube import listwatch
-from services.kube.listwatch import Change, Known, Requester, Synced
+from services.kube.listwatch import Change, Health, Known, Requester, Synced
 from services.kube.resources import (
     NATIVE_PODGROUP_GROUP,
     NATIVE_PODGROUPS,
@@ -125,23 +128,28 @@ class Watcher:
         self._resources = tuple(resources or watched(settings.watcher.group_apis))
         self._reads_native = NATIVE_PODGROUP_GROUP in settings.watcher.group_apis
         self._clock_ms = clock_ms or _wall_clock_ms
+        self._health = Health()
 
     async def run(self, ready: ReadyFlag) -> None:
-        """Observe, publish and tick until cancelled (or until a task fails: then raise)."""
+        """Observe, publish and tick until cancelled (or until a task fails: then raise).
+
+        `ready` is set once the first lists are published, then follows the list/watches'
+        health (`_follow_health`)."""
         queue: asyncio.Queue[_Entry] = asyncio.Queue(maxsize=QUEUE_SIZE)
         synced = asyncio.Event()
         async with asyncio.TaskGroup() as tasks:
             for resource in self._resources:
                 tasks.create_task(self._observe(resource, queue), name=f"watch {resource.kind}")
-            tasks.create_task(self._publish(queue, ready, synced), name="publish events")
+            tasks.create_task(self._publish(queue, synced), name="publish events")
             tasks.create_task(self._tick(queue, synced), name="clock ticks")
+            tasks.create_task(self._follow_health(ready, synced), name="readiness")
 
     async def _observe(self, resource: Resource, queue: asyncio.Queue[_Entry]) -> None:
         """Feed the queue with `resource`'s changes, and a marker after each full list."""
         seed = self._seeds.get(resource.list_path)
         async for observation in listwatch.observe(
             self._client, resource, known=seed, watch_timeout_seconds=self._watch_timeout_seconds,
-            resync_seconds=self._resync_seconds,
+            resync_seconds=self._resync_seconds, health=self._health,
         ):
             if isinstance(observation, Synced):
                 await queue.put(_ListSynced(resource.list_path))
@@ -172,10 +180,9 @@ class Watcher:
                         meta.get("resourceVersion", ""), problem)
         return items
 
-    async def _publish(
-        self, queue: asyncio.Queue[_Entry], ready: ReadyFlag, synced: asyncio.Event
-    ) -> None:
-        """Publish the queue in order, in pipelined batches; mark ready after the first lists."""
+    async def _publish(self, queue: asyncio.Queue[_Entry], synced: asyncio.Event) -> None:
+        """Publish the queue in order, in pipelined batches; set `synced` once the first lists
+        of every resource are published."""
         listed: set[str] = set()
         while True:
             batch = [await queue.get()]
@@ -188,12 +195,33 @@ class Watcher:
                     items = []
                     listed.add(entry.list_path)
                     if not synced.is_set() and len(listed) == len(self._resources):
-                        log.info("initial lists published; watcher ready")
+                        log.info("initial lists published")
                         synced.set()
-                        ready.set()
                 else:
                     items.append(entry)
             await self._publisher.publish_many(items)
+
+    async def _follow_health(self, ready: ReadyFlag, synced: asyncio.Event) -> None:
+        """Once `synced`, keep `ready` set exactly while no list/watch has failed to reach the
+        API server for `listwatch.UNREADY_AFTER_SECONDS` or longer (`Health.failing`), logging
+        each change; woken by the health's changes and by a failure passing that grace."""
+        await synced.wait()
+        was_ready: bool | None = None
+        while True:
+            self._health.changed.clear()
+            failing, recheck_seconds = self._health.failing()
+            is_ready = not failing
+            if is_ready != was_ready:
+                ready.set(is_ready)
+                if is_ready:
+                    log.info("watcher ready" if was_ready is None else
+                             "watcher ready again: every list/watch reaches the API server")
+                else:
+                    log.warning("watcher not ready: list/watch of %s failing for %gs or longer",
+                                ", ".join(failing), listwatch.UNREADY_AFTER_SECONDS)
+                was_ready = is_ready
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._health.changed.wait(), recheck_seconds)
 
     async def _tick(self, queue: asyncio.Queue[_Entry], synced: asyncio.Event) -> None:
         """Enqueue a ClockTicked at every multiple of the tick period once the lists are in.

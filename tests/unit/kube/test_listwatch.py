@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
 from services.kube import errors, listwatch
 from services.kube.listwatch import Change, Inventory, Known, Synced
-from services.kube.resources import PODS
+from services.kube.resources import NODES, PODGROUPS, PODS, PVCS, STORAGECLASSES
 
 
 def obj(name: str, uid: str, rv: str, namespace: str = "default") -> dict[str, Any]:
@@ -39,12 +39,16 @@ class FakeApi:
         return response
 
     async def stream(
-        self, path: str, query: Any, *, read_timeout_seconds: float
+        self, path: str, query: Any, *, read_timeout_seconds: float,
+        opened: Callable[[], None] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         self.calls.append(("watch", dict(query)))
         if not self.watches:
             await asyncio.Event().wait()
-        for item in self.watches.pop(0):
+        script = self.watches.pop(0)
+        if opened is not None and not (script and isinstance(script[0], errors.KubeUnreachable)):
+            opened()
+        for item in script:
             if isinstance(item, Exception):
                 raise item
             yield item
@@ -266,3 +270,101 @@ async def test_a_watch_ending_at_once_with_a_bookmark_at_the_same_version_backs_
     same = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "10"}}}
     await _backs_off_after_the_first_watch(
         FakeApi(lists=[page([], "10")], watches=[[same], [same], [same]]))
+
+
+class Clock:
+    """A settable monotonic clock, in seconds."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def refused(resource: str = "nodes") -> errors.KubeUnreachable:
+    return errors.KubeUnreachable(f"GET /api/v1/{resource}", server="https://127.0.0.1:1",
+                                  why="connection refused")
+
+
+def test_connection_failures_are_one_line_for_all_resources_then_every_tenth_counted(
+        caplog: pytest.LogCaptureFixture) -> None:
+    health = listwatch.Health(clock=Clock())
+    caplog.set_level("INFO", logger="services.kube.listwatch")
+    for _ in range(3):
+        for resource in (NODES, PODS, STORAGECLASSES, PVCS):
+            health.failed(resource, refused(), 0.5)
+    health.reached(NODES)
+    health.failed(NODES, refused(), 1.0)
+    assert [record.getMessage() for record in caplog.records] == [
+        "cannot reach the API server at https://127.0.0.1:1: connection refused; "
+        "retrying in 0.5s",
+        "cannot reach the API server at https://127.0.0.1:1: connection refused; "
+        "retrying in 0.5s (11 such failures)",
+        "the API server at https://127.0.0.1:1 answers again",
+        "cannot reach the API server at https://127.0.0.1:1: connection refused; "
+        "retrying in 1s",
+    ]
+
+
+def test_an_error_the_server_answered_keeps_its_wording_for_its_resource(
+        caplog: pytest.LogCaptureFixture) -> None:
+    health = listwatch.Health(clock=Clock())
+    not_served = errors.from_status(404, {"message": "the server could not find it"},
+                                    f"GET {PODGROUPS.list_path}")
+    health.failed(PODGROUPS, not_served, 2.0)
+    assert [record.getMessage() for record in caplog.records] == [
+        "podgroup list/watch failed, retrying in 2s: GET "
+        "/apis/scheduling.x-k8s.io/v1alpha1/podgroups: HTTP 404: the server could not find it "
+        "(does this cluster serve scheduling.x-k8s.io/v1alpha1? install its CRD, e.g. "
+        "`kubectl apply --server-side -f deploy/crds/` for scheduling.x-k8s.io, or enable the "
+        "API group and feature gates for scheduling.k8s.io; see docs/integrations.md)"]
+
+
+def test_a_list_watch_is_failing_only_after_the_grace_until_it_is_answered_again() -> None:
+    clock = Clock()
+    health = listwatch.Health(clock=clock)
+    health.failed(NODES, refused(), 0.5)
+    clock.now += 1.0
+    health.failed(PODS, refused("pods"), 0.5)
+    assert health.failing() == ([], 3.0)
+    clock.now += 3.0
+    assert health.failing() == (["nodes"], 1.0)
+    clock.now += 1.0
+    assert health.failing() == (["nodes", "pods"], None)
+    assert health.changed.is_set()
+    health.changed.clear()
+    health.reached(PODS)
+    assert health.changed.is_set()
+    assert health.failing() == (["nodes"], None)
+    health.reached(NODES)
+    assert health.failing() == ([], None)
+
+
+async def test_a_watch_ending_or_expiring_is_no_failure(
+        caplog: pytest.LogCaptureFixture) -> None:
+    gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}
+    api = FakeApi(lists=[page([], "10"), page([], "20")],
+                  watches=[[], [gone], [{"type": "ADDED", "object": obj("a", "u1", "21")}]])
+    health = listwatch.Health()
+    caplog.set_level("INFO", logger="services.kube.listwatch")
+    seen = await take(api, 3, health=health)
+    assert summary(seen) == [("synced", "10"), ("synced", "20"), ("observed", "u1", "21")]
+    assert health.failing(0.0) == ([], None)
+    assert not health.changed.is_set()
+    assert [r.getMessage() for r in caplog.records if r.levelname != "INFO"] == []
+
+
+async def test_a_list_is_logged_with_the_resource_plural(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="services.kube.listwatch")
+    added = {"type": "ADDED", "object": obj("fast", "u1", "11", namespace="")}
+    stream = listwatch.observe(FakeApi(lists=[page([], "10")], watches=[[added]]),
+                               STORAGECLASSES)
+    try:
+        assert await asyncio.wait_for(anext(stream), 2) == Synced("10")
+        assert summary([await asyncio.wait_for(anext(stream), 2)]) == [("observed", "u1", "11")]
+    finally:
+        await stream.aclose()
+    assert [record.getMessage() for record in caplog.records] == [
+        "listed storageclasses: 0 objects"]

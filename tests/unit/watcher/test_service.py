@@ -34,7 +34,8 @@ class FakeApi:
         return {"metadata": {"resourceVersion": "10"}, "items": self.lists.get(path, [])}
 
     async def stream(
-        self, path: str, query: Any, *, read_timeout_seconds: float
+        self, path: str, query: Any, *, read_timeout_seconds: float,
+        opened: Callable[[], None] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         for event in self.watches.pop(path, []):
             yield event
