@@ -139,7 +139,7 @@ async def test_readyz_turns_503_while_the_api_server_is_down_and_200_once_it_is_
         await eventually_async(lambda: answers((503, "not ready: watcher\n")), timeout=15,
                                interval=0.05, what="not ready once the API server is down")
         took = time.monotonic() - stopped
-        assert listwatch.UNREADY_AFTER_SECONDS <= took < listwatch.UNREADY_AFTER_SECONDS + 2
+        assert listwatch.UNREADY_AFTER_SECONDS <= took < listwatch.UNREADY_AFTER_SECONDS + 3
 
         await api.start()
         try:
@@ -153,7 +153,11 @@ async def test_readyz_turns_503_while_the_api_server_is_down_and_200_once_it_is_
     messages = [record.getMessage() for record in caplog.records]
     server = f"http://127.0.0.1:{api.port}"
     refused = f"cannot reach the API server at {server}: connection refused; retrying in "
-    assert sum(message.startswith(refused) for message in messages) == 1
+    # once, then again after ten more failures of the kind: that comes when the restart is
+    # late (three resources retrying at 0.5, 1.5, 3.5, 7.5 s after a first "broke off" each)
+    told = [message for message in messages if message.startswith(refused)]
+    assert len(told) in (1, 2), told
+    assert told[1:] == [] or told[1].endswith(" (11 such failures)"), told
     assert not [message for message in messages if "list/watch failed" in message]
     assert messages.count(
         "watcher not ready: list/watch of nodes, pods, storageclasses failing for 4s or "
