@@ -79,15 +79,8 @@ def test_waiting_for_a_first_connection_says_why_at_once_then_every_tenth_failur
                                       waiting_for="nats://10.0.0.5:4222")
     refused = ConnectionRefusedError(111, "Connect call failed ('10.0.0.5', 4222)")
 
-    async def fail() -> None:
-        for _ in range(21):
-            await callbacks.on_error(refused)
-        await callbacks.on_error(TimeoutError())
-
-    with caplog.at_level(logging.WARNING, logger=connection.__name__):
-        asyncio.run(fail())
     waiting = "cannot reach NATS at nats://10.0.0.5:4222"
-    assert [record.getMessage() for record in caplog.records] == [
+    assert logged(callbacks, [refused] * 21 + [TimeoutError()], caplog) == [
         f"{waiting}: connection refused; retrying every 1s",
         f"{waiting}: connection refused; retrying every 1s (11 such failures)",
         f"{waiting}: connection refused; retrying every 1s (21 such failures)",
@@ -129,17 +122,22 @@ def test_servers_failing_each_in_its_own_way_are_not_logged_every_second(
     refused = ConnectionRefusedError(111, "Connect call failed ('10.0.0.5', 4222)")
     unknown = socket.gaierror(-2, "Name or service not known")
 
-    async def fail() -> None:
-        for _ in range(20):
-            await callbacks.on_error(refused)
-            await callbacks.on_error(unknown)
-
-    with caplog.at_level(logging.WARNING, logger=connection.__name__):
-        asyncio.run(fail())
     waiting = "cannot reach NATS at nats://nats-0:4222,nats://nats-1:4222"
-    assert [record.getMessage() for record in caplog.records] == [
+    assert logged(callbacks, [refused, unknown] * 20, caplog) == [
         f"{waiting}: connection refused; retrying every 1s",
         f"{waiting}: name or service not known; retrying every 1s",
         f"{waiting}: connection refused; retrying every 1s (11 such failures)",
         f"{waiting}: name or service not known; retrying every 1s (11 such failures)",
     ]
+
+
+def logged(callbacks: connection._Callbacks, failures: list[Exception],
+           caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The warnings `callbacks` log for `failures`, met in that order."""
+    async def fail() -> None:
+        for failure in failures:
+            await callbacks.on_error(failure)
+
+    with caplog.at_level(logging.WARNING, logger=connection.__name__):
+        asyncio.run(fail())
+    return [record.getMessage() for record in caplog.records]

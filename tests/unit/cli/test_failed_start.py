@@ -112,24 +112,24 @@ def test_a_data_dir_that_cannot_be_looked_at_is_one_line_not_a_traceback(
     assert last.startswith("Error: ") and "File name too long" in last, last
 
 
-def test_a_database_holding_recorded_rounds_is_never_removed(tmp_path: Path) -> None:
-    guard = StartGuard(tmp_path / "data")
+def fail_after_recording(data_dir: Path, rounds: list[int]) -> None:
+    """A start that makes `data_dir` and a database with `rounds` recorded, then exits 1
+    (e.g. the binder never became ready)."""
+    guard = StartGuard(data_dir)
     with pytest.raises(SystemExit), guard.removing_on_failure(exclusive=True):
-        guard.data_dir.mkdir()
-        with contextlib.closing(sqlite3.connect(guard.data_dir / "gangsched.db")) as db:
+        data_dir.mkdir()
+        with contextlib.closing(sqlite3.connect(data_dir / "gangsched.db")) as db:
             db.execute("CREATE TABLE rounds (plan_seq INTEGER)")
-            db.execute("INSERT INTO rounds VALUES (7)")
+            db.executemany("INSERT INTO rounds VALUES (?)", [(seq,) for seq in rounds])
             db.commit()
-        raise SystemExit(1)  # e.g. the binder never became ready
-    assert sorted(path.name for path in guard.data_dir.iterdir()) == ["gangsched.db"]
+        raise SystemExit(1)
+
+
+def test_a_database_holding_recorded_rounds_is_never_removed(tmp_path: Path) -> None:
+    fail_after_recording(tmp_path / "data", [7])
+    assert sorted(path.name for path in (tmp_path / "data").iterdir()) == ["gangsched.db"]
 
 
 def test_an_empty_database_made_by_the_failed_start_goes(tmp_path: Path) -> None:
-    guard = StartGuard(tmp_path / "data")
-    with pytest.raises(SystemExit), guard.removing_on_failure(exclusive=True):
-        guard.data_dir.mkdir()
-        with contextlib.closing(sqlite3.connect(guard.data_dir / "gangsched.db")) as db:
-            db.execute("CREATE TABLE rounds (plan_seq INTEGER)")
-            db.commit()
-        raise SystemExit(1)
+    fail_after_recording(tmp_path / "data", [])
     assert not (tmp_path / "data").exists()
