@@ -19,7 +19,7 @@ from services.bus import urls
 from services.bus.errors import BusUnavailable
 from services.config.settings import BusSettings
 from services.contracts import subjects
-from services.runtime.unreachable import reason
+from services.runtime.unreachable import Repeats, reason
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class _Callbacks:
         self.last: Exception | None = None
         self._last_error = ""
         self._repeats = 0
-        self._waiting_failures: dict[str, int] = {}
+        self._waiting_failures = Repeats()
         """Failures of each kind (`_kind`) while waiting for the first connection."""
 
     async def on_error(self, error: Exception) -> None:
@@ -209,12 +209,10 @@ class _Callbacks:
         of each kind, naming the URL and the reason, then every `REPEATS_BETWEEN_LOGS`-th of
         that kind. Counted per kind, not in a row: a cluster's servers failing each in its own
         way (one refusing, one's name not resolving yet) alternate kinds on every retry."""
-        kind = _kind(error)
-        repeats = self._waiting_failures.get(kind, 0)
-        self._waiting_failures[kind] = repeats + 1
-        if repeats % REPEATS_BETWEEN_LOGS:
+        total = self._waiting_failures.count(_kind(error))
+        if total is None:
             return
-        count = f" ({repeats + 1} such failures)" if repeats else ""
+        count = f" ({total} such failures)" if total > 1 else ""
         log.warning("cannot reach NATS at %s: %s; retrying every %gs%s", self.waiting_for,
                     reason(error), RECONNECT_WAIT_SECONDS, count)
 
