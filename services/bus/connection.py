@@ -19,7 +19,7 @@ from services.bus import urls
 from services.bus.errors import BusUnavailable
 from services.config.settings import BusSettings
 from services.contracts import subjects
-from services.runtime.unreachable import Repeats, reason
+from services.runtime.unreachable import REPEATS_BETWEEN_LOGS, Repeats, reason
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +27,6 @@ FIRST_CONNECT_TIMEOUT_SECONDS = 30.0
 RECONNECT_WAIT_SECONDS = 1
 CONNECT_TIMEOUT_SECONDS = 2
 DEFAULT_INBOX_PREFIX = "_INBOX"
-REPEATS_BETWEEN_LOGS = 10
-"""A connection error repeated this many times in a row is logged again, with its count."""
 
 Connection: TypeAlias = Client
 """A live NATS connection, as `connect` returns it. Services hold it and hand it (or its
