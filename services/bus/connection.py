@@ -7,6 +7,7 @@ credentials a URL carries (`nats://user:password@host`) in a message or a log li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any, TypeAlias
 
@@ -27,6 +28,8 @@ FIRST_CONNECT_TIMEOUT_SECONDS = 30.0
 RECONNECT_WAIT_SECONDS = 1
 CONNECT_TIMEOUT_SECONDS = 2
 DEFAULT_INBOX_PREFIX = "_INBOX"
+CLOSE_AFTER_CANCEL_SECONDS = 2.0
+"""How long `close`, cancelled, still waits for the drain it started before closing at once."""
 
 Connection: TypeAlias = Client
 """A live NATS connection, as `connect` returns it. Services hold it and hand it (or its
@@ -78,6 +81,9 @@ async def connect(
             user_credentials=str(settings.creds_file) if settings.creds_file else None,
             inbox_prefix=inbox_prefix(settings),
         )
+    except asyncio.CancelledError:
+        await close(client)  # nats-py may have connected as the cancellation arrived
+        raise
     except _Refused as refused:
         await client.close()
         raise BusUnavailable(
@@ -97,6 +103,41 @@ async def connect(
     shown = f"{url.scheme}://{url.hostname}:{url.port}" if url is not None else "NATS"
     log.info("connected to NATS %s as %s", shown, name)
     return client
+
+
+async def close(client: Connection) -> None:
+    """Drain `client` (its subscriptions, then what it published) and close it; a client
+    already closed, lost or never connected is closed as it is, without an error.
+
+    Units: cancelled, it waits at most `CLOSE_AFTER_CANCEL_SECONDS` more for the drain to
+    end (milliseconds on a healthy connection), then closes the client as it is.
+    Raises:
+        asyncio.CancelledError: when cancelled during it, always. nats-py's `drain` and
+            `flush` swallow a cancellation (`except CancelledError: pass`), and one arriving
+            before its drain got going leaves its subscription tasks behind; so a task that
+            drained a connection as a SIGTERM arrived carried on as if nothing happened
+            (`gangsched run` signalled while it checked NATS started its services anyway and
+            never stopped). The drain runs as a task of its own, never cut short inside.
+    """
+    draining = asyncio.ensure_future(_drain(client))
+    try:
+        await asyncio.shield(draining)
+    except asyncio.CancelledError:
+        await asyncio.wait({draining}, timeout=CLOSE_AFTER_CANCEL_SECONDS)
+        if not draining.done():
+            draining.cancel()
+            await asyncio.gather(draining, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await client.close()
+        raise
+
+
+async def _drain(client: Connection) -> None:
+    try:
+        await client.drain()
+    except Exception:  # closed, reconnecting, never connected: close what is left
+        with contextlib.suppress(Exception):
+            await client.close()
 
 
 class _Refused(Exception):

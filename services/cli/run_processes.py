@@ -90,8 +90,7 @@ async def _check_bus(settings: Settings) -> None:
     would restart forever)."""
     nc = await connection.connect(settings.bus, name="gangsched-run",
                                   first_connect_timeout_seconds=None)
-    with contextlib.suppress(Exception):
-        await nc.drain()
+    await connection.close(nc)
 
 
 def _child_settings(settings: Settings) -> Settings:

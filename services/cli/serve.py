@@ -82,7 +82,7 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
         stack.push_async_callback(cancel_and_wait, announcing)
         nc = await connection.connect(settings.bus, name=f"gangsched-{'+'.join(services)}",
                                       first_connect_timeout_seconds=None)
-        stack.push_async_callback(_drain, nc)
+        stack.push_async_callback(connection.close, nc)
         readiness.flag(NATS_FLAG).set()
         supervisor = Supervisor()
         stack.push_async_callback(supervisor.stop)
@@ -211,11 +211,6 @@ async def announce_when_ready(settings: Settings, readiness: Readiness,
         "http": f"http://{settings.http_host}:{health.port}" if health else None,
     })
     log.info("gangsched ready: %s", ", ".join(services))
-
-
-async def _drain(nc: Connection) -> None:
-    with contextlib.suppress(Exception):
-        await nc.drain()
 
 
 def remove_run_file(data_dir: Path) -> None:

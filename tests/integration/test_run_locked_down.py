@@ -42,8 +42,10 @@ def run(tmp_path: Path):
     try:
         yield process
     finally:
-        code = stop(process)
-        print(process.log_tail(60))
+        try:
+            code = stop(process)
+        finally:
+            print(process.log_tail(60))
     assert code == 0, f"gangsched run exited {code}"
 
 
