@@ -123,6 +123,7 @@ class Round:
                     pending: list[PodObserved]) -> None:
         self.derived.quiet.discard(key)
         self.derived.behind_binders.discard(key)
+        self.derived.joining.pop(key, None)
         group.quorum_told_from_ms = None
         if group.in_flight:
             return  # its placement is being bound; members beyond it wait for GroupBound
@@ -141,6 +142,7 @@ class Round:
             told_from = quorum.told_from_ms(pending, group)
             if self.now < told_from:  # members still joining, or told just now
                 group.quorum_told_from_ms = told_from
+                self.sleep(key, pending, told_from, stranded=key in self.stranded)
                 return
             told = group.last_rejection
             self.reject(key, group, pending,
@@ -190,6 +192,19 @@ class Round:
             return
         self.reject(key, group, pending, group.failure_reason)
         self._maybe_hold(key, group, pending[:need])
+
+    def sleep(self, key: str, pending: list[PodObserved], until_ms: int, *,
+              stranded: bool) -> None:
+        """Let later rounds skip a gang short of quorum, its members still joining, until
+        `until_ms` (event time, UTC epoch ms) or a change to its pods or PodGroup
+        (`Derived.joining`). Only where looking at it before then would change nothing: not a
+        stranded gang (it holds capacity each round), not one with a nomination, and not one
+        with a claim among its pending members (a claim or volume changing meanwhile would be
+        found by `_waiting_reason` at once). Skipping it then gives the same decisions."""
+        if stranded or key in self.state.nominations \
+                or any(pod.volume_claims for pod in pending):
+            return
+        self.derived.joining[key] = until_ms
 
     def rest(self, key: str, pending: list[PodObserved], resting: set[str] | None = None) -> None:
         """Let later rounds skip the group until its pods or PodGroup change: always

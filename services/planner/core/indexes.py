@@ -25,7 +25,10 @@ class Derived:
     whose members or PodGroup changed: every change to a group's pods or PodGroup marks it);
     `quiet` the groups whose last round ended in a wait that only such a change can end, and
     `behind_binders` those that waited only for busy binders (`attempt.Round.rest`): a round
-    skips them while they are not dirty (the latter while the binders stay busy).
+    skips them while they are not dirty (the latter while the binders stay busy);
+    `joining[group]` the event time (UTC epoch ms) a gang short of quorum, its members still
+    joining, is due to be told so (`attempt.Round.sleep`): a round skips it while it is not
+    dirty and that time has not come, as looking at it would change nothing.
     """
 
     def __init__(self, scheduler_name: str) -> None:
@@ -37,6 +40,7 @@ class Derived:
         self.dirty: set[str] = set()
         self.quiet: set[str] = set()
         self.behind_binders: set[str] = set()
+        self.joining: dict[str, int] = {}
         self.index: capacity.NodeIndex | None = None
 
     def reindex(self, state: PlannerState, uid: str) -> None:

@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import itertools
+import random
+from typing import Any
 
-from services.contracts.decisions import Rejection, StatusUpdate
+import pytest
+
+from services.contracts.decisions import Decision, Placement, Rejection, StatusUpdate
+from services.contracts.events import ClaimDeleted
 from services.planner.core import backoff, quorum
-from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from services.planner.core.attempt import Round
+from tests.unit.planner.builders import (
+    make_claim,
+    make_node,
+    make_pod,
+    make_podgroup,
+    make_volume,
+)
 from tests.unit.planner.harness import Cluster, recorded
 from tests.unit.planner.test_properties import replay_through_snapshots
 
@@ -89,3 +101,67 @@ def test_a_member_updated_again_and_again_does_not_hold_the_telling_forever() ->
         cluster.plan()
     assert "2 of 3 members exist" in cluster.last_reason("default/g")
     assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
+
+
+def test_a_gang_still_joining_is_skipped_until_its_telling_is_due_or_it_changes() -> None:
+    cluster = Cluster(now_ms=10_000).observe(make_node("n0"), make_podgroup("g", 3),
+                                             member("g-0"))
+    cluster.plan()
+    joining = cluster.state.derived.joining  # type: ignore[union-attr]
+    assert joining == {"default/g": 11_000}
+    assert not cluster.advance(0.5).plan()
+    assert joining == {"default/g": 11_000}  # not looked at: nothing was due
+    cluster.advance(0.2).observe(member("g-1"))  # a change: looked at, due a second later
+    assert not [d for d in cluster.plan() if isinstance(d, Rejection)]
+    assert joining == {"default/g": 11_700}
+    told = [d for d in cluster.advance(1).plan() if isinstance(d, Rejection)]
+    assert [r.reason for r in told] == [
+        "gang default/g: 2 of 3 members exist; waiting for quorum (minMember 3)"]
+    assert joining == {}
+
+
+def test_a_gang_with_a_claim_among_its_joining_members_is_looked_at_every_round() -> None:
+    # a claim deleted meanwhile must be told at once (VolumeBinding's PreFilter), not when
+    # the quorum telling is due: no change to the gang's pods marks it
+    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 3),
+                                make_claim("data", volume="pv"), make_volume("pv", claim=(
+                                    "default", "data")),
+                                member("g-0").claims("data"))
+    cluster.plan()
+    assert cluster.state.derived.joining == {}  # type: ignore[union-attr]
+    cluster.advance(0.3).apply(ClaimDeleted(at_ms=cluster.now_ms, uid="uid-claim-default-data",
+                                            namespace="default", name="data"))
+    told = [d for d in cluster.plan() if isinstance(d, Rejection)]
+    assert len(told) == 1 and "persistentvolumeclaim \"data\" not found" in told[0].reason
+
+
+def test_skipping_joining_gangs_changes_no_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    def scenario() -> list[Decision]:
+        rng = random.Random(7)
+        arrivals = [(rng.uniform(0, 6), f"g{g}", f"g{g}-{i}")
+                    for g in range(8) for i in range(rng.randint(2, 6))]
+        cluster = Cluster().observe(make_node("n0").capacity(pods=20),
+                                    make_node("n1").capacity(pods=6),
+                                    *(make_podgroup(f"g{g}", 4) for g in range(8)))
+        for at, group, name in sorted(arrivals):
+            while cluster.now_ms < at * 1000:
+                cluster.bind(cluster.advance(0.1).plan())
+            cluster.observe(make_pod(name).in_group(group))
+        for _ in range(150):
+            cluster.bind(cluster.advance(0.1).plan())
+        assert any(isinstance(d, Rejection) for d in cluster.decisions)
+        assert any(isinstance(d, Placement) for d in cluster.decisions)
+        return cluster.decisions
+
+    slept: list[str] = []
+    sleep = Round.sleep
+
+    def counted(self: Round, key: str, *args: Any, **kwargs: Any) -> None:
+        slept.append(key)
+        sleep(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(Round, "sleep", counted)
+    skipping = scenario()
+    assert len(slept) > 20  # the scenario has gangs joining for a while
+    monkeypatch.setattr(Round, "sleep", lambda *args, **kwargs: None)
+    assert scenario() == skipping
