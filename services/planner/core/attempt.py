@@ -41,7 +41,7 @@ from services.planner.core import (
 from services.planner.core.apply import record_failure
 from services.planner.core.capacity import Hold, IntArray, NodeIndex
 from services.planner.core.config import PlannerConfig
-from services.planner.core.indexes import Derived
+from services.planner.core.indexes import Asleep, Derived
 from services.planner.core.state import (
     GroupState,
     InFlight,
@@ -123,7 +123,7 @@ class Round:
                     pending: list[PodObserved]) -> None:
         self.derived.quiet.discard(key)
         self.derived.behind_binders.discard(key)
-        self.derived.joining.pop(key, None)
+        self.derived.asleep.pop(key, None)
         group.quorum_told_from_ms = None
         if group.in_flight:
             return  # its placement is being bound; members beyond it wait for GroupBound
@@ -166,8 +166,9 @@ class Round:
             return
         changed = _pending_changed(group, pending)
         self.quiet_reason = None
-        if ((self._is_holder(key, group, need) and group.may_retry_early)
-                or self._may_retry_early(group) or key in self.state.nominations):
+        retrying = ((self._is_holder(key, group, need) and group.may_retry_early)
+                    or self._may_retry_early(group) or key in self.state.nominations)
+        if retrying:
             # quiet retries: the gang holding capacity every round, so it does not miss the
             # moment its nodes drain; an unschedulable group once capacity was freed since its
             # last attempt (at most once per initial backoff), as kube-scheduler requeues pods
@@ -192,19 +193,39 @@ class Round:
             return
         self.reject(key, group, pending, group.failure_reason)
         self._maybe_hold(key, group, pending[:need])
+        if not retrying and not changed and not self._may_hold(key, group):
+            self.sleep(key, pending, self._backed_off_until(group), stranded=False,
+                       freed_ms=self.state.capacity_freed_ms)
 
-    def sleep(self, key: str, pending: list[PodObserved], until_ms: int, *,
-              stranded: bool) -> None:
-        """Let later rounds skip a gang short of quorum, its members still joining, until
-        `until_ms` (event time, UTC epoch ms) or a change to its pods or PodGroup
-        (`Derived.joining`). Only where looking at it before then would change nothing: not a
-        stranded gang (it holds capacity each round), not one with a nomination, and not one
-        with a claim among its pending members (a claim or volume changing meanwhile would be
-        found by `_waiting_reason` at once). Skipping it then gives the same decisions."""
+    def _backed_off_until(self, group: GroupState) -> float:
+        """The first event time (UTC epoch ms) a backed-off gang, neither retrying nor holding
+        now, may do something other than wait: its backoff ends, it starts starving (then it
+        holds capacity), or its early retry comes (`_may_retry_early`; capacity freed later
+        wakes it as well: `Derived.asleep`)."""
+        times: list[float] = []
+        retry = backoff.retry_at_ms(group, self.config)
+        if retry is not None:
+            times.append(retry)
+        if group.pending_since_ms is not None:
+            times.append(group.pending_since_ms + self.config.starvation_seconds * 1000)
+        last = group.last_attempt_ms
+        if group.may_retry_early and last is not None and self.state.capacity_freed_ms >= last:
+            times.append(last + backoff.backoff_ms(1, self.config))
+        return min(times, default=self.now)
+
+    def sleep(self, key: str, pending: list[PodObserved], until_ms: float, *,
+              stranded: bool, freed_ms: int | None = None) -> None:
+        """Let later rounds skip a group that waits for time until `until_ms` (event time, UTC
+        epoch ms) or a change to its pods or PodGroup (`Derived.asleep`), or, with `freed_ms`
+        (a backed-off gang), capacity freed since. Only where looking at it before then would
+        change nothing: not a stranded gang (it holds capacity each round), not one with a
+        nomination, and not one with a claim among its pending members (a claim or volume
+        changing meanwhile would be found by `_waiting_reason` at once). Skipping it then gives
+        the same decisions."""
         if stranded or key in self.state.nominations \
                 or any(pod.volume_claims for pod in pending):
             return
-        self.derived.joining[key] = until_ms
+        self.derived.asleep[key] = Asleep(until_ms, freed_ms)
 
     def rest(self, key: str, pending: list[PodObserved], resting: set[str] | None = None) -> None:
         """Let later rounds skip the group until its pods or PodGroup change: always

@@ -8,12 +8,22 @@ iterated for ordering: callers sort.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from services.planner.core import capacity, pods
 
 if TYPE_CHECKING:
     from services.planner.core.state import PlannerState
+
+
+class Asleep(NamedTuple):
+    """Until when rounds may skip a group (`Derived.asleep`): `until_ms` (event time, UTC epoch
+    ms; a float where a configured number of seconds makes it one) and, for a backed-off gang,
+    `freed_ms`, the `PlannerState.capacity_freed_ms` it was looked at with (capacity freed
+    since may let it retry early); None where freed capacity changes nothing."""
+
+    until_ms: float
+    freed_ms: int | None = None
 
 
 class Derived:
@@ -26,9 +36,10 @@ class Derived:
     `quiet` the groups whose last round ended in a wait that only such a change can end, and
     `behind_binders` those that waited only for busy binders (`attempt.Round.rest`): a round
     skips them while they are not dirty (the latter while the binders stay busy);
-    `joining[group]` the event time (UTC epoch ms) a gang short of quorum, its members still
-    joining, is due to be told so (`attempt.Round.sleep`): a round skips it while it is not
-    dirty and that time has not come, as looking at it would change nothing.
+    `asleep[group]` when a group whose next step waits for time is due (`Asleep`,
+    `attempt.Round.sleep`): a gang short of quorum, its members still joining, or a backed-off
+    gang; a round skips it while it is not dirty and that time has not come (nor capacity been
+    freed, for a backed-off one), as looking at it would change nothing.
     """
 
     def __init__(self, scheduler_name: str) -> None:
@@ -40,7 +51,7 @@ class Derived:
         self.dirty: set[str] = set()
         self.quiet: set[str] = set()
         self.behind_binders: set[str] = set()
-        self.joining: dict[str, int] = {}
+        self.asleep: dict[str, Asleep] = {}
         self.index: capacity.NodeIndex | None = None
 
     def reindex(self, state: PlannerState, uid: str) -> None:

@@ -82,22 +82,23 @@ def _expire(rnd: Round) -> None:
 def _queue(rnd: Round) -> list[tuple[str, GroupState, PodGroupObserved | None, list[PodObserved]]]:
     """Groups with pending members, in queue order (see `queue.queue_key`), each with its
     pending members unsorted (`plan` sorts those of the groups it plans); but for those
-    resting in a wait only a change to the group can end, those short of quorum whose telling
-    is not due yet and that did not change (`Derived.joining`), and those behind binders busy from
+    resting in a wait only a change to the group can end, those waiting for a time not come yet
+    that did not change (`Derived.asleep`), and those behind binders busy from
     the start of the round (`Round.rest`; `plan` skips those behind binders that become busy
     during the round)."""
     state, current = rnd.state, rnd.derived
     quiet, dirty = current.quiet, current.dirty
     busy = rnd.binders_busy()  # busy now, busy all round: placements are only added
     entries = []
-    joining, nominated = current.joining, state.nominations
+    asleep, nominated, freed = current.asleep, state.nominations, state.capacity_freed_ms
     for key, uids in current.pending.items():
         if key not in dirty:
             if key in quiet:
                 continue  # waits for a change to its pods or PodGroup
-            due = joining.get(key)
-            if due is not None and rnd.now < due and key not in nominated:
-                continue  # short of quorum, members still joining: nothing to tell yet
+            sleep = asleep.get(key)
+            if (sleep is not None and rnd.now < sleep.until_ms and key not in nominated
+                    and sleep.freed_ms in (None, freed)):
+                continue  # waits for time (quorum telling, backoff): nothing due yet
         group = state.groups.get(key)
         if group is None:
             group = state.groups[key] = GroupState()
@@ -123,7 +124,7 @@ def _settle(rnd: Round) -> None:
         if key not in current.pending:
             current.quiet.discard(key)
             current.behind_binders.discard(key)
-            current.joining.pop(key, None)
+            current.asleep.pop(key, None)
         group = state.groups.get(key)
         if group is not None and key not in current.pending and group.last_rejection is not None:
             group.last_rejection = None  # nobody waits any more: the condition clears
