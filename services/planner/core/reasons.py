@@ -70,7 +70,8 @@ NOT_PENDING = "pod is not Pending, so it is not scheduled"
 # PodGroup `Scheduled` condition messages (status.derive), when no rejection explains the group.
 GROUP_SCHEDULED = "gang {group}: {bound} members bound (minMember {min_member})"
 GROUP_BINDING = "gang {group}: placement attempt {attempt} is being bound"
-GROUP_WAITING = "gang {group}: {bound} of {min_member} members bound; {pods} member pod(s) exist"
+GROUP_WAITING = "gang {group}: {bound} of {min_member} members bound"
+NO_MEMBER_POD = "; no member pod exists"
 
 
 def node_reasons(total_nodes: int, counts: Mapping[str, int]) -> str:
@@ -223,5 +224,9 @@ def group_binding(group: str, attempt: int) -> str:
 
 
 def group_waiting(group: str, bound: int, min_member: int, pods: int) -> str:
-    """The condition message of a gang below minMember with no member waiting to be placed."""
-    return GROUP_WAITING.format(group=group, bound=bound, min_member=min_member, pods=pods)
+    """The condition message of a gang below minMember with nothing told and nothing being
+    bound: its members still arriving (told once they stop: `quorum.told_from_ms`), or none
+    left. The number of member pods is left out: counted, it changed the PodGroup's status
+    with every arrival."""
+    message = GROUP_WAITING.format(group=group, bound=bound, min_member=min_member)
+    return message + NO_MEMBER_POD if pods == 0 else message

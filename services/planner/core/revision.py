@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 26
+CORE_REVISION = 27
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -76,7 +76,10 @@ joined it for a second of event time (`quorum.QUIET_MS`), and again no sooner th
 10 s after its previous telling; a gang whose members arrive in a burst is placed without a word
 of waiting ("Quorum told once members stop arriving"). 26: a member joins its gang when first
 observed and no later than 2 s after its creationTimestamp (`quorum.JOIN_LAG_MS`): one updated
-again and again held its gang's telling forever."""
+again and again held its gang's telling forever. 27: the Waiting condition message no longer
+counts the member pods (`gang <g>: <b> of <m> members bound`, and `; no member pod exists` when
+none does), so members arriving no longer change the PodGroup's status one by one ("Quorum told
+once members stop arriving")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

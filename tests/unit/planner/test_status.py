@@ -115,7 +115,7 @@ def test_condition_says_waiting_once_nobody_waits():
     cluster.plan()
     update = cluster.statuses("default/g")[-1]
     assert (update.condition_reason, update.condition_message) == (
-        "Waiting", "gang default/g: 0 of 1 members bound; 0 member pod(s) exist")
+        "Waiting", "gang default/g: 0 of 1 members bound; no member pod exists")
 
 
 def test_condition_says_binding_while_placed_then_scheduled_once_bound():
