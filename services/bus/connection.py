@@ -20,6 +20,7 @@ from services.bus import urls
 from services.bus.errors import BusUnavailable
 from services.config.settings import BusSettings
 from services.contracts import subjects
+from services.runtime import cancellation
 from services.runtime.unreachable import REPEATS_BETWEEN_LOGS, Repeats, reason
 
 log = logging.getLogger(__name__)
@@ -109,8 +110,9 @@ async def close(client: Connection) -> None:
     """Drain `client` (its subscriptions, then what it published) and close it; a client
     already closed, lost or never connected is closed as it is, without an error.
 
-    Units: cancelled, it waits at most `CLOSE_AFTER_CANCEL_SECONDS` more for the drain to
-    end (milliseconds on a healthy connection), then closes the client as it is.
+    Units: cancelled, it waits `CLOSE_AFTER_CANCEL_SECONDS` more for the drain to end
+    (milliseconds on a healthy connection), then cuts it short and closes the client as it
+    is; nats-py still finishes the flush its drain began (at most its flush timeout, 10 s).
     Raises:
         asyncio.CancelledError: when cancelled during it, always. nats-py's `drain` and
             `flush` swallow a cancellation (`except CancelledError: pass`), and one arriving
@@ -163,9 +165,9 @@ async def _connect_unless_refused(client: Client, callbacks: _Callbacks,
         await asyncio.wait({connecting, refused}, timeout=timeout_seconds,
                            return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in (connecting, refused):
-            task.cancel()
-        await asyncio.gather(connecting, refused, return_exceptions=True)
+        # again and again: a cancellation nats-py loses (the connect attempt's error returned
+        # instead, Python 3.11's wait_for) leaves it retrying forever
+        await cancellation.cancel_until_done((connecting, refused))
     if callbacks.refusal is not None and not client.is_connected:
         raise _Refused(callbacks.refusal)
     if connecting.cancelled():

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterator
 from typing import Any, ParamSpec, TypeVar
 
 P = ParamSpec("P")
@@ -69,3 +69,23 @@ async def cancel_and_wait(task: asyncio.Task[Any]) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+RECANCEL_SECONDS = 1.0
+"""How long `cancel_until_done` waits for cancelled tasks before cancelling them again."""
+
+
+async def cancel_until_done(tasks: Collection[asyncio.Future[Any]],
+                            every_seconds: float = RECANCEL_SECONDS) -> None:
+    """Cancel `tasks` and wait until every one has ended, cancelling those still running
+    again every `every_seconds`: one cancellation lost (Python 3.11's `wait_for` inside
+    nats-py, which then retries a connection forever) must not keep the caller waiting for
+    good. Their results and errors are left in them (nothing is raised for them).
+
+    Units: seconds.
+    """
+    while pending := [task for task in tasks if not task.done()]:
+        for task in pending:
+            task.cancel()
+        await asyncio.wait(pending, timeout=every_seconds)
+

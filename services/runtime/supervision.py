@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from services.runtime import metrics
+from services.runtime import cancellation, metrics
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +20,7 @@ MAX_BACKOFF_SECONDS = 30.0
 HEALTHY_RUN_SECONDS = 60.0
 """A task that ran this long before failing is restarted after the first backoff again."""
 
-RECANCEL_SECONDS = 1.0
+RECANCEL_SECONDS = cancellation.RECANCEL_SECONDS
 """How long `Supervisor.stop` waits for cancelled tasks before cancelling them again."""
 
 TaskFactory = Callable[[], Awaitable[None]]
@@ -89,10 +89,7 @@ class Supervisor:
         coincides with a result, and one lost cancellation must not keep the process alive.
         """
         tasks = list(self._tasks.values())
-        while pending := [task for task in tasks if not task.done()]:
-            for task in pending:
-                task.cancel()
-            await asyncio.wait(pending, timeout=RECANCEL_SECONDS)
+        await cancellation.cancel_until_done(tasks, RECANCEL_SECONDS)
         for task in tasks:
             if not task.cancelled() and task.exception() is not None:
                 log.error("task %s ended with %r", task.get_name(), task.exception())
