@@ -16,7 +16,8 @@ members were evicted by a Preemption and it was not placed since (Preempted, nam
 preemptor); the last rejection told (Preempting while capacity is nominated for the gang,
 else Unschedulable: no fit, no quorum, backed off after a rollback, ...); enough
 members bound for minMember (Scheduled); a placement being bound (Binding); else nothing to do
-for now (Waiting: too few members bound and none waiting to be placed, e.g. all deleted).
+or tell for now (Waiting: too few members bound, and its members still arriving, not told yet,
+or none left, e.g. all deleted).
 """
 
 from __future__ import annotations
