@@ -111,14 +111,23 @@ def stream_layout(url: str, stream: str) -> tuple[int, str]:
     return asyncio.run(read())
 
 
+ELECTION_LINES = ("became leader", "standing by", "task planner failed")
+"""What a planner logs as it leads, stands by, or stops serving (its work failed: the
+supervisor restarts it, standing by again)."""
+
+
 def leading(*planners: split.ServiceProcess) -> split.ServiceProcess | None:
-    """The planner whose last election line says it leads (None while none does)."""
+    """The planner whose last election line says it leads; None while none does, and while
+    more than one does (a leader that lost the lease, e.g. across a NATS server's restart, says
+    so only once its renewal fails, after the other became leader: killing it then would kill
+    the wrong one, and the other's taking over would already be in its log)."""
+    claiming = []
     for planner in planners:
         lines = [line for line in planner.log_text().splitlines()
-                 if "became leader" in line or "standing by" in line]
+                 if any(said in line for said in ELECTION_LINES)]
         if lines and "became leader" in lines[-1]:
-            return planner
-    return None
+            claiming.append(planner)
+    return claiming[0] if len(claiming) == 1 else None
 
 
 def apply_gangs(cp, namespace: str, groups: list[str]) -> dict[str, int]:
