@@ -142,7 +142,7 @@ class Round:
             told_from = quorum.told_from_ms(pending, group)
             if self.now < told_from:  # members still joining, or told just now
                 group.quorum_told_from_ms = told_from
-                self.sleep(key, pending, told_from, stranded=key in self.stranded)
+                self.sleep(key, pending, told_from)
                 return
             told = group.last_rejection
             self.reject(key, group, pending,
@@ -194,7 +194,7 @@ class Round:
         self.reject(key, group, pending, group.failure_reason)
         self._maybe_hold(key, group, pending[:need])
         if not retrying and not changed and not self._may_hold(key, group):
-            self.sleep(key, pending, self._backed_off_until(group), stranded=False,
+            self.sleep(key, pending, self._backed_off_until(group),
                        freed_ms=self.state.capacity_freed_ms)
 
     def _backed_off_until(self, group: GroupState) -> float:
@@ -214,7 +214,7 @@ class Round:
         return min(times, default=self.now)
 
     def sleep(self, key: str, pending: list[PodObserved], until_ms: float, *,
-              stranded: bool, freed_ms: int | None = None) -> None:
+              freed_ms: int | None = None) -> None:
         """Let later rounds skip a group that waits for time until `until_ms` (event time, UTC
         epoch ms) or a change to its pods or PodGroup (`Derived.asleep`), or, with `freed_ms`
         (a backed-off gang), capacity freed since. Only where looking at it before then would
@@ -222,7 +222,7 @@ class Round:
         nomination, and not one with a claim among its pending members (a claim or volume
         changing meanwhile would be found by `_waiting_reason` at once). Skipping it then gives
         the same decisions."""
-        if stranded or key in self.state.nominations \
+        if key in self.stranded or key in self.state.nominations \
                 or any(pod.volume_claims for pod in pending):
             return
         self.derived.asleep[key] = Asleep(until_ms, freed_ms)
