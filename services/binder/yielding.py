@@ -5,9 +5,9 @@ events, PodScheduled conditions, PodGroup status: several requests per pod or gr
 binds a hundred to one under contention, and an API server near its in-flight limit serves
 them in arrival order, so without a rule they starve the binds that free the queue (placements
 then arrive after their deadline on a slowed API server; docs/design-notes.md, "Deadlines,
-rollback and expiry"). `ReportGate` lets at most
-`while_binding` report requests be in flight while a placement is being carried out, and
-`idle` otherwise; binds never wait on it. `YieldingKube` is the reporter's view of the API:
+rollback and expiry"). `ReportGate` holds report requests while a placement is being
+carried out (each at most `max_hold_seconds`, then `while_binding` at a time), and lets `idle`
+be in flight otherwise; binds never wait on it. `YieldingKube` is the reporter's view of the API:
 every request waits for a slot first. Mirrors in spirit API priority and fairness, which
 kube-scheduler relies on server-side: binds are the workload-high traffic here.
 """
@@ -25,35 +25,48 @@ from services.binder.ports import Kube
 from services.kube.events import ObjectRef
 from services.kube.podgroups import StatusChange, StatusWrite
 
-REPORTS_WHILE_BINDING = 4
-"""Report requests in flight while a placement binds."""
+REPORTS_WHILE_BINDING = 1
+"""Report requests in flight while placements bind, of those held `MAX_HOLD_SECONDS`."""
 REPORTS_IDLE = 64
 """Report requests in flight while nothing binds."""
+MAX_HOLD_SECONDS = 10.0
+"""The longest a report request waits because placements keep binding; it then goes (at most
+REPORTS_WHILE_BINDING such at once), so reports progress under a steady stream of placements.
+As kube-scheduler's longest pod backoff (podMaxBackoffSeconds, 10 s), which also bounds how
+late the binder writes a repeated rejection (`service.REJECTION_MAX_SETTLE_SECONDS`).
+Why hold at all: in the cluster benchmark the API server also serves the pods' creator, and
+reports written between binds (a Scheduled event per pod, FailedScheduling, PodGroup status)
+slowed both. Workload a, gangsched alone, two runs each: 4 in flight while binding (before
+session 26) 9.6-9.9 s makespan; 1 in flight 9.7-9.8 s; held (this rule) 8.8 s, the events
+then written once the binds are done (bench/README.md, "Session 26")."""
 
 
 class ReportGate:
     """Counts placements binding and report requests in flight (module docstring).
 
-    Report requests are let in first come, first served: a freed slot goes straight to the
-    oldest waiter (no waiter is woken only to wait again, so thousands queued cost nothing
-    while they wait). A lower limit (a placement starting to bind) lets the requests already
-    in flight finish; only new ones wait. Units: counts of requests. Never raises;
-    `report()` only waits.
+    While any placement binds, a report request waits until none binds or until it has waited
+    `max_hold_seconds`; those held that long go `while_binding` at a time. With nothing
+    binding, `idle` go at once. Report requests are let in first come, first served: a freed
+    slot goes straight to the oldest waiter (no waiter is woken only to wait again, so
+    thousands queued cost nothing while they wait). A lower limit (a placement starting to
+    bind) lets the requests already in flight finish; only new ones wait. Units: counts of
+    requests, seconds of the running loop's monotonic clock. `report()` only waits; the
+    constructor raises ValueError unless 1 <= while_binding <= idle and max_hold_seconds >= 0.
     """
 
     def __init__(self, while_binding: int = REPORTS_WHILE_BINDING,
-                 idle: int = REPORTS_IDLE) -> None:
+                 idle: int = REPORTS_IDLE, max_hold_seconds: float = MAX_HOLD_SECONDS) -> None:
         if not 1 <= while_binding <= idle:
             raise ValueError(f"need 1 <= while_binding ({while_binding}) <= idle ({idle})")
+        if max_hold_seconds < 0:
+            raise ValueError(f"max_hold_seconds must be >= 0, not {max_hold_seconds}")
         self._while_binding, self._idle = while_binding, idle
+        self._max_hold = max_hold_seconds
         self._binding = 0
         self._reports = 0
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-
-    @property
-    def limit(self) -> int:
-        """Report requests allowed in flight now."""
-        return self._while_binding if self._binding else self._idle
+        self._waiters: collections.deque[tuple[float, asyncio.Future[None]]] = \
+            collections.deque()
+        self._timer: asyncio.TimerHandle | None = None
 
     @property
     def waiting(self) -> int:
@@ -73,9 +86,11 @@ class ReportGate:
     @contextlib.asynccontextmanager
     async def report(self) -> AsyncIterator[None]:
         """Hold one report request's slot, waiting (in turn) until one is free."""
-        if self._waiters or self._reports >= self.limit:
-            turn = asyncio.get_running_loop().create_future()
-            self._waiters.append(turn)
+        loop = asyncio.get_running_loop()
+        if self._waiters or not self._may_start(loop.time(), loop.time()):
+            turn = loop.create_future()
+            self._waiters.append((loop.time(), turn))
+            self._admit()  # with no hold, a request held by nothing but binding goes now
             try:
                 await turn
             except asyncio.CancelledError:
@@ -89,17 +104,45 @@ class ReportGate:
         finally:
             self._release()
 
+    def _may_start(self, asked_at: float, now: float) -> bool:
+        """Whether a request asked at `asked_at` may take a slot at `now` (loop time)."""
+        if not self._binding:
+            return self._reports < self._idle
+        return self._reports < self._while_binding and now >= asked_at + self._max_hold
+
     def _release(self) -> None:
         self._reports -= 1
         self._admit()
 
     def _admit(self) -> None:
-        """Give free slots to the oldest waiters still waiting."""
-        while self._waiters and self._reports < self.limit:
-            turn = self._waiters.popleft()
-            if not turn.done():
-                self._reports += 1
-                turn.set_result(None)
+        """Give free slots to the oldest waiters still waiting; while placements bind, wake
+        again when the oldest has been held its longest."""
+        now = asyncio.get_running_loop().time()
+        while self._waiters:
+            asked_at, turn = self._waiters[0]
+            if turn.done():  # cancelled while waiting
+                self._waiters.popleft()
+                continue
+            if not self._may_start(asked_at, now):
+                if self._binding and now < asked_at + self._max_hold:
+                    self._wake_at(asked_at + self._max_hold)
+                return  # else a slot is busy: its release admits
+            self._waiters.popleft()
+            self._reports += 1
+            turn.set_result(None)
+
+    def _wake_at(self, when: float) -> None:
+        """Run `_admit` at loop time `when` (one timer, the earliest asked for, kept)."""
+        if self._timer is not None and not self._timer.cancelled() \
+                and self._timer.when() <= when:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_at(when, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._admit()
 
 
 class YieldingKube:

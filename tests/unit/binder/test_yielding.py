@@ -1,4 +1,5 @@
-"""Reports yield to binding: few report requests in flight while a placement binds."""
+"""Reports yield to binding: report requests are held while a placement binds (each at most
+its longest hold, then a few at a time)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,62 @@ async def _peak_reports(gate: ReportGate, reports: int, *, binding: bool) -> int
     return peak
 
 
-async def test_while_a_placement_binds_only_a_few_report_requests_run() -> None:
-    assert await _peak_reports(ReportGate(while_binding=2, idle=8), 20, binding=True) == 2
+async def test_while_a_placement_binds_no_report_request_runs_before_its_hold_ends() -> None:
+    gate = ReportGate(while_binding=2, idle=8, max_hold_seconds=10.0)
+    started = 0
+
+    async def report() -> None:
+        nonlocal started
+        async with gate.report():
+            started += 1
+
+    async with gate.binding():
+        tasks = [asyncio.create_task(report()) for _ in range(20)]
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert started == 0 and gate.waiting == 20
+    await asyncio.wait_for(asyncio.gather(*tasks), 10.0)
+    assert started == 20 and gate.waiting == 0
+
+
+async def test_with_no_hold_only_a_few_report_requests_run_while_a_placement_binds() -> None:
+    assert await _peak_reports(ReportGate(while_binding=2, idle=8, max_hold_seconds=0.0), 20,
+                               binding=True) == 2
+
+
+async def test_reports_held_their_longest_go_a_few_at_a_time_while_placements_bind() -> None:
+    hold = 0.5
+    gate = ReportGate(while_binding=1, idle=8, max_hold_seconds=hold)
+    loop = asyncio.get_running_loop()
+    started: list[tuple[int, float]] = []
+    first_started = asyncio.Event()
+    releases = [asyncio.Event() for _ in range(3)]
+
+    async def report(n: int) -> None:
+        async with gate.report():
+            started.append((n, loop.time()))
+            first_started.set()
+            await releases[n].wait()
+
+    async with gate.binding():
+        asked_at = loop.time()
+        tasks = [asyncio.create_task(report(n)) for n in range(3)]
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert started == []
+        await asyncio.wait_for(first_started.wait(), 10.0)
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert [n for n, _ in started] == [0]  # one at a time, the oldest first
+        assert started[0][1] >= asked_at + hold
+        releases[0].set()
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert [n for n, _ in started] == [0, 1]  # already held its longest: goes at once
+        releases[1].set()
+        releases[2].set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 10.0)
+    assert [n for n, _ in started] == [0, 1, 2]
 
 
 async def test_with_nothing_binding_reports_get_the_idle_limit() -> None:
@@ -47,7 +102,7 @@ async def test_with_nothing_binding_reports_get_the_idle_limit() -> None:
 
 
 async def test_reports_waiting_behind_a_placement_go_when_it_is_done() -> None:
-    gate = ReportGate(while_binding=1, idle=4)
+    gate = ReportGate(while_binding=1, idle=4, max_hold_seconds=10.0)
     started: list[int] = []
     hold = asyncio.Event()
 
@@ -60,7 +115,7 @@ async def test_reports_waiting_behind_a_placement_go_when_it_is_done() -> None:
         tasks = [asyncio.create_task(report(n)) for n in range(4)]
         for _ in range(10):
             await asyncio.sleep(0)
-        assert started == [0]
+        assert started == []
     for _ in range(10):
         await asyncio.sleep(0)
     assert sorted(started) == [0, 1, 2, 3]
@@ -73,6 +128,8 @@ def test_limits_must_be_ordered() -> None:
         ReportGate(while_binding=0, idle=4)
     with pytest.raises(ValueError, match="need 1 <= while_binding"):
         ReportGate(while_binding=8, idle=4)
+    with pytest.raises(ValueError, match="max_hold_seconds must be >= 0"):
+        ReportGate(max_hold_seconds=-1.0)
 
 
 async def test_a_freed_slot_goes_to_the_oldest_waiter_and_wakes_no_other() -> None:
