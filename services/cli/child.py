@@ -58,7 +58,8 @@ def main() -> None:
 
 async def _watched(channel: ParentChannel, job: ChildPayload) -> None:
     channel.watch_parent()
-    await serve.serve(job.settings, (job.service,), job.planner, announce=_reporter(channel))
+    await serve.serve(job.settings, (job.service,), job.planner, announce=_reporter(channel),
+                      is_child=True)
 
 
 def _reporter(channel: ParentChannel) -> serve.Announce:

@@ -51,9 +51,10 @@ run until cancelled. The default writes run.json once every service is ready."""
 
 
 async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerConfig,
-                announce: Announce | None = None) -> None:
+                announce: Announce | None = None, *, is_child: bool = False) -> None:
     """Run `services` (a subset of SERVICES) until cancelled; `announce` (default: run.json
-    once ready) runs beside them.
+    once ready) runs beside them. `is_child`: a `gangsched run` child, whose health
+    endpoints only its parent reads (`health_server`).
 
     Raises:
         services.store.errors.SchemaMismatch: the database is behind or ahead of this version
@@ -74,7 +75,7 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
         readiness = Readiness()
         for name in (NATS_FLAG, *services):
             readiness.flag(name)  # every flag before anything can look: none ready yet
-        health = await health_server(settings, readiness)
+        health = await health_server(settings, readiness, is_private=is_child)
         if health is not None:
             stack.push_async_callback(health.stop)
         announcing = asyncio.ensure_future(
@@ -183,9 +184,12 @@ def _unreachable_database(url: str) -> Iterator[None]:
 
 
 async def health_server(settings: Settings, readiness: Readiness,
-                        metrics_body: MetricsBody | None = None) -> HealthServer | None:
+                        metrics_body: MetricsBody | None = None, *,
+                        is_private: bool = False) -> HealthServer | None:
     """/healthz /readyz /metrics on `settings.http_host:http_port`, started; None when the
-    port is -1 (disabled).
+    port is -1 (disabled). Its address is logged (INFO), unless `is_private`: a `gangsched
+    run` child's, which only its parent reads (the parent's own endpoints merge it), is logged
+    at DEBUG, so that the log names one address to scrape.
 
     Raises:
         services.runtime.health.PortUnavailable: the address cannot be bound.
@@ -195,6 +199,11 @@ async def health_server(settings: Settings, readiness: Readiness,
     server = HealthServer(readiness, host=settings.http_host, port=settings.http_port,
                           metrics_body=metrics_body)
     await server.start()
+    if is_private:
+        log.debug("private health endpoints (read by the parent) on http://%s:%d",
+                  server.host, server.port)
+    else:
+        log.info("health endpoints on http://%s:%d", server.host, server.port)
     return server
 
 

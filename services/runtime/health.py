@@ -112,7 +112,6 @@ class HealthServer:
                 f"cannot serve /healthz, /readyz and /metrics on {self.host}:{self.port}: "
                 f"{error.strerror or error}; {unbindable_hint(error)}") from None
         self.port = int(self._runner.addresses[0][1])
-        log.info("health endpoints on http://%s:%d", self.host, self.port)
         return self.port
 
     async def stop(self) -> None:

@@ -3,7 +3,8 @@ the `run` process, which SIGTERM stops with all of them (exit 0), which restarts
 dies, and whose death, even by SIGKILL, leaves no process behind.
 
 The API server of the kubeconfig is unreachable (the services wait for it), so run.json is
-never written; the parent's HTTP address is the first one its log names.
+never written; the parent's HTTP address is the one its log names (the children's endpoints,
+which only the parent reads, are logged at DEBUG).
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ def test_a_service_process_that_dies_is_restarted_and_counted(tmp_path: Path):
         metrics = eventually(lambda: _with_every_service(samples(address)), timeout=60,
                              interval=0.5, what="the new planner's metrics merged")
         assert metrics[("gangsched_task_restarts_total", (("task", "planner"),))] == 1.0
+        # every child serves its own endpoints (merged above), yet the log names one address
+        assert re.findall(r"health endpoints on (http://\S+)", run.log_tail(400)) == [address]
         assert metrics[("gangsched_build_info", (("python", _python()),
                                                  ("version", _version())))] == 1.0
     finally:
