@@ -94,10 +94,11 @@ class ReportGate:
     async def report(self) -> AsyncIterator[None]:
         """Hold one report request's slot, waiting (in turn) until one is free."""
         loop = asyncio.get_running_loop()
-        if self._waiters or not self._may_start(loop.time(), loop.time()):
+        now = loop.time()
+        if self._waiters or not self._may_start(now, now):
             turn = loop.create_future()
-            self._waiters.append((loop.time(), turn))
-            self._admit()  # with no hold, a request held by nothing but binding goes now
+            self._waiters.append((now, turn))
+            self._admit()  # the waiters ahead may all be cancelled; else arms the hold's timer
             try:
                 await turn
             except asyncio.CancelledError:
