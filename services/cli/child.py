@@ -6,7 +6,9 @@ the planner's configuration) arrives pickled on stdin from the parent that made 
 secret is ever on a command line. It runs the service as `gangsched <service>` would, with
 /metrics on a free loopback port for the parent to merge, and reports that port and its
 readiness on its channel to the parent; it ends on SIGTERM, and when the parent is gone
-(`services.runtime.child_channel`, `services.runtime.parent_death`).
+(`services.runtime.child_channel`, `services.runtime.parent_death`). Its one argument names
+the service (`python -m services.cli.child binder`), so `ps` tells the three apart; the
+payload must name the same one.
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ def main() -> None:
         sys.exit(exit_codes.USAGE)
     job = pickle.loads(payload)  # from the parent that started this process, over its pipe
     assert isinstance(job, ChildPayload)
+    named = sys.argv[1:]
+    if named and named != [job.service]:
+        print(f"gangsched: started as the {' '.join(named)} process with a {job.service} "
+              "payload", file=sys.stderr)
+        sys.exit(exit_codes.USAGE)
     from services.cli.main import configure_logging, run_service
 
     configure_logging(job.settings.log_level)

@@ -103,7 +103,7 @@ def _child_settings(settings: Settings) -> Settings:
 
 def _spec(name: str, settings: Settings, planner: PlannerConfig) -> ChildSpec:
     return ChildSpec(
-        name=name, argv=(sys.executable, "-m", CHILD_MODULE),
+        name=name, argv=(sys.executable, "-m", CHILD_MODULE, name),
         payload=pickle.dumps(ChildPayload(name, settings, planner)), env=_child_env())
 
 

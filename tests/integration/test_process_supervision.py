@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import signal
 import sys
 from typing import Any
@@ -13,7 +14,11 @@ from typing import Any
 import psutil
 import pytest
 
+from services.cli.child import ChildPayload
+from services.config.settings import Settings
+from services.planner.core.config import PlannerConfig
 from services.runtime import metrics
+from services.runtime.child_channel import frame
 from services.runtime.process_supervision import (
     ChildFailed,
     ChildSpec,
@@ -124,6 +129,17 @@ async def test_a_child_started_without_a_parent_payload_says_so():
     assert stderr.decode().strip() == (
         "gangsched: stdin ended before the payload; not a supervised start (this module is "
         "started by `gangsched run`)")
+
+
+async def test_a_child_whose_argument_names_another_service_than_its_payload_says_so():
+    payload = pickle.dumps(ChildPayload("planner", Settings(), PlannerConfig()))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "services.cli.child", "binder", stdin=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    _, stderr = await process.communicate(frame(payload))
+    assert process.returncode == 2
+    assert stderr.decode().strip() == (
+        "gangsched: started as the binder process with a planner payload")
 
 
 async def test_stop_does_not_wait_out_a_restart_backoff():

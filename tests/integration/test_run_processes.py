@@ -75,8 +75,8 @@ def test_each_service_runs_in_its_own_process_and_sigterm_stops_them_all(tmp_pat
         processes = descendants(run)
         assert {p.pid for p in processes} >= set(pids.values())
         assert sum("nats-server" in " ".join(p.cmdline()) for p in processes) == 1
-        assert all(p.cmdline()[1:] == ["-m", "services.cli.child"]
-                   for p in processes if p.pid in pids.values())
+        assert {name: psutil.Process(pid).cmdline()[1:] for name, pid in pids.items()} == {
+            name: ["-m", "services.cli.child", name] for name in ("watcher", "planner", "binder")}
     finally:
         code = stop(run)
     assert code == 0, run.log_tail()
