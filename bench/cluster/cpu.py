@@ -29,19 +29,30 @@ def _stat(pid: int) -> tuple[int, float] | None:
     return int(fields[1]), ticks / TICKS_PER_SECOND
 
 
-def _tree_seconds(root: int) -> float:
+def _processes() -> tuple[dict[int, list[int]], dict[int, float]]:
+    """Every process now: children by parent pid, and CPU seconds (`_stat`) by pid."""
     parents: dict[int, list[int]] = {}
     seconds: dict[int, float] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
             parents.setdefault(stat[0], []).append(int(entry.name))
             seconds[int(entry.name)] = stat[1]
-    total, todo = 0.0, [root]
+    return parents, seconds
+
+
+def _tree(root: int, parents: dict[int, list[int]]) -> list[int]:
+    """`root` and its descendants, root first."""
+    found, todo = [], [root]
     while todo:
         pid = todo.pop()
-        total += seconds.get(pid, 0.0)
+        found.append(pid)
         todo += parents.get(pid, [])
-    return total
+    return found
+
+
+def _tree_seconds(root: int) -> float:
+    parents, seconds = _processes()
+    return sum(seconds.get(pid, 0.0) for pid in _tree(root, parents))
 
 
 def snapshot(pids: dict[str, int]) -> dict[str, float]:
@@ -53,6 +64,50 @@ def used_since(before: dict[str, float], pids: dict[str, int]) -> dict[str, floa
     """CPU seconds each named process (tree) used since `before` was taken."""
     now = snapshot(pids)
     return {name: round(now[name] - before.get(name, 0.0), 2) for name in sorted(pids)}
+
+
+CHILD_MODULE = "services.cli.child"
+
+
+def process_label(argv: list[str]) -> str:
+    """What a process of a scheduler's tree is, from its command line: the service a
+    `gangsched run` child runs (`python -m services.cli.child binder` → `binder`), `nats-server`,
+    else the module run with `-m` (`services.cli.main`) or the program's file name."""
+    if not argv:
+        return "?"
+    if "-m" in argv[:-1]:
+        module = argv[argv.index("-m") + 1]
+        after = argv[argv.index("-m") + 2:]
+        return after[0] if module == CHILD_MODULE and after else module
+    return Path(argv[0]).name
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def parts(root: int) -> dict[str, float]:
+    """CPU seconds used so far by `root` and each of its descendants (each with its reaped
+    children), summed by `process_label`: a scheduler's CPU by process."""
+    parents, seconds = _processes()
+    found: dict[str, float] = {}
+    for pid in _tree(root, parents):
+        label = process_label(_argv(pid))
+        found[label] = found.get(label, 0.0) + seconds.get(pid, 0.0)
+    return found
+
+
+def parts_since(before: dict[str, float], root: int) -> dict[str, float]:
+    """CPU seconds each process of `root`'s tree used since `before` (`parts`) was taken,
+    largest first. A process restarted meanwhile is undercounted (what its predecessor used
+    left with it), never negative."""
+    now = parts(root)
+    return {label: round(max(0.0, seconds - before.get(label, 0.0)), 2)
+            for label, seconds in sorted(now.items(), key=lambda item: -item[1])}
 
 
 def summarise_profile(path: Path) -> dict[str, Any]:

@@ -6,8 +6,10 @@ longest partial window, CPU utilisation and CPU milliseconds per bound pod (all 
 then the ratios gangsched / other and the bind ceiling; then the API server's requests per bound
 pod by verb and resource, per scheduler (`requests_table`: every client's, read from the API
 server's own metrics, so the creator's POSTs and KWOK's lease renewals are in every column
-alike and the differences between columns are the schedulers'); with `--profile`, the share of
-kube-apiserver CPU by handler kind (`apiserver_table`).
+alike and the differences between columns are the schedulers'); then the CPU seconds each
+process used from the first pod created until the run ended, the scheduler's by process
+(`cpu_table`; results from session 27 on); with `--profile`, the share of kube-apiserver CPU by
+handler kind (`apiserver_table`).
 """
 
 from __future__ import annotations
@@ -88,6 +90,33 @@ def requests_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def cpu_table(result: dict[str, Any]) -> str:
+    """CPU seconds from the first pod created until the run ended (the last bind, for a
+    complete run), a column per scheduler: each control-plane process, the creator left out
+    (it is this process); then the scheduler's own processes (`scheduler: <process>`, e.g.
+    `gangsched: binder`), each with its children. Empty for results without these numbers."""
+    names = [name for name, m in result["schedulers"].items()
+             if "error" not in m and m.get("cpu_seconds_to_end")]
+    if not names:
+        return ""
+    runs = result["schedulers"]
+    rows: dict[str, dict[str, float]] = {}
+    for name in names:
+        for process, seconds in runs[name]["cpu_seconds_to_end"].items():
+            rows.setdefault("scheduler" if process == name else process, {})[name] = seconds
+        by_process = (runs[name].get("scheduler_cpu_seconds_by_process") or {}).get("to_end")
+        for process, seconds in (by_process or {}).items():
+            rows.setdefault(f"{name}: {process}", {})[name] = seconds
+    lines = ["| CPU s until the run ended | " + " | ".join(names) + " |",
+             "|" + "---|" * (len(names) + 1)]
+    lines += ["| " + row_name + " | " + " | ".join(
+        "-" if name not in values else f"{values[name]:.2f}" for name in names) + " |"
+        for row_name, values in rows.items()]
+    totals = [sum(runs[name]["cpu_seconds_to_end"].values()) for name in names]
+    lines.append("| all | " + " | ".join(f"{total:.2f}" for total in totals) + " |")
+    return "\n".join(lines)
+
+
 def apiserver_table(result: dict[str, Any]) -> str:
     """The share of kube-apiserver CPU each handler kind spent, a column per scheduler profiled
     (`apiserver_profile`, taken with `--profile`), with the CPU seconds profiled."""
@@ -128,6 +157,9 @@ def main() -> None:
         requests = requests_table(result)
         if requests:
             print(requests + "\n")
+        used = cpu_table(result)
+        if used:
+            print(used + "\n")
         profiled = apiserver_table(result)
         if profiled:
             print(profiled + "\n")

@@ -103,9 +103,11 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
                         {pod.name: gang_index[pod.gang] for pod in workload.pods if pod.gang})
     recorder.start()
     watched = {**cp.pids, "recorder": recorder.pid}
-    if running.pids and not scheduler.uses_testbed_scheduler:
-        watched[scheduler.name] = running.pids[0]
+    own = running.pids[0] if running.pids and not scheduler.uses_testbed_scheduler else None
+    if own is not None:
+        watched[scheduler.name] = own
     load_before, cpu_before = os.getloadavg(), cpu.snapshot(watched)
+    own_before = cpu.parts(own) if own is not None else {}
     creator_before = time.process_time()
     requests_before = asyncio.run(api_requests(endpoint))
     profiler = _py_spy(running.pids[0], cp_dir) if options.profile and running.pids else None
@@ -115,6 +117,8 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
             apiserver_profiler.start()
         asyncio.run(_create_pods(endpoint, workload, scheduler, options.concurrency))
         outcome = _wait(recorder, workload, options, is_gang=scheduler.is_gang)
+        cpu_to_end = cpu.used_since(cpu_before, watched)
+        own_to_end = cpu.parts_since(own_before, own) if own is not None else {}
         listed = asyncio.run(_count_bound(endpoint))
         settle_s = asyncio.run(_settle(endpoint))
         scraped = running.scrape()
@@ -125,6 +129,7 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
         profile = _stop_py_spy(profiler)
         cpu_used = cpu.used_since(cpu_before, watched)
         cpu_used["bench creator"] = round(time.process_time() - creator_before, 2)
+        own_used = cpu.parts_since(own_before, own) if own is not None else {}
         records = recorder.stop()
         apiserver_profile = apiserver_profiler.stop() if apiserver_profiler else None
     result = analysis.analyse(workload, records["pods"])
@@ -133,7 +138,10 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
                "bound_by_list_at_end": listed, "reports_settled_s": settle_s,
                "load_average_before": [round(x, 2) for x in load_before],
                "load_average_after": [round(x, 2) for x in os.getloadavg()],
-               "cpu_seconds": cpu_used, "scheduler_log": str(running.log_path or "")}
+               "cpu_seconds": cpu_used, "cpu_seconds_to_end": cpu_to_end,
+               "scheduler_cpu_seconds_by_process": {"to_settled": own_used,
+                                                    "to_end": own_to_end},
+               "scheduler_log": str(running.log_path or "")}
     result["cpu_ms_per_bound_pod"] = analysis.cpu_per_pod(result)
     if profile is not None:
         result["profile"] = profile
