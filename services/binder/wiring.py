@@ -63,9 +63,11 @@ async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> No
         placements, reports = await open_consumers(js, settings.bus.prefix)
         view = ViewFeed(js, settings.bus.prefix)
         await view.start()
+        publisher = BusPublisher(js)
+        stack.push_async_callback(publisher.close)
         binder = Binder(
             KubeApi(client, controller=settings.scheduler_name, checks=checks),
-            BusPublisher(js),
+            publisher,
             settings,
             outcome_log=StreamOutcomeLog(js, settings.bus.prefix),
             status_log=StreamStatusLog(js, settings.bus.prefix, settings.decision_key),

@@ -10,6 +10,7 @@ under our id, `services.bus.collisions`), ours is published again under a fallba
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 
@@ -181,6 +182,16 @@ class Publisher:
             acks.append(future.result())
         return acks
 
+
+    async def close(self) -> None:
+        """Stop waiting for acks: unsubscribe the acks' inbox that `publish_many` opened and
+        cancel the acks still awaited. A later `publish_many` opens a new one. Call it when the
+        owner stops: a service restarted on the same connection would otherwise leave one
+        inbox subscription behind per start. Nothing is raised for a closed connection."""
+        if self._acks is not None:
+            acks, self._acks = self._acks, None
+            with contextlib.suppress(nats.errors.Error):
+                await acks.close()
 
     async def recent_ids(self, stream: str, count: int) -> frozenset[str]:
         """The message ids of the last `count` messages stored in `stream`

@@ -298,10 +298,20 @@ async def run_planner(
     """
     await schema.check_schema(engine)
     await streams.ensure_streams(js, settings.bus)
+    publisher = BusPublisher(js, signing_key=settings.decision_key)
+    try:
+        await _serve(js, engine, publisher, settings, ready, config)
+    finally:
+        await publisher.close()
+
+
+async def _serve(js: JetStream, engine: AsyncEngine, publisher: BusPublisher, settings: Settings,
+                 ready: ReadyFlag | None, config: core_config.PlannerConfig | None) -> None:
+    """`run_planner` once its publisher exists: recover, then serve batches until cancelled."""
     prefix = settings.bus.prefix
     service = PlannerService(
         PlannerStore(engine, consumer=DURABLE, snapshot=DURABLE, planner=revision.PLANNER),
-        BusPublisher(js, signing_key=settings.decision_key),
+        publisher,
         prefix=prefix,
         config=config or core_config.PlannerConfig(scheduler_name=settings.scheduler_name),
         settings=settings.planner,

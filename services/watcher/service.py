@@ -99,9 +99,11 @@ async def run_watcher(settings: Settings, nc: Connection, ready: ReadyFlag) -> N
                                                     api_version=_api_version(r))
              for r in watched(settings.watcher.group_apis)}
     client = await kube_client.connect(settings.kube)
+    publisher = BusPublisher(js)
     try:
-        await Watcher(client, BusPublisher(js), settings, seeds=seeds).run(ready)
+        await Watcher(client, publisher, settings, seeds=seeds).run(ready)
     finally:
+        await publisher.close()
         await client.close()
 
 

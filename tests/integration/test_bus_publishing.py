@@ -97,3 +97,20 @@ async def test_publish_many_stores_the_items_whose_ids_were_taken(
     stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
     stored = [await js.get_msg(stream, seq) for seq in range(3, 9)]
     assert sorted(message.data or b"" for message in stored) == [b"%d" % i for i in range(6)]
+
+
+async def test_close_leaves_no_ack_subscription_behind_and_publishing_can_resume(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    subscriptions = js._nc._subs  # nats-py's table of this connection's subscriptions
+    before = len(subscriptions)
+    publisher = Publisher(js)
+    await publisher.publish_many([(subject(bus_settings, "a"), b"1", "a")])
+    assert len(subscriptions) == before + 1  # the acks' inbox
+    await publisher.close()
+    assert len(subscriptions) == before
+    await publisher.close()  # twice: nothing left to close
+    await publisher.publish_many([(subject(bus_settings, "b"), b"2", "b")])
+    assert await stream_messages(js, bus_settings) == 2
+    await publisher.close()
+    assert len(subscriptions) == before
