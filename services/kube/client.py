@@ -209,8 +209,9 @@ class KubeClient:
         the server is reachable.
         Units: `read_timeout_seconds` is the longest silence tolerated between two chunks.
         Raises:
-            as `request`; KubeUnreachable also when the stream breaks, KubeUnavailable when a
-            line is not JSON.
+            as `request`; KubeSilent when the accepted stream brings nothing for
+            `read_timeout_seconds`; KubeUnreachable also when the stream breaks,
+            KubeUnavailable when a line is not JSON.
         """
         what = f"GET {path} (stream)"
         timeout = _stream_timeout(read_timeout_seconds)
@@ -223,6 +224,10 @@ class KubeClient:
                 opened()
             async for line in _lines(response):
                 yield _decode_line(line, what)
+        except aiohttp.ServerTimeoutError as error:
+            raise errors.KubeSilent(
+                what, server=self._shown_host,
+                why=f"nothing received for {read_timeout_seconds:g}s") from error
         except _TRANSPORT_ERRORS as error:
             raise self._unreachable(what, error) from error
         finally:

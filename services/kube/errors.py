@@ -65,6 +65,12 @@ class KubeUnreachable(KubeUnavailable):
         self.why = why
 
 
+class KubeSilent(KubeUnreachable):
+    """A stream the API server had accepted (a watch) brought nothing for its read timeout:
+    the server froze, or the connection was dropped without being closed (a NAT or load
+    balancer forgetting it). `why` says for how long (`nothing received for 90s`)."""
+
+
 _BY_STATUS: Mapping[int, type[KubeError]] = {
     400: KubeInvalid,
     401: KubeForbidden,

@@ -28,6 +28,15 @@ log = logging.getLogger(__name__)
 
 PAGE_SIZE = 500
 READ_TIMEOUT_MARGIN_SECONDS = 30.0
+SILENCE_LIMIT_SECONDS = 90.0
+"""The longest a watch may bring nothing before it is taken for broken, closed and opened
+again from its last version (`KubeSilent`). The API server's watch cache sends every watch
+that asks for bookmarks (they all do) one at least every minute (`defaultBookmarkFrequency`)
+and one 2 s before its timeout, so silence this long means a frozen API server or a
+connection dropped without a close. client-go finds those by HTTP/2 pings (30 s idle, 15 s
+to answer); over HTTP/1.1 the bookmark is the heartbeat. An API server without a watch cache
+(or older than 1.27) sends no periodic bookmark: its quiet watches are reopened every 90 s,
+from their version, never with a new list."""
 BACKOFF_FIRST_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 30.0
 MIN_WATCH_SECONDS = 1.0
@@ -208,12 +217,17 @@ class Health:
         if self._failing_since.pop(resource.list_path, None) is not None:
             self.changed.set()
 
+    def silent(self, resource: Resource) -> None:
+        """`resource`'s watch brought nothing for `SILENCE_LIMIT_SECONDS` and is opened
+        again: it counts as failing (unlogged) until the server answers, so a frozen server
+        makes the watcher unready `UNREADY_AFTER_SECONDS` later, and a server that merely sends
+        no bookmarks, answering the new watch at once, shows nothing."""
+        self._begin_failing(resource)
+
     def failed(self, resource: Resource, error: errors.KubeError, delay_seconds: float) -> None:
         """A request of `resource`'s list/watch failed with `error`; it is retried in
         `delay_seconds`. Logs as the class says."""
-        if resource.list_path not in self._failing_since:
-            self._failing_since[resource.list_path] = (resource.plural, self._clock())
-            self.changed.set()
+        self._begin_failing(resource)
         if isinstance(error, errors.KubeUnreachable):
             count = self._repeats.count(error.why)
             if count is not None:
@@ -243,6 +257,12 @@ class Health:
             elif soonest is None or left < soonest:
                 soonest = left
         return sorted(long_failing), soonest
+
+    def _begin_failing(self, resource: Resource) -> None:
+        """Count `resource`'s list/watch as failing from now, unless it already is."""
+        if resource.list_path not in self._failing_since:
+            self._failing_since[resource.list_path] = (resource.plural, self._clock())
+            self.changed.set()
 
     def _answered(self) -> None:
         """The server answered: say so once if it was logged unreachable; count afresh."""
@@ -319,6 +339,10 @@ async def observe(
             log.info("%s watch expired (%s); listing again", resource.kind, error)
             reached()
             resource_version = None
+        except errors.KubeSilent as error:
+            # not ready until the watch opens again (a frozen server never lets it)
+            log.debug("%s: %s; opening it again", resource.kind, error)
+            health.silent(resource)
         except errors.KubeError as error:
             delay = backoff.next_seconds()
             health.failed(resource, error, delay)
@@ -387,7 +411,7 @@ async def _watch(
         ("allowWatchBookmarks", "true"),
         ("timeoutSeconds", str(timeout_seconds)),
     ]
-    read_timeout = timeout_seconds + READ_TIMEOUT_MARGIN_SECONDS
+    read_timeout = min(timeout_seconds + READ_TIMEOUT_MARGIN_SECONDS, SILENCE_LIMIT_SECONDS)
     async for event in client.stream(resource.list_path, query, read_timeout_seconds=read_timeout,
                                      opened=opened):
         event_type = event.get("type")

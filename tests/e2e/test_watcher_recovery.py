@@ -16,6 +16,7 @@ import json
 import signal
 import socket
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ import pytest
 import yaml
 
 from services.contracts import subjects
+from services.kube import listwatch
 from services.planner import catchup
 from services.planner.core.config import PlannerConfig
 from services.store import engines
@@ -187,7 +189,8 @@ def event_ids(nats_url: str) -> list[tuple[str, dict[str, Any]]]:
 
 class Proxy:
     """Forwards loopback TCP connections to `target`; `cut()` closes every one of them (the
-    watcher's watches end while it is stopped and cannot see it)."""
+    watcher's watches end while it is stopped and cannot see it); `freeze()` stops passing
+    bytes either way, connections kept open, until `thaw()` (an API server that hangs)."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
@@ -195,6 +198,8 @@ class Proxy:
         self.port = int(self.listener.getsockname()[1])
         self.sockets: list[socket.socket] = []
         self.lock = threading.Lock()
+        self.flowing = threading.Event()
+        self.flowing.set()
         self.threads = [threading.Thread(target=self._accept, daemon=True)]
         self.threads[0].start()
 
@@ -208,9 +213,16 @@ class Proxy:
             with self.lock:
                 self.sockets += [client, upstream]
             for source, sink in ((client, upstream), (upstream, client)):
-                thread = threading.Thread(target=_pump, args=(source, sink), daemon=True)
+                thread = threading.Thread(target=_pump, args=(source, sink, self.flowing),
+                                          daemon=True)
                 self.threads.append(thread)
                 thread.start()
+
+    def freeze(self) -> None:
+        self.flowing.clear()
+
+    def thaw(self) -> None:
+        self.flowing.set()
 
     def cut(self) -> None:
         with self.lock:
@@ -224,6 +236,7 @@ class Proxy:
         with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
         self.listener.close()
+        self.thaw()
         self.cut()
         for thread in self.threads:
             thread.join(5)
@@ -237,9 +250,10 @@ class Proxy:
         return path
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
+def _pump(source: socket.socket, sink: socket.socket, flowing: threading.Event) -> None:
     with contextlib.suppress(OSError):
         while data := source.recv(65536):
+            flowing.wait()  # frozen: held here, sent once thawed
             sink.sendall(data)
     for sock in (source, sink):
         with contextlib.suppress(OSError):
@@ -317,3 +331,31 @@ def test_a_watch_expired_while_pods_were_deleted_relists_and_the_planner_sees_th
             assert "pod watch expired" in watcher.log_text()
     finally:
         proxy.close()
+
+
+def test_a_frozen_api_server_makes_the_watcher_unready_and_it_resumes_when_it_answers(
+    plane: ControlPlane, namespace: str, tmp_path: Path,
+) -> None:
+    server = urlsplit(plane.server)
+    proxy = Proxy((server.hostname or "127.0.0.1", server.port or 443))
+    kubeconfig = proxy.kubeconfig(plane.kubeconfig, tmp_path / "proxied-kubeconfig")
+    try:
+        with services(kubeconfig, tmp_path / "services") as running:
+            watcher, planner = running.start("watcher", "planner")
+            create(plane, pod("f0", namespace))
+            converged(plane, planner)
+            proxy.freeze()  # the watcher's connections stay open and bring nothing
+            frozen_at = time.monotonic()
+            eventually(lambda: "watcher not ready" in watcher.log_text(),
+                       timeout=listwatch.SILENCE_LIMIT_SECONDS + 60, interval=0.5,
+                       what="the watcher unready while the API server hangs")
+            took = time.monotonic() - frozen_at
+            create(plane, pod("f1", namespace))
+            proxy.thaw()
+            eventually(lambda: "watcher ready again" in watcher.log_text(), timeout=60,
+                       interval=0.5, what="the watcher ready once the API server answers")
+            converged(plane, planner)  # f1, created while it hung, is seen
+    finally:
+        proxy.close()
+    # silent since the last bookmark (at most a minute before) for the limit, then the grace
+    assert took <= listwatch.SILENCE_LIMIT_SECONDS + listwatch.UNREADY_AFTER_SECONDS + 10

@@ -70,6 +70,16 @@ async def stay_silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     await reader.read()  # until the client gives up and closes
 
 
+async def one_event_then_silence(reader: asyncio.StreamReader,
+                                  writer: asyncio.StreamWriter) -> None:
+    line = b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}\n'
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n"
+                 + f"{len(line):x}\r\n".encode() + line + b"\r\n")
+    await writer.drain()
+    await reader.read()  # frozen: until the client gives up and closes
+
+
 async def refuse_tunnel(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
     await writer.drain()
@@ -178,3 +188,22 @@ async def test_a_request_goes_through_the_proxy_the_environment_names(
         finally:
             await kube.close()
         assert proxy.lines == [b"CONNECT 10.1.2.3:6443 HTTP/1.1"]
+
+
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_a_watch_that_goes_silent_is_kube_silent_after_its_read_timeout(
+        tmp_path: Path) -> None:
+    async with listening(one_event_then_silence) as listener:
+        kube = await connected(tmp_path, f"http://127.0.0.1:{listener.port}")
+        received = []
+        try:
+            with pytest.raises(errors.KubeSilent) as raised:
+                async for event in kube.stream("/api/v1/pods", (("watch", "true"),),
+                                               read_timeout_seconds=0.3):
+                    received.append(event["type"])
+        finally:
+            await kube.close()
+    assert received == ["BOOKMARK"]
+    assert str(raised.value) == (
+        f"GET /api/v1/pods (stream): cannot reach the API server at "
+        f"http://127.0.0.1:{listener.port}: nothing received for 0.3s")

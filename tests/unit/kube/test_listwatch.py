@@ -29,6 +29,7 @@ class FakeApi:
         self.lists = lists
         self.watches = watches
         self.calls: list[tuple[str, dict[str, str]]] = []
+        self.read_timeouts: list[float] = []
 
     async def request(self, method: str, path: str, *, query: Any = ()) -> dict[str, Any]:
         self.calls.append(("list", dict(query)))
@@ -43,6 +44,7 @@ class FakeApi:
         opened: Callable[[], None] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         self.calls.append(("watch", dict(query)))
+        self.read_timeouts.append(read_timeout_seconds)
         if not self.watches:
             await asyncio.Event().wait()
         script = self.watches.pop(0)
@@ -368,3 +370,51 @@ async def test_a_list_is_logged_with_the_resource_plural(
         await stream.aclose()
     assert [record.getMessage() for record in caplog.records] == [
         "listed storageclasses: 0 objects"]
+
+
+def silence() -> errors.KubeSilent:
+    return errors.KubeSilent("GET /api/v1/pods (stream)", server="https://127.0.0.1:6443",
+                             why="nothing received for 90s")
+
+
+async def test_a_silent_watch_is_opened_again_at_once_from_its_version_without_a_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    same_version = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "10"}}}
+    api = FakeApi(lists=[page([], "10")],
+                  watches=[[same_version, silence()],
+                           [{"type": "ADDED", "object": obj("a", "u1", "11")}]])
+    health = listwatch.Health()
+    caplog.set_level("DEBUG", logger="services.kube.listwatch")
+    seen = await take(api, 2, health=health)
+    assert summary(seen) == [("synced", "10"), ("observed", "u1", "11")]
+    assert [query["resourceVersion"] for call, query in api.calls if call == "watch"] == [
+        "10", "10"]
+    assert [call for call, _ in api.calls].count("list") == 1  # no new list
+    assert health.changed.is_set()  # it counted as failing until the new watch opened
+    assert health.failing(0.0) == ([], None)
+    assert [r.levelname for r in caplog.records if r.levelno >= 30] == []
+
+
+def test_a_silent_watch_not_answered_again_is_failing_after_the_grace() -> None:
+    clock = Clock()
+    health = listwatch.Health(clock=clock)
+    health.silent(PODS)
+    assert health.failing() == ([], listwatch.UNREADY_AFTER_SECONDS)
+    clock.now += listwatch.UNREADY_AFTER_SECONDS
+    assert health.failing() == (["pods"], None)
+    health.reached(PODS)
+    assert health.failing() == ([], None)
+
+
+@pytest.mark.parametrize(("timeout_seconds", "read_timeout"), [(300, 90.0), (10, 40.0)])
+async def test_a_watch_silent_for_90s_or_its_timeout_and_margin_is_taken_for_broken(
+        timeout_seconds: int, read_timeout: float) -> None:
+    api = FakeApi(lists=[page([], "10")], watches=[])  # the watch opens, then hangs
+    stream = listwatch.observe(api, PODS, watch_timeout_seconds=timeout_seconds)
+    try:
+        assert await asyncio.wait_for(anext(stream), 2) == Synced("10")
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(anext(stream), 0.1)
+    finally:
+        await stream.aclose()
+    assert api.read_timeouts == [read_timeout]
