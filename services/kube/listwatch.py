@@ -35,8 +35,8 @@ that asks for bookmarks (they all do) one at least every minute (`defaultBookmar
 and one 2 s before its timeout, so silence this long means a frozen API server or a
 connection dropped without a close. client-go finds those by HTTP/2 pings (30 s idle, 15 s
 to answer); over HTTP/1.1 the bookmark is the heartbeat. An API server without a watch cache
-(or older than 1.27) sends no periodic bookmark: its quiet watches are reopened every 90 s,
-from their version, never with a new list."""
+sends no periodic bookmark: its quiet watches are reopened every 90 s, from their version,
+never with a new list."""
 BACKOFF_FIRST_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 30.0
 MIN_WATCH_SECONDS = 1.0
