@@ -50,7 +50,7 @@ PLACEMENT_EXPIRED = (
 )
 STARVING_HOLD = "; waited {waited_seconds:g}s, reserving capacity on {nodes} node(s) for this gang"
 STRANDED_HOLD = ("; {bound} member(s) already bound: reserving capacity on {nodes} node(s) so this "
-                 "gang completes before any other is placed")
+                 "gang completes before any other of its priority is placed")
 SEARCH_EXHAUSTED = "; search budget of {steps} steps exhausted"
 NEVER_FITS = ("; it would not fit even on nodes emptied of gangsched's pods, so it reserves no "
               "capacity")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 27
+CORE_REVISION = 28
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -79,7 +79,10 @@ observed and no later than 2 s after its creationTimestamp (`quorum.JOIN_LAG_MS`
 again and again held its gang's telling forever. 27: the Waiting condition message no longer
 counts the member pods (`gang <g>: <b> of <m> members bound`, and `; no member pod exists` when
 none does), so members arriving no longer change the PodGroup's status one by one ("Quorum told
-once members stop arriving")."""
+once members stop arriving"). 28: a stranded gang queues first among the groups of its priority,
+no longer ahead of higher priority ones: a higher priority group takes free room a lower
+priority stranded gang holds instead of waiting behind it (or preempting running pods to get
+around its hold), as kube-scheduler's queue sorts by priority first."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
