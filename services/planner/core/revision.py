@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 28
+CORE_REVISION = 29
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -82,7 +82,11 @@ none does), so members arriving no longer change the PodGroup's status one by on
 once members stop arriving"). 28: a stranded gang queues first among the groups of its priority,
 no longer ahead of higher priority ones: a higher priority group takes free room a lower
 priority stranded gang holds instead of waiting behind it (or preempting running pods to get
-around its hold), as kube-scheduler's queue sorts by priority first."""
+around its hold), as kube-scheduler's queue sorts by priority first. 29: a nominated gang that
+still does not fit once every victim is gone (their room taken by another scheduler's pods)
+ends its nomination and may preempt again at once, as kube-scheduler lets a preemptor preempt
+again when no victim still terminates on its nominated node (it waited for the nomination's
+deadline); its reason counts the victims still there, not all it evicted."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
