@@ -217,8 +217,23 @@ def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved 
     if podgroup is None:
         state.podgroups.pop(key, None)
     else:
+        old = state.podgroups.get(key)
         state.podgroups[key] = podgroup
+        if old is not None and _may_let_through(old, podgroup):
+            state.capacity_freed_ms = state.now_ms
     _touch(state, key)
+
+
+def _may_let_through(old: PodGroupObserved, new: PodGroupObserved) -> bool:
+    """Whether a changed PodGroup may now let its gang be placed: a smaller minMember or
+    minResources, or a spec no longer invalid. Coscheduling requeues a PodGroup's pods when it
+    is updated (its EventsToRegister); here the gang's backoff is cut short as when capacity is
+    freed (`GroupState.may_retry_early`), instead of waited out."""
+    return (new.min_member < old.min_member
+            or any(amount < old.min_resources.get(name, 0)
+                   for name, amount in new.min_resources.items())
+            or new.min_resources.keys() < old.min_resources.keys()
+            or (old.invalid_reason is not None and new.invalid_reason is None))
 
 
 def _touch(state: PlannerState, key: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 29
+CORE_REVISION = 30
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -86,7 +86,9 @@ around its hold), as kube-scheduler's queue sorts by priority first. 29: a nomin
 still does not fit once every victim is gone (their room taken by another scheduler's pods)
 ends its nomination and may preempt again at once, as kube-scheduler lets a preemptor preempt
 again when no victim still terminates on its nominated node (it waited for the nomination's
-deadline); its reason counts the victims still there, not all it evicted."""
+deadline); its reason counts the victims still there, not all it evicted. 30: a PodGroup made
+easier to satisfy (smaller minMember or minResources, or no longer invalid) lets its gang retry
+early as freed capacity does, instead of waiting out its backoff."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

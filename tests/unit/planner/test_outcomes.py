@@ -143,3 +143,29 @@ def test_step_applies_every_event_then_plans_once():
     state, decisions = planner.step(cluster.state, events, cluster.config, 2)
     assert [d.id for d in decisions] == ["2-0"]
     assert decisions[0].at_ms == 1500 and state.now_ms == 1500
+
+
+def test_a_gang_whose_min_member_is_lowered_is_retried_without_waiting_out_its_backoff():
+    cluster = Cluster().observe(
+        make_node("n0").capacity(cpu_milli=4000), make_podgroup("g", 3),
+        *[make_pod(f"g-{i}").requests(cpu_milli=2000).in_group("g") for i in range(3)])
+    for _ in range(20):  # 2 of 3 fit: failing at 0, 1, 3, 7, 15 s: backed off until 31 s
+        cluster.plan()
+        cluster.advance(1)
+    group = cluster.state.groups["default/g"]
+    assert group.failures == 5 and backoff.retry_at_ms(group, cluster.config) == 31_000
+    cluster.observe(make_podgroup("g", 2))  # at 20 s: two members make the gang now
+    placed = [d for d in cluster.plan() if isinstance(d, Placement)]
+    assert [sorted(m.name for m in p.members) for p in placed] == [["g-0", "g-1"]]
+
+
+def test_a_gang_whose_min_member_is_raised_keeps_its_backoff():
+    cluster = Cluster().observe(
+        make_node("n0").capacity(cpu_milli=4000), make_podgroup("g", 3),
+        *[make_pod(f"g-{i}").requests(cpu_milli=2000).in_group("g") for i in range(3)])
+    for _ in range(20):
+        cluster.plan()
+        cluster.advance(1)
+    cluster.observe(make_podgroup("g", 4))
+    assert not [d for d in cluster.plan() if isinstance(d, Placement)]
+    assert cluster.state.groups["default/g"].failures == 5
