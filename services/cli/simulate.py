@@ -223,6 +223,8 @@ def report(result: engine.Result, items: list[manifests.Item], ignored: list[str
                  for d in result.decisions]
     others = [f"{_pod_name(known, uid)} (schedulerName {pod.scheduler_name}: "
               + (_eviction(result, uid, origin_ms) + ")" if uid in result.deleted
+                 else f"bound to {pod.node_name}, {pod.phase}: its requests not counted)"
+                 if pod.node_name and pod.phase in TERMINAL_PHASES
                  else f"bound to {pod.node_name}, its requests counted)" if pod.node_name
                  else "not gangsched's, left unscheduled)")
               for uid, pod in sorted(known.items(), key=lambda kv: _pod_name(known, kv[0]))
@@ -231,6 +233,10 @@ def report(result: engine.Result, items: list[manifests.Item], ignored: list[str
             "preemptions": _preemptions(result, origin_ms), "ignored": ignored,
             "otherSchedulers": others, "endedAt": _seconds(result.end_ms, origin_ms)}
 
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+"""Phases of a pod whose requests no node counts any more (kube-scheduler's NodeInfo skips
+them)."""
 
 DELETED = "Deleted"
 """The `phase` reported for a pod deleted during the simulation (a victim of preemption)."""

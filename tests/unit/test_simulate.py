@@ -309,6 +309,19 @@ def test_pods_of_other_schedulers_are_listed_not_dropped(tmp_path):
         "default/web (schedulerName default-scheduler: not gangsched's, left unscheduled)"]
 
 
+def test_a_finished_pod_of_another_scheduler_is_listed_as_not_counted(tmp_path):
+    pods = "".join(
+        f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\n"
+        "spec: {schedulerName: default-scheduler, nodeName: n0, containers: [{name: c}]}\n"
+        f"status: {{phase: {phase}}}\n" for name, phase in (("done", "Succeeded"),
+                                                         ("web", "Running")))
+    report = run(write(tmp_path, NODE + pods))
+    assert report["otherSchedulers"] == [
+        "default/done (schedulerName default-scheduler: bound to n0, Succeeded: its requests "
+        "not counted)",
+        "default/web (schedulerName default-scheduler: bound to n0, its requests counted)"]
+
+
 def test_the_examples_a_user_applies_hold_no_node():
     kinds = {document["kind"] for path in sorted(EXAMPLES.glob("*.yaml"))
              for document in yaml.safe_load_all(path.read_text()) if document}
