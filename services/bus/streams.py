@@ -44,6 +44,10 @@ logged, not fatal."""
 REPAIR_HINT = ("repair it as a NATS user allowed to update streams (with the chart: one start "
                "with nats.auth.allowStreamUpdates=true)")
 
+CREATE_HINT = ("check --stream-replicas (more than 1 needs a NATS cluster of as many servers) "
+               "and --stream-max-age-seconds (0, or at least 0.1), and that the NATS user may "
+               "create streams")
+
 _REFUSALS = (nats.js.errors.APIError, nats.errors.TimeoutError, nats.errors.NoRespondersError)
 """How NATS says no to a stream request: an API error, or silence (a permissions violation
 is reported asynchronously and the request times out)."""
@@ -58,6 +62,9 @@ class StreamSpec:
     max_age_seconds: float
     duplicate_window_seconds: float
     replicas: int
+    prefix: str = ""
+    """The gangsched prefix the stream serves; a stream of that name whose subjects are all
+    outside `<prefix>.` belongs to another prefix (`collided`). Empty: not checked."""
 
     def config(self) -> StreamConfig:
         """The nats-py stream configuration: file storage, limits retention, no other limit,
@@ -112,6 +119,7 @@ def stream_specs(settings: BusSettings) -> list[StreamSpec]:
             max_age_seconds=settings.max_age_seconds,
             duplicate_window_seconds=window,
             replicas=settings.replicas,
+            prefix=prefix,
         )
 
     return [
@@ -156,8 +164,30 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
         await _create(js, spec)
         return
     found = differences(info.config, spec)
-    if found:
-        await _repair(js, spec, found)
+    if not found:
+        return
+    owner = collided(info.config, spec)
+    if owner:
+        raise BusMisconfigured(
+            f"stream {spec.name} holds the subjects of another prefix ({', '.join(owner)}), "
+            f"not prefix {spec.prefix}'s: stream names keep only letters, digits, _ and - of "
+            "a prefix, in capitals, so both prefixes map to this one; choose a prefix that "
+            "differs in those (nothing was changed)")
+    await _repair(js, spec, found)
+
+
+def collided(current: StreamConfig, spec: StreamSpec) -> list[str]:
+    """The subjects of an existing stream named as `spec`'s when none of them is under
+    `spec.prefix` (`<prefix>.` or the prefix itself): the stream of another prefix whose name
+    maps to the same one (`subjects.stream_name`), never to be taken over (its publishers
+    would lose every message from then on). Empty when the stream is ours (its subjects may
+    still differ and be repaired) or `spec.prefix` is unset."""
+    held = sorted(current.subjects or [])
+    if not spec.prefix or not held:
+        return []
+    ours = [subject for subject in held
+            if subject == spec.prefix or subject.startswith(f"{spec.prefix}.")]
+    return [] if ours else held
 
 
 def differences(current: StreamConfig, spec: StreamSpec) -> list[Difference]:
@@ -215,8 +245,9 @@ def checked_fields(config: StreamConfig) -> dict[str, object]:
 
 
 async def _create(js: JetStreamContext, spec: StreamSpec) -> None:
-    """Create `spec`'s stream. Raises BusMisconfigured when NATS refuses."""
-    await _request(js.add_stream, spec, "cannot create")
+    """Create `spec`'s stream. Raises BusMisconfigured when NATS refuses (replicas a single
+    server cannot keep, a retention below its minimum, a denied request)."""
+    await _request(js.add_stream, spec, "cannot be created", hint=CREATE_HINT)
     log.info("created stream %s (%s)", spec.name, ", ".join(spec.subjects))
 
 
@@ -240,11 +271,11 @@ async def _repair(js: JetStreamContext, spec: StreamSpec, found: list[Difference
 
 
 async def _request(call: Callable[..., Awaitable[StreamInfo]], spec: StreamSpec,
-                   what: str) -> StreamInfo:
+                   what: str, *, hint: str = REPAIR_HINT) -> StreamInfo:
     """Run `add_stream` or `update_stream` with `spec`, translating refusals.
 
     Raises:
-        BusMisconfigured: `stream <name> <what>: <NATS's answer>: <REPAIR_HINT>`, one line.
+        BusMisconfigured: `stream <name> <what>: <NATS's answer>: <hint>`, one line.
     """
     try:
         return await call(config=spec.config())
@@ -252,8 +283,7 @@ async def _request(call: Callable[..., Awaitable[StreamInfo]], spec: StreamSpec,
         answer = str(error) or type(error).__name__
         if isinstance(error, nats.errors.TimeoutError | nats.errors.NoRespondersError):
             answer = f"no answer from NATS ({type(error).__name__}: is the request denied?)"
-        raise BusMisconfigured(
-            f"stream {spec.name} {what}: {answer}: {REPAIR_HINT}") from error
+        raise BusMisconfigured(f"stream {spec.name} {what}: {answer}: {hint}") from error
 
 
 def _text(value: object) -> str | None:

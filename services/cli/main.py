@@ -224,10 +224,11 @@ def run_service(main: Coroutine[Any, Any, None]) -> None:
     long-running service (`runtime.collector`).
 
     Raises:
-        exit_codes.Failed: an expected failure (schema, database, NATS, Kubernetes, port,
-            a child process that cannot start), with its one-line reason (exit status 1).
+        exit_codes.Failed: an expected failure (schema, database, NATS unreachable or its
+            streams unusable, Kubernetes, port, a child process that cannot start), with its
+            one-line reason (exit status 1).
     """
-    from services.bus.errors import BusUnavailable
+    from services.bus.errors import BusMisconfigured, BusUnavailable
     from services.kube.errors import KubeError
     from services.runtime import collector
     from services.runtime.health import PortUnavailable
@@ -241,6 +242,8 @@ def run_service(main: Coroutine[Any, Any, None]) -> None:
         raise exit_codes.Failed(str(error)) from None
     except BusUnavailable as error:
         raise exit_codes.Failed(f"NATS unavailable: {error}") from None
+    except BusMisconfigured as error:
+        raise exit_codes.Failed(f"NATS: {error}") from None
     except KubeError as error:  # said once: "no Kubernetes credentials: ...", not twice
         said = str(error)
         raise exit_codes.Failed(said if "Kubernetes" in said else f"Kubernetes: {said}") from None

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.binder.wiring import run_binder
-from services.bus import connection, embedded, lease
+from services.bus import connection, embedded, lease, streams, transience
 from services.bus.connection import Connection
 from services.cli import databases, run_info
 from services.config.settings import Settings
@@ -63,6 +63,9 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
             that cannot be reached is waited for, said at once in one warning and retried
             (`connection.connect`), /healthz answering and /readyz naming `nats` meanwhile.
         services.store.errors.StoreUnavailable: the database cannot be reached or read.
+        services.bus.errors.BusMisconfigured: NATS refuses the streams (a stream of another
+            prefix under the same name, replicas a single server cannot keep, a retention it
+            refuses): checked once before any service starts, so none restarts forever.
         services.kube.errors.KubeError: no Kubernetes credentials (watcher, binder); nothing is
             started. An API server that is merely unreachable is waited for instead.
     """
@@ -84,6 +87,7 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
         nc = await connection.connect(settings.bus, name=f"gangsched-{'+'.join(services)}",
                                       first_connect_timeout_seconds=None)
         stack.push_async_callback(connection.close, nc)
+        await ensure_streams_once(settings, nc)
         readiness.flag(NATS_FLAG).set()
         supervisor = Supervisor()
         stack.push_async_callback(supervisor.stop)
@@ -91,6 +95,33 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
             supervisor.start(name, _factory(name, settings, nc, engine, readiness, planner))
         await announcing
         await supervisor.wait()
+
+
+STREAMS_RETRY_MAX_SECONDS = 5.0
+
+
+async def ensure_streams_once(settings: Settings, nc: Connection) -> None:
+    """Set the streams up once before any service starts (`streams.ensure_streams`), so
+    streams NATS refuses end the start in one line instead of restarting the services forever.
+    NATS busy or reconnecting is waited out (said once, retried with a backoff up to
+    `STREAMS_RETRY_MAX_SECONDS`).
+
+    Raises:
+        services.bus.errors.BusMisconfigured: NATS refuses a stream (as `ensure_streams`).
+    """
+    delay, told = 0.1, False
+    while True:
+        try:
+            await streams.ensure_streams(nc.jetstream(), settings.bus)
+            return
+        except Exception as error:
+            if not transience.is_transient(error):
+                raise
+            (log.debug if told else log.warning)(
+                "cannot set up the streams yet (%r); retrying", error)
+            told = True
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, STREAMS_RETRY_MAX_SECONDS)
 
 
 async def check_kube_credentials(settings: Settings) -> None:

@@ -116,3 +116,23 @@ async def test_a_stream_made_before_deletes_were_denied_is_hardened(
     await streams.ensure_streams(js, older)
     hardened = (await js.stream_info(spec.name)).config
     assert hardened.deny_delete and hardened.deny_purge
+
+
+async def test_a_prefix_whose_stream_names_are_another_prefixs_takes_nothing_over(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    first = dataclasses.replace(bus_settings, prefix="team.a")
+    second = dataclasses.replace(bus_settings, prefix="team_A")  # both map to TEAM_A_*
+    await streams.ensure_streams(js, first)
+    await js.publish(subjects.events_subject("team.a", "node", "", "n1"), b"{}")
+    with pytest.raises(BusMisconfigured) as refused:
+        await streams.ensure_streams(js, second)
+    assert str(refused.value) == (
+        "stream TEAM_A_EVENTS holds the subjects of another prefix (team.a.events.>), not "
+        "prefix team_A's: stream names keep only letters, digits, _ and - of a prefix, in "
+        "capitals, so both prefixes map to this one; choose a prefix that differs in those "
+        "(nothing was changed)")
+    info = await js.stream_info("TEAM_A_EVENTS")
+    assert info.config.subjects == ["team.a.events.>"]
+    assert info.state.messages == 1
+    await js.publish(subjects.events_subject("team.a", "node", "", "n2"), b"{}")  # still stored

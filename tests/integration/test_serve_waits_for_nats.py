@@ -177,6 +177,30 @@ async def test_credentials_nats_refuses_end_the_service_with_one_line(tmp_path: 
         "gangsched-planner: nats: 'Authorization Violation'")
 
 
+@pytest.mark.parametrize(("extra", "answer"), [
+    (("--stream-replicas", "3"), "replicas > 1 not supported in non-clustered mode"),
+    (("--stream-max-age-seconds", "0.01"), "max age needs to be >= 100ms"),
+])
+async def test_streams_nats_refuses_end_the_service_with_one_line_not_restarts(
+        tmp_path: Path, extra: tuple[str, ...], answer: str) -> None:
+    async with EmbeddedNats(tmp_path / "nats") as server:
+        planner = Planner(tmp_path, server.url, *extra)
+        try:
+            await eventually_async(lambda: _exited(planner), timeout=STARTUP_SECONDS + 5,
+                                   what="the planner's exit")
+        finally:
+            planner.stop()
+    output = planner.output()
+    assert planner.process.returncode == 1, output
+    assert "Traceback" not in output
+    last = output.strip().splitlines()[-1]
+    assert last.startswith("Error: NATS: stream GANGSCHED_EVENTS cannot be created: "), last
+    assert answer in last
+    assert last.endswith(": check --stream-replicas (more than 1 needs a NATS cluster of as "
+                         "many servers) and --stream-max-age-seconds (0, or at least 0.1), and "
+                         "that the NATS user may create streams")
+
+
 async def _exited(planner: Planner) -> bool:
     """Whether the process has exited."""
     return planner.process.poll() is not None
