@@ -210,12 +210,36 @@ class NatsUrl(click.ParamType):  # type: ignore[type-arg]
 
 NATS_URL = NatsUrl()
 
+
+class Prefix(click.ParamType):  # type: ignore[type-arg]
+    """`--prefix`: the first tokens of every subject and the start of every stream name:
+    dot-separated tokens of letters, digits, `_` and `-` (`subjects.PREFIX_PATTERN`). NATS
+    takes no empty token, whitespace, `*` or `>` in a subject; the rest is kept out as well, so
+    that two prefixes whose stream names map to the same one differ visibly (`team.a` and
+    `team_a` still do: `streams.collided` refuses the second)."""
+
+    name = "prefix"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        from services.contracts.subjects import PREFIX_PATTERN
+
+        text = str(value)
+        if not PREFIX_PATTERN.fullmatch(text):
+            self.fail(f"{text!r} is not a prefix: dot-separated tokens of letters, digits, "
+                      "_ and - (e.g. gangsched or prod.gangsched)", param, ctx)
+        return text
+
+
+PREFIX = Prefix()
+
 bus_options = stack(
     _option("--nats", default=None, type=NATS_URL,
             help="NATS URL(s), comma-separated. Required by watcher, planner and binder; "
                  "unset, `run` starts an embedded nats-server."),
-    _option("--prefix", default="gangsched",
-            help="Subject and stream prefix, so several clusters can share one NATS."),
+    _option("--prefix", default="gangsched", type=PREFIX,
+            help="Subject and stream prefix, so several clusters can share one NATS: "
+                 "dot-separated tokens of letters, digits, _ and -."),
     _option("--stream-replicas", type=click.Choice(["1", "3", "5"]), default="1",
             callback=lambda _ctx, _param, value: None if value is None else int(value),
             help="JetStream stream replicas (an odd number, as the servers of a NATS "
@@ -352,7 +376,8 @@ planner_options = stack(
             help="Leader lease TTL, in seconds: a standby takes over this long after the "
                  "leader's last renewal."),
     _option("--leader-retry-seconds", type=POSITIVE, default=1.0,
-            help="Seconds between lease renewals (leader) and take-over attempts (standbys)."),
+            help="Seconds between lease renewals (leader) and take-over attempts (standbys); "
+                 "shorter than two thirds of the lease."),
     _option("--snapshot-interval-seconds", type=NON_NEGATIVE, default=30.0,
             help="Planner: write the state snapshot at most this often, in seconds (0 = every "
                  "batch); a restart re-plans the batches committed after it."),
@@ -391,11 +416,36 @@ decision_key_options = _option(
          "Unset, `run` keeps one in <data-dir>/decision.key (made on first start, mode 0600).")
 
 
+def leader_timing(lease_seconds: float, retry_seconds: float) -> None:
+    """Refuse leader-election timing the planner could not keep (`election.Timing`).
+
+    Raises:
+        click.UsageError: the retry is not shorter than two thirds of the lease.
+    """
+    from services.planner.election import Timing
+
+    try:
+        Timing(lease_seconds=lease_seconds, retry_seconds=retry_seconds)
+    except ValueError:
+        raise click.UsageError(
+            f"--leader-retry-seconds ({retry_seconds:g}) must be shorter than two thirds of "
+            f"--leader-lease-seconds ({lease_seconds:g}): the leader renews its lease every "
+            "retry and gives it up after two thirds of it without a renewal") from None
+
+
 def settings_from(options: dict[str, Any]) -> Settings:
-    """Build `Settings` from the parsed options of a command (absent options keep defaults)."""
+    """Build `Settings` from the parsed options of a command (absent options keep defaults).
+
+    Raises:
+        click.UsageError: `--leader-election` with a retry not shorter than two thirds of the
+            lease (`election.Timing`): the leader could never renew in time.
+    """
     def get(name: str, default: Any) -> Any:
         value = options.get(name)
         return default if value is None else value
+
+    if get("leader_election", False):
+        leader_timing(get("leader_lease_seconds", 10.0), get("leader_retry_seconds", 1.0))
 
     defaults = Settings()
     return Settings(

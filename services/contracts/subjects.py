@@ -14,6 +14,8 @@ import re
 
 _UNSAFE = re.compile(r"[.*>\s]")
 CLUSTER_SCOPE = "_"
+PREFIX_PATTERN = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
+"""A prefix gangsched takes (`--prefix`): dot-separated tokens of letters, digits, `_`, `-`."""
 
 
 def token(text: str) -> str:

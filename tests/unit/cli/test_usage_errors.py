@@ -461,3 +461,23 @@ def test_every_command_tells_an_unknown_option_in_one_line(command: str) -> None
 def test_an_unknown_option_is_offered_only_close_matches(argv: list[str], line: str) -> None:
     """click offers every option above difflib's 0.6 (`--kubeconfg`: also `--scoring`)."""
     assert invoke(*argv) == (2, line + "\n")
+
+
+@pytest.mark.parametrize("prefix", ["*", ">", "a.>", "a b", "", "a..b", ".a", "a.", "$JS"])
+def test_a_prefix_nats_cannot_take_or_that_hides_its_stream_name_is_refused(prefix: str) -> None:
+    code, output = invoke("planner", "--nats", "nats://127.0.0.1:1", "--prefix", prefix)
+    assert code == 2
+    assert output == (
+        "gangsched planner: invalid value for '--prefix' (env var: 'GANGSCHED_PREFIX'): "
+        f"{prefix!r} is not a prefix: dot-separated tokens of letters, digits, _ and - (e.g. "
+        "gangsched or prod.gangsched) (see gangsched planner --help)\n")
+
+
+def test_leader_timing_the_planner_could_not_keep_is_refused(tmp_path: Path) -> None:
+    code, output = invoke("planner", "--nats", "nats://127.0.0.1:1", "--leader-election",
+                          "--leader-lease-seconds", "1", "--leader-retry-seconds", "5",
+                          "--data-dir", str(tmp_path / "data"))
+    assert code == 2
+    assert ("--leader-retry-seconds (5) must be shorter than two thirds of "
+            "--leader-lease-seconds (1)") in output
+    assert not (tmp_path / "data").exists()

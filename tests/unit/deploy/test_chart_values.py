@@ -23,6 +23,7 @@ POSTGRES = ("database.type=postgresql", "database.postgresql.url=postgresql+asyn
 
 BAD_VALUES = [
     (("settings.logLevel=LOUD",), "at '/settings/logLevel': value must be one of 'DEBUG'"),
+    (("settings.prefix=a b",), "at '/settings/prefix': 'a b' does not match pattern"),
     (("settings.logLevl=INFO",), "at '/settings': additional properties 'logLevl' not allowed"),
     (("nats.replicas=2",), "at '/nats/replicas': value must be one of 1, 3, 5"),
     (("nats.streamReplicas=2",), "at '/nats/streamReplicas': value must be one of 0, 1, 3, 5"),
