@@ -250,6 +250,13 @@ class Proxy:
         return path
 
 
+def proxied(plane: ControlPlane, tmp_path: Path) -> tuple[Proxy, Path]:
+    """A `Proxy` to `plane`'s API server, and a kubeconfig through it (close the proxy)."""
+    server = urlsplit(plane.server)
+    proxy = Proxy((server.hostname or "127.0.0.1", server.port or 443))
+    return proxy, proxy.kubeconfig(plane.kubeconfig, tmp_path / "proxied-kubeconfig")
+
+
 def _pump(source: socket.socket, sink: socket.socket, flowing: threading.Event) -> None:
     with contextlib.suppress(OSError):
         while data := source.recv(65536):
@@ -308,9 +315,7 @@ def test_a_watch_expired_while_pods_were_deleted_relists_and_the_planner_sees_th
     plane: ControlPlane, namespace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(*SNAPSHOT_INTERVAL)
-    server = urlsplit(plane.server)
-    proxy = Proxy((server.hostname or "127.0.0.1", server.port or 443))
-    kubeconfig = proxy.kubeconfig(plane.kubeconfig, tmp_path / "proxied-kubeconfig")
+    proxy, kubeconfig = proxied(plane, tmp_path)
     try:
         with services(kubeconfig, tmp_path / "services") as running:
             watcher, planner = running.start("watcher", "planner")
@@ -336,9 +341,7 @@ def test_a_watch_expired_while_pods_were_deleted_relists_and_the_planner_sees_th
 def test_a_frozen_api_server_makes_the_watcher_unready_and_it_resumes_when_it_answers(
     plane: ControlPlane, namespace: str, tmp_path: Path,
 ) -> None:
-    server = urlsplit(plane.server)
-    proxy = Proxy((server.hostname or "127.0.0.1", server.port or 443))
-    kubeconfig = proxy.kubeconfig(plane.kubeconfig, tmp_path / "proxied-kubeconfig")
+    proxy, kubeconfig = proxied(plane, tmp_path)
     try:
         with services(kubeconfig, tmp_path / "services") as running:
             watcher, planner = running.start("watcher", "planner")

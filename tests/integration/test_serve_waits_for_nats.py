@@ -161,16 +161,8 @@ async def test_a_service_started_before_nats_is_alive_says_why_and_connects_once
 async def test_credentials_nats_refuses_end_the_service_with_one_line(tmp_path: Path) -> None:
     async with EmbeddedNats(tmp_path / "nats", credentials=generate_credentials()) as server:
         wrong = server.url.replace("nats://", "nats://gangsched:wrong@")
-        planner = Planner(tmp_path, wrong)
-        try:
-            await eventually_async(lambda: _exited(planner), timeout=STARTUP_SECONDS + 5,
-                                   what="the planner's exit")
-        finally:
-            planner.stop()
-    output = planner.output()
-    assert planner.process.returncode == 1, output
+        output = await _ended_with_status_1(Planner(tmp_path, wrong))
     assert "wrong" not in output
-    assert "Traceback" not in output
     assert "cannot reach NATS" not in output  # not transient: not retried
     assert output.strip().splitlines()[-1] == (
         f"Error: NATS unavailable: NATS at {server.url} refused the credentials of "
@@ -184,21 +176,27 @@ async def test_credentials_nats_refuses_end_the_service_with_one_line(tmp_path: 
 async def test_streams_nats_refuses_end_the_service_with_one_line_not_restarts(
         tmp_path: Path, extra: tuple[str, ...], answer: str) -> None:
     async with EmbeddedNats(tmp_path / "nats") as server:
-        planner = Planner(tmp_path, server.url, *extra)
-        try:
-            await eventually_async(lambda: _exited(planner), timeout=STARTUP_SECONDS + 5,
-                                   what="the planner's exit")
-        finally:
-            planner.stop()
-    output = planner.output()
-    assert planner.process.returncode == 1, output
-    assert "Traceback" not in output
+        output = await _ended_with_status_1(Planner(tmp_path, server.url, *extra))
     last = output.strip().splitlines()[-1]
     assert last.startswith("Error: NATS: stream GANGSCHED_EVENTS cannot be created: "), last
     assert answer in last
     assert last.endswith(": check --stream-replicas (more than 1 needs a NATS cluster of as "
                          "many servers) and --stream-max-age-seconds (0, or at least 0.1), and "
                          "that the NATS user may create streams")
+
+
+async def _ended_with_status_1(planner: Planner) -> str:
+    """Wait for `planner` to exit on its own; its output, once its status is 1 and it holds
+    no traceback."""
+    try:
+        await eventually_async(lambda: _exited(planner), timeout=STARTUP_SECONDS + 5,
+                               what="the planner's exit")
+    finally:
+        planner.stop()
+    output = planner.output()
+    assert planner.process.returncode == 1, output
+    assert "Traceback" not in output
+    return output
 
 
 async def _exited(planner: Planner) -> bool:
