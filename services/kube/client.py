@@ -16,26 +16,25 @@ leaves this module as a `services.kube.errors` type. Never retries: callers deci
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Sequence
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import aiohttp
 import msgspec
-import yaml
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from services.config import limits
 from services.config.settings import KubeSettings
-from services.kube import errors
+from services.kube import errors, kubeconfig, tls_files
 from services.runtime import metrics, unreachable
 from services.runtime.cancellation import cancel_and_wait
 
@@ -79,6 +78,13 @@ _encoder = msgspec.json.Encoder()
 
 S = TypeVar("S", bound=msgspec.Struct)
 _TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+_LOADER_ERRORS = (ConfigException, OSError, ValueError, RuntimeError, KeyError, TypeError,
+                  AttributeError, AssertionError)
+"""What kubernetes_asyncio's loaders raise on a configuration they cannot use, once
+`kubeconfig.load` has checked its shape: `ConfigException` and `ValueError` (an exec plugin
+failing or answering garbage, an OIDC token that is not a JWT), `OSError` (a plugin or token
+file missing), `RuntimeError` (a plugin's output unreadable), and the others for whatever
+still slips through its unchecked indexing and asserts."""
 _CREDENTIAL_ERRORS = (ConfigException, OSError, ValueError)
 """What supplying a request's credentials raises when they cannot be read now: the in-cluster
 refresh hook re-reading a token file that is missing, unreadable or empty (`ConfigException`,
@@ -99,7 +105,7 @@ class KubeClient:
         self._request_timeout_seconds = request_timeout_seconds
         self._refresher = refresher
         self._host = str(api.configuration.host)
-        self._shown_host = shown_url(self._host)
+        self._shown_host = kubeconfig.shown_url(self._host)
         self._session, self._session_options = _session_of(api)
         self._default_headers = _default_headers(api)
         self._slots = asyncio.Semaphore(REQUEST_SLOTS)
@@ -282,13 +288,6 @@ class KubeClient:
         return errors.KubeUnreachable(what, server=self._shown_host, why=transport_reason(error))
 
 
-def shown_url(url: str) -> str:
-    """`url` for messages and logs: without the user and password it may carry
-    (`https://admin:pw@10.0.0.1:6443` → `https://10.0.0.1:6443`)."""
-    parts = urllib.parse.urlsplit(url)
-    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
-
-
 def transport_reason(error: BaseException) -> str:
     """Why a request got no answer, in plain words (`services.runtime.unreachable.reason`):
     `connection refused`, `timed out`, `name or service not known`, and TLS problems named as
@@ -322,57 +321,105 @@ async def connect(settings: KubeSettings) -> KubeClient:
     An explicit kubeconfig wins over in-cluster credentials so an operator can point a pod at
     another cluster. Does not contact the API server.
     Raises:
-        KubeError: no usable credentials (the message names what was tried), or a kubeconfig
-            that is not one (not YAML, not a mapping).
+        KubeNoCredentials: no usable credentials, or a configuration no retry can mend: the
+            message names what was tried, or the file (and its entry and field) at fault (see
+            `services.kube.kubeconfig.load`, `services.kube.tls_files.check`).
     """
-    if settings.kubeconfig is not None and not settings.kubeconfig.is_file():
-        raise errors.KubeError(f"no Kubernetes credentials: kubeconfig {settings.kubeconfig} "
-                               "does not exist or is not a file")
-    defaults: list[Path] = []
-    if settings.kubeconfig is None and not os.environ.get(IN_CLUSTER_HOST_ENV):
-        defaults = _default_kubeconfigs()
-        if not any(path.is_file() for path in defaults):
-            tried = ", ".join(str(path) for path in defaults)
-            raise errors.KubeError(
-                f"no Kubernetes credentials: not in a cluster, no --kubeconfig given, and no "
-                f"kubeconfig at {tried}")
     configuration = Configuration()
     refresher: asyncio.Task[None] | None = None
-    try:
-        if settings.kubeconfig is None and os.environ.get(IN_CLUSTER_HOST_ENV):
-            kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=configuration
-            )
-            source = "in-cluster service account"
-        else:
-            # the files kubectl would read, given explicitly: the library reads $KUBECONFIG
-            # once at import and takes an empty one for a path
-            config_file = (str(settings.kubeconfig) if settings.kubeconfig
-                           else os.pathsep.join(str(path) for path in defaults if path.is_file()))
-            loader = await kube_config.load_kube_config(
-                config_file=config_file,
-                context=settings.context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
-            refresher = asyncio.create_task(_refresh_tokens(loader, configuration))
-            source = f"kubeconfig {config_file or '(default)'}"
-    except (ConfigException, OSError, KeyError, ValueError) as error:
-        raise errors.KubeError(f"no Kubernetes credentials: {error}") from error
-    except (TypeError, AttributeError, yaml.YAMLError) as error:  # not a kubeconfig at all
-        raise errors.KubeError(
-            f"no Kubernetes credentials: {settings.kubeconfig or 'the kubeconfig'} is not a "
-            f"kubeconfig ({_one_line(error)})") from error
+    if settings.kubeconfig is None and os.environ.get(IN_CLUSTER_HOST_ENV):
+        source = _load_in_cluster(configuration)
+    else:
+        source, loader = await _load_kubeconfig(settings, configuration)
+        refresher = asyncio.create_task(_refresh_tokens(loader, configuration))
     configuration.connection_pool_maxsize = POOL_SIZE
     if configuration.proxy is None:
         configuration.proxy = proxy_from_environment(str(configuration.host))
     api = ApiClient(configuration)
     api.user_agent = USER_AGENT
     _stop_trusting_environment(api)
-    log.info("Kubernetes API %s (credentials: %s)", configuration.host, source)
+    log.info("Kubernetes API %s (credentials: %s)", kubeconfig.shown_url(str(configuration.host)),
+             source)
     return KubeClient(
         api, request_timeout_seconds=settings.request_timeout_seconds, refresher=refresher
     )
+
+
+async def _load_kubeconfig(settings: KubeSettings,
+                           configuration: Configuration) -> tuple[str, Any]:
+    """Fill `configuration` from the kubeconfig files (`kubeconfig.files`), read and checked
+    by `kubeconfig.load` before kubernetes_asyncio loads the active context: its source for
+    the log (`kubeconfig /a:/b`) and the library's loader (for `_refresh_tokens`).
+
+    Raises:
+        KubeNoCredentials: as `kubeconfig.files`, `kubeconfig.load` and `tls_files.check`;
+            also what the library refuses (an exec plugin that fails), in its words.
+    """
+    paths = kubeconfig.files(settings.kubeconfig)
+    active = kubeconfig.load(paths, settings.context)
+    source = "kubeconfig " + os.pathsep.join(str(path) for path in paths)
+    try:
+        with _loader_errors_unlogged():
+            loader = await kube_config.load_kube_config_from_dict(
+                active.config, context=active.context, client_configuration=configuration)
+    except _LOADER_ERRORS as error:
+        raise _refused(source, error) from error
+    tls_files.check(configuration.ssl_ca_cert, configuration.cert_file,
+                    configuration.key_file, active.tls_names())
+    return source, loader
+
+
+def _load_in_cluster(configuration: Configuration) -> str:
+    """Fill `configuration` from the pod's service account; its source for the log.
+
+    Raises:
+        KubeNoCredentials: the library refuses the service account (a token file missing),
+            the API server's address from the environment is not a URL, or the CA file is not
+            a PEM certificate.
+    """
+    source = "in-cluster service account"
+    try:
+        kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
+            client_configuration=configuration
+        )
+    except _LOADER_ERRORS as error:
+        raise _refused(source, error) from error
+    host = str(configuration.host)
+    try:
+        kubeconfig.server_url(host, tls=True)
+    except ValueError as error:
+        raise errors.KubeNoCredentials(
+            f"{source}: the API server {host} (from {IN_CLUSTER_HOST_ENV} and "
+            f"KUBERNETES_SERVICE_PORT): {error}") from error
+    ca = f"{source}: CA file {configuration.ssl_ca_cert}"
+    tls_files.check(configuration.ssl_ca_cert, None, None, tls_files.TlsNames(ca, ca, ca))
+    return source
+
+
+@contextlib.contextmanager
+def _loader_errors_unlogged() -> Iterator[None]:
+    """Keep kubernetes_asyncio's kubeconfig loader from logging the error it then raises (an
+    exec plugin that fails): `_refused` tells it, once."""
+    library = logging.getLogger(kube_config.kube_config.__name__)
+    library.addFilter(_nothing)
+    try:
+        yield
+    finally:
+        library.removeFilter(_nothing)
+
+
+def _nothing(record: logging.LogRecord) -> bool:
+    """A log filter that lets no record through."""
+    return False
+
+
+def _refused(source: str, error: Exception) -> errors.KubeNoCredentials:
+    """The error for credentials from `source` that kubernetes_asyncio refused: its words on
+    one line, the exception's type named unless it is the library's own ConfigException."""
+    words = kubeconfig.one_line(error)
+    if isinstance(error, ConfigException):
+        words = words.removeprefix(f"{type(error).__name__}: ")
+    return errors.KubeNoCredentials(f"{source}: {words}")
 
 
 def _session_of(api: ApiClient) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
@@ -419,12 +466,6 @@ def _stream_timeout(read_timeout_seconds: float) -> aiohttp.ClientTimeout:
     )
 
 
-def _one_line(error: BaseException) -> str:
-    """The error's first line (YAML parser errors span several, with a caret drawing)."""
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-
-
 def proxy_from_environment(url: str) -> str | None:
     """The proxy the environment asks for to reach `url` (`HTTPS_PROXY`/`HTTP_PROXY`, unless
     `NO_PROXY` bypasses the host), resolved once, as aiohttp's `trust_env` would per request."""
@@ -465,7 +506,7 @@ async def _refresh_tokens(loader: Any, configuration: Configuration) -> None:
             await kube_config.refresh_token(loader, configuration, TOKEN_REFRESH_SECONDS)
             return  # neither an exec plugin nor GCP: nothing to refresh
         except Exception as error:
-            reason = _one_line(error)
+            reason = kubeconfig.one_line(error)
             (log.warning if reason != told else log.debug)(
                 "refreshing Kubernetes credentials failed (retrying every %ss); requests may "
                 "be refused: %s", TOKEN_REFRESH_SECONDS, reason)
@@ -519,10 +560,3 @@ def _decode_line(line: bytes, what: str) -> dict[str, Any]:
     if not isinstance(decoded, dict):
         raise errors.KubeUnavailable(f"{what}: unexpected line {line[:80]!r}")
     return decoded
-
-
-def _default_kubeconfigs() -> list[Path]:
-    """The files kubectl would read: each path of `$KUBECONFIG`, else `~/.kube/config`."""
-    listed = [Path(part).expanduser() for part in os.environ.get("KUBECONFIG", "").split(
-        os.pathsep) if part]
-    return listed or [Path("~/.kube/config").expanduser()]

@@ -25,6 +25,16 @@ class KubeError(Exception):
         self.detail = detail or message
 
 
+class KubeNoCredentials(KubeError):
+    """Permanent, found before any request: no configuration to reach the API server with, or
+    one no retry can mend (a kubeconfig that is empty or malformed, a server that is not a
+    URL, TLS material that is not PEM). The message starts `no Kubernetes credentials: ` and
+    names the file, and the entry and field, at fault."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"no Kubernetes credentials: {why}")
+
+
 class KubeConflict(KubeError):
     """409: a precondition (uid, resourceVersion) failed or the object changed meanwhile.
 

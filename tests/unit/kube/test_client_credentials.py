@@ -1,5 +1,7 @@
 """Credentials that cannot be supplied for a request leave the client as a KubeError, like
-every other failure, and a kubeconfig's exec plugin is run again after it failed once.
+every other failure, and a kubeconfig's exec plugin is run again after it failed once; TLS
+material that can never be used (not base64, not PEM, a directory, a key that is not the
+certificate's or needs a passphrase) is refused at connect, in one line naming its field.
 
 The in-cluster case uses kubernetes_asyncio's own service-account loader on token files in a
 temporary directory (re-read before every request: refresh period 0); the exec case a real
@@ -9,8 +11,10 @@ plugin, a Python script that counts its runs.
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -109,3 +113,118 @@ async def test_an_exec_plugin_that_failed_once_is_run_again_and_its_new_token_us
                 await kube._api.update_params_for_auth(headers, [], client.AUTH_SETTINGS)
     finally:
         await kube.close()
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory of PEM files: `cert` and its `key`, `other.key` (another certificate's),
+    `encrypted.key` (`key` under a passphrase), `junk` (not PEM) and `dir` (a directory)."""
+    pki = tmp_path_factory.mktemp("pki")
+    for name in ("", "other."):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=u",
+                        "-keyout", str(pki / f"{name}key"), "-out", str(pki / f"{name}cert")],
+                       check=True, capture_output=True)
+    subprocess.run(["openssl", "pkey", "-in", str(pki / "key"), "-aes256", "-passout",
+                    "pass:secret", "-out", str(pki / "encrypted.key")],
+                   check=True, capture_output=True)
+    (pki / "junk").write_text("NOTBASE64!\n")
+    (pki / "dir").mkdir()
+    return pki
+
+
+def tls_kubeconfig(path: Path, cluster: dict[str, str], user: dict[str, str]) -> Path:
+    """A kubeconfig at `path` whose cluster (at a port nothing listens on) and user have
+    these TLS fields."""
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1", **cluster}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+    }))
+    return path
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+NOT_PEM = b64(b"NOTBASE64!")  # base64, of something that is not PEM
+
+
+@pytest.mark.parametrize(("cluster", "user", "why"), [
+    ({"certificate-authority-data": NOT_PEM}, {},
+     'cluster "c": certificate-authority-data is not a PEM certificate'),
+    ({"certificate-authority-data": "NOTBASE64!"}, {},
+     'cluster "c": certificate-authority-data is not base64'),
+    ({"certificate-authority": "{pki}/junk"}, {},
+     'cluster "c": certificate-authority {pki}/junk is not a PEM certificate'),
+    ({"certificate-authority": "{pki}/key"}, {},
+     'cluster "c": certificate-authority {pki}/key is not a PEM certificate'),
+    ({"certificate-authority": "{pki}/dir"}, {},
+     'cluster "c": certificate-authority {pki}/dir is a directory'),
+    ({"certificate-authority": "{pki}/absent"}, {},
+     'cluster "c": certificate-authority {pki}/absent does not exist'),
+    ({}, {"client-certificate-data": NOT_PEM, "client-key": "{pki}/key"},
+     'user "u": client-certificate-data is not a PEM certificate'),
+    ({}, {"client-certificate": "{pki}/dir", "client-key": "{pki}/key"},
+     'user "u": client-certificate {pki}/dir is a directory'),
+    ({}, {"client-certificate": "{pki}/cert", "client-key-data": NOT_PEM},
+     'user "u": client-key-data is not a PEM private key'),
+    ({}, {"client-certificate": "{pki}/cert", "client-key-data": "NOTBASE64!"},
+     'user "u": client-key-data is not base64'),
+    ({}, {"client-certificate": "{pki}/cert", "client-key": "{pki}/other.key"},
+     'user "u": client-key {pki}/other.key is not the private key of the client certificate'),
+    ({}, {"client-certificate": "{pki}/cert", "client-key": "{pki}/encrypted.key"},
+     'user "u": client-key {pki}/encrypted.key is encrypted: a key with a passphrase is not '
+     "supported"),
+    ({}, {"client-certificate": "{pki}/cert"},
+     'user "u": client-certificate without client-key (or client-key-data)'),
+    ({}, {"client-key-data": NOT_PEM},
+     'user "u": client-key without client-certificate (or client-certificate-data)'),
+], ids=["ca-data-not-pem", "ca-data-not-base64", "ca-file-not-pem", "ca-file-a-key",
+        "ca-file-a-directory", "ca-file-absent", "cert-data-not-pem", "cert-file-a-directory",
+        "key-data-not-pem", "key-data-not-base64", "key-of-another", "key-encrypted",
+        "cert-without-key", "key-without-cert"])
+async def test_tls_material_that_cannot_be_used_is_named_in_one_line(
+        pki: Path, tmp_path: Path, cluster: dict[str, str], user: dict[str, str],
+        why: str) -> None:
+    def placed(fields: dict[str, str]) -> dict[str, str]:
+        return {name: value.format(pki=pki) for name, value in fields.items()}
+
+    path = tls_kubeconfig(tmp_path / "kubeconfig", placed(cluster), placed(user))
+    with pytest.raises(errors.KubeError) as raised:
+        await client.connect(KubeSettings(kubeconfig=path))
+    assert str(raised.value) == (
+        f"no Kubernetes credentials: kubeconfig {path}: {why.format(pki=pki)}")
+
+
+async def test_relative_tls_files_are_read_from_the_kubeconfigs_directory(
+        pki: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tls_kubeconfig(pki / "kubeconfig", {"certificate-authority": "cert"},
+                          {"client-certificate": "cert", "client-key": "junk"})
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(errors.KubeError) as raised:
+        await client.connect(KubeSettings(kubeconfig=path))
+    assert str(raised.value) == (f'no Kubernetes credentials: kubeconfig {path}: user "u": '
+                                 f"client-key {pki}/junk is not a PEM private key")
+
+
+async def test_an_in_cluster_ca_file_that_is_not_a_certificate_is_named(
+        service_account: Path, pki: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(pki / "junk"))
+    with pytest.raises(errors.KubeError) as raised:
+        await client.connect(KubeSettings())
+    assert str(raised.value) == ("no Kubernetes credentials: in-cluster service account: CA "
+                                 f"file {pki}/junk is not a PEM certificate")
+
+
+async def test_an_in_cluster_api_server_port_that_is_not_one_is_refused(
+        service_account: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "https")
+    with pytest.raises(errors.KubeError) as raised:
+        await client.connect(KubeSettings())
+    assert str(raised.value) == (
+        "no Kubernetes credentials: in-cluster service account: the API server "
+        "https://127.0.0.1:https (from KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT): "
+        'port "https" is not a number from 1 to 65535')

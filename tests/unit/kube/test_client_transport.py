@@ -2,7 +2,9 @@
 request goes through the proxy the environment names (the library session's options kept).
 
 The far ends are plain loopback TCP listeners that record what arrives and then hang up, stay
-silent, or refuse the proxy tunnel.
+silent, or refuse the proxy tunnel. A server no request could ever reach (not a URL, another
+scheme, no host) is refused at connect instead, naming the kubeconfig and the value; a bare
+host:port is taken as client-go's `rest.DefaultServerURL` takes it.
 """
 
 from __future__ import annotations
@@ -207,3 +209,69 @@ async def test_a_watch_that_goes_silent_is_kube_silent_after_its_read_timeout(
     assert str(raised.value) == (
         f"GET /api/v1/pods (stream): cannot reach the API server at "
         f"http://127.0.0.1:{listener.port}: nothing received for 0.3s")
+
+
+@pytest.mark.parametrize(("server", "shown", "why"), [
+    ("not a url", "not a url", 'invalid character " " in host name'),
+    ("https://admin:secret@bad host:6443", "https://bad host:6443",
+     'invalid character " " in host name'),
+    ("ftp://x", "ftp://x", 'scheme "ftp" is not https or http'),
+    ("https://", "https://", "not a URL with a host, nor a host:port pair"),
+    ("http:///path", "http:///path", "not a URL with a host, nor a host:port pair"),
+    ("10.0.0.1:6443/api", "10.0.0.1:6443/api", "not a URL with a host, nor a host:port pair"),
+    ("https://:6443", "https://:6443", "no host"),
+    ("https://10.0.0.1:65536", "https://10.0.0.1:65536",
+     'port "65536" is not a number from 1 to 65535'),
+    ("https://10.0.0.1:6443?x=1", "https://10.0.0.1:6443?x=1", "a query or fragment in it"),
+], ids=["words", "words-with-credentials", "ftp", "scheme-only", "no-host-path",
+        "host-port-path", "port-only", "port-too-large", "query"])
+async def test_a_server_that_is_not_a_url_is_refused_at_once(
+        tmp_path: Path, server: str, shown: str, why: str) -> None:
+    with pytest.raises(errors.KubeError) as raised:
+        await connected(tmp_path, server)
+    assert str(raised.value) == (f'no Kubernetes credentials: kubeconfig {tmp_path}/kubeconfig: '
+                                 f'cluster "c": server "{shown}": {why}')
+
+
+async def test_a_cluster_without_a_server_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG.format(server="").replace('server: "", ', ""))
+    with pytest.raises(errors.KubeError) as raised:
+        await client.connect(KubeSettings(kubeconfig=path))
+    assert str(raised.value) == (
+        f'no Kubernetes credentials: kubeconfig {path}: cluster "c" has no server')
+
+
+@pytest.mark.parametrize(("tls", "url"), [
+    (", insecure-skip-tls-verify: true", "https://10.0.0.1:6443"),
+    ("", "http://10.0.0.1:6443"),
+], ids=["tls", "plain"])
+async def test_a_host_port_server_is_https_when_tls_is_configured_as_in_client_go(
+        tmp_path: Path, tls: str, url: str) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG.format(server="10.0.0.1:6443").replace(
+        ", insecure-skip-tls-verify: true", tls))
+    kube = await client.connect(KubeSettings(kubeconfig=path))
+    await kube.close()
+    assert kube.host == url
+
+
+async def test_a_context_without_a_user_connects_anonymously(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG.format(server="https://10.0.0.1:6443").replace(
+        "{cluster: c, user: u}", "{cluster: c}"))
+    kube = await client.connect(KubeSettings(kubeconfig=path))
+    await kube.close()
+    assert kube.host == "https://10.0.0.1:6443"
+
+
+async def test_a_proxy_url_aiohttp_cannot_use_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG.format(server="https://10.0.0.1:6443").replace(
+        "insecure-skip-tls-verify: true", 'insecure-skip-tls-verify: true, '
+                                          'proxy-url: "socks5://10.0.0.2:1080"'))
+    with pytest.raises(errors.KubeError) as raised:
+        await client.connect(KubeSettings(kubeconfig=path))
+    assert str(raised.value) == (
+        f'no Kubernetes credentials: kubeconfig {path}: cluster "c": proxy-url '
+        '"socks5://10.0.0.2:1080" is not an http or https URL')
