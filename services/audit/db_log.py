@@ -20,7 +20,7 @@ from services.contracts.events import Event, PodGroupDeleted, PodGroupObserved, 
 from services.contracts.ids import GroupKey, is_singleton, split_key
 from services.planner.rederive import rounds
 from services.planner.rederive.rounds import LoggedEvent, PlanPoint, RecordedDecision, RoundInput
-from services.store.audit import PAGE_ROWS, AuditLog, EventBatch, OutboxRecord
+from services.store.audit import PAGE_ROWS, AuditLog, EventBatch, OutboxRecord, damaged
 
 UNRECORDED = "a planner that did not record itself"
 """`RoundInput.planner` of a round recorded before schema revision 0002 (`rounds.planner`)."""
@@ -43,8 +43,9 @@ class DatabaseLog:
         it (`UNRECORDED` for rounds from before planners recorded themselves).
 
         Raises (while iterating):
-            services.contracts.codec.PoisonedMessage: an audit row that does not decode (the
-                planner audits only events it decoded, so this means a damaged database).
+            services.store.audit.DamagedRow: an audit row that does not decode (the planner
+                audits only events it decoded, so this means a damaged database), or a row
+                holding a value of the wrong type.
         """
         return rounds.assemble_pages(self._events(), self._plan_points(), self._recorded())
 
@@ -84,12 +85,24 @@ def _decode(seq: int, data: bytes) -> Event:
     """One audit row's event.
 
     Raises:
-        services.contracts.codec.PoisonedMessage: it does not decode (names the seq).
+        services.store.audit.DamagedRow: it does not decode (names the seq).
     """
     try:
         return codec.decode_event(data)
     except codec.PoisonedMessage as error:
-        raise codec.PoisonedMessage(f"audit event seq {seq}: {error}") from error
+        raise damaged("audit_events", f"seq {seq}", f"data is no event: {error}") from error
+
+
+def _decision(record: OutboxRecord) -> Decision:
+    """One outbox row's decision.
+
+    Raises:
+        services.store.audit.DamagedRow: it does not decode (names the row).
+    """
+    try:
+        return codec.decode_decision(record.data)
+    except codec.PoisonedMessage as error:
+        raise damaged("outbox", f"id {record.id!r}", f"data is no decision: {error}") from error
 
 
 def _recorded(record: OutboxRecord) -> RecordedDecision:
@@ -102,6 +115,9 @@ async def pod_chain(audit: AuditLog, namespace: str, name: str) -> list[Item]:
 
     Source: the pod's own events, then for each group it was seen in: the PodGroup's and the
     group's outcome events and the decisions recorded for the group (subjects name them).
+    Raises:
+        services.store.audit.DamagedRow: a damaged row of the audit events or of the outbox
+            (named).
     """
     own = await _events(audit, [_pod_suffix(namespace, name)])
     groups = sorted({_pod_group(event.event) for event in own} - {""})
@@ -110,7 +126,11 @@ async def pod_chain(audit: AuditLog, namespace: str, name: str) -> list[Item]:
 
 async def podgroup_chain(audit: AuditLog, namespace: str, name: str) -> list[Item]:
     """The events and decisions that explain the PodGroup `namespace/name`, with the events of
-    every member named by one of its decisions."""
+    every member named by one of its decisions.
+
+    Raises:
+        services.store.audit.DamagedRow: as `pod_chain`.
+    """
     items = await group_chain(audit, [f"{namespace}/{name}"])
     members = sorted({(ref_namespace, ref_name) for item in items if not isinstance(
         item, LoggedEvent) for ref_namespace, ref_name in _pods_named(item)})
@@ -132,7 +152,7 @@ async def group_chain(audit: AuditLog, groups: list[str]) -> list[Item]:
         decision_suffixes.extend(f".decisions.{kind}.{tail}" for kind in DECISION_TYPES)
     events = [item for item in await _events(audit, event_suffixes) if _about(item, groups)]
     records = await audit.outbox_on_subjects(decision_suffixes)
-    decisions = [codec.decode_decision(record.data) for record in records]
+    decisions = [_decision(record) for record in records]
     evicting = await _preemptions_of_victims(audit, groups)
     return [*events, *[decision for decision in decisions if decision.group in groups],
             *evicting]
@@ -142,7 +162,7 @@ async def _preemptions_of_victims(audit: AuditLog, groups: list[str]) -> list[De
     """The recorded Preemptions of other groups that evict a pod of `groups` (few: read all
     Preemptions, keep those naming such a victim)."""
     records = await audit.outbox_containing(".decisions.Preemption.")
-    found = [codec.decode_decision(record.data) for record in records]
+    found = [_decision(record) for record in records]
     return [decision for decision in found if isinstance(decision, Preemption)
             and decision.group not in groups
             and any(victim.group in groups for victim in decision.victims)]
@@ -150,7 +170,7 @@ async def _preemptions_of_victims(audit: AuditLog, groups: list[str]) -> list[De
 
 async def _events(audit: AuditLog, suffixes: list[str]) -> list[LoggedEvent]:
     rows = await audit.events_on_subjects(suffixes)
-    return [LoggedEvent(seq, subject, codec.decode_event(data))
+    return [LoggedEvent(seq, subject, _decode(seq, data))
             for seq, subject, _type, _at_ms, data in rows]
 
 

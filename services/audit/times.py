@@ -14,8 +14,13 @@ class InvalidTime(ValueError):
 
 def iso(at_ms: int) -> str:
     """UTC ISO 8601 with milliseconds, e.g. `2024-05-01T12:00:00.250Z` (four-digit years, as
-    `parse_ms` accepts them). Units: epoch ms."""
-    moment = datetime.fromtimestamp(at_ms // 1000, tz=UTC)
+    `parse_ms` accepts them). Units: epoch ms. A time outside the years 1 to 9999, which no
+    clock gave (a damaged log), is told as its number: `99999999999999999 ms (beyond the
+    years 1 to 9999)`."""
+    try:
+        moment = datetime.fromtimestamp(at_ms // 1000, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return f"{at_ms} ms (beyond the years 1 to 9999)"
     return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}.{at_ms % 1000:03d}Z"
 
 

@@ -395,13 +395,15 @@ def _failures(db_url: str | None) -> Iterator[None]:
     from services.bus.errors import BusRefused, BusUnavailable, NotFound
     from services.contracts.codec import PoisonedMessage
     from services.planner.rederive.replay import ReplayFailed
-    from services.store.audit import AuditUnavailable
+    from services.store.audit import AuditUnavailable, DamagedRow
     from services.store.errors import SchemaMismatch
 
     try:
         yield
     except (AuditUnavailable, SchemaMismatch, ReplayFailed, PoisonedMessage) as error:
         raise exit_codes.Failed(str(error)) from None
+    except DamagedRow as error:
+        raise exit_codes.Failed(_damaged_database(error, db_url)) from None
     except NotFound as error:
         raise exit_codes.Failed(f"stream not found (wrong --prefix?): {error}") from None
     except BusUnavailable as error:
@@ -413,6 +415,14 @@ def _failures(db_url: str | None) -> Iterator[None]:
         if failure is None:
             raise
         raise failure from None
+
+
+def _damaged_database(error: Exception, url: str | None) -> str:
+    """A damaged row (`error`, naming it) of the database `url`, named by its path or URL."""
+    from services.cli import databases
+
+    named = f" {databases.shown(url)}" if url else ""
+    return f"the database{named} is damaged: {error}"
 
 
 def _nats_failure(error: Exception) -> exit_codes.Failed | None:

@@ -2,7 +2,7 @@
 
 Layer: cli. The driver says `OperationalError: unable to open database file` or `DatabaseError:
 file is not a database` without naming the file; the commands say which database (a SQLite
-file's path, or the URL without its password) and, for a SQLite file, what is wrong with it
+file's path, or the URL without its secrets) and, for a SQLite file, what is wrong with it
 (missing, a directory, not a SQLite file, not readable, read-only), looking at the file itself.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from services.cli import run_info
+from services.store import urls as database_urls
 from services.store.errors import unusable_database
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -33,9 +33,10 @@ def sqlite_file(url: str) -> Path | None:
 
 
 def shown(url: str) -> str:
-    """The database as a user names it: a SQLite file's path, else its URL without password."""
+    """The database as a user names it: a SQLite file's path, else its URL without its
+    secrets (`store.urls.shown`)."""
     path = sqlite_file(url)
-    return str(path) if path is not None else run_info.without_password(url)
+    return str(path) if path is not None else database_urls.shown(url)
 
 
 def sqlite_problem(path: Path, *, writing: bool) -> str | None:

@@ -268,6 +268,7 @@ class DatabaseUrl(click.ParamType):  # type: ignore[type-arg]
                 ctx: click.Context | None) -> str:
         from sqlalchemy.exc import ArgumentError
 
+        from services.store import urls
         from services.store.engines import async_url
 
         text = str(value)
@@ -286,9 +287,9 @@ class DatabaseUrl(click.ParamType):  # type: ignore[type-arg]
         try:
             async_url(text)
         except (ValueError, ArgumentError) as error:
-            self.fail(f"{value!r} is not a database URL gangsched can use ({error}); give "
-                      "sqlite+aiosqlite:///path/file.db, postgresql+asyncpg://user@host/db "
-                      "or a file path", param, ctx)
+            self.fail(f"{urls.shown(str(value))!r} is not a database URL gangsched can use "
+                      f"({error}); give sqlite+aiosqlite:///path/file.db, "
+                      "postgresql+asyncpg://user@host/db or a file path", param, ctx)
         return text
 
 

@@ -9,6 +9,7 @@ at the first divergence.
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -22,9 +23,9 @@ from services.cli import audit_view, log_positions
 from services.config.settings import BusSettings
 from services.contracts.signing import DecisionKey
 from services.planner.core.config import PlannerConfig
-from services.planner.rederive.replay import Replay
+from services.planner.rederive.replay import Replay, RoundResult
 from services.planner.rederive.rounds import RoundInput
-from services.planner.rederive.verify import Verifier
+from services.planner.rederive.verify import Divergence, Verifier
 from services.store import audit, schema
 
 
@@ -87,8 +88,9 @@ async def replay(request: ReplayRequest) -> ReplayOutcome:
 
     Raises:
         services.store.audit.AuditUnavailable, services.store.errors.SchemaMismatch,
-        services.bus.errors.BusUnavailable, services.audit.nats_log.IncompleteLog,
-        services.planner.rederive.replay.ReplayFailed,
+        services.store.audit.DamagedRow (also a divergence from a recorded decision that is no
+        JSON object: `check_recorded`), services.bus.errors.BusUnavailable,
+        services.audit.nats_log.IncompleteLog, services.planner.rederive.replay.ReplayFailed,
         services.bus.errors.NotFound (no such stream).
     """
     outcome = ReplayOutcome(Verifier(request.bus.prefix))
@@ -110,6 +112,8 @@ async def replay(request: ReplayRequest) -> ReplayOutcome:
                 result = replayer.play(rnd)
                 held.advance(len(rnd.events))
                 divergence = verifier.check(result) if request.verify else None
+                if divergence is not None:
+                    check_recorded(result, divergence)
                 if request.show_timeline:
                     entries = timeline.entries(result)
                     view.show(entries)
@@ -118,6 +122,35 @@ async def replay(request: ReplayRequest) -> ReplayOutcome:
                 if divergence is not None:
                     break
     return outcome
+
+
+def check_recorded(result: RoundResult, divergence: Divergence) -> None:
+    """Return when the recorded side of `divergence` (a decision of `result`'s round) is a
+    decision's UTF-8 JSON object, as the planner records every decision (and NATS decisions
+    are decoded as they are read): else its outbox row is damaged, and no report could show it.
+
+    Raises:
+        services.store.audit.DamagedRow: naming the outbox row and what it holds.
+    """
+    if divergence.recorded is None:
+        return
+    problem = _decision_json_problem(divergence.recorded[1])
+    if problem is not None:
+        record = result.round.recorded[divergence.index]
+        raise audit.damaged("outbox", f"id {record.id!r}", problem)
+
+
+def _decision_json_problem(data: bytes) -> str | None:
+    """Why `data` is not a decision's UTF-8 JSON object, or None."""
+    try:
+        body = json.loads(data.decode())
+    except UnicodeDecodeError as error:
+        return f"data is not UTF-8 text ({error.reason} at byte {error.start})"
+    except json.JSONDecodeError as error:
+        return f"data is not JSON ({error})"
+    if not isinstance(body, dict):
+        return f"data is a JSON {type(body).__name__}, not a decision's object"
+    return None
 
 
 def _note_end(outcome: ReplayOutcome, rnd: RoundInput, window: Window) -> None:

@@ -4,8 +4,10 @@ credentials of its embedded NATS, `<data-dir>/nats-credentials.json`.
 Layer: cli. Reads and writes small JSON files; an option given on the command line always
 wins, then run.json, then the default of the data directory (SQLite `<data-dir>/gangsched.db`).
 Both files are mode 0600. run.json never holds a secret: its URLs are written without
-password (the NATS URL without any userinfo, which may be a token). The credentials file holds
-only the per-start credentials of the embedded nats-server, never credentials the user gave.
+password (the database URL as `store.urls.shown` gives it, without the password of its
+userinfo nor its secret query parameters; the NATS URL without any userinfo, which may be a
+token). The credentials file holds only the per-start credentials of the embedded
+nats-server, never credentials the user gave.
 """
 
 from __future__ import annotations
@@ -14,12 +16,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
-
 from services.bus import urls
 from services.config.settings import Settings
 from services.runtime.private_files import make_private_directory, write_private
+from services.store import urls as database_urls
 
 RUN_FILE = "run.json"
 CREDENTIALS_FILE = "nats-credentials.json"
@@ -40,18 +40,8 @@ def write(data_dir: Path, info: dict[str, Any]) -> None:
     secrets (see module docstring)."""
     make_private_directory(data_dir)
     public = {**info, "nats": info.get("nats") and urls.shown(str(info["nats"])),
-              "db": info.get("db") and without_password(str(info["db"]))}
+              "db": info.get("db") and database_urls.shown(str(info["db"]))}
     write_private(data_dir / RUN_FILE, json.dumps(public, indent=2) + "\n")
-
-
-def without_password(url: str) -> str:
-    """A database URL without its password (the user name is kept: it is no secret, and
-    PostgreSQL's `PGPASSWORD` or `~/.pgpass` can then supply the password for it)."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return url
-    return parsed._replace(password=None).render_as_string(hide_password=False)
 
 
 def write_credentials(data_dir: Path, user: str, password: str) -> None:

@@ -6,6 +6,8 @@ refuses a statement that is not a read (`ReadOnlyViolation`), so an audit can ru
 planner. Everything is read in ONE snapshot transaction (SQLite deferred `BEGIN` under WAL;
 PostgreSQL `REPEATABLE READ`), so events, rounds and outbox agree although the planner keeps
 committing batches. Large tables are read in pages by key (keyset pagination), never all at once.
+A row holding a value of a type the planner never writes (SQLite keeps anything anywhere) is
+`DamagedRow`, naming its table, row and column.
 """
 
 from __future__ import annotations
@@ -69,6 +71,12 @@ class ReadOnlyViolation(Exception):
 
 class AuditUnavailable(Exception):
     """The audit database does not exist (a SQLite file that is not there)."""
+
+
+class DamagedRow(Exception):
+    """A row of the audit tables holding a value the planner never writes (SQLite keeps any
+    value in any column: text for a sequence, a number for an event); the message names the
+    table, the row and the column."""
 
 
 OUTBOX_PAGE_SQL = (
@@ -216,7 +224,7 @@ class AuditLog:
         audit = tables.audit_events
         row = (await self._execute(
             select(func.count(), func.coalesce(func.max(audit.c.seq), 0))))[0]
-        return int(row[0]), int(row[1])
+        return int(row[0]), _seq(row[1])
 
     async def event_batches(self, *, after_seq: int = 0, page_rows: int = PAGE_ROWS,
                             page_bytes: int = PAGE_BYTES) -> AsyncIterator[EventBatch]:
@@ -229,10 +237,15 @@ class AuditLog:
             try:
                 rows = await self._read(EVENT_BATCH_SQL[self.connection.dialect.name],
                                         parameters)
-            except sqlite3.DataError:  # "string or blob too big": the caller reads its rows
+            except (sqlite3.DataError, sqlite3.OperationalError):
+                # "string or blob too big", or a row SQLite cannot put in JSON (a subject
+                # stored as a BLOB): the caller reads the page row by row (a database that
+                # cannot be read fails again there)
                 rows = [(*(await self._read(EVENT_BOUNDS_SQL, parameters))[0], b"")]
             count, last_seq, data = rows[0]
-            return EventBatch(after, int(count), int(last_seq), bytes(data)) if count else None
+            if not count:
+                return None
+            return EventBatch(after, int(count), _seq(last_seq), bytes(data))
 
         async for batch in self._prefetched(after_seq, read, lambda batch: batch.last_seq):
             yield batch
@@ -240,7 +253,7 @@ class AuditLog:
     async def event_rows(self, after_seq: int, page_rows: int) -> list[EventRow]:
         """One page of `(seq, subject, data)` with seq > `after_seq` (a batch read row by row)."""
         rows = await self._read(_FIRST_ROWS_SQL, {"after": after_seq, "rows": page_rows})
-        return [(int(seq), subject, bytes(data)) for seq, subject, data in rows]
+        return [_event_row(seq, subject, data) for seq, subject, data in rows]
 
     async def _prefetched(self, first: K, read: Callable[[K], Coroutine[Any, Any, P | None]],
                           key: Callable[[P], K]) -> AsyncIterator[P]:
@@ -273,8 +286,9 @@ class AuditLog:
             rows = await self._page(query, page_rows)
             if not rows:
                 return
-            yield [(int(row[0]), row[1]) for row in rows]
-            after_seq = int(rows[-1][0])
+            points = [_plan_point(plan_seq, planner) for plan_seq, planner in rows]
+            yield points
+            after_seq = points[-1][0]
 
     async def outbox(self, *, page_rows: int = PAGE_ROWS) -> AsyncIterator[list[OutboxRecord]]:
         """Pages of recorded decisions, by plan point then position (publication order)."""
@@ -295,8 +309,7 @@ class AuditLog:
         query = (select(audit.c.seq, audit.c.subject, audit.c.type, audit.c.at_ms, audit.c.data)
                  .where(or_(*[_ends_with(audit.c.subject, s) for s in suffixes]))
                  .order_by(audit.c.seq))
-        rows = await self._execute(query)
-        return [(int(r[0]), r[1], r[2], int(r[3]), bytes(r[4])) for r in rows]
+        return [_audit_row(*row) for row in await self._execute(query)]
 
     async def outbox_on_subjects(self, suffixes: Sequence[str]) -> list[OutboxRecord]:
         """Every recorded decision whose subject ends with one of `suffixes`, in order."""
@@ -344,7 +357,120 @@ def _outbox_query(where: ColumnElement[bool]) -> Select[Any]:
 
 
 def _record(row: Any) -> OutboxRecord:
-    return OutboxRecord(row[0], int(row[1]), int(row[2]), row[3], bytes(row[4]))
+    """One outbox row as an `OutboxRecord`.
+
+    Raises:
+        DamagedRow: a value of the wrong type (named by the row's id).
+    """
+    record_id, plan_seq, position, subject, data = row
+    if (type(record_id) is str and type(plan_seq) is int and type(position) is int
+            and type(subject) is str and type(data) is bytes):  # every row a planner wrote
+        return OutboxRecord(record_id, plan_seq, position, subject, data)
+    where = f"id {record_id!r}"
+    return OutboxRecord(_text(record_id, "outbox", where, "id"),
+                        _integer(plan_seq, "outbox", where, "plan_seq"),
+                        _integer(position, "outbox", where, "position"),
+                        _text(subject, "outbox", where, "subject"),
+                        _blob(data, "outbox", where, "data"))
+
+
+def _event_row(seq: Any, subject: Any, data: Any) -> EventRow:
+    """One audit event row as replay reads it.
+
+    Raises:
+        DamagedRow: a value of the wrong type (named by the row's seq).
+    """
+    number = _seq(seq)
+    where = f"seq {number}"
+    return (number, _text(subject, "audit_events", where, "subject"),
+            _blob(data, "audit_events", where, "data"))
+
+
+def _audit_row(seq: Any, subject: Any, kind: Any, at_ms: Any, data: Any) -> AuditRow:
+    """One audit event row as explain reads it (with its type and time).
+
+    Raises:
+        DamagedRow: a value of the wrong type (named by the row's seq).
+    """
+    number, text_subject, blob = _event_row(seq, subject, data)
+    where = f"seq {number}"
+    return (number, text_subject, _text(kind, "audit_events", where, "type"),
+            _integer(at_ms, "audit_events", where, "at_ms"), blob)
+
+
+def _seq(value: Any) -> int:
+    """`value`, the seq of an audit event.
+
+    Raises:
+        DamagedRow: it is no integer (named by that value).
+    """
+    return _integer(value, "audit_events", f"seq {value!r}", "seq")
+
+
+def _plan_point(plan_seq: Any, planner: Any) -> tuple[int, str | None]:
+    """One rounds row: `(plan_seq, planner or None)`.
+
+    Raises:
+        DamagedRow: a value of the wrong type (named by the row's plan_seq).
+    """
+    number = _integer(plan_seq, "rounds", f"plan_seq {plan_seq!r}", "plan_seq")
+    if planner is None:
+        return number, None
+    return number, _text(planner, "rounds", f"plan_seq {number}", "planner")
+
+
+def _integer(value: Any, table: str, row: str, column: str) -> int:
+    """`value`, an integer read from `column` of the `row` of `table`.
+
+    Raises:
+        DamagedRow: it is not one.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise _damaged(value, table, row, column, "an integer")
+
+
+def _text(value: Any, table: str, row: str, column: str) -> str:
+    """`value`, a text read from `column` of the `row` of `table`.
+
+    Raises:
+        DamagedRow: it is not one.
+    """
+    if isinstance(value, str):
+        return value
+    raise _damaged(value, table, row, column, "text")
+
+
+def _blob(value: Any, table: str, row: str, column: str) -> bytes:
+    """`value`, bytes read from `column` of the `row` of `table`; a text is taken as its
+    UTF-8 bytes (as the database's own pages of events take it: `EVENT_BATCH_SQL`).
+
+    Raises:
+        DamagedRow: it is neither.
+    """
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode()
+    raise _damaged(value, table, row, column, "bytes")
+
+
+DAMAGED_VALUE_SHOWN = 40
+"""How many characters of a damaged value its message shows."""
+
+
+def _damaged(value: Any, table: str, row: str, column: str, wanted: str) -> DamagedRow:
+    """The error for the value of `column` in the `row` of `table` that is not `wanted`."""
+    kinds = {int: "an integer", float: "a real number", str: "text", type(None): "NULL"}
+    kind = kinds.get(type(value), "bytes")
+    shown = "" if value is None else f" {repr(value)[:DAMAGED_VALUE_SHOWN]}"
+    return damaged(table, row, f"{column} holds {kind}{shown}, not {wanted}")
+
+
+def damaged(table: str, row: str, problem: str) -> DamagedRow:
+    """The error for the `row` of `table` (e.g. `id '5-0'`) that holds what the planner never
+    writes (`problem`), in the words every such error uses."""
+    return DamagedRow(f"table {table}, row {row}: {problem}")
 
 
 def _ends_with(column: Any, suffix: str) -> ColumnElement[bool]:

@@ -24,14 +24,24 @@ _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncp
 most operators' secrets use; SQLAlchemy 2 dropped it as an alias, gangsched keeps it."""
 
 
+POSTGRESQL_PARAMETERS = ("ssl", "direct_tls", "passfile", "service", "servicefile", "timeout",
+                         "command_timeout", "statement_cache_size",
+                         "max_cached_statement_lifetime", "max_cacheable_statement_size",
+                         "target_session_attrs", "krbsrvname", "gsslib", "host", "port", "user",
+                         "password", "database", "prepared_statement_cache_size")
+"""The query parameters of a PostgreSQL URL that asyncpg's `connect` (through SQLAlchemy)
+takes; any other (libpq's `sslmode`, a typo) fails at the first connection."""
+
+
 def async_url(url: str) -> URL:
     """`url` with the async driver gangsched uses (`sqlite://` → `sqlite+aiosqlite://`,
     `postgres://` and `postgresql://` → `postgresql+asyncpg://`).
 
     Raises:
-        ValueError: a database other than SQLite or PostgreSQL, or a host or port that cannot
+        ValueError: a database other than SQLite or PostgreSQL, a host or port that cannot
             be one (`postgresql://u@[bad`, a port beyond 65535), which would otherwise surface
-            as a name-resolution error at the first connection.
+            as a name-resolution error at the first connection, or a query parameter asyncpg
+            does not take (`POSTGRESQL_PARAMETERS`), which would surface as a crash there.
     """
     parsed = make_url(url)
     backend = parsed.get_backend_name()
@@ -39,10 +49,25 @@ def async_url(url: str) -> URL:
         raise ValueError(f"unsupported database {backend!r}: use sqlite or postgresql")
     host = parsed.host or ""
     if backend != "sqlite" and ("[" in host or "]" in host):  # `[::1]` arrives as `::1`
-        raise ValueError(f"malformed host {host!r}")
+        # a host holding `@` holds the end of a password (`u:p@[s@h`): not shown
+        raise ValueError(f"malformed host {host.rpartition('@')[2]!r}")
     if backend != "sqlite" and parsed.port is not None and not 0 < parsed.port < 65536:
         raise ValueError(f"port {parsed.port} out of range 1-65535")
+    if backend != "sqlite":
+        _check_parameters(parsed)
     return parsed.set(drivername=_ASYNC_DRIVERS[backend])
+
+
+def _check_parameters(url: URL) -> None:
+    """Return if every query parameter of the PostgreSQL `url` is one asyncpg takes.
+
+    Raises:
+        ValueError: one is not, named (never its value, which may be a secret).
+    """
+    for name in url.query:
+        if name not in POSTGRESQL_PARAMETERS:
+            hint = " (asyncpg's is ssl, e.g. ssl=require)" if name == "sslmode" else ""
+            raise ValueError(f"query parameter {name!r} is not one asyncpg takes{hint}")
 
 
 def create_engine(url: str, *, make_directory: bool = False, **options: Any) -> AsyncEngine:

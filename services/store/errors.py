@@ -28,11 +28,14 @@ def unusable_database(error: BaseException) -> str | None:
     or the network directly.
     """
     import socket
+    import sqlite3
 
     from sqlalchemy.exc import DatabaseError, InterfaceError, OperationalError
 
     if isinstance(error, ConnectionError | socket.gaierror | TimeoutError):
         return f"{type(error).__name__}: {error}"
+    if isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError:
+        return f"{type(error).__name__}: {error}"  # from the driver itself (the audit's pages)
     if not isinstance(error, OperationalError | InterfaceError) and type(error) is not (
             DatabaseError):  # plain DatabaseError: SQLite's "file is not a database"
         return None

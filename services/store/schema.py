@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from alembic import command
@@ -18,13 +19,15 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.store import engines, tables
+from services.store import engines, tables, urls
 from services.store.errors import SchemaMismatch
 
 MIGRATIONS_DIR_ENV = "GANGSCHED_MIGRATIONS_DIR"
+VERSION_TABLE = "alembic_version"
+"""Where alembic records the revision a database is at: one row."""
 
 
 def migrations_dir() -> Path:
@@ -70,78 +73,153 @@ def known_revisions() -> set[str]:
 
 
 async def current_revision(engine: AsyncEngine) -> str | None:
-    """The revision recorded in the database (None for a database never migrated)."""
-    return (await _state(engine))[0]
+    """The revision recorded in the database (None for a database never migrated).
+
+    Raises:
+        SchemaMismatch: its version table records more than one revision (damaged).
+    """
+    state = await _state(engine)
+    if len(state.revisions) > 1:
+        raise SchemaMismatch(_damaged_version_table(state, urls.shown(_given(engine, None))))
+    return state.revision
 
 
-async def _state(engine: AsyncEngine) -> tuple[str | None, bool]:
-    """`(recorded revision or None, whether any gangsched table exists)`."""
+@dataclass(frozen=True)
+class _State:
+    """What the database holds of a schema: `revisions`, the rows of its alembic_version
+    table (one in a migrated database, none in a new one); `ours`, whether any of
+    gangsched's tables is there; `others`, the names of the tables and views that are not
+    gangsched's nor alembic's; `missing`, gangsched's tables and columns of the newest
+    revision that are not there (`table outbox`, `column rounds.planner`)."""
+
+    revisions: tuple[str, ...]
+    ours: bool
+    others: tuple[str, ...]
+    missing: tuple[str, ...]
+
+    @property
+    def revision(self) -> str | None:
+        """The one recorded revision, or None (none recorded, or several: see `revisions`)."""
+        return self.revisions[0] if len(self.revisions) == 1 else None
+
+
+async def _state(engine: AsyncEngine) -> _State:
+    """What the database behind `engine` holds of a schema (`_State`)."""
     async with engine.connect() as connection:
         return await connection.run_sync(_state_of)
 
 
 async def check_schema(engine: AsyncEngine, shown: str | None = None) -> None:
-    """Return if the database is at `head_revision()`.
+    """Return if the database is at `head_revision()`, with all of its tables and columns.
 
-    `shown` is how the user named the database (`--db`, a path): messages name it, and the
-    `gangsched migrate` command they suggest uses it; by default the engine's URL.
+    `shown` is how the user named the database (`--db`, a path): messages name it (without
+    its secrets, `urls.shown`), and the `gangsched migrate` command they suggest uses it; by
+    default the engine's URL.
     Raises:
         SchemaMismatch: the database is empty or behind (run `gangsched migrate` with this
-            version), ahead (it was migrated by a newer gangsched; upgrade this one), or holds
-            gangsched's tables with no recorded revision (nothing can tell which it is).
+            version), ahead (it was migrated by a newer gangsched; upgrade this one), holds
+            gangsched's tables with no recorded revision or several (nothing can tell which it
+            is), lacks tables or columns of its revision (damaged), or holds only another
+            application's tables.
     """
-    current, has_tables = await _state(engine)
-    if current == head_revision():
+    state = await _state(engine)
+    if state.revision == head_revision() and not state.missing:
         return
-    raise SchemaMismatch(_mismatch(current, has_tables, _shown(engine, shown)))
+    raise SchemaMismatch(_mismatch(state, _given(engine, shown)))
 
 
-def _shown(engine: AsyncEngine, shown: str | None) -> str:
-    if shown is None or "://" in shown:
-        url = engine.url if shown is None else make_url(shown)
-        return url.render_as_string(hide_password=True)
-    return shown
+def _given(engine: AsyncEngine, shown: str | None) -> str:
+    """The database as the user named it: `shown` (a path, or a URL), else the engine's URL,
+    secrets and all (messages show it through `urls.shown`)."""
+    return engine.url.render_as_string(hide_password=False) if shown is None else shown
 
 
-def _mismatch(current: str | None, has_tables: bool, where: str) -> str:
-    head = head_revision()
-    if current is None and has_tables:
+def _mismatch(state: _State, given: str) -> str:
+    """Why the database the user named `given` is not one this gangsched can use as it is
+    (named without its secrets; the `gangsched migrate` it suggests says `<url>` where the
+    URL shown would lack them)."""
+    where = urls.shown(given)
+    refused = _refusal(state, where)
+    if refused is not None:
+        return refused
+    url = "<url>" if urls.hides_secrets(given) else where
+    return (f"database {where} is at schema revision {state.revision or 'none'}, behind this "
+            f"gangsched's {head_revision()}: run `gangsched migrate --db {url}` first")
+
+
+def _refusal(state: _State, where: str) -> str | None:
+    """Why `gangsched migrate` must leave the database `where` alone, or None when it may
+    upgrade it (it is new and empty, or at a revision this gangsched knows)."""
+    current = state.revision
+    if len(state.revisions) > 1:
+        return _damaged_version_table(state, where)
+    if current is None and state.ours:
         return (f"database {where} holds gangsched's tables but records no schema revision "
                 f"(its alembic_version table is missing or empty), so no gangsched can tell "
                 f"which revision it is: restore that table (`alembic stamp <revision>`) or "
                 f"use a new database")
-    if current is None or current in known_revisions():
-        url = "<url>" if "***" in where else where  # a hidden password cannot be pasted
-        return (f"database {where} is at schema revision {current or 'none'}, behind this "
-                f"gangsched's {head}: run `gangsched migrate --db {url}` first")
-    return (f"database {where} is at schema revision {current}, ahead of this gangsched's "
-            f"{head} (migrated by a newer version): upgrade gangsched, or run `gangsched "
-            f"migrate` from the newer version to manage it")
+    if current is None and state.others:
+        return _foreign(state, where)
+    if current is not None and current not in known_revisions():
+        return (f"database {where} is at schema revision {current}, ahead of this gangsched's "
+                f"{head_revision()} (migrated by a newer version): upgrade gangsched, or run "
+                f"`gangsched migrate` from the newer version to manage it")
+    if current == head_revision() and state.missing:
+        return (f"database {where} is at schema revision {current} but lacks "
+                f"{', '.join(state.missing)}: it is damaged; restore it from a backup or use a "
+                f"new database")
+    return None
+
+
+def _damaged_version_table(state: _State, where: str) -> str:
+    """A version table that records several revisions, told with what to do about it."""
+    revisions = ", ".join(sorted(state.revisions))
+    return (f"database {where} has a damaged version table: alembic_version records "
+            f"{len(state.revisions)} revisions ({revisions}) instead of one, so no gangsched can "
+            f"tell which revision the database is at: keep only the row of the revision it is "
+            f"at (`DELETE FROM alembic_version WHERE version_num = '<other revision>'`), or use "
+            f"a new database")
+
+
+FOREIGN_NAMES_SHOWN = 5
+"""How many of another application's tables a refusal names."""
+
+
+def _foreign(state: _State, where: str) -> str:
+    """A database holding another application's tables (and nothing of gangsched's)."""
+    names = ", ".join(state.others[:FOREIGN_NAMES_SHOWN])
+    more = len(state.others) - FOREIGN_NAMES_SHOWN
+    listed = names + (f" and {more} more" if more > 0 else "")
+    return (f"database {where} is not gangsched's: it holds other tables ({listed}) and no "
+            f"gangsched schema, and gangsched adds its tables only to an empty database: give "
+            f"it a database of its own")
 
 
 async def migrate(url: str, revision: str = "head", *,
                   make_directory: bool = False) -> str | None:
     """Upgrade the database at `url` to `revision` (default: the newest) in one transaction;
     `make_directory`: as `engines.create_engine`'s. Returns the revision the database was at
-    before (None: a database without gangsched's schema).
+    before (None: an empty database).
 
     Raises:
-        SchemaMismatch: the database is ahead of this gangsched, or holds its tables with no
-            recorded revision (see `check_schema`); nothing is changed.
+        SchemaMismatch: the database is ahead of this gangsched, holds its tables with no
+            recorded revision or several, lacks tables or columns of the newest revision it is
+            at, or is not empty and not gangsched's (another application's tables, no version
+            recorded) (see `check_schema`); nothing is changed.
         StoreUnavailable: a SQLite file's directory is missing or cannot be created
             (`engines.create_engine`).
     """
     engine = engines.create_engine(url, make_directory=make_directory)
     try:
-        current, has_tables = await _state(engine)
-        if (current is None and has_tables) or (current is not None
-                                                and current not in known_revisions()):
-            raise SchemaMismatch(_mismatch(current, has_tables, _shown(engine, url)))
+        state = await _state(engine)
+        refused = _refusal(state, urls.shown(url))
+        if refused is not None:
+            raise SchemaMismatch(refused)
         async with engine.begin() as connection:
             await connection.run_sync(_upgrade, alembic_config(url), revision)
     finally:
         await engine.dispose()
-    return current
+    return state.revision
 
 
 def migrate_sync(url: str, revision: str = "head", *,
@@ -156,9 +234,18 @@ def _upgrade(connection: Connection, config: Config, revision: str) -> None:
     command.upgrade(config, revision)
 
 
-def _state_of(connection: Connection) -> tuple[str | None, bool]:
-    """The alembic revision stamped in the database behind `connection`, and whether any of
-    gangsched's tables exists there."""
-    revision = MigrationContext.configure(connection).get_current_revision()
-    present = set(inspect(connection).get_table_names())
-    return revision, bool(present & set(tables.metadata.tables))
+def _state_of(connection: Connection) -> _State:
+    """What the database behind `connection` holds of a schema (`_State`)."""
+    revisions = MigrationContext.configure(connection).get_current_heads()
+    inspector = inspect(connection)
+    present = set(inspector.get_table_names())
+    ours = set(tables.metadata.tables)
+    others = sorted((present | set(inspector.get_view_names())) - ours - {VERSION_TABLE})
+    missing = [f"table {name}" for name in sorted(ours - present)]
+    for table in tables.metadata.sorted_tables:
+        if table.name in present:
+            there = {column["name"] for column in inspector.get_columns(table.name)}
+            missing += [f"column {table.name}.{column.name}" for column in table.columns
+                        if column.name not in there]
+    return _State(tuple(str(revision) for revision in revisions), bool(present & ours),
+                  tuple(others), tuple(missing))

@@ -14,11 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.audit.db_log import DatabaseLog
 from services.contracts import codec
-from services.contracts.codec import PoisonedMessage
 from services.contracts.events import ClockTicked
 from services.planner.rederive.rounds import LoggedEvent, RoundInput
 from services.store import audit, tables
-from services.store.audit import EventBatch
+from services.store.audit import DamagedRow, EventBatch
 
 pytestmark = pytest.mark.integration
 
@@ -99,7 +98,7 @@ async def test_pages_of_events_decode_whole_in_order_with_their_subjects(
 async def test_a_damaged_row_is_named_by_its_seq(engine: AsyncEngine, migrated_db_url: str,
                                                  row_by_row: list[int], damage: bytes):
     await write_log(engine, events=350, plan_every=50, damaged=234, damage=damage)
-    with pytest.raises(PoisonedMessage, match="audit event seq 234"):
+    with pytest.raises(DamagedRow, match=r"^table audit_events, row seq 234: data is no event: "):
         await read_rounds(migrated_db_url)
     assert row_by_row == [200]  # only the page holding it was read again
 

@@ -176,6 +176,52 @@ async def test_migrate_refuses_a_database_ahead_or_without_a_revision(
         await engine.dispose()
 
 
+async def test_migrate_refuses_another_applications_tables_and_takes_an_empty_database(
+        db_url: str) -> None:
+    engine = engines.create_engine(db_url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(sqlalchemy.text("CREATE TABLE customers (id INTEGER)"))
+        for refusing in (lambda: schema.migrate(db_url),
+                         lambda: schema.check_schema(engine, db_url)):
+            with pytest.raises(SchemaMismatch, match=r"is not gangsched's: it holds other "
+                                                     r"tables \(customers\) and no gangsched "
+                                                     r"schema"):
+                await refusing()
+        async with engine.begin() as connection:
+            await connection.execute(sqlalchemy.text("DROP TABLE customers"))
+        assert await schema.migrate(db_url) is None  # empty: migrated from nothing
+        await schema.check_schema(engine)
+    finally:
+        await engine.dispose()
+
+
+async def test_a_version_table_of_two_revisions_or_a_table_gone_is_refused_by_name(
+        migrated_db_url: str) -> None:
+    engine = engines.create_engine(migrated_db_url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(sqlalchemy.text(
+                "INSERT INTO alembic_version VALUES ('0001')"))
+        two = r"damaged version table: alembic_version records 2 revisions \(0001, 0002\)"
+        for refusing in (lambda: schema.migrate(migrated_db_url),
+                         lambda: schema.check_schema(engine),
+                         lambda: schema.current_revision(engine)):
+            with pytest.raises(SchemaMismatch, match=two):
+                await refusing()
+        async with engine.begin() as connection:
+            await connection.execute(sqlalchemy.text(
+                "DELETE FROM alembic_version WHERE version_num = '0001'"))
+            await connection.execute(sqlalchemy.text("DROP TABLE outbox"))
+        for refusing in (lambda: schema.migrate(migrated_db_url),
+                         lambda: schema.check_schema(engine)):
+            with pytest.raises(SchemaMismatch, match=r"at schema revision 0002 but lacks table "
+                                                     r"outbox: it is damaged"):
+                await refusing()
+    finally:
+        await engine.dispose()
+
+
 async def test_migrations_create_exactly_the_declared_tables(engine: AsyncEngine) -> None:
     async with engine.connect() as connection:
         differences = await connection.run_sync(_compare)

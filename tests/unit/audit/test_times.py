@@ -34,3 +34,8 @@ def test_every_time_parsed_prints_back_in_utc_with_four_digit_years() -> None:
                         ("0999-03-04T05:06:07.890+02:00", "0999-03-04T03:06:07.890Z"),
                         ("9999-12-31T23:59:59.999Z", "9999-12-31T23:59:59.999Z")]:
         assert times.iso(times.parse_ms(text)) == shown
+
+
+@pytest.mark.parametrize("at_ms", [10**17, -(10**17), 253_402_300_800_000, 2**63])
+def test_a_time_no_clock_gave_prints_as_its_number(at_ms: int) -> None:
+    assert times.iso(at_ms) == f"{at_ms} ms (beyond the years 1 to 9999)"

@@ -28,6 +28,14 @@ def test_run_json_is_private_and_keeps_no_password_of_any_url(tmp_path: Path) ->
     assert info["db"] == "postgresql+asyncpg://gangsched@db:5432/gangsched"
 
 
+def test_run_json_keeps_no_password_given_as_a_query_parameter(tmp_path: Path) -> None:
+    run_info.write(tmp_path, {
+        "nats": None, "db": "postgresql+asyncpg://gangsched@db/gangsched?password=dbpw&ssl=require"})
+    text = (tmp_path / "run.json").read_text()
+    assert "dbpw" not in text
+    assert json.loads(text)["db"] == "postgresql+asyncpg://gangsched@db/gangsched?ssl=require"
+
+
 def test_run_json_replaces_a_world_readable_one(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text("{}")
     (tmp_path / "run.json").chmod(0o644)

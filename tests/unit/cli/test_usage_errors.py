@@ -164,6 +164,53 @@ def test_an_unreachable_or_unreadable_database_is_one_line_with_status_1(
                              f"{port}/x: ConnectionRefusedError")
 
 
+SECRET = "TOPSECRET"
+
+
+@pytest.mark.parametrize(("command", "verb"), [
+    (["replay"], "read"), (["explain", "pod", "default/x"], "read"),
+    (["migrate", "--log-level", "WARNING"], "migrate")])
+@pytest.mark.parametrize(("userinfo", "query", "kept"), [
+    ("u", f"?password={SECRET}", ""),
+    (f"u:{SECRET}", f"?password={SECRET}&ssl=disable", "?ssl=disable"),
+])
+def test_an_unreachable_database_is_named_without_any_password(
+        command: list[str], verb: str, userinfo: str, query: str, kept: str) -> None:
+    port = _closed_port()
+    code, output = invoke(*command, "--db", f"postgresql+asyncpg://{userinfo}@127.0.0.1:{port}"
+                                            f"/x{query}")
+    assert (code, output) == (
+        1, f"Error: cannot {verb} the database postgresql+asyncpg://u@127.0.0.1:{port}/x{kept}: "
+           f"ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', {port})\n")
+
+
+@pytest.mark.parametrize(("url", "shown", "why"), [
+    (f"postgresql+asyncpg://u:{SECRET}@127.0.0.1:abc/db", "postgresql+asyncpg://u@127.0.0.1:abc/db",
+     "invalid literal for int() with base 10: 'abc'"),
+    (f"postgresql+asyncpg://u:{SECRET}@127.0.0.1:abc/db?password={SECRET}&ssl=disable",
+     "postgresql+asyncpg://u@127.0.0.1:abc/db?ssl=disable",
+     "invalid literal for int() with base 10: 'abc'"),
+    (f"postgresql://u:{SECRET}@h:99999/db", "postgresql://u@h:99999/db",
+     "port 99999 out of range 1-65535"),
+    (f"postgresql://u:TOP@{SECRET}@[h/db", "postgresql://u@[h/db", "malformed host '[h'"),
+    (f"mysql://u:{SECRET}@h/db?api_key={SECRET}", "mysql://u@h/db",
+     "unsupported database 'mysql': use sqlite or postgresql"),
+    (f"postgresql://u@h/db?sslmode=require&auth_token={SECRET}",
+     "postgresql://u@h/db?sslmode=require",
+     "query parameter 'sslmode' is not one asyncpg takes (asyncpg's is ssl, e.g. ssl=require)"),
+    (f"postgresql://u@h/db?client_secret={SECRET}", "postgresql://u@h/db",
+     "query parameter 'client_secret' is not one asyncpg takes"),
+])
+@pytest.mark.parametrize("command", ["migrate", "replay"])
+def test_a_database_url_that_cannot_be_used_is_refused_without_its_secrets(
+        command: str, url: str, shown: str, why: str) -> None:
+    assert invoke(command, "--db", url) == (
+        2, f"gangsched {command}: invalid value for '--db' (env var: 'GANGSCHED_DB'): "
+           f"{shown!r} is not a database URL gangsched can use ({why}); give "
+           "sqlite+aiosqlite:///path/file.db, postgresql+asyncpg://user@host/db or a file path "
+           f"(see gangsched {command} --help)\n")
+
+
 def test_migrate_of_something_that_is_not_a_database_says_so(tmp_path: Path) -> None:
     not_a_database = tmp_path / "notes.db"
     not_a_database.write_text("plain text\n")

@@ -23,10 +23,16 @@ def test_unreachable_or_unreadable_databases_are_named_by_their_driver_error():
     assert unusable_database(not_a_db) == "DatabaseError: file is not a database"
     locked = OperationalError("SELECT 1", {}, sqlite3.OperationalError("unable to open"))
     assert unusable_database(locked) == "OperationalError: unable to open"
+    # raised by the driver itself (the audit reads its pages through it, not SQLAlchemy)
+    assert unusable_database(sqlite3.OperationalError("disk I/O error")) == (
+        "OperationalError: disk I/O error")
+    assert unusable_database(sqlite3.DatabaseError("file is not a database")) == (
+        "DatabaseError: file is not a database")
 
 
 def test_a_bug_in_a_query_or_in_writing_output_is_not_hidden():
     bad_sql = ProgrammingError("SELEC 1", {}, sqlite3.ProgrammingError("syntax error"))
     assert unusable_database(bad_sql) is None
+    assert unusable_database(sqlite3.ProgrammingError("syntax error")) is None
     assert unusable_database(OSError(28, "No space left on device")) is None
     assert unusable_database(ValueError("x")) is None
