@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from services.audit import preemptions
 from services.cli import audit_view, exit_codes, manifest_yaml, podgroup_crd
@@ -56,7 +57,9 @@ def load_documents(files: list[Path]) -> list[manifests.Document]:
     paths = _expand(files)
     for path in paths:
         try:
-            bodies = manifest_yaml.load_all(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            with manifests.reading(str(path)):  # the last resort: `manifest_yaml` refuses
+                bodies = manifest_yaml.load_all(text)
         except UnicodeDecodeError as error:
             raise manifests.InvalidManifest(
                 str(path), "", f"not UTF-8 text (byte {error.start}); manifests are UTF-8"
@@ -158,17 +161,29 @@ def _budget_event(item: manifests.Item, at_ms: int) -> DisruptionBudgetObserved:
 
 
 def arrivals(items: list[manifests.Item], origin_ms: int) -> list[engine.Arrival]:
-    """Items as timed arrivals on the simulated clock."""
-    result = []
-    for item in items:
+    """Items as timed arrivals on the simulated clock.
+
+    Raises:
+        manifests.InvalidManifest: an item the watcher's readers refuse (`to_event`).
+    """
+    return [_arrival(item, origin_ms) for item in items]
+
+
+def _arrival(item: manifests.Item, origin_ms: int) -> engine.Arrival:
+    """One item as an arrival (`manifests.Item` times: within `manifests.MAX_SECONDS`).
+
+    Raises:
+        manifests.InvalidManifest: as `to_event`, or (`manifests.reading`, the last resort) a
+            field no check foresaw that the watcher's reader cannot take.
+    """
+    with manifests.reading(item.where):
         at_ms = origin_ms + round(item.at_seconds * 1000)
         runtime = None if item.runtime_seconds is None else round(item.runtime_seconds * 1000)
         spec = item.obj.get("spec") or {}
         budget = (BudgetSpec(spec.get("minAvailable"), spec.get("maxUnavailable"))
                   if item.kind == manifests.BUDGET_KIND else None)
-        result.append(engine.Arrival(at_ms=at_ms, event=to_event(item, at_ms), runtime_ms=runtime,
-                                     budget=budget))
-    return result
+        return engine.Arrival(at_ms=at_ms, event=to_event(item, at_ms), runtime_ms=runtime,
+                              budget=budget)
 
 
 def simulate(files: list[Path], config: PlannerConfig) -> dict[str, Any]:
@@ -287,29 +302,32 @@ def _silent_reason(pod: PodObserved) -> str:
 
 def render_table(data: dict[str, Any], console: Console) -> None:
     """Print the report as readable tables: pods, then PodGroups, then a line per pod of
-    another scheduler and per document ignored, then a summary."""
+    another scheduler and per document ignored, then a summary. Names and reasons are printed
+    as they are (`Text`), never read as console markup (`[/x]` in a name is no style)."""
     pods = Table(title="Pods")
     for column in ("Pod", "Group", "Node", "Bound at (s)"):
         pods.add_column(column, no_wrap=True)
     pods.add_column("Reason", overflow="fold", ratio=1)
     for name, pod in data["pods"].items():
         bound_at = "" if pod["boundAt"] is None else str(pod["boundAt"])
-        pods.add_row(name, pod["group"] or "", pod["node"] or "-", bound_at, pod["reason"] or "")
+        pods.add_row(*map(Text, (name, pod["group"] or "", pod["node"] or "-", bound_at,
+                                 pod["reason"] or "")))
     console.print(pods)
     if data["podGroups"]:
         groups = Table(title="PodGroups")
         for column in ("PodGroup", "Phase", "MinMember", "Running", "Succeeded", "Failed"):
             groups.add_column(column)
         for name, group in data["podGroups"].items():
-            groups.add_row(name, group["phase"], str(group["minMember"]), str(group["running"]),
-                           str(group["succeeded"]), str(group["failed"]))
+            groups.add_row(*map(Text, (name, group["phase"], str(group["minMember"]),
+                                       str(group["running"]), str(group["succeeded"]),
+                                       str(group["failed"]))))
         console.print(groups)
     if data["preemptions"]:
         console.print(_preemption_table(data["preemptions"]))
     bound = sum(1 for pod in data["pods"].values() if pod["node"] is not None)
     preempted = sum(len(entry["victims"]) for entry in data["preemptions"])
     for line in data["otherSchedulers"]:
-        console.print(f"pod of another scheduler: {line}")
+        console.print(f"pod of another scheduler: {line}", markup=False)
     for where in data["ignored"]:  # a kind simulate does not read must not vanish unnamed
         console.print(f"ignored (not a kind simulate reads): {where}", markup=False,
                       highlight=False)
@@ -331,9 +349,15 @@ def _preemption_table(entries: list[dict[str, Any]]) -> Table:
             f"{v['pod']} on {v['node']} (priority {v['priority']}"
             + (f", deleted at {v['deletedAt']} s)" if v["deletedAt"] is not None else ")")
             for v in entry["victims"])
-        table.add_row(str(entry["at"]), entry["preemptor"], str(entry["priority"]), entry["id"],
-                      victims)
+        table.add_row(*map(Text, (str(entry["at"]), entry["preemptor"], str(entry["priority"]),
+                                  entry["id"], victims)))
     return table
+
+
+def one_line(message: str) -> str:
+    """`message` in one line: a line break or other unprintable character (from a value of the
+    manifest) written as its escape (`\\n`), as a repr writes it."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in message)
 
 
 def simulate_command(files: list[Path], output: str = "table",
@@ -346,7 +370,7 @@ def simulate_command(files: list[Path], output: str = "table",
     try:
         data = simulate(files, config or PlannerConfig())
     except manifests.InvalidManifest as error:
-        print(f"{COMMAND}: {error}", file=sys.stderr)
+        print(f"{COMMAND}: {one_line(str(error))}", file=sys.stderr)
         return EXIT_INVALID
     if output == "json":  # output that cannot be written: `output.guarded`, at the entry point
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")

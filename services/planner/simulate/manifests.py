@@ -15,15 +15,18 @@ scheduling (Service, ConfigMap, ...) are ignored and listed.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
-from collections.abc import Mapping
+import math
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import msgspec
 
 from services.contracts import resources
-from services.planner.simulate import api_versions
+from services.planner.simulate import api_versions, shapes
 
 AT_ANNOTATION = "simulate.gangsched.io/at"
 RUNTIME_ANNOTATION = "simulate.gangsched.io/runtime"
@@ -51,6 +54,41 @@ class InvalidManifest(ValueError):
     def __init__(self, where: str, field: str, message: str) -> None:
         super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
         self.where, self.field = where, field
+
+
+UNEXPECTED_ERRORS = (TypeError, ValueError, AttributeError, LookupError, OverflowError,
+                     RecursionError)
+"""What reading a document raises only when one of its fields has a type or value no check here
+expects (a bug of these checks): `reading` turns it into an `InvalidManifest`."""
+
+
+@contextlib.contextmanager
+def reading(where: str) -> Iterator[None]:
+    """The last resort around reading one document (`where`, from `describe`): an error of
+    `UNEXPECTED_ERRORS` becomes the one-line `InvalidManifest` of that document, not a
+    traceback. Every field is meant to be checked before it is read, with its own message;
+    this only keeps a field no check foresaw from crashing the command.
+
+    Raises:
+        InvalidManifest: raised inside, or made of an unexpected error.
+    """
+    try:
+        yield
+    except InvalidManifest:
+        raise
+    except UNEXPECTED_ERRORS as error:
+        raise InvalidManifest(where, "", unreadable(error)) from error
+
+
+def unreadable(error: BaseException) -> str:
+    """The message of an unexpected error reading a document, in one line, cut short."""
+    try:
+        detail = " ".join(str(error).split())
+    except (ValueError, RecursionError):
+        detail = ""
+    detail = detail if len(detail) <= 120 else f"{detail[:120]}..."
+    return (f"cannot be read: a field has a type or value simulate does not expect "
+            f"({type(error).__name__}{': ' + detail if detail else ''})")
 
 
 class Item(msgspec.Struct, frozen=True):
@@ -85,16 +123,27 @@ class Document(msgspec.Struct, frozen=True):
 
 
 def describe(document: Document, body: Mapping[str, Any] | None = None) -> str:
-    """`<file> document <n> (<Kind> <ns>/<name>)` for messages."""
+    """`<file> document <n> (<Kind> <ns>/<name>)` for messages, in one line: a kind, name or
+    namespace that is not text shows as `?` (or is left out), one with a line break or other
+    unprintable character as its repr. Never raises."""
     obj = body if body is not None else document.body
     where = f"{document.source} document {document.number}"
     if isinstance(obj, Mapping):
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-        name = meta.get("name", "?") if isinstance(meta, Mapping) else "?"
-        namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
-        shown = f"{namespace}/{name}" if namespace else str(name)
-        where += f" ({obj.get('kind', '?')} {shown})"
+        given = obj.get("metadata")
+        meta: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+        name = _printable(meta.get("name")) or "?"
+        namespace = _printable(meta.get("namespace"))
+        shown = f"{namespace}/{name}" if namespace else name
+        where += f" ({_printable(obj.get('kind')) or '?'} {shown})"
     return where
+
+
+def _printable(value: Any) -> str:
+    """`value` if it is text without unprintable characters, its repr if it is other text,
+    else "" (what `describe` shows of a kind, name or namespace)."""
+    if not isinstance(value, str):
+        return ""
+    return value if value.isprintable() else shapes.shown(value)
 
 
 def suffix(seed: str, length: int) -> str:
@@ -109,8 +158,8 @@ def expand(documents: list[Document]) -> tuple[list[Item], list[str]]:
     Raises:
         InvalidManifest: a malformed document (not an object, no kind or name, a kind the
             API server does not serve in a group simulate reads, an apiVersion the API server
-            does not serve the kind in, a bad annotation, replicas, priority
-            class or node quantity), or a duplicate name.
+            does not serve the kind in, a field of the wrong type (`shapes`), a bad
+            annotation, replicas, priority class or node quantity), or a duplicate name.
     """
     flat = [doc for doc in _flatten(documents) if doc.body is not None]
     classes = _priority_classes(flat)
@@ -118,12 +167,15 @@ def expand(documents: list[Document]) -> tuple[list[Item], list[str]]:
     ignored: list[str] = []
     for doc in flat:
         kind = doc.body.get("kind")
-        if kind in SCHEDULED_KINDS:
-            items.append(_item(doc, doc.body, classes))
-        elif kind in WORKLOAD_KINDS:
-            items.extend(_workload_pods(doc, classes))
-        elif kind != "PriorityClass":
-            ignored.append(describe(doc))
+        with reading(describe(doc)):
+            if kind in SCHEDULED_KINDS:
+                items.append(_item(doc, doc.body, classes))
+            elif kind in WORKLOAD_KINDS:
+                items.extend(_workload_pods(doc, classes))
+            elif kind == "PriorityClass":
+                _check_fields(doc, doc.body)  # its value and policy: `_priority_classes`
+            else:
+                ignored.append(describe(doc))
     _check_unique(items)
     return items, ignored
 
@@ -133,27 +185,39 @@ def _flatten(documents: list[Document]) -> list[Document]:
     for doc in documents:
         if doc.body is None:
             continue
-        if not isinstance(doc.body, Mapping):
-            raise InvalidManifest(describe(doc), "(document)", "not a Kubernetes object")
-        if not isinstance(doc.body.get("kind"), str):
-            raise InvalidManifest(describe(doc), "kind", "missing")
-        wrong_version = api_versions.problem(doc.body)
-        if wrong_version is not None:
-            raise InvalidManifest(describe(doc), "apiVersion", wrong_version)
-        unknown = api_versions.unknown_kind(doc.body)
-        if unknown is not None:
-            raise InvalidManifest(describe(doc), "kind", unknown)
-        if doc.body["kind"] == "List":
-            items = doc.body.get("items")
-            if not isinstance(items, list):
-                raise InvalidManifest(describe(doc), "items", "must be a list")
-            flat.extend(_flatten([Document(doc.source, doc.number, item) for item in items]))
-            continue
-        meta = doc.body.get("metadata")
-        if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
-            raise InvalidManifest(describe(doc), "metadata.name", "missing")
-        flat.append(doc)
+        with reading(describe(doc)):
+            flat.extend(_flattened(doc))
     return flat
+
+
+def _flattened(doc: Document) -> list[Document]:
+    """`_flatten` of one document that is not empty.
+
+    Raises:
+        InvalidManifest: not an object, no kind or name, a kind or apiVersion the API server
+            would refuse, a List without a list of items.
+    """
+    if not isinstance(doc.body, Mapping):
+        raise InvalidManifest(describe(doc), "(document)", "not a Kubernetes object")
+    if not isinstance(doc.body.get("kind"), str):
+        raise InvalidManifest(describe(doc), "kind", "missing")
+    wrong_version = api_versions.problem(doc.body)
+    if wrong_version is not None:
+        raise InvalidManifest(describe(doc), "apiVersion", wrong_version)
+    unknown = api_versions.unknown_kind(doc.body)
+    if unknown is not None:
+        raise InvalidManifest(describe(doc), "kind", unknown)
+    if doc.body["kind"] == "List":
+        items = doc.body.get("items")
+        if not isinstance(items, list):
+            raise InvalidManifest(describe(doc), "items", "must be a list")
+        return _flatten([Document(doc.source, doc.number, item) for item in items])
+    meta = doc.body.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str):
+        raise InvalidManifest(describe(doc), "metadata.name", "missing" if name is None
+                              else f"must be a string, got {shapes.shown(name)}")
+    return [doc]
 
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -181,55 +245,92 @@ def _priority_classes(docs: list[Document]) -> Classes:
     for doc in docs:
         if doc.body.get("kind") != "PriorityClass":
             continue
-        name, value = doc.body["metadata"]["name"], doc.body.get("value")
-        if not isinstance(value, int) or isinstance(value, bool) or not (
-                INT32_MIN <= value <= INT32_MAX):
-            raise InvalidManifest(describe(doc), "value", "must be a 32-bit integer")
-        if name in seen:
-            raise InvalidManifest(describe(doc), "metadata.name", f"PriorityClass {name} is "
-                                  "defined twice (the API server keeps one object per name)")
-        seen.add(name)
-        default = doc.body.get("globalDefault", False)
-        if not isinstance(default, bool):
-            raise InvalidManifest(describe(doc), "globalDefault", "must be true or false")
-        if name in BUILTIN_PRIORITY_CLASSES and value == BUILTIN_PRIORITY_CLASSES[name]:
-            continue  # a dump of a cluster holds the system classes too, unchanged
-        if name.startswith("system-"):
-            raise InvalidManifest(describe(doc), "metadata.name", "the name of the priority "
-                                  "class is a reserved name for system use only")
-        if value > HIGHEST_USER_DEFINABLE_PRIORITY:
-            raise InvalidManifest(describe(doc), "value", "maximum allowed value of a user "
-                                  f"defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}")
-        policy = doc.body.get("preemptionPolicy", DEFAULT_PREEMPTION_POLICY)
-        if policy not in PREEMPTION_POLICIES:
-            raise InvalidManifest(describe(doc), "preemptionPolicy", f"must be one of "
-                                  f"{', '.join(PREEMPTION_POLICIES)}, got {policy!r}")
-        classes[name] = PriorityClass(name, value, policy)
-        if default:
-            if None in classes:
-                raise InvalidManifest(describe(doc), "globalDefault", f"PriorityClass "
-                                      f"{classes[None].name} is already marked as default. "
-                                      "Only one default can exist")
-            classes[None] = classes[name]
+        with reading(describe(doc)):
+            _add_priority_class(doc, classes, seen)
     return classes
 
 
+def _add_priority_class(doc: Document, classes: Classes, seen: set[str]) -> None:
+    """Check the PriorityClass `doc` (`_priority_classes`) and add it to `classes` (and its
+    name to `seen`).
+
+    Raises:
+        InvalidManifest: as `_priority_classes`.
+    """
+    name, value = doc.body["metadata"]["name"], doc.body.get("value")
+    if not isinstance(value, int) or isinstance(value, bool) or not (
+            INT32_MIN <= value <= INT32_MAX):
+        raise InvalidManifest(describe(doc), "value", "must be a 32-bit integer")
+    if name in seen:
+        raise InvalidManifest(describe(doc), "metadata.name", f"PriorityClass {name} is "
+                              "defined twice (the API server keeps one object per name)")
+    seen.add(name)
+    default = doc.body.get("globalDefault", False)
+    if not isinstance(default, bool):
+        raise InvalidManifest(describe(doc), "globalDefault", "must be true or false")
+    if name in BUILTIN_PRIORITY_CLASSES and value == BUILTIN_PRIORITY_CLASSES[name]:
+        return  # a dump of a cluster holds the system classes too, unchanged
+    if name.startswith("system-"):
+        raise InvalidManifest(describe(doc), "metadata.name", "the name of the priority "
+                              "class is a reserved name for system use only")
+    if value > HIGHEST_USER_DEFINABLE_PRIORITY:
+        raise InvalidManifest(describe(doc), "value", "maximum allowed value of a user "
+                              f"defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}")
+    policy = doc.body.get("preemptionPolicy", DEFAULT_PREEMPTION_POLICY)
+    if not isinstance(policy, str) or policy not in PREEMPTION_POLICIES:
+        raise InvalidManifest(describe(doc), "preemptionPolicy", f"must be one of "
+                              f"{', '.join(PREEMPTION_POLICIES)}, got {shapes.shown(policy)}")
+    classes[name] = PriorityClass(name, value, policy)
+    if default:
+        if None in classes:
+            raise InvalidManifest(describe(doc), "globalDefault", f"PriorityClass "
+                                  f"{classes[None].name} is already marked as default. "
+                                  "Only one default can exist")
+        classes[None] = classes[name]
+
+
+MAX_SECONDS = 1_000_000_000
+"""The latest arrival and the longest runtime the annotations may give, in seconds (about 31.7
+years): beyond any simulation worth running, and the simulated clock's milliseconds stay far
+within the 64-bit integers of the events' times (`inf` or `1e300` would not)."""
+
+
 def _seconds(doc: Document, body: Mapping[str, Any], key: str) -> float | None:
-    annotations = body.get("metadata", {}).get("annotations") or {}
+    """The annotation `key` (`AT_ANNOTATION`, `RUNTIME_ANNOTATION`) of `body` in seconds, None
+    when absent. Its value is text (annotations are, `shapes`): a number such as `"10"` or
+    `"2.5"`.
+
+    Raises:
+        InvalidManifest: not a number from 0 to `MAX_SECONDS` (`"soon"`, `"-1"`, `"inf"`,
+            `"nan"`, `"1e300"`).
+    """
+    meta = body.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     if not isinstance(annotations, Mapping) or key not in annotations:
         return None
+    given = annotations[key]
     try:
-        value = float(str(annotations[key]))
+        value = float(given) if isinstance(given, str) else math.nan
     except ValueError:
-        value = -1.0
-    if not value >= 0:
+        value = math.nan
+    if not 0 <= value <= MAX_SECONDS:
         raise InvalidManifest(describe(doc, body), f'metadata.annotations["{key}"]',
-                              f"must be a number of seconds >= 0, got {annotations[key]!r}")
+                              f"must be a number of seconds from 0 to {MAX_SECONDS}, got "
+                              f"{shapes.shown(given)}")
     return value
 
 
 def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
-          at_seconds: float | None = None, runtime: float | None = None) -> Item:
+          at_seconds: float | None = None, runtime: float | None = None,
+          is_checked: bool = False) -> Item:
+    """The item of one object (`body`, of `doc`), checked, with its namespace and uid set;
+    `at_seconds` and `runtime` are its workload's (its own annotations win). `is_checked`: the
+    types of its fields were checked already (a workload's pod: on the workload's template).
+
+    Raises:
+        InvalidManifest: the first field the API server would refuse (the kind's own checks,
+            then `shapes`), or a bad annotation or priority.
+    """
     obj = copy.deepcopy(dict(body))
     kind = obj["kind"]
     obj["metadata"].setdefault("uid", f"sim-{kind.lower()}-{_key(obj)}")
@@ -243,6 +344,9 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
         _check_budget(doc, obj)
     if kind == "Pod":
         _check_pod(doc, obj)
+    if not is_checked:
+        _check_fields(doc, obj)
+    if kind == "Pod":
         _resolve_priority(doc, obj, classes)
     at = _seconds(doc, body, AT_ANNOTATION)
     own_runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
@@ -252,7 +356,43 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
 
 def _key(obj: Mapping[str, Any]) -> str:
     meta = obj["metadata"]
-    return f"{meta.get('namespace') or 'default'}-{meta['name']}"
+    return f"{_namespace(meta)}-{meta['name']}"
+
+
+def _namespace(meta: Mapping[str, Any]) -> str:
+    """The namespace of an object's `meta`: `default` when absent or empty (or not text: then
+    `shapes` refuses the object)."""
+    namespace = meta.get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else "default"
+
+
+def _check_fields(doc: Document, obj: Mapping[str, Any]) -> None:
+    """The JSON type of every field simulate reads of `obj`, as the API server decodes it
+    (`shapes`).
+
+    Raises:
+        InvalidManifest: the first field of the wrong type, named (`spec.priorityClassName:
+            must be a string, got ['gold']`).
+    """
+    found = shapes.problem(obj)
+    if found is not None:
+        raise InvalidManifest(describe(doc, obj), *found)
+
+
+def _mapping(doc: Document, obj: Mapping[str, Any], value: Any,
+             field: str) -> Mapping[str, Any]:
+    """`value`, found at `field` of `obj`, as the mapping it must be (None, as the API server
+    decodes `null`: empty).
+
+    Raises:
+        InvalidManifest: not a mapping (`spec.resources: must be a mapping, got '10Gi'`).
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidManifest(describe(doc, obj), field,
+                              f"must be a mapping, got {shapes.shown(value)}")
+    return value
 
 
 def _check_pod(doc: Document, obj: dict[str, Any]) -> None:
@@ -266,13 +406,25 @@ def _check_pod(doc: Document, obj: dict[str, Any]) -> None:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise InvalidManifest(describe(doc, obj), "spec", "must be a mapping")
+    _check_containers(doc, obj, spec, "spec")
+
+
+def _check_containers(doc: Document, obj: Mapping[str, Any], spec: Mapping[str, Any],
+                      where: str) -> None:
+    """`containers` of the pod spec `spec` (at `where` of `obj`: `spec`, or a workload's
+    `spec.template.spec`) a non-empty list of mappings, `initContainers` absent or a list of
+    mappings.
+
+    Raises:
+        InvalidManifest: naming the field.
+    """
     for field in ("containers", "initContainers"):
         value = spec.get(field)
         if value is None and field == "initContainers":
             continue
         if (not isinstance(value, list) or (field == "containers" and not value)
                 or not all(isinstance(container, dict) for container in value)):
-            raise InvalidManifest(describe(doc, obj), f"spec.{field}",
+            raise InvalidManifest(describe(doc, obj), f"{where}.{field}",
                                   "must be a list of containers (mappings)"
                                   + (", at least one" if field == "containers" else ""))
 
@@ -318,8 +470,8 @@ def _check_storage(doc: Document, obj: dict[str, Any]) -> None:
         raise InvalidManifest(describe(doc, obj), "spec.accessModes",
                               f"each must be one of {', '.join(ACCESS_MODES)}")
     where, amounts = (("spec.capacity", spec.get("capacity")) if kind == "PersistentVolume"
-                      else ("spec.resources.requests",
-                            (spec.get("resources") or {}).get("requests")))
+                      else ("spec.resources.requests", _mapping(
+                          doc, obj, spec.get("resources"), "spec.resources").get("requests")))
     if not isinstance(amounts, Mapping) or "storage" not in amounts:
         raise InvalidManifest(describe(doc, obj), f"{where}.storage", "missing")
     try:
@@ -328,10 +480,15 @@ def _check_storage(doc: Document, obj: dict[str, Any]) -> None:
         raise InvalidManifest(describe(doc, obj), f"{where}.storage", error.detail) from error
 
 
+_PERCENT = re.compile(r"0*([0-9]{1,3})%")
+"""A percentage of `intstr` as the API server reads it (`strconv.Atoi` of the digits before
+`%`): leading zeros allowed, the value (at most 3 digits here) checked against 100."""
+
+
 def _check_budget(doc: Document, obj: dict[str, Any]) -> None:
     """A PodDisruptionBudget's `spec` as the API server validates it (policy/v1): a mapping;
-    minAvailable or maxUnavailable, not both, each an integer >= 0 or a percentage `<n>%` of
-    at most 100%. (Its selector is checked where it is read, `services.cli.simulate`.)
+    minAvailable or maxUnavailable, not both, each an integer >= 0 (32-bit) or a percentage
+    `<n>%` of at most 100%. (Its selector is checked where it is read, `services.cli.simulate`.)
 
     Raises:
         InvalidManifest: the first malformed field, named.
@@ -346,9 +503,10 @@ def _check_budget(doc: Document, obj: dict[str, Any]) -> None:
         value = spec.get(field)
         if value is None:
             continue
-        is_count = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-        is_percent = (isinstance(value, str) and value.endswith("%")
-                      and value[:-1].isdigit() and int(value[:-1]) <= 100)
+        is_count = (isinstance(value, int) and not isinstance(value, bool)
+                    and 0 <= value <= INT32_MAX)
+        percent = _PERCENT.fullmatch(value) if isinstance(value, str) else None
+        is_percent = percent is not None and int(percent[1]) <= 100
         if not (is_count or is_percent):
             raise InvalidManifest(describe(doc, obj), f"spec.{field}", "must be an integer >= 0 "
                                   f"or a percentage such as '50%' (at most 100%), got {value!r}")
@@ -368,6 +526,9 @@ def _resolve_priority(doc: Document, obj: dict[str, Any], classes: Classes) -> N
     if not isinstance(spec, dict):
         raise InvalidManifest(describe(doc, obj), "spec", "missing")
     name = spec.get("priorityClassName") or None
+    if name is not None and not isinstance(name, str):
+        raise InvalidManifest(describe(doc, obj), "spec.priorityClassName",
+                              f"must be a string, got {shapes.shown(name)}")
     if name is not None and name not in classes:
         raise InvalidManifest(describe(doc, obj), "spec.priorityClassName",
                               f"no PriorityClass with name {name} was found (in the manifests "
@@ -393,6 +554,14 @@ def _resolve_priority(doc: Document, obj: dict[str, Any], classes: Classes) -> N
 
 
 def _workload_pods(doc: Document, classes: Classes) -> list[Item]:
+    """The pods a workload's controller would create from its template (module docstring),
+    each an item of the workload's arrival and runtime.
+
+    Raises:
+        InvalidManifest: no spec or template spec, bad replicas, containers or annotations,
+            a field of the wrong type (the workload's, its template's: `shapes`), or a pod the
+            API server would refuse (`_item`).
+    """
     body = doc.body
     kind, meta = body["kind"], body["metadata"]
     spec = body.get("spec")
@@ -402,11 +571,15 @@ def _workload_pods(doc: Document, classes: Classes) -> list[Item]:
     if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
         raise InvalidManifest(describe(doc), "spec.template.spec", "missing")
     count = _replicas(doc, spec)
-    namespace = meta.get("namespace") or "default"
+    _check_containers(doc, body, template["spec"], "spec.template.spec")
+    _check_fields(doc, body)
+    namespace = _namespace(meta)
     at = _seconds(doc, body, AT_ANNOTATION) or 0.0
     runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
     owner_kind, owner_name = kind, meta["name"]
-    labels = dict(template.get("metadata", {}).get("labels") or {})
+    template_meta = _mapping(doc, body, template.get("metadata"), "spec.template.metadata")
+    labels = dict(_mapping(doc, body, template_meta.get("labels"),
+                           "spec.template.metadata.labels"))
     if kind == "Deployment":
         pod_hash = suffix(f"{namespace}/{owner_name}/template", 10)
         owner_kind, owner_name = "ReplicaSet", f"{owner_name}-{pod_hash}"
@@ -415,8 +588,9 @@ def _workload_pods(doc: Document, classes: Classes) -> list[Item]:
     for ordinal in range(count):
         name = (f"{owner_name}-{ordinal}" if kind == "StatefulSet"
                 else f"{owner_name}-{suffix(f'{namespace}/{owner_name}/{ordinal}', 5)}")
-        pod = _pod_from_template(template, name, namespace, labels, meta, owner_kind, owner_name)
-        items.append(_item(doc, pod, classes, at_seconds=at, runtime=runtime))
+        pod = _pod_from_template(template, template_meta, name, namespace, labels, meta,
+                                 owner_kind, owner_name)
+        items.append(_item(doc, pod, classes, at_seconds=at, runtime=runtime, is_checked=True))
     return items
 
 
@@ -440,10 +614,11 @@ def _replicas(doc: Document, spec: Mapping[str, Any]) -> int:
     return count
 
 
-def _pod_from_template(template: Mapping[str, Any], name: str, namespace: str,
-                       labels: dict[str, Any], owner_meta: Mapping[str, Any], owner_kind: str,
-                       owner_name: str) -> dict[str, Any]:
-    template_meta = template.get("metadata") or {}
+def _pod_from_template(template: Mapping[str, Any], template_meta: Mapping[str, Any], name: str,
+                       namespace: str, labels: dict[str, Any], owner_meta: Mapping[str, Any],
+                       owner_kind: str, owner_name: str) -> dict[str, Any]:
+    """The pod `name` a controller creates from `template` (its `metadata`: `template_meta`,
+    checked), with `labels` and a controller reference to `owner_kind`/`owner_name`."""
     metadata: dict[str, Any] = {
         "name": name, "namespace": namespace, "labels": dict(labels),
         "annotations": dict(template_meta.get("annotations") or {}),
