@@ -104,21 +104,23 @@ its suffix (≤ 2**60) and scale, so it rounds up to 1 (or is fractional) withou
 _SHOWN_CHARS = 64
 
 
-def _shown(text: object) -> str:
-    """`text` for an error message: its repr, cut short (a quantity may be megabytes long)."""
+def shown(value: object) -> str:
+    """`value` for an error message: its repr, cut to 64 characters (`...` marks the cut: a
+    quantity, or any field of a manifest, may be megabytes long), never raising (a value too
+    large or too deep to repr is shown by its type)."""
     try:
-        shown = repr(text)
+        text = repr(value)
     except (ValueError, RecursionError):
-        shown = f"<{type(text).__name__}>"
-    return shown if len(shown) <= _SHOWN_CHARS else f"{shown[:_SHOWN_CHARS]}...'"
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}..."
 
 
 def _shown_amount(text: object) -> str:
-    """An amount as the user wrote it (`1e30`, not `'1e30'`), cut short like `_shown`."""
+    """An amount as the user wrote it (`1e30`, not `'1e30'`), cut short like `shown`."""
     if isinstance(text, str):
         text = text.strip()
         return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}..."
-    return _shown(text)
+    return shown(text)
 
 
 def _number_and_factor(text: object) -> tuple[Decimal, Decimal | int]:
@@ -128,31 +130,31 @@ def _number_and_factor(text: object) -> tuple[Decimal, Decimal | int]:
         InvalidQuantity: not a quantity (wrong type, unknown suffix, empty, malformed number).
     """
     if isinstance(text, bool):
-        raise InvalidQuantity(f"invalid quantity {_shown(text)}: a boolean is not a quantity")
+        raise InvalidQuantity(f"invalid quantity {shown(text)}: a boolean is not a quantity")
     try:
         if isinstance(text, int):
             return Decimal(text), 1
         if isinstance(text, float):
             if not math.isfinite(text):
-                raise InvalidQuantity(f"invalid quantity {_shown(text)}: not finite")
+                raise InvalidQuantity(f"invalid quantity {shown(text)}: not finite")
             return Decimal(repr(text)), 1
         if not isinstance(text, str):
             raise InvalidQuantity(
-                f"invalid quantity {_shown(text)}: a {type(text).__name__}, not a string")
+                f"invalid quantity {shown(text)}: a {type(text).__name__}, not a string")
         match = _QUANTITY.match(text.strip())
         if match is None:
-            raise InvalidQuantity(f"invalid quantity {_shown(text)}")
+            raise InvalidQuantity(f"invalid quantity {shown(text)}")
         number, suffix = match.groups()
         value = Decimal(number)
     except InvalidQuantity:
         raise
     except (ArithmeticError, TypeError, AttributeError, ValueError) as error:
-        raise InvalidQuantity(f"invalid quantity {_shown(text)}") from error
+        raise InvalidQuantity(f"invalid quantity {shown(text)}") from error
     if suffix in _BINARY_SUFFIXES:
         return value, _BINARY_SUFFIXES[suffix]
     if suffix in _DECIMAL_SUFFIXES:
         return value, _DECIMAL_SUFFIXES[suffix]
-    raise InvalidQuantity(f"invalid quantity {_shown(text)}: unknown suffix {suffix!r}")
+    raise InvalidQuantity(f"invalid quantity {shown(text)}: unknown suffix {suffix!r}")
 
 
 def _exact_context(*values: Decimal) -> decimal.Context:
@@ -176,7 +178,7 @@ def parse_quantity(text: str | int | float) -> Decimal:
         with decimal.localcontext(_exact_context(value)):
             return value * factor
     except ArithmeticError as error:
-        raise InvalidQuantity(f"invalid quantity {_shown(text)}") from error
+        raise InvalidQuantity(f"invalid quantity {shown(text)}") from error
 
 
 def to_units(resource: str, text: str | int | float) -> int:
@@ -214,7 +216,7 @@ def _units(resource: str, text: str | int | float) -> int:
     except InvalidQuantity as error:
         raise InvalidQuantity.of(resource, error.detail) from error
     if value.is_signed() and not value.is_zero():
-        raise InvalidQuantity.of(resource, f"negative quantity {_shown(text)}")
+        raise InvalidQuantity.of(resource, f"negative quantity {shown(text)}")
     is_whole = not (resource == CPU or resource in _BYTE_RESOURCES
                     or resource.startswith("hugepages-"))
     if value.is_zero():
@@ -223,7 +225,7 @@ def _units(resource: str, text: str | int | float) -> int:
         raise AmountBeyondRange(resource, _shown_amount(text))
     if value.adjusted() < _TINY_EXPONENT:
         if is_whole:
-            raise InvalidQuantity.of(resource, f"must be a whole number, got {_shown(text)}")
+            raise InvalidQuantity.of(resource, f"must be a whole number, got {shown(text)}")
         return 1
     try:
         with decimal.localcontext(_exact_context(value)):
@@ -231,9 +233,9 @@ def _units(resource: str, text: str | int | float) -> int:
             is_fractional = scaled != scaled.to_integral_value()
             amount = math.ceil(scaled)
     except (ArithmeticError, ValueError, OverflowError) as error:
-        raise InvalidQuantity.of(resource, f"invalid quantity {_shown(text)}") from error
+        raise InvalidQuantity.of(resource, f"invalid quantity {shown(text)}") from error
     if is_whole and is_fractional:
-        raise InvalidQuantity.of(resource, f"must be a whole number, got {_shown(text)}")
+        raise InvalidQuantity.of(resource, f"must be a whole number, got {shown(text)}")
     if amount > MAX_AMOUNT:
         raise AmountBeyondRange(resource, _shown_amount(text))
     return amount

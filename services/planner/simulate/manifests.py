@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from services.contracts import resources
+from services.contracts.resources import shown
 from services.planner.simulate import api_versions, shapes
 
 AT_ANNOTATION = "simulate.gangsched.io/at"
@@ -143,7 +144,7 @@ def _printable(value: Any) -> str:
     else "" (what `describe` shows of a kind, name or namespace)."""
     if not isinstance(value, str):
         return ""
-    return value if value.isprintable() else shapes.shown(value)
+    return value if value.isprintable() else shown(value)
 
 
 def suffix(seed: str, length: int) -> str:
@@ -216,7 +217,7 @@ def _flattened(doc: Document) -> list[Document]:
     name = meta.get("name") if isinstance(meta, Mapping) else None
     if not isinstance(name, str):
         raise InvalidManifest(describe(doc), "metadata.name", "missing" if name is None
-                              else f"must be a string, got {shapes.shown(name)}")
+                              else f"must be a string, got {shown(name)}")
     return [doc]
 
 
@@ -279,7 +280,7 @@ def _add_priority_class(doc: Document, classes: Classes, seen: set[str]) -> None
     policy = doc.body.get("preemptionPolicy", DEFAULT_PREEMPTION_POLICY)
     if not isinstance(policy, str) or policy not in PREEMPTION_POLICIES:
         raise InvalidManifest(describe(doc), "preemptionPolicy", f"must be one of "
-                              f"{', '.join(PREEMPTION_POLICIES)}, got {shapes.shown(policy)}")
+                              f"{', '.join(PREEMPTION_POLICIES)}, got {shown(policy)}")
     classes[name] = PriorityClass(name, value, policy)
     if default:
         if None in classes:
@@ -316,7 +317,7 @@ def _seconds(doc: Document, body: Mapping[str, Any], key: str) -> float | None:
     if not 0 <= value <= MAX_SECONDS:
         raise InvalidManifest(describe(doc, body), f'metadata.annotations["{key}"]',
                               f"must be a number of seconds from 0 to {MAX_SECONDS}, got "
-                              f"{shapes.shown(given)}")
+                              f"{shown(given)}")
     return value
 
 
@@ -391,7 +392,7 @@ def _mapping(doc: Document, obj: Mapping[str, Any], value: Any,
         return {}
     if not isinstance(value, Mapping):
         raise InvalidManifest(describe(doc, obj), field,
-                              f"must be a mapping, got {shapes.shown(value)}")
+                              f"must be a mapping, got {shown(value)}")
     return value
 
 
@@ -528,7 +529,7 @@ def _resolve_priority(doc: Document, obj: dict[str, Any], classes: Classes) -> N
     name = spec.get("priorityClassName") or None
     if name is not None and not isinstance(name, str):
         raise InvalidManifest(describe(doc, obj), "spec.priorityClassName",
-                              f"must be a string, got {shapes.shown(name)}")
+                              f"must be a string, got {shown(name)}")
     if name is not None and name not in classes:
         raise InvalidManifest(describe(doc, obj), "spec.priorityClassName",
                               f"no PriorityClass with name {name} was found (in the manifests "

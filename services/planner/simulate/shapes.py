@@ -28,6 +28,8 @@ from typing import Any, TypeAlias
 
 import msgspec
 
+from services.contracts.resources import shown
+
 
 class MapOf(msgspec.Struct, frozen=True):
     """A map of any keys to values of `value`'s shape (`labels`, `nodeSelector`, quantities);
@@ -40,7 +42,6 @@ class MapOf(msgspec.Struct, frozen=True):
 STRING, INTEGER, BOOLEAN, ANY = "a string", "a 32-bit integer", "true or false", "any"
 Shape: TypeAlias = "str | MapOf | list[Shape] | dict[str, Shape]"
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-SHOWN_CHARS = 64
 NOT_FINITE = ("inf", "-inf", "nan")
 MAX_HINTED_DIGITS = 20
 """A number given for text is shown quoted (the hint of `_wrong_scalar`) up to this length."""
@@ -195,10 +196,3 @@ def _key_field(field: str, key: Any, dotted: bool) -> str:
         f"{field}[{json.dumps(text)}]")
 
 
-def shown(value: Any) -> str:
-    """`value` for a message: its repr, cut to `SHOWN_CHARS` characters, never raising."""
-    try:
-        text = repr(value)
-    except (ValueError, RecursionError):
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}..."
