@@ -447,14 +447,8 @@ class Round:
         nomination = self.state.nominations.get(key)
         if nomination is not None:
             leaving = sum(1 for uid in nomination.victims if uid in self.state.pods)
-            if leaving:
-                return reasons.nominated(leaving, nomination.decision_id,
-                                         _utc(nomination.deadline_ms)), False
-            # every victim is gone and the gang still does not fit (their room was taken by
-            # pods nobody holds it from, another scheduler's): its nomination holds nothing
-            # more to come, so it ends and the gang may preempt again, as kube-scheduler's
-            # PodEligibleToPreemptOthers allows once no victim terminates on the nominated node
-            del self.state.nominations[key]
+            return reasons.nominated(leaving, nomination.decision_id,
+                                     _utc(nomination.deadline_ms)), False
         if not self.config.preemption or not preemption.may_preempt(pending):
             return "", False
         priority = queue.priority(pending)

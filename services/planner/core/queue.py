@@ -1,4 +1,4 @@
-"""Queue order of groups: priority, then stranded gangs first, queue time, group key.
+"""Queue order of groups: stranded gangs first, then priority, queue time, group key.
 
 Layer: planner core (pure). A group that does not fit never blocks the groups behind it; the
 order only decides who gets contested capacity first.
@@ -42,13 +42,8 @@ def queue_time_ms(group: GroupState, podgroup: PodGroupObserved | None,
 def queue_key(key: str, group: GroupState, podgroup: PodGroupObserved | None,
               pending: list[PodObserved], is_starving: bool,
               is_stranded: bool = False) -> QueueKey:
-    """Sort key: highest priority; within it, stranded gangs first (`quorum.is_stranded`:
-    members bound below minMember complete before another gang of their priority takes
-    capacity); then earliest queue time, group key.
-
-    Priority comes first as in kube-scheduler's queue (PrioritySort): a stranded gang's hold
-    binds only the groups queued behind it, so one of higher priority takes free room it holds
-    instead of waiting behind it, or preempting running pods to get around it.
-    """
-    return (-priority(pending), 0 if is_stranded else 1,
+    """Sort key: stranded gangs first (`quorum.is_stranded`: members bound below minMember
+    must complete before any other gang takes capacity), then highest priority, earliest
+    queue time, group key."""
+    return (0 if is_stranded else 1, -priority(pending),
             queue_time_ms(group, podgroup, pending, is_starving), key)

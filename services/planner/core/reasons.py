@@ -50,7 +50,7 @@ PLACEMENT_EXPIRED = (
 )
 STARVING_HOLD = "; waited {waited_seconds:g}s, reserving capacity on {nodes} node(s) for this gang"
 STRANDED_HOLD = ("; {bound} member(s) already bound: reserving capacity on {nodes} node(s) so this "
-                 "gang completes before any other of its priority is placed")
+                 "gang completes before any other is placed")
 SEARCH_EXHAUSTED = "; search budget of {steps} steps exhausted"
 NEVER_FITS = ("; it would not fit even on nodes emptied of gangsched's pods, so it reserves no "
               "capacity")
@@ -58,6 +58,8 @@ PREEMPTING = ("; preempting {victims} lower-priority pod(s) of {units} group(s) 
               "(decision {decision}); the nodes are held for this gang until {deadline}")
 NOMINATED = ("; waiting for {victims} preempted pod(s) to leave (decision {decision}); the nodes "
              "are held for this gang until {deadline}")
+NOMINATED_LEFT = ("; the pods preempted for it left (decision {decision}) and it does not fit "
+                  "yet; the nodes are held for this gang until {deadline}")
 PREEMPTION_NOT_HELPFUL = ("; preemption: not helpful, the gang would not fit even with every "
                           "lower-priority pod it may evict gone, so nothing is evicted")
 PREEMPTION_UNDER_WAY = ("; preemption: none needed, the room frees as lower-priority pods "
@@ -187,7 +189,10 @@ def preempting(victims: int, units: int, nodes: int, decision: str, deadline: st
 
 
 def nominated(victims: int, decision: str, deadline: str) -> str:
-    """Suffix for a gang whose victims are still leaving (`deadline` ISO-8601 UTC)."""
+    """Suffix for a nominated gang (`deadline` ISO-8601 UTC): `victims` of its preemption are
+    still leaving, or (0) all left and it does not fit yet."""
+    if victims == 0:
+        return NOMINATED_LEFT.format(decision=decision, deadline=deadline)
     return NOMINATED.format(victims=victims, decision=decision, deadline=deadline)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 30
+CORE_REVISION = 29
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -79,16 +79,10 @@ observed and no later than 2 s after its creationTimestamp (`quorum.JOIN_LAG_MS`
 again and again held its gang's telling forever. 27: the Waiting condition message no longer
 counts the member pods (`gang <g>: <b> of <m> members bound`, and `; no member pod exists` when
 none does), so members arriving no longer change the PodGroup's status one by one ("Quorum told
-once members stop arriving"). 28: a stranded gang queues first among the groups of its priority,
-no longer ahead of higher priority ones: a higher priority group takes free room a lower
-priority stranded gang holds instead of waiting behind it (or preempting running pods to get
-around its hold), as kube-scheduler's queue sorts by priority first. 29: a nominated gang that
-still does not fit once every victim is gone (their room taken by another scheduler's pods)
-ends its nomination and may preempt again at once, as kube-scheduler lets a preemptor preempt
-again when no victim still terminates on its nominated node (it waited for the nomination's
-deadline); its reason counts the victims still there, not all it evicted. 30: a PodGroup made
-easier to satisfy (smaller minMember or minResources, or no longer invalid) lets its gang retry
-early as freed capacity does, instead of waiting out its backoff."""
+once members stop arriving"). 28: a nominated gang's reason counts the preempted pods still
+there (it counted every one evicted), and says when they all left and the gang does not fit yet.
+29: a PodGroup made easier to satisfy (smaller minMember or minResources, or no longer invalid)
+lets its gang retry early as freed capacity does, instead of waiting out its backoff."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

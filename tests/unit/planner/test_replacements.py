@@ -165,7 +165,7 @@ def test_a_replacement_that_does_not_fit_waits_and_leaves_the_running_members_al
     assert cluster.last_reason("default/g") == (
         "gang default/g: 2 of 3 members fit (1 Succeeded after the gang ran); 0/3 nodes are "
         "available: 3 Insufficient cpu.; 1 member(s) already bound: reserving capacity on 1 "
-        "node(s) so this gang completes before any other of its priority is placed")
+        "node(s) so this gang completes before any other is placed")
     rejection = cluster.rejections("default/g")[-1]
     assert [pod.name for pod in rejection.pods] == ["g-2b"]
     assert rejection.retry_at_ms == cluster.now_ms + 1000  # backed off as any failed attempt

@@ -1,18 +1,17 @@
-"""A partly bound gang at rest completes before any other gang of its priority takes capacity.
+"""A partly bound gang at rest completes before any other gang takes capacity.
 
 A rollback cannot unbind bare pods (no controller recreates them), so a gang rolled back after
-some members were bound keeps them bound below minMember. That gang queues first among the
-groups of its priority, whatever their age, and reserves what it still needs every round,
-backoff or not; it is placed again only once its backoff is over (a bind that always fails is
-not retried every round). A group of higher priority queues ahead of it, as in kube-scheduler's
-queue: it takes free room the stranded gang holds, and preempts nothing to get around it.
+some members were bound keeps them bound below minMember. That gang queues first, whatever the
+priority or age of the others, and reserves what it still needs every round, backoff or not;
+it is placed again only once its backoff is over (a bind that always fails is not retried every
+round).
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from services.contracts.decisions import Placement, Preemption, Rejection
+from services.contracts.decisions import Placement, Rejection
 from services.contracts.events import GroupRolledBack
 from services.planner.core import quorum
 from services.planner.core.quorum import Counts
@@ -50,10 +49,10 @@ def test_a_gang_with_members_bound_below_min_member_is_stranded() -> None:
     assert not quorum.is_stranded(Counts(bound=4, reserved=0, pending=1, gated=0), 4)
 
 
-def test_a_stranded_gang_holds_its_room_in_backoff_then_goes_before_its_priority() -> None:
+def test_a_stranded_gang_holds_its_room_in_backoff_then_goes_before_higher_priority() -> None:
     cluster, _ = rolled_back_with_two_bare_members_bound()
     cluster.observe(make_podgroup("h", 2),
-                    *[make_pod(f"h-{i}").requests(cpu_milli=1000).in_group("h")
+                    *[make_pod(f"h-{i}").requests(cpu_milli=1000).in_group("h").priority(100)
                       for i in range(2)])
     decisions = cluster.plan()  # g is backed off after its rollback: it holds, h waits
     assert not any(isinstance(d, Placement) for d in decisions)
@@ -64,18 +63,6 @@ def test_a_stranded_gang_holds_its_room_in_backoff_then_goes_before_its_priority
         ("default/g", ["g-2", "g-3"])]
     cluster.bind(placed)
     assert cluster.bound() == ["g-0", "g-1", "g-2", "g-3"]
-
-
-def test_a_higher_priority_gang_takes_the_free_room_a_stranded_gang_holds() -> None:
-    cluster, _ = rolled_back_with_two_bare_members_bound()
-    cluster.observe(make_podgroup("h", 2),
-                    *[make_pod(f"h-{i}").requests(cpu_milli=1000).in_group("h").priority(100)
-                      for i in range(2)])
-    decisions = cluster.plan()  # g (priority 0) is backed off and holds; h queues ahead of it
-    placed = [d for d in decisions if isinstance(d, Placement)]
-    assert [(p.group, [m.name for m in p.members]) for p in placed] == [
-        ("default/h", ["h-0", "h-1"])]
-    assert not any(isinstance(d, Preemption) for d in decisions)
 
 
 def test_a_stranded_gang_whose_binds_keep_failing_is_retried_at_its_backoff_only() -> None:
@@ -94,10 +81,10 @@ def test_a_stranded_gang_whose_binds_keep_failing_is_retried_at_its_backoff_only
 
 def test_a_stranded_gang_that_does_not_fit_reserves_what_it_needs_from_later_gangs() -> None:
     # g-0 and g-1 hold 2 cpu, another scheduler's pod 1: one is free, g needs two more; a
-    # one-pod gang h of the same priority, younger, wants the one
+    # one-pod gang h of higher priority wants the one
     cluster, _ = rolled_back_with_two_bare_members_bound(others_cpu_milli=1000)
     cluster.observe(make_podgroup("h", 1),
-                    make_pod("h-0").requests(cpu_milli=1000).in_group("h"))
+                    make_pod("h-0").requests(cpu_milli=1000).in_group("h").priority(100))
     for _ in range(3):
         decisions = cluster.plan()
         assert not any(isinstance(d, Placement) for d in decisions)
@@ -109,21 +96,6 @@ def test_a_stranded_gang_that_does_not_fit_reserves_what_it_needs_from_later_gan
     placed = [d for d in cluster.plan() if isinstance(d, Placement)]
     assert placed[0].group == "default/g"
     assert pod_uid("g-2") in {m.pod_uid for m in placed[0].members}
-
-
-def test_a_higher_priority_pod_binds_to_held_free_room_instead_of_preempting() -> None:
-    # the helper's case: g (priority 0) holds the one free cpu it cannot use alone; h-0
-    # (priority 100) fits there, and a running pod of lower priority could be evicted too
-    cluster, _ = rolled_back_with_two_bare_members_bound(others_cpu_milli=1000)
-    cluster.observe(make_node("n1").capacity(cpu_milli=1000),
-                    make_pod("low").requests(cpu_milli=1000).on_node("n1"),
-                    make_podgroup("h", 1),
-                    make_pod("h-0").requests(cpu_milli=1000).in_group("h").priority(100))
-    decisions = cluster.plan()
-    assert not any(isinstance(d, Preemption) for d in decisions)
-    placed = [d for d in decisions if isinstance(d, Placement)]
-    assert [(p.group, [(m.name, m.node) for m in p.members]) for p in placed] == [
-        ("default/h", [("h-0", "n0")])]
 
 
 def test_the_stranded_rule_replays_to_the_same_decisions() -> None:
