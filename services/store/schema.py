@@ -88,7 +88,7 @@ async def current_revision(engine: AsyncEngine) -> str | None:
 class _State:
     """What the database holds of a schema: `revisions`, the rows of its alembic_version
     table (one in a migrated database, none in a new one); `ours`, whether any of
-    gangsched's tables is there; `others`, the names of the tables and views that are not
+    gangsched's tables is there; `others`, the names of a SQLite file's tables that are not
     gangsched's nor alembic's; `missing`, gangsched's tables and columns of the newest
     revision that are not there (`table outbox`, `column rounds.planner`)."""
 
@@ -240,7 +240,11 @@ def _state_of(connection: Connection) -> _State:
     inspector = inspect(connection)
     present = set(inspector.get_table_names())
     ours = set(tables.metadata.tables)
-    others = sorted((present | set(inspector.get_view_names())) - ours - {VERSION_TABLE})
+    # another application's tables are looked for in a SQLite file only (a --db pointed at
+    # the wrong file): a PostgreSQL database a DBA prepared may hold extensions' tables and
+    # views (PostGIS's spatial_ref_sys, pg_stat_statements) beside gangsched's, as before
+    is_sqlite = connection.dialect.name == "sqlite"
+    others = sorted(present - ours - {VERSION_TABLE}) if is_sqlite else []
     missing = [f"table {name}" for name in sorted(ours - present)]
     for table in tables.metadata.sorted_tables:
         if table.name in present:
