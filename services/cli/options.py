@@ -287,8 +287,12 @@ class DatabaseUrl(click.ParamType):  # type: ignore[type-arg]
         try:
             async_url(text)
         except (ValueError, ArgumentError) as error:
+            # the parser quotes what follows a password's unescaped '@' (up to the real '@host')
+            why = (str(error) if "@" not in str(error) else
+                   "its host, port or database cannot be read: %-escape an '@', ':' or '/' in "
+                   "the password")
             self.fail(f"{urls.shown(str(value))!r} is not a database URL gangsched can use "
-                      f"({error}); give sqlite+aiosqlite:///path/file.db, "
+                      f"({why}); give sqlite+aiosqlite:///path/file.db, "
                       "postgresql+asyncpg://user@host/db or a file path", param, ctx)
         return text
 

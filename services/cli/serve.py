@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from services.binder.wiring import run_binder
 from services.bus import connection, embedded, lease, streams, transience
 from services.bus.connection import Connection
+from services.bus.errors import BusMisconfigured
 from services.cli import databases, run_info
 from services.config.settings import Settings
 from services.kube import client as kube_client
@@ -98,18 +99,24 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
 
 
 STREAMS_RETRY_MAX_SECONDS = 5.0
+STREAMS_GIVE_UP_SECONDS = 60.0
+"""How long the stream set-up may keep failing transiently (NATS restarting, a stream leader
+being elected) before the start ends: a request that never gets an answer is also how NATS
+denies one (JetStream off, or the user may not use its API)."""
 
 
 async def ensure_streams_once(settings: Settings, nc: Connection) -> None:
     """Set the streams up once before any service starts (`streams.ensure_streams`), so
     streams NATS refuses end the start in one line instead of restarting the services forever.
     NATS busy or reconnecting is waited out (said once, retried with a backoff up to
-    `STREAMS_RETRY_MAX_SECONDS`).
+    `STREAMS_RETRY_MAX_SECONDS`), for `STREAMS_GIVE_UP_SECONDS` at most.
 
     Raises:
-        services.bus.errors.BusMisconfigured: NATS refuses a stream (as `ensure_streams`).
+        services.bus.errors.BusMisconfigured: NATS refuses a stream (as `ensure_streams`), or
+            the set-up kept failing transiently for `STREAMS_GIVE_UP_SECONDS`.
     """
-    delay, told = 0.1, False
+    loop = asyncio.get_running_loop()
+    delay, give_up_at = 0.1, loop.time() + STREAMS_GIVE_UP_SECONDS
     while True:
         try:
             await streams.ensure_streams(nc.jetstream(), settings.bus)
@@ -117,9 +124,13 @@ async def ensure_streams_once(settings: Settings, nc: Connection) -> None:
         except Exception as error:
             if not transience.is_transient(error):
                 raise
-            (log.debug if told else log.warning)(
+            if loop.time() >= give_up_at:
+                raise BusMisconfigured(
+                    f"the streams could not be set up for {STREAMS_GIVE_UP_SECONDS:g}s "
+                    f"({error!r}): is JetStream enabled on the NATS server, and may this user "
+                    "use its API?") from error
+            (log.debug if delay > 0.1 else log.warning)(
                 "cannot set up the streams yet (%r); retrying", error)
-            told = True
         await asyncio.sleep(delay)
         delay = min(delay * 2, STREAMS_RETRY_MAX_SECONDS)
 

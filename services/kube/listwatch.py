@@ -32,9 +32,11 @@ SILENCE_LIMIT_SECONDS = 90.0
 """The longest a watch may bring nothing before it is taken for broken, closed and opened
 again from its last version (`KubeSilent`). The API server's watch cache sends every watch
 that asks for bookmarks (they all do) one at least every minute (`defaultBookmarkFrequency`)
-and one 2 s before its timeout, so silence this long means a frozen API server or a
-connection dropped without a close. client-go finds those by HTTP/2 pings (30 s idle, 15 s
-to answer); over HTTP/1.1 the bookmark is the heartbeat. An API server without a watch cache
+once it has seen a change of the resource, and one 2 s before its timeout, so silence this
+long means a frozen API server or a connection dropped without a close (or a resource that
+never changed since the API server started: reopened every 90 s, harmlessly). client-go
+finds those by HTTP/2 pings (30 s idle, 15 s to answer); over HTTP/1.1 the bookmark is the
+heartbeat. An API server without a watch cache
 sends no periodic bookmark: its quiet watches are reopened every 90 s, from their version,
 never with a new list."""
 BACKOFF_FIRST_SECONDS = 0.5

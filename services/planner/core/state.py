@@ -142,7 +142,9 @@ class PlannerState(msgspec.Struct):
     and `groups` by group key (`ids.GroupKey`); `placements` by decision id; `node_used` by node
     name (sum of `charges` on it, nodes not (yet) observed included). `starving_group` and
     `starving_nodes` name the gang that held capacity in the last round and where (sorted).
-    `capacity_freed_ms` is the last time capacity was given back or a Node changed.
+    `capacity_freed_ms` is the last time capacity was given back, or a Node, a volume object
+    or a PodGroup changed so that a waiting gang may now fit (every unschedulable group then
+    retries early once, `GroupState.may_retry_early`).
     `tombstones` maps the uid of each deleted Pod or Node to when (event time), oldest first,
     so a late observation cannot bring it back; entries count for `apply.TOMBSTONE_MS` and are
     dropped in bulk up to one more window later (`apply.PRUNE_SLACK_MS`).

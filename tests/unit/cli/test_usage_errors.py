@@ -200,6 +200,8 @@ def test_an_unreachable_database_is_named_without_any_password(
      "query parameter 'sslmode' is not one asyncpg takes (asyncpg's is ssl, e.g. ssl=require)"),
     (f"postgresql://u@h/db?client_secret={SECRET}", "postgresql://u@h/db",
      "query parameter 'client_secret' is not one asyncpg takes"),
+    (f"postgresql://u:hunter@Pass:w0rd{SECRET}@h/db", "postgresql://u@h/db",
+     "its host, port or database cannot be read: %-escape an '@', ':' or '/' in the password"),
 ])
 @pytest.mark.parametrize("command", ["migrate", "replay"])
 def test_a_database_url_that_cannot_be_used_is_refused_without_its_secrets(
