@@ -25,7 +25,7 @@ def sqlite_file(url: str) -> Path | None:
     """The file of a SQLite database URL, None for another database (or an in-memory one)."""
     try:
         parsed = make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: a port that is no number
         return None
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
