@@ -8,7 +8,8 @@ waited for. Before every offer the pods are Running and the budgets settled
 PriorityClass into `spec.priority` and `spec.preemptionPolicy`); gangsched decides on the
 mirrors' objects; kube-scheduler gets the pod; the two are compared (`compare.classify`). Then
 the cluster is put back: the preemptor deleted, each victim created again (same manifest, bound
-by name to the node it was on), so every offer meets the same pods (their start times aside).
+by name to the node it was on, under a new name: `Refills`), so every offer meets the same pods
+(their names and start times aside).
 An offer during which a node changed what the filters read is not compared, but counted.
 """
 
@@ -113,22 +114,48 @@ async def _create_fillers(client: KubeClient, pods: Mirror, work: workload.Workl
                         f"{len(wanted)} fillers bound")
 
 
-async def _restore(client: KubeClient, pods: Mirror, fillers: dict[str, Obj], pod: Obj,
+@dataclass
+class Refills:
+    """The fillers' manifests by name, and how to create a victim again: from its filler's
+    manifest, on the node it was on, under a name no pod had (`<filler>-r<N>`).
+
+    Never under its own name: KWOK deletes a terminating pod by name with no UID precondition
+    (so does kube-scheduler a victim), and on a loaded machine such a delete of the old pod can
+    arrive after the name is taken again, deleting the new pod unmarked; the oracle would
+    count it as a victim deleted without DisruptionTarget."""
+
+    manifests: dict[str, Obj]
+    origin: dict[str, str] = field(default_factory=dict)
+    """Name of a pod created again → the filler it was made from."""
+    made: int = 0
+
+    def again(self, victim: Obj) -> Obj:
+        """The manifest that puts `victim` (an API object) back."""
+        name = victim["metadata"]["name"]
+        filler = self.origin.get(name, name)
+        self.made += 1
+        manifest = copy.deepcopy(self.manifests[filler])
+        manifest["metadata"]["name"] = f"{filler}-r{self.made}"
+        manifest["spec"]["nodeName"] = victim["spec"]["nodeName"]
+        self.origin[manifest["metadata"]["name"]] = filler
+        return manifest
+
+
+async def _restore(client: KubeClient, pods: Mirror, refills: Refills, pod: Obj,
                    kube: oracle.KubeOutcome) -> None:
-    """Delete the preemptor if kube-scheduler bound it; create each victim again on its node."""
+    """Delete the preemptor if kube-scheduler bound it; create each victim again on its node
+    (`Refills`)."""
     if kube.node is not None:
         await oracle.delete(client, pods, pod)
     for victim in kube.victims:
-        again = copy.deepcopy(fillers[victim["metadata"]["name"]])
-        again["spec"]["nodeName"] = victim["spec"]["nodeName"]
-        await base_oracle.create(client, again)
+        await base_oracle.create(client, refills.again(victim))
 
 
 async def run(client: KubeClient, seed: int, preemptors: int, node_count: int) -> Report:
     """The whole preemption differential run for `seed` (module docstring)."""
     report = Report(seed)
     work = workload.generate(seed, node_count, preemptors)
-    fillers = {pod["metadata"]["name"]: pod for pod in work.fillers}
+    refills = Refills({pod["metadata"]["name"]: pod for pod in work.fillers})
     slimmer = Slimmer()
     started = time.monotonic()
     budgets = Mirror(client, PDBS)
@@ -151,7 +178,7 @@ async def run(client: KubeClient, seed: int, preemptors: int, node_count: int) -
                 ours = verdict.decide(slimmer, snapshot, listed, admitted)
                 judging += time.monotonic() - clock
                 kube = await oracle.offer(client, pods, marked, pod)
-                await _restore(client, pods, fillers, pod, kube)
+                await _restore(client, pods, refills, pod, kube)
                 if base_runner.node_fingerprint(base_runner.observed(mirrors).nodes) != before:
                     report.skipped += 1
                     continue
