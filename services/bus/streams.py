@@ -9,6 +9,10 @@ messages, republish, sources, subject transforms, roll-up and TTL headers, ...).
 differs is updated back when NATS allows it; when NATS refuses (a user without
 `$JS.API.STREAM.UPDATE`, as the chart's service users are, or a change NATS never makes, such
 as unsealing), the start fails with one line naming the stream and the differing fields.
+An update that shortens the retention (max age) of a stream holding messages deletes those
+older than the new age, so it is made only with the operator's consent
+(`--stream-shorten-retention`, `StreamSpec.shorten_allowed`); without it the start fails with
+one line saying how to keep them or let them go.
 """
 
 from __future__ import annotations
@@ -65,6 +69,9 @@ class StreamSpec:
     prefix: str = ""
     """The gangsched prefix the stream serves; a stream of that name whose subjects are all
     outside `<prefix>.` belongs to another prefix (`collided`). Empty: not checked."""
+    shorten_allowed: bool = False
+    """Whether an update may shorten the stream's max age while it holds messages (deleting
+    those older than `max_age_seconds`): the operator's `--stream-shorten-retention`."""
 
     def config(self) -> StreamConfig:
         """The nats-py stream configuration: file storage, limits retention, no other limit,
@@ -120,6 +127,7 @@ def stream_specs(settings: BusSettings) -> list[StreamSpec]:
             duplicate_window_seconds=window,
             replicas=settings.replicas,
             prefix=prefix,
+            shorten_allowed=settings.shorten_retention,
         )
 
     return [
@@ -173,7 +181,31 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
             f"not prefix {spec.prefix}'s: stream names keep only letters, digits, _ and - of "
             "a prefix, in capitals, so both prefixes map to this one; choose a prefix that "
             "differs in those (nothing was changed)")
+    shortened = shortens_retention(found)
+    if shortened is not None and info.state.messages:
+        if not spec.shorten_allowed:
+            raise BusMisconfigured(
+                f"stream {spec.name} holds {info.state.messages} message(s) and "
+                f"--stream-max-age-seconds {_show(shortened.want)} is shorter than its "
+                f"retention ({_show(shortened.have)} s): NATS would delete those older than "
+                f"that. To keep them, start with --stream-max-age-seconds "
+                f"{_show(shortened.have)}; to delete them, start once with "
+                "--stream-shorten-retention (nothing was changed)")
+        log.warning("shortening the retention of stream %s from %s to %s seconds: its "
+                    "messages older than that are deleted (--stream-shorten-retention)",
+                    spec.name, _show(shortened.have), _show(shortened.want))
     await _repair(js, spec, found)
+
+
+def shortens_retention(found: list[Difference]) -> Difference | None:
+    """The `max_age` difference among `found` when the update would shorten the retention
+    (seconds; 0 is unlimited): from unlimited to a limit, or to a shorter limit; else None."""
+    for difference in found:
+        have, want = difference.have, difference.want
+        if (difference.field == "max_age" and isinstance(have, float | int)
+                and isinstance(want, float | int) and want > 0 and (have == 0 or want < have)):
+            return difference
+    return None
 
 
 def collided(current: StreamConfig, spec: StreamSpec) -> list[str]:

@@ -246,6 +246,9 @@ bus_options = stack(
                  "cluster)."),
     _option("--stream-max-age-seconds", type=NON_NEGATIVE, default=7 * 24 * 3600.0,
             help="Retention of the EVENTS and DECISIONS streams, in seconds (0 = unlimited)."),
+    _option("--stream-shorten-retention", is_flag=True, default=False,
+            help="Let this start shorten the retention of streams that hold messages, "
+                 "deleting those older than --stream-max-age-seconds (refused otherwise)."),
     nats_auth_options,
 )
 
@@ -464,6 +467,7 @@ def settings_from(options: dict[str, Any]) -> Settings:
             prefix=get("prefix", "gangsched"),
             replicas=get("stream_replicas", 1),
             max_age_seconds=get("stream_max_age_seconds", BusSettings.max_age_seconds),
+            shorten_retention=bool(get("stream_shorten_retention", False)),
             user=options.get("nats_user"),
             password=nats_password(options),
             creds_file=options.get("nats_creds"),

@@ -18,6 +18,8 @@ class BusSettings:
 
     Units: `max_age_seconds` and `duplicate_window_seconds` in seconds (0 = unlimited age).
     `url` None means: start an embedded nats-server in the data directory (`run` only).
+    `shorten_retention`: consent to shorten the max age of streams holding messages (their
+    older messages are then deleted; `streams.ensure_stream`).
     """
 
     url: str | None = None
@@ -28,6 +30,7 @@ class BusSettings:
     user: str | None = None
     password: str | None = None
     creds_file: Path | None = None
+    shorten_retention: bool = False
 
 
 @dataclass(frozen=True)

@@ -136,3 +136,50 @@ async def test_a_prefix_whose_stream_names_are_another_prefixs_takes_nothing_ove
     assert info.config.subjects == ["team.a.events.>"]
     assert info.state.messages == 1
     await js.publish(subjects.events_subject("team.a", "node", "", "n2"), b"{}")  # still stored
+
+
+async def test_a_shorter_retention_is_refused_while_a_stream_holds_messages_and_nothing_changes(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    name = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    await js.publish(subjects.events_subject(bus_settings.prefix, "node", "", "n1"), b"{}")
+    shorter = dataclasses.replace(bus_settings, max_age_seconds=3600.0)
+    with pytest.raises(BusMisconfigured) as refused:
+        await streams.ensure_streams(js, shorter)
+    assert str(refused.value) == (
+        f"stream {name} holds 1 message(s) and --stream-max-age-seconds 3600 is shorter than "
+        f"its retention (604800 s): NATS would delete those older than that. To keep them, "
+        f"start with --stream-max-age-seconds 604800; to delete them, start once with "
+        f"--stream-shorten-retention (nothing was changed)")
+    info = await js.stream_info(name)
+    assert info.config.max_age == pytest.approx(bus_settings.max_age_seconds)
+    assert info.state.messages == 1
+
+
+async def test_a_shorter_retention_is_applied_with_consent(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    name = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    await js.publish(subjects.events_subject(bus_settings.prefix, "node", "", "n1"), b"{}")
+    consented = dataclasses.replace(bus_settings, max_age_seconds=3600.0,
+                                    shorten_retention=True)
+    await streams.ensure_streams(js, consented)
+    info = await js.stream_info(name)
+    assert info.config.max_age == pytest.approx(3600.0)
+    assert info.state.messages == 1  # younger than an hour: kept
+
+
+async def test_a_stream_without_messages_is_shortened_and_any_stream_lengthened_freely(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    events, decisions, _ = streams.stream_specs(
+        dataclasses.replace(bus_settings, max_age_seconds=60.0))
+    await streams.ensure_stream(js, decisions)  # empty
+    assert (await js.stream_info(decisions.name)).config.max_age == pytest.approx(60.0)
+    await js.publish(subjects.events_subject(bus_settings.prefix, "node", "", "n1"), b"{}")
+    with pytest.raises(BusMisconfigured, match=rf"stream {events.name} holds 1 message\(s\)"):
+        await streams.ensure_stream(js, events)
+    longer = dataclasses.replace(bus_settings, max_age_seconds=30 * 24 * 3600.0)
+    await streams.ensure_streams(js, longer)
+    assert (await js.stream_info(events.name)).config.max_age == pytest.approx(30 * 24 * 3600)
+    assert (await js.stream_info(events.name)).state.messages == 1

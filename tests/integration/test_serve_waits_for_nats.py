@@ -16,7 +16,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from services.bus import connection, streams
 from services.bus.embedded import EmbeddedNats, generate_credentials
+from services.config.settings import BusSettings
+from services.contracts import subjects
 from tests.integration.test_run_locked_down import stop
 from tests.integration.test_run_processes import http_address, launched, started
 from tests.support.waiting import eventually, eventually_async
@@ -236,3 +239,42 @@ async def test_gangsched_run_started_before_nats_waits_for_it_alive_then_starts_
         stop(run)
     assert "Traceback" not in run.log_tail(2000)
 
+
+
+async def test_a_shorter_retention_of_streams_holding_messages_needs_the_operators_consent(
+        tmp_path: Path) -> None:
+    async with EmbeddedNats(tmp_path / "nats") as server:
+        nc = await connection.connect(BusSettings(url=server.url), name="test")
+        (tmp_path / "refused").mkdir()
+        (tmp_path / "consented").mkdir()
+        try:
+            js = nc.jetstream()
+            await streams.ensure_streams(js, BusSettings(url=server.url))
+            await js.publish(subjects.events_subject("gangsched", "node", "", "n1"), b"{}")
+            output = await _ended_with_status_1(
+                Planner(tmp_path / "refused", server.url, "--stream-max-age-seconds", "3600"))
+            assert output.strip().splitlines()[-1] == (
+                "Error: NATS: stream GANGSCHED_EVENTS holds 1 message(s) and "
+                "--stream-max-age-seconds 3600 is shorter than its retention (604800 s): NATS "
+                "would delete those older than that. To keep them, start with "
+                "--stream-max-age-seconds 604800; to delete them, start once with "
+                "--stream-shorten-retention (nothing was changed)")
+            assert (await js.stream_info("GANGSCHED_EVENTS")).config.max_age == 604800
+            consented = Planner(tmp_path / "consented", server.url, "--stream-max-age-seconds",
+                                "3600", "--stream-shorten-retention")
+            try:
+                await eventually_async(lambda: _logged(
+                    consented, "shortening the retention of stream GANGSCHED_EVENTS from "
+                    "604800 to 3600 seconds: .*"), timeout=STARTUP_SECONDS + READY_SECONDS,
+                    what="the shortening logged")
+            finally:
+                assert consented.stop() == 0, consented.output()
+            info = await js.stream_info("GANGSCHED_EVENTS")
+            assert info.config.max_age == 3600 and info.state.messages == 1
+        finally:
+            await nc.close()
+
+
+async def _logged(planner: Planner, pattern: str) -> tuple[float, str]:
+    """`planner.logged(pattern)`, for `eventually_async`."""
+    return planner.logged(pattern)

@@ -66,3 +66,21 @@ def test_unset_and_zero_limits_read_as_unlimited_as_nats_reads_them() -> None:
     loose = dataclasses.replace(spec.config(), max_msgs=None, max_bytes=0, max_consumers=None,
                                 allow_msg_ttl=None, sources=[], discard=None)
     assert streams.differences(loose, spec) == []
+
+
+def test_only_a_max_age_made_shorter_or_limited_shortens_the_retention() -> None:
+    def found(have: float, want: float) -> list[streams.Difference]:
+        return [streams.Difference("num_replicas", 1, 3), streams.Difference("max_age", have, want)]
+
+    assert streams.shortens_retention(found(604800.0, 3600.0)) == \
+        streams.Difference("max_age", 604800.0, 3600.0)
+    assert streams.shortens_retention(found(0.0, 3600.0)) is not None  # unlimited to a limit
+    assert streams.shortens_retention(found(3600.0, 0.0)) is None  # to unlimited
+    assert streams.shortens_retention(found(3600.0, 7200.0)) is None
+    assert streams.shortens_retention([streams.Difference("max_msgs", 1, -1)]) is None
+
+
+def test_the_shorten_retention_consent_reaches_every_stream_spec() -> None:
+    assert not any(spec.shorten_allowed for spec in streams.stream_specs(BusSettings()))
+    assert all(spec.shorten_allowed
+               for spec in streams.stream_specs(BusSettings(shorten_retention=True)))
