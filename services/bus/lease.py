@@ -1,6 +1,6 @@
 """A lease on a NATS KV key: compare-and-set writes of one holder's name, expiring by TTL.
 
-Layer: bus. The planner's leader election (`services.planner.election`) campaigns on it: the
+Layer: bus. The planner's leader election (`services.runtime.election`) campaigns on it: the
 key `planner` in the KV bucket `<PREFIX>_LEADER`, whose TTL is the lease duration. `create`
 takes the key only if no live entry holds it; `update` with the last revision renews it; an
 entry nobody renews expires after the TTL. nats-py errors come out as the bus's own
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator
 
 import nats
 from nats.js.api import KeyValueConfig, StorageType
@@ -18,7 +19,9 @@ from nats.js.kv import KeyValue
 
 from services.bus import transience
 from services.bus.connection import JetStream
+from services.bus.errors import BusRefused, BusUnavailable
 from services.contracts import subjects
+from services.runtime.election import LeaseRefused, LeaseUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -26,10 +29,11 @@ KEY = "planner"
 
 
 class KvLease:
-    """A lease on one KV key, held by `holder` (`services.planner.election.LeaseStore`).
+    """A lease on one KV key, held by `holder` (`services.runtime.election.LeaseStore`).
 
-    Raises (every method): BusUnavailable when NATS is down or busy, BusRefused when it
-    refuses the request for another cause than a lost race.
+    Raises (every method): LeaseUnavailable when NATS is down or busy, LeaseRefused when it
+    refuses the request for another cause than a lost race (from the bus's BusUnavailable
+    and BusRefused).
     """
 
     def __init__(self, kv: KeyValue, holder: str, key: str = KEY) -> None:
@@ -42,7 +46,7 @@ class KvLease:
         """`create` the key: its revision, or None when someone else holds it. If it exists
         but holds our name (a write whose ack we lost, or a term we gave up on while NATS was
         unreachable), take it back."""
-        with transience.bus_errors(f"acquiring lease {self._key}"):
+        with _lease_errors(f"acquiring lease {self._key}"):
             try:
                 return int(await self._kv.create(self._key, self._value))
             except nats.js.errors.KeyWrongLastSequenceError:
@@ -55,7 +59,7 @@ class KvLease:
     async def renew(self, revision: int) -> int | None:
         """`update` with `last=revision`: the new revision; None when someone else wrote
         since."""
-        with transience.bus_errors(f"renewing lease {self._key}"):
+        with _lease_errors(f"renewing lease {self._key}"):
             try:
                 return int(await self._kv.update(self._key, self._value, last=revision))
             except nats.js.errors.KeyWrongLastSequenceError:
@@ -68,7 +72,7 @@ class KvLease:
         server applied it), so ownership is checked on the value and the delete is a
         compare-and-set on the revision just read.
         """
-        with transience.bus_errors(f"releasing lease {self._key}"):
+        with _lease_errors(f"releasing lease {self._key}"):
             current = await self._our_revision()
             if current is None:
                 return
@@ -84,6 +88,18 @@ class KvLease:
         if entry.value != self._value or entry.revision is None:
             return None
         return int(entry.revision)
+
+
+@contextlib.contextmanager
+def _lease_errors(what: str) -> Iterator[None]:
+    """nats-py's errors inside as `election`'s: LeaseUnavailable, LeaseRefused."""
+    try:
+        with transience.bus_errors(what):
+            yield
+    except BusUnavailable as error:
+        raise LeaseUnavailable(str(error)) from error
+    except BusRefused as error:
+        raise LeaseRefused(str(error)) from error
 
 
 async def open_lease(js: JetStream, *, prefix: str, lease_seconds: float, holder: str,

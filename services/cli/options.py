@@ -430,7 +430,7 @@ def leader_timing(lease_seconds: float, retry_seconds: float) -> None:
     Raises:
         click.UsageError: the retry is not shorter than two thirds of the lease.
     """
-    from services.planner.election import Timing
+    from services.runtime.election import Timing
 
     try:
         Timing(lease_seconds=lease_seconds, retry_seconds=retry_seconds)

@@ -28,9 +28,9 @@ from services.bus.errors import BusMisconfigured
 from services.cli import databases, run_info
 from services.config.settings import Settings
 from services.kube import client as kube_client
-from services.planner import election
 from services.planner.core.config import PlannerConfig
 from services.planner.service import run_planner
+from services.runtime import election
 from services.runtime.cancellation import cancel_and_wait
 from services.runtime.health import HealthServer, MetricsBody, Readiness, ReadyFlag
 from services.runtime.supervision import Supervisor

@@ -74,7 +74,7 @@ class PlannerServiceSettings:
 
     `leader_election`: serve only while holding the NATS KV leader lease (several planners,
     one active); `leader_lease_seconds` is the lease TTL and `leader_retry_seconds` the renewal
-    and take-over attempt interval, both in seconds (see `services.planner.election`).
+    and take-over attempt interval, both in seconds (see `services.runtime.election`).
     `snapshot_interval_seconds` (wall clock; 0 = every batch) and `snapshot_interval_events`
     (0 = no bound): how often the state snapshot is written; a restart replays the batches
     committed after it (see `services.planner.snapshotting`).

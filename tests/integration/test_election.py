@@ -17,8 +17,8 @@ from nats.aio.client import Client
 from services.bus import connection, lease
 from services.bus.embedded import EmbeddedNats
 from services.config.settings import BusSettings
-from services.planner import election
-from services.planner.election import Timing
+from services.runtime import election
+from services.runtime.election import Timing
 from tests.support.waiting import eventually_async
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
 """The Grafana dashboard and the PrometheusRule of the chart query only metrics gangsched
-registers (services/runtime/metrics.py, and the leader gauge of services/planner/election.py),
+registers (services/runtime/metrics.py, and the leader gauge of services/runtime/election.py),
 with the labels they carry; the rules pass Prometheus's own rule-file check (promrules, built
 from the Prometheus module: the parsing and validation `promtool check rules` does); and the
 chart README is generated from values.yaml."""
@@ -17,8 +17,7 @@ import pytest
 import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
-from services.planner import election
-from services.runtime import metrics
+from services.runtime import election, metrics
 from tests.cluster import fixture
 from tests.support import chart_readme
 from tests.unit.deploy import chart
@@ -37,7 +36,7 @@ def _registry() -> dict[str, set[str]]:
     labels = {wrapper._name: set(wrapper._labelnames)  # prometheus_client keeps them here
               for module in (metrics, election) for wrapper in vars(module).values()
               if isinstance(wrapper, MetricWrapperBase)}
-    assert "gangsched_leader" in labels  # registered by importing services.planner.election
+    assert "gangsched_leader" in labels  # registered by importing services.runtime.election
     names: dict[str, set[str]] = {}
     for family in metrics.REGISTRY.collect():  # families of labelled metrics without samples too
         suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"),

@@ -1,15 +1,17 @@
-"""Leader election for the planner on a lease: one planner serves, standbys wait warm.
+"""Leader election on a lease: one holder serves, standbys wait warm.
 
-Layer: planner shell. The lease is a `LeaseStore` (in production `services.bus.lease.KvLease`,
-a NATS KV key whose TTL is the lease duration). A candidate takes the lease with `acquire`
+Layer: runtime (the planner's leader election on a NATS KV key, `services.bus.lease.KvLease`;
+the binder's hold on the scheduler name across installations, a Kubernetes Lease,
+`services.kube.leases.KubeLease`). A candidate takes the lease with `acquire`
 (only if no live entry); the leader renews it every `retry_seconds` with a compare-and-set on
-its last revision; an entry nobody renews expires after the TTL and a standby's next `acquire`
-wins. The leader steps down by
+its last revision; an entry nobody renews expires after the lease and a standby's next
+`acquire` wins. The leader steps down by
 itself once no renewal succeeded for `renew_deadline_seconds` (two thirds of the lease, measured
 from before the write was sent, so it stops serving before the server can let anyone else in).
-A leader that stops (shutdown, or its work failed) deletes the entry so a standby takes over at
-its next attempt. Never touches the planner's state or the Kubernetes API; `lead` runs the
-caller's work only while this process holds the lease.
+A leader that stops (shutdown, or its work failed) releases the lease so a standby takes over
+at its next attempt. Never touches the service's state; `lead` runs the caller's work only
+while this process holds the lease. A store says it cannot be reached now with
+`LeaseUnavailable` (or TimeoutError, OSError) and that it refuses with `LeaseRefused`.
 """
 
 from __future__ import annotations
@@ -26,20 +28,30 @@ from typing import Any, Protocol
 
 from prometheus_client import Gauge
 
-from services.bus.errors import BusRefused, BusUnavailable
 from services.runtime import cancellation, metrics
 
 log = logging.getLogger(__name__)
 
 RENEW_DEADLINE_FRACTION = 2 / 3
 RELEASE_TIMEOUT_SECONDS = 2.0
-_UNAVAILABLE: tuple[type[BaseException], ...] = (BusUnavailable, TimeoutError, OSError)
-"""A lease request that may succeed later: NATS down or busy, or our own timeout."""
-_RELEASE_ERRORS: tuple[type[BaseException], ...] = (*_UNAVAILABLE, BusRefused)
+
+
+class LeaseUnavailable(Exception):
+    """The lease's store cannot be reached or is busy now (a later request may succeed)."""
+
+
+class LeaseRefused(Exception):
+    """The lease's store refused the request for another cause than a lost race."""
+
+
+_UNAVAILABLE: tuple[type[BaseException], ...] = (LeaseUnavailable, TimeoutError, OSError)
+"""A lease request that may succeed later: the store down or busy, or our own timeout."""
+_RELEASE_ERRORS: tuple[type[BaseException], ...] = (*_UNAVAILABLE, LeaseRefused)
 
 leader = Gauge(
     "gangsched_leader",
-    "1 while this process holds the service's leader lease (planner), else 0.",
+    "1 while this process holds the service's leader lease (planner; binder: the scheduler "
+    "name's Lease), else 0.",
     ["service"],
     registry=metrics.REGISTRY,
 )
@@ -103,7 +115,9 @@ def identity() -> str:
 
 
 class LeaseStore(Protocol):
-    """The lease's storage: compare-and-set writes of this candidate's identity."""
+    """The lease's storage: compare-and-set writes of this candidate's identity. Every method
+    raises LeaseUnavailable (or TimeoutError, OSError) when the store cannot answer now and
+    LeaseRefused when it refuses."""
 
     async def acquire(self) -> int | None:
         """Take the lease if free (or already ours); its revision, else None."""
@@ -160,7 +174,7 @@ async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monoto
             except _UNAVAILABLE as error:
                 log.debug("leader lease unavailable: %r", error)
                 revision = None
-            except BusRefused as error:
+            except LeaseRefused as error:
                 log.warning("leader lease refused (will retry): %r", error)
                 revision = None
         if revision is not None:
@@ -217,7 +231,7 @@ async def renew(lease: LeaseStore, term: Term, timing: Timing, clock: Clock) -> 
         log.error("leader lease not renewed for %gs: stepping down", timing.renew_deadline_seconds)
         return None
     if revision is None:
-        log.error("leader lease taken over by another planner: stepping down")
+        log.error("leader lease taken over by another candidate: stepping down")
         return None
     return Term(revision, started)
 

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from services.planner import election
-from services.planner.election import Term, Timing
+from services.runtime import election
+from services.runtime.election import Term, Timing
 
 TIMING = Timing(lease_seconds=9.0, retry_seconds=1.0)
 
