@@ -6,9 +6,11 @@ server that is not a URL is kept, and every request to it then fails as if the s
 down; base64 that is not is decoded to garbage. Here each file is read and checked first,
 every message naming the file (and the entry and field) at fault; the files are merged as
 client-go merges them (the first file to set `current-context`, or to define a context,
-cluster or user of a name, wins; empty files are skipped); and the active context alone is
-handed to the library (`Active.config`) with its file paths absolute (relative to the file
-that names them) and its server a whole URL (client-go's `rest.DefaultServerURL`).
+cluster or user of a name, wins; empty files, and paths of `$KUBECONFIG` that do not exist,
+are skipped; a path that exists but cannot be read, a directory, is refused); and the active
+context alone is handed to the library (`Active.config`) with its file paths absolute
+(relative to the file that names them) and its server a whole URL (client-go's
+`rest.DefaultServerURL`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import errno
 import ipaddress
 import json
 import os
+import stat
 import string
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -99,19 +103,23 @@ class Active:
 
 def files(explicit: Path | None) -> list[Path]:
     """The kubeconfig files to read: `explicit` (`--kubeconfig`), else those of `$KUBECONFIG`
-    that exist, else `~/.kube/config`, as kubectl reads them.
+    that exist, else `~/.kube/config`, as kubectl reads them: a path of `$KUBECONFIG` that
+    does not exist is skipped; one that does but cannot be read (a directory, no permission to
+    look, a symbolic link loop) is refused, as client-go refuses it ("read <path>: is a
+    directory").
 
     Raises:
-        KubeNoCredentials: `explicit` is not a file; none of the others exists (outside a
-            cluster: the message says so).
+        KubeNoCredentials: `explicit` does not exist or is not a file; a path that exists but
+            cannot be read (`cannot read kubeconfig <path>: Is a directory`); none of the
+            others exists (outside a cluster: the message says so).
     """
     if explicit is not None:
-        if not explicit.is_file():
+        if not _is_file(explicit):
             raise errors.KubeNoCredentials(
                 f"kubeconfig {explicit} does not exist or is not a file")
         return [explicit]
     defaults = _default_kubeconfigs()
-    present = [path for path in defaults if path.is_file()]
+    present = [path for path in defaults if _is_file(path)]
     if not present:
         tried = ", ".join(str(path) for path in defaults)
         raise errors.KubeNoCredentials(
@@ -188,6 +196,28 @@ def _default_kubeconfigs() -> list[Path]:
     listed = [Path(part).expanduser() for part in os.environ.get("KUBECONFIG", "").split(
         os.pathsep) if part]
     return listed or [Path("~/.kube/config").expanduser()]
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a file to read: False when it does not exist (nor a directory on the
+    way to it), or is neither a regular file nor a directory (a device, a pipe: skipped).
+
+    Raises:
+        KubeNoCredentials: `path` is a directory, or cannot be looked at (no permission to
+            search a directory on the way, a symbolic link loop, a name too long); the message
+            names it with the reason, as a file that cannot be read (`_read`).
+    """
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as error:
+        raise errors.KubeNoCredentials(
+            f"cannot read kubeconfig {path}: {error.strerror}") from error
+    if stat.S_ISDIR(mode):
+        raise errors.KubeNoCredentials(
+            f"cannot read kubeconfig {path}: {os.strerror(errno.EISDIR)}")
+    return stat.S_ISREG(mode)
 
 
 def _read(path: Path) -> dict[str, Any] | None:

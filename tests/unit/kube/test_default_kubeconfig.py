@@ -159,3 +159,31 @@ async def test_a_context_that_cannot_be_used_is_named(
     with pytest.raises(KubeError) as raised:
         await kube_client.connect(KubeSettings(kubeconfig=path, context=context))
     assert str(raised.value) == "no Kubernetes credentials: " + why.format(path=path)
+
+
+async def test_a_kubeconfig_variable_path_that_is_a_directory_is_refused_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from services.kube.errors import KubeError
+
+    directory, good = tmp_path / "somedir", tmp_path / "good"
+    directory.mkdir()
+    good.write_text(KUBECONFIG)
+    several(monkeypatch, tmp_path / "absent", good, directory)  # the missing one is skipped
+    with pytest.raises(KubeError) as raised:
+        await kube_client.connect(KubeSettings())
+    assert str(raised.value) == (
+        f"no Kubernetes credentials: cannot read kubeconfig {directory}: Is a directory")
+
+
+@pytest.mark.parametrize(("name", "why"), [
+    ("somedir", "Is a directory"), ("x" * 300, "File name too long")])
+async def test_a_kubeconfig_option_that_cannot_be_read_is_refused_naming_it(
+        tmp_path: Path, name: str, why: str) -> None:
+    from services.kube.errors import KubeError
+
+    path = tmp_path / name
+    if name == "somedir":
+        path.mkdir()
+    with pytest.raises(KubeError) as raised:
+        await kube_client.connect(KubeSettings(kubeconfig=path))
+    assert str(raised.value) == f"no Kubernetes credentials: cannot read kubeconfig {path}: {why}"
