@@ -47,10 +47,51 @@ scheduler_option = _option("--scheduler-name", default="gangsched", show_default
 nats_options = _stack(
     _option("--nats", default=None, type=options.NATS_URL,
             help="NATS URL. Unset: run.json's (embedded server)."),
-    _option("--prefix", default=None,
+    _option("--prefix", default=None, type=options.PREFIX,
             help="Subject and stream prefix. Unset: run.json's, else gangsched."),
     options.nats_auth_options,
 )
+
+
+def namespaced(text: str) -> tuple[str, str]:
+    """`ns/name` → `(ns, name)`; a bare name is in namespace `default`.
+
+    Raises:
+        ValueError: `text` names no object: it is empty or blanks only, a part of it is
+            (`/x`, `ns/`, `ns/ `), or it has more than one `/`.
+    """
+    if not text.strip():  # said in words: a usage line collapses the blanks of a value
+        raise ValueError("expected <namespace>/<name>, got "
+                         + ("only whitespace" if text else "an empty value"))
+    namespace, slash, name = text.partition("/")
+    if not slash:
+        namespace, name = "default", namespace
+    if not namespace.strip() or not name.strip() or "/" in name:
+        raise ValueError(f"expected <namespace>/<name>, got {text!r}")
+    return namespace, name
+
+
+class NamespacedName(click.ParamType):  # type: ignore[type-arg]
+    """The filters naming one pod or PodGroup (`replay --pod/--podgroup`, `decisions
+    --podgroup`): `<namespace>/<name>`, or a bare `<name>` in `default`, converted to
+    `(namespace, name)`. What names no object (`namespaced`), an empty or blank value among
+    them, is a usage error naming the option (exit 2), never taken for no filter."""
+
+    name = "namespace/name"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> tuple[str, str]:
+        """`(namespace, name)`; `self.fail` (a usage error, exit 2) for what names none."""
+        if isinstance(value, tuple):  # a default, or converted already
+            return value
+        try:
+            return namespaced(str(value))
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
+NAMESPACED_NAME = NamespacedName()
+
 output_option = click.option("-o", "--output", type=click.Choice(["table", "json"]),
                              default="table", show_default=True,
                              help="Aligned rows, or one JSON object per line.")
@@ -85,10 +126,10 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
     @click.option("--until", type=log_positions.SeqOrTime(), default=None,
                   help="Stop after this sequence (an integer, 1 or more) or before the first "
                        "round applying an event later than this time (ISO 8601).")
-    @click.option("--podgroup", default=None,
+    @click.option("--podgroup", default=None, type=NAMESPACED_NAME,
                   help="Only show entries about PodGroup ns/name (a bare name: default/name). "
                        "None in the log: said in one line, exit 3.")
-    @click.option("--pod", default=None,
+    @click.option("--pod", default=None, type=NAMESPACED_NAME,
                   help="Only show entries about pod ns/name (a bare name: default/name). None "
                        "in the log: said in one line, exit 3.")
     @output_option
@@ -143,7 +184,7 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
     focus = None
     if parsed["pod"] or parsed["podgroup"]:
         kind = "pod" if parsed["pod"] else "podgroup"
-        focus = Focus(kind, *_namespaced(parsed["pod"] or parsed["podgroup"]))
+        focus = Focus(kind, *(parsed["pod"] or parsed["podgroup"]))
     verify = bool(parsed["verify"])
     shown = parsed["show_timeline"]
     decision_key = _decision_key(parsed["decision_key_file"])  # a usage error goes first
@@ -264,7 +305,7 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
 
 @click.command(name="decisions")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new decisions as they come.")
-@click.option("--podgroup", default=None,
+@click.option("--podgroup", default=None, type=NAMESPACED_NAME,
               help="Only the decisions of PodGroup ns/name, a bare name being default/name "
                    "(with --type Preemption: also the preemptions of other gangs that evict "
                    "its members).")
@@ -274,8 +315,8 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
 @data_dir_option
 @nats_options
 @output_option
-def decisions_command(follow: bool, podgroup: str | None, decision_type: str | None, output: str,
-                      **parsed: Any) -> None:
+def decisions_command(follow: bool, podgroup: tuple[str, str] | None, decision_type: str | None,
+                      output: str, **parsed: Any) -> None:
     """Print the published decisions (an unacknowledged ordered consumer: the binder's own
     consumer never notices), then keep following them with --follow.
 
@@ -284,7 +325,6 @@ def decisions_command(follow: bool, podgroup: str | None, decision_type: str | N
     """
     from services.cli import following
 
-    group = _namespaced(podgroup) if podgroup else None
     data_dirs.require(parsed["data_dir"], made=False)
     with contextlib.suppress(KeyboardInterrupt):
         bus, url = _served_bus(parsed, "read decisions from", "The decisions recorded there "
@@ -292,13 +332,13 @@ def decisions_command(follow: bool, podgroup: str | None, decision_type: str | N
         gone = None if parsed.get("nats") else _run_gone(parsed["data_dir"], url)
         if follow:
             click.echo(_following_line(parsed, bus, url), err=True)
-        printed = _run(following.print_decisions(bus, group, follow=follow, output=output,
+        printed = _run(following.print_decisions(bus, podgroup, follow=follow, output=output,
                                                  gone=gone, decision_type=decision_type))
         if not printed and not follow:
             kind = f" {decision_type}" if decision_type else ""
-            about = f" of PodGroup {group[0]}/{group[1]}" if group else ""
+            about = f" of PodGroup {podgroup[0]}/{podgroup[1]}" if podgroup else ""
             click.echo(f"no{kind} decision{about} on the DECISIONS stream", err=True)
-            if group or decision_type:  # the answer about what was asked is no
+            if podgroup or decision_type:  # the answer about what was asked is no
                 raise SystemExit(exit_codes.NEGATIVE)
 
 
@@ -360,13 +400,15 @@ def _run_gone(data_dir: Path, url: str) -> Callable[[], str | None]:
 
 
 def _namespaced(text: str) -> tuple[str, str]:
-    """`ns/name` → `(ns, name)`; a bare name is in namespace `default`."""
-    namespace, slash, name = text.partition("/")
-    if not slash and namespace:
-        return "default", namespace
-    if not namespace or not name or "/" in name:
-        raise click.BadParameter(f"expected <namespace>/<name>, got {text!r}")
-    return namespace, name
+    """`namespaced(text)` for an argument of `explain`.
+
+    Raises:
+        click.BadParameter: `text` names no object (a usage error, exit 2).
+    """
+    try:
+        return namespaced(text)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
 
 
 def _bus(parsed: dict[str, Any]) -> BusSettings:
