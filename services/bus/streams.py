@@ -22,11 +22,13 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC
 
 import nats
 from nats.js import JetStreamContext
 from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig, StreamInfo
 
+from services.bus import transience
 from services.bus.errors import BusMisconfigured
 from services.config.settings import BusSettings
 from services.contracts import subjects
@@ -195,6 +197,24 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
                     "messages older than that are deleted (--stream-shorten-retention)",
                     spec.name, _show(shortened.have), _show(shortened.want))
     await _repair(js, spec, found)
+
+
+async def installation(js: JetStreamContext, prefix: str) -> str:
+    """The identity of the gangsched installation whose event log this is: `<prefix>@<when
+    its EVENTS stream was created>` (UTC, to the microsecond). The same for every service of
+    one installation and across their restarts; another NATS or prefix, or a log made anew,
+    is another installation.
+
+    Raises:
+        BusUnavailable, BusRefused: NATS cannot answer, or refuses (`transience.bus_errors`).
+        BusMisconfigured: the EVENTS stream reports no creation time.
+    """
+    name = subjects.stream_name(prefix, "EVENTS")
+    with transience.bus_errors(f"reading stream {name}"):
+        info = await js.stream_info(name)
+    if info.created is None:
+        raise BusMisconfigured(f"stream {name} reports no creation time")
+    return f"{prefix}@{info.created.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}"
 
 
 def shortens_retention(found: list[Difference]) -> Difference | None:

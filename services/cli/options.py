@@ -8,6 +8,7 @@ module turns them into a `Settings`. It never does I/O, but for reading the one 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -88,9 +89,57 @@ local_options = stack(
 )
 """What every command working on a local data directory takes (e.g. `migrate`)."""
 
+
+_DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS_LABEL_PATTERN = re.compile(_DNS_LABEL)
+"""A DNS-1123 label (at most 63 characters): what a namespace is named."""
+DNS_SUBDOMAIN_PATTERN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
+"""A DNS-1123 subdomain (at most 253 characters): what a Lease is named."""
+
+
+def is_dns_subdomain(text: str) -> bool:
+    """Whether `text` may name a Kubernetes object such as a Lease (a DNS-1123 subdomain)."""
+    return len(text) <= 253 and DNS_SUBDOMAIN_PATTERN.fullmatch(text) is not None
+
+
+class NamespaceName(click.ParamType):  # type: ignore[type-arg]
+    """A namespace name: a DNS-1123 label (lowercase letters, digits and `-`, starting and
+    ending with a letter or digit, at most 63 characters), as the API server validates it."""
+
+    name = "namespace"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        text = str(value)
+        if len(text) > 63 or not DNS_LABEL_PATTERN.fullmatch(text):
+            self.fail(f"{text!r} is not a namespace name: lowercase letters, digits and -, "
+                      "starting and ending with a letter or digit, at most 63 characters",
+                      param, ctx)
+        return text
+
+
+class SchedulerName(click.ParamType):  # type: ignore[type-arg]
+    """`--scheduler-name`: any text but the empty (the API server takes any
+    `spec.schedulerName`, and an empty one means the default scheduler)."""
+
+    name = "name"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        text = str(value)
+        if not text.strip():
+            self.fail("an empty scheduler name is the default scheduler's, not gangsched's",
+                      param, ctx)
+        return text
+
+
+NAMESPACE_NAME = NamespaceName()
+SCHEDULER_NAME = SchedulerName()
+
+
 common_options = stack(
     local_options,
-    _option("--scheduler-name", default="gangsched",
+    _option("--scheduler-name", default="gangsched", type=SCHEDULER_NAME,
             help="spec.schedulerName of the pods gangsched schedules."),
     _option("--http-host", default="127.0.0.1", help="Address of /healthz, /readyz, /metrics."),
     _option("--http-port", type=click.IntRange(-1, 65535), default=0,
@@ -415,6 +464,12 @@ binder_options = stack(
             help="Also delete bound members without a controller owner on rollback."),
     _option("--event-interval-seconds", type=NON_NEGATIVE, default=30.0,
             help="Minimum seconds between two FailedScheduling events for one pod."),
+    _option("--scheduler-lease/--no-scheduler-lease", default=True,
+            help="Binder: bind only while holding the Lease named after --scheduler-name (as "
+                 "kube-scheduler's --leader-elect), so a second installation serving the same "
+                 "name stands by instead of binding the same pods."),
+    _option("--scheduler-lease-namespace", type=NAMESPACE_NAME, default="kube-system",
+            help="Binder: namespace of that Lease."),
 )
 
 decision_key_options = _option(
@@ -446,7 +501,8 @@ def settings_from(options: dict[str, Any]) -> Settings:
 
     Raises:
         click.UsageError: `--leader-election` with a retry not shorter than two thirds of the
-            lease (`election.Timing`): the leader could never renew in time.
+            lease (`election.Timing`): the leader could never renew in time; a scheduler name
+            that cannot name the binder's Lease while it is held (`--scheduler-lease`).
     """
     def get(name: str, default: Any) -> Any:
         value = options.get(name)
@@ -454,6 +510,12 @@ def settings_from(options: dict[str, Any]) -> Settings:
 
     if get("leader_election", False):
         leader_timing(get("leader_lease_seconds", 10.0), get("leader_retry_seconds", 1.0))
+    name = get("scheduler_name", "gangsched")
+    if get("scheduler_lease", False) and not is_dns_subdomain(name):
+        raise click.UsageError(
+            f"--scheduler-name {name!r} cannot name the binder's Lease (a DNS-1123 subdomain: "
+            "lowercase letters, digits, - and ., at most 253 characters): choose such a name, "
+            "or run without the Lease (--no-scheduler-lease)")
 
     defaults = Settings()
     return Settings(
@@ -490,6 +552,8 @@ def settings_from(options: dict[str, Any]) -> Settings:
             concurrency=get("bind_concurrency", 16),
             rollback_bare_pods=get("rollback_bare_pods", False),
             event_interval_seconds=get("event_interval_seconds", 30.0),
+            scheduler_lease=get("scheduler_lease", True),
+            scheduler_lease_namespace=get("scheduler_lease_namespace", "kube-system"),
         ),
         decision_key_file=options.get("decision_key_file"),
     )

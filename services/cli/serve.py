@@ -28,6 +28,7 @@ from services.bus.errors import BusMisconfigured
 from services.cli import databases, run_info
 from services.config.settings import Settings
 from services.kube import client as kube_client
+from services.kube import leases
 from services.planner.core.config import PlannerConfig
 from services.planner.service import run_planner
 from services.runtime import election
@@ -148,7 +149,10 @@ def _factory(name: str, settings: Settings, nc: Connection, engine: AsyncEngine 
     if name == "watcher":
         return lambda: run_watcher(settings, nc, flag)
     if name == "binder":
-        return lambda: run_binder(settings, nc, flag)
+        if not settings.binder.scheduler_lease:
+            return lambda: run_binder(settings, nc, flag)
+        return lambda: _hold_scheduler_name(
+            settings, nc, lambda: run_binder(settings, nc, flag), flag)
     assert engine is not None
 
     def plan() -> Any:
@@ -172,6 +176,28 @@ async def _lead(settings: Settings, nc: Connection, plan: Any, flag: ReadyFlag) 
     log.info("planner %s campaigns for the leader lease (%gs)", held.holder,
              timing.lease_seconds)
     await election.lead(held, timing, plan, ready=flag)
+
+
+SCHEDULER_LEASE = election.Timing(lease_seconds=15.0, retry_seconds=2.0)
+"""The binder's hold on its scheduler name: kube-scheduler's leader election defaults (lease
+15 s, renew deadline 10 s, retry 2 s). A standby installation takes over at its next attempt
+after the holder releases the Lease (a clean stop), or 15 s after its last renewal."""
+
+
+async def _hold_scheduler_name(settings: Settings, nc: Connection, bind: election.Work,
+                               flag: ReadyFlag) -> None:
+    """Run the binder (`bind`) only while this installation holds the Lease named after the
+    scheduler name (`services.kube.leases`); stand by, ready, while another one does."""
+    holder = await streams.installation(nc.jetstream(), settings.bus.prefix)
+    client = await kube_client.connect(settings.kube)
+    try:
+        held = leases.KubeLease(client, namespace=settings.binder.scheduler_lease_namespace,
+                                name=settings.scheduler_name, holder=holder,
+                                lease_seconds=SCHEDULER_LEASE.lease_seconds)
+        log.info("binder of installation %s campaigns for Lease %s", holder, held.where)
+        await election.lead(held, SCHEDULER_LEASE, bind, service="binder", ready=flag)
+    finally:
+        await client.close()
 
 
 @contextlib.asynccontextmanager

@@ -109,6 +109,11 @@ class BinderSettings:
     concurrency: int = 16
     rollback_bare_pods: bool = False
     event_interval_seconds: float = 30.0
+    scheduler_lease: bool = True
+    """Bind only while holding the Lease named after the scheduler name in
+    `scheduler_lease_namespace` (`services.kube.leases`), so two installations serving one
+    name never bind at once."""
+    scheduler_lease_namespace: str = "kube-system"
 
 
 @dataclass(frozen=True)

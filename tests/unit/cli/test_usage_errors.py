@@ -530,3 +530,45 @@ def test_leader_timing_the_planner_could_not_keep_is_refused(tmp_path: Path) -> 
     assert ("--leader-retry-seconds (5) must be shorter than two thirds of "
             "--leader-lease-seconds (1)") in output
     assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("name", ["Gangsched", "gang_sched", "-gangsched", "gangsched.", "a..b",
+                                  "x" * 254, "gang sched"])
+def test_a_scheduler_name_that_cannot_name_the_lease_is_refused_while_it_is_held(
+        name: str, tmp_path: Path) -> None:
+    code, output = invoke("binder", "--nats", "nats://127.0.0.1:1", "--scheduler-name", name,
+                          "--data-dir", str(tmp_path / "data"))
+    assert code == 2
+    assert output == (
+        f"gangsched binder: --scheduler-name {name!r} cannot name the binder's Lease (a DNS-1123 "
+        "subdomain: lowercase letters, digits, - and ., at most 253 characters): choose such a "
+        "name, or run without the Lease (--no-scheduler-lease) (see gangsched binder --help)\n")
+    code, output = invoke("binder", "--nats", "nats://127.0.0.1:1", "--scheduler-name", name,
+                          "--no-scheduler-lease", "--data-dir", str(tmp_path / "data"))
+    assert "cannot name the binder's Lease" not in output
+
+
+@pytest.mark.parametrize("name", ["", " "])
+def test_an_empty_scheduler_name_is_refused(name: str) -> None:
+    code, output = invoke("binder", "--nats", "nats://127.0.0.1:1", "--scheduler-name", name)
+    assert code == 2
+    assert "an empty scheduler name is the default scheduler's, not gangsched's" in output
+
+
+@pytest.mark.parametrize("namespace", ["kube.system", "Kube-system", "-a", "x" * 64, ""])
+def test_a_lease_namespace_that_is_no_namespace_name_is_refused(namespace: str) -> None:
+    code, output = invoke("binder", "--nats", "nats://127.0.0.1:1",
+                          "--scheduler-lease-namespace", namespace)
+    assert code == 2
+    assert f"{namespace!r} is not a namespace name: lowercase letters, digits and -, starting" \
+        in output
+
+
+def test_lease_names_and_namespaces_as_the_api_server_takes_them() -> None:
+    from services.cli.options import NAMESPACE_NAME, is_dns_subdomain
+
+    for name in ("gangsched", "batch.example.com", "a", "a-1.b-2", "x" * 253):
+        assert is_dns_subdomain(name)
+    assert not is_dns_subdomain("x" * 254)
+    for namespace in ("kube-system", "a", "x" * 63):
+        assert NAMESPACE_NAME.convert(namespace, None, None) == namespace

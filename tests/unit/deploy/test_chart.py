@@ -187,7 +187,24 @@ def test_the_binder_may_only_make_the_calls_of_services_kube(rendered):
         *((api, "podgroups/status", "patch")
           for api in ("scheduling.x-k8s.io", "scheduling.k8s.io")),
         *(("", resource, verb) for resource in ("persistentvolumes", "persistentvolumeclaims")
-          for verb in ("get", "patch"))}
+          for verb in ("get", "patch")),
+        *(("coordination.k8s.io", "leases", verb) for verb in ("create", "get", "update"))}
+
+
+def test_the_binder_may_read_and_renew_only_the_lease_of_its_scheduler_name(rendered):
+    role = chart.find(rendered, "ClusterRole", f"{RELEASE}-binder")
+    leases = [rule for rule in role["rules"] if rule["resources"] == ["leases"]]
+    assert leases == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+         "resourceNames": ["gangsched"], "verbs": ["get", "update"]}]
+    renamed = chart.render("settings.schedulerName=batch.example")
+    role = chart.find(renamed, "ClusterRole", f"{RELEASE}-binder")
+    assert [rule.get("resourceNames") for rule in role["rules"]
+            if rule["resources"] == ["leases"]] == [None, ["batch.example"]]
+    unheld = chart.render("settings.schedulerLease=false")
+    assert not [rule for rule in chart.find(unheld, "ClusterRole", f"{RELEASE}-binder")["rules"]
+                if rule["resources"] == ["leases"]]
 
 
 def test_the_planner_gets_no_role_and_no_token(rendered):
