@@ -1,6 +1,7 @@
 """The `gangsched` command: every way in, and the composition of the services in processes.
 
-Layer: the top; it may import every other package and nothing imports it. `main.py` declares
+Layer: the top; it may import every other package and nothing imports it. `entry.py` is the
+console script (a Ctrl-C while it starts is held for the services' shutdown), `main.py` declares
 the commands, `options.py` turns flags and `GANGSCHED_*` variables into `Settings`, `serve.py`
 runs watcher, planner and binder (some or all) under supervision with health and metrics,
 `run_processes.py` and `child.py` run `gangsched run`'s three services in child processes,

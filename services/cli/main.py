@@ -23,12 +23,18 @@ import click
 from services import __version__
 from services.cli import audit, exit_codes, options, output, usage
 from services.planner.core.config import PlannerConfig
+from services.runtime import interrupts
 
 if TYPE_CHECKING:
     from services.cli import failed_start
     from services.config.settings import Settings
 
 log = logging.getLogger("gangsched")
+
+SERVICE_COMMANDS: set[str] = set()
+"""The commands that run services until signalled (`run_service`; each `_service_command`): a
+Ctrl-C while they start is held until their shutdown handlers are installed
+(`services.runtime.interrupts`)."""
 
 
 class _Gangsched(click.Group):
@@ -39,6 +45,22 @@ class _Gangsched(click.Group):
         """Run the command line (click's `main`); standard output that cannot be written is
         one line on standard error and exit status 1 (`output.guarded`)."""
         return output.guarded(lambda: super(_Gangsched, self).main(*args, **kwargs))
+
+    def resolve_command(self, ctx: click.Context, args: list[str],
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command named first in `args` (click's `resolve_command`). A command that is
+        no service gets Ctrl-C back as Python's (`interrupts.release`): only a service holds
+        one that came while `gangsched` started, for its shutdown handlers (`services.cli.entry`).
+
+        Raises:
+            KeyboardInterrupt: a Ctrl-C came while `gangsched` started and the command is no
+                service (click then exits as on any Ctrl-C).
+            click.UsageError: no such command.
+        """
+        name, command, rest = super().resolve_command(ctx, args)
+        if name not in SERVICE_COMMANDS:
+            interrupts.release()
+        return name, command, rest
 
     def make_context(self, info_name: str | None, args: list[str],
                      parent: click.Context | None = None, **extra: Any) -> click.Context:
@@ -70,6 +92,8 @@ def app() -> None:
 
 def _service_command(name: str, services: tuple[str, ...], help_text: str,
                      *more: Any) -> None:
+    SERVICE_COMMANDS.add(name)
+
     @app.command(name=name, help=help_text)
     @options.common_options
     @options.bus_options
@@ -338,5 +362,6 @@ def configure_logging(level: str) -> None:
         logging.getLogger("alembic.runtime.migration").setLevel(logging.WARNING)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # `python -m services.cli.main`: held from here (`entry` for all)
+    interrupts.hold()
     app()
