@@ -43,6 +43,7 @@ db_option = _option("--db", default=None, type=options.DATABASE_URL,
                     help="Database URL (or SQLite file path) to read. Unset: run.json's, else "
                          "<data-dir>/gangsched.db.")
 scheduler_option = _option("--scheduler-name", default="gangsched", show_default=True,
+                           type=options.SCHEDULER_NAME,
                            help="spec.schedulerName of the pods gangsched schedules.")
 nats_options = _stack(
     _option("--nats", default=None, type=options.NATS_URL,

@@ -334,6 +334,7 @@ def schema_command(out: Path) -> None:
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="Readable table or one JSON object.")
 @options.option("--scheduler-name", default="gangsched", show_default=True,
+                type=options.SCHEDULER_NAME,
                 help="spec.schedulerName of the pods gangsched schedules.")
 @options.placement_options
 def simulate(files: tuple[Path, ...], output: str, **parsed: Any) -> None:

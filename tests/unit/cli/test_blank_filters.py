@@ -1,6 +1,7 @@
 """A filter of the audit commands that names nothing (`--pod ''`, `--podgroup ' '`,
-`--prefix ''`) is a usage error in one line naming the option, exit 2, like any other bad value:
-never taken for no filter at all (a whole timeline, every decision) or for a name of blanks."""
+`--prefix ''`, `--scheduler-name ''`) is a usage error in one line naming the option, exit 2,
+like any other bad value: never taken for no filter at all (a whole timeline, every decision), for
+the default, or for a name of blanks."""
 
 from __future__ import annotations
 
@@ -16,11 +17,16 @@ EMPTY = "expected <namespace>/<name>, got an empty value"
 BLANKS = "expected <namespace>/<name>, got only whitespace"
 PREFIX = ("{value!r} is not a prefix: dot-separated tokens of letters, digits, _ and - (e.g. "
           "gangsched or prod.gangsched)")
+SCHEDULER = "an empty scheduler name is the default scheduler's, not gangsched's"
+VARIABLES = {"--prefix": "GANGSCHED_PREFIX", "--scheduler-name": "GANGSCHED_SCHEDULER_NAME"}
+"""The variable each option of the tests also is."""
 
 
 def invoke(tmp_path: Path, *argv: str) -> tuple[int, str]:
-    """`gangsched *argv` on an empty data directory: its exit status and output."""
-    result = CliRunner().invoke(app, [*argv, "--data-dir", str(tmp_path / "data")])
+    """`gangsched *argv` on an empty data directory (but `simulate`, which has none): its exit
+    status and output."""
+    data_dir = [] if argv[0] == "simulate" else ["--data-dir", str(tmp_path / "data")]
+    result = CliRunner().invoke(app, [*argv, *data_dir])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     assert not (tmp_path / "data").exists()  # refused before anything was looked at
     return result.exit_code, result.output
@@ -41,6 +47,8 @@ BLANK = [
     ("decisions", "--podgroup", "/x", NAME),
     ("replay", "--prefix", "", PREFIX),
     ("decisions", "--prefix", "", PREFIX),
+    ("replay", "--scheduler-name", "", SCHEDULER),
+    ("replay", "--scheduler-name", " ", SCHEDULER),
 ]
 """(command, option, value, message): each filter of the audit commands given what names
 nothing, or not one object."""
@@ -51,10 +59,17 @@ nothing, or not one object."""
                               BLANK])
 def test_a_filter_that_names_nothing_is_a_usage_error_naming_the_option(
         tmp_path: Path, command: str, option: str, value: str, why: str) -> None:
-    variable = " (env var: 'GANGSCHED_PREFIX')" if option == "--prefix" else ""
+    variable = f" (env var: '{VARIABLES[option]}')" if option in VARIABLES else ""
     assert invoke(tmp_path, command, option, value) == (2, (
         f"gangsched {command}: invalid value for '{option}'{variable}: "
         f"{why.format(value=value)} (see gangsched {command} --help)\n"))
+
+
+def test_explain_or_simulate_for_an_empty_scheduler_name_is_a_usage_error(tmp_path: Path) -> None:
+    for command, argv in (("explain", ["pod", "x"]), ("simulate", [str(tmp_path)])):
+        assert invoke(tmp_path, command, *argv, "--scheduler-name", "") == (2, (
+            f"gangsched {command}: invalid value for '--scheduler-name' (env var: "
+            f"'GANGSCHED_SCHEDULER_NAME'): {SCHEDULER} (see gangsched {command} --help)\n"))
 
 
 @pytest.mark.parametrize(("argv", "why"), [
