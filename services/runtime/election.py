@@ -164,8 +164,11 @@ async def lead(
 
 
 async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monotonic) -> Term:
-    """Try to take the lease every `retry_seconds` until it is ours; the term won."""
+    """Try to take the lease every `retry_seconds` until it is ours; the term won. A refusal
+    is logged at WARNING when it first says something new, then at DEBUG (the same refusal,
+    e.g. a missing permission, every attempt)."""
     log.info("standing by for the leader lease (retry every %gs)", timing.retry_seconds)
+    told = ""
     while True:
         started = clock()
         with cancellation.kept():  # one lost in `acquire` (nats-py's wait_for) still stops us
@@ -175,7 +178,10 @@ async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monoto
                 log.debug("leader lease unavailable: %r", error)
                 revision = None
             except LeaseRefused as error:
-                log.warning("leader lease refused (will retry): %r", error)
+                (log.debug if str(error) == told else log.warning)(
+                    "leader lease refused (will retry every %gs): %s", timing.retry_seconds,
+                    error)
+                told = str(error)
                 revision = None
         if revision is not None:
             return Term(revision, started)

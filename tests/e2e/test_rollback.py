@@ -412,9 +412,11 @@ BINDER_RULES = [
      "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups/status"],
      "verbs": ["get", "patch", "update"]},
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+     "verbs": ["get", "create", "update"]},
 ]
 """What the binder does besides binding: read pods and nodes, delete rolled-back members, write
-pod conditions, events and PodGroup status."""
+pod conditions, events and PodGroup status, hold the Lease of its scheduler name."""
 
 
 @contextlib.contextmanager

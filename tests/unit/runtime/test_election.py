@@ -117,3 +117,32 @@ async def test_a_cancel_arriving_with_the_acquire_answer_stops_the_campaign():
 
 def test_each_candidate_has_its_own_identity():
     assert election.identity() != election.identity()
+
+
+class RefusingLease(FakeLease):
+    """Refuses `acquire` with each message of `refusals` in turn, then grants revision 1."""
+
+    def __init__(self, *refusals: str) -> None:
+        super().__init__()
+        self.refusals = list(refusals)
+
+    async def acquire(self) -> int | None:
+        if self.refusals:
+            raise election.LeaseRefused(self.refusals.pop(0))
+        return 1
+
+
+async def test_a_campaign_warns_once_per_new_refusal_not_at_every_attempt(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("DEBUG", logger="services.runtime.election")
+    lease = RefusingLease("forbidden", "forbidden", "forbidden", "no such namespace",
+                          "forbidden")
+    term = await election.campaign(lease, Timing(lease_seconds=0.09, retry_seconds=0.001))
+    assert term.revision == 1
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == [
+        "leader lease refused (will retry every 0.001s): forbidden",
+        "leader lease refused (will retry every 0.001s): no such namespace",
+        "leader lease refused (will retry every 0.001s): forbidden"]
+    assert sum(r.levelname == "DEBUG" and "refused" in r.getMessage()
+               for r in caplog.records) == 2
