@@ -183,25 +183,30 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
             f"not prefix {spec.prefix}'s: stream names keep only letters, digits, _ and - of "
             "a prefix, in capitals, so both prefixes map to this one; choose a prefix that "
             "differs in those (nothing was changed)")
-    shortened = shortens_retention(found)
-    if shortened is not None and info.state.messages:
-        if not spec.shorten_allowed:
-            raise BusMisconfigured(
-                f"stream {spec.name} holds {info.state.messages} message(s) and "
-                f"--stream-max-age-seconds {_show(shortened.want)} is shorter than its "
-                f"retention ({_show(shortened.have)} s): NATS would delete those older than "
-                f"that. To keep them, start with --stream-max-age-seconds "
-                f"{_show(shortened.have)}; to delete them, start once with "
-                "--stream-shorten-retention (nothing was changed)")
-        log.warning("shortening the retention of stream %s from %s to %s seconds: its "
-                    "messages older than that are deleted (--stream-shorten-retention)",
-                    spec.name, _show(shortened.have), _show(shortened.want))
+    shortened = shortens_retention(found) if info.state.messages else None
+    if shortened is not None and not spec.shorten_allowed:
+        raise BusMisconfigured(
+            f"stream {spec.name} holds {info.state.messages} message(s) and "
+            f"--stream-max-age-seconds {_show(shortened.want)} is shorter than its retention "
+            f"({_retention(shortened.have)}): NATS would delete those older than that. To keep "
+            f"them, start with --stream-max-age-seconds {_show(shortened.have)}; to delete "
+            "them, start once with --stream-shorten-retention (nothing was changed)")
     await _repair(js, spec, found)
+    if shortened is not None:
+        log.warning("shortened the retention of stream %s from %s to %s s: its messages older "
+                    "than that are deleted (--stream-shorten-retention)", spec.name,
+                    _retention(shortened.have), _show(shortened.want))
+
+
+def _retention(seconds: object) -> str:
+    """A stream's max age for people: `604800 s`, or `unlimited` for 0."""
+    return "unlimited" if seconds in (0, 0.0) else f"{_show(seconds)} s"
 
 
 async def installation(js: JetStreamContext, prefix: str) -> str:
     """The identity of the gangsched installation whose event log this is: `<prefix>@<when
-    its EVENTS stream was created>` (UTC, to the microsecond). The same for every service of
+    its EVENTS stream was created>` (ISO 8601, UTC, to the microsecond; no `/`, which no
+    prefix holds either). The same for every service of
     one installation and across their restarts; another NATS or prefix, or a log made anew,
     is another installation.
 
@@ -214,7 +219,7 @@ async def installation(js: JetStreamContext, prefix: str) -> str:
         info = await js.stream_info(name)
     if info.created is None:
         raise BusMisconfigured(f"stream {name} reports no creation time")
-    return f"{prefix}@{info.created.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}"
+    return f"{prefix}@{info.created.astimezone(UTC).isoformat(timespec='microseconds')}"
 
 
 def shortens_retention(found: list[Difference]) -> Difference | None:

@@ -190,6 +190,7 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
     from services.cli import data_dir_lock, decision_keys, failed_start
 
     settings = options.settings_from(parsed)
+    options.lease_name(settings, services)
     start = failed_start.StartGuard(settings.data_dir)
     if not settings.bus.url and len(services) == 1:
         raise click.UsageError(

@@ -8,7 +8,6 @@ module turns them into a `Settings`. It never does I/O, but for reading the one 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +24,7 @@ from services.config.settings import (
     StoreSettings,
     WatcherSettings,
 )
+from services.contracts import names
 from services.kube.resources import GROUP_APIS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -90,18 +90,6 @@ local_options = stack(
 """What every command working on a local data directory takes (e.g. `migrate`)."""
 
 
-_DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-DNS_LABEL_PATTERN = re.compile(_DNS_LABEL)
-"""A DNS-1123 label (at most 63 characters): what a namespace is named."""
-DNS_SUBDOMAIN_PATTERN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
-"""A DNS-1123 subdomain (at most 253 characters): what a Lease is named."""
-
-
-def is_dns_subdomain(text: str) -> bool:
-    """Whether `text` may name a Kubernetes object such as a Lease (a DNS-1123 subdomain)."""
-    return len(text) <= 253 and DNS_SUBDOMAIN_PATTERN.fullmatch(text) is not None
-
-
 class NamespaceName(click.ParamType):  # type: ignore[type-arg]
     """A namespace name: a DNS-1123 label (lowercase letters, digits and `-`, starting and
     ending with a letter or digit, at most 63 characters), as the API server validates it."""
@@ -111,7 +99,7 @@ class NamespaceName(click.ParamType):  # type: ignore[type-arg]
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> str:
         text = str(value)
-        if len(text) > 63 or not DNS_LABEL_PATTERN.fullmatch(text):
+        if not names.is_dns_label(text):
             self.fail(f"{text!r} is not a namespace name: lowercase letters, digits and -, "
                       "starting and ending with a letter or digit, at most 63 characters",
                       param, ctx)
@@ -479,6 +467,23 @@ decision_key_options = _option(
          "Unset, `run` keeps one in <data-dir>/decision.key (made on first start, mode 0600).")
 
 
+def lease_name(settings: Settings, services: tuple[str, ...]) -> None:
+    """Check that the scheduler name can name the binder's Lease, when `services` include the
+    binder and it holds the Lease (`--scheduler-lease`).
+
+    Raises:
+        click.UsageError: the name is no DNS-1123 subdomain (the API server takes any
+            `spec.schedulerName`, but names a Lease only so).
+    """
+    name = settings.scheduler_name
+    if "binder" in services and settings.binder.scheduler_lease \
+            and not names.is_dns_subdomain(name):
+        raise click.UsageError(
+            f"--scheduler-name {name!r} cannot name the binder's Lease (a DNS-1123 subdomain: "
+            "lowercase letters, digits, - and ., at most 253 characters): choose such a name, "
+            "or run without the Lease (--no-scheduler-lease)")
+
+
 def leader_timing(lease_seconds: float, retry_seconds: float) -> None:
     """Refuse leader-election timing the planner could not keep (`election.Timing`).
 
@@ -501,8 +506,7 @@ def settings_from(options: dict[str, Any]) -> Settings:
 
     Raises:
         click.UsageError: `--leader-election` with a retry not shorter than two thirds of the
-            lease (`election.Timing`): the leader could never renew in time; a scheduler name
-            that cannot name the binder's Lease while it is held (`--scheduler-lease`).
+            lease (`election.Timing`): the leader could never renew in time.
     """
     def get(name: str, default: Any) -> Any:
         value = options.get(name)
@@ -510,12 +514,6 @@ def settings_from(options: dict[str, Any]) -> Settings:
 
     if get("leader_election", False):
         leader_timing(get("leader_lease_seconds", 10.0), get("leader_retry_seconds", 1.0))
-    name = get("scheduler_name", "gangsched")
-    if get("scheduler_lease", False) and not is_dns_subdomain(name):
-        raise click.UsageError(
-            f"--scheduler-name {name!r} cannot name the binder's Lease (a DNS-1123 subdomain: "
-            "lowercase letters, digits, - and ., at most 253 characters): choose such a name, "
-            "or run without the Lease (--no-scheduler-lease)")
 
     defaults = Settings()
     return Settings(

@@ -187,14 +187,21 @@ after the holder releases the Lease (a clean stop), or 15 s after its last renew
 async def _hold_scheduler_name(settings: Settings, nc: Connection, bind: election.Work,
                                flag: ReadyFlag) -> None:
     """Run the binder (`bind`) only while this installation holds the Lease named after the
-    scheduler name (`services.kube.leases`); stand by, ready, while another one does."""
-    holder = await streams.installation(nc.jetstream(), settings.bus.prefix)
+    scheduler name (`services.kube.leases`); stand by, ready, while another one does.
+
+    Raises:
+        services.bus.errors.BusUnavailable, BusRefused, BusMisconfigured: the installation's
+            identity (its EVENTS stream) cannot be read (the supervisor retries).
+        services.kube.errors.KubeError: no Kubernetes credentials.
+    """
+    installation = await streams.installation(nc.jetstream(), settings.bus.prefix)
     client = await kube_client.connect(settings.kube)
     try:
         held = leases.KubeLease(client, namespace=settings.binder.scheduler_lease_namespace,
-                                name=settings.scheduler_name, holder=holder,
+                                name=settings.scheduler_name, installation=installation,
+                                process=election.identity(),
                                 lease_seconds=SCHEDULER_LEASE.lease_seconds)
-        log.info("binder of installation %s campaigns for Lease %s", holder, held.where)
+        log.info("binder %s campaigns for Lease %s", held.holder, held.where)
         await election.lead(held, SCHEDULER_LEASE, bind, service="binder", ready=flag)
     finally:
         await client.close()

@@ -85,7 +85,7 @@ def event_body(
         "reason": reason,
         "note": message,
         "action": action,
-        "eventTime": _micro_time(stamp),
+        "eventTime": micro_time(stamp),
         "reportingController": controller,
         "reportingInstance": instance,
     }
@@ -93,7 +93,7 @@ def event_body(
 
 def series_patch(count: int, now: datetime) -> dict[str, Any]:
     """The merge patch extending an event's series to `count` observations, the last at `now`."""
-    return {"series": {"count": count, "lastObservedTime": _micro_time(now.astimezone(UTC))}}
+    return {"series": {"count": count, "lastObservedTime": micro_time(now.astimezone(UTC))}}
 
 
 @dataclass
@@ -145,6 +145,6 @@ class EventRecorder:
             self._recent.popitem(last=False)
 
 
-def _micro_time(stamp: datetime) -> str:
-    """A metav1.MicroTime: RFC 3339 with microseconds, UTC."""
-    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def micro_time(stamp: datetime) -> str:
+    """`stamp` (aware) as a metav1.MicroTime: RFC 3339 in UTC with microseconds."""
+    return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,4 +1,4 @@
-"""A Kubernetes Lease (coordination.k8s.io/v1) held by one holder identity, as a `LeaseStore`.
+"""A Kubernetes Lease (coordination.k8s.io/v1) held by one installation, as a `LeaseStore`.
 
 Layer: kube. The binder holds the Lease named after the scheduler name it serves, so two
 gangsched installations serving one name never bind at once: one binds, the other stands by
@@ -10,9 +10,14 @@ is taken over only when its record has not changed for `leaseDurationSeconds` as
 this process's own monotonic clock (no trust in the other holder's clock); a release empties
 `holderIdentity`, so a candidate takes it at its next attempt.
 
-Unlike client-go, several processes share one holder identity: the binders of one
-installation (`gangsched binder` scaled out) all hold the Lease together, so a renewal that
-finds the Lease rewritten since still succeeds when it still names our identity (or none).
+Unlike client-go, several processes hold the Lease together: the binders of one installation
+(`gangsched binder` scaled out, or the old and new pod of a rolling update). Each writes
+`<installation>/<process>` (`holder_identity`), so the record names the last writer; a Lease
+naming any process of our installation is ours to renew, and a renewal that loses a write race
+to one of them reads the Lease again and renews it still. A process releases the Lease only if
+no other process of its installation wrote it within the lease duration (seen on its reads
+before each renewal), so a stopping binder never hands the name to another installation while
+a sibling still binds.
 """
 
 from __future__ import annotations
@@ -26,11 +31,17 @@ from typing import Any
 
 from services.kube import errors
 from services.kube.client import KubeClient
+from services.kube.events import micro_time
 from services.runtime.election import LeaseRefused, LeaseUnavailable
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+
+WRITE_ATTEMPTS = 10
+"""Writes one take or renewal tries when it loses the race to a process of its own
+installation (each after reading the Lease again): every round of a race has a winner, so as
+many as the binders that may renew at once (a renewal is also bounded by its deadline)."""
 
 
 def lease_path(namespace: str, name: str = "") -> str:
@@ -39,31 +50,40 @@ def lease_path(namespace: str, name: str = "") -> str:
     return f"{base}/{name}" if name else base
 
 
-def micro_time(at: datetime) -> str:
-    """`at` (aware) as a Kubernetes MicroTime: RFC 3339 in UTC with microseconds."""
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def holder_identity(installation: str, process: str) -> str:
+    """What one process of `installation` writes as `holderIdentity`:
+    `<installation>/<process>`. `installation` holds no `/`."""
+    return f"{installation}/{process}"
+
+
+def installation_of(holder: str) -> str:
+    """The installation part of a `holderIdentity` (all of it when it has no `/`)."""
+    return holder.split("/", 1)[0]
 
 
 class KubeLease:
-    """The Lease `namespace/name`, held as `holder` for `lease_seconds` (rounded up to whole
-    seconds, as `leaseDurationSeconds` is an integer). Implements
-    `services.runtime.election.LeaseStore`; revisions are local counters, the object's
-    resourceVersion is read before every write (one GET and one PUT a renewal).
+    """The Lease `namespace/name`, held by process `process` of installation `installation`
+    for `lease_seconds` (rounded up to whole seconds, as `leaseDurationSeconds` is an integer).
+    Implements `services.runtime.election.LeaseStore`; revisions are local counters, the
+    object's resourceVersion is read before every write (one GET and one PUT a renewal).
 
     Raises (every method): LeaseUnavailable when the API server cannot answer now,
     LeaseRefused when it refuses (no RBAC permission on leases, no such namespace).
     """
 
-    def __init__(self, client: KubeClient, *, namespace: str, name: str, holder: str,
-                 lease_seconds: float, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, client: KubeClient, *, namespace: str, name: str, installation: str,
+                 process: str, lease_seconds: float, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._client = client
-        self.namespace, self.name, self.holder = namespace, name, holder
+        self.namespace, self.name = namespace, name
+        self.installation = installation
+        self.holder = holder_identity(installation, process)
         self._seconds = max(1, int(-(-lease_seconds // 1)))
         self._clock, self._wall = clock, wall
         self._revision = 0
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
+        self._sibling_at: float | None = None
         self._told: str | None = None
 
     @property
@@ -72,38 +92,31 @@ class KubeLease:
         return f"{self.namespace}/{self.name}"
 
     async def acquire(self) -> int | None:
-        """Take the Lease if absent, released, expired or already ours: a revision; None while
-        another live holder has it (said once per holder, at WARNING)."""
+        """Take the Lease if absent, released, expired or held by our installation: a
+        revision; None while another installation's live holder has it (said once per
+        installation, at WARNING)."""
         with self._errors("taking"):
-            current = await self._get()
-            if current is None:
-                return await self._create()
-            holder = _holder(current)
-            if holder not in ("", self.holder) and not self._expired(current):
-                self._tell(holder)
-                return None
-            return await self._write(current, taking=holder != self.holder)
+            return await self._claim(patient=False)
 
     async def renew(self, revision: int) -> int | None:
-        """Write `renewTime` again: the new revision; None when another holder has the Lease
-        now. A Lease rewritten since our last write is renewed still while it names us or
-        nobody (another process of this installation renewed it)."""
+        """Write `renewTime` again: the new revision; None when another installation has the
+        Lease now. A Lease rewritten since our last write is renewed still while it names our
+        installation or nobody."""
         with self._errors("renewing"):
-            current = await self._get()
-            if current is None:
-                return await self._create()
-            holder = _holder(current)
-            if holder not in ("", self.holder):
-                self._tell(holder)
-                return None
-            return await self._write(current, taking=holder != self.holder)
+            return await self._claim(patient=True)
 
     async def release(self, revision: int) -> None:
-        """Empty `holderIdentity` if the Lease still names us (else leave it), so a standby
-        takes it at its next attempt instead of after the lease duration."""
+        """Empty `holderIdentity` if this process wrote the Lease last and no other process of
+        its installation wrote it within the lease duration (else leave it to them), so a
+        standby takes it at its next attempt instead of after the lease duration."""
         with self._errors("releasing"):
             current = await self._get()
             if current is None or _holder(current) != self.holder:
+                return
+            if self._sibling_at is not None and \
+                    self._clock() - self._sibling_at <= self._seconds:
+                log.info("Lease %s left to the other binders of installation %s", self.where,
+                         self.installation)
                 return
             spec = dict(current.get("spec") or {})
             spec.update(holderIdentity="", leaseDurationSeconds=1,
@@ -113,6 +126,28 @@ class KubeLease:
                     "PUT", lease_path(self.namespace, self.name),
                     body={**current, "spec": spec})
             log.info("released Lease %s", self.where)
+
+    async def _claim(self, *, patient: bool) -> int | None:
+        """Read the Lease and write it as ours if we may (`patient`: a renewal, which may
+        not take a foreign holder's expired Lease any sooner than a standby would either);
+        retried on a lost race while it stays ours."""
+        for _ in range(WRITE_ATTEMPTS):
+            current = await self._get()
+            if current is None:
+                written = await self._create()
+            else:
+                holder = _holder(current)
+                if not self._ours(holder) and (patient or not self._expired(current)):
+                    self._tell(holder)
+                    return None
+                written = await self._write(current, taking=not self._ours(holder))
+            if written is not None:
+                return written
+        return None
+
+    def _ours(self, holder: str) -> bool:
+        """Whether a `holderIdentity` leaves the Lease to us: nobody's, or our installation's."""
+        return holder == "" or installation_of(holder) == self.installation
 
     async def _get(self) -> Obj | None:
         try:
@@ -131,10 +166,13 @@ class KubeLease:
         try:
             created = await self._client.request("POST", lease_path(self.namespace), body=body)
         except errors.KubeConflict:
-            return None  # someone created it first; the next attempt reads it
+            return None  # someone created it first: read it again
+        log.info("took Lease %s as %s", self.where, self.holder)
         return self._written(created)
 
     async def _write(self, current: Obj, *, taking: bool) -> int | None:
+        """PUT the Lease as ours over `current` (its resourceVersion the precondition); None
+        when it was written since."""
         now = micro_time(self._wall())
         spec = dict(current.get("spec") or {})
         spec.update(holderIdentity=self.holder, leaseDurationSeconds=self._seconds,
@@ -146,7 +184,7 @@ class KubeLease:
             written = await self._client.request(
                 "PUT", lease_path(self.namespace, self.name), body={**current, "spec": spec})
         except errors.KubeConflict:
-            return None  # written since we read it: the next attempt looks again
+            return None
         if taking:
             log.info("took Lease %s as %s", self.where, self.holder)
         return self._written(written)
@@ -158,12 +196,16 @@ class KubeLease:
         return self._revision
 
     def _observe(self, lease: Obj) -> None:
-        """Remember when (our monotonic clock) the Lease's record last changed."""
+        """Remember when (our monotonic clock) the Lease's record last changed, and when a
+        process of our installation other than this one was last seen writing it."""
         spec = lease.get("spec") or {}
         record = (spec.get("holderIdentity"), spec.get("renewTime"),
                   spec.get("leaseDurationSeconds"))
         if record != self._observed:
             self._observed, self._observed_at = record, self._clock()
+            holder = str(spec.get("holderIdentity") or "")
+            if holder != self.holder and holder and installation_of(holder) == self.installation:
+                self._sibling_at = self._observed_at
 
     def _expired(self, lease: Obj) -> bool:
         """Whether the Lease's record has not changed for its duration since we saw it."""
@@ -171,11 +213,12 @@ class KubeLease:
         return self._clock() - self._observed_at > float(seconds)
 
     def _tell(self, holder: str) -> None:
-        if holder != self._told:
+        other = installation_of(holder)
+        if other != self._told:
             log.warning("scheduler name %s is served by another gangsched installation "
                         "(Lease %s held by %s): this binder stands by and binds nothing "
-                        "until that one stops", self.name, self.where, holder)
-            self._told = holder
+                        "until that one stops", self.name, self.where, other)
+            self._told = other
 
     @contextlib.contextmanager
     def _errors(self, doing: str) -> Iterator[None]:
@@ -184,10 +227,12 @@ class KubeLease:
             yield
         except errors.KubeUnavailable as error:
             raise LeaseUnavailable(f"{doing} Lease {self.where}: {error}") from error
-        except errors.KubeError as error:
+        except errors.KubeForbidden as error:
             raise LeaseRefused(f"{doing} Lease {self.where}: {error} (the binder needs get, "
                                "create and update on leases.coordination.k8s.io in namespace "
                                f"{self.namespace})") from error
+        except errors.KubeError as error:
+            raise LeaseRefused(f"{doing} Lease {self.where}: {error}") from error
 
 
 def _holder(lease: Obj) -> str:

@@ -145,14 +145,15 @@ async def lead(
 ) -> None:
     """Campaign forever and run `work()` while this process holds the lease.
 
-    A standby is ready (warm, able to take over); `work` manages readiness while it runs.
-    Lost leadership cancels `work` and goes back to campaigning.
+    A standby is ready (warm, able to take over) unless its last attempt was refused (it
+    could then never take over: no permission, no such namespace); `work` manages readiness
+    while it runs. Lost leadership cancels `work` and goes back to campaigning.
     Returns when `work` returns. Raises what `work` raises, after releasing the lease.
     """
     while True:
         if ready is not None:
             ready.set()
-        term = await campaign(lease, timing, clock)
+        term = await campaign(lease, timing, clock, ready=ready)
         log.info("%s: became leader (lease revision %d); serving", service, term.revision)
         leader.labels(service).set(1)
         try:
@@ -163,10 +164,12 @@ async def lead(
         log.warning("%s: lost leadership; standing by", service)
 
 
-async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monotonic) -> Term:
+async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monotonic, *,
+                   ready: ReadyFlag | None = None) -> Term:
     """Try to take the lease every `retry_seconds` until it is ours; the term won. A refusal
     is logged at WARNING when it first says something new, then at DEBUG (the same refusal,
-    e.g. a missing permission, every attempt)."""
+    e.g. a missing permission, every attempt); `ready` (if given) is cleared while attempts are
+    refused and set again by the first that is not."""
     log.info("standing by for the leader lease (retry every %gs)", timing.retry_seconds)
     told = ""
     while True:
@@ -182,7 +185,13 @@ async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monoto
                     "leader lease refused (will retry every %gs): %s", timing.retry_seconds,
                     error)
                 told = str(error)
+                if ready is not None:
+                    ready.set(False)
                 revision = None
+            else:
+                if told and ready is not None:
+                    ready.set()
+                told = ""
         if revision is not None:
             return Term(revision, started)
         await asyncio.sleep(timing.retry_seconds)
@@ -222,7 +231,8 @@ async def _serve_while_leading(
 
 async def renew(lease: LeaseStore, term: Term, timing: Timing, clock: Clock) -> Term | None:
     """One renewal attempt: the new term; `term` again after a transient failure while the
-    deadline has not passed; None when leadership is lost (someone else wrote, or deadline).
+    deadline has not passed; None when leadership is lost (someone else wrote, the store
+    refused the renewal, or the deadline passed).
     Raises CancelledError when cancelled, also as the answer arrives (Python 3.11's
     `wait_for`, here and in nats-py, then returns the answer: `services.runtime.cancellation`)."""
     started = clock()
@@ -235,6 +245,9 @@ async def renew(lease: LeaseStore, term: Term, timing: Timing, clock: Clock) -> 
             log.warning("leader lease renewal failed (will retry): %r", error)
             return term
         log.error("leader lease not renewed for %gs: stepping down", timing.renew_deadline_seconds)
+        return None
+    except LeaseRefused as error:
+        log.error("leader lease renewal refused: %s; stepping down", error)
         return None
     if revision is None:
         log.error("leader lease taken over by another candidate: stepping down")

@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeGuard, TypeVar
 
-from services.contracts import resources
+from services.contracts import names, resources
 from services.contracts.events import (
     HostPort,
     NodeDeleted,
@@ -537,7 +537,6 @@ def label_selector(value: Any) -> tuple[tuple[NodeSelectorRequirement, ...] | No
 
 _SPREAD_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
 _INCLUSION_POLICIES = ("Honor", "Ignore")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 
 
@@ -545,7 +544,7 @@ def is_label_name(key: str) -> bool:
     """A qualified label name: `[prefix/]name`, a DNS subdomain prefix of at most 253
     characters and a name of at most 63 (as `validation.IsQualifiedName`)."""
     prefix, _, name = key.rpartition("/")
-    if "/" in key and (len(prefix) > 253 or _DNS_SUBDOMAIN.fullmatch(prefix) is None):
+    if "/" in key and not names.is_dns_subdomain(prefix):
         return False
     return len(name) <= 63 and _NAME.fullmatch(name) is not None
 

@@ -3,6 +3,7 @@ silent holder's Lease counts as expired (measured on the candidate's own clock).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
@@ -24,14 +25,16 @@ class Clock:
         return self.now
 
 
-def lease(api: KubeClient, name: str, holder: str, clock: Clock | None = None) -> KubeLease:
-    return KubeLease(api, namespace="kube-system", name=name, holder=holder, lease_seconds=15,
-                     clock=clock or Clock())
+def lease(api: KubeClient, name: str, installation: str, process: str = "p",
+          clock: Clock | None = None) -> KubeLease:
+    return KubeLease(api, namespace="kube-system", name=name, installation=installation,
+                     process=process, lease_seconds=15, clock=clock or Clock())
 
 
 async def holder_of(api: KubeClient, name: str) -> str:
+    """The installation part of the Lease's holder ("" when released)."""
     found = await api.request("GET", lease_path("kube-system", name))
-    return str(found["spec"].get("holderIdentity") or "")
+    return str(found["spec"].get("holderIdentity") or "").split("/")[0]
 
 
 async def test_a_live_holder_keeps_the_lease_and_a_silent_one_loses_it_after_its_duration(
@@ -40,7 +43,7 @@ async def test_a_live_holder_keeps_the_lease_and_a_silent_one_loses_it_after_its
     first = lease(api, name, "first")
     assert await first.acquire() == 1
     clock = Clock()
-    second = lease(api, name, "second", clock)
+    second = lease(api, name, "second", clock=clock)
     assert await second.acquire() is None  # first seen now
     clock.now += 14
     assert await second.acquire() is None  # unchanged for 14 s of a 15 s lease
@@ -60,12 +63,17 @@ async def test_a_live_holder_keeps_the_lease_and_a_silent_one_loses_it_after_its
 
 async def test_processes_of_one_installation_hold_the_lease_together(api: KubeClient) -> None:
     name = f"t-{uuid.uuid4().hex[:8]}"
-    one, other = lease(api, name, "install-a"), lease(api, name, "install-a")
+    one, other = lease(api, name, "install-a", "one"), lease(api, name, "install-a", "other")
     assert await one.acquire() == 1
-    assert await other.acquire() == 1  # ours already
+    assert await other.acquire() == 1  # our installation's already
     assert await one.renew(1) == 2  # although `other` wrote since
-    assert await other.renew(1) == 2
     assert await lease(api, name, "install-b").acquire() is None
+    results = await asyncio.gather(*(member.renew(2) for member in (one, other) for _ in range(4)))
+    assert None not in results  # every race lost to a sibling is renewed still
+    await other.release(3)  # `one` wrote within the lease duration: left to it
+    assert await holder_of(api, name) == "install-a"
+    assert await lease(api, name, "install-b").acquire() is None
+    assert await one.renew(3) is not None
 
 
 async def test_a_released_lease_is_taken_at_once_and_a_release_leaves_anothers_alone(
@@ -84,8 +92,11 @@ async def test_a_released_lease_is_taken_at_once_and_a_release_leaves_anothers_a
 
 async def test_a_lease_in_a_namespace_that_does_not_exist_is_refused_naming_it(
         api: KubeClient) -> None:
-    missing = KubeLease(api, namespace=f"no-{uuid.uuid4().hex[:8]}", name="gangsched",
-                        holder="x", lease_seconds=15)
-    with pytest.raises(LeaseRefused, match=f"taking Lease {missing.where}: .*the binder needs "
-                       "get, create and update on leases.coordination.k8s.io in namespace"):
+    namespace = f"no-{uuid.uuid4().hex[:8]}"
+    missing = KubeLease(api, namespace=namespace, name="gangsched", installation="x",
+                        process="p", lease_seconds=15)
+    with pytest.raises(LeaseRefused) as refused:
         await missing.acquire()
+    assert str(refused.value).startswith(f"taking Lease {namespace}/gangsched: POST ")
+    assert f'namespaces "{namespace}" not found' in str(refused.value)
+    assert "RBAC" not in str(refused.value) and "needs get" not in str(refused.value)

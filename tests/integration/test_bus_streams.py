@@ -183,3 +183,18 @@ async def test_a_stream_without_messages_is_shortened_and_any_stream_lengthened_
     await streams.ensure_streams(js, longer)
     assert (await js.stream_info(events.name)).config.max_age == pytest.approx(30 * 24 * 3600)
     assert (await js.stream_info(events.name)).state.messages == 1
+
+
+async def test_a_stream_made_unlimited_by_someone_else_is_not_cut_back_without_consent(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    name = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    damaged = (await js.stream_info(name)).config
+    damaged.max_age = 0
+    await js.update_stream(config=damaged)
+    await js.publish(subjects.events_subject(bus_settings.prefix, "node", "", "n1"), b"{}")
+    with pytest.raises(BusMisconfigured) as refused:
+        await streams.ensure_streams(js, bus_settings)
+    assert "is shorter than its retention (unlimited): NATS would delete those older than " \
+        "that. To keep them, start with --stream-max-age-seconds 0;" in str(refused.value)
+    assert (await js.stream_info(name)).config.max_age == 0

@@ -264,8 +264,8 @@ async def test_a_shorter_retention_of_streams_holding_messages_needs_the_operato
                                 "3600", "--stream-shorten-retention")
             try:
                 await eventually_async(lambda: _logged(
-                    consented, "shortening the retention of stream GANGSCHED_EVENTS from "
-                    "604800 to 3600 seconds: .*"), timeout=STARTUP_SECONDS + READY_SECONDS,
+                    consented, "shortened the retention of stream GANGSCHED_EVENTS from "
+                    "604800 s to 3600 s: .*"), timeout=STARTUP_SECONDS + READY_SECONDS,
                     what="the shortening logged")
             finally:
                 assert consented.stop() == 0, consented.output()

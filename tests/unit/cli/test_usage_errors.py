@@ -543,9 +543,10 @@ def test_a_scheduler_name_that_cannot_name_the_lease_is_refused_while_it_is_held
         f"gangsched binder: --scheduler-name {name!r} cannot name the binder's Lease (a DNS-1123 "
         "subdomain: lowercase letters, digits, - and ., at most 253 characters): choose such a "
         "name, or run without the Lease (--no-scheduler-lease) (see gangsched binder --help)\n")
-    code, output = invoke("binder", "--nats", "nats://127.0.0.1:1", "--scheduler-name", name,
-                          "--no-scheduler-lease", "--data-dir", str(tmp_path / "data"))
-    assert "cannot name the binder's Lease" not in output
+    for argv in (("binder", "--no-scheduler-lease"), ("watcher",), ("planner",)):
+        code, output = invoke(*argv, "--nats", "nats://127.0.0.1:1", "--scheduler-name", name,
+                              "--data-dir", str(tmp_path / "data"))
+        assert "cannot name the binder's Lease" not in output
 
 
 @pytest.mark.parametrize("name", ["", " "])
@@ -565,7 +566,8 @@ def test_a_lease_namespace_that_is_no_namespace_name_is_refused(namespace: str) 
 
 
 def test_lease_names_and_namespaces_as_the_api_server_takes_them() -> None:
-    from services.cli.options import NAMESPACE_NAME, is_dns_subdomain
+    from services.cli.options import NAMESPACE_NAME
+    from services.contracts.names import is_dns_subdomain
 
     for name in ("gangsched", "batch.example.com", "a", "a-1.b-2", "x" * 253):
         assert is_dns_subdomain(name)

@@ -60,6 +60,9 @@ BAD_VALUES = [
     (("topologySpread.whenUnsatisfiable=Never",), "at '/topologySpread/whenUnsatisfiable'"),
     (("watcher.priorityClassName=Not_A_Name",), "at '/watcher/priorityClassName'"),
     (("bogus=1",), "at '': additional properties 'bogus' not allowed"),
+    (("settings.schedulerName=My_Sched",), "at '/settings/schedulerName': 'My_Sched' does not "
+                                           "match pattern"),
+    (("settings.schedulerLeaseNamespace=kube.system",), "at '/settings/schedulerLeaseNamespace'"),
     # the templates' guards
     (("planner.replicas=2", *POSTGRES, "planner.leaderElection.enabled=false"),
      "planner.replicas=2 needs planner.leaderElection.enabled=true"),
@@ -189,3 +192,12 @@ def test_every_value_is_typed_in_the_schema():
         if not ({"type", "enum"} & set(node)):
             untyped.append(".".join(path))
     assert untyped == []
+
+
+def test_a_scheduler_name_no_lease_could_carry_is_taken_without_the_lease():
+    rendered = chart.render("settings.schedulerName=My_Sched", "settings.schedulerLease=false")
+    settings = chart.find(rendered, "ConfigMap", f"{chart.RELEASE}-settings")["data"]
+    assert (settings["GANGSCHED_SCHEDULER_NAME"], settings["GANGSCHED_SCHEDULER_LEASE"]) == (
+        "My_Sched", "false")
+    role = chart.find(rendered, "ClusterRole", f"{chart.RELEASE}-binder")
+    assert not [rule for rule in role["rules"] if rule["resources"] == ["leases"]]

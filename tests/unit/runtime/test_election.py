@@ -146,3 +146,37 @@ async def test_a_campaign_warns_once_per_new_refusal_not_at_every_attempt(
         "leader lease refused (will retry every 0.001s): forbidden"]
     assert sum(r.levelname == "DEBUG" and "refused" in r.getMessage()
                for r in caplog.records) == 2
+
+
+class Flag:
+    """A readiness flag recording every value it is set to."""
+
+    def __init__(self) -> None:
+        self.values: list[bool] = []
+
+    def set(self, is_ready: bool = True) -> None:
+        self.values.append(is_ready)
+
+
+async def test_a_refused_candidate_is_not_ready_until_an_attempt_is_answered() -> None:
+    class Lease(RefusingLease):
+        async def acquire(self) -> int | None:
+            if self.refusals:
+                raise election.LeaseRefused(self.refusals.pop(0))
+            self.free = getattr(self, "free", 0) + 1
+            return 1 if self.free > 1 else None  # held by another once, then ours
+
+    flag = Flag()
+    await election.campaign(Lease("forbidden", "forbidden"),
+                            Timing(lease_seconds=0.09, retry_seconds=0.001), ready=flag)
+    assert flag.values == [False, False, True]
+
+
+async def test_a_renewal_the_store_refuses_steps_down_in_one_line(
+        caplog: pytest.LogCaptureFixture) -> None:
+    term = Term(revision=4, renewed_at=100.0)
+    lost = await election.renew(FakeLease(election.LeaseRefused("namespace gone")), term,
+                                TIMING, Clock(101.0))
+    assert lost is None
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("ERROR", "leader lease renewal refused: namespace gone; stepping down")]
