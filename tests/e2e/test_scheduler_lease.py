@@ -22,6 +22,11 @@ def _lease(control_plane: ControlPlane) -> dict[str, Any]:
     return kube.get_json(control_plane, "lease", "-n", "kube-system", "gangsched")
 
 
+def _log(run: GangschedRun) -> str:
+    """All the run logged so far (DEBUG: a tail would lose a line logged seconds ago)."""
+    return run.log_path.read_text(errors="replace")
+
+
 def _binds(run: GangschedRun) -> float:
     """Bindings the run's binder made (POST pods/binding answered 201)."""
     return sum(value for (name, labels), value in run.metric_samples().items()
@@ -38,7 +43,7 @@ def test_a_second_installation_of_one_scheduler_name_stands_by_then_takes_over(
             assert installation.startswith("gangsched@"), holder
             second.start()
             eventually(lambda: "is served by another gangsched installation (Lease "
-                       f"kube-system/gangsched held by {installation})" in second.log_tail(400),
+                       f"kube-system/gangsched held by {installation})" in _log(second),
                        timeout=10, what="the second installation standing by")
             control_plane.kubectl("apply", "-f", "-",
                                   input=kube.example_documents("nginx-gang.yaml", namespace))
