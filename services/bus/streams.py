@@ -200,7 +200,7 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
 
 def _retention(seconds: object) -> str:
     """A stream's max age for people: `604800 s`, or `unlimited` for 0."""
-    return "unlimited" if seconds in (0, 0.0) else f"{_show(seconds)} s"
+    return "unlimited" if seconds == 0 else f"{_show(seconds)} s"
 
 
 async def installation(js: JetStreamContext, prefix: str) -> str:

@@ -193,6 +193,7 @@ async def _hold_scheduler_name(settings: Settings, nc: Connection, bind: electio
         services.bus.errors.BusUnavailable, BusRefused, BusMisconfigured: the installation's
             identity (its EVENTS stream) cannot be read (the supervisor retries).
         services.kube.errors.KubeError: no Kubernetes credentials.
+        What `bind` raises (`run_binder`), after the Lease is released.
     """
     installation = await streams.installation(nc.jetstream(), settings.bus.prefix)
     client = await kube_client.connect(settings.kube)

@@ -96,14 +96,14 @@ class KubeLease:
         revision; None while another installation's live holder has it (said once per
         installation, at WARNING)."""
         with self._errors("taking"):
-            return await self._claim(patient=False)
+            return await self._claim(renewing=False)
 
     async def renew(self, revision: int) -> int | None:
         """Write `renewTime` again: the new revision; None when another installation has the
         Lease now. A Lease rewritten since our last write is renewed still while it names our
         installation or nobody."""
         with self._errors("renewing"):
-            return await self._claim(patient=True)
+            return await self._claim(renewing=True)
 
     async def release(self, revision: int) -> None:
         """Empty `holderIdentity` if this process wrote the Lease last and no other process of
@@ -121,33 +121,48 @@ class KubeLease:
             spec = dict(current.get("spec") or {})
             spec.update(holderIdentity="", leaseDurationSeconds=1,
                         renewTime=micro_time(self._wall()))
-            with contextlib.suppress(errors.KubeConflict):  # written since: not ours to clear
+            try:
                 await self._client.request(
                     "PUT", lease_path(self.namespace, self.name),
                     body={**current, "spec": spec})
+            except (errors.KubeConflict, errors.KubeNotFound):
+                log.info("Lease %s written since: left as it is", self.where)
+                return
             log.info("released Lease %s", self.where)
 
-    async def _claim(self, *, patient: bool) -> int | None:
-        """Read the Lease and write it as ours if we may (`patient`: a renewal, which may
-        not take a foreign holder's expired Lease any sooner than a standby would either);
-        retried on a lost race while it stays ours."""
+    async def _claim(self, *, renewing: bool) -> int | None:
+        """Read the Lease and write it as ours if we may: our installation's or nobody's, or
+        (taking, not `renewing`) another installation's that expired; None while another
+        installation holds it (a renewal then steps down, whether that Lease expired or not).
+        A write that loses the race to a process of our installation is tried again after
+        reading the Lease again.
+
+        Raises:
+            LeaseUnavailable: every one of `WRITE_ATTEMPTS` writes lost its race (the caller
+                tries again; a renewal until its deadline).
+        """
         for _ in range(WRITE_ATTEMPTS):
             current = await self._get()
             if current is None:
                 written = await self._create()
             else:
                 holder = _holder(current)
-                if not self._ours(holder) and (patient or not self._expired(current)):
+                if not self._ours(holder) and (renewing or not self._expired(current)):
                     self._tell(holder)
                     return None
-                written = await self._write(current, taking=not self._ours(holder))
+                written = await self._write(current, taking=not self._installations(holder))
             if written is not None:
                 return written
-        return None
+        raise LeaseUnavailable(f"Lease {self.where}: {WRITE_ATTEMPTS} writes in a row lost "
+                               "their race to other writers")
+
+    def _installations(self, holder: str) -> bool:
+        """Whether a `holderIdentity` names a process of our installation."""
+        return bool(holder) and installation_of(holder) == self.installation
 
     def _ours(self, holder: str) -> bool:
         """Whether a `holderIdentity` leaves the Lease to us: nobody's, or our installation's."""
-        return holder == "" or installation_of(holder) == self.installation
+        return holder == "" or self._installations(holder)
 
     async def _get(self) -> Obj | None:
         try:
@@ -183,8 +198,8 @@ class KubeLease:
         try:
             written = await self._client.request(
                 "PUT", lease_path(self.namespace, self.name), body={**current, "spec": spec})
-        except errors.KubeConflict:
-            return None
+        except (errors.KubeConflict, errors.KubeNotFound):
+            return None  # written or deleted since we read it: read it again
         if taking:
             log.info("took Lease %s as %s", self.where, self.holder)
         return self._written(written)

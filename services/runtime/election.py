@@ -147,13 +147,20 @@ async def lead(
 
     A standby is ready (warm, able to take over) unless its last attempt was refused (it
     could then never take over: no permission, no such namespace); `work` manages readiness
-    while it runs. Lost leadership cancels `work` and goes back to campaigning.
+    while it runs. Lost leadership cancels `work` and goes back to campaigning. Cancelled
+    while standing by after a term, it releases the lease if the store still names it.
     Returns when `work` returns. Raises what `work` raises, after releasing the lease.
     """
+    held: Term | None = None
     while True:
-        if ready is not None:
-            ready.set()
-        term = await campaign(lease, timing, clock, ready=ready)
+        try:
+            term = await campaign(lease, timing, clock, ready=ready)
+        except asyncio.CancelledError:
+            # stopped while standing by after losing the lease: it may still name us (lost to
+            # an unreachable store, not to another candidate); the store leaves it otherwise
+            await _release(lease, held)
+            raise
+        held = term
         log.info("%s: became leader (lease revision %d); serving", service, term.revision)
         leader.labels(service).set(1)
         try:
@@ -168,8 +175,9 @@ async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monoto
                    ready: ReadyFlag | None = None) -> Term:
     """Try to take the lease every `retry_seconds` until it is ours; the term won. A refusal
     is logged at WARNING when it first says something new, then at DEBUG (the same refusal,
-    e.g. a missing permission, every attempt); `ready` (if given) is cleared while attempts are
-    refused and set again by the first that is not."""
+    e.g. a missing permission, every attempt); `ready` (if given) is set by every attempt
+    answered (a standby is ready: warm, able to take over), cleared by every one refused (it
+    could never take over), and left alone while the store cannot be reached."""
     log.info("standing by for the leader lease (retry every %gs)", timing.retry_seconds)
     told = ""
     while True:
@@ -189,7 +197,7 @@ async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monoto
                     ready.set(False)
                 revision = None
             else:
-                if told and ready is not None:
+                if ready is not None:
                     ready.set()
                 told = ""
         if revision is not None:

@@ -70,10 +70,12 @@ async def test_processes_of_one_installation_hold_the_lease_together(api: KubeCl
     assert await lease(api, name, "install-b").acquire() is None
     results = await asyncio.gather(*(member.renew(2) for member in (one, other) for _ in range(4)))
     assert None not in results  # every race lost to a sibling is renewed still
-    await other.release(3)  # `one` wrote within the lease duration: left to it
+    assert await one.renew(3) is not None
+    assert await other.renew(3) is not None  # it reads `one`'s write, then writes last
+    await other.release(4)  # it wrote last, but saw `one` write within the lease duration
     assert await holder_of(api, name) == "install-a"
     assert await lease(api, name, "install-b").acquire() is None
-    assert await one.renew(3) is not None
+    assert await one.renew(4) is not None
 
 
 async def test_a_released_lease_is_taken_at_once_and_a_release_leaves_anothers_alone(
@@ -87,7 +89,10 @@ async def test_a_released_lease_is_taken_at_once_and_a_release_leaves_anothers_a
     await first.release(1)
     assert await holder_of(api, name) == ""
     assert await second.acquire() == 1
-    assert await holder_of(api, name) == "second"
+    found = await api.request("GET", lease_path("kube-system", name))
+    assert found["spec"]["holderIdentity"] == "second/p"
+    assert found["spec"]["leaseTransitions"] == 1  # a change of installation, as client-go
+    assert found["spec"]["acquireTime"] == found["spec"]["renewTime"]
 
 
 async def test_a_lease_in_a_namespace_that_does_not_exist_is_refused_naming_it(

@@ -220,7 +220,7 @@ def test_node_deleted_between_decision_and_bind_rolls_back_and_the_gang_waits_fo
 
 def test_binds_refused_by_rbac_roll_back_owned_members_and_keep_bare_pods(
         control_plane, namespace, services, tmp_path):
-    with binder_account(control_plane, namespace, tmp_path) as account:
+    with binder_account(control_plane, namespace, tmp_path, services) as account:
         services.start("watcher", "planner",
                        extra=("--backoff-initial-seconds", "1", "--backoff-max-seconds", "2"))
         services.binder(kubeconfig=account.kubeconfig)
@@ -267,7 +267,7 @@ def test_binds_refused_by_rbac_roll_back_owned_members_and_keep_bare_pods(
 
 def test_deadline_passing_while_the_api_server_is_paused_rolls_back_after_it_resumes(
         control_plane, namespace, services, tmp_path):
-    with binder_account(control_plane, namespace, tmp_path) as account:
+    with binder_account(control_plane, namespace, tmp_path, services) as account:
         account.allow_binding(None)
         services.start("watcher", "planner", extra=BACKOFF)
         binder = services.binder(kubeconfig=account.kubeconfig)
@@ -420,11 +420,16 @@ pod conditions, events and PodGroup status, hold the Lease of its scheduler name
 
 
 @contextlib.contextmanager
-def binder_account(cp: ControlPlane, namespace: str, tmp_path: Path) -> Iterator[BinderAccount]:
-    """A BinderAccount for the test, its cluster-scoped RBAC deleted afterwards."""
+def binder_account(cp: ControlPlane, namespace: str, tmp_path: Path,
+                   services: split.Services) -> Iterator[BinderAccount]:
+    """A BinderAccount for the test, its cluster-scoped RBAC deleted afterwards, once the
+    `services` using it are stopped."""
     account = BinderAccount(cp, namespace, tmp_path / "binder.kubeconfig")
     try:
         account.create()
         yield account
     finally:
+        for process in services.processes:  # before their rights go: they release the Lease
+            if process.kubeconfig == account.kubeconfig:
+                process.stop()
         account.delete()

@@ -169,7 +169,7 @@ async def test_a_refused_candidate_is_not_ready_until_an_attempt_is_answered() -
     flag = Flag()
     await election.campaign(Lease("forbidden", "forbidden"),
                             Timing(lease_seconds=0.09, retry_seconds=0.001), ready=flag)
-    assert flag.values == [False, False, True]
+    assert flag.values == [False, False, True, True]  # refused twice, answered twice
 
 
 async def test_a_renewal_the_store_refuses_steps_down_in_one_line(
@@ -180,3 +180,34 @@ async def test_a_renewal_the_store_refuses_steps_down_in_one_line(
     assert lost is None
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("ERROR", "leader lease renewal refused: namespace gone; stepping down")]
+
+
+async def test_a_candidate_stopped_while_standing_by_after_a_term_releases_what_may_name_it(
+) -> None:
+    class Lease(FakeLease):
+        def __init__(self) -> None:
+            super().__init__(None)  # the one renewal: lost
+            self.taken = 0
+            self.released: list[int] = []
+
+        async def acquire(self) -> int | None:
+            self.taken += 1
+            return 7 if self.taken == 1 else None
+
+        async def release(self, revision: int) -> None:
+            self.released.append(revision)
+
+    lease = Lease()
+    never = asyncio.Event()
+
+    async def work() -> None:
+        await never.wait()
+
+    task = asyncio.create_task(election.lead(
+        lease, Timing(lease_seconds=0.09, retry_seconds=0.01), work, service="binder"))
+    while lease.taken < 3:  # lost its term, standing by
+        await asyncio.sleep(0.005)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert lease.released == [7]
