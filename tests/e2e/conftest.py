@@ -60,8 +60,13 @@ async def api(control_plane: ControlPlane) -> AsyncIterator[KubeClient]:
 @pytest.fixture
 def namespace(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace; deleted after the test, waiting until its pods are gone so the next
-    test finds the node's capacity free."""
+    test finds the node's capacity free. No gangsched runs between tests, so none holds the
+    scheduler name's Lease (`services/kube/leases.py`) either: one an earlier test's binder
+    could not release (its API server paused or its rights revoked as it stopped) is deleted
+    first, so this test's binder does not stand by until it expires (15 s)."""
     name = f"t-{uuid.uuid4().hex[:8]}"
+    control_plane.kubectl("delete", "lease", "gangsched", "-n", "kube-system",
+                          "--ignore-not-found")
     control_plane.kubectl("create", "namespace", name)
     yield name
     control_plane.kubectl("delete", "namespace", name, "--wait=false")
