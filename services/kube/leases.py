@@ -32,6 +32,7 @@ from typing import Any
 from services.kube import errors
 from services.kube.client import KubeClient
 from services.kube.events import micro_time
+from services.kube.resources import lease_path, leases_path
 from services.runtime.election import LeaseRefused, LeaseUnavailable
 
 log = logging.getLogger(__name__)
@@ -42,12 +43,6 @@ WRITE_ATTEMPTS = 10
 """Writes one take or renewal tries when it loses the race to a process of its own
 installation (each after reading the Lease again): every round of a race has a winner, so as
 many as the binders that may renew at once (a renewal is also bounded by its deadline)."""
-
-
-def lease_path(namespace: str, name: str = "") -> str:
-    """The API path of the Leases of `namespace`, or of Lease `name` in it."""
-    base = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
-    return f"{base}/{name}" if name else base
 
 
 def holder_identity(installation: str, process: str) -> str:
@@ -179,7 +174,7 @@ class KubeLease:
                 "spec": {"holderIdentity": self.holder, "leaseDurationSeconds": self._seconds,
                          "acquireTime": now, "renewTime": now, "leaseTransitions": 0}}
         try:
-            created = await self._client.request("POST", lease_path(self.namespace), body=body)
+            created = await self._client.request("POST", leases_path(self.namespace), body=body)
         except errors.KubeConflict:
             return None  # someone created it first: read it again
         log.info("took Lease %s as %s", self.where, self.holder)

@@ -117,6 +117,16 @@ def event_path(namespace: str, name: str) -> str:
     return f"{events_path(namespace)}/{_segment(name)}"
 
 
+def leases_path(namespace: str) -> str:
+    """Path of the coordination.k8s.io/v1 Leases of a namespace."""
+    return f"/apis/coordination.k8s.io/v1/namespaces/{_segment(namespace)}/leases"
+
+
+def lease_path(namespace: str, name: str) -> str:
+    """Path of one coordination.k8s.io/v1 Lease."""
+    return f"{leases_path(namespace)}/{_segment(name)}"
+
+
 def metadata(obj: dict[str, Any]) -> dict[str, Any]:
     """`obj["metadata"]`, or `{}` when absent or malformed."""
     meta = obj.get("metadata")

@@ -9,7 +9,8 @@ import uuid
 import pytest
 
 from services.kube.client import KubeClient
-from services.kube.leases import KubeLease, lease_path
+from services.kube.leases import KubeLease
+from services.kube.resources import lease_path
 from services.runtime.election import LeaseRefused
 
 pytestmark = pytest.mark.e2e
