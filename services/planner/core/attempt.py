@@ -76,6 +76,11 @@ class Round:
         state.starving_group, state.starving_nodes = None, []
         self.quiet_reason: str | None = None
         """Why the last quiet attempt failed (`_attempt(quiet=True)`), not recorded."""
+        self.left_out: dict[str, tuple[list[PodObserved], str]] = {}
+        """Gangs planned this round without some pending members that can never be placed
+        (invalid, unsupported, or kept off every node by a PreFilter) and that quorum does not
+        need: those members and the note every Rejection of the gang carries for them
+        (`_leave_out`)."""
         self.stranded: dict[str, int] = {}
         """Groups planned this round that are partly bound (`quorum.is_stranded`): their bound
         members. They hold capacity as a starving gang does, from the first round on."""
@@ -127,13 +132,18 @@ class Round:
         group.quorum_told_from_ms = None
         if group.in_flight:
             return  # its placement is being bound; members beyond it wait for GroupBound
-        waiting = self._waiting_reason(key, podgroup, pending)
+        self.left_out.pop(key, None)
+        min_member = podgroup.min_member if podgroup is not None else 1
+        waiting = self._group_reason(key, podgroup)
+        blocked = self._blocked_members(pending) if waiting is None else []
+        if blocked and not self._leave_out(key, group, pending, blocked, min_member):
+            waiting = self._blocked_reason(key, blocked[0])
         if waiting is not None:
             self.reject(key, group, pending, waiting[0], is_unschedulable=waiting[1],
                         is_backoff=False)
             self.rest(key, pending)
             return
-        min_member = podgroup.min_member if podgroup is not None else 1
+        everyone, pending = pending, self._placeable(key, pending)
         counts = quorum.count(self.derived, key, group, min_member)
         if quorum.is_stranded(counts, min_member):
             self.stranded[key] = counts.bound
@@ -156,30 +166,34 @@ class Round:
         if self.binders_busy():
             # backpressure: placed now, it would only queue behind the binders' work; a
             # starving or partly bound gang keeps holding its capacity (and its nodes) meanwhile
-            self._maybe_hold(key, group, pending[:quorum.still_needed(counts, min_member)])
+            self._maybe_hold(key, group, pending, quorum.still_needed(counts, min_member))
             if key not in self.stranded:
-                self.rest(key, pending, self.derived.behind_binders)
+                self.rest(key, everyone, self.derived.behind_binders)
             return
         need = quorum.still_needed(counts, min_member)
         if not backoff.is_backed_off(group, self.now, self.config):
             self._attempt(key, group, podgroup, pending, counts, min_member, note)
             return
-        changed = _pending_changed(group, pending)
+        changed = _pending_changed(group, everyone)
         self.quiet_reason = None
-        retrying = ((self._is_holder(key, group, need) and group.may_retry_early)
-                    or self._may_retry_early(group) or key in self.state.nominations)
+        holding = ((self._is_holder(key, group, need) and group.may_retry_early)
+                   or key in self.state.nominations)
+        retrying = holding or self._may_retry_early(group)
         if retrying:
             # quiet retries: the gang holding capacity every round, so it does not miss the
             # moment its nodes drain; an unschedulable group once capacity was freed since its
-            # last attempt (at most once per initial backoff), as kube-scheduler requeues pods
-            # on cluster events. A failure here is neither counted nor told again. Only after
-            # "found unschedulable": a gang whose placement was rolled back (a bind refused,
+            # last attempt (at most once per backoff, `backoff.early_retry_ms`: 1 s doubling
+            # to 10 s), as kube-scheduler requeues pods on cluster events. A failure here is
+            # neither counted nor told again. Only after "found unschedulable": a gang
+            # whose placement was rolled back (a bind refused,
             # a member gone) waits out its backoff before it is placed again, holder or not,
             # or a bind that always fails would be retried every round; it keeps holding. A
             # gang that preempted retries every round, to take its victims' room at once.
             group.last_attempt_ms = self.now
             if self._attempt(key, group, podgroup, pending, counts, min_member, note, quiet=True):
                 return
+            if not holding:
+                group.early_retries += 1
         elif changed:
             # pending members changed (one deleted, one recreated): a dry run finds the reason
             # for the members it has now; placing still waits for the backoff (a rollback's
@@ -187,14 +201,14 @@ class Round:
             self._attempt(key, group, podgroup, pending, counts, min_member, note, quiet=True,
                           dry_run=True)
         if changed and self.quiet_reason is not None:
-            group.failure_reason = self.quiet_reason + self._maybe_hold(key, group,
-                                                                        pending[:need])
+            group.failure_reason = self.quiet_reason + self._maybe_hold(key, group, pending,
+                                                                        need)
             self.reject(key, group, pending, group.failure_reason)
             return
         self.reject(key, group, pending, group.failure_reason)
-        self._maybe_hold(key, group, pending[:need])
+        self._maybe_hold(key, group, pending, need)
         if not retrying and not changed and not self._may_hold(key, group):
-            self.sleep(key, pending, self._backed_off_until(group),
+            self.sleep(key, everyone, self._backed_off_until(group),
                        freed_ms=self.state.capacity_freed_ms)
 
     def _backed_off_until(self, group: GroupState) -> float:
@@ -208,9 +222,9 @@ class Round:
             times.append(retry)
         if group.pending_since_ms is not None:
             times.append(group.pending_since_ms + self.config.starvation_seconds * 1000)
-        last = group.last_attempt_ms
-        if group.may_retry_early and last is not None and self.state.capacity_freed_ms >= last:
-            times.append(last + backoff.backoff_ms(1, self.config))
+        early = backoff.early_retry_at_ms(group, self.state.capacity_freed_ms, self.config)
+        if early is not None:
+            times.append(early)
         return min(times, default=self.now)
 
     def sleep(self, key: str, pending: list[PodObserved], until_ms: float, *,
@@ -220,7 +234,7 @@ class Round:
         (a backed-off gang), capacity freed since. Only where looking at it before then would
         change nothing: not a stranded gang (it holds capacity each round), not one with a
         nomination, and not one with a claim among its pending members (a claim or volume
-        changing meanwhile would be found by `_waiting_reason` at once). Skipping it then gives
+        changing meanwhile would be found by `_blocked_members` at once). Skipping it then gives
         the same decisions."""
         if key in self.stranded or key in self.state.nominations \
                 or any(pod.volume_claims for pod in pending):
@@ -240,7 +254,7 @@ class Round:
         nothing. (Behind busy binders a gang may still start starving with time and then
         hold capacity: `is_behind_binders` lets those be planned.) Not for a nominated group (its
         nomination lapses by time) nor one with a member that mounts claims (the claims' and
-        volumes' state enters `_waiting_reason`, and the node count its reason), so skipping
+        volumes' state enters `_blocked_members`, and the node count its reason), so skipping
         never changes a decision: it mirrors kube-scheduler's queueing hints, which requeue
         an unschedulable pod only on the events that may make it schedulable.
         """
@@ -255,35 +269,73 @@ class Round:
                 and self.binders_busy()
                 and not starvation.is_starving(group, self.now, self.config))
 
-    def _waiting_reason(self, key: str, podgroup: PodGroupObserved | None,
-                        pending: list[PodObserved]) -> tuple[str, bool] | None:
-        is_singleton = ids.is_singleton(ids.GroupKey(key))
-        if not is_singleton and podgroup is None:
+    def _group_reason(self, key: str, podgroup: PodGroupObserved | None) -> tuple[str, bool] | None:
+        """Why the whole group waits whatever its members (its PodGroup missing or invalid), and
+        whether that is "unschedulable"; None if its PodGroup lets it be planned."""
+        if not ids.is_singleton(ids.GroupKey(key)) and podgroup is None:
             return reasons.pod_group_not_found(key), True
         if podgroup is not None and podgroup.invalid_reason:
             return reasons.pod_group_invalid(key, podgroup.invalid_reason), False
-        for pod in pending:
-            if pod.invalid_reason or pod.unsupported:
-                reason = (reasons.pod_invalid(_name(pod), pod.invalid_reason)
-                          if pod.invalid_reason else reasons.unsupported(pod.unsupported[0]))
-                return (reason if is_singleton
-                        else reasons.gang_member(key, _name(pod), reason)), False
-        storage = self.index.volumes
-        for pod in pending:
-            if filters.affinity_node_names(pod) == frozenset():
-                continue  # NodeAffinity's PreFilter rejects it first: the attempt says so
-            blocked = storage.prefilter(pod) if storage is not None else None
-            if blocked is not None:
-                reason = reasons.prefilter(len(self.index), blocked)
-                return (reason if is_singleton
-                        else reasons.gang_member(key, _name(pod), reason)), True
         return None
 
+    def _blocked_members(self, pending: list[PodObserved]) -> list[tuple[PodObserved, str, bool]]:
+        """The pending members no node can take whatever the others do, in member order, each
+        with its own reason and whether that is "unschedulable": invalid or unsupported (never
+        unschedulable: the pod must change), then those a volume PreFilter keeps off every
+        node (kube-scheduler's VolumeBinding and VolumeRestrictions PreFilters; a pod that
+        NodeAffinity's PreFilter rejects first is left to the attempt, which says so)."""
+        blocked = [(pod, reasons.pod_invalid(_name(pod), pod.invalid_reason)
+                    if pod.invalid_reason else reasons.unsupported(pod.unsupported[0]), False)
+                   for pod in pending if pod.invalid_reason or pod.unsupported]
+        storage = self.index.volumes
+        if storage is None:
+            return blocked
+        for pod in pending:
+            if pod.invalid_reason or pod.unsupported \
+                    or filters.affinity_node_names(pod) == frozenset():
+                continue
+            message = storage.prefilter(pod)
+            if message is not None:
+                blocked.append((pod, reasons.prefilter(len(self.index), message), True))
+        return blocked
+
+    def _blocked_reason(self, key: str, blocked: tuple[PodObserved, str, bool]) -> tuple[str, bool]:
+        """Why the group waits for its blocked member (`_blocked_members`): the member's own
+        reason for a singleton, named after its gang for a gang member."""
+        pod, reason, is_unschedulable = blocked
+        if ids.is_singleton(ids.GroupKey(key)):
+            return reason, is_unschedulable
+        return reasons.gang_member(key, _name(pod), reason), is_unschedulable
+
+    def _leave_out(self, key: str, group: GroupState, pending: list[PodObserved],
+                   blocked: list[tuple[PodObserved, str, bool]], min_member: int) -> bool:
+        """Plan the gang without its `blocked` members when the others reach minMember
+        without them and some of those others are pending; whether it does (then
+        `left_out[key]` holds them and the note). Mirrors Coscheduling, which judges each pod
+        on its own: the blocked pod fails its own filters while Permit lets the others through
+        once minMember of them are assigned. Otherwise the whole gang waits, naming the first
+        blocked member (a member quorum needs can never be placed until it changes)."""
+        if ids.is_singleton(ids.GroupKey(key)) or len(blocked) >= len(pending):
+            return False
+        if quorum.count(self.derived, key, group, min_member).usable - len(blocked) < min_member:
+            return False
+        self.left_out[key] = ([pod for pod, _, _ in blocked], reasons.members_left_out(
+            [(_name(pod), reason) for pod, reason, _ in blocked]))
+        return True
+
+    def _placeable(self, key: str, pending: list[PodObserved]) -> list[PodObserved]:
+        """`pending` less the members `_leave_out` left out of this round."""
+        left = self.left_out.get(key)
+        if left is None:
+            return pending
+        out = {pod.uid for pod in left[0]}
+        return [pod for pod in pending if pod.uid not in out]
+
     def _may_retry_early(self, group: GroupState) -> bool:
-        last = group.last_attempt_ms
-        return (group.may_retry_early and last is not None
-                and self.state.capacity_freed_ms >= last  # >=: freed within that tick too
-                and self.now >= last + backoff.backoff_ms(1, self.config))
+        # capacity freed at or after its last attempt (within that tick too), and its early
+        # retry wait passed
+        early = backoff.early_retry_at_ms(group, self.state.capacity_freed_ms, self.config)
+        return early is not None and self.now >= early
 
     def binders_busy(self) -> bool:
         """Whether `config.max_placements_in_flight` placements, or placements of
@@ -352,11 +404,12 @@ class Round:
         self._commit(key, group, podgroup, trial)
         if trial.unplaced:
             reason = reasons.gang_extra_members(key, min_member, len(trial.unplaced), nodes)
-            self._fail(key, group, trial.unplaced, reason + note, [])
+            self._fail(key, group, trial.unplaced, reason + note)
         else:
             # placed, not yet bound: `failures` stays so a rollback backs off longer (reset by
             # GroupBound); clearing `failed_at_ms` ends the current backoff
             group.failed_at_ms, group.failure_reason = None, ""
+            group.early_retries = 0
             group.pending_since_ms = None
             group.last_rejection = None
         return True
@@ -384,7 +437,7 @@ class Round:
             if preempted:
                 group.failure_reason = self.quiet_reason  # told while its victims leave
         else:
-            self._fail(key, group, pending, reason + suffix, pending[:need])
+            self._fail(key, group, pending, reason + suffix, need)
 
     def _min_resources_shortfall(self, key: str, podgroup: PodGroupObserved,
                                  pending: list[PodObserved]) -> str | None:
@@ -510,24 +563,28 @@ class Round:
         return suffix, True
 
     def _fail(self, key: str, group: GroupState, pods: list[PodObserved], reason: str,
-              needed: list[PodObserved]) -> None:
+              need: int = 0) -> None:
+        """Record and tell a failed attempt of `pods`; a starving or partly bound gang then
+        holds capacity for `need` of them (`_maybe_hold`; 0: none)."""
         record_failure(group, self.now, reason)
         group.may_retry_early = True
         if group.pending_since_ms is None:
             group.pending_since_ms = self.now
-        suffix = self._maybe_hold(key, group, needed)
+        suffix = self._maybe_hold(key, group, pods, need)
         group.failure_reason = reason + suffix
         self.reject(key, group, pods, group.failure_reason)
 
-    def _maybe_hold(self, key: str, group: GroupState, needed: list[PodObserved]) -> str:
-        """Reserve capacity for the first starving gang in queue order; the reason suffix."""
-        if self.hold is not None or not needed or not self._may_hold(key, group):
+    def _maybe_hold(self, key: str, group: GroupState, pending: list[PodObserved],
+                    need: int) -> str:
+        """Reserve capacity for `need` of the `pending` members of the first starving (or
+        partly bound) gang in queue order (`starvation.plan_hold`); the reason suffix."""
+        if self.hold is not None or need <= 0 or not pending or not self._may_hold(key, group):
             return ""
         if self.pinned is None:
             self.pinned = starvation.pinned_usage(self.state, self.index,
                                                   self.config.scheduler_name)
-        hold = starvation.plan_hold(self.index, key, needed, self.config, self.held_before,
-                                    self.pinned)
+        hold = starvation.plan_hold(self.index, key, pending, need, self.config,
+                                    self.held_before, self.pinned)
         if hold is None:
             return reasons.NEVER_FITS
         starvation.apply_hold(self.index, hold)
@@ -550,6 +607,11 @@ class Round:
         retry = backoff.retry_at_ms(group, self.config) if is_backoff else None
         if retry is not None and retry <= self.now:
             retry = None
+        left = self.left_out.get(key)
+        if left is not None:  # the members left out wait too, and are told why
+            told = {pod.uid for pod in pods}
+            pods = pods + [pod for pod in left[0] if pod.uid not in told]
+            reason += left[1]
         memo = RejectionMemo(reason, tuple(pod.uid for pod in pods), retry)
         if group.last_rejection == memo:
             return

@@ -21,6 +21,37 @@ def backoff_ms(failures: int, config: PlannerConfig) -> int:
     return round(min(seconds, config.backoff_max_seconds) * 1000)
 
 
+EARLY_RETRY_MAX_MS = 10_000
+"""The longest wait between two early retries of a gang found unschedulable (milliseconds):
+kube-scheduler's podMaxBackoffSeconds (10 s), the most a pod moved by a cluster event waits in
+its backoff queue."""
+
+
+def early_retry_ms(early_retries: int, config: PlannerConfig) -> int:
+    """How long after its last attempt a gang found unschedulable may be tried again because
+    capacity freed, once `early_retries` such retries failed since it was last placed: the
+    backoff of `early_retries + 1` failures (1 s doubling), at most `EARLY_RETRY_MAX_MS`.
+
+    Mirrors kube-scheduler, where a cluster event moves an unschedulable pod to the backoff
+    queue while its backoff (initial * 2^(attempts-1), capped at 10 s) since its last attempt
+    runs: a gang that never fits is tried at most every 10 s however often capacity frees
+    (reference C.2: never retried in a tight loop), while the first retry after a long quiet
+    wait still comes 1 s after its last attempt. Its timed retries (its backoff proper, up to
+    `backoff_max_seconds`) do not count: kube-scheduler makes none. Units: milliseconds.
+    """
+    return min(backoff_ms(early_retries + 1, config), EARLY_RETRY_MAX_MS)
+
+
+def early_retry_at_ms(group: GroupState, freed_ms: int, config: PlannerConfig) -> int | None:
+    """When the group may be retried early (`early_retry_ms` after its last attempt), or None
+    unless it was found unschedulable and capacity freed (at `freed_ms`) since that attempt.
+    Units: UTC epoch milliseconds of event time."""
+    last = group.last_attempt_ms
+    if not group.may_retry_early or last is None or freed_ms < last:
+        return None
+    return last + early_retry_ms(group.early_retries, config)
+
+
 def retry_at_ms(group: GroupState, config: PlannerConfig) -> int | None:
     """When the group may be tried again, or None if it has not failed."""
     if group.failed_at_ms is None or group.failures <= 0:
@@ -37,7 +68,8 @@ def is_backed_off(group: GroupState, now_ms: int, config: PlannerConfig) -> bool
 def next_wakeup_ms(state: PlannerState, config: PlannerConfig) -> int | None:
     """The earliest future time at which planning could decide something new without events.
 
-    Shapes: min over backed-off groups' retry times, in-flight placements' release times
+    Shapes: min over backed-off groups' retry times and early retry times
+    (`early_retry_at_ms`, before their backoff ends), in-flight placements' release times
     (deadline + grace) and the times gangs short of quorum may be told so
     (`GroupState.quorum_told_from_ms`); None when nothing is waiting on time. Lets a simulator
     or a quiet cluster skip straight to it.
@@ -45,6 +77,9 @@ def next_wakeup_ms(state: PlannerState, config: PlannerConfig) -> int | None:
     now = state.now_ms
     times = [retry for group in state.groups.values()
              if (retry := retry_at_ms(group, config)) is not None and retry > now]
+    times.extend(early for group in state.groups.values()
+                 if (early := early_retry_at_ms(group, state.capacity_freed_ms, config))
+                 is not None and early > now and (retry_at_ms(group, config) or 0) > early)
     grace_ms = round(config.release_grace_seconds * 1000)
     times.extend(in_flight.deadline_ms + grace_ms for in_flight in state.placements.values())
     times.extend(told for group in state.groups.values()

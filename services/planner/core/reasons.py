@@ -42,6 +42,7 @@ POD_GROUP_INVALID = "PodGroup {group} is invalid: {reason}"
 POD_INVALID = "pod {pod} is invalid: {reason}"
 UNSUPPORTED = "unsupported constraint: {field}"
 GANG_MEMBER_PREFIX = "gang {group}: pod {pod}: {reason}"
+MEMBER_LEFT_OUT = "; pod {pod} waits apart (minMember does not need it): {reason}"
 PRIORITIES_DIFFER = "; members have different priorities ({priorities}), the gang uses {used}"
 ROLLED_BACK = "gang {group}: placement {decision} rolled back: {reason}"
 PLACEMENT_EXPIRED = (
@@ -154,6 +155,13 @@ def unsupported(field: str) -> str:
 def gang_member(group: str, pod: str, reason: str) -> str:
     """A member-level reason (invalid, unsupported) that keeps the whole gang waiting."""
     return GANG_MEMBER_PREFIX.format(group=group, pod=pod, reason=reason)
+
+
+def members_left_out(members: list[tuple[str, str]]) -> str:
+    """Suffix for a gang planned without members that can never be placed as they are
+    (invalid, unsupported, kept off every node by a PreFilter) and that minMember does not
+    need: each `(pod, its own reason)`, in member order."""
+    return "".join(MEMBER_LEFT_OUT.format(pod=pod, reason=reason) for pod, reason in members)
 
 
 def priorities_differ(priorities: list[int], used: int) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 29
+CORE_REVISION = 30
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -82,7 +82,13 @@ none does), so members arriving no longer change the PodGroup's status one by on
 once members stop arriving"). 28: a nominated gang's reason counts the preempted pods still
 there (it counted every one evicted), and says when they all left and the gang does not fit yet.
 29: a PodGroup made easier to satisfy (smaller minMember or minResources, or no longer invalid)
-lets its gang retry early as freed capacity does, instead of waiting out its backoff."""
+lets its gang retry early as freed capacity does, instead of waiting out its backoff. 30: failed
+early retries of a gang found unschedulable back off, 1 s doubling to 10 s (were: every second
+while capacity freed) ("Early retries paced by the backoff"); a pending member that
+can never be placed (invalid, unsupported, kept off every node by a volume PreFilter) no longer
+keeps back the members that reach minMember without it ("A member that can never be placed waits
+apart"); a starving or partly bound gang whose first members by name never fit holds capacity for
+the members that do ("Anti-starvation room")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

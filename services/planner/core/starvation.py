@@ -63,23 +63,34 @@ def pinned_usage(state: PlannerState, index: NodeIndex, scheduler_name: str) -> 
     return pinned
 
 
-def plan_hold(index: NodeIndex, key: str, members: list[PodObserved], config: PlannerConfig,
-              held_before: list[str], pinned: IntArray | None = None) -> Hold | None:
-    """The capacity `members` would take on nodes emptied of all but `pinned` (what other
-    schedulers' pods use, see `pinned_usage`), or None if they never fit there.
+def plan_hold(index: NodeIndex, key: str, pending: list[PodObserved], need: int,
+              config: PlannerConfig, held_before: list[str],
+              pinned: IntArray | None = None) -> Hold | None:
+    """The capacity `need` of the `pending` members would take on nodes emptied of all but
+    `pinned` (what other schedulers' pods use, see `pinned_usage`), or None if no `need` of
+    them fit there.
 
-    Shapes: `members` are the pending members the gang needs for quorum, in member order;
-    `held_before` the nodes it held last round: among nodes equally free they are preferred
-    again, so the hold does not wander between equally drained nodes (it would never drain
-    any of them), while a node that frees up more takes over.
+    Shapes: `pending` the gang's pending members in member order, `need` how many quorum
+    still needs (1 <= need). The first `need` are tried first (one by one, then searched for a
+    mixed gang); when they never fit, the members that do, in member order, one by one (a
+    member that can never fit, whatever its name, does not make the gang hold nothing while
+    `need` others would fit; reference C.3). `held_before` the nodes it held last round:
+    among nodes equally free they are preferred again, so the hold does not wander between
+    equally drained nodes (it would never drain any of them), while a node that frees up more
+    takes over.
     """
     room: IntArray = index.alloc.copy() if pinned is None else index.alloc - pinned
     sticky = np.zeros(len(index), dtype=np.int64)
     sticky[[index.row[name] for name in held_before if name in index.row]] = STICKY_BONUS
+    members = pending[:need]
     fence = fences.fence(index, members, only_pinned=True)
     rows = _one_by_one(index, members, room.copy(), index.free.copy(), sticky, config, fence)
     if rows is None and members and not placement.is_uniform(members, fence is not None):
         rows = _searched(index, members, room, index.free.copy(), sticky, config, fence)
+    if rows is None and len(pending) > need \
+            and fences.fence(index, pending, only_pinned=True) is None:
+        members, rows = _first_fitting(index, pending, need, room.copy(), index.free.copy(),
+                                       sticky, config)
     if rows is None:
         return None
     amounts: IntArray = np.zeros_like(index.alloc)
@@ -107,6 +118,30 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], room: IntArray,
         placed_ports.setdefault(row, []).extend(pod.host_ports)
         rows.append(row)
     return rows
+
+
+def _first_fitting(index: NodeIndex, pending: list[PodObserved], need: int, room: IntArray,
+                   free_now: IntArray, sticky: IntArray,
+                   config: PlannerConfig) -> tuple[list[PodObserved], list[int] | None]:
+    """The first `need` members that fit one by one in member order, each on the best spread
+    row left, skipping those that do not, and their rows (None: fewer than `need` fit). Only
+    for members without a fence (no spread or inter-pod constraints among them)."""
+    chosen: list[PodObserved] = []
+    rows: list[int] = []
+    placed_ports: dict[int, list[HostPort]] = {}
+    for pod in pending:
+        row = _best_row(index, pod, room, free_now, sticky, config, placed_ports)
+        if row is None:
+            continue
+        vec = index.vector(pod.requests)[0]
+        room[:, row] -= vec
+        free_now[:, row] -= vec
+        placed_ports.setdefault(row, []).extend(pod.host_ports)
+        chosen.append(pod)
+        rows.append(row)
+        if len(chosen) == need:
+            return chosen, rows
+    return chosen, None
 
 
 def _searched(index: NodeIndex, members: list[PodObserved], room: IntArray, free_now: IntArray,

@@ -117,6 +117,9 @@ class GroupState(msgspec.Struct):
     pending_since_ms: int | None = None
     last_attempt_ms: int | None = None
     may_retry_early: bool = False
+    early_retries: int = 0
+    """Early retries (`may_retry_early`) that failed since the group was last placed: the next
+    comes no sooner than `backoff.early_retry_ms` of them after `last_attempt_ms`."""
     schedule_start_ms: int | None = None
     attempts: int = 0
     in_flight: list[str] = []

@@ -55,14 +55,58 @@ def test_unsupported_constraint_is_never_ignored():
     assert cluster.placements() == []
 
 
-def test_unsupported_member_keeps_the_whole_gang_waiting():
+UNSUPPORTED_G1 = "pod default/g-1: unsupported constraint: spec.resourceClaims"
+
+
+def test_an_unsupported_member_quorum_needs_keeps_the_whole_gang_waiting():
     claims = members("g", 1, first=1)[0].unsupported("spec.resourceClaims")
-    pods = [*members("g", 1), claims]
-    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 1), *pods)
+    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 2), *members("g", 1), claims)
     cluster.plan()
     assert cluster.placements() == []
-    assert cluster.last_reason("default/g") == (
-        "gang default/g: pod default/g-1: unsupported constraint: spec.resourceClaims")
+    assert cluster.last_reason("default/g") == f"gang default/g: {UNSUPPORTED_G1}"
+    assert [p.name for p in cluster.rejections("default/g")[-1].pods] == ["g-0", "g-1"]
+
+
+def test_a_member_that_can_never_be_placed_and_quorum_does_not_need_waits_apart():
+    """Coscheduling judges each pod on its own: the unsupported pod fails its own filters,
+    Permit lets the other through once minMember (1) is assigned."""
+    claims = members("g", 1, first=1)[0].unsupported("spec.resourceClaims")
+    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 1), *members("g", 1), claims)
+    placement = next(d for d in cluster.plan() if isinstance(d, Placement))
+    assert [m.name for m in placement.members] == ["g-0"]
+    cluster.bind([placement])
+    cluster.plan()
+    rejection = cluster.rejections("default/g")[-1]
+    assert rejection.reason == f"gang default/g: {UNSUPPORTED_G1}"
+    assert [p.name for p in rejection.pods] == ["g-1"]
+    assert cluster.bound() == ["g-0"]
+
+
+def test_a_gang_left_short_of_room_tells_its_left_out_member_why_it_waits_too():
+    claims = members("g", 1, first=1)[0].unsupported("spec.resourceClaims")
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=500), make_podgroup("g", 1),
+                                *members("g", 1), claims)
+    cluster.plan()
+    assert cluster.placements() == []
+    rejection = cluster.rejections("default/g")[-1]
+    assert [p.name for p in rejection.pods] == ["g-0", "g-1"]
+    assert rejection.reason == (
+        "gang default/g: 0 of 1 members fit; 0/1 nodes are available: 1 Insufficient cpu."
+        "; pod default/g-1 waits apart (minMember does not need it): "
+        "unsupported constraint: spec.resourceClaims")
+
+
+def test_a_replacement_in_a_gang_that_ran_is_placed_beside_an_unsupported_newcomer():
+    """Reference C.10: a gang that ran, one member deleted and recreated by its controller,
+    while an extra member that can never be placed arrived: the replacement is placed."""
+    cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 2), *members("g", 2))
+    cluster.bind(cluster.plan())
+    cluster.delete_pod("g-1")
+    extra = make_pod("g-3").requests(cpu_milli=1000).in_group("g").unsupported(
+        "spec.resourceClaims")
+    cluster.observe(*members("g", 1, first=2), extra)
+    placement = next(d for d in cluster.plan() if isinstance(d, Placement))
+    assert [m.name for m in placement.members] == ["g-2"]
 
 
 def test_an_invalid_pod_waits_with_its_reason():

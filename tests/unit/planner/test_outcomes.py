@@ -123,6 +123,29 @@ def test_an_unschedulable_group_is_retried_early_once_capacity_frees():
     assert [type(d).__name__ for d in decisions] == ["Placement"]
 
 
+def test_a_group_that_never_fits_is_retried_early_at_most_once_per_capped_backoff():
+    """Reference C.2: capacity freeing every second does not make a gang that can never fit
+    be searched every second; its failed early retries back off (1, 2, 4, 8 s, then 10 s),
+    beside the attempts its backoff proper allows."""
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000),
+                                make_pod("p").requests(cpu_milli=6000))
+    attempts = []
+    for second in range(60):
+        cluster.observe(make_pod(f"t{second}").scheduler("other").requests(cpu_milli=10)
+                        .on_node("n0"))
+        cluster.delete_pod(f"t{second}")  # capacity freed every second
+        before = cluster.state.groups.get("default/pod:p")
+        last = before.last_attempt_ms if before is not None else None
+        cluster.plan()
+        group = cluster.state.groups["default/pod:p"]
+        if group.last_attempt_ms != last:
+            attempts.append(cluster.now_ms // 1000)
+        cluster.advance(1)
+    # its timed retries (backoff 1, 2, 4, 8, 16 s: at 0, 1, 3, 7, 15, 31 s) and, between them,
+    # early retries 1, 2, 4, 8 s and then 10 s after each attempt: 12 in a minute, not 60
+    assert attempts == [0, 1, 2, 3, 5, 7, 11, 15, 23, 31, 41, 51]
+
+
 def test_an_early_retry_that_still_fails_is_not_told_again():
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000),
                                 make_pod("p").requests(cpu_milli=6000))

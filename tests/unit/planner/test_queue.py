@@ -44,16 +44,19 @@ def test_a_group_that_does_not_fit_does_not_block_the_next():
     assert placed_groups(cluster.plan()) == ["default/pod:small"]
 
 
-def starvation_cluster(starvation_seconds):
+def starvation_cluster(starvation_seconds, never_fitting_first=False):
     """Three 4-cpu nodes each running two 2-cpu pods; one finishes every 5 s while a new
-    2-cpu pod arrives every 5 s; a gang needs two whole nodes."""
+    2-cpu pod arrives every 5 s; a gang needs two whole nodes (`never_fitting_first`: and has
+    a third member, first by name, of 8 cpu, which no node can ever take)."""
     config = PlannerConfig(starvation_seconds=starvation_seconds)
     running = [make_pod(f"r{i}").requests(cpu_milli=2000).on_node(f"n{i % 3}")
                for i in range(6)]
+    gang = [make_pod(f"g-{i}").requests(cpu_milli=4000).in_group("g") for i in range(1, 3)]
+    if never_fitting_first:
+        gang.insert(0, make_pod("g-0").requests(cpu_milli=8000).in_group("g"))
     cluster = Cluster(config).observe(
         *[make_node(f"n{i}").capacity(cpu_milli=4000) for i in range(3)], *running,
-        make_podgroup("g", 2), *[make_pod(f"g-{i}").requests(cpu_milli=4000).in_group("g")
-                                 for i in range(2)])
+        make_podgroup("g", 2), *gang)
     cluster.run()
     for second in range(1, 61):
         cluster.advance(1)
@@ -68,14 +71,26 @@ def starvation_cluster(starvation_seconds):
 
 def test_without_anti_starvation_small_pods_keep_taking_the_gangs_capacity():
     cluster = starvation_cluster(starvation_seconds=1000)
-    assert "g-0" not in cluster.bound()
+    assert "g-1" not in cluster.bound()
 
 
 def test_a_starving_gang_reserves_capacity_and_is_placed():
     cluster = starvation_cluster(starvation_seconds=10)
-    assert {"g-0", "g-1"} <= set(cluster.bound())
+    assert {"g-1", "g-2"} <= set(cluster.bound())
     assert any("reserving capacity on 2 node(s) for this gang" in r.reason
                for r in cluster.rejections("default/g"))
     assert any("node(s) had capacity reserved for waiting gang default/g" in r.reason
                for r in cluster.rejections())
     assert cluster.state.starving_group != "default/g"  # placed: it holds nothing any more
+
+
+def test_a_starving_gang_holds_for_the_members_that_fit_whatever_their_names():
+    """Reference C.3: the member that can never fit (g-0, first by name) does not make the
+    gang hold nothing, or it starves while its two other members would fit."""
+    cluster = starvation_cluster(starvation_seconds=10, never_fitting_first=True)
+    assert {"g-1", "g-2"} <= set(cluster.bound())
+    assert "g-0" not in cluster.bound()
+    assert any("reserving capacity on 2 node(s) for this gang" in r.reason
+               for r in cluster.rejections("default/g"))
+    assert not any("would not fit even on nodes emptied" in r.reason
+                   for r in cluster.rejections("default/g"))
