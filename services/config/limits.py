@@ -21,13 +21,22 @@ MAX_MEMBERS_IN_FLIGHT = 150_000
 """The largest `--max-members-in-flight`: Kubernetes' supported limit of pods in one cluster
 (150,000), so a larger value could never bind. Units: pods."""
 
-KUBE_POOL_SIZE = 128
+KUBE_POOL_SIZE = 256
 """Connections each Kubernetes client keeps open at most (`services.kube.client.POOL_SIZE`,
-aiohttp's connector limit): the most requests one client has in flight (`REQUEST_SLOTS` of
-them, the rest kept for watches). A `--bind-concurrency` above it binds no faster. Requests over
-the slots wait for one before their timeout starts (`services.kube.client.KubeClient.request`):
-queued in the pool instead, 1,000 binds of 1 s through 128 connections with a 5 s timeout had
-360 time out. Units: connections."""
+aiohttp's connector limit, opened as needed): the most requests one client has in flight
+(`REQUEST_SLOTS` of them, the rest kept for watches). A `--bind-concurrency` above it binds no
+faster. Requests over the slots wait for one before their timeout starts
+(`services.kube.client.KubeClient.request`): queued in the pool instead, 1,000 binds of 1 s
+through 128 connections with a 5 s timeout had 360 time out.
+Why 256: an API server short of CPU serves the requests in flight side by side, so a client's
+share of it follows its share of those requests; with 112 binds in flight against the
+benchmark creator's 256 POSTs, placements queued in the binder for 3-4 s. Workload a at 1,000
+nodes, three runs each, alternated (session 29): 499.5 pods/s on average (494-503) with 256,
+463 (421-525) with 128; gang latency p50 1.7-2.2 s against 3.0-3.6 s, p99 2.7-3.2 s against
+4.1-4.7 s. With API Priority and Fairness (on by default since Kubernetes 1.20) the API server
+queues a client's excess in its priority level; without it, more mutating requests than its
+`--max-mutating-requests-inflight` (200 by default) are answered 429 and retried (client-go
+does the same). Units: connections."""
 
 MAX_SEARCH_BUDGET_STEPS = 10_000
 """The largest `--search-budget-steps`. The whole-gang search runs inside a planning round,

@@ -290,7 +290,7 @@ def test_a_schema_mismatch_names_the_database_as_given_and_the_command_to_run(
     (("simulate", "--default-timeout-seconds", str(10**9 + 1), "."), "--default-timeout-seconds"),
     (("run", "--batch-size", "10001"), "--batch-size"),
     (("run", "--batch-size", str(2**63)), "--batch-size"),  # NATS refused every fetch of it
-    (("planner", "--bind-concurrency", "129"), "--bind-concurrency"),
+    (("planner", "--bind-concurrency", "257"), "--bind-concurrency"),
     (("run", "--search-budget-steps", "10001"), "--search-budget-steps"),
     (("simulate", "--search-budget-steps", "1000000000", "."), "--search-budget-steps"),
     (("replay", "--max-placements-in-flight", "10001"), "--max-placements-in-flight"),

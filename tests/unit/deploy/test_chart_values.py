@@ -30,7 +30,7 @@ BAD_VALUES = [
     (("settings.batchSize=0",), "at '/settings/batchSize': minimum: got 0, want 1"),
     (("settings.bindConcurrency=0",), "at '/settings/bindConcurrency': minimum: got 0, want 1"),
     (("settings.batchSize=10001",), "at '/settings/batchSize': maximum: got 10,001, want 10,000"),
-    (("settings.bindConcurrency=129",), "at '/settings/bindConcurrency': maximum: got 129, want"),
+    (("settings.bindConcurrency=257",), "at '/settings/bindConcurrency': maximum: got 257, want"),
     (("settings.searchBudgetSteps=10001",),
      "at '/settings/searchBudgetSteps': maximum: got 10,001, want 10,000"),
     (("settings.maxPlacementsInFlight=10001",),
