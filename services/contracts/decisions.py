@@ -20,6 +20,7 @@ import msgspec
 
 from services.contracts import subjects
 from services.contracts.ids import GroupKey, split_key
+from services.contracts.integers import EpochMs, Int64
 
 
 class VolumeChoice(msgspec.Struct, frozen=True, gc=False):
@@ -60,11 +61,11 @@ class Placement(msgspec.Struct, frozen=True, gc=False, tag="Placement"):
     """
 
     id: str
-    plan_seq: int
-    at_ms: int
+    plan_seq: Int64
+    at_ms: EpochMs
     group: str
-    attempt: int
-    deadline_ms: int
+    attempt: Int64
+    deadline_ms: Int64
     members: tuple[Assignment, ...]
 
 
@@ -77,13 +78,13 @@ class Rejection(msgspec.Struct, frozen=True, gc=False, tag="Rejection"):
     """
 
     id: str
-    plan_seq: int
-    at_ms: int
+    plan_seq: Int64
+    at_ms: EpochMs
     group: str
     reason: str
     pods: tuple[PodRef, ...]
     is_unschedulable: bool = True
-    retry_at_ms: int | None = None
+    retry_at_ms: Int64 | None = None
 
 
 class StatusUpdate(msgspec.Struct, frozen=True, gc=False, tag="StatusUpdate"):
@@ -95,15 +96,15 @@ class StatusUpdate(msgspec.Struct, frozen=True, gc=False, tag="StatusUpdate"):
     """
 
     id: str
-    plan_seq: int
-    at_ms: int
+    plan_seq: Int64
+    at_ms: EpochMs
     group: str
     phase: str
-    running: int
-    succeeded: int
-    failed: int
+    running: Int64
+    succeeded: Int64
+    failed: Int64
     occupied_by: str = ""
-    schedule_start_ms: int | None = None
+    schedule_start_ms: Int64 | None = None
     condition_reason: str = ""
     condition_message: str = ""
 
@@ -117,7 +118,7 @@ class Victim(msgspec.Struct, frozen=True, gc=False):
     name: str
     node: str
     group: str
-    priority: int
+    priority: Int64
 
 
 class Preemption(msgspec.Struct, frozen=True, gc=False, tag="Preemption"):
@@ -133,11 +134,11 @@ class Preemption(msgspec.Struct, frozen=True, gc=False, tag="Preemption"):
     """
 
     id: str
-    plan_seq: int
-    at_ms: int
+    plan_seq: Int64
+    at_ms: EpochMs
     group: str
-    priority: int
-    deadline_ms: int
+    priority: Int64
+    deadline_ms: Int64
     nominated: tuple[Assignment, ...]
     victims: tuple[Victim, ...]
     reason: str = ""

@@ -19,6 +19,7 @@ from typing import Literal
 
 import msgspec
 
+from services.contracts.integers import EpochMs, Int64
 from services.contracts.resources import ResourceList
 
 SCHEMA_VERSION = 1
@@ -66,7 +67,7 @@ class HostPort(msgspec.Struct, frozen=True, gc=False):
     Defaults as kube-scheduler sanitizes them: protocol TCP, host IP 0.0.0.0 (every address).
     """
 
-    port: int
+    port: Int64
     protocol: str = "TCP"
     host_ip: str = "0.0.0.0"
 
@@ -98,7 +99,7 @@ class WeightedPodAffinityTerm(msgspec.Struct, frozen=True, gc=False):
     `podAffinityTerm`, read as a required term is (`PodAffinityTerm`).
     """
 
-    weight: int
+    weight: Int64
     term: PodAffinityTerm
 
 
@@ -113,11 +114,11 @@ class TopologySpreadConstraint(msgspec.Struct, frozen=True, gc=False):
     (absent: Honor and Ignore, kube-scheduler's defaults). Units: `max_skew` pods.
     """
 
-    max_skew: int
+    max_skew: Int64
     topology_key: str
     when_unsatisfiable: str = "DoNotSchedule"
     label_selector: tuple[NodeSelectorRequirement, ...] | None = None
-    min_domains: int = 1
+    min_domains: Int64 = 1
     node_affinity_policy: str = "Honor"
     node_taints_policy: str = "Ignore"
     match_label_keys: tuple[str, ...] = ()
@@ -153,7 +154,7 @@ class NodeObserved(msgspec.Struct, frozen=True, gc=False, tag="NodeObserved"):
     Units: `allocatable` in gangsched units (cpu millicores, memory bytes, pods count).
     """
 
-    at_ms: int
+    at_ms: EpochMs
     name: str
     uid: str
     resource_version: str
@@ -167,7 +168,7 @@ class NodeObserved(msgspec.Struct, frozen=True, gc=False, tag="NodeObserved"):
 class NodeDeleted(msgspec.Struct, frozen=True, gc=False, tag="NodeDeleted"):
     """A Node was deleted (or vanished while the watch was down: a synthetic delete)."""
 
-    at_ms: int
+    at_ms: EpochMs
     name: str
     uid: str
     resource_version: str = ""
@@ -189,18 +190,18 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     `topologySpreadConstraints`, in spec order (what PodTopologySpread reads).
     """
 
-    at_ms: int
+    at_ms: EpochMs
     uid: str
     namespace: str
     name: str
     resource_version: str
     scheduler_name: str
     phase: str
-    created_at_ms: int
+    created_at_ms: Int64
     requests: ResourceList
     node_name: str | None = None
     group_name: str | None = None
-    priority: int = 0
+    priority: Int64 = 0
     node_selector: dict[str, str] = {}
     required_affinity: tuple[NodeSelectorTerm, ...] | None = None
     tolerations: tuple[Toleration, ...] = ()
@@ -224,7 +225,7 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     """`spec.preemptionPolicy` (the API server copies it from the PriorityClass):
     `PreemptLowerPriority`, or `Never` (the pod never preempts; DefaultPreemption's
     PodEligibleToPreemptOthers)."""
-    start_ms: int | None = None
+    start_ms: Int64 | None = None
     """`status.startTime`, UTC epoch milliseconds (None until the kubelet sets it): what
     DefaultPreemption's last tie-break between candidates reads."""
 
@@ -232,7 +233,7 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
 class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):
     """A Pod was deleted (or vanished while the watch was down: a synthetic delete)."""
 
-    at_ms: int
+    at_ms: EpochMs
     uid: str
     namespace: str
     name: str
@@ -247,15 +248,15 @@ class PodGroupObserved(msgspec.Struct, frozen=True, gc=False, tag="PodGroupObser
     Units: `min_resources` in gangsched units; `schedule_timeout_seconds` in seconds.
     """
 
-    at_ms: int
+    at_ms: EpochMs
     uid: str
     namespace: str
     name: str
     resource_version: str
-    created_at_ms: int
-    min_member: int
+    created_at_ms: Int64
+    min_member: Int64
     min_resources: ResourceList = {}
-    schedule_timeout_seconds: int | None = None
+    schedule_timeout_seconds: Int64 | None = None
     invalid_reason: str | None = None
     api_version: str = "scheduling.x-k8s.io/v1alpha1"
     """Which PodGroup API the object is of: Coscheduling's, or `scheduling.k8s.io/v1alpha2`."""
@@ -264,7 +265,7 @@ class PodGroupObserved(msgspec.Struct, frozen=True, gc=False, tag="PodGroupObser
 class PodGroupDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodGroupDeleted"):
     """A PodGroup was deleted."""
 
-    at_ms: int
+    at_ms: EpochMs
     uid: str
     namespace: str
     name: str
@@ -284,7 +285,7 @@ class ClaimObserved(msgspec.Struct, frozen=True, gc=False, tag="ClaimObserved"):
     `spec.resources.requests.storage` (0 when absent).
     """
 
-    at_ms: int
+    at_ms: EpochMs
     uid: str
     namespace: str
     name: str
@@ -294,7 +295,7 @@ class ClaimObserved(msgspec.Struct, frozen=True, gc=False, tag="ClaimObserved"):
     is_bind_completed: bool = False
     phase: str = "Pending"
     access_modes: tuple[str, ...] = ()
-    request_bytes: int = 0
+    request_bytes: Int64 = 0
     volume_mode: str = "Filesystem"
     selector: tuple[NodeSelectorRequirement, ...] | None = None
     selected_node: str = ""
@@ -306,7 +307,7 @@ class ClaimObserved(msgspec.Struct, frozen=True, gc=False, tag="ClaimObserved"):
 class ClaimDeleted(msgspec.Struct, frozen=True, gc=False, tag="ClaimDeleted"):
     """A PersistentVolumeClaim was deleted."""
 
-    at_ms: int
+    at_ms: EpochMs
     uid: str
     namespace: str
     name: str
@@ -322,13 +323,13 @@ class VolumeObserved(msgspec.Struct, frozen=True, gc=False, tag="VolumeObserved"
     `status.phase`. Units: `capacity_bytes` bytes of `spec.capacity.storage`.
     """
 
-    at_ms: int
+    at_ms: EpochMs
     uid: str
     name: str
     resource_version: str
     storage_class: str = ""
     access_modes: tuple[str, ...] = ()
-    capacity_bytes: int = 0
+    capacity_bytes: Int64 = 0
     volume_mode: str = "Filesystem"
     labels: dict[str, str] = {}
     node_affinity: tuple[NodeSelectorTerm, ...] | None = None
@@ -340,7 +341,7 @@ class VolumeObserved(msgspec.Struct, frozen=True, gc=False, tag="VolumeObserved"
 class VolumeDeleted(msgspec.Struct, frozen=True, gc=False, tag="VolumeDeleted"):
     """A PersistentVolume was deleted."""
 
-    at_ms: int
+    at_ms: EpochMs
     uid: str
     name: str
     resource_version: str = ""
@@ -354,7 +355,7 @@ class StorageClassObserved(msgspec.Struct, frozen=True, gc=False, tag="StorageCl
     `matchLabelExpressions` entry read as an In requirement (empty: every node).
     """
 
-    at_ms: int
+    at_ms: EpochMs
     uid: str
     name: str
     resource_version: str
@@ -366,7 +367,7 @@ class StorageClassObserved(msgspec.Struct, frozen=True, gc=False, tag="StorageCl
 class StorageClassDeleted(msgspec.Struct, frozen=True, gc=False, tag="StorageClassDeleted"):
     """A StorageClass was deleted."""
 
-    at_ms: int
+    at_ms: EpochMs
     uid: str
     name: str
     resource_version: str = ""
@@ -383,13 +384,13 @@ class DisruptionBudgetObserved(msgspec.Struct, frozen=True, gc=False,
     violation). What DefaultPreemption's `filterPodsWithPDBViolation` reads.
     """
 
-    at_ms: int
+    at_ms: EpochMs
     uid: str
     namespace: str
     name: str
     resource_version: str
     selector: tuple[NodeSelectorRequirement, ...] | None = None
-    disruptions_allowed: int = 0
+    disruptions_allowed: Int64 = 0
     disrupted_pods: tuple[str, ...] = ()
 
 
@@ -397,7 +398,7 @@ class DisruptionBudgetDeleted(msgspec.Struct, frozen=True, gc=False,
                               tag="DisruptionBudgetDeleted"):
     """A PodDisruptionBudget was deleted."""
 
-    at_ms: int
+    at_ms: EpochMs
     uid: str
     namespace: str
     name: str
@@ -407,7 +408,7 @@ class DisruptionBudgetDeleted(msgspec.Struct, frozen=True, gc=False,
 class ClockTicked(msgspec.Struct, frozen=True, gc=False, tag="ClockTicked"):
     """The watcher's clock advanced; lets deadlines and backoffs expire in a quiet cluster."""
 
-    at_ms: int
+    at_ms: EpochMs
 
 
 class MemberBound(msgspec.Struct, frozen=True, gc=False, tag="MemberBound"):
@@ -419,7 +420,7 @@ class MemberBound(msgspec.Struct, frozen=True, gc=False, tag="MemberBound"):
     per member ahead of the GroupBound, at the same time, and readers take both forms.
     """
 
-    at_ms: int
+    at_ms: EpochMs
     decision_id: str
     group: str
     pod_uid: str
@@ -429,7 +430,7 @@ class MemberBound(msgspec.Struct, frozen=True, gc=False, tag="MemberBound"):
 class MemberBindFailed(msgspec.Struct, frozen=True, gc=False, tag="MemberBindFailed"):
     """The binder could not bind one member; `is_permanent` is False for retryable errors."""
 
-    at_ms: int
+    at_ms: EpochMs
     decision_id: str
     group: str
     pod_uid: str
@@ -442,7 +443,7 @@ class GroupBound(msgspec.Struct, frozen=True, gc=False, tag="GroupBound"):
     """Every member of the placement `decision_id` is bound, each to the node the Placement
     names for it (`Placement.members`), as of `at_ms`: one event for the whole gang."""
 
-    at_ms: int
+    at_ms: EpochMs
     decision_id: str
     group: str
 
@@ -454,7 +455,7 @@ class GroupRolledBack(msgspec.Struct, frozen=True, gc=False, tag="GroupRolledBac
     controller recreates them; `failed_pod` is the uid of the first member that failed.
     """
 
-    at_ms: int
+    at_ms: EpochMs
     decision_id: str
     group: str
     reason: str
