@@ -76,11 +76,11 @@ class Round:
         state.starving_group, state.starving_nodes = None, []
         self.quiet_reason: str | None = None
         """Why the last quiet attempt failed (`_attempt(quiet=True)`), not recorded."""
-        self.left_out: dict[str, tuple[list[PodObserved], str]] = {}
+        self.left_out: dict[str, tuple[list[PodObserved], str, tuple[str, bool]]] = {}
         """Gangs planned this round without some pending members that can never be placed
         (invalid, unsupported, or kept off every node by a PreFilter) and that quorum does not
-        need: those members and the note every Rejection of the gang carries for them
-        (`_leave_out`)."""
+        need: those members, the note every Rejection of the gang carries for them, and what
+        they are told alone (`_leave_out`, `_tell_left_out`)."""
         self.stranded: dict[str, int] = {}
         """Groups planned this round that are partly bound (`quorum.is_stranded`): their bound
         members. They hold capacity as a starving gang does, from the first round on."""
@@ -167,6 +167,7 @@ class Round:
             # backpressure: placed now, it would only queue behind the binders' work; a
             # starving or partly bound gang keeps holding its capacity (and its nodes) meanwhile
             self._maybe_hold(key, group, pending, quorum.still_needed(counts, min_member))
+            self._tell_left_out(key, group)
             if key not in self.stranded:
                 self.rest(key, everyone, self.derived.behind_binders)
             return
@@ -319,9 +320,24 @@ class Round:
             return False
         if quorum.count(self.derived, key, group, min_member).usable - len(blocked) < min_member:
             return False
-        self.left_out[key] = ([pod for pod, _, _ in blocked], reasons.members_left_out(
-            [(_name(pod), reason) for pod, reason, _ in blocked]))
+        reason_of = {pod.uid: reason for pod, reason, _ in blocked}
+        out = [pod for pod in pending if pod.uid in reason_of]  # member order
+        self.left_out[key] = (out, reasons.members_left_out(
+            [(_name(pod), reason_of[pod.uid]) for pod in out]),
+            self._blocked_reason(key, blocked[0]))
         return True
+
+    def _tell_left_out(self, key: str, group: GroupState) -> None:
+        """Tell the members `_leave_out` left out why they wait, alone: what they are told once
+        the others are placed (the same Rejection, so it is not told twice), now that the
+        others are placed or wait only for busy binders."""
+        left = self.left_out.pop(key, None)
+        if left is None:
+            return
+        pods, _, (reason, is_unschedulable) = left
+        self.reject(key, group, pods, reason, is_unschedulable=is_unschedulable,
+                    is_backoff=False)
+        self.left_out[key] = left
 
     def _placeable(self, key: str, pending: list[PodObserved]) -> list[PodObserved]:
         """`pending` less the members `_leave_out` left out of this round."""
@@ -402,6 +418,7 @@ class Round:
                 key, min_member, len(trial.unplaced), nodes) + note if trial.unplaced else None)
             return False
         self._commit(key, group, podgroup, trial)
+        group.early_retries = 0
         if trial.unplaced:
             reason = reasons.gang_extra_members(key, min_member, len(trial.unplaced), nodes)
             self._fail(key, group, trial.unplaced, reason + note)
@@ -409,9 +426,11 @@ class Round:
             # placed, not yet bound: `failures` stays so a rollback backs off longer (reset by
             # GroupBound); clearing `failed_at_ms` ends the current backoff
             group.failed_at_ms, group.failure_reason = None, ""
-            group.early_retries = 0
             group.pending_since_ms = None
-            group.last_rejection = None
+            if key in self.left_out:
+                self._tell_left_out(key, group)  # told once, not again per placement
+            else:
+                group.last_rejection = None
         return True
 
     def _trial(self, key: str, pending: list[PodObserved], need: int) -> placement.Trial:

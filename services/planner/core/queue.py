@@ -13,8 +13,13 @@ QueueKey = tuple[int, int, int, str]
 
 
 def priority(pending: list[PodObserved]) -> int:
-    """The group's priority: the highest priority among its pending members (0 if none)."""
-    return max((pod.priority for pod in pending), default=0)
+    """The group's priority: the highest priority among its pending members that can be
+    placed as they are (0 if none is pending). A member that is invalid or asks for an
+    unsupported constraint waits apart (`attempt.Round._leave_out`) and does not raise its
+    gang's priority, as Coscheduling queues each pod by its own; it counts only when every
+    pending member is such."""
+    placeable = [pod.priority for pod in pending if not (pod.invalid_reason or pod.unsupported)]
+    return max(placeable or [pod.priority for pod in pending], default=0)
 
 
 def priorities(pending: list[PodObserved]) -> list[int]:
