@@ -37,7 +37,7 @@ _stack = options.stack
 
 
 data_dir_option = _option(
-    "--data-dir", type=click.Path(path_type=Path), default=Path(".gangsched"), show_default=True,
+    "--data-dir", type=options.PATH, default=Path(".gangsched"), show_default=True,
     help="Data directory of `gangsched run`: its run.json gives the database and NATS URLs.")
 db_option = _option("--db", default=None, type=options.DATABASE_URL,
                     help="Database URL (or SQLite file path) to read. Unset: run.json's, else "

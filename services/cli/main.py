@@ -315,7 +315,7 @@ def migrate(**parsed: Any) -> None:
 
 
 @app.command(name="schema")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("docs/schema"),
+@click.option("--out", type=options.PATH, default=Path("docs/schema"),
               show_default=True, help="Directory to write the JSON Schemas into.")
 def schema_command(out: Path) -> None:
     """Write the JSON Schemas of events, outcomes and decisions."""
@@ -331,7 +331,7 @@ def schema_command(out: Path) -> None:
 
 
 @app.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=options.NonEmptyPath(exists=True))
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="Readable table or one JSON object.")
 @options.option("--scheduler-name", default="gangsched", show_default=True,

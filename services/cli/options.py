@@ -81,8 +81,50 @@ def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
+class NonEmptyPath(click.Path):
+    """A file or directory path (`click.Path`, converted to a `Path`) that refuses an empty
+    value: `Path("")` is the current directory, so `--data-dir ''` would fill it with
+    gangsched's files and `--out ''` write there. Every path option and the GANGSCHED_*
+    variable feeding it uses it (click takes an empty variable for an unset one)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("path_type", Path)
+        super().__init__(**kwargs)
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        """The value as a `Path`; `self.fail` (exit 2) for an empty one."""
+        if isinstance(value, str | bytes) and not value:
+            self.fail("an empty path names no file or directory (it would be the current "
+                      "directory): give a path", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+PATH = NonEmptyPath()
+"""A path option's type (`NonEmptyPath`)."""
+
+
+class Host(click.ParamType):  # type: ignore[type-arg]
+    """`--http-host`: an address or host name to listen on, not blank (an empty host listens
+    on every interface, which `0.0.0.0` or `::` must say on purpose)."""
+
+    name = "host"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        """The host; `self.fail` (exit 2) for a blank one."""
+        text = str(value)
+        if not text.strip():
+            self.fail("an empty host would listen on every interface: give an address "
+                      "(127.0.0.1, or 0.0.0.0 for all on purpose)", param, ctx)
+        return text
+
+
+HOST = Host()
+
+
 local_options = stack(
-    _option("--data-dir", type=click.Path(path_type=Path), default=Path(".gangsched"),
+    _option("--data-dir", type=PATH, default=Path(".gangsched"),
             help="Directory of the SQLite database (and, for `run`, the embedded NATS "
                  "store and run.json)."),
     _option("--log-level", default="INFO", type=LOG_LEVEL, help="Python logging level."),
@@ -129,7 +171,8 @@ common_options = stack(
     local_options,
     _option("--scheduler-name", default="gangsched", type=SCHEDULER_NAME,
             help="spec.schedulerName of the pods gangsched schedules."),
-    _option("--http-host", default="127.0.0.1", help="Address of /healthz, /readyz, /metrics."),
+    _option("--http-host", default="127.0.0.1", type=HOST,
+            help="Address of /healthz, /readyz, /metrics."),
     _option("--http-port", type=click.IntRange(-1, 65535), default=0,
             help="Port of /healthz, /readyz, /metrics (0 = a free port, -1 = disabled)."),
 )
@@ -143,6 +186,9 @@ class SecretFile(click.ParamType):  # type: ignore[type-arg]
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> str:
+        if not str(value):
+            self.fail("an empty path names no file: give the file holding the secret",
+                      param, ctx)
         try:
             text = Path(str(value)).expanduser().read_text()
         except (OSError, UnicodeDecodeError) as error:
@@ -164,6 +210,8 @@ class CredsFile(click.ParamType):  # type: ignore[type-arg]
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Path:
+        if not str(value):
+            self.fail("an empty path names no file: give the credentials file", param, ctx)
         path = Path(str(value)).expanduser()
         try:
             text = path.read_text()
@@ -346,7 +394,7 @@ store_options = _option(
 )
 
 kube_options = stack(
-    _option("--kubeconfig", type=click.Path(path_type=Path), default=None,
+    _option("--kubeconfig", type=PATH, default=None,
             help="Kubeconfig file. Unset: in-cluster credentials, else the files of "
                  "$KUBECONFIG (colon-separated, as kubectl reads them), else ~/.kube/config."),
     _option("--context", default=None, help="Kubeconfig context."),
@@ -461,7 +509,7 @@ binder_options = stack(
 )
 
 decision_key_options = _option(
-    "--decision-key-file", type=click.Path(path_type=Path), default=None,
+    "--decision-key-file", type=PATH, default=None,
     help="Planner and binder: file holding the shared key (at least 32 bytes, e.g. `openssl "
          "rand -hex 32`) the planner signs decisions with and the binder checks them with. "
          "Unset, `run` keeps one in <data-dir>/decision.key (made on first start, mode 0600).")
