@@ -55,6 +55,7 @@ def with_key(settings: Settings, services: tuple[str, ...]) -> Settings:
     path = settings.decision_key_file
     if path is None:
         path = _run_key(settings.data_dir)
+    _check_kind(path)
     _check_mode(path)
     try:
         key = DecisionKey.from_text(path.read_text(encoding="utf-8"))
@@ -83,6 +84,29 @@ def check_given(settings: Settings, services: tuple[str, ...]) -> None:
 def uses_run_key(settings: Settings, services: tuple[str, ...]) -> bool:
     """Whether `with_key` keeps the key in the data directory (`run`, no key file given)."""
     return settings.decision_key_file is None and set(services) >= SIGNING_SERVICES
+
+
+def _check_kind(path: Path) -> None:
+    """Refuse a key file that is no regular file (a directory, a device such as /dev/null, a
+    pipe), before any advice about its permissions: no key can be read from it, and not twice
+    (`run` hands the same file to each of its services).
+
+    An empty path is refused as the option is parsed (`options.PATH`).
+
+    Raises:
+        BadKey: `path` exists and is no regular file (a symbolic link is followed, as a
+            Kubernetes Secret volume makes them).
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # reading it fails next, with the reason
+    if stat.S_ISDIR(mode):
+        raise BadKey(f"the decision key file {path} is a directory: give the file holding "
+                     "the key")
+    if not stat.S_ISREG(mode):
+        raise BadKey(f"the decision key file {path} is not a regular file: give the file "
+                     "holding the key")
 
 
 def _check_mode(path: Path) -> None:

@@ -184,23 +184,29 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
     """Run `services` in this process, holding the data directory (one process per data dir)
     when it keeps this process's state (embedded NATS store, default SQLite file).
 
-    Usage errors (no NATS for a service run apart, no decision key) are told before the data
-    directory is touched.
+    Usage errors (no NATS for a service run apart, no decision key, a --decision-key-file
+    that holds no usable key, planner options that do not go together) are told before the
+    data directory is touched: a refused start leaves no directory behind.
     """
     from services.cli import data_dir_lock, decision_keys, failed_start
 
     settings = options.settings_from(parsed)
     options.lease_name(settings, services)
+    planner = planner_config(parsed)
     start = failed_start.StartGuard(settings.data_dir)
     if not settings.bus.url and len(services) == 1:
         raise click.UsageError(
             f"`gangsched {services[0]}` needs --nats (or GANGSCHED_NATS): the services run apart "
             "share one NATS; only `gangsched run` starts an embedded nats-server of its own")
     exclusive = data_dir_lock.holds_state(settings, services)
+    run_key = decision_keys.uses_run_key(settings, services)
     try:
         decision_keys.check_given(settings, services)
-        _data_dir(settings, made=exclusive or decision_keys.uses_run_key(settings, services))
-        settings = decision_keys.with_key(settings, services)
+        if not run_key:  # a given key file: read before the data directory is made
+            settings = decision_keys.with_key(settings, services)
+        _data_dir(settings, made=exclusive or run_key)
+        if run_key:  # `run`'s own key, kept in the data directory
+            settings = decision_keys.with_key(settings, services)
     except decision_keys.NoKey as error:
         raise click.UsageError(str(error)) from None
     except decision_keys.BadKey as error:
@@ -210,7 +216,7 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
     try:
         with (data_dir_lock.hold(settings.data_dir) if exclusive else contextlib.nullcontext(),
               start.removing_on_failure(exclusive=exclusive)):
-            _serve_locked(settings, services, parsed, start)
+            _serve_locked(settings, services, parsed, planner, start)
     except data_dir_lock.DataDirUnusable as error:
         raise exit_codes.Failed(str(error)) from None
 
@@ -223,14 +229,14 @@ def _data_dir(settings: Settings, *, made: bool) -> None:
 
 
 def _serve_locked(settings: Settings, services: tuple[str, ...], parsed: dict[str, Any],
-                  start: failed_start.StartGuard) -> None:
+                  planner: PlannerConfig, start: failed_start.StartGuard) -> None:
     """`_serve` once this process holds the data directory: the services, until signalled
-    (`run`: in child processes, unless --single-process); `start` is told whether they were
-    ever ready (a failed start removes the data directory it made: `failed_start`)."""
+    (`run`: in child processes, unless --single-process), planning with `planner`; `start` is
+    told whether they were ever ready (a failed start removes the data directory it made:
+    `failed_start`)."""
     from services.cli import serve
 
     configure_logging(settings.log_level)
-    planner = planner_config(parsed)
     if len(services) > 1 and not parsed.get("single_process"):
         from services.cli.run_processes import serve_in_processes
 

@@ -111,6 +111,11 @@ class KubeClient:
         self._slots = asyncio.Semaphore(REQUEST_SLOTS)
 
     @property
+    def server(self) -> str:
+        """The API server URL without credentials, for messages (`kubeconfig.shown_url`)."""
+        return self._shown_host
+
+    @property
     def host(self) -> str:
         """The API server URL, e.g. `https://127.0.0.1:6443`."""
         return self._host

@@ -62,8 +62,9 @@ class KubeLease:
     Implements `services.runtime.election.LeaseStore`; revisions are local counters, the
     object's resourceVersion is read before every write (one GET and one PUT a renewal).
 
-    Raises (every method): LeaseUnavailable when the API server cannot answer now,
-    LeaseRefused when it refuses (no RBAC permission on leases, no such namespace).
+    Raises (every method): LeaseUnavailable when the API server cannot answer now (naming
+    it and why, for `election.campaign` to say so), LeaseRefused when it refuses (no RBAC
+    permission on leases, no such namespace).
     """
 
     def __init__(self, client: KubeClient, *, namespace: str, name: str, installation: str,
@@ -235,8 +236,14 @@ class KubeLease:
         """The API's errors as `election`'s: LeaseUnavailable, LeaseRefused."""
         try:
             yield
-        except errors.KubeUnavailable as error:
-            raise LeaseUnavailable(f"{doing} Lease {self.where}: {error}") from error
+        except errors.KubeUnreachable as error:
+            raise LeaseUnavailable(f"{doing} Lease {self.where}: {error}",
+                                   server=f"the API server at {error.server}",
+                                   why=error.why) from error
+        except errors.KubeUnavailable as error:  # answered: busy (429) or failing (5xx)
+            raise LeaseUnavailable(f"{doing} Lease {self.where}: {error}",
+                                   server=f"the API server at {self._client.server}",
+                                   why=error.detail) from error
         except errors.KubeForbidden as error:
             raise LeaseRefused(f"{doing} Lease {self.where}: {error} (the binder needs get, "
                                "create and update on leases.coordination.k8s.io in namespace "

@@ -11,7 +11,10 @@ from before the write was sent, so it stops serving before the server can let an
 A leader that stops (shutdown, or its work failed) releases the lease so a standby takes over
 at its next attempt. Never touches the service's state; `lead` runs the caller's work only
 while this process holds the lease. A store says it cannot be reached now with
-`LeaseUnavailable` (or TimeoutError, OSError) and that it refuses with `LeaseRefused`.
+`LeaseUnavailable` (or TimeoutError, OSError) and that it refuses with `LeaseRefused`. A
+standby that cannot reach the store's server says so as a connection does
+(`services.runtime.unreachable`): one WARNING at the first failure of a kind, again every
+tenth with its count, one INFO line once the server answers again.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any, Protocol
 from prometheus_client import Gauge
 
 from services.runtime import cancellation, metrics
+from services.runtime.unreachable import Repeats
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +41,19 @@ RELEASE_TIMEOUT_SECONDS = 2.0
 
 
 class LeaseUnavailable(Exception):
-    """The lease's store cannot be reached or is busy now (a later request may succeed)."""
+    """The lease's store cannot be reached or is busy now (a later request may succeed).
+
+    `server` names the server that failed to answer (`the API server at https://...`) and
+    `why` says why in words (`connection refused`, `HTTP 503 ...`): a campaign then warns
+    (`cannot reach <server>: <why>; retrying every 2s`). Without `server` the failure is
+    logged at DEBUG only: a store whose connection reports its own outages (NATS), or a
+    write race lost.
+    """
+
+    def __init__(self, message: str, *, server: str = "", why: str = "") -> None:
+        super().__init__(message)
+        self.server = server
+        self.why = why or message
 
 
 class LeaseRefused(Exception):
@@ -175,20 +191,25 @@ async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monoto
                    ready: ReadyFlag | None = None) -> Term:
     """Try to take the lease every `retry_seconds` until it is ours; the term won. A refusal
     is logged at WARNING when it first says something new, then at DEBUG (the same refusal,
-    e.g. a missing permission, every attempt); `ready` (if given) is set by every attempt
-    answered (a standby is ready: warm, able to take over), cleared by every one refused (it
-    could never take over), and left alone while the store cannot be reached."""
+    e.g. a missing permission, every attempt); a server that cannot be reached
+    (`LeaseUnavailable` naming it) at WARNING at the first failure of each kind and every
+    tenth with its count (`Outage`), and at INFO once it answers again; `ready` (if given) is
+    set by every attempt answered (a standby is ready: warm, able to take over), cleared by
+    every one refused (it could never take over), and left alone while the store cannot be
+    reached."""
     log.info("standing by for the leader lease (retry every %gs)", timing.retry_seconds)
     told = ""
+    outage = Outage(timing.retry_seconds)
     while True:
         started = clock()
         with cancellation.kept():  # one lost in `acquire` (nats-py's wait_for) still stops us
             try:
                 revision = await lease.acquire()
             except _UNAVAILABLE as error:
-                log.debug("leader lease unavailable: %r", error)
+                outage.failed(error)
                 revision = None
             except LeaseRefused as error:
+                outage.answered()
                 (log.debug if str(error) == told else log.warning)(
                     "leader lease refused (will retry every %gs): %s", timing.retry_seconds,
                     error)
@@ -197,12 +218,45 @@ async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monoto
                     ready.set(False)
                 revision = None
             else:
+                outage.answered()
                 if ready is not None:
                     ready.set()
                 told = ""
         if revision is not None:
             return Term(revision, started)
         await asyncio.sleep(timing.retry_seconds)
+
+
+class Outage:
+    """What a campaign says while its store's server cannot be reached: a `LeaseUnavailable`
+    naming a server at WARNING, `cannot reach <server>: <why>; retrying every <n>s`, at the first
+    failure of each `why` and then every tenth (with its count, `unreachable.Repeats`); one
+    INFO line, `<server> answers again`, at the first answer after one was logged. Any other
+    unavailability (no server named, our own timeout) at DEBUG."""
+
+    def __init__(self, retry_seconds: float) -> None:
+        self._retry_seconds = retry_seconds
+        self._repeats = Repeats()
+        self._server = ""
+
+    def failed(self, error: BaseException) -> None:
+        """One attempt got no answer because of `error`; log it as the class says."""
+        if not isinstance(error, LeaseUnavailable) or not error.server:
+            log.debug("leader lease unavailable: %r", error)
+            return
+        count = self._repeats.count(error.why)
+        if count is None:
+            log.debug("leader lease unavailable: %s", error)
+            return
+        self._server = error.server
+        repeats = f" ({count} such failures)" if count > 1 else ""
+        log.warning("cannot reach %s: %s; retrying every %gs%s", error.server, error.why,
+                    self._retry_seconds, repeats)
+
+    def answered(self) -> None:
+        """An attempt was answered (granted, held by another or refused)."""
+        if self._repeats.clear() and self._server:
+            log.info("%s answers again", self._server)
 
 
 async def _serve_while_leading(

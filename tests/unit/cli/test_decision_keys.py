@@ -92,3 +92,27 @@ def test_an_unusable_key_file_is_a_usage_line_with_status_2(tmp_path: Path) -> N
     assert result.exit_code == 2
     assert result.output.startswith(f"gangsched planner: {key}: "), result.output
     assert len(result.output.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("path", "what"), [
+    ("/tmp", "is a directory"), ("/dev/null", "is not a regular file")])
+@pytest.mark.parametrize("command", [["planner", "--nats", "nats://127.0.0.1:1"], ["replay"]])
+def test_a_key_path_that_is_no_file_is_said_so_before_any_permission_advice(
+        path: str, what: str, command: list[str], tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, [*command, "--data-dir", str(tmp_path / "data"),
+                                      "--decision-key-file", path])
+    assert result.exit_code == 2
+    assert f"the decision key file {path} {what}" in result.output
+    assert "chmod" not in result.output and len(result.output.splitlines()) == 1
+
+
+def test_a_refused_key_leaves_no_data_directory_behind(tmp_path: Path) -> None:
+    """The key is read before `run` makes its data directory (and any missing parent)."""
+    key = tmp_path / "short"
+    key.write_text("short\n")
+    key.chmod(0o600)
+    result = CliRunner().invoke(app, ["run", "--data-dir", str(tmp_path / "new" / "data"),
+                                      "--decision-key-file", str(key)])
+    assert result.exit_code == 2
+    assert "it needs at least 32" in result.output
+    assert not (tmp_path / "new").exists()

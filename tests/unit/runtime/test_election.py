@@ -211,3 +211,56 @@ async def test_a_candidate_stopped_while_standing_by_after_a_term_releases_what_
     with pytest.raises(asyncio.CancelledError):
         await task
     assert lease.released == [7]
+
+
+class UnreachableLease(FakeLease):
+    """`acquire` fails with each of `failures` in turn, then is answered: held by another
+    installation once, then granted."""
+
+    def __init__(self, *failures: BaseException) -> None:
+        super().__init__()
+        self.failures = list(failures)
+        self.answers_given = 0
+
+    async def acquire(self) -> int | None:
+        if self.failures:
+            raise self.failures.pop(0)
+        self.answers_given += 1
+        return 1 if self.answers_given > 1 else None
+
+
+def api_server_down(why: str = "connection refused") -> election.LeaseUnavailable:
+    return election.LeaseUnavailable(
+        f"taking Lease kube-system/gangsched: GET ...: cannot reach the API server at "
+        f"https://127.0.0.1:1: {why}", server="the API server at https://127.0.0.1:1", why=why)
+
+
+async def test_a_standby_that_cannot_reach_the_server_warns_at_once_and_every_tenth_time(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("DEBUG", logger="services.runtime.election")
+    lease = UnreachableLease(*[api_server_down()] * 11, api_server_down("timed out"),
+                             *[api_server_down()] * 10)
+    flag = Flag()
+    await election.campaign(lease, Timing(lease_seconds=0.09, retry_seconds=0.001), ready=flag)
+    said = [(r.levelname, r.getMessage()) for r in caplog.records
+            if r.levelname in ("WARNING", "INFO") and "standing by" not in r.getMessage()]
+    assert said == [
+        ("WARNING", "cannot reach the API server at https://127.0.0.1:1: connection refused; "
+                    "retrying every 0.001s"),
+        ("WARNING", "cannot reach the API server at https://127.0.0.1:1: connection refused; "
+                    "retrying every 0.001s (11 such failures)"),
+        ("WARNING", "cannot reach the API server at https://127.0.0.1:1: timed out; "
+                    "retrying every 0.001s"),
+        ("WARNING", "cannot reach the API server at https://127.0.0.1:1: connection refused; "
+                    "retrying every 0.001s (21 such failures)"),
+        ("INFO", "the API server at https://127.0.0.1:1 answers again")]
+    assert flag.values == [True, True]  # not ready while unreachable; ready once answered
+
+
+async def test_a_store_that_reports_its_own_outages_leaves_the_campaign_quiet(
+        caplog: pytest.LogCaptureFixture) -> None:
+    lease = UnreachableLease(election.LeaseUnavailable("NATS is down"), TimeoutError(),
+                             ConnectionRefusedError())
+    await election.campaign(lease, Timing(lease_seconds=0.09, retry_seconds=0.001))
+    assert [r.getMessage() for r in caplog.records if r.levelname != "INFO"] == []
+    assert not any("answers again" in r.getMessage() for r in caplog.records)

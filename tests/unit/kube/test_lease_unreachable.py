@@ -1,0 +1,93 @@
+"""A binder standing by for its Lease says why when the API server cannot answer: the Lease's
+`LeaseUnavailable` names the server and the reason, and a campaign warns with them
+(`services.runtime.election.Outage`), instead of a debug line nobody sees."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+
+from services.config.settings import KubeSettings
+from services.kube import client
+from services.kube.leases import KubeLease
+from services.runtime import election
+
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {{server: "{server}", insecure-skip-tls-verify: true}}
+users:
+- name: u
+  user: {{token: "t0ken"}}
+contexts:
+- name: x
+  context: {{cluster: c, user: u}}
+current-context: x
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        return int(unused.getsockname()[1])
+
+
+async def lease_at(tmp_path: Path, server: str) -> tuple[client.KubeClient, KubeLease]:
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG.format(server=server))
+    kube = await client.connect(KubeSettings(kubeconfig=path))
+    return kube, KubeLease(kube, namespace="kube-system", name="gangsched",
+                           installation="test@1", process="p", lease_seconds=15)
+
+
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_an_unreachable_api_server_is_named_with_the_reason(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    port = free_port()
+    kube, lease = await lease_at(tmp_path, f"https://127.0.0.1:{port}")
+    try:
+        with pytest.raises(election.LeaseUnavailable) as raised:
+            await lease.acquire()
+        assert raised.value.server == f"the API server at https://127.0.0.1:{port}"
+        assert raised.value.why == "connection refused"
+        campaign = asyncio.create_task(election.campaign(
+            lease, election.Timing(lease_seconds=0.09, retry_seconds=0.01)))
+        await asyncio.sleep(0.2)
+        campaign.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await campaign
+    finally:
+        await kube.close()
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned[0] == (f"cannot reach the API server at https://127.0.0.1:{port}: "
+                         "connection refused; retrying every 0.01s")
+    assert len(warned) <= 3  # the first, then every tenth
+
+
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_an_api_server_that_answers_unavailable_is_named_with_its_answer(
+        tmp_path: Path) -> None:
+    async def unavailable(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        body = b'{"kind":"Status","reason":"ServiceUnavailable","message":"etcd down"}'
+        writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                     + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(unavailable, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        kube, lease = await lease_at(tmp_path, f"http://127.0.0.1:{port}")
+        try:
+            with pytest.raises(election.LeaseUnavailable) as raised:
+                await lease.acquire()
+        finally:
+            await kube.close()
+    assert raised.value.server == f"the API server at http://127.0.0.1:{port}"
+    assert raised.value.why == "HTTP 503 ServiceUnavailable: etcd down"
