@@ -382,6 +382,10 @@ class DatabaseUrl(click.ParamType):  # type: ignore[type-arg]
             self.fail(f"{urls.shown(str(value))!r} is not a database URL gangsched can use "
                       f"({why}); give sqlite+aiosqlite:///path/file.db, "
                       "postgresql+asyncpg://user@host/db or a file path", param, ctx)
+        if urls.in_memory_sqlite(text):
+            self.fail(f"{str(value)!r} is an in-memory SQLite database, which keeps nothing "
+                      "once its connection closes: give a file, "
+                      "sqlite+aiosqlite:///path/file.db", param, ctx)
         return text
 
 

@@ -45,6 +45,25 @@ def shown(url: str) -> str:
     return public.render_as_string(hide_password=False)
 
 
+def in_memory_sqlite(url: str) -> bool:
+    """Whether `url` is a SQLite database kept in memory: no file path (`sqlite://`,
+    `sqlite+aiosqlite://`, `sqlite:///`), `:memory:`, or a SQLite URI one (`file::memory:`,
+    `mode=memory`, with `uri=true`). Such a database lives as long as one connection: a
+    migration of it is gone before the planner looks, and nothing it records can be audited."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return False
+    if parsed.get_backend_name() != "sqlite":
+        return False
+    database = parsed.database or ""
+    if database in ("", ":memory:"):
+        return True
+    as_uri = str(parsed.query.get("uri", "")).lower() in ("true", "1")
+    return as_uri and (database.startswith("file::memory:")
+                       or parsed.query.get("mode") == "memory")
+
+
 def hides_secrets(url: str) -> bool:
     """Whether `shown(url)` leaves a secret out (so that it cannot be pasted as the URL)."""
     try:

@@ -574,3 +574,28 @@ def test_lease_names_and_namespaces_as_the_api_server_takes_them() -> None:
     assert not is_dns_subdomain("x" * 254)
     for namespace in ("kube-system", "a", "x" * 63):
         assert NAMESPACE_NAME.convert(namespace, None, None) == namespace
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite+aiosqlite://", "sqlite:///",
+                                 "sqlite:///:memory:", "sqlite+aiosqlite:///:memory:",
+                                 "sqlite:///file::memory:?uri=true",
+                                 "sqlite:///file:x?mode=memory&uri=true"])
+@pytest.mark.parametrize("command", ["migrate", "replay", "explain", "planner"])
+def test_an_in_memory_sqlite_database_is_refused_wherever_a_url_is_taken(
+        url: str, command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It would keep nothing: `migrate` "upgraded" a database gone at once, and the planner
+    then asked for that migration again."""
+    monkeypatch.chdir(tmp_path)
+    argv = [command, *(["pod", "x"] if command == "explain" else []), "--db", url]
+    code, output = invoke(*argv)
+    assert code == 2
+    assert "is an in-memory SQLite database" in output and len(output.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sqlite_file_url_is_no_in_memory_database() -> None:
+    from services.store.urls import in_memory_sqlite
+
+    assert not in_memory_sqlite("sqlite+aiosqlite:///var/lib/gangsched/gangsched.db")
+    assert not in_memory_sqlite("sqlite:///memory.db")
+    assert not in_memory_sqlite("postgresql+asyncpg://u@h/db")
