@@ -192,7 +192,7 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
     data_dirs.require(parsed["data_dir"], made=False)
     bus = (_served_bus(parsed, "replay from", "Its database records every planning round: "
                        "gangsched replay --source db --data-dir {data_dir}")[0]
-           if parsed["source"] == "nats" else _bus(parsed))
+           if parsed["source"] == "nats" else _bus(parsed, with_url=False))
     return ReplayRequest(
         source=parsed["source"], db_url=run_info.database_url(parsed["db"], parsed["data_dir"]),
         bus=bus, config=config, window=Window(parsed["from_seq"] or 1, parsed["since"]),
@@ -412,7 +412,14 @@ def _namespaced(text: str) -> tuple[str, str]:
         raise click.BadParameter(str(error)) from None
 
 
-def _bus(parsed: dict[str, Any]) -> BusSettings:
+def _bus(parsed: dict[str, Any], *, with_url: bool = True) -> BusSettings:
+    """The NATS settings of an audit command: the options given, else run.json's (its embedded
+    server's URL and credentials, and prefix); `with_url` False: no URL is looked up (a
+    database replay reads no NATS, only the prefix its verifier checks subjects against).
+
+    Raises:
+        run_info.Damaged: run.json's `nats` or `prefix`, looked up, is unusable.
+    """
     from services.config.settings import BusSettings
 
     data_dir = parsed["data_dir"]
@@ -421,7 +428,8 @@ def _bus(parsed: dict[str, Any]) -> BusSettings:
     embedded = run_info.nats_credentials(parsed.get("nats"), data_dir)
     if embedded is not None and not (user or password or creds):
         user, password = embedded  # the embedded server of `gangsched run` in data_dir
-    return BusSettings(url=run_info.nats_url(parsed.get("nats"), data_dir),
+    url = run_info.nats_url(parsed.get("nats"), data_dir) if with_url else None
+    return BusSettings(url=url,
                        prefix=run_info.prefix(parsed.get("prefix"), data_dir),
                        user=user, password=password, creds_file=creds)
 

@@ -13,13 +13,19 @@ nats-server, never credentials the user gave.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import ArgumentError
+
 from services.bus import urls
+from services.cli import exit_codes
 from services.config.settings import Settings
+from services.contracts.subjects import PREFIX_PATTERN
 from services.runtime.private_files import make_private_directory, write_private
 from services.store import urls as database_urls
+from services.store.engines import async_url
 
 RUN_FILE = "run.json"
 CREDENTIALS_FILE = "nats-credentials.json"
@@ -91,19 +97,96 @@ def remove(data_dir: Path) -> None:
         (data_dir / name).unlink(missing_ok=True)
 
 
+class Damaged(exit_codes.Failed):
+    """run.json holds what no `gangsched run` writes (damaged, or another program's): the
+    message names the file and the field, and how to go on (exit status 1, as a damaged
+    database)."""
+
+
+def recorded(data_dir: Path, field: str) -> str | None:
+    """run.json's `field` (`db`, `nats` or `prefix`), checked as the option of that name is
+    (`database_problem`, `bus.urls.problem`, `PREFIX_PATTERN`); None when the file or the
+    field is absent (or null), or the file cannot be read (another user's: 0600).
+
+    Raises:
+        Damaged: the file is no JSON object, or the field is no text or not what its option
+            takes (e.g. `"db": "garbage"`, `"db": 7`, `"nats": "not a url"`).
+    """
+    path = data_dir / RUN_FILE
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        info = json.loads(text)
+    except ValueError:
+        raise _damaged(path, "it is not JSON", field) from None
+    if not isinstance(info, dict):
+        raise _damaged(path, f"it is a JSON {type(info).__name__}, not an object", field)
+    value = info.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise _damaged(path, f'its "{field}" is {json.dumps(value)}, not a {_WHAT[field]}',
+                       field)
+    why = _CHECKS[field](value)
+    if why is not None:
+        raise _damaged(path, f'its "{field}" is not a {_WHAT[field]} ({why})', field)
+    return value
+
+
+def database_problem(url: str) -> str | None:
+    """Why `url` is no database URL gangsched can use (as `--db` checks one), or None."""
+    if "://" not in url:
+        return f"{url!r} is no URL"
+    try:
+        async_url(url)
+    except (ValueError, ArgumentError) as error:
+        return f"{database_urls.shown(url)!r}: {error}"
+    if database_urls.in_memory_sqlite(url):
+        return f"{url!r} is an in-memory SQLite database"
+    return None
+
+
+def _prefix_problem(text: str) -> str | None:
+    """Why `text` is no subject prefix (as `--prefix` checks one), or None."""
+    return None if PREFIX_PATTERN.fullmatch(text) else f"{text!r}"
+
+
+_CHECKS: dict[str, Callable[[str], str | None]] = {
+    "db": database_problem, "nats": urls.problem, "prefix": _prefix_problem}
+_WHAT = {"db": "database URL", "nats": "NATS URL", "prefix": "subject prefix"}
+_FLAGS = {"db": "--db", "nats": "--nats", "prefix": "--prefix"}
+
+
+def _damaged(path: Path, why: str, field: str) -> Damaged:
+    """The refusal of the run.json `path`, saying `why`, when its `field` was wanted."""
+    return Damaged(f"cannot use {path}: {why}; it is damaged or not gangsched's: give "
+                   f"{_FLAGS[field]}, or remove it if no `gangsched run` serves that directory")
+
+
 def database_url(given: str | None, data_dir: Path) -> str:
-    """`given`, else run.json's `db`, else the data directory's default SQLite database."""
-    recorded = load(data_dir).get("db")
-    return given or (str(recorded) if recorded else Settings(data_dir=data_dir).store_url())
+    """`given`, else run.json's `db`, else the data directory's default SQLite database.
+
+    Raises:
+        Damaged: run.json is read and its `db` is unusable (`recorded`).
+    """
+    return given or recorded(data_dir, "db") or Settings(data_dir=data_dir).store_url()
 
 
 def nats_url(given: str | None, data_dir: Path) -> str | None:
-    """`given`, else run.json's `nats` (the embedded server of a running `gangsched run`)."""
-    recorded = load(data_dir).get("nats")
-    return given or (str(recorded) if recorded else None)
+    """`given`, else run.json's `nats` (the embedded server of a running `gangsched run`).
+
+    Raises:
+        Damaged: run.json is read and its `nats` is unusable (`recorded`).
+    """
+    return given or recorded(data_dir, "nats")
 
 
 def prefix(given: str | None, data_dir: Path) -> str:
-    """`given`, else run.json's `prefix`, else `gangsched`."""
-    recorded = load(data_dir).get("prefix")
-    return given or (str(recorded) if recorded else DEFAULT_PREFIX)
+    """`given`, else run.json's `prefix`, else `gangsched`.
+
+    Raises:
+        Damaged: run.json is read and its `prefix` is unusable (`recorded`).
+    """
+    return given or recorded(data_dir, "prefix") or DEFAULT_PREFIX
