@@ -322,12 +322,17 @@ def decisions_command(follow: bool, podgroup: tuple[str, str] | None, decision_t
     consumer never notices), then keep following them with --follow.
 
     Exit status 3 (without --follow) when --podgroup or --type finds no decision: said in one
-    line; an empty stream without either is 0.
+    line; an empty stream without either is 0. Ctrl-C stops --follow (exit 0); without it,
+    the listing cut short exits 1 (`Aborted!`).
     """
     from services.cli import following
 
     data_dirs.require(parsed["data_dir"], made=False)
-    with contextlib.suppress(KeyboardInterrupt):
+    # Ctrl-C is how --follow is stopped (exit 0); a listing it cuts short is not all there:
+    # click's `Aborted!` and exit 1, as for every other one-shot command (`replay`, `explain`)
+    stopping: contextlib.AbstractContextManager[None] = (
+        contextlib.suppress(KeyboardInterrupt) if follow else contextlib.nullcontext())
+    with stopping:
         bus, url = _served_bus(parsed, "read decisions from", "The decisions recorded there "
                                "can be read offline: gangsched replay --data-dir {data_dir}")
         gone = None if parsed.get("nats") else _run_gone(parsed["data_dir"], url)
