@@ -81,7 +81,9 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 def _expand(files: list[Path]) -> list[Path]:
     """`files`, with each directory replaced by its manifest files (sorted by name, not
-    recursive), as `kubectl apply -f DIR` reads them.
+    recursive), as `kubectl apply -f DIR` reads them. A symbolic link named as a manifest
+    is one, also when it leads nowhere (dangling, or a loop): reading it then says why, as
+    kubectl does, rather than its objects going missing unsaid.
 
     Raises:
         manifests.InvalidManifest: a directory without manifest files (a simulation of nothing
@@ -91,7 +93,7 @@ def _expand(files: list[Path]) -> list[Path]:
     for path in files:
         if path.is_dir():
             found = sorted(child for child in path.iterdir()
-                           if child.is_file() and child.suffix in MANIFEST_SUFFIXES)
+                           if child.suffix in MANIFEST_SUFFIXES and _manifest_file(child))
             if not found:
                 raise manifests.InvalidManifest(
                     str(path), "", "no manifest files (*.yaml, *.yml, *.json) in this "
@@ -100,6 +102,12 @@ def _expand(files: list[Path]) -> list[Path]:
         else:
             expanded.append(path)
     return expanded
+
+
+def _manifest_file(child: Path) -> bool:
+    """Whether the directory entry `child` is read as a manifest file: a regular file, or a
+    symbolic link that does not lead to a directory (a dangling or looping one included)."""
+    return child.is_file() or (child.is_symlink() and not child.is_dir())
 
 
 def start_ms(items: list[manifests.Item]) -> int:
