@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -46,7 +47,9 @@ from services.planner.scheduling_time import SchedulingTimes
 from services.planner.snapshotting import SnapshotSchedule
 from services.runtime import metrics
 from services.runtime.health import ReadyFlag
-from services.store import schema
+from services.runtime.unreachable import Repeats
+from services.store import schema, urls
+from services.store.errors import StoreUnavailable, reaching
 from services.store.planner_store import PlannerStore
 
 log = logging.getLogger(__name__)
@@ -130,14 +133,14 @@ class PlannerService:
             try:
                 await asyncio.shield(self.mark_unmarked())
             except Exception as error:  # the store failed: the run's own error says why
-                log.warning("cannot mark %d published decisions at stop (a restart publishes "
-                            "them again; JetStream drops the copies): %s",
-                            len(self.unmarked), error)
+                _at_stop(error)("cannot mark %d published decisions at stop (a restart "
+                                "publishes them again; JetStream drops the copies): %s",
+                                len(self.unmarked), error)
             try:
                 await asyncio.shield(self.snapshot_at_stop())
             except Exception as error:
-                log.warning("cannot write the state snapshot at stop (a restart re-plans the "
-                            "batches since the last one): %s", error)
+                _at_stop(error)("cannot write the state snapshot at stop (a restart re-plans "
+                                "the batches since the last one): %s", error)
 
     async def snapshot_at_stop(self) -> None:
         """Write the state as of the last committed batch, unless the latest snapshot holds it.
@@ -281,6 +284,47 @@ class PlannerService:
             metrics.podgroups.labels(phase).set(count)
 
 
+DATABASE_RETRY_FIRST_SECONDS = 0.5
+DATABASE_RETRY_MAX_SECONDS = 30.0
+"""The planner retries a database it cannot reach after these waits, doubling (the
+supervisor's backoff, `services.runtime.supervision`)."""
+
+
+class DatabaseOutage:
+    """What the planner says while its database cannot be reached, as for NATS
+    (`services.runtime.unreachable`): one WARNING at the first failure of each kind, `cannot
+    reach the database <URL>: <driver error>; retrying in 0.5s`, again every tenth failure of
+    that kind with its count, no traceback (the error is no bug); one INFO line, `the
+    database <URL> answers again`, once the planner has recovered from it. Holds the backoff
+    between attempts, which doubles up to `DATABASE_RETRY_MAX_SECONDS` and starts again at
+    the first once it answers."""
+
+    def __init__(self) -> None:
+        self._repeats = Repeats()
+        self._url = ""
+        self.delay_seconds = DATABASE_RETRY_FIRST_SECONDS
+        """The wait before the next attempt."""
+
+    def failed(self, error: StoreUnavailable, url: str) -> None:
+        """An attempt failed with `error` on the database at `url` (without its password)."""
+        self._url = url
+        count = self._repeats.count(error.why)
+        repeats = f" ({count} such failures)" if count is not None and count > 1 else ""
+        (log.debug if count is None else log.warning)(
+            "%s; retrying in %gs%s", error, self.delay_seconds, repeats)
+
+    async def wait(self) -> None:
+        """Wait before the next attempt; the wait after it is twice as long (up to the max)."""
+        await asyncio.sleep(self.delay_seconds)
+        self.delay_seconds = min(self.delay_seconds * 2, DATABASE_RETRY_MAX_SECONDS)
+
+    def answered(self) -> None:
+        """The database answered (the planner recovered from it): say so if a failure was."""
+        self.delay_seconds = DATABASE_RETRY_FIRST_SECONDS
+        if self._repeats.clear():
+            log.info("the database %s answers again", self._url)
+
+
 async def run_planner(
     settings: Settings,
     js: JetStream,
@@ -291,22 +335,47 @@ async def run_planner(
 ) -> None:
     """Run the planner until cancelled: check the schema, recover, then serve batches.
 
+    A database that cannot be reached (at the start or mid-run: `StoreUnavailable`) is
+    waited for here, said as `DatabaseOutage` says, not ready meanwhile: each attempt
+    starts over from the schema check and the committed state, as a restart would.
     Raises:
         services.store.errors.SchemaMismatch: the database needs `gangsched migrate`.
         StreamBehindTracking: the EVENTS stream ends before the tracked sequence.
-        Anything a batch raises (database or NATS failures): run it under a supervisor.
+        Anything else a batch raises (NATS failures, bugs): run it under a supervisor.
     """
-    await schema.check_schema(engine)
+    outage = DatabaseOutage()
+    url = urls.shown(engine.url.render_as_string(hide_password=False))
+    while True:
+        try:
+            await _run(settings, js, engine, ready, config, outage.answered)
+            return
+        except StoreUnavailable as error:
+            if ready is not None:
+                ready.set(False)
+            outage.failed(error, url)
+        await outage.wait()
+
+
+async def _run(settings: Settings, js: JetStream, engine: AsyncEngine, ready: ReadyFlag | None,
+               config: core_config.PlannerConfig | None, answered: Callable[[], None]) -> None:
+    """One attempt of `run_planner`; `answered` is called once the planner has recovered.
+
+    Raises:
+        StoreUnavailable: the database cannot be reached; else as `run_planner`.
+    """
+    with reaching(urls.shown(engine.url.render_as_string(hide_password=False))):
+        await schema.check_schema(engine)
     await streams.ensure_streams(js, settings.bus)
     publisher = BusPublisher(js, signing_key=settings.decision_key)
     try:
-        await _serve(js, engine, publisher, settings, ready, config)
+        await _serve(js, engine, publisher, settings, ready, config, answered)
     finally:
         await publisher.close()
 
 
 async def _serve(js: JetStream, engine: AsyncEngine, publisher: BusPublisher, settings: Settings,
-                 ready: ReadyFlag | None, config: core_config.PlannerConfig | None) -> None:
+                 ready: ReadyFlag | None, config: core_config.PlannerConfig | None,
+                 answered: Callable[[], None]) -> None:
     """`run_planner` once its publisher exists: recover, then serve batches until cancelled."""
     prefix = settings.bus.prefix
     service = PlannerService(
@@ -317,6 +386,7 @@ async def _serve(js: JetStream, engine: AsyncEngine, publisher: BusPublisher, se
         settings=settings.planner,
     )
     start_seq = await service.recover()
+    answered()
     events_stream = subjects.stream_name(prefix, "EVENTS")
     await _check_stream_reaches(js, events_stream, service.tracked_seq)
     consumer = await PullConsumer.open(
@@ -330,6 +400,12 @@ async def _serve(js: JetStream, engine: AsyncEngine, publisher: BusPublisher, se
         if ready is not None:
             ready.set(False)
         await consumer.close()
+
+
+def _at_stop(error: Exception) -> Callable[..., None]:
+    """How to log a write at stop that failed with `error`: at DEBUG when the database cannot
+    be reached (the run's own failure says so, once: `DatabaseOutage`), else at WARNING."""
+    return log.debug if isinstance(error, StoreUnavailable) else log.warning
 
 
 async def _check_stream_reaches(js: JetStream, stream: str, tracked_seq: int) -> None:

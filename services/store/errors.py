@@ -5,6 +5,9 @@ Layer: store.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 
 class SchemaMismatch(Exception):
     """The database schema revision differs from the one this code needs.
@@ -16,13 +19,38 @@ class SchemaMismatch(Exception):
 
 class StoreUnavailable(Exception):
     """The database cannot be reached or read (refused, unknown host, authentication, not a
-    database file); the message names it, without its password, and the driver's reason."""
+    database file); the message names it, without its password, and the driver's reason.
+
+    `why` is the driver's reason alone (`unusable_database`), by which a caller retrying
+    tells one kind of failure from another (defaults to the message).
+    """
+
+    def __init__(self, message: str, *, why: str = "") -> None:
+        super().__init__(message)
+        self.why = why or message
+
+
+@contextlib.contextmanager
+def reaching(shown_url: str) -> Iterator[None]:
+    """Raise the errors that say the database cannot be reached or read (`unusable_database`)
+    as `StoreUnavailable`: `cannot reach the database <shown_url>: <driver error>`; any other
+    error (a bug, an integrity error) passes unchanged. `shown_url` is the URL without its
+    password (`services.store.urls.shown`)."""
+    try:
+        yield
+    except Exception as error:
+        why = unusable_database(error)
+        if why is None:
+            raise
+        raise StoreUnavailable(f"cannot reach the database {shown_url}: {why}",
+                               why=why) from error
 
 
 def unusable_database(error: BaseException) -> str | None:
     """`"<DriverError>: <message>"` when `error` says the database cannot be reached or read
     (connection refused or lost, unknown host, not a database file, authentication, no such
-    database), else None: an error of a query itself (a bug) is not one of these.
+    database, the server shutting down: `UNREACHABLE_SQLSTATES`), else None: an error of a
+    query itself (a bug) is not one of these.
 
     Shapes: `error` as raised through SQLAlchemy (its driver error in `orig`) or by the driver
     or the network directly.
@@ -30,16 +58,33 @@ def unusable_database(error: BaseException) -> str | None:
     import socket
     import sqlite3
 
-    from sqlalchemy.exc import DatabaseError, InterfaceError, OperationalError
+    from sqlalchemy.exc import DatabaseError, DBAPIError, InterfaceError, OperationalError
 
     if isinstance(error, ConnectionError | socket.gaierror | TimeoutError):
         return f"{type(error).__name__}: {error}"
     if isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError:
         return f"{type(error).__name__}: {error}"  # from the driver itself (the audit's pages)
-    if not isinstance(error, OperationalError | InterfaceError) and type(error) is not (
-            DatabaseError):  # plain DatabaseError: SQLite's "file is not a database"
-        return None
     cause: BaseException = getattr(error, "orig", None) or error
     if type(cause).__name__ == "Error" and cause.__cause__ is not None:
         cause = cause.__cause__  # asyncpg's own error behind SQLAlchemy's adapter
+    if isinstance(error, DBAPIError) and _unreachable_state(cause):
+        return f"{type(cause).__name__}: {cause}"  # SQLAlchemy's generic DBAPIError
+    if not isinstance(error, OperationalError | InterfaceError) and type(error) is not (
+            DatabaseError):  # plain DatabaseError: SQLite's "file is not a database"
+        return None
     return f"{type(cause).__name__}: {cause}"
+
+
+UNREACHABLE_SQLSTATES = ("08", "28", "57", "53300", "3D000")
+"""SQLSTATEs (classes, or codes) of a PostgreSQL server that cannot serve this client now or
+at all, not of a query's mistake: 08 connection exception, 28 invalid authorization (a wrong
+password), 57 operator intervention (`terminating connection due to administrator command`
+when it stops, `the database system is starting up`, a statement timeout), 53300 too many
+connections, 3D000 no such database. SQLAlchemy raises these from asyncpg as its generic
+`DBAPIError`, not as `OperationalError`."""
+
+
+def _unreachable_state(cause: BaseException) -> bool:
+    """Whether a driver error carries one of `UNREACHABLE_SQLSTATES` (asyncpg's `sqlstate`)."""
+    state = getattr(cause, "sqlstate", None)
+    return isinstance(state, str) and state.startswith(UNREACHABLE_SQLSTATES)

@@ -11,6 +11,7 @@ outbox rows after the snapshot's sequence (`catch_up_*`) are what a restart repl
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, Table, and_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from services.store import tables
+from services.store import tables, urls
+from services.store.errors import reaching
 
 AuditRow = tuple[int, str, str, int, bytes]
 """`(seq, subject, type, at_ms, data)` of one applied event."""
@@ -78,7 +80,12 @@ class PendingDeadLetter:
 
 
 class PlannerStore:
-    """Reads and writes the planner's rows for one consumer and one snapshot name."""
+    """Reads and writes the planner's rows for one consumer and one snapshot name.
+
+    Raises (every method): services.store.errors.StoreUnavailable when the database cannot
+    be reached or read (refused, reset, timed out, authentication; `errors.reaching`), naming
+    it without its password; any other error (a bug) as the driver raised it.
+    """
 
     def __init__(
         self, engine: AsyncEngine, *, consumer: str = "planner", snapshot: str = "planner",
@@ -88,6 +95,8 @@ class PlannerStore:
         self.consumer = consumer
         self.snapshot = snapshot
         self.planner = planner  # recorded with every round (`tables.rounds`)
+        self.shown_url = urls.shown(engine.url.render_as_string(hide_password=False))
+        """The database's URL without its password, for messages."""
 
     async def load(self) -> tuple[bytes | None, int]:
         """The latest snapshot's bytes and the tracked sequence (see `load_snapshot`: the
@@ -104,7 +113,7 @@ class PlannerStore:
         Shapes: `Snapshot(None, 0, tracked)` when no snapshot was written yet.
         """
         snapshots, tracking = tables.snapshots, tables.tracking
-        async with self.engine.connect() as connection, connection.begin():
+        async with self._connection(begin=True) as connection:
             row = (await connection.execute(
                 select(snapshots.c.data, snapshots.c.seq).where(snapshots.c.name == self.snapshot)
             )).first()
@@ -134,7 +143,7 @@ class PlannerStore:
             sqlalchemy.exc.IntegrityError: an event sequence or decision id already stored,
                 which means the caller broke the tracking invariant; nothing is written.
         """
-        async with self.engine.begin() as connection:
+        async with self._connection(begin=True) as connection:
             await _insert(connection, tables.audit_events, [_audit(row) for row in events])
             await _insert(connection, tables.outbox, [
                 _outbox(row, position) for position, row in enumerate(decisions)
@@ -158,7 +167,7 @@ class PlannerStore:
         transaction, so a snapshot never claims a sequence the state does not reach: a caller
         whose last commit was not confirmed (interrupted) writes nothing."""
         snapshots, tracking = tables.snapshots, tables.tracking
-        async with self.engine.begin() as connection:
+        async with self._connection(begin=True) as connection:
             tracked = (await connection.execute(
                 select(tracking.c.last_seq).where(tracking.c.consumer == self.consumer)
             )).scalar_one_or_none()
@@ -179,19 +188,19 @@ class PlannerStore:
             .where(outbox.c.published_at_ms.is_(None))
             .order_by(outbox.c.plan_seq, outbox.c.position)
         )
-        async with self.engine.connect() as connection:
+        async with self._connection() as connection:
             rows = (await connection.execute(query)).all()
         return [PendingDecision(row.id, row.plan_seq, row.subject, row.data) for row in rows]
 
     async def mark_published(self, ids: Sequence[str]) -> None:
         """Record that the decisions `ids` are stored in the DECISIONS stream (idempotent)."""
         if ids:
-            async with self.engine.begin() as connection:
+            async with self._connection(begin=True) as connection:
                 await _mark_published(connection, ids)
 
     async def record_dead_letter(self, seq: int, subject: str, reason: str, data: bytes) -> None:
         """Store one poisoned message outside a batch; a sequence already stored is kept."""
-        async with self.engine.begin() as connection:
+        async with self._connection(begin=True) as connection:
             known = (await connection.execute(
                 select(tables.dead_letters.c.seq).where(tables.dead_letters.c.seq == seq)
             )).first()
@@ -207,14 +216,14 @@ class PlannerStore:
             .where(dead.c.published_at_ms.is_(None))
             .order_by(dead.c.seq)
         )
-        async with self.engine.connect() as connection:
+        async with self._connection() as connection:
             rows = (await connection.execute(query)).all()
         return [PendingDeadLetter(row.seq, row.subject, row.reason, row.data) for row in rows]
 
     async def mark_dead_letters_published(self, seqs: Sequence[int]) -> None:
         """Record that the dead letters `seqs` are stored on the dead-letter subject."""
         if seqs:
-            async with self.engine.begin() as connection:
+            async with self._connection(begin=True) as connection:
                 await connection.execute(
                     update(tables.dead_letters)
                     .where(tables.dead_letters.c.seq.in_(list(seqs)))
@@ -246,7 +255,7 @@ class PlannerStore:
         while True:
             query = (select(*columns).where(later, outbox.c.plan_seq <= upto_seq)
                      .order_by(outbox.c.plan_seq, outbox.c.position).limit(PAGE_ROWS))
-            async with self.engine.connect() as connection:
+            async with self._connection() as connection:
                 rows = (await connection.execute(query)).all()
             for row in rows:
                 yield RecordedRow(row[0], int(row[1]), int(row[2]), row[3], bytes(row[4]))
@@ -256,12 +265,24 @@ class PlannerStore:
             later = or_(outbox.c.plan_seq > plan_seq,
                         and_(outbox.c.plan_seq == plan_seq, outbox.c.position > position))
 
+    @contextlib.asynccontextmanager
+    async def _connection(self, *, begin: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A connection (in a transaction committed at the end when `begin`), whose failures
+        to reach the database, at connect, in a query or at commit, are `StoreUnavailable`."""
+        with reaching(self.shown_url):
+            if begin:
+                async with self.engine.begin() as connection:
+                    yield connection
+            else:
+                async with self.engine.connect() as connection:
+                    yield connection
+
     async def _pages(self, query: Select[Any], key: Any, after: int,
                      upto: int) -> AsyncIterator[Any]:
         """Rows of `query` with `after` < `key` <= `upto`, by `key`, `PAGE_ROWS` at a time."""
         while True:
             page = query.where(key > after, key <= upto).order_by(key).limit(PAGE_ROWS)
-            async with self.engine.connect() as connection:
+            async with self._connection() as connection:
                 rows = (await connection.execute(page)).all()
             for row in rows:
                 yield row
