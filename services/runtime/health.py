@@ -20,15 +20,41 @@ log = logging.getLogger(__name__)
 
 
 class ReadyFlag:
-    """One service's readiness: false until the service says it is ready."""
+    """One service's readiness: false until the service says it is ready, and while anything
+    holds it down.
+
+    A hold names a condition of the service's surroundings that stops its work whatever the
+    service itself says (its NATS connection down, a stream it consumes gone): the connection
+    or consumer that sees the condition holds the flag and releases it when the condition
+    ends, independently of `set`, so neither undoes the other.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.is_ready = False
+        self._is_set = False
+        self._holds: set[str] = set()
+
+    @property
+    def is_ready(self) -> bool:
+        """Set, and held by nothing."""
+        return self._is_set and not self._holds
+
+    @property
+    def holds(self) -> list[str]:
+        """The reasons holding the flag down, sorted (empty when nothing holds it)."""
+        return sorted(self._holds)
 
     def set(self, is_ready: bool = True) -> None:
         """Mark the service ready (or, with False, not ready)."""
-        self.is_ready = is_ready
+        self._is_set = is_ready
+
+    def hold(self, reason: str) -> None:
+        """Hold the flag down (not ready) for `reason` until `release(reason)`; idempotent."""
+        self._holds.add(reason)
+
+    def release(self, reason: str) -> None:
+        """End the hold for `reason`; idempotent."""
+        self._holds.discard(reason)
 
 
 class Readiness:
@@ -42,8 +68,16 @@ class Readiness:
         return self._flags.setdefault(name, ReadyFlag(name))
 
     def not_ready(self) -> list[str]:
-        """Names of the flags not set, sorted."""
+        """Names of the flags not ready (not set, or held), sorted."""
         return sorted(name for name, flag in self._flags.items() if not flag.is_ready)
+
+    def described(self) -> list[str]:
+        """`not_ready`, each held flag followed by its holds: `planner (NATS disconnected)`."""
+        shown = []
+        for name in self.not_ready():
+            holds = self._flags[name].holds
+            shown.append(f"{name} ({'; '.join(holds)})" if holds else name)
+        return shown
 
 
 class PortUnavailable(Exception):
@@ -125,8 +159,9 @@ class HealthServer:
         return web.Response(text="ok\n")
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        """Ready when every flag is set; else 503 naming the services not ready."""
-        waiting = self.readiness.not_ready()
+        """Ready when every flag is set and held by nothing; else 503 naming the services not
+        ready, with what holds them: `not ready: planner (NATS disconnected)`."""
+        waiting = self.readiness.described()
         if waiting:
             return web.Response(status=503, text=f"not ready: {', '.join(waiting)}\n")
         return web.Response(text="ready\n")

@@ -19,3 +19,24 @@ def test_readiness_waits_for_every_flag_handed_out() -> None:
 
 def test_a_process_without_services_is_ready() -> None:
     assert Readiness().not_ready() == []
+
+
+def test_a_hold_keeps_a_set_flag_not_ready_until_released_and_names_its_reason() -> None:
+    readiness = Readiness()
+    planner = readiness.flag("planner")
+    planner.set()
+    planner.hold("NATS disconnected")
+    planner.hold("NATS disconnected")  # idempotent
+    assert readiness.described() == ["planner (NATS disconnected)"]
+    planner.set()  # the service saying it is ready does not undo the hold
+    assert not planner.is_ready
+    planner.release("NATS disconnected")
+    assert planner.is_ready and readiness.not_ready() == []
+
+
+def test_a_release_does_not_make_an_unset_flag_ready() -> None:
+    flag = Readiness().flag("binder")
+    flag.hold("stream gone")
+    flag.release("stream gone")
+    flag.release("never held")
+    assert not flag.is_ready
