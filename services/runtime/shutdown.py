@@ -2,7 +2,9 @@
 
 Layer: runtime. Installs handlers only on the running loop and only while `run_until_signalled`
 runs; never calls `sys.exit`. A SIGINT that came before they were installed, while the process
-started, is acted on the same way once they are (`services.runtime.interrupts`).
+started, is acted on the same way once they are (`services.runtime.interrupts`). A task that
+meets an error no restart mends (`end_with`, the supervisor's `Fatal`) stops the main coroutine
+the same way, and `run_until_signalled` then raises that error (the process's one line).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import weakref
 from collections.abc import Coroutine
 from typing import Any
 
@@ -20,6 +23,25 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
+_ENDINGS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[BaseException]] = (
+    weakref.WeakKeyDictionary())
+"""The error each loop's `run_until_signalled` is asked to end with (`end_with`)."""
+
+
+def end_with(error: BaseException) -> bool:
+    """Ask the `run_until_signalled` of the running loop to stop its main coroutine (as a
+    signal does) and raise `error`: for an error no restart mends, met by a task the main
+    coroutine may not be waiting on yet (a service failing before the process is ready).
+
+    Shapes: whether one runs (False: the caller raises `error` itself). The first error wins.
+    """
+    ending = _ENDINGS.get(asyncio.get_running_loop())
+    if ending is None:
+        return False
+    if not ending.done():
+        ending.set_result(error)
+    return True
+
 
 async def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
     """Run `main` until it ends or SIGTERM/SIGINT arrives; on a signal, cancel it and wait.
@@ -27,7 +49,8 @@ async def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
     now, once the handlers are installed: `main` is then closed without running.
 
     Raises:
-        whatever `main` raises (other than its cancellation on a signal).
+        whatever `main` raises (other than its cancellation on a signal), or the error a task
+            asked it to end with (`end_with`), after cancelling `main`.
     """
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(log_in_one_line)
@@ -41,12 +64,23 @@ async def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
         return
     task = asyncio.ensure_future(main)
     waiter = asyncio.ensure_future(stop.wait())
+    ending: asyncio.Future[BaseException] = loop.create_future()
+    _ENDINGS[loop] = ending
     try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        pending: set[asyncio.Future[Any]] = {task, waiter, ending}
+        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiter.cancel()
         _remove_handlers(loop)
-        await cancel_and_wait(task)
+        try:
+            await cancel_and_wait(task)
+        except Exception:
+            if not ending.done():
+                raise
+        finally:
+            _ENDINGS.pop(loop, None)
+    if ending.done():
+        raise ending.result()
 
 
 def _remove_handlers(loop: asyncio.AbstractEventLoop) -> None:

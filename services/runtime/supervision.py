@@ -1,7 +1,9 @@
 """Run long-lived tasks under supervision: restart on failure with backoff, log by task name.
 
 Layer: runtime. A supervised task that returns normally is done; one that raises is restarted
-after a capped exponential backoff; cancellation always propagates (graceful shutdown).
+after a capped exponential backoff, unless its error is `Fatal` (no restart can mend it: the
+task ends with it, and `Supervisor.wait` raises it); cancellation always propagates (graceful
+shutdown).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from services.runtime import cancellation, metrics
+from services.runtime import cancellation, metrics, shutdown
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +29,13 @@ TaskFactory = Callable[[], Awaitable[None]]
 """Makes a fresh coroutine for each (re)start of a supervised task."""
 
 
+class Fatal(Exception):
+    """Base (or mixin) of errors no restart can mend, which an operator must act on (the
+    planner's database tracking sequences its stream no longer holds): `supervise` does not
+    restart the task but raises the error, and `Supervisor.wait` raises it, so the process
+    ends with its one line instead of restarting forever with a traceback."""
+
+
 async def supervise(
     name: str,
     factory: TaskFactory,
@@ -39,6 +48,9 @@ async def supervise(
     Units: backoffs in seconds, doubling per consecutive failure up to the maximum.
     Raises:
         asyncio.CancelledError: when cancelled (the running attempt is cancelled too).
+        Fatal: what `factory()` raised, not logged here (the caller says it in one line);
+            the process's `shutdown.run_until_signalled`, if one runs, is asked to end with
+            it too (its main coroutine may be waiting for readiness, not for this task).
     """
     backoff = first_backoff_seconds
     while True:
@@ -46,6 +58,9 @@ async def supervise(
         try:
             await factory()
         except asyncio.CancelledError:
+            raise
+        except Fatal as error:
+            shutdown.end_with(error)
             raise
         except Exception:
             if time.monotonic() - started >= HEALTHY_RUN_SECONDS:
@@ -74,12 +89,20 @@ class Supervisor:
         return task
 
     async def wait(self) -> None:
-        """Wait until every task has finished (normally only when cancelled).
+        """Wait until every task has finished (normally only when cancelled), or one ended
+        with a `Fatal` error.
 
         Cancelling the caller does not wait for the tasks (`stop` does that).
+        Raises:
+            Fatal: the error a task ended with (the other tasks still run: `stop` them).
         """
         if self._tasks:
-            await asyncio.wait(list(self._tasks.values()))
+            await asyncio.wait(list(self._tasks.values()),
+                               return_when=asyncio.FIRST_EXCEPTION)
+        for task in self._tasks.values():
+            error = task.exception() if task.done() and not task.cancelled() else None
+            if error is not None:
+                raise error
 
     async def stop(self) -> None:
         """Cancel every task and wait for them to end; idempotent.
@@ -91,6 +114,7 @@ class Supervisor:
         tasks = list(self._tasks.values())
         await cancellation.cancel_until_done(tasks, RECANCEL_SECONDS)
         for task in tasks:
-            if not task.cancelled() and task.exception() is not None:
+            if not task.cancelled() and task.exception() is not None \
+                    and not isinstance(task.exception(), Fatal):  # `wait` raised it
                 log.error("task %s ended with %r", task.get_name(), task.exception())
         self._tasks.clear()

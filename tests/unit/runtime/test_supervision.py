@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from services.runtime.supervision import Supervisor, supervise
+from services.runtime.shutdown import run_until_signalled
+from services.runtime.supervision import Fatal, Supervisor, supervise
 
 
 async def test_a_failing_task_is_restarted_until_it_returns(
@@ -95,3 +96,52 @@ async def test_each_restart_is_counted_by_task_name() -> None:
 
     await supervise("counted", twice_failing, first_backoff_seconds=0, max_backoff_seconds=0)
     assert metrics.task_restarts.labels("counted")._value.get() - before == 2
+
+
+class Unmendable(Fatal):
+    """An error no restart mends."""
+
+
+async def test_a_fatal_error_is_not_restarted_and_ends_the_supervisor_wait(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    attempts: list[int] = []
+
+    async def doomed() -> None:
+        attempts.append(1)
+        raise Unmendable("the store was lost")
+
+    async def forever() -> None:
+        await asyncio.Event().wait()
+
+    supervisor = Supervisor()
+    supervisor.start("doomed", doomed, first_backoff_seconds=0)
+    supervisor.start("forever", forever)
+    try:
+        with pytest.raises(Unmendable, match="the store was lost"):
+            await asyncio.wait_for(supervisor.wait(), 5)
+    finally:
+        await supervisor.stop()
+    assert attempts == [1]
+    assert not [r for r in caplog.records if "doomed" in r.getMessage()]  # said once, by the caller
+
+
+async def test_a_fatal_error_ends_the_process_main_even_while_it_waits_for_something_else(
+) -> None:
+    cleaned_up = asyncio.Event()
+
+    async def doomed() -> None:
+        raise Unmendable("the store was lost")
+
+    async def main() -> None:  # as `serve`: it waits for readiness before the supervisor
+        supervisor = Supervisor()
+        supervisor.start("doomed", doomed)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await supervisor.stop()
+            cleaned_up.set()
+
+    with pytest.raises(Unmendable, match="the store was lost"):
+        await asyncio.wait_for(run_until_signalled(main()), 5)
+    assert cleaned_up.is_set()
