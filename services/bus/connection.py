@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any, TypeAlias
+import weakref
+from collections.abc import Callable
+from typing import Any, Protocol, TypeAlias
 
 import nats
 from nats.aio.client import Client
@@ -38,6 +40,51 @@ Connection: TypeAlias = Client
 JetStream: TypeAlias = JetStreamContext
 """A connection's JetStream context (`Connection.jetstream()`), handed to bus functions."""
 
+NATS_DISCONNECTED = "NATS disconnected"
+"""The hold `hold_while_disconnected` puts on a service's readiness (shown by /readyz)."""
+
+
+class ReadyHold(Protocol):
+    """A readiness that conditions can hold down (`services.runtime.health.ReadyFlag`)."""
+
+    def hold(self, reason: str) -> None: ...
+
+    def release(self, reason: str) -> None: ...
+
+
+_FOLLOWERS: weakref.WeakKeyDictionary[Client, list[ReadyHold]] = weakref.WeakKeyDictionary()
+"""The followers (`hold_while_disconnected`) of each client `connect` made: its callbacks'
+list, held without the callbacks, which refer to the client (it could never be freed)."""
+
+
+def hold_while_disconnected(client: Connection, ready: ReadyHold) -> Callable[[], None]:
+    """Hold `ready` down (`NATS_DISCONNECTED`) while `client` is disconnected: from the
+    moment nats-py reports the connection lost until it reconnected (or for good once it is
+    closed), and at once if it is not connected now. A service is not ready while it cannot
+    reach NATS, at its start and mid-run alike.
+
+    Shapes: returns a function that stops following the client and releases the hold. A
+    client `connect` did not make is looked at now only.
+    """
+    if not client.is_connected:
+        ready.hold(NATS_DISCONNECTED)
+    followers = _FOLLOWERS.get(client)
+    if followers is not None:
+        followers.append(ready)
+
+    def stop() -> None:
+        if followers is not None and ready in followers:
+            followers.remove(ready)
+        ready.release(NATS_DISCONNECTED)
+
+    return stop
+
+
+def client_of(js: JetStream) -> Connection:
+    """The connection a JetStream context works through (nats-py keeps it there; no accessor)."""
+    client: Connection = js._nc
+    return client
+
 
 async def connect(
     settings: BusSettings,
@@ -64,6 +111,7 @@ async def connect(
     client = Client()
     callbacks = _Callbacks(name, client, waiting_for=(
         urls.shown(settings.url) if first_connect_timeout_seconds is None else None))
+    _FOLLOWERS[client] = callbacks.followers
     try:
         await _connect_unless_refused(
             client, callbacks, first_connect_timeout_seconds,
@@ -219,6 +267,8 @@ class _Callbacks:
         self._repeats = 0
         self._waiting_failures = Repeats()
         """Failures of each kind (`_kind`) while waiting for the first connection."""
+        self.followers: list[ReadyHold] = []
+        """Readiness held down while the connection is lost (`hold_while_disconnected`)."""
 
     async def on_error(self, error: Exception) -> None:
         """Log the error; errors of one kind again and again (servers down, retried every
@@ -267,6 +317,9 @@ class _Callbacks:
         return self._repeats
 
     async def on_disconnected(self) -> None:
+        """Hold the followers' readiness down; say so unless the client is being closed."""
+        for ready in list(self.followers):
+            ready.hold(NATS_DISCONNECTED)
         if not self.client.is_closed:
             log.warning("NATS client %s disconnected; reconnecting", self.name)
 
@@ -275,10 +328,16 @@ class _Callbacks:
         self._last_error, self._repeats = "", 0
 
     async def on_reconnected(self) -> None:
+        """Release the followers' readiness; say so."""
         self.forget_errors()
+        for ready in list(self.followers):
+            ready.release(NATS_DISCONNECTED)
         log.info("NATS client %s reconnected", self.name)
 
     async def on_closed(self) -> None:
+        """Closed for good: the followers stay held down."""
+        for ready in list(self.followers):
+            ready.hold(NATS_DISCONNECTED)
         log.info("NATS client %s closed", self.name)
 
 

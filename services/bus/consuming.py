@@ -2,7 +2,11 @@
 
 Layer: bus. Delivery is at least once; callers make processing idempotent (the planner skips
 sequences at or below its tracked one, the binder checks what is already bound). Never acks on
-the caller's behalf.
+the caller's behalf. Never creates a stream: a consumer whose stream is gone (the NATS store
+lost, or the stream deleted) waits for it with a pause doubling up to `MAX_RETRY_SECONDS`, says
+so once and then every tenth time (`services.runtime.unreachable`), and holds its service's
+readiness down meanwhile; a consumer whose caller tracks positions in the stream (the planner)
+raises `StreamGone` instead (docs/design-notes.md, "NATS store lost").
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.bus import ack_reply, pulling, transience
+from services.bus.connection import ReadyHold
+from services.bus.errors import StreamGone
 from services.config import limits
 from services.runtime import cancellation, metrics
+from services.runtime.unreachable import Repeats
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +43,10 @@ CHECKED_FIELDS = (
     "sample_freq", "inactive_threshold", "replay_policy", "pause_until",
 )
 """What another NATS user could change in a consumer to starve or mislead its owner."""
+FIRST_RETRY_SECONDS = 1.0
+MAX_RETRY_SECONDS = 30.0
+"""A consumer that cannot be (re)created, its stream gone or NATS refusing it, tries again
+after a pause doubling from the first to the max (seconds), until it can."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +166,16 @@ class PullConsumer:
         self._check_interval_seconds = CHECK_INTERVAL_SECONDS
         self._next_check = time.monotonic() + self._check_interval_seconds
         self._eager = False
+        self._ready: ReadyHold | None = None
+        """The readiness held down while the consumer cannot consume (`open(ready=...)`)."""
+        self._held: str | None = None
+        """The reason it is held down for now, if any."""
+        self._failures = Repeats()
+        """Failures of each kind since the last fetch that worked (logged first, every 10th)."""
+        self._retry_seconds = FIRST_RETRY_SECONDS
+        self._stream_loss_fatal = False
+        self._positioned = False
+        """Whether it started from a position of the caller's (`start_seq` above 1)."""
 
     @property
     def durable(self) -> str:
@@ -177,6 +198,8 @@ class PullConsumer:
         start_seq_if_new: bool = False,
         check_interval_seconds: float = CHECK_INTERVAL_SECONDS,
         eager: bool = False,
+        ready: ReadyHold | None = None,
+        stream_loss_fatal: bool = False,
     ) -> PullConsumer:
         """Create (or reuse) the durable consumer and bind a pull subscription to it.
 
@@ -192,6 +215,11 @@ class PullConsumer:
         `check_interval_seconds`, `fetch` re-reads the consumer's configuration and repairs
         what differs (`check_config`). `eager`: a waiting `fetch` returns as soon as messages
         come, not when its batch is full or its timeout passed (`pulling.Puller`).
+        `ready`: held down (`ReadyHold.hold`) while `fetch` cannot consume (the stream gone,
+        the consumer not recreated, fetches failing), released by the next fetch that works.
+        `stream_loss_fatal`: for a caller that tracks positions in the stream (the planner): a
+        stream gone after the consumer had a position (it delivered a message, or started from
+        `start_seq` above 1) makes `fetch` raise `StreamGone` instead of waiting for it.
         Units: `ack_wait_seconds`, `check_interval_seconds` in seconds.
         Raises:
             NotFound: no such stream. BusRefused: NATS refused the consumer.
@@ -213,6 +241,9 @@ class PullConsumer:
         consumer._check_interval_seconds = check_interval_seconds
         consumer._next_check = time.monotonic() + check_interval_seconds
         consumer._eager = eager
+        consumer._ready = ready
+        consumer._stream_loss_fatal = stream_loss_fatal
+        consumer._positioned = start_seq is not None and start_seq > 1
         with transience.bus_errors(f"opening consumer {durable} on {stream}"):
             await consumer._create(start_seq,
                                    replace=start_seq is not None and not start_seq_if_new)
@@ -224,22 +255,30 @@ class PullConsumer:
 
         Shapes: deliveries in the order NATS sent them (stream order, redeliveries first);
         `[]` on timeout or while NATS is unavailable. A consumer that vanished (deleted, or
-        lost with a memory store) is recreated from the first unacknowledged sequence seen.
-        Raises CancelledError when cancelled, also when nats-py lost the cancellation
-        (`cancellation`); what was fetched then is redelivered after the ack wait.
+        lost with a memory store) is recreated from the first unacknowledged sequence seen;
+        one whose stream is gone waits for it (`[]` after a pause; module docstring).
+        Raises:
+            StreamGone: the stream is gone and the consumer had a position in it, when opened
+                with `stream_loss_fatal`.
+            CancelledError: when cancelled, also when nats-py lost the cancellation
+                (`cancellation`); what was fetched then is redelivered after the ack wait.
         """
+        if self._subscription is None:  # a recreation failed half-way
+            await self._recreate()
+            return []
         if time.monotonic() >= self._next_check:
             self._next_check = time.monotonic() + self._check_interval_seconds
             with contextlib.suppress(*transience.FETCH_ERRORS):
                 await self.check_config()
-        assert self._subscription is not None
         try:
             messages = await self._subscription.fetch(batch, timeout=timeout_seconds)
         except (TimeoutError, nats.errors.TimeoutError):
+            self._consuming()
             return []
         except transience.FETCH_ERRORS as error:
             await self._recover(error, timeout_seconds)
             return []
+        self._consuming()
         return [self._delivery(message) for message in messages]
 
     async def check_config(self) -> list[str]:
@@ -322,20 +361,98 @@ class PullConsumer:
         )
 
     async def _recover(self, error: BaseException, timeout_seconds: float) -> None:
-        """After a failed fetch: recreate a vanished consumer, else wait out the outage."""
+        """After a failed fetch: recreate a vanished consumer (`_recreate`), else wait out the
+        outage (`timeout_seconds`), said at the first failure of a kind and every tenth."""
         try:
             await self._js.consumer_info(self._stream, self.durable)
         except nats.js.errors.NotFoundError:
-            resume = min(self._unsettled, default=self._highest_delivered + 1)
-            log.warning("consumer %s/%s vanished; recreating from seq %d",
-                        self._stream, self.durable, resume)
-            with contextlib.suppress(*transience.FETCH_ERRORS):
-                await self._create(resume if self._highest_delivered else None, replace=False)
+            await self._recreate()
             return
         except transience.FETCH_ERRORS:
             pass
-        log.warning("fetch on %s/%s failed, retrying: %r", self._stream, self.durable, error)
+        self._hold(f"consumer {self.durable}: fetches failing")
+        count = self._failures.count(f"fetch:{type(error).__name__}")
+        if count is not None:
+            log.warning("fetch on %s/%s failed, retrying: %r%s", self._stream, self.durable,
+                        error, _times(count))
         await asyncio.sleep(timeout_seconds)
+
+    async def _recreate(self) -> None:
+        """The consumer is not on the server: recreate it from the first unacknowledged
+        sequence seen. Its stream gone, or NATS refusing it, it is held not ready, said at the
+        first failure of a kind and every tenth, and tried again after a pause that doubles
+        up to `MAX_RETRY_SECONDS`.
+
+        Raises:
+            StreamGone: the stream is gone, the consumer had a position in it, and it was
+                opened with `stream_loss_fatal`.
+        """
+        gone = await self._stream_gone()
+        if gone is not None:
+            if self._stream_loss_fatal and (self._positioned or self._highest_delivered):
+                raise StreamGone(f"stream {self._stream} is gone (the NATS store was lost or "
+                                 "the stream deleted)") from gone
+            self._hold(f"consumer {self.durable}: stream {self._stream} gone")
+            # a stream made anew holds other messages at the positions seen: read it from its
+            # start once it exists again
+            self._highest_delivered = 0
+            self._unsettled.clear()
+            count = self._failures.count("stream gone")
+            if count is not None:
+                log.warning("stream %s is gone (the NATS store was lost or the stream "
+                            "deleted): consumer %s cannot consume until it exists again (each "
+                            "service creates the streams at its start); retrying in %gs%s",
+                            self._stream, self.durable, self._retry_seconds, _times(count))
+            await self._pause()
+            return
+        resume = min(self._unsettled, default=self._highest_delivered + 1)
+        try:
+            await self._create(resume if self._highest_delivered else None, replace=False)
+        except transience.FETCH_ERRORS as error:
+            self._hold(f"consumer {self.durable}: not recreated")
+            count = self._failures.count(f"create:{type(error).__name__}")
+            if count is not None:
+                log.warning("consumer %s/%s vanished and cannot be recreated from seq %d "
+                            "(%r); retrying in %gs%s", self._stream, self.durable, resume,
+                            error, self._retry_seconds, _times(count))
+            await self._pause()
+            return
+        log.warning("consumer %s/%s vanished; recreated it from seq %d",
+                    self._stream, self.durable, resume)
+
+    async def _stream_gone(self) -> nats.js.errors.NotFoundError | None:
+        """NATS's "not found" when the stream does not exist; None when it does (or NATS
+        cannot say now: recreating the consumer then fails and is retried)."""
+        try:
+            await self._js.stream_info(self._stream)
+        except nats.js.errors.NotFoundError as error:
+            return error
+        except transience.FETCH_ERRORS:
+            pass
+        return None
+
+    async def _pause(self) -> None:
+        """Wait before the next attempt; the next pause is twice as long, up to the max."""
+        await asyncio.sleep(self._retry_seconds)
+        self._retry_seconds = min(self._retry_seconds * 2, MAX_RETRY_SECONDS)
+
+    def _hold(self, reason: str) -> None:
+        """Hold the readiness down for `reason` (in place of an earlier reason)."""
+        if self._ready is None or self._held == reason:
+            return
+        if self._held is not None:
+            self._ready.release(self._held)
+        self._ready.hold(reason)
+        self._held = reason
+
+    def _consuming(self) -> None:
+        """A fetch worked: release the readiness, forget the failures and the pause."""
+        if self._failures.clear():
+            log.info("consumer %s/%s consuming again", self._stream, self.durable)
+        self._retry_seconds = FIRST_RETRY_SECONDS
+        if self._ready is not None and self._held is not None:
+            self._ready.release(self._held)
+        self._held = None
 
     async def _create(self, start_seq: int | None, *, replace: bool) -> None:
         """Create the consumer (replacing it if asked) and bind a fresh pull subscription."""
@@ -358,3 +475,8 @@ class PullConsumer:
         self._subscription = await pulling.Puller.bind(self._js, self._stream, self.durable,
                                                        eager=self._eager)
         self._unsettled.clear()
+
+
+def _times(count: int) -> str:
+    """` (N such failures)` for a failure logged again; empty for the first."""
+    return f" ({count} such failures)" if count > 1 else ""

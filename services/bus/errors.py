@@ -33,3 +33,10 @@ class BusRefused(Exception):
 class NotFound(BusRefused):
     """What the request names does not exist: a stream, a consumer, a KV bucket or key, or
     the last message of a subject. Raised `from` the nats-py cause."""
+
+
+class StreamGone(NotFound):
+    """A stream a consumer had read from is gone (the NATS store lost, or the stream deleted),
+    and its consumer's caller tracks positions in it (`PullConsumer.open(stream_loss_fatal=
+    True)`): a stream made anew would hold other messages at those positions. Raised `from`
+    the nats-py cause."""

@@ -1,0 +1,165 @@
+"""A NATS store lost (or a stream deleted) under a running consumer, and NATS going away under
+a connection: paused retries said once then every tenth time, readiness held down meanwhile,
+and released once consuming (or connected) again."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import time
+
+import pytest
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+
+from services.bus import connection, consuming, streams
+from services.bus.consuming import PullConsumer
+from services.bus.embedded import EmbeddedNats
+from services.bus.errors import StreamGone
+from services.config.settings import BusSettings
+from services.contracts import subjects
+from services.runtime.health import ReadyFlag
+from tests.integration.test_bus_consuming import fetch_until, publish
+from tests.support.waiting import eventually_async
+
+pytestmark = pytest.mark.integration
+
+
+def events_stream(settings: BusSettings) -> str:
+    return subjects.stream_name(settings.prefix, "EVENTS")
+
+
+async def open_consumer(js: JetStreamContext, settings: BusSettings, *,
+                        ready: ReadyFlag | None = None,
+                        stream_loss_fatal: bool = False) -> PullConsumer:
+    return await PullConsumer.open(
+        js, stream=events_stream(settings), durable="test",
+        filter_subject=subjects.events_wildcard(settings.prefix), ack_wait_seconds=1,
+        ready=ready, stream_loss_fatal=stream_loss_fatal,
+    )
+
+
+def gone_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [record.getMessage() for record in caplog.records
+            if record.levelno == logging.WARNING and record.name == consuming.__name__]
+
+
+async def fetch_for(consumer: PullConsumer, seconds: float) -> int:
+    """Fetch again and again for `seconds`, as a service's loop does; how many fetches."""
+    fetches, until = 0, time.monotonic() + seconds
+    while time.monotonic() < until:
+        assert await consumer.fetch(10, 0.1) == []
+        fetches += 1
+    return fetches
+
+
+@pytest.fixture
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pauses of 0.1 s doubling to 0.2 s: ten failures in a couple of seconds."""
+    monkeypatch.setattr(consuming, "FIRST_RETRY_SECONDS", 0.1)
+    monkeypatch.setattr(consuming, "MAX_RETRY_SECONDS", 0.2)
+
+
+async def test_a_deleted_stream_is_waited_for_with_pauses_said_once_then_every_tenth_time(
+    js: JetStreamContext, bus_settings: BusSettings, caplog: pytest.LogCaptureFixture,
+    quick_retries: None,
+) -> None:
+    await publish(js, bus_settings, ["a", "b"])
+    ready = ReadyFlag("binder")
+    ready.set()
+    consumer = await open_consumer(js, bus_settings, ready=ready)
+    for delivery in await fetch_until(consumer, 2):
+        await delivery.msg.ack_sync()
+    await js.delete_stream(events_stream(bus_settings))
+    caplog.set_level(logging.INFO, logger=consuming.__name__)
+    fetches = await fetch_for(consumer, 3.0)
+    assert fetches <= 3.0 / 0.1  # paused: it used to spin thousands of times
+    warnings = gone_warnings(caplog)
+    assert 1 <= len(warnings) <= 3, warnings
+    assert warnings[0].startswith(f"stream {events_stream(bus_settings)} is gone (the NATS "
+                                  "store was lost or the stream deleted): consumer test")
+    assert all("such failures" in warning for warning in warnings[1:])
+    assert not ready.is_ready
+    assert ready.holds == [f"consumer test: stream {events_stream(bus_settings)} gone"]
+    # made anew (as a service's start does): read from its start, positions of the old ignored
+    await streams.ensure_streams(js, bus_settings)
+    await publish(js, bus_settings, ["c"])
+    again = await fetch_until(consumer, 1)
+    assert [(delivery.seq, delivery.data) for delivery in again] == [(1, b"c")]
+    assert ready.is_ready
+    assert any("consuming again" in record.getMessage() for record in caplog.records)
+    await consumer.close()
+
+
+async def test_a_consumer_tracking_positions_raises_when_its_stream_is_gone(
+    js: JetStreamContext, bus_settings: BusSettings, quick_retries: None,
+) -> None:
+    await publish(js, bus_settings, ["a"])
+    consumer = await open_consumer(js, bus_settings, stream_loss_fatal=True)
+    await (await fetch_until(consumer, 1))[0].msg.ack_sync()
+    await js.delete_stream(events_stream(bus_settings))
+
+    async def raises() -> bool:
+        await consumer.fetch(10, 0.1)
+        return False
+
+    with pytest.raises(StreamGone, match="is gone"):
+        await eventually_async(raises, timeout=10, what="StreamGone")
+    await consumer.close()
+
+
+async def test_a_store_lost_across_a_nats_restart_is_said_once_and_not_spun_on(
+    js: JetStreamContext, bus_settings: BusSettings, nats_server: EmbeddedNats,
+    caplog: pytest.LogCaptureFixture, quick_retries: None,
+) -> None:
+    await publish(js, bus_settings, ["a", "b", "c"])
+    ready = ReadyFlag("planner")
+    ready.set()
+    consumer = await open_consumer(js, bus_settings, ready=ready)
+    for delivery in await fetch_until(consumer, 3):
+        await delivery.msg.ack_sync()
+    await nats_server.stop()
+    shutil.rmtree(nats_server.data_dir / "jetstream")
+    await nats_server.start()
+    caplog.set_level(logging.INFO, logger=consuming.__name__)
+    fetches = await fetch_for(consumer, 4.0)
+    assert fetches <= 4.0 / 0.1
+    assert not ready.is_ready
+    warnings = gone_warnings(caplog)
+    assert any(" is gone (the NATS store was lost" in warning for warning in warnings)
+    assert not any("vanished" in warning for warning in warnings)
+    assert len(warnings) <= 4, warnings
+    await consumer.close()
+
+
+async def _held(ready: ReadyFlag) -> bool:
+    return not ready.is_ready
+
+
+async def test_readiness_is_held_down_while_the_connection_is_lost(
+    nc: Client, nats_server: EmbeddedNats,
+) -> None:
+    ready = ReadyFlag("watcher")
+    ready.set()
+    stop = connection.hold_while_disconnected(nc, ready)
+    assert ready.is_ready
+    await nats_server.kill()
+    await eventually_async(lambda: _held(ready), timeout=15, what="readiness held down")
+    assert ready.holds == [connection.NATS_DISCONNECTED]
+    await asyncio.sleep(1.5)  # reconnect attempts fail meanwhile: still held
+    assert not ready.is_ready
+    await nats_server.start()
+
+    async def released() -> bool:
+        return ready.is_ready
+
+    await eventually_async(released, timeout=15, what="readiness released")
+    stop()
+    await nats_server.kill()
+    await eventually_async(lambda: _connected_is(nc, False), timeout=15, what="disconnect")
+    assert ready.is_ready  # no longer followed
+
+
+async def _connected_is(nc: Client, connected: bool) -> bool:
+    return nc.is_connected == connected
