@@ -25,7 +25,7 @@ from services.binder.service import (
 )
 from services.binder.status_log import StreamStatusLog
 from services.binder.view_feed import ViewFeed
-from services.bus import consuming, streams
+from services.bus import connection, consuming, streams
 from services.bus.connection import Connection, JetStream
 from services.bus.consuming import PullConsumer
 from services.bus.publishing import Publisher as BusPublisher
@@ -42,10 +42,16 @@ class ReadyFlag(Protocol):
 
     def set(self, is_ready: bool = True) -> None: ...
 
+    def hold(self, reason: str) -> None: ...
+
+    def release(self, reason: str) -> None: ...
+
 
 async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> None:
     """Run the binder until cancelled: connect to Kubernetes, open the consumer, handle decisions.
 
+    `ready` is held down while the NATS connection is lost and while a consumer of decisions
+    cannot consume (`connection.hold_while_disconnected`, `PullConsumer.open(ready=...)`).
     Raises:
         KubeError: no Kubernetes credentials. BusMisconfigured: the streams cannot be set up.
         MissingDecisionKey: `settings.decision_key` is None.
@@ -54,13 +60,14 @@ async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> No
         raise MissingDecisionKey()
     ready.set(False)
     js = nc.jetstream()
-    await streams.ensure_streams(js, settings.bus)
     async with contextlib.AsyncExitStack() as stack:
+        stack.callback(connection.hold_while_disconnected(nc, ready))
+        await streams.ensure_streams(js, settings.bus)
         client = await kube_client.connect(settings.kube)
         stack.push_async_callback(client.close)
         checks = await kube_client.connect(settings.kube)  # its own slots (`KubeApi`)
         stack.push_async_callback(checks.close)
-        placements, reports = await open_consumers(js, settings.bus.prefix)
+        placements, reports = await open_consumers(js, settings.bus.prefix, ready=ready)
         view = ViewFeed(js, settings.bus.prefix)
         await view.start()
         publisher = BusPublisher(js)
@@ -84,13 +91,15 @@ async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> No
             await reports.close()
 
 
-async def open_consumers(js: JetStream, prefix: str) -> tuple[PullConsumer, PullConsumer]:
+async def open_consumers(js: JetStream, prefix: str, *, ready: connection.ReadyHold | None = None
+                         ) -> tuple[PullConsumer, PullConsumer]:
     """The Placement and Preemption consumer `binder` and the report consumer
     `binder-reports` (Rejections, StatusUpdates) on DECISIONS: every decision type has one.
 
     An existing `binder` keeps its position (its filter narrowed to Placements and
     Preemptions when it predates `binder-reports`, which then starts after what it
-    acknowledged; widened to Preemptions when it predates them).
+    acknowledged; widened to Preemptions when it predates them). `ready`, if given, is held
+    down while either cannot consume.
     Raises:
         NotFound: no DECISIONS stream. BusRefused: NATS refused a consumer.
         BusUnavailable: NATS could not be reached.
@@ -102,13 +111,14 @@ async def open_consumers(js: JetStream, prefix: str) -> tuple[PullConsumer, Pull
                         for kind in REPORT_TYPES],
         ack_wait_seconds=REPORTS_ACK_WAIT_SECONDS,
         start_seq=await _reports_start(js, stream, prefix), start_seq_if_new=True,
-        eager=True,
+        eager=True, ready=ready,
     )
     placements = await PullConsumer.open(
         js, stream=stream, durable=CONSUMER,
         filter_subject=[subjects.decisions_of_type_wildcard(prefix, kind.__name__)
                         for kind in MAIN_TYPES],
         ack_wait_seconds=ACK_WAIT_SECONDS, eager=True,  # a placement waits for no batch
+        ready=ready,
     )
     return placements, reports
 

@@ -29,9 +29,10 @@ from collections.abc import Callable
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.bus import consuming, reading, streams
+from services.bus import connection, consuming, reading, streams
 from services.bus.connection import JetStream
 from services.bus.consuming import Delivery, PullConsumer
+from services.bus.errors import BusMisconfigured, StreamGone
 from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import PlannerServiceSettings, Settings
 from services.contracts import subjects
@@ -47,6 +48,7 @@ from services.planner.scheduling_time import SchedulingTimes
 from services.planner.snapshotting import SnapshotSchedule
 from services.runtime import metrics
 from services.runtime.health import ReadyFlag
+from services.runtime.supervision import Fatal
 from services.runtime.unreachable import Repeats
 from services.store import schema, urls
 from services.store.errors import StoreUnavailable, reaching
@@ -62,9 +64,11 @@ PLANNING_ERROR = "planning_error"
 """Reason class of an event the core raised on (`isolation`), as `intake`'s classes."""
 
 
-class StreamBehindTracking(Exception):
-    """The EVENTS stream ends before the planner's tracked sequence (NATS store lost or
-    replaced): new events would be skipped, so the planner refuses to start."""
+class StreamBehindTracking(BusMisconfigured, Fatal):
+    """The EVENTS stream ends before the planner's tracked sequence, or is gone while it runs
+    (NATS store lost or replaced, or the stream deleted): new events would be skipped, so the
+    planner refuses to go on. No restart mends it (`Fatal`): the service ends with one line
+    and exit status 1 (as `BusMisconfigured`)."""
 
 
 class PlannerService:
@@ -338,22 +342,31 @@ async def run_planner(
     A database that cannot be reached (at the start or mid-run: `StoreUnavailable`) is
     waited for here, said as `DatabaseOutage` says, not ready meanwhile: each attempt
     starts over from the schema check and the committed state, as a restart would.
+    `ready` is also held down while the NATS connection is lost and while the EVENTS consumer
+    cannot consume (`connection.hold_while_disconnected`, `PullConsumer.open(ready=...)`).
     Raises:
         services.store.errors.SchemaMismatch: the database needs `gangsched migrate`.
-        StreamBehindTracking: the EVENTS stream ends before the tracked sequence.
+        StreamBehindTracking: the EVENTS stream ends before the tracked sequence, or is gone
+            after the planner read from it (NATS store lost): no restart mends it.
         Anything else a batch raises (NATS failures, bugs): run it under a supervisor.
     """
+    stop_following = (connection.hold_while_disconnected(connection.client_of(js), ready)
+                      if ready is not None else None)
     outage = DatabaseOutage()
     url = urls.shown(engine.url.render_as_string(hide_password=False))
-    while True:
-        try:
-            await _run(settings, js, engine, ready, config, outage.answered)
-            return
-        except StoreUnavailable as error:
-            if ready is not None:
-                ready.set(False)
-            outage.failed(error, url)
-        await outage.wait()
+    try:
+        while True:
+            try:
+                await _run(settings, js, engine, ready, config, outage.answered)
+                return
+            except StoreUnavailable as error:
+                if ready is not None:
+                    ready.set(False)
+                outage.failed(error, url)
+            await outage.wait()
+    finally:
+        if stop_following is not None:
+            stop_following()
 
 
 async def _run(settings: Settings, js: JetStream, engine: AsyncEngine, ready: ReadyFlag | None,
@@ -392,10 +405,15 @@ async def _serve(js: JetStream, engine: AsyncEngine, publisher: BusPublisher, se
     consumer = await PullConsumer.open(
         js, stream=events_stream, durable=DURABLE,
         filter_subject=subjects.events_wildcard(prefix), start_seq=start_seq,
-        ack_policy=consuming.ACK_ALL,
+        ack_policy=consuming.ACK_ALL, ready=ready, stream_loss_fatal=True,
     )
     try:
         await service.serve(consumer, ready)
+    except StreamGone as gone:
+        raise StreamBehindTracking(
+            f"{gone}, but the planner database has applied up to seq {service.tracked_seq}: "
+            "a stream made anew would be read from the wrong place; restore the NATS store, "
+            "or point the planner at a fresh database to rebuild from the stream") from None
     finally:
         if ready is not None:
             ready.set(False)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from services.bus import streams
+from services.bus import connection, streams
 from services.bus.connection import Connection
 from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import Settings
@@ -53,6 +53,14 @@ class ReadyFlag(Protocol):
     def set(self, is_ready: bool = True) -> None: ...
 
 
+class HeldReadyFlag(ReadyFlag, Protocol):
+    """A `ReadyFlag` that conditions can hold down (`services.runtime.health.ReadyFlag`)."""
+
+    def hold(self, reason: str) -> None: ...
+
+    def release(self, reason: str) -> None: ...
+
+
 class Publisher(Protocol):
     """JetStream publishing with message ids (`services.bus.publishing.Publisher`)."""
 
@@ -82,8 +90,10 @@ def resync_seconds(retention_seconds: float) -> float | None:
     return max(retention_seconds / 2, MIN_RESYNC_SECONDS)
 
 
-async def run_watcher(settings: Settings, nc: Connection, ready: ReadyFlag) -> None:
-    """Run the watcher until cancelled; `ready` is set once the first lists are published.
+async def run_watcher(settings: Settings, nc: Connection, ready: HeldReadyFlag) -> None:
+    """Run the watcher until cancelled; `ready` is set once the first lists are published,
+    and held down while the NATS connection is lost (it can publish nothing then:
+    `connection.hold_while_disconnected`).
 
     Raises:
         KubeError: no Kubernetes credentials. BusMisconfigured: the streams cannot be set up.
@@ -91,6 +101,15 @@ async def run_watcher(settings: Settings, nc: Connection, ready: ReadyFlag) -> N
             read at start (a supervisor restarts the watcher).
     """
     ready.set(False)
+    stop_following = connection.hold_while_disconnected(nc, ready)
+    try:
+        await _run(settings, nc, ready)
+    finally:
+        stop_following()
+
+
+async def _run(settings: Settings, nc: Connection, ready: ReadyFlag) -> None:
+    """`run_watcher` once its readiness follows the connection."""
     js = nc.jetstream()
     await streams.ensure_streams(js, settings.bus)
     retention = settings.bus.max_age_seconds
