@@ -21,6 +21,7 @@ from services.bus.latest import LatestReader
 from services.bus.reading import StoredMessage
 from services.contracts import codec, subjects
 from services.runtime.cancellation import cancel_and_wait
+from services.runtime.unreachable import Repeats
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +67,23 @@ class ViewFeed:
             self._reader = None
 
     async def _follow(self, reader: LatestReader) -> None:
-        """Apply what the reader delivers until cancelled; wait out NATS outages."""
+        """Apply what the reader delivers until cancelled; wait out NATS outages (and a
+        stream gone), said at the first failure of a kind and every tenth, with its count
+        (`services.runtime.unreachable`), and once when fetches work again."""
+        failures = Repeats()
         while True:
             try:
                 messages = await reader.fetch(FETCH_BATCH, WAIT_SECONDS)
             except BusUnavailable as error:
-                log.warning("view feed: fetch failed, retrying: %r", error)
+                count = failures.count(type(error.__cause__ or error).__name__)
+                if count is not None:
+                    log.warning("view feed: fetch failed, retrying every %gs: %r%s",
+                                WAIT_SECONDS, error,
+                                f" ({count} such failures)" if count > 1 else "")
                 await asyncio.sleep(WAIT_SECONDS)
                 continue
+            if failures.clear():
+                log.info("view feed: fetching again")
             for message in messages:
                 await self._on_message(message)
 

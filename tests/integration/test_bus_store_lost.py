@@ -13,6 +13,7 @@ import pytest
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
+from services.binder import view_feed
 from services.bus import connection, consuming, streams
 from services.bus.consuming import PullConsumer
 from services.bus.embedded import EmbeddedNats
@@ -163,3 +164,21 @@ async def test_readiness_is_held_down_while_the_connection_is_lost(
 
 async def _connected_is(nc: Client, connected: bool) -> bool:
     return nc.is_connected == connected
+
+
+async def test_the_binder_view_says_a_gone_stream_once_then_every_tenth_time(
+    js: JetStreamContext, bus_settings: BusSettings, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(view_feed, "WAIT_SECONDS", 0.05)
+    feed = view_feed.ViewFeed(js, bus_settings.prefix)
+    await feed.start()
+    try:
+        await js.delete_stream(events_stream(bus_settings))
+        await asyncio.sleep(2.5)  # some 25 to 50 failed fetches
+        warnings = [record.getMessage() for record in caplog.records
+                    if record.name == view_feed.__name__ and record.levelno == logging.WARNING]
+        assert 1 <= len(warnings) <= 6, warnings
+        assert all("such failures" in warning for warning in warnings[1:])
+    finally:
+        await feed.stop()
