@@ -299,13 +299,16 @@ class DatabaseOutage:
     (`services.runtime.unreachable`): one WARNING at the first failure of each kind, `cannot
     reach the database <URL>: <driver error>; retrying in 0.5s`, again every tenth failure of
     that kind with its count, no traceback (the error is no bug); one INFO line, `the
-    database <URL> answers again`, once the planner has recovered from it. Holds the backoff
-    between attempts, which doubles up to `DATABASE_RETRY_MAX_SECONDS` and starts again at
-    the first once it answers."""
+    database <URL> answers again`, once the planner has recovered from it. Meanwhile `ready`
+    (if given) is held down with the last failure's message, which /readyz shows. Holds the
+    backoff between attempts, which doubles up to `DATABASE_RETRY_MAX_SECONDS` and starts
+    again at the first once it answers."""
 
-    def __init__(self) -> None:
+    def __init__(self, ready: ReadyFlag | None = None) -> None:
+        self._ready = ready
         self._repeats = Repeats()
         self._url = ""
+        self._held = ""
         self.delay_seconds = DATABASE_RETRY_FIRST_SECONDS
         """The wait before the next attempt."""
 
@@ -316,6 +319,11 @@ class DatabaseOutage:
         repeats = f" ({count} such failures)" if count is not None and count > 1 else ""
         (log.debug if count is None else log.warning)(
             "%s; retrying in %gs%s", error, self.delay_seconds, repeats)
+        if self._ready is not None:
+            self._ready.set(False)
+            self.release()
+            self._held = str(error)
+            self._ready.hold(self._held)
 
     async def wait(self) -> None:
         """Wait before the next attempt; the wait after it is twice as long (up to the max)."""
@@ -325,8 +333,15 @@ class DatabaseOutage:
     def answered(self) -> None:
         """The database answered (the planner recovered from it): say so if a failure was."""
         self.delay_seconds = DATABASE_RETRY_FIRST_SECONDS
+        self.release()
         if self._repeats.clear():
             log.info("the database %s answers again", self._url)
+
+    def release(self) -> None:
+        """End the hold on `ready`, if any (the planner stops, or the database answered)."""
+        if self._ready is not None and self._held:
+            self._ready.release(self._held)
+        self._held = ""
 
 
 async def run_planner(
@@ -352,7 +367,7 @@ async def run_planner(
     """
     stop_following = (connection.hold_while_disconnected(connection.client_of(js), ready)
                       if ready is not None else None)
-    outage = DatabaseOutage()
+    outage = DatabaseOutage(ready)
     url = urls.shown(engine.url.render_as_string(hide_password=False))
     try:
         while True:
@@ -360,11 +375,10 @@ async def run_planner(
                 await _run(settings, js, engine, ready, config, outage.answered)
                 return
             except StoreUnavailable as error:
-                if ready is not None:
-                    ready.set(False)
                 outage.failed(error, url)
             await outage.wait()
     finally:
+        outage.release()  # stopped: its readiness no longer held down by the database
         if stop_following is not None:
             stop_following()
 

@@ -150,6 +150,10 @@ class ReadyFlag(Protocol):
 
     def set(self, is_ready: bool = True) -> None: ...
 
+    def hold(self, reason: str) -> None: ...
+
+    def release(self, reason: str) -> None: ...
+
 
 Clock = Callable[[], float]
 Work = Callable[[], Coroutine[Any, Any, None]]
@@ -195,11 +199,20 @@ async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monoto
     (`LeaseUnavailable` naming it) at WARNING at the first failure of each kind and every
     tenth with its count (`Outage`), and at INFO once it answers again; `ready` (if given) is
     set by every attempt answered (a standby is ready: warm, able to take over), cleared by
-    every one refused (it could never take over), and left alone while the store cannot be
-    reached."""
+    every one refused (it could never take over), and held down while the store's server
+    cannot be reached (`Outage`: /readyz says why)."""
     log.info("standing by for the leader lease (retry every %gs)", timing.retry_seconds)
+    outage = Outage(timing.retry_seconds, ready)
+    try:
+        return await _campaign(lease, timing, clock, ready, outage)
+    finally:
+        outage.release()  # won, or stopped: no longer standing by
+
+
+async def _campaign(lease: LeaseStore, timing: Timing, clock: Clock, ready: ReadyFlag | None,
+                    outage: Outage) -> Term:
+    """`campaign`'s attempts, until one wins the lease."""
     told = ""
-    outage = Outage(timing.retry_seconds)
     while True:
         started = clock()
         with cancellation.kept():  # one lost in `acquire` (nats-py's wait_for) still stops us
@@ -232,18 +245,22 @@ class Outage:
     naming a server at WARNING, `cannot reach <server>: <why>; retrying every <n>s`, at the first
     failure of each `why` and then every tenth (with its count, `unreachable.Repeats`); one
     INFO line, `<server> answers again`, at the first answer after one was logged. Any other
-    unavailability (no server named, our own timeout) at DEBUG."""
+    unavailability (no server named, our own timeout) at DEBUG. While the server cannot be
+    reached, `ready` (if given) is held down with `cannot reach <server>: <why>`."""
 
-    def __init__(self, retry_seconds: float) -> None:
+    def __init__(self, retry_seconds: float, ready: ReadyFlag | None = None) -> None:
         self._retry_seconds = retry_seconds
+        self._ready = ready
         self._repeats = Repeats()
         self._server = ""
+        self._held = ""
 
     def failed(self, error: BaseException) -> None:
         """One attempt got no answer because of `error`; log it as the class says."""
         if not isinstance(error, LeaseUnavailable) or not error.server:
             log.debug("leader lease unavailable: %r", error)
             return
+        self._hold(error)
         count = self._repeats.count(error.why)
         if count is None:
             log.debug("leader lease unavailable: %s", error)
@@ -255,8 +272,23 @@ class Outage:
 
     def answered(self) -> None:
         """An attempt was answered (granted, held by another or refused)."""
+        self.release()
         if self._repeats.clear() and self._server:
             log.info("%s answers again", self._server)
+
+    def release(self) -> None:
+        """End the hold on `ready`, if any (answered, or no longer standing by)."""
+        if self._ready is not None and self._held:
+            self._ready.release(self._held)
+        self._held = ""
+
+    def _hold(self, error: LeaseUnavailable) -> None:
+        """Hold `ready` down with why `error`'s server cannot be reached (that only)."""
+        reason = f"cannot reach {error.server}: {error.why}"
+        if self._ready is not None and reason != self._held:
+            self.release()
+            self._held = reason
+            self._ready.hold(reason)
 
 
 async def _serve_while_leading(

@@ -1,5 +1,5 @@
 """A planner whose PostgreSQL stops mid-run says so in one line (again every tenth failure),
-with no traceback, is not ready meanwhile, and goes on where it was once the database is back,
+with no traceback, is not ready meanwhile (its readiness held down with that line), and goes on where it was once the database is back,
 saying so once (`services.planner.service.DatabaseOutage`).
 
 The PostgreSQL server is this test's own (stopped and started again on its port), not the
@@ -107,8 +107,12 @@ async def test_a_database_stopped_mid_run_is_said_in_one_line_and_waited_for(
                 await asyncio.sleep(4)  # a few more attempts (0.5 s, 1 s, 2 s apart)
                 assert not task.done()
                 assert not ready.is_ready
+                held = [hold for hold in ready.holds
+                        if hold.startswith("cannot reach the database postgresql")]
+                assert len(held) == 1, ready.holds  # what /readyz shows
             await placements(js, prefix, 2)
             await eventually_async(flag_is(ready, True), timeout=30, what="planner ready")
+            assert ready.holds == []
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -149,13 +149,20 @@ async def test_a_campaign_warns_once_per_new_refusal_not_at_every_attempt(
 
 
 class Flag:
-    """A readiness flag recording every value it is set to."""
+    """A readiness flag recording every value it is set to, and every hold and release."""
 
     def __init__(self) -> None:
         self.values: list[bool] = []
+        self.holds: list[str] = []
 
     def set(self, is_ready: bool = True) -> None:
         self.values.append(is_ready)
+
+    def hold(self, reason: str) -> None:
+        self.holds.append(f"hold {reason}")
+
+    def release(self, reason: str) -> None:
+        self.holds.append(f"release {reason}")
 
 
 async def test_a_refused_candidate_is_not_ready_until_an_attempt_is_answered() -> None:
@@ -254,7 +261,12 @@ async def test_a_standby_that_cannot_reach_the_server_warns_at_once_and_every_te
         ("WARNING", "cannot reach the API server at https://127.0.0.1:1: connection refused; "
                     "retrying every 0.001s (21 such failures)"),
         ("INFO", "the API server at https://127.0.0.1:1 answers again")]
-    assert flag.values == [True, True]  # not ready while unreachable; ready once answered
+    assert flag.values == [True, True]  # ready once answered
+    refused = "cannot reach the API server at https://127.0.0.1:1: connection refused"
+    timed_out = "cannot reach the API server at https://127.0.0.1:1: timed out"
+    assert flag.holds == [  # not ready while unreachable, /readyz saying why
+        f"hold {refused}", f"release {refused}", f"hold {timed_out}", f"release {timed_out}",
+        f"hold {refused}", f"release {refused}"]
 
 
 async def test_a_store_that_reports_its_own_outages_leaves_the_campaign_quiet(
