@@ -167,8 +167,9 @@ async def lead(
 
     A standby is ready (warm, able to take over) unless its last attempt was refused (it
     could then never take over: no permission, no such namespace) or its store's server
-    cannot be reached (`Outage`); `work` manages readiness while it runs. Lost leadership cancels `work` and goes back to campaigning. Cancelled
-    while standing by after a term, it releases the lease if the store still names it.
+    cannot be reached (`Outage`); `work` manages readiness while it runs. Lost leadership
+    cancels `work` and goes back to campaigning. Cancelled while standing by after a term, it
+    releases the lease if the store still names it.
     Returns when `work` returns. Raises what `work` raises, after releasing the lease.
     """
     held: Term | None = None

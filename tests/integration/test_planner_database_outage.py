@@ -1,6 +1,7 @@
 """A planner whose PostgreSQL stops mid-run says so in one line (again every tenth failure),
-with no traceback, is not ready meanwhile (its readiness held down with that line), and goes on where it was once the database is back,
-saying so once (`services.planner.service.DatabaseOutage`).
+with no traceback, is not ready meanwhile (its readiness held down with that line), and goes
+on where it was once the database is back, saying so once
+(`services.planner.service.DatabaseOutage`).
 
 The PostgreSQL server is this test's own (stopped and started again on its port), not the
 session's shared one.
