@@ -2,7 +2,7 @@
 over, the anti-starvation fallback; each against what it must tell and against replay."""
 from __future__ import annotations
 
-from services.contracts.decisions import Placement
+from services.contracts.decisions import Decision, Placement
 from services.planner.core.config import PlannerConfig
 from tests.unit.planner.builders import (
     make_claim,
@@ -27,8 +27,11 @@ def churn(cluster, tag):
     cluster.delete_pod(f"t{tag}")
 
 
-# 1. early_retries survives a placement that leaves extra members unplaced
-def test_early_retries_start_over_when_the_gang_is_placed_with_extras_unplaced():
+def placed_after_failed_early_retries() -> tuple[Cluster, list[Decision]]:
+    """Gang g (minMember 1, two 3-cpu members) failing early retries for 40 s on a 4-cpu node
+    another scheduler half fills, capacity freed every second; then that pod leaves and the
+    gang is planned until g-0 is placed (g-1 an extra that does not fit). The cluster and the
+    decisions of the round that placed it."""
     cluster = Cluster().observe(
         make_node("n0").capacity(cpu_milli=4000),
         make_pod("big").scheduler("other").requests(cpu_milli=2000).on_node("n0"),
@@ -38,15 +41,21 @@ def test_early_retries_start_over_when_the_gang_is_placed_with_extras_unplaced()
         cluster.advance(1)
         churn(cluster, second)
         cluster.plan()
-    group = cluster.state.groups["default/g"]
-    assert group.early_retries > 0
+    assert cluster.state.groups["default/g"].early_retries > 0
     cluster.advance(1)
     cluster.delete_pod("big")
     for _ in range(30):
         decisions = cluster.plan()
         if any(isinstance(d, Placement) for d in decisions):
-            break
+            return cluster, decisions
         cluster.advance(1)
+    raise AssertionError("g-0 was never placed")
+
+
+# 1. early_retries survives a placement that leaves extra members unplaced
+def test_early_retries_start_over_when_the_gang_is_placed_with_extras_unplaced():
+    cluster, decisions = placed_after_failed_early_retries()
+    group = cluster.state.groups["default/g"]
     placement = next(d for d in decisions if isinstance(d, Placement))
     assert [m.name for m in placement.members] == ["g-0"]  # placed; g-1 is an extra unplaced
     # design notes: "The count starts over when the gang is placed"
@@ -129,22 +138,7 @@ def test_a_left_out_member_is_told_behind_busy_binders():
 
 
 def test_extras_first_early_retry_after_the_gang_is_placed():
-    cluster = Cluster().observe(
-        make_node("n0").capacity(cpu_milli=4000),
-        make_pod("big").scheduler("other").requests(cpu_milli=2000).on_node("n0"),
-        make_podgroup("g", 1), *members("g", 2, cpu_milli=3000))
-    cluster.plan()
-    for second in range(1, 40):
-        cluster.advance(1)
-        churn(cluster, second)
-        cluster.plan()
-    cluster.advance(1)
-    cluster.delete_pod("big")
-    for _ in range(30):
-        decisions = cluster.plan()
-        if any(isinstance(d, Placement) for d in decisions):
-            break
-        cluster.advance(1)
+    cluster, decisions = placed_after_failed_early_retries()
     cluster.bind(decisions)          # g-0 bound, GroupBound: failures = 0
     group = cluster.state.groups["default/g"]
     attempts = []
