@@ -328,7 +328,10 @@ class PullConsumer:
         return int((await self._js.stream_info(self._stream)).state.first_seq)
 
     async def close(self) -> None:
-        """Unsubscribe; the durable consumer and its position stay on the server."""
+        """Unsubscribe; the durable consumer and its position stay on the server. A readiness
+        hold this consumer set goes with it: the service's next consumer sets its own (a
+        closed consumer's hold kept its service not ready for good)."""
+        self._release()
         if self._subscription is not None:
             with contextlib.suppress(nats.errors.Error):
                 await self._subscription.unsubscribe()
@@ -450,6 +453,10 @@ class PullConsumer:
         if self._failures.clear():
             log.info("consumer %s/%s consuming again", self._stream, self.durable)
         self._retry_seconds = FIRST_RETRY_SECONDS
+        self._release()
+
+    def _release(self) -> None:
+        """Release the readiness hold this consumer set, if any."""
         if self._ready is not None and self._held is not None:
             self._ready.release(self._held)
         self._held = None
