@@ -63,7 +63,8 @@ def unusable_database(error: BaseException) -> str | None:
     if isinstance(error, ConnectionError | socket.gaierror | TimeoutError):
         return f"{type(error).__name__}: {error}"
     if isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError:
-        return f"{type(error).__name__}: {error}"  # from the driver itself (the audit's pages)
+        # from the driver itself (the audit's pages)
+        return f"{type(error).__name__}: {error}" if _sqlite_unusable(error) else None
     cause: BaseException = getattr(error, "orig", None) or error
     if type(cause).__name__ == "Error" and cause.__cause__ is not None:
         cause = cause.__cause__  # asyncpg's own error behind SQLAlchemy's adapter
@@ -72,6 +73,12 @@ def unusable_database(error: BaseException) -> str | None:
     if not isinstance(error, OperationalError | InterfaceError) and type(error) is not (
             DatabaseError):  # plain DatabaseError: SQLite's "file is not a database"
         return None
+    if isinstance(cause, sqlite3.Error) and not _sqlite_unusable(cause):
+        return None  # a query's own mistake: no such column, a syntax error
+    if type(cause).__module__.startswith("asyncpg") and not (
+            isinstance(cause, ConnectionError | OSError | TimeoutError)
+            or ("connection" in str(cause).lower() and "in progress" not in str(cause))):
+        return None  # e.g. invalid input for a query argument, a connection used twice
     return f"{type(cause).__name__}: {cause}"
 
 
@@ -82,6 +89,20 @@ password), 57 operator intervention (`terminating connection due to administrato
 when it stops, `the database system is starting up`, a statement timeout), 53300 too many
 connections, 3D000 no such database. SQLAlchemy raises these from asyncpg as its generic
 `DBAPIError`, not as `OperationalError`."""
+
+
+SQLITE_UNUSABLE = ("unable to open", "disk i/o error", "database is locked",
+                   "readonly database", "database or disk is full", "file is not a database",
+                   "disk image is malformed", "no such table")
+"""What an SQLite error says (lower case) when the file cannot be opened, read or written, or
+lacks gangsched's tables, rather than a query being wrong (`no such column`, a syntax error:
+bugs, which keep their traceback)."""
+
+
+def _sqlite_unusable(error: BaseException) -> bool:
+    """Whether an SQLite driver error says the database itself is unusable (`SQLITE_UNUSABLE`)."""
+    message = str(error).lower()
+    return any(part in message for part in SQLITE_UNUSABLE)
 
 
 def _unreachable_state(cause: BaseException) -> bool:

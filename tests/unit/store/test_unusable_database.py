@@ -36,3 +36,23 @@ def test_a_bug_in_a_query_or_in_writing_output_is_not_hidden():
     assert unusable_database(sqlite3.ProgrammingError("syntax error")) is None
     assert unusable_database(OSError(28, "No space left on device")) is None
     assert unusable_database(ValueError("x")) is None
+
+
+def test_a_query_of_its_own_mistake_is_not_an_unreachable_database() -> None:
+    """Retried for ever as "cannot reach the database", these bugs would never be seen."""
+    import asyncpg
+    from sqlalchemy.exc import InterfaceError
+
+    no_column = OperationalError("SELECT nope", {},
+                                 sqlite3.OperationalError("no such column: nope"))
+    syntax = OperationalError("SELEC 1", {}, sqlite3.OperationalError('near "SELEC": syntax'))
+    bad_argument = InterfaceError("UPDATE outbox", {}, asyncpg.exceptions._base.DataError(
+        "invalid input for query argument $1: 'x'"))
+    twice = InterfaceError("SELECT 1", {}, asyncpg.exceptions._base.InterfaceError(
+        "cannot perform operation: another operation is in progress"))
+    for error in (no_column, syntax, bad_argument, twice):
+        assert unusable_database(error) is None, error
+    assert unusable_database(sqlite3.OperationalError("no such column: x")) is None
+    closed = InterfaceError("SELECT 1", {}, asyncpg.exceptions._base.InterfaceError(
+        "connection is closed"))
+    assert unusable_database(closed) == "InterfaceError: connection is closed"
