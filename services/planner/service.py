@@ -126,11 +126,17 @@ class PlannerService:
                  restored.snapshot_seq, restored.events, restored.plan_points, published)
         return self.tracked_seq + 1
 
-    async def serve(self, source: EventSource, ready: ReadyFlag | None = None) -> None:
-        """Process batches from `source` until cancelled. Raises whatever a batch raises."""
+    async def serve(self, source: EventSource, ready: ReadyFlag | None = None,
+                    answered: Callable[[], None] | None = None) -> None:
+        """Process batches from `source` until cancelled; `answered` is called once the first
+        batch is done (committed, or none came): the database then takes writes too, not only
+        the reads of recovery. Raises whatever a batch raises."""
         if ready is not None:
             ready.set()
         try:
+            await self.run_once(source)
+            if answered is not None:
+                answered()
             while True:
                 await self.run_once(source)
         finally:
@@ -311,10 +317,18 @@ class DatabaseOutage:
         self._held = ""
         self.delay_seconds = DATABASE_RETRY_FIRST_SECONDS
         """The wait before the next attempt."""
+        self._since: float | None = None
+
+    def unreachable_seconds(self) -> float:
+        """How long the database has failed without answering (monotonic seconds; 0 when it
+        answered since its last failure)."""
+        return 0.0 if self._since is None else time.monotonic() - self._since
 
     def failed(self, error: StoreUnavailable, url: str) -> None:
         """An attempt failed with `error` on the database at `url` (without its password)."""
         self._url = url
+        if self._since is None:
+            self._since = time.monotonic()
         count = self._repeats.count(error.why)
         repeats = f" ({count} such failures)" if count is not None and count > 1 else ""
         (log.debug if count is None else log.warning)(
@@ -333,6 +347,7 @@ class DatabaseOutage:
     def answered(self) -> None:
         """The database answered (the planner recovered from it): say so if a failure was."""
         self.delay_seconds = DATABASE_RETRY_FIRST_SECONDS
+        self._since = None
         self.release()
         if self._repeats.clear():
             log.info("the database %s answers again", self._url)
@@ -356,7 +371,10 @@ async def run_planner(
 
     A database that cannot be reached (at the start or mid-run: `StoreUnavailable`) is
     waited for here, said as `DatabaseOutage` says, not ready meanwhile: each attempt
-    starts over from the schema check and the committed state, as a restart would.
+    starts over from the schema check and the committed state, as a restart would. Under
+    leader election, once it has not answered for a lease's length
+    (`leader_lease_seconds`), the StoreUnavailable is raised instead, so the leader lets its
+    lease go and a standby that reaches the database takes over.
     `ready` is also held down while the NATS connection is lost and while the EVENTS consumer
     cannot consume (`connection.hold_while_disconnected`, `PullConsumer.open(ready=...)`).
     Raises:
@@ -376,6 +394,12 @@ async def run_planner(
                 return
             except StoreUnavailable as error:
                 outage.failed(error, url)
+                if settings.planner.leader_election and (
+                        outage.unreachable_seconds() >= settings.planner.leader_lease_seconds):
+                    log.warning("stepping down as the leader: the database %s has not answered "
+                                "for %.0fs; a planner that reaches it takes over", url,
+                                outage.unreachable_seconds())
+                    raise
             await outage.wait()
     finally:
         outage.release()  # stopped: its readiness no longer held down by the database
@@ -385,7 +409,8 @@ async def run_planner(
 
 async def _run(settings: Settings, js: JetStream, engine: AsyncEngine, ready: ReadyFlag | None,
                config: core_config.PlannerConfig | None, answered: Callable[[], None]) -> None:
-    """One attempt of `run_planner`; `answered` is called once the planner has recovered.
+    """One attempt of `run_planner`; `answered` is called once the planner has recovered and
+    served its first batch (a database that answers reads but refuses writes keeps backing off).
 
     Raises:
         StoreUnavailable: the database cannot be reached; else as `run_planner`.
@@ -413,7 +438,6 @@ async def _serve(js: JetStream, engine: AsyncEngine, publisher: BusPublisher, se
         settings=settings.planner,
     )
     start_seq = await service.recover()
-    answered()
     events_stream = subjects.stream_name(prefix, "EVENTS")
     await _check_stream_reaches(js, events_stream, service.tracked_seq)
     consumer = await PullConsumer.open(
@@ -422,7 +446,7 @@ async def _serve(js: JetStream, engine: AsyncEngine, publisher: BusPublisher, se
         ack_policy=consuming.ACK_ALL, ready=ready, stream_loss_fatal=True,
     )
     try:
-        await service.serve(consumer, ready)
+        await service.serve(consumer, ready, answered)
     except StreamGone as gone:
         raise StreamBehindTracking(
             f"{gone}, but the planner database has applied up to seq {service.tracked_seq}: "
