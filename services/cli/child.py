@@ -38,8 +38,9 @@ class ChildPayload:
 
 
 def main() -> None:
-    """Run the service of the payload on stdin until SIGTERM (or the parent's end); exit 1
-    with one line on an expected failure, 2 when not started by a parent."""
+    """Run the service of the payload on stdin until SIGTERM (or the parent's end); on an
+    expected failure, send its one line to the parent as `{"fatal": line}` (the parent says
+    it and ends the run) and exit 1; exit 2 when not started by a parent."""
     try:
         channel, payload = ParentChannel.connect()
     except ParentGone as error:
@@ -59,7 +60,9 @@ def main() -> None:
     try:
         run_service(_watched(channel, job))
     except click.ClickException as error:
-        error.show()
+        # what no restart mends (a lost NATS store, a schema behind, missing credentials):
+        # the parent ends the run with this line instead of restarting the process
+        channel.send({"fatal": error.format_message()})
         sys.exit(error.exit_code)
 
 

@@ -69,8 +69,8 @@ class Limits:
 
 
 class ChildFailed(Exception):
-    """A child exited `crash_loop_limit` times in a row before it was ready (the message says
-    which and how it last exited)."""
+    """A child exited `crash_loop_limit` times in a row before it was ready, or exited after
+    sending `{"fatal": line}` (an error no restart mends): the message says which and why."""
 
 
 def describe_exit(code: int) -> str:
@@ -152,8 +152,9 @@ class ProcessSupervisor:
         exits_before_ready = 0
         while True:
             started = time.monotonic()
+            fatal: list[str] = []
             try:
-                code, was_ready = await self._run_once(spec)
+                code, was_ready = await self._run_once(spec, fatal)
             except OSError as error:  # not started at all (no such executable, no memory)
                 log.error("%s process could not start: %s", spec.name, error)
                 code, was_ready = NOT_STARTED_CODE, False
@@ -161,6 +162,8 @@ class ProcessSupervisor:
             if self._stopping:
                 log.info("%s process exited %s", spec.name, describe_exit(code))
                 return
+            if fatal:  # no restart mends it: said once, by the parent, and the run ends
+                raise ChildFailed(fatal[-1])
             exits_before_ready = 0 if was_ready else exits_before_ready + 1
             if exits_before_ready >= self._limits.crash_loop_limit:
                 raise ChildFailed(
@@ -177,9 +180,10 @@ class ProcessSupervisor:
                 return
             backoff = min(backoff * 2, self._limits.max_backoff_seconds)
 
-    async def _run_once(self, spec: ChildSpec) -> tuple[int, bool]:
+    async def _run_once(self, spec: ChildSpec, fatal: list[str]) -> tuple[int, bool]:
         """Start the child, hand it its payload, relay its messages until it exits; return
-        its return code and whether it reported ready."""
+        its return code and whether it reported ready. A `{"fatal": line}` it sent is
+        appended to `fatal`."""
         process = await asyncio.create_subprocess_exec(
             *spec.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             env=dict(spec.env) if spec.env is not None else None, start_new_session=True,
@@ -198,6 +202,8 @@ class ProcessSupervisor:
                 message = _message(spec.name, line)
                 if message is not None:
                     ready = ready or message.get("ready") is True
+                    if isinstance(message.get("fatal"), str):
+                        fatal.append(message["fatal"])
                     self._on_message(spec.name, message)
             return await process.wait(), ready
         except asyncio.CancelledError:

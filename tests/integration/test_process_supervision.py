@@ -25,7 +25,7 @@ from services.runtime.process_supervision import (
     Limits,
     ProcessSupervisor,
 )
-from tests.support.supervised_child import FAIL_CODE
+from tests.support.supervised_child import FAIL_CODE, FATAL_LINE
 
 pytestmark = pytest.mark.integration
 
@@ -103,6 +103,22 @@ async def test_a_child_that_never_gets_ready_ends_supervision_with_its_reason():
         f"the doomed process exited 3 times in a row before it was ready, last with code "
         f"{FAIL_CODE} (its log is above)")
     assert recorder.exits == ["doomed"] * 3
+
+
+async def test_a_child_that_says_no_restart_mends_it_ends_supervision_with_its_line():
+    """A fatal line (a lost NATS store, a schema behind) ends the run at the first exit, even
+    after the child was ready: restarted, it failed again for ever (review, session 29)."""
+    recorder = Recorder()
+    supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
+                                   Limits(first_backoff_seconds=0.01, crash_loop_limit=3))
+    supervisor.start(spec("planner-fatal", "fatal"))
+    try:
+        with pytest.raises(ChildFailed) as failure:
+            await supervisor.wait()
+    finally:
+        await supervisor.stop()
+    assert str(failure.value) == FATAL_LINE
+    assert recorder.exits == ["planner-fatal"]
 
 
 async def test_stop_terminates_every_child_and_kills_one_ignoring_sigterm():
