@@ -84,10 +84,13 @@ def planner_settings(bus: BusSettings, tmp_path: Path) -> Settings:
 
 @contextlib.asynccontextmanager
 async def running_planner(
-    settings: Settings, js: JetStreamContext, engine: AsyncEngine
+    settings: Settings, js: JetStreamContext, engine: AsyncEngine,
+    ready: ReadyFlag | None = None, *, ends_with: tuple[type[BaseException], ...] = (),
 ) -> AsyncIterator[asyncio.Task[None]]:
-    """Run `run_planner` as a task until the block ends; fail fast if it crashes."""
-    ready = ReadyFlag("planner")
+    """Run `run_planner` as a task until the block ends; fail fast if it crashes before it is
+    ready. `ready`: the flag it reports on (a new one if None); `ends_with`: errors the block
+    expects the task to have ended with (not raised again when the block ends)."""
+    ready = ready if ready is not None else ReadyFlag("planner")
     task = asyncio.create_task(run_planner(settings, js, engine, ready))
 
     async def is_ready() -> bool:
@@ -100,7 +103,7 @@ async def running_planner(
         yield task
     finally:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        with contextlib.suppress(asyncio.CancelledError, *ends_with):
             await task
 
 

@@ -17,10 +17,15 @@ from services.bus import connection, consuming
 from services.bus.embedded import EmbeddedNats
 from services.config.settings import BusSettings
 from services.contracts import subjects
-from services.planner.service import StreamBehindTracking, run_planner
+from services.planner.service import StreamBehindTracking
 from services.runtime.health import ReadyFlag
 from services.runtime.supervision import Fatal
-from tests.integration.planner_harness import gang_events, planner_settings, publish_events
+from tests.integration.planner_harness import (
+    gang_events,
+    planner_settings,
+    publish_events,
+    running_planner,
+)
 from tests.integration.test_planner_service import wait_for_tracked
 from tests.support.waiting import eventually_async
 
@@ -30,22 +35,11 @@ pytestmark = pytest.mark.integration
 @contextlib.asynccontextmanager
 async def planner(js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
                   tmp_path: Path) -> AsyncIterator[tuple[asyncio.Task[None], ReadyFlag]]:
+    """The planner running until the block ends, and its readiness; it may end lost."""
     ready = ReadyFlag("planner")
-    task = asyncio.create_task(run_planner(planner_settings(bus_settings, tmp_path), js, engine,
-                                           ready))
-
-    async def is_ready() -> bool:
-        if task.done():
-            task.result()
-        return ready.is_ready
-
-    try:
-        await eventually_async(is_ready, timeout=30, what="planner ready")
+    async with running_planner(planner_settings(bus_settings, tmp_path), js, engine, ready,
+                               ends_with=(StreamBehindTracking,)) as task:
         yield task, ready
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, StreamBehindTracking):
-            await task
 
 
 async def test_the_events_stream_gone_mid_run_ends_the_planner_with_one_fatal_error(

@@ -22,23 +22,10 @@ import pytest
 from services.config.settings import KubeSettings
 from services.kube import client, errors
 from services.runtime import metrics
+from tests.support.kubeconfigs import TOKEN_KUBECONFIG as KUBECONFIG
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
-KUBECONFIG = """
-apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {{server: "{server}", insecure-skip-tls-verify: true}}
-users:
-- name: u
-  user: {{token: "t0ken"}}
-contexts:
-- name: x
-  context: {{cluster: c, user: u}}
-current-context: x
-"""
 
 
 class Listener:

@@ -14,21 +14,7 @@ from services.config.settings import KubeSettings
 from services.kube import client
 from services.kube.leases import KubeLease
 from services.runtime import election
-
-KUBECONFIG = """
-apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {{server: "{server}", insecure-skip-tls-verify: true}}
-users:
-- name: u
-  user: {{token: "t0ken"}}
-contexts:
-- name: x
-  context: {{cluster: c, user: u}}
-current-context: x
-"""
+from tests.support.kubeconfigs import TOKEN_KUBECONFIG as KUBECONFIG
 
 
 def free_port() -> int:
