@@ -21,6 +21,7 @@ import functools
 import logging
 import os
 import ssl
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -73,6 +74,14 @@ AUTH_SETTINGS = ["BearerToken"]
 """The kubernetes_asyncio auth settings every request carries (what its generated API calls
 pass): the configuration's bearer token, if any, as the `authorization` header."""
 
+CREDENTIALS_REUSE_SECONDS = 1.0
+"""How long (monotonic seconds) the credentials asked of the library for one request are
+reused for the next ones. Asking runs the configuration's refresh hook (an in-cluster token
+file's expiry check, an exec plugin's) and builds its settings anew: 2-3% of the binder's CPU
+at a thousand requests a second (py-spy, bench/results/cluster-n1000-a-s30prof.json). A
+rotated token is picked up at most this much later; client-go's cached token source reads a
+rotated service-account token file at most once a minute."""
+
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
@@ -109,6 +118,7 @@ class KubeClient:
         self._session, self._session_options = _session_of(api)
         self._default_headers = _default_headers(api)
         self._slots = asyncio.Semaphore(REQUEST_SLOTS)
+        self._kept_credentials: tuple[float, dict[str, str], list[tuple[str, str]]] | None = None
 
     @property
     def server(self) -> str:
@@ -268,12 +278,9 @@ class KubeClient:
         defaults (User-Agent), then the credentials of `AUTH_SETTINGS` (an `in: query` setting
         would add to the query, as there).
         """
-        headers = {"Content-Type": content_type, "Accept": accept, **self._default_headers}
-        auth_query: list[tuple[str, str]] = []
-        try:
-            await self._api.update_params_for_auth(headers, auth_query, AUTH_SETTINGS)
-        except _CREDENTIAL_ERRORS as error:  # e.g. a service-account token being rotated
-            raise errors.KubeUnavailable(f"{what}: credentials unavailable: {error!r}") from error
+        auth_headers, auth_query = await self._credentials(what)
+        headers = {"Content-Type": content_type, "Accept": accept, **self._default_headers,
+                   **auth_headers}
         url = self._host + path
         if query or auth_query:
             url += "?" + urllib.parse.urlencode([*query, *auth_query])
@@ -287,6 +294,29 @@ class KubeClient:
             raise self._unreachable(what, error) from error
         metrics.kube_requests.labels(method, str(response.status)).inc()
         return response
+
+    async def _credentials(self, what: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
+        """The credentials of a request (`AUTH_SETTINGS`) as headers and query parameters,
+        asked of the library (`ApiClient.update_params_for_auth`) at most once every
+        `CREDENTIALS_REUSE_SECONDS`; callers must not change what is returned.
+
+        Raises:
+            KubeUnavailable: the credentials cannot be read now (e.g. a service-account token
+            file being rotated); nothing is kept, so the next request asks again.
+        """
+        now = time.monotonic()
+        kept = self._kept_credentials
+        if kept is not None and now - kept[0] < CREDENTIALS_REUSE_SECONDS:
+            return kept[1], kept[2]
+        headers: dict[str, str] = {}
+        query: list[tuple[str, str]] = []
+        try:
+            await self._api.update_params_for_auth(headers, query, AUTH_SETTINGS)
+        except _CREDENTIAL_ERRORS as error:  # e.g. a service-account token being rotated
+            self._kept_credentials = None
+            raise errors.KubeUnavailable(f"{what}: credentials unavailable: {error!r}") from error
+        self._kept_credentials = (now, headers, query)
+        return headers, query
 
     def _unreachable(self, what: str, error: BaseException) -> errors.KubeUnreachable:
         """The error for a request `what` that got no (whole) answer because of `error`."""

@@ -66,6 +66,30 @@ async def test_a_service_account_token_that_cannot_be_reread_is_kube_unavailable
         await kube.close()
 
 
+async def test_credentials_are_reused_for_a_second_then_asked_again(
+        service_account: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kube = await client.connect(KubeSettings())
+    try:
+        assert (await kube._credentials("GET /api"))[0] == {"authorization": "Bearer t0ken"}
+        service_account.write_text("rotated")
+        # within CREDENTIALS_REUSE_SECONDS the token read first is sent again
+        assert (await kube._credentials("GET /api"))[0] == {"authorization": "Bearer t0ken"}
+        monkeypatch.setattr(client, "CREDENTIALS_REUSE_SECONDS", 0.0)
+        assert (await kube._credentials("GET /api"))[0] == {"authorization": "Bearer rotated"}
+        monkeypatch.setattr(client, "CREDENTIALS_REUSE_SECONDS", 3600.0)
+        emptied(service_account)
+        assert (await kube._credentials("GET /api"))[0] == {"authorization": "Bearer rotated"}
+        monkeypatch.setattr(client, "CREDENTIALS_REUSE_SECONDS", 0.0)
+        with pytest.raises(errors.KubeUnavailable, match="credentials unavailable"):
+            await kube._credentials("GET /api")
+        # a failure keeps nothing: the token written next is used at once, whatever the window
+        monkeypatch.setattr(client, "CREDENTIALS_REUSE_SECONDS", 3600.0)
+        service_account.write_text("fresh")
+        assert (await kube._credentials("GET /api"))[0] == {"authorization": "Bearer fresh"}
+    finally:
+        await kube.close()
+
+
 PLUGIN = """
 import json, pathlib, sys
 runs = pathlib.Path(sys.argv[1])
