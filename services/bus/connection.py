@@ -64,11 +64,16 @@ def hold_while_disconnected(client: Connection, ready: ReadyHold) -> Callable[[]
     reach NATS, at its start and mid-run alike.
 
     Shapes: returns a function that stops following the client and releases the hold. A
-    client `connect` did not make is looked at now only.
+    client `connect` did not make is looked at now only. A `ready` already following
+    `client` (a planner's readiness, followed by its leader election and again by the
+    planner while it leads) is left to its first follower: the function returned then does
+    nothing, so a leader stepping down does not release a hold its standby still needs.
     """
     if not client.is_connected:
         ready.hold(NATS_DISCONNECTED)
     followers = _FOLLOWERS.get(client)
+    if followers is not None and any(follower is ready for follower in followers):
+        return lambda: None
     if followers is not None:
         followers.append(ready)
 

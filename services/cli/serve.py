@@ -175,7 +175,19 @@ async def _lead(settings: Settings, nc: Connection, plan: Any, flag: ReadyFlag) 
     )
     log.info("planner %s campaigns for the leader lease (%gs)", held.holder,
              timing.lease_seconds)
-    await election.lead(held, timing, plan, ready=flag)
+    await _lead_following(nc, flag, lambda: election.lead(held, timing, plan, ready=flag))
+
+
+async def _lead_following(nc: Connection, flag: ReadyFlag, leading: election.Work) -> None:
+    """Run `leading()` (an `election.lead`) with `flag` held down while `nc` is disconnected
+    (`connection.hold_while_disconnected`), standing by as while leading: a standby that
+    cannot reach NATS could not take over. (Its lease's own unavailability names no server
+    for NATS: the connection says it.)"""
+    stop_following = connection.hold_while_disconnected(nc, flag)
+    try:
+        await leading()
+    finally:
+        stop_following()
 
 
 SCHEDULER_LEASE = election.Timing(lease_seconds=15.0, retry_seconds=2.0)
@@ -203,7 +215,8 @@ async def _hold_scheduler_name(settings: Settings, nc: Connection, bind: electio
                                 process=election.identity(),
                                 lease_seconds=SCHEDULER_LEASE.lease_seconds)
         log.info("binder %s campaigns for Lease %s", held.holder, held.where)
-        await election.lead(held, SCHEDULER_LEASE, bind, service="binder", ready=flag)
+        await _lead_following(nc, flag, lambda: election.lead(
+            held, SCHEDULER_LEASE, bind, service="binder", ready=flag))
     finally:
         await client.close()
 

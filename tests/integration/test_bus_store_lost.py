@@ -162,6 +162,32 @@ async def test_readiness_is_held_down_while_the_connection_is_lost(
     assert ready.is_ready  # no longer followed
 
 
+async def test_a_readiness_followed_twice_stays_held_until_its_first_follower_stops(
+    nc: Client, nats_server: EmbeddedNats,
+) -> None:
+    """A planner's readiness is followed by its leader election and again by the planner
+    while it leads: the planner stepping down (NATS lost) must not release the hold that
+    its standby still needs."""
+    ready = ReadyFlag("planner")
+    ready.set()
+    stop_election = connection.hold_while_disconnected(nc, ready)
+    stop_planner = connection.hold_while_disconnected(nc, ready)
+    await nats_server.kill()
+    await eventually_async(lambda: _held(ready), timeout=15, what="readiness held down")
+    stop_planner()  # the leader steps down, its standby stays
+    assert ready.holds == [connection.NATS_DISCONNECTED]
+    await nats_server.start()
+
+    async def released() -> bool:
+        return ready.is_ready
+
+    await eventually_async(released, timeout=15, what="readiness released")
+    stop_election()
+    await nats_server.kill()
+    await eventually_async(lambda: _connected_is(nc, False), timeout=15, what="disconnect")
+    assert ready.holds == []  # no longer followed
+
+
 async def _connected_is(nc: Client, connected: bool) -> bool:
     return nc.is_connected == connected
 

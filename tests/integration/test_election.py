@@ -16,9 +16,11 @@ from nats.aio.client import Client
 
 from services.bus import connection, lease
 from services.bus.embedded import EmbeddedNats
-from services.config.settings import BusSettings
+from services.cli import serve
+from services.config.settings import BusSettings, PlannerServiceSettings, Settings
 from services.runtime import election
 from services.runtime.election import Timing
+from services.runtime.health import Readiness
 from tests.support.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
@@ -166,6 +168,48 @@ async def test_a_leader_cut_off_from_nats_stops_serving_before_its_lease_expires
     assert stepped_down - stopped_at < TIMING.renew_deadline_seconds + 0.1
     await nats_server.start()
     await eventually_async(lambda: _leader(first), timeout=10, what="a leads again")
+
+
+async def test_a_standby_planner_is_not_ready_while_its_nats_connection_is_lost(
+        campaign: Campaign, nats_server: EmbeddedNats, bus_settings: BusSettings) -> None:
+    """The KV lease's unavailability names no server (NATS's connection says it), so the
+    standby's readiness follows its connection as the leader's does."""
+    first = await campaign("a")
+    await eventually_async(lambda: _leader(first), timeout=5, what="a leads")
+    readiness = Readiness()
+    flag = readiness.flag("planner")
+    settings = Settings(bus=bus_settings, planner=PlannerServiceSettings(
+        leader_election=True, leader_lease_seconds=TIMING.lease_seconds,
+        leader_retry_seconds=TIMING.retry_seconds))
+    nc = await connection.connect(bus_settings, name="standby")
+    leading = asyncio.Event()
+
+    async def plan() -> None:  # stands for the planner: ready while it leads
+        flag.set()
+        leading.set()
+        await asyncio.Event().wait()
+
+    standby = asyncio.create_task(serve._lead(settings, nc, plan, flag))
+    try:
+        await eventually_async(lambda: _described(readiness, []), timeout=5,
+                               interval=0.02, what="the standby ready")
+        assert not leading.is_set()  # a still leads: this one stands by
+        await nats_server.stop()
+        await eventually_async(
+            lambda: _described(readiness, ["planner (NATS disconnected)"]), timeout=10,
+            interval=0.02, what="the standby not ready, saying why")
+        await nats_server.start()
+        await eventually_async(lambda: _described(readiness, []), timeout=15, interval=0.02,
+                               what="ready again (standing by or leading)")
+    finally:
+        standby.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await standby
+        await nc.close()
+
+
+async def _described(readiness: Readiness, expected: list[str]) -> bool:
+    return readiness.described() == expected
 
 
 async def test_the_lease_bucket_ttl_follows_the_configured_lease(
