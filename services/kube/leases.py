@@ -63,8 +63,9 @@ class KubeLease:
     object's resourceVersion is read before every write (one GET and one PUT a renewal).
 
     Raises (every method): LeaseUnavailable when the API server cannot answer now (naming
-    it and why, for `election.campaign` to say so), LeaseRefused when it refuses (no RBAC
-    permission on leases, no such namespace).
+    it and why, for `election.campaign` to say so: no answer, or `answered` 429 or 5xx with
+    its status and message), LeaseRefused when it refuses (no RBAC permission on leases, no
+    such namespace).
     """
 
     def __init__(self, client: KubeClient, *, namespace: str, name: str, installation: str,
@@ -243,7 +244,7 @@ class KubeLease:
         except errors.KubeUnavailable as error:  # answered: busy (429) or failing (5xx)
             raise LeaseUnavailable(f"{doing} Lease {self.where}: {error}",
                                    server=f"the API server at {self._client.server}",
-                                   why=error.detail) from error
+                                   why=error.detail, answered=error.status != 0) from error
         except errors.KubeForbidden as error:
             raise LeaseRefused(f"{doing} Lease {self.where}: {error} (the binder needs get, "
                                "create and update on leases.coordination.k8s.io in namespace "

@@ -12,9 +12,10 @@ A leader that stops (shutdown, or its work failed) releases the lease so a stand
 at its next attempt. Never touches the service's state; `lead` runs the caller's work only
 while this process holds the lease. A store says it cannot be reached now with
 `LeaseUnavailable` (or TimeoutError, OSError) and that it refuses with `LeaseRefused`. A
-standby that cannot reach the store's server says so as a connection does
-(`services.runtime.unreachable`): one WARNING at the first failure of a kind, again every
-tenth with its count, one INFO line once the server answers again.
+standby that cannot reach the store's server, or that the server answers with an error (429,
+5xx), says so as a connection does (`services.runtime.unreachable`): one WARNING at the first
+failure of a kind, again every tenth with its count, one INFO line once the server answers
+again; the one case is never said as the other (`LeaseUnavailable.problem`).
 """
 
 from __future__ import annotations
@@ -43,17 +44,29 @@ RELEASE_TIMEOUT_SECONDS = 2.0
 class LeaseUnavailable(Exception):
     """The lease's store cannot be reached or is busy now (a later request may succeed).
 
-    `server` names the server that failed to answer (`the API server at https://...`) and
-    `why` says why in words (`connection refused`, `HTTP 503 ...`): a campaign then warns
-    (`cannot reach <server>: <why>; retrying every 2s`). Without `server` the failure is
-    logged at DEBUG only: a store whose connection reports its own outages (NATS), or a
-    write race lost.
+    `server` names the server that failed (`the API server at https://...`) and `why` says
+    why in words: no answer at all (`connection refused`), or, when `answered`, the error it
+    answered (`HTTP 503 ServiceUnavailable: etcd down`). A campaign then warns with `problem`
+    (`cannot reach <server>: <why>`, or `<server> answered <why>`), adding `; retrying every
+    2s`. Without `server` the failure is logged at DEBUG only: a store whose connection
+    reports its own outages (NATS), or a write race lost.
     """
 
-    def __init__(self, message: str, *, server: str = "", why: str = "") -> None:
+    def __init__(self, message: str, *, server: str = "", why: str = "",
+                 answered: bool = False) -> None:
         super().__init__(message)
         self.server = server
         self.why = why or message
+        self.answered = answered
+
+    @property
+    def problem(self) -> str:
+        """What is wrong with `server`, in words: `cannot reach the API server at <URL>:
+        connection refused` (no answer), or `the API server at <URL> answered HTTP 503
+        ServiceUnavailable: etcd down` (`answered`)."""
+        if self.answered:
+            return f"{self.server} answered {self.why}"
+        return f"cannot reach {self.server}: {self.why}"
 
 
 class LeaseRefused(Exception):
@@ -242,12 +255,13 @@ async def _campaign(lease: LeaseStore, timing: Timing, clock: Clock, ready: Read
 
 
 class Outage:
-    """What a campaign says while its store's server cannot be reached: a `LeaseUnavailable`
-    naming a server at WARNING, `cannot reach <server>: <why>; retrying every <n>s`, at the first
-    failure of each `why` and then every tenth (with its count, `unreachable.Repeats`); one
-    INFO line, `<server> answers again`, at the first answer after one was logged. Any other
-    unavailability (no server named, our own timeout) at DEBUG. While the server cannot be
-    reached, `ready` (if given) is held down with `cannot reach <server>: <why>`."""
+    """What a campaign says while its store's server cannot be reached or answers with an
+    error: a `LeaseUnavailable` naming a server at WARNING, its `problem` and `; retrying
+    every <n>s` (`cannot reach <server>: <why>; ...`, or `<server> answered <why>; ...` when
+    the server answered, e.g. 429 or 503), at the first failure of each `why` and then every
+    tenth (with its count, `unreachable.Repeats`); one INFO line, `<server> answers again`, at
+    the first answer after one was logged. Any other unavailability (no server named, our own
+    timeout) at DEBUG. Meanwhile `ready` (if given) is held down with the `problem`."""
 
     def __init__(self, retry_seconds: float, ready: ReadyFlag | None = None) -> None:
         self._retry_seconds = retry_seconds
@@ -268,8 +282,7 @@ class Outage:
             return
         self._server = error.server
         repeats = f" ({count} such failures)" if count > 1 else ""
-        log.warning("cannot reach %s: %s; retrying every %gs%s", error.server, error.why,
-                    self._retry_seconds, repeats)
+        log.warning("%s; retrying every %gs%s", error.problem, self._retry_seconds, repeats)
 
     def answered(self) -> None:
         """An attempt was answered (granted, held by another or refused)."""
@@ -284,8 +297,8 @@ class Outage:
         self._held = ""
 
     def _hold(self, error: LeaseUnavailable) -> None:
-        """Hold `ready` down with why `error`'s server cannot be reached (that only)."""
-        reason = f"cannot reach {error.server}: {error.why}"
+        """Hold `ready` down with `error.problem` (that only)."""
+        reason = error.problem
         if self._ready is not None and reason != self._held:
             self.release()
             self._held = reason

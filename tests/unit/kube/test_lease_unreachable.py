@@ -1,11 +1,14 @@
 """A binder standing by for its Lease says why when the API server cannot answer: the Lease's
 `LeaseUnavailable` names the server and the reason, and a campaign warns with them
-(`services.runtime.election.Outage`), instead of a debug line nobody sees."""
+(`services.runtime.election.Outage`), instead of a debug line nobody sees. A server that
+answers with an error (429, 503) is said to have answered it, never to be unreachable."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from services.config.settings import KubeSettings
 from services.kube import client
 from services.kube.leases import KubeLease
 from services.runtime import election
+from services.runtime.health import ReadyFlag
 from tests.support.kubeconfigs import TOKEN_KUBECONFIG as KUBECONFIG
 
 
@@ -55,18 +59,26 @@ async def test_an_unreachable_api_server_is_named_with_the_reason(
     assert len(warned) <= 3  # the first, then every tenth
 
 
-@pytest.mark.usefixtures("no_proxy_environment")
-async def test_an_api_server_that_answers_unavailable_is_named_with_its_answer(
-        tmp_path: Path) -> None:
-    async def unavailable(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+def answering(status: str, reason: str, message: str) -> Callable[
+        [asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    """A loopback API server answering every request `HTTP/1.1 <status>` with a Status object
+    of `reason` and `message`."""
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
-        body = b'{"kind":"Status","reason":"ServiceUnavailable","message":"etcd down"}'
-        writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                     + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        body = json.dumps({"kind": "Status", "reason": reason, "message": message}).encode()
+        writer.write(f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
         await writer.drain()
         writer.close()
 
-    server = await asyncio.start_server(unavailable, "127.0.0.1", 0)
+    return answer
+
+
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_an_api_server_that_answers_unavailable_is_named_with_its_answer(
+        tmp_path: Path) -> None:
+    server = await asyncio.start_server(
+        answering("503 Service Unavailable", "ServiceUnavailable", "etcd down"), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     async with server:
         kube, lease = await lease_at(tmp_path, f"http://127.0.0.1:{port}")
@@ -77,3 +89,51 @@ async def test_an_api_server_that_answers_unavailable_is_named_with_its_answer(
             await kube.close()
     assert raised.value.server == f"the API server at http://127.0.0.1:{port}"
     assert raised.value.why == "HTTP 503 ServiceUnavailable: etcd down"
+    assert raised.value.answered
+    assert raised.value.problem == (f"the API server at http://127.0.0.1:{port} answered "
+                                    "HTTP 503 ServiceUnavailable: etcd down")
+
+
+class HeldFlag(ReadyFlag):
+    """A readiness flag that says when it is first held down."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.held = asyncio.Event()
+
+    def hold(self, reason: str) -> None:
+        super().hold(reason)
+        self.held.set()
+
+
+@pytest.mark.parametrize(("status", "reason", "message"), [
+    ("503 Service Unavailable", "ServiceUnavailable", "etcd down"),
+    ("429 Too Many Requests", "TooManyRequests", "too many requests, please try again later"),
+])
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_a_standby_the_api_server_answers_with_an_error_says_so_not_unreachable(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, status: str, reason: str,
+        message: str) -> None:
+    server = await asyncio.start_server(answering(status, reason, message), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    flag = HeldFlag("binder")
+    flag.set()  # an earlier attempt was answered
+    async with server:
+        kube, lease = await lease_at(tmp_path, f"http://127.0.0.1:{port}")
+        campaign = asyncio.create_task(election.campaign(
+            lease, election.Timing(lease_seconds=0.09, retry_seconds=0.01), ready=flag))
+        try:
+            await asyncio.wait_for(flag.held.wait(), 10)
+            problem = (f"the API server at http://127.0.0.1:{port} answered "
+                       f"HTTP {status.split()[0]} {reason}: {message}")
+            assert flag.holds == [problem]  # /readyz: `not ready: binder (<problem>)`
+            assert not flag.is_ready
+        finally:
+            campaign.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await campaign
+            await kube.close()
+    assert flag.holds == []  # no longer standing by
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned[0] == f"{problem}; retrying every 0.01s"
+    assert not any("cannot reach" in said for said in warned)
