@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import pickle
 import sys
+from typing import Any, Protocol
 
 import click
 
@@ -72,18 +73,27 @@ async def _watched(channel: ParentChannel, job: ChildPayload) -> None:
                       is_child=True)
 
 
-def _reporter(channel: ParentChannel) -> serve.Announce:
+class Channel(Protocol):
+    """Where the child's messages go (`ParentChannel`)."""
+
+    def send(self, message: dict[str, Any]) -> None: ...
+
+
+def _reporter(channel: Channel) -> serve.Announce:
     """Report the /metrics port once, then the readiness whenever it changes (until
-    cancelled): `{"http_port": int | None}`, `{"ready": bool, "not_ready": [names]}`."""
+    cancelled): `{"http_port": int | None}`, `{"ready": bool, "not_ready": [names], "holds":
+    [reasons]}`: the flags not ready and what holds them down (`Readiness.holds`,
+    `["NATS disconnected"]`), which the parent's /readyz shows as the child's own does
+    (`not ready: planner (NATS disconnected)`), polled every `serve.READY_POLL_SECONDS`."""
     async def report(settings: Settings, readiness: Readiness, health: HealthServer | None,
                      services: tuple[str, ...]) -> None:
         channel.send({"http_port": health.port if health is not None else None})
-        last: list[str] | None = None
+        last: tuple[list[str], list[str]] | None = None
         while True:
-            waiting = readiness.not_ready()
-            if waiting != last:
-                channel.send({"ready": not waiting, "not_ready": waiting})
-                last = waiting
+            waiting, holds = readiness.not_ready(), readiness.holds()
+            if (waiting, holds) != last:
+                channel.send({"ready": not waiting, "not_ready": waiting, "holds": holds})
+                last = waiting, holds
             await asyncio.sleep(serve.READY_POLL_SECONDS)
 
     return report

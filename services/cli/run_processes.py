@@ -131,19 +131,27 @@ class _Children:
         self._session: aiohttp.ClientSession | None = None
 
     def on_message(self, name: str, message: dict[str, object]) -> None:
-        """A child's message: `{"http_port": n}` or `{"ready": bool, ...}`."""
+        """A child's message: `{"http_port": n}` or `{"ready": bool, "holds": [reasons],
+        ...}`; the child's flag here is held down by its holds, so /readyz says why as the
+        child's own does (`not ready: planner (NATS disconnected)`)."""
         port = message.get("http_port")
         if isinstance(port, int):
             self._ports[name] = port
         if "ready" in message:
             flag = self.readiness.flag(name)
+            held = message.get("holds")
+            holds = [str(hold) for hold in held] if isinstance(held, list) else []
             if flag.is_ready and message["ready"] is not True:
-                log.warning("%s process no longer ready: %s", name, message.get("not_ready"))
+                log.warning("%s process no longer ready: %s", name,
+                            "; ".join(holds) or message.get("not_ready"))
+            flag.hold_only(holds)
             flag.set(message["ready"] is True)
 
     def on_exit(self, name: str) -> None:
-        """A child exited: not ready, and no metrics until its next start reports."""
+        """A child exited: not ready (held by nothing it said before), and no metrics until
+        its next start reports."""
         self.readiness.flag(name).set(False)
+        self.readiness.flag(name).hold_only(())
         self._ports.pop(name, None)
         self._last.pop(name, None)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import logging
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -56,6 +56,11 @@ class ReadyFlag:
         """End the hold for `reason`; idempotent."""
         self._holds.discard(reason)
 
+    def hold_only(self, reasons: Iterable[str]) -> None:
+        """Be held down for exactly `reasons` (none: held by nothing), releasing any other:
+        for a flag that mirrors another process's (a `gangsched run` child's, in its parent)."""
+        self._holds = set(reasons)
+
 
 class Readiness:
     """The process is ready when every flag it handed out is set."""
@@ -70,6 +75,11 @@ class Readiness:
     def not_ready(self) -> list[str]:
         """Names of the flags not ready (not set, or held), sorted."""
         return sorted(name for name, flag in self._flags.items() if not flag.is_ready)
+
+    def holds(self) -> list[str]:
+        """The reasons holding down the flags not ready, sorted, each once (what `described`
+        shows in brackets): `["NATS disconnected"]`."""
+        return sorted({hold for flag in self._flags.values() for hold in flag.holds})
 
     def described(self) -> list[str]:
         """`not_ready`, each held flag followed by its holds: `planner (NATS disconnected)`."""

@@ -40,3 +40,19 @@ def test_a_release_does_not_make_an_unset_flag_ready() -> None:
     flag.release("stream gone")
     flag.release("never held")
     assert not flag.is_ready
+
+
+def test_a_flag_held_only_for_given_reasons_drops_the_others() -> None:
+    readiness = Readiness()
+    planner, binder = readiness.flag("planner"), readiness.flag("binder")
+    planner.set()
+    binder.set()
+    planner.hold("NATS disconnected")
+    binder.hold("consumer binder: stream GANGSCHED_DECISIONS gone")
+    assert readiness.holds() == ["NATS disconnected",
+                                 "consumer binder: stream GANGSCHED_DECISIONS gone"]
+    planner.hold_only(["cannot reach the database x", "NATS disconnected"])
+    assert planner.holds == ["NATS disconnected", "cannot reach the database x"]
+    planner.hold_only([])
+    binder.hold_only(())
+    assert readiness.holds() == [] and readiness.not_ready() == []
