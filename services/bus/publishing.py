@@ -21,6 +21,7 @@ from nats.js.api import PubAck
 
 from services.bus import collisions, reading, transience
 from services.bus.acks import AckWaiter
+from services.bus.connection import ReadyHold
 from services.bus.reading import MSG_ID_HEADER
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from services.runtime import cancellation, metrics
@@ -38,12 +39,20 @@ class MsgIdCollision(Exception):
     """Even the random fallback id was taken by another message (never expected)."""
 
 
+def stream_gone(stream: str) -> str:
+    """The hold a `Publisher` puts on its service's readiness while `stream` takes none of its
+    publishes: `publishing: stream GANGSCHED_EVENTS gone` (shown by /readyz)."""
+    return f"publishing: stream {stream} gone"
+
+
 class Publisher:
     """Publishes messages with de-duplication ids and waits for JetStream to store them.
 
     With `signing_key` (the planner's), every message carries its signature header
     (`services.contracts.signing`), so the binder can tell the planner's decisions from forged
-    ones.
+    ones. With `ready` and `stream` (the stream its subjects belong to), `ready` is held down
+    (`stream_gone(stream)`) from a publish that no stream took (`transience.NO_STREAM_ERRORS`:
+    its retries back off meanwhile) until one is stored, or the publisher is closed.
     """
 
     def __init__(
@@ -53,12 +62,17 @@ class Publisher:
         ack_timeout_seconds: float = ACK_TIMEOUT_SECONDS,
         max_in_flight: int = MAX_IN_FLIGHT,
         signing_key: DecisionKey | None = None,
+        ready: ReadyHold | None = None,
+        stream: str = "",
     ) -> None:
         self._js = js
         self._ack_timeout_seconds = ack_timeout_seconds
         self._max_in_flight = max_in_flight
         self._signing_key = signing_key
         self._acks: AckWaiter | None = None
+        self._ready = ready
+        self._gone = stream_gone(stream)
+        self._held = False
 
     @cancellation.guarded
     async def publish(
@@ -93,7 +107,7 @@ class Publisher:
                 multiplier=transience.RETRY_FIRST_WAIT_SECONDS,
                 max=transience.RETRY_MAX_WAIT_SECONDS,
             ),
-            before_sleep=_log_retry(subject, msg_id),
+            before_sleep=self._before_retry(subject, msg_id),
             reraise=True,
         )
         async for attempt in retrying:
@@ -101,7 +115,34 @@ class Publisher:
             with attempt, cancellation.kept():
                 ack = await self._js.publish(
                     subject, data, timeout=self._ack_timeout_seconds, headers=headers)
+        self._stored()
         return ack
+
+    def _before_retry(self, subject: str,
+                      msg_id: str) -> Callable[[tenacity.RetryCallState], None]:
+        """The retries' `before_sleep`: log (`_log_retry`), and hold the readiness down when
+        no stream took the publish."""
+        log_retry = _log_retry(subject, msg_id)
+
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            log_retry(state)
+            error = state.outcome.exception() if state.outcome else None
+            if isinstance(error, transience.NO_STREAM_ERRORS):
+                self._no_stream()
+
+        return before_sleep
+
+    def _no_stream(self) -> None:
+        """A publish found no stream: hold the readiness down (if given), once."""
+        if self._ready is not None and not self._held:
+            self._ready.hold(self._gone)
+            self._held = True
+
+    def _stored(self) -> None:
+        """A publish was stored: release the hold `_no_stream` put, if any."""
+        if self._ready is not None and self._held:
+            self._ready.release(self._gone)
+            self._held = False
 
     async def _settle(self, subject: str, data: bytes, headers: dict[str, str],
                       ack: PubAck) -> int:
@@ -149,6 +190,8 @@ class Publisher:
         for start in range(0, len(items), self._max_in_flight):
             window = items[start : start + self._max_in_flight]
             acks = await self._publish_window(window)
+            if acks:
+                self._stored()
             for (subject, data, msg_id), ack in zip(window, acks, strict=False):
                 if ack.duplicate:
                     await self._settle(subject, data, self._headers(subject, data, msg_id, None),
@@ -187,7 +230,9 @@ class Publisher:
         """Stop waiting for acks: unsubscribe the acks' inbox that `publish_many` opened and
         cancel the acks still awaited. A later `publish_many` opens a new one. Call it when the
         owner stops: a service restarted on the same connection would otherwise leave one
-        inbox subscription behind per start. Nothing is raised for a closed connection."""
+        inbox subscription behind per start. Releases the readiness hold of a stream gone.
+        Nothing is raised for a closed connection."""
+        self._stored()  # no longer publishing: its readiness no longer held down by it
         if self._acks is not None:
             acks, self._acks = self._acks, None
             with contextlib.suppress(nats.errors.Error):

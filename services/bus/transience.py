@@ -28,6 +28,13 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 """Errors seen while NATS restarts, reconnects or elects a stream leader: worth retrying."""
 
+NO_STREAM_ERRORS: tuple[type[BaseException], ...] = (
+    nats.js.errors.NoStreamResponseError,
+    nats.errors.NoRespondersError,
+)
+"""A publish's answers when no stream takes its subject: the stream is gone (deleted, or the
+NATS store lost), or JetStream does not answer for it yet."""
+
 LOST_ACK_ERRORS: tuple[type[BaseException], ...] = (
     *TRANSIENT_ERRORS,
     nats.errors.ConnectionClosedError,

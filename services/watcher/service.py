@@ -8,7 +8,8 @@ The queue's bound is the back-pressure: a watch is never read further than QUEUE
 ahead of what JetStream stored. A restarted watcher seeds its inventory from the log
 (`recovery`), so nothing that changed while it was down is lost, deletes included. It is ready
 once the first lists are published and for as long as no list/watch fails to reach the API
-server for longer than `listwatch.UNREADY_AFTER_SECONDS` (it keeps retrying meanwhile).
+server for longer than `listwatch.UNREADY_AFTER_SECONDS` (it keeps retrying meanwhile), its
+NATS connection is up and its EVENTS stream takes its publishes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from services.bus import connection, streams
 from services.bus.connection import Connection
 from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import Settings
+from services.contracts import subjects
 from services.kube import client as kube_client
 from services.kube import listwatch
 from services.kube.listwatch import Change, Health, Known, Requester, Synced
@@ -93,7 +95,9 @@ def resync_seconds(retention_seconds: float) -> float | None:
 async def run_watcher(settings: Settings, nc: Connection, ready: HeldReadyFlag) -> None:
     """Run the watcher until cancelled; `ready` is set once the first lists are published,
     and held down while the NATS connection is lost (it can publish nothing then:
-    `connection.hold_while_disconnected`).
+    `connection.hold_while_disconnected`) and while the EVENTS stream takes none of its
+    publishes (`publishing: stream <name> gone`, from a publish that found no stream until
+    one is stored: `services.bus.publishing.Publisher`).
 
     Raises:
         KubeError: no Kubernetes credentials. BusMisconfigured: the streams cannot be set up.
@@ -108,7 +112,7 @@ async def run_watcher(settings: Settings, nc: Connection, ready: HeldReadyFlag) 
         stop_following()
 
 
-async def _run(settings: Settings, nc: Connection, ready: ReadyFlag) -> None:
+async def _run(settings: Settings, nc: Connection, ready: HeldReadyFlag) -> None:
     """`run_watcher` once its readiness follows the connection."""
     js = nc.jetstream()
     await streams.ensure_streams(js, settings.bus)
@@ -118,7 +122,8 @@ async def _run(settings: Settings, nc: Connection, ready: ReadyFlag) -> None:
                                                     api_version=_api_version(r))
              for r in watched(settings.watcher.group_apis)}
     client = await kube_client.connect(settings.kube)
-    publisher = BusPublisher(js)
+    publisher = BusPublisher(js, ready=ready,
+                             stream=subjects.stream_name(settings.bus.prefix, "EVENTS"))
     try:
         await Watcher(client, publisher, settings, seeds=seeds).run(ready)
     finally:

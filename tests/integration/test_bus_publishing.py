@@ -7,12 +7,13 @@ import asyncio
 import pytest
 from nats.js import JetStreamContext
 
-from services.bus import collisions
+from services.bus import collisions, streams
 from services.bus.embedded import EmbeddedNats
 from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
 from services.contracts import subjects
 from services.runtime import metrics
+from services.runtime.health import ReadyFlag
 
 pytestmark = pytest.mark.integration
 
@@ -114,3 +115,65 @@ async def test_close_leaves_no_ack_subscription_behind_and_publishing_can_resume
     assert await stream_messages(js, bus_settings) == 2
     await publisher.close()
     assert len(subscriptions) == before
+
+
+class HeldFlag(ReadyFlag):
+    """A readiness flag that says when it is held down and when released."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.changed = asyncio.Event()
+
+    def hold(self, reason: str) -> None:
+        super().hold(reason)
+        self.changed.set()
+
+    def release(self, reason: str) -> None:
+        super().release(reason)
+        self.changed.set()
+
+    async def next_change(self) -> list[str]:
+        """Wait for the next hold or release; the holds then."""
+        await asyncio.wait_for(self.changed.wait(), 30)
+        self.changed.clear()
+        return self.holds
+
+
+async def test_a_stream_gone_holds_readiness_down_until_a_publish_is_stored(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    ready = HeldFlag("watcher")
+    ready.set()
+    publisher = Publisher(js, ready=ready, stream=stream)
+    await publisher.publish_many([(subject(bus_settings, "a"), b"1", "a")])
+    assert ready.holds == []
+    await js.delete_stream(stream)
+    pending = asyncio.create_task(
+        publisher.publish_many([(subject(bus_settings, "b"), b"2", "b")]))
+    assert await ready.next_change() == [f"publishing: stream {stream} gone"]
+    assert not pending.done()  # its retries back off meanwhile
+    await streams.ensure_streams(js, bus_settings)
+    assert await ready.next_change() == []
+    await asyncio.wait_for(pending, 30)
+    assert ready.is_ready
+    assert await stream_messages(js, bus_settings) == 1  # the stream made anew holds "b"
+    await publisher.close()
+
+
+async def test_closing_a_publisher_releases_its_stream_gone_hold(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    ready = HeldFlag("planner")
+    ready.set()
+    publisher = Publisher(js, ready=ready, stream=stream)
+    await js.delete_stream(stream)
+    pending = asyncio.create_task(publisher.publish(subject(bus_settings, "a"), b"1",
+                                                    msg_id="a"))
+    assert await ready.next_change() == [f"publishing: stream {stream} gone"]
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    await publisher.close()
+    assert ready.holds == [] and ready.is_ready
