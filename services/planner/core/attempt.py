@@ -331,13 +331,12 @@ class Round:
         """Tell the members `_leave_out` left out why they wait, alone: what they are told once
         the others are placed (the same Rejection, so it is not told twice), now that the
         others are placed or wait only for busy binders."""
-        left = self.left_out.pop(key, None)
+        left = self.left_out.get(key)
         if left is None:
             return
         pods, _, (reason, is_unschedulable) = left
         self.reject(key, group, pods, reason, is_unschedulable=is_unschedulable,
-                    is_backoff=False)
-        self.left_out[key] = left
+                    is_backoff=False, with_left_out=False)
 
     def _placeable(self, key: str, pending: list[PodObserved]) -> list[PodObserved]:
         """`pending` less the members `_leave_out` left out of this round."""
@@ -617,16 +616,20 @@ class Round:
         return reasons.starving_hold(waited, len(hold.rows))
 
     def reject(self, key: str, group: GroupState, pods: list[PodObserved], reason: str,
-               is_unschedulable: bool = True, is_backoff: bool = True) -> None:
+               is_unschedulable: bool = True, is_backoff: bool = True,
+               with_left_out: bool = True) -> None:
         """Tell subscribers why `pods` wait, unless exactly this was told last time.
 
         `is_backoff`: the reason is a failed attempt, so the retry time is told with it (a
         group waiting for quorum or for its PodGroup waits for events, not for time).
+        `with_left_out`: the members `_leave_out` left out of the gang this round are added to
+        `pods` and their note to `reason`; False when `pods` are those members, told alone
+        (`_tell_left_out`).
         """
         retry = backoff.retry_at_ms(group, self.config) if is_backoff else None
         if retry is not None and retry <= self.now:
             retry = None
-        left = self.left_out.get(key)
+        left = self.left_out.get(key) if with_left_out else None
         if left is not None:  # the members left out wait too, and are told why
             told = {pod.uid for pod in pods}
             pods = pods + [pod for pod in left[0] if pod.uid not in told]
