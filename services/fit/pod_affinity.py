@@ -36,9 +36,14 @@ def term_matches(term: PodAffinityTerm, pod: PodObserved) -> bool:
 
     Source: as `framework.AffinityTerm.Matches` (namespaces already resolved by the watcher).
     """
-    if not term.all_namespaces and pod.namespace not in term.namespaces:
+    return term_matches_labels(term, pod.namespace, pod.labels)
+
+
+def term_matches_labels(term: PodAffinityTerm, namespace: str, labels: Mapping[str, str]) -> bool:
+    """`term_matches` for a pod in `namespace` with `labels` (e.g. its labels before a change)."""
+    if not term.all_namespaces and namespace not in term.namespaces:
         return False
-    return selector_matches(term.label_selector, pod.labels)
+    return selector_matches(term.label_selector, labels)
 
 
 def matches_all(terms: tuple[PodAffinityTerm, ...], pod: PodObserved) -> bool:

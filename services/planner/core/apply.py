@@ -40,7 +40,7 @@ from services.contracts.events import (
 from services.contracts.ids import group_key
 from services.fit.volumes import claim_key
 from services.planner.core import derived, pods, reasons
-from services.planner.core.state import GroupState, PlannerState
+from services.planner.core.state import CountedChange, GroupState, PlannerState
 
 OUTCOMES = (MemberBound, MemberBindFailed, GroupBound, GroupRolledBack)
 """The binder's events: their `at_ms` does not move the planner's clock."""
@@ -194,12 +194,17 @@ def _may_free_capacity(old: NodeObserved, new: NodeObserved) -> bool:
 
 
 def _pod_observed(state: PlannerState, pod: PodObserved) -> None:
+    old = state.pods.get(pod.uid)
+    was_counted = pod.uid in state.charges
     state.pods[pod.uid] = pod
     reservation = state.reservations.get(pod.uid)
     if reservation is not None and (pod.node_name is not None or pods.is_terminal(pod)
                                     or pod.is_deleting or _group_key(pod) != reservation.group):
         del state.reservations[pod.uid]  # bound, finished, or moved to another group
     derived.refresh_pod(state, pod.uid)
+    if (was_counted and old is not None and old.labels != pod.labels
+            and pod.uid in state.charges):  # a counted pod relabelled (`wakes`)
+        state.counted_changes.append(CountedChange(pod.uid, dict(old.labels)))
 
 
 def _group_key(pod: PodObserved) -> str:

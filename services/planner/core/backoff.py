@@ -44,10 +44,12 @@ def early_retry_ms(early_retries: int, config: PlannerConfig) -> int:
 
 def early_retry_at_ms(group: GroupState, freed_ms: int, config: PlannerConfig) -> int | None:
     """When the group may be retried early (`early_retry_ms` after its last attempt), or None
-    unless it was found unschedulable and capacity freed (at `freed_ms`) since that attempt.
+    unless it was found unschedulable and, since that attempt, capacity freed (at `freed_ms`,
+    `PlannerState.capacity_freed_ms`) or a counted pod changed that may let a pending member's
+    pod affinity or topology spread pass (at `group.woken_ms`, `wakes`).
     Units: UTC epoch milliseconds of event time."""
     last = group.last_attempt_ms
-    if not group.may_retry_early or last is None or freed_ms < last:
+    if not group.may_retry_early or last is None or max(freed_ms, group.woken_ms) < last:
         return None
     return last + early_retry_ms(group.early_retries, config)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from services.contracts import resources
 from services.planner.core import capacity, pods
 from services.planner.core.indexes import Derived
-from services.planner.core.state import Charge, PlannerState, Reservation
+from services.planner.core.state import Charge, CountedChange, PlannerState, Reservation
 
 
 def ensure(state: PlannerState, scheduler_name: str) -> Derived:
@@ -35,7 +35,8 @@ def refresh_pod(state: PlannerState, uid: str, index_charged: bool = False) -> N
     """Bring the pod's capacity charge and (if built) its membership up to date.
 
     A pod is charged to its node while it uses capacity there (`pods.uses_capacity`), else to
-    its reservation's node while it is reserved; never twice. `index_charged`: a placement
+    its reservation's node while it is reserved; never twice. A charge on a node it had none
+    on is recorded in `state.counted_changes`. `index_charged`: a placement
     trial already took the new charge from the node index.
     """
     _recharge(state, uid, index_charged)
@@ -54,6 +55,7 @@ def reserve(state: PlannerState, uid: str, reservation: Reservation) -> None:
         return
     pod = state.pods[uid]
     state.charges[uid] = Charge(node=reservation.node, requests=pod.requests)
+    state.counted_changes.append(CountedChange(uid))
     used = state.node_used.setdefault(reservation.node, {})
     for name, amount in pod.requests.items():
         used[name] = used.get(name, 0) + amount
@@ -81,6 +83,8 @@ def _recharge(state: PlannerState, uid: str, index_charged: bool) -> None:
     if new is not None:
         _use(state, new, 1, not index_charged)
         state.charges[uid] = new
+        if old is None or old.node != new.node:  # counted on a node anew (`wakes`)
+            state.counted_changes.append(CountedChange(uid))
     derived = state.derived
     if derived is not None and derived.index is not None:
         _hold_ports(state, derived, uid)

@@ -17,7 +17,16 @@ from collections.abc import Sequence
 from services.contracts.decisions import Decision, StatusUpdate
 from services.contracts.events import Event, PodGroupObserved, PodObserved
 from services.planner.core import apply as projection
-from services.planner.core import derived, pods, queue, quorum, reasons, starvation, status
+from services.planner.core import (
+    derived,
+    pods,
+    queue,
+    quorum,
+    reasons,
+    starvation,
+    status,
+    wakes,
+)
 from services.planner.core.attempt import Round
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import GroupState, PlannerState
@@ -50,6 +59,8 @@ def plan(state: PlannerState, config: PlannerConfig,
     current = derived.ensure(state, config.scheduler_name)
     assert current.index is not None  # ensure() builds it
     rnd = Round(state, config, plan_seq, current, current.index)
+    for key in wakes.wake(state, current, config):
+        current.asleep.pop(key, None)  # may retry early now: look at it again
     _expire(rnd)
     try:
         rnd.hold_nominations()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 30
+CORE_REVISION = 31
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -88,7 +88,13 @@ while capacity freed) ("Early retries paced by the backoff"); a pending member t
 can never be placed (invalid, unsupported, kept off every node by a volume PreFilter) no longer
 keeps back the members that reach minMember without it ("A member that can never be placed waits
 apart"); a starving or partly bound gang whose first members by name never fit holds capacity for
-the members that do ("Anti-starvation room")."""
+the members that do ("Anti-starvation room"). 31: a gang found unschedulable whose pending
+members have required pod (anti-)affinity or DoNotSchedule topology spread constraints retries
+early (1 s doubling to 10 s) when a pod newly counted on a node (bound, or reserved by a
+placement) or a counted pod relabelled matches one of their affinity terms or spread selectors
+(or, relabelled, leaves an anti-affinity term), as InterPodAffinity's and PodTopologySpread's
+queueing hints requeue a pod, instead of waiting out its backoff ("A pod that may satisfy a
+waiting gang wakes it")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -77,6 +77,18 @@ class Nomination(msgspec.Struct):
     placed: dict[str, str]
 
 
+class CountedChange(msgspec.Struct, frozen=True):
+    """A pod newly counted on a node (bound or reserved there: a new charge), or a counted pod
+    whose labels changed, that the next round has not yet looked at (`wakes`): it may let a
+    pending pod's required pod affinity or topology spread pass.
+
+    Shapes: `uid` the pod's; `was` its labels before the change for a relabelled pod, None
+    for a newly counted one (its labels now are read from `PlannerState.pods`)."""
+
+    uid: str
+    was: dict[str, str] | None = None
+
+
 class RejectionMemo(msgspec.Struct, frozen=True):
     """The last Rejection told for a group, so an unchanged one is not repeated."""
 
@@ -120,6 +132,10 @@ class GroupState(msgspec.Struct):
     early_retries: int = 0
     """Early retries (`may_retry_early`) that failed since the group was last placed: the next
     comes no sooner than `backoff.early_retry_ms` of them after `last_attempt_ms`."""
+    woken_ms: int = 0
+    """The last time (event time) a round found a counted pod changed that may let a pending
+    member's required pod affinity or DoNotSchedule topology spread pass (`wakes`): like
+    `PlannerState.capacity_freed_ms`, but for this group only; 0 when never."""
     schedule_start_ms: int | None = None
     attempts: int = 0
     in_flight: list[str] = []
@@ -155,6 +171,9 @@ class PlannerState(msgspec.Struct):
     what the volume filters read (`services.fit.volumes.Book`). `budgets`
     (PodDisruptionBudgets) by `namespace/name`: what preemption counts violations of.
     `nominations` by preemptor group key: capacity held while its victims leave.
+    `counted_changes`: pods newly counted on a node or relabelled while counted since the last
+    round looked (`CountedChange`, in the order applied or reserved); the next round wakes the
+    gangs they may matter to (`wakes`) and empties it.
     `derived`: the indexes over all of the above, None until first used; never encoded.
     Units: `now_ms` is the latest `at_ms` applied (never moves backwards).
     """
@@ -177,6 +196,7 @@ class PlannerState(msgspec.Struct):
     storage_classes: dict[str, StorageClassObserved] = {}
     budgets: dict[str, DisruptionBudgetObserved] = {}
     nominations: dict[str, Nomination] = {}
+    counted_changes: list[CountedChange] = []
     derived: Derived | None = None
 
 
