@@ -165,10 +165,30 @@ def place(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
     if (not trial.unplaced or config.search_budget_steps == 0
             or (is_uniform(members, affinity.is_active(index, members))
                 and not _is_storage_mutual(index, members))):
-        return trial
+        return _place_left(index, members, config, restrict, hold, trial)
     need = len(members) if need is None else need
     target = len(members) if len(trial.assigned) >= need else need
-    return _search(index, members, config, restrict, hold, trial, target)
+    trial = _search(index, members, config, restrict, hold, trial, target)
+    return _place_left(index, members, config, restrict, hold, trial)
+
+
+def _place_left(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
+                restrict: BoolArray | None, hold: Hold | None, trial: Trial) -> Trial:
+    """Try the trial's unplaced members again, one by one in member order, while the last
+    pass placed some and members may let others pass once placed (required pod affinity,
+    DoNotSchedule topology spread: the first members placed may be what a member refused
+    before needed). Then no member left unplaced would fit where the trial leaves room, as
+    kube-scheduler requeues a pod on those plugins' pod events and places it. Its `unplaced`
+    and `explanation` are the last pass's."""
+    if not (spread.is_active(members) or any(pod.pod_affinity for pod in members)):
+        return trial
+    while trial.unplaced and trial.assigned:
+        placed, left = len(trial.assigned), trial.unplaced
+        trial.unplaced, trial.explanation = [], None
+        _one_by_one(index, left, config, restrict, hold, trial)
+        if len(trial.assigned) == placed:
+            break
+    return trial
 
 
 def is_uniform(members: list[PodObserved], is_affine: bool = False) -> bool:
@@ -210,7 +230,10 @@ def member_shape(pod: PodObserved, is_affine: bool = False,
 def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
             restrict: BoolArray | None, hold: Hold | None, greedy: Trial, target: int) -> Trial:
     """The whole-gang search for `target` members; `greedy` (rolled back and taken again)
-    when it finds none."""
+    when it finds none. When it finds `target` members (a quorum) and leaves others out, those
+    are then placed one by one, in member order, on what is left (`_one_by_one`: the same
+    filters and scores), and only those that still fit nowhere are `unplaced`: Coscheduling
+    places every pod that fits once minMember are assigned."""
     if target == len(members) and (_fits_nowhere(index, greedy, restrict)
                                    or _is_short_in_total(index, members, restrict, greedy)):
         return greedy
@@ -236,14 +259,9 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
         row = outcome.rows[position]
         if row is not None:
             trial.take(members[position], row, gang[position].vec)
-    trial.unplaced = [pod for pod, row in zip(members, outcome.rows, strict=True) if row is None]
-    if trial.unplaced:
-        first = trial.unplaced[0]
-        verdicts = (affinity.Gate(index).verdicts(first) if affinity.is_active(index, [first])
-                    else None)
-        spreads = spread.Gate(index).verdicts(first) if spread.is_active([first]) else None
-        trial.explanation = explain(index, first, index.static_fit(first), hold, verdicts,
-                                    spreads, _volume_verdict(index, first, trial.choices))
+    left = [pod for pod, row in zip(members, outcome.rows, strict=True) if row is None]
+    if left:  # quorum found: every other member that fits joins it, as Coscheduling places them
+        _one_by_one(index, left, config, restrict, hold, trial)
     return trial
 
 
@@ -351,9 +369,12 @@ def _ranker(index: NodeIndex, vec: IntArray, penalty: IntArray,
 
 
 def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
-                restrict: BoolArray | None, hold: Hold | None) -> Trial:
-    """Members in order, each on its best-scored node now (the greedy fast path)."""
-    trial = Trial(index)
+                restrict: BoolArray | None, hold: Hold | None,
+                trial: Trial | None = None) -> Trial:
+    """Members in order, each on its best-scored node now (the greedy fast path). Into `trial`
+    when given (members it placed already count, on the index and in its storage choices),
+    whose `unplaced` and `explanation` must still be empty: those of `members` are set."""
+    trial = Trial(index) if trial is None else trial
     gate = affinity.Gate(index) if affinity.is_active(index, members) else None
     spread_gate = spread.Gate(index) if spread.is_active(members) else None
     scorer = spread_score.Scorer(index) if spread_score.is_active(members) else None

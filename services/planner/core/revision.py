@@ -94,7 +94,10 @@ early (1 s doubling to 10 s) when a pod newly counted on a node (bound, or reser
 placement) or a counted pod relabelled matches one of their affinity terms or spread selectors
 (or, relabelled, leaves an anti-affinity term), as InterPodAffinity's and PodTopologySpread's
 queueing hints requeue a pod, instead of waiting out its backoff ("A pod that may satisfy a
-waiting gang wakes it")."""
+waiting gang wakes it"); once the whole-gang search places a quorum, the members it left out
+are placed one by one on what is left, and members of gangs with required pod affinity or
+DoNotSchedule spread are tried again while a pass places any, so only members that fit nowhere
+are told "do not fit" ("Every member that fits joins the quorum")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
