@@ -39,7 +39,8 @@ class Derived:
     `asleep[group]` when a group whose next step waits for time is due (`Asleep`,
     `attempt.Round.sleep`): a gang short of quorum, its members still joining, or a backed-off
     gang; a round skips it while it is not dirty and that time has not come (nor capacity been
-    freed, for a backed-off one), as looking at it would change nothing.
+    freed, for a backed-off one; a gang a pod wakes, `wakes`, loses its entry), as looking at
+    it would change nothing.
     """
 
     def __init__(self, scheduler_name: str) -> None:

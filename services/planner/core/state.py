@@ -118,8 +118,9 @@ class GroupState(msgspec.Struct):
     they give the retry time, and `failed_at_ms` is the group's queue time. `failure_reason` is
     what subscribers are told while the group is backed off. `pending_since_ms` is when the group
     started waiting unplaced (drives anti-starvation). A group found unschedulable (not one
-    rolled back) `may_retry_early`: when capacity frees after `last_attempt_ms` it is tried
-    again before its backoff ends, quietly (see `attempt`). `has_run`: the gang reached quorum
+    rolled back) `may_retry_early`: when capacity frees after `last_attempt_ms`, or a counted
+    pod its pod affinity or topology spread may need changes (`woken_ms`), it is tried again
+    before its backoff ends, quietly (see `attempt`). `has_run`: the gang reached quorum
     once and a member of that run is still bound or Succeeded (`quorum.has_run`).
     """
 

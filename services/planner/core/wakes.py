@@ -19,7 +19,7 @@ already, as the anti-affinity hint for a deleted pod does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from services.contracts.events import PodAffinityTerm, PodObserved
 from services.fit import pod_affinity, topology_spread
@@ -32,6 +32,8 @@ from services.planner.core.state import PlannerState
 Watch = tuple[str, tuple[PodAffinityTerm, ...], tuple[PodAffinityTerm, ...], tuple[Spread, ...]]
 """What a pending member's wake depends on: its namespace, required affinity and anti-affinity
 terms, and DoNotSchedule constraints (with `matchLabelKeys` merged, `topology_spread.spreads`)."""
+Changed = tuple[PodObserved, Mapping[str, str] | None]
+"""A changed counted pod as it is now, and its labels before (None: newly counted)."""
 
 
 def watch(pod: PodObserved) -> Watch | None:
@@ -71,14 +73,18 @@ def wake(state: PlannerState, current: Derived, config: PlannerConfig) -> list[s
     `Derived.asleep` no longer holds).
 
     Cost: nothing when no change is recorded; else one pass over the groups with pending
-    members and, for the gangs that watch, changes x distinct member constraints.
+    members and, for the gangs that watch, distinct member constraints x the changed pods in
+    the namespaces they read.
     """
     changes = state.counted_changes
     if not changes:
         return []
     state.counted_changes = []
-    changed = [(other, change.was) for change in changes
-               if (other := state.pods.get(change.uid)) is not None and change.uid in state.charges]
+    changed: dict[str, list[Changed]] = {}
+    for change in changes:
+        other = state.pods.get(change.uid)
+        if other is not None and change.uid in state.charges:  # still counted
+            changed.setdefault(other.namespace, []).append((other, change.was))
     woken = []
     for key, uids in current.pending.items():
         group = state.groups.get(key)
@@ -86,7 +92,22 @@ def wake(state: PlannerState, current: Derived, config: PlannerConfig) -> list[s
                 or not backoff.is_backed_off(group, state.now_ms, config)):
             continue
         watches = {w for uid in uids if (w := watch(state.pods[uid])) is not None}
-        if any(may_matter(w, other, was) for w in watches for other, was in changed):
+        if any(may_matter(w, other, was) for w in watches
+               for other, was in _read_by(w, changed)):
             group.woken_ms = state.now_ms
             woken.append(key)
     return sorted(woken)
+
+
+
+def _read_by(wanted: Watch, changed: dict[str, list[Changed]]) -> Iterator[Changed]:
+    """The changed pods, by namespace, in the namespaces a watch's terms and constraints
+    read (every one for a term over all namespaces)."""
+    namespace, affinity, anti_affinity, _ = wanted
+    terms = (*affinity, *anti_affinity)
+    if any(term.all_namespaces for term in terms):
+        names: Iterable[str] = changed
+    else:
+        names = {namespace}.union(*(term.namespaces for term in terms))
+    for name in names:
+        yield from changed.get(name, ())

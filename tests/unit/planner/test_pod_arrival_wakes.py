@@ -109,6 +109,18 @@ def test_a_pod_in_another_namespace_does_not_wake_the_gang():
             cluster.state.groups["default/g"].last_attempt_ms) == (0, T)
 
 
+def test_a_pod_in_a_namespace_the_term_names_wakes_the_gang():
+    gang = [make_podgroup("g", 1), make_pod("g-0").requests(cpu_milli=500).in_group("g")
+            .pod_affinity(HOST, namespaces=("data",), app="db")]
+    cluster = backed_off(*gang)
+    cluster.advance(6)
+    cluster.observe(make_pod("db", namespace="data").scheduler("default-scheduler")
+                    .labelled(app="db").on_node("n0"))
+    assert [(p.at_ms, p.members[0].node) for p in placements(cluster.plan())] == [
+        (T + 6_000, "n0")]
+    check_replay(cluster)
+
+
 def test_a_gang_without_pod_constraints_is_not_woken_by_pod_arrivals():
     big = [make_podgroup("g", 2)] + [
         make_pod(f"g-{i}").requests(cpu_milli=5000).in_group("g") for i in range(2)]
