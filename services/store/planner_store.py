@@ -41,11 +41,14 @@ class Snapshot:
     """The latest state snapshot (None if never written) at `seq`, and the tracked sequence.
 
     `seq` <= `tracked_seq`: the batches in between are in the audit log, not in `data`.
+    `stream_created`: the identity of the stream `tracked_seq` belongs to (`tables.tracking`);
+    None when none was recorded (nothing tracked yet, or tracked before schema revision 0003).
     """
 
     data: bytes | None
     seq: int
     tracked_seq: int
+    stream_created: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,18 +113,28 @@ class PlannerStore:
     async def load_snapshot(self) -> Snapshot:
         """The latest snapshot, its sequence and the tracked sequence, read in one transaction.
 
-        Shapes: `Snapshot(None, 0, tracked)` when no snapshot was written yet.
+        Shapes: `Snapshot(None, 0, tracked, stream_created)` when no snapshot was written yet;
+        `Snapshot(None, 0, 0, None)` for an empty database.
         """
         snapshots, tracking = tables.snapshots, tables.tracking
         async with self._connection(begin=True) as connection:
             row = (await connection.execute(
                 select(snapshots.c.data, snapshots.c.seq).where(snapshots.c.name == self.snapshot)
             )).first()
-            last_seq = (await connection.execute(
-                select(tracking.c.last_seq).where(tracking.c.consumer == self.consumer)
-            )).scalar_one_or_none()
+            tracked = (await connection.execute(
+                select(tracking.c.last_seq, tracking.c.stream_created)
+                .where(tracking.c.consumer == self.consumer)
+            )).first()
         data, seq = (None, 0) if row is None else (bytes(row.data), int(row.seq))
-        return Snapshot(data, seq, int(last_seq or 0))
+        if tracked is None:
+            return Snapshot(data, seq, 0)
+        return Snapshot(data, seq, int(tracked.last_seq), tracked.stream_created)
+
+    async def adopt_stream(self, stream_created: str) -> None:
+        """Record `stream_created` as the identity of the stream the tracked sequence belongs
+        to (`tables.tracking`), keeping the sequence (0 when nothing was tracked yet)."""
+        async with self._connection(begin=True) as connection:
+            await _track(connection, self.consumer, {"stream_created": stream_created})
 
     async def commit_batch(
         self,
@@ -132,6 +145,7 @@ class PlannerStore:
         last_seq: int,
         dead_letters: Sequence[DeadLetterRow] = (),
         published: Sequence[str] = (),
+        stream_created: str | None = None,
     ) -> None:
         """Write one batch in ONE transaction: audit rows, outbox, round, tracking, and the
         snapshot (`state_bytes`, at `last_seq`) unless it is None; and mark the earlier
@@ -139,6 +153,8 @@ class PlannerStore:
         `mark_published` does, which saves that call its own transaction.
 
         `plan_seq` None means no planning round ran (a batch of poisoned messages only).
+        `stream_created`: the identity of the stream the batch was read from, tracked with
+        `last_seq` (None: the one recorded is kept).
         Raises:
             sqlalchemy.exc.IntegrityError: an event sequence or decision id already stored,
                 which means the caller broke the tracking invariant; nothing is written.
@@ -157,8 +173,10 @@ class PlannerStore:
             if state_bytes is not None:
                 await _upsert(connection, tables.snapshots, "name", self.snapshot,
                               {"seq": last_seq, "data": state_bytes})
-            await _upsert(connection, tables.tracking, "consumer", self.consumer,
-                          {"last_seq": last_seq})
+            tracked: dict[str, object] = {"last_seq": last_seq}
+            if stream_created is not None:
+                tracked["stream_created"] = stream_created
+            await _track(connection, self.consumer, tracked)
             await _mark_published(connection, published)
 
     async def save_snapshot(self, state_bytes: bytes, seq: int) -> bool:
@@ -298,14 +316,23 @@ async def _insert(connection: AsyncConnection, table: Table, rows: list[dict[str
 
 
 async def _upsert(
-    connection: AsyncConnection, table: Table, key: str, value: str, values: dict[str, object]
+    connection: AsyncConnection, table: Table, key: str, value: str, values: dict[str, object],
+    *, inserted: dict[str, object] | None = None,
 ) -> None:
-    """Update the row whose `key` is `value`, or insert it (portable; one writer at a time)."""
+    """Update the row whose `key` is `value`, or insert it (portable; one writer at a time);
+    `inserted`: defaults of an inserted row for columns `values` does not set."""
     result = await connection.execute(
         update(table).where(table.c[key] == value).values(**values)
     )
     if result.rowcount == 0:
-        await connection.execute(table.insert(), [{key: value, **values}])
+        await connection.execute(table.insert(), [{**(inserted or {}), key: value, **values}])
+
+
+async def _track(connection: AsyncConnection, consumer: str, values: dict[str, object]) -> None:
+    """Update the tracking row of `consumer` with `values`, or insert it (at sequence 0 unless
+    `values` say otherwise)."""
+    await _upsert(connection, tables.tracking, "consumer", consumer, values,
+                  inserted={"last_seq": 0})
 
 
 async def _mark_published(connection: AsyncConnection, ids: Sequence[str]) -> None:

@@ -1,4 +1,4 @@
-"""The tables of the state store (SQLAlchemy Core), mirrored by alembic revision 0001.
+"""The tables of the state store (SQLAlchemy Core), as the alembic revisions make them.
 
 Layer: store. Declarations only; the alembic migrations in `migrations/` create and change
 them, never `metadata.create_all` outside tests of this module.
@@ -54,8 +54,13 @@ tracking = Table(
     metadata,
     Column("consumer", String(128), primary_key=True),
     Column("last_seq", BigInteger, nullable=False),
+    Column("stream_created", String(64), nullable=True),
 )
-"""The last stream sequence each consumer applied; redeliveries at or below it are skipped."""
+"""The last stream sequence each consumer applied; redeliveries at or below it are skipped.
+`stream_created` is the identity of the stream that sequence belongs to: its creation time as
+JetStream reports it (`services.bus.reading.StreamState.created`, ISO 8601 UTC with
+microseconds), so a stream deleted and created anew under the same name is told apart; NULL
+when tracked before revision 0003 (adopted at the planner's next start)."""
 
 snapshots = Table(
     "snapshots",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection
@@ -13,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.store import engines, schema, tables
 from services.store.errors import SchemaMismatch
-from services.store.planner_store import PlannerStore
+from services.store.planner_store import PlannerStore, Snapshot
 
 pytestmark = pytest.mark.integration
 
@@ -151,6 +152,52 @@ async def test_a_database_of_revision_0001_keeps_its_rounds_with_no_planner(db_u
         await engine.dispose()
 
 
+async def test_revision_0003_tracks_the_stream_and_downgrades_keeping_the_sequence(
+        db_url: str) -> None:
+    await schema.migrate(db_url, "0002")
+    engine = engines.create_engine(db_url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(sqlalchemy.text(
+                "INSERT INTO tracking (consumer, last_seq) VALUES ('planner', 7)"))
+        with pytest.raises(SchemaMismatch, match=r"0002, behind this gangsched's 0003: run "
+                                                 r"`gangsched migrate"):
+            await schema.check_schema(engine)
+        assert await schema.migrate(db_url) == "0002"
+        await schema.check_schema(engine)
+        store = PlannerStore(engine)
+        assert await store.load_snapshot() == Snapshot(None, 0, 7, None)
+        await store.adopt_stream("2026-12-06T00:00:01.000001Z")
+        assert await store.load_snapshot() == Snapshot(None, 0, 7, "2026-12-06T00:00:01.000001Z")
+        await store.commit_batch([audit(8)], [], 8, None, 8)  # no identity: the one kept
+        assert await store.load_snapshot() == Snapshot(None, 0, 8, "2026-12-06T00:00:01.000001Z")
+        await store.commit_batch([audit(9)], [], 9, b"state", 9,
+                                 stream_created="2026-12-06T00:00:02.000002Z")
+        assert await store.load_snapshot() == Snapshot(b"state", 9, 9,
+                                                       "2026-12-06T00:00:02.000002Z")
+        await alembic_downgrade(engine, db_url, "0002")
+        assert await schema.current_revision(engine) == "0002"
+        async with engine.connect() as connection:
+            rows = (await connection.execute(sqlalchemy.text(
+                "SELECT * FROM tracking"))).mappings().all()
+        assert [dict(row) for row in rows] == [{"consumer": "planner", "last_seq": 9}]
+        assert await schema.migrate(db_url) == "0002"
+        assert await store.load_snapshot() == Snapshot(b"state", 9, 9, None)
+    finally:
+        await engine.dispose()
+
+
+async def test_a_stream_adopted_before_anything_is_tracked_is_tracked_at_seq_zero(
+        engine: AsyncEngine) -> None:
+    store = PlannerStore(engine)
+    await store.adopt_stream("2026-12-06T00:00:01.000001Z")
+    assert await store.load_snapshot() == Snapshot(None, 0, 0, "2026-12-06T00:00:01.000001Z")
+    await store.adopt_stream("2026-12-06T00:00:02.000002Z")
+    assert await store.load_snapshot() == Snapshot(None, 0, 0, "2026-12-06T00:00:02.000002Z")
+    await store.commit_batch([audit(1)], [], 1, None, 1)
+    assert await store.load_snapshot() == Snapshot(None, 0, 1, "2026-12-06T00:00:02.000002Z")
+
+
 async def test_migrate_refuses_a_database_ahead_or_without_a_revision(
         migrated_db_url: str) -> None:
     engine = engines.create_engine(migrated_db_url)
@@ -206,7 +253,7 @@ async def test_a_version_table_of_two_revisions_or_a_table_gone_is_refused_by_na
         async with engine.begin() as connection:
             await connection.execute(sqlalchemy.text(
                 "INSERT INTO alembic_version VALUES ('0001')"))
-        two = r"damaged version table: alembic_version records 2 revisions \(0001, 0002\)"
+        two = r"damaged version table: alembic_version records 2 revisions \(0001, 0003\)"
         for refusing in (lambda: schema.migrate(migrated_db_url),
                          lambda: schema.check_schema(engine),
                          lambda: schema.current_revision(engine)):
@@ -218,7 +265,7 @@ async def test_a_version_table_of_two_revisions_or_a_table_gone_is_refused_by_na
             await connection.execute(sqlalchemy.text("DROP TABLE outbox"))
         for refusing in (lambda: schema.migrate(migrated_db_url),
                          lambda: schema.check_schema(engine)):
-            with pytest.raises(SchemaMismatch, match=r"at schema revision 0002 but lacks table "
+            with pytest.raises(SchemaMismatch, match=r"at schema revision 0003 but lacks table "
                                                      r"outbox: it is damaged"):
                 await refusing()
     finally:
@@ -257,6 +304,18 @@ async def count(engine: AsyncEngine, table: sqlalchemy.Table) -> int:
     async with engine.connect() as connection:
         query = sqlalchemy.select(sqlalchemy.func.count()).select_from(table)
         return int((await connection.execute(query)).scalar_one())
+
+
+async def alembic_downgrade(engine: AsyncEngine, url: str, revision: str) -> None:
+    """Downgrade the database at `url` to `revision` (alembic's own command, as an operator
+    runs it), on a connection of `engine`."""
+    def downgrade(connection: Connection) -> None:
+        config = schema.alembic_config(url)
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
+
+    async with engine.begin() as connection:
+        await connection.run_sync(downgrade)
 
 
 async def stamp(engine: AsyncEngine, revision: str | None) -> None:
