@@ -6,7 +6,10 @@ the caller's behalf. Never creates a stream: a consumer whose stream is gone (th
 lost, or the stream deleted) waits for it with a pause doubling up to `MAX_RETRY_SECONDS`, says
 so once and then every tenth time (`services.runtime.unreachable`), and holds its service's
 readiness down meanwhile; a consumer whose caller tracks positions in the stream (the planner)
-raises `StreamGone` instead (docs/design-notes.md, "NATS store lost").
+raises `StreamGone` instead (docs/design-notes.md, "NATS store lost"). A stream deleted and made
+anew under the same name (told by its creation time, `reading.identity`) starts its sequences
+again: a consumer reads it from its start, as its positions in the old one mean nothing there,
+and one whose caller tracks positions raises `StreamRecreated`.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ from dataclasses import dataclass, field
 import nats
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StreamInfo
 
-from services.bus import ack_reply, pulling, transience
+from services.bus import ack_reply, pulling, reading, transience
 from services.bus.connection import ReadyHold
-from services.bus.errors import StreamGone
+from services.bus.errors import StreamGone, StreamRecreated
 from services.config import limits
 from services.runtime import cancellation, metrics
 from services.runtime.unreachable import Repeats
@@ -176,12 +179,20 @@ class PullConsumer:
         self._stream_loss_fatal = False
         self._positioned = False
         """Whether it started from a position of the caller's (`start_seq` above 1)."""
+        self._created: str | None = None
+        """The identity of the stream its positions belong to (`reading.identity`)."""
 
     @property
     def durable(self) -> str:
         """The durable consumer name."""
         assert self._config.durable_name is not None
         return self._config.durable_name
+
+    @property
+    def stream_created(self) -> str | None:
+        """The identity of the stream it reads from (`reading.identity`: its creation time);
+        None when the server did not say."""
+        return self._created
 
     @classmethod
     async def open(
@@ -200,6 +211,7 @@ class PullConsumer:
         eager: bool = False,
         ready: ReadyHold | None = None,
         stream_loss_fatal: bool = False,
+        stream_created: str | None = None,
     ) -> PullConsumer:
         """Create (or reuse) the durable consumer and bind a pull subscription to it.
 
@@ -219,11 +231,16 @@ class PullConsumer:
         the consumer not recreated, fetches failing), released by the next fetch that works.
         `stream_loss_fatal`: for a caller that tracks positions in the stream (the planner): a
         stream gone after the consumer had a position (it delivered a message, or started from
-        `start_seq` above 1) makes `fetch` raise `StreamGone` instead of waiting for it.
+        `start_seq` above 1) makes `fetch` raise `StreamGone` instead of waiting for it, and
+        a stream made anew under its name (another identity) makes it raise `StreamRecreated`.
+        `stream_created`: the identity (`reading.identity`) of the stream the caller's
+        `start_seq` belongs to (the planner's database); None: the stream's when it opens.
         Units: `ack_wait_seconds`, `check_interval_seconds` in seconds.
         Raises:
             NotFound: no such stream. BusRefused: NATS refused the consumer.
             BusUnavailable: NATS could not be reached.
+            StreamRecreated: `stream_loss_fatal`, `start_seq` above 1, and the stream is not
+                the one of `stream_created` (made anew since the caller checked it).
         """
         several = not isinstance(filter_subject, str) and len(filter_subject) > 1
         config = ConsumerConfig(
@@ -244,9 +261,13 @@ class PullConsumer:
         consumer._ready = ready
         consumer._stream_loss_fatal = stream_loss_fatal
         consumer._positioned = start_seq is not None and start_seq > 1
+        consumer._created = stream_created
         with transience.bus_errors(f"opening consumer {durable} on {stream}"):
             await consumer._create(start_seq,
                                    replace=start_seq is not None and not start_seq_if_new)
+            # after the consumer exists: a stream made anew before then is seen here, one
+            # made anew later takes the consumer with the old one (`_recreate` sees it)
+            consumer._same_stream(await consumer._js.stream_info(stream))
         return consumer
 
     @cancellation.guarded
@@ -260,6 +281,8 @@ class PullConsumer:
         Raises:
             StreamGone: the stream is gone and the consumer had a position in it, when opened
                 with `stream_loss_fatal`.
+            StreamRecreated: the stream was made anew and the consumer had a position in the
+                old one, when opened with `stream_loss_fatal`.
             CancelledError: when cancelled, also when nats-py lost the cancellation
                 (`cancellation`); what was fetched then is redelivered after the ack wait.
         """
@@ -382,32 +405,23 @@ class PullConsumer:
 
     async def _recreate(self) -> None:
         """The consumer is not on the server: recreate it from the first unacknowledged
-        sequence seen. Its stream gone, or NATS refusing it, it is held not ready, said at the
-        first failure of a kind and every tenth, and tried again after a pause that doubles
-        up to `MAX_RETRY_SECONDS`.
+        sequence seen, or from the stream's start when the stream is another one made anew
+        under its name (`_same_stream`). Its stream gone, or NATS refusing it, it is held not
+        ready, said at the first failure of a kind and every tenth, and tried again after a
+        pause that doubles up to `MAX_RETRY_SECONDS`.
 
         Raises:
             StreamGone: the stream is gone, the consumer had a position in it, and it was
                 opened with `stream_loss_fatal`.
+            StreamRecreated: as `_same_stream`.
         """
-        gone = await self._stream_gone()
-        if gone is not None:
-            if self._stream_loss_fatal and (self._positioned or self._highest_delivered):
-                raise StreamGone(f"stream {self._stream} is gone (the NATS store was lost or "
-                                 "the stream deleted)") from gone
-            self._hold(f"consumer {self.durable}: stream {self._stream} gone")
-            # a stream made anew holds other messages at the positions seen: read it from its
-            # start once it exists again
-            self._highest_delivered = 0
-            self._unsettled.clear()
-            count = self._failures.count("stream gone")
-            if count is not None:
-                log.warning("stream %s is gone (the NATS store was lost or the stream "
-                            "deleted): consumer %s cannot consume until it exists again (each "
-                            "service creates the streams at its start); retrying in %gs%s",
-                            self._stream, self.durable, self._retry_seconds, _times(count))
-            await self._pause()
+        try:
+            self._same_stream(await self._js.stream_info(self._stream))
+        except nats.js.errors.NotFoundError as gone:
+            await self._wait_for_stream(gone)
             return
+        except transience.FETCH_ERRORS:
+            pass  # NATS cannot say now: recreating the consumer fails and is retried
         resume = min(self._unsettled, default=self._highest_delivered + 1)
         try:
             await self._create(resume if self._highest_delivered else None, replace=False)
@@ -423,16 +437,63 @@ class PullConsumer:
         log.warning("consumer %s/%s vanished; recreated it from seq %d",
                     self._stream, self.durable, resume)
 
-    async def _stream_gone(self) -> nats.js.errors.NotFoundError | None:
-        """NATS's "not found" when the stream does not exist; None when it does (or NATS
-        cannot say now: recreating the consumer then fails and is retried)."""
-        try:
-            await self._js.stream_info(self._stream)
-        except nats.js.errors.NotFoundError as error:
-            return error
-        except transience.FETCH_ERRORS:
-            pass
-        return None
+    async def _wait_for_stream(self, gone: nats.js.errors.NotFoundError) -> None:
+        """The stream is gone: hold the readiness down, say so (first, then every tenth
+        time) and pause before the next attempt; a stream made anew is read from its start.
+
+        Raises:
+            StreamGone: the consumer had a position in it and was opened with
+                `stream_loss_fatal`.
+        """
+        if self._tracks_positions():
+            raise StreamGone(f"stream {self._stream} is gone (the NATS store was lost or "
+                             "the stream deleted)") from gone
+        self._hold(f"consumer {self.durable}: stream {self._stream} gone")
+        self._forget_positions()
+        count = self._failures.count("stream gone")
+        if count is not None:
+            log.warning("stream %s is gone (the NATS store was lost or the stream "
+                        "deleted): consumer %s cannot consume until it exists again (each "
+                        "service creates the streams at its start); retrying in %gs%s",
+                        self._stream, self.durable, self._retry_seconds, _times(count))
+        await self._pause()
+
+    def _same_stream(self, info: StreamInfo) -> None:
+        """Note the identity of the stream (`info`, its server's answer now). Another than the
+        one the consumer's positions belong to (a stream deleted and made anew under its
+        name) holds other messages at those positions: the consumer forgets them and reads it
+        from its start (said once), unless its caller tracks positions in it.
+
+        Raises:
+            StreamRecreated: the consumer had a position in the old stream and was opened
+                with `stream_loss_fatal`.
+        """
+        created = reading.identity(info)
+        if created is None:
+            return
+        was = self._created
+        if was is not None and created != was:
+            if self._tracks_positions():
+                raise StreamRecreated(self._stream, was, created)
+            log.warning("stream %s was created anew at %s (the one consumer %s read was "
+                        "created at %s): reading it from its start", self._stream, created,
+                        self.durable, was)
+            self._forget_positions()
+        self._created = created
+
+    def _tracks_positions(self) -> bool:
+        """Whether losing the stream loses the caller's positions: opened with
+        `stream_loss_fatal`, and it started from one (`start_seq` above 1) or delivered."""
+        return self._stream_loss_fatal and (self._positioned or self._highest_delivered > 0)
+
+    def _forget_positions(self) -> None:
+        """Forget every position in the stream: the next consumer made reads it from its start
+        (a stream made anew holds other messages at the positions seen)."""
+        self._highest_delivered = 0
+        self._unsettled.clear()
+        self._positioned = False
+        self._config.deliver_policy = DeliverPolicy.ALL
+        self._config.opt_start_seq = None
 
     async def _pause(self) -> None:
         """Wait before the next attempt; the next pause is twice as long, up to the max."""

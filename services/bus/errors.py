@@ -40,3 +40,15 @@ class StreamGone(NotFound):
     and its consumer's caller tracks positions in it (`PullConsumer.open(stream_loss_fatal=
     True)`): a stream made anew would hold other messages at those positions. Raised `from`
     the nats-py cause."""
+
+
+class StreamRecreated(Exception):
+    """A stream a consumer had read from was deleted and created anew under the same name (its
+    creation time, `reading.identity`, differs), and its consumer's caller tracks positions in
+    it (`PullConsumer.open(stream_loss_fatal=True)`): the new stream holds other messages at
+    those positions. `was` and `now` are the two identities."""
+
+    def __init__(self, stream: str, was: str, now: str) -> None:
+        super().__init__(f"stream {stream} was created anew at {now}; the one read from was "
+                         f"created at {was}")
+        self.stream, self.was, self.now = stream, was, now

@@ -18,13 +18,13 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 import nats
 import nats.js.errors
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StreamInfo
 
 from services.bus import ack_reply, pulling, transience
 from services.bus.connection import JetStream
@@ -59,11 +59,24 @@ class StoredMessage:
 
 @dataclass(frozen=True)
 class StreamState:
-    """A stream's extent: how many messages it holds and its first and last sequence."""
+    """A stream's extent: how many messages it holds and its first and last sequence; and
+    `created`, its identity (`identity`)."""
 
     messages: int
     first_seq: int
     last_seq: int
+    created: str | None = None
+
+
+def identity(info: StreamInfo) -> str | None:
+    """What tells a stream from another made under the same name after it was deleted (its
+    sequences start again at 1): its creation time as the server reports it, ISO 8601 UTC
+    with microseconds (`2026-12-05T23:49:45.123456Z`, what nats-py keeps of the server's
+    nanoseconds). Kept through server restarts and stream updates. None when the server does
+    not say (no check can be made)."""
+    if info.created is None:
+        return None
+    return info.created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @cancellation.guarded
@@ -75,7 +88,8 @@ async def stream_state(js: JetStream, stream: str) -> StreamState:
     """
     with transience.bus_errors(f"stream info of {stream}"):
         info = await js.stream_info(stream)
-    return StreamState(info.state.messages, info.state.first_seq, info.state.last_seq)
+    return StreamState(info.state.messages, info.state.first_seq, info.state.last_seq,
+                       identity(info))
 
 
 @cancellation.guarded

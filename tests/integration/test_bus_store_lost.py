@@ -5,7 +5,10 @@ and released once consuming (or connected) again."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
+import re
 import shutil
 import time
 
@@ -14,10 +17,10 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from services.binder import view_feed
-from services.bus import connection, consuming, streams
+from services.bus import connection, consuming, reading, streams
 from services.bus.consuming import PullConsumer
 from services.bus.embedded import EmbeddedNats
-from services.bus.errors import StreamGone
+from services.bus.errors import BusUnavailable, StreamGone, StreamRecreated
 from services.config.settings import BusSettings
 from services.contracts import subjects
 from services.runtime.health import ReadyFlag
@@ -108,6 +111,94 @@ async def test_a_consumer_tracking_positions_raises_when_its_stream_is_gone(
     with pytest.raises(StreamGone, match="is gone"):
         await eventually_async(raises, timeout=10, what="StreamGone")
     await consumer.close()
+
+
+async def recreate_events(js: JetStreamContext, settings: BusSettings) -> tuple[str, str]:
+    """Delete the EVENTS stream and make it anew, as a service's start does; the identities
+    (`reading.identity`) of the old and the new one."""
+    stream = events_stream(settings)
+    was = (await reading.stream_state(js, stream)).created
+    await js.delete_stream(stream)
+    await streams.ensure_streams(js, settings)
+    now = (await reading.stream_state(js, stream)).created
+    assert was is not None and now is not None and now != was
+    return was, now
+
+
+async def test_a_stream_made_anew_before_the_consumer_saw_it_gone_is_read_from_its_start(
+    js: JetStreamContext, bus_settings: BusSettings, caplog: pytest.LogCaptureFixture,
+    quick_retries: None,
+) -> None:
+    await publish(js, bus_settings, ["a", "b", "c"])
+    consumer = await open_consumer(js, bus_settings)
+    for delivery in await fetch_until(consumer, 3):
+        await delivery.ack()  # settled: the consumer would resume after seq 3
+    was, now = await recreate_events(js, bus_settings)
+    assert consumer.stream_created == was
+    await publish(js, bus_settings, ["d", "e", "f", "g"])  # more than the positions seen
+    caplog.set_level(logging.INFO, logger=consuming.__name__)
+    again = await fetch_until(consumer, 4)
+    assert [(delivery.seq, delivery.data) for delivery in again] == [
+        (1, b"d"), (2, b"e"), (3, b"f"), (4, b"g")]
+    assert consumer.stream_created == now
+    assert (f"stream {events_stream(bus_settings)} was created anew at {now} (the one consumer "
+            f"test read was created at {was}): reading it from its start") in gone_warnings(caplog)
+    await consumer.close()
+
+
+async def test_a_consumer_tracking_positions_raises_when_its_stream_is_made_anew(
+    js: JetStreamContext, bus_settings: BusSettings, quick_retries: None,
+) -> None:
+    await publish(js, bus_settings, ["a"])
+    consumer = await open_consumer(js, bus_settings, stream_loss_fatal=True)
+    await (await fetch_until(consumer, 1))[0].ack()
+    was, now = await recreate_events(js, bus_settings)
+    await publish(js, bus_settings, ["b", "c"])
+
+    async def raises() -> bool:
+        await consumer.fetch(10, 0.1)
+        return False
+
+    with pytest.raises(StreamRecreated) as raised:
+        await eventually_async(raises, timeout=10, what="StreamRecreated")
+    assert (raised.value.stream, raised.value.was, raised.value.now) == (
+        events_stream(bus_settings), was, now)
+    await consumer.close()
+
+
+async def test_a_consumer_opened_at_a_position_of_a_stream_made_anew_since_raises(
+    js: JetStreamContext, bus_settings: BusSettings,
+) -> None:
+    await publish(js, bus_settings, ["a", "b"])
+    was, now = await recreate_events(js, bus_settings)
+    await publish(js, bus_settings, ["c", "d", "e"])
+    with pytest.raises(StreamRecreated, match=f"created anew at {now}; the one read from was "
+                                              f"created at {was}"):
+        await PullConsumer.open(
+            js, stream=events_stream(bus_settings), durable="test",
+            filter_subject=subjects.events_wildcard(bus_settings.prefix), start_seq=3,
+            stream_loss_fatal=True, stream_created=was)
+
+
+async def test_a_stream_keeps_its_identity_across_a_nats_restart_and_an_update(
+    js: JetStreamContext, bus_settings: BusSettings, nats_server: EmbeddedNats,
+) -> None:
+    stream = events_stream(bus_settings)
+    created = (await reading.stream_state(js, stream)).created
+    assert created is not None and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z",
+                                                created)
+    await nats_server.restart()
+    longer = dataclasses.replace(bus_settings, max_age_seconds=bus_settings.max_age_seconds * 2)
+
+    async def updated() -> bool:  # once the client has reconnected
+        with contextlib.suppress(BusUnavailable):
+            await streams.ensure_streams(js, longer)
+            return True
+        return False
+
+    await eventually_async(updated, timeout=15, what="the stream updated")
+    assert (await js.stream_info(stream)).config.max_age == longer.max_age_seconds
+    assert (await reading.stream_state(js, stream)).created == created
 
 
 async def test_a_store_lost_across_a_nats_restart_is_said_once_and_not_spun_on(
