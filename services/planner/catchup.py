@@ -34,13 +34,15 @@ class CatchUpDiverged(Exception):
 @dataclass(frozen=True)
 class Restored:
     """The state as of `tracked_seq`, rebuilt from the snapshot at `snapshot_seq` plus
-    `events` audit events re-planned at `plan_points` recorded plan points."""
+    `events` audit events re-planned at `plan_points` recorded plan points; `stream_created`,
+    the identity of the stream `tracked_seq` belongs to (None: not recorded)."""
 
     state: state.PlannerState
     snapshot_seq: int
     tracked_seq: int
     events: int
     plan_points: int
+    stream_created: str | None = None
 
 
 async def restore(store: Store, config: PlannerConfig, prefix: str) -> Restored:
@@ -57,7 +59,7 @@ async def restore(store: Store, config: PlannerConfig, prefix: str) -> Restored:
     start = state.empty_state() if snapshot.data is None else state.decode_state(snapshot.data)
     after, upto = snapshot.seq, snapshot.tracked_seq
     if upto <= after:
-        return Restored(start, after, upto, 0, 0)
+        return Restored(start, after, upto, 0, 0, snapshot.stream_created)
     replay, verifier = Replay(config), Verifier(prefix)
     replay.state = start
     logged = rounds.assemble(_events(store, after, upto),
@@ -71,7 +73,8 @@ async def restore(store: Store, config: PlannerConfig, prefix: str) -> Restored:
         divergence = verifier.check(result)
         if divergence is not None:
             raise _diverged(after, divergence, rnd.planner)
-    return Restored(replay.state, after, upto, replay.events_applied, verifier.plan_points)
+    return Restored(replay.state, after, upto, replay.events_applied, verifier.plan_points,
+                    snapshot.stream_created)
 
 
 def _diverged(after: int, divergence: Divergence, planner: str | None) -> CatchUpDiverged:

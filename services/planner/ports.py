@@ -31,6 +31,10 @@ class EventSource(Protocol):
 
     async def repair(self, start_seq: int) -> None: ...
 
+    @property
+    def stream_created(self) -> str | None:
+        """The identity of the stream it reads from now (its creation time; None: unknown)."""
+
 
 class Publisher(Protocol):
     """Publishes with a de-duplication id and waits until stored."""
@@ -49,6 +53,8 @@ class Store(Protocol):
 
     async def load_snapshot(self) -> Snapshot: ...
 
+    async def adopt_stream(self, stream_created: str) -> None: ...
+
     async def commit_batch(
         self,
         events: Sequence[AuditRow],
@@ -58,6 +64,7 @@ class Store(Protocol):
         last_seq: int,
         dead_letters: Sequence[DeadLetterRow] = (),
         published: Sequence[str] = (),
+        stream_created: str | None = None,
     ) -> None: ...
 
     async def save_snapshot(self, state_bytes: bytes, seq: int) -> bool: ...

@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from services.bus import connection, consuming, reading, streams
 from services.bus.connection import JetStream
 from services.bus.consuming import Delivery, PullConsumer
-from services.bus.errors import BusMisconfigured, StreamGone
+from services.bus.errors import BusMisconfigured, StreamGone, StreamRecreated
 from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import PlannerServiceSettings, Settings
 from services.contracts import subjects
@@ -71,6 +71,14 @@ class StreamBehindTracking(BusMisconfigured, Fatal):
     and exit status 1 (as `BusMisconfigured`)."""
 
 
+class EventStreamRecreated(StreamBehindTracking):
+    """The EVENTS stream is not the one the planner's tracked sequence belongs to: it was
+    deleted and created anew under its name (its creation time differs from the one the
+    database recorded), at start or while the planner runs. Its sequences start again and
+    hold other events, so reading on from the tracked sequence would skip or misread them;
+    ended as `StreamBehindTracking` is."""
+
+
 class PlannerService:
     """The planner's loop over batches, with its in-memory state and tracked sequence."""
 
@@ -95,6 +103,9 @@ class PlannerService:
         """Whether a batch began changing `state` and was not committed (interrupted): the
         state then holds more than the tracked sequence, and no snapshot may be taken of it."""
         self.tracked_seq = 0
+        self.stream_created: str | None = None
+        """The identity of the EVENTS stream `tracked_seq` belongs to (`reading.identity`;
+        None: not recorded yet)."""
         self.floor_seq = 0
         """The EVENTS stream's first sequence when last asked (retention removed all below)."""
         self.snapshots = SnapshotSchedule(self.settings.snapshot_interval_seconds,
@@ -115,6 +126,7 @@ class PlannerService:
         """
         restored = await catchup.restore(self.store, self.config, self.prefix)
         self.state, self.tracked_seq = restored.state, restored.tracked_seq
+        self.stream_created = restored.stream_created
         self.snapshots.restart(restored.events)
         self._count_pending()
         published = await publication.publish_outbox(self.store, self.publisher, self.prefix)
@@ -200,7 +212,7 @@ class PlannerService:
             self.floor_seq = await source.first_seq()
             intake = sort_batch(deliveries, self.tracked_seq, self.checks, self.floor_seq)
         if intake.has_news:
-            await self._apply(intake)
+            await self._apply(intake, source.stream_created)
         if intake.gap is None:
             await _ack_batch(deliveries)
         else:
@@ -226,8 +238,10 @@ class PlannerService:
             await _ack_batch(applied)
         await source.repair(self.tracked_seq + 1)
 
-    async def _apply(self, intake: Intake) -> None:
-        """Plan the fresh events, commit everything in one transaction, then publish."""
+    async def _apply(self, intake: Intake, stream_created: str | None) -> None:
+        """Plan the fresh events, commit everything in one transaction (tracking their
+        sequence with `stream_created`, the identity of the stream they came from), then
+        publish."""
         self.uncommitted = True  # planning changes `self.state` in place, before the commit
         planned = await self._plan(intake)
         rows = publication.outbox_rows(self.prefix, planned.decisions)
@@ -243,9 +257,11 @@ class PlannerService:
             intake.last_seq,
             sorted(dead),
             self.unmarked,
+            stream_created,
         )
         self.unmarked = []
         self.state, self.tracked_seq = planned.state, intake.last_seq
+        self.stream_created = stream_created or self.stream_created
         self.uncommitted = False
         self.snapshots.committed(len(planned.applied), with_snapshot=with_snapshot)
         self._count_pending()
@@ -380,7 +396,8 @@ async def run_planner(
     Raises:
         services.store.errors.SchemaMismatch: the database needs `gangsched migrate`.
         StreamBehindTracking: the EVENTS stream ends before the tracked sequence, or is gone
-            after the planner read from it (NATS store lost): no restart mends it.
+            after the planner read from it (NATS store lost), or is another stream than the
+            one the tracked sequence belongs to (`EventStreamRecreated`): no restart mends it.
         Anything else a batch raises (NATS failures, bugs): run it under a supervisor.
     """
     stop_following = (connection.hold_while_disconnected(connection.client_of(js), ready)
@@ -439,12 +456,16 @@ async def _serve(js: JetStream, engine: AsyncEngine, publisher: BusPublisher, se
     )
     start_seq = await service.recover()
     events_stream = subjects.stream_name(prefix, "EVENTS")
-    await _check_stream_reaches(js, events_stream, service.tracked_seq)
-    consumer = await PullConsumer.open(
-        js, stream=events_stream, durable=DURABLE,
-        filter_subject=subjects.events_wildcard(prefix), start_seq=start_seq,
-        ack_policy=consuming.ACK_ALL, ready=ready, stream_loss_fatal=True,
-    )
+    await _check_stream(js, events_stream, service)
+    try:
+        consumer = await PullConsumer.open(
+            js, stream=events_stream, durable=DURABLE,
+            filter_subject=subjects.events_wildcard(prefix), start_seq=start_seq,
+            ack_policy=consuming.ACK_ALL, ready=ready, stream_loss_fatal=True,
+            stream_created=service.stream_created,
+        )
+    except StreamRecreated as recreated:
+        raise _recreated(recreated, service.tracked_seq) from None
     try:
         await service.serve(consumer, ready, answered)
     except StreamGone as gone:
@@ -452,6 +473,8 @@ async def _serve(js: JetStream, engine: AsyncEngine, publisher: BusPublisher, se
             f"{gone}, but the planner database has applied up to seq {service.tracked_seq}: "
             "a stream made anew would be read from the wrong place; restore the NATS store, "
             "or point the planner at a fresh database to rebuild from the stream") from None
+    except StreamRecreated as recreated:
+        raise _recreated(recreated, service.tracked_seq) from None
     finally:
         if ready is not None:
             ready.set(False)
@@ -464,15 +487,47 @@ def _at_stop(error: Exception) -> Callable[..., None]:
     return log.debug if isinstance(error, StoreUnavailable) else log.warning
 
 
-async def _check_stream_reaches(js: JetStream, stream: str, tracked_seq: int) -> None:
-    """Refuse to start when `stream` ends before `tracked_seq` (see `StreamBehindTracking`)."""
-    last_seq = (await reading.stream_state(js, stream)).last_seq
-    if last_seq < tracked_seq:
+async def _check_stream(js: JetStream, stream: str, service: PlannerService) -> None:
+    """Refuse to start when `stream` is not the one the service's tracked sequence belongs to
+    (`EventStreamRecreated`), or ends before it (`StreamBehindTracking`). Otherwise record
+    its identity as the one the tracked sequence belongs to, when the database holds another
+    one with nothing tracked, or none: a database tracking a sequence before it recorded
+    identities (schema revision 0003) adopts the stream it finds, said once.
+
+    Raises:
+        EventStreamRecreated, StreamBehindTracking: as said.
+        services.bus.errors.NotFound: no such stream. BusUnavailable, BusRefused: NATS
+            failed or refused.
+    """
+    found = await reading.stream_state(js, stream)
+    tracked, recorded, created = service.tracked_seq, service.stream_created, found.created
+    if tracked > 0 and recorded is not None and created is not None and created != recorded:
+        raise _recreated(StreamRecreated(stream, recorded, created), tracked)
+    if found.last_seq < tracked:
         raise StreamBehindTracking(
-            f"stream {stream} ends at seq {last_seq} but the planner database has "
-            f"applied up to {tracked_seq}: the NATS store was lost or replaced; point the "
+            f"stream {stream} ends at seq {found.last_seq} but the planner database has "
+            f"applied up to {tracked}: the NATS store was lost or replaced; point the "
             f"planner at a fresh database to rebuild from the stream"
         )
+    if created is None or created == recorded:
+        return
+    if tracked > 0:
+        log.info("the planner database tracks seq %d of stream %s without saying which stream "
+                 "it was (written before schema revision 0003): taking it to be this one, "
+                 "created at %s", tracked, stream, created)
+    await service.store.adopt_stream(created)
+    service.stream_created = created
+
+
+def _recreated(recreated: StreamRecreated, tracked_seq: int) -> EventStreamRecreated:
+    """The planner's one line for an EVENTS stream made anew (`EventStreamRecreated`), at
+    start or while it runs, with what the operator can do."""
+    return EventStreamRecreated(
+        f"the event stream {recreated.stream} was recreated (created at {recreated.now}), but "
+        f"the planner database has applied up to seq {tracked_seq} of the stream created at "
+        f"{recreated.was}: the new stream holds other events at those sequences, which the "
+        "planner would misread; restore the NATS store the database was used with, or point "
+        "the planner at a fresh database to rebuild its state from the new stream")
 
 
 async def _ack_batch(deliveries: list[Delivery]) -> None:

@@ -132,6 +132,10 @@ class Chunks:
         taken, self.buffer = self.buffer[:self.size], self.buffer[self.size:]
         return taken
 
+    @property
+    def stream_created(self) -> str | None:
+        return self.consumer.stream_created
+
 
 @asynccontextmanager
 async def chunks(js: JetStreamContext, prefix: str, durable: str,

@@ -1,32 +1,43 @@
-"""The planner when its NATS store is lost mid-run (one fatal line, not a hot loop) and while
-NATS is down (not ready, ready again once reconnected)."""
+"""The planner when its NATS store is lost mid-run (one fatal line, not a hot loop), when its
+EVENTS stream was made anew (one fatal line, at start or mid-run; a database that recorded no
+stream adopts it) and while NATS is down (not ready, ready again once reconnected)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 from nats.js import JetStreamContext
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.bus import connection, consuming
+from services.bus.consuming import Delivery, PullConsumer
 from services.bus.embedded import EmbeddedNats
 from services.config.settings import BusSettings
 from services.contracts import subjects
-from services.planner.service import StreamBehindTracking
+from services.planner import service
+from services.planner.service import EventStreamRecreated, StreamBehindTracking, run_planner
 from services.runtime.health import ReadyFlag
 from services.runtime.supervision import Fatal
+from services.store import engines, schema, tables
+from services.store.errors import SchemaMismatch
+from services.store.planner_store import PlannerStore
 from tests.integration.planner_harness import (
     gang_events,
     planner_settings,
     publish_events,
     running_planner,
 )
+from tests.integration.test_bus_store_lost import events_stream, recreate_events
 from tests.integration.test_planner_service import wait_for_tracked
+from tests.integration.test_serve_waits_for_nats import Planner, _ended_with_status_1
 from tests.support.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
@@ -72,6 +83,129 @@ async def test_the_store_wiped_across_a_nats_restart_ends_the_planner_with_one_f
         await nats_server.start()
         with pytest.raises(StreamBehindTracking, match="is gone"):
             await asyncio.wait_for(asyncio.shield(task), 20)
+
+
+def recreated_line(stream: str, was: str, now: str, tracked: int) -> str:
+    """The planner's one line for an EVENTS stream made anew under the database's feet."""
+    return (f"the event stream {stream} was recreated (created at {now}), but the planner "
+            f"database has applied up to seq {tracked} of the stream created at {was}: the new "
+            "stream holds other events at those sequences, which the planner would misread; "
+            "restore the NATS store the database was used with, or point the planner at a "
+            "fresh database to rebuild its state from the new stream")
+
+
+async def tracked_row(engine: AsyncEngine) -> tuple[int, str | None]:
+    """The planner's tracked sequence and the identity of the stream it belongs to."""
+    snapshot = await PlannerStore(engine).load_snapshot()
+    return snapshot.tracked_seq, snapshot.stream_created
+
+
+@pytest.fixture
+def gated_fetches(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """While cleared, every `PullConsumer.fetch` waits before it asks NATS anything: the
+    test changes the stream while the planner looks away."""
+    gate = asyncio.Event()
+    gate.set()
+    fetch = PullConsumer.fetch
+
+    async def gated(self: PullConsumer, batch: int, timeout_seconds: float) -> list[Delivery]:
+        await gate.wait()
+        return await fetch(self, batch, timeout_seconds)
+
+    monkeypatch.setattr(PullConsumer, "fetch", gated)
+    return gate
+
+
+async def test_the_events_stream_made_anew_mid_run_ends_the_planner_with_one_fatal_line(
+    js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine, tmp_path: Path,
+    gated_fetches: asyncio.Event,
+) -> None:
+    async with planner(js, bus_settings, engine, tmp_path) as (task, _ready):
+        await publish_events(js, bus_settings.prefix, gang_events("pg1", min_member=1, pods=1))
+        await wait_for_tracked(engine, 3)
+        gated_fetches.clear()
+        await asyncio.sleep(0.5)  # the fetch under way ends (0.1 s), the next one waits
+        was, now = await recreate_events(js, bus_settings)
+        await publish_events(js, bus_settings.prefix, gang_events("pg2", min_member=2, pods=2))
+        gated_fetches.set()
+        with pytest.raises(EventStreamRecreated) as raised:
+            await asyncio.wait_for(asyncio.shield(task), 15)
+    assert isinstance(raised.value, Fatal)
+    assert str(raised.value) == recreated_line(events_stream(bus_settings), was, now, 3)
+    assert await tracked_row(engine) == (3, was)
+
+
+async def test_a_planner_started_on_an_events_stream_made_anew_refuses_with_one_line(
+    js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine, tmp_path: Path,
+) -> None:
+    settings = planner_settings(bus_settings, tmp_path)
+    async with running_planner(settings, js, engine):
+        await publish_events(js, bus_settings.prefix, gang_events("pg1", min_member=1, pods=1))
+        await wait_for_tracked(engine, 3)
+    was, now = await recreate_events(js, bus_settings)
+    await publish_events(js, bus_settings.prefix, gang_events("pg2", min_member=2, pods=2))
+    with pytest.raises(EventStreamRecreated) as raised:
+        await asyncio.wait_for(run_planner(settings, js, engine, ReadyFlag("planner")), 15)
+    assert str(raised.value) == recreated_line(events_stream(bus_settings), was, now, 3)
+    assert await tracked_row(engine) == (3, was)
+
+
+async def test_a_database_tracking_no_stream_yet_adopts_the_one_it_finds(
+    js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine, tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A database tracked before schema revision 0003 (NULL identity): the stream found at
+    the next start, even one made anew with more events, is taken as the one it tracked."""
+    settings = planner_settings(bus_settings, tmp_path)
+    async with running_planner(settings, js, engine):
+        await publish_events(js, bus_settings.prefix, gang_events("pg1", min_member=1, pods=1))
+        await wait_for_tracked(engine, 3)
+    async with engine.begin() as connection:
+        await connection.execute(sqlalchemy.update(tables.tracking).values(stream_created=None))
+    _was, now = await recreate_events(js, bus_settings)
+    await publish_events(js, bus_settings.prefix, gang_events("pg2", min_member=2, pods=2))
+    caplog.set_level(logging.INFO, logger=service.__name__)
+    async with running_planner(settings, js, engine):
+        await wait_for_tracked(engine, 4)
+    assert await tracked_row(engine) == (4, now)
+    assert [record.getMessage() for record in caplog.records
+            if record.name == service.__name__ and "without saying" in record.getMessage()] == [
+        f"the planner database tracks seq 3 of stream {events_stream(bus_settings)} without "
+        f"saying which stream it was (written before schema revision 0003): taking it to be "
+        f"this one, created at {now}"]
+
+
+async def test_a_planner_started_on_an_events_stream_made_anew_exits_1_with_one_line(
+    js: JetStreamContext, bus_settings: BusSettings, nats_server: EmbeddedNats,
+    tmp_path: Path,
+) -> None:
+    """`gangsched planner` itself: exit status 1, the line last, no traceback."""
+    await publish_events(js, bus_settings.prefix, gang_events("pg1", min_member=1, pods=1))
+    database = tmp_path / "data" / "gangsched.db"
+    engine = engines.create_engine(f"sqlite+aiosqlite:///{database}", make_directory=True)
+    first = Planner(tmp_path, nats_server.url, "--prefix", bus_settings.prefix)
+    try:
+        async def tracked() -> bool:
+            assert first.process.poll() is None, first.output()
+            if not database.is_file():  # made by the planner (opening it here would make it)
+                return False
+            with contextlib.suppress(SchemaMismatch, OperationalError):
+                await schema.check_schema(engine)  # migrated by the planner at its start
+                return (await tracked_row(engine))[0] == 3
+            return False
+
+        await eventually_async(tracked, timeout=30, what="tracked seq 3")
+        assert first.stop() == 0
+        was, now = await recreate_events(js, bus_settings)
+        await publish_events(js, bus_settings.prefix, gang_events("pg2", min_member=2, pods=2))
+        output = await _ended_with_status_1(
+            Planner(tmp_path, nats_server.url, "--prefix", bus_settings.prefix))
+        assert output.strip().splitlines()[-1] == "Error: NATS: " + recreated_line(
+            events_stream(bus_settings), was, now, 3)
+        assert await tracked_row(engine) == (3, was)
+    finally:
+        first.stop()
+        await engine.dispose()
 
 
 async def test_the_planner_is_not_ready_while_nats_is_down_and_ready_again_after(
