@@ -190,9 +190,12 @@ def _poisoned(message: Message, reason_class: str, why: str) -> Poisoned:
 
 
 def _utc(at_ms: int) -> str:
-    """`at_ms` (UTC epoch ms) as ISO 8601, or `out of range` for a date Python cannot hold."""
-    try:
-        moment = datetime.datetime.fromtimestamp(at_ms / 1000, tz=datetime.UTC)
-    except (OverflowError, ValueError, OSError):
-        return "out of range"
+    """`at_ms` (UTC epoch ms) as ISO 8601. Every time it is given is one Python holds: an
+    event's `at_ms` is bounded to years 1970-9999 at decoding (`contracts.integers.EpochMs`),
+    and NATS stores messages at 64-bit nanoseconds (years 1677-2262). Exact: integer
+    milliseconds, never a float of seconds (which told 9999's last millisecond as .998)."""
+    moment = _EPOCH + datetime.timedelta(milliseconds=at_ms)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)

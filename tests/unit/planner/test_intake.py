@@ -149,6 +149,14 @@ def test_a_zero_bound_applies_any_lead() -> None:
     assert len(intake.sort_batch([ahead], 0, Checks(PREFIX, max_lead_ms=0)).fresh) == 1
 
 
+def test_the_last_time_an_event_may_hold_is_told_as_a_date() -> None:
+    last = stored(1, "clock", ClockTicked(at_ms=253402300799999))  # 9999's last millisecond
+    (poisoned,) = intake.sort_batch([last], 0, CHECKS).poisoned
+    assert poisoned.reason_class == intake.AHEAD_OF_TIME
+    assert poisoned.reason.startswith("ClockTicked on subject gangsched.events.clock._.tick: "
+                                      "at_ms 253402300799999 (9999-12-31T23:59:59.999Z) is ")
+
+
 def test_a_date_beyond_what_python_holds_is_still_a_one_line_reason() -> None:
     far = stored(1, "clock", ClockTicked(at_ms=2**62))  # past year 9999: refused at decoding
     (poisoned,) = intake.sort_batch([far], 0, CHECKS).poisoned
