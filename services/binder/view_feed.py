@@ -3,7 +3,9 @@
 Layer: binder shell. A last-per-subject reader (`services.bus.latest.LatestReader`, named
 `binder-view-<random>`) on the whole EVENTS stream, starting with the last message of every
 subject (the newest state of every object, without replaying history) and then following new
-messages on a task of its own; nothing is acknowledged, so no one else is disturbed. Pod, node and
+messages on a task of its own; nothing is acknowledged, so no one else is disturbed. An EVENTS
+stream deleted and made anew (its sequences start again) replaces the view with one built
+afresh from the new stream, whose sequences `caught_up` then waits for. Pod, node and
 PodGroup events are decoded and applied; every other message only advances the applied sequence. A
 message that does not decode is skipped (the planner dead-letters it).
 """
@@ -71,6 +73,7 @@ class ViewFeed:
         stream gone), said at the first failure of a kind and every tenth, with its count
         (`services.runtime.unreachable`), and once when fetches work again."""
         failures = Repeats()
+        streams_read = reader.streams_read
         while True:
             try:
                 messages = await reader.fetch(FETCH_BATCH, WAIT_SECONDS)
@@ -84,6 +87,9 @@ class ViewFeed:
                 continue
             if failures.clear():
                 log.info("view feed: fetching again")
+            if reader.streams_read != streams_read:  # EVENTS made anew: its state, afresh
+                streams_read = reader.streams_read
+                self.view = ClusterView()
             for message in messages:
                 await self._on_message(message)
 

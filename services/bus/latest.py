@@ -55,6 +55,12 @@ class LatestReader:
             except transience.FETCH_ERRORS as error:
                 raise BusUnavailable(f"a reader's fetch: {error!r}") from error
 
+    @property
+    def streams_read(self) -> int:
+        """How many streams of its name it has read (`reading.OrderedReader.streams_read`):
+        a follower takes each new one afresh."""
+        return self._reader.streams_read
+
     async def pending(self) -> int:
         """How many messages of the filter are still to be delivered.
 

@@ -154,6 +154,11 @@ class OrderedReader:
         self._delivered = 0  # the consumer's delivery sequence of the last message
         self._start_seq: int | None = None
         self.last_seq = 0
+        self._created: str | None = None
+        """The identity of the stream read (`identity`), once known."""
+        self.streams_read = 1
+        """How many streams of its name it has read: one more each time it finds the stream
+        deleted and made anew (`fetch`), whose messages a follower must take afresh."""
 
     @classmethod
     async def open(cls, js: JetStreamContext, stream: str, filter_subject: str, *, owner: str,
@@ -170,6 +175,7 @@ class OrderedReader:
         reader._start_seq = start_seq
         reader._eager = eager
         await reader._create(start_seq)
+        reader._created = identity(await js.stream_info(stream))
         return reader
 
     @property
@@ -181,13 +187,16 @@ class OrderedReader:
     async def fetch(self, batch: int, timeout_seconds: float) -> list[StoredMessage]:
         """Up to `batch` messages in stream order; `[]` on timeout. After a gap in delivery
         (a message lost in transit) or a vanished consumer, recreates the consumer from the
-        last stream sequence returned + 1 and returns what came before the gap.
+        last stream sequence returned + 1 and returns what came before the gap; when the
+        stream was deleted and made anew meanwhile (another `identity`), from where the reader
+        started instead (the first message of the new stream, or the last of every subject),
+        said once and counted in `streams_read`.
         Raises:
             nats.errors.Error: NATS failed (a later fetch tries again). CancelledError: when
                 cancelled, also when nats-py lost the cancellation (`cancellation`).
         """
         if self._subscription is None:  # a recreation failed
-            await self._create(self._resume_seq())
+            await self._recreate()
             assert self._subscription is not None
         try:
             messages = await self._subscription.fetch(batch, timeout=timeout_seconds)
@@ -195,13 +204,13 @@ class OrderedReader:
             return []
         except nats.js.errors.APIError as error:
             log.debug("reader %s failed (%r); recreating it", self._name, error)
-            await self._create(self._resume_seq())
+            await self._recreate()
             return []
         ordered: list[StoredMessage] = []
         for message in messages:
             delivered = ack_reply.parse(message.reply)
             if delivered.consumer_seq != self._delivered + 1:
-                await self._create(self._resume_seq())
+                await self._recreate()
                 break
             self._delivered = delivered.consumer_seq
             self.last_seq = delivered.stream_seq
@@ -210,6 +219,25 @@ class OrderedReader:
 
     def _resume_seq(self) -> int | None:
         return self.last_seq + 1 if self.last_seq else self._start_seq
+
+    async def _recreate(self) -> None:
+        """Recreate the consumer after the last message returned, or, on a stream made anew
+        under its name, from where the reader started (from 1 if it started at a sequence:
+        every message of the new stream is unseen).
+
+        Raises:
+            nats.js.errors.NotFoundError: no such stream. nats.errors.Error: NATS failed.
+        """
+        created = identity(await self._js.stream_info(self._stream))
+        if created is not None and self._created is not None and created != self._created:
+            log.warning("stream %s was created anew at %s (the one reader %s read was created "
+                        "at %s): reading it afresh", self._stream, created, self._name,
+                        self._created)
+            self.last_seq = 0
+            self._start_seq = None if self._start_seq is None else 1
+            self.streams_read += 1
+        self._created = created or self._created
+        await self._create(self._resume_seq())
 
     @cancellation.guarded
     async def num_pending(self) -> int:

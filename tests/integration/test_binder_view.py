@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import logging
+import re
+
 import pytest
 from nats.js import JetStreamContext
 
 from services.binder.view_feed import ViewFeed
+from services.bus import reading
 from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
 from services.contracts import codec, subjects
 from services.contracts.events import Event
 from services.watcher import slim
+from tests.integration.test_bus_store_lost import events_stream, recreate_events
+from tests.support.waiting import eventually_async
 from tests.unit.binder.fakes import make_node, make_pod
 
 pytestmark = pytest.mark.integration
@@ -85,5 +91,40 @@ async def test_the_view_names_podgroups_from_their_events(
     try:
         assert await feed.caught_up(last, timeout_seconds=5)
         assert feed.view.podgroup("default", "g") == ("pg-1", "scheduling.x-k8s.io/v1alpha1")
+    finally:
+        await feed.stop()
+
+
+async def test_an_events_stream_made_anew_gives_a_view_built_afresh_from_it(
+    js: JetStreamContext, bus_settings: BusSettings, caplog: pytest.LogCaptureFixture,
+) -> None:
+    prefix = bus_settings.prefix
+    for index, name in enumerate(["n1", "n2", "n3"]):
+        last = await publish(js, prefix, "node", name, slim.node_event(make_node(name), 0),
+                             str(index))
+    feed = ViewFeed(js, prefix)
+    await feed.start()
+    try:
+        assert await feed.caught_up(last, timeout_seconds=5)
+        was, now = await recreate_events(js, bus_settings)
+        caplog.set_level(logging.WARNING, logger=reading.__name__)
+        first = await publish(js, prefix, "node", "n4", slim.node_event(make_node("n4"), 0), "4")
+        later = await publish(js, prefix, "pod", "a", slim.pod_event(make_pod("a"), 0), "5")
+        assert (first, later) == (1, 2)
+
+        async def afresh() -> bool:  # until its next fetch finds the stream made anew, the
+            return feed.view.node("n1") is None  # old view answers (its seqs are higher)
+
+        await eventually_async(afresh, timeout=10, what="the view built afresh")
+        assert await feed.caught_up(later, timeout_seconds=10)
+        assert feed.view.applied_seq == 2 and len(feed.view) == 2
+        assert feed.view.node("n4") is not None and feed.view.node("n1") is None
+        assert feed.view.pod("default", "a") is not None
+        (said,) = [record.getMessage() for record in caplog.records
+                   if record.name == reading.__name__]
+        assert re.fullmatch(
+            rf"stream {re.escape(events_stream(bus_settings))} was created anew at {now} \(the "
+            rf"one reader binder-view-[0-9a-f]{{16}} read was created at {was}\): reading it "
+            r"afresh", said), said
     finally:
         await feed.stop()
