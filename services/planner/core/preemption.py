@@ -382,7 +382,8 @@ def _trim(scratch: _Scratch, victims: set[str], unit: Unit, assigned: Assigned,
     back, or the member trials run out, the gang stays one whole victim (and absent). Updates
     `victims` (the gang's key, or the keys of its members still evicted); where the preemptor
     goes then. A unit without surplus (a pod, a member, a gang holding just minMember) is left
-    as it is, at no cost.
+    as it is, at no cost. With a `book`, its members that would violate a budget come back
+    first, found among its members alone (the allowances as if no other unit were evicted).
     """
     if unit.surplus <= 0:
         return assigned

@@ -6,6 +6,7 @@ quorum; when the preemptor needs more, the gang goes whole, never left below min
 from __future__ import annotations
 
 from services.contracts.decisions import Placement, Preemption
+from services.contracts.events import DisruptionBudgetObserved, NodeSelectorRequirement
 from services.contracts.ids import singleton_key
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster, recorded, replay
@@ -67,6 +68,21 @@ def test_the_lowest_priority_member_goes_before_the_latest_started() -> None:
                       for i, start in enumerate(STARTS)))
     cluster.observe(make_pod("big").requests(cpu_milli=2000).priority(100))
     assert _victims(cluster) == ["low-0", "low-1"]
+
+
+def test_a_member_a_budget_protects_stays_and_the_next_least_important_goes() -> None:
+    # low-1 (started last) would go, but no disruption of it is allowed: it is given back
+    # first, as kube-scheduler reprieves budget violators first, and low-3 goes instead
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000),
+                                make_podgroup("low", 2), DisruptionBudgetObserved(
+                                    at_ms=0, uid="pdb-db", namespace="default", name="db",
+                                    resource_version="1", disruptions_allowed=0,
+                                    selector=(NodeSelectorRequirement("app", "In", ("db",)),)))
+    cluster.observe(*(make_pod(f"low-{i}").requests(cpu_milli=1000).in_group("low")
+                      .labelled(**({"app": "db"} if i == 1 else {})).started(start)
+                      .on_node("n0") for i, start in enumerate(STARTS)))
+    cluster.observe(make_pod("big").requests(cpu_milli=1000).priority(100))
+    assert _victims(cluster) == ["low-3"]
 
 
 def test_a_preemptor_needing_more_than_the_surplus_evicts_the_whole_gang() -> None:
