@@ -51,7 +51,8 @@ class NodeSelectorRequirement(msgspec.Struct, frozen=True, gc=False):
 
 
 class NodeSelectorTerm(msgspec.Struct, frozen=True, gc=False):
-    """One required node-affinity term; every requirement of both lists is ANDed.
+    """One node selector term (a required node-affinity term, or a preferred one's
+    `preference`); every requirement of both lists is ANDed.
 
     `match_fields` are requirements on the Node's fields (only `metadata.name` exists; operators
     In and NotIn with exactly one value, as the API server validates them).
@@ -59,6 +60,19 @@ class NodeSelectorTerm(msgspec.Struct, frozen=True, gc=False):
 
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
     match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+class PreferredSchedulingTerm(msgspec.Struct, frozen=True, gc=False):
+    """One preferred node-affinity term
+    (`nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[]`).
+
+    `weight` is the term's weight (1..100 as the API server validates it); `preference` its
+    NodeSelectorTerm, matched as a required term is. What NodeAffinity's score reads: a node
+    scores the sum of the weights of the terms whose preference it matches.
+    """
+
+    weight: Int64
+    preference: NodeSelectorTerm
 
 
 class HostPort(msgspec.Struct, frozen=True, gc=False):
@@ -188,6 +202,8 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     `preferred_pod_anti_affinity` its preferred (weighted) terms, in spec order (what
     InterPodAffinity's score reads). `topology_spread` are its
     `topologySpreadConstraints`, in spec order (what PodTopologySpread reads).
+    `preferred_affinity` its preferred node-affinity terms, in spec order (what NodeAffinity's
+    score reads; absent in events recorded before they were scored: none).
     """
 
     at_ms: EpochMs
@@ -228,6 +244,7 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     start_ms: Int64 | None = None
     """`status.startTime`, UTC epoch milliseconds (None until the kubelet sets it): what
     DefaultPreemption's last tie-break between candidates reads."""
+    preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
 
 
 class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):

@@ -23,8 +23,11 @@ Decisions recorded here:
   request of cpu, memory or hugepages-* (a pod-level limit standing in for a missing request)
   replaces the containers' aggregate for that resource; other resources keep the aggregate;
   overhead is added after.
-- Soft node affinity (preferred terms) is ignored, as a scheduler may; hard constraints
-  the planner does not implement are listed in `unsupported`.
+- Preferred node-affinity terms are carried with their weights (`preferred_affinity`), each
+  preference read as a required term is; one the API server would refuse (a weight outside
+  1..100, a bad operator or value count) sets `invalid_reason` (`preferred_affinity`), so the
+  pod waits with that reason. Hard constraints the planner does not implement are listed in
+  `unsupported`.
 - Preferred inter-pod (anti-)affinity terms are carried with their weights
   (`preferred_pod_affinity`), each term read as a required one is; a term with a part the
   planner does not implement (a non-empty `namespaceSelector`) is left out, so the score never
@@ -62,11 +65,13 @@ from services.contracts.events import (
     PodGroupDeleted,
     PodGroupObserved,
     PodObserved,
+    PreferredSchedulingTerm,
     Taint,
     Toleration,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
 )
+from services.fit.filters import NODE_NAME_FIELD
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 CONFLICTING_DISKS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
@@ -200,6 +205,7 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
     labels = _dict(meta.get("labels"))
     requests, invalid, beyond = _read_requests(spec)
     affinity, affinity_unsupported = required_affinity(spec)
+    preferred_nodes, preferred_invalid = preferred_affinity(spec)
     namespace = _namespace(meta)
     pod_terms, pod_terms_unsupported = required_pod_affinity(spec, namespace)
     preferred, preferred_unsupported = preferred_pod_affinity(spec, namespace)
@@ -221,7 +227,7 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
         unsupported=tuple(sorted(set(affinity_unsupported + unsupported_fields(spec)
                                      + pod_terms_unsupported + preferred_unsupported
                                      + beyond))),
-        invalid_reason=invalid or spread_invalid,
+        invalid_reason=invalid or spread_invalid or preferred_invalid,
         is_scheduling_gated=bool(_list(spec.get("schedulingGates"))),
         is_deleting=meta.get("deletionTimestamp") is not None,
         owner=controller_owner(meta), host_ports=host_ports(spec),
@@ -231,7 +237,8 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
         preferred_pod_anti_affinity=preferred["podAntiAffinity"], topology_spread=spreads,
         volume_claims=volume_claims(spec, _text(meta, "name")),
         preemption_policy=preemption_policy(spec),
-        start_ms=optional_time_ms(status.get("startTime")))
+        start_ms=optional_time_ms(status.get("startTime")),
+        preferred_affinity=preferred_nodes)
 
 
 def preemption_policy(spec: Obj) -> str:
@@ -410,9 +417,82 @@ def required_affinity(spec: Obj) -> tuple[tuple[NodeSelectorTerm, ...] | None, l
 
 def node_selector_terms(selector: Obj) -> tuple[NodeSelectorTerm, ...]:
     """A NodeSelector's `nodeSelectorTerms` (`matchExpressions` and `matchFields`)."""
-    return tuple(NodeSelectorTerm(_requirements(term.get("matchExpressions")),
-                                  _requirements(term.get("matchFields")))
-                 for term in map(_dict, _list(selector.get("nodeSelectorTerms"))))
+    return tuple(map(node_selector_term, map(_dict, _list(selector.get("nodeSelectorTerms")))))
+
+
+def node_selector_term(term: Obj) -> NodeSelectorTerm:
+    """One NodeSelectorTerm (`matchExpressions` and `matchFields`), as written."""
+    return NodeSelectorTerm(_requirements(term.get("matchExpressions")),
+                            _requirements(term.get("matchFields")))
+
+
+_MIN_WEIGHT, _MAX_WEIGHT = 1, 100
+_SOME, _NONE, _ONE = "specified", "empty", "exactly one value"
+_NODE_OPERATORS = {"In": _SOME, "NotIn": _SOME, "Exists": _NONE, "DoesNotExist": _NONE,
+                   "Gt": _ONE, "Lt": _ONE}
+"""A node selector's `matchExpressions` operators, each with the values it takes."""
+
+
+def preferred_affinity(spec: Obj) -> tuple[tuple[PreferredSchedulingTerm, ...], str | None]:
+    """The preferred node-affinity terms in spec order, and the first reason the API server
+    would refuse them (None: valid).
+
+    Source: as the API's `ValidatePreferredSchedulingTerms` (Kubernetes 1.36): weight 1..100;
+    each `preference` a valid NodeSelectorTerm (`_node_term_problems`). A weight that is not a
+    32-bit integer reads as 0 (and is refused). Scored as NodeAffinity's Score reads them
+    (`node_affinity_score`).
+    """
+    node_affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
+    read: list[PreferredSchedulingTerm] = []
+    problems: list[str] = []
+    for i, item in enumerate(map(_dict, _list(node_affinity.get(_PREFERRED)))):
+        field = f"spec.affinity.nodeAffinity.{_PREFERRED}[{i}]"
+        weight, preference = item.get("weight"), _dict(item.get("preference"))
+        term = PreferredSchedulingTerm(weight=weight if _small_int(weight) else 0,
+                                       preference=node_selector_term(preference))
+        if not _MIN_WEIGHT <= term.weight <= _MAX_WEIGHT:
+            problems.append(f"{field}.weight must be in the range 1-100, got {_shown(weight)}")
+        problems += [f"{field}.preference.{problem}"
+                     for problem in _node_term_problems(term.preference)]
+        read.append(term)
+    return tuple(read), problems[0] if problems else None
+
+
+def _node_term_problems(term: NodeSelectorTerm) -> list[str]:
+    """Why a NodeSelectorTerm is invalid, each `<field> <problem>`.
+
+    Source: as the API's `ValidateNodeSelectorTerm`: a `matchExpressions` operator of
+    `_NODE_OPERATORS` with the values it takes (In/NotIn some, Exists/DoesNotExist none, Gt/Lt
+    exactly one) and a label name as key; a `matchFields` operator In or NotIn with exactly one
+    value, a DNS subdomain, and the key `metadata.name`.
+    """
+    problems = []
+    for j, requirement in enumerate(term.match_expressions):
+        field, takes = f"matchExpressions[{j}]", _NODE_OPERATORS.get(requirement.operator)
+        count = len(requirement.values)
+        if takes is None:
+            problems.append(f"{field}.operator is not a valid selector operator: "
+                            f"{_shown(requirement.operator)}")
+        elif not {_SOME: count > 0, _NONE: count == 0, _ONE: count == 1}[takes]:
+            problems.append(f"{field}.values must be {takes} when `operator` is "
+                            f"{requirement.operator}")
+        if not is_label_name(requirement.key):
+            problems.append(f"{field}.key is not a valid label name: {_shown(requirement.key)}")
+    for j, requirement in enumerate(term.match_fields):
+        field = f"matchFields[{j}]"
+        if requirement.operator not in ("In", "NotIn"):
+            problems.append(f"{field}.operator is not a valid field selector operator: "
+                            f"{_shown(requirement.operator)}")
+        elif len(requirement.values) != 1:
+            problems.append(f"{field}.values must be exactly one value when `operator` is "
+                            f"{requirement.operator}")
+        if requirement.key != NODE_NAME_FIELD:
+            problems.append(f"{field}.key is not a valid field selector key: "
+                            f"{_shown(requirement.key)}")
+        problems += [f"{field}.values[{k}] is not a valid node name: {_shown(value)}"
+                     for k, value in enumerate(requirement.values)
+                     if not names.is_dns_subdomain(value)]
+    return problems
 
 
 def _requirements(value: Any) -> tuple[NodeSelectorRequirement, ...]:

@@ -140,6 +140,16 @@ def test_a_workload_templates_containers_are_named_in_the_template(
      "document 2 (Pod default/p): spec.affinity.nodeAffinity."
      "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]"
      ".values: must be a list, got 'zone-a'"),
+    (pod(spec="affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: "
+              "[{weight: '5', preference: {matchExpressions: [{key: z, operator: Exists}]}}]}}, "),
+     "document 2 (Pod default/p): spec.affinity.nodeAffinity."
+     "preferredDuringSchedulingIgnoredDuringExecution[0].weight: must be a 32-bit integer, "
+     "got '5'"),
+    (pod(spec="affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: "
+              "[{weight: 5, preference: {matchFields: {key: metadata.name}}}]}}, "),
+     "document 2 (Pod default/p): spec.affinity.nodeAffinity."
+     "preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchFields: must be a "
+     "list, got {'key': 'metadata.name'}"),
     ("apiVersion: v1\nkind: Pod\nmetadata: {name: 5}\nspec: {containers: [{name: c}]}\n",
      "document 2 (Pod ?): metadata.name: must be a string, got 5"),
     ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\n"

@@ -54,8 +54,8 @@ OBJECT_META: Shape = {
     "ownerReferences": [{"kind": STRING, "name": STRING, "uid": STRING, "controller": BOOLEAN}]}
 REQUIREMENT: Shape = {"key": STRING, "operator": STRING, "values": [STRING]}
 LABEL_SELECTOR: Shape = {"matchLabels": MapOf(STRING), "matchExpressions": [REQUIREMENT]}
-NODE_SELECTOR: Shape = {"nodeSelectorTerms": [{"matchExpressions": [REQUIREMENT],
-                                               "matchFields": [REQUIREMENT]}]}
+NODE_SELECTOR_TERM: Shape = {"matchExpressions": [REQUIREMENT], "matchFields": [REQUIREMENT]}
+NODE_SELECTOR: Shape = {"nodeSelectorTerms": [NODE_SELECTOR_TERM]}
 POD_AFFINITY_TERM: Shape = {"labelSelector": LABEL_SELECTOR, "namespaceSelector": LABEL_SELECTOR,
                             "namespaces": [STRING], "topologyKey": STRING}
 POD_AFFINITY: Shape = {
@@ -71,8 +71,10 @@ POD_SPEC: Shape = {
     "overhead": QUANTITIES, "schedulerName": STRING, "nodeName": STRING,
     "priority": INTEGER, "priorityClassName": STRING, "preemptionPolicy": STRING,
     "nodeSelector": MapOf(STRING),
-    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                                  NODE_SELECTOR},
+    "affinity": {"nodeAffinity": {
+                     "requiredDuringSchedulingIgnoredDuringExecution": NODE_SELECTOR,
+                     "preferredDuringSchedulingIgnoredDuringExecution": [
+                         {"weight": INTEGER, "preference": NODE_SELECTOR_TERM}]},
                  "podAffinity": POD_AFFINITY, "podAntiAffinity": POD_AFFINITY},
     "tolerations": [{"key": STRING, "operator": STRING, "value": STRING, "effect": STRING}],
     "schedulingGates": [{"name": STRING}],

@@ -7,6 +7,12 @@ from pathlib import Path
 import msgspec
 
 from services.contracts import codec, decisions, schema
+from services.contracts.events import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodObserved,
+    PreferredSchedulingTerm,
+)
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "schema"
 
@@ -30,3 +36,17 @@ def test_an_old_subscriber_decodes_a_decision_with_a_field_it_does_not_know():
     old = msgspec.json.decode(wire, type=OldPlacement)
     assert (old.id, old.group) == ("7-0", "ml/train")
     assert codec.decode_decision(wire) == newer
+
+
+def test_a_pod_event_recorded_before_preferred_node_affinity_decodes_without_terms():
+    term = PreferredSchedulingTerm(7, NodeSelectorTerm(
+        match_expressions=(NodeSelectorRequirement("disk", "In", ("ssd",)),)))
+    event = PodObserved(at_ms=3, uid="u1", namespace="ml", name="p", resource_version="1",
+                        scheduler_name="gangsched", phase="Pending", created_at_ms=0,
+                        requests={"pods": 1}, preferred_affinity=(term,))
+    wire = msgspec.json.decode(codec.encode(event))
+    assert wire["preferred_affinity"] == [{"weight": 7, "preference": {"match_expressions": [
+        {"key": "disk", "operator": "In", "values": ["ssd"]}], "match_fields": []}}]
+    del wire["preferred_affinity"]
+    old = codec.decode_event(msgspec.json.encode(wire))
+    assert old == msgspec.structs.replace(event, preferred_affinity=())
