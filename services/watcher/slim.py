@@ -71,7 +71,7 @@ from services.contracts.events import (
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
 )
-from services.fit.filters import NODE_NAME_FIELD
+from services.fit.filters import NODE_NAME_FIELD, parse_int64
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 CONFLICTING_DISKS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
@@ -464,7 +464,9 @@ def _node_term_problems(term: NodeSelectorTerm) -> list[str]:
     Source: as the API's `ValidateNodeSelectorTerm`: a `matchExpressions` operator of
     `_NODE_OPERATORS` with the values it takes (In/NotIn some, Exists/DoesNotExist none, Gt/Lt
     exactly one) and a label name as key; a `matchFields` operator In or NotIn with exactly one
-    value, a DNS subdomain, and the key `metadata.name`.
+    value, a DNS subdomain, and the key `metadata.name`. Also refused: a Gt/Lt value that is
+    not an integer, which the API server lets through but kube-scheduler cannot parse
+    (`labels.NewRequirement`): its PreScore fails the pod on every attempt, so it never binds.
     """
     problems = []
     for j, requirement in enumerate(term.match_expressions):
@@ -476,6 +478,9 @@ def _node_term_problems(term: NodeSelectorTerm) -> list[str]:
         elif not {_SOME: count > 0, _NONE: count == 0, _ONE: count == 1}[takes]:
             problems.append(f"{field}.values must be {takes} when `operator` is "
                             f"{requirement.operator}")
+        elif takes == _ONE and parse_int64(requirement.values[0]) is None:
+            problems.append(f"{field}.values[0] must be an integer when `operator` is "
+                            f"{requirement.operator}, got {_shown(requirement.values[0])}")
         if not is_label_name(requirement.key):
             problems.append(f"{field}.key is not a valid label name: {_shown(requirement.key)}")
     for j, requirement in enumerate(term.match_fields):

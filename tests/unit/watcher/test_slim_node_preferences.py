@@ -64,6 +64,10 @@ def test_no_preferred_terms_read_as_none():
      "[0].preference.matchExpressions[0].values must be exactly one value when `operator` is "
      "Gt"),
     ({"weight": 5, "preference": {"matchExpressions": [
+        {"key": "gen", "operator": "Lt", "values": ["v2"]}]}},
+     "[0].preference.matchExpressions[0].values[0] must be an integer when `operator` is Lt, "
+     "got 'v2'"),
+    ({"weight": 5, "preference": {"matchExpressions": [
         {"key": "bad key", "operator": "Exists"}]}},
      "[0].preference.matchExpressions[0].key is not a valid label name: 'bad key'"),
     ({"weight": 5, "preference": {"matchFields": [
