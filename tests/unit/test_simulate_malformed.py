@@ -239,3 +239,12 @@ def test_the_last_resort_turns_an_unexpected_error_into_the_documents_line() -> 
     assert str(raised.value) == (
         "in.yaml document 2 (Pod default/p): cannot be read: a field has a type or value "
         "simulate does not expect (TypeError: unhashable type: 'list' (more))")
+
+
+def test_a_preferred_node_term_the_api_server_refuses_is_refused_naming_the_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = NODE + pod(spec="affinity: {nodeAffinity: {preferredDuringSchedulingIgnored"
+                           "DuringExecution: [{weight: 0, preference: {}}]}}, ")
+    assert refused(tmp_path, text, capsys) == (
+        " document 2 (Pod default/p): spec.affinity.nodeAffinity.preferredDuringScheduling"
+        "IgnoredDuringExecution[0].weight must be in the range 1-100, got 0")

@@ -23,6 +23,7 @@ from services.planner.core import (
     affinity,
     affinity_score,
     fences,
+    node_affinity_score,
     reasons,
     scoring,
     search,
@@ -380,6 +381,8 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
     scorer = spread_score.Scorer(index) if spread_score.is_active(members) else None
     affine_scorer = (affinity_score.Scorer(index) if affinity_score.is_active(index, members)
                      else None)
+    node_scorer = (node_affinity_score.Scorer(index) if node_affinity_score.is_active(members)
+                   else None)
     shapes: dict[tuple[object, ...], _Shape] = {}
     shape: _Shape | None = None
     previous: PodObserved | None = None
@@ -403,12 +406,14 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         spreads = None if spread_gate is None else spread_gate.verdicts(pod)
         if spreads is not None:
             scores = np.where(spreads == spread.PASSES, scores, scoring.UNFIT)
-        if scorer is not None or affine_scorer is not None:
+        if scorer is not None or affine_scorer is not None or node_scorer is not None:
             feasible = scores != scoring.UNFIT
             if scorer is not None:
                 scores = scores + scorer.scores(pod, feasible)
             if affine_scorer is not None:
                 scores = scores + affine_scorer.scores(pod, feasible)
+            if node_scorer is not None:
+                scores = scores + node_scorer.scores(pod, feasible)
         row = int(scores.argmax()) if len(index) else -1
         if row < 0 or scores[row] == scoring.UNFIT:
             if trial.explanation is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 32
+CORE_REVISION = 33
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -101,7 +101,11 @@ are told "do not fit" ("Every member that fits joins the quorum"). 32: a victim 
 cannot be given back whole in preemption's reprieve has its members given back one at a time,
 so it loses only the members the preemptor needs as long as it keeps minMember (bound, plus
 Succeeded once it ran), else it goes whole as before; its Preempted condition then says how
-many members it lost and that it keeps running ("Preemption (whole gangs, never futile)")."""
+many members it lost and that it keeps running ("Preemption (whole gangs, never futile)"). 33:
+preferred node affinity is scored (NodeAffinity's score, weight 2, in one-by-one placement):
+per node the sum of the weights of the preferred terms it matches, normalized over the feasible
+nodes ("What placement honours" in README.md); a pod whose preferred terms the API server
+would refuse waits with the field named."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

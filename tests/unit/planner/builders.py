@@ -21,6 +21,7 @@ from services.contracts.events import (
     PodClaim,
     PodGroupObserved,
     PodObserved,
+    PreferredSchedulingTerm,
     StorageClassObserved,
     Taint,
     Toleration,
@@ -103,6 +104,15 @@ class PodBuilder:
             NodeSelectorRequirement(key, op, values) for key, op, values in term))
             for term in terms)
         return self._with(required_affinity=built)
+
+    def prefer_node(self, weight: int, *expressions: tuple[str, str, tuple[str, ...]],
+                    fields: tuple[tuple[str, str, tuple[str, ...]], ...] = ()) -> PodBuilder:
+        """A preferred node-affinity term of `weight`: `expressions` on labels and `fields` on
+        `metadata.name`, ANDed (key, operator, values each)."""
+        term = PreferredSchedulingTerm(weight, NodeSelectorTerm(
+            tuple(NodeSelectorRequirement(*e) for e in expressions),
+            tuple(NodeSelectorRequirement(*f) for f in fields)))
+        return self._with(preferred_affinity=(*self.fields.get("preferred_affinity", ()), term))
 
     def labelled(self, **labels: str) -> PodBuilder:
         return self._with(labels={**self.fields.get("labels", {}), **labels})
