@@ -56,7 +56,8 @@ def test_every_family_shapes_some_of_400_pods():
                    "hostPort", "podAffinity", "podAntiAffinity", "namespaceSelector",
                    "matchLabelKeys", "initContainers", "runtimeClassName", "nvidia.com/gpu",
                    "'nodeName'", "'resources': {'requests'", "hugepages-2Mi",
-                   "diff.gangsched.io/finished", "'restartPolicy': 'Always'"):
+                   "diff.gangsched.io/finished", "'restartPolicy': 'Always'",
+                   "'preference'"):
         assert sum(marker in pod for pod in pods) >= 3, marker
 
 

@@ -117,6 +117,7 @@ def all_families() -> list[Family]:
         node_name,
         node_selection,
         pod_affinity,
+        preferred_node_affinity,
         preferred_pod_affinity,
         requests,
         tolerations,
@@ -126,5 +127,6 @@ def all_families() -> list[Family]:
     return [requests.Requests(), node_selection.NodeSelection(), tolerations.Tolerations(),
             host_ports.HostPorts(), pod_affinity.PodAffinity(),
             preferred_pod_affinity.PreferredPodAffinity(),
+            preferred_node_affinity.PreferredNodeAffinity(),
             topology_spread.TopologySpread(), volumes.Volumes(), node_name.Prebound(),
             finished.Finished()]

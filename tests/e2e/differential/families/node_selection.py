@@ -38,13 +38,14 @@ class NodeSelection(Base):
             key = rng.choice([ZONE, DISK])
             pod["spec"]["nodeSelector"] = {key: rng.choice(plan.label_values(key))}
         elif roll < 0.35:
-            terms = [_term(rng, plan) for _ in range(rng.choice([1, 1, 2]))]
+            terms = [selector_term(rng, plan) for _ in range(rng.choice([1, 1, 2]))]
             affinity(pod)["nodeAffinity"] = {
                 "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
 
 
-def _term(rng: random.Random, plan: ClusterPlan) -> Manifest:
-    """One node selector term: expressions, fields, or both."""
+def selector_term(rng: random.Random, plan: ClusterPlan) -> Manifest:
+    """One node selector term: expressions, fields, or both (also a preferred term's
+    `preference`)."""
     term: Manifest = {}
     roll = rng.random()
     if roll < 0.75:
