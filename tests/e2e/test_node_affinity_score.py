@@ -1,0 +1,157 @@
+"""Preferred node affinity decides the node: gangsched picks what kube-scheduler picks.
+
+The differential test compares feasibility only; here each case is four KWOK nodes alike in
+resources where NodeAffinity's score (weight 2, normalized to 0..100) outweighs every other
+score by far, so the best node is unique for both. Each case has its own nodes (a nodeSelector
+keeps its pod there) and namespace. A case's bound pods are created first; then its pod is
+judged by gangsched on the cluster as listed (`differential.verdict`, its own code path) and
+offered to the real kube-scheduler; both must choose the node worked out by hand, and
+gangsched without the preferred terms another (the one resources alone pick).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from services.config.settings import KubeSettings
+from services.kube.client import KubeClient, connect
+from tests.cluster.fixture import ControlPlane
+from tests.e2e.differential import oracle, runner, verdict
+from tests.e2e.differential.families import HOSTNAME, ClusterPlan, Manifest
+from tests.e2e.differential.families.requests import IMAGE
+
+pytestmark = pytest.mark.e2e
+
+CASE = "diff.gangsched.io/case"
+DISK, GENERATION = "diff.gangsched.io/disktype", "diff.gangsched.io/generation"
+NODES_PER_CASE = 4
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def prefer(weight: int, *expressions: Manifest, fields: tuple[Manifest, ...] = ()) -> Manifest:
+    preference: Manifest = {}
+    if expressions:
+        preference["matchExpressions"] = list(expressions)
+    if fields:
+        preference["matchFields"] = list(fields)
+    return {"weight": weight, "preference": preference}
+
+
+def expression(key: str, operator: str, *values: str) -> Manifest:
+    return {"key": key, "operator": operator, **({"values": list(values)} if values else {})}
+
+
+@dataclass(frozen=True)
+class Case:
+    """`labels`: node number → its extra labels; `terms` the offered pod's preferred terms;
+    `best` the node number both must choose, `plain_best` gangsched's without the terms;
+    `big`: node number → cpu of a pod bound there (makes the node less free)."""
+
+    name: str
+    labels: dict[int, dict[str, str]]
+    terms: list[Manifest]
+    best: int
+    plain_best: int = 0
+    big: dict[int, str] = field(default_factory=dict)
+
+
+def node_name(case: Case, number: int) -> str:
+    return f"nas-{case.name}-{number}"
+
+
+CASES = [
+    # one term of weight 50 matches n2 alone: n2 200, the others 0
+    Case("weight", {2: {DISK: "ssd"}}, [prefer(50, expression(DISK, "In", "ssd"))], best=2),
+    # weights add up: n1 30 + 40 = 70, n2 30, n3 40 -> normalized n1 100, n2 42, n3 57
+    Case("sum", {1: {DISK: "ssd", GENERATION: "3"}, 2: {DISK: "ssd"}, 3: {GENERATION: "5"}},
+         [prefer(30, expression(DISK, "Exists")), prefer(40, expression(GENERATION, "Gt", "2"))],
+         best=1),
+    # matchFields on metadata.name, ANDed with an expression no node fails (DoesNotExist)
+    Case("fields", {}, [prefer(1, expression(DISK, "DoesNotExist"),
+                               fields=({"key": "metadata.name", "operator": "In",
+                                        "values": ["nas-fields-3"]},))], best=3),
+    # a pod of 3 cpu on n2 makes resources prefer the others; the preference (200) outweighs
+    Case("resources", {2: {DISK: "ssd"}}, [prefer(1, expression(DISK, "In", "ssd"))], best=2,
+         big={2: "3"}),
+]
+
+
+def node(case: Case, number: int) -> Manifest:
+    name = node_name(case, number)
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name,
+                         "labels": {HOSTNAME: name, CASE: case.name, "type": "kwok",
+                                    "kubernetes.io/os": "linux",
+                                    **case.labels.get(number, {})},
+                         "annotations": {"kwok.x-k8s.io/node": "fake",
+                                         "node.alpha.kubernetes.io/ttl": "0"}},
+            "spec": {},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+                       "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}
+
+
+def pod(case: Case, name: str, terms: list[Manifest], cpu: str = "100m",
+        on: int | None = None) -> Manifest:
+    spec: Manifest = {"terminationGracePeriodSeconds": 0, "nodeSelector": {CASE: case.name},
+                      "containers": [{"name": "main", "image": IMAGE, "resources": {
+                          "requests": {"cpu": cpu, "memory": "128Mi"}}}]}
+    if terms:
+        spec["affinity"] = {"nodeAffinity": {PREFERRED: copy.deepcopy(terms)}}
+    if on is not None:
+        spec["nodeName"] = node_name(case, on)
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": f"nas-{case.name}"}, "spec": spec}
+
+
+@pytest.fixture(scope="module")
+def scheduler_plane() -> Iterator[ControlPlane]:
+    """A control plane with kube-scheduler and no nodes (the test creates its own)."""
+    with ControlPlane(nodes=0, kube_scheduler=True) as cp:
+        yield cp
+
+
+async def _choices(client: KubeClient) -> dict[str, tuple[str | None, str | None, str | None]]:
+    """Per case: kube-scheduler's node, gangsched's, and gangsched's without the terms."""
+    plan = ClusterPlan(nodes=[node(case, n) for case in CASES for n in range(NODES_PER_CASE)],
+                       namespaces=tuple(f"nas-{case.name}" for case in CASES))
+    slimmer = verdict.Slimmer()
+    found = {}
+    async with oracle.mirrors(client) as mirrors:
+        await runner.build_cluster(client, mirrors, plan)
+        for case in CASES:
+            for number, cpu in sorted(case.big.items()):
+                await runner.prebind(client, mirrors.pods,
+                                     pod(case, f"big-{number}", [], cpu=cpu, on=number))
+        for case in CASES:
+            offered = pod(case, "offered", case.terms)
+            admitted = await oracle.create(client, offered, dry_run=True)
+            snapshot = runner.observed(mirrors)
+            ours = verdict.judge(slimmer, snapshot, admitted)
+            plain = copy.deepcopy(admitted)
+            plain["spec"].pop("affinity", None)
+            plain["metadata"]["uid"] = f"plain-{admitted['metadata'].get('uid', '')}"
+            plain_ours = verdict.judge(slimmer, snapshot, plain)
+            kube = await oracle.offer(client, mirrors.pods, offered)
+            found[case.name] = (kube.node, ours.node, plain_ours.node)
+    return found
+
+
+async def _run(cp: ControlPlane) -> dict[str, tuple[str | None, str | None, str | None]]:
+    client = await connect(KubeSettings(kubeconfig=cp.kubeconfig))
+    try:
+        return await _choices(client)
+    finally:
+        await client.close()
+
+
+@pytest.mark.timeout(300)
+def test_preferred_node_affinity_picks_the_node_kube_scheduler_picks(
+        scheduler_plane: ControlPlane) -> None:
+    found = asyncio.run(_run(scheduler_plane))
+    assert found == {case.name: (node_name(case, case.best), node_name(case, case.best),
+                                 node_name(case, case.plain_best)) for case in CASES}
