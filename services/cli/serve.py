@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +77,7 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
         settings = await stack.enter_async_context(bus_url(settings))
         engine = await stack.enter_async_context(checked_store(settings)) if "planner" in services \
             else None
-        readiness = Readiness()
-        for name in (NATS_FLAG, *services):
-            readiness.flag(name)  # every flag before anything can look: none ready yet
+        readiness = waiting_readiness(services)
         health = await health_server(settings, readiness, is_private=is_child)
         if health is not None:
             stack.push_async_callback(health.stop)
@@ -89,6 +87,9 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
         nc = await connection.connect(settings.bus, name=f"gangsched-{'+'.join(services)}",
                                       first_connect_timeout_seconds=None)
         stack.push_async_callback(connection.close, nc)
+        # each service held down while NATS is lost for its whole supervised life: through
+        # its restarts' backoffs and set-ups too, not only while its work follows NATS itself
+        stack.enter_context(following(nc, [readiness.flag(name) for name in services]))
         await ensure_streams_once(settings, nc)
         readiness.flag(NATS_FLAG).set()
         supervisor = Supervisor()
@@ -97,6 +98,41 @@ async def serve(settings: Settings, services: tuple[str, ...], planner: PlannerC
             supervisor.start(name, _factory(name, settings, nc, engine, readiness, planner))
         await announcing
         await supervisor.wait()
+
+
+def waiting_readiness(services: tuple[str, ...]) -> Readiness:
+    """The readiness of a process about to connect to NATS: every flag (`NATS_FLAG` and one
+    per service of `services`) before anything can look, none set, each service's held down
+    with `connection.NATS_DISCONNECTED` until `following` takes over, so /readyz says why
+    from the start: `not ready: nats, planner (NATS disconnected)` (a `gangsched run`
+    child's parent shows the service with that reason)."""
+    readiness = Readiness()
+    readiness.flag(NATS_FLAG)
+    for name in services:
+        readiness.flag(name).hold(connection.NATS_DISCONNECTED)
+    return readiness
+
+
+@contextlib.contextmanager
+def following(nc: Connection, flags: Iterable[ReadyFlag]) -> Iterator[None]:
+    """Hold each of `flags` down (`connection.NATS_DISCONNECTED`) while `nc` is disconnected,
+    for as long as the block runs (`connection.hold_while_disconnected`), taking over the
+    hold `waiting_readiness` put (released now if `nc` is connected).
+
+    Run around a service's whole supervised life: the services' own follows (a planner
+    leading, a binder holding its Lease) are then no-ops, so neither a work stopped while NATS
+    is lost nor a restart's backoff and set-up (`lease.open_lease`, `streams.installation`)
+    leaves a service ready during an outage.
+    """
+    stops = []
+    for flag in flags:
+        flag.release(connection.NATS_DISCONNECTED)
+        stops.append(connection.hold_while_disconnected(nc, flag))
+    try:
+        yield
+    finally:
+        for stop in stops:
+            stop()
 
 
 STREAMS_RETRY_MAX_SECONDS = 5.0
@@ -182,7 +218,8 @@ async def _lead_following(nc: Connection, flag: ReadyFlag, leading: election.Wor
     """Run `leading()` (an `election.lead`) with `flag` held down while `nc` is disconnected
     (`connection.hold_while_disconnected`), standing by as while leading: a standby that
     cannot reach NATS could not take over. (Its lease's own unavailability names no server
-    for NATS: the connection says it.)"""
+    for NATS: the connection says it.) Under `serve` this follow is a no-op: `following`
+    already holds `flag` for the service's whole supervised life."""
     stop_following = connection.hold_while_disconnected(nc, flag)
     try:
         await leading()

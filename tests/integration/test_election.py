@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
+import nats
 import pytest
 from nats.aio.client import Client
 
@@ -19,8 +20,10 @@ from services.bus.embedded import EmbeddedNats
 from services.cli import serve
 from services.config.settings import BusSettings, PlannerServiceSettings, Settings
 from services.runtime import election
+from services.runtime.cancellation import cancel_and_wait
 from services.runtime.election import Timing
 from services.runtime.health import Readiness
+from services.runtime.supervision import supervise
 from tests.support.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
@@ -222,3 +225,124 @@ async def test_the_lease_bucket_ttl_follows_the_configured_lease(
     await lease.open_lease(js, prefix=bus_settings.prefix, lease_seconds=5.0,
                            holder=election.identity())
     assert (await js.stream_info(stream)).config.max_age == pytest.approx(5.0)
+
+
+async def _samples(readiness: Readiness, nc: Client, seconds: float) -> set[tuple[str, ...]]:
+    """What `readiness.described()` said every 20 ms for `seconds`, NATS lost all along."""
+    seen: set[tuple[str, ...]] = set()
+    loop = asyncio.get_running_loop()
+    until = loop.time() + seconds
+    while loop.time() < until:
+        assert not nc.is_connected
+        seen.add(tuple(readiness.described()))
+        await asyncio.sleep(0.02)
+    return seen
+
+
+async def _reconnected(nc: Client) -> bool:
+    return bool(nc.is_connected)
+
+
+async def test_a_planner_restarted_during_a_nats_outage_is_never_ready_meanwhile(
+        nats_server: EmbeddedNats, bus_settings: BusSettings) -> None:
+    """Its work fails on the lost connection (as `run_planner` says a batch may) and the
+    supervisor restarts `_lead`: through the backoffs and the restarted `open_lease` the flag
+    (still set from the term served) is held by the follow `serve.serve` keeps for the
+    service's whole supervised life (`serve.following`), not by `_lead`'s own."""
+    readiness = Readiness()
+    flag = readiness.flag("planner")
+    settings = Settings(bus=bus_settings, planner=PlannerServiceSettings(
+        leader_election=True, leader_lease_seconds=TIMING.lease_seconds,
+        leader_retry_seconds=TIMING.retry_seconds))
+    nc = await connection.connect(bus_settings, name="planner")
+
+    async def plan() -> None:  # ready while it leads; a batch fails once NATS is lost
+        flag.set()
+        while nc.is_connected:
+            await asyncio.sleep(0.02)
+        raise nats.errors.TimeoutError
+
+    with serve.following(nc, [flag]):
+        task = asyncio.create_task(supervise(
+            "planner", lambda: serve._lead(settings, nc, plan, flag), first_backoff_seconds=0.5))
+        try:
+            await eventually_async(lambda: _described(readiness, []), timeout=10,
+                                   interval=0.02, what="the leader ready")
+            await nats_server.stop()
+            assert await _samples(readiness, nc, 4.0) == {("planner (NATS disconnected)",)}
+        finally:
+            await cancel_and_wait(task)
+            await nats_server.start()
+            await eventually_async(lambda: _reconnected(nc), timeout=15, what="reconnected")
+            await connection.close(nc)
+
+
+async def test_a_binder_restarted_during_a_nats_outage_is_never_ready_meanwhile(
+        nats_server: EmbeddedNats, bus_settings: BusSettings) -> None:
+    """`_hold_scheduler_name` reads the installation (`streams.installation`) before its
+    Lease campaign follows the connection: a binder ready from an earlier term, restarted
+    while NATS is lost, fails there again and again; `serve.following` holds it meanwhile."""
+    readiness = Readiness()
+    flag = readiness.flag("binder")
+    settings = Settings(bus=bus_settings)
+    nc = await connection.connect(bus_settings, name="binder")
+    flag.set()  # ready from an earlier term
+
+    async def bind() -> None:
+        raise AssertionError("never reached: the installation cannot be read")
+
+    with serve.following(nc, [flag]):
+        await nats_server.stop()
+        task = asyncio.create_task(supervise(
+            "binder", lambda: serve._hold_scheduler_name(settings, nc, bind, flag),
+            first_backoff_seconds=0.2))
+        try:
+            assert await _samples(readiness, nc, 2.0) == {("binder (NATS disconnected)",)}
+        finally:
+            await cancel_and_wait(task)
+            await nats_server.start()
+            await eventually_async(lambda: _reconnected(nc), timeout=15, what="reconnected")
+    assert readiness.described() == []  # no longer followed, reconnected: as it was
+    await connection.close(nc)
+
+
+async def test_a_leader_stepping_down_during_a_nats_outage_stays_held(
+        nats_server: EmbeddedNats, bus_settings: BusSettings) -> None:
+    """The leading planner follows the connection again (a no-op: `_lead` follows it
+    already), so its work stopping as it steps down releases nothing; ready after the
+    reconnect."""
+    readiness = Readiness()
+    flag = readiness.flag("planner")
+    settings = Settings(bus=bus_settings, planner=PlannerServiceSettings(
+        leader_election=True, leader_lease_seconds=TIMING.lease_seconds,
+        leader_retry_seconds=TIMING.retry_seconds))
+    nc = await connection.connect(bus_settings, name="planner")
+    terms: list[str] = []
+
+    async def plan() -> None:  # as run_planner: follows the connection again
+        stop = connection.hold_while_disconnected(nc, flag)
+        flag.set()
+        terms.append("leading")
+        try:
+            await asyncio.Event().wait()
+        finally:
+            terms.append("stopped")
+            stop()
+
+    task = asyncio.create_task(serve._lead(settings, nc, plan, flag))
+    try:
+        await eventually_async(lambda: _described(readiness, []), timeout=10, interval=0.02,
+                               what="the leader ready")
+        await nats_server.stop()
+        await eventually_async(
+            lambda: _described(readiness, ["planner (NATS disconnected)"]), timeout=5,
+            interval=0.02, what="held down")
+        # the renew deadline (1 s) passes: it steps down, held all along
+        assert await _samples(readiness, nc, 2.5) == {("planner (NATS disconnected)",)}
+        assert terms == ["leading", "stopped"]
+        await nats_server.start()
+        await eventually_async(lambda: _described(readiness, []), timeout=15, interval=0.02,
+                               what="ready again")
+    finally:
+        await cancel_and_wait(task)
+        await connection.close(nc)

@@ -144,7 +144,8 @@ async def test_a_service_started_before_nats_is_alive_says_why_and_connects_once
     assert warned_at - served_at < PROMPT_SECONDS
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
         assert await _status(session, f"{base}/healthz") == (200, "ok\n")
-        assert await _status(session, f"{base}/readyz") == (503, "not ready: nats, planner\n")
+        assert await _status(session, f"{base}/readyz") == (
+            503, "not ready: nats, planner (NATS disconnected)\n")
         async with EmbeddedNats(tmp_path / "nats", port=nats_port):
 
             async def ready() -> bool:

@@ -14,7 +14,7 @@ import pytest
 
 from services.cli import child
 from services.cli.run_processes import _Children
-from services.cli.serve import NATS_FLAG, SERVICES
+from services.cli.serve import NATS_FLAG, SERVICES, waiting_readiness
 from services.config.settings import Settings
 from services.runtime.cancellation import cancel_and_wait
 from services.runtime.health import HealthServer, Readiness
@@ -97,7 +97,36 @@ async def test_a_child_that_exits_is_not_ready_without_the_reasons_it_gave(
 
 async def test_a_child_not_ready_without_a_hold_is_named_alone(
         parent: tuple[_Children, str]) -> None:
+    """A child connected to NATS whose service is not ready yet (a planner catching up):
+    nothing holds it, so nothing is said but its name. (A child still waiting for NATS is
+    no such case: its services are held down, `serve.waiting_readiness`.)"""
     children, address = parent
-    children.on_message("planner", {"ready": False, "not_ready": ["nats", "planner"],
-                                    "holds": []})
+    children.on_message("planner", {"ready": False, "not_ready": ["planner"], "holds": []})
     assert await readyz(address) == (503, "not ready: planner\n")
+
+
+async def test_a_child_restarted_while_nats_is_down_is_named_with_why_by_the_parent(
+        parent: tuple[_Children, str]) -> None:
+    """The planner child was ready, lost NATS and exited; the parent restarts it while NATS
+    is still down: the new child, waiting for its connection, reports its service held down
+    for it, and the parent says so (not a bare `not ready: planner`)."""
+    children, address = parent
+    children.on_message("planner", {"ready": False, "not_ready": ["planner"],
+                                    "holds": ["NATS disconnected"]})
+    children.on_exit("planner")
+    readiness = waiting_readiness(("planner",))  # as `serve.serve` makes it
+    own = HealthServer(readiness, port=0)
+    own_port = await own.start()
+    pipe = Pipe(children, "planner")
+    reporting = asyncio.create_task(
+        child._reporter(pipe)(Settings(), readiness, None, ("planner",)))
+    try:
+        assert await pipe.sent.get() == {"http_port": None}
+        assert await pipe.sent.get() == {"ready": False, "not_ready": ["nats", "planner"],
+                                         "holds": ["NATS disconnected"]}
+        assert await readyz(f"http://127.0.0.1:{own_port}/readyz") == (
+            503, "not ready: nats, planner (NATS disconnected)\n")
+        assert await readyz(address) == (503, "not ready: planner (NATS disconnected)\n")
+    finally:
+        await cancel_and_wait(reporting)
+        await own.stop()
