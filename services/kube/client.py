@@ -301,8 +301,9 @@ class KubeClient:
         `CREDENTIALS_REUSE_SECONDS`; callers must not change what is returned.
 
         Raises:
-            KubeUnavailable: the credentials cannot be read now (e.g. a service-account token
-            file being rotated); nothing is kept, so the next request asks again.
+            KubeCredentialsUnavailable: the credentials cannot be read now (e.g. a
+            service-account token file being rotated); nothing is kept, so the next request
+            asks again.
         """
         now = time.monotonic()
         kept = self._kept_credentials
@@ -314,7 +315,8 @@ class KubeClient:
             await self._api.update_params_for_auth(headers, query, AUTH_SETTINGS)
         except _CREDENTIAL_ERRORS as error:  # e.g. a service-account token being rotated
             self._kept_credentials = None
-            raise errors.KubeUnavailable(f"{what}: credentials unavailable: {error!r}") from error
+            raise errors.KubeCredentialsUnavailable(
+                what, server=self._shown_host, why=repr(error)) from error
         self._kept_credentials = (now, headers, query)
         return headers, query
 

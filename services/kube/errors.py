@@ -62,6 +62,18 @@ class KubeUnavailable(KubeError):
     """Transient: 429, 5xx, a timeout or a broken connection. Retrying later may succeed."""
 
 
+class KubeCredentialsUnavailable(KubeUnavailable):
+    """Transient, and nothing was sent: the credentials of the request cannot be read now (a
+    service-account token file being rotated, an exec plugin failing). `server` is the API
+    server's URL without credentials; `why` is the library's error (`ConfigException('Token
+    file exists but empty.')`)."""
+
+    def __init__(self, what: str, *, server: str, why: str) -> None:
+        super().__init__(f"{what}: credentials unavailable: {why}")
+        self.server = server
+        self.why = why
+
+
 class KubeUnreachable(KubeUnavailable):
     """Transient, and no answer at all: the connection could not be made, timed out or broke.
 

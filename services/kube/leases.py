@@ -237,6 +237,12 @@ class KubeLease:
         """The API's errors as `election`'s: LeaseUnavailable, LeaseRefused."""
         try:
             yield
+        except errors.KubeCredentialsUnavailable as error:  # nothing sent: our own token
+            raise LeaseUnavailable(
+                f"{doing} Lease {self.where}: {error}",
+                server=f"the API server at {error.server}", why=error.why,
+                problem=f"cannot read the credentials for the API server at {error.server}: "
+                        f"{error.why}") from error
         except errors.KubeUnreachable as error:
             raise LeaseUnavailable(f"{doing} Lease {self.where}: {error}",
                                    server=f"the API server at {error.server}",

@@ -47,23 +47,27 @@ class LeaseUnavailable(Exception):
     `server` names the server that failed (`the API server at https://...`) and `why` says
     why in words: no answer at all (`connection refused`), or, when `answered`, the error it
     answered (`HTTP 503 ServiceUnavailable: etcd down`). A campaign then warns with `problem`
-    (`cannot reach <server>: <why>`, or `<server> answered <why>`), adding `; retrying every
-    2s`. Without `server` the failure is logged at DEBUG only: a store whose connection
-    reports its own outages (NATS), or a write race lost.
+    (`cannot reach <server>: <why>`, or `<server> answered <why>`, or the `problem` given when
+    neither says it: `cannot read the credentials for the API server at <URL>: ...`), adding
+    `; retrying every 2s`. Without `server` the failure is logged at DEBUG only: a store
+    whose connection reports its own outages (NATS), or a write race lost.
     """
 
     def __init__(self, message: str, *, server: str = "", why: str = "",
-                 answered: bool = False) -> None:
+                 answered: bool = False, problem: str = "") -> None:
         super().__init__(message)
         self.server = server
         self.why = why or message
         self.answered = answered
+        self._problem = problem
 
     @property
     def problem(self) -> str:
-        """What is wrong with `server`, in words: `cannot reach the API server at <URL>:
-        connection refused` (no answer), or `the API server at <URL> answered HTTP 503
-        ServiceUnavailable: etcd down` (`answered`)."""
+        """What is wrong with `server`, in words: the `problem` given, else `cannot reach the
+        API server at <URL>: connection refused` (no answer), or `the API server at <URL>
+        answered HTTP 503 ServiceUnavailable: etcd down` (`answered`)."""
+        if self._problem:
+            return self._problem
         if self.answered:
             return f"{self.server} answered {self.why}"
         return f"cannot reach {self.server}: {self.why}"

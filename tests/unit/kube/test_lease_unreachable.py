@@ -6,12 +6,15 @@ answers with an error (429, 503) is said to have answered it, never to be unreac
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import certifi
 import pytest
+from kubernetes_asyncio.config import incluster_config
 
 from services.config.settings import KubeSettings
 from services.kube import client
@@ -137,3 +140,39 @@ async def test_a_standby_the_api_server_answers_with_an_error_says_so_not_unreac
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert warned[0] == f"{problem}; retrying every 0.01s"
     assert not any("cannot reach" in said for said in warned)
+
+
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_a_token_that_cannot_be_read_is_not_said_as_an_unreachable_api_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service-account token file being rotated (exists, empty): nothing is sent, and the
+    problem a standby's /readyz and warning say is its own token, not the network."""
+    asked: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        asked.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    token = tmp_path / "token"
+    token.write_text("t0ken")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", certifi.where())
+    monkeypatch.setattr(incluster_config, "TOKEN_REFRESH_PERIOD", datetime.timedelta(0))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(port))
+    async with server:
+        kube = await client.connect(KubeSettings())
+        token.write_text("")
+        lease = KubeLease(kube, namespace="kube-system", name="gangsched",
+                          installation="test@1", process="p", lease_seconds=15)
+        try:
+            with pytest.raises(election.LeaseUnavailable) as raised:
+                await lease.acquire()
+        finally:
+            await kube.close()
+    assert asked == []
+    assert raised.value.problem == (
+        f"cannot read the credentials for the API server at https://127.0.0.1:{port}: "
+        "ConfigException('Token file exists but empty.')")
