@@ -217,8 +217,9 @@ async def campaign(lease: LeaseStore, timing: Timing, clock: Clock = time.monoto
     (`LeaseUnavailable` naming it) at WARNING at the first failure of each kind and every
     tenth with its count (`Outage`), and at INFO once it answers again; `ready` (if given) is
     set by every attempt answered (a standby is ready: warm, able to take over), cleared by
-    every one refused (it could never take over), and held down while the store's server
-    cannot be reached (`Outage`: /readyz says why)."""
+    every one refused (it could never take over) and held down with the refusal until the
+    next answer, and held down while the store's server cannot be reached (`Outage`: /readyz
+    says why in both cases)."""
     log.info("standing by for the leader lease (retry every %gs)", timing.retry_seconds)
     outage = Outage(timing.retry_seconds, ready)
     try:
@@ -240,7 +241,7 @@ async def _campaign(lease: LeaseStore, timing: Timing, clock: Clock, ready: Read
                 outage.failed(error)
                 revision = None
             except LeaseRefused as error:
-                outage.answered()
+                outage.refused(error)
                 (log.debug if str(error) == told else log.warning)(
                     "leader lease refused (will retry every %gs): %s", timing.retry_seconds,
                     error)
@@ -265,7 +266,9 @@ class Outage:
     the server answered, e.g. 429 or 503), at the first failure of each `why` and then every
     tenth (with its count, `unreachable.Repeats`); one INFO line, `<server> answers again`, at
     the first answer after one was logged. Any other unavailability (no server named, our own
-    timeout) at DEBUG. Meanwhile `ready` (if given) is held down with the `problem`."""
+    timeout) at DEBUG. Meanwhile `ready` (if given) is held down with the `problem`; after a
+    refusal (`refused`), with the refusal's text (`... HTTP 403 Forbidden: ...`) until the
+    next answer or the campaign's end. One hold at a time: the latest said."""
 
     def __init__(self, retry_seconds: float, ready: ReadyFlag | None = None) -> None:
         self._retry_seconds = retry_seconds
@@ -279,7 +282,7 @@ class Outage:
         if not isinstance(error, LeaseUnavailable) or not error.server:
             log.debug("leader lease unavailable: %r", error)
             return
-        self._hold(error)
+        self._hold(error.problem)
         count = self._repeats.count(error.why)
         if count is None:
             log.debug("leader lease unavailable: %s", error)
@@ -289,8 +292,19 @@ class Outage:
         log.warning("%s; retrying every %gs%s", error.problem, self._retry_seconds, repeats)
 
     def answered(self) -> None:
-        """An attempt was answered (granted, held by another or refused)."""
+        """An attempt was answered (granted, or held by another): the hold ends."""
         self.release()
+        self._answers_again()
+
+    def refused(self, error: LeaseRefused) -> None:
+        """An attempt was answered with a refusal: `ready` held down with its text instead
+        (`str(error)`; the same refusal again keeps the hold), so /readyz says why a standby
+        could never take over."""
+        self._hold(str(error))
+        self._answers_again()
+
+    def _answers_again(self) -> None:
+        """The INFO line at the first answer after a failure was logged."""
         if self._repeats.clear() and self._server:
             log.info("%s answers again", self._server)
 
@@ -300,9 +314,8 @@ class Outage:
             self._ready.release(self._held)
         self._held = ""
 
-    def _hold(self, error: LeaseUnavailable) -> None:
-        """Hold `ready` down with `error.problem` (that only)."""
-        reason = error.problem
+    def _hold(self, reason: str) -> None:
+        """Hold `ready` down with `reason` (that only)."""
         if self._ready is not None and reason != self._held:
             self.release()
             self._held = reason

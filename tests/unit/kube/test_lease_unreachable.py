@@ -142,6 +142,39 @@ async def test_a_standby_the_api_server_answers_with_an_error_says_so_not_unreac
     assert not any("cannot reach" in said for said in warned)
 
 
+@pytest.mark.parametrize(("status", "reason", "message"), [
+    ("401 Unauthorized", "Unauthorized", "Unauthorized"),
+    ("403 Forbidden", "Forbidden", 'leases.coordination.k8s.io "gangsched" is forbidden'),
+])
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_a_standby_refused_by_the_api_server_says_why_on_readyz(
+        tmp_path: Path, status: str, reason: str, message: str) -> None:
+    """A token expired or rotated away (401), or RBAC (403): the refusal the warning names is
+    what holds the standby down, not a bare `not ready: binder`; released at the end."""
+    server = await asyncio.start_server(answering(status, reason, message), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    flag = HeldFlag("binder")
+    flag.set()  # an earlier attempt was answered
+    async with server:
+        kube, lease = await lease_at(tmp_path, f"http://127.0.0.1:{port}")
+        campaign = asyncio.create_task(election.campaign(
+            lease, election.Timing(lease_seconds=0.09, retry_seconds=0.01), ready=flag))
+        try:
+            await asyncio.wait_for(flag.held.wait(), 10)
+            held = (flag.holds, flag.is_ready)  # /readyz: `not ready: binder (<holds>)`
+        finally:
+            campaign.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await campaign
+            await kube.close()
+    code = status.split()[0]
+    assert held == ([
+        "taking Lease kube-system/gangsched: GET /apis/coordination.k8s.io/v1/namespaces/"
+        f"kube-system/leases/gangsched: HTTP {code} {reason}: {message} (the binder needs get, "
+        "create and update on leases.coordination.k8s.io in namespace kube-system)"], False)
+    assert flag.holds == []  # no longer standing by
+
+
 @pytest.mark.usefixtures("no_proxy_environment")
 async def test_a_token_that_cannot_be_read_is_not_said_as_an_unreachable_api_server(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

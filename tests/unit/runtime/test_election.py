@@ -177,6 +177,8 @@ async def test_a_refused_candidate_is_not_ready_until_an_attempt_is_answered() -
     await election.campaign(Lease("forbidden", "forbidden"),
                             Timing(lease_seconds=0.09, retry_seconds=0.001), ready=flag)
     assert flag.values == [False, False, True, True]  # refused twice, answered twice
+    # the refusal said on /readyz until the next answer (the same one again keeps it)
+    assert flag.holds == ["hold forbidden", "release forbidden"]
 
 
 async def test_a_renewal_the_store_refuses_steps_down_in_one_line(
