@@ -346,3 +346,54 @@ async def test_a_leader_stepping_down_during_a_nats_outage_stays_held(
     finally:
         await cancel_and_wait(task)
         await connection.close(nc)
+
+
+async def test_a_planner_whose_lease_bucket_is_gone_makes_it_anew_and_leads_again(
+        nc: Client, bus_settings: BusSettings, caplog: pytest.LogCaptureFixture) -> None:
+    """The bucket (`KV_<PREFIX>_LEADER`) deleted, or lost with NATS's store, while NATS stays
+    connected: the leader's next renewal finds it gone, makes it anew (empty: the renewal is
+    lost, the leader steps down) and the next campaign takes the lease again, instead of
+    every attempt failing for good while /readyz says ready."""
+    readiness = Readiness()
+    flag = readiness.flag("planner")
+    settings = Settings(bus=bus_settings, planner=PlannerServiceSettings(
+        leader_election=True, leader_lease_seconds=TIMING.lease_seconds,
+        leader_retry_seconds=TIMING.retry_seconds))
+    terms: list[str] = []
+
+    async def plan() -> None:
+        flag.set()
+        terms.append("leading")
+        try:
+            await asyncio.Event().wait()
+        finally:
+            terms.append("stopped")
+
+    async def led(expected: list[str]) -> bool:
+        return terms == expected
+
+    task = asyncio.create_task(serve._lead(settings, nc, plan, flag))
+    try:
+        await eventually_async(lambda: led(["leading"]), timeout=10, interval=0.02,
+                               what="leading")
+        stream = f"KV_{bus_settings.prefix.upper()}_LEADER"
+        await nc.jetstream().delete_stream(stream)
+        await eventually_async(lambda: led(["leading", "stopped", "leading"]), timeout=10,
+                               interval=0.02, what="leading again")
+        assert readiness.described() == []
+        assert (await nc.jetstream().stream_info(stream)).config.max_age == pytest.approx(1.5)
+    finally:
+        await cancel_and_wait(task)
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"][:1] == [
+        "leader lease bucket not found (nats: no response from stream): opening it again"]
+
+
+async def test_a_standby_whose_lease_bucket_is_gone_makes_it_anew_and_takes_the_lease(
+        nc: Client, bus_settings: BusSettings) -> None:
+    js = nc.jetstream()
+    held = await lease.open_lease(js, prefix=bus_settings.prefix,
+                                  lease_seconds=TIMING.lease_seconds, holder="a")
+    stream = f"KV_{bus_settings.prefix.upper()}_LEADER"
+    await js.delete_stream(stream)
+    assert await held.acquire() == 1  # the first entry of the bucket made anew
+    assert (await js.stream_info(stream)).config.max_age == pytest.approx(1.5)
