@@ -39,10 +39,54 @@ class MsgIdCollision(Exception):
     """Even the random fallback id was taken by another message (never expected)."""
 
 
+StreamOf = Callable[[str], str | None]
+"""The name of the stream that stores a subject, None if none does
+(`services.bus.streams.stream_of`)."""
+
+
 def stream_gone(stream: str) -> str:
     """The hold a `Publisher` puts on its service's readiness while `stream` takes none of its
     publishes: `publishing: stream GANGSCHED_EVENTS gone` (shown by /readyz)."""
     return f"publishing: stream {stream} gone"
+
+
+def no_stream_takes(subject: str) -> str:
+    """The hold of a publish to `subject` no stream takes, its stream unknown to the
+    publisher's `stream_of`: `publishing: no stream takes gangsched.x`."""
+    return f"publishing: no stream takes {subject}"
+
+
+class _StreamsGone:
+    """The publishes of one `Publisher` that found no stream and are not over yet, counted
+    per hold reason (one per stream): `ready` is held down with a reason while any publish
+    counts under it. After `close`, nothing is held any more (the counts still end)."""
+
+    def __init__(self, ready: ReadyHold | None) -> None:
+        self._ready = ready
+        self._counts: dict[str, int] = {}
+        self._closed = False
+
+    def enter(self, reason: str) -> None:
+        """One more publish found no stream for `reason`: hold it (the first one)."""
+        self._counts[reason] = self._counts.get(reason, 0) + 1
+        if self._counts[reason] == 1 and self._ready is not None and not self._closed:
+            self._ready.hold(reason)
+
+    def leave(self, reason: str) -> None:
+        """A publish counted under `reason` is over (stored, failed or cancelled): release
+        the hold when it was the last."""
+        self._counts[reason] -= 1
+        if self._counts[reason] == 0:
+            del self._counts[reason]
+            if self._ready is not None and not self._closed:
+                self._ready.release(reason)
+
+    def close(self) -> None:
+        """Release every hold; hold nothing from now on."""
+        if self._ready is not None and not self._closed:
+            for reason in self._counts:
+                self._ready.release(reason)
+        self._closed = True
 
 
 class Publisher:
@@ -50,9 +94,12 @@ class Publisher:
 
     With `signing_key` (the planner's), every message carries its signature header
     (`services.contracts.signing`), so the binder can tell the planner's decisions from forged
-    ones. With `ready` and `stream` (the stream its subjects belong to), `ready` is held down
-    (`stream_gone(stream)`) from a publish that no stream took (`transience.NO_STREAM_ERRORS`:
-    its retries back off meanwhile) until one is stored, or the publisher is closed.
+    ones. With `ready` and `stream_of` (the stream of a subject: `streams.stream_of`), `ready`
+    is held down while a publish that no stream took (`transience.NO_STREAM_ERRORS`: its
+    retries back off meanwhile) is not over, one hold per stream naming it
+    (`stream_gone(stream)`, or `no_stream_takes(subject)` for a subject of no stream known):
+    from its first such failure until it is stored, fails or is cancelled, or the publisher
+    is closed (a closed publisher holds nothing any more).
     """
 
     def __init__(
@@ -63,16 +110,15 @@ class Publisher:
         max_in_flight: int = MAX_IN_FLIGHT,
         signing_key: DecisionKey | None = None,
         ready: ReadyHold | None = None,
-        stream: str = "",
+        stream_of: StreamOf | None = None,
     ) -> None:
         self._js = js
         self._ack_timeout_seconds = ack_timeout_seconds
         self._max_in_flight = max_in_flight
         self._signing_key = signing_key
         self._acks: AckWaiter | None = None
-        self._ready = ready
-        self._gone = stream_gone(stream)
-        self._held = False
+        self._stream_of = stream_of
+        self._gone = _StreamsGone(ready)
 
     @cancellation.guarded
     async def publish(
@@ -101,48 +147,47 @@ class Publisher:
                                 headers: dict[str, str]) -> PubAck:
         """One publish with its complete headers, retried while NATS is unavailable."""
         msg_id = headers[MSG_ID_HEADER]
+        gone: list[str] = []  # this publish's hold reason, once it found no stream
         retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception(transience.is_transient),
             wait=tenacity.wait_exponential(
                 multiplier=transience.RETRY_FIRST_WAIT_SECONDS,
                 max=transience.RETRY_MAX_WAIT_SECONDS,
             ),
-            before_sleep=self._before_retry(subject, msg_id),
+            before_sleep=self._before_retry(subject, msg_id, gone),
             reraise=True,
         )
-        async for attempt in retrying:
-            # a cancellation nats-py lost ends the retries (CancelledError is not transient)
-            with attempt, cancellation.kept():
-                ack = await self._js.publish(
-                    subject, data, timeout=self._ack_timeout_seconds, headers=headers)
-        self._stored()
+        try:
+            async for attempt in retrying:
+                # a cancellation nats-py lost ends the retries (CancelledError is not transient)
+                with attempt, cancellation.kept():
+                    ack = await self._js.publish(
+                        subject, data, timeout=self._ack_timeout_seconds, headers=headers)
+        finally:  # stored, failed or cancelled: this publish no longer holds anything
+            for reason in gone:
+                self._gone.leave(reason)
         return ack
 
-    def _before_retry(self, subject: str,
-                      msg_id: str) -> Callable[[tenacity.RetryCallState], None]:
-        """The retries' `before_sleep`: log (`_log_retry`), and hold the readiness down when
-        no stream took the publish."""
+    def _before_retry(self, subject: str, msg_id: str,
+                      gone: list[str]) -> Callable[[tenacity.RetryCallState], None]:
+        """The retries' `before_sleep`: log (`_log_retry`), and, at the first failure of the
+        publish that no stream took it, count it under its stream's hold reason (appended to
+        `gone`, for `_publish_retrying` to end it)."""
         log_retry = _log_retry(subject, msg_id)
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
             log_retry(state)
             error = state.outcome.exception() if state.outcome else None
-            if isinstance(error, transience.NO_STREAM_ERRORS):
-                self._no_stream()
+            if isinstance(error, transience.NO_STREAM_ERRORS) and not gone:
+                gone.append(self._gone_reason(subject))
+                self._gone.enter(gone[0])
 
         return before_sleep
 
-    def _no_stream(self) -> None:
-        """A publish found no stream: hold the readiness down (if given), once."""
-        if self._ready is not None and not self._held:
-            self._ready.hold(self._gone)
-            self._held = True
-
-    def _stored(self) -> None:
-        """A publish was stored: release the hold `_no_stream` put, if any."""
-        if self._ready is not None and self._held:
-            self._ready.release(self._gone)
-            self._held = False
+    def _gone_reason(self, subject: str) -> str:
+        """The hold reason of a publish to `subject` that no stream took."""
+        stream = self._stream_of(subject) if self._stream_of is not None else None
+        return stream_gone(stream) if stream else no_stream_takes(subject)
 
     async def _settle(self, subject: str, data: bytes, headers: dict[str, str],
                       ack: PubAck) -> int:
@@ -190,8 +235,6 @@ class Publisher:
         for start in range(0, len(items), self._max_in_flight):
             window = items[start : start + self._max_in_flight]
             acks = await self._publish_window(window)
-            if acks:
-                self._stored()
             for (subject, data, msg_id), ack in zip(window, acks, strict=False):
                 if ack.duplicate:
                     await self._settle(subject, data, self._headers(subject, data, msg_id, None),
@@ -230,9 +273,10 @@ class Publisher:
         """Stop waiting for acks: unsubscribe the acks' inbox that `publish_many` opened and
         cancel the acks still awaited. A later `publish_many` opens a new one. Call it when the
         owner stops: a service restarted on the same connection would otherwise leave one
-        inbox subscription behind per start. Releases the readiness hold of a stream gone.
-        Nothing is raised for a closed connection."""
-        self._stored()  # no longer publishing: its readiness no longer held down by it
+        inbox subscription behind per start. Releases the readiness holds of streams gone,
+        and holds nothing from then on (a publish still retrying included). Nothing is raised
+        for a closed connection."""
+        self._gone.close()  # no longer publishing: its readiness no longer held down by it
         if self._acks is not None:
             acks, self._acks = self._acks, None
             with contextlib.suppress(nats.errors.Error):

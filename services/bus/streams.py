@@ -139,6 +139,20 @@ def stream_specs(settings: BusSettings) -> list[StreamSpec]:
     ]
 
 
+def stream_of(settings: BusSettings) -> Callable[[str], str | None]:
+    """Maps a subject to the name of the stream of `stream_specs(settings)` that stores it
+    (`gangsched.decisions.Placement.ml.g` -> `GANGSCHED_DECISIONS`), None for a subject
+    none of them takes: what a `services.bus.publishing.Publisher` names when it finds the
+    stream of a subject gone."""
+    specs = stream_specs(settings)
+
+    def of(subject: str) -> str | None:
+        return next((spec.name for spec in specs
+                     if any(subjects.matches(taken, subject) for taken in spec.subjects)), None)
+
+    return of
+
+
 async def ensure_streams(js: JetStreamContext, settings: BusSettings) -> None:
     """Create every stream of `stream_specs(settings)`, or repair one whose config differs.
 

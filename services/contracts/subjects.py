@@ -63,6 +63,19 @@ def dead_letter_subject(prefix: str) -> str:
     return f"{prefix}.deadletter"
 
 
+def matches(pattern: str, subject: str) -> bool:
+    """Whether `subject` is one of the subjects NATS's `pattern` names: `*` stands for one
+    token, a final `>` for one token or more (`gangsched.events.>` matches
+    `gangsched.events.pod.ml.w-0`, not `gangsched.events`)."""
+    want, have = pattern.split("."), subject.split(".")
+    for index, token in enumerate(want):
+        if token == ">":
+            return len(have) > index
+        if index >= len(have) or token not in ("*", have[index]):
+            return False
+    return len(have) == len(want)
+
+
 def stream_name(prefix: str, suffix: str) -> str:
     """Stream name for `prefix` (e.g. `gangsched`, `EVENTS` → `GANGSCHED_EVENTS`)."""
     return f"{re.sub(r'[^A-Za-z0-9_-]', '_', prefix).upper()}_{suffix}"

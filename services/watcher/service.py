@@ -26,7 +26,6 @@ from services.bus import connection, streams
 from services.bus.connection import Connection
 from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import Settings
-from services.contracts import subjects
 from services.kube import client as kube_client
 from services.kube import listwatch
 from services.kube.listwatch import Change, Health, Known, Requester, Synced
@@ -122,8 +121,7 @@ async def _run(settings: Settings, nc: Connection, ready: HeldReadyFlag) -> None
                                                     api_version=_api_version(r))
              for r in watched(settings.watcher.group_apis)}
     client = await kube_client.connect(settings.kube)
-    publisher = BusPublisher(js, ready=ready,
-                             stream=subjects.stream_name(settings.bus.prefix, "EVENTS"))
+    publisher = BusPublisher(js, ready=ready, stream_of=streams.stream_of(settings.bus))
     try:
         await Watcher(client, publisher, settings, seeds=seeds).run(ready)
     finally:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from nats.js import JetStreamContext
+from nats.js.api import PubAck
 
 from services.bus import collisions, streams
 from services.bus.embedded import EmbeddedNats
@@ -145,7 +147,7 @@ async def test_a_stream_gone_holds_readiness_down_until_a_publish_is_stored(
     stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
     ready = HeldFlag("watcher")
     ready.set()
-    publisher = Publisher(js, ready=ready, stream=stream)
+    publisher = Publisher(js, ready=ready, stream_of=streams.stream_of(bus_settings))
     await publisher.publish_many([(subject(bus_settings, "a"), b"1", "a")])
     assert ready.holds == []
     await js.delete_stream(stream)
@@ -161,13 +163,56 @@ async def test_a_stream_gone_holds_readiness_down_until_a_publish_is_stored(
     await publisher.close()
 
 
-async def test_closing_a_publisher_releases_its_stream_gone_hold(
+class CountedPublishes:
+    """A JetStream context whose `publish` calls are counted (each sets `called`)."""
+
+    def __init__(self, js: JetStreamContext) -> None:
+        self._js = js
+        self.called = asyncio.Event()
+
+    async def publish(self, *args: Any, **kwargs: Any) -> PubAck:
+        self.called.set()
+        return await self._js.publish(*args, **kwargs)
+
+    async def attempts(self, count: int) -> None:
+        """Wait for `count` more publish attempts."""
+        for _ in range(count):
+            self.called.clear()
+            await asyncio.wait_for(self.called.wait(), 30)
+
+
+async def test_closing_a_publisher_releases_its_stream_gone_hold_for_good(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    """Closed while a publish still retries (its owner stopping), the hold is released and
+    never put back by the later retries; cancelling the publish then leaves nothing held."""
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    ready = HeldFlag("watcher")
+    ready.set()
+    counted = CountedPublishes(js)
+    publisher = Publisher(counted, ready=ready,  # type: ignore[arg-type]
+                          stream_of=streams.stream_of(bus_settings))
+    await js.delete_stream(stream)
+    pending = asyncio.create_task(publisher.publish(subject(bus_settings, "a"), b"1",
+                                                    msg_id="a"))
+    assert await ready.next_change() == [f"publishing: stream {stream} gone"]
+    await publisher.close()
+    assert ready.holds == []
+    await counted.attempts(2)  # the first failed again and was backed off from: no hold
+    held_after_close = ready.holds
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    assert (held_after_close, ready.holds, ready.is_ready) == ([], [], True)
+
+
+async def test_a_cancelled_publish_releases_its_stream_gone_hold(
     js: JetStreamContext, bus_settings: BusSettings
 ) -> None:
     stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
-    ready = HeldFlag("planner")
+    ready = HeldFlag("watcher")
     ready.set()
-    publisher = Publisher(js, ready=ready, stream=stream)
+    publisher = Publisher(js, ready=ready, stream_of=streams.stream_of(bus_settings))
     await js.delete_stream(stream)
     pending = asyncio.create_task(publisher.publish(subject(bus_settings, "a"), b"1",
                                                     msg_id="a"))
@@ -175,5 +220,28 @@ async def test_closing_a_publisher_releases_its_stream_gone_hold(
     pending.cancel()
     with pytest.raises(asyncio.CancelledError):
         await pending
+    assert (ready.holds, ready.is_ready) == ([], True)
     await publisher.close()
-    assert ready.holds == [] and ready.is_ready
+
+
+async def test_each_stream_gone_is_held_by_its_own_name_until_its_publishes_are_stored(
+    js: JetStreamContext, bus_settings: BusSettings
+) -> None:
+    """A planner or binder publishes decisions and dead letters: only DEADLETTER gone, a
+    dead letter holds the readiness naming it, and decisions still stored do not release it."""
+    prefix = bus_settings.prefix
+    dead_letters = subjects.stream_name(prefix, "DEADLETTER")
+    ready = HeldFlag("planner")
+    ready.set()
+    publisher = Publisher(js, ready=ready, stream_of=streams.stream_of(bus_settings))
+    await js.delete_stream(dead_letters)
+    letter = asyncio.create_task(publisher.publish(
+        subjects.dead_letter_subject(prefix), b"poison", msg_id="deadletter/planner/1"))
+    assert await ready.next_change() == [f"publishing: stream {dead_letters} gone"]
+    assert await publisher.publish(subjects.decisions_subject(prefix, "Placement", "ml", "g"),
+                                   b"d", msg_id="d1") == 1
+    assert ready.holds == [f"publishing: stream {dead_letters} gone"]
+    await streams.ensure_streams(js, bus_settings)
+    assert await ready.next_change() == []
+    assert await asyncio.wait_for(letter, 30) == 1
+    await publisher.close()

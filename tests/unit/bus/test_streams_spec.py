@@ -8,6 +8,7 @@ from nats.js.api import DiscardPolicy, RePublish, StreamSource
 
 from services.bus import streams
 from services.config.settings import BusSettings
+from services.contracts import subjects
 
 
 def test_specs_name_the_three_streams_under_the_prefix() -> None:
@@ -17,6 +18,26 @@ def test_specs_name_the_three_streams_under_the_prefix() -> None:
         ("ACME_PROD_DECISIONS", ("acme.prod.decisions.>",)),
         ("ACME_PROD_DEADLETTER", ("acme.prod.deadletter",)),
     ]
+
+
+def test_each_subject_is_mapped_to_the_stream_that_stores_it() -> None:
+    of = streams.stream_of(BusSettings(prefix="acme.prod"))
+    assert [of(subject) for subject in (
+        "acme.prod.events.pod.ml.w-0",
+        "acme.prod.decisions.Placement.ml.g",
+        "acme.prod.deadletter",
+        "acme.prod.deadletter.x",
+        "acme.prod.events",
+        "acme.test.events.pod.ml.w-0",
+    )] == ["ACME_PROD_EVENTS", "ACME_PROD_DECISIONS", "ACME_PROD_DEADLETTER", None, None, None]
+
+
+def test_subject_patterns_match_as_nats_does() -> None:
+    assert [subjects.matches(pattern, subject) for pattern, subject in (
+        ("a.>", "a.b"), ("a.>", "a.b.c"), ("a.>", "a"),
+        ("a.*.c", "a.b.c"), ("a.*.c", "a.b.d"), ("a.*", "a.b.c"),
+        ("a.b", "a.b"), ("a.b", "a.b.c"), ("a.b.c", "a.b"),
+    )] == [True, True, False, True, False, False, True, False, False]
 
 
 def test_duplicate_window_is_raised_to_two_minutes_and_capped_by_max_age() -> None:
