@@ -50,8 +50,10 @@ class ReadyFlag(Protocol):
 async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> None:
     """Run the binder until cancelled: connect to Kubernetes, open the consumer, handle decisions.
 
-    `ready` is held down while the NATS connection is lost and while a consumer of decisions
-    cannot consume (`connection.hold_while_disconnected`, `PullConsumer.open(ready=...)`).
+    `ready` is held down while the NATS connection is lost, while a consumer of decisions
+    cannot consume, and while a stream it publishes to (DECISIONS, DEADLETTER) takes none of
+    its publishes (`connection.hold_while_disconnected`, `PullConsumer.open(ready=...)`,
+    `publishing.Publisher`: `publishing: stream <name> gone`).
     Raises:
         KubeError: no Kubernetes credentials. BusMisconfigured: the streams cannot be set up.
         MissingDecisionKey: `settings.decision_key` is None.
@@ -70,7 +72,7 @@ async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> No
         placements, reports = await open_consumers(js, settings.bus.prefix, ready=ready)
         view = ViewFeed(js, settings.bus.prefix)
         await view.start()
-        publisher = BusPublisher(js)
+        publisher = BusPublisher(js, ready=ready, stream_of=streams.stream_of(settings.bus))
         stack.push_async_callback(publisher.close)
         binder = Binder(
             KubeApi(client, controller=settings.scheduler_name, checks=checks),

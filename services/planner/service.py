@@ -391,8 +391,10 @@ async def run_planner(
     leader election, once it has not answered for a lease's length
     (`leader_lease_seconds`), the StoreUnavailable is raised instead, so the leader lets its
     lease go and a standby that reaches the database takes over.
-    `ready` is also held down while the NATS connection is lost and while the EVENTS consumer
-    cannot consume (`connection.hold_while_disconnected`, `PullConsumer.open(ready=...)`).
+    `ready` is also held down while the NATS connection is lost, while the EVENTS consumer
+    cannot consume, and while a stream it publishes to (DECISIONS, DEADLETTER) takes none of
+    its publishes (`connection.hold_while_disconnected`, `PullConsumer.open(ready=...)`,
+    `publishing.Publisher`: `publishing: stream <name> gone`).
     Raises:
         services.store.errors.SchemaMismatch: the database needs `gangsched migrate`.
         StreamBehindTracking: the EVENTS stream ends before the tracked sequence, or is gone
@@ -435,7 +437,8 @@ async def _run(settings: Settings, js: JetStream, engine: AsyncEngine, ready: Re
     with reaching(urls.shown(engine.url.render_as_string(hide_password=False))):
         await schema.check_schema(engine)
     await streams.ensure_streams(js, settings.bus)
-    publisher = BusPublisher(js, signing_key=settings.decision_key)
+    publisher = BusPublisher(js, signing_key=settings.decision_key, ready=ready,
+                             stream_of=streams.stream_of(settings.bus))
     try:
         await _serve(js, engine, publisher, settings, ready, config, answered)
     finally:
