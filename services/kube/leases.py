@@ -242,7 +242,7 @@ class KubeLease:
                 f"{doing} Lease {self.where}: {error}",
                 server=f"the API server at {error.server}", why=error.why,
                 problem=f"cannot read the credentials for the API server at {error.server}: "
-                        f"{error.why}") from error
+                        f"credentials unavailable: {error.why}") from error
         except errors.KubeUnreachable as error:
             raise LeaseUnavailable(f"{doing} Lease {self.where}: {error}",
                                    server=f"the API server at {error.server}",

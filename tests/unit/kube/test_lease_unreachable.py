@@ -208,4 +208,4 @@ async def test_a_token_that_cannot_be_read_is_not_said_as_an_unreachable_api_ser
     assert asked == []
     assert raised.value.problem == (
         f"cannot read the credentials for the API server at https://127.0.0.1:{port}: "
-        "ConfigException('Token file exists but empty.')")
+        "credentials unavailable: ConfigException('Token file exists but empty.')")
