@@ -105,7 +105,8 @@ def pod(case: Case, name: str, terms: list[Manifest], cpu: str = "100m",
     if on is not None:
         spec["nodeName"] = node_name(case, on)
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": f"nas-{case.name}"}, "spec": spec}
+            "metadata": {"name": name, "namespace": f"nas-{case.name}", "labels": {}},
+            "spec": spec}
 
 
 @pytest.fixture(scope="module")
