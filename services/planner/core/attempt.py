@@ -558,8 +558,8 @@ class Round:
                             for pod, row in choice.assigned),
                            key=lambda a: (a.namespace, a.name, a.pod_uid))
         nodes = sorted({victim.node for victim in victims})
-        suffix = reasons.preempting(len(victims), len({victim.group for victim in victims}),
-                                    len(nodes), decision, _utc(deadline))
+        suffix = reasons.preempting(len(victims), len(choice.units), len(nodes), decision,
+                                    _utc(deadline))
         told = reasons.preempted(key, priority, max(v.priority for v in victims), nodes,
                                  decision)
         self.decisions.append(Preemption(
@@ -572,29 +572,13 @@ class Round:
                                                         for pod, row in choice.assigned]),
             victims=tuple(sorted(victim.uid for victim in victims)),
             placed={member.pod_uid: member.node for member in nominated})
-        self._tell_preempted(choice.units, told)
+        for unit in choice.units:
+            if unit.group:
+                victim_group = self.state.groups.setdefault(unit.group, GroupState())
+                victim_group.preempted_by = told
+                self.derived.dirty.add(unit.group)
         self.derived.dirty.add(key)
         return suffix, True
-
-    def _tell_preempted(self, units: list[preemption.Unit], told: str) -> None:
-        """Mark each victim gang preempted (its `Preempted` condition) with `told`, the
-        Preemption's reason; a gang that loses only members beyond its minMember
-        (`Unit.is_part`) is told how many, and that it keeps running."""
-        evicted: dict[str, int] = {}
-        for unit in units:
-            if unit.group:
-                evicted[unit.group] = evicted.get(unit.group, 0) + (len(unit.members)
-                                                                    if unit.is_part else 0)
-        for group, parts in sorted(evicted.items()):
-            podgroup = self.state.podgroups.get(group)
-            victim_group = self.state.groups.setdefault(group, GroupState())
-            victim_group.preempted_by = told
-            if parts and podgroup is not None:
-                bound = sum(1 for uid in self.derived.members.get(group, ())
-                            if self.derived.pod_class.get(uid) == "bound")
-                victim_group.preempted_by += reasons.preempted_surplus(parts, bound,
-                                                                       podgroup.min_member)
-            self.derived.dirty.add(group)
 
     def _fail(self, key: str, group: GroupState, pods: list[PodObserved], reason: str,
               need: int = 0) -> None:

@@ -10,15 +10,11 @@ one pod on one node:
 - Victims: bound pods of strictly lower priority on nodes where some pending member passes its
   non-resource filters; by default only gangsched's own pods
   (`PlannerConfig.preempt_other_schedulers`; docs/design-notes.md "Preemption" says why). A
-  gang is a victim only when every member it has bound has a lower priority, none of its
+  gang is a victim only whole: every member it has bound goes, never a part that would leave
+  it below minMember, and only when every one of them has a lower priority, none of its
   members is reserved by a placement in flight, and it runs: a gang holding fewer than
   minMember (bound, plus Succeeded once it ran) is completing and goes first (a stranded
-  gang, `quorum.is_stranded`), so it is no victim. It is weighed as one unit, every bound
-  member; when the reprieve cannot give it back whole, its members are given back one at a
-  time (`_trim`), so that it loses either every bound member or at most its surplus (members
-  held beyond minMember) and keeps running at quorum: never left below minMember (as
-  kube-scheduler, pod by pod, may leave it), and no member evicted that the preemptor does
-  not need (as a whole-gang rule would).
+  gang, `quorum.is_stranded`), so it is no victim.
 - Never futile: with every candidate victim removed the preemptor's quorum must fit (the same
   `placement.place` search as placing, victims' capacity, host ports and pod counts given
   back), or nothing is evicted. Then, as `SelectVictimsOnNode`, victims are reprieved one unit
@@ -26,13 +22,7 @@ one pod on one node:
   would violate a PodDisruptionBudget (`filterPodsWithPDBViolation`: the budgets' allowed
   disruptions taken by the units in `MoreImportantPod` order, so a unit violates when more
   important ones used them up), then the others, each by `MoreImportantPod` (highest
-  priority, then earliest `status.startTime`), then largest first. A gang with a surplus
-  that cannot come back whole is trimmed in its place, before any later unit comes back: its
-  members, as units of one pod, reprieved the same way (budget violators among them first),
-  and it stays a whole victim when more than its surplus would still go (or
-  `MAX_MEMBER_TRIALS` ran out). Trimming in place, not after the reprieve, lets a unit given
-  back later stay a victim instead of the gang's needed members: what a reprieve over pods
-  with the gang rule would find.
+  priority, then earliest `status.startTime`), then largest first.
 - Candidate sets: that reprieve over every unit at once (a gang may need several nodes); per
   node, as kube-scheduler dry-runs each node, that reprieve over the units bound there alone
   (at most `MAX_NODE_TRIALS` nodes), and one without regard to budgets, highest priority then
@@ -72,10 +62,6 @@ MAX_NODE_TRIALS = 100
 `MinCandidateNodesAbsolute`; it tries every node of a smaller cluster)."""
 MAX_SINGLE_TRIALS = 64
 """Most single units tried alone as a cheaper choice than the reprieved set (cheapest first)."""
-MAX_MEMBER_TRIALS = 256
-"""Most members of victim gangs given back one at a time in one `choose` (each a placement
-trial): the sets trimmed first (the reprieve over every unit, then node by node) spend them;
-a gang whose trim would pass the bound stays a whole victim, as it was before trimming."""
 NOT_STARTED = 2**63
 """The start time (ms) of a unit none of whose pods has started: after every real one."""
 SHARE_SCALE = 1_000_000
@@ -89,15 +75,11 @@ Fits = Callable[[], Assigned | None]
 
 @dataclass
 class Unit:
-    """Pods evicted together: a gang's bound members, or one pod, or one surplus member of a
-    gang that keeps running at quorum (`is_part`, made by `_trim`).
+    """Pods evicted together: a gang's bound members, or one pod.
 
     Shapes: `key` the group key (`ids.GroupKey`), or `pod/<uid>` for a pod of another
-    scheduler, or `<group key>#<uid>` for a surplus member; `members` (uid, row, pod) sorted
-    by namespace/name; `group` the victims' group key ("" for another scheduler's pod);
-    `surplus` how many of a gang's bound members may go while it keeps minMember (bound, plus
-    Succeeded once it ran, less minMember; 0 for a pod, a part, or a gang without PodGroup).
-    Units: `share` millionths of allocatable; `start` epoch ms.
+    scheduler; `members` (uid, row, pod) sorted by namespace/name; `group` the victims'
+    group key ("" for another scheduler's pod). Units: `share` millionths of allocatable.
     """
 
     key: str
@@ -107,16 +89,13 @@ class Unit:
     share: int = 0
     violates: bool = False
     start: int = NOT_STARTED
-    surplus: int = 0
-    is_part: bool = False
 
 
 @dataclass
 class Choice:
     """The victims chosen and where the preemptor's members go once they have left.
 
-    Shapes: `units` the evicted units (whole gangs, pods, and surplus members of gangs that
-    keep minMember, `Unit.is_part`), sorted by key; `assigned` the preemptor's members with
+    Shapes: `units` the evicted units, sorted by key; `assigned` the preemptor's members with
     their node rows; `cost` what the choice is ranked by (its first entry the victims whose
     eviction violates a PodDisruptionBudget).
     """
@@ -186,34 +165,31 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
         group_state = state.groups.get(unit.group)
         if group_state is not None and group_state.in_flight:
             continue
-        surplus = _surplus(state, current, unit)
-        if surplus < 0:
+        if _is_stranded(state, current, unit):
             continue  # partly bound: it completes first (`quorum.is_stranded`), never evicted
         unit.members.sort(key=lambda member: (member[2].namespace, member[2].name, member[0]))
         unit.priority = max(pod.priority for _, _, pod in unit.members)
         unit.share = sum(_share(index, row, pod) for _, row, pod in unit.members)
         unit.start = min((pod.start_ms for _, _, pod in unit.members if pod.start_ms is not None),
                          default=NOT_STARTED)
-        unit.surplus = surplus
         chosen.append(unit)
     return sorted(_by_node(chosen, relevant), key=lambda u: u.key)
 
 
-def _surplus(state: PlannerState, current: Derived, unit: Unit) -> int:
-    """How many more members the unit's gang holds than minMember: its bound members, plus its
-    Succeeded ones once it has run (a gang whose first members finished runs on and may be a
-    victim), less minMember; negative for a stranded gang (`quorum.is_stranded`), 0 for a pod
-    without PodGroup. Read only: `group.has_run` is not updated here."""
+def _is_stranded(state: PlannerState, current: Derived, unit: Unit) -> bool:
+    """Whether the unit's gang holds fewer members than minMember (`quorum.is_stranded`): its
+    bound members, plus its Succeeded ones once it has run (a gang whose first members finished
+    runs on and may be a victim). Read only: `group.has_run` is not updated here."""
     podgroup = state.podgroups.get(unit.group)
     if podgroup is None:
-        return 0
+        return False
     group = state.groups.get(unit.group)
     succeeded = sum(1 for uid in current.members.get(unit.group, ())
                     if current.pod_class.get(uid) == "succeeded")
     bound = len(unit.members)
     ran = quorum.has_run(group is not None and group.has_run, bound, succeeded,
                          podgroup.min_member)
-    return bound + (succeeded if ran else 0) - podgroup.min_member
+    return bound + (succeeded if ran else 0) < podgroup.min_member
 
 
 def _by_node(units: list[Unit], relevant: BoolArray) -> list[Unit]:
@@ -250,158 +226,73 @@ def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudg
     without units: it fits as it is (`fits` may see room other evictions are freeing).
 
     Leaves `index` as it found it. Cost: one `fits` per unit to reprieve, plus at most
-    `MAX_SINGLE_TRIALS` more, plus at most `MAX_MEMBER_TRIALS` to trim victim gangs.
+    `MAX_SINGLE_TRIALS` more.
     """
     if not units:
         return None
     book = _Budgets(budgets)
     for unit in units:
         unit.violates = book.violations([pod for _, _, pod in unit.members]) > 0
-    scratch = _Scratch(index, {unit.key: unit for unit in units}, fits)
+    removed: set[str] = set()
+    by_key = {unit.key: unit for unit in units}
     try:
-        scratch.absent(set(scratch.by_key))
+        _set_removed(index, by_key, removed, set(by_key))
         assigned = fits()
         if assigned is None:
             return None
-        victims, assigned = _reprieve(scratch, set(scratch.by_key), assigned, book, _importance)
+        victims, assigned = _reprieve(index, by_key, removed, set(by_key), assigned, fits,
+                                      book, _importance)
         if not victims:
             return Choice([], assigned)  # fits once other preemptors' victims have left
-        options = [_choice(book, scratch.units(victims), assigned)]
+        options = [_choice(book, [by_key[k] for k in sorted(victims)], assigned)]
         for row in _nodes(units)[:MAX_NODE_TRIALS]:
             local = {unit.key for unit in units if row in _rows(unit)}
-            scratch.absent(local)
+            _set_removed(index, by_key, removed, local)
             alone = fits()
             if alone is None:
                 continue
             for biased, order in ((True, _importance), (False, _fewest)):
-                scratch.absent(local)
-                kept, placed = _reprieve(scratch, local, alone, book if biased else None, order)
+                _set_removed(index, by_key, removed, local)
+                kept, placed = _reprieve(index, by_key, removed, local, alone, fits,
+                                         book if biased else None, order)
                 if kept:
-                    options.append(_choice(book, scratch.units(kept), placed))
+                    options.append(_choice(book, [by_key[k] for k in sorted(kept)], placed))
         if len(victims) > 1:
             cheapest = sorted(units, key=lambda u: (u.violates, u.priority, len(u.members),
                                                     u.share, u.key))
             for unit in cheapest[:MAX_SINGLE_TRIALS]:
-                scratch.absent({unit.key})
+                _set_removed(index, by_key, removed, {unit.key})
                 alone = fits()
                 if alone is not None:
-                    kept = {unit.key}  # trimmed too: a gang may need only its surplus gone
-                    placed = _trim(scratch, kept, unit, alone, book, _importance)
-                    if kept:
-                        options.append(_choice(book, scratch.units(kept), placed))
+                    options.append(_choice(book, [unit], alone))
         return min(options, key=lambda option: option.cost)
     finally:
-        scratch.absent(set())
+        _set_removed(index, by_key, removed, set())
 
 
-@dataclass
-class _Scratch:
-    """One `choose`'s trials: the units by key (with the surplus members `_trim` splits off,
-    `<group key>#<uid>`), which of them are absent from the index now (`removed`; never two
-    holding the same pod), and the member trials left (`MAX_MEMBER_TRIALS`)."""
-
-    index: NodeIndex
-    by_key: dict[str, Unit]
-    fits: Fits
-    removed: set[str] = field(default_factory=set)
-    member_trials: int = MAX_MEMBER_TRIALS
-
-    def absent(self, wanted: set[str]) -> None:
-        """Make exactly the units `wanted` absent from the index (`_set_removed`)."""
-        _set_removed(self.index, self.by_key, self.removed, wanted)
-
-    def units(self, keys: set[str]) -> list[Unit]:
-        """The units `keys`, sorted by key."""
-        return [self.by_key[key] for key in sorted(keys)]
-
-    def rename(self, victims: set[str], old: set[str], new: set[str]) -> None:
-        """Name the pods of the units `old` (absent, victims) by the units `new` instead, in
-        `removed` and in `victims`: the same pods, so the index is left as it is."""
-        for keys in (self.removed, victims):
-            keys -= old
-            keys |= new
-
-
-def _reprieve(scratch: _Scratch, victims: set[str], assigned: Assigned,
-              book: _Budgets | None,
+def _reprieve(index: NodeIndex, by_key: dict[str, Unit], removed: set[str], victims: set[str],
+              assigned: Assigned, fits: Fits, book: _Budgets | None,
               order: Callable[[Unit], tuple[object, ...]]) -> tuple[set[str], Assigned]:
-    """`SelectVictimsOnNode`'s reprieve over the units `victims` (all absent now, and the
-    preemptor fits as `assigned`): `_give_back` over all of them. The units left to evict
-    (still absent; surplus members split off) and where the preemptor goes then."""
-    victims = set(victims)
-    given = _give_back(scratch, victims, set(victims), assigned, book, order)
-    return victims, assigned if given is None else given  # never None without `spare`
-
-
-def _give_back(scratch: _Scratch, victims: set[str], keys: set[str], assigned: Assigned,
-               book: _Budgets | None, order: Callable[[Unit], tuple[object, ...]],
-               spare: int | None = None) -> Assigned | None:
-    """Give the units `keys` (victims, absent) back one at a time, as `SelectVictimsOnNode`
-    reprieves pods: with a `book`, those whose eviction would violate a budget first, as
-    `filterPodsWithPDBViolation` finds them (the budgets' allowed disruptions taken in
-    `_importance` order, so a unit violates when the more important ones used them up), then
-    the others, each in `order`; one given back stays if the preemptor still fits, else it
-    stays in `victims` (and absent), a gang with a surplus then trimmed at once (`_trim`),
-    before any later unit comes back. Where the preemptor goes then.
-
-    `spare`: the units are members of one gang, at most `spare` of which may stay victims,
-    each trial spending one of `scratch.member_trials`; None (and `victims` part-way) once
-    more would stay or the trials ran out. Without it, the whole reprieve, never None.
-    """
-    units = sorted((scratch.by_key[key] for key in keys), key=_importance)
+    """`SelectVictimsOnNode`'s reprieve over the units `victims` (all removed now, and the
+    preemptor fits as `assigned`): with a `book`, those whose eviction would violate a budget
+    first, as `filterPodsWithPDBViolation` finds them (the budgets' allowed disruptions taken
+    in `_importance` order, so a unit violates when the more important ones used them up),
+    then the others, each in `order`; a unit given back stays if the preemptor still fits. The
+    units left to evict (still removed) and where the preemptor goes then."""
+    units = sorted((by_key[key] for key in victims), key=_importance)
     violating = ([False] * len(units) if book is None
                  else book.violating([[pod for _, _, pod in unit.members] for unit in units]))
     flagged = {unit.key for unit, violates in zip(units, violating, strict=True) if violates}
-    missed = 0
+    victims = set(victims)
     for unit in sorted(units, key=lambda u: (u.key not in flagged, *order(u))):
-        if spare is not None:
-            if scratch.member_trials <= 0:
-                return None
-            scratch.member_trials -= 1
-        scratch.absent(victims - {unit.key})
-        kept = scratch.fits()
-        if kept is not None:
+        _set_removed(index, by_key, removed, victims - {unit.key})
+        kept = fits()
+        if kept is None:
+            _set_removed(index, by_key, removed, victims)
+        else:
             victims.discard(unit.key)
             assigned = kept
-            continue
-        scratch.absent(victims)
-        missed += 1
-        if spare is not None and missed > spare:
-            return None
-        assigned = _trim(scratch, victims, unit, assigned, book, order)
-    return assigned
-
-
-def _trim(scratch: _Scratch, victims: set[str], unit: Unit, assigned: Assigned,
-          book: _Budgets | None, order: Callable[[Unit], tuple[object, ...]]) -> Assigned:
-    """Give back members of the victim gang `unit` (absent, in `victims`, the preemptor fitting
-    as `assigned`, the gang not fitting back whole) one at a time (`_give_back`, its members as
-    units of one pod, `is_part`, in `order`: `_importance` keeps the most important),
-    so that only the members the preemptor needs are evicted, as long as at most `unit.surplus`
-    of them go: the gang keeps minMember and runs on. When more would go, or none would come
-    back, or the member trials run out, the gang stays one whole victim (and absent). Updates
-    `victims` (the gang's key, or the keys of its members still evicted); where the preemptor
-    goes then. A unit without surplus (a pod, a member, a gang holding just minMember) is left
-    as it is, at no cost. With a `book`, its members that would violate a budget come back
-    first, found among its members alone (the allowances as if no other unit were evicted).
-    """
-    if unit.surplus <= 0:
-        return assigned
-    parts = {f"{unit.key}#{uid}": Unit(
-        f"{unit.key}#{uid}", unit.group, [(uid, row, pod)], priority=pod.priority,
-        share=_share(scratch.index, row, pod),
-        start=NOT_STARTED if pod.start_ms is None else pod.start_ms, is_part=True)
-        for uid, row, pod in unit.members}
-    scratch.by_key.update(parts)
-    keys = set(parts)
-    scratch.rename(victims, {unit.key}, keys)
-    trimmed = _give_back(scratch, victims, keys, assigned, book, order, spare=unit.surplus)
-    if trimmed is not None and not keys <= victims:
-        return trimmed
-    victims |= keys  # the whole gang goes, as it did before the trim
-    scratch.absent(victims)
-    scratch.rename(victims, keys, {unit.key})
-    return assigned
+    return victims, assigned
 
 
 def _importance(unit: Unit) -> tuple[object, ...]:

@@ -67,8 +67,6 @@ PREEMPTION_UNDER_WAY = ("; preemption: none needed, the room frees as lower-prio
                         "terminate and pods preempted for other gangs leave")
 PREEMPTED = ("preempted by {group} (priority {priority} > {victim_priority}) to make room on "
              "{nodes}; decision {decision}")
-PREEMPTED_SURPLUS = ("; {evicted} of its {bound} bound members, beyond minMember {min_member}, so "
-                     "the gang keeps running")
 SCHEDULING_GATED = "pod is scheduling-gated (spec.schedulingGates)"
 NOT_PENDING = "pod is not Pending, so it is not scheduled"
 
@@ -216,12 +214,6 @@ def preempted(group: str, priority: int, victim_priority: int, nodes: list[str],
     shown = ", ".join(nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
     return PREEMPTED.format(group=preemptor, priority=priority, victim_priority=victim_priority,
                             nodes=shown, decision=decision)
-
-
-def preempted_surplus(evicted: int, bound: int, min_member: int) -> str:
-    """Suffix of `preempted` for a gang that lost only members beyond its minMember (`evicted`
-    of its `bound` members): it keeps its quorum and runs on."""
-    return PREEMPTED_SURPLUS.format(evicted=evicted, bound=bound, min_member=min_member)
 
 
 def search_exhausted(steps: int) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 33
+CORE_REVISION = 32
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -97,15 +97,11 @@ queueing hints requeue a pod, instead of waiting out its backoff ("A pod that ma
 waiting gang wakes it"); once the whole-gang search places a quorum, the members it left out
 are placed one by one on what is left, and members of gangs with required pod affinity or
 DoNotSchedule spread are tried again while a pass places any, so only members that fit nowhere
-are told "do not fit" ("Every member that fits joins the quorum"). 32: a victim gang that
-cannot be given back whole in preemption's reprieve has its members given back one at a time,
-so it loses only the members the preemptor needs as long as it keeps minMember (bound, plus
-Succeeded once it ran), else it goes whole as before; its Preempted condition then says how
-many members it lost and that it keeps running ("Preemption (whole gangs, never futile)"). 33:
-preferred node affinity is scored (NodeAffinity's score, weight 2, in one-by-one placement):
-per node the sum of the weights of the preferred terms it matches, normalized over the feasible
-nodes ("What placement honours" in README.md); a pod whose preferred terms the API server
-would refuse waits with the field named."""
+are told "do not fit" ("Every member that fits joins the quorum"). 32: preferred node affinity
+is scored (NodeAffinity's score, weight 2, in one-by-one placement): per node the sum of the
+weights of the preferred terms it matches, normalized over the feasible nodes ("What placement
+honours" in README.md); a pod whose preferred terms the API server would refuse waits with the
+field named."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -13,12 +13,11 @@ leaves Failed or Finished; gangsched derives the phase from the members each tim
 
 The `Scheduled` condition explains the latest scheduling result, first match wins: the gang's
 members were evicted by a Preemption and it was not placed since (Preempted, naming the
-preemptor; when it lost only members beyond minMember, how many, and that it keeps running:
-its phase stays Running, so the condition's status stays True); the last rejection told
-(Preempting while capacity is nominated for the gang, else Unschedulable: no fit, no quorum,
-backed off after a rollback, ...); enough members bound for minMember (Scheduled); a placement
-being bound (Binding); else nothing to do or tell for now (Waiting: too few members bound,
-and its members still arriving, not told yet, or none left, e.g. all deleted).
+preemptor); the last rejection told (Preempting while capacity is nominated for the gang,
+else Unschedulable: no fit, no quorum, backed off after a rollback, ...); enough
+members bound for minMember (Scheduled); a placement being bound (Binding); else nothing to do
+or tell for now (Waiting: too few members bound, and its members still arriving, not told yet,
+or none left, e.g. all deleted).
 """
 
 from __future__ import annotations

@@ -77,10 +77,6 @@ class PodBuilder:
     def created(self, at_ms: int) -> PodBuilder:
         return self._with(created_at_ms=at_ms)
 
-    def started(self, at_ms: int) -> PodBuilder:
-        """`status.startTime` (epoch ms), which `MoreImportantPod` orders by."""
-        return self._with(start_ms=at_ms)
-
     def never_preempts(self) -> PodBuilder:
         return self._with(preemption_policy="Never")
 
