@@ -48,7 +48,13 @@ def term_matches_labels(term: PodAffinityTerm, namespace: str, labels: Mapping[s
 
 def matches_all(terms: tuple[PodAffinityTerm, ...], pod: PodObserved) -> bool:
     """Whether `pod` matches every term (False for no terms), as `podMatchesAllAffinityTerms`."""
-    return bool(terms) and all(term_matches(term, pod) for term in terms)
+    return matches_all_labels(terms, pod.namespace, pod.labels)
+
+
+def matches_all_labels(terms: tuple[PodAffinityTerm, ...], namespace: str,
+                       labels: Mapping[str, str]) -> bool:
+    """`matches_all` for a pod in `namespace` with `labels` (e.g. its labels before a change)."""
+    return bool(terms) and all(term_matches_labels(term, namespace, labels) for term in terms)
 
 
 def is_involved(pod: PodObserved) -> bool:

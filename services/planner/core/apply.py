@@ -40,7 +40,13 @@ from services.contracts.events import (
 from services.contracts.ids import group_key
 from services.fit.volumes import claim_key
 from services.planner.core import derived, pods, reasons
-from services.planner.core.state import CountedChange, GroupState, PlannerState
+from services.planner.core.state import (
+    GroupState,
+    PlannerState,
+    attempted,
+    capacity_freed,
+    count_change,
+)
 
 OUTCOMES = (MemberBound, MemberBindFailed, GroupBound, GroupRolledBack)
 """The binder's events: their `at_ms` does not move the planner's clock."""
@@ -122,7 +128,7 @@ def _storage_changed(state: PlannerState, event: StorageEvent) -> None:
             seen_class = event if isinstance(event, StorageClassObserved) else None
             changed = _keep(state.storage_classes, event.name, seen_class, event.uid)
     if changed:
-        state.capacity_freed_ms = state.now_ms
+        capacity_freed(state)
 
 
 def _keep(table: dict[str, Stored], key: str, seen: Stored | None, uid: str) -> bool:
@@ -179,7 +185,7 @@ def _prune_tombstones(state: PlannerState) -> None:
 def _node_observed(state: PlannerState, old: NodeObserved | None, node: NodeObserved) -> None:
     state.nodes[node.name] = node
     if old is None or _may_free_capacity(old, node):
-        state.capacity_freed_ms = state.now_ms
+        capacity_freed(state)
     derived.refresh_node(state, node.name, old is None)
 
 
@@ -204,7 +210,7 @@ def _pod_observed(state: PlannerState, pod: PodObserved) -> None:
     derived.refresh_pod(state, pod.uid)
     if (was_counted and old is not None and old.labels != pod.labels
             and pod.uid in state.charges):  # a counted pod relabelled (`wakes`)
-        state.counted_changes.append(CountedChange(pod.uid, dict(old.labels)))
+        count_change(state, pod, old.labels)
 
 
 def _group_key(pod: PodObserved) -> str:
@@ -225,7 +231,7 @@ def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved 
         old = state.podgroups.get(key)
         state.podgroups[key] = podgroup
         if old is not None and _may_let_through(old, podgroup):
-            state.capacity_freed_ms = state.now_ms
+            capacity_freed(state)
     _touch(state, key)
 
 
@@ -267,7 +273,7 @@ def _rolled_back(state: PlannerState, event: GroupRolledBack) -> None:
     group = state.groups.setdefault(in_flight.group, GroupState())
     _forget_in_flight(group, event.decision_id)
     _touch(state, in_flight.group)
-    record_failure(group, state.now_ms,  # the planner's clock, not the binder host's
+    record_failure(state, group,  # the planner's clock, not the binder host's
                    reasons.rolled_back(in_flight.group, event.decision_id, event.reason))
     forget_told(group)
 
@@ -300,13 +306,13 @@ def release(state: PlannerState, decision_id: str, pod_uids: tuple[str, ...]) ->
             derived.refresh_pod(state, uid)
 
 
-def record_failure(group: GroupState, at_ms: int, reason: str) -> None:
-    """Count a failed attempt: the group backs off from `at_ms` and queues at `at_ms`.
+def record_failure(state: PlannerState, group: GroupState, reason: str) -> None:
+    """Count a failed attempt: the group backs off from now (`state.now_ms`) and queues then.
 
     The caller sets `may_retry_early` when the failure was "found unschedulable".
     """
     group.failures += 1
-    group.failed_at_ms = at_ms
-    group.last_attempt_ms = at_ms
+    group.failed_at_ms = state.now_ms
+    attempted(state, group)
     group.failure_reason = reason
     group.may_retry_early = False

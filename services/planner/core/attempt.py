@@ -49,6 +49,7 @@ from services.planner.core.state import (
     PlannerState,
     RejectionMemo,
     Reservation,
+    attempted,
 )
 
 
@@ -190,7 +191,7 @@ class Round:
             # a member gone) waits out its backoff before it is placed again, holder or not,
             # or a bind that always fails would be retried every round; it keeps holding. A
             # gang that preempted retries every round, to take its victims' room at once.
-            group.last_attempt_ms = self.now
+            attempted(self.state, group)
             if self._attempt(key, group, podgroup, pending, counts, min_member, note, quiet=True):
                 return
             if not holding:
@@ -210,7 +211,7 @@ class Round:
         self._maybe_hold(key, group, pending, need)
         if not retrying and not changed and not self._may_hold(key, group):
             self.sleep(key, everyone, self._backed_off_until(group),
-                       freed_ms=self.state.capacity_freed_ms)
+                       freed_at=self.state.capacity_freed_at)
 
     def _backed_off_until(self, group: GroupState) -> float:
         """The first event time (UTC epoch ms) a backed-off gang, neither retrying nor holding
@@ -223,24 +224,24 @@ class Round:
             times.append(retry)
         if group.pending_since_ms is not None:
             times.append(group.pending_since_ms + self.config.starvation_seconds * 1000)
-        early = backoff.early_retry_at_ms(group, self.state.capacity_freed_ms, self.config)
+        early = backoff.early_retry_at_ms(group, self.state.capacity_freed_at, self.config)
         if early is not None:
             times.append(early)
         return min(times, default=self.now)
 
     def sleep(self, key: str, pending: list[PodObserved], until_ms: float, *,
-              freed_ms: int | None = None) -> None:
+              freed_at: int | None = None) -> None:
         """Let later rounds skip a group that waits for time until `until_ms` (event time, UTC
-        epoch ms) or a change to its pods or PodGroup (`Derived.asleep`), or, with `freed_ms`
-        (a backed-off gang), capacity freed since. Only where looking at it before then would
-        change nothing: not a stranded gang (it holds capacity each round), not one with a
-        nomination, and not one with a claim among its pending members (a claim or volume
-        changing meanwhile would be found by `_blocked_members` at once). Skipping it then gives
-        the same decisions."""
+        epoch ms) or a change to its pods or PodGroup (`Derived.asleep`), or, with `freed_at`
+        (a backed-off gang, `PlannerState.capacity_freed_at`), capacity freed since. Only
+        where looking at it before then would change nothing: not a stranded gang (it holds
+        capacity each round), not one with a nomination, and not one with a claim among its
+        pending members (a claim or volume changing meanwhile would be found by
+        `_blocked_members` at once). Skipping it then gives the same decisions."""
         if key in self.stranded or key in self.state.nominations \
                 or any(pod.volume_claims for pod in pending):
             return
-        self.derived.asleep[key] = Asleep(until_ms, freed_ms)
+        self.derived.asleep[key] = Asleep(until_ms, freed_at)
 
     def rest(self, key: str, pending: list[PodObserved], resting: set[str] | None = None) -> None:
         """Let later rounds skip the group until its pods or PodGroup change: always
@@ -347,9 +348,9 @@ class Round:
         return [pod for pod in pending if pod.uid not in out]
 
     def _may_retry_early(self, group: GroupState) -> bool:
-        # capacity freed at or after its last attempt (within that tick too), and its early
-        # retry wait passed
-        early = backoff.early_retry_at_ms(group, self.state.capacity_freed_ms, self.config)
+        # capacity freed (or a pod woke it) after its last attempt, in event order, and its
+        # early retry wait passed
+        early = backoff.early_retry_at_ms(group, self.state.capacity_freed_at, self.config)
         return early is not None and self.now >= early
 
     def binders_busy(self) -> bool:
@@ -584,7 +585,7 @@ class Round:
               need: int = 0) -> None:
         """Record and tell a failed attempt of `pods`; a starving or partly bound gang then
         holds capacity for `need` of them (`_maybe_hold`; 0: none)."""
-        record_failure(group, self.now, reason)
+        record_failure(self.state, group, reason)
         group.may_retry_early = True
         if group.pending_since_ms is None:
             group.pending_since_ms = self.now

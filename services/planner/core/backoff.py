@@ -42,14 +42,19 @@ def early_retry_ms(early_retries: int, config: PlannerConfig) -> int:
     return min(backoff_ms(early_retries + 1, config), EARLY_RETRY_MAX_MS)
 
 
-def early_retry_at_ms(group: GroupState, freed_ms: int, config: PlannerConfig) -> int | None:
+def early_retry_at_ms(group: GroupState, freed_at: int, config: PlannerConfig) -> int | None:
     """When the group may be retried early (`early_retry_ms` after its last attempt), or None
-    unless it was found unschedulable and, since that attempt, capacity freed (at `freed_ms`,
-    `PlannerState.capacity_freed_ms`) or a counted pod changed that may let a pending member's
-    pod affinity or topology spread pass (at `group.woken_ms`, `wakes`).
-    Units: UTC epoch milliseconds of event time."""
+    unless it was found unschedulable and, after that attempt in event order (moments,
+    `state.next_moment`), capacity freed (at moment `freed_at`,
+    `PlannerState.capacity_freed_at`) or a counted pod changed that may let a pending member's
+    pod affinity or topology spread pass (at moment `group.woken_at`, `wakes`).
+
+    One such change gives at most one early retry: the retry is an attempt after it, as a
+    kube-scheduler pod moved by an event is tried once and, failing, waits for the next event
+    in the unschedulable pool. Units: UTC epoch milliseconds of event time."""
     last = group.last_attempt_ms
-    if not group.may_retry_early or last is None or max(freed_ms, group.woken_ms) < last:
+    if (not group.may_retry_early or last is None
+            or max(freed_at, group.woken_at) <= group.last_attempt_at):
         return None
     return last + early_retry_ms(group.early_retries, config)
 
@@ -80,7 +85,7 @@ def next_wakeup_ms(state: PlannerState, config: PlannerConfig) -> int | None:
     times = [retry for group in state.groups.values()
              if (retry := retry_at_ms(group, config)) is not None and retry > now]
     times.extend(early for group in state.groups.values()
-                 if (early := early_retry_at_ms(group, state.capacity_freed_ms, config))
+                 if (early := early_retry_at_ms(group, state.capacity_freed_at, config))
                  is not None and early > now and (retry_at_ms(group, config) or 0) > early)
     grace_ms = round(config.release_grace_seconds * 1000)
     times.extend(in_flight.deadline_ms + grace_ms for in_flight in state.placements.values())

@@ -11,7 +11,13 @@ from __future__ import annotations
 from services.contracts import resources
 from services.planner.core import capacity, pods
 from services.planner.core.indexes import Derived
-from services.planner.core.state import Charge, CountedChange, PlannerState, Reservation
+from services.planner.core.state import (
+    Charge,
+    PlannerState,
+    Reservation,
+    capacity_freed,
+    count_change,
+)
 
 
 def ensure(state: PlannerState, scheduler_name: str) -> Derived:
@@ -55,7 +61,7 @@ def reserve(state: PlannerState, uid: str, reservation: Reservation) -> None:
         return
     pod = state.pods[uid]
     state.charges[uid] = Charge(node=reservation.node, requests=pod.requests)
-    state.counted_changes.append(CountedChange(uid))
+    count_change(state, pod)
     used = state.node_used.setdefault(reservation.node, {})
     for name, amount in pod.requests.items():
         used[name] = used.get(name, 0) + amount
@@ -83,8 +89,8 @@ def _recharge(state: PlannerState, uid: str, index_charged: bool) -> None:
     if new is not None:
         _use(state, new, 1, not index_charged)
         state.charges[uid] = new
-        if old is None or old.node != new.node:  # counted on a node anew (`wakes`)
-            state.counted_changes.append(CountedChange(uid))
+        if pod is not None and (old is None or old.node != new.node):  # anew (`wakes`)
+            count_change(state, pod)
     derived = state.derived
     if derived is not None and derived.index is not None:
         _hold_ports(state, derived, uid)
@@ -108,7 +114,7 @@ def _hold_ports(state: PlannerState, derived: Derived, uid: str) -> None:
 
 def _use(state: PlannerState, charge: Charge, sign: int, touch_index: bool) -> None:
     if sign < 0:
-        state.capacity_freed_ms = state.now_ms
+        capacity_freed(state)
     resources.accumulate(state.node_used, charge.node, charge.requests, sign)
     derived = state.derived
     if touch_index and derived is not None and derived.index is not None:

@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 class Asleep(NamedTuple):
     """Until when rounds may skip a group (`Derived.asleep`): `until_ms` (event time, UTC epoch
     ms; a float where a configured number of seconds makes it one) and, for a backed-off gang,
-    `freed_ms`, the `PlannerState.capacity_freed_ms` it was looked at with (capacity freed
+    `freed_at`, the `PlannerState.capacity_freed_at` it was looked at with (capacity freed
     since may let it retry early); None where freed capacity changes nothing."""
 
     until_ms: float
-    freed_ms: int | None = None
+    freed_at: int | None = None
 
 
 class Derived:

@@ -84,7 +84,7 @@ def _expire(rnd: Round) -> None:
         group = state.groups.setdefault(in_flight.group, GroupState())
         if decision in group.in_flight:
             group.in_flight.remove(decision)
-        projection.record_failure(group, rnd.now, reasons.placement_expired(
+        projection.record_failure(state, group, reasons.placement_expired(
             in_flight.group, decision, rnd.config.release_grace_seconds))
         projection.forget_told(group)
         rnd.derived.dirty.add(in_flight.group)
@@ -101,14 +101,14 @@ def _queue(rnd: Round) -> list[tuple[str, GroupState, PodGroupObserved | None, l
     quiet, dirty = current.quiet, current.dirty
     busy = rnd.binders_busy()  # busy now, busy all round: placements are only added
     entries = []
-    asleep, nominated, freed = current.asleep, state.nominations, state.capacity_freed_ms
+    asleep, nominated, freed = current.asleep, state.nominations, state.capacity_freed_at
     for key, uids in current.pending.items():
         if key not in dirty:
             if key in quiet:
                 continue  # waits for a change to its pods or PodGroup
             sleep = asleep.get(key)
             if (sleep is not None and rnd.now < sleep.until_ms and key not in nominated
-                    and sleep.freed_ms in (None, freed)):
+                    and sleep.freed_at in (None, freed)):
                 continue  # waits for time (quorum telling, backoff): nothing due yet
         group = state.groups.get(key)
         if group is None:

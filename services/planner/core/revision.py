@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 32
+CORE_REVISION = 33
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -97,11 +97,18 @@ queueing hints requeue a pod, instead of waiting out its backoff ("A pod that ma
 waiting gang wakes it"); once the whole-gang search places a quorum, the members it left out
 are placed one by one on what is left, and members of gangs with required pod affinity or
 DoNotSchedule spread are tried again while a pass places any, so only members that fit nowhere
-are told "do not fit" ("Every member that fits joins the quorum"). 32: preferred node affinity
-is scored (NodeAffinity's score, weight 2, in one-by-one placement): per node the sum of the
-weights of the preferred terms it matches, normalized over the feasible nodes ("What placement
-honours" in README.md); a pod whose preferred terms the API server would refuse waits with the
-field named."""
+are told "do not fit" ("Every member that fits joins the quorum"). 32: preferred node affinity is
+scored (NodeAffinity's score, weight 2, in one-by-one placement): per node the sum of the weights
+of the preferred terms it matches, normalized over the feasible nodes ("What placement honours" in
+README.md); a pod whose preferred terms the API server would refuse waits with the field named. 33:
+one wake or one freeing of capacity gives a gang found unschedulable at most one early retry,
+"after its last attempt" judged in event order (a retry in the round that saw the change uses it
+up; capacity freed in the millisecond of an attempt but after it still counts), so the retries no
+longer depend on where plan points fall; a pod newly counted is judged on the labels it was counted
+with (relabelled before the round, it still wakes); a pod wakes a gang only as kube-scheduler's
+queueing hints queue it: matching all of a member's required affinity terms (relabelled: not all
+before, all now), or relabelled so that a DoNotSchedule selector's match changes ("A pod that may
+satisfy a waiting gang wakes it")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -14,6 +14,8 @@ indexes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import msgspec
 
 from services.contracts.events import (
@@ -82,10 +84,15 @@ class CountedChange(msgspec.Struct, frozen=True):
     whose labels changed, that the next round has not yet looked at (`wakes`): it may let a
     pending pod's required pod affinity or topology spread pass.
 
-    Shapes: `uid` the pod's; `was` its labels before the change for a relabelled pod, None
-    for a newly counted one (its labels now are read from `PlannerState.pods`)."""
+    Shapes: `uid` the pod's; `at` the moment it happened (`next_moment`); `namespace` and
+    `labels` the pod's as this change left them (a later relabel is a change of its own, as
+    kube-scheduler judges each Pod event on the object it carries); `was` its labels before
+    for a relabelled pod, None for a newly counted one."""
 
     uid: str
+    at: int
+    namespace: str
+    labels: dict[str, str]
     was: dict[str, str] | None = None
 
 
@@ -118,10 +125,12 @@ class GroupState(msgspec.Struct):
     they give the retry time, and `failed_at_ms` is the group's queue time. `failure_reason` is
     what subscribers are told while the group is backed off. `pending_since_ms` is when the group
     started waiting unplaced (drives anti-starvation). A group found unschedulable (not one
-    rolled back) `may_retry_early`: when capacity frees after `last_attempt_ms`, or a counted
-    pod its pod affinity or topology spread may need changes (`woken_ms`), it is tried again
-    before its backoff ends, quietly (see `attempt`). `has_run`: the gang reached quorum
-    once and a member of that run is still bound or Succeeded (`quorum.has_run`).
+    rolled back) `may_retry_early`: when capacity frees after its last attempt, or a counted
+    pod its pod affinity or topology spread may need changes (`woken_at`), it is tried again
+    before its backoff ends, quietly (see `attempt`); "after" is in event order
+    (`last_attempt_at`, a moment: `next_moment`), so one such change gives one early retry.
+    `has_run`: the gang reached quorum once and a member of that run is still bound or
+    Succeeded (`quorum.has_run`).
     """
 
     failures: int = 0
@@ -129,14 +138,16 @@ class GroupState(msgspec.Struct):
     failure_reason: str = ""
     pending_since_ms: int | None = None
     last_attempt_ms: int | None = None
+    last_attempt_at: int = 0
+    """The moment of the last attempt (`next_moment`; 0: none), set with `last_attempt_ms`."""
     may_retry_early: bool = False
     early_retries: int = 0
     """Early retries (`may_retry_early`) that failed since the group was last placed: the next
     comes no sooner than `backoff.early_retry_ms` of them after `last_attempt_ms`."""
-    woken_ms: int = 0
-    """The last time (event time) a round found a counted pod changed that may let a pending
-    member's required pod affinity or DoNotSchedule topology spread pass (`wakes`): like
-    `PlannerState.capacity_freed_ms`, but for this group only; 0 when never."""
+    woken_at: int = 0
+    """The moment (`next_moment`) of the latest change to a counted pod that may let a pending
+    member's required pod affinity or DoNotSchedule topology spread pass, as a round found
+    (`wakes`): like `PlannerState.capacity_freed_at`, but for this group only; 0 when never."""
     schedule_start_ms: int | None = None
     attempts: int = 0
     in_flight: list[str] = []
@@ -162,7 +173,8 @@ class PlannerState(msgspec.Struct):
     and `groups` by group key (`ids.GroupKey`); `placements` by decision id; `node_used` by node
     name (sum of `charges` on it, nodes not (yet) observed included). `starving_group` and
     `starving_nodes` name the gang that held capacity in the last round and where (sorted).
-    `capacity_freed_ms` is the last time capacity was given back, or a Node, a volume object
+    `moments` counts the moments whose order early retries compare (`next_moment`).
+    `capacity_freed_at` is the last moment capacity was given back, or a Node, a volume object
     or a PodGroup changed so that a waiting gang may now fit (every unschedulable group then
     retries early once, `GroupState.may_retry_early`).
     `tombstones` maps the uid of each deleted Pod or Node to when (event time), oldest first,
@@ -190,7 +202,8 @@ class PlannerState(msgspec.Struct):
     node_used: dict[str, ResourceList] = {}
     starving_group: str | None = None
     starving_nodes: list[str] = []
-    capacity_freed_ms: int = 0
+    moments: int = 0
+    capacity_freed_at: int = 0
     tombstones: dict[str, int] = {}
     claims: dict[str, ClaimObserved] = {}
     volumes: dict[str, VolumeObserved] = {}
@@ -210,6 +223,41 @@ _decoder = msgspec.json.Decoder(PlannerState)
 def empty_state() -> PlannerState:
     """A state that has seen no events."""
     return PlannerState()
+
+
+def next_moment(state: PlannerState) -> int:
+    """Count a moment and return it: capacity freed, a counted pod changed, a group attempted.
+
+    Moments order what happened, events and a round's steps alike, where event time cannot
+    (capacity freed in the millisecond of an attempt but after it still counts, an attempt
+    in the round that saw a change uses it up): an early retry needs a change at a moment
+    after the group's last attempt, as kube-scheduler moves an unschedulable pod once per
+    event and a failed attempt sends it back to wait for the next. Only their order decides
+    (their values differ with how events are batched into rounds; no decision does).
+    """
+    state.moments += 1
+    return state.moments
+
+
+def attempted(state: PlannerState, group: GroupState) -> None:
+    """Record that `group` is attempted now (`last_attempt_ms`, `last_attempt_at`): capacity
+    freed and pods changed before this count as seen by it."""
+    group.last_attempt_ms = state.now_ms
+    group.last_attempt_at = next_moment(state)
+
+
+def capacity_freed(state: PlannerState) -> None:
+    """Record that a waiting gang may fit now (`PlannerState.capacity_freed_at`)."""
+    state.capacity_freed_at = next_moment(state)
+
+
+def count_change(state: PlannerState, pod: PodObserved,
+                 was: Mapping[str, str] | None = None) -> None:
+    """Record that `pod` was newly counted on a node (`was` None) or, counted, relabelled from
+    `was` (`PlannerState.counted_changes`), as it is now."""
+    state.counted_changes.append(CountedChange(
+        pod.uid, next_moment(state), pod.namespace, dict(pod.labels),
+        None if was is None else dict(was)))
 
 
 def snapshot_fields(state: PlannerState) -> dict[str, object]:

@@ -3,13 +3,16 @@ whose required pod affinity or DoNotSchedule topology spread it may let pass (`w
 InterPodAffinity's and PodTopologySpread's queueing hints requeue a pod in kube-scheduler;
 the early retry keeps its backoff (1 s doubling to 10 s). Gangs it cannot matter to, and
 gangs without such constraints, are not woken. Each scenario is also replayed through
-snapshots restored after every event and every round."""
+snapshots restored after every event and every round. Core revision 33: one wake (or freeing)
+gives at most one early retry, judged in event order whatever the plan points between; a
+change is judged on the labels it left; the hints are kube-scheduler's (all affinity terms, a
+relabel only when the match changes); the changes are looked up by label."""
 from __future__ import annotations
 
 import msgspec
 
 from services.contracts.decisions import Placement
-from services.planner.core import backoff
+from services.planner.core import backoff, wakes
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup, pod_uid
 from tests.unit.planner.harness import Cluster, recorded
 from tests.unit.planner.test_properties import replay_through_snapshots
@@ -70,7 +73,8 @@ def test_a_matching_pod_bound_later_places_the_gang_in_that_round():
     placed = placements(cluster.plan())
     assert [(p.at_ms, {m.name: m.node for m in p.members}) for p in placed] == [
         (T + 5_000, {"g-0": "n1", "g-1": "n1"})]
-    assert cluster.state.groups["default/g"].woken_ms == T + 5_000
+    group = cluster.state.groups["default/g"]
+    assert 0 < group.woken_at < group.last_attempt_at  # woken, the wake used by the attempt
     check_replay(cluster)
 
 
@@ -79,7 +83,8 @@ def test_a_pod_arriving_within_the_early_retry_wait_places_the_gang_when_it_ends
     cluster.advance(0.4)
     cluster.observe(db())
     assert placements(cluster.plan()) == []  # 0.4 s after the attempt: its early retry is at 1 s
-    assert cluster.state.groups["default/g"].woken_ms == T + 400
+    group = cluster.state.groups["default/g"]
+    assert (group.woken_at > group.last_attempt_at, group.last_attempt_ms) == (True, T)
     assert backoff.next_wakeup_ms(cluster.state, cluster.config) == T + 1_000
     cluster.advance(0.6)
     assert [p.at_ms for p in placements(cluster.plan())] == [T + 1_000]
@@ -105,7 +110,7 @@ def test_a_pod_in_another_namespace_does_not_wake_the_gang():
     cluster.observe(make_pod("db", namespace="other").scheduler("default-scheduler")
                     .labelled(app="db").on_node("n1"))
     assert cluster.plan() == []
-    assert (cluster.state.groups["default/g"].woken_ms,
+    assert (cluster.state.groups["default/g"].woken_at,
             cluster.state.groups["default/g"].last_attempt_ms) == (0, T)
 
 
@@ -187,7 +192,7 @@ def test_a_pod_outside_the_spread_selector_does_not_wake_the_gang():
     cluster.observe(make_pod("api").scheduler("default-scheduler").labelled(app="api")
                     .on_node("n1"))
     assert cluster.plan() == []
-    assert (cluster.state.groups["default/g"].woken_ms,
+    assert (cluster.state.groups["default/g"].woken_at,
             cluster.state.groups["default/g"].last_attempt_ms) == (0, T)
 
 
@@ -227,3 +232,169 @@ def test_a_pod_relabelled_out_of_an_anti_affinity_term_wakes_the_gang():
     cluster.observe(db(node_name="n0", app="retired"))
     assert [p.at_ms for p in placements(cluster.plan())] == [T + 2_000]
     check_replay(cluster)
+
+
+FULL_N1 = (node("n0"), node("n1", cpu_milli=100))
+"""n1 (where `db` lands) has no room for a member: a wake by `db` retries the gang in vain."""
+
+
+def test_one_wake_gives_one_early_retry():
+    """kube-scheduler moves a pod once per event; a failed attempt sends it back to wait for the
+    next event. The retry in the round of the wake uses it up: no second retry follows."""
+    cluster = backed_off(*near_db(), nodes=FULL_N1)
+    group = cluster.state.groups["default/g"]
+    cluster.advance(5)
+    cluster.observe(db())  # matches the term, but its host is full: the retry fails
+    cluster.plan()
+    assert (group.last_attempt_ms, group.early_retries) == (T + 5_000, 1)
+    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == T + 32_000
+    cluster.advance(2)
+    assert cluster.plan() == []
+    assert (group.last_attempt_ms, group.early_retries) == (T + 5_000, 1)
+    check_replay(cluster)
+
+
+def test_capacity_freed_after_an_attempt_in_its_millisecond_still_counts():
+    """Event order, not event time: a pod deleted in the millisecond of the gang's last attempt
+    (at T), but after it, frees capacity that attempt did not see: it earns an early retry."""
+    web = make_pod("web").scheduler("default-scheduler").labelled(app="web").on_node("n0")
+    cluster = backed_off(web, *near_db(), nodes=FULL_N1)
+    group = cluster.state.groups["default/g"]
+    cluster.delete_pod("web")  # at T, after the attempt
+    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == T + 1_000
+    cluster.advance(1)
+    assert cluster.plan() == []
+    assert (group.last_attempt_ms, group.early_retries) == (T + 1_000, 1)
+    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == T + 32_000
+    check_replay(cluster)
+
+
+def _placed_after_a_vain_wake(plan_when_db_arrives):
+    """db (matching, on the full n1) arrives 0.5 s after the last attempt; with or without a
+    round at that moment, the same events follow: ticks at 1 s and 3 s, and at 4 s db2
+    (matching) on n0, where the gang fits. The times of the placements (after T, ms)."""
+    cluster = backed_off(*near_db(), nodes=FULL_N1)
+    cluster.advance(0.5)
+    cluster.observe(db())
+    if plan_when_db_arrives:
+        cluster.plan()
+    cluster.advance(0.5)
+    cluster.plan()  # T + 1 s: the early retry db earned, in vain
+    cluster.advance(2)
+    cluster.plan()
+    cluster.advance(1)
+    cluster.observe(db("db2", node_name="n0"))
+    placed = [p.at_ms - T for p in placements(cluster.plan())]
+    for _ in range(6):
+        cluster.advance(1)
+        placed += [p.at_ms - T for p in placements(cluster.plan())]
+    check_replay(cluster)
+    return placed
+
+
+def test_the_placement_time_does_not_depend_on_a_plan_point_between_the_same_events():
+    # as kube-scheduler: retried at 1 s in vain, db2 at 4 s, the next retry due 1 s + 2 s
+    assert _placed_after_a_vain_wake(plan_when_db_arrives=True) == [4_000]
+    assert _placed_after_a_vain_wake(plan_when_db_arrives=False) == [4_000]
+
+
+def _placed_after_a_relabel(plan_between):
+    """db (matching) is counted on the full n1 at 0.5 s and relabelled away at 0.8 s; with or
+    without a round between the two, then a tick at 1 s and db2 (matching) on n0 at 1.5 s."""
+    cluster = backed_off(*near_db(), nodes=FULL_N1)
+    cluster.advance(0.5)
+    cluster.observe(db())
+    if plan_between:
+        cluster.plan()
+    cluster.advance(0.3)
+    cluster.observe(db(app="web"))
+    cluster.plan()
+    cluster.advance(0.2)
+    cluster.plan()
+    cluster.advance(0.5)
+    cluster.observe(db("db2", node_name="n0"))
+    placed = [p.at_ms - T for p in placements(cluster.plan())]
+    for _ in range(6):
+        cluster.advance(0.5)
+        placed += [p.at_ms - T for p in placements(cluster.plan())]
+    check_replay(cluster)
+    return placed
+
+
+def test_a_pod_counted_matching_wakes_even_if_relabelled_before_the_round():
+    # as kube-scheduler: the add at 0.5 s queues (retried at 1 s in vain; the relabel at 0.8 s
+    # is skipped), db2 at 1.5 s queues, the next retry due 1 s + 2 s: placed at 3 s
+    assert _placed_after_a_relabel(plan_between=True) == [3_000]
+    assert _placed_after_a_relabel(plan_between=False) == [3_000]
+
+
+def _woken_and_last(cluster):
+    group = cluster.state.groups["default/g"]
+    return group.woken_at, group.last_attempt_ms
+
+
+def test_a_pod_matching_one_of_two_affinity_terms_does_not_wake():
+    """InterPodAffinity's hint queues only for a pod matching all the required terms
+    (`podMatchesAllAffinityTerms`): the filter counts no other."""
+    gang = [make_podgroup("g", 1), make_pod("g-0").requests(cpu_milli=500).in_group("g")
+            .pod_affinity(HOST, app="db").pod_affinity(HOST, tier="cache")]
+    cluster = backed_off(*gang)
+    cluster.advance(5)
+    cluster.observe(db())  # app=db only
+    assert cluster.plan() == []
+    assert _woken_and_last(cluster) == (0, T)
+    cluster.advance(1)
+    cluster.observe(db("both", node_name="n0", app="db", tier="cache"))
+    assert [(p.at_ms, p.members[0].node) for p in placements(cluster.plan())] == [
+        (T + 6_000, "n0")]
+    check_replay(cluster)
+
+
+def test_relabelling_a_pod_that_already_matched_the_affinity_terms_does_not_wake():
+    cluster = backed_off(db(), *near_db(), nodes=FULL_N1)
+    cluster.advance(5)
+    cluster.observe(db(app="db", version="2"))  # still app=db: the filter's counts unchanged
+    assert cluster.plan() == []
+    assert _woken_and_last(cluster) == (0, T)
+    check_replay(cluster)
+
+
+def test_relabelling_a_pod_that_stays_in_the_spread_selector_does_not_wake():
+    """PodTopologySpread's hint queues on a relabel only when a selector's match changes."""
+    cluster = backed_off(*spread_gang(), nodes=SPREAD_NODES)
+    cluster.advance(7)
+    cluster.observe(make_pod("web0").scheduler("default-scheduler")
+                    .labelled(app="web", version="2").on_node("n0"))  # still app=web
+    assert cluster.plan() == []
+    assert _woken_and_last(cluster) == (0, T)
+    cluster.advance(1)
+    cluster.observe(make_pod("web0").scheduler("default-scheduler")
+                    .labelled(app="api").on_node("n0"))  # leaves the selector: skew 2 - 0
+    assert [(p.at_ms, p.members[0].node) for p in placements(cluster.plan())] == [
+        (T + 8_000, "n0")]
+    check_replay(cluster)
+
+
+def test_waking_looks_at_the_changes_a_gang_may_match_only(monkeypatch):
+    """20 backed-off spread gangs (selector job=g<i>), 200 pods bound in their namespace, two
+    of them labelled job=g3: only g3 is woken, and `may_matter` judges one change (the
+    latest of g3's), not gangs x changes: changes are looked up by the selectors' labels."""
+    nodes = [make_node(f"n{i}").capacity(cpu_milli=1000)
+             .labels(**{HOST: f"n{i}", ZONE: f"z{i % 3}"}) for i in range(10)]
+    items = []
+    for g in range(20):
+        items.append(make_podgroup(f"g{g}", 2))
+        items += [make_pod(f"g{g}-{m}").requests(cpu_milli=5000).in_group(f"g{g}")
+                  .labelled(job=f"g{g}").spread(ZONE) for m in range(2)]
+    cluster = Cluster().observe(*nodes, *items)
+    cluster.plan()
+    cluster.advance(0.5)
+    cluster.observe(*[make_pod(f"b{i}").scheduler("default-scheduler")
+                      .labelled(**({"job": "g3"} if i in (7, 8) else {"app": "batch"}))
+                      .on_node(f"n{i % 10}") for i in range(200)])
+    calls = []
+    judge = wakes.may_matter
+    monkeypatch.setattr(wakes, "may_matter", lambda *args: calls.append(args[2]) or judge(*args))
+    cluster.plan()
+    assert [g for g in range(20) if cluster.state.groups[f"default/g{g}"].woken_at] == [3]
+    assert calls == [{"job": "g3"}]

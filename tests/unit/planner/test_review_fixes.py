@@ -117,14 +117,14 @@ def test_an_observation_older_than_the_held_one_is_ignored():
 
 def test_a_node_heartbeat_does_not_count_as_freed_capacity():
     cluster = Cluster().observe(make_node("n0"))
-    freed = cluster.state.capacity_freed_ms
+    freed = cluster.state.capacity_freed_at
     cluster.advance(5)
     node = cluster.state.nodes["n0"]
     cluster.apply(msgspec.structs.replace(node, resource_version="2", at_ms=cluster.now_ms))
-    assert cluster.state.capacity_freed_ms == freed
+    assert cluster.state.capacity_freed_at == freed
     cluster.apply(msgspec.structs.replace(node, resource_version="3", at_ms=cluster.now_ms,
                                           labels={"zone": "b"}))
-    assert cluster.state.capacity_freed_ms == cluster.now_ms
+    assert cluster.state.capacity_freed_at == cluster.state.moments > freed
 
 
 @pytest.mark.parametrize(("value", "matches"), [
