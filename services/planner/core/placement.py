@@ -30,6 +30,7 @@ from services.planner.core import (
     spread,
     spread_score,
     volumes,
+    wakes,
 )
 from services.planner.core.capacity import (
     BoolArray,
@@ -42,6 +43,7 @@ from services.planner.core.capacity import (
     signature,
 )
 from services.planner.core.config import MOST_ALLOCATED, PlannerConfig
+from services.planner.core.state import CountedChange
 
 CHANGE_LOG_ROWS_PER_NODE = 4
 """Past this many logged row changes per node, cached scores are dropped and the log reset."""
@@ -157,39 +159,79 @@ def place(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
           need: int | None = None) -> Trial:
     """Place `members`, taking their capacity from `index`: all of them if some placement holds
     them all, else at least `need` (default: all) if one is found, else as many as fit one by
-    one (module docstring).
+    one (module docstring; with `need` given, the passes `_place_left` makes stop once `need`
+    is out of reach).
 
     Shapes: `restrict` limits the candidate rows (gang locality); `hold` is capacity a starving
     gang reserves, already taken from `index.free`, used only to explain a failure.
     """
     trial = _one_by_one(index, members, config, restrict, hold)
-    if (not trial.unplaced or config.search_budget_steps == 0
+    if not (not trial.unplaced or config.search_budget_steps == 0
             or (is_uniform(members, affinity.is_active(index, members))
                 and not _is_storage_mutual(index, members))):
-        return _place_left(index, members, config, restrict, hold, trial)
-    need = len(members) if need is None else need
-    target = len(members) if len(trial.assigned) >= need else need
-    trial = _search(index, members, config, restrict, hold, trial, target)
-    return _place_left(index, members, config, restrict, hold, trial)
+        target = len(members) if need is None or len(trial.assigned) >= need else need
+        trial = _search(index, members, config, restrict, hold, trial, target)
+    return _place_left(index, members, config, restrict, hold, trial, need or 0)
 
 
 def _place_left(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
-                restrict: BoolArray | None, hold: Hold | None, trial: Trial) -> Trial:
-    """Try the trial's unplaced members again, one by one in member order, while the last
-    pass placed some and members may let others pass once placed (required pod affinity,
-    DoNotSchedule topology spread: the first members placed may be what a member refused
-    before needed). Then no member left unplaced would fit where the trial leaves room, as
-    kube-scheduler requeues a pod on those plugins' pod events and places it. Its `unplaced`
-    and `explanation` are the last pass's."""
-    if not (spread.is_active(members) or any(pod.pod_affinity for pod in members)):
+                restrict: BoolArray | None, hold: Hold | None, trial: Trial,
+                need: int) -> Trial:
+    """Try the trial's unplaced members again, one by one in member order, in passes, when
+    members may let others pass once placed (required pod affinity, DoNotSchedule topology
+    spread: the first members placed may be what a member refused before needed). Each pass
+    tries only the members a member placed since their last try may matter to
+    (`wakes.may_matter`, as for a pod newly counted: the filters of a member nothing placed
+    matters to can only refuse it again), as kube-scheduler requeues a pod on those plugins'
+    assigned-Pod events only when their queueing hints say the pod may now pass; passes end
+    when none is left to try, or when fewer than `need` members could then be placed (the
+    placed ones and those some member may matter to; `need` 0: never). Then no member left
+    unplaced would fit where the trial leaves room (but when `need` is out of reach). Its
+    `unplaced` are in member order and its `explanation` is that of the first of them on what
+    the trial leaves.
+
+    Cost: one filter evaluation per member tried, so about twice the members when each pass
+    places one (a chain of members each needing the next), instead of a pass over every
+    member left per member placed.
+    """
+    if not trial.unplaced or not (spread.is_active(members)
+                                  or any(pod.pod_affinity for pod in members)):
         return trial
-    while trial.unplaced and trial.assigned:
-        placed, left = len(trial.assigned), trial.unplaced
+    order = {pod.uid: i for i, pod in enumerate(members)}
+    watches = {pod.uid: wakes.watch(pod) for pod in members}
+    everyone = _as_changes(members)
+    helpable = {w: everyone.latest(w, 0) > 0 for w in set(watches.values()) if w is not None}
+    newly = [pod for pod, _ in trial.assigned]
+    explained: PodObserved | None = trial.unplaced[0]
+    while trial.unplaced:
+        retry: list[PodObserved] = []
+        hopeful = sum(1 for pod in trial.unplaced
+                      if (w := watches[pod.uid]) is not None and helpable[w])
+        if newly and len(trial.assigned) + hopeful >= need:
+            placed = _as_changes(newly)
+            matters = {w: placed.latest(w, 0) > 0 for w in
+                       {watches[pod.uid] for pod in trial.unplaced} if w is not None}
+            retry = [pod for pod in trial.unplaced
+                     if (w := watches[pod.uid]) is not None and matters[w]]
+        if not retry:
+            if trial.unplaced[0] is explained:
+                break
+            retry = [trial.unplaced[0]]  # explain the first one left on what is left now
+        tried = {pod.uid for pod in retry}
+        kept = [pod for pod in trial.unplaced if pod.uid not in tried]
+        start = len(trial.assigned)
         trial.unplaced, trial.explanation = [], None
-        _one_by_one(index, left, config, restrict, hold, trial)
-        if len(trial.assigned) == placed:
-            break
+        _one_by_one(index, retry, config, restrict, hold, trial)
+        newly = [pod for pod, _ in trial.assigned[start:]]
+        explained = trial.unplaced[0] if trial.unplaced else None
+        trial.unplaced = sorted(kept + trial.unplaced, key=lambda pod: order[pod.uid])
     return trial
+
+
+def _as_changes(pods: list[PodObserved]) -> wakes.Changes:
+    """`pods` as pods newly counted, looked up by label (`wakes.Changes`)."""
+    return wakes.Changes([CountedChange(pod.uid, i + 1, pod.namespace, pod.labels)
+                          for i, pod in enumerate(pods)])
 
 
 def is_uniform(members: list[PodObserved], is_affine: bool = False) -> bool:

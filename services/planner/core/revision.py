@@ -108,7 +108,10 @@ longer depend on where plan points fall; a pod newly counted is judged on the la
 with (relabelled before the round, it still wakes); a pod wakes a gang only as kube-scheduler's
 queueing hints queue it: matching all of a member's required affinity terms (relabelled: not all
 before, all now), or relabelled so that a DoNotSchedule selector's match changes ("A pod that may
-satisfy a waiting gang wakes it")."""
+satisfy a waiting gang wakes it"); after the whole-gang search, a pass over the members left tries
+only those a member placed since may matter to (as a wake judges a pod newly counted), and none is
+made once quorum is out of reach: the reason of such a gang counts the members one by one or the
+search placed ("Every member that fits joins the quorum")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.contracts.decisions import Placement, Rejection
-from services.planner.core import placement
-from tests.unit.planner.builders import PodGroupBuilder, make_podgroup
+from services.planner.core import affinity, placement
+from tests.unit.planner.builders import PodGroupBuilder, make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster
 from tests.unit.planner.test_search_properties import (
     CONFIG,
@@ -157,3 +157,67 @@ def test_a_member_refused_before_later_members_spread_is_tried_again():
     assert told == [(["g-2", "g-3", "g-4"], (
         "gang default/g: minMember 2 reached; 3 more member(s) do not fit; 0/2 nodes are "
         "available: 2 Insufficient cpu."))]
+
+
+HOST = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def _chain_cluster(n, min_member, unplaceable):
+    """Gang g of `n` chained members (g-i, labelled step=i, needs a pod labelled step=i+1 in its
+    zone; the last needs none), and, `unplaceable`, g-zzzz, which fits nowhere; on 20 nodes in
+    10 zones, room for all. One by one places the last member only; each pass after it can
+    place one more."""
+    nodes = [make_node(f"n{i:02d}").capacity(cpu_milli=64_000)
+             .labels(**{HOST: f"n{i:02d}", ZONE: f"z{i % 10}"}) for i in range(20)]
+    items = [make_podgroup("g", min_member)]
+    for i in range(n):
+        pod = make_pod(f"g-{i:02d}").requests(cpu_milli=10).in_group("g").labelled(step=str(i))
+        items.append(pod.pod_affinity(ZONE, step=str(i + 1)) if i < n - 1 else pod)
+    if unplaceable:
+        items.append(make_pod("g-zzzz").requests(cpu_milli=10**6).in_group("g"))
+    return Cluster().observe(*nodes, *items)
+
+
+def _counting_filters(monkeypatch):
+    """The members the affinity filter judges, in order (one evaluation over every node each)."""
+    judged = []
+    verdicts = affinity.Gate.verdicts
+    monkeypatch.setattr(affinity.Gate, "verdicts",
+                        lambda gate, pod: judged.append(pod.name) or verdicts(gate, pod))
+    return judged
+
+
+def test_passes_try_only_the_members_a_member_placed_may_matter_to(monkeypatch):
+    """A chain of 40: one by one judges all 40 and places g-39; each pass then tries only the
+    member the last one placed may matter to (g-38, then g-37, ...): 40 + 39 judgements, not a
+    pass over every member left per member placed (820 before)."""
+    judged = _counting_filters(monkeypatch)
+    [placed] = [d for d in _chain_cluster(40, 40, False).plan() if isinstance(d, Placement)]
+    assert len(placed.members) == 40
+    assert judged == [f"g-{i:02d}" for i in range(40)] + [f"g-{i:02d}" for i in range(38, -1, -1)]
+
+
+def test_a_member_nothing_placed_matters_to_is_explained_on_what_is_left(monkeypatch):
+    """The chain of 40 reaches minMember 40; g-zzzz, which nothing placed matters to, is never
+    tried in a pass, but told with its own reason (one by one explained g-00 first)."""
+    judged = _counting_filters(monkeypatch)
+    cluster = _chain_cluster(40, 40, True)
+    placed, told = placed_and_told(cluster.plan())
+    assert len(placed) == 40
+    assert told == [(["g-zzzz"], (
+        "gang default/g: minMember 40 reached; 1 more member(s) do not fit; 0/20 nodes are "
+        "available: 20 Insufficient cpu."))]
+    assert len(judged) == 41 + 39
+
+
+def test_no_pass_is_made_when_quorum_is_out_of_reach(monkeypatch):
+    """minMember 41 needs g-zzzz, which fits nowhere and nothing placed could help: passes
+    could place at most 40, so none is made; the reason counts what one by one placed."""
+    judged = _counting_filters(monkeypatch)
+    cluster = _chain_cluster(40, 41, True)
+    assert [d for d in cluster.plan() if isinstance(d, Placement)] == []
+    assert cluster.last_reason("default/g") == (
+        "gang default/g: 1 of 41 members fit; 0/20 nodes are available: 20 node(s) didn't "
+        "match pod affinity rules.")
+    assert len(judged) == 41
