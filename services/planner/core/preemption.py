@@ -23,11 +23,11 @@ one pod on one node:
   disruptions taken by the units in `MoreImportantPod` order, so a unit violates when more
   important ones used them up), then the others, each by `MoreImportantPod` (highest
   priority, then earliest `status.startTime`), then largest first.
-- Candidate sets: that reprieve over every unit at once (a gang may need several nodes); per
-  node, as kube-scheduler dry-runs each node, that reprieve over the units bound there alone
-  (at most `MAX_NODE_TRIALS` nodes), and one without regard to budgets, highest priority then
-  smallest first (fewest victims left; the choice counts each set's violations, so it wins
-  only with no more of them); and every single unit that suffices alone.
+- Candidate sets: that reprieve over every unit at once (a gang may need several nodes), and
+  one without regard to budgets, highest priority then smallest first (fewest victims left;
+  the choice counts each set's violations, so it wins only with no more of them); per node,
+  as kube-scheduler dry-runs each node, both reprieves over the units bound there alone (at
+  most `MAX_NODE_TRIALS` nodes); and every single unit that suffices alone.
 - Choice (`pickOneNodeForPreemption`, over those sets rather than nodes): prefer fewest PDB
   violations (counted on the set itself), then the lowest highest victim priority, fewest
   victims, least preempted capacity (requests as shares of the nodes' allocatable), then the
@@ -225,8 +225,8 @@ def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudg
     fit even with every unit gone (nothing is evicted), or there is nothing to evict. A choice
     without units: it fits as it is (`fits` may see room other evictions are freeing).
 
-    Leaves `index` as it found it. Cost: one `fits` per unit to reprieve, plus at most
-    `MAX_SINGLE_TRIALS` more.
+    Leaves `index` as it found it. Cost: two `fits` per unit to reprieve (the reprieve over
+    every unit is made in both orders), plus at most `MAX_SINGLE_TRIALS` more.
     """
     if not units:
         return None
@@ -237,14 +237,19 @@ def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudg
     by_key = {unit.key: unit for unit in units}
     try:
         _set_removed(index, by_key, removed, set(by_key))
-        assigned = fits()
-        if assigned is None:
+        all_gone = fits()
+        if all_gone is None:
             return None
-        victims, assigned = _reprieve(index, by_key, removed, set(by_key), assigned, fits,
+        victims, assigned = _reprieve(index, by_key, removed, set(by_key), all_gone, fits,
                                       book, _importance)
         if not victims:
             return Choice([], assigned)  # fits once other preemptors' victims have left
         options = [_choice(book, [by_key[k] for k in sorted(victims)], assigned)]
+        everything = set(by_key)  # and smallest first, as node by node (the cost decides)
+        _set_removed(index, by_key, removed, everything)
+        kept, placed = _reprieve(index, by_key, removed, everything, all_gone, fits, None,
+                                 _fewest)
+        options.append(_choice(book, [by_key[k] for k in sorted(kept)], placed))
         for row in _nodes(units)[:MAX_NODE_TRIALS]:
             local = {unit.key for unit in units if row in _rows(unit)}
             _set_removed(index, by_key, removed, local)

@@ -111,7 +111,10 @@ before, all now), or relabelled so that a DoNotSchedule selector's match changes
 satisfy a waiting gang wakes it"); after the whole-gang search, a pass over the members left tries
 only those a member placed since may matter to (as a wake judges a pod newly counted), and none is
 made once quorum is out of reach: the reason of such a gang counts the members one by one or the
-search placed ("Every member that fits joins the quorum")."""
+search placed ("Every member that fits joins the quorum"); preemption's reprieve over every
+candidate unit at once is also made highest priority then smallest first, without budget bias, as
+per node, and the choice's order picks between them (a spread gang evicted three pods of the
+highest priority where two sufficed)."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

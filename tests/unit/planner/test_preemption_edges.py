@@ -16,6 +16,7 @@ from services.planner.core.state import decode_state, encode_state
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster, assert_index_is_a_rebuild, recorded, replay
 
+ZONE = "topology.kubernetes.io/zone"
 
 def _nodes(cluster: Cluster, count: int, cpu_milli: int = 4000) -> Cluster:
     return cluster.observe(*[make_node(f"n{i}").capacity(cpu_milli=cpu_milli)
@@ -289,3 +290,45 @@ def test_a_nomination_whose_victims_left_but_whose_room_was_taken_says_so() -> N
     assert cluster.last_reason(high).endswith(
         f"; the pods preempted for it left (decision {first.id}) and it does not fit yet; the "
         "nodes are held for this gang until 1970-01-01T00:02:00Z")
+
+
+SPREAD_LOW = {"low0": (3000, 10, "n1"), "low1": (1000, 0, "n1"), "low2": (2000, 10, "n0"),
+              "low3": (3000, 10, "n2")}
+"""Lower-priority pods filling three 4-cpu nodes: cpu (milli), priority, node."""
+
+
+def _spread_preemptor(low: dict[str, tuple[int, int, str]],
+                      config: PlannerConfig | None = None) -> Cluster:
+    """Gang h (priority 100, minMember 3, every member zone-spread maxSkew 1; h-1 asks for a
+    pool no node is in) on n0 and n2 in zone a and n1 in zone b, full of the `low` pods."""
+    nodes = [make_node(name).capacity(cpu_milli=4000).labels(**{ZONE: zone, "pool": "f"})
+             for name, zone in (("n0", "a"), ("n1", "b"), ("n2", "a"))]
+    pods = [make_pod(name).requests(cpu_milli=cpu).priority(priority).labelled(app="low")
+            .on_node(node) for name, (cpu, priority, node) in sorted(low.items())]
+
+    def member(name: str, cpu: int, pool: str | None = None) -> object:
+        pod = (make_pod(name).requests(cpu_milli=cpu).priority(100).in_group("h")
+               .labelled(app="h").spread(ZONE, max_skew=1))
+        return pod.selector(pool=pool) if pool else pod
+    gang = [make_podgroup("h", 3), member("h-0", 4000), member("h-1", 4000, "v"),
+            member("h-2", 4000, "f"), member("h-3", 3000), member("h-4", 500)]
+    return Cluster(config).observe(*nodes, *pods, *gang)
+
+
+def test_a_spread_gang_evicts_two_pods_where_two_suffice() -> None:
+    """The reprieve in importance order gives low0 back first (the gang still fits, a later
+    pass placing h-2), and then needs low1, low2 and low3: three victims of the highest
+    priority 10. The reprieve smallest first, made over every unit too, keeps low2 and low1:
+    two victims at the same highest priority, which the choice's order (fewest victims
+    after violations and highest priority, as `pickOneNodeForPreemption`) prefers."""
+    [preemption] = _preemptions(_spread_preemptor(SPREAD_LOW).plan())
+    assert sorted(v.name for v in preemption.victims) == ["low0", "low3"]
+    assert sorted((m.name, m.node) for m in preemption.nominated) == [
+        ("h-0", "n2"), ("h-3", "n1"), ("h-4", "n0")]
+
+
+def test_the_gang_fits_once_those_two_are_gone() -> None:
+    left = {name: pod for name, pod in SPREAD_LOW.items() if name not in ("low0", "low3")}
+    decisions = _spread_preemptor(left, PlannerConfig(preemption=False)).plan()
+    assert [sorted((m.name, m.node) for m in d.members) for d in decisions
+            if isinstance(d, Placement)] == [[("h-0", "n2"), ("h-3", "n1"), ("h-4", "n0")]]
