@@ -499,7 +499,8 @@ def place_preferring_domain(index: NodeIndex, members: list[PodObserved], config
     domains = index.domains(config.topology_key)
     if len(members) > 1 or bound_rows:
         for _, mask in _domain_order(index, domains, bound_rows, config):
-            trial = place(index, members, config, restrict=mask, hold=hold)
+            trial = place(index, members, config, restrict=mask, hold=hold,
+                          need=len(members))  # all or none here: no pass once out of reach
             if not trial.unplaced:
                 return trial
             trial.rollback()
