@@ -230,7 +230,7 @@ def _place_left(index: NodeIndex, members: list[PodObserved], config: PlannerCon
 
 def _as_changes(pods: list[PodObserved]) -> wakes.Changes:
     """`pods` as pods newly counted, looked up by label (`wakes.Changes`)."""
-    return wakes.Changes([CountedChange(pod.uid, i + 1, pod.namespace, pod.labels)
+    return wakes.Changes([CountedChange(pod.uid, None, i + 1, pod.namespace, pod.labels)
                           for i, pod in enumerate(pods)])
 
 

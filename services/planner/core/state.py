@@ -87,13 +87,15 @@ class CountedChange(msgspec.Struct, frozen=True):
     Shapes: `uid` the pod's; `at` the moment it happened (`next_moment`); `namespace` and
     `labels` the pod's as this change left them (a later relabel is a change of its own, as
     kube-scheduler judges each Pod event on the object it carries); `was` its labels before
-    for a relabelled pod, None for a newly counted one."""
+    for a relabelled pod, None for a newly counted one. A change a snapshot of core revision 32
+    or before holds has only `uid` and `was` (`namespace` ""): `wakes` reads the pod as it is
+    then, as those revisions did."""
 
     uid: str
-    at: int
-    namespace: str
-    labels: dict[str, str]
     was: dict[str, str] | None = None
+    at: int = 0
+    namespace: str = ""
+    labels: dict[str, str] = {}
 
 
 class RejectionMemo(msgspec.Struct, frozen=True):
@@ -256,8 +258,8 @@ def count_change(state: PlannerState, pod: PodObserved,
     """Record that `pod` was newly counted on a node (`was` None) or, counted, relabelled from
     `was` (`PlannerState.counted_changes`), as it is now."""
     state.counted_changes.append(CountedChange(
-        pod.uid, next_moment(state), pod.namespace, dict(pod.labels),
-        None if was is None else dict(was)))
+        pod.uid, None if was is None else dict(was), next_moment(state), pod.namespace,
+        dict(pod.labels)))
 
 
 def snapshot_fields(state: PlannerState) -> dict[str, object]:

@@ -33,7 +33,7 @@ from services.planner.core import backoff
 from services.planner.core.config import PlannerConfig
 from services.planner.core.indexes import Derived
 from services.planner.core.pod_lookup import Pair, Selector, selector_anchors
-from services.planner.core.state import CountedChange, PlannerState
+from services.planner.core.state import CountedChange, PlannerState, next_moment
 
 Watch = tuple[str, tuple[PodAffinityTerm, ...], tuple[PodAffinityTerm, ...], tuple[Spread, ...]]
 """What a pending member's wake depends on: its namespace, required affinity and anti-affinity
@@ -80,7 +80,7 @@ class Changes:
     """Changes to counted pods looked up by label, so that matching a gang costs what its
     selectors may match, not every change (as `pod_lookup` does for the filter).
 
-    Shapes: `changes` in the order they happened (so by moment); `by_namespace[ns]` their
+    Shapes: `changes` in the order they happened; `by_namespace[ns]` their
     indexes in `changes`; `now[(ns, label)]` the indexes of those carrying `label` as they
     left it, `before[(ns, label)]` of the relabelled ones that carried it before.
     """
@@ -132,13 +132,23 @@ class Changes:
     def latest(self, wanted: Watch, after: int) -> int:
         """The moment of the latest change after moment `after` that may matter to `wanted`
         (`may_matter`), or `after` when none does."""
-        for i in sorted(self.candidates(wanted), reverse=True):
-            change = self.changes[i]
+        changes = self.changes
+        for i in sorted(self.candidates(wanted), key=lambda i: changes[i].at, reverse=True):
+            change = changes[i]
             if change.at <= after:
                 break
             if may_matter(wanted, change.namespace, change.labels, change.was):
                 return change.at
         return after
+
+
+def _read_now(state: PlannerState, change: CountedChange) -> CountedChange:
+    """A change a snapshot of core revision 32 or before holds (no namespace nor labels), with
+    the pod's as they are now (as those revisions judged it; a pod gone matches nothing), at
+    the moment now: after every attempt those revisions' rounds made."""
+    pod = state.pods.get(change.uid)
+    namespace, labels = (pod.namespace, pod.labels) if pod is not None else ("", {})
+    return CountedChange(change.uid, change.was, next_moment(state), namespace, dict(labels))
 
 
 def _namespaces(term: PodAffinityTerm) -> Iterable[str] | None:
@@ -159,7 +169,8 @@ def wake(state: PlannerState, current: Derived, config: PlannerConfig) -> list[s
     if not changes:
         return []
     state.counted_changes = []
-    changed = Changes(changes)
+    changed = Changes([change if change.namespace else _read_now(state, change)
+                       for change in changes])
     woken = []
     for key, uids in current.pending.items():
         group = state.groups.get(key)

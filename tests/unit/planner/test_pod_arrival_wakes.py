@@ -13,6 +13,7 @@ import msgspec
 
 from services.contracts.decisions import Placement
 from services.planner.core import backoff, wakes
+from services.planner.core.state import decode_state, encode_state
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup, pod_uid
 from tests.unit.planner.harness import Cluster, recorded
 from tests.unit.planner.test_properties import replay_through_snapshots
@@ -398,3 +399,16 @@ def test_waking_looks_at_the_changes_a_gang_may_match_only(monkeypatch):
     cluster.plan()
     assert [g for g in range(20) if cluster.state.groups[f"default/g{g}"].woken_at] == [3]
     assert calls == [{"job": "g3"}]
+
+
+def test_a_change_a_revision_32_snapshot_holds_still_wakes_the_gang():
+    """A snapshot of core 32 holds changes as `{uid, was}` only: restored, the change is read
+    with the pod as it is then, and wakes the gang as it did."""
+    cluster = backed_off(*near_db())
+    cluster.advance(5)
+    cluster.observe(db())
+    snapshot = msgspec.json.decode(encode_state(cluster.state))
+    snapshot["counted_changes"] = [{"uid": pod_uid("db"), "was": None}]
+    cluster.state = decode_state(msgspec.json.encode(snapshot))
+    assert [(p.at_ms, {m.node for m in p.members}) for p in placements(cluster.plan())] == [
+        (T + 5_000, {"n1"})]
