@@ -166,9 +166,10 @@ def place(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
     gang reserves, already taken from `index.free`, used only to explain a failure.
     """
     trial = _one_by_one(index, members, config, restrict, hold)
-    if not (not trial.unplaced or config.search_budget_steps == 0
-            or (is_uniform(members, affinity.is_active(index, members))
-                and not _is_storage_mutual(index, members))):
+    is_searched = (bool(trial.unplaced) and config.search_budget_steps != 0
+                   and not (is_uniform(members, affinity.is_active(index, members))
+                            and not _is_storage_mutual(index, members)))
+    if is_searched:
         target = len(members) if need is None or len(trial.assigned) >= need else need
         trial = _search(index, members, config, restrict, hold, trial, target)
     return _place_left(index, members, config, restrict, hold, trial, need or 0)
