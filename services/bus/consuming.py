@@ -6,10 +6,16 @@ the caller's behalf. Never creates a stream: a consumer whose stream is gone (th
 lost, or the stream deleted) waits for it with a pause doubling up to `MAX_RETRY_SECONDS`, says
 so once and then every tenth time (`services.runtime.unreachable`), and holds its service's
 readiness down meanwhile; a consumer whose caller tracks positions in the stream (the planner)
-raises `StreamGone` instead (docs/design-notes.md, "NATS store lost"). A stream deleted and made
-anew under the same name (told by its creation time, `reading.identity`) starts its sequences
-again: a consumer reads it from its start, as its positions in the old one mean nothing there,
-and one whose caller tracks positions raises `StreamRecreated`.
+raises `StreamGone` instead (docs/design-notes.md, "NATS store lost"). A stream of another
+creation time (`reading.identity`) under the same name was deleted and made anew, or restored
+from a backup: the consumer looks at its content, the message at the position it read up to
+(`reading.Landmark`, `reading.holding`). The same message there (a restored stream) keeps the
+positions; another one, or none, means they belong to another stream: the consumer reads it
+from its start, and one whose caller tracks positions raises `StreamRecreated`. That is
+checked when the consumer is opened or recreated (after it exists, so a stream made anew in
+between is seen), and, for a caller that tracks positions, when a delivery comes at or below
+the position it read up to (a stream restored with its durable consumer from an older backup
+delivers again from the backup's position).
 """
 
 from __future__ import annotations
@@ -181,6 +187,9 @@ class PullConsumer:
         """Whether it started from a position of the caller's (`start_seq` above 1)."""
         self._created: str | None = None
         """The identity of the stream its positions belong to (`reading.identity`)."""
+        self._landmark: reading.Landmark | None = None
+        """The message at the highest position delivered (or the caller's, `open(landmark=)`):
+        what tells whether a stream of another identity holds the same messages."""
 
     @property
     def durable(self) -> str:
@@ -212,6 +221,7 @@ class PullConsumer:
         ready: ReadyHold | None = None,
         stream_loss_fatal: bool = False,
         stream_created: str | None = None,
+        landmark: reading.Landmark | None = None,
     ) -> PullConsumer:
         """Create (or reuse) the durable consumer and bind a pull subscription to it.
 
@@ -232,15 +242,19 @@ class PullConsumer:
         `stream_loss_fatal`: for a caller that tracks positions in the stream (the planner): a
         stream gone after the consumer had a position (it delivered a message, or started from
         `start_seq` above 1) makes `fetch` raise `StreamGone` instead of waiting for it, and
-        a stream made anew under its name (another identity) makes it raise `StreamRecreated`.
+        a stream of another identity that does not hold its position's message makes it raise
+        `StreamRecreated` (module docstring).
         `stream_created`: the identity (`reading.identity`) of the stream the caller's
         `start_seq` belongs to (the planner's database); None: the stream's when it opens.
+        `landmark`: the message the caller had at its position (the planner's last applied
+        event, at `start_seq - 1`), compared when the stream's identity differs.
         Units: `ack_wait_seconds`, `check_interval_seconds` in seconds.
         Raises:
             NotFound: no such stream. BusRefused: NATS refused the consumer.
             BusUnavailable: NATS could not be reached.
             StreamRecreated: `stream_loss_fatal`, `start_seq` above 1, and the stream is not
-                the one of `stream_created` (made anew since the caller checked it).
+                the one of `stream_created` and does not hold `landmark` (made anew since the
+                caller checked it).
         """
         several = not isinstance(filter_subject, str) and len(filter_subject) > 1
         config = ConsumerConfig(
@@ -262,12 +276,14 @@ class PullConsumer:
         consumer._stream_loss_fatal = stream_loss_fatal
         consumer._positioned = start_seq is not None and start_seq > 1
         consumer._created = stream_created
+        consumer._landmark = landmark
         with transience.bus_errors(f"opening consumer {durable} on {stream}"):
             await consumer._create(start_seq,
                                    replace=start_seq is not None and not start_seq_if_new)
             # after the consumer exists: a stream made anew before then is seen here, one
             # made anew later takes the consumer with the old one (`_recreate` sees it)
-            consumer._same_stream(await consumer._js.stream_info(stream))
+            if not await consumer._verify(await consumer._js.stream_info(stream)):
+                await consumer._create(None, replace=True)
         return consumer
 
     @cancellation.guarded
@@ -277,12 +293,16 @@ class PullConsumer:
         Shapes: deliveries in the order NATS sent them (stream order, redeliveries first);
         `[]` on timeout or while NATS is unavailable. A consumer that vanished (deleted, or
         lost with a memory store) is recreated from the first unacknowledged sequence seen;
-        one whose stream is gone waits for it (`[]` after a pause; module docstring).
+        one whose stream is gone waits for it (`[]` after a pause; module docstring). Opened
+        with `stream_loss_fatal`, a batch holding a sequence at or below the highest one
+        delivered before has the stream's content checked first (`[]` when NATS cannot say
+        now: the next fetch checks again before it consumes).
         Raises:
             StreamGone: the stream is gone and the consumer had a position in it, when opened
                 with `stream_loss_fatal`.
-            StreamRecreated: the stream was made anew and the consumer had a position in the
-                old one, when opened with `stream_loss_fatal`.
+            StreamRecreated: the stream was made anew, the consumer had a position in the
+                old one and the new one does not hold its message, when opened with
+                `stream_loss_fatal`.
             CancelledError: when cancelled, also when nats-py lost the cancellation
                 (`cancellation`); what was fetched then is redelivered after the ack wait.
         """
@@ -302,6 +322,8 @@ class PullConsumer:
             await self._recover(error, timeout_seconds)
             return []
         self._consuming()
+        if self._stepped_back(messages) and not await self._recheck():
+            return []  # a redelivery, or a stream restored from an older backup: checked
         return [self._delivery(message) for message in messages]
 
     async def check_config(self) -> list[str]:
@@ -329,7 +351,7 @@ class PullConsumer:
             info = await self._js.consumer_info(self._stream, self.durable)
             if not differences(self._config, info.config):
                 return found
-        resume = min(self._unsettled, default=self._highest_delivered + 1)
+        resume = self._resume_seq()
         log.error("consumer %s/%s could not be updated back; recreating it from seq %d",
                   self._stream, self.durable, resume)
         await self._create(resume if self._highest_delivered else None, replace=True)
@@ -355,6 +377,11 @@ class PullConsumer:
         hold this consumer set goes with it: the service's next consumer sets its own (a
         closed consumer's hold kept its service not ready for good)."""
         self._release()
+        await self._unbind()
+
+    async def _unbind(self) -> None:
+        """Unsubscribe (the next `fetch` binds again through `_recreate`, which checks the
+        stream first); the readiness hold stays."""
         if self._subscription is not None:
             with contextlib.suppress(nats.errors.Error):
                 await self._subscription.unsubscribe()
@@ -368,11 +395,21 @@ class PullConsumer:
         else:
             self._unsettled.discard(seq)
 
+    def _stepped_back(self, messages: list[Msg]) -> bool:
+        """Whether, opened with `stream_loss_fatal`, `messages` hold a sequence at or below the
+        position read up to (`_landmark`, before they move it)."""
+        if not self._stream_loss_fatal or self._landmark is None:
+            return False
+        upto = self._landmark.seq
+        return any(ack_reply.parse(message.reply).stream_seq <= upto for message in messages)
+
     def _delivery(self, message: Msg) -> Delivery:
         """Wrap a nats-py message, tracking it as unsettled."""
         delivered = ack_reply.parse(message.reply)
         seq = delivered.stream_seq
         self._unsettled.add(seq)
+        if seq >= self._highest_delivered:
+            self._landmark = reading.Landmark(seq, message.subject, message.data)
         self._highest_delivered = max(self._highest_delivered, seq)
         return Delivery(
             seq=seq,
@@ -403,39 +440,72 @@ class PullConsumer:
                         error, _times(count))
         await asyncio.sleep(timeout_seconds)
 
+    def _resume_seq(self) -> int:
+        """Where a recreated consumer delivers from: the first unsettled sequence delivered,
+        else the one after the highest delivered."""
+        return min(self._unsettled, default=self._highest_delivered + 1)
+
     async def _recreate(self) -> None:
-        """The consumer is not on the server: recreate it from the first unacknowledged
-        sequence seen, or from the stream's start when the stream is another one made anew
-        under its name (`_same_stream`). Its stream gone, or NATS refusing it, it is held not
-        ready, said at the first failure of a kind and every tenth, and tried again after a
-        pause that doubles up to `MAX_RETRY_SECONDS`.
+        """The consumer is not on the server (or not bound since a check failed): recreate it
+        from the first unacknowledged sequence seen, then check its stream (`_verify`: after
+        the consumer exists, so a stream made anew in between is seen too); one that does not
+        hold the positions' messages is read from its start. Its stream gone, or NATS refusing
+        or failing to answer, it is left unbound and held not ready, said at the first failure
+        of a kind and every tenth, and tried again after a pause that doubles up to
+        `MAX_RETRY_SECONDS`: nothing is consumed before the check was made.
 
         Raises:
             StreamGone: the stream is gone, the consumer had a position in it, and it was
                 opened with `stream_loss_fatal`.
-            StreamRecreated: as `_same_stream`.
+            StreamRecreated: as `_verify`.
         """
-        try:
-            self._same_stream(await self._js.stream_info(self._stream))
-        except nats.js.errors.NotFoundError as gone:
-            await self._wait_for_stream(gone)
-            return
-        except transience.FETCH_ERRORS:
-            pass  # NATS cannot say now: recreating the consumer fails and is retried
-        resume = min(self._unsettled, default=self._highest_delivered + 1)
+        resume = self._resume_seq()
         try:
             await self._create(resume if self._highest_delivered else None, replace=False)
+            if not await self._verify(await self._js.stream_info(self._stream)):
+                resume = 1
+                await self._create(None, replace=True)
+        except nats.js.errors.NotFoundError as gone:
+            await self._unbind()
+            await self._wait_for_stream(gone)
+            return
         except transience.FETCH_ERRORS as error:
-            self._hold(f"consumer {self.durable}: not recreated")
-            count = self._failures.count(f"create:{type(error).__name__}")
-            if count is not None:
-                log.warning("consumer %s/%s vanished and cannot be recreated from seq %d "
-                            "(%r); retrying in %gs%s", self._stream, self.durable, resume,
-                            error, self._retry_seconds, _times(count))
-            await self._pause()
+            await self._unchecked(error, f"consumer {self.durable}: not recreated",
+                                  f"vanished and cannot be recreated from seq {resume}")
             return
         log.warning("consumer %s/%s vanished; recreated it from seq %d",
                     self._stream, self.durable, resume)
+
+    async def _recheck(self) -> bool:
+        """A delivery came at or below the highest position delivered before: check that the
+        stream still holds the message there (`_verify`). Shapes: True when it does; False
+        when NATS could not say (the consumer is left unbound: the next `fetch` recreates and
+        checks it before consuming anything).
+
+        Raises:
+            StreamGone, StreamRecreated: as `_recreate`.
+        """
+        try:
+            return await self._verify(await self._js.stream_info(self._stream))
+        except nats.js.errors.NotFoundError as gone:
+            await self._unbind()
+            await self._wait_for_stream(gone)
+        except transience.FETCH_ERRORS as error:
+            await self._unchecked(error, f"consumer {self.durable}: stream not checked",
+                                  "delivered at or below its position again and its stream "
+                                  "cannot be checked")
+        return False
+
+    async def _unchecked(self, error: BaseException, reason: str, what: str) -> None:
+        """Its stream could not be checked (`error`): unbind, hold the readiness down for
+        `reason`, say `what` happened (first of a kind, then every tenth) and pause."""
+        await self._unbind()
+        self._hold(reason)
+        count = self._failures.count(f"{reason}:{type(error).__name__}")
+        if count is not None:
+            log.warning("consumer %s/%s %s (%r); retrying in %gs%s", self._stream, self.durable,
+                        what, error, self._retry_seconds, _times(count))
+        await self._pause()
 
     async def _wait_for_stream(self, gone: nats.js.errors.NotFoundError) -> None:
         """The stream is gone: hold the readiness down, say so (first, then every tenth
@@ -458,28 +528,52 @@ class PullConsumer:
                         self._stream, self.durable, self._retry_seconds, _times(count))
         await self._pause()
 
-    def _same_stream(self, info: StreamInfo) -> None:
-        """Note the identity of the stream (`info`, its server's answer now). Another than the
-        one the consumer's positions belong to (a stream deleted and made anew under its
-        name) holds other messages at those positions: the consumer forgets them and reads it
-        from its start (said once), unless its caller tracks positions in it.
+    async def _verify(self, info: StreamInfo) -> bool:
+        """Whether the stream (`info`, its server's answer now) holds the messages the
+        consumer's positions belong to. Its identity (`reading.identity`) the one noted, or
+        no position yet: yes, without looking further. Another identity (a stream deleted
+        and made anew, or restored from a backup): the message at the position read up to
+        (`_landmark`) decides, `reading.holding`; the same one there, the new identity is
+        noted and the positions kept (said once, INFO); else the consumer forgets them (said
+        once) and the caller reads the stream from its start, unless it tracks positions.
+        Shapes: True when the positions hold, False when they were forgotten.
 
         Raises:
-            StreamRecreated: the consumer had a position in the old stream and was opened
-                with `stream_loss_fatal`.
+            StreamRecreated: the positions do not hold and the consumer was opened with
+                `stream_loss_fatal` with a position.
+            the nats-py errors of a lookup by sequence (`reading.holding`).
         """
-        created = reading.identity(info)
-        if created is None:
-            return
-        was = self._created
-        if was is not None and created != was:
-            if self._tracks_positions():
-                raise StreamRecreated(self._stream, was, created)
-            log.warning("stream %s was created anew at %s (the one consumer %s read was "
-                        "created at %s): reading it from its start", self._stream, created,
-                        self.durable, was)
-            self._forget_positions()
+        created, was = reading.identity(info), self._created
+        if created is None or created == was or was is None or not (
+                self._highest_delivered or self._positioned):
+            self._created = created or was
+            return True
+        state = reading.state_of(info)
+        found = await reading.holding(self._js, self._stream, self._landmark, state)
+        if found is reading.Holding.SAME:
+            assert self._landmark is not None
+            log.info("stream %s was created anew at %s (restored from a backup?) and holds the "
+                     "message consumer %s read at seq %d in the one created at %s: going on",
+                     self._stream, created, self.durable, self._landmark.seq, was)
+            self._created = created
+            return True
+        if self._tracks_positions():
+            raise StreamRecreated(self._stream, was, created, seq=self._position(),
+                                  found=found.value, first_seq=state.first_seq,
+                                  last_seq=state.last_seq)
+        log.warning("stream %s was created anew at %s (the one consumer %s read was "
+                    "created at %s): reading it from its start", self._stream, created,
+                    self.durable, was)
+        self._forget_positions()
         self._created = created
+        return False
+
+    def _position(self) -> int:
+        """The sequence the consumer's position is at: its landmark's, else the highest
+        delivered (else the one before the caller's `start_seq`)."""
+        if self._landmark is not None:
+            return self._landmark.seq
+        return self._highest_delivered or max((self._config.opt_start_seq or 1) - 1, 0)
 
     def _tracks_positions(self) -> bool:
         """Whether losing the stream loses the caller's positions: opened with
@@ -491,6 +585,7 @@ class PullConsumer:
         (a stream made anew holds other messages at the positions seen)."""
         self._highest_delivered = 0
         self._unsettled.clear()
+        self._landmark = None
         self._positioned = False
         self._config.deliver_policy = DeliverPolicy.ALL
         self._config.opt_start_seq = None

@@ -44,11 +44,26 @@ class StreamGone(NotFound):
 
 class StreamRecreated(Exception):
     """A stream a consumer had read from was deleted and created anew under the same name (its
-    creation time, `reading.identity`, differs), and its consumer's caller tracks positions in
-    it (`PullConsumer.open(stream_loss_fatal=True)`): the new stream holds other messages at
-    those positions. `was` and `now` are the two identities."""
+    creation time, `reading.identity`, differs), and does not hold the message the consumer's
+    position belongs to, while its caller tracks positions in it (`PullConsumer.open(
+    stream_loss_fatal=True)`): reading on from them would skip or misread messages.
 
-    def __init__(self, stream: str, was: str, now: str) -> None:
-        super().__init__(f"stream {stream} was created anew at {now}; the one read from was "
-                         f"created at {was}")
-        self.stream, self.was, self.now = stream, was, now
+    Shapes: `was` and `now` the two identities (`now` None when the server did not say);
+    `seq` the position checked (the landmark's sequence); `found` what the stream holds there,
+    the value of a `reading.Holding` other than "same": "other" (another message), "ends_before"
+    (the stream ends at `last_seq`, before `seq`) or "removed" (retention removed it, the
+    stream starting at `first_seq`, or no message was recorded to compare: only the creation
+    time could tell).
+    """
+
+    def __init__(self, stream: str, was: str, now: str | None, *, seq: int, found: str,
+                 first_seq: int, last_seq: int) -> None:
+        there = {
+            "other": f"holds another message at seq {seq}",
+            "ends_before": f"ends at seq {last_seq}, before seq {seq}",
+        }.get(found, f"no longer holds seq {seq} (it starts at seq {first_seq})"
+              if first_seq > seq else f"holds seq {seq}, with nothing recorded to compare")
+        super().__init__(f"stream {stream} was created anew at {now} and {there}, the "
+                         f"position read up to in the one created at {was}")
+        self.stream, self.was, self.now, self.seq = stream, was, now, seq
+        self.found, self.first_seq, self.last_seq = found, first_seq, last_seq

@@ -14,6 +14,7 @@ consumers of the planner and the binder.
 from __future__ import annotations
 
 import contextlib
+import enum
 import logging
 import secrets
 from collections.abc import AsyncIterator
@@ -79,6 +80,12 @@ def identity(info: StreamInfo) -> str | None:
     return info.created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def state_of(info: StreamInfo) -> StreamState:
+    """The extent and identity of a stream as the server's `info` tells them."""
+    return StreamState(info.state.messages, info.state.first_seq, info.state.last_seq,
+                       identity(info))
+
+
 @cancellation.guarded
 async def stream_state(js: JetStream, stream: str) -> StreamState:
     """The stream's current extent.
@@ -88,8 +95,57 @@ async def stream_state(js: JetStream, stream: str) -> StreamState:
     """
     with transience.bus_errors(f"stream info of {stream}"):
         info = await js.stream_info(stream)
-    return StreamState(info.state.messages, info.state.first_seq, info.state.last_seq,
-                       identity(info))
+    return state_of(info)
+
+
+@dataclass(frozen=True)
+class Landmark:
+    """The message a reader had at a position of a stream (`seq`): what tells whether a
+    stream holds the messages that position belongs to, whatever its creation time (a stream
+    restored from a backup is created anew with the same messages at the same sequences)."""
+
+    seq: int
+    subject: str
+    data: bytes
+
+
+class Holding(enum.Enum):
+    """What a stream holds at a landmark's sequence (`holding`)."""
+
+    SAME = "same"
+    """The landmark's message: the stream holds what the position belongs to."""
+    OTHER = "other"
+    """Another message: the stream holds other messages at the positions."""
+    ENDS_BEFORE = "ends_before"
+    """Nothing yet: the stream ends before the landmark's sequence."""
+    REMOVED = "removed"
+    """Nothing any more: retention removed it (the stream starts after it), or there is no
+    landmark to compare; only the creation time can tell then."""
+
+
+@cancellation.guarded
+async def holding(js: JetStream, stream: str, landmark: Landmark | None,
+                  state: StreamState) -> Holding:
+    """Whether `stream` (whose extent now is `state`) holds `landmark`'s message at its
+    sequence: same subject and same bytes. One direct lookup by sequence (`STREAM.MSG.GET`),
+    none when `state` already tells (`ENDS_BEFORE`, `REMOVED`); a message removed between
+    `state` and the lookup is `REMOVED`.
+
+    Raises:
+        the nats-py errors of `js.get_msg` other than "not found" (callers translate them).
+    """
+    if landmark is None:
+        return Holding.REMOVED
+    if state.last_seq < landmark.seq:
+        return Holding.ENDS_BEFORE
+    if state.first_seq > landmark.seq:
+        return Holding.REMOVED
+    try:
+        message = await js.get_msg(stream, landmark.seq)
+    except nats.js.errors.NotFoundError:
+        return Holding.REMOVED
+    same = message.subject == landmark.subject and (message.data or b"") == landmark.data
+    return Holding.SAME if same else Holding.OTHER
 
 
 @cancellation.guarded
@@ -164,9 +220,11 @@ class OrderedReader:
     async def open(cls, js: JetStreamContext, stream: str, filter_subject: str, *, owner: str,
                    start_seq: int | None = None,
                    inactive_threshold_seconds: float = INACTIVE_THRESHOLD_SECONDS,
-                   eager: bool = False) -> OrderedReader:
+                   eager: bool = False, created: str | None = None) -> OrderedReader:
         """Create the consumer: from `start_seq`, or (None) the last message of every subject.
         `eager`: a waiting `fetch` returns as soon as messages come (`pulling.Puller`).
+        `created`: the stream's identity (`identity`) as the caller just asked it (`read`
+        does), which saves a stream info; None: asked here, once the consumer exists.
 
         Raises:
             nats.js.errors.NotFoundError: no such stream. nats.errors.Error: NATS failed.
@@ -175,7 +233,8 @@ class OrderedReader:
         reader._start_seq = start_seq
         reader._eager = eager
         await reader._create(start_seq)
-        reader._created = identity(await js.stream_info(stream))
+        reader._created = (created if created is not None
+                           else identity(await js.stream_info(stream)))
         return reader
 
     @property
@@ -283,7 +342,9 @@ async def read(
     """Yield the stream's messages matching `filter_subject` from `start_seq` on, in order.
 
     Without `follow`, stops at the end of the stream as it was when reading began (or at
-    `end_seq`, if earlier); with it, keeps waiting for new messages until the caller stops.
+    `end_seq`, if earlier), or when the stream was deleted and made anew meanwhile (that end
+    was the old stream's: nothing of another stream is mixed in); with it, keeps waiting for
+    new messages until the caller stops, reading a stream made anew from its start.
     `owner` prefixes the consumer's name (the NATS user's, e.g. `binder`).
     Raises:
         NotFound: no such stream. BusUnavailable, BusRefused: NATS failed or refused (the
@@ -295,7 +356,7 @@ async def read(
         return
     with transience.bus_errors(f"a reader of {filter_subject} in {stream}"):
         reader = await OrderedReader.open(js, stream, filter_subject, owner=owner,
-                                          start_seq=max(start_seq, 1))
+                                          start_seq=max(start_seq, 1), created=state.created)
     try:
         async for stored in _messages(reader, follow):
             if not follow and stored.seq > last:
@@ -309,7 +370,8 @@ async def read(
 
 async def _messages(reader: OrderedReader, follow: bool) -> AsyncIterator[StoredMessage]:
     """Messages as they arrive; without `follow`, ends once nothing is pending any more (at
-    once when nothing matches: a fetch would wait its whole `WAIT_SECONDS` for nothing)."""
+    once when nothing matches: a fetch would wait its whole `WAIT_SECONDS` for nothing), or
+    once the reader found its stream made anew (`OrderedReader.streams_read`)."""
     if not follow:
         with transience.bus_errors(f"reading {reader.name}"):
             if await reader.num_pending() == 0:
@@ -317,8 +379,10 @@ async def _messages(reader: OrderedReader, follow: bool) -> AsyncIterator[Stored
     while True:
         with transience.bus_errors(f"reading {reader.name}"):
             messages = await reader.fetch(FETCH_BATCH, WAIT_SECONDS)
-        for message in messages:
+        for message in messages:  # what came before a recreation is the old stream's
             yield message
+        if not follow and reader.streams_read > 1:
+            return  # the stream was made anew: the end to stop at was the old one's
         if not messages and not follow:
             with transience.bus_errors(f"reading {reader.name}"):
                 if await reader.num_pending() == 0:

@@ -3,15 +3,25 @@ messages that cannot come."""
 
 from __future__ import annotations
 
+import asyncio
+
+import nats
 import pytest
+from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
-from services.bus import reading
+from services.bus import reading, streams
+from services.bus.embedded import EmbeddedNats
 from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
 from services.contracts import subjects
+from tests.integration.test_bus_consuming import publish
 
 pytestmark = pytest.mark.integration
+
+FLUSHED = "$JS.API.TEST.FLUSHED"
+"""A subject under the API's that no request uses: published last, seen last."""
 
 
 async def test_a_read_yields_the_filters_messages_in_order(
@@ -46,3 +56,51 @@ async def test_a_read_of_a_filter_nothing_matches_ends_without_fetching(
     # a fetch on it would wait its whole WAIT_SECONDS for a message that cannot come
     assert [m async for m in reading.read(js, stream, outcomes)] == []
     assert fetches == []
+
+
+async def test_one_read_asks_for_the_stream_info_once(
+        nats_server: EmbeddedNats, nc: Client, js: JetStreamContext,
+        bus_settings: BusSettings) -> None:
+    """`read` holds the stream's identity from the state it asked first and hands it to its
+    reader (`OrderedReader.open(created=...)`), which asked again. Counted on the server's
+    API subjects."""
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    await publish(js, bus_settings, ["a", "b", "c"])
+    monitor = await nats.connect(nats_server.url)
+    asked: list[str] = []
+    counted = asyncio.Event()
+
+    async def seen(msg: Msg) -> None:
+        asked.append(msg.subject)
+        if msg.subject == FLUSHED:
+            counted.set()
+
+    try:
+        await monitor.subscribe("$JS.API.>", cb=seen)
+        await monitor.flush()
+        read = [m.seq async for m in reading.read(
+            js, stream, subjects.events_wildcard(bus_settings.prefix))]
+        await nc.publish(FLUSHED, b"")  # after every request of the read, in order
+        await asyncio.wait_for(counted.wait(), 5)
+    finally:
+        await monitor.close()
+    assert read == [1, 2, 3]
+    assert asked.count(f"$JS.API.STREAM.INFO.{stream}") == 1
+
+
+async def test_a_bounded_read_ends_when_its_stream_is_made_anew(
+        js: JetStreamContext, bus_settings: BusSettings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The end a bounded read stops at is the old stream's: it yields nothing of a stream made
+    anew meanwhile (it yielded the new stream's seqs after the old one's, going backwards)."""
+    monkeypatch.setattr(reading, "FETCH_BATCH", 1)
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    await publish(js, bus_settings, ["a", "b", "c"])
+    read: list[tuple[int, bytes]] = []
+    async for message in reading.read(js, stream, subjects.events_wildcard(bus_settings.prefix)):
+        read.append((message.seq, message.data))
+        if message.seq == 1:
+            await js.delete_stream(stream)
+            await streams.ensure_streams(js, bus_settings)
+            await publish(js, bus_settings, ["x", "y", "z"])
+    assert read == [(1, b"a")]

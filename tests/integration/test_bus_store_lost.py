@@ -1,6 +1,7 @@
 """A NATS store lost (or a stream deleted) under a running consumer, and NATS going away under
 a connection: paused retries said once then every tenth time, readiness held down meanwhile,
-and released once consuming (or connected) again."""
+and released once consuming (or connected) again. A stream made anew is told from one restored
+from its backup (`tests.support.stream_backup`) by its content, not its creation time."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import re
 import shutil
+import signal
 import time
+from pathlib import Path
 
 import pytest
 from nats.aio.client import Client
@@ -25,6 +29,7 @@ from services.config.settings import BusSettings
 from services.contracts import subjects
 from services.runtime.health import ReadyFlag
 from tests.integration.test_bus_consuming import fetch_until, publish
+from tests.support.stream_backup import backup, restore
 from tests.support.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
@@ -172,12 +177,106 @@ async def test_a_consumer_opened_at_a_position_of_a_stream_made_anew_since_raise
     await publish(js, bus_settings, ["a", "b"])
     was, now = await recreate_events(js, bus_settings)
     await publish(js, bus_settings, ["c", "d", "e"])
-    with pytest.raises(StreamRecreated, match=f"created anew at {now}; the one read from was "
-                                              f"created at {was}"):
+    with pytest.raises(StreamRecreated) as raised:
         await PullConsumer.open(
             js, stream=events_stream(bus_settings), durable="test",
             filter_subject=subjects.events_wildcard(bus_settings.prefix), start_seq=3,
-            stream_loss_fatal=True, stream_created=was)
+            stream_loss_fatal=True, stream_created=was,
+            landmark=reading.Landmark(
+                2, subjects.events_subject(bus_settings.prefix, "pod", "ns", "b"), b"b"))
+    assert str(raised.value) == (
+        f"stream {events_stream(bus_settings)} was created anew at {now} and holds another "
+        f"message at seq 2, the position read up to in the one created at {was}")
+
+
+async def test_a_consumer_resumes_a_stream_restored_without_its_consumer(
+    nc: Client, js: JetStreamContext, bus_settings: BusSettings,
+    caplog: pytest.LogCaptureFixture, quick_retries: None,
+) -> None:
+    """The binder's durables: a stream restored from a backup taken without consumers holds
+    the same messages at the same sequences under a new creation time; the consumer made again
+    resumes after what it acknowledged (it re-delivered all of it, taking the stream for
+    another, when only the creation time was compared)."""
+    stream = events_stream(bus_settings)
+    await publish(js, bus_settings, ["a", "b", "c"])
+    consumer = await open_consumer(js, bus_settings)
+    for delivery in await fetch_until(consumer, 3):
+        await delivery.ack()
+    was = consumer.stream_created
+    saved = await backup(nc, stream, consumers=False)
+    await js.delete_stream(stream)
+    await restore(nc, stream, saved)
+    now = (await reading.stream_state(js, stream)).created
+    await publish(js, bus_settings, ["d"])
+    caplog.set_level(logging.INFO, logger=consuming.__name__)
+    again = await fetch_until(consumer, 1)
+    assert [(delivery.seq, delivery.data) for delivery in again] == [(4, b"d")]
+    assert consumer.stream_created == now != was
+    assert [record.getMessage() for record in caplog.records
+            if record.name == consuming.__name__ and record.levelno == logging.INFO] == [
+        f"stream {stream} was created anew at {now} (restored from a backup?) and holds the "
+        f"message consumer test read at seq 3 in the one created at {was}: going on"]
+    await consumer.close()
+
+
+async def stopped(pid: int) -> None:
+    """Wait until the process `pid` is stopped (state T), its SIGSTOP taken."""
+    stat = Path(f"/proc/{pid}/stat")
+    for _ in range(200):
+        if stat.read_text().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"process {pid} did not stop")
+
+
+async def test_a_tracking_consumer_is_not_fooled_by_a_stream_info_that_failed_once(
+    nats_server: EmbeddedNats, nc: Client, js: JetStreamContext, bus_settings: BusSettings,
+    monkeypatch: pytest.MonkeyPatch, quick_retries: None,
+) -> None:
+    """Recreating a vanished consumer, a stream info that fails (here the server stalls,
+    SIGSTOP, while that one request is out) leaves the consumer unbound: nothing is consumed
+    until its stream was checked, and the stream made anew meanwhile is found out (it read
+    the new stream's seqs 4 and 5 as if they followed "c", when the failure skipped the
+    check)."""
+    stream = events_stream(bus_settings)
+    slow_js = nc.jetstream(timeout=1.0)
+    await publish(js, bus_settings, ["a", "b", "c"])
+    consumer = await PullConsumer.open(
+        slow_js, stream=stream, durable="test",
+        filter_subject=subjects.events_wildcard(bus_settings.prefix), ack_wait_seconds=1,
+        stream_loss_fatal=True)
+    for delivery in await fetch_until(consumer, 3):
+        await delivery.ack()
+    await js.delete_stream(stream)
+    await streams.ensure_streams(js, bus_settings)
+    await publish(js, bus_settings, ["d", "e", "f", "g", "h"])  # the new stream: seqs 1..5
+    pid = nats_server.pid
+    assert pid is not None
+    real_stream_info = slow_js.stream_info
+    stalled: list[str] = []
+
+    async def stalled_once(name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if not stalled:  # the first stream info after the consumer vanished: a busy server
+            stalled.append(name)
+            os.kill(pid, signal.SIGSTOP)  # this request times out (1 s) ...
+            await stopped(pid)
+            try:
+                return await real_stream_info(name, *args, **kwargs)
+            finally:
+                os.kill(pid, signal.SIGCONT)  # ... and the server answers again right after
+        return await real_stream_info(name, *args, **kwargs)
+
+    monkeypatch.setattr(slow_js, "stream_info", stalled_once)
+    got: list[tuple[int, bytes]] = []
+
+    async def outcome() -> bool:
+        got.extend((delivery.seq, delivery.data) for delivery in await consumer.fetch(10, 0.2))
+        return bool(got)
+
+    with pytest.raises(StreamRecreated) as raised:
+        await eventually_async(outcome, timeout=20, what="a delivery or StreamRecreated")
+    assert (stalled, got, raised.value.seq, raised.value.found) == ([stream], [], 3, "other")
+    await consumer.close()
 
 
 async def test_a_stream_keeps_its_identity_across_a_nats_restart_and_an_update(
