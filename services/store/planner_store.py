@@ -179,6 +179,19 @@ class PlannerStore:
             await _track(connection, self.consumer, tracked)
             await _mark_published(connection, published)
 
+    async def message_at(self, seq: int) -> tuple[str, bytes] | None:
+        """The message the planner took in at stream sequence `seq`, as received: the applied
+        event (`tables.audit_events`), else the poisoned message (`tables.dead_letters`).
+        Shapes: `(subject, data)`; None when neither holds `seq` (nothing taken in there)."""
+        async with self._connection() as connection:
+            for table in (tables.audit_events, tables.dead_letters):
+                row = (await connection.execute(
+                    select(table.c.subject, table.c.data).where(table.c.seq == seq)
+                )).first()
+                if row is not None:
+                    return str(row.subject), bytes(row.data)
+        return None
+
     async def save_snapshot(self, state_bytes: bytes, seq: int) -> bool:
         """Write the snapshot at `seq` if the last committed batch ends there (the tracked
         sequence is `seq`) and the stored snapshot is older; whether it was written. In one

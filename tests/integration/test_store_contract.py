@@ -332,3 +332,14 @@ async def stamp(engine: AsyncEngine, revision: str | None) -> None:
 
 def _compare(connection: Connection) -> list[object]:
     return list(compare_metadata(MigrationContext.configure(connection), tables.metadata))
+
+
+async def test_the_message_taken_in_at_a_seq_is_the_event_applied_or_the_dead_letter(
+        engine: AsyncEngine) -> None:
+    """What the planner compares with the EVENTS stream's message at its tracked sequence."""
+    store = PlannerStore(engine)
+    await store.commit_batch([audit(1)], [], 1, None, 2,
+                             dead_letters=[(2, "px.events.pod.ns.bad", "undecodable", b"{")])
+    assert await store.message_at(1) == ("p.events.node._.n1", b'{"seq":1}')
+    assert await store.message_at(2) == ("px.events.pod.ns.bad", b"{")
+    assert await store.message_at(3) is None
