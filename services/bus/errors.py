@@ -61,7 +61,8 @@ class StreamRecreated(Exception):
         there = {
             "other": f"holds another message at seq {seq}",
             "ends_before": f"ends at seq {last_seq}, before seq {seq}",
-        }.get(found, f"no longer holds seq {seq} (it starts at seq {first_seq})"
+        }.get(found, f"no longer holds seq {seq} (retention removed it: it starts at seq "
+                     f"{first_seq})"
               if first_seq > seq else f"holds seq {seq}, with nothing recorded to compare")
         super().__init__(f"stream {stream} was created anew at {now} and {there}, the "
                          f"position read up to in the one created at {was}")

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from nats.aio.client import Client
 from nats.js import JetStreamContext
+from nats.js.api import StreamConfig
 
 from services.binder import view_feed
 from services.bus import connection, consuming, reading, streams
@@ -217,6 +218,27 @@ async def test_a_consumer_resumes_a_stream_restored_without_its_consumer(
         f"stream {stream} was created anew at {now} (restored from a backup?) and holds the "
         f"message consumer test read at seq 3 in the one created at {was}: going on"]
     await consumer.close()
+
+
+async def test_a_position_retention_removed_is_told_by_the_creation_time_alone(
+    js: JetStreamContext,
+) -> None:
+    """The message at the position gone (the stream starts after it), a stream of another
+    creation time cannot be told to hold the same messages: a tracking consumer refuses it."""
+    await js.add_stream(StreamConfig(name="SHORT", subjects=["short.>"], max_msgs=2))
+    for data in (b"a", b"b", b"c", b"d"):
+        await js.publish("short.x", data)
+    with pytest.raises(StreamRecreated) as raised:
+        await PullConsumer.open(js, stream="SHORT", durable="test", filter_subject="short.>",
+                                start_seq=2, stream_loss_fatal=True,
+                                stream_created="2026-01-01T00:00:00.000000Z",
+                                landmark=reading.Landmark(1, "short.x", b"a"))
+    now = (await reading.stream_state(js, "SHORT")).created
+    assert (raised.value.found, str(raised.value)) == ("removed", (
+        f"stream SHORT was created anew at {now} and no longer holds seq 1 (retention removed "
+        "it: it starts at seq 3), the position read up to in the one created at "
+        "2026-01-01T00:00:00.000000Z"))
+    await js.delete_stream("SHORT")
 
 
 async def stopped(pid: int) -> None:
