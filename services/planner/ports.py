@@ -55,6 +55,8 @@ class Store(Protocol):
 
     async def adopt_stream(self, stream_created: str) -> None: ...
 
+    async def message_at(self, seq: int) -> tuple[str, bytes] | None: ...
+
     async def commit_batch(
         self,
         events: Sequence[AuditRow],

@@ -72,11 +72,13 @@ class StreamBehindTracking(BusMisconfigured, Fatal):
 
 
 class EventStreamRecreated(StreamBehindTracking):
-    """The EVENTS stream is not the one the planner's tracked sequence belongs to: it was
-    deleted and created anew under its name (its creation time differs from the one the
-    database recorded), at start or while the planner runs. Its sequences start again and
-    hold other events, so reading on from the tracked sequence would skip or misread them;
-    ended as `StreamBehindTracking` is."""
+    """The EVENTS stream is not the one the planner's tracked sequence belongs to: created
+    anew under its name (its creation time differs from the one the database recorded), at
+    start or while the planner runs, it holds another event than the database applied at the
+    position the planner read up to, or, retention having removed that one, nothing tells it
+    holds the same. Reading on from the tracked sequence would skip or misread events; ended
+    as `StreamBehindTracking` is. (A stream restored from its backup holds the same events:
+    the planner goes on, `PullConsumer` says so.)"""
 
 
 class PlannerService:
@@ -460,22 +462,27 @@ async def _serve(js: JetStream, engine: AsyncEngine, publisher: BusPublisher, se
     start_seq = await service.recover()
     events_stream = subjects.stream_name(prefix, "EVENTS")
     await _check_stream(js, events_stream, service)
+    applied = await service.store.message_at(service.tracked_seq) if start_seq > 1 else None
     try:
         consumer = await PullConsumer.open(
             js, stream=events_stream, durable=DURABLE,
             filter_subject=subjects.events_wildcard(prefix), start_seq=start_seq,
             ack_policy=consuming.ACK_ALL, ready=ready, stream_loss_fatal=True,
             stream_created=service.stream_created,
+            landmark=None if applied is None else reading.Landmark(start_seq - 1, *applied),
         )
     except StreamRecreated as recreated:
         raise _recreated(recreated, service.tracked_seq) from None
+    if consumer.stream_created not in (None, service.stream_created):
+        await service.store.adopt_stream(consumer.stream_created)  # checked by its content
+        service.stream_created = consumer.stream_created
     try:
         await service.serve(consumer, ready, answered)
     except StreamGone as gone:
         raise StreamBehindTracking(
             f"{gone}, but the planner database has applied up to seq {service.tracked_seq}: "
-            "a stream made anew would be read from the wrong place; restore the NATS store, "
-            "or point the planner at a fresh database to rebuild from the stream") from None
+            f"a stream made anew would be read from the wrong place; {RESTORE_OR_REBUILD}"
+        ) from None
     except StreamRecreated as recreated:
         raise _recreated(recreated, service.tracked_seq) from None
     finally:
@@ -491,46 +498,52 @@ def _at_stop(error: Exception) -> Callable[..., None]:
 
 
 async def _check_stream(js: JetStream, stream: str, service: PlannerService) -> None:
-    """Refuse to start when `stream` is not the one the service's tracked sequence belongs to
-    (`EventStreamRecreated`), or ends before it (`StreamBehindTracking`). Otherwise record
-    its identity as the one the tracked sequence belongs to, when the database holds another
-    one with nothing tracked, or none: a database tracking a sequence before it recorded
-    identities (schema revision 0003) adopts the stream it finds, said once.
+    """Refuse to start when `stream` ends before the service's tracked sequence
+    (`StreamBehindTracking`). A database tracking a sequence without having recorded which
+    stream it belongs to (written before schema revision 0003) is said to take the stream it
+    finds (once, INFO; `_serve` records it once the consumer is open). Whether the stream
+    holds the events the database applied is the consumer's check, by content
+    (`PullConsumer.open(landmark=...)`).
 
     Raises:
-        EventStreamRecreated, StreamBehindTracking: as said.
+        StreamBehindTracking: as said.
         services.bus.errors.NotFound: no such stream. BusUnavailable, BusRefused: NATS
             failed or refused.
     """
     found = await reading.stream_state(js, stream)
-    tracked, recorded, created = service.tracked_seq, service.stream_created, found.created
-    if tracked > 0 and recorded is not None and created is not None and created != recorded:
-        raise _recreated(StreamRecreated(stream, recorded, created), tracked)
+    tracked = service.tracked_seq
     if found.last_seq < tracked:
-        raise StreamBehindTracking(
-            f"stream {stream} ends at seq {found.last_seq} but the planner database has "
-            f"applied up to {tracked}: the NATS store was lost or replaced; point the "
-            f"planner at a fresh database to rebuild from the stream"
-        )
-    if created is None or created == recorded:
-        return
-    if tracked > 0:
+        raise _behind(stream, found.last_seq, tracked)
+    if tracked > 0 and service.stream_created is None and found.created is not None:
         log.info("the planner database tracks seq %d of stream %s without saying which stream "
                  "it was (written before schema revision 0003): taking it to be this one, "
-                 "created at %s", tracked, stream, created)
-    await service.store.adopt_stream(created)
-    service.stream_created = created
+                 "created at %s", tracked, stream, found.created)
 
 
-def _recreated(recreated: StreamRecreated, tracked_seq: int) -> EventStreamRecreated:
-    """The planner's one line for an EVENTS stream made anew (`EventStreamRecreated`), at
-    start or while it runs, with what the operator can do."""
-    return EventStreamRecreated(
-        f"the event stream {recreated.stream} was recreated (created at {recreated.now}), but "
-        f"the planner database has applied up to seq {tracked_seq} of the stream created at "
-        f"{recreated.was}: the new stream holds other events at those sequences, which the "
-        "planner would misread; restore the NATS store the database was used with, or point "
-        "the planner at a fresh database to rebuild its state from the new stream")
+RESTORE_OR_REBUILD = ("restore the NATS store (or a backup of the stream) the database was "
+                      "used with, or point the planner at a fresh database to rebuild its "
+                      "state from this stream")
+"""What the operator can do when the EVENTS stream is not the planner database's."""
+
+
+def _behind(stream: str, last_seq: int, tracked_seq: int) -> StreamBehindTracking:
+    """The planner's one line for an EVENTS stream ending before its tracked sequence."""
+    return StreamBehindTracking(
+        f"stream {stream} ends at seq {last_seq} but the planner database has applied up to "
+        f"{tracked_seq}: the NATS store was lost or replaced, or restored from an older "
+        f"backup; {RESTORE_OR_REBUILD}")
+
+
+def _recreated(recreated: StreamRecreated, tracked_seq: int) -> StreamBehindTracking:
+    """The planner's one line for an EVENTS stream made anew that does not hold the events its
+    database applied (`EventStreamRecreated`), or ends before them (`_behind`), at start or
+    while it runs, with what the operator can do."""
+    if recreated.found == "ends_before":
+        return _behind(recreated.stream, recreated.last_seq, tracked_seq)
+    applied = f"the planner database applied (up to seq {tracked_seq})"
+    told = (f"so it holds other events than {applied}" if recreated.found == "other"
+            else f"so whether it holds the events {applied} cannot be told")
+    return EventStreamRecreated(f"the event {recreated}: {told}; {RESTORE_OR_REBUILD}")
 
 
 async def _ack_batch(deliveries: list[Delivery]) -> None:

@@ -113,6 +113,22 @@ async def test_every_service_user_creates_or_checks_the_streams_without_a_refusa
             assert streams.differences(info.config, spec) == []
 
 
+async def test_the_planner_user_reads_the_events_message_at_its_tracked_seq(
+        chart_nats: ChartNats) -> None:
+    """An EVENTS stream of another creation time is checked by content: the planner reads
+    the message at its tracked sequence (`reading.holding`, `$JS.API.STREAM.MSG.GET`)."""
+    events = subjects.stream_name(PREFIX, "EVENTS")
+    tick = f"{PREFIX}.events.clock._.tick"
+    async with User(chart_nats, "watcher") as watcher:
+        await streams.ensure_streams(watcher.js, bus(chart_nats, "watcher"))
+        ack = await watcher.js.publish(tick, b"{}")
+    async with User(chart_nats, "planner") as planner:
+        state = await reading.stream_state(planner.js, events)
+        found = await reading.holding(planner.js, events, reading.Landmark(ack.seq, tick, b"{}"),
+                                      state)
+        assert (found, planner.violations()) == (reading.Holding.SAME, [])
+
+
 async def test_no_service_user_may_update_delete_or_purge_a_stream(
         chart_nats: ChartNats) -> None:
     async with User(chart_nats, "watcher") as watcher:

@@ -9,15 +9,17 @@ import contextlib
 import logging
 import shutil
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 import sqlalchemy
+from nats.aio.client import Client
 from nats.js import JetStreamContext
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.bus import connection, consuming
+from services.bus import connection, consuming, reading
 from services.bus.consuming import Delivery, PullConsumer
 from services.bus.embedded import EmbeddedNats
 from services.config.settings import BusSettings
@@ -38,6 +40,7 @@ from tests.integration.planner_harness import (
 from tests.integration.test_bus_store_lost import events_stream, recreate_events
 from tests.integration.test_planner_service import wait_for_tracked
 from tests.integration.test_serve_waits_for_nats import Planner, _ended_with_status_1
+from tests.support.stream_backup import backup, restore
 from tests.support.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
@@ -86,12 +89,13 @@ async def test_the_store_wiped_across_a_nats_restart_ends_the_planner_with_one_f
 
 
 def recreated_line(stream: str, was: str, now: str, tracked: int) -> str:
-    """The planner's one line for an EVENTS stream made anew under the database's feet."""
-    return (f"the event stream {stream} was recreated (created at {now}), but the planner "
-            f"database has applied up to seq {tracked} of the stream created at {was}: the new "
-            "stream holds other events at those sequences, which the planner would misread; "
-            "restore the NATS store the database was used with, or point the planner at a "
-            "fresh database to rebuild its state from the new stream")
+    """The planner's one line for an EVENTS stream made anew under the database's feet, which
+    holds another event at the database's tracked sequence."""
+    return (f"the event stream {stream} was created anew at {now} and holds another message "
+            f"at seq {tracked}, the position read up to in the one created at {was}: so it "
+            f"holds other events than the planner database applied (up to seq {tracked}); "
+            "restore the NATS store (or a backup of the stream) the database was used with, "
+            "or point the planner at a fresh database to rebuild its state from this stream")
 
 
 async def tracked_row(engine: AsyncEngine) -> tuple[int, str | None]:
@@ -100,16 +104,37 @@ async def tracked_row(engine: AsyncEngine) -> tuple[int, str | None]:
     return snapshot.tracked_seq, snapshot.stream_created
 
 
+@dataclass
+class Gate:
+    """Closed, every `PullConsumer.fetch` waits before it asks NATS anything: the test changes
+    the stream while the planner looks away."""
+
+    opened: asyncio.Event = field(default_factory=asyncio.Event)
+    parked: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once a fetch waits at the closed gate."""
+
+    async def close(self) -> None:
+        """Close the gate; return once the planner's next fetch waits at it (the one under
+        way has ended)."""
+        self.opened.clear()
+        self.parked.clear()
+        await asyncio.wait_for(self.parked.wait(), 10)
+
+    def open(self) -> None:
+        self.opened.set()
+
+
 @pytest.fixture
-def gated_fetches(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
-    """While cleared, every `PullConsumer.fetch` waits before it asks NATS anything: the
-    test changes the stream while the planner looks away."""
-    gate = asyncio.Event()
-    gate.set()
+def gated_fetches(monkeypatch: pytest.MonkeyPatch) -> Gate:
+    """The gate of every `PullConsumer.fetch` (`Gate`), open."""
+    gate = Gate()
+    gate.open()
     fetch = PullConsumer.fetch
 
     async def gated(self: PullConsumer, batch: int, timeout_seconds: float) -> list[Delivery]:
-        await gate.wait()
+        if not gate.opened.is_set():
+            gate.parked.set()
+            await gate.opened.wait()
         return await fetch(self, batch, timeout_seconds)
 
     monkeypatch.setattr(PullConsumer, "fetch", gated)
@@ -118,16 +143,15 @@ def gated_fetches(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
 
 async def test_the_events_stream_made_anew_mid_run_ends_the_planner_with_one_fatal_line(
     js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine, tmp_path: Path,
-    gated_fetches: asyncio.Event,
+    gated_fetches: Gate,
 ) -> None:
     async with planner(js, bus_settings, engine, tmp_path) as (task, _ready):
         await publish_events(js, bus_settings.prefix, gang_events("pg1", min_member=1, pods=1))
         await wait_for_tracked(engine, 3)
-        gated_fetches.clear()
-        await asyncio.sleep(0.5)  # the fetch under way ends (0.1 s), the next one waits
+        await gated_fetches.close()
         was, now = await recreate_events(js, bus_settings)
         await publish_events(js, bus_settings.prefix, gang_events("pg2", min_member=2, pods=2))
-        gated_fetches.set()
+        gated_fetches.open()
         with pytest.raises(EventStreamRecreated) as raised:
             await asyncio.wait_for(asyncio.shield(task), 15)
     assert isinstance(raised.value, Fatal)
@@ -206,6 +230,99 @@ async def test_a_planner_started_on_an_events_stream_made_anew_exits_1_with_one_
     finally:
         first.stop()
         await engine.dispose()
+
+
+async def test_a_planner_goes_on_on_its_events_stream_restored_from_a_backup(
+    nc: Client, js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The stream restored from its backup (what the fatal line advises) has a new creation
+    time and the events the database applied at their sequences: the planner goes on, and
+    tracks the new identity (it refused the stream for good when only the creation times were
+    compared, and its line said to restore the store: a loop)."""
+    settings = planner_settings(bus_settings, tmp_path)
+    stream = events_stream(bus_settings)
+    async with running_planner(settings, js, engine):
+        await publish_events(js, bus_settings.prefix, gang_events("pg1", min_member=1, pods=1))
+        await wait_for_tracked(engine, 3)
+    was = (await tracked_row(engine))[1]
+    saved = await backup(nc, stream)
+    await js.delete_stream(stream)  # the store lost ...
+    await restore(nc, stream, saved)  # ... and restored from its backup
+    now = (await reading.stream_state(js, stream)).created
+    await publish_events(js, bus_settings.prefix, gang_events("pg2", min_member=2, pods=2))
+    # the 4 new events at seqs 4..7 (n1 again: a restore does not bring the stream's
+    # de-duplication window back)
+    assert (await reading.stream_state(js, stream)).last_seq == 7
+    caplog.set_level(logging.INFO, logger=consuming.__name__)
+    async with running_planner(settings, js, engine):
+        await wait_for_tracked(engine, 7)
+    assert await tracked_row(engine) == (7, now)
+    assert was is not None and now != was
+    assert [record.getMessage() for record in caplog.records
+            if record.name == consuming.__name__ and "going on" in record.getMessage()] == [
+        f"stream {stream} was created anew at {now} (restored from a backup?) and holds the "
+        f"message consumer planner read at seq 3 in the one created at {was}: going on"]
+
+
+async def test_a_planner_behind_a_restored_stream_that_holds_its_events_goes_on(
+    nc: Client, js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
+    tmp_path: Path,
+) -> None:
+    """A backup taken while the stream was ahead of the database (a planner down), restored:
+    the planner goes on from its tracked sequence."""
+    settings = planner_settings(bus_settings, tmp_path)
+    stream = events_stream(bus_settings)
+    async with running_planner(settings, js, engine):
+        await publish_events(js, bus_settings.prefix, gang_events("pg1", min_member=1, pods=1))
+        await wait_for_tracked(engine, 3)
+    await publish_events(js, bus_settings.prefix, gang_events("pg2", min_member=2, pods=2))
+    saved = await backup(nc, stream)
+    await js.delete_stream(stream)
+    await restore(nc, stream, saved)
+    restored = await reading.stream_state(js, stream)
+    assert restored.last_seq == 6  # n1 deduplicated before the backup
+    async with running_planner(settings, js, engine):
+        await wait_for_tracked(engine, 6)
+    assert await tracked_row(engine) == (6, restored.created)
+
+
+async def test_a_running_planner_refuses_its_events_stream_restored_from_an_older_backup(
+    nc: Client, js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
+    tmp_path: Path, gated_fetches: Gate,
+) -> None:
+    """A backup holds the consumers: restored from an older one, the `planner` durable is
+    there again at the backup's position (3) and delivers the stream's new events at seqs the
+    planner applied (4..6) before it (tracked 6). The planner checks the stream's message at
+    its position and ends with one line (it skipped seqs 4..6 as already applied and applied
+    7 and 8: events lost without a word)."""
+    stream = events_stream(bus_settings)
+    async with planner(js, bus_settings, engine, tmp_path) as (task, _ready):
+        await publish_events(js, bus_settings.prefix, gang_events("pg1", min_member=1, pods=1))
+        await wait_for_tracked(engine, 3)
+        was = (await tracked_row(engine))[1]
+        saved = await backup(nc, stream)  # stream and durable at seq 3
+        await publish_events(js, bus_settings.prefix, gang_events("pg2", min_member=1, pods=2))
+        await wait_for_tracked(engine, 6)
+        await gated_fetches.close()
+        await js.delete_stream(stream)
+        await restore(nc, stream, saved)  # an older backup: ends at 3, its durable there too
+        now = (await reading.stream_state(js, stream)).created
+        # pg3: n1 (the de-duplication window went with the old stream), its PodGroup and 3
+        # pods, at seqs 4..8
+        await publish_events(js, bus_settings.prefix, gang_events("pg3", min_member=1, pods=3))
+        assert (await reading.stream_state(js, stream)).last_seq == 8
+        gated_fetches.open()
+        with pytest.raises(EventStreamRecreated) as raised:
+            await asyncio.wait_for(asyncio.shield(task), 15)
+    assert was is not None and now is not None
+    assert str(raised.value) == recreated_line(stream, was, now, 6)
+    assert await tracked_row(engine) == (6, was)
+    async with engine.connect() as connection:
+        applied_after = (await connection.execute(
+            sqlalchemy.select(sqlalchemy.func.count()).select_from(tables.audit_events)
+            .where(tables.audit_events.c.seq > 6))).scalar_one()
+    assert applied_after == 0
 
 
 async def test_the_planner_is_not_ready_while_nats_is_down_and_ready_again_after(

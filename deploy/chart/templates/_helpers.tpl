@@ -165,6 +165,9 @@ planner:
       - {{ printf "$JS.API.CONSUMER.DELETE.%s.planner" $events | quote }}
       - {{ printf "$JS.API.CONSUMER.MSG.NEXT.%s.planner" $events | quote }}
       - {{ printf "$JS.ACK.%s.planner.>" $events | quote }}
+      # EVENTS of another creation time (restored from a backup, or made anew): the message
+      # at the tracked sequence is compared with the one applied (services/bus/consuming.py)
+      - {{ printf "$JS.API.STREAM.MSG.GET.%s" $events | quote }}
       # a duplicate ack is checked against the message stored (services/bus/collisions.py)
       - {{ printf "$JS.API.STREAM.MSG.GET.%s" $decisions | quote }}
       - {{ printf "$JS.API.STREAM.MSG.GET.%s_DEADLETTER" $P | quote }}
