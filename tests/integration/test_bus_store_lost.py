@@ -220,6 +220,30 @@ async def test_a_consumer_resumes_a_stream_restored_without_its_consumer(
     await consumer.close()
 
 
+async def test_a_durable_restored_from_an_older_backup_delivers_the_messages_as_they_were(
+    nc: Client, js: JetStreamContext, bus_settings: BusSettings,
+) -> None:
+    """The binder's durables hold their positions in NATS only: a stream restored with them
+    from an older backup delivers again what they acknowledged since, the very messages (same
+    sequence, bytes and msg-id), on which the binder's outcome checks make it act once
+    (`test_binder_service.test_a_copy_of_a_settled_placement_published_again_is_not_carried_out`:
+    a settled placement delivered anew is only acked)."""
+    stream = events_stream(bus_settings)
+    await publish(js, bus_settings, ["a", "b", "c"])
+    consumer = await open_consumer(js, bus_settings)
+    first, *rest = await fetch_until(consumer, 3)
+    await first.msg.ack_sync()
+    saved = await backup(nc, stream)  # the stream at seq 3, the durable's ack floor at 1
+    for delivery in rest:
+        await delivery.msg.ack_sync()
+    await js.delete_stream(stream)
+    await restore(nc, stream, saved)
+    again = await fetch_until(consumer, 2)
+    assert [(delivery.seq, delivery.data, delivery.headers.get(reading.MSG_ID_HEADER))
+            for delivery in again] == [(2, b"b", "b"), (3, b"c", "c")]
+    await consumer.close()
+
+
 async def test_a_position_retention_removed_is_told_by_the_creation_time_alone(
     js: JetStreamContext,
 ) -> None:
