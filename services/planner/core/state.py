@@ -273,11 +273,54 @@ def encode_state(state: PlannerState) -> bytes:
     return _encoder.encode(snapshot_fields(state))
 
 
+class _EarlierGroup(msgspec.Struct):
+    """What a snapshot of core revision 32 or before says of a group's early retry."""
+
+    last_attempt_ms: int | None = None
+    may_retry_early: bool = False
+    woken_ms: int = 0
+
+
+class _Earlier(msgspec.Struct):
+    """What a snapshot of core revision 32 or before says of early retries, by time (UTC epoch
+    ms of event time) rather than by moment: `moments` absent (None) marks such a snapshot."""
+
+    moments: int | None = None
+    capacity_freed_ms: int = 0
+    groups: dict[str, _EarlierGroup] = {}
+
+
+_earlier_decoder = msgspec.json.Decoder(_Earlier)
+
+
 def decode_state(data: bytes) -> PlannerState:
     """The state a snapshot holds; derived indexes are rebuilt on first use.
 
+    A snapshot of core revision 32 or before (no `moments`) ordered early retries by time:
+    a group found unschedulable was due one when capacity was freed, or it was woken, at or
+    after its last attempt (`capacity_freed_ms`, `woken_ms` >= `last_attempt_ms`). That is
+    carried over as moments: every attempt at moment 1, such a group woken at moment 2, so an
+    upgrade restart keeps the early retry it was owed instead of waiting out its backoff.
     Raises:
         msgspec.DecodeError: the bytes are not a snapshot of this state version (also when
             they name `derived`, which no snapshot holds).
     """
-    return _decoder.decode(data)
+    state = _decoder.decode(data)
+    earlier = _earlier_decoder.decode(data)
+    if earlier.moments is None:
+        _carry_over(state, earlier)
+    return state
+
+
+def _carry_over(state: PlannerState, earlier: _Earlier) -> None:
+    """Moments for the early retries a snapshot of core revision 32 or before recorded by
+    time (`decode_state`)."""
+    state.moments = max(state.moments, 2)
+    for key, was in earlier.groups.items():
+        group = state.groups.get(key)
+        if group is None or was.last_attempt_ms is None:
+            continue
+        group.last_attempt_at = 1
+        if was.may_retry_early and max(earlier.capacity_freed_ms,
+                                       was.woken_ms) >= was.last_attempt_ms:
+            group.woken_at = 2
