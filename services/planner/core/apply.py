@@ -83,6 +83,9 @@ def apply_event(state: PlannerState, event: Event) -> PlannerState:
         case NodeDeleted():
             _bury(state, event.uid)
             if state.nodes.pop(event.name, None) is not None:
+                # a node gone may let a spread pod through (its domain's count leaves the
+                # global minimum), as PodTopologySpread's hint queues pods on Node Delete
+                capacity_freed(state)
                 derived.refresh_node(state, event.name, True)
         case PodGroupObserved():
             _podgroup_changed(state, group_key(event.namespace, event.name), event)

@@ -114,7 +114,9 @@ made once quorum is out of reach: the reason of such a gang counts the members o
 search placed ("Every member that fits joins the quorum"); preemption's reprieve over every
 candidate unit at once is also made highest priority then smallest first, without budget bias, as
 per node, and the choice's order picks between them (a spread gang evicted three pods of the
-highest priority where two sufficed)."""
+highest priority where two sufficed); a Node deleted counts as capacity freed (PodTopologySpread's
+hint on Node Delete); an upgrade restart from a snapshot of revision 32 or before keeps the
+early retry it was owed."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
