@@ -30,19 +30,27 @@ Signature: TypeAlias = tuple[object, ...]
 """What the non-resource filters of a pod depend on (equal signatures filter alike)."""
 
 PREFER_NO_SCHEDULE_PENALTY = 300
-"""Score taken per untolerated PreferNoSchedule taint (TaintToleration has weight 3 of 100)."""
+"""Rank taken per untolerated PreferNoSchedule taint where no normalization is made (the
+whole-gang search's and a starving gang's hold's node ranking; TaintToleration has weight 3 of
+100). One-by-one placement scores the taints as kube-scheduler does instead
+(`scoring.taint_penalty`)."""
 
 
 class StaticFit:
     """The non-resource filters of one pod signature over every node.
 
-    Shapes: `mask[row]` True when the node passes; `penalty[row]` the PreferNoSchedule score
-    penalty; `reason_counts` the first failing filter's reason → number of nodes.
+    Shapes: `mask[row]` True when the node passes; `untolerated[row]` how many of its
+    PreferNoSchedule taints the pod does not tolerate (0 where it fails), `penalty[row]`
+    `PREFER_NO_SCHEDULE_PENALTY` per such taint; `has_untolerated` whether any row has one;
+    `reason_counts` the first failing filter's reason → number of nodes.
     """
 
-    def __init__(self, mask: BoolArray, penalty: IntArray, reason_counts: dict[str, int]) -> None:
+    def __init__(self, mask: BoolArray, untolerated: IntArray,
+                 reason_counts: dict[str, int]) -> None:
         self.mask = mask
-        self.penalty = penalty
+        self.untolerated = untolerated
+        self.penalty: IntArray = PREFER_NO_SCHEDULE_PENALTY * untolerated
+        self.has_untolerated = bool(untolerated.any())
         self.reason_counts = reason_counts
 
 
@@ -291,17 +299,16 @@ class NodeIndex:
     def _compute_static(self, pod: PodObserved) -> StaticFit:
         count = len(self.nodes)
         mask = np.zeros(count, dtype=np.bool_)
-        penalty = np.zeros(count, dtype=np.int64)
+        untolerated = np.zeros(count, dtype=np.int64)
         counts: Counter[str] = Counter()
         for row, node in enumerate(self.nodes):
             reason = filters.static_reason(pod, node)
             if reason is None:
                 mask[row] = True
-                penalty[row] = PREFER_NO_SCHEDULE_PENALTY * filters.prefer_no_schedule_count(
-                    pod, node)
+                untolerated[row] = filters.prefer_no_schedule_count(pod, node)
             else:
                 counts[reason] += 1
-        return StaticFit(mask, penalty, dict(counts))
+        return StaticFit(mask, untolerated, dict(counts))
 
 
 def _scale(alloc: IntArray) -> FloatArray:

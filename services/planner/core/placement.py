@@ -64,6 +64,8 @@ class _Shape:
         self.score_cols = scoring.score_columns(index, config)
         self.is_most = config.scoring == MOST_ALLOCATED
         self.config = config
+        self.no_penalty: IntArray = np.zeros(len(index), dtype=np.int64)
+        """Resources only: the taints are scored over the feasible rows (`_one_by_one`)."""
         if self.missing:
             self.scores: FloatArray = np.full(len(index), scoring.UNFIT, dtype=np.float64)
         elif restrict is not None:
@@ -74,7 +76,7 @@ class _Shape:
     def _compute(self, index: NodeIndex, rows: IntArray | None) -> FloatArray:
         allowed = self.allowed if rows is None else self.allowed[rows]
         fit = allowed & index.fits(self.vec, self.cols, rows)
-        scores = scoring.scores(index, self.vec, self.static.penalty, self.config, rows=rows)
+        scores = scoring.scores(index, self.vec, self.no_penalty, self.config, rows=rows)
         return np.where(fit, scores, scoring.UNFIT)
 
     def _cached(self, index: NodeIndex, key: tuple[object, ...]) -> FloatArray:
@@ -104,8 +106,8 @@ class _Shape:
             self.scores[row] = scoring.UNFIT
             return
         self.scores[row] = scoring.score_values(
-            free, index.alloc[:, row].tolist(), index.scale[:, row].tolist(), vec,
-            float(self.static.penalty[row]), self.score_cols, self.is_most)
+            free, index.alloc[:, row].tolist(), index.scale[:, row].tolist(), vec, 0.0,
+            self.score_cols, self.is_most)
 
 
 class Trial:
@@ -386,8 +388,11 @@ def _fits_nowhere(index: NodeIndex, greedy: Trial, restrict: BoolArray | None) -
 
 def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolArray | None,
                    config: PlannerConfig) -> tuple[list[search.Member], list[Ranker]]:
-    """The search's view of `members` on `index` (same order), and each one's node ranking
-    (its score now, as the one-by-one placement scores)."""
+    """The search's view of `members` on `index` (same order), and each one's node ranking:
+    its resource score now, less `PREFER_NO_SCHEDULE_PENALTY` per untolerated PreferNoSchedule
+    taint (a ranking of the rows given, before the search knows which rows are feasible: the
+    taints are not normalized as one-by-one placement scores them, nor are the scorers of
+    `_one_by_one` added)."""
     shapes: dict[tuple[object, ...], int] = {}
     gang, ranks = [], []
     is_affine = affinity.is_active(index, members)
@@ -449,8 +454,11 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         spreads = None if spread_gate is None else spread_gate.verdicts(pod)
         if spreads is not None:
             scores = np.where(spreads == spread.PASSES, scores, scoring.UNFIT)
-        if scorer is not None or affine_scorer is not None or node_scorer is not None:
+        if (scorer is not None or affine_scorer is not None or node_scorer is not None
+                or shape.static.has_untolerated):
             feasible = scores != scoring.UNFIT
+            if shape.static.has_untolerated:
+                scores = scores - scoring.taint_penalty(shape.static.untolerated, feasible)
             if scorer is not None:
                 scores = scores + scorer.scores(pod, feasible)
             if affine_scorer is not None:

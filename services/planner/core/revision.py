@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 33
+CORE_REVISION = 34
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -115,8 +115,11 @@ search placed ("Every member that fits joins the quorum"); preemption's reprieve
 candidate unit at once is also made highest priority then smallest first, without budget bias, as
 per node, and the choice's order picks between them (a spread gang evicted three pods of the
 highest priority where two sufficed); a Node deleted counts as capacity freed (PodTopologySpread's
-hint on Node Delete); an upgrade restart from a snapshot of revision 32 or before keeps the
-early retry it was owed."""
+hint on Node Delete); an upgrade restart from a snapshot of revision 32 or before keeps the early
+retry it was owed. 34: PreferNoSchedule taints are scored as TaintToleration scores them (weight 3,
+the count of untolerated taints reverse-normalized over the feasible nodes) in one-by-one
+placement, no longer a flat 300 per taint, so a node with two taints beside one with one loses 150,
+not 300, against the preferences ("TaintToleration's score")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

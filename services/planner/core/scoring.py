@@ -13,10 +13,12 @@ import math
 
 import numpy as np
 
-from services.planner.core.capacity import FloatArray, IntArray, NodeIndex
+from services.planner.core.capacity import BoolArray, FloatArray, IntArray, NodeIndex
 from services.planner.core.config import MOST_ALLOCATED, PlannerConfig
 
 MAX_NODE_SCORE = 100
+TAINT_WEIGHT = 3
+"""TaintToleration's score weight in kube-scheduler's default profile."""
 UNFIT = -math.inf
 """Score of a node the pod does not fit; never chosen."""
 
@@ -83,3 +85,22 @@ def score_values(free: list[int], alloc: list[int], scale: list[float], vec: lis
     if cols:
         total = float(math.floor(total / len(cols)))
     return total - penalty
+
+
+def taint_penalty(untolerated: IntArray, feasible: BoolArray) -> FloatArray:
+    """What TaintToleration's score takes from each `feasible` row (0 elsewhere), from the
+    per-row counts of untolerated PreferNoSchedule taints (`StaticFit.untolerated`).
+
+    Shapes: one entry per row; whole numbers 0..`TAINT_WEIGHT * MAX_NODE_SCORE`.
+    Source: as TaintToleration's Score (the count) and NormalizeScore
+    (`DefaultNormalizeScore(MaxNodeScore, true)`: `100 - 100 * count / max` in int64 over the
+    filtered nodes, all 100 when max is 0), weight 3: the score is `300 - penalty`, and the 300
+    every feasible row gets alike is left out (it changes no choice).
+    """
+    result: FloatArray = np.zeros(len(feasible), dtype=np.float64)
+    if not feasible.any():
+        return result
+    high = int(untolerated[feasible].max())
+    if high > 0:
+        result[feasible] = TAINT_WEIGHT * (MAX_NODE_SCORE * untolerated[feasible] // high)
+    return result

@@ -106,3 +106,18 @@ def test_gang_members_each_add_the_score_one_by_one():
     gang = [make_pod(f"g-{i}").requests(cpu_milli=1000).in_group("g")
             .prefer_node(1, fields=((NAME, "In", ("n2",)),)) for i in range(2)]
     assert placed(*nodes, make_podgroup("g", 2), *gang) == ["n2", "n2"]
+
+
+def test_prefer_no_schedule_is_normalized_over_the_feasible_nodes_against_the_preference():
+    """Equal nodes; a has two untolerated PreferNoSchedule taints, b one (and disk=ssd), c none.
+    TaintToleration counts 2, 1, 0 -> DefaultNormalizeScore(reverse): a 100 - 100 * 2 // 2 = 0,
+    b 100 - 50 = 50, c 100; weight 3: a 0, b 150, c 300. NodeAffinity (weight 1 term on
+    disk=ssd): b 100 * 2 = 200. Totals (resources equal): a 0, b 350, c 300 -> b, as
+    kube-scheduler binds it (tests/e2e/test_node_affinity_score.py); a flat 300 per taint
+    (a -600, b -300 + 200, c 0) chose c."""
+    nodes = [make_node("a").taint("t1", effect="PreferNoSchedule")
+             .taint("t2", effect="PreferNoSchedule"),
+             make_node("b").taint("t1", effect="PreferNoSchedule").labels(disk="ssd"),
+             make_node("c")]
+    pod = make_pod("p").requests(cpu_milli=1000).prefer_node(1, ("disk", "In", ("ssd",)))
+    assert placed(*nodes, pod) == ["b"]

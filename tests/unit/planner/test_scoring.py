@@ -47,6 +47,28 @@ def test_prefer_no_schedule_taint_is_avoided_unless_tolerated():
     assert placed == {"default/pod:p": "n1", "default/pod:q": "n0"}
 
 
+def test_taint_penalty_is_reverse_normalized_over_the_feasible_rows_weight_3():
+    """Counts 2, 1, 0, 4 (the 4 not feasible): max 2 -> 3 * (100 * count // 2) = 300, 150, 0;
+    kube-scheduler's score is 300 minus it (0, 150, 300)."""
+    untolerated = np.array([2, 1, 0, 4], dtype=np.int64)
+    feasible = np.array([True, True, True, False])
+    assert scoring.taint_penalty(untolerated, feasible).tolist() == [300.0, 150.0, 0.0, 0.0]
+
+
+def test_taint_penalty_is_zero_when_no_feasible_row_has_a_taint():
+    """Max 0: DefaultNormalizeScore(reverse) gives every row 100, so nothing is taken."""
+    untolerated = np.array([0, 0, 3], dtype=np.int64)
+    feasible = np.array([True, True, False])
+    assert scoring.taint_penalty(untolerated, feasible).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_taint_penalty_rounds_down_as_int64_division():
+    """Counts 1, 3: 3 * (100 * 1 // 3) = 99 and 300."""
+    feasible = np.array([True, True])
+    assert scoring.taint_penalty(np.array([1, 3], dtype=np.int64), feasible).tolist() == [
+        99.0, 300.0]
+
+
 def test_gang_locality_keeps_a_gang_in_one_zone():
     zone = "topology.kubernetes.io/zone"
     nodes = [make_node(f"n{i}").capacity(cpu_milli=2000).label(zone, "ab"[i // 2])
