@@ -29,6 +29,10 @@ BoolArray: TypeAlias = npt.NDArray[np.bool_]
 Signature: TypeAlias = tuple[object, ...]
 """What the non-resource filters of a pod depend on (equal signatures filter alike)."""
 
+PREFERRED_SUMS_KEPT = 4096
+"""At most this many sets of preferred terms keep their sums (`NodeIndex.preferred_sums`);
+past it the cache starts again (memory stays bounded however many distinct terms come)."""
+
 PREFER_NO_SCHEDULE_PENALTY = 300
 """Rank taken per untolerated PreferNoSchedule taint where no normalization is made (the
 whole-gang search's and a starving gang's hold's node ranking; TaintToleration has weight 3 of
@@ -111,6 +115,11 @@ class NodeIndex:
         self.scale: FloatArray = _scale(self.alloc)
         self._static: dict[Signature, StaticFit] = {}
         self._domains: dict[str, list[tuple[str, BoolArray]]] = {}
+        self._label_codes: dict[str, tuple[list[str], IntArray]] = {}
+        self.preferred_sums: dict[tuple[object, ...], IntArray] = {}
+        """Per set of preferred node-affinity terms, their raw sums over every row
+        (`node_affinity_score.Scorer`): they read only node labels and names, so they stay
+        valid until a node's labels change (`update_node`; at most `PREFERRED_SUMS_KEPT`)."""
         self.changes: list[int] = []
         self.score_cache: dict[tuple[object, ...], CachedScores] = {}
         self.port_users: dict[str, tuple[int, tuple[HostPort, ...], bool]] = {}
@@ -182,6 +191,8 @@ class NodeIndex:
                 node.labels, node.taints, node.is_ready, node.is_unschedulable):
             self._static.clear()
             self._domains.clear()
+            self._label_codes.clear()
+            self.preferred_sums.clear()
             self._domain_rows.clear()
             self.forget_scores()
 
@@ -286,6 +297,22 @@ class NodeIndex:
                 mask[rows[value]] = True
                 cached.append((value, mask))
             self._domains[label] = cached
+        return cached
+
+    def label_codes(self, label: str) -> tuple[list[str], IntArray]:
+        """The distinct values of `label` over the nodes, sorted, and per row the position of
+        its value there (-1: the node lacks the label), cached until a node's labels change.
+
+        Shapes: `codes[row]` in -1..len(values) - 1, so `hits[codes]` maps a per-value verdict
+        with the absent one appended (`hits[-1]`) onto every row.
+        """
+        cached = self._label_codes.get(label)
+        if cached is None:
+            values = sorted({node.labels[label] for node in self.nodes if label in node.labels})
+            position = {value: i for i, value in enumerate(values)}
+            codes: IntArray = np.array([position[node.labels[label]] if label in node.labels
+                                        else -1 for node in self.nodes], dtype=np.int64)
+            cached = self._label_codes[label] = (values, codes)
         return cached
 
     def static_fit(self, pod: PodObserved) -> StaticFit:

@@ -6,9 +6,14 @@ Values are worked by hand in the comments."""
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from services.contracts.decisions import Placement
+from services.contracts.events import NodeSelectorRequirement, NodeSelectorTerm
+from services.fit import filters
 from services.planner.core import capacity, node_affinity_score
+from services.planner.core.config import PlannerConfig
 from tests.unit.planner.builders import GIB, make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster
 
@@ -32,8 +37,8 @@ def weighted(pod, failed=()):
     return {name: float(scores[index.row[name]]) for name in index.names if name not in failed}
 
 
-def placed(*objects):
-    return [m.node for d in Cluster().observe(*objects).plan() if isinstance(d, Placement)
+def placed(*objects, config=None):
+    return [m.node for d in Cluster(config).observe(*objects).plan() if isinstance(d, Placement)
             for m in d.members]
 
 
@@ -121,3 +126,74 @@ def test_prefer_no_schedule_is_normalized_over_the_feasible_nodes_against_the_pr
              make_node("c")]
     pod = make_pod("p").requests(cpu_milli=1000).prefer_node(1, ("disk", "In", ("ssd",)))
     assert placed(*nodes, pod) == ["b"]
+
+
+VALUES = st.sampled_from(["", "1", "5", "12", "-3", "ssd", "n1", "n2", "x"])
+REQUIREMENTS = st.builds(NodeSelectorRequirement, st.sampled_from(["a", "b"]),
+                         st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt",
+                                          "Bad"]),
+                         st.lists(VALUES, max_size=3).map(tuple))
+FIELDS = st.builds(NodeSelectorRequirement, st.sampled_from([NAME, "spec.x"]),
+                   st.sampled_from(["In", "NotIn", "Exists"]),
+                   st.lists(VALUES, max_size=2).map(tuple))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(["a", "b"]), VALUES), min_size=1, max_size=5),
+       st.lists(REQUIREMENTS, max_size=3), st.lists(FIELDS, max_size=2))
+def test_term_mask_agrees_with_term_matches_on_every_node(labels, expressions, fields):
+    """The vectorised match (one judgement per distinct label value, per named node) is
+    `filters.term_matches` node by node, whatever the operators, values and absent labels."""
+    nodes = {f"n{i + 1}": make_node(f"n{i + 1}").labels(**found).build()
+             for i, found in enumerate(labels)}
+    index = capacity.build(nodes, {})
+    term = NodeSelectorTerm(tuple(expressions), tuple(fields))
+    assert node_affinity_score.term_mask(index, term).tolist() == [
+        filters.term_matches(term, node.labels, node.name) for node in index.nodes]
+
+
+def test_domain_trials_compute_the_preferred_sums_once_per_plan(monkeypatch):
+    """The raw sums depend only on node labels and names: with prefer_topology every domain
+    trial (10 zones, 11 trials here) used to recompute them; they are kept on the index."""
+    calls = []
+    original = node_affinity_score.raw
+
+    def counting(index, terms):
+        calls.append(len(terms))
+        return original(index, terms)
+
+    monkeypatch.setattr(node_affinity_score, "raw", counting)
+    nodes = [make_node(f"n{i:02d}").labels(**{"topology.kubernetes.io/zone": f"z{i % 10}",
+                                              "disk": "ssd"}) for i in range(20)]
+    gang = [make_pod(f"g-{i}").requests(cpu_milli=5000).in_group("g")
+            .prefer_node(10, ("disk", "In", ("ssd",))) for i in range(3)]
+    got = placed(*nodes, make_podgroup("g", 3), *gang, config=PlannerConfig(prefer_topology=True))
+    assert len(got) == 3
+    assert calls == [1]
+
+
+def test_distinct_terms_per_member_judge_each_requirement_once_not_per_node(monkeypatch):
+    """64 members each preferring its own node by name (matchFields) and a label no node has,
+    over 5,000 nodes: each field requirement is judged once for the node it names and once for
+    every other node (128), each label requirement once for its only value, absent (64), where
+    a pass over every node judged 64 x 5,000 of each."""
+    judged = {"fields": 0, "labels": 0}
+    field_matches, requirement_matches = filters.field_matches, filters.requirement_matches
+
+    def counting_fields(requirement, node_name):
+        judged["fields"] += 1
+        return field_matches(requirement, node_name)
+
+    def counting_labels(requirement, labels):
+        judged["labels"] += 1
+        return requirement_matches(requirement, labels)
+
+    monkeypatch.setattr(filters, "field_matches", counting_fields)
+    monkeypatch.setattr(filters, "requirement_matches", counting_labels)
+    nodes = [make_node(f"n{i:05d}") for i in range(5000)]
+    gang = [make_pod(f"g-{i}").requests(cpu_milli=100).in_group("g")
+            .prefer_node(10, fields=((NAME, "In", (f"n{i * 7:05d}",)),))
+            .prefer_node(5, ("a", "Exists", ())) for i in range(64)]
+    got = placed(*nodes, make_podgroup("g", 64), *gang)
+    assert sorted(got) == [f"n{i * 7:05d}" for i in range(64)]  # each on its own node
+    assert judged == {"fields": 128, "labels": 64}
