@@ -245,6 +245,13 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     """`status.startTime`, UTC epoch milliseconds (None until the kubelet sets it): what
     DefaultPreemption's last tie-break between candidates reads."""
     preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
+    preferred_unparseable: str | None = None
+    """Why kube-scheduler cannot parse `preferred_affinity` though the API server admits it
+    (None: it can), worded as `nodeaffinity.NewPreferredSchedulingTerms` words it, e.g.
+    `[0].matchExpressions[0].values[0]: Invalid value: "five": for 'Gt', 'Lt' operators, the
+    value must be an integer`: NodeAffinity's PreScore then fails the pod whenever two or more
+    nodes pass the filters, and with one it binds there unscored. Absent in events recorded
+    before: None."""
 
 
 class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):

@@ -26,8 +26,10 @@ Decisions recorded here:
 - Preferred node-affinity terms are carried with their weights (`preferred_affinity`), each
   preference read as a required term is; one the API server would refuse (a weight outside
   1..100, a bad operator or value count) sets `invalid_reason` (`preferred_affinity`), so the
-  pod waits with that reason. Hard constraints the planner does not implement are listed in
-  `unsupported`.
+  pod waits with that reason; one it admits but kube-scheduler cannot parse (a Gt/Lt value that
+  is no integer, a value that is no label value) sets `preferred_unparseable`, and the planner
+  places the pod only where one node passes the filters, as kube-scheduler does. Hard
+  constraints the planner does not implement are listed in `unsupported`.
 - Preferred inter-pod (anti-)affinity terms are carried with their weights
   (`preferred_pod_affinity`), each term read as a required one is; a term with a part the
   planner does not implement (a non-empty `namespaceSelector`) is left out, so the score never
@@ -46,6 +48,7 @@ Decisions recorded here:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -238,7 +241,8 @@ def pod_event(obj: Obj, at_ms: int) -> PodObserved:
         volume_claims=volume_claims(spec, _text(meta, "name")),
         preemption_policy=preemption_policy(spec),
         start_ms=optional_time_ms(status.get("startTime")),
-        preferred_affinity=preferred_nodes)
+        preferred_affinity=preferred_nodes,
+        preferred_unparseable=preferred_unparseable(preferred_nodes))
 
 
 def preemption_policy(spec: Obj) -> str:
@@ -464,9 +468,8 @@ def _node_term_problems(term: NodeSelectorTerm) -> list[str]:
     Source: as the API's `ValidateNodeSelectorTerm`: a `matchExpressions` operator of
     `_NODE_OPERATORS` with the values it takes (In/NotIn some, Exists/DoesNotExist none, Gt/Lt
     exactly one) and a label name as key; a `matchFields` operator In or NotIn with exactly one
-    value, a DNS subdomain, and the key `metadata.name`. Also refused: a Gt/Lt value that is
-    not an integer, which the API server lets through but kube-scheduler cannot parse
-    (`labels.NewRequirement`): its PreScore fails the pod on every attempt, so it never binds.
+    value, a DNS subdomain, and the key `metadata.name`. Values the API server admits but
+    kube-scheduler cannot parse are not problems here (`preferred_unparseable`).
     """
     problems = []
     for j, requirement in enumerate(term.match_expressions):
@@ -478,9 +481,6 @@ def _node_term_problems(term: NodeSelectorTerm) -> list[str]:
         elif not {_SOME: count > 0, _NONE: count == 0, _ONE: count == 1}[takes]:
             problems.append(f"{field}.values must be {takes} when `operator` is "
                             f"{requirement.operator}")
-        elif takes == _ONE and parse_int64(requirement.values[0]) is None:
-            problems.append(f"{field}.values[0] must be an integer when `operator` is "
-                            f"{requirement.operator}, got {_shown(requirement.values[0])}")
         if not is_label_name(requirement.key):
             problems.append(f"{field}.key is not a valid label name: {_shown(requirement.key)}")
     for j, requirement in enumerate(term.match_fields):
@@ -498,6 +498,65 @@ def _node_term_problems(term: NodeSelectorTerm) -> list[str]:
                      for k, value in enumerate(requirement.values)
                      if not names.is_dns_subdomain(value)]
     return problems
+
+
+_LABEL_VALUE_MAX = 63
+_LABEL_VALUE_TOO_LONG = f"must be no more than {_LABEL_VALUE_MAX} characters"
+_LABEL_VALUE_FORM = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+_NOT_AN_INTEGER = "for 'Gt', 'Lt' operators, the value must be an integer"
+
+
+def preferred_unparseable(terms: tuple[PreferredSchedulingTerm, ...]) -> str | None:
+    """Why kube-scheduler cannot parse the preferred terms (None: it can), as its error reads.
+
+    Source: as `nodeaffinity.NewPreferredSchedulingTerms` (terms of weight 0 and empty
+    preferences skipped), whose `labels.NewRequirement` refuses a Gt/Lt value
+    `strconv.ParseInt` does not read, then every value of every operator that is not a label
+    value (`validation.IsValidLabelValue`: at most 63 characters, alphanumeric at both ends,
+    `-_.` inside; so "-5" and "+5", which ParseInt reads, are refused too), each error
+    `<path>: Invalid value: "<value>": <why>` with the path `[i].matchExpressions[j].values[k]`
+    (`[<key>]` added for a label value), several joined as `[a, b]`. The API server admits
+    such values in a preferred term (it refuses them in a required one), so the pod is not
+    invalid: NodeAffinity's PreScore fails it whenever two or more nodes pass the filters
+    (`placement`), and with one node kube-scheduler binds it unscored.
+    """
+    errors = []
+    for i, term in enumerate(terms):
+        if term.weight == 0:
+            continue
+        for j, requirement in enumerate(term.preference.match_expressions):
+            path = f"[{i}].matchExpressions[{j}].values"
+            for k, value in enumerate(requirement.values):
+                if requirement.operator in ("Gt", "Lt") and parse_int64(value) is None:
+                    errors.append(f"{path}[{k}]: Invalid value: {_quoted(value)}: "
+                                  f"{_NOT_AN_INTEGER}")
+            for k, value in enumerate(requirement.values):
+                why = "; ".join(_label_value_problems(value))
+                if why:
+                    errors.append(f"{path}[{k}][{requirement.key}]: Invalid value: "
+                                  f"{_quoted(value)}: {why}")
+    if not errors:
+        return None
+    return errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
+
+
+def _label_value_problems(value: str) -> list[str]:
+    """Why `value` is not a label value, as `validation.IsValidLabelValue` words it."""
+    problems = []
+    if len(value) > _LABEL_VALUE_MAX:
+        problems.append(_LABEL_VALUE_TOO_LONG)
+    if value and _NAME.fullmatch(value) is None:
+        problems.append(_LABEL_VALUE_FORM)
+    return problems
+
+
+def _quoted(value: str) -> str:
+    """`value` as Go's `%q` prints a printable string (control characters escaped JSON's way)."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _requirements(value: Any) -> tuple[NodeSelectorRequirement, ...]:

@@ -7,6 +7,11 @@ keeps its pod there) and namespace. A case's bound pods are created first; then 
 judged by gangsched on the cluster as listed (`differential.verdict`, its own code path) and
 offered to the real kube-scheduler; both must choose the node worked out by hand, and
 gangsched without the preferred terms another (the one resources alone pick).
+
+Then: preferred terms kube-scheduler cannot parse (a value that is no label value, a Gt value
+that is no integer), bound only where one node passes the filters and otherwise left with
+kube-scheduler's PreScore error, word for word; and PreferNoSchedule taints normalized as
+TaintToleration scores them, against a preference.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from tests.cluster.fixture import ControlPlane
 from tests.e2e.differential import oracle, runner, verdict
 from tests.e2e.differential.families import HOSTNAME, ClusterPlan, Manifest
 from tests.e2e.differential.families.requests import IMAGE
+from tests.e2e.differential.oracle import Mirrors
 
 pytestmark = pytest.mark.e2e
 
@@ -156,3 +162,120 @@ def test_preferred_node_affinity_picks_the_node_kube_scheduler_picks(
     found = asyncio.run(_run(scheduler_plane))
     assert found == {case.name: (node_name(case, case.best), node_name(case, case.best),
                                  node_name(case, case.plain_best)) for case in CASES}
+
+
+@dataclass(frozen=True)
+class Unparseable:
+    """A pod whose preferred terms kube-scheduler cannot parse, on two nodes of its own;
+    `pinned`: the node number its nodeSelector also pins it to (one feasible node)."""
+
+    case: Case
+    pinned: int | None = None
+
+
+UNPARSEABLE = [
+    Unparseable(Case("label-value", {}, [prefer(10, expression(DISK, "In", "fast disk"))],
+                     best=0)),
+    Unparseable(Case("sign", {}, [prefer(10, expression(GENERATION, "Gt", "-5"))], best=0)),
+    Unparseable(Case("one-feasible", {}, [prefer(10, expression(GENERATION, "Gt", "five"))],
+                     best=1), pinned=1),
+]
+
+
+async def _scheduled(mirrors: Mirrors, namespace: str, name: str) -> tuple[str | None, str]:
+    """kube-scheduler's node for the pod, else its PodScheduled condition's message (its
+    reason first): waits up to 20 s for one or the other."""
+    for _ in range(80):
+        await asyncio.sleep(0.25)
+        seen = mirrors.pods.by_name(namespace, name) or {}
+        if seen.get("spec", {}).get("nodeName"):
+            return seen["spec"]["nodeName"], ""
+        for condition in seen.get("status", {}).get("conditions", []):
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+                return None, f"{condition.get('reason')}: {condition.get('message')}"
+    return None, "no outcome in 20 s"
+
+
+async def _unparseable(cp: ControlPlane) -> dict[str, tuple[object, object]]:
+    client = await connect(KubeSettings(kubeconfig=cp.kubeconfig))
+    found: dict[str, tuple[object, object]] = {}
+    try:
+        plan = ClusterPlan(nodes=[node(u.case, n) for u in UNPARSEABLE for n in range(2)],
+                           namespaces=tuple(f"nas-{u.case.name}" for u in UNPARSEABLE))
+        slimmer = verdict.Slimmer()
+        async with oracle.mirrors(client) as mirrors:
+            await runner.build_cluster(client, mirrors, plan)
+            for unparseable in UNPARSEABLE:
+                case = unparseable.case
+                offered = pod(case, "offered", case.terms)
+                if unparseable.pinned is not None:
+                    offered["spec"]["nodeSelector"][HOSTNAME] = node_name(case,
+                                                                          unparseable.pinned)
+                admitted = await oracle.create(client, offered, dry_run=True)
+                ours = verdict.judge(slimmer, runner.observed(mirrors), admitted)
+                await oracle.create(client, offered)
+                kube = await _scheduled(mirrors, f"nas-{case.name}", "offered")
+                found[case.name] = (kube, (ours.node, "" if ours.node else
+                                           f"SchedulerError: {ours.reason}"))
+    finally:
+        await client.close()
+    return found
+
+
+INTEGER = "for 'Gt', 'Lt' operators, the value must be an integer"
+LABEL_VALUE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+PRESCORE = 'SchedulerError: running PreScore plugin "NodeAffinity": [0].matchExpressions[0]'
+
+
+@pytest.mark.timeout(300)
+def test_terms_kube_scheduler_cannot_parse_bind_only_on_a_single_feasible_node(
+        scheduler_plane: ControlPlane) -> None:
+    """Two feasible nodes: PreScore fails the pod (never bound), with the same message from
+    both; one feasible node: kube-scheduler binds it unscored, and so does gangsched."""
+    found = asyncio.run(_unparseable(scheduler_plane))
+    label_value = (None, f'{PRESCORE}.values[0][{DISK}]: Invalid value: "fast disk": '
+                         f"{LABEL_VALUE}")
+    sign = (None, f'{PRESCORE}.values[0][{GENERATION}]: Invalid value: "-5": {LABEL_VALUE}')
+    pinned = (node_name(UNPARSEABLE[2].case, 1), "")
+    assert found == {"label-value": (label_value, label_value), "sign": (sign, sign),
+                     "one-feasible": (pinned, pinned)}
+
+
+TAINTED = Case("pns", {1: {DISK: "ssd"}}, [prefer(1, expression(DISK, "In", "ssd"))], best=1)
+PREFER_NO_SCHEDULE = {0: ["t1", "t2"], 1: ["t1"], 2: []}
+
+
+async def _tainted(cp: ControlPlane) -> tuple[str | None, str | None]:
+    client = await connect(KubeSettings(kubeconfig=cp.kubeconfig))
+    try:
+        nodes = []
+        for number, keys in PREFER_NO_SCHEDULE.items():
+            manifest = node(TAINTED, number)
+            manifest["spec"] = {"taints": [{"key": key, "effect": "PreferNoSchedule"}
+                                           for key in keys]}
+            nodes.append(manifest)
+        plan = ClusterPlan(nodes=nodes, namespaces=(f"nas-{TAINTED.name}",))
+        slimmer = verdict.Slimmer()
+        async with oracle.mirrors(client) as mirrors:
+            await runner.build_cluster(client, mirrors, plan)
+            offered = pod(TAINTED, "offered", TAINTED.terms)
+            admitted = await oracle.create(client, offered, dry_run=True)
+            ours = verdict.judge(slimmer, runner.observed(mirrors), admitted)
+            kube = await oracle.offer(client, mirrors.pods, offered)
+            return kube.node, ours.node
+    finally:
+        await client.close()
+
+
+@pytest.mark.timeout(300)
+def test_prefer_no_schedule_is_normalized_against_the_preference(
+        scheduler_plane: ControlPlane) -> None:
+    """Node 0: two PreferNoSchedule taints, node 1: one (and disk=ssd, preferred weight 1),
+    node 2: none. TaintToleration 0, 150, 300 (reverse-normalized, weight 3); NodeAffinity
+    node 1 200: node 1 (350) for both; a flat 300 per taint chose node 2."""
+    best = node_name(TAINTED, 1)
+    assert asyncio.run(_tainted(scheduler_plane)) == (best, best)

@@ -400,7 +400,8 @@ class Round:
                 return False
         trial = self._trial(key, pending, need)
         placed = len(trial.assigned)
-        nodes = reasons.node_reasons(len(self.index), trial.explanation or {}) + trial.note
+        nodes = (trial.error or reasons.node_reasons(len(self.index), trial.explanation or {})
+                 ) + trial.note
         if placed == 0 or placed < need:
             trial.rollback()  # all or nothing: no capacity stays with a gang short of quorum
             if ids.is_singleton(ids.GroupKey(key)):

@@ -45,6 +45,9 @@ from services.planner.core.capacity import (
 from services.planner.core.config import MOST_ALLOCATED, PlannerConfig
 from services.planner.core.state import CountedChange
 
+NODE_AFFINITY = "NodeAffinity"
+"""The plugin whose PreScore fails a pod with preferred terms it cannot parse."""
+
 CHANGE_LOG_ROWS_PER_NODE = 4
 """Past this many logged row changes per node, cached scores are dropped and the log reset."""
 
@@ -114,7 +117,9 @@ class Trial:
     """One attempt to place members; capacity taken so far can be given back with `rollback`.
 
     Shapes: `assigned` (pod, node row) in placement order; `unplaced` pods in member order;
-    `explanation` the per-node reasons of the first unplaced pod, or None; `note` a suffix for
+    `explanation` the per-node reasons of the first unplaced pod, or None; `error` instead the
+    whole reason when that pod failed otherwise than node by node (NodeAffinity's PreScore, see
+    `_is_prescore_failed`), or None; `note` a suffix for
     the gang's reason (the whole-gang search ran out of budget), or ""; `choices` what the
     members placed took of storage (`volumes.Choices`), `claims[uid]` each one's choices for
     its unbound WaitForFirstConsumer claims.
@@ -127,6 +132,7 @@ class Trial:
         self.assigned: list[tuple[PodObserved, int]] = []
         self.unplaced: list[PodObserved] = []
         self.explanation: dict[str, int] | None = None
+        self.error: str | None = None
         self.note = ""
         self._taken: list[tuple[PodObserved, int, IntArray]] = []
 
@@ -223,7 +229,7 @@ def _place_left(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         tried = {pod.uid for pod in retry}
         kept = [pod for pod in trial.unplaced if pod.uid not in tried]
         start = len(trial.assigned)
-        trial.unplaced, trial.explanation = [], None
+        trial.unplaced, trial.explanation, trial.error = [], None, None
         _one_by_one(index, retry, config, restrict, hold, trial)
         newly = [pod for pod, _ in trial.assigned[start:]]
         explained = trial.unplaced[0] if trial.unplaced else None
@@ -392,7 +398,10 @@ def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolA
     its resource score now, less `PREFER_NO_SCHEDULE_PENALTY` per untolerated PreferNoSchedule
     taint (a ranking of the rows given, before the search knows which rows are feasible: the
     taints are not normalized as one-by-one placement scores them, nor are the scorers of
-    `_one_by_one` added)."""
+    `_one_by_one` added). A member whose preferred terms do not parse may take a row only when
+    its filters leave it a single one (at most one node is feasible, so kube-scheduler would
+    never run its PreScore); else the search never places it, and one by one afterwards
+    places it only where it is the only feasible node (`_is_prescore_failed`)."""
     shapes: dict[tuple[object, ...], int] = {}
     gang, ranks = [], []
     is_affine = affinity.is_active(index, members)
@@ -405,6 +414,8 @@ def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolA
             allowed = np.zeros(len(index), dtype=np.bool_)
         if index.volumes is not None and pod.volume_claims:
             allowed = allowed & index.volumes.verdict(pod).mask
+        if pod.preferred_unparseable is not None and int(np.count_nonzero(allowed)) > 1:
+            allowed = np.zeros(len(index), dtype=np.bool_)  # left to one by one: PreScore
         shape = shapes.setdefault(member_shape(pod, is_affine, is_spread),
                                 len(shapes))
         gang.append(search.Member(vec, cols, allowed, pod.host_ports, shape))
@@ -466,6 +477,13 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
             if node_scorer is not None:
                 scores = scores + node_scorer.scores(pod, feasible)
         row = int(scores.argmax()) if len(index) else -1
+        if row >= 0 and scores[row] != scoring.UNFIT and _is_prescore_failed(pod, scores):
+            if trial.explanation is None:
+                trial.explanation = {}
+                trial.error = reasons.prescore_failed(NODE_AFFINITY,
+                                                      str(pod.preferred_unparseable))
+            trial.unplaced.append(pod)
+            continue
         if row < 0 or scores[row] == scoring.UNFIT:
             if trial.explanation is None:
                 trial.explanation = explain(index, pod, shape.static, hold, verdicts, spreads,
@@ -485,6 +503,16 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         for other in shapes.values():
             other.rescore(index, row, free)
     return trial
+
+
+def _is_prescore_failed(pod: PodObserved, scores: FloatArray) -> bool:
+    """Whether NodeAffinity's PreScore fails `pod` given its `scores` (UNFIT where a filter
+    fails): its preferred terms do not parse (`PodObserved.preferred_unparseable`) and two or
+    more nodes pass the filters. kube-scheduler's `schedulePod` takes the only feasible node
+    unscored ("When only one node after predicate, just use it"), so with one the pod binds;
+    with more, PreScore's error fails the attempt (SchedulerError, no preemption)."""
+    return (pod.preferred_unparseable is not None
+            and int(np.count_nonzero(scores != scoring.UNFIT)) > 1)
 
 
 def _same_shape(pod: PodObserved, other: PodObserved) -> bool:

@@ -22,6 +22,7 @@ HELD_FOR_GANG = "node(s) had capacity reserved for waiting gang {group}"
 NODES_AVAILABLE = "0/{total} nodes are available: {reasons}."
 NO_NODES = "0/0 nodes are available: no nodes are registered."
 PREFILTER = "0/{total} nodes are available: {message}."
+PRESCORE_FAILED = 'running PreScore plugin "{plugin}": {error}'
 GANG_MEMBERS_FIT = "gang {group}: {fit} of {min_member} members fit{succeeded}; {nodes}"
 SUCCEEDED_COUNTED = " ({succeeded} Succeeded after the gang ran)"
 GANG_EXTRA_MEMBERS = (
@@ -98,6 +99,12 @@ def prefilter(total_nodes: int, message: str) -> str:
     """A pod a PreFilter keeps off every node (`0/<n> nodes are available: <message>.`, as
     kube-scheduler's FitError words a PreFilter rejection)."""
     return PREFILTER.format(total=total_nodes, message=message)
+
+
+def prescore_failed(plugin: str, error: str) -> str:
+    """A pod a PreScore plugin fails with an error (not a per-node reason), as kube-scheduler's
+    `RunPreScorePlugins` words it in the pod's SchedulerError condition."""
+    return PRESCORE_FAILED.format(plugin=plugin, error=error)
 
 
 def gang_members_fit(group: str, fit: int, min_member: int, nodes: str,

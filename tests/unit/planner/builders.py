@@ -29,6 +29,7 @@ from services.contracts.events import (
     VolumeObserved,
     WeightedPodAffinityTerm,
 )
+from services.watcher import slim
 
 GIB = 2**30
 
@@ -104,11 +105,14 @@ class PodBuilder:
     def prefer_node(self, weight: int, *expressions: tuple[str, str, tuple[str, ...]],
                     fields: tuple[tuple[str, str, tuple[str, ...]], ...] = ()) -> PodBuilder:
         """A preferred node-affinity term of `weight`: `expressions` on labels and `fields` on
-        `metadata.name`, ANDed (key, operator, values each)."""
+        `metadata.name`, ANDed (key, operator, values each); what kube-scheduler cannot parse
+        of the terms is named as the watcher names it (`preferred_unparseable`)."""
         term = PreferredSchedulingTerm(weight, NodeSelectorTerm(
             tuple(NodeSelectorRequirement(*e) for e in expressions),
             tuple(NodeSelectorRequirement(*f) for f in fields)))
-        return self._with(preferred_affinity=(*self.fields.get("preferred_affinity", ()), term))
+        terms = (*self.fields.get("preferred_affinity", ()), term)
+        return self._with(preferred_affinity=terms,
+                          preferred_unparseable=slim.preferred_unparseable(terms))
 
     def labelled(self, **labels: str) -> PodBuilder:
         return self._with(labels={**self.fields.get("labels", {}), **labels})

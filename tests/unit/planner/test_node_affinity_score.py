@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.contracts.decisions import Placement
+from services.contracts.decisions import Placement, Rejection
 from services.contracts.events import NodeSelectorRequirement, NodeSelectorTerm
 from services.fit import filters
 from services.planner.core import capacity, node_affinity_score
@@ -197,3 +197,68 @@ def test_distinct_terms_per_member_judge_each_requirement_once_not_per_node(monk
     got = placed(*nodes, make_podgroup("g", 64), *gang)
     assert sorted(got) == [f"n{i * 7:05d}" for i in range(64)]  # each on its own node
     assert judged == {"fields": 128, "labels": 64}
+
+
+FIVE = ("gen", "Gt", ("five",))
+PRESCORE = ('running PreScore plugin "NodeAffinity": [0].matchExpressions[0].values[0]: '
+            "Invalid value: \"five\": for 'Gt', 'Lt' operators, the value must be an integer")
+
+
+def reasons_of(*objects):
+    return {d.group: d.reason for d in Cluster().observe(*objects).plan()
+            if isinstance(d, Rejection)}
+
+
+def test_one_feasible_node_binds_a_pod_whose_preferred_term_kube_cannot_parse():
+    """kube-scheduler's schedulePod takes the only feasible node without running PreScore, so
+    the Gt "five" term is never parsed and the pod binds (tests/e2e/test_node_affinity_score.py,
+    one-feasible); the second node here fails the nodeSelector."""
+    pod = make_pod("p").requests(cpu_milli=1000).selector(pool="a").prefer_node(10, FIVE)
+    assert pod.build().preferred_unparseable is not None
+    nodes = [make_node("n1").labels(pool="a"), make_node("n2")]
+    assert placed(*nodes, pod) == ["n1"]
+    assert placed(make_node("n1"), make_pod("q").requests(cpu_milli=1000).prefer_node(10, FIVE)
+                  ) == ["n1"]
+
+
+def test_two_feasible_nodes_fail_prescore_with_kube_schedulers_error():
+    pod = make_pod("p").requests(cpu_milli=1000).prefer_node(10, FIVE)
+    nodes = [make_node("n1"), make_node("n2")]
+    assert placed(*nodes, pod) == []
+    assert reasons_of(*nodes, pod) == {"default/pod:p": PRESCORE}
+
+
+def test_no_feasible_node_reads_as_the_filters_say():
+    """No node passes: kube-scheduler's FitError, PreScore never reached."""
+    pod = make_pod("p").requests(cpu_milli=1000).selector(pool="b").prefer_node(10, FIVE)
+    nodes = [make_node("n1"), make_node("n2")]
+    assert reasons_of(*nodes, pod) == {"default/pod:p": (
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.")}
+
+
+def test_a_gang_member_that_cannot_be_scored_keeps_the_gang_short_with_the_error():
+    """One by one: g-0 on n1 (lower name among equals), g-1 fails PreScore (two feasible
+    nodes). Members differ, so the search runs: it never places g-1 (two nodes allowed), and
+    one by one afterwards fails it again: the gang is told kube-scheduler's error."""
+    nodes = [make_node("n1"), make_node("n2")]
+    gang = [make_pod("g-0").requests(cpu_milli=2000).in_group("g"),
+            make_pod("g-1").requests(cpu_milli=1000).in_group("g").prefer_node(10, FIVE)]
+    assert placed(*nodes, make_podgroup("g", 2), *gang) == []
+    assert reasons_of(*nodes, make_podgroup("g", 2), *gang) == {
+        "default/g": f"gang default/g: 1 of 2 members fit; {PRESCORE}"}
+
+
+def test_the_search_places_a_member_that_cannot_be_scored_only_on_its_only_node():
+    """n1 4000m, n2 8000m; g-0 3000m, g-1 6000m, g-2 1000m with an unparseable preference.
+    One by one: g-0 on n2 (LeastAllocated 5000/8000 beats 1000/4000), g-1 fits nowhere. The
+    search (largest first) puts g-1 on n2, g-0 on n1; g-2 may take a row only where its
+    filters leave a single one: pinned to n1 it joins there; unpinned (n1 and n2 allowed)
+    the search never places it, and the gang stays short."""
+    nodes = [make_node(name).capacity(cpu_milli=cpu).label("kubernetes.io/hostname", name)
+             for name, cpu in (("n1", 4000), ("n2", 8000))]
+    gang = [make_pod("g-0").requests(cpu_milli=3000).in_group("g"),
+            make_pod("g-1").requests(cpu_milli=6000).in_group("g")]
+    small = make_pod("g-2").requests(cpu_milli=1000).in_group("g").prefer_node(10, FIVE)
+    pinned = small.affinity([("kubernetes.io/hostname", "In", ("n1",))])
+    assert sorted(placed(*nodes, make_podgroup("g", 3), *gang, pinned)) == ["n1", "n1", "n2"]
+    assert placed(*nodes, make_podgroup("g", 3), *gang, small) == []

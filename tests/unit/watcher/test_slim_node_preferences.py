@@ -1,6 +1,8 @@
 """Slimming preferred node affinity: terms carried with their weights in spec order, each
 preference read as a required term is, and refused (the pod kept Pending with the field named)
-where the API server's validation (`ValidatePreferredSchedulingTerms`) refuses them."""
+where the API server's validation (`ValidatePreferredSchedulingTerms`) refuses them; values it
+admits but kube-scheduler cannot parse (`labels.NewRequirement`) are named in
+`preferred_unparseable` with kube-scheduler's error, the pod still valid."""
 
 from __future__ import annotations
 
@@ -64,10 +66,6 @@ def test_no_preferred_terms_read_as_none():
      "[0].preference.matchExpressions[0].values must be exactly one value when `operator` is "
      "Gt"),
     ({"weight": 5, "preference": {"matchExpressions": [
-        {"key": "gen", "operator": "Lt", "values": ["v2"]}]}},
-     "[0].preference.matchExpressions[0].values[0] must be an integer when `operator` is Lt, "
-     "got 'v2'"),
-    ({"weight": 5, "preference": {"matchExpressions": [
         {"key": "bad key", "operator": "Exists"}]}},
      "[0].preference.matchExpressions[0].key is not a valid label name: 'bad key'"),
     ({"weight": 5, "preference": {"matchFields": [
@@ -102,3 +100,57 @@ def test_an_invalid_request_is_named_before_a_preferred_term():
     reason = slim.pod_event(obj, 0).invalid_reason
     assert reason is not None and reason.startswith("spec.containers")
 
+
+
+FORM = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+        "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+        "'my_value',  or '12345', regex used for validation is "
+        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+INTEGER = "for 'Gt', 'Lt' operators, the value must be an integer"
+
+
+@pytest.mark.parametrize(("requirement", "error"), [
+    ({"key": "gen", "operator": "Gt", "values": ["five"]},
+     f'[0].matchExpressions[0].values[0]: Invalid value: "five": {INTEGER}'),
+    # ParseInt reads the sign, but "-5" and "+5" are no label values (alphanumeric first)
+    ({"key": "gen", "operator": "Gt", "values": ["-5"]},
+     f'[0].matchExpressions[0].values[0][gen]: Invalid value: "-5": {FORM}'),
+    ({"key": "gen", "operator": "Lt", "values": ["+5"]},
+     f'[0].matchExpressions[0].values[0][gen]: Invalid value: "+5": {FORM}'),
+    ({"key": "disk", "operator": "In", "values": ["ssd", "fast disk"]},
+     f'[0].matchExpressions[0].values[1][disk]: Invalid value: "fast disk": {FORM}'),
+    ({"key": "disk", "operator": "NotIn", "values": ["x" * 64]},
+     f'[0].matchExpressions[0].values[0][disk]: Invalid value: "{"x" * 64}": must be no more '
+     "than 63 characters"),
+    ({"key": "disk", "operator": "In", "values": ["ssd-"]},
+     f'[0].matchExpressions[0].values[0][disk]: Invalid value: "ssd-": {FORM}'),
+    # both errors of one value, the integer one first, joined as an aggregate
+    ({"key": "gen", "operator": "Lt", "values": ["v 2"]},
+     f'[[0].matchExpressions[0].values[0]: Invalid value: "v 2": {INTEGER}, '
+     f'[0].matchExpressions[0].values[0][gen]: Invalid value: "v 2": {FORM}]'),
+])
+def test_a_value_kube_scheduler_cannot_parse_is_named_and_the_pod_stays_valid(requirement,
+                                                                              error):
+    event = slim.pod_event(preferring({"weight": 5, "preference": {
+        "matchExpressions": [requirement]}}), 0)
+    assert event.invalid_reason is None
+    assert event.preferred_unparseable == error
+    assert event.preferred_affinity[0].preference.match_expressions[0].values == tuple(
+        requirement["values"])
+
+
+def test_parseable_values_leave_nothing_named():
+    event = slim.pod_event(preferring(
+        {"weight": 5, "preference": {"matchExpressions": [
+            SSD, {"key": "gen", "operator": "Gt", "values": ["5"]},
+            {"key": "disk", "operator": "In", "values": ["", "a.b_c-d", "x" * 63]}]}}), 0)
+    assert event.preferred_unparseable is None
+
+
+def test_terms_are_indexed_in_spec_order_as_kube_scheduler_paths_them():
+    event = slim.pod_event(preferring(
+        {"weight": 5, "preference": {"matchExpressions": [SSD]}},
+        {"weight": 7, "preference": {"matchExpressions": [
+            SSD, {"key": "gen", "operator": "Lt", "values": ["ten"]}]}}), 0)
+    assert event.preferred_unparseable == (
+        f'[1].matchExpressions[1].values[0]: Invalid value: "ten": {INTEGER}')
