@@ -119,15 +119,12 @@ hint on Node Delete); an upgrade restart from a snapshot of revision 32 or befor
 retry it was owed. 34: PreferNoSchedule taints are scored as TaintToleration scores them (weight 3,
 the count of untolerated taints reverse-normalized over the feasible nodes) in one-by-one
 placement, no longer a flat 300 per taint, so a node with two taints beside one with one loses 150,
-not 300, against the preferences ("TaintToleration's score"). 34: PreferNoSchedule taints are
-scored as TaintToleration scores them (weight 3, the count of untolerated taints reverse-normalized
-over the feasible nodes) in one-by-one placement, no longer a flat 300 per taint, so a node with
-two taints beside one with one loses 150, not 300, against the preferences ("TaintToleration's
-score"); a pod whose preferred node-affinity terms kube-scheduler cannot parse
-(`preferred_unparseable`: a Gt/Lt value no integer, a value no label value) is placed only where
-one node passes its filters, else waits with NodeAffinity's PreScore error, and the whole-gang
-search places it only where its filters leave one node (it was refused for a non-integer Gt/Lt,
-placed for the other values) ("NodeAffinity, the preferred part")."""
+not 300, against the preferences ("TaintToleration's score"); a pod whose preferred node-affinity
+terms kube-scheduler cannot parse (`preferred_unparseable`: a Gt/Lt value no integer, a value no
+label value) is placed only where one node passes its filters, else waits with NodeAffinity's
+PreScore error, and the whole-gang search places it only where its filters leave one node (it was
+refused for a non-integer Gt/Lt, placed for the other values) ("NodeAffinity, the preferred
+part")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
