@@ -322,7 +322,7 @@ class PullConsumer:
             await self._recover(error, timeout_seconds)
             return []
         self._consuming()
-        if self._stepped_back(messages) and not await self._recheck():
+        if self._stepped_back(messages) and not await self._recheck(messages):
             return []  # a redelivery, or a stream restored from an older backup: checked
         return [self._delivery(message) for message in messages]
 
@@ -476,11 +476,13 @@ class PullConsumer:
         log.warning("consumer %s/%s vanished; recreated it from seq %d",
                     self._stream, self.durable, resume)
 
-    async def _recheck(self) -> bool:
-        """A delivery came at or below the highest position delivered before: check that the
-        stream still holds the message there (`_verify`). Shapes: True when it does; False
-        when NATS could not say (the consumer is left unbound: the next `fetch` recreates and
-        checks it before consuming anything).
+    async def _recheck(self, batch: list[Msg]) -> bool:
+        """A delivery of `batch` (fetched, not handed out yet) came at or below the highest
+        position delivered before: check that the stream still holds the message there
+        (`_verify`). Shapes: True when it does; False when NATS could not say: `batch` is
+        naked (else the server would count it delivered until its ack wait ends and the next
+        fetch would bring what follows it, a gap) and the consumer left unbound (the next
+        `fetch` recreates and checks it before consuming anything).
 
         Raises:
             StreamGone, StreamRecreated: as `_recreate`.
@@ -491,6 +493,7 @@ class PullConsumer:
             await self._unbind()
             await self._wait_for_stream(gone)
         except transience.FETCH_ERRORS as error:
+            await _nak_all(batch)
             await self._unchecked(error, f"consumer {self.durable}: stream not checked",
                                   "delivered at or below its position again and its stream "
                                   "cannot be checked")
@@ -638,6 +641,17 @@ class PullConsumer:
         self._subscription = await pulling.Puller.bind(self._js, self._stream, self.durable,
                                                        eager=self._eager)
         self._unsettled.clear()
+
+
+async def _nak_all(batch: list[Msg]) -> None:
+    """Nak every message of `batch` (redelivered at once, in stream order); a lost nak only
+    leaves that message to its ack wait (logged)."""
+    for message in batch:
+        try:
+            await message.nak()
+        except transience.LOST_ACK_ERRORS as error:
+            log.warning("nak of %s lost (redelivered after the ack wait): %r", message.subject,
+                        error)
 
 
 def _times(count: int) -> str:

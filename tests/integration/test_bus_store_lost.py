@@ -244,6 +244,31 @@ async def test_a_durable_restored_from_an_older_backup_delivers_the_messages_as_
     await consumer.close()
 
 
+async def test_a_batch_a_failed_check_drops_is_delivered_again_first(
+    nc: Client, js: JetStreamContext, bus_settings: BusSettings, quick_retries: None,
+) -> None:
+    """A tracking consumer (the planner's: ack policy ALL) gets a batch at or below its
+    position and cannot check its stream then: the batch it drops is naked, so the next
+    fetches bring it again first (the server counted it delivered until its ack wait ended
+    and the next fetch brought seqs 6.., a gap the planner took for its consumer changed
+    behind its back)."""
+    await publish(js, bus_settings, [f"m{n}" for n in range(1, 11)])
+    consumer = await PullConsumer.open(
+        js, stream=events_stream(bus_settings), durable="test",
+        filter_subject=subjects.events_wildcard(bus_settings.prefix), start_seq=1,
+        ack_policy=consuming.ACK_ALL, stream_loss_fatal=True, ack_wait_seconds=30)
+    first = await consumer.fetch(5, 2)
+    assert [delivery.seq for delivery in first] == [1, 2, 3, 4, 5]
+    for delivery in first:  # redelivered at once, at or below the position (5); a nak
+        await nc.request(delivery.msg.reply, b"-NAK")  # answered once the server took it
+    consumer._js = nc.jetstream(timeout=0.000001)  # its stream info times out
+    assert await consumer.fetch(5, 2) == []
+    consumer._js = js  # NATS answers again
+    again = await fetch_until(consumer, 10)
+    assert [delivery.seq for delivery in again] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    await consumer.close()
+
+
 async def test_a_position_retention_removed_is_told_by_the_creation_time_alone(
     js: JetStreamContext,
 ) -> None:
