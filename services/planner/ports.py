@@ -55,7 +55,7 @@ class Store(Protocol):
 
     async def adopt_stream(self, stream_created: str) -> None: ...
 
-    async def message_at(self, seq: int) -> tuple[str, bytes] | None: ...
+    async def message_at(self, seq: int) -> tuple[str, bytes, int | None] | None: ...
 
     async def commit_batch(
         self,
@@ -67,6 +67,7 @@ class Store(Protocol):
         dead_letters: Sequence[DeadLetterRow] = (),
         published: Sequence[str] = (),
         stream_created: str | None = None,
+        last_stored_at_us: int | None = None,
     ) -> None: ...
 
     async def save_snapshot(self, state_bytes: bytes, seq: int) -> bool: ...

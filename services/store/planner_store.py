@@ -146,6 +146,7 @@ class PlannerStore:
         dead_letters: Sequence[DeadLetterRow] = (),
         published: Sequence[str] = (),
         stream_created: str | None = None,
+        last_stored_at_us: int | None = None,
     ) -> None:
         """Write one batch in ONE transaction: audit rows, outbox, round, tracking, and the
         snapshot (`state_bytes`, at `last_seq`) unless it is None; and mark the earlier
@@ -154,7 +155,9 @@ class PlannerStore:
 
         `plan_seq` None means no planning round ran (a batch of poisoned messages only).
         `stream_created`: the identity of the stream the batch was read from, tracked with
-        `last_seq` (None: the one recorded is kept).
+        `last_seq` (None: the one recorded is kept). `last_stored_at_us`: when NATS stored the
+        message at `last_seq`, UTC epoch microseconds, tracked with it (None: NULL, none
+        recorded for that sequence).
         Raises:
             sqlalchemy.exc.IntegrityError: an event sequence or decision id already stored,
                 which means the caller broke the tracking invariant; nothing is written.
@@ -173,23 +176,32 @@ class PlannerStore:
             if state_bytes is not None:
                 await _upsert(connection, tables.snapshots, "name", self.snapshot,
                               {"seq": last_seq, "data": state_bytes})
-            tracked: dict[str, object] = {"last_seq": last_seq}
+            tracked: dict[str, object] = {"last_seq": last_seq,
+                                          "last_stored_at_us": last_stored_at_us}
             if stream_created is not None:
                 tracked["stream_created"] = stream_created
             await _track(connection, self.consumer, tracked)
             await _mark_published(connection, published)
 
-    async def message_at(self, seq: int) -> tuple[str, bytes] | None:
+    async def message_at(self, seq: int) -> tuple[str, bytes, int | None] | None:
         """The message the planner took in at stream sequence `seq`, as received: the applied
         event (`tables.audit_events`), else the poisoned message (`tables.dead_letters`).
-        Shapes: `(subject, data)`; None when neither holds `seq` (nothing taken in there)."""
+        Shapes: `(subject, data, stored_at_us)`, `stored_at_us` when NATS stored it (UTC epoch
+        microseconds) if `seq` is the tracked sequence and it was recorded, else None; None
+        when neither table holds `seq` (nothing taken in there)."""
+        tracking = tables.tracking
         async with self._connection() as connection:
+            stored_at_us = (await connection.execute(
+                select(tracking.c.last_stored_at_us).where(
+                    tracking.c.consumer == self.consumer, tracking.c.last_seq == seq)
+            )).scalar()
             for table in (tables.audit_events, tables.dead_letters):
                 row = (await connection.execute(
                     select(table.c.subject, table.c.data).where(table.c.seq == seq)
                 )).first()
                 if row is not None:
-                    return str(row.subject), bytes(row.data)
+                    return (str(row.subject), bytes(row.data),
+                            None if stored_at_us is None else int(stored_at_us))
         return None
 
     async def save_snapshot(self, state_bytes: bytes, seq: int) -> bool:

@@ -3,7 +3,8 @@
 Layer: store. Declarations only; the alembic migrations in `migrations/` create and change
 them, never `metadata.create_all` outside tests of this module.
 
-Units: every `*_ms` column holds UTC epoch milliseconds; `seq`/`*_seq` are JetStream stream
+Units: every `*_ms` column holds UTC epoch milliseconds, every `*_us` one UTC epoch
+microseconds; `seq`/`*_seq` are JetStream stream
 sequences of the EVENTS stream.
 """
 
@@ -55,12 +56,16 @@ tracking = Table(
     Column("consumer", String(128), primary_key=True),
     Column("last_seq", BigInteger, nullable=False),
     Column("stream_created", String(64), nullable=True),
+    Column("last_stored_at_us", BigInteger, nullable=True),
 )
 """The last stream sequence each consumer applied; redeliveries at or below it are skipped.
 `stream_created` is the identity of the stream that sequence belongs to: its creation time as
 JetStream reports it (`services.bus.reading.StreamState.created`, ISO 8601 UTC with
 microseconds), so a stream deleted and created anew under the same name is told apart; NULL
-when tracked before revision 0003 (adopted at the planner's next start)."""
+when tracked before revision 0003 (adopted at the planner's next start). `last_stored_at_us` is
+when NATS stored the message at `last_seq`, UTC epoch microseconds (a restored stream keeps it;
+the same bytes published again get another): NULL when tracked before revision 0004, or by
+a batch that did not say."""
 
 snapshots = Table(
     "snapshots",

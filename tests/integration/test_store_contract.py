@@ -160,7 +160,7 @@ async def test_revision_0003_tracks_the_stream_and_downgrades_keeping_the_sequen
         async with engine.begin() as connection:
             await connection.execute(sqlalchemy.text(
                 "INSERT INTO tracking (consumer, last_seq) VALUES ('planner', 7)"))
-        with pytest.raises(SchemaMismatch, match=r"0002, behind this gangsched's 0003: run "
+        with pytest.raises(SchemaMismatch, match=r"0002, behind this gangsched's 0004: run "
                                                  r"`gangsched migrate"):
             await schema.check_schema(engine)
         assert await schema.migrate(db_url) == "0002"
@@ -183,6 +183,44 @@ async def test_revision_0003_tracks_the_stream_and_downgrades_keeping_the_sequen
         assert [dict(row) for row in rows] == [{"consumer": "planner", "last_seq": 9}]
         assert await schema.migrate(db_url) == "0002"
         assert await store.load_snapshot() == Snapshot(b"state", 9, 9, None)
+    finally:
+        await engine.dispose()
+
+
+async def test_revision_0004_records_when_the_tracked_message_was_stored(db_url: str) -> None:
+    """A database at 0003 is refused until migrated; its tracked message has no stored time
+    (NULL: subject and bytes alone are compared) until the next batch records one; a
+    downgrade to 0003 keeps the sequence and the stream."""
+    await schema.migrate(db_url, "0003")
+    engine = engines.create_engine(db_url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(sqlalchemy.text(
+                "INSERT INTO tracking (consumer, last_seq, stream_created) "
+                "VALUES ('planner', 1, '2026-12-06T00:00:01.000001Z')"))
+        with pytest.raises(SchemaMismatch, match=r"0003, behind this gangsched's 0004: run "
+                                                 r"`gangsched migrate"):
+            await schema.check_schema(engine)
+        assert await schema.migrate(db_url) == "0003"
+        await schema.check_schema(engine)
+        store = PlannerStore(engine)
+        await store.commit_batch([audit(1)], [], 1, None, 1)
+        assert await store.message_at(1) == ("p.events.node._.n1", b'{"seq":1}', None)
+        await store.commit_batch([audit(2)], [], 2, None, 2,
+                                 last_stored_at_us=1_796_518_764_485_123)
+        assert await store.message_at(2) == ("p.events.node._.n2", b'{"seq":2}',
+                                             1_796_518_764_485_123)
+        assert await store.message_at(1) == ("p.events.node._.n1", b'{"seq":1}', None)
+        await store.commit_batch([audit(3)], [], 3, None, 3)  # a batch that does not say
+        assert await store.message_at(3) == ("p.events.node._.n3", b'{"seq":3}', None)
+        await alembic_downgrade(engine, db_url, "0003")
+        assert await schema.current_revision(engine) == "0003"
+        async with engine.connect() as connection:
+            rows = (await connection.execute(sqlalchemy.text(
+                "SELECT * FROM tracking"))).mappings().all()
+        assert [dict(row) for row in rows] == [{
+            "consumer": "planner", "last_seq": 3,
+            "stream_created": "2026-12-06T00:00:01.000001Z"}]
     finally:
         await engine.dispose()
 
@@ -253,7 +291,7 @@ async def test_a_version_table_of_two_revisions_or_a_table_gone_is_refused_by_na
         async with engine.begin() as connection:
             await connection.execute(sqlalchemy.text(
                 "INSERT INTO alembic_version VALUES ('0001')"))
-        two = r"damaged version table: alembic_version records 2 revisions \(0001, 0003\)"
+        two = r"damaged version table: alembic_version records 2 revisions \(0001, 0004\)"
         for refusing in (lambda: schema.migrate(migrated_db_url),
                          lambda: schema.check_schema(engine),
                          lambda: schema.current_revision(engine)):
@@ -265,7 +303,7 @@ async def test_a_version_table_of_two_revisions_or_a_table_gone_is_refused_by_na
             await connection.execute(sqlalchemy.text("DROP TABLE outbox"))
         for refusing in (lambda: schema.migrate(migrated_db_url),
                          lambda: schema.check_schema(engine)):
-            with pytest.raises(SchemaMismatch, match=r"at schema revision 0003 but lacks table "
+            with pytest.raises(SchemaMismatch, match=r"at schema revision 0004 but lacks table "
                                                      r"outbox: it is damaged"):
                 await refusing()
     finally:
@@ -336,10 +374,12 @@ def _compare(connection: Connection) -> list[object]:
 
 async def test_the_message_taken_in_at_a_seq_is_the_event_applied_or_the_dead_letter(
         engine: AsyncEngine) -> None:
-    """What the planner compares with the EVENTS stream's message at its tracked sequence."""
+    """What the planner compares with the EVENTS stream's message at its tracked sequence;
+    the time NATS stored it is recorded for the tracked sequence only."""
     store = PlannerStore(engine)
     await store.commit_batch([audit(1)], [], 1, None, 2,
-                             dead_letters=[(2, "px.events.pod.ns.bad", "undecodable", b"{")])
-    assert await store.message_at(1) == ("p.events.node._.n1", b'{"seq":1}')
-    assert await store.message_at(2) == ("px.events.pod.ns.bad", b"{")
+                             dead_letters=[(2, "px.events.pod.ns.bad", "undecodable", b"{")],
+                             last_stored_at_us=1_796_518_764_485_123)
+    assert await store.message_at(1) == ("p.events.node._.n1", b'{"seq":1}', None)
+    assert await store.message_at(2) == ("px.events.pod.ns.bad", b"{", 1_796_518_764_485_123)
     assert await store.message_at(3) is None

@@ -95,13 +95,13 @@ def test_a_table_or_column_gone_is_told_before_anything_is_read(
     path = damaged(log, tmp_path, statement)
     url = f"sqlite+aiosqlite:///{path}"
     assert invoke(*command, "--db", str(path)) == (
-        exit_codes.FAILED, f"Error: database {url} is at schema revision 0003 but lacks "
+        exit_codes.FAILED, f"Error: database {url} is at schema revision 0004 but lacks "
                            f"{lacks}: it is damaged; restore it from a backup or use a new "
                            "database\n")
 
 
 TWO_REVISIONS = ("Error: database {url} has a damaged version table: alembic_version records 2 "
-                 "revisions (0001, 0003) instead of one, so no gangsched can tell which "
+                 "revisions (0001, 0004) instead of one, so no gangsched can tell which "
                  "revision the database is at: keep only the row of the revision it is at "
                  "(`DELETE FROM alembic_version WHERE version_num = '<other revision>'`), or "
                  "use a new database")
@@ -162,4 +162,4 @@ def test_migrate_leaves_another_applications_database_alone_and_takes_an_empty_o
     connection.close()
     for path in (empty, stamped, viewed):
         assert invoke("migrate", "--db", str(path), "--log-level", "WARNING") == (
-            exit_codes.OK, "database at head revision 0003 (upgraded from an empty database)\n")
+            exit_codes.OK, "database at head revision 0004 (upgraded from an empty database)\n")

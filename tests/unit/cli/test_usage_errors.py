@@ -260,7 +260,7 @@ def test_a_schema_mismatch_names_the_database_as_given_and_the_command_to_run(
     assert code == 1
     url = f"sqlite+aiosqlite:///{path}"  # --db turns a path into this URL; both work pasted
     assert output.strip() == (f"Error: database {url} is at schema revision 0001, behind this "
-                              f"gangsched's 0003: run `gangsched migrate --db {url}` first")
+                              f"gangsched's 0004: run `gangsched migrate --db {url}` first")
     assert "file:" not in output and "mode=ro" not in output
 
 

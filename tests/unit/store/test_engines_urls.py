@@ -34,8 +34,8 @@ def test_migrations_are_found_outside_the_repository_cwd(
 ) -> None:
     monkeypatch.chdir(str(tmp_path))
     assert (schema.migrations_dir() / "env.py").is_file()
-    assert schema.head_revision() == "0003"
-    assert schema.known_revisions() == {"0001", "0002", "0003"}
+    assert schema.head_revision() == "0004"
+    assert schema.known_revisions() == {"0001", "0002", "0003", "0004"}
 
 
 @pytest.mark.parametrize(("given", "shown"), [
@@ -68,7 +68,7 @@ async def test_a_schema_mismatch_names_a_url_without_its_secrets_and_asks_for_it
         await engine.dispose()
     assert str(raised.value) == (
         "database postgresql+asyncpg://u@h/db is at schema revision none, behind this "
-        "gangsched's 0003: run `gangsched migrate --db <url>` first")
+        "gangsched's 0004: run `gangsched migrate --db <url>` first")
 
 
 def test_a_query_parameter_asyncpg_does_not_take_is_refused_by_name_only() -> None:
