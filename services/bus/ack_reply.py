@@ -24,7 +24,9 @@ _LONG_AT_LEAST = 11
 class Delivered(NamedTuple):
     """One delivery, as its reply subject gives it.
 
-    Units: `stored_at_ms` is when the stream stored the message, UTC epoch milliseconds.
+    Units: `stored_at_ms` is when the stream stored the message, UTC epoch milliseconds
+    (rounded); `stored_at_us` the same time in UTC epoch microseconds, truncated from the
+    server's nanoseconds (the precision of `reading.stored_at_us`, a lookup by sequence).
     """
 
     stream_seq: int
@@ -32,6 +34,7 @@ class Delivered(NamedTuple):
     num_delivered: int
     num_pending: int
     stored_at_ms: int
+    stored_at_us: int
 
 
 def parse(reply: str | None) -> Delivered:
@@ -54,4 +57,5 @@ def parse(reply: str | None) -> Delivered:
             int(token) for token in tokens[first : first + 5])
     except ValueError as error:
         raise NotJSMessageError from error
-    return Delivered(stream_seq, consumer_seq, delivered, pending, round(stamp_ns / 1_000_000))
+    return Delivered(stream_seq, consumer_seq, delivered, pending, round(stamp_ns / 1_000_000),
+                     stamp_ns // 1000)

@@ -9,7 +9,8 @@ readiness down meanwhile; a consumer whose caller tracks positions in the stream
 raises `StreamGone` instead (docs/design-notes.md, "NATS store lost"). A stream of another
 creation time (`reading.identity`) under the same name was deleted and made anew, or restored
 from a backup: the consumer looks at its content, the message at the position it read up to
-(`reading.Landmark`, `reading.holding`). The same message there (a restored stream) keeps the
+and the time NATS stored it (`reading.Landmark`, `reading.holding`; a restore keeps stored
+times, a publish after it gets a new one). The same message there (a restored stream) keeps the
 positions; another one, or none, means they belong to another stream: the consumer reads it
 from its start, and one whose caller tracks positions raises `StreamRecreated`. That is
 checked when the consumer is opened or recreated (after it exists, so a stream made anew in
@@ -92,7 +93,8 @@ class Delivery:
     `num_delivered` is 1 on first delivery (higher means a redelivery); `num_pending` is how
     many messages of the consumer's filter were still waiting after this one (consumer lag).
     `stored_at_ms` is when the NATS server stored the message (UTC epoch ms): set by the
-    server, not the publisher, and the same on every delivery.
+    server, not the publisher, and the same on every delivery (and in a restored backup);
+    `stored_at_us` the same time in UTC epoch microseconds (`ack_reply.Delivered`).
     """
 
     seq: int
@@ -102,6 +104,7 @@ class Delivery:
     num_delivered: int
     num_pending: int
     stored_at_ms: int
+    stored_at_us: int
     msg: Msg = field(repr=False)
     _consumer: PullConsumer | None = field(default=None, repr=False)
 
@@ -188,8 +191,9 @@ class PullConsumer:
         self._created: str | None = None
         """The identity of the stream its positions belong to (`reading.identity`)."""
         self._landmark: reading.Landmark | None = None
-        """The message at the highest position delivered (or the caller's, `open(landmark=)`):
-        what tells whether a stream of another identity holds the same messages."""
+        """The message at the highest position delivered, with the time NATS stored it (or
+        the caller's, `open(landmark=)`): what tells whether a stream of another identity
+        holds the same messages."""
 
     @property
     def durable(self) -> str:
@@ -409,7 +413,8 @@ class PullConsumer:
         seq = delivered.stream_seq
         self._unsettled.add(seq)
         if seq >= self._highest_delivered:
-            self._landmark = reading.Landmark(seq, message.subject, message.data)
+            self._landmark = reading.Landmark(seq, message.subject, message.data,
+                                              delivered.stored_at_us)
         self._highest_delivered = max(self._highest_delivered, seq)
         return Delivery(
             seq=seq,
@@ -419,6 +424,7 @@ class PullConsumer:
             num_delivered=delivered.num_delivered,
             num_pending=delivered.num_pending,
             stored_at_ms=delivered.stored_at_ms,
+            stored_at_us=delivered.stored_at_us,
             msg=message,
             _consumer=self,
         )

@@ -19,7 +19,7 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import nats
 import nats.js.errors
@@ -102,11 +102,19 @@ async def stream_state(js: JetStream, stream: str) -> StreamState:
 class Landmark:
     """The message a reader had at a position of a stream (`seq`): what tells whether a
     stream holds the messages that position belongs to, whatever its creation time (a stream
-    restored from a backup is created anew with the same messages at the same sequences)."""
+    restored from a backup is created anew with the same messages at the same sequences,
+    each with the time it was stored; the same bytes published again after a restore are
+    stored at another time).
+
+    Units: `stored_at_us` when NATS stored the message, UTC epoch microseconds (`stored_at_us`;
+    NATS keeps nanoseconds, nats-py's lookup by sequence microseconds); None when not
+    recorded (a planner database written before schema revision 0004): subject and bytes
+    alone decide then."""
 
     seq: int
     subject: str
     data: bytes
+    stored_at_us: int | None = None
 
 
 class Holding(enum.Enum):
@@ -115,7 +123,8 @@ class Holding(enum.Enum):
     SAME = "same"
     """The landmark's message: the stream holds what the position belongs to."""
     OTHER = "other"
-    """Another message: the stream holds other messages at the positions."""
+    """Another message (another subject, other bytes, or the same stored at another time):
+    the stream holds other messages at the positions."""
     ENDS_BEFORE = "ends_before"
     """Nothing yet: the stream ends before the landmark's sequence."""
     REMOVED = "removed"
@@ -127,7 +136,8 @@ class Holding(enum.Enum):
 async def holding(js: JetStream, stream: str, landmark: Landmark | None,
                   state: StreamState) -> Holding:
     """Whether `stream` (whose extent now is `state`) holds `landmark`'s message at its
-    sequence: same subject and same bytes. One direct lookup by sequence (`STREAM.MSG.GET`),
+    sequence: same subject, same bytes and, when the landmark has it, the same stored time
+    (to the microsecond). One direct lookup by sequence (`STREAM.MSG.GET`),
     none when `state` already tells (`ENDS_BEFORE`, `REMOVED`); a message removed between
     `state` and the lookup is `REMOVED`.
 
@@ -144,8 +154,17 @@ async def holding(js: JetStream, stream: str, landmark: Landmark | None,
         message = await js.get_msg(stream, landmark.seq)
     except nats.js.errors.NotFoundError:
         return Holding.REMOVED
-    same = message.subject == landmark.subject and (message.data or b"") == landmark.data
+    same = (message.subject == landmark.subject and (message.data or b"") == landmark.data
+            and landmark.stored_at_us in (None, stored_at_us(message.time)))
     return Holding.SAME if same else Holding.OTHER
+
+
+def stored_at_us(stamp: datetime | None) -> int | None:
+    """`stamp` (an aware datetime, as nats-py gives a stored message's time) in UTC epoch
+    microseconds, exactly (integer arithmetic); None for None."""
+    if stamp is None:
+        return None
+    return (stamp - _EPOCH) // timedelta(microseconds=1)
 
 
 @cancellation.guarded
@@ -398,6 +417,9 @@ def _stored(message: Msg, delivered: ack_reply.Delivered) -> StoredMessage:
         stored_at_ms=delivered.stored_at_ms,
         pending=delivered.num_pending,
     )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _epoch_ms(stamp: datetime | None) -> int:

@@ -214,7 +214,9 @@ class PlannerService:
             self.floor_seq = await source.first_seq()
             intake = sort_batch(deliveries, self.tracked_seq, self.checks, self.floor_seq)
         if intake.has_news:
-            await self._apply(intake, source.stream_created)
+            stored_at_us = next(delivery.stored_at_us for delivery in deliveries
+                                if delivery.seq == intake.last_seq)
+            await self._apply(intake, source.stream_created, stored_at_us)
         if intake.gap is None:
             await _ack_batch(deliveries)
         else:
@@ -240,9 +242,11 @@ class PlannerService:
             await _ack_batch(applied)
         await source.repair(self.tracked_seq + 1)
 
-    async def _apply(self, intake: Intake, stream_created: str | None) -> None:
+    async def _apply(self, intake: Intake, stream_created: str | None,
+                     stored_at_us: int) -> None:
         """Plan the fresh events, commit everything in one transaction (tracking their
-        sequence with `stream_created`, the identity of the stream they came from), then
+        sequence with `stream_created`, the identity of the stream they came from, and
+        `stored_at_us`, when NATS stored the message at it, UTC epoch microseconds), then
         publish."""
         self.uncommitted = True  # planning changes `self.state` in place, before the commit
         planned = await self._plan(intake)
@@ -260,6 +264,7 @@ class PlannerService:
             sorted(dead),
             self.unmarked,
             stream_created,
+            stored_at_us,
         )
         self.unmarked = []
         self.state, self.tracked_seq = planned.state, intake.last_seq
@@ -463,6 +468,7 @@ async def _serve(js: JetStream, engine: AsyncEngine, publisher: BusPublisher, se
     events_stream = subjects.stream_name(prefix, "EVENTS")
     await _check_stream(js, events_stream, service)
     applied = await service.store.message_at(service.tracked_seq) if start_seq > 1 else None
+    # the event applied at the tracked seq, with when NATS stored it (if recorded)
     try:
         consumer = await PullConsumer.open(
             js, stream=events_stream, durable=DURABLE,

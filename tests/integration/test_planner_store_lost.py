@@ -35,6 +35,7 @@ from tests.integration.planner_harness import (
     gang_events,
     planner_settings,
     publish_events,
+    publish_raw,
     running_planner,
 )
 from tests.integration.test_bus_store_lost import events_stream, recreate_events
@@ -285,6 +286,99 @@ async def test_a_planner_behind_a_restored_stream_that_holds_its_events_goes_on(
     async with running_planner(settings, js, engine):
         await wait_for_tracked(engine, 6)
     assert await tracked_row(engine) == (6, restored.created)
+
+
+async def test_the_tracked_event_published_again_after_a_restore_is_told_by_its_stored_time(
+    nc: Client, js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
+    tmp_path: Path,
+) -> None:
+    """Restored from an older backup (ending at seq 1), the stream gets another event at seq 2
+    and the very bytes the planner applied at its tracked seq 3 again (a publish retried
+    across the restore: the de-duplication window went with the old stream). Subject and
+    bytes at seq 3 match; the time NATS stored them does not: the planner refuses the stream
+    (it went on, applying seq 4, a pod of a PodGroup at seq 2 it never saw)."""
+    settings = planner_settings(bus_settings, tmp_path)
+    stream, prefix = events_stream(bus_settings), bus_settings.prefix
+    n1, pg1, pod1 = gang_events("pg1", min_member=1, pods=1)
+    await publish_events(js, prefix, [n1])
+    saved = await backup(nc, stream)  # an older backup: ends at seq 1
+    await publish_events(js, prefix, [pg1, pod1])
+    async with running_planner(settings, js, engine):
+        await wait_for_tracked(engine, 3)
+    was = (await tracked_row(engine))[1]
+    old3 = await js.get_msg(stream, 3)
+    await js.delete_stream(stream)
+    await restore(nc, stream, saved)
+    now = (await reading.stream_state(js, stream)).created
+    _n1, pg2, pod2 = gang_events("pg2", min_member=1, pods=1)
+    for event in (pg2, pod1, pod2):  # seqs 2, 3 (the bytes applied at 3, again) and 4
+        await publish_events(js, prefix, [event])
+    new3 = await js.get_msg(stream, 3)
+    assert (new3.subject, new3.data) == (old3.subject, old3.data)
+    assert new3.time != old3.time
+    with pytest.raises(EventStreamRecreated) as raised:
+        await asyncio.wait_for(run_planner(settings, js, engine, ReadyFlag("planner")), 10)
+    assert was is not None and now is not None
+    assert str(raised.value) == recreated_line(stream, was, now, 3)
+    async with engine.connect() as connection:
+        applied = (await connection.execute(
+            sqlalchemy.select(tables.audit_events.c.seq).order_by(tables.audit_events.c.seq)
+        )).scalars().all()
+    assert applied == [1, 2, 3]
+
+
+async def test_a_planner_whose_tracked_seq_was_dead_lettered_goes_on_after_a_restore(
+    nc: Client, js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
+    tmp_path: Path,
+) -> None:
+    """The tracked message was refused (undecodable, dead-lettered): its subject, bytes and
+    stored time are what the stream restored from its backup holds there; the planner goes
+    on."""
+    settings = planner_settings(bus_settings, tmp_path)
+    stream, prefix = events_stream(bus_settings), bus_settings.prefix
+    await publish_events(js, prefix, gang_events("pg1", min_member=1, pods=1))
+    await publish_raw(js, prefix, b"\xff\x00 not json \xc3", "poison-1")  # seq 4
+    async with running_planner(settings, js, engine):
+        await wait_for_tracked(engine, 4)
+    stored = await js.get_msg(stream, 4)
+    assert await PlannerStore(engine).message_at(4) == (
+        stored.subject, b"\xff\x00 not json \xc3", reading.stored_at_us(stored.time))
+    saved = await backup(nc, stream)
+    await js.delete_stream(stream)
+    await restore(nc, stream, saved)
+    now = (await reading.stream_state(js, stream)).created
+    await publish_events(js, prefix, gang_events("pg2", min_member=1, pods=1))  # 5..7
+    async with running_planner(settings, js, engine):
+        await wait_for_tracked(engine, 7)
+    assert await tracked_row(engine) == (7, now)
+
+
+async def test_a_tracked_seq_recorded_without_its_stored_time_is_told_by_its_bytes(
+    nc: Client, js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
+    tmp_path: Path,
+) -> None:
+    """Tracked before schema revision 0004 (no stored time, NULL): a stream restored from its
+    backup is told by the subject and bytes at the tracked seq; the planner goes on and
+    records the stored time of its next batch."""
+    settings = planner_settings(bus_settings, tmp_path)
+    stream, prefix = events_stream(bus_settings), bus_settings.prefix
+    await publish_events(js, prefix, gang_events("pg1", min_member=1, pods=1))
+    async with running_planner(settings, js, engine):
+        await wait_for_tracked(engine, 3)
+    async with engine.begin() as connection:
+        await connection.execute(sqlalchemy.update(tables.tracking).values(
+            last_stored_at_us=None))
+    saved = await backup(nc, stream)
+    await js.delete_stream(stream)
+    await restore(nc, stream, saved)
+    now = (await reading.stream_state(js, stream)).created
+    await publish_events(js, prefix, gang_events("pg2", min_member=1, pods=1))  # 4..6
+    async with running_planner(settings, js, engine):
+        await wait_for_tracked(engine, 6)
+    assert await tracked_row(engine) == (6, now)
+    stored = await js.get_msg(stream, 6)
+    assert (await PlannerStore(engine).message_at(6) or ())[2] == reading.stored_at_us(
+        stored.time)
 
 
 async def test_a_running_planner_refuses_its_events_stream_restored_from_an_older_backup(

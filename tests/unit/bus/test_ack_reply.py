@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from nats.aio.msg import Msg
 from nats.errors import NotJSMessageError
 
-from services.bus import ack_reply
+from services.bus import ack_reply, reading
 
 counts = st.integers(min_value=0, max_value=2**63 - 1)
 stamps = st.integers(min_value=0, max_value=4_102_444_800 * 10**9)  # up to 2100, in ns
@@ -18,7 +18,8 @@ def reference(reply: str) -> ack_reply.Delivered:
     """nats-py's reading of the same subject."""
     meta = Msg(_client=None, reply=reply).metadata  # type: ignore[arg-type]
     return ack_reply.Delivered(meta.sequence.stream, meta.sequence.consumer, meta.num_delivered,
-                               meta.num_pending, round(meta.timestamp.timestamp() * 1000))
+                               meta.num_pending, round(meta.timestamp.timestamp() * 1000),
+                               reading.stored_at_us(meta.timestamp))
 
 
 @given(counts, counts, counts, counts, stamps)
@@ -31,6 +32,7 @@ def test_the_short_form_reads_as_nats_py_reads_it(
     # nats-py goes through a datetime (microseconds, float seconds): within a millisecond
     assert abs(parsed.stored_at_ms - expected.stored_at_ms) <= 1
     assert parsed.stored_at_ms == round(ns / 1_000_000)
+    assert parsed.stored_at_us == ns // 1000  # the microseconds a lookup by sequence keeps
 
 
 @given(counts, counts, counts, counts, stamps, st.booleans())

@@ -119,7 +119,8 @@ class AnsweringMsg:
 
 def delivery(msg: AnsweringMsg) -> Delivery:
     return Delivery(seq=1, subject="gs.decisions.Placement.ns.g", data=b"{}", headers={},
-                    num_delivered=1, num_pending=0, stored_at_ms=0, msg=msg)  # type: ignore[arg-type]
+                    num_delivered=1, num_pending=0, stored_at_ms=0, stored_at_us=0,
+                    msg=msg)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("reply", "sent"), [("in_progress", "in progress"), ("ack", "ack")])
