@@ -51,19 +51,19 @@ class StreamRecreated(Exception):
     Shapes: `was` and `now` the two identities (`now` None when the server did not say);
     `seq` the position checked (the landmark's sequence); `found` what the stream holds there,
     the value of a `reading.Holding` other than "same": "other" (another message), "ends_before"
-    (the stream ends at `last_seq`, before `seq`) or "removed" (retention removed it, the
-    stream starting at `first_seq`, or no message was recorded to compare: only the creation
-    time could tell).
+    (the stream ends at `last_seq`, before `seq`), "removed" (retention removed it, the stream
+    starting at `first_seq`, or after the stream said it held it) or "unrecorded" (no message
+    was recorded to compare): for these two only the creation time could tell.
     """
 
     def __init__(self, stream: str, was: str, now: str | None, *, seq: int, found: str,
                  first_seq: int, last_seq: int) -> None:
+        starts = f": it starts at seq {first_seq}" if first_seq > seq else ""
         there = {
             "other": f"holds another message at seq {seq}",
             "ends_before": f"ends at seq {last_seq}, before seq {seq}",
-        }.get(found, f"no longer holds seq {seq} (retention removed it: it starts at seq "
-                     f"{first_seq})"
-              if first_seq > seq else f"holds seq {seq}, with nothing recorded to compare")
+            "removed": f"no longer holds seq {seq} (retention removed it{starts})",
+        }.get(found, f"holds seq {seq}, with nothing recorded to compare")
         super().__init__(f"stream {stream} was created anew at {now} and {there}, the "
                          f"position read up to in the one created at {was}")
         self.stream, self.was, self.now, self.seq = stream, was, now, seq

@@ -128,8 +128,10 @@ class Holding(enum.Enum):
     ENDS_BEFORE = "ends_before"
     """Nothing yet: the stream ends before the landmark's sequence."""
     REMOVED = "removed"
-    """Nothing any more: retention removed it (the stream starts after it), or there is no
-    landmark to compare; only the creation time can tell then."""
+    """Nothing any more: retention removed it (the stream starts after it, or it went between
+    the stream's extent and the lookup); only the creation time can tell then."""
+    UNRECORDED = "unrecorded"
+    """No landmark to compare; only the creation time can tell then."""
 
 
 @cancellation.guarded
@@ -139,13 +141,13 @@ async def holding(js: JetStream, stream: str, landmark: Landmark | None,
     sequence: same subject, same bytes and, when the landmark has it, the same stored time
     (to the microsecond). One direct lookup by sequence (`STREAM.MSG.GET`),
     none when `state` already tells (`ENDS_BEFORE`, `REMOVED`); a message removed between
-    `state` and the lookup is `REMOVED`.
+    `state` and the lookup is `REMOVED` (retention); no `landmark`, `UNRECORDED`.
 
     Raises:
         the nats-py errors of `js.get_msg` other than "not found" (callers translate them).
     """
     if landmark is None:
-        return Holding.REMOVED
+        return Holding.UNRECORDED
     if state.last_seq < landmark.seq:
         return Holding.ENDS_BEFORE
     if state.first_seq > landmark.seq:
