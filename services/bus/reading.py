@@ -233,6 +233,9 @@ class OrderedReader:
         self.last_seq = 0
         self._created: str | None = None
         """The identity of the stream read (`identity`), once known."""
+        self._landmark: Landmark | None = None
+        """The last message returned, with its stored time: what tells whether a stream of
+        another identity holds the messages read (`holding`)."""
         self.streams_read = 1
         """How many streams of its name it has read: one more each time it finds the stream
         deleted and made anew (`fetch`), whose messages a follower must take afresh."""
@@ -268,9 +271,11 @@ class OrderedReader:
         """Up to `batch` messages in stream order; `[]` on timeout. After a gap in delivery
         (a message lost in transit) or a vanished consumer, recreates the consumer from the
         last stream sequence returned + 1 and returns what came before the gap; when the
-        stream was deleted and made anew meanwhile (another `identity`), from where the reader
-        started instead (the first message of the new stream, or the last of every subject),
-        said once and counted in `streams_read`.
+        stream is another meanwhile (another `identity`, and it does not hold the last
+        message returned, subject, bytes and stored time, at its sequence: made anew, not
+        restored from a backup), from where the reader started instead (the first message of
+        the new stream, or the last of every subject), said once and counted in
+        `streams_read`.
         Raises:
             nats.errors.Error: NATS failed (a later fetch tries again). CancelledError: when
                 cancelled, also when nats-py lost the cancellation (`cancellation`).
@@ -294,6 +299,8 @@ class OrderedReader:
                 break
             self._delivered = delivered.consumer_seq
             self.last_seq = delivered.stream_seq
+            self._landmark = Landmark(delivered.stream_seq, message.subject, message.data,
+                                      delivered.stored_at_us)
             ordered.append(_stored(message, delivered))
         return ordered
 
@@ -302,14 +309,25 @@ class OrderedReader:
 
     async def _recreate(self) -> None:
         """Recreate the consumer after the last message returned, or, on a stream made anew
-        under its name, from where the reader started (from 1 if it started at a sequence:
-        every message of the new stream is unseen).
+        under its name (another identity, not holding the last message returned: `holding`),
+        from where the reader started (from 1 if it started at a sequence: every message of
+        the new stream is unseen). A stream restored from a backup, holding it, is read on
+        after it (said once, INFO).
 
         Raises:
             nats.js.errors.NotFoundError: no such stream. nats.errors.Error: NATS failed.
         """
-        created = identity(await self._js.stream_info(self._stream))
-        if created is not None and self._created is not None and created != self._created:
+        info = await self._js.stream_info(self._stream)
+        created = identity(info)
+        changed = created is not None and self._created is not None and created != self._created
+        if changed and await holding(self._js, self._stream, self._landmark,
+                                     state_of(info)) is Holding.SAME:
+            assert self._landmark is not None
+            log.info("stream %s was created anew at %s (restored from a backup?) and holds the "
+                     "message reader %s read at seq %d in the one created at %s: going on",
+                     self._stream, created, self._name, self._landmark.seq, self._created)
+        elif changed:
+            self._landmark = None
             log.warning("stream %s was created anew at %s (the one reader %s read was created "
                         "at %s): reading it afresh", self._stream, created, self._name,
                         self._created)

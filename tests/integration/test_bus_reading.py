@@ -17,6 +17,8 @@ from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
 from services.contracts import subjects
 from tests.integration.test_bus_consuming import publish
+from tests.support.stream_backup import backup, restore
+from tests.support.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
 
@@ -104,3 +106,49 @@ async def test_a_bounded_read_ends_when_its_stream_is_made_anew(
             await streams.ensure_streams(js, bus_settings)
             await publish(js, bus_settings, ["x", "y", "z"])
     assert read == [(1, b"a")]
+
+
+async def fetched_after_a_restore(
+        nc: Client, js: JetStreamContext, bus_settings: BusSettings, older: bool,
+        published: list[str]) -> tuple[reading.OrderedReader, list[tuple[int, bytes]]]:
+    """A reader of "a", "b", "c"; the stream restored from its backup (`older`: one taken at
+    seq 1), then `published`: what the reader fetches after (at least one message)."""
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    await publish(js, bus_settings, ["a"])
+    saved = await backup(nc, stream, consumers=False) if older else None
+    await publish(js, bus_settings, ["b", "c"])
+    reader = await reading.OrderedReader.open(
+        js, stream, subjects.events_wildcard(bus_settings.prefix), owner="test", start_seq=1)
+    got = [(message.seq, message.data) for message in await reader.fetch(10, 1)]
+    assert got == [(1, b"a"), (2, b"b"), (3, b"c")]
+    saved = saved or await backup(nc, stream, consumers=False)
+    await js.delete_stream(stream)
+    await restore(nc, stream, saved)
+    for name in published:  # one by one: each its own msg-id, stored in this order
+        await publish(js, bus_settings, [name])
+    after: list[tuple[int, bytes]] = []
+
+    async def fetched() -> bool:
+        after.extend((message.seq, message.data) for message in await reader.fetch(10, 0.2))
+        return bool(after)
+
+    await eventually_async(fetched, timeout=10, what="messages after the restore")
+    return reader, after
+
+
+async def test_a_following_reader_reads_on_after_its_stream_restored_from_a_backup(
+        nc: Client, js: JetStreamContext, bus_settings: BusSettings) -> None:
+    """The stream restored holds "c" at seq 3 as it was stored: the reader goes on after it
+    (it read everything again when only creation times were compared)."""
+    reader, after = await fetched_after_a_restore(nc, js, bus_settings, False, ["d"])
+    assert (after, reader.streams_read) == ([(4, b"d")], 1)
+    await reader.close()
+
+
+async def test_a_following_reader_reads_afresh_a_stream_with_its_message_published_again(
+        nc: Client, js: JetStreamContext, bus_settings: BusSettings) -> None:
+    """Restored from an older backup (ending at seq 1), the stream gets "x" and the very "c"
+    again at seq 3, stored at another time: another stream, read from its start."""
+    reader, after = await fetched_after_a_restore(nc, js, bus_settings, True, ["x", "c"])
+    assert (after, reader.streams_read) == ([(1, b"a"), (2, b"x"), (3, b"c")], 2)
+    await reader.close()
