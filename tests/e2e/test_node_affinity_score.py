@@ -122,12 +122,12 @@ def scheduler_plane() -> Iterator[ControlPlane]:
         yield cp
 
 
-async def _choices(client: KubeClient) -> dict[str, tuple[str | None, str | None, str | None]]:
+async def _choices(client: KubeClient) -> dict[str, runner.NodeChoices]:
     """Per case: kube-scheduler's node, gangsched's, and gangsched's without the terms."""
     plan = ClusterPlan(nodes=[node(case, n) for case in CASES for n in range(NODES_PER_CASE)],
                        namespaces=tuple(f"nas-{case.name}" for case in CASES))
     slimmer = verdict.Slimmer()
-    found = {}
+    found: dict[str, runner.NodeChoices] = {}
     async with oracle.mirrors(client) as mirrors:
         await runner.build_cluster(client, mirrors, plan)
         for case in CASES:
@@ -136,30 +136,15 @@ async def _choices(client: KubeClient) -> dict[str, tuple[str | None, str | None
                                      pod(case, f"big-{number}", [], cpu=cpu, on=number))
         for case in CASES:
             offered = pod(case, "offered", case.terms)
-            admitted = await oracle.create(client, offered, dry_run=True)
-            snapshot = runner.observed(mirrors)
-            ours = verdict.judge(slimmer, snapshot, admitted)
-            plain = copy.deepcopy(admitted)
-            plain["spec"].pop("affinity", None)
-            plain["metadata"]["uid"] = f"plain-{admitted['metadata'].get('uid', '')}"
-            plain_ours = verdict.judge(slimmer, snapshot, plain)
-            kube = await oracle.offer(client, mirrors.pods, offered)
-            found[case.name] = (kube.node, ours.node, plain_ours.node)
+            found[case.name] = await runner.node_choices(client, mirrors, slimmer, offered)
     return found
-
-
-async def _run(cp: ControlPlane) -> dict[str, tuple[str | None, str | None, str | None]]:
-    client = await connect(KubeSettings(kubeconfig=cp.kubeconfig))
-    try:
-        return await _choices(client)
-    finally:
-        await client.close()
 
 
 @pytest.mark.timeout(300)
 def test_preferred_node_affinity_picks_the_node_kube_scheduler_picks(
         scheduler_plane: ControlPlane) -> None:
-    found = asyncio.run(_run(scheduler_plane))
+    found = asyncio.run(
+        runner.with_client(scheduler_plane.kubeconfig, _choices))
     assert found == {case.name: (node_name(case, case.best), node_name(case, case.best),
                                  node_name(case, case.plain_best)) for case in CASES}
 

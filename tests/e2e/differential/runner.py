@@ -15,12 +15,16 @@ sleeps: every wait is on the watch.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
-from services.kube.client import MERGE_PATCH, KubeClient
+from services.config.settings import KubeSettings
+from services.kube.client import MERGE_PATCH, KubeClient, connect
 from services.kube.resources import pod_path
 from tests.e2e.differential import compare, generator, messages, oracle, storage, verdict
 from tests.e2e.differential.families import FINISHED_LABEL, PREBOUND_LABEL, ClusterPlan
@@ -181,3 +185,36 @@ def _compare(slimmer: verdict.Slimmer, seed: int, snapshot: verdict.Snapshot,
     if why is None:
         return None
     return compare.Mismatch(seed, pod, kube, ours, None, why)
+
+
+NodeChoices = tuple[str | None, str | None, str | None]
+"""kube-scheduler's node for a pod, gangsched's, and gangsched's for it without its affinity
+(None: not placed)."""
+
+
+async def node_choices(client: KubeClient, mirrors: Mirrors, slimmer: verdict.Slimmer,
+                       offered: dict[str, Any]) -> NodeChoices:
+    """Where kube-scheduler binds `offered` (created for real), where gangsched would place it
+    on the same cluster, and where without `spec.affinity` (so a test sees that the preference,
+    not resources alone, chose the node)."""
+    admitted = await oracle.create(client, offered, dry_run=True)
+    snapshot = observed(mirrors)
+    ours = verdict.judge(slimmer, snapshot, admitted)
+    plain = copy.deepcopy(admitted)
+    plain["spec"].pop("affinity", None)
+    plain["metadata"]["uid"] = f"plain-{admitted['metadata'].get('uid', '')}"
+    plain_ours = verdict.judge(slimmer, snapshot, plain)
+    kube = await oracle.offer(client, mirrors.pods, offered)
+    return kube.node, ours.node, plain_ours.node
+
+
+T = TypeVar("T")
+
+
+async def with_client(kubeconfig: Path, work: Callable[[KubeClient], Awaitable[T]]) -> T:
+    """`work` with a client of the API server `kubeconfig` names, closed after."""
+    client = await connect(KubeSettings(kubeconfig=kubeconfig))
+    try:
+        return await work(client)
+    finally:
+        await client.close()
