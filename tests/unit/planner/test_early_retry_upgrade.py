@@ -131,24 +131,28 @@ def test_a_node_deleted_wakes_a_gang_whose_spread_it_may_let_pass():
     assert placed == [(1_000, "nb")]
 
 
+def _placed_after_restoring(snapshot: str) -> list[int]:
+    """When (UTC epoch ms) gang g is placed after restoring `snapshots/<snapshot>` (taken at
+    31 500 ms) and planning every 0.5 s, for up to 35 s."""
+    cluster = Cluster(now_ms=31_500)
+    cluster.state = decode_state((Path(__file__).parent / "snapshots" / snapshot).read_bytes())
+    cluster.seq = 100
+    placed: list[int] = []
+    for _ in range(70):
+        cluster.advance(0.5)
+        placed += [p.at_ms for p in cluster.plan() if isinstance(p, Placement)]
+        if placed:
+            break
+    return placed
+
+
 def test_a_real_core_30_snapshot_keeps_its_early_retry():
     """A snapshot written by core 30 (commit 252b5e0, `git show 252b5e0:...`): gang g as
     `_backed_off_plain_gang` (last attempt at T = 31 000), `web` deleted at T + 500 (its
     `capacity_freed_ms` 31 500). Core 30 itself, restored from it and ticked every 0.5 s,
     places g at T + 1 000 = 32 000 (early retry); so does this revision, the time-ordered
     retry carried over as moments (`decode_state`), not at its timed retry (63 000)."""
-    data = (Path(__file__).parent / "snapshots"
-            / "core30_freed_after_attempt.json").read_bytes()
-    cluster = Cluster(now_ms=31_500)
-    cluster.state = decode_state(data)
-    cluster.seq = 100
-    placed = []
-    for _ in range(70):
-        cluster.advance(0.5)
-        placed += [p.at_ms for p in cluster.plan() if isinstance(p, Placement)]
-        if placed:
-            break
-    assert placed == [32_000]
+    assert _placed_after_restoring("core30_freed_after_attempt.json") == [32_000]
 
 
 def test_a_real_core_32_snapshot_keeps_the_wake_it_recorded():
@@ -157,15 +161,4 @@ def test_a_real_core_32_snapshot_keeps_the_wake_it_recorded():
     is woken (`woken_ms` 31 500), its early retry due at T + 1 000. Core 32 itself, restored
     and ticked every 0.5 s, places g at 32 000; so does this revision (`woken_ms` carried
     over as a moment after the last attempt), not at its timed retry (63 000)."""
-    data = (Path(__file__).parent / "snapshots"
-            / "core32_woken_before_retry.json").read_bytes()
-    cluster = Cluster(now_ms=31_500)
-    cluster.state = decode_state(data)
-    cluster.seq = 100
-    placed = []
-    for _ in range(70):
-        cluster.advance(0.5)
-        placed += [p.at_ms for p in cluster.plan() if isinstance(p, Placement)]
-        if placed:
-            break
-    assert placed == [32_000]
+    assert _placed_after_restoring("core32_woken_before_retry.json") == [32_000]
