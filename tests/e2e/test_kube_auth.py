@@ -145,4 +145,10 @@ async def test_in_cluster_credentials_reread_a_rotated_token_through_the_refresh
     assert client.host == control_plane.server
     assert (await who(client))[0] == f"system:serviceaccount:{namespace}:first"
     token_file.write_text(tokens["second"])  # the kubelet rotated it
-    assert (await who(client))[0] == f"system:serviceaccount:{namespace}:second"
+
+    async def second() -> bool:
+        return (await who(client))[0] == f"system:serviceaccount:{namespace}:second"
+
+    # read again once the credentials asked for a request are no longer reused
+    await eventually_async(second, timeout=kube_client.CREDENTIALS_REUSE_SECONDS + 10,
+                           what="the rotated token used")

@@ -3,16 +3,14 @@ messages that cannot come."""
 
 from __future__ import annotations
 
-import asyncio
+from typing import Any
 
-import nats
 import pytest
 from nats.aio.client import Client
-from nats.aio.msg import Msg
 from nats.js import JetStreamContext
+from nats.js.api import StreamInfo
 
 from services.bus import reading, streams
-from services.bus.embedded import EmbeddedNats
 from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
 from services.contracts import subjects
@@ -21,10 +19,6 @@ from tests.support.stream_backup import backup, restore
 from tests.support.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
-
-FLUSHED = "$JS.API.TEST.FLUSHED"
-"""A subject under the API's that no request uses: published last, seen last."""
-
 
 async def test_a_read_yields_the_filters_messages_in_order(
         js: JetStreamContext, bus_settings: BusSettings) -> None:
@@ -61,33 +55,25 @@ async def test_a_read_of_a_filter_nothing_matches_ends_without_fetching(
 
 
 async def test_one_read_asks_for_the_stream_info_once(
-        nats_server: EmbeddedNats, nc: Client, js: JetStreamContext,
-        bus_settings: BusSettings) -> None:
+        js: JetStreamContext, bus_settings: BusSettings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """`read` holds the stream's identity from the state it asked first and hands it to its
-    reader (`OrderedReader.open(created=...)`), which asked again. Counted on the server's
-    API subjects."""
+    reader (`OrderedReader.open(created=...)`), which asked again. Counted on the JetStream
+    context the read is given (every stream info of the read goes through it)."""
     stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
     await publish(js, bus_settings, ["a", "b", "c"])
-    monitor = await nats.connect(nats_server.url)
     asked: list[str] = []
-    counted = asyncio.Event()
+    stream_info = js.stream_info
 
-    async def seen(msg: Msg) -> None:
-        asked.append(msg.subject)
-        if msg.subject == FLUSHED:
-            counted.set()
+    async def counted(name: str, *args: Any, **kwargs: Any) -> StreamInfo:
+        asked.append(name)
+        return await stream_info(name, *args, **kwargs)
 
-    try:
-        await monitor.subscribe("$JS.API.>", cb=seen)
-        await monitor.flush()
-        read = [m.seq async for m in reading.read(
-            js, stream, subjects.events_wildcard(bus_settings.prefix))]
-        await nc.publish(FLUSHED, b"")  # after every request of the read, in order
-        await asyncio.wait_for(counted.wait(), 5)
-    finally:
-        await monitor.close()
+    monkeypatch.setattr(js, "stream_info", counted)
+    read = [m.seq async for m in reading.read(
+        js, stream, subjects.events_wildcard(bus_settings.prefix))]
     assert read == [1, 2, 3]
-    assert asked.count(f"$JS.API.STREAM.INFO.{stream}") == 1
+    assert asked == [stream]
 
 
 async def test_a_bounded_read_ends_when_its_stream_is_made_anew(
