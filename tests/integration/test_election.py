@@ -82,6 +82,13 @@ async def campaign(bus_settings: BusSettings) -> AsyncIterator[Campaign]:
         await candidate.nc.close()
 
 
+def _electing(bus_settings: BusSettings) -> Settings:
+    """A planner's settings with leader election on, at `TIMING`."""
+    return Settings(bus=bus_settings, planner=PlannerServiceSettings(
+        leader_election=True, leader_lease_seconds=TIMING.lease_seconds,
+        leader_retry_seconds=TIMING.retry_seconds))
+
+
 async def _leader(*candidates: Candidate) -> Candidate:
     serving = [c for c in candidates if c.is_serving]
     assert len(serving) == 1, [c.name for c in serving]
@@ -181,9 +188,7 @@ async def test_a_standby_planner_is_not_ready_while_its_nats_connection_is_lost(
     await eventually_async(lambda: _leader(first), timeout=5, what="a leads")
     readiness = Readiness()
     flag = readiness.flag("planner")
-    settings = Settings(bus=bus_settings, planner=PlannerServiceSettings(
-        leader_election=True, leader_lease_seconds=TIMING.lease_seconds,
-        leader_retry_seconds=TIMING.retry_seconds))
+    settings = _electing(bus_settings)
     nc = await connection.connect(bus_settings, name="standby")
     leading = asyncio.Event()
 
@@ -251,9 +256,7 @@ async def test_a_planner_restarted_during_a_nats_outage_is_never_ready_meanwhile
     service's whole supervised life (`serve.following`), not by `_lead`'s own."""
     readiness = Readiness()
     flag = readiness.flag("planner")
-    settings = Settings(bus=bus_settings, planner=PlannerServiceSettings(
-        leader_election=True, leader_lease_seconds=TIMING.lease_seconds,
-        leader_retry_seconds=TIMING.retry_seconds))
+    settings = _electing(bus_settings)
     nc = await connection.connect(bus_settings, name="planner")
 
     async def plan() -> None:  # ready while it leads; a batch fails once NATS is lost
@@ -313,9 +316,7 @@ async def test_a_leader_stepping_down_during_a_nats_outage_stays_held(
     reconnect."""
     readiness = Readiness()
     flag = readiness.flag("planner")
-    settings = Settings(bus=bus_settings, planner=PlannerServiceSettings(
-        leader_election=True, leader_lease_seconds=TIMING.lease_seconds,
-        leader_retry_seconds=TIMING.retry_seconds))
+    settings = _electing(bus_settings)
     nc = await connection.connect(bus_settings, name="planner")
     terms: list[str] = []
 
@@ -356,9 +357,7 @@ async def test_a_planner_whose_lease_bucket_is_gone_makes_it_anew_and_leads_agai
     every attempt failing for good while /readyz says ready."""
     readiness = Readiness()
     flag = readiness.flag("planner")
-    settings = Settings(bus=bus_settings, planner=PlannerServiceSettings(
-        leader_election=True, leader_lease_seconds=TIMING.lease_seconds,
-        leader_retry_seconds=TIMING.retry_seconds))
+    settings = _electing(bus_settings)
     terms: list[str] = []
 
     async def plan() -> None:
