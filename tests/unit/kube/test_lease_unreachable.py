@@ -6,10 +6,11 @@ answers with an error (429, 503) is said to have answered it, never to be unreac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import json
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import certifi
@@ -109,14 +110,12 @@ class HeldFlag(ReadyFlag):
         self.held.set()
 
 
-@pytest.mark.parametrize(("status", "reason", "message"), [
-    ("503 Service Unavailable", "ServiceUnavailable", "etcd down"),
-    ("429 Too Many Requests", "TooManyRequests", "too many requests, please try again later"),
-])
-@pytest.mark.usefixtures("no_proxy_environment")
-async def test_a_standby_the_api_server_answers_with_an_error_says_so_not_unreachable(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture, status: str, reason: str,
-        message: str) -> None:
+@contextlib.asynccontextmanager
+async def held_standby(tmp_path: Path, status: str, reason: str,
+                       message: str) -> AsyncIterator[tuple[HeldFlag, int]]:
+    """A standby campaigning for its Lease at a loopback API server that answers every request
+    `status` (`answering`), once its readiness is held down: its flag and the server's port.
+    Leaving cancels the campaign and closes its client."""
     server = await asyncio.start_server(answering(status, reason, message), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     flag = HeldFlag("binder")
@@ -127,15 +126,27 @@ async def test_a_standby_the_api_server_answers_with_an_error_says_so_not_unreac
             lease, election.Timing(lease_seconds=0.09, retry_seconds=0.01), ready=flag))
         try:
             await asyncio.wait_for(flag.held.wait(), 10)
-            problem = (f"the API server at http://127.0.0.1:{port} answered "
-                       f"HTTP {status.split()[0]} {reason}: {message}")
-            assert flag.holds == [problem]  # /readyz: `not ready: binder (<problem>)`
-            assert not flag.is_ready
+            yield flag, port
         finally:
             campaign.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await campaign
             await kube.close()
+
+
+@pytest.mark.parametrize(("status", "reason", "message"), [
+    ("503 Service Unavailable", "ServiceUnavailable", "etcd down"),
+    ("429 Too Many Requests", "TooManyRequests", "too many requests, please try again later"),
+])
+@pytest.mark.usefixtures("no_proxy_environment")
+async def test_a_standby_the_api_server_answers_with_an_error_says_so_not_unreachable(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, status: str, reason: str,
+        message: str) -> None:
+    async with held_standby(tmp_path, status, reason, message) as (flag, port):
+        problem = (f"the API server at http://127.0.0.1:{port} answered "
+                   f"HTTP {status.split()[0]} {reason}: {message}")
+        assert flag.holds == [problem]  # /readyz: `not ready: binder (<problem>)`
+        assert not flag.is_ready
     assert flag.holds == []  # no longer standing by
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert warned[0] == f"{problem}; retrying every 0.01s"
@@ -151,22 +162,8 @@ async def test_a_standby_refused_by_the_api_server_says_why_on_readyz(
         tmp_path: Path, status: str, reason: str, message: str) -> None:
     """A token expired or rotated away (401), or RBAC (403): the refusal the warning names is
     what holds the standby down, not a bare `not ready: binder`; released at the end."""
-    server = await asyncio.start_server(answering(status, reason, message), "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    flag = HeldFlag("binder")
-    flag.set()  # an earlier attempt was answered
-    async with server:
-        kube, lease = await lease_at(tmp_path, f"http://127.0.0.1:{port}")
-        campaign = asyncio.create_task(election.campaign(
-            lease, election.Timing(lease_seconds=0.09, retry_seconds=0.01), ready=flag))
-        try:
-            await asyncio.wait_for(flag.held.wait(), 10)
-            held = (flag.holds, flag.is_ready)  # /readyz: `not ready: binder (<holds>)`
-        finally:
-            campaign.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await campaign
-            await kube.close()
+    async with held_standby(tmp_path, status, reason, message) as (flag, _):
+        held = (flag.holds, flag.is_ready)  # /readyz: `not ready: binder (<holds>)`
     code = status.split()[0]
     assert held == ([
         "taking Lease kube-system/gangsched: GET /apis/coordination.k8s.io/v1/namespaces/"
