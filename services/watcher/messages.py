@@ -1,6 +1,7 @@
 """From observed changes to NATS messages: subject, JSON payload and de-duplication id.
 
-Layer: watcher, pure (time is passed in). Message ids are `<kind>/<uid>/<resourceVersion>/<type>`
+Layer: watcher, pure (time is passed in; pod specs are read through `_SPECS`, a memo that
+changes no result: `spec_memory`). Message ids are `<kind>/<uid>/<resourceVersion>/<type>`
 (type `observed` or `deleted`), so the same change seen by two watchers, or again after a
 restart, is stored once by JetStream; clock ticks are `clock/<whole second>`.
 """
@@ -13,7 +14,7 @@ from typing import Any
 from services.contracts import codec, subjects
 from services.contracts.events import ClockTicked, Event, PodObserved
 from services.kube.listwatch import Change
-from services.watcher import budgets, kueue, native, slim, volumes
+from services.watcher import budgets, kueue, native, slim, spec_memory, volumes
 
 PublishItem = tuple[str, bytes, str]
 """`(subject, data, msg_id)`, as `Publisher.publish_many` takes them."""
@@ -25,10 +26,22 @@ CLOCK_NAME = "tick"
 
 Slimmer = Callable[[Mapping[str, Any], int], Event]
 
+_SPECS = spec_memory.SpecMemory()
+"""The readings of the pod specs watched (objects decoded from JSON: `SpecMemory`)."""
+
+
+def _pod_event(obj: Mapping[str, Any], at_ms: int) -> Event:
+    return slim.pod_event(obj, at_ms, _SPECS)
+
+
+def _native_pod_event(obj: Mapping[str, Any], at_ms: int) -> Event:
+    return native.pod_event(obj, at_ms, _SPECS)
+
+
 _SLIMMERS: dict[tuple[str, str], Slimmer] = {
     ("node", "observed"): slim.node_event,
     ("node", "deleted"): slim.node_deleted,
-    ("pod", "observed"): slim.pod_event,
+    ("pod", "observed"): _pod_event,
     ("pod", "deleted"): slim.pod_deleted,
     ("podgroup", "observed"): slim.podgroup_event,
     ("podgroup", "deleted"): slim.podgroup_deleted,
@@ -49,7 +62,7 @@ _PROBLEMS: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
 nothing in the event to say so: what was malformed, for a log line."""
 
 _NATIVE_SLIMMERS: dict[tuple[str, str], Slimmer] = {
-    ("pod", "observed"): native.pod_event,
+    ("pod", "observed"): _native_pod_event,
     ("podgroup", "observed"): native.podgroup_event,
 }
 """Where the native PodGroup API differs: its PodGroups, and pods read with their

@@ -31,10 +31,11 @@ def scheduling_group(spec: Mapping[str, Any]) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def pod_event(obj: Mapping[str, Any], at_ms: int) -> PodObserved:
-    """`slim.pod_event`, the group read from `spec.schedulingGroup` when the pod has no
-    Coscheduling label."""
-    event = slim.pod_event(obj, at_ms)
+def pod_event(obj: Mapping[str, Any], at_ms: int,
+              read_spec: slim.SpecReader = slim.read_pod_spec) -> PodObserved:
+    """`slim.pod_event` (its spec read by `read_spec`), the group read from
+    `spec.schedulingGroup` when the pod has no Coscheduling label."""
+    event = slim.pod_event(obj, at_ms, read_spec)
     spec = obj.get("spec")
     group = scheduling_group(spec) if isinstance(spec, Mapping) else None
     if event.group_name is not None or group is None:

@@ -52,7 +52,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, TypeGuard, TypeVar
+from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from services.contracts import names, resources
 from services.contracts.events import (
@@ -202,47 +202,104 @@ def node_deleted(obj: Obj, at_ms: int) -> NodeDeleted:
                        resource_version=_text(meta, "resourceVersion"))
 
 
-def pod_event(obj: Obj, at_ms: int) -> PodObserved:
-    """A Pod as `PodObserved` (requests, constraints, owner; see module docstring)."""
-    meta, spec, status = _meta(obj), _dict(obj.get("spec")), _dict(obj.get("status"))
-    labels = _dict(meta.get("labels"))
+class PodSpecReading(NamedTuple):
+    """What a pod's spec says, all but `spec.nodeName` (`read_pod_spec`): the `PodObserved`
+    fields of the same names. `requests` and `node_selector` are shared by every event made
+    from one reading: copy before changing them."""
+
+    requests: resources.ResourceList
+    invalid_reason: str | None
+    unsupported: tuple[str, ...]
+    scheduler_name: str
+    priority: int
+    node_selector: dict[str, str]
+    required_affinity: tuple[NodeSelectorTerm, ...] | None
+    tolerations: tuple[Toleration, ...]
+    is_scheduling_gated: bool
+    host_ports: tuple[HostPort, ...]
+    pod_affinity: tuple[PodAffinityTerm, ...]
+    pod_anti_affinity: tuple[PodAffinityTerm, ...]
+    preferred_pod_affinity: tuple[WeightedPodAffinityTerm, ...]
+    preferred_pod_anti_affinity: tuple[WeightedPodAffinityTerm, ...]
+    topology_spread: tuple[TopologySpreadConstraint, ...]
+    preemption_policy: str
+    preferred_affinity: tuple[PreferredSchedulingTerm, ...]
+    preferred_unparseable: str | None
+
+
+SpecReader = Callable[[Obj, str], PodSpecReading]
+"""Reads a pod's spec in its namespace: `read_pod_spec`, or a memory of its readings
+(`services.watcher.spec_memory.SpecMemory`)."""
+
+
+def read_pod_spec(spec: Obj, namespace: str) -> PodSpecReading:
+    """What the pod's `spec` in `namespace` says (`PodSpecReading`), as `pod_event` reads it.
+
+    Depends on nothing else of the pod (neither its name nor `spec.nodeName`), so one reading
+    serves every pod of the same spec and namespace. Never raises (module contract).
+    """
     requests, invalid, beyond = _read_requests(spec)
     affinity, affinity_unsupported = required_affinity(spec)
     preferred_nodes, preferred_invalid = preferred_affinity(spec)
-    namespace = _namespace(meta)
     pod_terms, pod_terms_unsupported = required_pod_affinity(spec, namespace)
     preferred, preferred_unsupported = preferred_pod_affinity(spec, namespace)
     spreads, spread_invalid = topology_spread(spec)
     priority = spec.get("priority", 0)
-    node_name = spec.get("nodeName")
-    return PodObserved(
-        at_ms=at_ms, uid=_text(meta, "uid"), namespace=namespace, name=_text(meta, "name"),
-        resource_version=_text(meta, "resourceVersion"),
+    return PodSpecReading(
+        requests=requests, invalid_reason=invalid or spread_invalid or preferred_invalid,
+        unsupported=tuple(sorted(set(affinity_unsupported + unsupported_fields(spec)
+                                     + pod_terms_unsupported + preferred_unsupported
+                                     + beyond))),
         scheduler_name=_str(spec.get("schedulerName") or DEFAULT_SCHEDULER),
-        phase=_str(status.get("phase") or "Pending"),
-        created_at_ms=time_ms(meta.get("creationTimestamp"), at_ms),
-        requests=requests, node_name=_str(node_name) if node_name else None,
-        group_name=_str(labels[GROUP_LABEL]) if labels.get(GROUP_LABEL) else None,
         priority=priority if _small_int(priority) else 0,
         node_selector=_str_map(spec.get("nodeSelector")),
         required_affinity=affinity,
         tolerations=tuple(_toleration(_dict(t)) for t in _list(spec.get("tolerations"))),
-        unsupported=tuple(sorted(set(affinity_unsupported + unsupported_fields(spec)
-                                     + pod_terms_unsupported + preferred_unsupported
-                                     + beyond))),
-        invalid_reason=invalid or spread_invalid or preferred_invalid,
         is_scheduling_gated=bool(_list(spec.get("schedulingGates"))),
-        is_deleting=meta.get("deletionTimestamp") is not None,
-        owner=controller_owner(meta), host_ports=host_ports(spec),
-        labels=_str_map(meta.get("labels")), pod_affinity=pod_terms["podAffinity"],
+        host_ports=host_ports(spec), pod_affinity=pod_terms["podAffinity"],
         pod_anti_affinity=pod_terms["podAntiAffinity"],
         preferred_pod_affinity=preferred["podAffinity"],
         preferred_pod_anti_affinity=preferred["podAntiAffinity"], topology_spread=spreads,
-        volume_claims=volume_claims(spec, _text(meta, "name")),
         preemption_policy=preemption_policy(spec),
-        start_ms=optional_time_ms(status.get("startTime")),
         preferred_affinity=preferred_nodes,
         preferred_unparseable=preferred_unparseable(preferred_nodes))
+
+
+def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> PodObserved:
+    """A Pod as `PodObserved` (requests, constraints, owner; see module docstring), its spec
+    read by `read_spec` (`read_pod_spec` unless a memory of readings is given)."""
+    meta, spec, status = _meta(obj), _dict(obj.get("spec")), _dict(obj.get("status"))
+    labels = _dict(meta.get("labels"))
+    namespace, name = _namespace(meta), _text(meta, "name")
+    read = read_spec(spec, namespace)
+    node_name = spec.get("nodeName")
+    return PodObserved(
+        at_ms=at_ms, uid=_text(meta, "uid"), namespace=namespace, name=name,
+        resource_version=_text(meta, "resourceVersion"),
+        scheduler_name=read.scheduler_name,
+        phase=_str(status.get("phase") or "Pending"),
+        created_at_ms=time_ms(meta.get("creationTimestamp"), at_ms),
+        requests=dict(read.requests), node_name=_str(node_name) if node_name else None,
+        group_name=_str(labels[GROUP_LABEL]) if labels.get(GROUP_LABEL) else None,
+        priority=read.priority,
+        node_selector=dict(read.node_selector),
+        required_affinity=read.required_affinity,
+        tolerations=read.tolerations,
+        unsupported=read.unsupported,
+        invalid_reason=read.invalid_reason,
+        is_scheduling_gated=read.is_scheduling_gated,
+        is_deleting=meta.get("deletionTimestamp") is not None,
+        owner=controller_owner(meta), host_ports=read.host_ports,
+        labels=_str_map(meta.get("labels")), pod_affinity=read.pod_affinity,
+        pod_anti_affinity=read.pod_anti_affinity,
+        preferred_pod_affinity=read.preferred_pod_affinity,
+        preferred_pod_anti_affinity=read.preferred_pod_anti_affinity,
+        topology_spread=read.topology_spread,
+        volume_claims=volume_claims(spec, name),
+        preemption_policy=read.preemption_policy,
+        start_ms=optional_time_ms(status.get("startTime")),
+        preferred_affinity=read.preferred_affinity,
+        preferred_unparseable=read.preferred_unparseable)
 
 
 def preemption_policy(spec: Obj) -> str:
