@@ -53,7 +53,7 @@ async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> No
     `ready` is held down while the NATS connection is lost, while a consumer of decisions
     cannot consume, and while a stream it publishes to (DECISIONS, DEADLETTER) takes none of
     its publishes (`connection.hold_while_disconnected`, `PullConsumer.open(ready=...)`,
-    `publishing.Publisher`: `publishing: stream <name> gone`).
+    `publishing.Publisher`: `publishing: stream <name> gone or leaderless`).
     Raises:
         KubeError: no Kubernetes credentials. BusMisconfigured: the streams cannot be set up.
         MissingDecisionKey: `settings.decision_key` is None.

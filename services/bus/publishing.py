@@ -46,8 +46,10 @@ StreamOf = Callable[[str], str | None]
 
 def stream_gone(stream: str) -> str:
     """The hold a `Publisher` puts on its service's readiness while `stream` takes none of its
-    publishes: `publishing: stream GANGSCHED_EVENTS gone` (shown by /readyz)."""
-    return f"publishing: stream {stream} gone"
+    publishes: `publishing: stream GANGSCHED_EVENTS gone or leaderless` (shown by /readyz).
+    NATS answers such a publish alike (no responders) whether the stream was deleted or its
+    replicas are electing a leader (a clustered server restarting): the hold names both."""
+    return f"publishing: stream {stream} gone or leaderless"
 
 
 def no_stream_takes(subject: str) -> str:

@@ -401,7 +401,7 @@ async def run_planner(
     `ready` is also held down while the NATS connection is lost, while the EVENTS consumer
     cannot consume, and while a stream it publishes to (DECISIONS, DEADLETTER) takes none of
     its publishes (`connection.hold_while_disconnected`, `PullConsumer.open(ready=...)`,
-    `publishing.Publisher`: `publishing: stream <name> gone`).
+    `publishing.Publisher`: `publishing: stream <name> gone or leaderless`).
     Raises:
         services.store.errors.SchemaMismatch: the database needs `gangsched migrate`.
         StreamBehindTracking: the EVENTS stream ends before the tracked sequence, or is gone

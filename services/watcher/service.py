@@ -95,8 +95,8 @@ async def run_watcher(settings: Settings, nc: Connection, ready: HeldReadyFlag) 
     """Run the watcher until cancelled; `ready` is set once the first lists are published,
     and held down while the NATS connection is lost (it can publish nothing then:
     `connection.hold_while_disconnected`) and while the EVENTS stream takes none of its
-    publishes (`publishing: stream <name> gone`, from a publish that found no stream until
-    one is stored: `services.bus.publishing.Publisher`).
+    publishes (`publishing: stream <name> gone or leaderless`, from a publish that found no
+    stream until one is stored: `services.bus.publishing.Publisher`).
 
     Raises:
         KubeError: no Kubernetes credentials. BusMisconfigured: the streams cannot be set up.

@@ -153,7 +153,7 @@ async def test_a_stream_gone_holds_readiness_down_until_a_publish_is_stored(
     await js.delete_stream(stream)
     pending = asyncio.create_task(
         publisher.publish_many([(subject(bus_settings, "b"), b"2", "b")]))
-    assert await ready.next_change() == [f"publishing: stream {stream} gone"]
+    assert await ready.next_change() == [f"publishing: stream {stream} gone or leaderless"]
     assert not pending.done()  # its retries back off meanwhile
     await streams.ensure_streams(js, bus_settings)
     assert await ready.next_change() == []
@@ -195,7 +195,7 @@ async def test_closing_a_publisher_releases_its_stream_gone_hold_for_good(
     await js.delete_stream(stream)
     pending = asyncio.create_task(publisher.publish(subject(bus_settings, "a"), b"1",
                                                     msg_id="a"))
-    assert await ready.next_change() == [f"publishing: stream {stream} gone"]
+    assert await ready.next_change() == [f"publishing: stream {stream} gone or leaderless"]
     await publisher.close()
     assert ready.holds == []
     await counted.attempts(2)  # the first failed again and was backed off from: no hold
@@ -216,7 +216,7 @@ async def test_a_cancelled_publish_releases_its_stream_gone_hold(
     await js.delete_stream(stream)
     pending = asyncio.create_task(publisher.publish(subject(bus_settings, "a"), b"1",
                                                     msg_id="a"))
-    assert await ready.next_change() == [f"publishing: stream {stream} gone"]
+    assert await ready.next_change() == [f"publishing: stream {stream} gone or leaderless"]
     pending.cancel()
     with pytest.raises(asyncio.CancelledError):
         await pending
@@ -237,10 +237,10 @@ async def test_each_stream_gone_is_held_by_its_own_name_until_its_publishes_are_
     await js.delete_stream(dead_letters)
     letter = asyncio.create_task(publisher.publish(
         subjects.dead_letter_subject(prefix), b"poison", msg_id="deadletter/planner/1"))
-    assert await ready.next_change() == [f"publishing: stream {dead_letters} gone"]
+    assert await ready.next_change() == [f"publishing: stream {dead_letters} gone or leaderless"]
     assert await publisher.publish(subjects.decisions_subject(prefix, "Placement", "ml", "g"),
                                    b"d", msg_id="d1") == 1
-    assert ready.holds == [f"publishing: stream {dead_letters} gone"]
+    assert ready.holds == [f"publishing: stream {dead_letters} gone or leaderless"]
     await streams.ensure_streams(js, bus_settings)
     assert await ready.next_change() == []
     assert await asyncio.wait_for(letter, 30) == 1

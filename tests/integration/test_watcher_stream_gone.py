@@ -50,7 +50,7 @@ async def test_the_watcher_is_not_ready_while_its_events_stream_is_gone(
             await nc.jetstream().delete_stream(stream)
             await eventually_async(
                 lambda: answers((503, f"not ready: watcher (publishing: stream {stream} "
-                                      "gone)\n")),
+                                      "gone or leaderless)\n")),
                 timeout=10, interval=0.05, what="not ready, naming the stream")
             await streams.ensure_streams(nc.jetstream(), bus_settings)
             await eventually_async(lambda: answers((200, "ready\n")), timeout=15,
