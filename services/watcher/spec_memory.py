@@ -7,7 +7,9 @@ the pods of one Job, ReplicaSet or gang share one spec. Reading a spec (requests
 spread, tolerations...: `slim.read_pod_spec`) was most of the watcher's CPU in the cluster
 benchmark, three times per pod; `SpecMemory` keys each reading by the spec's exact JSON
 (all but `nodeName`, which the reading does not use) and its namespace, so an unchanged spec
-is encoded, not read. A pure memo: no result changes.
+is encoded, not read. A pure memo: no result changes. On a live cluster each pod's own later
+events hit (its binding, its start); siblings rarely do, as each pod mounts its own
+`kube-api-access-<random>` volume.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ import msgspec
 from services.watcher.slim import Obj, PodSpecReading, read_pod_spec
 
 SPEC_MEMORY_ENTRIES = 1024
-"""Readings kept, the oldest forgotten first: a few MB (a spec's JSON and its reading, about
-2 kB each in the benchmark's pods)."""
+"""Readings kept, the oldest forgotten first."""
+MAX_REMEMBERED_SPEC_BYTES = 16 * 1024
+"""A spec whose JSON is longer is read every time, never remembered: the memory holds at most
+SPEC_MEMORY_ENTRIES such keys (16 MiB, a few MB with the usual 1-3 kB specs), whatever the
+pods' inline scripts or environment values weigh."""
 
 _encoder = msgspec.json.Encoder()
 
@@ -32,7 +37,8 @@ class SpecMemory:
     the watcher's are: two such specs with the same JSON are read alike. Another object (a
     tuple where JSON has a list, a date where it has text) may encode like a different spec;
     `read_pod_spec` itself is used for those callers (the simulator's YAML). A spec msgspec
-    cannot encode is read, not remembered. Raises nothing `read_pod_spec` does not.
+    cannot encode, or whose JSON is over MAX_REMEMBERED_SPEC_BYTES, is read, not remembered.
+    Raises nothing `read_pod_spec` does not.
     """
 
     def __init__(self, entries: int = SPEC_MEMORY_ENTRIES) -> None:
@@ -47,9 +53,12 @@ class SpecMemory:
     def __call__(self, spec: Obj, namespace: str) -> PodSpecReading:
         """The reading of `spec` in `namespace` (`slim.SpecReader`)."""
         try:
-            key = (namespace, _encoder.encode(_without_node_name(spec)))
-        except (TypeError, ValueError, OverflowError):  # not JSON: read it, remember nothing
+            encoded = _encoder.encode(_without_node_name(spec))
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return read_pod_spec(spec, namespace)  # not JSON (or nested too deep to encode)
+        if len(encoded) > MAX_REMEMBERED_SPEC_BYTES:
             return read_pod_spec(spec, namespace)
+        key = (namespace, encoded)
         found = self._readings.get(key)
         if found is None:
             found = read_pod_spec(spec, namespace)

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from services.kube.listwatch import Change
-from services.watcher import messages, slim
+from services.watcher import messages, slim, spec_memory
 from services.watcher.spec_memory import SpecMemory
 
 
@@ -75,13 +75,51 @@ def test_changing_an_event_leaves_the_remembered_reading_alone() -> None:
     assert (again.requests["cpu"], again.node_selector) == (500, {"zone": "a"})
 
 
-def test_the_oldest_reading_is_forgotten_first() -> None:
+def counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the specs the memory reads itself (one entry per read)."""
+    reads: list[int] = []
+
+    def read(spec: slim.Obj, namespace: str) -> slim.PodSpecReading:
+        reads.append(1)
+        return slim.read_pod_spec(spec, namespace)
+
+    monkeypatch.setattr(spec_memory, "read_pod_spec", read)
+    return reads
+
+
+def test_the_oldest_reading_is_forgotten_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = counted_reads(monkeypatch)
     memory = SpecMemory(entries=2)
     specs = [pod(priority=p) for p in (1, 2, 3)]
     for obj in specs:
         slim.pod_event(obj, 5, memory)
-    assert len(memory) == 2
-    assert [slim.pod_event(obj, 5, memory).priority for obj in specs] == [1, 2, 3]
+    assert (len(memory), len(reads)) == (2, 3)
+    assert [slim.pod_event(obj, 5, memory).priority for obj in specs[1:]] == [2, 3]
+    assert len(reads) == 3  # the two newest were remembered
+    assert slim.pod_event(specs[0], 5, memory).priority == 1
+    assert len(reads) == 4  # the oldest was forgotten
+
+
+def test_a_large_spec_is_read_every_time_and_never_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = counted_reads(monkeypatch)
+    memory = SpecMemory()
+    big = pod(containers=[{"name": "c", "args": ["x" * spec_memory.MAX_REMEMBERED_SPEC_BYTES],
+                           "resources": {"requests": {"cpu": "1"}}}])
+    assert slim.pod_event(big, 5, memory) == slim.pod_event(big, 5)
+    assert slim.pod_event(big, 5, memory).requests["cpu"] == 1000
+    assert (len(memory), len(reads)) == (0, 2)
+
+
+def test_a_spec_nested_too_deep_to_encode_is_read() -> None:
+    memory = SpecMemory()
+    deep: Any = []
+    for _ in range(5000):
+        deep = [deep]
+    odd = pod()
+    odd["spec"]["unknownField"] = deep  # a field the reading never looks at
+    assert slim.pod_event(odd, 5, memory).requests["cpu"] == 500
+    assert len(memory) == 0
 
 
 def test_a_spec_that_is_not_json_is_read_and_not_remembered() -> None:
