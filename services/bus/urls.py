@@ -6,9 +6,9 @@ Never returns a password or token in text meant for messages, logs or files.
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from urllib.parse import SplitResult, urlsplit
+
+from services.contracts import names
 
 
 def server_urls(url: str) -> list[str]:
@@ -39,10 +39,6 @@ SCHEMES = ("nats", "tls", "ws", "wss")
 """The schemes nats-py connects with."""
 
 
-_HOST_NAME = re.compile(r"[\w-]+(\.[\w-]+)*\.?")
-"""A host name: dot-separated labels of letters, digits, `-` and `_`."""
-
-
 def problem(url: str) -> str | None:
     """Why `url` is not a `--nats` value nats-py can use (no server, a server without a host,
     an unknown scheme, a bad port, a host that cannot be a host name or an IP address), or
@@ -62,19 +58,9 @@ def problem(url: str) -> str | None:
             return f"{part.scheme}:// is not a NATS scheme (use {schemes})"
         if not part.hostname:
             return f"{shown(server)!r} names no host"
-        if not _is_host(part.hostname):
+        if not names.is_host(part.hostname):
             return f"{part.hostname!r} is not a host name or IP address"
     return None
-
-
-def _is_host(host: str) -> bool:
-    """Whether `host` (as `urlsplit` gives it: lower case, IPv6 without brackets) can be a
-    host name or an IP address."""
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return _HOST_NAME.fullmatch(host) is not None
-    return True
 
 
 def _split(server: str) -> SplitResult | None:

@@ -106,17 +106,20 @@ PATH = NonEmptyPath()
 
 class Host(click.ParamType):  # type: ignore[type-arg]
     """`--http-host`: an address or host name to listen on, not blank (an empty host listens
-    on every interface, which `0.0.0.0` or `::` must say on purpose)."""
+    on every interface, which `0.0.0.0` or `::` must say on purpose), and one that can be a
+    host (`names.is_host`: `a..b` cannot)."""
 
     name = "host"
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> str:
-        """The host; `self.fail` (exit 2) for a blank one."""
+        """The host; `self.fail` (exit 2) for a blank one or one that cannot be a host."""
         text = str(value)
         if not text.strip():
             self.fail("an empty host would listen on every interface: give an address "
                       "(127.0.0.1, or 0.0.0.0 for all on purpose)", param, ctx)
+        if not names.is_host(text):
+            self.fail(f"{text!r} is not a host name or IP address", param, ctx)
         return text
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from services.contracts import names
 from services.runtime.private_files import create_private, make_private_directory
 from services.store.errors import StoreUnavailable
 
@@ -39,9 +40,10 @@ def async_url(url: str) -> URL:
 
     Raises:
         ValueError: a database other than SQLite or PostgreSQL, a host or port that cannot
-            be one (`postgresql://u@[bad`, a port beyond 65535), which would otherwise surface
-            as a name-resolution error at the first connection, or a query parameter asyncpg
-            does not take (`POSTGRESQL_PARAMETERS`), which would surface as a crash there.
+            be one (`postgresql://u@[bad`, `postgresql://u@a..b`, a port beyond 65535), which
+            would otherwise surface as a name-resolution error (or a crash) at the first
+            connection, or a query parameter asyncpg does not take (`POSTGRESQL_PARAMETERS`),
+            which would surface as a crash there.
     """
     parsed = make_url(url)
     backend = parsed.get_backend_name()
@@ -51,6 +53,8 @@ def async_url(url: str) -> URL:
     if backend != "sqlite" and ("[" in host or "]" in host):  # `[::1]` arrives as `::1`
         # a host holding `@` holds the end of a password (`u:p@[s@h`): not shown
         raise ValueError(f"malformed host {host.rpartition('@')[2]!r}")
+    if backend != "sqlite" and host and not host.startswith("/") and not names.is_host(host):
+        raise ValueError(f"{host!r} is not a host name or IP address")  # `/dir`: a socket's
     if backend != "sqlite" and parsed.port is not None and not 0 < parsed.port < 65536:
         raise ValueError(f"port {parsed.port} out of range 1-65535")
     if backend != "sqlite":

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from services.cli.main import app
 from services.config import limits
+from services.contracts import names
 
 
 def invoke(*argv: str) -> tuple[int, str]:
@@ -19,7 +20,8 @@ def invoke(*argv: str) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("url", ["mysql://u@h/db", "oracle://x", "postgresql+asyncpg://u@[bad",
-                                 "postgresql://u@h]/db", "postgresql://u@h:99999/db"])
+                                 "postgresql://u@h]/db", "postgresql://u@h:99999/db",
+                                 "postgresql://u@a..b/db", f"postgresql://u@{'a' * 64}.com/db"])
 def test_a_database_url_gangsched_cannot_use_is_refused_when_parsed(url: str) -> None:
     code, output = invoke("replay", "--db", url)
     assert code == 2
@@ -409,6 +411,7 @@ NATS_COMMANDS = sorted(name for name, command in app.commands.items()
 @pytest.mark.parametrize(("url", "why"), [
     ("nats://:4222", "'nats://:4222' names no host"),
     ("nats://not a host:4222", "'not a host' is not a host name or IP address"),
+    (f"nats://{'a' * 64}.com:4222", f"'{'a' * 64}.com' is not a host name or IP address"),
 ])
 def test_a_value_that_cannot_be_a_nats_url_is_a_usage_error_of_every_command(
         command: str, url: str, why: str) -> None:
@@ -418,6 +421,22 @@ def test_a_value_that_cannot_be_a_nats_url_is_a_usage_error_of_every_command(
         assert (result.exit_code, result.output) == (
             2, f"gangsched {command}: invalid value for '--nats' (env var: 'GANGSCHED_NATS'): "
                f"not a NATS URL: {why} (see gangsched {command} --help)\n"), result.output
+
+
+@pytest.mark.parametrize("host", ["a..b", f"{'a' * 64}.example", "not a host", "a/b"])
+def test_an_http_host_that_cannot_be_a_host_is_a_usage_line(host: str) -> None:
+    """Python's resolver refuses such a name with a UnicodeError, no OSError: it used to end
+    `gangsched run` with a traceback once NATS had started."""
+    code, output = invoke("planner", "--http-host", host)
+    assert (code, output) == (
+        2, f"gangsched planner: invalid value for '--http-host' (env var: 'GANGSCHED_HTTP_HOST'): "
+           f"{host!r} is not a host name or IP address (see gangsched planner --help)\n")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::", "0.0.0.0", "localhost", "scheduler.local.",
+                                  "ex-ample_1.com", "bücher.de", f"{'a' * 63}.com"])
+def test_a_host_name_or_address_is_a_host(host: str) -> None:
+    assert names.is_host(host)
 
 
 def test_schemas_that_cannot_be_written_are_one_line() -> None:
