@@ -48,8 +48,9 @@ def reaching(shown_url: str) -> Iterator[None]:
 
 def unusable_database(error: BaseException) -> str | None:
     """`"<DriverError>: <message>"` when `error` says the database cannot be reached or read
-    (connection refused or lost, unknown host, not a database file, authentication, no such
-    database, the server shutting down: `UNREACHABLE_SQLSTATES`), else None: an error of a
+    (connection refused or lost, unknown host, a PostgreSQL Unix socket that is missing or not
+    permitted, not a database file, authentication, no such database, the server shutting
+    down: `UNREACHABLE_SQLSTATES`), else None: an error of a
     query itself (a bug) is not one of these.
 
     Shapes: `error` as raised through SQLAlchemy (its driver error in `orig`) or by the driver
@@ -60,7 +61,8 @@ def unusable_database(error: BaseException) -> str | None:
 
     from sqlalchemy.exc import DatabaseError, DBAPIError, InterfaceError, OperationalError
 
-    if isinstance(error, ConnectionError | socket.gaierror | TimeoutError):
+    if isinstance(error, ConnectionError | socket.gaierror | TimeoutError) or _socket_refused(
+            error):
         return f"{type(error).__name__}: {error}"
     if isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError:
         # from the driver itself (the audit's pages)
@@ -103,6 +105,14 @@ def _sqlite_unusable(error: BaseException) -> bool:
     """Whether an SQLite driver error says the database itself is unusable (`SQLITE_UNUSABLE`)."""
     message = str(error).lower()
     return any(part in message for part in SQLITE_UNUSABLE)
+
+
+def _socket_refused(error: BaseException) -> bool:
+    """Whether `error` is a Unix socket's `connect()` failing (`postgresql://u@/db?host=/run/
+    postgresql` while PostgreSQL is down: no socket file, or one this user may not use).
+    Such an error carries an errno and no file name, where opening a file names it."""
+    return (isinstance(error, FileNotFoundError | PermissionError) and error.errno is not None
+            and error.filename is None)
 
 
 def _unreachable_state(cause: BaseException) -> bool:

@@ -166,6 +166,18 @@ def test_an_unreachable_or_unreadable_database_is_one_line_with_status_1(
                              f"{port}/x: ConnectionRefusedError")
 
 
+@pytest.mark.parametrize(("command", "verb"), [
+    (["replay"], "read"), (["explain", "pod", "default/x"], "read"),
+    (["migrate", "--log-level", "WARNING"], "migrate")])
+def test_a_postgresql_socket_that_is_not_there_is_one_line_with_status_1(
+        command: list[str], verb: str, tmp_path: Path) -> None:
+    url = f"postgresql+asyncpg://u@/x?host={tmp_path}"  # a socket directory, no server in it
+    code, output = invoke(*command, "--db", url)
+    assert (code, output.count("\n")) == (1, 1), output
+    assert output.startswith(f"Error: cannot {verb} the database postgresql+asyncpg://u@/x?host=")
+    assert ": FileNotFoundError: [Errno 2] No such file or directory\n" in output
+
+
 SECRET = "TOPSECRET"
 
 

@@ -30,6 +30,18 @@ def test_unreachable_or_unreadable_databases_are_named_by_their_driver_error():
         "DatabaseError: file is not a database")
 
 
+def test_a_postgresql_socket_that_is_missing_or_not_permitted_is_unreachable() -> None:
+    """asyncpg raises `connect()`'s own error for a Unix socket (no file name): it used to
+    end replay, explain and migrate with a traceback, and the planner's waiting too."""
+    assert unusable_database(FileNotFoundError(2, "No such file or directory")) == (
+        "FileNotFoundError: [Errno 2] No such file or directory")
+    assert unusable_database(PermissionError(13, "Permission denied")) == (
+        "PermissionError: [Errno 13] Permission denied")
+    # a file that cannot be opened names it, and is no database's socket: a bug elsewhere
+    assert unusable_database(FileNotFoundError(2, "No such file or directory", "x.py")) is None
+    assert unusable_database(FileNotFoundError("alembic migrations not found")) is None
+
+
 def test_a_bug_in_a_query_or_in_writing_output_is_not_hidden():
     bad_sql = ProgrammingError("SELEC 1", {}, sqlite3.ProgrammingError("syntax error"))
     assert unusable_database(bad_sql) is None
