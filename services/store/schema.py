@@ -20,10 +20,11 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.store import engines, tables, urls
-from services.store.errors import SchemaMismatch
+from services.store.errors import SchemaMismatch, unusable_database
 
 MIGRATIONS_DIR_ENV = "GANGSCHED_MIGRATIONS_DIR"
 VERSION_TABLE = "alembic_version"
@@ -206,6 +207,9 @@ async def migrate(url: str, revision: str = "head", *,
             recorded revision or several, lacks tables or columns of the newest revision it is
             at, or is not empty and not gangsched's (another application's tables, no version
             recorded) (see `check_schema`); nothing is changed.
+            Also a migration step the database refuses (its tables are not those of the
+            revision it records: a column the step adds already there); the upgrade runs in
+            one transaction, so nothing is changed.
         StoreUnavailable: a SQLite file's directory is missing or cannot be created
             (`engines.create_engine`).
     """
@@ -215,11 +219,26 @@ async def migrate(url: str, revision: str = "head", *,
         refused = _refusal(state, urls.shown(url))
         if refused is not None:
             raise SchemaMismatch(refused)
-        async with engine.begin() as connection:
-            await connection.run_sync(_upgrade, alembic_config(url), revision)
+        try:
+            async with engine.begin() as connection:
+                await connection.run_sync(_upgrade, alembic_config(url), revision)
+        except DBAPIError as error:
+            if unusable_database(error) is not None:
+                raise  # unreachable or unreadable: the caller names the database and why
+            raise SchemaMismatch(_failed_upgrade(state, urls.shown(url), error)) from error
     finally:
         await engine.dispose()
     return state.revision
+
+
+def _failed_upgrade(state: _State, where: str, error: DBAPIError) -> str:
+    """A migration step the database refused (`error`: a column or table it adds already
+    there, one it changes missing): its tables are not those of the revision it records."""
+    said = str(error.orig).strip().splitlines()[0] if str(error.orig).strip() else repr(error)
+    return (f"database {where} records schema revision {state.revision or 'none'}, but "
+            f"upgrading it to {head_revision()} failed ({said}): its tables are not those of "
+            f"that revision (changed by hand, or its alembic_version table edited); nothing "
+            f"was changed: restore it from a backup or use a new database")
 
 
 def migrate_sync(url: str, revision: str = "head", *,

@@ -130,6 +130,28 @@ def test_a_service_refuses_a_version_table_with_two_revisions_in_one_line(
         exit_codes.FAILED, TWO_REVISIONS.format(url=f"sqlite+aiosqlite:///{path}"))
 
 
+def test_a_migration_step_the_database_refuses_is_one_line_and_changes_nothing(
+        tmp_path: Path) -> None:
+    """A database recording an older revision than its tables have (its version table
+    edited): the step adding a column finds it there. This used to be a traceback."""
+    path = tmp_path / "edited.db"
+    assert invoke("migrate", "--db", str(path), "--log-level", "WARNING")[0] == exit_codes.OK
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '0003'")
+    connection.close()
+    url = f"sqlite+aiosqlite:///{path}"
+    assert invoke("migrate", "--db", str(path), "--log-level", "WARNING") == (
+        exit_codes.FAILED,
+        f"Error: database {url} records schema revision 0003, but upgrading it to 0004 failed "
+        "(duplicate column name: last_stored_at_us): its tables are not those of that "
+        "revision (changed by hand, or its alembic_version table edited); nothing was "
+        "changed: restore it from a backup or use a new database\n")
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            ("0003",)]
+    connection.close()
+
+
 def test_migrate_leaves_another_applications_database_alone_and_takes_an_empty_one(
         tmp_path: Path) -> None:
     path = tmp_path / "shop.db"
