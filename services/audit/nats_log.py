@@ -107,10 +107,8 @@ class NatsLog:
         stream = self._stream("DECISIONS")
         async for message in reading.read(self.js, stream,
                                           subjects.decisions_wildcard(self.prefix)):
-            decision = codec.decode_decision(message.data)
-            position = int(decision.id.rpartition("-")[2])
-            found.setdefault(decision.id, RecordedDecision(
-                decision.id, decision.plan_seq, position, message.subject, message.data))
+            record = recorded(stream, message.seq, message.subject, message.data)
+            found.setdefault(record.id, record)
         return sorted(found.values(), key=lambda d: (d.plan_seq, d.position))
 
     async def _refused(self) -> dict[int, bytes]:
@@ -132,6 +130,26 @@ class NatsLog:
 
     def _stream(self, suffix: str) -> str:
         return subjects.stream_name(self.prefix, suffix)
+
+
+def recorded(stream: str, seq: int, subject: str, data: bytes) -> RecordedDecision:
+    """The published decision `data` (at `seq` of `stream`, on `subject`) as replay verifies it.
+
+    Raises:
+        codec.PoisonedMessage: it is no decision the planner publishes (it does not decode,
+            or its id is not `<plan_seq>-<position>`; anyone allowed to publish there may have
+            put it there), named by stream, sequence and subject.
+    """
+    try:
+        decision = codec.decode_decision(data)
+        position = decision.id.rpartition("-")[2]
+        if not (position.isascii() and position.isdigit()):
+            raise codec.PoisonedMessage(f"id {decision.id!r} is not <plan_seq>-<position>")
+    except codec.PoisonedMessage as error:
+        raise codec.PoisonedMessage(
+            f"stream {stream} seq {seq} ({subject}) holds no decision the planner publishes: "
+            f"{error}; replay from the database (--source db) instead") from None
+    return RecordedDecision(decision.id, decision.plan_seq, int(position), subject, data)
 
 
 def is_planners(subject: str, data: bytes, headers: dict[str, str],
