@@ -97,12 +97,20 @@ def _decision(record: OutboxRecord) -> Decision:
     """One outbox row's decision.
 
     Raises:
-        services.store.audit.DamagedRow: it does not decode (names the row).
+        services.store.audit.DamagedRow: it does not decode, or its id is not the row's, nor
+            the row's `<plan_seq>-<position>`, as the planner writes every row (names the row).
     """
+    where = f"id {record.id!r}"
     try:
-        return codec.decode_decision(record.data)
+        decision = codec.decode_decision(record.data)
     except codec.PoisonedMessage as error:
-        raise damaged("outbox", f"id {record.id!r}", f"data is no decision: {error}") from error
+        raise damaged("outbox", where, f"data is no decision: {error}") from error
+    if ids.decision_order(record.id) != (record.plan_seq, record.position):
+        raise damaged("outbox", where, f"id is not <plan_seq>-<position> of the row "
+                                       f"({ids.decision_id(record.plan_seq, record.position)})")
+    if decision.id != record.id:
+        raise damaged("outbox", where, f"data holds decision {decision.id!r}, not the row's")
+    return decision
 
 
 def _recorded(record: OutboxRecord) -> RecordedDecision:

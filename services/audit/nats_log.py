@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from services.bus import reading
 from services.bus.connection import JetStream
 from services.bus.errors import NotFound
-from services.contracts import codec, dead_letters, subjects
+from services.contracts import codec, dead_letters, ids, subjects
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
 from services.planner import intake
 from services.planner.rederive import rounds
@@ -142,14 +142,14 @@ def recorded(stream: str, seq: int, subject: str, data: bytes) -> RecordedDecisi
     """
     try:
         decision = codec.decode_decision(data)
-        position = decision.id.rpartition("-")[2]
-        if not (position.isascii() and position.isdigit()):
+        position = ids.decision_order(decision.id)[1]
+        if position < 0:
             raise codec.PoisonedMessage(f"id {decision.id!r} is not <plan_seq>-<position>")
     except codec.PoisonedMessage as error:
         raise codec.PoisonedMessage(
             f"stream {stream} seq {seq} ({subject}) holds no decision the planner publishes: "
             f"{error}; replay from the database (--source db) instead") from None
-    return RecordedDecision(decision.id, decision.plan_seq, int(position), subject, data)
+    return RecordedDecision(decision.id, decision.plan_seq, position, subject, data)
 
 
 def is_planners(subject: str, data: bytes, headers: dict[str, str],

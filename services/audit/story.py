@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from services.audit import summaries, times
+from services.contracts import ids
 from services.contracts.decisions import Decision, Rejection, StatusUpdate
 from services.contracts.events import PodGroupDeleted, PodGroupObserved
 from services.planner.rederive.rounds import LoggedEvent
@@ -51,12 +52,8 @@ def chain(items: Iterable[Item]) -> list[Item]:
         if isinstance(item, LoggedEvent):
             keyed[(item.seq, 0, 0)] = item
         else:
-            keyed[(item.plan_seq, 1, _position(item.id))] = item
+            keyed[(item.plan_seq, 1, ids.decision_order(item.id)[1])] = item
     return [keyed[key] for key in sorted(keyed)]
-
-
-def _position(decision_id: str) -> int:
-    return int(decision_id.rpartition("-")[2] or 0)
 
 
 @dataclass

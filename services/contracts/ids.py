@@ -54,6 +54,6 @@ def decision_order(decision_id: str) -> tuple[int, int]:
     """`(plan_seq, index)` of a decision id, the order the planner made decisions in; `(-1, -1)`
     for a string that is not a decision id."""
     plan_seq, _, index = decision_id.partition("-")
-    if not (plan_seq.isdigit() and index.isdigit()):
-        return (-1, -1)
+    if not (plan_seq.isascii() and plan_seq.isdigit() and index.isascii() and index.isdigit()):
+        return (-1, -1)  # ASCII: `"²".isdigit()`, yet `int("²")` raises
     return (int(plan_seq), int(index))

@@ -75,6 +75,14 @@ def test_replay_verify_names_the_damaged_row_in_one_line(
      "(byte 0)"),
     ("UPDATE audit_events SET at_ms = 'soon' WHERE seq = 3",
      "table audit_events, row seq 3: at_ms holds text 'soon', not an integer"),
+    # an id explain orders decisions by: these used to end it with a ValueError's traceback
+    ("UPDATE outbox SET id = 'bogus', data = replace(data, '\"8-0\"', '\"bogus\"') "
+     "WHERE id = '8-0'",
+     "table outbox, row id 'bogus': id is not <plan_seq>-<position> of the row (8-0)"),
+    ("UPDATE outbox SET data = replace(data, '\"8-0\"', '\"8-\u00b2\"') WHERE id = '8-0'",
+     "table outbox, row id '8-0': data holds decision '8-\u00b2', not the row's"),
+    ("UPDATE outbox SET position = 5 WHERE id = '8-0'",
+     "table outbox, row id '8-0': id is not <plan_seq>-<position> of the row (8-5)"),
 ])
 def test_explain_names_the_damaged_row_in_one_line(
         log: str, tmp_path: Path, statement: str, told: str) -> None:
