@@ -64,6 +64,7 @@ def with_key(settings: Settings, services: tuple[str, ...]) -> Settings:
                      f"{getattr(error, 'strerror', None) or error}") from None
     except UnusableKey as error:
         raise BadKey(f"{path}: {error}") from None
+    _warn_if_readable(path)
     return dataclasses.replace(settings, decision_key=key, decision_key_file=path)
 
 
@@ -110,8 +111,7 @@ def _check_kind(path: Path) -> None:
 
 
 def _check_mode(path: Path) -> None:
-    """Refuse a key file anyone may write (anyone could then sign decisions), and warn about
-    one anyone may read; group read is fine (a Kubernetes Secret volume with fsGroup).
+    """Refuse a key file anyone may write (anyone could then sign decisions).
 
     Raises:
         BadKey: world-writable.
@@ -123,9 +123,16 @@ def _check_mode(path: Path) -> None:
     if mode & stat.S_IWOTH:
         raise BadKey(f"the decision key file {path} is writable by every user: make it "
                      f"readable only by gangsched (chmod 600 {path})")
-    if mode & stat.S_IROTH:
-        log.warning("the decision key file %s is readable by every user of this machine: "
-                    "anyone who reads it can sign decisions (chmod 600 %s)", path, path)
+
+
+def _warn_if_readable(path: Path) -> None:
+    """Warn about a key file anyone may read; group read is fine (a Kubernetes Secret volume
+    with fsGroup). Only once its key was read: a file refused for what it holds is told in
+    that one line, without permission advice before it."""
+    with contextlib.suppress(OSError):
+        if path.stat().st_mode & stat.S_IROTH:
+            log.warning("the decision key file %s is readable by every user of this machine: "
+                        "anyone who reads it can sign decisions (chmod 600 %s)", path, path)
 
 
 def _run_key(data_dir: Path) -> Path:

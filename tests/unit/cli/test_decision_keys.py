@@ -94,6 +94,23 @@ def test_an_unusable_key_file_is_a_usage_line_with_status_2(tmp_path: Path) -> N
     assert len(result.output.splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", [["planner", "--nats", "nats://127.0.0.1:1"], ["replay"]])
+def test_a_world_readable_key_file_holding_no_key_gets_one_line_without_advice(
+        command: list[str], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The permission warning used to come first (on standard error, as logged), two lines
+    for one refusal."""
+    key = tmp_path / "key"
+    key.write_text("short\n")
+    key.chmod(0o644)
+    with caplog.at_level("WARNING"):
+        result = CliRunner().invoke(app, [*command, "--data-dir", str(tmp_path / "data"),
+                                          "--decision-key-file", str(key)])
+    assert result.exit_code == 2
+    assert len(result.output.splitlines()) == 1, result.output
+    assert "the decision key has 5 bytes" in result.output and "chmod" not in result.output
+    assert caplog.text == ""
+
+
 @pytest.mark.parametrize(("path", "what"), [
     ("/tmp", "is a directory"), ("/dev/null", "is not a regular file")])
 @pytest.mark.parametrize("command", [["planner", "--nats", "nats://127.0.0.1:1"], ["replay"]])
