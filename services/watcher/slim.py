@@ -863,11 +863,15 @@ def podgroup_event(obj: Obj, at_ms: int) -> PodGroupObserved:
     them (its Go types decode an absent field as the zero value): `minMember` absent or 0 is
     1 (Coscheduling's Permit lets each member through on its own, so no gang waits: the same
     as minMember 1), `scheduleTimeoutSeconds` absent or 0 is the default timeout (None),
-    `minResources` absent is none. A negative or non-integer minMember is still invalid.
+    `minResources` absent is none (null is absent: the API server prunes a null field of a
+    CRD that does not declare it nullable). A negative or non-integer minMember is still
+    invalid.
     """
     meta, spec = _meta(obj), _dict(obj.get("spec"))
     invalid: str | None = None
-    given = spec.get("minMember", 0)
+    given = spec.get("minMember")
+    if given is None:  # a null field is an absent one, as the API server prunes it
+        given = 0
     min_member = given if _small_int(given) and given >= 1 else 1
     if not (_small_int(given) and given >= 0):
         invalid = f"spec.minMember must be an integer >= 0, got {_shown(given)}"

@@ -68,6 +68,7 @@ def test_a_podgroup_the_crd_refuses_is_refused_in_one_line_naming_it(
 
 @pytest.mark.parametrize("spec", [
     "{}", "null", "{minMember: 1, scheduleTimeoutSeconds: 0}",
+    "{minMember: null, scheduleTimeoutSeconds: null}",  # pruned by the API server: absent
     "{minMember: 3, minResources: {cpu: 2, memory: 1Gi, nvidia.com/gpu: '0', ephemeral-storage: "
     "+1.5e3}}"])
 def test_a_podgroup_the_crd_admits_is_simulated(spec: str, tmp_path: Path) -> None:

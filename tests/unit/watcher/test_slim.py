@@ -283,7 +283,8 @@ def test_an_invalid_podgroup_carries_the_reason(spec, field):
 
 
 @pytest.mark.parametrize("spec", [
-    {}, {"minMember": 0}, {"minMember": 0, "scheduleTimeoutSeconds": 0}])
+    {}, {"minMember": 0}, {"minMember": 0, "scheduleTimeoutSeconds": 0},
+    {"minMember": None, "scheduleTimeoutSeconds": None, "minResources": None}])
 def test_a_podgroup_without_minmember_is_a_valid_gang_of_one_as_coscheduling_reads_it(spec):
     event = slim.podgroup_event({"metadata": {"name": "g"}, "spec": spec}, 0)
     assert event.invalid_reason is None
