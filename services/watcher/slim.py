@@ -240,13 +240,15 @@ def read_pod_spec(spec: Obj, namespace: str) -> PodSpecReading:
     """
     requests, invalid, beyond = _read_requests(spec)
     affinity, affinity_unsupported = required_affinity(spec)
+    affinity_invalid = required_affinity_problem(affinity)
     preferred_nodes, preferred_invalid = preferred_affinity(spec)
     pod_terms, pod_terms_unsupported = required_pod_affinity(spec, namespace)
     preferred, preferred_unsupported = preferred_pod_affinity(spec, namespace)
     spreads, spread_invalid = topology_spread(spec)
     priority = spec.get("priority", 0)
     return PodSpecReading(
-        requests=requests, invalid_reason=invalid or spread_invalid or preferred_invalid,
+        requests=requests,
+        invalid_reason=invalid or affinity_invalid or spread_invalid or preferred_invalid,
         unsupported=tuple(sorted(set(affinity_unsupported + unsupported_fields(spec)
                                      + pod_terms_unsupported + preferred_unsupported
                                      + beyond))),
@@ -470,10 +472,31 @@ def required_affinity(spec: Obj) -> tuple[tuple[NodeSelectorTerm, ...] | None, l
     """Required node-affinity terms (None if absent, `matchExpressions` and `matchFields`) and
     unsupported parts (none are left: kept for the caller's contract)."""
     node_affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
-    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    required = node_affinity.get(_REQUIRED)
     if not isinstance(required, Mapping):
         return None, []
     return node_selector_terms(required), []
+
+
+def required_affinity_problem(terms: tuple[NodeSelectorTerm, ...] | None) -> str | None:
+    """The first reason the API server would refuse the required node-affinity `terms` (as
+    `required_affinity` reads them), or None: valid, or absent.
+
+    Source: as the API's `ValidateNodeSelector`: at least one term, each a valid
+    NodeSelectorTerm (`_node_term_problems`, as a preferred term's `preference` is checked).
+    Unchecked, a bad operator read as matching no node left the pod waiting, "didn't match
+    Pod's node affinity/selector", where the API server refuses it.
+    """
+    if terms is None:
+        return None
+    field = f"spec.affinity.nodeAffinity.{_REQUIRED}.nodeSelectorTerms"
+    if not terms:
+        return f"{field} must have at least one node selector term"
+    for i, term in enumerate(terms):
+        problems = _node_term_problems(term)
+        if problems:
+            return f"{field}[{i}].{problems[0]}"
+    return None
 
 
 def node_selector_terms(selector: Obj) -> tuple[NodeSelectorTerm, ...]:

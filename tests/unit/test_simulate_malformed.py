@@ -248,3 +248,30 @@ def test_a_preferred_node_term_the_api_server_refuses_is_refused_naming_the_fiel
     assert refused(tmp_path, text, capsys) == (
         " document 2 (Pod default/p): spec.affinity.nodeAffinity.preferredDuringScheduling"
         "IgnoredDuringExecution[0].weight must be in the range 1-100, got 0")
+
+
+REQUIRED_TERMS = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution" \
+    ".nodeSelectorTerms"
+
+
+@pytest.mark.parametrize(("terms", "told"), [
+    ("[]", " must have at least one node selector term"),
+    ("null", " must have at least one node selector term"),
+    ("[{matchExpressions: [{key: a, operator: Bogus, values: [x]}]}]",
+     "[0].matchExpressions[0].operator is not a valid selector operator: 'Bogus'"),
+    ("[{}, {matchExpressions: [{key: a, operator: In}]}]",
+     "[1].matchExpressions[0].values must be specified when `operator` is In"),
+    ("[{matchExpressions: [{key: a, operator: Gt, values: ['1', '2']}]}]",
+     "[0].matchExpressions[0].values must be exactly one value when `operator` is Gt"),
+    ("[{matchExpressions: [{key: '', operator: Exists}]}]",
+     "[0].matchExpressions[0].key is not a valid label name: ''"),
+    ("[{matchFields: [{key: metadata.name, operator: Exists}]}]",
+     "[0].matchFields[0].operator is not a valid field selector operator: 'Exists'"),
+])
+def test_a_required_node_term_the_api_server_refuses_is_refused_naming_the_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], terms: str, told: str) -> None:
+    """Checked as a preferred term's `preference` is; a bad operator used to be read as
+    matching no node, the pod left waiting ("didn't match Pod's node affinity/selector")."""
+    text = NODE + pod(spec="affinity: {nodeAffinity: {requiredDuringSchedulingIgnored"
+                           f"DuringExecution: {{nodeSelectorTerms: {terms}}}}}}}, ")
+    assert refused(tmp_path, text, capsys) == f" document 2 (Pod default/p): {REQUIRED_TERMS}{told}"
