@@ -109,16 +109,19 @@ def recorded(data_dir: Path, field: str) -> str | None:
     field is absent (or null), or the file cannot be read (another user's: 0600).
 
     Raises:
-        Damaged: the file is no JSON object, or the field is no text or not what its option
-            takes (e.g. `"db": "garbage"`, `"db": 7`, `"nats": "not a url"`).
+        Damaged: the file is no JSON object (or not UTF-8 text), or the field is no text or
+            not what its option takes (e.g. `"db": "garbage"`, `"db": 7`, `"nats": "not a
+            url"`).
     """
     path = data_dir / RUN_FILE
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError):
+        data = path.read_bytes()
+    except OSError:
         return None
     try:
-        info = json.loads(text)
+        info = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:  # a ValueError too: told as what it is
+        raise _damaged(path, "it is not JSON (not UTF-8 text)", field) from None
     except ValueError:
         raise _damaged(path, "it is not JSON", field) from None
     if not isinstance(info, dict):

@@ -100,6 +100,20 @@ def test_a_damaged_or_foreign_run_json_is_one_line_naming_it_and_the_field(
         assert named in result.output
 
 
+@pytest.mark.parametrize("argv", [["replay"], ["explain", "pod", "x"], ["decisions"]])
+def test_a_run_json_that_is_not_utf8_is_damaged_not_absent(argv: list[str],
+                                                           tmp_path: Path) -> None:
+    """It used to be read as no run.json at all: replay and explain fell back to the default
+    database, decisions said no `gangsched run` was there."""
+    (tmp_path / "run.json").write_bytes(b'\xff\xfe{"db": 1}')
+    result = CliRunner().invoke(app, [*argv, "--data-dir", str(tmp_path)],
+                                env={"GANGSCHED_NATS": "", "GANGSCHED_DB": ""})
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: cannot use {tmp_path / 'run.json'}: it is not JSON "
+                                    "(not UTF-8 text); it is damaged or not gangsched's: give ")
+    assert len(result.output.splitlines()) == 1
+
+
 def test_decisions_refuses_a_damaged_nats_url_at_once(tmp_path: Path) -> None:
     """Not a wait of 10 s for a server named `not a url`."""
     (tmp_path / "run.json").write_text(json.dumps({"nats": "nats://not a url"}))
