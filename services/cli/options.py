@@ -166,8 +166,28 @@ class SchedulerName(click.ParamType):  # type: ignore[type-arg]
         return text
 
 
+class LabelKey(click.ParamType):  # type: ignore[type-arg]
+    """A node label key (`--topology-key`): a qualified name, `[prefix/]name`, as the API
+    server validates label keys (`names.is_label_name`); no node carries any other, so a
+    mistyped key would silently turn topology preference off."""
+
+    name = "label"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        """The key; `self.fail` (exit 2) for one no label can have."""
+        text = str(value)
+        if not names.is_label_name(text):
+            self.fail(f"{text!r} is not a label key: [prefix/]name, a name of at most 63 "
+                      "letters, digits, -, _ and . starting and ending with a letter or "
+                      "digit, a prefix a DNS subdomain (e.g. topology.kubernetes.io/zone)",
+                      param, ctx)
+        return text
+
+
 NAMESPACE_NAME = NamespaceName()
 SCHEDULER_NAME = SchedulerName()
+LABEL_KEY = LabelKey()
 
 
 common_options = stack(
@@ -430,7 +450,7 @@ placement_options = stack(
             default="least-allocated", help="Node scoring strategy."),
     _option("--prefer-topology/--no-prefer-topology", default=False,
             help="Prefer placing a gang under one value of --topology-key."),
-    _option("--topology-key", default="topology.kubernetes.io/zone",
+    _option("--topology-key", default="topology.kubernetes.io/zone", type=LABEL_KEY,
             help="Node label used for gang locality."),
     _option("--search-budget-steps",
             type=click.IntRange(min=0, max=limits.MAX_SEARCH_BUDGET_STEPS), default=1000,

@@ -28,6 +28,19 @@ def is_dns_subdomain(text: str) -> bool:
     return len(text) <= 253 and _DNS_SUBDOMAIN.fullmatch(text) is not None
 
 
+_QUALIFIED_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+"""The name part of a qualified name (a label key), without its length limit (63)."""
+
+
+def is_label_name(key: str) -> bool:
+    """A qualified label name: `[prefix/]name`, a DNS subdomain prefix of at most 253
+    characters and a name of at most 63 (as `validation.IsQualifiedName`)."""
+    prefix, _, name = key.rpartition("/")
+    if "/" in key and not is_dns_subdomain(prefix):
+        return False
+    return len(name) <= 63 and _QUALIFIED_NAME.fullmatch(name) is not None
+
+
 _HOST_NAME = re.compile(r"[\w-]+(\.[\w-]+)*\.?")
 """A host name: dot-separated labels of letters, digits, `-` and `_`, maybe a closing dot."""
 MAX_HOST_NAME = 253

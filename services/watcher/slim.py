@@ -74,6 +74,7 @@ from services.contracts.events import (
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
 )
+from services.contracts.names import is_label_name
 from services.fit.filters import NODE_NAME_FIELD, parse_int64
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -762,15 +763,6 @@ def label_selector(value: Any) -> tuple[tuple[NodeSelectorRequirement, ...] | No
 _SPREAD_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
 _INCLUSION_POLICIES = ("Honor", "Ignore")
 _NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-
-
-def is_label_name(key: str) -> bool:
-    """A qualified label name: `[prefix/]name`, a DNS subdomain prefix of at most 253
-    characters and a name of at most 63 (as `validation.IsQualifiedName`)."""
-    prefix, _, name = key.rpartition("/")
-    if "/" in key and not names.is_dns_subdomain(prefix):
-        return False
-    return len(name) <= 63 and _NAME.fullmatch(name) is not None
 
 
 def topology_spread(spec: Obj) -> tuple[tuple[TopologySpreadConstraint, ...], str | None]:

@@ -451,6 +451,22 @@ def test_a_host_name_or_address_is_a_host(host: str) -> None:
     assert names.is_host(host)
 
 
+@pytest.mark.parametrize("command", [["planner"], ["replay"], ["simulate", "x.yaml"]])
+@pytest.mark.parametrize("key", ["", "bad key!", "/zone", "a..b/zone", "-zone", "x" * 64])
+def test_a_topology_key_no_label_can_have_is_a_usage_line(command: list[str], key: str) -> None:
+    """No node carries such a label: taken, it silently turned topology preference off."""
+    code, output = invoke(*command, "--topology-key", key)
+    assert (code, output.count("\n")) == (2, 1), output
+    assert f"invalid value for '--topology-key' (env var: 'GANGSCHED_TOPOLOGY_KEY'): {key!r} " \
+           "is not a label key: [prefix/]name" in output
+
+
+@pytest.mark.parametrize("key", ["zone", "topology.kubernetes.io/zone", "kubernetes.io/hostname",
+                                 "example.com/rack_1.a"])
+def test_a_label_key_is_a_topology_key(key: str) -> None:
+    assert names.is_label_name(key)
+
+
 def test_schemas_that_cannot_be_written_are_one_line() -> None:
     code, output = invoke("schema", "--out", "/proc/nope")
     assert code == 1
