@@ -280,9 +280,9 @@ def group_apis(text: str) -> tuple[str, ...]:
     given = {part.strip() for part in text.split(",") if part.strip()}
     unknown = sorted(given - set(GROUP_APIS))
     if unknown or not given:
-        raise click.BadParameter(
-            f"unknown PodGroup API group(s) {unknown}; choose from {', '.join(GROUP_APIS)}",
-            param_hint="--group-apis")
+        what = f"unknown PodGroup API group(s) {unknown}" if unknown else "no PodGroup API group"
+        raise click.BadParameter(f"{what}; choose from {', '.join(GROUP_APIS)}",
+                                 param_hint="--group-apis")
     return tuple(api for api in GROUP_APIS if api in given)
 
 

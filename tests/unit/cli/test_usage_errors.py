@@ -467,6 +467,16 @@ def test_a_label_key_is_a_topology_key(key: str) -> None:
     assert names.is_label_name(key)
 
 
+@pytest.mark.parametrize(("given", "told"), [
+    ("", "no PodGroup API group"), (" , ", "no PodGroup API group"),
+    ("bogus.io", "unknown PodGroup API group(s) ['bogus.io']")])
+def test_group_apis_that_name_no_known_group_say_what_is_wrong(given: str, told: str) -> None:
+    code, output = invoke("watcher", "--nats", "nats://127.0.0.1:1", "--group-apis", given)
+    assert (code, output) == (
+        2, f"gangsched watcher: invalid value for --group-apis: {told}; choose from "
+           "scheduling.x-k8s.io, scheduling.k8s.io (see gangsched watcher --help)\n")
+
+
 def test_schemas_that_cannot_be_written_are_one_line() -> None:
     code, output = invoke("schema", "--out", "/proc/nope")
     assert code == 1
