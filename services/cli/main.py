@@ -169,8 +169,11 @@ def planner_config(parsed: dict[str, Any]) -> PlannerConfig:
     try:
         return PlannerConfig(**{**_fields(defaults), **values,
                                 "scheduler_name": parsed.get("scheduler_name") or "gangsched"})
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
+    except ValueError as error:  # told by the options' names: each field is one
+        told = str(error)
+        for name in sorted(_fields(defaults), key=len, reverse=True):
+            told = told.replace(name, f"--{name.replace('_', '-')}")
+        raise click.BadParameter(told) from None
 
 
 def _fields(config: PlannerConfig) -> dict[str, Any]:

@@ -76,7 +76,9 @@ class PlannerConfig(msgspec.Struct, frozen=True):
         """Refuse settings the planner cannot honour.
 
         Raises:
-            ValueError: unknown `scoring`, or a negative or non-finite duration or budget.
+            ValueError: unknown `scoring`, a negative or non-finite duration or budget, or a
+                backoff cap below the first backoff (it would never be reached: every
+                backoff would be the cap).
         """
         if self.scoring not in SCORING_STRATEGIES:
             raise ValueError(f"scoring must be one of {', '.join(SCORING_STRATEGIES)}, "
@@ -93,4 +95,8 @@ class PlannerConfig(msgspec.Struct, frozen=True):
         for name, value in durations.items():
             if not 0 <= value < float("inf"):  # nan fails every comparison
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.backoff_max_seconds < self.backoff_initial_seconds:  # as kube-scheduler's
+            raise ValueError(f"backoff_max_seconds must be at least backoff_initial_seconds "
+                             f"({self.backoff_initial_seconds:g}), got "
+                             f"{self.backoff_max_seconds:g}")
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from services.cli.main import app
+from services.cli.main import app, planner_config
 from services.config import limits
 from services.contracts import names
+from services.planner.core.config import PlannerConfig
 
 
 def invoke(*argv: str) -> tuple[int, str]:
@@ -475,6 +476,19 @@ def test_group_apis_that_name_no_known_group_say_what_is_wrong(given: str, told:
     assert (code, output) == (
         2, f"gangsched watcher: invalid value for --group-apis: {told}; choose from "
            "scheduling.x-k8s.io, scheduling.k8s.io (see gangsched watcher --help)\n")
+
+
+@pytest.mark.parametrize("command", [["planner"], ["run"], ["replay"]])
+def test_a_backoff_cap_below_the_first_backoff_is_a_usage_line(command: list[str]) -> None:
+    """Documented (the chart: "at least backoffInitialSeconds"), as kube-scheduler requires,
+    and used to be taken: every backoff then silently was the cap."""
+    code, output = invoke(*command, "--backoff-initial-seconds", "100",
+                          "--backoff-max-seconds", "1")
+    assert (code, output) == (
+        2, f"gangsched {command[0]}: invalid value: --backoff-max-seconds must be at least "
+           f"--backoff-initial-seconds (100), got 1 (see gangsched {command[0]} --help)\n")
+    assert planner_config({"backoff_initial_seconds": 5.0, "backoff_max_seconds": 5.0}) == (
+        PlannerConfig(backoff_initial_seconds=5.0, backoff_max_seconds=5.0))  # equal is fine
 
 
 def test_schemas_that_cannot_be_written_are_one_line() -> None:
