@@ -19,20 +19,26 @@ class Unusable(Exception):
     """The data directory cannot be used; the message names it and says why."""
 
 
+LINK_TO_NOTHING = "a symbolic link that leads to nothing (a loop, or a missing target)"
+"""What a path is that names a symbolic link but no file or directory (no directory can be
+made there, and nothing read)."""
+
+
 def problem(data_dir: Path) -> str | None:
     """Why `data_dir` can never be a directory, looking only (nothing is made): it, or one of
-    its parents, exists and is not a directory; None otherwise (also when it cannot be told:
-    using the directory then says why)."""
+    its parents, exists (or is a symbolic link) and is not a directory; None otherwise (also
+    when it cannot be told: using the directory then says why)."""
     for candidate in (data_dir, *data_dir.parents):
         try:
             if candidate.is_dir():
                 return None
-            if not candidate.exists():
+            if not candidate.exists() and not candidate.is_symlink():
                 continue
         except OSError:
             return None
         what = "it" if candidate == data_dir else str(candidate)
-        shape = "a file, not a directory" if candidate.is_file() else "not a directory"
+        shape = ("a file, not a directory" if candidate.is_file() else LINK_TO_NOTHING
+                 if not candidate.exists() else "not a directory")
         return f"cannot use data directory {data_dir}: {what} is {shape}"
     return None
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from services.cli.data_dirs import LINK_TO_NOTHING
 from services.store import urls as database_urls
 from services.store.errors import unusable_database
 
@@ -46,6 +47,8 @@ def sqlite_problem(path: Path, *, writing: bool) -> str | None:
         if path.is_dir():
             return "it is a directory, not a SQLite database file"
         if not path.exists():
+            if path.is_symlink():
+                return f"it is {LINK_TO_NOTHING}"
             return "no such file" if not writing else f"cannot make it in {path.parent}"
         with path.open("rb") as file:
             header = file.read(len(SQLITE_HEADER))

@@ -22,6 +22,7 @@ from pathlib import Path
 import click
 
 from services.cli import run_info
+from services.config.paths import resolved
 
 
 def first_missing(path: Path) -> Path | None:
@@ -100,7 +101,7 @@ def holds_records(data_dir: Path) -> bool:
     a file that cannot be read as one counts as holding records (kept: never guess it away)."""
     for database in sorted(data_dir.glob("*.db")) if data_dir.is_dir() else ():
         try:
-            with contextlib.closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro",
+            with contextlib.closing(sqlite3.connect(f"{resolved(database).as_uri()}?mode=ro",
                                                     uri=True)) as connection:
                 names = {row[0] for row in connection.execute(
                     "SELECT name FROM sqlite_master WHERE type = 'table'")}

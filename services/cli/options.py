@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from services.config import limits
+from services.config import limits, paths
 from services.config.settings import (
     BinderSettings,
     BusSettings,
@@ -394,7 +394,7 @@ class DatabaseUrl(click.ParamType):  # type: ignore[type-arg]
                           "file or a path ending in .db, .sqlite or .sqlite3); give "
                           "sqlite+aiosqlite:///path/file.db or "
                           "postgresql+asyncpg://user@host/db", param, ctx)
-            text = f"sqlite+aiosqlite:///{Path(text).expanduser().resolve()}"
+            text = f"sqlite+aiosqlite:///{paths.resolved(Path(text).expanduser())}"
         try:
             async_url(text)
         except (ValueError, ArgumentError) as error:

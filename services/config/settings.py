@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.config import paths
 from services.contracts.signing import DecisionKey
 
 
@@ -145,4 +146,4 @@ class Settings:
         """The effective database URL (SQLite file `<data_dir>/gangsched.db` by default)."""
         if self.store.url:
             return self.store.url
-        return f"sqlite+aiosqlite:///{(self.data_dir / 'gangsched.db').resolve()}"
+        return f"sqlite+aiosqlite:///{paths.resolved(self.data_dir / 'gangsched.db')}"

@@ -25,6 +25,7 @@ from sqlalchemy import ColumnElement, Executable, Select, event, func, or_, sele
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from services.config import paths
 from services.store import engines, tables
 from services.store.planner_store import AuditRow
 
@@ -128,7 +129,7 @@ def read_only_url(url: str) -> URL:
     if not parsed.database or parsed.database == ":memory:" or not path.is_file():
         shape = ": it is a directory" if path.is_dir() else ""
         raise AuditUnavailable(f"no SQLite database at {path}{shape}")
-    location = "file:" + quote(str(path.resolve()))
+    location = "file:" + quote(str(paths.resolved(path)))
     return parsed.set(database=location, query={"mode": "ro", "uri": "true"})
 
 

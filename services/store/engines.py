@@ -6,6 +6,8 @@ deadlocks); PostgreSQL uses its defaults (read committed; the planner is the onl
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 from typing import Any
 
@@ -86,12 +88,13 @@ def create_engine(url: str, *, make_directory: bool = False, **options: Any) -> 
         ValueError: as `async_url`.
         StoreUnavailable: that directory does not exist or is no directory, or (with
             `make_directory`) cannot be created (a file stands in its way, no permission,
-            read-only file system).
+            read-only file system); the file is a loop of symbolic links.
     """
     parsed = async_url(url)
     database = sqlite_file(parsed)
     if database is not None:
         _sqlite_directory(database, make_directory)
+        _not_a_loop(database)
     is_sqlite = parsed.get_backend_name() == "sqlite"
     # a pooled PostgreSQL connection may have been dropped (server restart, idle timeout,
     # a proxy): pinged before use. A SQLite connection is a file handle in this process:
@@ -113,6 +116,21 @@ def sqlite_file(url: URL) -> Path | None:
     if url.query.get("uri") in ("true", "1") or str(url.database).startswith("file:"):
         return None
     return Path(str(url.database))
+
+
+def _not_a_loop(database: Path) -> None:
+    """Refuse a SQLite file name that is a loop of symbolic links: SQLite can never open it,
+    and its failure in the driver's thread may come after the event loop awaiting it closed.
+
+    Raises:
+        StoreUnavailable: it is one.
+    """
+    try:
+        os.stat(database)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise StoreUnavailable(f"cannot open the SQLite database {database}: it is a loop "
+                                   "of symbolic links") from None
 
 
 def _sqlite_directory(database: Path, make: bool) -> None:
