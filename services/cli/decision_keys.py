@@ -59,9 +59,12 @@ def with_key(settings: Settings, services: tuple[str, ...]) -> Settings:
     _check_mode(path)
     try:
         key = DecisionKey.from_text(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
+    except OSError as error:
         raise BadKey(f"cannot read the decision key file {path}: "
-                     f"{getattr(error, 'strerror', None) or error}") from None
+                     f"{error.strerror or error}") from None
+    except UnicodeDecodeError as error:  # the codec's words name no file: said plainly
+        raise BadKey(f"cannot read the decision key file {path}: not UTF-8 text (byte "
+                     f"{error.start}); a key is text, e.g. `openssl rand -hex 32`") from None
     except UnusableKey as error:
         raise BadKey(f"{path}: {error}") from None
     _warn_if_readable(path)

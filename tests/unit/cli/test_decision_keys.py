@@ -111,6 +111,17 @@ def test_a_world_readable_key_file_holding_no_key_gets_one_line_without_advice(
     assert caplog.text == ""
 
 
+def test_a_key_file_that_is_not_text_says_so_plainly(tmp_path: Path) -> None:
+    """It used to give the codec's own words: `'utf-8' codec can't decode byte 0xff ...`."""
+    key = tmp_path / "key"
+    key.write_bytes(b"0123456789abcdef" * 2 + b"\xff\xfe")
+    key.chmod(0o600)
+    with pytest.raises(decision_keys.BadKey) as raised:
+        decision_keys.with_key(Settings(decision_key_file=key), ("binder",))
+    assert str(raised.value) == (f"cannot read the decision key file {key}: not UTF-8 text "
+                                 "(byte 32); a key is text, e.g. `openssl rand -hex 32`")
+
+
 @pytest.mark.parametrize(("path", "what"), [
     ("/tmp", "is a directory"), ("/dev/null", "is not a regular file")])
 @pytest.mark.parametrize("command", [["planner", "--nats", "nats://127.0.0.1:1"], ["replay"]])
