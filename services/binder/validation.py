@@ -146,7 +146,8 @@ def tolerates_unschedulable(pod: dict[str, Any]) -> bool:
     """Whether the pod tolerates `node.kubernetes.io/unschedulable:NoSchedule`, the taint a
     cordoned node stands for (kube-scheduler's NodeUnschedulable filter; the planner's
     `filters.node_unschedulable`). As `v1.Toleration.ToleratesTaint`: an empty effect tolerates
-    every effect, an empty key with Exists every key, else Exists or an equal (empty) value."""
+    every effect, an empty key with Exists every key, else Exists, or Equal (or no operator)
+    with an equal (empty) value; any other operator tolerates nothing."""
     for toleration in _spec(pod).get("tolerations") or []:
         if not isinstance(toleration, dict):
             continue
@@ -156,7 +157,9 @@ def tolerates_unschedulable(pod: dict[str, Any]) -> bool:
         key = toleration.get("key") or ""
         if key and key != UNSCHEDULABLE_TAINT_KEY:
             continue
-        if toleration.get("operator") == "Exists" or not (toleration.get("value") or ""):
+        operator = toleration.get("operator") or ""
+        if operator == "Exists" or (operator in ("Equal", "")
+                                    and not (toleration.get("value") or "")):
             return True
     return False
 

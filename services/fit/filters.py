@@ -58,14 +58,16 @@ def tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
     """Whether any toleration tolerates `taint`.
 
     Source: as `v1.Toleration.ToleratesTaint`: effects match (empty tolerates all), keys match
-    (empty key with Exists tolerates every key), and Exists or equal values.
+    (empty key with Exists tolerates every key), and Exists, or Equal (or empty) with equal
+    values; any other operator tolerates nothing (it used to be read as Equal).
     """
     for toleration in tolerations:
         if toleration.effect and toleration.effect != taint.effect:
             continue
         if toleration.key and toleration.key != taint.key:
             continue
-        if toleration.operator == "Exists" or toleration.value == taint.value:
+        if toleration.operator == "Exists" or (toleration.operator in ("Equal", "")
+                                               and toleration.value == taint.value):
             return True
     return False
 

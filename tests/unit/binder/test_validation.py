@@ -103,6 +103,7 @@ def test_a_cordoned_node_takes_a_pod_tolerating_the_unschedulable_taint() -> Non
         {"key": "node.kubernetes.io/unschedulable", "operator": "Exists"},
         {"operator": "Exists"},
         {"key": "node.kubernetes.io/unschedulable", "operator": "Equal", "value": ""},
+        {"key": "node.kubernetes.io/unschedulable"},  # no operator: Equal
     ):
         pod = make_pod("p1")
         pod["spec"]["tolerations"] = [toleration]
@@ -115,6 +116,9 @@ def test_a_cordoned_node_refuses_a_pod_without_a_matching_toleration() -> None:
         {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoExecute"},
         {"key": "other", "operator": "Exists"},
         {"key": "node.kubernetes.io/unschedulable", "operator": "Equal", "value": "x"},
+        # an operator ToleratesTaint does not know tolerates nothing (it read as Equal)
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Bogus"},
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Gt", "value": ""},
     ):
         pod = make_pod("p1")
         pod["spec"]["tolerations"] = [toleration]

@@ -23,6 +23,10 @@ def node(**labels):
     (Toleration(key="k", value="w"), Taint("k", "NoSchedule", "v"), False),
     (Toleration(key="k", value="v", effect="NoExecute"), Taint("k", "NoSchedule", "v"), False),
     (Toleration(key="other", operator="Exists"), Taint("k", "NoSchedule"), False),
+    (Toleration(key="k", operator="", value="v"), Taint("k", "NoSchedule", "v"), True),
+    # an operator ToleratesTaint does not know tolerates nothing, whatever the value
+    (Toleration(key="k", operator="Bogus", value="v"), Taint("k", "NoSchedule", "v"), False),
+    (Toleration(key="k", operator="Gt", value="v"), Taint("k", "NoSchedule", "v"), False),
 ])
 def test_tolerates_as_kubernetes(toleration, taint, expected):
     assert filters.tolerates((toleration,), taint) is expected
