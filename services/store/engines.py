@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,8 @@ def async_url(url: str) -> URL:
             be one (`postgresql://u@[bad`, `postgresql://u@a..b`, a port beyond 65535), which
             would otherwise surface as a name-resolution error (or a crash) at the first
             connection, or a query parameter asyncpg does not take (`POSTGRESQL_PARAMETERS`),
-            which would surface as a crash there.
+            which would surface as a crash there; so is a `?host=` query value that cannot be
+            a host (`_check_query_hosts`), as the netloc's.
     """
     parsed = make_url(url)
     backend = parsed.get_backend_name()
@@ -61,6 +63,7 @@ def async_url(url: str) -> URL:
         raise ValueError(f"port {parsed.port} out of range 1-65535")
     if backend != "sqlite":
         _check_parameters(parsed)
+        _check_query_hosts(parsed)
     return parsed.set(drivername=_ASYNC_DRIVERS[backend])
 
 
@@ -74,6 +77,43 @@ def _check_parameters(url: URL) -> None:
         if name not in POSTGRESQL_PARAMETERS:
             hint = " (asyncpg's is ssl, e.g. ssl=require)" if name == "sslmode" else ""
             raise ValueError(f"query parameter {name!r} is not one asyncpg takes{hint}")
+
+
+_BRACKETED = re.compile(r"\[([^\[\]]*)\](?::\d*)?")
+"""A host given as `[address]` or `[address]:port` (an IPv6 literal)."""
+
+
+def _check_query_hosts(url: URL) -> None:
+    """Return if every host a PostgreSQL `url` names in its query (`?host=h`, `?host=h1:p1&
+    host=h2:p2`, `?host=h1,h2`, as asyncpg and SQLAlchemy take them) can be one, as the
+    netloc's host is checked (`names.is_host`); a unix socket's directory (`/run/pg`) is
+    no host name and is not checked.
+
+    Raises:
+        ValueError: one cannot (`a..b`, a 64-character label), named.
+    """
+    given = url.query.get("host", ())
+    for value in (given,) if isinstance(given, str) else given:
+        for spec in value.split(","):
+            if not spec or spec.startswith("/"):
+                continue
+            host = _without_port(spec)
+            if host is None:
+                raise ValueError(f"malformed host {spec!r}")
+            if not names.is_host(host):
+                raise ValueError(f"{host!r} is not a host name or IP address")
+
+
+def _without_port(spec: str) -> str | None:
+    """The host of a query `host` value `spec` without its `:port`: `h:5432` → `h`,
+    `[::1]:5432` → `::1`, `::1` (no brackets: no port can be told apart) → `::1`; None for a
+    bracket that does not close around the whole host (`[::1`, `a]`)."""
+    if "[" in spec or "]" in spec:
+        bracketed = _BRACKETED.fullmatch(spec)
+        return None if bracketed is None else bracketed.group(1)
+    if spec.count(":") == 1:
+        return spec.partition(":")[0]
+    return spec
 
 
 def create_engine(url: str, *, make_directory: bool = False, **options: Any) -> AsyncEngine:

@@ -22,7 +22,9 @@ def invoke(*argv: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize("url", ["mysql://u@h/db", "oracle://x", "postgresql+asyncpg://u@[bad",
                                  "postgresql://u@h]/db", "postgresql://u@h:99999/db",
-                                 "postgresql://u@a..b/db", f"postgresql://u@{'a' * 64}.com/db"])
+                                 "postgresql://u@a..b/db", f"postgresql://u@{'a' * 64}.com/db",
+                                 "postgresql+asyncpg://u@/db?host=a..b",
+                                 f"postgresql://u@/db?host=h:5432&host={'a' * 64}.com:5432"])
 def test_a_database_url_gangsched_cannot_use_is_refused_when_parsed(url: str) -> None:
     code, output = invoke("replay", "--db", url)
     assert code == 2

@@ -29,6 +29,30 @@ def test_other_databases_are_refused() -> None:
         engines.async_url("mysql://u@h/db")
 
 
+@pytest.mark.parametrize(("query", "why"), [
+    ("host=a..b", "'a..b' is not a host name or IP address"),
+    (f"host={'a' * 64}.com", f"'{'a' * 64}.com' is not a host name or IP address"),
+    ("host=h1:5432&host=a..b:5433", "'a..b' is not a host name or IP address"),
+    ("host=h1,a..b&port=5432,5433", "'a..b' is not a host name or IP address"),
+    ("host=[::1:5432", "malformed host '[::1:5432'"),
+])
+def test_a_query_host_that_cannot_be_a_host_is_refused_as_the_netloc_one(
+        query: str, why: str) -> None:
+    """Such a host used to reach the resolver, whose UnicodeError was a traceback."""
+    with pytest.raises(ValueError) as raised:
+        engines.async_url(f"postgresql+asyncpg://u:pw@/db?{query}")
+    assert str(raised.value) == why
+
+
+@pytest.mark.parametrize("query", [
+    "host=h", "host=h:5432", "host=db.example.com.", "host=/run/postgresql",
+    "host=/tmp/a..b", "host=[::1]:5432", "host=[::1]", "host=::1", "host=10.0.0.1:5432",
+    "host=h1:5432&host=h2:5433", "host=h1,h2&port=5432,5433", "host=/run/pg,h2",
+])
+def test_a_query_host_that_can_be_one_is_taken(query: str) -> None:
+    assert engines.async_url(f"postgresql://u@/db?{query}").drivername == "postgresql+asyncpg"
+
+
 def test_migrations_are_found_outside_the_repository_cwd(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
