@@ -67,9 +67,7 @@ def unusable_database(error: BaseException) -> str | None:
     if isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError:
         # from the driver itself (the audit's pages)
         return f"{type(error).__name__}: {error}" if _sqlite_unusable(error) else None
-    cause: BaseException = getattr(error, "orig", None) or error
-    if type(cause).__name__ == "Error" and cause.__cause__ is not None:
-        cause = cause.__cause__  # asyncpg's own error behind SQLAlchemy's adapter
+    cause = _driver_error(error)
     if isinstance(error, DBAPIError) and _unreachable_state(cause):
         return f"{type(cause).__name__}: {cause}"  # SQLAlchemy's generic DBAPIError
     if not isinstance(error, OperationalError | InterfaceError) and type(error) is not (
@@ -116,6 +114,53 @@ def _socket_refused(error: BaseException) -> bool:
 
 
 def _unreachable_state(cause: BaseException) -> bool:
-    """Whether a driver error carries one of `UNREACHABLE_SQLSTATES` (asyncpg's `sqlstate`)."""
-    state = getattr(cause, "sqlstate", None)
-    return isinstance(state, str) and state.startswith(UNREACHABLE_SQLSTATES)
+    """Whether a driver error carries one of `UNREACHABLE_SQLSTATES` (`sqlstate`)."""
+    state = sqlstate(cause)
+    return state is not None and state.startswith(UNREACHABLE_SQLSTATES)
+
+
+def _driver_error(error: BaseException) -> BaseException:
+    """The driver's own error behind `error`: SQLAlchemy's `orig`, and asyncpg's error behind
+    SQLAlchemy's adapter of it; `error` itself when raised by the driver directly."""
+    cause: BaseException = getattr(error, "orig", None) or error
+    if type(cause).__name__ == "Error" and cause.__cause__ is not None:
+        cause = cause.__cause__  # asyncpg's own error behind SQLAlchemy's adapter
+    return cause
+
+
+def sqlstate(error: BaseException) -> str | None:
+    """The PostgreSQL SQLSTATE `error` carries (asyncpg's `sqlstate`, which SQLAlchemy's
+    adapter copies), raised through SQLAlchemy or by asyncpg directly; None for an error
+    without one (SQLite's, the network's)."""
+    cause = _driver_error(error)
+    for carrier in (cause, cause.__cause__):
+        state = getattr(carrier, "sqlstate", None)
+        if isinstance(state, str):
+            return state
+    return None
+
+
+SCHEMA_CONFLICT_SQLSTATES = ("42701", "42P07", "42703", "42P01", "42704", "42710")
+"""PostgreSQL SQLSTATEs of a statement finding a table, column or other object it makes
+already there, or one it uses missing: 42701 duplicate_column, 42P07 duplicate_table, 42703
+undefined_column, 42P01 undefined_table, 42704 undefined_object, 42710 duplicate_object."""
+
+SQLITE_SCHEMA_CONFLICTS = ("duplicate column name", "already exists", "no such column",
+                           "no such table")
+"""What an SQLite error says (lower case) for the same (`SCHEMA_CONFLICT_SQLSTATES`)."""
+
+
+def schema_conflict(error: BaseException) -> bool:
+    """Whether `error` (raised through SQLAlchemy or by the driver) says a statement found a
+    table, column or other object it makes already there, or one it uses missing: a schema
+    that is not what the statement expects (`SCHEMA_CONFLICT_SQLSTATES`,
+    `SQLITE_SCHEMA_CONFLICTS`), not a refusal for another reason (privileges, a full disk, a
+    lock timeout)."""
+    import sqlite3
+
+    state = sqlstate(error)
+    if state is not None:
+        return state in SCHEMA_CONFLICT_SQLSTATES
+    cause = _driver_error(error)
+    return isinstance(cause, sqlite3.Error) and any(
+        part in str(cause).lower() for part in SQLITE_SCHEMA_CONFLICTS)

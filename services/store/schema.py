@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.store import engines, tables, urls
-from services.store.errors import SchemaMismatch, unusable_database
+from services.store.errors import SchemaMismatch, schema_conflict, unusable_database
 
 MIGRATIONS_DIR_ENV = "GANGSCHED_MIGRATIONS_DIR"
 VERSION_TABLE = "alembic_version"
@@ -207,9 +207,11 @@ async def migrate(url: str, revision: str = "head", *,
             recorded revision or several, lacks tables or columns of the newest revision it is
             at, or is not empty and not gangsched's (another application's tables, no version
             recorded) (see `check_schema`); nothing is changed.
-            Also a migration step the database refuses (its tables are not those of the
-            revision it records: a column the step adds already there); the upgrade runs in
-            one transaction, so nothing is changed.
+            Also a migration step the database refuses: told as its tables not being those
+            of the revision it records when it finds a table or column it adds already there
+            or one it changes missing (`errors.schema_conflict`), else by the database's
+            reason alone (no privilege, a full disk, a lock timeout); the upgrade runs in one
+            transaction, so nothing is changed.
         StoreUnavailable: a SQLite file's directory is missing or cannot be created
             (`engines.create_engine`).
     """
@@ -225,20 +227,27 @@ async def migrate(url: str, revision: str = "head", *,
         except DBAPIError as error:
             if unusable_database(error) is not None:
                 raise  # unreachable or unreadable: the caller names the database and why
-            raise SchemaMismatch(_failed_upgrade(state, urls.shown(url), error)) from error
+            target = head_revision() if revision == "head" else revision
+            raise SchemaMismatch(_failed_upgrade(state, urls.shown(url), target,
+                                                 error)) from error
     finally:
         await engine.dispose()
     return state.revision
 
 
-def _failed_upgrade(state: _State, where: str, error: DBAPIError) -> str:
-    """A migration step the database refused (`error`: a column or table it adds already
-    there, one it changes missing): its tables are not those of the revision it records."""
+def _failed_upgrade(state: _State, where: str, target: str, error: DBAPIError) -> str:
+    """A migration step to `target` the database refused (`error`). A column or table it adds
+    already there, or one it changes missing (`schema_conflict`): its tables are not those of
+    the revision it records. Anything else (no privilege, a full disk, a lock timeout) says
+    nothing of its tables: told by the database's reason alone."""
     said = str(error.orig).strip().splitlines()[0] if str(error.orig).strip() else repr(error)
-    return (f"database {where} records schema revision {state.revision or 'none'}, but "
-            f"upgrading it to {head_revision()} failed ({said}): its tables are not those of "
-            f"that revision (changed by hand, or its alembic_version table edited); nothing "
-            f"was changed: restore it from a backup or use a new database")
+    failed = (f"database {where} records schema revision {state.revision or 'none'}, but "
+              f"upgrading it to {target} failed ({said})")
+    if not schema_conflict(error):
+        return f"{failed}; nothing was changed"
+    return (f"{failed}: its tables are not those of that revision (changed by hand, or its "
+            f"alembic_version table edited); nothing was changed: restore it from a backup "
+            f"or use a new database")
 
 
 def migrate_sync(url: str, revision: str = "head", *,

@@ -160,6 +160,62 @@ def test_a_migration_step_the_database_refuses_is_one_line_and_changes_nothing(
     connection.close()
 
 
+def through_asyncpg(error: Exception) -> Exception:
+    """`error` as SQLAlchemy raises it from asyncpg: translated by its adapter, wrapped."""
+    import asyncpg
+    from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_dbapi
+    from sqlalchemy.exc import DBAPIError
+
+    dbapi = AsyncAdapt_asyncpg_dbapi(asyncpg)
+    kind = next(dbapi._asyncpg_error_translate[super_] for super_ in type(error).__mro__
+                if super_ in dbapi._asyncpg_error_translate)
+    adapted = kind(error.args[0], error)
+    adapted.__cause__ = error
+    return DBAPIError.instance("ALTER TABLE outbox ADD COLUMN x", {}, adapted, dbapi.Error)
+
+
+REFUSED_BY_HAND_EDITS = (": its tables are not those of that revision (changed by hand, or its "
+                         "alembic_version table edited); nothing was changed: restore it from "
+                         "a backup or use a new database\n")
+
+
+@pytest.mark.parametrize(("refused", "told"), [
+    ("InsufficientPrivilegeError", "(permission denied for table outbox); nothing was changed\n"),
+    ("DiskFullError", "(could not extend file); nothing was changed\n"),
+    ("LockNotAvailableError", "(lock timeout); nothing was changed\n"),
+    ("DuplicateColumnError", "(column exists)" + REFUSED_BY_HAND_EDITS),
+    ("DuplicateTableError", "(table exists)" + REFUSED_BY_HAND_EDITS),
+    ("UndefinedColumnError", "(no column)" + REFUSED_BY_HAND_EDITS),
+    ("UndefinedTableError", "(no table)" + REFUSED_BY_HAND_EDITS),
+    ("UndefinedObjectError", "(no index)" + REFUSED_BY_HAND_EDITS),
+    ("DuplicateObjectError", "(index exists)" + REFUSED_BY_HAND_EDITS),
+])
+def test_a_migration_step_refused_for_another_reason_blames_no_hand_edit(
+        refused: str, told: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a table or column found already there (or missing) says the database was changed
+    by hand; no privilege, a full disk or a lock timeout (PostgreSQL's SQLSTATE 42501, 53100,
+    55P03) say nothing of its tables. Every refusal used to be blamed on a hand edit."""
+    import asyncpg
+
+    from services.store import schema
+
+    reason = told[1:told.index(")")]
+    error = through_asyncpg(getattr(asyncpg.exceptions, refused)(reason))
+
+    def refuse(*args: object) -> None:
+        raise error
+
+    path = tmp_path / "state.db"
+    assert invoke("migrate", "--db", str(path), "--log-level", "WARNING")[0] == exit_codes.OK
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '0003'")
+    connection.close()
+    monkeypatch.setattr(schema, "_upgrade", refuse)
+    assert invoke("migrate", "--db", str(path), "--log-level", "WARNING") == (
+        exit_codes.FAILED, f"Error: database sqlite+aiosqlite:///{path} records schema revision "
+                           f"0003, but upgrading it to 0004 failed {told}")
+
+
 def test_migrate_leaves_another_applications_database_alone_and_takes_an_empty_one(
         tmp_path: Path) -> None:
     path = tmp_path / "shop.db"

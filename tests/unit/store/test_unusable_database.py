@@ -6,9 +6,10 @@ from __future__ import annotations
 import socket
 import sqlite3
 
+import pytest
 from sqlalchemy.exc import DatabaseError, OperationalError, ProgrammingError
 
-from services.store.errors import unusable_database
+from services.store.errors import schema_conflict, unusable_database
 
 
 def test_unreachable_or_unreadable_databases_are_named_by_their_driver_error():
@@ -68,3 +69,21 @@ def test_a_query_of_its_own_mistake_is_not_an_unreachable_database() -> None:
     closed = InterfaceError("SELECT 1", {}, asyncpg.exceptions._base.InterfaceError(
         "connection is closed"))
     assert unusable_database(closed) == "InterfaceError: connection is closed"
+
+
+@pytest.mark.parametrize(("message", "conflict"), [
+    ("duplicate column name: last_stored_at_us", True),
+    ("table outbox already exists", True),
+    ("index ix_outbox_seq already exists", True),
+    ("no such column: last_stored_at_us", True),
+    ("no such table: outbox", True),
+    ("attempt to write a readonly database", False),
+    ("database or disk is full", False),
+    ("database is locked", False),
+])
+def test_only_an_object_already_there_or_missing_is_a_schema_conflict(
+        message: str, conflict: bool) -> None:
+    """`migrate` blames a hand-edited database for these alone."""
+    assert schema_conflict(OperationalError("ALTER TABLE", {},
+                                            sqlite3.OperationalError(message))) is conflict
+    assert schema_conflict(ValueError(message)) is False  # no driver's error
