@@ -73,6 +73,11 @@ BAD_VALUES = [
      "nats.streamReplicas=3 needs at least as many NATS servers (nats.replicas=1)"),
     (("nats.networkPolicy.subscriberNamespaces[0]=ml", "nats.auth.subscriber.enabled=false"),
      "nats.networkPolicy.subscriberNamespaces needs nats.auth.subscriber.enabled=true"),
+    (("settings.backoffInitialSeconds=120",),  # the planner would refuse it at every start
+     "settings.backoffMaxSeconds (60) must be at least settings.backoffInitialSeconds (120)"),
+    (("settings.backoffInitialSeconds=1000000.5", "settings.backoffMaxSeconds=1000000.4"),
+     "settings.backoffMaxSeconds (1000000.4) must be at least settings.backoffInitialSeconds "
+     "(1000000.5)"),
 ]
 
 
@@ -90,6 +95,13 @@ def test_fractional_seconds_given_with_set_reach_the_settings():
     assert settings["GANGSCHED_TICK_SECONDS"] == "0.5"
     env = chart.container_env(objects, "Deployment", f"{chart.RELEASE}-planner")
     assert env["GANGSCHED_LEADER_RETRY_SECONDS"] == "0.5"
+
+
+def test_a_backoff_cap_equal_to_the_first_backoff_is_taken():
+    objects = chart.render("settings.backoffInitialSeconds=2.5", "settings.backoffMaxSeconds=2.5")
+    settings = chart.find(objects, "ConfigMap", f"{chart.RELEASE}-settings")["data"]
+    assert (settings["GANGSCHED_BACKOFF_INITIAL_SECONDS"],
+            settings["GANGSCHED_BACKOFF_MAX_SECONDS"]) == ("2.5", "2.5")
 
 
 def _options() -> dict[str, click.Option]:
