@@ -97,6 +97,6 @@ class PlannerConfig(msgspec.Struct, frozen=True):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
         if self.backoff_max_seconds < self.backoff_initial_seconds:  # as kube-scheduler's
             raise ValueError(f"backoff_max_seconds must be at least backoff_initial_seconds "
-                             f"({self.backoff_initial_seconds:g}), got "
-                             f"{self.backoff_max_seconds:g}")
+                             f"({self.backoff_initial_seconds!r}), got "
+                             f"{self.backoff_max_seconds!r}")  # every digit: not 1e+06
 

@@ -488,9 +488,18 @@ def test_a_backoff_cap_below_the_first_backoff_is_a_usage_line(command: list[str
                           "--backoff-max-seconds", "1")
     assert (code, output) == (
         2, f"gangsched {command[0]}: invalid value: --backoff-max-seconds must be at least "
-           f"--backoff-initial-seconds (100), got 1 (see gangsched {command[0]} --help)\n")
+           f"--backoff-initial-seconds (100.0), got 1.0 (see gangsched {command[0]} --help)\n")
     assert planner_config({"backoff_initial_seconds": 5.0, "backoff_max_seconds": 5.0}) == (
         PlannerConfig(backoff_initial_seconds=5.0, backoff_max_seconds=5.0))  # equal is fine
+
+
+def test_a_refused_backoff_cap_is_told_with_every_digit() -> None:
+    """Both used to print as 1e+06: a refusal of 1e+06 below 1e+06."""
+    code, output = invoke("replay", "--backoff-initial-seconds", "1000000.5",
+                          "--backoff-max-seconds", "1000000.4")
+    assert (code, output) == (
+        2, "gangsched replay: invalid value: --backoff-max-seconds must be at least "
+           "--backoff-initial-seconds (1000000.5), got 1000000.4 (see gangsched replay --help)\n")
 
 
 def test_schemas_that_cannot_be_written_are_one_line() -> None:
