@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import sys
 import textwrap
 from collections.abc import Coroutine
@@ -157,22 +158,30 @@ _service_command("planner", ("planner",), "Run the planner: consume events, publ
 _service_command("binder", ("binder",), "Run the binder: bind placements, report, roll back.")
 
 
+PLANNER_OPTIONS = ("default_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds",
+                   "starvation_seconds", "scoring", "prefer_topology", "topology_key",
+                   "search_budget_steps", "max_placements_in_flight", "max_members_in_flight",
+                   "preemption", "preempt_other_schedulers", "nomination_seconds")
+"""The PlannerConfig fields each command running a planner takes as an option (the field
+`x_y` as `--x-y`); the others (`release_grace_seconds`, `score_resources`) keep their
+defaults."""
+_PLANNER_OPTION = re.compile(r"\b(" + "|".join(PLANNER_OPTIONS) + r")\b")
+
+
 def planner_config(parsed: dict[str, Any]) -> PlannerConfig:
-    """The planner's pure configuration from parsed options (defaults where absent)."""
+    """The planner's pure configuration from parsed options (defaults where absent).
+
+    Raises:
+        click.BadParameter: PlannerConfig refuses them; its reason tells the fields that are
+            options by the options' names (`--backoff-max-seconds`), any other by its own.
+    """
     defaults = PlannerConfig()
-    names = ("default_timeout_seconds", "backoff_initial_seconds", "backoff_max_seconds",
-             "starvation_seconds", "scoring", "prefer_topology", "topology_key",
-             "search_budget_steps", "max_placements_in_flight", "max_members_in_flight",
-             "preemption",
-             "preempt_other_schedulers", "nomination_seconds")
-    values = {name: parsed[name] for name in names if parsed.get(name) is not None}
+    values = {name: parsed[name] for name in PLANNER_OPTIONS if parsed.get(name) is not None}
     try:
         return PlannerConfig(**{**_fields(defaults), **values,
                                 "scheduler_name": parsed.get("scheduler_name") or "gangsched"})
-    except ValueError as error:  # told by the options' names: each field is one
-        told = str(error)
-        for name in sorted(_fields(defaults), key=len, reverse=True):
-            told = told.replace(name, f"--{name.replace('_', '-')}")
+    except ValueError as error:
+        told = _PLANNER_OPTION.sub(lambda name: f"--{name[1].replace('_', '-')}", str(error))
         raise click.BadParameter(told) from None
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -491,6 +493,28 @@ def test_a_backoff_cap_below_the_first_backoff_is_a_usage_line(command: list[str
            f"--backoff-initial-seconds (100.0), got 1.0 (see gangsched {command[0]} --help)\n")
     assert planner_config({"backoff_initial_seconds": 5.0, "backoff_max_seconds": 5.0}) == (
         PlannerConfig(backoff_initial_seconds=5.0, backoff_max_seconds=5.0))  # equal is fine
+
+
+def test_a_refused_planner_setting_names_as_options_only_the_fields_that_are_options(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`release_grace_seconds` has no option: `--release-grace-seconds` would send the user
+    looking for one. Every field used to be told as an option."""
+    import services.cli.main as main
+
+    def refusing(**values: Any) -> PlannerConfig:
+        if values:
+            raise ValueError("release_grace_seconds (5.0) must be below backoff_max_seconds "
+                             "and score_resources")
+        return PlannerConfig()
+
+    monkeypatch.setattr(main, "PlannerConfig", refusing)
+    with pytest.raises(click.BadParameter) as refused:
+        planner_config({})
+    assert refused.value.message == ("release_grace_seconds (5.0) must be below "
+                                     "--backoff-max-seconds and score_resources")
+    for command in ("planner", "run", "replay", "simulate"):  # each an option of them all
+        assert set(main.PLANNER_OPTIONS) <= {param.name for param in app.commands[
+            command].params}, command
 
 
 def test_a_refused_backoff_cap_is_told_with_every_digit() -> None:
