@@ -137,14 +137,18 @@ def recorded(stream: str, seq: int, subject: str, data: bytes) -> RecordedDecisi
 
     Raises:
         codec.PoisonedMessage: it is no decision the planner publishes (it does not decode,
-            or its id is not `<plan_seq>-<position>`; anyone allowed to publish there may have
-            put it there), named by stream, sequence and subject.
+            or its id is not `<plan_seq>-<position>` of its own `plan_seq`, as the database
+            reader checks every outbox row; anyone allowed to publish there may have put it
+            there), named by stream, sequence and subject.
     """
     try:
         decision = codec.decode_decision(data)
-        position = ids.decision_order(decision.id)[1]
+        plan_seq, position = ids.decision_order(decision.id)
         if position < 0:
             raise codec.PoisonedMessage(f"id {decision.id!r} is not <plan_seq>-<position>")
+        if plan_seq != decision.plan_seq:  # replay would verify it at the wrong plan point
+            raise codec.PoisonedMessage(f"id {decision.id!r} is not <plan_seq>-<position> of "
+                                        f"its plan_seq {decision.plan_seq}")
     except codec.PoisonedMessage as error:
         raise codec.PoisonedMessage(
             f"stream {stream} seq {seq} ({subject}) holds no decision the planner publishes: "

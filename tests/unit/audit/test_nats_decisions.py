@@ -47,11 +47,14 @@ async def test_the_planners_decisions_are_read_by_plan_point_and_position(
     (rejection("bogus"), "id 'bogus' is not <plan_seq>-<position>"),
     (rejection("12-"), "id '12-' is not <plan_seq>-<position>"),
     (rejection("12-\u00b2"), "id '12-\u00b2' is not <plan_seq>-<position>"),
+    (rejection("3-0", plan_seq=12), "id '3-0' is not <plan_seq>-<position> of its plan_seq 12"),
 ])
 async def test_a_message_that_is_no_planner_decision_is_named_in_one_line(
         monkeypatch: pytest.MonkeyPatch, payload: bytes, why: str) -> None:
     """An id that is no `<plan_seq>-<position>` used to end replay with a ValueError's
-    traceback; an undecodable message with msgspec's reason alone, naming no message."""
+    traceback; an undecodable message with msgspec's reason alone, naming no message; an id
+    whose plan_seq is not the payload's was taken, its position from one, its plan point from
+    the other (the database reader refuses such a row)."""
     with pytest.raises(codec.PoisonedMessage) as raised:
         await decisions_of(monkeypatch, rejection("12-0"), payload)
     assert str(raised.value) == (
