@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 34
+CORE_REVISION = 35
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -124,7 +124,9 @@ terms kube-scheduler cannot parse (`preferred_unparseable`: a Gt/Lt value no int
 label value) is placed only where one node passes its filters, else waits with NodeAffinity's
 PreScore error, and the whole-gang search places it only where its filters leave one node (it was
 refused for a non-integer Gt/Lt, placed for the other values) ("NodeAffinity, the preferred
-part")."""
+part"). 35: a toleration whose operator is neither Exists nor Equal (Gt/Lt, which the API server
+admits only with the alpha TaintTolerationComparisonOperators gate) tolerates nothing, as
+`ToleratesTaint` with that gate off, its default in 1.36 (it was read as Equal)."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
