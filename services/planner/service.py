@@ -58,6 +58,9 @@ log = logging.getLogger(__name__)
 
 CATCH_UP_BATCHES = 8
 """Batches a planner that is a batch or more behind applies before it plans once."""
+GAUGE_INTERVAL_SECONDS = 1.0
+"""Least time between two recounts of the pending-pods and PodGroups-by-phase gauges while
+batches keep coming (`PlannerService.count_pending`); units: seconds of monotonic time."""
 
 DURABLE = "planner"
 PLANNING_ERROR = "planning_error"
@@ -117,6 +120,13 @@ class PlannerService:
         self.unmarked: list[str] = []
         """Ids of decisions JetStream stored that the database does not say are published
         yet: marked by the next commit, or when no events come (`mark_unmarked`)."""
+        self.clock: Callable[[], float] = time.monotonic
+        """Monotonic seconds, for the gauges' throttle only (never for planning)."""
+        self.counted_at: float | None = None
+        """When the gauges were last recounted (`clock`); None: never (`count_pending`)."""
+        self.counted_fresh = False
+        """Whether the gauges count the current state (no batch committed, nor state
+        restored, since they were last recounted)."""
 
     async def recover(self) -> int:
         """Restore the committed state, publish what a crash left unpublished; return the first
@@ -130,7 +140,8 @@ class PlannerService:
         self.state, self.tracked_seq = restored.state, restored.tracked_seq
         self.stream_created = restored.stream_created
         self.snapshots.restart(restored.events)
-        self._count_pending()
+        self.counted_fresh = False
+        self.count_pending(force=True)
         published = await publication.publish_outbox(self.store, self.publisher, self.prefix)
         await publication.publish_dead_letters(
             self.store, self.publisher, self.prefix, self.consumer
@@ -154,6 +165,7 @@ class PlannerService:
             while True:
                 await self.run_once(source)
         finally:
+            self.count_pending(force=True)
             try:
                 await asyncio.shield(self.mark_unmarked())
             except Exception as error:  # the store failed: the run's own error says why
@@ -207,6 +219,7 @@ class PlannerService:
                 break
             deliveries += more
         if not deliveries:
+            self.count_pending(force=True)  # quiet: the gauges catch up with the last batch
             await self.mark_unmarked()
             return 0
         intake = sort_batch(deliveries, self.tracked_seq, self.checks, self.floor_seq)
@@ -271,7 +284,8 @@ class PlannerService:
         self.stream_created = stream_created or self.stream_created
         self.uncommitted = False
         self.snapshots.committed(len(planned.applied), with_snapshot=with_snapshot)
-        self._count_pending()
+        self.counted_fresh = False
+        self.count_pending()
         for seconds in self.scheduling_times.newly_scheduled(
                 [item.event for item in planned.applied], self.state):
             metrics.podgroup_scheduling_duration_seconds.observe(seconds)
@@ -310,11 +324,26 @@ class PlannerService:
         if planning_errors:
             refused.labels(self.consumer, PLANNING_ERROR).inc(planning_errors)
 
-    def _count_pending(self) -> None:
-        """Set the pending-pods and PodGroups-by-phase gauges from the current state."""
+    def count_pending(self, *, force: bool = False) -> None:
+        """Set the pending-pods and PodGroups-by-phase gauges from the current state, at most
+        once per `GAUGE_INTERVAL_SECONDS` while batches keep coming.
+
+        Both counts scan every group (`census`), too much after every batch of a busy planner;
+        the gauges are scraped every few seconds, so they may lag the state by up to
+        `GAUGE_INTERVAL_SECONDS` while busy. `force` (at start, at stop, and when a fetch
+        brings nothing) recounts at once if a batch was committed since the last count, so a
+        quiet planner's gauges show its last batch. Nothing the planner decides reads them.
+        """
+        if force and self.counted_fresh:
+            return
+        now = self.clock()
+        if (not force and self.counted_at is not None
+                and now - self.counted_at < GAUGE_INTERVAL_SECONDS):
+            return
         metrics.pending_pods.set(census.pending_pods(self.state, self.config.scheduler_name))
         for phase, count in census.podgroups_by_phase(self.state).items():
             metrics.podgroups.labels(phase).set(count)
+        self.counted_at, self.counted_fresh = now, True
 
 
 DATABASE_RETRY_FIRST_SECONDS = 0.5
