@@ -50,6 +50,10 @@ NODE_AFFINITY = "NodeAffinity"
 
 CHANGE_LOG_ROWS_PER_NODE = 4
 """Past this many logged row changes per node, cached scores are dropped and the log reset."""
+ROW_BY_ROW_ROWS = 8
+"""Most changed rows whose cached scores are recomputed one row at a time (`_Shape.score_row`,
+a few microseconds a row) rather than in one NumPy pass (tens of microseconds, however few
+the rows): a trial that failed usually took and gave back one or two rows."""
 
 Ranker = Callable[[IntArray], FloatArray]
 """A member's preference for each of the rows given (its score there now)."""
@@ -96,7 +100,10 @@ class _Shape:
         changed = index.changes[entry.position:]
         if len(changed) * 4 > len(index):
             entry.scores[:] = self._compute(index, None)
-        elif changed:
+        elif len(changed) <= ROW_BY_ROW_ROWS:
+            for row in set(changed):
+                entry.scores[row] = self.score_row(index, row, index.free[:, row].tolist())
+        else:
             rows = np.unique(np.array(changed, dtype=np.int64))
             entry.scores[rows] = self._compute(index, rows)
         entry.position = len(index.changes)
@@ -104,11 +111,16 @@ class _Shape:
 
     def rescore(self, index: NodeIndex, row: int, free: list[int]) -> None:
         """Score `row` again after its free capacity (`free`, a column list) changed."""
+        self.scores[row] = self.score_row(index, row, free)
+
+    def score_row(self, index: NodeIndex, row: int, free: list[int]) -> float:
+        """The score of `row` given its free capacity `free` (one int per index column):
+        `_compute`'s for that row, bit for bit (`scoring.score_values`), `scoring.UNFIT` where
+        a filter or the capacity refuses it. Units: 0..100 (whole numbers), or -inf."""
         vec = self.vec_list
         if self.missing or not self.allowed[row] or any(free[c] < vec[c] for c in self.cols):
-            self.scores[row] = scoring.UNFIT
-            return
-        self.scores[row] = scoring.score_values(
+            return scoring.UNFIT
+        return scoring.score_values(
             free, index.alloc[:, row].tolist(), index.scale[:, row].tolist(), vec, 0.0,
             self.score_cols, self.is_most)
 
