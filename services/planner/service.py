@@ -165,7 +165,6 @@ class PlannerService:
             while True:
                 await self.run_once(source)
         finally:
-            self.count_pending(force=True)
             try:
                 await asyncio.shield(self.mark_unmarked())
             except Exception as error:  # the store failed: the run's own error says why
@@ -330,9 +329,10 @@ class PlannerService:
 
         Both counts scan every group (`census`), too much after every batch of a busy planner;
         the gauges are scraped every few seconds, so they may lag the state by up to
-        `GAUGE_INTERVAL_SECONDS` while busy. `force` (at start, at stop, and when a fetch
-        brings nothing) recounts at once if a batch was committed since the last count, so a
-        quiet planner's gauges show its last batch. Nothing the planner decides reads them.
+        `GAUGE_INTERVAL_SECONDS` while busy. `force` (at start, and when a fetch brings
+        nothing) recounts at once if a batch was committed since the last count, so a quiet
+        planner's gauges show its last batch. Nothing the planner decides reads them. (At
+        stop they are not recounted: a stopped planner sets them no more, however fresh.)
         """
         if force and self.counted_fresh:
             return
