@@ -59,8 +59,8 @@ log = logging.getLogger(__name__)
 CATCH_UP_BATCHES = 8
 """Batches a planner that is a batch or more behind applies before it plans once."""
 GAUGE_INTERVAL_SECONDS = 1.0
-"""Least time between two recounts of the pending-pods and PodGroups-by-phase gauges while
-batches keep coming (`PlannerService.count_pending`); units: seconds of monotonic time."""
+"""Least time between two recounts of the pending-pods and PodGroups-by-phase gauges but the
+first (`PlannerService.count_pending`); units: seconds of monotonic time."""
 
 DURABLE = "planner"
 PLANNING_ERROR = "planning_error"
@@ -218,7 +218,7 @@ class PlannerService:
                 break
             deliveries += more
         if not deliveries:
-            self.count_pending(force=True)  # quiet: the gauges catch up with the last batch
+            self.count_pending()  # quiet: the gauges catch up with the last batch
             await self.mark_unmarked()
             return 0
         intake = sort_batch(deliveries, self.tracked_seq, self.checks, self.floor_seq)
@@ -324,17 +324,18 @@ class PlannerService:
             refused.labels(self.consumer, PLANNING_ERROR).inc(planning_errors)
 
     def count_pending(self, *, force: bool = False) -> None:
-        """Set the pending-pods and PodGroups-by-phase gauges from the current state, at most
-        once per `GAUGE_INTERVAL_SECONDS` while batches keep coming.
+        """Set the pending-pods and PodGroups-by-phase gauges from the current state, if it
+        changed since they were last set (`counted_fresh`) and at most once per
+        `GAUGE_INTERVAL_SECONDS` (`force`: at once, as at start).
 
         Both counts scan every group (`census`), too much after every batch of a busy planner;
         the gauges are scraped every few seconds, so they may lag the state by up to
-        `GAUGE_INTERVAL_SECONDS` while busy. `force` (at start, and when a fetch brings
-        nothing) recounts at once if a batch was committed since the last count, so a quiet
-        planner's gauges show its last batch. Nothing the planner decides reads them. (At
-        stop they are not recounted: a stopped planner sets them no more, however fresh.)
+        `GAUGE_INTERVAL_SECONDS` (plus one `fetch_timeout_seconds`: a quiet planner calls this
+        after every fetch that brings nothing, so its gauges catch up with its last batch).
+        Nothing the planner decides reads them. At stop they are not recounted: a stopped
+        planner sets them no more, however fresh.
         """
-        if force and self.counted_fresh:
+        if self.counted_fresh:
             return
         now = self.clock()
         if (not force and self.counted_at is not None

@@ -1,5 +1,6 @@
-"""The planner's pending-pods and PodGroups-by-phase gauges are recounted at most once per
-`GAUGE_INTERVAL_SECONDS` while batches come, and at once when forced (start, stop, quiet)."""
+"""The planner's pending-pods and PodGroups-by-phase gauges are recounted only after the state
+changed, at most once per `GAUGE_INTERVAL_SECONDS` (batches or quiet fetches), and at once when
+forced (start)."""
 
 from __future__ import annotations
 
@@ -52,14 +53,26 @@ def test_a_batch_within_the_interval_leaves_the_gauge_and_one_after_it_recounts(
     assert metrics.REGISTRY.get_sample_value("gangsched_podgroups", {"phase": "Pending"}) == 1
 
 
-def test_forcing_recounts_at_once_only_when_a_batch_was_committed_since() -> None:
+def test_a_quiet_fetch_recounts_once_the_interval_passed_and_nothing_unchanged() -> None:
     planner, clock = _planner()
     planner.count_pending(force=True)
     _commit_one_more_pod(planner, "late-1")
     assert _pending() == 4
-    planner.count_pending(force=True)  # a fetch that brought nothing
+    planner.count_pending()  # a fetch that brought nothing, within the interval
+    assert _pending() == 4
+    clock.now += service.GAUGE_INTERVAL_SECONDS
+    planner.count_pending()  # the next one, past it
     assert _pending() == 5
     counted_at = planner.counted_at
     clock.now += 10 * service.GAUGE_INTERVAL_SECONDS
-    planner.count_pending(force=True)  # nothing committed since: no scan
+    planner.count_pending()  # nothing committed since: no scan
+    planner.count_pending(force=True)
     assert planner.counted_at == counted_at
+
+
+def test_forcing_recounts_a_changed_state_within_the_interval() -> None:
+    planner, _ = _planner()
+    planner.count_pending(force=True)
+    _commit_one_more_pod(planner, "late-1")
+    planner.count_pending(force=True)
+    assert _pending() == 5
