@@ -89,6 +89,11 @@ class Round:
         """The capacity each live nomination holds from the other groups (`nominations`)."""
         self.members_in_flight: int | None = None
         """Members of the placements in flight (`binders_busy`), counted on first use."""
+        self.queued_counts: dict[str, quorum.Counts] = {}
+        """Each queued group's quorum counts as `plan._queue` took them (minMember its
+        PodGroup's), used by `_plan_group` instead of counting again: no step of a round
+        changes the members of a group or their classes but that group's own placement
+        (`derived.reserve`), made after its counts are read."""
         self.lowest_victim: int | None = None
         """The lowest priority of any pod preemption may evict (`preemption.lowest`), once per
         round: a gang at or below it has nothing to evict, without a look at every pod."""
@@ -145,7 +150,9 @@ class Round:
             self.rest(key, pending)
             return
         everyone, pending = pending, self._placeable(key, pending)
-        counts = quorum.count(self.derived, key, group, min_member)
+        counts = self.queued_counts.pop(key, None)
+        if counts is None:
+            counts = quorum.count(self.derived, key, group, min_member)
         if quorum.is_stranded(counts, min_member):
             self.stranded[key] = counts.bound
         note = _priority_note(pending)

@@ -118,8 +118,11 @@ def _queue(rnd: Round) -> list[tuple[str, GroupState, PodGroupObserved | None, l
         pending = [state.pods[uid] for uid in uids]
         podgroup = state.podgroups.get(key)
         starving = starvation.is_starving(group, rnd.now, rnd.config)
-        stranded = podgroup is not None and quorum.is_stranded(
-            quorum.count(current, key, group, podgroup.min_member), podgroup.min_member)
+        stranded = False
+        if podgroup is not None:
+            counts = rnd.queued_counts[key] = quorum.count(current, key, group,
+                                                           podgroup.min_member)
+            stranded = quorum.is_stranded(counts, podgroup.min_member)
         entries.append((queue.queue_key(key, group, podgroup, pending, starving, stranded),
                         key, group, podgroup, pending))
     entries.sort(key=lambda entry: entry[0])
