@@ -533,7 +533,7 @@ class Round:
             return "", False
         priority = queue.priority(pending)
         if self.lowest_victim is None:
-            self.lowest_victim = preemption.lowest(self.state, self.config)
+            self.lowest_victim = preemption.lowest(self.derived, self.config)
         if priority <= self.lowest_victim:
             return "", False
         units = preemption.candidates(self.state, self.derived, self.index, key, priority,

@@ -27,6 +27,8 @@ def ensure(state: PlannerState, scheduler_name: str) -> Derived:
         derived = Derived(scheduler_name)
         for uid in state.pods:
             derived.reindex(state, uid)
+        for uid in state.charges:
+            derived.set_bound_priority(uid, _bound_priority(state, derived, uid))
         derived.dirty.update(state.podgroups)
         derived.dirty.update(state.groups)  # outcomes applied while unbuilt marked nothing
         state.derived = derived
@@ -49,6 +51,7 @@ def refresh_pod(state: PlannerState, uid: str, index_charged: bool = False) -> N
     derived = state.derived
     if derived is not None:
         derived.reindex(state, uid)
+        derived.set_bound_priority(uid, _bound_priority(state, derived, uid))
 
 
 def reserve(state: PlannerState, uid: str, reservation: Reservation) -> None:
@@ -66,6 +69,15 @@ def reserve(state: PlannerState, uid: str, reservation: Reservation) -> None:
     for name, amount in pod.requests.items():
         used[name] = used.get(name, 0) + amount
     derived.reclass(uid, derived.pod_group[uid], "reserved")
+
+
+def _bound_priority(state: PlannerState, derived: Derived, uid: str) -> tuple[int, bool] | None:
+    """`Derived.bound_priority`'s entry for `uid` in `state` now. (`reserve`'s fast path
+    charges an unbound pod: no entry, as before.)"""
+    pod = state.pods.get(uid)
+    if pod is None or pod.node_name is None or uid not in state.charges:
+        return None
+    return pod.priority, pods.is_ours(pod, derived.scheduler_name)
 
 
 def _recharge(state: PlannerState, uid: str, index_charged: bool) -> None:

@@ -8,6 +8,7 @@ iterated for ordering: callers sort.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, NamedTuple
 
 from services.planner.core import capacity, pods
@@ -41,6 +42,11 @@ class Derived:
     gang; a round skips it while it is not dirty and that time has not come (nor capacity been
     freed, for a backed-off one; a gang a pod wakes, `wakes`, loses its entry), as looking at
     it would change nothing.
+
+    `bound_priority[uid]` for every charged pod bound to a node (`state.charges`, `node_name`
+    set): its priority and whether it is of `scheduler_name`; `priorities` counts them by
+    priority, `our_priorities` those of `scheduler_name` (no zero counts): the pods preemption
+    may evict, whose lowest priority `preemption.lowest` reads without a look at every pod.
     """
 
     def __init__(self, scheduler_name: str) -> None:
@@ -54,6 +60,26 @@ class Derived:
         self.behind_binders: set[str] = set()
         self.asleep: dict[str, Asleep] = {}
         self.index: capacity.NodeIndex | None = None
+        self.bound_priority: dict[str, tuple[int, bool]] = {}
+        self.priorities: Counter[int] = Counter()
+        self.our_priorities: Counter[int] = Counter()
+
+    def set_bound_priority(self, uid: str, entry: tuple[int, bool] | None) -> None:
+        """Record a pod's `(priority, is ours)` when it is charged and bound (None: it is not,
+        or is gone), keeping `priorities` and `our_priorities` counted."""
+        old = self.bound_priority.get(uid)
+        if old == entry:
+            return
+        if old is not None:
+            del self.bound_priority[uid]
+            _uncount(self.priorities, old[0])
+            if old[1]:
+                _uncount(self.our_priorities, old[0])
+        if entry is not None:
+            self.bound_priority[uid] = entry
+            self.priorities[entry[0]] += 1
+            if entry[1]:
+                self.our_priorities[entry[0]] += 1
 
     def reindex(self, state: PlannerState, uid: str) -> None:
         """Recompute one pod's group and class after its pod or reservation changed."""
@@ -91,6 +117,12 @@ class Derived:
             _discard(self.pending, group, uid)
         elif pod_class == "pending":
             self.pending.setdefault(group, set()).add(uid)
+
+
+def _uncount(counts: Counter[int], priority: int) -> None:
+    counts[priority] -= 1
+    if not counts[priority]:
+        del counts[priority]
 
 
 def _discard(index: dict[str, set[str]], group: str, uid: str) -> None:

@@ -111,14 +111,14 @@ def may_preempt(pending: list[PodObserved]) -> bool:
     return all(pod.preemption_policy != NEVER for pod in pending)
 
 
-def lowest(state: PlannerState, config: PlannerConfig) -> int:
+def lowest(current: Derived, config: PlannerConfig) -> int:
     """The lowest priority among bound pods preemption may evict (gangsched's own, or any with
-    `preempt_other_schedulers`); `2**31` when there is none (no gang can preempt)."""
-    return min((pod.priority for uid in state.charges
-                if (pod := state.pods.get(uid)) is not None and pod.node_name is not None
-                and (config.preempt_other_schedulers
-                     or pods.is_ours(pod, config.scheduler_name))),
-               default=2**31)
+    `preempt_other_schedulers`); `2**31` when there is none (no gang can preempt).
+
+    Source: the charged bound pods counted by priority in `current` (`Derived.priorities`,
+    `our_priorities`; built for `config.scheduler_name`), one step per distinct priority."""
+    counts = current.priorities if config.preempt_other_schedulers else current.our_priorities
+    return min(counts, default=2**31)
 
 
 def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str,
