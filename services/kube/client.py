@@ -5,8 +5,9 @@ configuration (kubeconfig or in-cluster), owns the aiohttp session (TLS context,
 certificate, proxy, connection pool) and supplies the credentials of every request
 (`ApiClient.update_params_for_auth`, which runs the configuration's token refresh hook).
 Requests themselves go straight through that session, not through `ApiClient.call_api`:
-bodies are encoded and decoded with msgspec, the URL and headers are built once per request,
-timeouts are shared (its generic parameter sanitising, stdlib JSON and per-request objects
+bodies are encoded and decoded with msgspec, the headers are built once per content type and
+credentials, a plain path is joined to the server's URL parsed once (`KubeClient._url`), the
+session keeps no cookies, timeouts are shared (its generic parameter sanitising, stdlib JSON and per-request objects
 cost 5-20% of our CPU per request: `python -m bench.kube_client`, results in
 bench/results/kube-client.txt). No model (de)serialisation, so no generated-model bugs (such
 as `create_namespaced_binding` failing on the `Status` the API server returns). Every failure
@@ -20,6 +21,7 @@ import contextlib
 import functools
 import logging
 import os
+import re
 import ssl
 import time
 import urllib.parse
@@ -29,9 +31,11 @@ from typing import Any, TypeVar
 
 import aiohttp
 import msgspec
+import yarl
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from services.config import limits
 from services.config.settings import KubeSettings
@@ -82,6 +86,12 @@ at a thousand requests a second (py-spy, bench/results/cluster-n1000-a-s30prof.j
 rotated token is picked up at most this much later; client-go's cached token source reads a
 rotated service-account token file at most once a minute."""
 
+_PLAIN_PATH = re.compile(r"(?:/[A-Za-z0-9_~-][A-Za-z0-9_.~-]*)+")
+"""A path aiohttp's URL parsing would leave exactly as written: segments of RFC 3986
+unreserved characters only, none empty, none starting with a dot (so no `.`/`..` segment to
+resolve), no `%` escape to normalise, no `?` or `#`. Every path `resources` builds for names
+Kubernetes accepts (DNS labels and subdomains) is one; any other takes the general route."""
+
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
@@ -116,9 +126,13 @@ class KubeClient:
         self._host = str(api.configuration.host)
         self._shown_host = kubeconfig.shown_url(self._host)
         self._session, self._session_options = _session_of(api)
+        self._base_url = yarl.URL(self._host)
+        self._base_path = yarl.URL(self._host + "/-").raw_path[:-2]
         self._default_headers = _default_headers(api)
         self._slots = asyncio.Semaphore(REQUEST_SLOTS)
         self._kept_credentials: tuple[float, dict[str, str], list[tuple[str, str]]] | None = None
+        self._headers: dict[tuple[str, str], CIMultiDictProxy[str]] = {}
+        self._headers_for: dict[str, str] | None = None
 
     @property
     def server(self) -> str:
@@ -279,11 +293,8 @@ class KubeClient:
         would add to the query, as there).
         """
         auth_headers, auth_query = await self._credentials(what)
-        headers = {"Content-Type": content_type, "Accept": accept, **self._default_headers,
-                   **auth_headers}
-        url = self._host + path
-        if query or auth_query:
-            url += "?" + urllib.parse.urlencode([*query, *auth_query])
+        headers = self._request_headers(content_type, accept, auth_headers)
+        url = self._url(path, [*query, *auth_query])
         data = None if body is None else _encoder.encode(body)
         try:
             response = await self._session.request(
@@ -294,6 +305,36 @@ class KubeClient:
             raise self._unreachable(what, error) from error
         metrics.kube_requests.labels(method, str(response.status)).inc()
         return response
+
+    def _request_headers(self, content_type: str, accept: str,
+                         auth_headers: dict[str, str]) -> CIMultiDictProxy[str]:
+        """A request's headers: ours, then the ApiClient's defaults, then the credentials'
+        (later ones win, as in a dict merge). Built once per content type and accept for the
+        credentials in use (`_credentials` keeps them for a while), and read-only, so
+        aiohttp's own merge takes them without converting them first."""
+        if auth_headers is not self._headers_for:
+            self._headers = {}
+            self._headers_for = auth_headers
+        key = (content_type, accept)
+        headers = self._headers.get(key)
+        if headers is None:
+            merged = {"Content-Type": content_type, "Accept": accept, **self._default_headers,
+                      **auth_headers}
+            headers = self._headers[key] = CIMultiDictProxy(CIMultiDict(merged))
+        return headers
+
+    def _url(self, path: str, query: Query) -> str | yarl.URL:
+        """The URL of `path` (with `query` urlencoded): the API server's URL followed by it,
+        as text that aiohttp parses and normalises. A plain path (`_PLAIN_PATH`, what every
+        name Kubernetes accepts makes) without a query is joined to the server's URL parsed
+        once instead, already encoded: the same URL, without parsing and quoting each
+        request's text again (a new path each time, so yarl's caches do not help)."""
+        if not query and _PLAIN_PATH.fullmatch(path):
+            return self._base_url.with_path(self._base_path + path, encoded=True)
+        url = self._host + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        return url
 
     async def _credentials(self, what: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
         """The credentials of a request (`AUTH_SETTINGS`) as headers and query parameters,
@@ -461,7 +502,8 @@ def _refused(source: str, error: Exception) -> errors.KubeNoCredentials:
 
 def _session_of(api: ApiClient) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
     """The ApiClient's aiohttp session and the per-request options its REST client adds
-    (`proxy`, `proxy_headers`, `server_hostname`, each only when set), as that client would.
+    (`proxy`, parsed once, `proxy_headers`, `server_hostname`, each only when set), as that
+    client would. The session keeps no cookies from then on (`_keep_no_cookies`).
 
     Raises:
         KubeError: the ApiClient has no aiohttp session (kubernetes_asyncio changed).
@@ -471,12 +513,30 @@ def _session_of(api: ApiClient) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
     if not isinstance(session, aiohttp.ClientSession):
         raise errors.KubeError("kubernetes_asyncio's ApiClient has no aiohttp session "
                                f"(rest_client.pool_manager is {type(session).__name__})")
+    _keep_no_cookies(session)
     options: dict[str, Any] = {}
     for name in ("proxy", "proxy_headers", "server_hostname"):
         value = getattr(rest, name, None)
         if value:
-            options[name] = value
+            options[name] = yarl.URL(value) if name == "proxy" else value
     return session, options
+
+
+def _keep_no_cookies(session: aiohttp.ClientSession) -> None:
+    """Give `session` a cookie jar that keeps nothing (`aiohttp.DummyCookieJar`).
+
+    A Kubernetes client has no use for cookies: client-go's http.Client has no cookie jar, so
+    neither an API server nor anything in front of it can count on one being sent back. The
+    default jar kept any `Set-Cookie` of a named host and matched its cookies against every
+    request's URL (`CookieJar.filter_cookies`, ~2% of the binder's CPU). A cookie set in the
+    kubeconfig's configuration (`ApiClient.cookie`) is a header of every request still
+    (`_default_headers`).
+    """
+    if hasattr(session, "_cookie_jar"):
+        session._cookie_jar = aiohttp.DummyCookieJar()
+    else:
+        log.warning("cannot turn off aiohttp's cookie jar (aiohttp changed?); requests will "
+                    "be slower")
 
 
 def _default_headers(api: ApiClient) -> dict[str, str]:
