@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import quote
 
@@ -118,3 +118,13 @@ def test_paths_quote_their_segments() -> None:
 @pytest.mark.parametrize("name", ["w-0", "a.b_c~d", "", "a/b", "a b", "a%2F", "é", "a?x#y", "a\n"])
 def test_a_segment_is_quoted_exactly_as_quote_would(name: str) -> None:
     assert resources.node_path(name) == "/api/v1/nodes/" + quote(name, safe="")
+
+
+@pytest.mark.parametrize("stamp", [
+    datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC),
+    datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    datetime(2026, 6, 1, 0, 0, tzinfo=UTC),  # no microseconds: still six digits
+    datetime(2026, 6, 1, 2, 30, 0, 5, tzinfo=timezone(timedelta(hours=2, minutes=30))),
+])
+def test_micro_time_is_rfc3339_in_utc_with_microseconds(stamp: datetime) -> None:
+    assert events.micro_time(stamp) == stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
