@@ -7,8 +7,8 @@ certificate, proxy, connection pool) and supplies the credentials of every reque
 Requests themselves go straight through that session, not through `ApiClient.call_api`:
 bodies are encoded and decoded with msgspec, the headers are built once per content type and
 credentials, a plain path is joined to the server's URL parsed once (`KubeClient._url`), the
-session keeps no cookies, timeouts are shared (its generic parameter sanitising, stdlib JSON and per-request objects
-cost 5-20% of our CPU per request: `python -m bench.kube_client`, results in
+session keeps no cookies, timeouts are shared (its generic parameter sanitising, stdlib JSON
+and per-request objects cost 5-20% of our CPU per request: `python -m bench.kube_client`, results in
 bench/results/kube-client.txt). No model (de)serialisation, so no generated-model bugs (such
 as `create_namespaced_binding` failing on the `Status` the API server returns). Every failure
 leaves this module as a `services.kube.errors` type. Never retries: callers decide.
