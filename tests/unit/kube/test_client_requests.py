@@ -20,6 +20,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from services.kube import client, resources
 from services.kube.client import MERGE_PATCH, KubeClient
+from services.runtime import metrics
 
 pytestmark = pytest.mark.usefixtures("no_proxy_environment")
 
@@ -145,3 +146,19 @@ async def test_a_cookie_the_server_sets_is_never_sent_back() -> None:
             await kube.close()
     assert len(recorder.seen) == 2
     assert all("Cookie" not in headers for _, _, headers in recorder.seen)
+
+
+async def test_each_answer_is_counted_under_its_verb_and_code() -> None:
+    def counted() -> float:
+        return metrics.REGISTRY.get_sample_value(
+            "gangsched_kube_requests_total", {"verb": "PATCH", "code": "200"}) or 0.0
+
+    before = counted()
+    async with api_server() as (_, port):
+        kube = kube_client(f"http://127.0.0.1:{port}")
+        try:
+            for _ in range(3):
+                await kube.request("PATCH", "/api/v1/nodes/n1", body={})
+        finally:
+            await kube.close()
+    assert counted() == before + 3
