@@ -64,7 +64,9 @@ class PlacementMemory:
         """Whether the group's newest outcome shows `placement` settled already, or a later
         decision of the group bound or rolled back since (the planner places a group again only
         after its placement settled or expired): then a delivery of it is a copy published
-        again (replayed), never carried out a second time. One direct read of EVENTS."""
+        again (replayed), never carried out a second time. The newest outcome stored before
+        this call (`OutcomeLog.newest`: from the bus view when it holds everything stored
+        before the call, else one direct read of EVENTS)."""
         newest = await self._outcome_log.newest(placement.group)
         if newest is None:
             return False

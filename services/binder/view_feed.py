@@ -7,7 +7,10 @@ messages on a task of its own; nothing is acknowledged, so no one else is distur
 stream deleted and made anew (its sequences start again) replaces the view with one built
 afresh from the new stream, whose sequences `caught_up` then waits for. Pod, node and
 PodGroup events are decoded and applied; every other message only advances the applied sequence. A
-message that does not decode is skipped (the planner dead-letters it).
+message that does not decode is skipped (the planner dead-letters it). The newest message of
+each outcome subject is kept undecoded (`last_on`), and the last `LANDMARKS` messages applied
+are known by subject and identity (`has_applied`), so a caller that learned the stream's newest
+message can tell whether the view holds everything up to it (`outcome_log` answers from it).
 """
 
 from __future__ import annotations
@@ -15,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 
+from services.binder import outcomes
 from services.binder.view import ClusterView
 from services.bus.connection import JetStream
 from services.bus.errors import BusUnavailable
 from services.bus.latest import LatestReader
-from services.bus.reading import StoredMessage
+from services.bus.reading import MSG_ID_HEADER, StoredMessage
 from services.contracts import codec, subjects
 from services.runtime.cancellation import cancel_and_wait
 from services.runtime.unreachable import Repeats
@@ -28,6 +33,8 @@ from services.runtime.unreachable import Repeats
 log = logging.getLogger(__name__)
 
 VIEW_KINDS = frozenset({"pod", "node", "podgroup"})
+LANDMARKS = 2048
+"""The last messages applied that `has_applied` knows (sequence, subject and identity)."""
 INACTIVE_THRESHOLD_SECONDS = 30.0
 OWNER = "binder-view"
 FETCH_BATCH = 512
@@ -44,6 +51,8 @@ class ViewFeed:
         self._advanced = asyncio.Condition()
         self._reader: LatestReader | None = None
         self._following: asyncio.Task[None] | None = None
+        self._outcomes: dict[str, StoredMessage] = {}
+        self._landmarks: OrderedDict[int, tuple[str, str | bytes]] = OrderedDict()
 
     async def start(self) -> None:
         """Create the reader and follow EVENTS (messages are applied on a task of its own;
@@ -90,6 +99,8 @@ class ViewFeed:
             if reader.streams_read != streams_read:  # EVENTS made anew: its state, afresh
                 streams_read = reader.streams_read
                 self.view = ClusterView()
+                self._outcomes = {}
+                self._landmarks = OrderedDict()
             for message in messages:
                 await self._on_message(message)
 
@@ -102,9 +113,25 @@ class ViewFeed:
                 await self._advanced.wait_for(lambda: self.view.applied_seq >= seq)
         return self.view.applied_seq >= seq
 
+    def has_applied(self, message: StoredMessage) -> bool:
+        """Whether the view applied `message` (same sequence, subject and identity: its
+        `Nats-Msg-Id`, else its bytes) among its last `LANDMARKS`, so it holds the newest
+        message of every subject up to `message.seq` of that very stream (not of one made
+        anew since, whose sequences start again)."""
+        return self._landmarks.get(message.seq) == (message.subject, _identity(message))
+
+    def last_on(self, subject: str) -> StoredMessage | None:
+        """The newest message the view applied on outcome subject `subject`, if any."""
+        return self._outcomes.get(subject)
+
     async def _on_message(self, message: StoredMessage) -> None:
         seq = message.seq
+        self._landmarks[seq] = (message.subject, _identity(message))
+        if len(self._landmarks) > LANDMARKS:
+            self._landmarks.popitem(last=False)
         kind = message.subject[len(self._prefix) + len(".events."):].split(".", 1)[0]
+        if kind == outcomes.KIND:
+            self._outcomes[message.subject] = message
         if kind in VIEW_KINDS:
             try:
                 self.view.apply(seq, codec.decode_event(message.data))
@@ -115,3 +142,9 @@ class ViewFeed:
             self.view.applied_seq = max(self.view.applied_seq, seq)
         async with self._advanced:
             self._advanced.notify_all()
+
+
+def _identity(message: StoredMessage) -> str | bytes:
+    """What tells a stored message from another at its sequence: its `Nats-Msg-Id` (every
+    gangsched event has one), else its bytes."""
+    return message.headers.get(MSG_ID_HEADER) or message.data

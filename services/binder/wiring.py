@@ -78,7 +78,7 @@ async def run_binder(settings: Settings, nc: Connection, ready: ReadyFlag) -> No
             KubeApi(client, controller=settings.scheduler_name, checks=checks),
             publisher,
             settings,
-            outcome_log=StreamOutcomeLog(js, settings.bus.prefix),
+            outcome_log=StreamOutcomeLog(js, settings.bus.prefix, view),
             status_log=StreamStatusLog(js, settings.bus.prefix, settings.decision_key),
             view=view,
         )

@@ -61,7 +61,7 @@ class BinderBus:
         built = Binder(
             kube, publisher or FakePublisher(),
             dataclasses.replace(self.settings, decision_key=decision_key),
-            outcome_log=StreamOutcomeLog(self._js, self.prefix),
+            outcome_log=StreamOutcomeLog(self._js, self.prefix, self._feed),
             status_log=StreamStatusLog(self._js, self.prefix, DECISION_KEY),
             view=self._feed, clock=clock,
         )

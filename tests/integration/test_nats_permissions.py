@@ -23,6 +23,7 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy
 
+from services.binder.outcome_log import StreamOutcomeLog
 from services.binder.view_feed import ViewFeed
 from services.binder.wiring import open_consumers
 from services.bus import reading, streams
@@ -232,6 +233,9 @@ async def test_every_reader_the_services_create_is_allowed_by_name(chart_nats: C
         await feed.start()
         try:
             assert await feed.caught_up(1, timeout_seconds=5)
+            outcome_log = StreamOutcomeLog(binder.js, PREFIX, feed)  # the stream's newest
+            assert await outcome_log.newest("ml/g") is None
+            assert (outcome_log.tail.reads, outcome_log.direct_reads) == (1, 0)
         finally:
             await feed.stop()
         assert [m.seq async for m in reading.read(binder.js, events, f"{PREFIX}.events.>",

@@ -1,0 +1,116 @@
+"""A group's newest outcome is answered from the binder's bus view when the view holds
+everything stored before the question (one read of the stream's newest message, shared by the
+lookups that asked together), and from the group's subject otherwise; either way an outcome
+stored before the lookup is never missed (`services.binder.outcome_log`).
+
+Real nats-server (`nats_server` fixture); outcomes published as a binder publishes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from nats.js import JetStreamContext
+
+from services.binder import outcomes
+from services.binder.outcome_log import StreamOutcomeLog
+from services.binder.view_feed import ViewFeed
+from services.bus.publishing import Publisher
+from services.bus.reading import StoredMessage
+from services.config.settings import BusSettings
+from services.contracts.events import GroupBound, GroupRolledBack, Outcome
+
+
+def rolled_back(group: str, decision: str) -> GroupRolledBack:
+    return GroupRolledBack(at_ms=1, decision_id=decision, group=group, reason="x",
+                           failed_pod=None, deleted_pods=())
+
+
+async def publish(js: JetStreamContext, prefix: str, *published: Outcome) -> None:
+    await Publisher(js).publish_many(outcomes.publish_items(prefix, published))
+
+
+@pytest.fixture
+async def feed(js: JetStreamContext, bus_settings: BusSettings) -> AsyncIterator[ViewFeed]:
+    view = ViewFeed(js, bus_settings.prefix)
+    await view.start()
+    try:
+        yield view
+    finally:
+        await view.stop()
+
+
+async def test_a_group_the_view_knows_is_answered_without_reading_its_subject(
+        js: JetStreamContext, bus_settings: BusSettings, feed: ViewFeed) -> None:
+    prefix = bus_settings.prefix
+    await publish(js, prefix, rolled_back("default/g", "1-0"), rolled_back("default/h", "2-0"))
+    log = StreamOutcomeLog(js, prefix, feed)
+    assert await log.newest("default/g") == rolled_back("default/g", "1-0")
+    assert await log.newest("default/none") is None
+    assert log.direct_reads == 0 and log.tail.reads == 2
+
+
+async def test_lookups_asked_together_share_one_read_of_the_stream(
+        js: JetStreamContext, bus_settings: BusSettings, feed: ViewFeed) -> None:
+    prefix = bus_settings.prefix
+    groups = [f"default/g{number}" for number in range(20)]
+    await publish(js, prefix, *(rolled_back(group, "1-0") for group in groups))
+    log = StreamOutcomeLog(js, prefix, feed)
+    found = await asyncio.gather(*(log.newest(group) for group in groups))
+    assert found == [rolled_back(group, "1-0") for group in groups]
+    assert log.tail.reads == 1 and log.direct_reads == 0
+
+
+async def test_an_outcome_stored_just_before_the_lookup_is_never_missed(
+        js: JetStreamContext, bus_settings: BusSettings, feed: ViewFeed) -> None:
+    prefix = bus_settings.prefix
+    log = StreamOutcomeLog(js, prefix, feed)
+    for number in range(1, 30):
+        newest = (GroupBound(at_ms=1, decision_id=f"{number}-0", group="default/g")
+                  if number % 2 else rolled_back("default/g", f"{number}-0"))
+        await publish(js, prefix, newest)
+        assert await log.newest("default/g") == newest
+    assert log.direct_reads < 29  # the view answered (most of) them
+
+
+async def test_a_binder_started_after_the_outcome_finds_it(
+        js: JetStreamContext, bus_settings: BusSettings) -> None:
+    prefix = bus_settings.prefix
+    await publish(js, prefix, rolled_back("default/g", "1-0"), rolled_back("default/g", "3-0"))
+    view = ViewFeed(js, prefix)  # as a binder (re)started now: the view reads the stream
+    await view.start()
+    try:
+        log = StreamOutcomeLog(js, prefix, view)
+        assert await log.newest("default/g") == rolled_back("default/g", "3-0")
+    finally:
+        await view.stop()
+
+
+async def test_a_view_that_cannot_know_leaves_the_lookup_to_the_groups_subject(
+        js: JetStreamContext, bus_settings: BusSettings) -> None:
+    prefix = bus_settings.prefix
+    await publish(js, prefix, rolled_back("default/g", "1-0"))
+    idle = ViewFeed(js, prefix)  # never started: it applies nothing
+    log = StreamOutcomeLog(js, prefix, idle)
+    assert await log.newest("default/g") == rolled_back("default/g", "1-0")
+    assert log.direct_reads == 1 and log.tail.reads == 1
+    without = StreamOutcomeLog(js, prefix)  # no view at all: the subject, as before
+    assert await without.newest("default/g") == rolled_back("default/g", "1-0")
+    assert without.direct_reads == 1 and without.tail.reads == 0
+
+
+async def test_a_message_at_the_same_sequence_of_another_stream_is_not_taken_as_applied(
+        js: JetStreamContext, bus_settings: BusSettings) -> None:
+    view = ViewFeed(js, bus_settings.prefix)
+    subject = f"{bus_settings.prefix}.events.clock"
+    applied = StoredMessage(seq=7, subject=subject, data=b"{}",
+                            headers={"Nats-Msg-Id": "clock/1"}, stored_at_ms=1)
+    await view._on_message(applied)
+    assert view.has_applied(applied)
+    other = StoredMessage(seq=7, subject=subject, data=b"{}", headers={"Nats-Msg-Id": "clock/9"},
+                          stored_at_ms=1)  # EVENTS made anew: its seq 7 is another message
+    assert not view.has_applied(other)
+    assert not view.has_applied(StoredMessage(seq=8, subject=subject, data=b"{}",
+                                              headers={}, stored_at_ms=1))
