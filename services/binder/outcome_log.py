@@ -45,7 +45,7 @@ class OutcomeFeed(Protocol):
 
     def has_applied(self, message: StoredMessage) -> bool: ...
 
-    def last_on(self, subject: str) -> StoredMessage | None: ...
+    def last_outcome(self, subject: str) -> tuple[bool, bytes | None]: ...
 
 
 class SharedTail:
@@ -132,24 +132,26 @@ class StreamOutcomeLog:
         """
         subject = outcomes.subject(self._prefix, group)
         try:
-            known, message = await self._from_feed(subject)
+            known, data = await self._from_feed(subject)
             if not known:
                 self.direct_reads += 1
                 message = await reading.last_message(self._js, self._stream, subject)
-            if message is None:
+                data = None if message is None else message.data
+            if data is None:
                 log.debug("no last outcome for %s", group)
                 return None
-            event = codec.decode_event(message.data)
+            event = codec.decode_event(data)
         except (BusUnavailable, BusRefused, codec.PoisonedMessage) as error:
             log.debug("no last outcome for %s: %r", group, error)
             return None
         # another group whose name maps to the same subject token is not this group's news
         return event if outcomes.is_outcome(event) and event.group == group else None
 
-    async def _from_feed(self, subject: str) -> tuple[bool, StoredMessage | None]:
-        """`(True, the newest message on subject)` when the view holds every message stored
-        before this call (`SharedTail`, then the view applied that newest message within
-        `FEED_WAIT_SECONDS`); `(False, None)` when that cannot be known."""
+    async def _from_feed(self, subject: str) -> tuple[bool, bytes | None]:
+        """`(True, the newest message's data on subject, or None)` when the view holds every
+        message stored before this call (`SharedTail`, then the view applied that newest
+        message within `FEED_WAIT_SECONDS`) and still keeps the subject's; `(False, None)`
+        when that cannot be known."""
         if self._feed is None:
             return False, None
         tail = await self.tail.newest()
@@ -157,7 +159,7 @@ class StreamOutcomeLog:
             return False, None
         if not self._feed.has_applied(tail):  # EVENTS made anew, or the view far past it
             return False, None
-        return True, self._feed.last_on(subject)
+        return self._feed.last_outcome(subject)
 
     async def _read_tail(self) -> StoredMessage | None:
         """The newest message stored in EVENTS (one direct lookup on the events wildcard)."""

@@ -8,7 +8,8 @@ stream deleted and made anew (its sequences start again) replaces the view with 
 afresh from the new stream, whose sequences `caught_up` then waits for. Pod, node and
 PodGroup events are decoded and applied; every other message only advances the applied sequence. A
 message that does not decode is skipped (the planner dead-letters it). The newest message of
-each outcome subject is kept undecoded (`last_on`), and the last `LANDMARKS` messages applied
+each outcome subject is kept undecoded (`last_outcome`; of the `OUTCOME_SUBJECTS` subjects
+updated last), and the last `LANDMARKS` messages applied
 are known by subject and identity (`has_applied`), so a caller that learned the stream's newest
 message can tell whether the view holds everything up to it (`outcome_log` answers from it).
 """
@@ -35,6 +36,9 @@ log = logging.getLogger(__name__)
 VIEW_KINDS = frozenset({"pod", "node", "podgroup"})
 LANDMARKS = 2048
 """The last messages applied that `has_applied` knows (sequence, subject and identity)."""
+OUTCOME_SUBJECTS = 16_384
+"""Outcome subjects (groups) whose newest message the view keeps, those updated last: a few
+hundred bytes each. Once one was forgotten, a subject not kept is not known to have none."""
 INACTIVE_THRESHOLD_SECONDS = 30.0
 OWNER = "binder-view"
 FETCH_BATCH = 512
@@ -51,7 +55,8 @@ class ViewFeed:
         self._advanced = asyncio.Condition()
         self._reader: LatestReader | None = None
         self._following: asyncio.Task[None] | None = None
-        self._outcomes: dict[str, StoredMessage] = {}
+        self._outcomes: OrderedDict[str, bytes] = OrderedDict()
+        self._outcomes_forgotten = False
         self._landmarks: OrderedDict[int, tuple[str, str | bytes]] = OrderedDict()
 
     async def start(self) -> None:
@@ -99,7 +104,8 @@ class ViewFeed:
             if reader.streams_read != streams_read:  # EVENTS made anew: its state, afresh
                 streams_read = reader.streams_read
                 self.view = ClusterView()
-                self._outcomes = {}
+                self._outcomes = OrderedDict()
+                self._outcomes_forgotten = False
                 self._landmarks = OrderedDict()
             for message in messages:
                 await self._on_message(message)
@@ -120,9 +126,14 @@ class ViewFeed:
         anew since, whose sequences start again)."""
         return self._landmarks.get(message.seq) == (message.subject, _identity(message))
 
-    def last_on(self, subject: str) -> StoredMessage | None:
-        """The newest message the view applied on outcome subject `subject`, if any."""
-        return self._outcomes.get(subject)
+    def last_outcome(self, subject: str) -> tuple[bool, bytes | None]:
+        """`(True, data)` of the newest message the view applied on outcome subject
+        `subject`, `(True, None)` when it applied none there, `(False, None)` when it cannot
+        tell (it kept `OUTCOME_SUBJECTS` subjects and forgot older ones)."""
+        data = self._outcomes.get(subject)
+        if data is not None:
+            return True, data
+        return not self._outcomes_forgotten, None
 
     async def _on_message(self, message: StoredMessage) -> None:
         seq = message.seq
@@ -131,7 +142,11 @@ class ViewFeed:
             self._landmarks.popitem(last=False)
         kind = message.subject[len(self._prefix) + len(".events."):].split(".", 1)[0]
         if kind == outcomes.KIND:
-            self._outcomes[message.subject] = message
+            self._outcomes[message.subject] = message.data
+            self._outcomes.move_to_end(message.subject)
+            if len(self._outcomes) > OUTCOME_SUBJECTS:
+                self._outcomes.popitem(last=False)
+                self._outcomes_forgotten = True
         if kind in VIEW_KINDS:
             try:
                 self.view.apply(seq, codec.decode_event(message.data))

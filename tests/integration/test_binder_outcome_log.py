@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import pytest
 from nats.js import JetStreamContext
 
-from services.binder import outcomes
+from services.binder import outcomes, view_feed
 from services.binder.outcome_log import StreamOutcomeLog
 from services.binder.view_feed import ViewFeed
 from services.bus.publishing import Publisher
@@ -114,3 +114,26 @@ async def test_a_message_at_the_same_sequence_of_another_stream_is_not_taken_as_
     assert not view.has_applied(other)
     assert not view.has_applied(StoredMessage(seq=8, subject=subject, data=b"{}",
                                               headers={}, stored_at_ms=1))
+
+
+async def test_once_the_view_forgot_a_group_a_group_it_does_not_keep_is_read_directly(
+        js: JetStreamContext, bus_settings: BusSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(view_feed, "OUTCOME_SUBJECTS", 2)
+    prefix = bus_settings.prefix
+    view = ViewFeed(js, prefix)
+    await view.start()
+    try:
+        log = StreamOutcomeLog(js, prefix, view)
+        await publish(js, prefix, rolled_back("default/g0", "0-0"))
+        assert await log.newest("default/new") is None and log.direct_reads == 0  # none
+        await publish(js, prefix, *(rolled_back(f"default/g{number}", f"{number}-0")
+                                    for number in range(1, 3)))
+        assert await log.newest("default/g2") == rolled_back("default/g2", "2-0")
+        assert log.direct_reads == 0  # kept
+        assert await log.newest("default/g0") == rolled_back("default/g0", "0-0")
+        assert log.direct_reads == 1  # forgotten: read from its subject
+        assert await log.newest("default/new") is None
+        assert log.direct_reads == 2  # not kept: none, or forgotten? its subject tells
+    finally:
+        await view.stop()
