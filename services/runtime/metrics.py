@@ -178,6 +178,14 @@ podgroup_scheduling_duration_seconds = Histogram(
     buckets=_GROUP_BUCKETS_SECONDS,
     registry=REGISTRY,
 )
+outcome_lookups = Counter(
+    "gangsched_binder_outcome_lookups_total",
+    "Lookups of a group's newest outcome (one per placement), by where the answer came from: "
+    "`view` (the binder's bus view, after one read of the stream's newest message shared by "
+    "the lookups asked together) or `stream` (a read of the group's outcome subject).",
+    ["source"],
+    registry=REGISTRY,
+)
 reports_superseded = Counter(
     "gangsched_reports_superseded_total",
     "Rejections and status updates acknowledged unwritten because a newer one of the same "

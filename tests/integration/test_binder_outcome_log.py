@@ -21,6 +21,7 @@ from services.bus.publishing import Publisher
 from services.bus.reading import StoredMessage
 from services.config.settings import BusSettings
 from services.contracts.events import GroupBound, GroupRolledBack, Outcome
+from services.runtime import metrics
 
 
 def rolled_back(group: str, decision: str) -> GroupRolledBack:
@@ -58,9 +59,16 @@ async def test_lookups_asked_together_share_one_read_of_the_stream(
     groups = [f"default/g{number}" for number in range(20)]
     await publish(js, prefix, *(rolled_back(group, "1-0") for group in groups))
     log = StreamOutcomeLog(js, prefix, feed)
+    before = from_view()
     found = await asyncio.gather(*(log.newest(group) for group in groups))
     assert found == [rolled_back(group, "1-0") for group in groups]
     assert log.tail.reads == 1 and log.direct_reads == 0
+    assert from_view() == before + 20
+
+
+def from_view() -> float:
+    return metrics.REGISTRY.get_sample_value(
+        "gangsched_binder_outcome_lookups_total", {"source": "view"}) or 0.0
 
 
 async def test_an_outcome_stored_just_before_the_lookup_is_never_missed(
