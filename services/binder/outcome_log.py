@@ -156,8 +156,10 @@ class StreamOutcomeLog:
         """`(True, the newest message's data on subject, or None)` when the view holds every
         message stored before this call (`SharedTail`, then the view applied that newest
         message within `FEED_WAIT_SECONDS`) and still keeps the subject's; `(False, None)`
-        when that cannot be known."""
-        if self._feed is None:
+        when that cannot be known. A subject the view cannot answer for now (it forgot some
+        and does not keep this one) costs no read of the stream's newest: only a new outcome
+        on it would make it known, and the subject's own read tells that too."""
+        if self._feed is None or not self._feed.last_outcome(subject)[0]:
             return False, None
         tail = await self.tail.newest()
         if tail is None or not await self._feed.caught_up(tail.seq, FEED_WAIT_SECONDS):

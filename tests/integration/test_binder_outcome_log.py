@@ -145,3 +145,25 @@ async def test_once_the_view_forgot_a_group_a_group_it_does_not_keep_is_read_dir
         assert log.direct_reads == 2  # not kept: none, or forgotten? its subject tells
     finally:
         await view.stop()
+
+
+async def test_a_group_the_view_cannot_answer_for_costs_one_read_not_two(
+        js: JetStreamContext, bus_settings: BusSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(view_feed, "OUTCOME_SUBJECTS", 1)
+    prefix = bus_settings.prefix
+    view = ViewFeed(js, prefix)
+    await view.start()
+    try:
+        log = StreamOutcomeLog(js, prefix, view)
+        await publish(js, prefix, rolled_back("default/g0", "0-0"),
+                      rolled_back("default/g1", "1-0"))
+        assert await log.newest("default/g1") == rolled_back("default/g1", "1-0")  # caught up
+        reads = log.tail.reads
+        # a group the view forgot, or never had once it forgot one (a new group in a long-lived
+        # installation): only its subject can tell, so the stream's newest is not read for it
+        assert await log.newest("default/g0") == rolled_back("default/g0", "0-0")
+        assert await log.newest("default/new") is None
+        assert (log.tail.reads - reads, log.direct_reads) == (0, 2)
+    finally:
+        await view.stop()
