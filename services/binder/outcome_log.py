@@ -169,6 +169,10 @@ class StreamOutcomeLog:
         return self._feed.last_outcome(subject)
 
     async def _read_tail(self) -> StoredMessage | None:
-        """The newest message stored in EVENTS (one direct lookup on the events wildcard)."""
-        return await reading.last_message(self._js, self._stream,
-                                          subjects.events_wildcard(self._prefix))
+        """The newest message stored in EVENTS (one direct lookup of `>`: the stream's last
+        sequence, which nats-server looks up directly; the events wildcard, the same message
+        as EVENTS holds nothing else, it matches against every subject of the stream, 1.7 ms
+        of its CPU with 20,000 subjects). Were EVENTS to hold other subjects, the view (which
+        follows the events wildcard) would not have applied that newest message, and the
+        lookup would read the group's subject."""
+        return await reading.last_message(self._js, self._stream, ">")

@@ -167,3 +167,28 @@ async def test_a_group_the_view_cannot_answer_for_costs_one_read_not_two(
         assert (log.tail.reads - reads, log.direct_reads) == (0, 2)
     finally:
         await view.stop()
+
+
+async def test_the_stream_s_newest_is_asked_for_without_a_subject_filter(
+        js: JetStreamContext, bus_settings: BusSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nats-server answers `last_by_subj` `>` from the stream's last sequence, but matches
+    any other wildcard (`<prefix>.events.>`) against every subject of the stream: 1.7 ms of
+    its CPU per read with 20,000 subjects, 3 ms with 60,000, 10-20x a group's own subject."""
+    asked: list[str] = []
+    get_last_msg = js.get_last_msg
+
+    async def recording(stream: str, subject: str) -> object:
+        asked.append(subject)
+        return await get_last_msg(stream, subject)
+
+    monkeypatch.setattr(js, "get_last_msg", recording)
+    prefix = bus_settings.prefix
+    await publish(js, prefix, rolled_back("default/g", "1-0"))
+    log = StreamOutcomeLog(js, prefix, feed := ViewFeed(js, prefix))
+    await feed.start()
+    try:
+        assert await log.newest("default/g") == rolled_back("default/g", "1-0")
+    finally:
+        await feed.stop()
+    assert asked == [">"] and log.direct_reads == 0
