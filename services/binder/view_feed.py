@@ -57,7 +57,7 @@ class ViewFeed:
         self._following: asyncio.Task[None] | None = None
         self._outcomes: OrderedDict[str, bytes] = OrderedDict()
         self._outcomes_forgotten = False
-        self._landmarks: OrderedDict[int, tuple[str, str | bytes]] = OrderedDict()
+        self._landmarks: OrderedDict[int, tuple[str, str | bytes, int | None]] = OrderedDict()
 
     async def start(self) -> None:
         """Create the reader and follow EVENTS (messages are applied on a task of its own;
@@ -121,10 +121,11 @@ class ViewFeed:
 
     def has_applied(self, message: StoredMessage) -> bool:
         """Whether the view applied `message` (same sequence, subject and identity: its
-        `Nats-Msg-Id`, else its bytes) among its last `LANDMARKS`, so it holds the newest
-        message of every subject up to `message.seq` of that very stream (not of one made
-        anew since, whose sequences start again)."""
-        return self._landmarks.get(message.seq) == (message.subject, _identity(message))
+        `Nats-Msg-Id`, else its bytes, and when it was stored) among its last `LANDMARKS`, so
+        it holds the newest message of every subject up to `message.seq` of that very stream
+        (not of one made anew since, whose sequences start again, even where the same message
+        was published again: the watcher's ids name an object's version)."""
+        return self._landmarks.get(message.seq) == _identity(message)
 
     def last_outcome(self, subject: str) -> tuple[bool, bytes | None]:
         """`(True, data)` of the newest message the view applied on outcome subject
@@ -137,7 +138,7 @@ class ViewFeed:
 
     async def _on_message(self, message: StoredMessage) -> None:
         seq = message.seq
-        self._landmarks[seq] = (message.subject, _identity(message))
+        self._landmarks[seq] = _identity(message)
         if len(self._landmarks) > LANDMARKS:
             self._landmarks.popitem(last=False)
         kind = message.subject[len(self._prefix) + len(".events."):].split(".", 1)[0]
@@ -159,7 +160,9 @@ class ViewFeed:
             self._advanced.notify_all()
 
 
-def _identity(message: StoredMessage) -> str | bytes:
-    """What tells a stored message from another at its sequence: its `Nats-Msg-Id` (every
-    gangsched event has one), else its bytes."""
-    return message.headers.get(MSG_ID_HEADER) or message.data
+def _identity(message: StoredMessage) -> tuple[str, str | bytes, int | None]:
+    """What tells a stored message from another at its sequence: its subject, its
+    `Nats-Msg-Id` (every gangsched event has one) else its bytes, and when it was stored
+    (microseconds: a delivery's and a lookup's agree, milliseconds are rounded apart)."""
+    return (message.subject, message.headers.get(MSG_ID_HEADER) or message.data,
+            message.stored_at_us)

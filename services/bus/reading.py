@@ -46,7 +46,10 @@ READER = "reader"
 
 @dataclass(frozen=True)
 class StoredMessage:
-    """One message as the stream stored it. Units: `stored_at_ms` UTC epoch milliseconds."""
+    """One message as the stream stored it. Units: `stored_at_ms` UTC epoch milliseconds
+    (rounded); `stored_at_us` the same time in UTC epoch microseconds, truncated (the
+    precision both a delivery and a lookup give, so the two compare equal; None when not
+    known), which tells a message from the same one stored again later."""
 
     seq: int
     subject: str
@@ -56,6 +59,7 @@ class StoredMessage:
     pending: int = 0
     """How many messages of the reader's filter were still to be delivered after this one
     (0 for a direct lookup, `last_message`)."""
+    stored_at_us: int | None = None
 
 
 @dataclass(frozen=True)
@@ -185,7 +189,8 @@ async def last_message(js: JetStream, stream: str, subject: str) -> StoredMessag
         return None
     return StoredMessage(
         seq=int(message.seq or 0), subject=message.subject or subject, data=message.data or b"",
-        headers=dict(message.headers or {}), stored_at_ms=_epoch_ms(message.time))
+        headers=dict(message.headers or {}), stored_at_ms=_epoch_ms(message.time),
+        stored_at_us=stored_at_us(message.time))
 
 
 @cancellation.guarded
@@ -436,6 +441,7 @@ def _stored(message: Msg, delivered: ack_reply.Delivered) -> StoredMessage:
         headers=dict(message.headers or {}),
         stored_at_ms=delivered.stored_at_ms,
         pending=delivered.num_pending,
+        stored_at_us=delivered.stored_at_us,
     )
 
 

@@ -9,6 +9,7 @@ Real nats-server (`nats_server` fixture); outcomes published as a binder publish
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 
 import pytest
@@ -192,3 +193,21 @@ async def test_the_stream_s_newest_is_asked_for_without_a_subject_filter(
     finally:
         await feed.stop()
     assert asked == [">"] and log.direct_reads == 0
+
+
+async def test_the_same_message_stored_again_in_a_stream_made_anew_is_not_taken_as_applied(
+        js: JetStreamContext, bus_settings: BusSettings) -> None:
+    """The watcher publishes an unchanged object again with the same message id
+    (`<kind>/<uid>/<resourceVersion>/<type>`), so a stream made anew can hold, at a sequence
+    the view applied, the very message it applied there; until the view finds the stream
+    new, everything before it may differ (a new group's outcome). When the stream stored it
+    tells them apart, as it does for the view's own reader (`reading.holding`)."""
+    view = ViewFeed(js, bus_settings.prefix)
+    subject = f"{bus_settings.prefix}.events.node._.n1"
+    applied = StoredMessage(seq=7, subject=subject, data=b"{}",
+                            headers={"Nats-Msg-Id": "node/u1/42/ADDED"}, stored_at_ms=1000,
+                            stored_at_us=1_000_123)
+    await view._on_message(applied)
+    assert view.has_applied(dataclasses.replace(applied, stored_at_ms=0))  # ms: not compared
+    again = dataclasses.replace(applied, stored_at_ms=5000, stored_at_us=5_000_456)
+    assert not view.has_applied(again)
