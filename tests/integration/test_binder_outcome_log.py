@@ -68,8 +68,12 @@ async def test_lookups_asked_together_share_one_read_of_the_stream(
 
 
 def from_view() -> float:
+    return counted("view")
+
+
+def counted(source: str) -> float:
     return metrics.REGISTRY.get_sample_value(
-        "gangsched_binder_outcome_lookups_total", {"source": "view"}) or 0.0
+        "gangsched_binder_outcome_lookups_total", {"source": source}) or 0.0
 
 
 async def test_an_outcome_stored_just_before_the_lookup_is_never_missed(
@@ -160,12 +164,13 @@ async def test_a_group_the_view_cannot_answer_for_costs_one_read_not_two(
         await publish(js, prefix, rolled_back("default/g0", "0-0"),
                       rolled_back("default/g1", "1-0"))
         assert await log.newest("default/g1") == rolled_back("default/g1", "1-0")  # caught up
-        reads = log.tail.reads
+        reads, from_stream = log.tail.reads, counted("stream")
         # a group the view forgot, or never had once it forgot one (a new group in a long-lived
         # installation): only its subject can tell, so the stream's newest is not read for it
         assert await log.newest("default/g0") == rolled_back("default/g0", "0-0")
         assert await log.newest("default/new") is None
         assert (log.tail.reads - reads, log.direct_reads) == (0, 2)
+        assert counted("stream") == from_stream + 2
     finally:
         await view.stop()
 
