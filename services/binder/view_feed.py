@@ -37,8 +37,9 @@ VIEW_KINDS = frozenset({"pod", "node", "podgroup"})
 LANDMARKS = 2048
 """The last messages applied that `has_applied` knows (sequence, subject and identity)."""
 OUTCOME_SUBJECTS = 16_384
-"""Outcome subjects (groups) whose newest message the view keeps, those updated last: a few
-hundred bytes each. Once one was forgotten, a subject not kept is not known to have none."""
+"""Outcome subjects (groups) whose newest message the view keeps, those updated last: 100-300
+bytes each, but a GroupRolledBack's grows 38 bytes per member it deleted (a 1,000-member gang's:
+39 KB). Once one was forgotten, a subject not kept is not known to have none."""
 INACTIVE_THRESHOLD_SECONDS = 30.0
 OWNER = "binder-view"
 FETCH_BATCH = 512
