@@ -20,8 +20,10 @@ PREFIX_PATTERN = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
 
 
 TOKEN_CACHE_SIZE = 65_536
-"""Most texts whose tokens `token` remembers (least recently used dropped first): about one
-entry per namespace and group name a planner names in a busy hour, a few MB at most."""
+"""Most texts whose tokens `token` remembers (least recently used dropped first): the planner
+names namespaces and groups, but the watcher names every object (pods too), so a large
+cluster fills it. Full, it holds about 12 MiB for 63-character names and 24 MiB for
+253-character ones (the texts it keeps alive included; measured with tracemalloc)."""
 
 
 @functools.lru_cache(maxsize=TOKEN_CACHE_SIZE)

@@ -116,7 +116,8 @@ class _Shape:
     def score_row(self, index: NodeIndex, row: int, free: list[int]) -> float:
         """The score of `row` given its free capacity `free` (one int per index column):
         `_compute`'s for that row, bit for bit (`scoring.score_values`), `scoring.UNFIT` where
-        a filter or the capacity refuses it. Units: 0..100 (whole numbers), or -inf."""
+        a filter or the capacity refuses it. Units: whole numbers up to 100 (below 0 under
+        LeastAllocated where other schedulers over-commit the node: `free` negative), or -inf."""
         vec = self.vec_list
         if self.missing or not self.allowed[row] or any(free[c] < vec[c] for c in self.cols):
             return scoring.UNFIT
