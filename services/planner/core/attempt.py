@@ -175,7 +175,17 @@ class Round:
             # backpressure: placed now, it would only queue behind the binders' work; a
             # starving or partly bound gang keeps holding its capacity (and its nodes) meanwhile
             self._maybe_hold(key, group, pending, quorum.still_needed(counts, min_member))
-            self._tell_left_out(key, group)
+            if backoff.is_backed_off(group, self.now, self.config):
+                # its others wait out a backoff, not only the binders: its members left out are
+                # told with its failure (a note on its Rejection), not alone, as a round that
+                # skips it asleep (`sleep`) tells nothing; alone once its backoff ends, so until
+                # then it does not rest behind the binders (a restart plans every group again:
+                # planning it must decide as skipping it does, docs/design-notes.md "What a
+                # restart plans again")
+                if key in self.left_out:
+                    return
+            else:
+                self._tell_left_out(key, group)
             if key not in self.stranded:
                 self.rest(key, everyone, self.derived.behind_binders)
             return

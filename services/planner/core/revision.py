@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 35
+CORE_REVISION = 36
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -126,7 +126,12 @@ PreScore error, and the whole-gang search places it only where its filters leave
 refused for a non-integer Gt/Lt, placed for the other values) ("NodeAffinity, the preferred
 part"). 35: a toleration whose operator is neither Exists nor Equal (Gt/Lt, which the API server
 admits only with the alpha TaintTolerationComparisonOperators gate) tolerates nothing, as
-`ToleratesTaint` with that gate off, its default in 1.36 (it was read as Equal)."""
+`ToleratesTaint` with that gate off, its default in 1.36 (it was read as Equal). 36: a gang in
+backoff behind busy binders no longer tells its members left out (invalid, unsupported, kept off
+every node by a PreFilter) alone while its backoff runs: they stay told with the gang's failure,
+as when a round skips it asleep, and are told alone once its backoff ends with the binders still
+busy; a restart, which plans every group once more, made that Rejection where the planner that
+never stopped made none, and its catch-up diverged ("What a restart plans again")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

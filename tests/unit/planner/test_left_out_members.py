@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from services.contracts.decisions import Decision, Placement
 from services.planner.core.config import PlannerConfig
+from services.planner.core.state import decode_state, encode_state
 from tests.unit.planner.builders import (
     make_claim,
     make_node,
@@ -135,6 +136,40 @@ def test_a_left_out_member_is_told_behind_busy_binders():
     told = {p.name for r in cluster.rejections("default/g") for p in r.pods}
     # before revision 30: "gang default/g: pod default/g-1: unsupported constraint" at once
     assert "g-1" in told, "g-1, which can never be placed, is told nothing while binders are busy"
+
+
+def backed_off_behind_busy_binders(restart: bool) -> Cluster:
+    """Gang a (minMember 1): a-0 never fits, a-1 unsupported (left out); rejected and backed
+    off, then asleep; a singleton placed and never bound keeps the binders busy (limit 1).
+    `restart`: the state is restored from its snapshot (indexes rebuilt) before the last round."""
+    cluster = Cluster(PlannerConfig(max_placements_in_flight=1)).observe(
+        make_node("n1").capacity(cpu_milli=1000), make_podgroup("a", 1),
+        make_pod("a-0").requests(cpu_milli=2000).in_group("a"),
+        make_pod("a-1").requests(cpu_milli=100).in_group("a").unsupported("spec.foo"))
+    cluster.plan()  # a-0 does not fit: rejected (a-1 named in a note), backed off 1 s
+    cluster.plan()  # backed off: asleep until its backoff ends
+    cluster.observe(make_pod("s").requests(cpu_milli=100))
+    cluster.plan()  # s placed, not bound: the binders are busy
+    if restart:
+        cluster.state = decode_state(encode_state(cluster.state))
+    cluster.observe(make_pod("t").requests(cpu_milli=100))
+    cluster.plan()  # a planned again after the restart (its sleep is not in the snapshot)
+    return cluster
+
+
+def test_a_restart_tells_a_backed_off_gang_behind_busy_binders_nothing_new():
+    """Found by a fuzzing review: planned after a restart, the asleep gang told a-1 alone
+    behind the busy binders (a Rejection the live planner, skipping it, never made), so the
+    catch-up diverged. While its backoff runs it tells nothing new, asleep or not."""
+    live, restarted = backed_off_behind_busy_binders(False), backed_off_behind_busy_binders(True)
+    assert recorded(restarted) == recorded(live)
+    assert [[p.name for p in r.pods] for r in live.rejections("default/a")] == [["a-0", "a-1"]]
+    for cluster in (live, restarted):
+        cluster.advance(1)  # its backoff ends, the binders still busy: a-1 is told alone now
+        cluster.plan()
+        assert [p.name for p in cluster.rejections("default/a")[-1].pods] == ["a-1"]
+    assert recorded(restarted) == recorded(live)
+    check_replay(live)
 
 
 def test_extras_first_early_retry_after_the_gang_is_placed():
