@@ -177,12 +177,16 @@ class Round:
             self._maybe_hold(key, group, pending, quorum.still_needed(counts, min_member))
             if backoff.is_backed_off(group, self.now, self.config):
                 # its others wait out a backoff, not only the binders: its members left out are
-                # told with its failure (a note on its Rejection), not alone, as a round that
-                # skips it asleep (`sleep`) tells nothing; alone once its backoff ends, so until
-                # then it does not rest behind the binders (a restart plans every group again:
-                # planning it must decide as skipping it does, docs/design-notes.md "What a
-                # restart plans again")
+                # told with its failure (a note on its Rejection, told again only if its pods
+                # changed, as a backed-off gang is when the binders are idle), not alone;
+                # alone once its backoff ends, so until then it sleeps, not rests behind the
+                # binders (a restart plans every group again: planning it must decide as
+                # skipping it does, docs/design-notes.md "What a restart plans again")
                 if key in self.left_out:
+                    self.reject(key, group, pending, group.failure_reason)
+                    if not self._may_hold(key, group):
+                        self.sleep(key, everyone, self._backed_off_until(group),
+                                   freed_at=self.state.capacity_freed_at)
                     return
             else:
                 self._tell_left_out(key, group)

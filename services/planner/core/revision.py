@@ -128,10 +128,12 @@ part"). 35: a toleration whose operator is neither Exists nor Equal (Gt/Lt, whic
 admits only with the alpha TaintTolerationComparisonOperators gate) tolerates nothing, as
 `ToleratesTaint` with that gate off, its default in 1.36 (it was read as Equal). 36: a gang in
 backoff behind busy binders no longer tells its members left out (invalid, unsupported, kept off
-every node by a PreFilter) alone while its backoff runs: they are told with its failure (a note),
-as when a round skips it asleep, and are told alone once its backoff ends with the binders still
-busy; a restart, which plans every group once more, made that Rejection where the planner that
-never stopped made none, and its catch-up diverged ("What a restart plans again")."""
+every node by a PreFilter) alone while its backoff runs: they are told with its failure (a note;
+told again, as with idle binders, only when its pending members change, so one that joins is
+told at once), and it sleeps until its backoff ends, as a round that skips it asleep tells
+nothing; they are told alone once its backoff ends with the binders still busy. A restart,
+which plans every group once more, made that lone Rejection where the planner that never
+stopped made none, and its catch-up diverged ("What a restart plans again")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

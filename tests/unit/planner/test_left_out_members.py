@@ -2,7 +2,7 @@
 over, the anti-starvation fallback; each against what it must tell and against replay."""
 from __future__ import annotations
 
-from services.contracts.decisions import Decision, Placement
+from services.contracts.decisions import Decision, Placement, Rejection
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import decode_state, encode_state
 from tests.unit.planner.builders import (
@@ -206,3 +206,32 @@ def test_a_member_waiting_alone_is_not_told_the_same_again_after_each_extra_plac
     alone = [r.reason for r in cluster.rejections("default/g")
              if [p.name for p in r.pods] == ["g-1"]]
     assert len(alone) == 1, f"told the same {len(alone)} times"
+
+
+def test_a_member_left_out_of_a_backed_off_gang_behind_busy_binders_is_told_at_once():
+    """Found by a review of core 36: a member left out (unsupported) that joins a gang backed
+    off behind busy binders was told nothing until the backoff ended (up to a minute), and the
+    gang was planned again every round meanwhile. It is told with the gang's failure (the
+    note names its own field) in the round it joins, and the gang sleeps until its backoff
+    ends; a restart decides the same."""
+    def run(restart: bool) -> tuple[Cluster, int]:
+        cluster = backed_off_behind_busy_binders(restart)
+        cluster.observe(make_pod("a-2").requests(cpu_milli=100).in_group("a")
+                        .unsupported("spec.bar"))
+        decisions = cluster.plan()
+        [told] = [d for d in decisions if isinstance(d, Rejection) and d.group == "default/a"]
+        assert [p.name for p in told.pods] == ["a-0", "a-1", "a-2"]
+        assert "pod default/a-2 waits apart" in told.reason and "spec.bar" in told.reason
+        planned = 0
+        for number in range(5):  # the binders stay busy, other pods come: a sleeps
+            cluster.observe(make_pod(f"x{number}").requests(cpu_milli=1).scheduler("other"))
+            cluster.advance(0.1)
+            before = cluster.state.derived.asleep.get("default/a") if cluster.state.derived \
+                else None
+            planned += before is None
+            assert cluster.plan() == []
+        return cluster, planned
+    (live, planned), (restarted, _) = run(False), run(True)
+    assert planned == 0
+    assert recorded(restarted) == recorded(live)
+    check_replay(live)
