@@ -29,7 +29,7 @@ def _stat(pid: int) -> tuple[int, float] | None:
     return int(fields[1]), ticks / TICKS_PER_SECOND
 
 
-def _processes() -> tuple[dict[int, list[int]], dict[int, float]]:
+def processes() -> tuple[dict[int, list[int]], dict[int, float]]:
     """Every process now: children by parent pid, and CPU seconds (`_stat`) by pid."""
     parents: dict[int, list[int]] = {}
     seconds: dict[int, float] = {}
@@ -40,7 +40,7 @@ def _processes() -> tuple[dict[int, list[int]], dict[int, float]]:
     return parents, seconds
 
 
-def _tree(root: int, parents: dict[int, list[int]]) -> list[int]:
+def tree(root: int, parents: dict[int, list[int]]) -> list[int]:
     """`root` and its descendants, root first."""
     found, todo = [], [root]
     while todo:
@@ -51,8 +51,8 @@ def _tree(root: int, parents: dict[int, list[int]]) -> list[int]:
 
 
 def _tree_seconds(root: int) -> float:
-    parents, seconds = _processes()
-    return sum(seconds.get(pid, 0.0) for pid in _tree(root, parents))
+    parents, seconds = processes()
+    return sum(seconds.get(pid, 0.0) for pid in tree(root, parents))
 
 
 def snapshot(pids: dict[str, int]) -> dict[str, float]:
@@ -82,7 +82,8 @@ def process_label(argv: list[str]) -> str:
     return Path(argv[0]).name
 
 
-def _argv(pid: int) -> list[str]:
+def argv(pid: int) -> list[str]:
+    """The command line of `pid`, one string per argument; empty when it is gone."""
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -93,10 +94,10 @@ def _argv(pid: int) -> list[str]:
 def parts(root: int) -> dict[str, float]:
     """CPU seconds used so far by `root` and each of its descendants (each with its reaped
     children), summed by `process_label`: a scheduler's CPU by process."""
-    parents, seconds = _processes()
+    parents, seconds = processes()
     found: dict[str, float] = {}
-    for pid in _tree(root, parents):
-        label = process_label(_argv(pid))
+    for pid in tree(root, parents):
+        label = process_label(argv(pid))
         found[label] = found.get(label, 0.0) + seconds.get(pid, 0.0)
     return found
 

@@ -8,8 +8,9 @@ pod by verb and resource, per scheduler (`requests_table`: every client's, read 
 server's own metrics, so the creator's POSTs and KWOK's lease renewals are in every column
 alike and the differences between columns are the schedulers'); then the CPU seconds each
 process used from the first pod created until the run ended, the scheduler's by process
-(`cpu_table`; results from session 27 on); with `--profile`, the share of kube-apiserver CPU by
-handler kind (`apiserver_table`).
+(`cpu_table`; results from session 27 on); the cores each process used while the pods were
+created and after, until the last bind (`phase_table`; from session 33 on); with `--profile`,
+the share of kube-apiserver CPU by handler kind (`apiserver_table`).
 """
 
 from __future__ import annotations
@@ -117,6 +118,29 @@ def cpu_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def phase_table(result: dict[str, Any]) -> str:
+    """Cores each process used while the pods were created and after the last one was, until
+    the last bind (`cores_by_phase`, from `cpu_timeline`; results from session 33 on): a
+    column per scheduler and phase, processes in the first column's order, then `all` and the
+    seconds the phase lasted. Empty for results without these numbers."""
+    columns = [(name, phase, cores) for name, m in result["schedulers"].items()
+               for phase, cores in (m.get("cores_by_phase") or {}).items()]
+    if not columns:
+        return ""
+    totals = ("all", "seconds")
+    processes: list[str] = []
+    for _, _, cores in columns:
+        processes += [p for p in cores if p not in totals and p not in processes]
+    lines = ["| cores used | " + " | ".join(f"{name}, {phase}" for name, phase, _ in columns)
+             + " |", "|" + "---|" * (len(columns) + 1)]
+    for process in [*processes, *totals]:
+        lines.append(f"| {process} | " + " | ".join(
+            "-" if process not in cores else
+            (f"{cores[process]:.1f}" if process == "seconds" else f"{cores[process]:.2f}")
+            for _, _, cores in columns) + " |")
+    return "\n".join(lines)
+
+
 def apiserver_table(result: dict[str, Any]) -> str:
     """The share of kube-apiserver CPU each handler kind spent, a column per scheduler profiled
     (`apiserver_profile`, taken with `--profile`), with the CPU seconds profiled."""
@@ -160,6 +184,9 @@ def main() -> None:
         used = cpu_table(result)
         if used:
             print(used + "\n")
+        phased = phase_table(result)
+        if phased:
+            print(phased + "\n")
         profiled = apiserver_table(result)
         if profiled:
             print(profiled + "\n")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.cluster import analysis, binder, cpu, manifests, schedulers
+from bench.cluster import analysis, binder, cpu, cpu_timeline, manifests, schedulers
 from bench.cluster.api import Api, Endpoint
 from bench.cluster.apiserver_profile import ApiserverProfiler
 from bench.cluster.recorder import BOUND, Recorder
@@ -112,6 +112,8 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
     requests_before = asyncio.run(api_requests(endpoint))
     profiler = _py_spy(running.pids[0], cp_dir) if options.profile and running.pids else None
     apiserver_profiler = ApiserverProfiler(endpoint, cp_dir) if options.profile else None
+    sampler = cpu_timeline.Sampler(watched, own, scheduler.name)
+    sampler.start()
     try:
         if apiserver_profiler is not None:
             apiserver_profiler.start()
@@ -131,6 +133,7 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
         cpu_used["bench creator"] = round(time.process_time() - creator_before, 2)
         own_used = cpu.parts_since(own_before, own) if own is not None else {}
         records = recorder.stop()
+        timeline = sampler.stop()
         apiserver_profile = apiserver_profiler.stop() if apiserver_profiler else None
     result = analysis.analyse(workload, records["pods"])
     result |= {"outcome": outcome, "watch_events": records["events"],
@@ -141,7 +144,10 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
                "cpu_seconds": cpu_used, "cpu_seconds_to_end": cpu_to_end,
                "scheduler_cpu_seconds_by_process": {"to_settled": own_used,
                                                     "to_end": own_to_end},
-               "scheduler_log": str(running.log_path or "")}
+               "scheduler_log": str(running.log_path or ""),
+               "cpu_timeline": timeline,
+               "cores_by_phase": cpu_timeline.by_phase(
+                   timeline, cpu_timeline.phases(records["pods"]))}
     result["cpu_ms_per_bound_pod"] = analysis.cpu_per_pod(result)
     if profile is not None:
         result["profile"] = profile
