@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from services.cli import text_files
 from services.config import limits, paths
 from services.config.settings import (
     BinderSettings,
@@ -201,6 +202,24 @@ common_options = stack(
 )
 """What every service command takes."""
 
+SMALL_FILE_BYTES = 1 << 20
+"""The most a secret or credentials file may hold (1 MiB; theirs are a few hundred bytes)."""
+
+
+def _small_text(given: str, path: Path, kind: click.ParamType[Any], param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+    """The text of the secret or credentials file `path` (named `given` on the command line),
+    or a usage error in one line: unreadable, not UTF-8, or no file to read a secret from (a
+    device such as /dev/zero, which never ends; `text_files`)."""
+    try:
+        return text_files.read_text(path, SMALL_FILE_BYTES)
+    except text_files.TextFileRefused as error:
+        kind.fail(f"cannot read {given!r}: {error}", param, ctx)
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not text"
+        kind.fail(f"cannot read {given!r}: {reason}", param, ctx)
+
+
 class SecretFile(click.ParamType):  # type: ignore[type-arg]
     """A file holding one secret (a password): converts to its content, one trailing newline
     dropped (as `echo` or a Kubernetes Secret volume leave it)."""
@@ -212,11 +231,7 @@ class SecretFile(click.ParamType):  # type: ignore[type-arg]
         if not str(value):
             self.fail("an empty path names no file: give the file holding the secret",
                       param, ctx)
-        try:
-            text = Path(str(value)).expanduser().read_text()
-        except (OSError, UnicodeDecodeError) as error:
-            reason = error.strerror if isinstance(error, OSError) else "not text"
-            self.fail(f"cannot read {str(value)!r}: {reason}", param, ctx)
+        text = _small_text(str(value), Path(str(value)).expanduser(), self, param, ctx)
         secret = text.removesuffix("\n").removesuffix("\r")
         if not secret:
             self.fail(f"{str(value)!r} is empty", param, ctx)
@@ -236,11 +251,7 @@ class CredsFile(click.ParamType):  # type: ignore[type-arg]
         if not str(value):
             self.fail("an empty path names no file: give the credentials file", param, ctx)
         path = Path(str(value)).expanduser()
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as error:
-            reason = error.strerror if isinstance(error, OSError) else "not text"
-            self.fail(f"cannot read {str(value)!r}: {reason}", param, ctx)
+        text = _small_text(str(value), path, self, param, ctx)
         missing = [marker for marker in self.MARKERS if marker not in text]
         if missing:
             self.fail(f"{str(value)!r} is no NATS credentials file (no {missing[0]!r} block)",

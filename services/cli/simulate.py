@@ -28,7 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from services.audit import preemptions
-from services.cli import audit_view, exit_codes, manifest_yaml, podgroup_crd
+from services.cli import audit_view, exit_codes, manifest_yaml, podgroup_crd, text_files
 from services.contracts.decisions import Preemption
 from services.contracts.events import DisruptionBudgetObserved, Event, PodObserved
 from services.planner.core import reasons
@@ -48,7 +48,8 @@ def load_documents(files: list[Path]) -> list[manifests.Document]:
     """Every YAML document of every file, in order.
 
     Raises:
-        manifests.InvalidManifest: a file that cannot be read or parsed (the message says where),
+        manifests.InvalidManifest: a file that cannot be read or parsed (the message says where;
+            a device such as /dev/zero, or more than `MANIFEST_FILE_BYTES`, is not read),
             or files that hold no object at all (empty, or only comments and `---`): as
             `kubectl apply -f` refuses them ("no objects passed to apply"), a simulation of
             nothing is a mistake, not a result.
@@ -57,7 +58,7 @@ def load_documents(files: list[Path]) -> list[manifests.Document]:
     paths = _expand(files)
     for path in paths:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = text_files.read_text(path, MANIFEST_FILE_BYTES)
             with manifests.reading(str(path)):  # the last resort: `manifest_yaml` refuses
                 bodies = manifest_yaml.load_all(text)
         except UnicodeDecodeError as error:
@@ -66,6 +67,8 @@ def load_documents(files: list[Path]) -> list[manifests.Document]:
             ) from error
         except (OSError, manifest_yaml.YAMLError) as error:
             raise manifests.InvalidManifest(str(path), "", manifest_yaml.one_line(error)) from error
+        except text_files.TextFileRefused as error:  # e.g. /dev/zero, which never ends
+            raise manifests.InvalidManifest(str(path), "", str(error)) from error
         documents.extend(manifests.Document(str(path), number, body)
                          for number, body in enumerate(bodies, start=1))
     if paths and all(document.body is None for document in documents):
@@ -77,6 +80,8 @@ def load_documents(files: list[Path]) -> list[manifests.Document]:
 
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+MANIFEST_FILE_BYTES = 256 << 20
+"""The most one manifest file (or stream) may hold: 256 MiB, about 250,000 pods' manifests."""
 
 
 def _expand(files: list[Path]) -> list[Path]:
