@@ -14,6 +14,7 @@ Layer: bench, pure. Times are seconds of `time.time()` as received on the watch 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter, defaultdict
 from datetime import datetime
 from typing import Any
@@ -178,3 +179,21 @@ def ratios(results: dict[str, dict[str, Any]], subject: str = "gangsched") -> di
 
 def _ratio(a: float | None, b: float | None) -> float | None:
     return None if not a or not b else round(a / b, 3)
+
+
+def ratio_summary(rounds: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The pods/s ratio subject / other of each round (`rounds`: `{"ratios": ratios(...)}` per
+    round, in order), per other scheduler: `{"pods_per_s": [ratio of round 1, 2, ...; None
+    where that round has none], "median", "min", "max"}` over the rounds that have one (None
+    if none has). Only ratios of runs in the same round are combined: the machine's pace
+    drifts between rounds, not much within one."""
+    others = sorted({name for entry in rounds for name in entry.get("ratios", {})})
+    summary: dict[str, dict[str, Any]] = {}
+    for other in others:
+        by_round = [entry.get("ratios", {}).get(other, {}).get("pods_per_s") for entry in rounds]
+        known = [value for value in by_round if value is not None]
+        summary[other] = {
+            "pods_per_s": by_round,
+            "median": round(statistics.median(known), 3) if known else None,
+            "min": min(known, default=None), "max": max(known, default=None)}
+    return summary
