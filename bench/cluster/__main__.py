@@ -7,6 +7,13 @@
 Writes `<out>/cluster-n<N>-<kind>.json` and `.png` per workload (the JSON is rewritten after
 each scheduler, so an interrupted run keeps what it measured). Control-plane dirs (logs,
 records, profiles) go under `--work-dir` and are removed unless `--keep`.
+
+With `--rounds N` (N > 1) the schedulers run N times, interleaved (every scheduler once, in
+order, then again). `schedulers` and `ratios` stay round 1's, as with one round (the report and
+the plot read them); `rounds` holds every round, round 1 included (a copy of the top level),
+as `{"schedulers": {name: run}, "ratios": ratios of that round}`; `ratio_summary` the pods/s
+ratio gangsched / other of each round and their median, min and max (`analysis.ratio_summary`).
+With one round neither key is written.
 """
 
 from __future__ import annotations
@@ -25,13 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.cluster import analysis, plot, schedulers, workload
-from bench.cluster.run import Options, run_ceiling, run_scheduler
+from bench.cluster.run import Options, control_plane_dir, run_ceiling, run_scheduler
 
 DEFAULT_SCHEDULERS = "trivial,gangsched,kube-scheduler,kube-scheduler-gang,coscheduling"
 DEFAULT_COSCHEDULING_BIN = Path.home() / ".cache/gangsched/scheduler-plugins/v0.34.7/kube-scheduler"
 
 
-def parse() -> argparse.Namespace:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (`argv`, default `sys.argv[1:]`); a bad value or combination is an
+    argparse error (usage and one line, status 2)."""
     parser = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=1000)
@@ -67,7 +76,49 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--update", action="store_true",
                         help="add to an existing result file (replacing only the schedulers "
                              "run now) instead of starting a new one")
-    return parser.parse_args()
+    parser.add_argument("--rounds", type=_at_least_one, default=1,
+                        help="run the schedulers this many times, interleaved (each once, in "
+                             "order, then again); the result keeps every round")
+    args = parser.parse_args(argv)
+    refusal = _update_refusal(args)
+    if refusal:
+        parser.error(refusal)
+    return args
+
+
+def _at_least_one(text: str) -> int:
+    """`--rounds`: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, not {text!r}")
+    return value
+
+
+def _update_refusal(args: argparse.Namespace) -> str | None:
+    """Why `--update` cannot run as asked, or None: it replaces single runs, which would leave
+    the other rounds of a scheduler measured at another time than its round 1."""
+    if not args.update:
+        return None
+    if args.rounds > 1:
+        return "--update replaces single runs: it cannot be combined with --rounds > 1"
+    for kind in _kinds(args):
+        path = _stem(args, kind).with_suffix(".json")
+        if path.exists() and "rounds" in json.loads(path.read_text()):
+            return f"--update cannot replace single runs in {path}: it has rounds"
+    return None
+
+
+def _kinds(args: argparse.Namespace) -> list[str]:
+    return [kind for kind in args.workloads.split(",") if kind]
+
+
+def _stem(args: argparse.Namespace, kind: str) -> Path:
+    """The result files of workload `kind` without their suffix (`.json`, `.png`)."""
+    out: Path = args.out
+    return out / f"cluster-n{args.nodes}-{kind}{args.tag}"
 
 
 def export(ref: str, work: Path) -> Path:
@@ -139,7 +190,7 @@ def main() -> int:
             load = workload.build("a", args.nodes, args.seed)
             ceiling = _guarded(lambda: run_ceiling(load, work, options))
             _say("a", "ceiling", ceiling)
-        for kind in args.workloads.split(","):
+        for kind in _kinds(args):
             run_workload(kind, names, args, options, work, ceiling)
     finally:
         if not args.keep:
@@ -151,30 +202,66 @@ def main() -> int:
 
 def run_workload(kind: str, names: list[str], args: argparse.Namespace, options: Options,
                  work: Path, ceiling: dict[str, Any] | None) -> None:
+    """Run the schedulers `names` on workload `kind`, `args.rounds` times interleaved, and
+    write the result file after each run (module docstring: the file's shape)."""
     load = workload.build(kind, args.nodes, args.seed)
-    stem = args.out / f"cluster-n{args.nodes}-{kind}{args.tag}"
-    result = header(args, load)
-    if args.update and stem.with_suffix(".json").exists():
-        result = json.loads(stem.with_suffix(".json").read_text())
-        result.setdefault("updates", []).append(
-            {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-             "schedulers": names, "load_average_at_start": list(os.getloadavg())})
+    stem = _stem(args, kind)
+    result = _start(args, load, stem.with_suffix(".json"), names)
     if ceiling is not None:
         result["ceiling"] = ceiling
-    by_name = schedulers.all_schedulers
-    for name in names:
-        print(f"[{kind}] {name} ...", flush=True)
-        scheduler = by_name(work / f"{kind}-{name}")[name]
-        result["schedulers"][name] = _guarded(lambda s=scheduler: run_scheduler(
-            s, load, work, options)) | {"stall_seconds": options.stall_seconds,
-                                        "time_limit_seconds": options.time_limit_seconds}
-        if name == "gangsched":  # the code under test: which commit (HEAD moves between runs)
-            result["schedulers"][name]["source"] = args.gangsched_version
-        _say(kind, name, result["schedulers"][name])
-        result["ratios"] = analysis.ratios(result["schedulers"])
-        _save(result, stem)
+    for round_number in range(1, args.rounds + 1):
+        for name in names:
+            run = _run_one(kind, name, round_number, load, args, options, work)
+            record(result, name, run, round_number, args.rounds)
+            _save(result, stem)
     result["host"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     _save(result, stem)
+
+
+def _start(args: argparse.Namespace, load: workload.Workload, path: Path,
+           names: list[str]) -> dict[str, Any]:
+    """A new result, or with `--update` the one at `path` (if any), noting this update."""
+    if not (args.update and path.exists()):
+        return header(args, load)
+    result: dict[str, Any] = json.loads(path.read_text())
+    result.setdefault("updates", []).append(
+        {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+         "schedulers": names, "load_average_at_start": list(os.getloadavg())})
+    return result
+
+
+def _run_one(kind: str, name: str, round_number: int, load: workload.Workload,
+             args: argparse.Namespace, options: Options, work: Path) -> dict[str, Any]:
+    """One measured run of scheduler `name` (`run_scheduler`, or `{"error": ...}`)."""
+    label = name if args.rounds == 1 else f"{name}, round {round_number}"
+    print(f"[{kind}] {label} ...", flush=True)
+    scheduler = schedulers.all_schedulers(
+        control_plane_dir(work, kind, name, round_number))[name]
+    run = _guarded(lambda: run_scheduler(scheduler, load, work, options, round_number)) | {
+        "stall_seconds": options.stall_seconds, "time_limit_seconds": options.time_limit_seconds}
+    if name == "gangsched":  # the code under test: which commit (HEAD moves between runs)
+        run["source"] = args.gangsched_version
+    _say(kind, label, run)
+    return run
+
+
+def record(result: dict[str, Any], name: str, run: dict[str, Any], round_number: int,
+           rounds: int) -> None:
+    """Put `run` of scheduler `name` in round `round_number` (from 1) of `rounds` into
+    `result` and recompute the ratios it changes: round 1 at the top level (`schedulers`,
+    `ratios`); with more than one round, also in `rounds` and `ratio_summary`."""
+    if round_number == 1:
+        result["schedulers"][name] = run
+        result["ratios"] = analysis.ratios(result["schedulers"])
+    if rounds == 1:
+        return
+    entries = result.setdefault("rounds", [])
+    while len(entries) < round_number:
+        entries.append({"schedulers": {}, "ratios": {}})
+    entry = entries[round_number - 1]
+    entry["schedulers"][name] = run
+    entry["ratios"] = analysis.ratios(entry["schedulers"])
+    result["ratio_summary"] = analysis.ratio_summary(entries)
 
 
 def _guarded(measure: Any) -> dict[str, Any]:

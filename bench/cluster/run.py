@@ -79,10 +79,18 @@ def control_plane(workload: Workload, cp_dir: Path, scheduler: Scheduler | None,
         ready_timeout=options.ready_timeout_seconds)
 
 
+def control_plane_dir(work: Path, kind: str, name: str, round_number: int = 1) -> Path:
+    """Where the run of scheduler `name` on workload `kind` in round `round_number` (from 1)
+    keeps its control plane, logs and records: `<work>/<kind>-<name>`, `-r<round>` appended
+    from round 2 on, so that rounds kept with `--keep` do not overwrite each other."""
+    return work / (f"{kind}-{name}" if round_number == 1 else f"{kind}-{name}-r{round_number}")
+
+
 def run_scheduler(scheduler: Scheduler, workload: Workload, work: Path,
-                  options: Options) -> dict[str, Any]:
-    """Measure `scheduler` on `workload`; returns `analysis.analyse` plus run facts."""
-    cp_dir = work / f"{workload.kind}-{scheduler.name}"
+                  options: Options, round_number: int = 1) -> dict[str, Any]:
+    """Measure `scheduler` on `workload` in round `round_number` (from 1); returns
+    `analysis.analyse` plus run facts."""
+    cp_dir = control_plane_dir(work, workload.kind, scheduler.name, round_number)
     schedulers.prepare(scheduler, cp_dir)
     with control_plane(workload, cp_dir, scheduler, options) as cp:
         running = scheduler.launch(
