@@ -10,12 +10,16 @@ alike and the differences between columns are the schedulers'); then the CPU sec
 process used from the first pod created until the run ended, the scheduler's by process
 (`cpu_table`; results from session 27 on); the cores each process used while the pods were
 created and after, until the last bind (`phase_table`; from session 33 on); with `--profile`,
-the share of kube-apiserver CPU by handler kind (`apiserver_table`).
+the share of kube-apiserver CPU by handler kind (`apiserver_table`). The other tables are of
+round 1; a result of more than one round (`--rounds`) also gets, after the first table, pods/s
+by scheduler and round with the median, and the median pods/s ratio gangsched / other of the
+same-round ratios (`rounds_table`).
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,6 +57,39 @@ def table(result: dict[str, Any]) -> str:
         lines.append(f"Bind ceiling: {ceiling['binds_per_s']} binds/s "
                      f"(creation alone {ceiling['creations_per_s']} pods/s).")
     return "\n".join(lines)
+
+
+def rounds_table(result: dict[str, Any]) -> str:
+    """Pods/s of each scheduler (rows, in round 1's order) by round (columns), then the median
+    over its rounds; then the line of `ratio_summary`: per other scheduler, the median of the
+    same-round ratios gangsched / other (min-max). Empty for a result of one round."""
+    rounds = result.get("rounds", [])
+    if len(rounds) < 2:
+        return ""
+    names = list(dict.fromkeys(name for entry in rounds for name in entry["schedulers"]))
+    lines = ["| pods/s by round | " + " | ".join(f"round {n}" for n in range(1, len(rounds) + 1))
+             + " | median |", "|" + "---|" * (len(rounds) + 2)]
+    for name in names:
+        rates = [_pods_per_s(entry["schedulers"].get(name)) for entry in rounds]
+        known = [rate for rate in rates if rate is not None]
+        cells = [*rates, statistics.median(known) if known else None]
+        lines.append(f"| {name} | " + " | ".join(
+            "-" if cell is None else f"{cell:.1f}" for cell in cells) + " |")
+    summary = ", ".join(f"{other} {s['median']} ({s['min']}-{s['max']})"
+                        for other, s in result.get("ratio_summary", {}).items()
+                        if s.get("median") is not None)
+    if summary:
+        lines += ["", f"gangsched / other, pods/s, median of same-round ratios over "
+                      f"{len(rounds)} rounds (min-max): {summary}."]
+    return "\n".join(lines)
+
+
+def _pods_per_s(run: dict[str, Any] | None) -> float | None:
+    """A run's pods/s; None if it did not run, failed, or bound nothing."""
+    if not run or "error" in run:
+        return None
+    rate: float | None = run.get("pods_per_s")
+    return rate
 
 
 REQUESTS_SHOWN_FROM = 0.05
@@ -178,6 +215,9 @@ def main() -> None:
               f"{result['nodes']} nodes; load average at start "
               f"{result['host']['load_average_at_start'][0]}\n")
         print(table(result) + "\n")
+        by_round = rounds_table(result)
+        if by_round:
+            print(by_round + "\n")
         requests = requests_table(result)
         if requests:
             print(requests + "\n")

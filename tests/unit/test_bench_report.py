@@ -1,10 +1,13 @@
 """The bench report's requests table: the API server's requests per bound pod, a column per
 scheduler, rare kinds left out, the kinds the first scheduler sends most first; and its CPU
-table: seconds until the run ended by process, the scheduler's own processes after them."""
+table: seconds until the run ended by process, the scheduler's own processes after them; and
+with more than one round, pods/s by round and the median same-round ratio."""
 
 from __future__ import annotations
 
-from bench.cluster.report import cpu_table, requests_table
+from typing import Any
+
+from bench.cluster.report import cpu_table, requests_table, rounds_table
 
 
 def test_requests_per_bound_pod_by_verb_and_resource() -> None:
@@ -56,3 +59,40 @@ def test_cpu_until_the_run_ended_by_process_with_the_schedulers_own_processes() 
 
 def test_no_cpu_table_for_results_without_the_numbers() -> None:
     assert cpu_table({"schedulers": {"gangsched": {"cpu_seconds": {"gangsched": 1.0}}}}) == ""
+
+
+def _rounds_result(rates: dict[str, list[Any]]) -> dict[str, Any]:
+    """A result of len(rates[...]) rounds with these pods/s (an exception: a failed run)."""
+    count = len(next(iter(rates.values())))
+    rounds = [{"schedulers": {
+        name: {"error": "did not start"} if isinstance(values[n], Exception)
+        else {"pods_per_s": values[n]} for name, values in rates.items()}, "ratios": {}}
+        for n in range(count)]
+    return {"schedulers": rounds[0]["schedulers"], "rounds": rounds, "ratio_summary": {
+        "kube-scheduler": {"pods_per_s": [3.0, 2.5, 1.5], "median": 2.5, "min": 1.5, "max": 3.0},
+        "trivial": {"pods_per_s": [None, None, None], "median": None, "min": None, "max": None},
+        "coscheduling": {"pods_per_s": [1.0, 1.2, 1.1], "median": 1.1, "min": 1.0, "max": 1.2}}}
+
+
+def test_pods_per_s_by_round_with_the_median_and_the_median_ratio() -> None:
+    result = _rounds_result({"trivial": [100.0, RuntimeError(), 90.0],
+                             "gangsched": [150.0, 100.0, 90.0],
+                             "kube-scheduler": [50.0, 40.0, 60.0],
+                             "coscheduling": [None, None, None]})
+    assert rounds_table(result).splitlines() == [
+        "| pods/s by round | round 1 | round 2 | round 3 | median |",
+        "|---|---|---|---|---|",
+        "| trivial | 100.0 | - | 90.0 | 95.0 |",
+        "| gangsched | 150.0 | 100.0 | 90.0 | 100.0 |",
+        "| kube-scheduler | 50.0 | 40.0 | 60.0 | 50.0 |",
+        "| coscheduling | - | - | - | - |",
+        "",
+        "gangsched / other, pods/s, median of same-round ratios over 3 rounds (min-max): "
+        "kube-scheduler 2.5 (1.5-3.0), coscheduling 1.1 (1.0-1.2).",
+    ]
+
+
+def test_no_rounds_table_for_one_round() -> None:
+    one = {"schedulers": {"gangsched": {"pods_per_s": 1.0}}}
+    assert rounds_table(one) == ""
+    assert rounds_table(one | {"rounds": [one | {"ratios": {}}]}) == ""
