@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +20,46 @@ PLUMBING_FILES = ("events.py", "base_events.py", "runners.py")
 SERVICES = ("watcher", "planner", "binder", "bus", "store", "kube", "runtime")
 
 
-def _stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, user+system seconds incl. reaped children) of `pid`, None if gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
-    return int(fields[1]), ticks / TICKS_PER_SECOND
+@dataclass(frozen=True)
+class Scan:
+    """Every process at one moment. Shapes: `parents` children by parent pid; `seconds` user +
+    system CPU seconds by pid including its reaped children's (what a process tree used, its
+    exited members included); `own_seconds` without them (what the process itself used:
+    counted under a process's own name, a reaped child's CPU would count twice, once under
+    the child's name while it ran and again under its parent's); `started` its start time
+    (clock ticks since boot), which tells a reused pid from the process seen before."""
+
+    parents: dict[int, list[int]]
+    seconds: dict[int, float]
+    own_seconds: dict[int, float]
+    started: dict[int, int]
+
+
+def scan() -> Scan:
+    """Every process now (`Scan`), from /proc; a process gone while read is left out."""
+    found = Scan({}, {}, {}, {})
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        own = int(fields[11]) + int(fields[12])  # utime stime
+        reaped = int(fields[13]) + int(fields[14])  # cutime cstime
+        found.parents.setdefault(int(fields[1]), []).append(pid)
+        found.seconds[pid] = (own + reaped) / TICKS_PER_SECOND
+        found.own_seconds[pid] = own / TICKS_PER_SECOND
+        found.started[pid] = int(fields[19])
+    return found
 
 
 def processes() -> tuple[dict[int, list[int]], dict[int, float]]:
-    """Every process now: children by parent pid, and CPU seconds (`_stat`) by pid."""
-    parents: dict[int, list[int]] = {}
-    seconds: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
-            parents.setdefault(stat[0], []).append(int(entry.name))
-            seconds[int(entry.name)] = stat[1]
-    return parents, seconds
+    """Every process now: children by parent pid, and CPU seconds by pid including reaped
+    children's (`Scan.seconds`)."""
+    now = scan()
+    return now.parents, now.seconds
 
 
 def tree(root: int, parents: dict[int, list[int]]) -> list[int]:
@@ -92,13 +114,15 @@ def argv(pid: int) -> list[str]:
 
 
 def parts(root: int) -> dict[str, float]:
-    """CPU seconds used so far by `root` and each of its descendants (each with its reaped
-    children), summed by `process_label`: a scheduler's CPU by process."""
-    parents, seconds = processes()
+    """CPU seconds used so far by `root` and each of its descendants, summed by
+    `process_label`: a scheduler's CPU by process. Each process counts its own CPU only
+    (`Scan.own_seconds`): a child that exited and was reaped is not counted again under its
+    parent's name."""
+    now = scan()
     found: dict[str, float] = {}
-    for pid in tree(root, parents):
+    for pid in tree(root, now.parents):
         label = process_label(argv(pid))
-        found[label] = found.get(label, 0.0) + seconds.get(pid, 0.0)
+        found[label] = found.get(label, 0.0) + now.own_seconds.get(pid, 0.0)
     return found
 
 

@@ -32,7 +32,9 @@ class Sampler:
     scheduler run by the control plane), every `interval` seconds until `stop`.
 
     Units: wall-clock times are `time.time()` seconds (the recorder's clock), CPU in seconds.
-    A process that exits between two samples loses what it used since the previous one.
+    A scheduler process that exits between two samples loses what it used since the previous
+    one (a root's tree keeps it, through its parent's reaped children's time). `stop` takes a
+    last sample, so the samples cover everything up to it.
     """
 
     def __init__(self, roots: Mapping[str, int], own: int | None, own_name: str,
@@ -41,7 +43,7 @@ class Sampler:
             raise ValueError(f"the sampling interval must be positive, not {interval}")
         self._roots = {name: pid for name, pid in roots.items() if pid != own}
         self._own, self._own_name, self._interval = own, own_name, interval
-        self._labels: dict[int, str] = {}
+        self._labels: dict[tuple[int, int], str] = {}
         self._samples: list[tuple[float, float, dict[str, float]]] = []
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cpu-timeline", daemon=True)
@@ -61,30 +63,43 @@ class Sampler:
 
     def _run(self) -> None:
         previous, at = self._read(), time.time()
-        while not self._stopping.wait(self._interval):
+        while True:
+            stopping = self._stopping.wait(self._interval)
             now, current = time.time(), self._read()
             used = {name: round(seconds - previous.get(name, 0.0), 3)
                     for name, seconds in current.items()
                     if seconds - previous.get(name, 0.0) > 0}
             self._samples.append((now, now - at, used))
             previous, at = current, now
+            if stopping:  # that was the last sample: what was used up to `stop`
+                return
 
     def _read(self) -> dict[str, float]:
-        """CPU seconds used so far, by name; a process tree's parts that left are not kept."""
-        parents, seconds = cpu.processes()
+        """CPU seconds used so far, by name: each root's tree with its reaped children (so a
+        member that exited still counts), the scheduler's processes each on its own
+        (`cpu.Scan.own_seconds`: a reaped child is not counted again under its parent)."""
+        now = cpu.scan()
         found: dict[str, float] = {CREATOR: time.process_time()}  # not its reaped children
         for name, root in self._roots.items():
-            found[name] = sum(seconds.get(pid, 0.0) for pid in cpu.tree(root, parents))
+            found[name] = sum(now.seconds.get(pid, 0.0) for pid in cpu.tree(root, now.parents))
         if self._own is not None:
-            for pid in cpu.tree(self._own, parents):
-                label = f"{self._own_name}: {self._label(pid)}"
-                found[label] = found.get(label, 0.0) + seconds.get(pid, 0.0)
+            for pid in cpu.tree(self._own, now.parents):
+                label = f"{self._own_name}: {self._label(pid, now)}"
+                found[label] = found.get(label, 0.0) + now.own_seconds.get(pid, 0.0)
         return found
 
-    def _label(self, pid: int) -> str:
-        if pid not in self._labels:
-            self._labels[pid] = cpu.process_label(cpu.argv(pid))
-        return self._labels[pid]
+    def _label(self, pid: int, now: cpu.Scan) -> str:
+        """The process's label (`cpu.process_label`), kept per process (pid and start time, so
+        a reused pid is looked at again). Not kept while it says nothing yet: `?` (gone, or a
+        zombie), or its parent's own label (forked, not yet running its program)."""
+        key = (pid, now.started.get(pid, -1))
+        if key in self._labels:
+            return self._labels[key]
+        label = cpu.process_label(cpu.argv(pid))
+        parent = next((p for p, children in now.parents.items() if pid in children), None)
+        if label != "?" and (parent is None or label != cpu.process_label(cpu.argv(parent))):
+            self._labels[key] = label
+        return label
 
 
 def phases(pods: Mapping[str, Sequence[Any]]) -> dict[str, tuple[float, float]]:
@@ -107,7 +122,8 @@ def by_phase(timeline: Mapping[str, Any],
     """Cores each process used in each phase: the CPU seconds of the samples whose interval's
     middle falls within the phase, over those samples' seconds. Shapes: phase → process →
     cores (CPU seconds per wall-clock second), plus `all` (their sum) and `seconds` (the wall
-    clock the samples cover). A phase no sample falls in is left out."""
+    clock the samples counted in it cover: whole samples, so a phase shorter than one sample
+    counts one or none). A phase no sample falls in is left out."""
     found: dict[str, dict[str, float]] = {}
     for phase, (start, end) in spans.items():
         used: dict[str, float] = {}

@@ -159,19 +159,20 @@ def phase_table(result: dict[str, Any]) -> str:
     """Cores each process used while the pods were created and after the last one was, until
     the last bind (`cores_by_phase`, from `cpu_timeline`; results from session 33 on): a
     column per scheduler and phase, processes in the first column's order, then `all` and the
-    seconds the phase lasted. Empty for results without these numbers."""
+    seconds sampled in the phase (whole half-second samples). Empty for results without
+    these numbers."""
     columns = [(name, phase, cores) for name, m in result["schedulers"].items()
                for phase, cores in (m.get("cores_by_phase") or {}).items()]
     if not columns:
         return ""
-    totals = ("all", "seconds")
+    totals = ("all", "seconds")  # "seconds": printed as "seconds sampled"
     processes: list[str] = []
     for _, _, cores in columns:
         processes += [p for p in cores if p not in totals and p not in processes]
     lines = ["| cores used | " + " | ".join(f"{name}, {phase}" for name, phase, _ in columns)
              + " |", "|" + "---|" * (len(columns) + 1)]
     for process in [*processes, *totals]:
-        lines.append(f"| {process} | " + " | ".join(
+        lines.append(f"| {'seconds sampled' if process == 'seconds' else process} | " + " | ".join(
             "-" if process not in cores else
             (f"{cores[process]:.1f}" if process == "seconds" else f"{cores[process]:.2f}")
             for _, _, cores in columns) + " |")

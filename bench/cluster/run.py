@@ -134,6 +134,7 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
         scraped = running.scrape()
         requests = _difference(asyncio.run(api_requests(endpoint)), requests_before)
     finally:
+        timeline = sampler.stop()  # first: whatever fails below, its thread ends
         if apiserver_profiler is not None:
             apiserver_profiler.request_stop()
         profile = _stop_py_spy(profiler)
@@ -141,7 +142,6 @@ def _measure(cp: ControlPlane, scheduler: Scheduler, running: schedulers.Running
         cpu_used["bench creator"] = round(time.process_time() - creator_before, 2)
         own_used = cpu.parts_since(own_before, own) if own is not None else {}
         records = recorder.stop()
-        timeline = sampler.stop()
         apiserver_profile = apiserver_profiler.stop() if apiserver_profiler else None
     result = analysis.analyse(workload, records["pods"])
     result |= {"outcome": outcome, "watch_events": records["events"],

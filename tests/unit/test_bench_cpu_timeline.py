@@ -72,8 +72,7 @@ def test_the_sampler_counts_a_trees_cpu_under_its_name_and_splits_the_schedulers
             process.stdin.write(b"go\n")
             process.stdin.flush()
             assert process.stdout.readline() == b"burnt\n"
-        time.sleep(0.3)  # a few samples after the burns
-        timeline = sampler.stop()
+        timeline = sampler.stop()  # its last sample counts the burns' ends
     finally:
         for process in psutil.Process(holder.pid).children():
             process.kill()
@@ -81,7 +80,7 @@ def test_the_sampler_counts_a_trees_cpu_under_its_name_and_splits_the_schedulers
             process.kill()
             process.wait()
     samples = timeline["samples"]
-    assert timeline["interval_s"] == 0.05 and len(samples) >= 5
+    assert timeline["interval_s"] == 0.05 and len(samples) >= 2
     assert all(0.0 < seconds < 5 for _, seconds, _ in samples)
     assert [end for end, _, _ in samples] == sorted(end for end, _, _ in samples)
     total: dict[str, float] = {}
@@ -116,6 +115,43 @@ def test_the_report_table_has_a_column_per_scheduler_and_phase() -> None:
         "| kube-apiserver | 1.10 | 1.00 | 0.85 |",
         "| gangsched: binder | - | 0.20 | 0.28 |",
         "| all | 1.90 | 2.00 | 1.97 |",
-        "| seconds | 16.2 | 22.9 | 7.0 |",
+        "| seconds sampled | 16.2 | 22.9 | 7.0 |",
     ]
     assert report.phase_table({"schedulers": {"x": {"outcome": "complete"}}}) == ""
+
+
+REAPER = ("import subprocess, sys\n"
+          "subprocess.run(['child', '-c', sys.argv[1]], executable=sys.argv[2])\n"
+          "print('reaped', flush=True)\n"
+          "sys.stdin.readline()\n")
+"""Runs a child that burns (`GATED_BURN` without its sleep), reaps it, says so, then waits."""
+BURN_AND_EXIT = GATED_BURN.replace("time.sleep(60)\n", "")
+
+
+def test_a_reaped_childs_cpu_is_not_counted_again_under_its_parent() -> None:
+    reaper = subprocess.Popen(["reaper", "-c", REAPER, BURN_AND_EXIT, sys.executable],
+                              executable=sys.executable, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE)  # the child shares both pipes
+    sampler = cpu_timeline.Sampler({}, reaper.pid, "sched", interval=0.05)
+    try:
+        deadline = time.monotonic() + 60
+        while not psutil.Process(reaper.pid).children():
+            assert time.monotonic() < deadline, "the reaper never started its child"
+            time.sleep(0.02)
+        time.sleep(0.3)  # the child runs its own program by now: named `child`
+        sampler.start()
+        assert reaper.stdin is not None and reaper.stdout is not None
+        reaper.stdin.write(b"go\n")
+        reaper.stdin.flush()
+        assert reaper.stdout.readline() == b"burnt\n"
+        assert reaper.stdout.readline() == b"reaped\n"
+        timeline = sampler.stop()
+    finally:
+        reaper.kill()
+        reaper.wait()
+    total: dict[str, float] = {}
+    for _, _, used in timeline["samples"]:
+        for name, seconds in used.items():
+            total[name] = total.get(name, 0.0) + seconds
+    assert total.get("sched: child", 0.0) >= 0.2  # most of its burn, sampled while it ran
+    assert total.get("sched: reaper", 0.0) < 0.1  # not its child's 0.3 s again
