@@ -251,6 +251,10 @@ class CredsFile(click.ParamType):  # type: ignore[type-arg]
         if not str(value):
             self.fail("an empty path names no file: give the credentials file", param, ctx)
         path = Path(str(value)).expanduser()
+        try:
+            text_files.require_regular(path, "NATS reads it again at every connection")
+        except text_files.TextFileRefused as error:
+            self.fail(f"cannot use {str(value)!r}: {error}", param, ctx)
         text = _small_text(str(value), path, self, param, ctx)
         missing = [marker for marker in self.MARKERS if marker not in text]
         if missing:

@@ -6,11 +6,15 @@ it whole held the command forever while its memory grew. Such paths (character a
 devices, sockets) are refused before anything is read, in the words of `TextFileRefused`; a
 regular file or a pipe (`<(kubectl get ... -o yaml)`, a FIFO with a writer) is read, up to a
 limit its caller sets, past which it is refused too. A FIFO with no writer waits for one, as
-`cat` and `kubectl apply -f` do.
+`cat` and `kubectl apply -f` do. The terminal standard input reads from is read as a file
+(`/dev/stdin`, ended by Ctrl-D). A file a library reads again later by its path (NATS
+credentials, at every connection) must be a regular file (`require_regular`): a pipe would be
+empty by then.
 """
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -28,31 +32,65 @@ class TextFileRefused(Exception):
 def read_text(path: Path, limit: int) -> str:
     """The UTF-8 text of the file at `path`, of at most `limit` bytes.
 
-    Shapes: `limit` in bytes (>= 0); the text as decoded, line ends unchanged.
+    Shapes: `limit` in bytes (>= 0); the text as decoded, line ends unchanged. The terminal
+    this process reads its standard input from counts as a file (`/dev/stdin` typed or
+    pasted into, ended by Ctrl-D); any other character device does not.
     Raises:
         TextFileRefused: `path` is a character or block device or a socket, or holds more
-            than `limit` bytes.
+            than `limit` bytes (a regular file's size is looked at before it is read).
         OSError: `path` cannot be opened or read (no such file, a directory, permission).
         UnicodeDecodeError: the bytes are not UTF-8.
     """
-    refused = _refused_kind(path)
+    refused = refused_kind(path)
     if refused is not None:
         raise TextFileRefused(f"it is {refused}, not a file")
     with path.open("rb") as file:
+        opened = os.fstat(file.fileno())
+        if stat.S_ISREG(opened.st_mode) and opened.st_size > limit:
+            raise TextFileRefused(f"it is larger than {_size(limit)}")
         data = file.read(limit + 1)
     if len(data) > limit:
         raise TextFileRefused(f"it is larger than {_size(limit)}")
     return data.decode("utf-8")
 
 
-def _refused_kind(path: Path) -> str | None:
-    """The name of the refused kind `path` leads to (links followed), else None (including
-    a path that cannot be looked at: opening it says why)."""
+def require_regular(path: Path, why: str) -> None:
+    """Refuse `path` unless it is a regular file (links followed), for a file a library reads
+    again later, by its path (a pipe would be empty by then); `why` says so to the user.
+
+    Raises:
+        TextFileRefused: `path` is a pipe, a device or a socket.
+    """
     try:
         mode = path.stat().st_mode
     except OSError:
+        return  # reading it fails next, with the reason
+    if stat.S_ISFIFO(mode):
+        raise TextFileRefused(f"it is a pipe, not a file: {why}")
+    refused = refused_kind(path)
+    if refused is not None:
+        raise TextFileRefused(f"it is {refused}, not a file: {why}")
+
+
+def refused_kind(path: Path) -> str | None:
+    """The name of the refused kind `path` leads to (links followed), else None (including
+    a path that cannot be looked at: opening it says why). The terminal of this process's
+    standard input is not refused."""
+    try:
+        found = path.stat()
+    except OSError:
         return None
-    return next((name for is_kind, name in KIND_NAMES if is_kind(mode)), None)
+    if stat.S_ISCHR(found.st_mode) and _is_input_terminal(found.st_rdev):
+        return None
+    return next((name for is_kind, name in KIND_NAMES if is_kind(found.st_mode)), None)
+
+
+def _is_input_terminal(device: int) -> bool:
+    """Whether character device `device` is the terminal standard input reads from."""
+    try:
+        return os.isatty(0) and os.fstat(0).st_rdev == device
+    except OSError:
+        return False
 
 
 def _size(limit: int) -> str:

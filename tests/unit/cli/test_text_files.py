@@ -6,7 +6,10 @@ one line with exit status 2; a pipe with a writer is still read (`<(kubectl get 
 from __future__ import annotations
 
 import os
+import pty
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -104,12 +107,22 @@ def test_what_cannot_be_opened_or_decoded_raises_as_reading_does(tmp_path: Path)
         text_files.read_text(tmp_path / "latin1", 10)
 
 
-@pytest.mark.parametrize("option", ["--nats-password-file", "--nats-creds"])
-def test_a_device_for_a_secret_or_credentials_file_is_one_line_and_exit_2(option: str) -> None:
-    code, out, err = invoke(option, "/dev/zero")
+def test_a_device_for_a_secret_file_is_one_line_and_exit_2() -> None:
+    code, out, err = invoke("--nats-password-file", "/dev/zero")
     assert (code, out) == (exit_codes.USAGE, "")
     assert "cannot read '/dev/zero': it is a character device, not a file" in err
     assert "Traceback" not in err
+
+
+def test_credentials_must_be_a_regular_file_as_nats_reads_them_at_each_connection(
+        tmp_path: Path) -> None:
+    fifo = tmp_path / "creds"
+    os.mkfifo(fifo)  # no writer: refused before anything waits for one
+    for given, kind in ((str(fifo), "a pipe"), ("/dev/zero", "a character device")):
+        code, out, err = invoke("--nats-creds", given)
+        assert (code, out) == (exit_codes.USAGE, "")
+        assert (f"cannot use '{given}': it is {kind}, not a file: NATS reads it again at every "
+                "connection") in err
 
 
 def test_an_oversized_secret_file_is_refused(tmp_path: Path) -> None:
@@ -142,3 +155,19 @@ def test_simulate_reads_manifests_from_a_pipe(tmp_path: Path) -> None:
     writer.join()
     assert result.exit_code == exit_codes.OK, result.output
     assert '"default/p1"' in result.output and '"n1"' in result.output  # placed there
+
+
+def test_the_terminal_of_standard_input_is_read_as_a_file(tmp_path: Path) -> None:
+    """`gangsched simulate /dev/stdin` typed or pasted at a terminal, ended by Ctrl-D."""
+    leader, follower = pty.openpty()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "services.cli.main", "simulate", "-o", "json", "/dev/stdin"],
+            stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.write(leader, (NODE + POD).replace("\n", "\r").encode() + b"\r\x04")
+        out, err = child.communicate(timeout=60)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert child.returncode == exit_codes.OK, err
+    assert b'"default/p1"' in out and b'"n1"' in out
