@@ -11,12 +11,16 @@ limit its caller sets, past which it is refused too. A FIFO with no writer waits
 
 from __future__ import annotations
 
+import errno
+import os
 import stat
 from pathlib import Path
 
 KIND_NAMES = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
               (stat.S_ISSOCK, "a socket"))
 """The kinds of file that are refused unread, and how a refusal names them."""
+ALL_KIND_NAMES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), *KIND_NAMES)
+"""How a refusal of anything but a regular file (`regular_only`) names it."""
 
 
 class TextFileRefused(Exception):
@@ -25,16 +29,20 @@ class TextFileRefused(Exception):
     caller names it)."""
 
 
-def read_text(path: Path, limit: int) -> str:
+def read_text(path: Path, limit: int, *, regular_only: bool = False) -> str:
     """The UTF-8 text of the file at `path`, of at most `limit` bytes.
 
+    `regular_only`: refuse a pipe as well, before waiting for a writer, for a file gangsched
+    wrote itself (run.json), which a pipe never is.
     Shapes: `limit` in bytes (>= 0); the text as decoded, line ends unchanged.
     Raises:
-        TextFileRefused: `path` is a character or block device or a socket, or holds more
-            than `limit` bytes.
+        TextFileRefused: `path` is a character or block device or a socket (or, with
+            `regular_only`, anything but a regular file), or holds more than `limit` bytes.
         OSError: `path` cannot be opened or read (no such file, a directory, permission).
         UnicodeDecodeError: the bytes are not UTF-8.
     """
+    if regular_only:
+        return _read_regular(path, limit).decode("utf-8")
     refused = _refused_kind(path)
     if refused is not None:
         raise TextFileRefused(f"it is {refused}, not a file")
@@ -43,6 +51,25 @@ def read_text(path: Path, limit: int) -> str:
     if len(data) > limit:
         raise TextFileRefused(f"it is larger than {_size(limit)}")
     return data.decode("utf-8")
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file `path`, at most `limit`; its kind is checked on the open
+    file (opened without waiting: a FIFO opened so does not wait for a writer), so nothing
+    can swap it between the look and the read."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(descriptor, "rb") as file:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):  # as opening it to read says
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            kind = next((name for is_kind, name in ALL_KIND_NAMES if is_kind(mode)),
+                        "no regular file")
+            raise TextFileRefused(f"it is {kind}, not a file")
+        data = file.read(limit + 1)  # a regular file: O_NONBLOCK changes nothing
+    if len(data) > limit:
+        raise TextFileRefused(f"it is larger than {_size(limit)}")
+    return data
 
 
 def _refused_kind(path: Path) -> str | None:
