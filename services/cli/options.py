@@ -391,9 +391,13 @@ class Prefix(click.ParamType):  # type: ignore[type-arg]
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> str:
-        from services.contracts.subjects import PREFIX_PATTERN
+        from services.contracts.subjects import MAX_PREFIX_LENGTH, PREFIX_PATTERN
 
         text = str(value)
+        if len(text) > MAX_PREFIX_LENGTH:
+            self.fail(f"a prefix of {len(text)} characters is too long: NATS names a stream at "
+                      f"most 255, so at most {MAX_PREFIX_LENGTH} (<PREFIX>_DEADLETTER)",
+                      param, ctx)
         if not PREFIX_PATTERN.fullmatch(text):
             self.fail(f"{text!r} is not a prefix: dot-separated tokens of letters, digits, "
                       "_ and - (e.g. gangsched or prod.gangsched)", param, ctx)
