@@ -141,7 +141,7 @@ def replay_command(config_from: ConfigFrom) -> click.Command:
                   help="Print the timeline. Default: yes, unless --verify is given.")
     @click.option("--ticks", "show_ticks", is_flag=True,
                   help="Also show the clock ticks (one a second) in the timeline.")
-    @_option("--max-event-lead-seconds", type=options.NON_NEGATIVE, default=60.0, show_default=True,
+    @_option("--max-event-lead-seconds", type=options.EVENT_LEAD, default=60.0, show_default=True,
              help="With --source nats: the planner's bound, to re-run its check that refuses "
                   "a watcher event this many seconds ahead of the time NATS stored it.")
     @options.decision_key_options

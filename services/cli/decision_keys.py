@@ -14,6 +14,7 @@ import secrets
 import stat
 from pathlib import Path
 
+from services.cli import text_files
 from services.config.settings import Settings
 from services.contracts.signing import DecisionKey, UnusableKey
 from services.runtime.private_files import make_private_directory
@@ -23,6 +24,10 @@ log = logging.getLogger(__name__)
 RUN_KEY_FILE = "decision.key"
 """`run`'s key, kept in its data directory so decisions still in the stream across a restart
 stay valid."""
+KEY_FILE_BYTES = 1 << 16
+"""The most a decision key file may hold, in bytes (64 KiB; a key is 64 hex digits): a larger
+file is no key file, and was read whole (a disk image given by mistake: until memory ran
+out)."""
 SIGNING_SERVICES = frozenset({"planner", "binder"})
 
 
@@ -58,7 +63,9 @@ def with_key(settings: Settings, services: tuple[str, ...]) -> Settings:
     _check_kind(path)
     _check_mode(path)
     try:
-        key = DecisionKey.from_text(path.read_text(encoding="utf-8"))
+        key = DecisionKey.from_text(text_files.read_text(path, KEY_FILE_BYTES, regular_only=True))
+    except text_files.TextFileRefused as error:  # e.g. a disk image given by mistake
+        raise BadKey(f"cannot read the decision key file {path}: {error}") from None
     except OSError as error:
         raise BadKey(f"cannot read the decision key file {path}: "
                      f"{error.strerror or error}") from None

@@ -51,11 +51,41 @@ MAX_SECONDS = 1e9
 int64 fields of events and decisions."""
 
 
+MILLISECOND = 0.001
+"""The shortest duration taken but 0, in seconds: durations are kept (in events, decisions and
+deadlines) as whole milliseconds, so a shorter one (`1e-300`) would silently become 0, which
+means "no bound" or "at once" where 0 is taken, and a period of 1 ms where it is not."""
+SHORTEST_PERIOD = 0.1
+"""The shortest period, in seconds, of what a service repeats for as long as it runs: a clock
+tick the watcher publishes (each one a stored message the planner plans), a leader lease
+renewal (a NATS request). Shorter, the service floods NATS; NATS itself keeps nothing for
+less (a stream's or a lease's max age is at least 100 ms)."""
+LONGEST_TICK = 60.0
+"""The longest clock tick taken, in seconds: the planner's clock moves by ticks, so a group's
+timeout, backoff or nomination lapses only at the next tick, and a longer one would hold every
+such deadline (some of a second) for as long."""
+LONGEST_LINGER = 10.0
+"""The longest `--batch-linger-seconds` taken, in seconds: the planner waits up to twice the
+linger with a batch it fetched, well within the 30 s NATS waits for its acknowledgement before
+delivering it again (a longer linger held every partial batch unplanned that long)."""
+
+
 class Seconds(click.FloatRange):
-    """A duration in seconds within `MAX_SECONDS`, refusing `nan` and `inf` (which pass a plain
-    `FloatRange`: every comparison with nan is false), with click's one-line usage error."""
+    """A duration in seconds from `least` to `most`, or 0 when `zero` says what 0 means;
+    refusing `nan` and `inf` (which pass a plain `FloatRange`: every comparison with nan is
+    false) and, with `zero`, a value between 0 and `least` (which would lose its meaning,
+    `MILLISECOND`), with click's one-line usage error.
+
+    Units: `least` and `most` in seconds; `zero` a phrase (`"no bound"`), or None when 0 is
+    refused as any value below `least`."""
 
     name = "seconds"
+
+    def __init__(self, least: float = MILLISECOND, most: float = MAX_SECONDS, *,
+                 zero: str | None = None, why: str = "durations are whole milliseconds"
+                 ) -> None:
+        super().__init__(min=0 if zero else least, max=most)
+        self.least, self.zero, self.why = least, zero, why
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
@@ -63,13 +93,33 @@ class Seconds(click.FloatRange):
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        if self.zero and 0 < number < self.least:
+            self.fail(f"{number:g} is more than 0 but less than {self.least:g} s ({self.why}): "
+                      f"give 0 ({self.zero}) or at least {self.least:g}", param, ctx)
         return number
 
 
-NON_NEGATIVE = Seconds(min=0, max=MAX_SECONDS)
-"""A duration or amount in seconds that may be 0."""
-POSITIVE = Seconds(min=0, min_open=True, max=MAX_SECONDS)
-"""A duration in seconds that must be more than 0."""
+POSITIVE = Seconds()
+"""A duration in seconds that must be at least a millisecond."""
+PERIOD = Seconds(least=SHORTEST_PERIOD)
+"""The period of something a service repeats while it runs (at least `SHORTEST_PERIOD`)."""
+TICK = Seconds(least=SHORTEST_PERIOD, most=LONGEST_TICK)
+"""`--tick-seconds`: a `PERIOD` of at most `LONGEST_TICK`."""
+NOMINATION = Seconds(least=1.0, why="shorter, it lapses before any victim is gone")
+"""`--nomination-seconds`: at least a second; a hold that lapses before the victims have
+terminated lets the preemptor evict more gangs at each attempt."""
+RETENTION = Seconds(least=SHORTEST_PERIOD, zero="unlimited",
+                    why="NATS keeps a stream's messages at least 100 ms")
+"""`--stream-max-age-seconds`: 0 (unlimited) or at least 100 ms; below a nanosecond NATS was
+sent 0, unlimited retention."""
+EVENT_LEAD = Seconds(zero="no bound")
+"""`--max-event-lead-seconds` (planner, and the audit commands that replay its checks)."""
+
+
+def seconds_or_zero(zero: str, most: float = MAX_SECONDS) -> Seconds:
+    """A duration in seconds that may be 0, meaning `zero` (a phrase: `"no backoff"`), else
+    from a millisecond to `most`."""
+    return Seconds(most=most, zero=zero)
 
 
 def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
@@ -345,9 +395,13 @@ class Prefix(click.ParamType):  # type: ignore[type-arg]
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> str:
-        from services.contracts.subjects import PREFIX_PATTERN
+        from services.contracts.subjects import MAX_PREFIX_LENGTH, PREFIX_PATTERN
 
         text = str(value)
+        if len(text) > MAX_PREFIX_LENGTH:
+            self.fail(f"a prefix of {len(text)} characters is too long: NATS names a stream at "
+                      f"most 255, so at most {MAX_PREFIX_LENGTH} (<PREFIX>_DEADLETTER)",
+                      param, ctx)
         if not PREFIX_PATTERN.fullmatch(text):
             self.fail(f"{text!r} is not a prefix: dot-separated tokens of letters, digits, "
                       "_ and - (e.g. gangsched or prod.gangsched)", param, ctx)
@@ -367,7 +421,7 @@ bus_options = stack(
             callback=lambda _ctx, _param, value: None if value is None else int(value),
             help="JetStream stream replicas (an odd number, as the servers of a NATS "
                  "cluster)."),
-    _option("--stream-max-age-seconds", type=NON_NEGATIVE, default=7 * 24 * 3600.0,
+    _option("--stream-max-age-seconds", type=RETENTION, default=7 * 24 * 3600.0,
             help="Retention of the EVENTS and DECISIONS streams, in seconds (0 = unlimited)."),
     _option("--stream-shorten-retention", is_flag=True, default=False,
             help="Let this start shorten the retention of streams that hold messages, "
@@ -443,8 +497,9 @@ kube_options = stack(
 )
 
 watcher_options = stack(
-    _option("--tick-seconds", type=POSITIVE, default=1.0,
-            help="Seconds between ClockTicked events."),
+    _option("--tick-seconds", type=TICK, default=1.0,
+            help="Seconds between ClockTicked events, from 0.1 (each tick is a message the "
+                 "planner plans) to 60 (timeouts and backoffs lapse at the next tick)."),
     _option("--group-apis", default="scheduling.x-k8s.io",
             help="PodGroup API groups read, comma-separated: scheduling.x-k8s.io "
                  "(Coscheduling's PodGroup CRD) and/or scheduling.k8s.io (the native "
@@ -455,11 +510,11 @@ placement_options = stack(
     _option("--default-timeout-seconds", type=click.IntRange(min=1, max=int(MAX_SECONDS)),
             default=60,
             help="scheduleTimeoutSeconds for PodGroups that set none, in seconds."),
-    _option("--backoff-initial-seconds", type=NON_NEGATIVE, default=1.0,
+    _option("--backoff-initial-seconds", type=seconds_or_zero("no backoff"), default=1.0,
             help="First backoff of an unschedulable or rolled-back group, in seconds."),
-    _option("--backoff-max-seconds", type=NON_NEGATIVE, default=60.0,
+    _option("--backoff-max-seconds", type=seconds_or_zero("no backoff"), default=60.0,
             help="Backoff cap, in seconds."),
-    _option("--starvation-seconds", type=NON_NEGATIVE, default=300.0,
+    _option("--starvation-seconds", type=seconds_or_zero("at once"), default=300.0,
             help="Wait after which a gang reserves the capacity it needs, in seconds."),
     _option("--scoring", type=click.Choice(["least-allocated", "most-allocated"]),
             default="least-allocated", help="Node scoring strategy."),
@@ -491,9 +546,9 @@ placement_options = stack(
     _option("--preempt-other-schedulers/--no-preempt-other-schedulers", default=False,
             help="Let preemption evict pods bound by other schedulers too (default: only "
                  "gangsched's own pods)."),
-    _option("--nomination-seconds", type=POSITIVE, default=120.0,
+    _option("--nomination-seconds", type=NOMINATION, default=120.0,
             help="How long a preemptor's nominated nodes stay held for it while its victims "
-                 "terminate, in seconds; then it may preempt again."),
+                 "terminate, in seconds (at least 1); then it may preempt again."),
 )
 """How the planner places (its `PlannerConfig`): also what `replay` and `simulate` take, since a
 replay must plan with the live run's settings."""
@@ -507,19 +562,23 @@ planner_options = stack(
     _option("--leader-election/--no-leader-election", default=False,
             help="Planner: serve only while holding the leader lease (NATS KV), so several "
                  "planners can run with one active."),
-    _option("--leader-lease-seconds", type=POSITIVE, default=10.0,
-            help="Leader lease TTL, in seconds: a standby takes over this long after the "
-                 "leader's last renewal."),
-    _option("--leader-retry-seconds", type=POSITIVE, default=1.0,
+    _option("--leader-lease-seconds", type=PERIOD, default=10.0,
+            help="Leader lease TTL, in seconds (at least 0.1, the least NATS keeps): a "
+                 "standby takes over this long after the leader's last renewal."),
+    _option("--leader-retry-seconds", type=PERIOD, default=1.0,
             help="Seconds between lease renewals (leader) and take-over attempts (standbys); "
-                 "shorter than two thirds of the lease."),
-    _option("--snapshot-interval-seconds", type=NON_NEGATIVE, default=30.0,
+                 "at least 0.1 (each is a NATS request) and shorter than two thirds of the "
+                 "lease."),
+    _option("--snapshot-interval-seconds",
+            type=seconds_or_zero("every batch"), default=30.0,
             help="Planner: write the state snapshot at most this often, in seconds (0 = every "
                  "batch); a restart re-plans the batches committed after it."),
-    _option("--batch-linger-seconds", type=NON_NEGATIVE, default=0.05,
+    _option("--batch-linger-seconds",
+            type=seconds_or_zero("plan at once", LONGEST_LINGER), default=0.05,
             help="Planner: after a fetch that did not fill a batch, wait this long for more "
                  "events before planning, in seconds (0 = plan at once): a burst is planned "
-                 "once, not once per few pods."),
+                 "once, not once per few pods. At most 10: the batch waits for its "
+                 "acknowledgement meanwhile."),
     _option("--snapshot-interval-events",
             type=click.IntRange(min=0, max=limits.MAX_SNAPSHOT_INTERVAL_EVENTS),
             default=50_000,
@@ -527,7 +586,7 @@ planner_options = stack(
                  "the last one (0 = no bound); at most "
                  f"{limits.MAX_SNAPSHOT_INTERVAL_EVENTS:,}, which a restart re-plans in "
                  "minutes."),
-    _option("--max-event-lead-seconds", type=NON_NEGATIVE, default=60.0,
+    _option("--max-event-lead-seconds", type=EVENT_LEAD, default=60.0,
             help="Planner: dead-letter a watcher event (observation or clock tick) whose "
                  "at_ms is more than this many seconds ahead of the time NATS stored it "
                  "(0 = no bound)."),
@@ -540,7 +599,7 @@ binder_options = stack(
                  "connections of the binder's Kubernetes client."),
     _option("--rollback-bare-pods/--no-rollback-bare-pods", default=False,
             help="Also delete bound members without a controller owner on rollback."),
-    _option("--event-interval-seconds", type=NON_NEGATIVE, default=30.0,
+    _option("--event-interval-seconds", type=seconds_or_zero("every time"), default=30.0,
             help="Minimum seconds between two FailedScheduling events for one pod."),
     _option("--scheduler-lease/--no-scheduler-lease", default=True,
             help="Binder: bind only while holding the Lease named after --scheduler-name (as "

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy.exc import ArgumentError
 
 from services.bus import urls
-from services.cli import exit_codes
+from services.cli import exit_codes, text_files
 from services.config.settings import Settings
 from services.contracts.subjects import PREFIX_PATTERN
 from services.runtime.private_files import make_private_directory, write_private
@@ -29,14 +29,19 @@ from services.store.engines import async_url
 
 RUN_FILE = "run.json"
 CREDENTIALS_FILE = "nats-credentials.json"
+RUN_FILE_BYTES = 1 << 20
+"""The most run.json (or the credentials file beside it) may hold, in bytes (1 MiB; they hold
+a few hundred): past it, or a FIFO or device in its place, it is no file `gangsched run`
+wrote."""
 DEFAULT_PREFIX = "gangsched"
 
 
 def load(data_dir: Path, name: str = RUN_FILE) -> dict[str, Any]:
     """The content of `<data_dir>/<name>` (run.json), or `{}` when absent or unreadable."""
     try:
-        info = json.loads((data_dir / name).read_text())
-    except (OSError, ValueError):
+        info = json.loads(text_files.read_text(data_dir / name, RUN_FILE_BYTES,
+                                               regular_only=True))
+    except (OSError, ValueError, text_files.TextFileRefused):
         return {}
     return info if isinstance(info, dict) else {}
 
@@ -115,13 +120,15 @@ def recorded(data_dir: Path, field: str) -> str | None:
     """
     path = data_dir / RUN_FILE
     try:
-        data = path.read_bytes()
+        text = text_files.read_text(path, RUN_FILE_BYTES, regular_only=True)
     except OSError:
         return None
-    try:
-        info = json.loads(data.decode("utf-8"))
+    except text_files.TextFileRefused as error:  # a FIFO or device: waited on, or endless
+        raise _damaged(path, str(error), field) from None
     except UnicodeDecodeError:  # a ValueError too: told as what it is
         raise _damaged(path, "it is not JSON (not UTF-8 text)", field) from None
+    try:
+        info = json.loads(text)
     except ValueError:
         raise _damaged(path, "it is not JSON", field) from None
     if not isinstance(info, dict):

@@ -14,6 +14,7 @@ empty by then.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -21,6 +22,8 @@ from pathlib import Path
 KIND_NAMES = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
               (stat.S_ISSOCK, "a socket"))
 """The kinds of file that are refused unread, and how a refusal names them."""
+ALL_KIND_NAMES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), *KIND_NAMES)
+"""How a refusal of anything but a regular file (`regular_only`, `require_regular`) names it."""
 
 
 class TextFileRefused(Exception):
@@ -29,18 +32,24 @@ class TextFileRefused(Exception):
     caller names it)."""
 
 
-def read_text(path: Path, limit: int) -> str:
+def read_text(path: Path, limit: int, *, regular_only: bool = False) -> str:
     """The UTF-8 text of the file at `path`, of at most `limit` bytes.
 
+    `regular_only`: refuse a pipe as well, before waiting for a writer, for a file gangsched
+    wrote itself (run.json) or one only a regular file can be (a key file), which a pipe
+    never is.
     Shapes: `limit` in bytes (>= 0); the text as decoded, line ends unchanged. The terminal
     this process reads its standard input from counts as a file (`/dev/stdin` typed or
     pasted into, ended by Ctrl-D); any other character device does not.
     Raises:
-        TextFileRefused: `path` is a character or block device or a socket, or holds more
-            than `limit` bytes (a regular file's size is looked at before it is read).
+        TextFileRefused: `path` is a character or block device or a socket (or, with
+            `regular_only`, anything but a regular file), or holds more than `limit` bytes (a
+            regular file's size is looked at before it is read).
         OSError: `path` cannot be opened or read (no such file, a directory, permission).
         UnicodeDecodeError: the bytes are not UTF-8.
     """
+    if regular_only:
+        return _read_regular(path, limit).decode("utf-8")
     refused = refused_kind(path)
     if refused is not None:
         raise TextFileRefused(f"it is {refused}, not a file")
@@ -54,6 +63,25 @@ def read_text(path: Path, limit: int) -> str:
     return data.decode("utf-8")
 
 
+def _read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file `path`, at most `limit`; its kind is checked on the open
+    file (opened without waiting: a FIFO opened so does not wait for a writer), so nothing
+    can swap it between the look and the read."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(descriptor, "rb") as file:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):  # as opening it to read says
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            kind = next((name for is_kind, name in ALL_KIND_NAMES if is_kind(mode)),
+                        "no regular file")
+            raise TextFileRefused(f"it is {kind}, not a file")
+        data = file.read(limit + 1)  # a regular file: O_NONBLOCK changes nothing
+    if len(data) > limit:
+        raise TextFileRefused(f"it is larger than {_size(limit)}")
+    return data
+
+
 def require_regular(path: Path, why: str) -> None:
     """Refuse `path` unless it is a regular file (links followed), for a file a library reads
     again later, by its path (a pipe would be empty by then); `why` says so to the user.
@@ -65,11 +93,9 @@ def require_regular(path: Path, why: str) -> None:
         mode = path.stat().st_mode
     except OSError:
         return  # reading it fails next, with the reason
-    if stat.S_ISFIFO(mode):
-        raise TextFileRefused(f"it is a pipe, not a file: {why}")
-    refused = refused_kind(path)
-    if refused is not None:
-        raise TextFileRefused(f"it is {refused}, not a file: {why}")
+    kind = next((name for is_kind, name in ALL_KIND_NAMES if is_kind(mode)), None)
+    if kind is not None:
+        raise TextFileRefused(f"it is {kind}, not a file: {why}")
 
 
 def refused_kind(path: Path) -> str | None:

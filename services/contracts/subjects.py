@@ -17,6 +17,10 @@ _UNSAFE = re.compile(r"[.*>\s]")
 CLUSTER_SCOPE = "_"
 PREFIX_PATTERN = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
 """A prefix gangsched takes (`--prefix`): dot-separated tokens of letters, digits, `_`, `-`."""
+MAX_PREFIX_LENGTH = 255 - len("_DEADLETTER")
+"""The longest prefix taken, in characters (244): NATS names a stream at most 255 characters,
+and the longest made of the prefix is `<PREFIX>_DEADLETTER` (then the leader lease bucket's
+`KV_<PREFIX>_LEADER`): a longer prefix was taken, then every start failed on the stream."""
 
 
 TOKEN_CACHE_SIZE = 65_536

@@ -62,6 +62,9 @@ SERVER_SCHEMES = ("https", "http")
 HOST_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-._~!$&'()*+,;=%")
 """What Go's `url.Parse` lets through in a host name (`net/url`, `shouldEscape(encodeHost)`)."""
 
+KUBECONFIG_BYTES = 16 << 20
+"""The most one kubeconfig file may hold, in bytes (16 MiB; one of a thousand clusters with
+their certificates holds a few): a larger file is none, and was read whole."""
 ANONYMOUS = "anonymous"
 """The name of the empty user handed to the library for a context without one (kubectl
 connects anonymously; the library needs a user entry, even an empty one)."""
@@ -228,7 +231,12 @@ def _read(path: Path) -> dict[str, Any] | None:
         KubeNoCredentials: `path` cannot be read, is not UTF-8 YAML, or not a kubeconfig.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            data = file.read(KUBECONFIG_BYTES + 1)
+        if len(data) > KUBECONFIG_BYTES:  # no kubeconfig: a disk image, a log, was read whole
+            raise errors.KubeNoCredentials(
+                f"{path} is not a kubeconfig (larger than {KUBECONFIG_BYTES >> 20} MiB)")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise errors.KubeNoCredentials(
             f"{path} is not a kubeconfig (not UTF-8 text)") from error

@@ -144,8 +144,8 @@ def open_read_only(url: str) -> AsyncEngine:
         engine = create_async_engine(parsed)
         _sqlite_read_only(engine)
     else:
-        engine = create_async_engine(parsed, connect_args={
-            "server_settings": {"default_transaction_read_only": "on"}})
+        engine = create_async_engine(parsed, connect_args=engines.postgresql_connect_args(
+            parsed, {"server_settings": {"default_transaction_read_only": "on"}}))
     _refuse_writes(engine)
     return engine
 

@@ -7,6 +7,7 @@ deadlocks); PostgreSQL uses its defaults (read committed; the planner is the onl
 from __future__ import annotations
 
 import errno
+import math
 import os
 import re
 from pathlib import Path
@@ -22,6 +23,11 @@ from services.store.errors import StoreUnavailable
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
+CONNECT_TIMEOUT_SECONDS = 10.0
+"""How long a PostgreSQL connection may take to be made, in seconds, unless the URL's
+`?timeout=` says otherwise: asyncpg's own 60 s held `migrate`, `replay` and each start of a
+service a minute on an address where something listens but no PostgreSQL answers (a wrong
+port, a proxy whose backend is down), and then said only `TimeoutError`."""
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg",
                   "postgres": "postgresql+asyncpg"}
 """Backend name → the driver gangsched uses. `postgres://` is the spelling libpq, Heroku and
@@ -77,6 +83,50 @@ def _check_parameters(url: URL) -> None:
         if name not in POSTGRESQL_PARAMETERS:
             hint = " (asyncpg's is ssl, e.g. ssl=require)" if name == "sslmode" else ""
             raise ValueError(f"query parameter {name!r} is not one asyncpg takes{hint}")
+    _numbers(url)
+
+
+NUMBER_PARAMETERS: dict[str, tuple[type[int] | type[float], bool]] = {
+    "timeout": (float, True), "command_timeout": (float, True),
+    "statement_cache_size": (int, False), "max_cached_statement_lifetime": (int, False),
+    "max_cacheable_statement_size": (int, False), "prepared_statement_cache_size": (int, False)}
+"""The query parameters of a PostgreSQL URL that are numbers: their type, and whether 0 is
+refused (the timeouts, in seconds; the others are counts, sizes in bytes, or lifetimes in
+seconds, which may be 0). The driver takes the URL's text as it is, so `?timeout=5` reached
+asyncpg as the string "5" and failed inside it (a TypeError traceback): they are checked here
+and given to it as numbers (`postgresql_connect_args`)."""
+LONGEST_SECONDS = 1e9
+"""The longest timeout a URL may set, in seconds (about 31 years, as every duration option)."""
+DRIVER_ONLY = frozenset({"prepared_statement_cache_size"})
+"""Number parameters SQLAlchemy's dialect reads (and turns into a number) itself, which
+asyncpg's `connect` does not take."""
+
+
+def _numbers(url: URL) -> dict[str, int | float]:
+    """The number parameters of the PostgreSQL `url`'s query (`NUMBER_PARAMETERS`), as numbers.
+
+    Raises:
+        ValueError: one is given twice, or is no number of its kind in range (named with its
+            value: none of these is a secret).
+    """
+    numbers: dict[str, int | float] = {}
+    for name, (kind, positive) in NUMBER_PARAMETERS.items():
+        given = url.query.get(name)
+        if given is None:
+            continue
+        if not isinstance(given, str):
+            raise ValueError(f"query parameter {name!r} given more than once")
+        try:
+            number = kind(given)
+        except ValueError:
+            number = math.nan
+        what = "a number more than 0" if positive else "an integer, 0 or more,"
+        in_range = (number > 0 if positive else number >= 0) and number <= LONGEST_SECONDS
+        if not in_range:
+            raise ValueError(f"query parameter {name}={given!r} is not {what} at most "
+                             f"{LONGEST_SECONDS:g}")
+        numbers[name] = number
+    return numbers
 
 
 _BRACKETED = re.compile(r"\[([^\[\]]*)\](?::\d*)?")
@@ -140,10 +190,26 @@ def create_engine(url: str, *, make_directory: bool = False, **options: Any) -> 
     # a proxy): pinged before use. A SQLite connection is a file handle in this process:
     # nothing can drop it, and its ping (a round trip to aiosqlite's thread per checkout) was
     # 4% of the planner's CPU in the cluster benchmark
+    if not is_sqlite:
+        options["connect_args"] = postgresql_connect_args(parsed,
+                                                          options.get("connect_args", {}))
     engine = create_async_engine(parsed, pool_pre_ping=not is_sqlite, **options)
     if is_sqlite:
         _configure_sqlite(engine)
     return engine
+
+
+def postgresql_connect_args(url: URL, given: dict[str, Any]) -> dict[str, Any]:
+    """asyncpg's `connect` arguments for the PostgreSQL `url`: `given`, the URL's number
+    parameters as numbers (`NUMBER_PARAMETERS`), and a connection timeout of
+    `CONNECT_TIMEOUT_SECONDS` unless either sets one.
+
+    Raises:
+        ValueError: a number parameter is not one (as `async_url`).
+    """
+    numbers = {name: number for name, number in _numbers(url).items()
+               if name not in DRIVER_ONLY}
+    return {"timeout": CONNECT_TIMEOUT_SECONDS, **numbers, **given}
 
 
 def sqlite_file(url: URL) -> Path | None:

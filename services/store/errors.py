@@ -46,6 +46,10 @@ def reaching(shown_url: str) -> Iterator[None]:
                                why=why) from error
 
 
+NO_ANSWER = "no answer in time (is a PostgreSQL server at that host and port?)"
+"""What a timeout that says nothing itself (asyncpg's connection timeout) is told as."""
+
+
 def unusable_database(error: BaseException) -> str | None:
     """`"<DriverError>: <message>"` when `error` says the database cannot be reached or read
     (connection refused or lost, unknown host, a PostgreSQL Unix socket that is missing or not
@@ -63,13 +67,13 @@ def unusable_database(error: BaseException) -> str | None:
 
     if isinstance(error, ConnectionError | socket.gaierror | TimeoutError) or _socket_refused(
             error):
-        return f"{type(error).__name__}: {error}"
+        return _told(error)
     if isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError:
         # from the driver itself (the audit's pages)
         return f"{type(error).__name__}: {error}" if _sqlite_unusable(error) else None
     cause = _driver_error(error)
     if isinstance(error, DBAPIError) and _unreachable_state(cause):
-        return f"{type(cause).__name__}: {cause}"  # SQLAlchemy's generic DBAPIError
+        return _told(cause)  # SQLAlchemy's generic DBAPIError
     if not isinstance(error, OperationalError | InterfaceError) and type(error) is not (
             DatabaseError):  # plain DatabaseError: SQLite's "file is not a database"
         return None
@@ -79,7 +83,14 @@ def unusable_database(error: BaseException) -> str | None:
             isinstance(cause, ConnectionError | OSError | TimeoutError)
             or ("connection" in str(cause).lower() and "in progress" not in str(cause))):
         return None  # e.g. invalid input for a query argument, a connection used twice
-    return f"{type(cause).__name__}: {cause}"
+    return _told(cause)
+
+
+def _told(error: BaseException) -> str:
+    """`"<ErrorType>: <message>"`; a timeout that says nothing (asyncpg's connection timeout)
+    told as `NO_ANSWER`, not as `TimeoutError: ` and nothing."""
+    said = str(error) or (NO_ANSWER if isinstance(error, TimeoutError) else "")
+    return f"{type(error).__name__}: {said}"
 
 
 UNREACHABLE_SQLSTATES = ("08", "28", "57", "53300", "3D000")

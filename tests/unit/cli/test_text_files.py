@@ -118,7 +118,7 @@ def test_credentials_must_be_a_regular_file_as_nats_reads_them_at_each_connectio
         tmp_path: Path) -> None:
     fifo = tmp_path / "creds"
     os.mkfifo(fifo)  # no writer: refused before anything waits for one
-    for given, kind in ((str(fifo), "a pipe"), ("/dev/zero", "a character device")):
+    for given, kind in ((str(fifo), "a named pipe (FIFO)"), ("/dev/zero", "a character device")):
         code, out, err = invoke("--nats-creds", given)
         assert (code, out) == (exit_codes.USAGE, "")
         assert (f"cannot use '{given}': it is {kind}, not a file: NATS reads it again at every "
