@@ -9,13 +9,13 @@ file's path, or the URL without its secrets) and, for a SQLite file, what is wro
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from services.cli.data_dirs import LINK_TO_NOTHING
+from services.config import file_kinds
 from services.store import urls as database_urls
 from services.store.errors import unusable_database
 
@@ -47,7 +47,7 @@ def sqlite_problem(path: Path, *, writing: bool) -> str | None:
     try:
         if path.is_dir():
             return "it is a directory, not a SQLite database file"
-        special = special_kind(path)
+        special = file_kinds.special_kind(path)
         if special is not None:  # opened to read its header, a pipe waits for a writer forever
             return f"it is {special}, not a SQLite database file"
         if not path.exists():
@@ -65,22 +65,6 @@ def sqlite_problem(path: Path, *, writing: bool) -> str | None:
     if writing:
         return _read_only(path)
     return None
-
-
-SPECIAL_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-                 (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-"""The kinds of file no SQLite database can be (it reads and writes at offsets), by name."""
-
-
-def special_kind(path: Path) -> str | None:
-    """The name of the kind of file `path` leads to (links followed) when it is no regular file
-    or directory (a FIFO, a device, a socket), else None (including a path that cannot be looked
-    at: opening it says why)."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return None
-    return next((name for is_kind, name in SPECIAL_KINDS if is_kind(mode)), None)
 
 
 def _read_only(path: Path) -> str | None:

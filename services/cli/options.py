@@ -77,7 +77,8 @@ class Seconds(click.FloatRange):
     `MILLISECOND`), with click's one-line usage error.
 
     Units: `least` and `most` in seconds; `zero` a phrase (`"no bound"`), or None when 0 is
-    refused as any value below `least`."""
+    refused as any value below `least` is (click's range error); `why` (the reason no value
+    between 0 and `least` is taken) is told only with `zero`."""
 
     name = "seconds"
 
@@ -105,9 +106,10 @@ PERIOD = Seconds(least=SHORTEST_PERIOD)
 """The period of something a service repeats while it runs (at least `SHORTEST_PERIOD`)."""
 TICK = Seconds(least=SHORTEST_PERIOD, most=LONGEST_TICK)
 """`--tick-seconds`: a `PERIOD` of at most `LONGEST_TICK`."""
-NOMINATION = Seconds(least=1.0, why="shorter, it lapses before any victim is gone")
+NOMINATION = Seconds(least=1.0)
 """`--nomination-seconds`: at least a second; a hold that lapses before the victims have
-terminated lets the preemptor evict more gangs at each attempt."""
+terminated lets the preemptor evict more gangs at each attempt (refused as click refuses a
+value out of its range)."""
 RETENTION = Seconds(least=SHORTEST_PERIOD, zero="unlimited",
                     why="NATS keeps a stream's messages at least 100 ms")
 """`--stream-max-age-seconds`: 0 (unlimited) or at least 100 ms; below a nanosecond NATS was
@@ -116,10 +118,16 @@ EVENT_LEAD = Seconds(zero="no bound")
 """`--max-event-lead-seconds` (planner, and the audit commands that replay its checks)."""
 
 
-def seconds_or_zero(zero: str, most: float = MAX_SECONDS) -> Seconds:
+WAIT_FLOOR = "shorter is no wait worth timing"
+"""Why a wait timed on the service's own clock (not kept in milliseconds) takes no less than a
+millisecond but 0: the `why` of `seconds_or_zero` for those."""
+
+
+def seconds_or_zero(zero: str, most: float = MAX_SECONDS, *,
+                    why: str = "durations are whole milliseconds") -> Seconds:
     """A duration in seconds that may be 0, meaning `zero` (a phrase: `"no backoff"`), else
-    from a millisecond to `most`."""
-    return Seconds(most=most, zero=zero)
+    from a millisecond to `most`; `why` says why not less (shown when refused)."""
+    return Seconds(most=most, zero=zero, why=why)
 
 
 def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
@@ -570,11 +578,11 @@ planner_options = stack(
                  "at least 0.1 (each is a NATS request) and shorter than two thirds of the "
                  "lease."),
     _option("--snapshot-interval-seconds",
-            type=seconds_or_zero("every batch"), default=30.0,
+            type=seconds_or_zero("every batch", why=WAIT_FLOOR), default=30.0,
             help="Planner: write the state snapshot at most this often, in seconds (0 = every "
                  "batch); a restart re-plans the batches committed after it."),
     _option("--batch-linger-seconds",
-            type=seconds_or_zero("plan at once", LONGEST_LINGER), default=0.05,
+            type=seconds_or_zero("plan at once", LONGEST_LINGER, why=WAIT_FLOOR), default=0.05,
             help="Planner: after a fetch that did not fill a batch, wait this long for more "
                  "events before planning, in seconds (0 = plan at once): a burst is planned "
                  "once, not once per few pods. At most 10: the batch waits for its "
@@ -599,7 +607,8 @@ binder_options = stack(
                  "connections of the binder's Kubernetes client."),
     _option("--rollback-bare-pods/--no-rollback-bare-pods", default=False,
             help="Also delete bound members without a controller owner on rollback."),
-    _option("--event-interval-seconds", type=seconds_or_zero("every time"), default=30.0,
+    _option("--event-interval-seconds", type=seconds_or_zero("every time", why=WAIT_FLOOR),
+            default=30.0,
             help="Minimum seconds between two FailedScheduling events for one pod."),
     _option("--scheduler-lease/--no-scheduler-lease", default=True,
             help="Binder: bind only while holding the Lease named after --scheduler-name (as "

@@ -19,11 +19,7 @@ import os
 import stat
 from pathlib import Path
 
-KIND_NAMES = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-              (stat.S_ISSOCK, "a socket"))
-"""The kinds of file that are refused unread, and how a refusal names them."""
-ALL_KIND_NAMES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), *KIND_NAMES)
-"""How a refusal of anything but a regular file (`regular_only`, `require_regular`) names it."""
+from services.config import file_kinds
 
 
 class TextFileRefused(Exception):
@@ -43,8 +39,8 @@ def read_text(path: Path, limit: int, *, regular_only: bool = False) -> str:
     pasted into, ended by Ctrl-D); any other character device does not.
     Raises:
         TextFileRefused: `path` is a character or block device or a socket (or, with
-            `regular_only`, anything but a regular file), or holds more than `limit` bytes (a
-            regular file's size is looked at before it is read).
+            `regular_only`, a pipe too), or holds more than `limit` bytes (a regular file's
+            size is looked at before it is read).
         OSError: `path` cannot be opened or read (no such file, a directory, permission).
         UnicodeDecodeError: the bytes are not UTF-8.
     """
@@ -64,18 +60,23 @@ def read_text(path: Path, limit: int, *, regular_only: bool = False) -> str:
 
 
 def _read_regular(path: Path, limit: int) -> bytes:
-    """The bytes of the regular file `path`, at most `limit`; its kind is checked on the open
-    file (opened without waiting: a FIFO opened so does not wait for a writer), so nothing
-    can swap it between the look and the read."""
+    """The bytes of the regular file `path`, at most `limit`. Its kind is looked at before it
+    is opened (opening a device may do something; a socket cannot be opened at all), and again
+    on the open file (opened without waiting: a FIFO opened so does not wait for a writer), so
+    nothing can swap it between the look and the read."""
+    special = file_kinds.special_kind(path)
+    if special is not None:
+        raise TextFileRefused(f"it is {special}, not a file")
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with os.fdopen(descriptor, "rb") as file:
         mode = os.fstat(descriptor).st_mode
         if stat.S_ISDIR(mode):  # as opening it to read says
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if not stat.S_ISREG(mode):
-            kind = next((name for is_kind, name in ALL_KIND_NAMES if is_kind(mode)),
-                        "no regular file")
-            raise TextFileRefused(f"it is {kind}, not a file")
+            raise TextFileRefused(f"it is {file_kinds.name(mode) or 'no regular file'}, "
+                                  "not a file")
+        if os.fstat(descriptor).st_size > limit:
+            raise TextFileRefused(f"it is larger than {_size(limit)}")
         data = file.read(limit + 1)  # a regular file: O_NONBLOCK changes nothing
     if len(data) > limit:
         raise TextFileRefused(f"it is larger than {_size(limit)}")
@@ -93,7 +94,7 @@ def require_regular(path: Path, why: str) -> None:
         mode = path.stat().st_mode
     except OSError:
         return  # reading it fails next, with the reason
-    kind = next((name for is_kind, name in ALL_KIND_NAMES if is_kind(mode)), None)
+    kind = file_kinds.name(mode)
     if kind is not None:
         raise TextFileRefused(f"it is {kind}, not a file: {why}")
 
@@ -106,9 +107,10 @@ def refused_kind(path: Path) -> str | None:
         found = path.stat()
     except OSError:
         return None
-    if stat.S_ISCHR(found.st_mode) and _is_input_terminal(found.st_rdev):
-        return None
-    return next((name for is_kind, name in KIND_NAMES if is_kind(found.st_mode)), None)
+    if stat.S_ISFIFO(found.st_mode) or (stat.S_ISCHR(found.st_mode)
+                                        and _is_input_terminal(found.st_rdev)):
+        return None  # a pipe is read (a FIFO waits for its writer, as `cat` does)
+    return file_kinds.name(found.st_mode)
 
 
 def _is_input_terminal(device: int) -> bool:

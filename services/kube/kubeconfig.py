@@ -65,6 +65,11 @@ HOST_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-._~!$&'()*+
 KUBECONFIG_BYTES = 16 << 20
 """The most one kubeconfig file may hold, in bytes (16 MiB; one of a thousand clusters with
 their certificates holds a few): a larger file is none, and was read whole."""
+CREDENTIAL_FILE_BYTES = 16 << 20
+"""The most a file a kubeconfig names (tokenFile, client-certificate, client-key,
+certificate-authority) may hold, in bytes (16 MiB: a token or key is a few kilobytes, a CA
+bundle rarely a megabyte); the Kubernetes client reads them whole, and an 8 GiB file ran the
+process out of memory."""
 ANONYMOUS = "anonymous"
 """The name of the empty user handed to the library for a context without one (kubectl
 connects anonymously; the library needs a user entry, even an empty one)."""
@@ -421,6 +426,10 @@ def _existing_file(entry: Entry, field: str) -> str:
         raise errors.KubeNoCredentials(f"{entry.where()}: {field} {path} is a directory")
     if not os.path.isfile(path):
         raise errors.KubeNoCredentials(f"{entry.where()}: {field} {path} is not a file")
+    if os.path.getsize(path) > CREDENTIAL_FILE_BYTES:
+        raise errors.KubeNoCredentials(
+            f"{entry.where()}: {field} {path} is larger than {CREDENTIAL_FILE_BYTES >> 20} MiB, "
+            "too large for a token, certificate or key")
     return path
 
 

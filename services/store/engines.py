@@ -17,6 +17,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from services.config import file_kinds
 from services.contracts import names
 from services.runtime.private_files import create_private, make_private_directory
 from services.store.errors import StoreUnavailable
@@ -120,11 +121,11 @@ def _numbers(url: URL) -> dict[str, int | float]:
             number = kind(given)
         except ValueError:
             number = math.nan
-        what = "a number more than 0" if positive else "an integer, 0 or more,"
+        what = "a number more than 0 and" if positive else "an integer, 0 or more, and"
         in_range = (number > 0 if positive else number >= 0) and number <= LONGEST_SECONDS
         if not in_range:
             raise ValueError(f"query parameter {name}={given!r} is not {what} at most "
-                             f"{LONGEST_SECONDS:g}")
+                             f"{LONGEST_SECONDS:.0f}")
         numbers[name] = number
     return numbers
 
@@ -178,13 +179,15 @@ def create_engine(url: str, *, make_directory: bool = False, **options: Any) -> 
         ValueError: as `async_url`.
         StoreUnavailable: that directory does not exist or is no directory, or (with
             `make_directory`) cannot be created (a file stands in its way, no permission,
-            read-only file system); the file is a loop of symbolic links.
+            read-only file system); the file is a loop of symbolic links, a pipe, a device or
+            a socket.
     """
     parsed = async_url(url)
     database = sqlite_file(parsed)
     if database is not None:
         _sqlite_directory(database, make_directory)
         _not_a_loop(database)
+        _not_special(database)
     is_sqlite = parsed.get_backend_name() == "sqlite"
     # a pooled PostgreSQL connection may have been dropped (server restart, idle timeout,
     # a proxy): pinged before use. A SQLite connection is a file handle in this process:
@@ -237,6 +240,20 @@ def _not_a_loop(database: Path) -> None:
         if error.errno == errno.ELOOP:
             raise StoreUnavailable(f"cannot open the SQLite database {database}: it is a loop "
                                    "of symbolic links") from None
+
+
+def _not_special(database: Path) -> None:
+    """Refuse a SQLite file name that leads to a pipe, a device or a socket before SQLite opens
+    it: it would wait on a pipe for a writer, and write its journal beside a device (as root,
+    `/dev/zero-journal`).
+
+    Raises:
+        StoreUnavailable: it is one.
+    """
+    special = file_kinds.special_kind(database)
+    if special is not None:
+        raise StoreUnavailable(f"cannot open the SQLite database {database}: it is {special}, "
+                               "not a SQLite database file")
 
 
 def _sqlite_directory(database: Path, make: bool) -> None:

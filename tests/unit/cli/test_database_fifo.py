@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from services.cli import databases
+from services.config import file_kinds
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -31,8 +32,23 @@ def test_migrate_with_a_fifo_for_a_database_is_one_line_and_ends(fifo: Path) -> 
         capture_output=True, text=True, timeout=20, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "GANGSCHED_NATS": ""}, check=False)
     assert (result.returncode, result.stdout, result.stderr) == (
-        1, "", f"Error: cannot migrate the database {fifo}: it is a named pipe (FIFO), not a "
-               "SQLite database file\n")
+        1, "", f"Error: cannot open the SQLite database {fifo}: it is a named pipe (FIFO), "
+               "not a SQLite database file\n")
+
+
+def test_a_device_for_a_database_is_refused_before_sqlite_writes_beside_it(
+        tmp_path: Path) -> None:
+    """SQLite, given a device, wrote its journal beside it (as root, `/dev/zero-journal`)."""
+    link = tmp_path / "state.db"
+    link.symlink_to("/dev/null")
+    result = subprocess.run(
+        [sys.executable, "-m", "services.cli.main", "migrate", "--db", str(link)],
+        capture_output=True, text=True, timeout=20, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "GANGSCHED_NATS": ""}, check=False)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1, "", "Error: cannot open the SQLite database /dev/null: it is a character device, "
+               "not a SQLite database file\n")  # the link followed, as SQLite would
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["state.db"]  # no journal
 
 
 def _within_seconds(seconds: float, call: Callable[[], str | None]) -> str | None:
@@ -50,5 +66,5 @@ def test_a_fifo_or_device_is_named_without_being_opened(fifo: Path) -> None:
         "it is a named pipe (FIFO), not a SQLite database file")
     assert databases.sqlite_problem(Path("/dev/zero"), writing=True) == (
         "it is a character device, not a SQLite database file")
-    assert databases.special_kind(fifo.parent) is None
-    assert databases.special_kind(fifo.parent / "missing.db") is None
+    assert file_kinds.special_kind(fifo.parent) is None
+    assert file_kinds.special_kind(fifo.parent / "missing.db") is None

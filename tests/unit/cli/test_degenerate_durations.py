@@ -44,7 +44,7 @@ def _usage(command: str, flag: str, reason: str) -> str:
      "0.0004 is more than 0 but less than 0.001 s (durations are whole milliseconds): give 0 "
      "(no bound) or at least 0.001"),
     ("planner", "--batch-linger-seconds", "1e-300",
-     "1e-300 is more than 0 but less than 0.001 s (durations are whole milliseconds): give 0 "
+     "1e-300 is more than 0 but less than 0.001 s (shorter is no wait worth timing): give 0 "
      "(plan at once) or at least 0.001"),
     ("run", "--backoff-initial-seconds", "5e-324",
      "4.94066e-324 is more than 0 but less than 0.001 s (durations are whole milliseconds): "

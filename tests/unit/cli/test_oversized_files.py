@@ -52,3 +52,18 @@ def test_a_huge_kubeconfig_is_one_line(huge: Path, tmp_path: Path) -> None:
     assert (result.returncode, result.stdout, result.stderr) == (
         1, "", f"Error: no Kubernetes credentials: {huge} is not a kubeconfig (larger than "
                "16 MiB)\n")
+
+
+def test_a_huge_file_a_kubeconfig_names_is_one_line(huge: Path, tmp_path: Path) -> None:
+    """The Kubernetes client reads a kubeconfig's tokenFile (and certificates) whole."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+        f"users: [{{name: u, user: {{tokenFile: {huge}}}}}]\n")
+    result = _gangsched("watcher", "--nats", "nats://127.0.0.1:1", "--kubeconfig",
+                        str(kubeconfig), "--data-dir", str(tmp_path / "data"))
+    assert result.returncode == 1 and result.stdout == "", result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert f"tokenFile {huge} is larger than 16 MiB, too large for a token" in result.stderr

@@ -42,6 +42,12 @@ BAD_VALUES = [
     (("settings.tickSeconds=0",), "at '/settings/tickSeconds': minimum: got 0, want 0.1"),
     (("settings.tickSeconds=-1",), "at '/settings/tickSeconds': minimum"),
     (("settings.tickSeconds=61",), "at '/settings/tickSeconds': maximum: got 61, want 60"),
+    (("settings.tickSeconds=0.05",), "at '/settings/tickSeconds'"),  # --set: a string
+    (("settings.tickSeconds=60.5",), "at '/settings/tickSeconds'"),
+    (("planner.leaderElection.retrySeconds=0.05",),
+     "at '/planner/leaderElection/retrySeconds'"),
+    (("settings.batchLingerSeconds=10.5",), "at '/settings/batchLingerSeconds'"),
+    (("settings.prefix=" + "p" * 245,), "at '/settings/prefix'"),  # <prefix>_DEADLETTER > 255
     (("settings.nominationSeconds=0",), "at '/settings/nominationSeconds': minimum: got 0, want 1"),
     (("settings.batchLingerSeconds=11",), "at '/settings/batchLingerSeconds': maximum: got 11"),
     (("planner.leaderElection.retrySeconds=0",),
