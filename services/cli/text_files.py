@@ -23,9 +23,9 @@ from services.config import file_kinds
 
 
 class TextFileRefused(Exception):
-    """The path names no file that can be read as text: a device or a socket, or a file (or
-    stream) longer than the caller's limit. The message says which, without the path (the
-    caller names it)."""
+    """The path names no file that can be read as text: a device or a socket (a pipe too,
+    where a regular file is required), or a file (or stream) longer than the caller's limit.
+    The message says which, without the path (the caller names it)."""
 
 
 def read_text(path: Path, limit: int, *, regular_only: bool = False) -> str:
@@ -69,13 +69,14 @@ def _read_regular(path: Path, limit: int) -> bytes:
         raise TextFileRefused(f"it is {special}, not a file")
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with os.fdopen(descriptor, "rb") as file:
-        mode = os.fstat(descriptor).st_mode
+        opened = os.fstat(descriptor)
+        mode = opened.st_mode
         if stat.S_ISDIR(mode):  # as opening it to read says
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if not stat.S_ISREG(mode):
             raise TextFileRefused(f"it is {file_kinds.name(mode) or 'no regular file'}, "
                                   "not a file")
-        if os.fstat(descriptor).st_size > limit:
+        if opened.st_size > limit:
             raise TextFileRefused(f"it is larger than {_size(limit)}")
         data = file.read(limit + 1)  # a regular file: O_NONBLOCK changes nothing
     if len(data) > limit:
@@ -84,8 +85,9 @@ def _read_regular(path: Path, limit: int) -> bytes:
 
 
 def require_regular(path: Path, why: str) -> None:
-    """Refuse `path` unless it is a regular file (links followed), for a file a library reads
-    again later, by its path (a pipe would be empty by then); `why` says so to the user.
+    """Refuse `path` when it is a pipe, a device or a socket (links followed), for a file a
+    library reads again later, by its path (a pipe would be empty by then); `why` says so to
+    the user. A directory or a missing path passes: reading it next says why.
 
     Raises:
         TextFileRefused: `path` is a pipe, a device or a socket.

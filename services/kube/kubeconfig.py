@@ -417,7 +417,8 @@ def _existing_file(entry: Entry, field: str) -> str:
     """`entry`'s `field`, a file path, made absolute against the kubeconfig's directory.
 
     Raises:
-        KubeNoCredentials: no such file, or not a regular file (a directory, a device).
+        KubeNoCredentials: no such file, not a regular file (a directory, a device), or
+            larger than `CREDENTIAL_FILE_BYTES`.
     """
     path = os.path.normpath(os.path.join(entry.path.parent.absolute(), entry.body[field]))
     if not os.path.exists(path):

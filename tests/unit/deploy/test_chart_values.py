@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from services.cli.main import app
+from services.contracts.subjects import MAX_PREFIX_LENGTH
 from tests.unit.deploy import chart
 
 SCHEMA = json.loads((chart.CHART / "values.schema.json").read_text())
@@ -179,6 +180,58 @@ def test_each_setting_has_its_options_type_range_and_default(key):
     default = option.default if not isinstance(option.type, click.Choice) else str(
         option.default)
     assert VALUES["settings"][key] == default
+
+
+STRINGS = ["0", "00", "0.0", ".0", "0.", "0.0004", "0.001", "0.0010", ".001", "0.05", "0.099",
+           "0.1", ".1", "0.10", "010", "09", "00.5", "1", "1.", "1.5", "9.99", "10", "10.0",
+           "10.01", "59.9", "60", "60.00", "60.5", "61", "3600.0", "1000000000",
+           "1000000000.5", "2000000000", "", "-1", "abc"]
+"""Values as `--set` gives fractional (and zero-led) numbers: strings, which the schema's
+string branches must take exactly when the option does."""
+
+
+def _string_pattern(node: dict[str, Any]) -> str | None:
+    if "$ref" in node:
+        return _string_pattern(SCHEMA["$defs"][node["$ref"].rsplit("/", 1)[1]])
+    for branch in node.get("anyOf", []):
+        if branch.get("type") == "string":
+            return str(branch["pattern"])
+    return None
+
+
+def _takes(option: click.Option, text: str) -> bool:
+    try:
+        option.type.convert(text, option, None)
+    except click.BadParameter:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("key", sorted(key for key, node in SCHEMA["properties"]["settings"][
+    "properties"].items() if _string_pattern(node) is not None))
+def test_a_settings_string_form_is_taken_exactly_when_its_option_takes_it(key):
+    pattern = _string_pattern(SCHEMA["properties"]["settings"]["properties"][key])
+    assert pattern is not None
+    option = _options()[_variable(key)]
+    differ = [text for text in STRINGS
+              if bool(re.fullmatch(pattern, text)) != _takes(option, text)]
+    assert differ == [], f"{key}: the schema and `--{option.name}` disagree on {differ}"
+
+
+@pytest.mark.parametrize(("key", "variable"), [("leaseSeconds", "GANGSCHED_LEADER_LEASE_SECONDS"),
+                                               ("retrySeconds", "GANGSCHED_LEADER_RETRY_SECONDS")])
+def test_the_lease_timings_string_form_matches_their_options(key, variable):
+    node = SCHEMA["properties"]["planner"]["properties"]["leaderElection"]["properties"][key]
+    pattern = _string_pattern(node)
+    assert pattern is not None
+    option = _options()[variable]
+    differ = [text for text in STRINGS
+              if bool(re.fullmatch(pattern, text)) != _takes(option, text)]
+    assert differ == [], f"{key}: the schema and `--{option.name}` disagree on {differ}"
+
+
+def test_the_longest_prefix_the_streams_allow_renders() -> None:
+    chart.render_text("settings.prefix=" + "p" * MAX_PREFIX_LENGTH)
 
 
 def _closed_objects(node: dict[str, Any], path: str = "") -> list[str]:
