@@ -92,11 +92,7 @@ def require_regular(path: Path, why: str) -> None:
     Raises:
         TextFileRefused: `path` is a pipe, a device or a socket.
     """
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return  # reading it fails next, with the reason
-    kind = file_kinds.name(mode)
+    kind = file_kinds.special_kind(path)  # None for a path it cannot look at: reading says why
     if kind is not None:
         raise TextFileRefused(f"it is {kind}, not a file: {why}")
 
