@@ -100,8 +100,6 @@ class Seconds(click.FloatRange):
         return number
 
 
-POSITIVE = Seconds()
-"""A duration in seconds that must be at least a millisecond."""
 PERIOD = Seconds(least=SHORTEST_PERIOD)
 """The period of something a service repeats while it runs (at least `SHORTEST_PERIOD`)."""
 TICK = Seconds(least=SHORTEST_PERIOD, most=LONGEST_TICK)

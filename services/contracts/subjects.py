@@ -17,10 +17,6 @@ _UNSAFE = re.compile(r"[.*>\s]")
 CLUSTER_SCOPE = "_"
 PREFIX_PATTERN = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
 """A prefix gangsched takes (`--prefix`): dot-separated tokens of letters, digits, `_`, `-`."""
-MAX_PREFIX_LENGTH = 255 - len("_DEADLETTER")
-"""The longest prefix taken, in characters (244): NATS names a stream at most 255 characters,
-and the longest made of the prefix is `<PREFIX>_DEADLETTER` (then the leader lease bucket's
-`KV_<PREFIX>_LEADER`): a longer prefix was taken, then every start failed on the stream."""
 
 
 TOKEN_CACHE_SIZE = 65_536
@@ -95,3 +91,11 @@ def matches(pattern: str, subject: str) -> bool:
 def stream_name(prefix: str, suffix: str) -> str:
     """Stream name for `prefix` (e.g. `gangsched`, `EVENTS` → `GANGSCHED_EVENTS`)."""
     return f"{re.sub(r'[^A-Za-z0-9_-]', '_', prefix).upper()}_{suffix}"
+
+
+NATS_NAME_LENGTH = 255
+"""The longest stream name NATS takes, in characters."""
+MAX_PREFIX_LENGTH = NATS_NAME_LENGTH - len(stream_name("", "DEADLETTER"))
+"""The longest prefix taken, in characters (244): the longest name made of the prefix is
+`<PREFIX>_DEADLETTER` (then the leader lease bucket's `KV_<PREFIX>_LEADER`): a longer prefix
+was taken, then every start failed on the stream."""
