@@ -34,7 +34,8 @@ from typing import Any
 from bench.cluster import analysis, plot, schedulers, workload
 from bench.cluster.run import Options, control_plane_dir, run_ceiling, run_scheduler
 
-DEFAULT_SCHEDULERS = "trivial,gangsched,kube-scheduler,kube-scheduler-gang,coscheduling"
+DEFAULT_SCHEDULERS = (
+    "trivial,trivial-gang,gangsched,kube-scheduler,kube-scheduler-gang,coscheduling")
 DEFAULT_COSCHEDULING_BIN = Path.home() / ".cache/gangsched/scheduler-plugins/v0.34.7/kube-scheduler"
 
 

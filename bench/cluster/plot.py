@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 RATE_BIN_SECONDS = 5.0
-COLOURS = {"trivial": "tab:gray", "gangsched": "tab:orange", "kube-scheduler": "tab:blue",
-           "kube-scheduler-gang": "tab:green", "coscheduling": "tab:purple"}
+COLOURS = {"trivial": "tab:gray", "trivial-gang": "tab:brown", "gangsched": "tab:orange",
+           "kube-scheduler": "tab:blue", "kube-scheduler-gang": "tab:green",
+           "coscheduling": "tab:purple"}
 
 
 def _rate(points: list[list[float]]) -> tuple[list[float], list[float]]:

@@ -18,10 +18,15 @@ kube-controller-manager keep their certificates, the same in every run).
   Coscheduling in its own profile, QPS/burst 5000/5000.
 - `trivial`: `bench.cluster.binder`, binds each pod the moment it is seen, round-robin; the
   fastest any scheduler can go on this control plane with this creator (the pipeline ceiling).
+- `trivial-gang`: the same binder all or nothing per gang (`--gangs`: a gang's members are
+  bound when its last one is seen, if they all fit); the fastest an all-or-nothing scheduler
+  can go here. Its pods carry the PodGroup label and their gangs `crd` PodGroups, as
+  gangsched's do.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -186,19 +191,23 @@ def _coscheduling(cp: ControlPlane, work: Path, options: dict[str, Any]) -> Runn
     return Running([process.pid], lambda: _terminate(process), log_path)
 
 
-def _trivial(cp: ControlPlane, work: Path, options: dict[str, Any]) -> Running:
-    log_path = work / "trivial.log"
+def _trivial(cp: ControlPlane, work: Path, options: dict[str, Any], *,
+             name: str = "trivial") -> Running:
+    """`bench.cluster.binder` binding the pods of scheduler `name`: all or nothing per gang
+    for `trivial-gang`, pod by pod otherwise."""
+    log_path = work / f"{name}.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "bench.cluster.binder", "--testbed-json",
-             str(cp.dir / "testbed.json"), "--scheduler-name", "trivial",
+             str(cp.dir / "testbed.json"), "--scheduler-name", name,
              "--concurrency", str(options.get("bind_concurrency", 256)),
-             "--slots-per-node", str(options["slots_per_node"])],
+             "--slots-per-node", str(options["slots_per_node"]),
+             *(["--gangs"] if name == "trivial-gang" else [])],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=parent_death.preexec())
     time.sleep(1.0)  # its watch opens in well under a second; nothing exists yet anyway
     if process.poll() is not None:
-        raise RuntimeError(f"trivial binder exited {process.returncode}: see {log_path}")
+        raise RuntimeError(f"{name} binder exited {process.returncode}: see {log_path}")
     return Running([process.pid], lambda: _terminate(process), log_path)
 
 
@@ -246,6 +255,8 @@ def all_schedulers(work: Path) -> dict[str, Scheduler]:
     args = (f"--scheduler-arg=--config={kube_config}",)
     return {s.name: s for s in (
         Scheduler("trivial", "trivial", "none", False, launch=_trivial),
+        Scheduler("trivial-gang", "trivial-gang", "crd", True,
+                  launch=functools.partial(_trivial, name="trivial-gang")),
         Scheduler("gangsched", "gangsched", "crd", True, launch=_gangsched),
         Scheduler("kube-scheduler", "default-scheduler", "none", False, args, True,
                   _testbed_scheduler),
