@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+import msgspec
+
 from services.contracts import versions
 from services.contracts.events import (
     ClaimDeleted,
@@ -46,6 +48,7 @@ from services.planner.core.state import (
     attempted,
     capacity_freed,
     count_change,
+    next_moment,
 )
 
 OUTCOMES = (MemberBound, MemberBindFailed, GroupBound, GroupRolledBack)
@@ -75,6 +78,9 @@ def apply_event(state: PlannerState, event: Event) -> PlannerState:
                 _pod_observed(state, event)
         case PodDeleted():
             _bury(state, event.uid)
+            gone = state.pods.get(event.uid)
+            if gone is not None and gone.node_name is None:
+                _wake_group_of(state, gone)
             _pod_gone(state, event.uid)
         case NodeObserved():
             old = state.nodes.get(event.name)
@@ -206,6 +212,10 @@ def _pod_observed(state: PlannerState, pod: PodObserved) -> None:
     old = state.pods.get(pod.uid)
     was_counted = pod.uid in state.charges
     state.pods[pod.uid] = pod
+    if pod.node_name is None and (old is None or _changed(old, pod)):
+        _wake_group_of(state, pod)  # a member joined or changed: it may fit now
+        if old is not None and old.group_name != pod.group_name:
+            _wake_group_of(state, old)  # and the gang it left may fit without it
     reservation = state.reservations.get(pod.uid)
     if reservation is not None and (pod.node_name is not None or pods.is_terminal(pod)
                                     or pod.is_deleting or _group_key(pod) != reservation.group):
@@ -214,6 +224,28 @@ def _pod_observed(state: PlannerState, pod: PodObserved) -> None:
     if (was_counted and old is not None and old.labels != pod.labels
             and pod.uid in state.charges):  # a counted pod relabelled (`wakes`)
         count_change(state, pod, old.labels)
+
+
+def _changed(old: PodObserved, new: PodObserved) -> bool:
+    """Whether a pod observed again changed in anything but its resourceVersion and the time
+    it was observed (a status condition written, a relist, a label kept: no change)."""
+    return msgspec.structs.replace(new, at_ms=old.at_ms,
+                                   resource_version=old.resource_version) != old
+
+
+def _wake_group_of(state: PlannerState, pod: PodObserved) -> None:
+    """Let the gang of pending `pod`, added, changed or deleted, retry early if it was found
+    unschedulable (`GroupState.woken_at`, paced as after freed capacity:
+    `backoff.early_retry_at_ms`), as kube-scheduler requeues an unschedulable pod on an update
+    to itself and Coscheduling requeues a PodGroup's pods when a sibling is added or deleted.
+    Without it such a gang would wait for kube-scheduler's unschedulable flush
+    (`backoff.UNSCHEDULABLE_FLUSH_MS`): a member recreated without the nodeSelector that kept
+    it off every node, a toleration added, a member deleted so that the rest fit. A gang rolled
+    back is not woken: its members recreated by their controller must not end its backoff."""
+    key = pods.group_of(pod, pod.scheduler_name)
+    group = state.groups.get(key) if key is not None else None
+    if group is not None and group.may_retry_early:
+        group.woken_at = next_moment(state)
 
 
 def _group_key(pod: PodObserved) -> str:

@@ -50,6 +50,7 @@ from services.planner.core.state import (
     RejectionMemo,
     Reservation,
     attempted,
+    capacity_freed,
 )
 
 
@@ -74,6 +75,7 @@ class Round:
         self.pinned: IntArray | None = None
         """Other schedulers' use per node (`starvation.pinned_usage`), once per round."""
         self.held_before = state.starving_nodes
+        self.holder_before = state.starving_group
         state.starving_group, state.starving_nodes = None, []
         self.quiet_reason: str | None = None
         """Why the last quiet attempt failed (`_attempt(quiet=True)`), not recorded."""
@@ -106,8 +108,14 @@ class Round:
         highest priority gang first (then by key): room a victim frees on a node nominated
         for two gangs goes to the higher one, as kube-scheduler lets a pod count only the
         nominated pods of equal or higher priority."""
-        for key in nominations.lapse(self.state, self.derived):
+        ended = nominations.lapse(self.state, self.derived)
+        for key in ended:
             self.derived.dirty.add(key)
+            group = self.state.groups.get(key)
+            if group is not None:
+                group.failed_at_ms = None  # not placed in time: tried (and told) again at once
+        if ended:
+            capacity_freed(self.state)  # the room they held is anyone's now
         state, pending = self.state, self.derived.pending
 
         def order(key: str) -> tuple[int, str]:
@@ -199,16 +207,20 @@ class Round:
             return
         changed = _pending_changed(group, everyone)
         self.quiet_reason = None
-        holding = ((self._is_holder(key, group, need) and group.may_retry_early)
+        holding = ((self._is_holder(key, group, need) and group.may_retry_early
+                    and not group.failure_reason.endswith(reasons.NEVER_FITS))
                    or key in self.state.nominations)
         retrying = holding or self._may_retry_early(group)
         if retrying:
             # quiet retries: the gang holding capacity every round, so it does not miss the
-            # moment its nodes drain; an unschedulable group once capacity was freed since its
-            # last attempt (at most once per backoff, `backoff.early_retry_ms`: 1 s doubling
-            # to 10 s), as kube-scheduler requeues pods on cluster events. A failure here is
-            # neither counted nor told again. Only after "found unschedulable": a gang
-            # whose placement was rolled back (a bind refused,
+            # moment its nodes drain (not one its last attempt found would not fit even on
+            # emptied nodes: it holds nothing, and retried every round it was a tight loop,
+            # reference C.2; it retries early as any other); an unschedulable group once
+            # capacity was freed since its last attempt (at most once per backoff,
+            # `backoff.early_retry_ms`: 1 s doubling to 10 s), as kube-scheduler requeues
+            # pods on cluster events. A failure here is not counted, and told only if its
+            # reason changed (below). Only after "found unschedulable": a gang whose placement
+            # was rolled back (a bind refused,
             # a member gone) waits out its backoff before it is placed again, holder or not,
             # or a bind that always fails would be retried every round; it keeps holding. A
             # gang that preempted retries every round, to take its victims' room at once.
@@ -223,7 +235,12 @@ class Round:
             # recreated members must not end it)
             self._attempt(key, group, podgroup, pending, counts, min_member, note, quiet=True,
                           dry_run=True)
-        if changed and self.quiet_reason is not None:
+        if self.quiet_reason is not None and (changed or (
+                retrying and not group.failure_reason.startswith(self.quiet_reason))):
+            # what its pods are now, or a retry that failed otherwise than told (nodes came,
+            # its victims left), is told, not counted: with no timed retry to tell it, a
+            # stale reason would stand until the flush. A hold's note (its wait in seconds)
+            # is not compared, or a holder would be told anew every round.
             group.failure_reason = self.quiet_reason + self._maybe_hold(key, group, pending,
                                                                         need)
             self.reject(key, group, pending, group.failure_reason)
@@ -509,7 +526,8 @@ class Round:
                 trial: placement.Trial) -> None:
         """Turn a successful trial into a Placement and reservations (its capacity stays taken)."""
         trial.commit()
-        self.state.nominations.pop(key, None)
+        if self.state.nominations.pop(key, None) is not None:
+            capacity_freed(self.state)  # what it held beyond where it lands is anyone's now
         group.preempted_by = ""
         decision = self.next_id()
         timeout_seconds = ((podgroup.schedule_timeout_seconds if podgroup is not None else None)
@@ -669,7 +687,13 @@ class Round:
 
     def lift_hold(self) -> None:
         """Give the starving gang's and the nominations' held capacity back at the end of the
-        round."""
+        round. A hold that ended or moved since the last round counts as capacity freed: a
+        gang found unschedulable beside it may fit now, and nothing else would retry it before
+        kube-scheduler's unschedulable flush (`backoff.UNSCHEDULABLE_FLUSH_MS`)."""
+        state = self.state
+        if self.holder_before is not None and (state.starving_group, state.starving_nodes) != (
+                self.holder_before, self.held_before):
+            capacity_freed(state)
         if self.hold is not None:
             starvation.lift_hold(self.index, self.hold)
             self.hold = None

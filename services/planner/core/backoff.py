@@ -1,10 +1,15 @@
-"""Per-group backoff after a failed attempt: exponential, capped, timed only by events.
+"""Per-group backoff after a failed attempt, timed only by events.
 
 Layer: planner core (pure). A group fails when it is rolled back, when its placement expires
-unconfirmed, or when it is found unschedulable; it is then skipped until its retry time.
+unconfirmed, or when it is found unschedulable; it is then skipped until its retry time: its
+backoff (exponential, capped) after a rollback or expiry; after "found unschedulable", the
+first change that may let it fit (`early_retry_at_ms`, paced 1 s doubling to 10 s), else
+kube-scheduler's unschedulable-pool flush (`UNSCHEDULABLE_FLUSH_MS`, 5 minutes).
 """
 
 from __future__ import annotations
+
+import math
 
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import GroupState, PlannerState
@@ -36,8 +41,8 @@ def early_retry_ms(early_retries: int, config: PlannerConfig) -> int:
     queue while its backoff (initial * 2^(attempts-1), capped at 10 s) since its last attempt
     runs: a gang that never fits is tried at most every 10 s however often capacity frees
     (reference C.2: never retried in a tight loop), while the first retry after a long quiet
-    wait still comes 1 s after its last attempt. Its timed retries (its backoff proper, up to
-    `backoff_max_seconds`) do not count: kube-scheduler makes none. Units: milliseconds.
+    wait still comes 1 s after its last attempt. Its flush (`retry_at_ms`) does not count: it
+    is not an early retry. Units: milliseconds.
     """
     return min(backoff_ms(early_retries + 1, config), EARLY_RETRY_MAX_MS)
 
@@ -59,11 +64,52 @@ def early_retry_at_ms(group: GroupState, freed_at: int, config: PlannerConfig) -
     return last + early_retry_ms(group.early_retries, config)
 
 
+UNSCHEDULABLE_FLUSH_MS = 5 * 60 * 1000
+"""How long after it was found unschedulable a gang is tried again with nothing in the cluster
+changed that it may fit after (milliseconds): kube-scheduler's podMaxInUnschedulablePodsDuration
+(5 minutes), after which a pod left in the unschedulable pool is flushed back to the queue
+(`flushUnschedulablePodsLeftover`). Until then only the changes that may let it fit retry it
+(`early_retry_at_ms`), as only the events a failing plugin registered (with their queueing
+hints) move a kube-scheduler pod back; the flush is the safety net for any change neither
+models (a lower-priority pod bound that preemption could now evict, a PodDisruptionBudget
+relaxed)."""
+
+
 def retry_at_ms(group: GroupState, config: PlannerConfig) -> int | None:
-    """When the group may be tried again, or None if it has not failed."""
-    if group.failed_at_ms is None or group.failures <= 0:
+    """When the group may be tried again without any event, or None if it has not failed.
+
+    A group rolled back or whose placement expired waits out its backoff (`backoff_ms`), as a
+    kube-scheduler pod that failed with an error waits in the backoff queue. A group found
+    unschedulable (`GroupState.may_retry_early`) waits at least `UNSCHEDULABLE_FLUSH_MS` after
+    that attempt (`failed_at_ms`, which its failed early retries leave as it is, so the time
+    told with its Rejection does not move), or its backoff when that is longer, but no later
+    than when it starts starving (`starving_from_ms`); with the backoff off
+    (`backoff_initial_seconds` 0) it is tried every round, as configured. Units: UTC epoch
+    milliseconds of event time.
+    """
+    failed = group.failed_at_ms
+    if failed is None or group.failures <= 0:
         return None
-    return group.failed_at_ms + backoff_ms(group.failures, config)
+    wait = backoff_ms(group.failures, config)
+    if not group.may_retry_early or wait <= 0:
+        return failed + wait
+    retry = failed + max(wait, UNSCHEDULABLE_FLUSH_MS)
+    starving = starving_from_ms(group, config)
+    if starving is not None and failed < starving:
+        retry = min(retry, starving)  # from then on it may hold capacity: tried and told so
+    return retry
+
+
+def starving_from_ms(group: GroupState, config: PlannerConfig) -> int | None:
+    """When the group starts starving (`starvation.is_starving`: `starvation_seconds` after
+    it began waiting unplaced), or None while it is not waiting. A gang found unschedulable
+    before then is tried again at that moment, as it was on its timed backoff before core
+    revision 37: that attempt finds the capacity it may now hold and tells it. Units: UTC epoch
+    milliseconds of event time."""
+    since = group.pending_since_ms
+    if since is None:
+        return None
+    return since + math.ceil(config.starvation_seconds * 1000)
 
 
 def is_backed_off(group: GroupState, now_ms: int, config: PlannerConfig) -> bool:

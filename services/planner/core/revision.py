@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 36
+CORE_REVISION = 37
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -133,7 +133,14 @@ told again, as with idle binders, only when its pending members change, so one t
 told at once), and it sleeps until its backoff ends, as a round that skips it asleep tells
 nothing; they are told alone once its backoff ends with the binders still busy. A restart,
 which plans every group once more, made that lone Rejection where the planner that never
-stopped made none, and its catch-up diverged ("What a restart plans again")."""
+stopped made none, and its catch-up diverged ("What a restart plans again"). 37: a gang found
+unschedulable is no longer retried on its timed backoff (1 s doubling to `backoff_max_seconds`):
+only early, on a change it may fit after (capacity freed, a Node, volume object or PodGroup
+changed, a pod its affinity or spread may need; now also a pending member added, changed or
+deleted, a nomination that ended and a starving or partly bound gang's hold that ended or
+moved), or 5 minutes after it was found so, kube-scheduler's unschedulable-pool flush
+(`backoff.UNSCHEDULABLE_FLUSH_MS`); a rolled-back or expired gang keeps its backoff ("Retried
+on a change, flushed after 5 minutes")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

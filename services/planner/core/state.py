@@ -124,13 +124,15 @@ class GroupState(msgspec.Struct):
 
     Units: every `*_ms` UTC epoch milliseconds from events. `failures` counts consecutive
     unsuccessful attempts and `failed_at_ms` is the last one's time: with the config's backoff
-    they give the retry time, and `failed_at_ms` is the group's queue time. `failure_reason` is
+    (and, found unschedulable, kube-scheduler's 5-minute flush) they give the retry time
+    (`backoff.retry_at_ms`), and `failed_at_ms` is the group's queue time. `failure_reason` is
     what subscribers are told while the group is backed off. `pending_since_ms` is when the group
     started waiting unplaced (drives anti-starvation). A group found unschedulable (not one
     rolled back) `may_retry_early`: when capacity frees after its last attempt, or a counted
-    pod its pod affinity or topology spread may need changes (`woken_at`), it is tried again
-    before its backoff ends, quietly (see `attempt`); "after" is in event order
-    (`last_attempt_at`, a moment: `next_moment`), so one such change gives one early retry.
+    pod its pod affinity or topology spread may need changes, or one of its pending members
+    (`woken_at`), it is tried again before its retry time, quietly (see `attempt`); "after" is
+    in event order (`last_attempt_at`, a moment: `next_moment`), so one such change gives one
+    early retry.
     `has_run`: the gang reached quorum once and a member of that run is still bound or
     Succeeded (`quorum.has_run`).
     """
@@ -149,7 +151,8 @@ class GroupState(msgspec.Struct):
     woken_at: int = 0
     """The moment (`next_moment`) of the latest change to a counted pod that may let a pending
     member's required pod affinity or DoNotSchedule topology spread pass, as a round found
-    (`wakes`): like `PlannerState.capacity_freed_at`, but for this group only; 0 when never."""
+    (`wakes`), or to one of its own pending members (`apply._wake_group_of`): like
+    `PlannerState.capacity_freed_at`, but for this group only; 0 when never."""
     schedule_start_ms: int | None = None
     attempts: int = 0
     in_flight: list[str] = []

@@ -9,15 +9,21 @@ from __future__ import annotations
 
 from services.contracts.decisions import Placement
 from services.contracts.events import Event
+from services.planner.core.config import PlannerConfig
 from services.planner.rederive.replay import Replay
 from services.planner.rederive.rounds import LoggedEvent, RoundInput
 from services.planner.rederive.verify import Verifier
 from tests.unit.audit.recorded import PREFIX, Recorder, bind_all, observed_bound, seed_gang
 
+CONFIG = PlannerConfig(starvation_seconds=3600)
+
 
 def bound_rounds(outcomes_first: bool, split: int) -> Recorder:
-    """The seed gang placed, then its bind reported as two rounds cut after `split` events."""
-    rec = Recorder()
+    """The seed gang placed, then its bind reported as two rounds cut after `split` events.
+    Its three extra members do not fit; their retry is the unschedulable flush, 5 minutes
+    after each failure (starvation an hour away does not come first), so the attempt after
+    GroupBound (which starts the backoff over) tells a new retry time: news in one round."""
+    rec = Recorder(CONFIG)
     (nginx,) = [d for d in rec.round(*seed_gang()) if isinstance(d, Placement)]
     # an old log's outcomes (a MemberBound per member), so that a split can fall among them
     outcomes = bind_all(nginx, 1_700_000_000_100, member_outcomes=True)
@@ -43,7 +49,7 @@ def as_nats_holds_it(rounds: list[RoundInput]) -> list[RoundInput]:
 
 
 def verified(rounds: list[RoundInput]) -> Verifier:
-    replay, verifier = Replay(Recorder().config), Verifier(PREFIX)
+    replay, verifier = Replay(CONFIG), Verifier(PREFIX)
     for rnd in rounds:
         if verifier.check(replay.play(rnd)) is not None:
             break

@@ -49,7 +49,7 @@ CASES = [
      "database at head revision"),
     (("schema", "--out", "{tmp}/schema"), exit_codes.OK, "schema"),
     (("replay", "--verify", "--db", "{log}"), exit_codes.OK,
-     "verified 15 decisions at 6 plan points"),
+     "verified 13 decisions at 6 plan points"),
     (("explain", "pod", "default/nginx-0", "--db", "{log}"), exit_codes.OK,
      "verdict: Bound to kwok-node-0"),
     # 1: the command could not do its work

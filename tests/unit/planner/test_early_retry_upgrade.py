@@ -25,18 +25,17 @@ def _node(name, cpu_milli=4000):
 
 def _backed_off_plain_gang():
     """Gang g (2 x 3 cpu) on n0, n1 (4 cpu each); `web` (2 cpu) on n0 keeps one member out.
-    Planned at every timed retry until T: failed 6 times, next timed retry at T + 32 s."""
+    The gang arrives at T and is found unschedulable then (no timed retry before the flush)."""
     web = (make_pod("web").scheduler("default-scheduler").requests(cpu_milli=2000)
            .labelled(app="web").on_node("n0"))
     gang = [make_podgroup("g", 2)] + [
         make_pod(f"g-{i}").requests(cpu_milli=3000).in_group("g") for i in range(2)]
-    cluster = Cluster().observe(_node("n0"), _node("n1"), web, *gang)
+    cluster = Cluster().observe(_node("n0"), _node("n1"), web)
+    cluster.advance(T / 1000)
+    cluster.observe(*gang)
     assert [d for d in cluster.plan() if isinstance(d, Placement)] == []
-    for wait in (1, 2, 4, 8, 16):
-        cluster.advance(wait)
-        assert [d for d in cluster.plan() if isinstance(d, Placement)] == []
     group = cluster.state.groups["default/g"]
-    assert (group.may_retry_early, group.last_attempt_ms, group.failures) == (True, T, 6)
+    assert (group.may_retry_early, group.last_attempt_ms, group.failures) == (True, T, 1)
     return cluster
 
 
@@ -77,7 +76,7 @@ def test_capacity_freed_before_a_revision_32_snapshot_still_earns_the_early_retr
     """Revision 32 (and 30) give g an early retry at T + 1 s: capacity freed (T + 0.5 s) at or
     after its last attempt (T), `capacity_freed_ms >= last_attempt_ms`. Restored from such a
     snapshot (no moments), the retry it was owed is carried over: placed at T + 1 s as without
-    the restore, not at its timed retry (T + 32 s)."""
+    the restore, not at the flush (T + 5 min)."""
     live_next, restored_next, placed = _placed_at_after_restore(32)
     assert live_next == T + 1_000
     assert restored_next == T + 1_000
@@ -102,13 +101,12 @@ def _backed_off_spread_gang():
     web = make_pod("web0").scheduler("default-scheduler").labelled(app="web").on_node("nb")
     gang = [make_podgroup("g", 1), make_pod("g-0").requests(cpu_milli=500).in_group("g")
             .labelled(app="web").spread(ZONE, max_skew=1)]
-    cluster = Cluster().observe(na, nb, web, *gang)
+    cluster = Cluster().observe(na, nb, web)
+    cluster.advance(T / 1000)
+    cluster.observe(*gang)
     assert [d for d in cluster.plan() if isinstance(d, Placement)] == []
-    for wait in (1, 2, 4, 8, 16):
-        cluster.advance(wait)
-        assert [d for d in cluster.plan() if isinstance(d, Placement)] == []
     group = cluster.state.groups["default/g"]
-    assert (group.may_retry_early, group.last_attempt_ms, group.failures) == (True, T, 6)
+    assert (group.may_retry_early, group.last_attempt_ms, group.failures) == (True, T, 1)
     return cluster
 
 
@@ -116,8 +114,8 @@ def test_a_node_deleted_wakes_a_gang_whose_spread_it_may_let_pass():
     """Deleting na (zone a) leaves zone b alone: the global minimum is 1, skew in b 2 - 1 = 1,
     g fits on nb. kube-scheduler's PodTopologySpread registers Node Delete with a queueing
     hint (`isSchedulableAfterNodeChange`: a deleted node carrying the constraints' topology
-    keys queues the pod), so g is retried early (1 s after its last attempt), not at its timed
-    retry (T + 32 s)."""
+    keys queues the pod), so g is retried early (1 s after its last attempt), not at the
+    flush (T + 5 min)."""
     cluster = _backed_off_spread_gang()
     cluster.advance(0.5)
     cluster.apply(NodeDeleted(at_ms=cluster.now_ms, name="na", uid="uid-node-na"))

@@ -3,6 +3,7 @@ over, the anti-starvation fallback; each against what it must tell and against r
 from __future__ import annotations
 
 from services.contracts.decisions import Decision, Placement, Rejection
+from services.planner.core import backoff
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import decode_state, encode_state
 from tests.unit.planner.builders import (
@@ -141,12 +142,14 @@ def test_a_left_out_member_is_told_behind_busy_binders():
 def backed_off_behind_busy_binders(restart: bool) -> Cluster:
     """Gang a (minMember 1): a-0 never fits, a-1 unsupported (left out); rejected and backed
     off, then asleep; a singleton placed and never bound keeps the binders busy (limit 1).
-    `restart`: the state is restored from its snapshot (indexes rebuilt) before the last round."""
-    cluster = Cluster(PlannerConfig(max_placements_in_flight=1)).observe(
+    `restart`: the state is restored from its snapshot (indexes rebuilt) before the last round.
+    The singleton's placement lasts an hour, so the binders are still busy at a's flush."""
+    cluster = Cluster(PlannerConfig(max_placements_in_flight=1,
+                                    default_timeout_seconds=3600)).observe(
         make_node("n1").capacity(cpu_milli=1000), make_podgroup("a", 1),
         make_pod("a-0").requests(cpu_milli=2000).in_group("a"),
         make_pod("a-1").requests(cpu_milli=100).in_group("a").unsupported("spec.foo"))
-    cluster.plan()  # a-0 does not fit: rejected (a-1 named in a note), backed off 1 s
+    cluster.plan()  # a-0 does not fit: rejected (a-1 named in a note), backed off
     cluster.plan()  # backed off: asleep until its backoff ends
     cluster.observe(make_pod("s").requests(cpu_milli=100))
     cluster.plan()  # s placed, not bound: the binders are busy
@@ -165,7 +168,9 @@ def test_a_restart_tells_a_backed_off_gang_behind_busy_binders_nothing_new():
     assert recorded(restarted) == recorded(live)
     assert [[p.name for p in r.pods] for r in live.rejections("default/a")] == [["a-0", "a-1"]]
     for cluster in (live, restarted):
-        cluster.advance(1)  # its backoff ends, the binders still busy: a-1 is told alone now
+        # its backoff ends (found unschedulable: the flush), the binders still busy: a-1 is
+        # told alone now
+        cluster.advance(backoff.UNSCHEDULABLE_FLUSH_MS / 1000)
         cluster.plan()
         assert [p.name for p in cluster.rejections("default/a")[-1].pods] == ["a-1"]
     assert recorded(restarted) == recorded(live)

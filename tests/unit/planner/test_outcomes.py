@@ -92,32 +92,46 @@ def test_backoff_is_exponential_and_capped():
     assert not backoff.is_backed_off(group, 9000, config)
 
 
-def test_unschedulable_group_is_retried_with_growing_backoff():
+def test_an_unschedulable_group_is_retried_on_no_timer_before_the_flush():
+    """Core revision 37: with nothing in the cluster changed, a group found unschedulable is
+    tried again only after kube-scheduler's unschedulable flush (5 minutes), not on a backoff
+    of 1 s doubling (which tried it at 1, 3, 7, 15, 31 and 63 s)."""
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=1000),
                                 make_pod("big").requests(cpu_milli=2000))
-    retries = []
-    for _ in range(40):
+    retries, attempts = [], []
+    for second in range(660):
         for decision in cluster.plan():
             retries.append(decision.retry_at_ms)
+        if cluster.state.groups["default/pod:big"].last_attempt_ms == second * 1000:
+            attempts.append(second)
         cluster.advance(1)
-    assert retries == [1000, 3000, 7000, 15000, 31000, 63000]
+    assert (attempts, retries) == ([0, 300, 600], [300_000, 600_000, 900_000])
+
+
+def test_a_rolled_back_group_keeps_its_growing_backoff():
+    group = GroupState(failures=3, failed_at_ms=5000, may_retry_early=False)
+    assert backoff.retry_at_ms(group, PlannerConfig()) == 9000
+    found = GroupState(failures=3, failed_at_ms=5000, may_retry_early=True)
+    assert backoff.retry_at_ms(found, PlannerConfig()) == 5000 + backoff.UNSCHEDULABLE_FLUSH_MS
+    no_backoff = PlannerConfig(backoff_initial_seconds=0, backoff_max_seconds=0)
+    assert backoff.retry_at_ms(found, no_backoff) == 5000  # as configured: every round
 
 
 def test_next_wakeup_is_the_earliest_retry():
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=1000),
                                 make_pod("big").requests(cpu_milli=2000))
     cluster.plan()
-    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == 1000
+    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == 300_000
 
 
 def test_an_unschedulable_group_is_retried_early_once_capacity_frees():
     blocker = make_pod("blocker").scheduler("default-scheduler").requests(cpu_milli=3000)
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000),
                                 blocker.on_node("n0"), make_pod("p").requests(cpu_milli=2000))
-    for _ in range(5):  # fail at 0, 1, 3 s: backed off until 7 s
+    for _ in range(5):  # fail at 0 s: not tried again before the flush
         cluster.plan()
         cluster.advance(1)
-    assert cluster.state.groups["default/pod:p"].failures == 3
+    assert cluster.state.groups["default/pod:p"].failures == 1
     cluster.set_phase("blocker", "Succeeded")  # at 5 s
     decisions = cluster.plan()
     assert [type(d).__name__ for d in decisions] == ["Placement"]
@@ -125,8 +139,8 @@ def test_an_unschedulable_group_is_retried_early_once_capacity_frees():
 
 def test_a_group_that_never_fits_is_retried_early_at_most_once_per_capped_backoff():
     """Reference C.2: capacity freeing every second does not make a gang that can never fit
-    be searched every second; its failed early retries back off (1, 2, 4, 8 s, then 10 s),
-    beside the attempts its backoff proper allows."""
+    be searched every second; its failed early retries back off (1, 2, 4, 8 s, then 10 s), as
+    kube-scheduler's backoff queue paces a pod that events keep moving."""
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000),
                                 make_pod("p").requests(cpu_milli=6000))
     attempts = []
@@ -141,15 +155,14 @@ def test_a_group_that_never_fits_is_retried_early_at_most_once_per_capped_backof
         if group.last_attempt_ms != last:
             attempts.append(cluster.now_ms // 1000)
         cluster.advance(1)
-    # its timed retries (backoff 1, 2, 4, 8, 16 s: at 0, 1, 3, 7, 15, 31 s) and, between them,
-    # early retries 1, 2, 4, 8 s and then 10 s after each attempt: 12 in a minute, not 60
-    assert attempts == [0, 1, 2, 3, 5, 7, 11, 15, 23, 31, 41, 51]
+    # early retries 1, 2, 4, 8 s and then 10 s after each attempt: 9 in a minute, not 60
+    assert attempts == [0, 1, 3, 7, 15, 25, 35, 45, 55]
 
 
 def test_an_early_retry_that_still_fails_is_not_told_again():
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000),
                                 make_pod("p").requests(cpu_milli=6000))
-    for _ in range(4):  # fail at 0, 1, 3 s: backed off until 7 s
+    for _ in range(4):  # fail at 0 s
         cluster.plan()
         cluster.advance(1)
     cluster.observe(make_pod("tiny").scheduler("other").requests(cpu_milli=10).on_node("n0"))
@@ -157,7 +170,8 @@ def test_an_early_retry_that_still_fails_is_not_told_again():
     told = len(cluster.rejections("default/pod:p"))
     assert cluster.plan() == []
     assert len(cluster.rejections("default/pod:p")) == told
-    assert cluster.state.groups["default/pod:p"].failures == 3
+    group = cluster.state.groups["default/pod:p"]
+    assert (group.failures, group.last_attempt_ms) == (1, 4000)  # tried early, not counted
 
 
 def test_step_applies_every_event_then_plans_once():
@@ -172,11 +186,11 @@ def test_a_gang_whose_min_member_is_lowered_is_retried_without_waiting_out_its_b
     cluster = Cluster().observe(
         make_node("n0").capacity(cpu_milli=4000), make_podgroup("g", 3),
         *[make_pod(f"g-{i}").requests(cpu_milli=2000).in_group("g") for i in range(3)])
-    for _ in range(20):  # 2 of 3 fit: failing at 0, 1, 3, 7, 15 s: backed off until 31 s
+    for _ in range(20):  # 2 of 3 fit: failing at 0 s, not tried again before the flush
         cluster.plan()
         cluster.advance(1)
     group = cluster.state.groups["default/g"]
-    assert group.failures == 5 and backoff.retry_at_ms(group, cluster.config) == 31_000
+    assert group.failures == 1 and backoff.retry_at_ms(group, cluster.config) == 300_000
     cluster.observe(make_podgroup("g", 2))  # at 20 s: two members make the gang now
     placed = [d for d in cluster.plan() if isinstance(d, Placement)]
     assert [sorted(m.name for m in p.members) for p in placed] == [["g-0", "g-1"]]
@@ -191,4 +205,5 @@ def test_a_gang_whose_min_member_is_raised_keeps_its_backoff():
         cluster.advance(1)
     cluster.observe(make_podgroup("g", 4))
     assert not [d for d in cluster.plan() if isinstance(d, Placement)]
-    assert cluster.state.groups["default/g"].failures == 5
+    group = cluster.state.groups["default/g"]
+    assert (group.failures, group.last_attempt_ms) == (1, 0)  # not tried again

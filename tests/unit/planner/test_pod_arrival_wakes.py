@@ -21,8 +21,10 @@ from tests.unit.planner.test_properties import replay_through_snapshots
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 T = 31_000
-"""When `backed_off` leaves a gang: its sixth failed attempt (at 0, 1, 3, 7, 15 and 31 s), its
-next timed retry 32 s later (63 s): only an early retry places it sooner."""
+"""When `backed_off` leaves a gang: found unschedulable at 31 s and never tried again on a timer
+before kube-scheduler's unschedulable flush, 5 minutes later (core revision 37): only an early
+retry places it sooner."""
+FLUSH = T + backoff.UNSCHEDULABLE_FLUSH_MS
 
 
 def node(name, zone="a", cpu_milli=4000):
@@ -54,16 +56,15 @@ def check_replay(cluster):
 
 
 def backed_off(*items, nodes=None):
-    """A cluster of `nodes` (default: n0 and n1 in zone a, 4 cpu each) and `items`, planned at
-    every timed retry of gang g until `T`, when it last failed."""
-    cluster = Cluster().observe(*(nodes or (node("n0"), node("n1"))), *items)
+    """A cluster of `nodes` (default: n0 and n1 in zone a, 4 cpu each) and `items`, which
+    arrive at `T`: gang g is found unschedulable then, its retry the flush."""
+    cluster = Cluster().observe(*(nodes or (node("n0"), node("n1"))))
+    cluster.advance(T / 1000)
+    cluster.observe(*items)
     assert placements(cluster.plan()) == []
-    for wait in (1, 2, 4, 8, 16):
-        cluster.advance(wait)
-        assert placements(cluster.plan()) == []
     group = cluster.state.groups["default/g"]
-    assert (group.may_retry_early, group.last_attempt_ms, group.failures) == (True, T, 6)
-    assert backoff.retry_at_ms(group, cluster.config) == T + 32_000
+    assert (group.may_retry_early, group.last_attempt_ms, group.failures) == (True, T, 1)
+    assert backoff.retry_at_ms(group, cluster.config) == FLUSH
     return cluster
 
 
@@ -100,7 +101,7 @@ def test_a_pod_matching_no_term_does_not_wake_the_gang():
     cluster.observe(db(app="web"), db("cache", node_name="n0", app="cache"))
     assert cluster.plan() == []
     assert msgspec.json.encode(group) == before  # not woken, not attempted again
-    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == T + 32_000
+    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == FLUSH
     assert cluster.state.counted_changes == []
     check_replay(cluster)
 
@@ -248,7 +249,7 @@ def test_one_wake_gives_one_early_retry():
     cluster.observe(db())  # matches the term, but its host is full: the retry fails
     cluster.plan()
     assert (group.last_attempt_ms, group.early_retries) == (T + 5_000, 1)
-    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == T + 32_000
+    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == FLUSH
     cluster.advance(2)
     assert cluster.plan() == []
     assert (group.last_attempt_ms, group.early_retries) == (T + 5_000, 1)
@@ -266,7 +267,7 @@ def test_capacity_freed_after_an_attempt_in_its_millisecond_still_counts():
     cluster.advance(1)
     assert cluster.plan() == []
     assert (group.last_attempt_ms, group.early_retries) == (T + 1_000, 1)
-    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == T + 32_000
+    assert backoff.next_wakeup_ms(cluster.state, cluster.config) == FLUSH
     check_replay(cluster)
 
 

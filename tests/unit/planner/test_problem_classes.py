@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from services.contracts.decisions import Placement, Rejection
+from services.planner.core import backoff
 from services.planner.core.config import PlannerConfig
 from tests.unit.planner.builders import GIB, make_node, make_pod, make_podgroup, pod_uid
 from tests.unit.planner.harness import Cluster
@@ -33,7 +34,7 @@ def test_c2_gang_that_fits_only_in_aggregate_backs_off_and_others_proceed():
     cluster.run()
     assert cluster.bound() == ["small"]
     rejection = cluster.rejections("default/big")[-1]
-    assert rejection.retry_at_ms == 1000
+    assert rejection.retry_at_ms == backoff.UNSCHEDULABLE_FLUSH_MS  # no timed retry before
     assert "0 of 2 members fit; 0/4 nodes are available: 4 Insufficient cpu." in rejection.reason
     cluster.advance(0.5)
     assert cluster.plan() == []  # still backed off: no attempt, no repeated Rejection

@@ -10,7 +10,7 @@ never ran, or whose members were all deleted and recreated, still waits for quor
 from __future__ import annotations
 
 from services.contracts.decisions import Placement
-from services.planner.core import quorum, status
+from services.planner.core import backoff, quorum, status
 from services.planner.core.quorum import Counts
 from services.planner.core.state import GroupState, decode_state, encode_state
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup, pod_uid
@@ -168,7 +168,8 @@ def test_a_replacement_that_does_not_fit_waits_and_leaves_the_running_members_al
         "node(s) so this gang completes before any other is placed")
     rejection = cluster.rejections("default/g")[-1]
     assert [pod.name for pod in rejection.pods] == ["g-2b"]
-    assert rejection.retry_at_ms == cluster.now_ms + 1000  # backed off as any failed attempt
+    # found unschedulable: retried when something changes (the room frees), or at the flush
+    assert rejection.retry_at_ms == cluster.now_ms + backoff.UNSCHEDULABLE_FLUSH_MS
     assert (cluster.node_of("g-1"), cluster.pod("g-1").phase) == ("n1", "Running")
     assert latest(cluster) == ("Scheduling", (1, 1, 0))
 
