@@ -517,9 +517,12 @@ placement_options = stack(
             default=60,
             help="scheduleTimeoutSeconds for PodGroups that set none, in seconds."),
     _option("--backoff-initial-seconds", type=seconds_or_zero("no backoff"), default=1.0,
-            help="First backoff of an unschedulable or rolled-back group, in seconds."),
+            help="First backoff of a rolled-back group, and first wait between the early "
+                 "retries of an unschedulable one (0: every group tried every round), in "
+                 "seconds."),
     _option("--backoff-max-seconds", type=seconds_or_zero("no backoff"), default=60.0,
-            help="Backoff cap, in seconds."),
+            help="Backoff cap of a rolled-back group, in seconds (early retries of an "
+                 "unschedulable group wait at most 10 s, or this if less)."),
     _option("--starvation-seconds", type=seconds_or_zero("at once"), default=300.0,
             help="Wait after which a gang reserves the capacity it needs, in seconds."),
     _option("--scoring", type=click.Choice(["least-allocated", "most-allocated"]),
