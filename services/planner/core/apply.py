@@ -226,26 +226,40 @@ def _pod_observed(state: PlannerState, pod: PodObserved) -> None:
         count_change(state, pod, old.labels)
 
 
-def _changed(old: PodObserved, new: PodObserved) -> bool:
-    """Whether a pod observed again changed in anything but its resourceVersion and the time
-    it was observed (a status condition written, a relist, a label kept: no change)."""
+Observed = TypeVar("Observed", PodObserved, PodGroupObserved)
+
+
+def _changed(old: Observed, new: Observed) -> bool:
+    """Whether a pod or PodGroup observed again changed in anything but its resourceVersion
+    and the time it was observed (a status written, a relist: no change)."""
     return msgspec.structs.replace(new, at_ms=old.at_ms,
                                    resource_version=old.resource_version) != old
 
 
 def _wake_group_of(state: PlannerState, pod: PodObserved) -> None:
-    """Let the gang of pending `pod`, added, changed or deleted, retry early if it was found
-    unschedulable (`GroupState.woken_at`, paced as after freed capacity:
-    `backoff.early_retry_at_ms`), as kube-scheduler requeues an unschedulable pod on an update
-    to itself and Coscheduling requeues a PodGroup's pods when a sibling is added or deleted.
-    Without it such a gang would wait for kube-scheduler's unschedulable flush
-    (`backoff.UNSCHEDULABLE_FLUSH_MS`): a member recreated without the nodeSelector that kept
-    it off every node, a toleration added, a member deleted so that the rest fit. A gang rolled
-    back is not woken: its members recreated by their controller must not end its backoff."""
+    """`_wake` the gang of pending `pod`, added, changed or deleted: kube-scheduler requeues an
+    unschedulable pod on an update to itself, and Coscheduling requeues a PodGroup's pods when
+    a sibling is added or deleted. Without it such a gang would wait for kube-scheduler's
+    unschedulable flush (`backoff.UNSCHEDULABLE_FLUSH_MS`): a member recreated without the
+    nodeSelector that kept it off every node, a toleration added, a member deleted so that the
+    rest fit."""
     key = pods.group_of(pod, pod.scheduler_name)
-    group = state.groups.get(key) if key is not None else None
+    if key is not None:
+        _wake(state, key)
+
+
+def _wake(state: PlannerState, key: str) -> None:
+    """Let gang `key`, whose pending members or PodGroup changed, retry early if it was found
+    unschedulable (`GroupState.woken_at`, paced as after freed capacity:
+    `backoff.early_retry_at_ms`). A gang rolled back is not woken: its members recreated by
+    their controller must not end its backoff. When it is the gang holding capacity against
+    starvation (`PlannerState.starving_group`), what it holds may shrink on the same nodes, so
+    that counts as capacity freed for everyone else."""
+    group = state.groups.get(key)
     if group is not None and group.may_retry_early:
         group.woken_at = next_moment(state)
+    if key == state.starving_group:
+        capacity_freed(state)
 
 
 def _group_key(pod: PodObserved) -> str:
@@ -267,6 +281,8 @@ def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved 
         state.podgroups[key] = podgroup
         if old is not None and _may_let_through(old, podgroup):
             capacity_freed(state)
+        if old is None or _changed(old, podgroup):
+            _wake(state, key)  # created anew or its spec changed: its gang may fit now
     _touch(state, key)
 
 

@@ -208,14 +208,14 @@ class Round:
         changed = _pending_changed(group, everyone)
         self.quiet_reason = None
         holding = ((self._is_holder(key, group, need) and group.may_retry_early
-                    and not group.failure_reason.endswith(reasons.NEVER_FITS))
+                    and self.holder_before == key)
                    or key in self.state.nominations)
         retrying = holding or self._may_retry_early(group)
         if retrying:
-            # quiet retries: the gang holding capacity every round, so it does not miss the
-            # moment its nodes drain (not one its last attempt found would not fit even on
-            # emptied nodes: it holds nothing, and retried every round it was a tight loop,
-            # reference C.2; it retries early as any other); an unschedulable group once
+            # quiet retries: the gang that held capacity last round, every round, so it does
+            # not miss the moment its nodes drain (not a starving gang that held nothing, one
+            # that would not fit even on emptied nodes: retried every round it was a tight
+            # loop, reference C.2; it retries early as any other); an unschedulable group once
             # capacity was freed since its last attempt (at most once per backoff,
             # `backoff.early_retry_ms`: 1 s doubling to 10 s), as kube-scheduler requeues
             # pods on cluster events. A failure here is not counted, and told only if its
@@ -235,14 +235,15 @@ class Round:
             # recreated members must not end it)
             self._attempt(key, group, podgroup, pending, counts, min_member, note, quiet=True,
                           dry_run=True)
-        if self.quiet_reason is not None and (changed or (
-                retrying and not group.failure_reason.startswith(self.quiet_reason))):
+        if self.quiet_reason is not None and (changed or retrying):
             # what its pods are now, or a retry that failed otherwise than told (nodes came,
-            # its victims left), is told, not counted: with no timed retry to tell it, a
-            # stale reason would stand until the flush. A hold's note (its wait in seconds)
-            # is not compared, or a holder would be told anew every round.
-            group.failure_reason = self.quiet_reason + self._maybe_hold(key, group, pending,
-                                                                        need)
+            # its hold began or ended, its victims left), is told, not counted: with no timed
+            # retry to tell it, a stale reason would stand until the flush. Told only when
+            # it differs in more than its counts that tick on (`reasons.gist`), or a holder
+            # or a nominated gang would be told anew every round or every victim gone.
+            reason = self.quiet_reason + self._maybe_hold(key, group, pending, need)
+            if changed or reasons.gist(reason) != reasons.gist(group.failure_reason):
+                group.failure_reason = reason
             self.reject(key, group, pending, group.failure_reason)
             return
         self.reject(key, group, pending, group.failure_reason)

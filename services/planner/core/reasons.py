@@ -8,6 +8,7 @@ prefixed with the gang and how many of its members fit. Never builds text anywhe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from services.contracts import ids
@@ -185,6 +186,25 @@ def rolled_back(group: str, decision: str, reason: str) -> str:
 def placement_expired(group: str, decision: str, grace_seconds: float) -> str:
     """A placement the binder never confirmed nor rolled back: released by the planner."""
     return PLACEMENT_EXPIRED.format(group=group, decision=decision, grace_seconds=grace_seconds)
+
+
+_TICKING = (
+    (re.compile(r"; waited [^,;]*s, reserving "), "; reserving "),
+    (re.compile(r"; waiting for \d+ preempted pod\(s\) to leave "),
+     "; waiting for preempted pod(s) to leave "),
+)
+"""The parts of a reason that change as time passes or victims leave while nothing else
+does (`STARVING_HOLD`'s wait, `NOMINATED`'s count), and what `gist` puts in their place."""
+
+
+def gist(reason: str) -> str:
+    """`reason` without the counts that tick on while a gang waits the same way (how long a
+    starving gang has waited, how many preempted pods are still leaving): two reasons with
+    the same gist tell a user nothing new. Used to decide whether a failed early retry is told
+    again (`attempt`)."""
+    for pattern, replacement in _TICKING:
+        reason = pattern.sub(replacement, reason)
+    return reason
 
 
 def starving_hold(waited_seconds: float, nodes: int) -> str:

@@ -137,10 +137,16 @@ stopped made none, and its catch-up diverged ("What a restart plans again"). 37:
 unschedulable is no longer retried on its timed backoff (1 s doubling to `backoff_max_seconds`):
 only early, on a change it may fit after (capacity freed, a Node, volume object or PodGroup
 changed, a pod its affinity or spread may need; now also a pending member added, changed or
-deleted, a nomination that ended and a starving or partly bound gang's hold that ended or
-moved), or 5 minutes after it was found so, kube-scheduler's unschedulable-pool flush
-(`backoff.UNSCHEDULABLE_FLUSH_MS`); a rolled-back or expired gang keeps its backoff ("Retried
-on a change, flushed after 5 minutes")."""
+deleted, its PodGroup created or changed in any way, a nomination that ended, and a starving
+or partly bound gang's hold that ended or moved or whose gang's pending members or PodGroup
+changed), when it starts starving, or 5 minutes after it was found so (or its backoff, if
+longer), kube-scheduler's unschedulable-pool flush (`backoff.UNSCHEDULABLE_FLUSH_MS`); a
+rolled-back or expired gang keeps its backoff. A gang whose nomination lapsed is tried again
+at once. A failed early retry whose reason differs from the one told (`reasons.gist`: not only
+in a starving gang's wait or the count of victims leaving) is told. Only the gang that held
+capacity in the last round is retried every round as the holder (a starving gang that would
+not fit even on emptied nodes was, every round) ("Retried on a change, flushed after 5
+minutes")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from services.contracts.decisions import Placement, Rejection
+from services.contracts.events import PodGroupDeleted
 from services.planner.core import backoff
 from services.planner.core.config import PlannerConfig
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
@@ -137,10 +138,32 @@ def test_a_starving_hold_that_ends_lets_the_gangs_behind_it_retry():
     assert "capacity reserved for waiting gang default/big" in cluster.last_reason(
         "default/pod:small")
     cluster.advance(8)
-    cluster.delete_pod("big-0")
-    cluster.delete_pod("big-1")
+    cluster.apply(PodGroupDeleted(at_ms=cluster.now_ms, uid="uid-pg-default-big",
+                                  namespace="default", name="big"))  # it holds nothing now
     assert placed(cluster.plan()) == []  # the hold ends with this round
     cluster.advance(1)
+    assert placed(cluster.plan()) == [("default/pod:small", ["small"])]
+    check_replay(cluster)
+
+
+def test_a_pending_member_of_the_starving_gang_deleted_frees_the_room_it_held():
+    """Its hold may shrink on the same nodes (`apply._wake`): capacity freed at once."""
+    config = PlannerConfig(starvation_seconds=10, preemption=False)
+    cluster = Cluster(config).observe(
+        *[make_node(f"n{i}").capacity(cpu_milli=2000) for i in range(2)],
+        *[make_pod(f"r{i}").requests(cpu_milli=1500).on_node(f"n{i}") for i in range(2)],
+        make_podgroup("big", 2),
+        *[make_pod(f"big-{i}").requests(cpu_milli=2000).in_group("big").priority(10)
+          for i in range(2)])
+    cluster.plan()
+    cluster.advance(10)
+    cluster.plan()
+    cluster.advance(2)
+    cluster.observe(make_pod("small").requests(cpu_milli=400))
+    assert placed(cluster.plan()) == []
+    cluster.advance(8)
+    cluster.delete_pod("big-0")
+    cluster.delete_pod("big-1")
     assert placed(cluster.plan()) == [("default/pod:small", ["small"])]
     check_replay(cluster)
 
