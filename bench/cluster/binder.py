@@ -67,9 +67,13 @@ class GangGate:
         self.sizes: dict[str, int] = {}
         self.waiting: dict[str, list[str]] = {}
         self.decided: set[str] = set()
+        self.seen: set[str] = set()
 
     def pod(self, name: str, gang: str | None) -> Take:
-        """A pod seen: what to bind now."""
+        """A pod seen: what to bind now (nothing for one seen before: a LIST again)."""
+        if name in self.seen:
+            return []
+        self.seen.add(name)
         if not self.gangs or gang is None or gang in self.decided:
             return self._take([name])
         self.waiting.setdefault(gang, []).append(name)
@@ -132,6 +136,19 @@ async def serve(endpoint: Endpoint, scheduler_name: str, concurrency: int,
 
 async def _feed(api: Api, path: str, on_added: Callable[[dict[str, Any]], None],
                 **selectors: str) -> None:
+    """`_follow` the collection `path`, from a new LIST whenever it fails (an API server not
+    serving the PodGroup CRD yet in the first second, a watch refused): `on_added` may see an
+    object again (`GangGate.pod` ignores it)."""
+    while True:
+        try:
+            await _follow(api, path, on_added, **selectors)
+        except Exception as error:  # the benchmark's binder must not stop on one failure
+            print(f"{path}: {error!r}; listing again", file=sys.stderr, flush=True)
+            await asyncio.sleep(0.2)
+
+
+async def _follow(api: Api, path: str, on_added: Callable[[dict[str, Any]], None],
+                  **selectors: str) -> None:
     """Call `on_added` with every object of the collection `path`: a LIST, then a watch,
     re-opened from the last resourceVersion whenever the API server ends it (it closes the
     watches of slow readers)."""

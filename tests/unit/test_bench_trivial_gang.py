@@ -48,3 +48,12 @@ def test_without_gangs_every_pod_is_bound_alone_until_the_slots_run_out() -> Non
     assert gate.pod("g1-0", "g1") == [("g1-0", 0)]
     assert gate.pod("x", None) == [("x", 1)]
     assert gate.pod("g1-1", "g1") == []
+
+
+def test_a_pod_listed_again_is_not_counted_twice():
+    gate = GangGate(slots=10, gangs=True)
+    gate.gang("g1", 2)
+    assert gate.pod("g1-0", "g1") == []
+    assert gate.pod("g1-0", "g1") == []  # the LIST after a failed watch shows it again
+    assert gate.pod("g1-1", "g1") == [("g1-0", 0), ("g1-1", 1)]
+    assert gate.pod("g1-1", "g1") == []
