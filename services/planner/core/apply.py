@@ -281,8 +281,11 @@ def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved 
         state.podgroups[key] = podgroup
         if old is not None and _may_let_through(old, podgroup):
             capacity_freed(state)
-        if old is None or _changed(old, podgroup):
-            _wake(state, key)  # created anew or its spec changed: its gang may fit now
+        if old is None or _changed(old, msgspec.structs.replace(
+                podgroup, created_at_ms=old.created_at_ms)):
+            # created anew or its spec changed: its gang may fit now (not its creation time:
+            # the watcher's Kueue PodGroup takes it from whichever member it was seen through)
+            _wake(state, key)
     _touch(state, key)
 
 

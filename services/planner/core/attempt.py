@@ -78,6 +78,8 @@ class Round:
         self.holder_before = state.starving_group
         state.starving_group, state.starving_nodes = None, []
         self.quiet_reason: str | None = None
+        self.quiet_note = ""
+        """The preemption note that ends `quiet_reason` ("" when none)."""
         """Why the last quiet attempt failed (`_attempt(quiet=True)`), not recorded."""
         self.left_out: dict[str, tuple[list[PodObserved], str, tuple[str, bool]]] = {}
         """Gangs planned this round without some pending members that can never be placed
@@ -206,7 +208,7 @@ class Round:
             self._attempt(key, group, podgroup, pending, counts, min_member, note)
             return
         changed = _pending_changed(group, everyone)
-        self.quiet_reason = None
+        self.quiet_reason, self.quiet_note = None, ""
         holding = ((self._is_holder(key, group, need) and group.may_retry_early
                     and self.holder_before == key)
                    or key in self.state.nominations)
@@ -239,10 +241,18 @@ class Round:
             # what its pods are now, or a retry that failed otherwise than told (nodes came,
             # its hold began or ended, its victims left), is told, not counted: with no timed
             # retry to tell it, a stale reason would stand until the flush. Told only when
-            # it differs in more than its counts that tick on (`reasons.gist`), or a holder
-            # or a nominated gang would be told anew every round or every victim gone.
-            reason = self.quiet_reason + self._maybe_hold(key, group, pending, need)
-            if changed or reasons.gist(reason) != reasons.gist(group.failure_reason):
+            # it differs in more than its counts that tick on (`reasons.gist`); and a gang
+            # retried every round because it holds capacity or a nomination, only when its
+            # hold or nomination note changed (its nodes' counts change as others come and
+            # go, and as its victims leave), or it would be told anew every round.
+            hold = self._maybe_hold(key, group, pending, need)
+            reason, told = self.quiet_reason + hold, reasons.gist(group.failure_reason)
+            if holding and not changed:
+                notes = reasons.gist(self.quiet_note + hold)
+                news = bool(notes) and not told.endswith(notes)
+            else:
+                news = changed or reasons.gist(reason) != told
+            if news:
                 group.failure_reason = reason
             self.reject(key, group, pending, group.failure_reason)
             return
@@ -492,7 +502,7 @@ class Round:
         suffix, preempted = (self._preempt(key, podgroup, pending, need) if not dry_run and need
                              else ("", False))
         if quiet:
-            self.quiet_reason = reason + suffix
+            self.quiet_reason, self.quiet_note = reason + suffix, suffix
             if preempted:
                 group.failure_reason = self.quiet_reason  # told while its victims leave
         else:

@@ -143,7 +143,8 @@ changed), when it starts starving, or 5 minutes after it was found so (or its ba
 longer), kube-scheduler's unschedulable-pool flush (`backoff.UNSCHEDULABLE_FLUSH_MS`); a
 rolled-back or expired gang keeps its backoff. A gang whose nomination lapsed is tried again
 at once. A failed early retry whose reason differs from the one told (`reasons.gist`: not only
-in a starving gang's wait or the count of victims leaving) is told. Only the gang that held
+in a starving gang's wait or the count of victims leaving) is told; one retried every round for
+its hold or nomination only when that note changed. Only the gang that held
 capacity in the last round is retried every round as the holder (a starving gang that would
 not fit even on emptied nodes was, every round) ("Retried on a change, flushed after 5
 minutes")."""
