@@ -5,26 +5,17 @@ from __future__ import annotations
 
 import msgspec
 
-from services.contracts.decisions import Placement, Preemption
 from services.planner.core.config import PlannerConfig
 from services.watcher import kueue
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
-from tests.unit.planner.harness import Cluster, recorded, replay
-from tests.unit.planner.test_properties import replay_through_snapshots
-
-GIB = 1 << 30
-
-
-def placed(decisions):
-    return [(d.group, sorted(m.name for m in d.members)) for d in decisions
-            if isinstance(d, Placement)]
-
-
-def assert_replays(cluster):
-    assert replay(cluster.log, cluster.config) == recorded(cluster)
-    assert replay_through_snapshots(cluster.log, cluster.config) == recorded(cluster)
-    restores = set(range(len(cluster.log)))
-    assert replay_through_snapshots(cluster.log, cluster.config, restores) == recorded(cluster)
+from tests.unit.planner.harness import Cluster
+from tests.unit.planner.unschedulable import (
+    GIB,
+    blocked_behind,
+    check_replay,
+    placed,
+    victims_leave,
+)
 
 
 def test_a_nominated_gang_of_many_members_is_told_anew_as_each_victim_leaves():
@@ -40,15 +31,9 @@ def test_a_nominated_gang_of_many_members_is_told_anew_as_each_victim_leaves():
         make_podgroup("h", n),
         *[make_pod(f"h-{i}").requests(cpu_milli=1000).in_group("h").priority(10)
           for i in range(n)])
-    assert any(isinstance(d, Preemption) for d in cluster.plan())
-    told_before = len(cluster.rejections("default/h"))
-    for i in range(n - 1):
-        cluster.advance(1)
-        cluster.delete_pod(f"v{i}")
-        assert placed(cluster.plan()) == []
-    told = cluster.rejections("default/h")[told_before:]
-    assert_replays(cluster)
-    assert len(told) <= 3, [r.reason for r in told]  # got: 11 (core 36: 3)
+    told = victims_leave(cluster, n)
+    check_replay(cluster)
+    assert len(told) <= 3, [r.reason for r in told]  # before the fix: 11 (core 36: 3)
 
 
 def _kueue_pod(name, created_s):
@@ -80,13 +65,7 @@ def test_a_kueue_group_seen_again_through_another_member_does_not_wake_its_gang(
     assert group0.created_at_ms != group1.created_at_ms
     cluster.observe(group0, make_pod("q-0").requests(cpu_milli=1000).in_group("q").created(0))
     cluster.observe(group1, make_pod("q-1").requests(cpu_milli=1000).in_group("q").created(1000))
-    cluster.plan()
-    cluster.advance(10)
-    cluster.plan()
-    assert cluster.state.starving_group == "default/q"
-    cluster.advance(1)
-    cluster.observe(make_pod("s").requests(cpu_milli=1000))
-    assert placed(cluster.plan()) == []
+    blocked_behind(cluster, "default/q", make_pod("s").requests(cpu_milli=1000))
     for _ in range(20):
         cluster.advance(1)
         cluster.plan()
@@ -102,8 +81,8 @@ def test_a_kueue_group_seen_again_through_another_member_does_not_wake_its_gang(
     for _ in range(12):
         cluster.advance(1)
         cluster.plan()
-    assert_replays(cluster)
-    assert s.last_attempt_ms == before  # got: s retried on q's PodGroup "changing"
+    check_replay(cluster)
+    assert s.last_attempt_ms == before  # before the fix: s retried on q's PodGroup "changing"
 
 
 def test_the_holder_is_not_told_anew_every_round_others_come_and_go_elsewhere():
@@ -137,5 +116,5 @@ def test_the_holder_is_not_told_anew_every_round_others_come_and_go_elsewhere():
         assert placed(cluster.plan()) == []
     told = cluster.rejections("default/h")[told_before:]
     assert cluster.state.starving_group == "default/h"
-    assert_replays(cluster)
-    assert len(told) <= 6, [r.reason for r in told[:4]]  # got: 30 (core 36: 4)
+    check_replay(cluster)
+    assert len(told) <= 6, [r.reason for r in told[:4]]  # before the fix: 30 (core 36: 4)

@@ -8,36 +8,20 @@ from __future__ import annotations
 
 import msgspec
 
-from services.contracts.decisions import Placement, Rejection
+from services.contracts.decisions import Rejection
 from services.contracts.events import PodGroupDeleted
 from services.planner.core import backoff
 from services.planner.core.config import PlannerConfig
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
-from tests.unit.planner.harness import Cluster, recorded
-from tests.unit.planner.test_properties import replay_through_snapshots
+from tests.unit.planner.harness import Cluster
+from tests.unit.planner.unschedulable import (
+    attempts_over,
+    check_replay,
+    placed,
+    small_behind_a_starving_gang,
+)
 
 FLUSH_S = backoff.UNSCHEDULABLE_FLUSH_MS // 1000
-
-
-def placed(decisions):
-    return [(d.group, sorted(m.name for m in d.members)) for d in decisions
-            if isinstance(d, Placement)]
-
-
-def check_replay(cluster):
-    restores = set(range(len(cluster.log)))
-    assert replay_through_snapshots(cluster.log, cluster.config, restores) == recorded(cluster)
-
-
-def attempts_over(cluster, group, seconds):
-    """Plan once a second for `seconds`; the seconds at which `group` was attempted."""
-    seen = []
-    for _ in range(seconds):
-        cluster.advance(1)
-        cluster.plan()
-        if cluster.state.groups[group].last_attempt_ms == cluster.now_ms:
-            seen.append(cluster.now_ms // 1000)
-    return seen
 
 
 def test_nothing_changed_no_attempt_until_the_flush():
@@ -105,41 +89,15 @@ def test_a_status_written_to_a_waiting_member_does_not_wake_its_gang():
     assert (group.woken_at, group.last_attempt_ms) == (0, 0)
 
 
-def test_a_rolled_back_gang_is_not_woken_by_its_recreated_members():
-    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000), make_podgroup("g", 1),
-                                make_pod("g-0").requests(cpu_milli=500).in_group("g"))
-    (placement,) = [d for d in cluster.plan() if isinstance(d, Placement)]
-    cluster.roll_back(placement)
-    cluster.delete_pod("g-0")
-    cluster.observe(make_pod("g-0b").requests(cpu_milli=500).in_group("g"))
-    assert placed(cluster.plan()) == []  # its backoff (1 s) runs
-    cluster.advance(1)
-    assert placed(cluster.plan()) == [("default/g", ["g-0b"])]
-
-
 def test_a_starving_hold_that_ends_lets_the_gangs_behind_it_retry():
-    """Gang `big` starves and holds both nodes (our pods there may drain); `small`, found
-    unschedulable because of the hold, is placed the round after big's pods are gone, not at
-    its flush: the hold ending frees the room it held. (No preemption: big would evict.)"""
-    config = PlannerConfig(starvation_seconds=10, preemption=False)
-    cluster = Cluster(config).observe(
-        *[make_node(f"n{i}").capacity(cpu_milli=2000) for i in range(2)],
-        *[make_pod(f"r{i}").requests(cpu_milli=1500).on_node(f"n{i}") for i in range(2)],
-        make_podgroup("big", 2),
-        *[make_pod(f"big-{i}").requests(cpu_milli=2000).in_group("big").priority(10)
-          for i in range(2)])
-    cluster.plan()
-    cluster.advance(10)
-    cluster.plan()
-    assert cluster.state.starving_group == "default/big"
-    cluster.advance(2)
-    cluster.observe(make_pod("small").requests(cpu_milli=400))
-    assert placed(cluster.plan()) == []
+    """`small`, found unschedulable because of big's hold, is placed the round after big loses
+    its PodGroup (it then holds nothing), not at its flush: the hold ending frees its room."""
+    cluster = small_behind_a_starving_gang()
     assert "capacity reserved for waiting gang default/big" in cluster.last_reason(
         "default/pod:small")
     cluster.advance(8)
     cluster.apply(PodGroupDeleted(at_ms=cluster.now_ms, uid="uid-pg-default-big",
-                                  namespace="default", name="big"))  # it holds nothing now
+                                  namespace="default", name="big"))
     assert placed(cluster.plan()) == []  # the hold ends with this round
     cluster.advance(1)
     assert placed(cluster.plan()) == [("default/pod:small", ["small"])]
@@ -148,19 +106,7 @@ def test_a_starving_hold_that_ends_lets_the_gangs_behind_it_retry():
 
 def test_a_pending_member_of_the_starving_gang_deleted_frees_the_room_it_held():
     """Its hold may shrink on the same nodes (`apply._wake`): capacity freed at once."""
-    config = PlannerConfig(starvation_seconds=10, preemption=False)
-    cluster = Cluster(config).observe(
-        *[make_node(f"n{i}").capacity(cpu_milli=2000) for i in range(2)],
-        *[make_pod(f"r{i}").requests(cpu_milli=1500).on_node(f"n{i}") for i in range(2)],
-        make_podgroup("big", 2),
-        *[make_pod(f"big-{i}").requests(cpu_milli=2000).in_group("big").priority(10)
-          for i in range(2)])
-    cluster.plan()
-    cluster.advance(10)
-    cluster.plan()
-    cluster.advance(2)
-    cluster.observe(make_pod("small").requests(cpu_milli=400))
-    assert placed(cluster.plan()) == []
+    cluster = small_behind_a_starving_gang()
     cluster.advance(8)
     cluster.delete_pod("big-0")
     cluster.delete_pod("big-1")
