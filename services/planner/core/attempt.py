@@ -78,9 +78,9 @@ class Round:
         self.holder_before = state.starving_group
         state.starving_group, state.starving_nodes = None, []
         self.quiet_reason: str | None = None
+        """Why the last quiet attempt failed (`_attempt(quiet=True)`), not recorded."""
         self.quiet_note = ""
         """The preemption note that ends `quiet_reason` ("" when none)."""
-        """Why the last quiet attempt failed (`_attempt(quiet=True)`), not recorded."""
         self.left_out: dict[str, tuple[list[PodObserved], str, tuple[str, bool]]] = {}
         """Gangs planned this round without some pending members that can never be placed
         (invalid, unsupported, or kept off every node by a PreFilter) and that quorum does not
