@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 37
+CORE_REVISION = 38
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -147,7 +147,10 @@ in a starving gang's wait or the count of victims leaving) is told; one retried 
 its hold or nomination only when that note changed. Only the gang that held
 capacity in the last round is retried every round as the holder (a starving gang that would
 not fit even on emptied nodes was, every round) ("Retried on a change, flushed after 5
-minutes")."""
+minutes"). 38: a PodGroup's `Scheduled` condition counts as bound the members the binder
+reported bound (GroupBound) and the watch does not show bound yet: it goes from Binding to
+Scheduled at once, where it went back to Waiting ("0 of N members bound") until the watch
+caught up, a status written twice more per gang ("PodGroup status")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -52,7 +52,10 @@ def derive(state: PlannerState, derived: Derived, podgroup: PodGroupObserved,
 
     Shapes: counts over every pod carrying the group label (whichever scheduler), deleted pods
     excluded; the condition's bound members exclude Failed ones (a failed member no longer holds
-    its place, so its replacement's placement reads Binding); `occupied_by` is `<ns>/<owner>`
+    its place, so its replacement's placement reads Binding) and include those the binder
+    reported bound (`is_reported_bound`) before their pods are observed bound (else the
+    condition went from Binding back to Waiting, "0 of N members bound", for as long as the
+    watch trails the binder's outcome); `occupied_by` is `<ns>/<owner>`
     when the members with a controller share one;
     the condition as in the module docstring.
     """
@@ -62,7 +65,8 @@ def derive(state: PlannerState, derived: Derived, podgroup: PodGroupObserved,
     for uid in derived.members.get(key, ()):
         pod = state.pods[uid]
         total += 1
-        bound += pod.node_name is not None and pod.phase != "Failed"  # a failed one left
+        bound += ((pod.node_name is not None or is_reported_bound(state, uid))
+                  and pod.phase != "Failed")  # a failed one left
         running += pod.phase == "Running"
         succeeded += pod.phase == "Succeeded"
         failed += pod.phase == "Failed"
@@ -77,6 +81,14 @@ def derive(state: PlannerState, derived: Derived, podgroup: PodGroupObserved,
         schedule_start_ms=group.schedule_start_ms,
         condition_reason=reason, condition_message=message,
     )
+
+
+def is_reported_bound(state: PlannerState, uid: str) -> bool:
+    """Whether pod `uid` is reserved by a placement the binder reported bound (GroupBound)
+    and not yet observed bound: its reservation outlives its placement until the watch shows
+    the binding, and every other end of a placement (rollback, expiry) releases it."""
+    reservation = state.reservations.get(uid)
+    return reservation is not None and reservation.decision_id not in state.placements
 
 
 def _condition(key: str, group: GroupState, min_member: int, pods: int,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from services.contracts.decisions import StatusUpdate
+from services.contracts.events import GroupBound
 from services.planner.core import status
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster
@@ -128,6 +130,36 @@ def test_condition_says_binding_while_placed_then_scheduled_once_bound():
     update = cluster.statuses("default/g")[-1]
     assert (update.phase, update.condition_reason, update.condition_message) == (
         "Running", "Scheduled", "gang default/g: 3 members bound (minMember 3)")
+
+
+def test_condition_says_scheduled_once_the_binder_reports_bound_before_the_watch_does():
+    """The binder's GroupBound comes before the watch shows the pods bound: the condition goes
+    from Binding to Scheduled at once (it went back to Waiting, "0 of 3 members bound", until
+    the watch caught up), and the pods observed bound later change nothing."""
+    cluster = start(*(make_pod(f"g-{i}").in_group("g") for i in range(3)))
+    placement = cluster.placements()[-1]
+    told = len(cluster.statuses("default/g"))
+    cluster.apply(GroupBound(at_ms=cluster.now_ms, decision_id=placement.id, group="default/g"))
+    cluster.plan()
+    update = cluster.statuses("default/g")[-1]
+    assert len(cluster.statuses("default/g")) == told + 1
+    assert (update.phase, update.condition_reason, update.condition_message) == (
+        "Scheduling", "Scheduled", "gang default/g: 3 members bound (minMember 3)")
+    for member in placement.members:
+        pod = cluster.state.pods[member.pod_uid]
+        cluster.apply(msgspec.structs.replace(pod, node_name=member.node, at_ms=cluster.now_ms))
+    cluster.plan()
+    assert len(cluster.statuses("default/g")) == told + 1
+
+
+def test_a_rolled_back_placement_is_not_counted_bound():
+    """Members whose placement was rolled back hold no reservation: not bound, not Scheduled."""
+    cluster = start(*(make_pod(f"g-{i}").in_group("g") for i in range(3)))
+    cluster.roll_back(cluster.placements()[-1])
+    cluster.plan()
+    update = cluster.statuses("default/g")[-1]
+    assert update.condition_reason == "Unschedulable"
+    assert "rolled back" in update.condition_message
 
 
 def test_prebound_members_are_scheduled():
