@@ -150,7 +150,8 @@ not fit even on emptied nodes was, every round) ("Retried on a change, flushed a
 minutes"). 38: a PodGroup's `Scheduled` condition counts as bound the members the binder
 reported bound (GroupBound) and the watch does not show bound yet: it goes from Binding to
 Scheduled at once, where it went back to Waiting ("0 of N members bound") until the watch
-caught up, a status written twice more per gang ("PodGroup status")."""
+caught up, a status written once more per gang (more when the watch shows its members bound in
+several batches) ("PodGroup status")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

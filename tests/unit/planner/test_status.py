@@ -162,6 +162,24 @@ def test_a_rolled_back_placement_is_not_counted_bound():
     assert "rolled back" in update.condition_message
 
 
+def test_an_expired_placement_is_not_counted_bound_nor_its_late_group_bound():
+    """A placement past its deadline and grace is released: its members are not bound, and a
+    GroupBound arriving after that (the binder late) changes nothing."""
+    cluster = start(*(make_pod(f"g-{i}").in_group("g") for i in range(3)))
+    placement = cluster.placements()[-1]
+    cluster.advance(3600)
+    cluster.plan()
+    assert not cluster.state.placements
+    assert not any(status.is_reported_bound(cluster.state, member.pod_uid)
+                   for member in placement.members)
+    expired = cluster.statuses("default/g")[-1]
+    assert expired.condition_reason == "Unschedulable"
+    assert "was neither bound nor rolled back" in expired.condition_message
+    cluster.apply(GroupBound(at_ms=cluster.now_ms, decision_id=placement.id, group="default/g"))
+    cluster.plan()
+    assert cluster.statuses("default/g")[-1] == expired
+
+
 def test_prebound_members_are_scheduled():
     cluster = start(*prebound(3, "Running"))
     update = cluster.statuses("default/g")[-1]
