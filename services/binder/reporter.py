@@ -13,9 +13,11 @@ events take the PodGroup from `podgroup_writes`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol
@@ -57,15 +59,18 @@ PLACED_REPORTS = 32
 """Placements whose Scheduled (or rollback) events are being written at once in the background
 (`placed_in_background`). Each writes one event per member, so with `concurrency` writes per
 placement this bounds the events in flight without holding any placement's binds."""
-PLACED_BACKLOG = 4096
+PLACED_BACKLOG = 16_384
 """Placements whose events are written or wait their turn (`PLACED_REPORTS` at a time); a
 placement past its binds waits before it frees its place in the binder only while this many
-are. When a placement waited for one of the `PLACED_REPORTS` writers instead, the events set
-the binder's pace: in workload b of the cluster benchmark every placement waited 2.8 s for
-them, longer than its binds took, while 256 more waited in the stream (bench/README.md,
-"Session 22"). As client-go's event broadcaster, events queue behind the work they report
-(it drops them past 1,000 queued; here the binder waits instead, so none is dropped while it
-runs; `close` drops those still queued)."""
+are, and meanwhile lets reports go as if nothing bound (`urgent`). Each queued costs about
+3 KB (its task, its placement and outcome: a singleton's), so at most about 50 MB. At 4,096,
+workload b at 5,000 nodes of the cluster benchmark (7,479 placements) filled it 60 s in, and
+from then on placements waited 6-12 s each for events to be written, the events setting the
+binder's pace (bench/README.md, "Session 35"). Before session 22 a placement waited for one of
+the `PLACED_REPORTS` writers instead: in workload b every placement waited 2.8 s for them,
+longer than its binds took. As client-go's event broadcaster, events queue behind the work they
+report (it drops them past 1,000 queued; here the binder waits instead, so none is dropped
+while it runs; `close` drops those still queued)."""
 
 
 class StatusLog(Protocol):
@@ -84,6 +89,9 @@ class Reporter:
     overtake them). `view` is the bus
     view: pods it shows bound or replaced get no rejection, and PodGroups are named from it
     (`podgroup_writes`). `status_log` holds the newest StatusUpdate published per group.
+    `urgent` is held while a placement waits for room among the Scheduled events queued
+    (`placed_in_background`): in the binder `ReportGate.urgent`, which lets `kube`'s reports
+    through as if nothing bound meanwhile.
     """
 
     def __init__(
@@ -98,8 +106,10 @@ class Reporter:
         monotonic: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         event_budget: tuple[float, float] = EVENT_BUDGET,
+        urgent: Callable[[], AbstractAsyncContextManager[object]] = contextlib.nullcontext,
     ) -> None:
         self._kube = kube
+        self._urgent = urgent
         self._view = view
         self._conditions = ConditionMemory()
         self._groups = PodGroupWrites(kube, view)
@@ -146,10 +156,15 @@ class Reporter:
         PLACED_BACKLOG placements' writes are queued or running; PLACED_REPORTS run at once,
         first come first served): the placement's outcome is published already, and its
         binder slot need not wait for events, which kube-scheduler too writes in the
-        background (client-go's event broadcaster). `close` cancels those still queued or
-        running (events are best effort)."""
+        background (client-go's event broadcaster). While it waits, reports go as if nothing
+        bound (`urgent`: the binder's `ReportGate.urgent`). `close` cancels those still queued
+        or running (events are best effort)."""
         self._forget_bound(settled)  # at once: no rejection may report them meanwhile
-        await self._placed_backlog.acquire()
+        if self._placed_backlog.locked():  # binds now wait on reports: let them through
+            async with self._urgent():
+                await self._placed_backlog.acquire()
+        else:
+            await self._placed_backlog.acquire()
         task = asyncio.create_task(self._placed_in_turn(placement, settled),
                                    name=f"events of placement {placement.id}")
         self._placed_writes.add(task)

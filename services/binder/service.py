@@ -168,6 +168,7 @@ class Binder:
             status_log=status_log,
             placing_kube=kube,
             view=view,
+            urgent=self._gate.urgent,
         )
         self._view = view
         self._groups = GroupLocks()
