@@ -1,13 +1,14 @@
 """Node reads for the binder's pre-bind validation and its post-bind existence check.
 
-Layer: kube. One API request per call (`listed_by_hostname`: one per `HOSTNAME_BATCH` names);
-never retries.
+Layer: kube. One API request per call (`listed_by_hostname`: one per batch of names whose
+selector fits `MAX_SELECTOR_CHARS`); never retries.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,8 +21,15 @@ from services.kube.resources import NODES, node_path
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 """The well-known label kubelet sets on its Node: the host's name, usually the node's name."""
 
-HOSTNAME_BATCH = 100
-"""Names per `listed_by_hostname` request (keeps the selector, and the URL, short)."""
+MAX_SELECTOR_CHARS = 6000
+"""The longest label selector of one `listed_by_hostname` request, as sent (URL-encoded): the
+request line then stays within the 8 KiB a proxy in front of the API server commonly accepts
+(nginx's default `large_client_header_buffers`). Batches are cut by length, not by a count of
+names: each LIST is a consistent read the API server filters over every node, so fewer and
+longer ones cost it less and answer sooner. Up to 90 names of the longest (63 characters), about
+350 of the usual 15-character KWOK or 25-character cloud names; at 100 names a batch, a check
+of a few hundred nodes had waited several rounds of LISTs, 1.5-5 s in workload b at 5,000
+nodes of the cluster benchmark (bench/README.md, "Session 35")."""
 HOSTNAME_LISTS_AT_ONCE = 4
 """Requests of one `listed_by_hostname` in flight at once: one after another, a check of 500
 nodes had waited five round trips of an API server busy with binds; all at once, a check of
@@ -58,7 +66,8 @@ async def node_exists(client: KubeClient, name: str) -> bool:
 
 async def listed_by_hostname(client: KubeClient, names: Iterable[str]) -> frozenset[str]:
     """Those of the node `names` that a consistent LIST by the `kubernetes.io/hostname` label
-    finds now, by their own name: one request per `HOSTNAME_BATCH` names, metadata only.
+    finds now, by their own name: one request per batch of names whose selector fits
+    `MAX_SELECTOR_CHARS` (`selector_batches`), metadata only.
 
     Only the names of nodes listed are returned, never a label's value: a node whose hostname
     label names another node (kubelet's `--hostname-override`) never makes that other node
@@ -72,8 +81,7 @@ async def listed_by_hostname(client: KubeClient, names: Iterable[str]) -> frozen
         KubeError subclasses (`KubeClient.request`): every request failed (the first one's).
     """
     wanted = sorted({name for name in names if _LABEL_VALUE.fullmatch(name)})
-    batches = [wanted[start : start + HOSTNAME_BATCH]
-               for start in range(0, len(wanted), HOSTNAME_BATCH)]
+    batches = selector_batches(wanted)
     gate = asyncio.Semaphore(HOSTNAME_LISTS_AT_ONCE)
 
     async def listed(batch: list[str]) -> frozenset[str] | errors.KubeError:
@@ -91,9 +99,37 @@ async def listed_by_hostname(client: KubeClient, names: Iterable[str]) -> frozen
     return frozenset().union(*found)
 
 
+def selector_batches(names: list[str]) -> list[list[str]]:
+    """`names` (valid label values, in order) cut into consecutive batches whose selector
+    (`_selector`), URL-encoded, is at most `MAX_SELECTOR_CHARS` long; a name too long to share
+    one goes alone. Shapes: every name in exactly one batch, none empty."""
+    batches: list[list[str]] = []
+    batch: list[str] = []
+    length = _encoded_length(_selector([]))
+    for name in names:
+        cost = _encoded_length(name) + _encoded_length(",")
+        if batch and length + cost > MAX_SELECTOR_CHARS:
+            batches.append(batch)
+            batch, length = [], _encoded_length(_selector([]))
+        batch.append(name)
+        length += cost
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def _selector(batch: list[str]) -> str:
+    return f"{HOSTNAME_LABEL} in ({','.join(batch)})"
+
+
+def _encoded_length(text: str) -> int:
+    """`text`'s length once percent-encoded in a query (the longest any client makes it)."""
+    return len(urllib.parse.quote(text, safe=""))
+
+
 async def _listed_batch(client: KubeClient, batch: list[str]) -> frozenset[str]:
-    """Those of `batch` (at most `HOSTNAME_BATCH` valid label values) one LIST finds."""
-    selector = f"{HOSTNAME_LABEL} in ({','.join(batch)})"
+    """Those of `batch` (one of `selector_batches`) one LIST finds."""
+    selector = _selector(batch)
     listed = await client.get_as(NODES.list_path, _NameList,
                                  query=(("labelSelector", selector),),
                                  accept=PARTIAL_OBJECT_METADATA_LIST)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import urllib.parse
 from typing import Any
 
 import msgspec
@@ -52,22 +53,40 @@ class RecordingClient(KubeClient):
 
 
 async def test_the_batches_of_one_check_are_in_flight_together_up_to_a_bound() -> None:
-    names = [f"n{i:03d}" for i in range(5 * nodes.HOSTNAME_BATCH + 5)]  # six batches
-    client = RecordingClient(present={"n000", "n150", "n204", "n504", "elsewhere"})
+    names = [f"node-{i:05d}" for i in range(2500)]
+    assert len(nodes.selector_batches(names)) == 6  # 458 names of 10 characters each
+    present = {"node-00000", "node-00150", "node-00704", "node-02499", "elsewhere"}
+    client = RecordingClient(present=present)
     check = asyncio.create_task(nodes.listed_by_hostname(client, names))
     for _ in range(5):
         await asyncio.sleep(0)
     assert client.most_in_flight == nodes.HOSTNAME_LISTS_AT_ONCE == 4  # before any answered
     client.release.set()
-    assert await check == {"n000", "n150", "n204", "n504"}
+    assert await check == present - {"elsewhere"}
     assert len(client.sent) == 6
 
 
 async def test_a_failed_batch_leaves_its_names_not_found_and_the_others_answered() -> None:
-    names = [f"n{i:03d}" for i in range(2 * nodes.HOSTNAME_BATCH)]
-    client = RecordingClient(present={"n000", "n150"}, failing=frozenset({"n150"}))
+    names = [f"node-{i:05d}" for i in range(700)]
+    assert len(nodes.selector_batches(names)) == 2
+    client = RecordingClient(present={"node-00000", "node-00500"},
+                             failing=frozenset({"node-00500"}))
     client.release.set()
-    assert await nodes.listed_by_hostname(client, names) == {"n000"}  # n150: read alone
+    assert await nodes.listed_by_hostname(client, names) == {"node-00000"}  # read alone
+
+
+@pytest.mark.parametrize(("name_length", "per_batch"), [(10, 458), (25, 212), (63, 90)])
+def test_a_batch_is_as_long_as_its_selector_allows_and_no_longer(name_length: int,
+                                                                  per_batch: int) -> None:
+    names = [f"{i:0{name_length}d}" for i in range(1000)]
+    batches = nodes.selector_batches(names)
+    assert [name for batch in batches for name in batch] == names
+    assert len(batches[0]) == per_batch
+    for batch in batches:
+        selector = f"{nodes.HOSTNAME_LABEL} in ({','.join(batch)})"
+        encoded = urllib.parse.urlencode({"labelSelector": selector},
+                                         quote_via=urllib.parse.quote)
+        assert len(encoded) - len("labelSelector=") <= nodes.MAX_SELECTOR_CHARS
 
 
 async def test_a_check_whose_every_batch_failed_raises_the_error() -> None:
