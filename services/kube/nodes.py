@@ -22,14 +22,15 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 """The well-known label kubelet sets on its Node: the host's name, usually the node's name."""
 
 MAX_SELECTOR_CHARS = 6000
-"""The longest label selector of one `listed_by_hostname` request, as sent (URL-encoded): the
-request line then stays within the 8 KiB a proxy in front of the API server commonly accepts
-(nginx's default `large_client_header_buffers`). Batches are cut by length, not by a count of
-names: each LIST is a consistent read the API server filters over every node, so fewer and
-longer ones cost it less and answer sooner. Up to 90 names of the longest (63 characters), about
-350 of the usual 15-character KWOK or 25-character cloud names; at 100 names a batch, a check
-of a few hundred nodes had waited several rounds of LISTs, 1.5-5 s in workload b at 5,000
-nodes of the cluster benchmark (bench/README.md, "Session 35")."""
+"""The longest label selector of one `listed_by_hostname` request, URL-encoded with every
+reserved character escaped (an upper bound: the client sends `/`, `(` and `,` as they are,
+3-15% shorter), so that the request line stays within the 8 KiB a proxy in front of the API
+server commonly accepts (nginx's default `large_client_header_buffers`). Batches are cut by
+length, not by a count of names: each LIST is a consistent read the API server filters over
+every node, so fewer and longer ones cost it less and answer sooner. That is 90 names of the
+longest (63 characters), 331 of 15 characters, 212 of 25. At 100 names a batch, a check of a
+few hundred nodes had waited several rounds of LISTs, 1.5-5 s in workload b at 5,000 nodes of
+the cluster benchmark (bench/README.md, "Session 35")."""
 HOSTNAME_LISTS_AT_ONCE = 4
 """Requests of one `listed_by_hostname` in flight at once: one after another, a check of 500
 nodes had waited five round trips of an API server busy with binds; all at once, a check of

@@ -123,7 +123,10 @@ async def test_the_hostname_list_finds_nodes_by_their_own_name_and_nothing_else(
         assert await nodes.listed_by_hostname(
             api, [NODE, "kwok-node-absent", "client-odd-node"]) == {NODE, "client-odd-node"}
         # more names than one request takes: the node sorts into the second batch
-        fillers = [f"a-missing-{i:03d}" for i in range(nodes.HOSTNAME_BATCH + 20)]
+        many = [f"a-missing-{i:04d}" for i in range(2000)]
+        fillers = many[:len(nodes.selector_batches(many)[0]) + 20]
+        batches = nodes.selector_batches(sorted([*fillers, NODE]))
+        assert len(batches) == 2 and NODE in batches[1]
         assert await nodes.listed_by_hostname(api, [*fillers, NODE]) == {NODE}
     finally:
         await api.request("DELETE", node_path("client-odd-node"))
