@@ -12,7 +12,7 @@ room (`reporter.PLACED_BACKLOG` full) makes the gate `urgent`: binds then wait o
 reports go as if nothing bound until it has room (priority inheritance). Without that, the
 binder's pace fell to the trickle of reports let through while others bound: in workload b at
 5,000 nodes of the cluster benchmark (7,479 placements, 5,000 of them singletons), once 4,096
-placements' Scheduled events were queued, each placement waited 5-12 s for one of them to be
+placements' Scheduled events were queued, each placement waited 6-12 s for one of them to be
 written, and the last 2,000 pods bound at 40 a second (bench/README.md, "Session 35").
 `YieldingKube` is the reporter's view of the API: every request waits for a slot first.
 Mirrors in spirit API priority and fairness, which kube-scheduler relies on server-side: binds
