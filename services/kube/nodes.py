@@ -104,14 +104,15 @@ def selector_batches(names: list[str]) -> list[list[str]]:
     """`names` (valid label values, in order) cut into consecutive batches whose selector
     (`_selector`), URL-encoded, is at most `MAX_SELECTOR_CHARS` long; a name too long to share
     one goes alone. Shapes: every name in exactly one batch, none empty."""
+    empty, comma = _encoded_length(_selector([])), _encoded_length(",")
     batches: list[list[str]] = []
     batch: list[str] = []
-    length = _encoded_length(_selector([]))
+    length = empty
     for name in names:
-        cost = _encoded_length(name) + _encoded_length(",")
+        cost = _encoded_length(name) + comma
         if batch and length + cost > MAX_SELECTOR_CHARS:
             batches.append(batch)
-            batch, length = [], _encoded_length(_selector([]))
+            batch, length = [], empty
         batch.append(name)
         length += cost
     if batch:
