@@ -134,14 +134,13 @@ async def survey(
     """
     gate = asyncio.Semaphore(concurrency)
     node_names = sorted({member.node for member in members})
-    reads = await asyncio.gather(
-        *(_known_or_read(known.node(name) if known else None, gate, deadline,
-                         f"get node {name}", partial(kube.get_node, name))
-          for name in node_names),
-        *(_known_or_read(known.pod(m.namespace, m.name) if known else None, gate, deadline,
-                         f"get pod {m.namespace}/{m.name}",
-                         partial(kube.get_pod, m.namespace, m.name)) for m in members),
-    )
+    wants: list[_Want] = [
+        (known.node(name) if known else None, f"get node {name}",
+         partial(kube.get_node, name)) for name in node_names]
+    wants.extend((known.pod(m.namespace, m.name) if known else None,
+                  f"get pod {m.namespace}/{m.name}",
+                  partial(kube.get_pod, m.namespace, m.name)) for m in members)
+    reads = await _known_or_read(wants, gate, deadline)
     nodes = dict(zip(node_names, reads[:len(node_names)], strict=True))
     pod_reads = reads[len(node_names):]
     checks = [
@@ -279,17 +278,30 @@ def _check(member: Assignment, pod: _Read, node: _Read, stamp: Stamp) -> Check:
                                    stamp.placement_id)
 
 
-async def _known_or_read(
-    known: dict[str, Any] | None,
-    gate: asyncio.Semaphore,
-    deadline: Deadline | None,
-    what: str,
-    read: Callable[[], Awaitable[dict[str, Any] | None]],
-) -> _Read:
-    """`known` when given, else `_read` from the API."""
-    if known is not None:
-        return _Read(known)
-    return await _read(gate, deadline, what, read)
+_Want = tuple[dict[str, Any] | None, str, Callable[[], Awaitable[dict[str, Any] | None]]]
+"""An object wanted by `survey`: its known API JSON (None: not known), what reading it is
+called in logs and errors, and the read from the API."""
+
+
+async def _known_or_read(wants: Sequence[_Want], gate: asyncio.Semaphore,
+                         deadline: Deadline | None) -> list[_Read]:
+    """Each want's known object, else its `_read` from the API (concurrently, through `gate`).
+
+    Only the objects not known are awaited, as tasks of one gather: a placement whose pods and
+    nodes the view holds (nearly all) starts no task at all, rather than one per member and
+    node.
+    Shapes: one read per want, in order.
+    Raises:
+        DeadlinePassed: as `_read`.
+    """
+    reads = [None if object_ is None else _Read(object_) for object_, _, _ in wants]
+    missing = [position for position, read in enumerate(reads) if read is None]
+    if missing:
+        answers = await asyncio.gather(*(_read(gate, deadline, wants[position][1],
+                                               wants[position][2]) for position in missing))
+        for position, answer in zip(missing, answers, strict=True):
+            reads[position] = answer
+    return [read for read in reads if read is not None]
 
 
 async def _read(
