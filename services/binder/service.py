@@ -67,13 +67,16 @@ HEARTBEAT_SECONDS = ACK_WAIT_SECONDS / 3
 
 FETCH_BATCH = 64
 FETCH_TIMEOUT_SECONDS = 1.0
-MAX_PLACEMENTS_IN_FLIGHT = 256
+MAX_PLACEMENTS_IN_FLIGHT = 512
 """Placements one binder holds at once, taken in stream order. Many, so that the serial waits
 inside each (its NATS reads, its post-bind node check, its outcome's publish ack) overlap other
 placements' binds: holding 32, the binder was full through workload b of the cluster benchmark
 and bound 167-172 pods/s in three runs; holding 256 (with the planner's limit at 512), 191-224
-(bench/README.md, "Session 21"). What binds at once is bounded by members instead
-(`MAX_MEMBERS_BINDING`)."""
+(bench/README.md, "Session 21"). At 5,000 nodes, where a post-bind node check (a consistent
+LIST) takes seconds, 256 still filled up while pods were created and queued the rest: in
+workload b the last bind came 7 s after the last creation and gangs waited 10 s at p99; holding
+512 (as many as the planner hands out), 1 s and 4 s, at the same pods/s (bench/README.md,
+"Session 36"). What binds at once is bounded by members instead (`MAX_MEMBERS_BINDING`)."""
 MAX_MEMBERS_BINDING = 2048
 """Members the placements of one binder bind at once (`member_budget.MemberBudget`): a
 placement starts binding, and its timeout starts running, only once its members fit behind the

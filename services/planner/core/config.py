@@ -50,7 +50,7 @@ class PlannerConfig(msgspec.Struct, frozen=True):
     max_placements_in_flight: int = 512
     """Most placements handed to the binders and not yet bound, rolled back or expired; at the
     limit no group is placed until one settles (0 = no limit). Backpressure: placements beyond
-    what the binders hold at once (256 each, `binder.service.MAX_PLACEMENTS_IN_FLIGHT`) would
+    what the binders hold at once (512 each, `binder.service.MAX_PLACEMENTS_IN_FLIGHT`) would
     only wait in the stream, on capacity the planner no longer offers anyone, and be placed on
     an older view of the cluster. Groups held back are not told anything new (nothing failed)."""
     max_members_in_flight: int = 4096
