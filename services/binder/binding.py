@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import tenacity
 
@@ -301,7 +301,7 @@ async def _known_or_read(wants: Sequence[_Want], gate: asyncio.Semaphore,
                                                wants[position][2]) for position in missing))
         for position, answer in zip(missing, answers, strict=True):
             reads[position] = answer
-    return [read for read in reads if read is not None]
+    return cast(list[_Read], reads)  # every position filled above
 
 
 async def _read(

@@ -108,10 +108,12 @@ class ViewFeed:
                 self._outcomes = OrderedDict()
                 self._outcomes_forgotten = False
                 self._landmarks = OrderedDict()
-            for message in messages:
-                self._apply(message)
-            if messages:
-                await self._notify()
+            try:
+                for message in messages:
+                    self._apply(message)
+            finally:
+                if messages:
+                    await self._notify()
 
     async def caught_up(self, seq: int, timeout_seconds: float) -> bool:
         """Whether the view has applied EVENTS up to `seq`, waiting at most `timeout_seconds`."""
@@ -145,9 +147,8 @@ class ViewFeed:
         await self._notify()
 
     async def _notify(self) -> None:
-        """Wake those waiting in `caught_up` (once per fetched batch: a wake per message
-        cost the binder a lock and a notify for each of the tens of thousands of events of a
-        busy minute)."""
+        """Wake those waiting in `caught_up`. `_follow` does it once per fetched batch, also
+        when applying one of its messages failed (those applied before count)."""
         async with self._advanced:
             self._advanced.notify_all()
 
