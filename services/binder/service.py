@@ -75,8 +75,10 @@ and bound 167-172 pods/s in three runs; holding 256 (with the planner's limit at
 (bench/README.md, "Session 21"). At 5,000 nodes, where a post-bind node check (a consistent
 LIST) takes seconds, 256 still filled up while pods were created and queued the rest: in
 workload b the last bind came 7 s after the last creation and gangs waited 10 s at p99; holding
-512 (as many as the planner hands out), 1 s and 4 s, at the same pods/s (bench/README.md,
-"Session 36"). What binds at once is bounded by members instead (`MAX_MEMBERS_BINDING`)."""
+512 (as many as the planner hands out), 1 s and 4-4.5 s, with pods/s within the noise (0.88x and
+0.93x the trivial binder's in the same rounds against 0.84x and 1.02x; two rounds each,
+bench/README.md, "Session 36"). What binds at once is bounded by members instead
+(`MAX_MEMBERS_BINDING`)."""
 MAX_MEMBERS_BINDING = 2048
 """Members the placements of one binder bind at once (`member_budget.MemberBudget`): a
 placement starts binding, and its timeout starts running, only once its members fit behind the
