@@ -141,11 +141,6 @@ class ViewFeed:
             return True, data
         return not self._outcomes_forgotten, None
 
-    async def _on_message(self, message: StoredMessage) -> None:
-        """Apply one message and wake those waiting in `caught_up`."""
-        self._apply(message)
-        await self._notify()
-
     async def _notify(self) -> None:
         """Wake those waiting in `caught_up`. `_follow` does it once per fetched batch, also
         when applying one of its messages failed (those applied before count)."""

@@ -120,7 +120,7 @@ async def test_a_message_at_the_same_sequence_of_another_stream_is_not_taken_as_
     subject = f"{bus_settings.prefix}.events.clock"
     applied = StoredMessage(seq=7, subject=subject, data=b"{}",
                             headers={"Nats-Msg-Id": "clock/1"}, stored_at_ms=1)
-    await view._on_message(applied)
+    view._apply(applied)
     assert view.has_applied(applied)
     other = StoredMessage(seq=7, subject=subject, data=b"{}", headers={"Nats-Msg-Id": "clock/9"},
                           stored_at_ms=1)  # EVENTS made anew: its seq 7 is another message
@@ -212,7 +212,7 @@ async def test_the_same_message_stored_again_in_a_stream_made_anew_is_not_taken_
     applied = StoredMessage(seq=7, subject=subject, data=b"{}",
                             headers={"Nats-Msg-Id": "node/u1/42/ADDED"}, stored_at_ms=1000,
                             stored_at_us=1_000_123)
-    await view._on_message(applied)
+    view._apply(applied)
     assert view.has_applied(dataclasses.replace(applied, stored_at_ms=0))  # ms: not compared
     again = dataclasses.replace(applied, stored_at_ms=5000, stored_at_us=5_000_456)
     assert not view.has_applied(again)
