@@ -160,10 +160,9 @@ class Reporter:
         bound (`urgent`: the binder's `ReportGate.urgent`). `close` cancels those still queued
         or running (events are best effort)."""
         self._forget_bound(settled)  # at once: no rejection may report them meanwhile
-        if self._placed_backlog.locked():  # binds now wait on reports: let them through
-            async with self._urgent():
-                await self._placed_backlog.acquire()
-        else:
+        # a full backlog makes binds wait on reports: let reports through meanwhile
+        waiting = self._urgent() if self._placed_backlog.locked() else contextlib.nullcontext()
+        async with waiting:
             await self._placed_backlog.acquire()
         task = asyncio.create_task(self._placed_in_turn(placement, settled),
                                    name=f"events of placement {placement.id}")
