@@ -275,17 +275,22 @@ class OrderedReader:
     async def fetch(self, batch: int, timeout_seconds: float) -> list[StoredMessage]:
         """Up to `batch` messages in stream order; `[]` on timeout. After a gap in delivery
         (a message lost in transit) or a vanished consumer, recreates the consumer from the
-        last stream sequence returned + 1 and returns what came before the gap; when the
-        stream is another meanwhile (another `identity`, and it does not hold the last
-        message returned, subject, bytes and stored time, at its sequence: made anew, not
-        restored from a backup), from where the reader started instead (the first message of
-        the new stream, or the last of every subject), said once and counted in
-        `streams_read`.
+        last stream sequence returned + 1; when the stream is another meanwhile (another
+        `identity`, and it does not hold the last message returned, subject, bytes and stored
+        time, at its sequence: made anew, not restored from a backup), from where the reader
+        started instead (the first message of the new stream, or the last of every subject),
+        said once and counted in `streams_read`.
+
+        What came before a gap is returned alone, and the consumer recreated at the next
+        call (or `num_pending`), so every message a call returns is of the stream
+        `streams_read` counts when it returns: a follower that starts afresh when that count
+        moves never mixes the last messages of a stream deleted into the state it builds
+        from the new one.
         Raises:
             nats.errors.Error: NATS failed (a later fetch tries again). CancelledError: when
                 cancelled, also when nats-py lost the cancellation (`cancellation`).
         """
-        if self._subscription is None:  # a recreation failed
+        if self._subscription is None:  # after a gap, or a recreation that failed
             await self._recreate()
             assert self._subscription is not None
         try:
@@ -300,7 +305,10 @@ class OrderedReader:
         for message in messages:
             delivered = ack_reply.parse(message.reply)
             if delivered.consumer_seq != self._delivered + 1:
-                await self._recreate()
+                if ordered:  # theirs is the stream read so far: recreate at the next call
+                    await self.close()
+                else:
+                    await self._recreate()
                 break
             self._delivered = delivered.consumer_seq
             self.last_seq = delivered.stream_seq
@@ -344,8 +352,15 @@ class OrderedReader:
 
     @cancellation.guarded
     async def num_pending(self) -> int:
-        """How many messages of the filter are still to be delivered."""
-        assert self._subscription is not None
+        """How many messages of the filter are still to be delivered (recreating the consumer
+        first after a gap, as `fetch` would).
+
+        Raises:
+            nats.js.errors.NotFoundError: no such stream. nats.errors.Error: NATS failed.
+        """
+        if self._subscription is None:
+            await self._recreate()
+            assert self._subscription is not None
         return int((await self._subscription.consumer_info()).num_pending or 0)
 
     async def close(self) -> None:
@@ -423,10 +438,10 @@ async def _messages(reader: OrderedReader, follow: bool) -> AsyncIterator[Stored
     while True:
         with transience.bus_errors(f"reading {reader.name}"):
             messages = await reader.fetch(FETCH_BATCH, WAIT_SECONDS)
-        for message in messages:  # what came before a recreation is the old stream's
-            yield message
         if not follow and reader.streams_read > 1:
             return  # the stream was made anew: the end to stop at was the old one's
+        for message in messages:
+            yield message
         if not messages and not follow:
             with transience.bus_errors(f"reading {reader.name}"):
                 if await reader.num_pending() == 0:

@@ -10,7 +10,7 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.api import StreamInfo
 
-from services.bus import reading, streams
+from services.bus import pulling, reading, streams
 from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
 from services.contracts import subjects
@@ -138,3 +138,36 @@ async def test_a_following_reader_reads_afresh_a_stream_with_its_message_publish
     reader, after = await fetched_after_a_restore(nc, js, bus_settings, True, ["x", "c"])
     assert (after, reader.streams_read) == ([(1, b"a"), (2, b"x"), (3, b"c")], 2)
     await reader.close()
+
+
+async def test_what_came_before_a_gap_is_returned_as_the_old_streams_before_a_new_one(
+        js: JetStreamContext, bus_settings: BusSettings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A message lost in transit in the batch bringing a stream's last messages, the stream
+    deleted and made anew meanwhile: the reader returns what came before the loss while it
+    still counts the old stream, and the new stream's messages, counted, from the next call
+    (it counted the new stream in the call returning the old one's "a", so a follower
+    starting afresh built its new state from a message of the stream deleted)."""
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    await publish(js, bus_settings, ["a", "b", "c"])
+    reader = await reading.OrderedReader.open(
+        js, stream, subjects.events_wildcard(bus_settings.prefix), owner="test", start_seq=1)
+    real_fetch = pulling.Puller.fetch
+
+    async def losing_b(puller: pulling.Puller, batch: int, timeout: float) -> list[Any]:
+        monkeypatch.setattr(pulling.Puller, "fetch", real_fetch)  # once
+        messages = await real_fetch(puller, batch, timeout)
+        assert [message.data for message in messages] == [b"a", b"b", b"c"]
+        await js.delete_stream(stream)
+        await streams.ensure_streams(js, bus_settings)
+        await publish(js, bus_settings, ["x", "y"])
+        return [messages[0], *messages[2:]]
+
+    monkeypatch.setattr(pulling.Puller, "fetch", losing_b)
+    try:
+        first = [(message.seq, message.data) for message in await reader.fetch(10, 1)]
+        assert (first, reader.streams_read) == ([(1, b"a")], 1)
+        then = [(message.seq, message.data) for message in await reader.fetch(10, 1)]
+        assert (then, reader.streams_read) == ([(1, b"x"), (2, b"y")], 2)
+    finally:
+        await reader.close()
