@@ -83,7 +83,9 @@ async def latest(js: JetStream, stream: str, filter_subject: str, *, owner: str,
     `timeout_seconds` per fetch). The reader is closed when the iteration ends.
 
     Raises:
-        NotFound: no such stream. BusUnavailable, BusRefused: NATS failed or refused.
+        NotFound: no such stream. BusUnavailable, BusRefused: NATS failed or refused;
+            BusUnavailable also when the stream was made anew while it was read (what was
+            yielded mixes two streams' states: read it again).
     """
     reader = await LatestReader.open(js, stream, filter_subject, owner=owner,
                                      inactive_threshold_seconds=inactive_threshold_seconds)
@@ -91,6 +93,9 @@ async def latest(js: JetStream, stream: str, filter_subject: str, *, owner: str,
         pending = await reader.pending()
         while pending > 0:
             messages = await reader.fetch(batch, timeout_seconds)
+            if reader.streams_read > 1:
+                raise BusUnavailable(f"{stream} was made anew while its newest messages were "
+                                     "read; read them again")
             if not messages:
                 pending = await reader.pending()
             for message in messages:

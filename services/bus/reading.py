@@ -40,6 +40,9 @@ WAIT_SECONDS = 1.0
 INACTIVE_THRESHOLD_SECONDS = 10.0
 """The server deletes the ephemeral consumer this long after the reader stops pulling."""
 FETCH_BATCH = 256
+RECREATE_ATTEMPTS = 3
+"""How often a reader chooses where to recreate its consumer when the stream keeps being made
+anew while it does (`OrderedReader._recreate`)."""
 READER = "reader"
 """The owner prefix of the readers of audits and subscribers."""
 
@@ -325,12 +328,23 @@ class OrderedReader:
         under its name (another identity, not holding the last message returned: `holding`),
         from where the reader started (from 1 if it started at a sequence: every message of
         the new stream is unseen). A stream restored from a backup, holding it, is read on
-        after it (said once, INFO).
+        after it (said once, INFO). The stream's identity is asked again once the consumer
+        exists: a stream made anew between the two questions would otherwise be read on from
+        the old one's sequence, uncounted; then the choice is made again (at most
+        `RECREATE_ATTEMPTS` times: a stream made anew that often is read as last found).
 
         Raises:
             nats.js.errors.NotFoundError: no such stream. nats.errors.Error: NATS failed.
         """
         info = await self._js.stream_info(self._stream)
+        for _ in range(RECREATE_ATTEMPTS):
+            await self._choose_and_create(info)
+            info = await self._js.stream_info(self._stream)
+            if identity(info) in (None, self._created):
+                return
+
+    async def _choose_and_create(self, info: StreamInfo) -> None:
+        """Create the consumer where `_recreate` says, the stream being as `info` tells."""
         created = identity(info)
         changed = created is not None and self._created is not None and created != self._created
         if changed and await holding(self._js, self._stream, self._landmark,

@@ -10,7 +10,8 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.api import StreamInfo
 
-from services.bus import pulling, reading, streams
+from services.bus import latest, pulling, reading, streams
+from services.bus.errors import BusUnavailable
 from services.bus.publishing import Publisher
 from services.config.settings import BusSettings
 from services.contracts import subjects
@@ -140,6 +141,30 @@ async def test_a_following_reader_reads_afresh_a_stream_with_its_message_publish
     await reader.close()
 
 
+def losing_the_second_then_made_anew(js: JetStreamContext, bus_settings: BusSettings,
+                                     monkeypatch: pytest.MonkeyPatch,
+                                     published: list[str]) -> None:
+    """The next pull (`pulling.Puller.fetch`) loses its second message in transit, and before
+    it returns the EVENTS stream is deleted, made anew and given `published`."""
+    real_fetch = pulling.Puller.fetch
+
+    async def losing(puller: pulling.Puller, batch: int, timeout: float) -> list[Any]:
+        monkeypatch.setattr(pulling.Puller, "fetch", real_fetch)  # once
+        messages = await real_fetch(puller, batch, timeout)
+        assert len(messages) >= 2, "the pull must bring more than the message kept"
+        await remake(js, bus_settings, published)
+        return [messages[0], *messages[2:]]
+
+    monkeypatch.setattr(pulling.Puller, "fetch", losing)
+
+
+async def remake(js: JetStreamContext, bus_settings: BusSettings, published: list[str]) -> None:
+    """Delete the EVENTS stream, make it anew and publish `published` to it."""
+    await js.delete_stream(subjects.stream_name(bus_settings.prefix, "EVENTS"))
+    await streams.ensure_streams(js, bus_settings)
+    await publish(js, bus_settings, published)
+
+
 async def test_what_came_before_a_gap_is_returned_as_the_old_streams_before_a_new_one(
         js: JetStreamContext, bus_settings: BusSettings,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,18 +177,7 @@ async def test_what_came_before_a_gap_is_returned_as_the_old_streams_before_a_ne
     await publish(js, bus_settings, ["a", "b", "c"])
     reader = await reading.OrderedReader.open(
         js, stream, subjects.events_wildcard(bus_settings.prefix), owner="test", start_seq=1)
-    real_fetch = pulling.Puller.fetch
-
-    async def losing_b(puller: pulling.Puller, batch: int, timeout: float) -> list[Any]:
-        monkeypatch.setattr(pulling.Puller, "fetch", real_fetch)  # once
-        messages = await real_fetch(puller, batch, timeout)
-        assert [message.data for message in messages] == [b"a", b"b", b"c"]
-        await js.delete_stream(stream)
-        await streams.ensure_streams(js, bus_settings)
-        await publish(js, bus_settings, ["x", "y"])
-        return [messages[0], *messages[2:]]
-
-    monkeypatch.setattr(pulling.Puller, "fetch", losing_b)
+    losing_the_second_then_made_anew(js, bus_settings, monkeypatch, ["x", "y"])
     try:
         first = [(message.seq, message.data) for message in await reader.fetch(10, 1)]
         assert (first, reader.streams_read) == ([(1, b"a")], 1)
@@ -171,3 +185,62 @@ async def test_what_came_before_a_gap_is_returned_as_the_old_streams_before_a_ne
         assert (then, reader.streams_read) == ([(1, b"x"), (2, b"y")], 2)
     finally:
         await reader.close()
+
+
+async def test_a_bounded_read_losing_a_message_as_its_stream_is_made_anew_ends_there(
+        js: JetStreamContext, bus_settings: BusSettings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What came before the loss is the old stream's, and its end the one to stop at: nothing
+    of the new stream follows (it yielded "x" and "y" at seqs 1 and 2 after "a" at 1)."""
+    monkeypatch.setattr(reading, "FETCH_BATCH", 10)
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    await publish(js, bus_settings, ["a", "b", "c"])
+    losing_the_second_then_made_anew(js, bus_settings, monkeypatch, ["x", "y"])
+    read = [(message.seq, message.data) async for message in
+            reading.read(js, stream, subjects.events_wildcard(bus_settings.prefix))]
+    assert read == [(1, b"a")]
+
+
+async def test_a_stream_made_anew_while_a_reader_recreates_its_consumer_is_read_afresh(
+        js: JetStreamContext, bus_settings: BusSettings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Made anew after the reader asked which stream it reads and before its new consumer
+    exists: the reader counts it and reads it from its start (it read on from seq 4, the old
+    stream's, and never returned "x" and "y")."""
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    await publish(js, bus_settings, ["a", "b", "c"])
+    reader = await reading.OrderedReader.open(
+        js, stream, subjects.events_wildcard(bus_settings.prefix), owner="test", start_seq=1)
+    try:
+        assert [message.data for message in await reader.fetch(10, 1)] == [b"a", b"b", b"c"]
+        await reader.close()  # the next fetch recreates its consumer
+        real_create = reader._create
+
+        async def remade_first(start_seq: int | None) -> None:
+            monkeypatch.setattr(reader, "_create", real_create)  # once
+            await remake(js, bus_settings, ["x", "y"])
+            await real_create(start_seq)
+
+        monkeypatch.setattr(reader, "_create", remade_first)
+        fetched = [(message.seq, message.data) for message in await reader.fetch(10, 1)]
+        assert (fetched, reader.streams_read) == ([(1, b"x"), (2, b"y")], 2)
+    finally:
+        await reader.close()
+
+
+async def test_the_newest_messages_read_as_their_stream_is_made_anew_are_refused(
+        js: JetStreamContext, bus_settings: BusSettings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`latest.latest` (the watcher's recovery) yields "a" of the old stream, then finds the
+    stream made anew: it says so instead of going on with the new stream's "x", a state
+    mixed of two streams' messages."""
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    await publish(js, bus_settings, ["a", "b", "c"])
+    losing_the_second_then_made_anew(js, bus_settings, monkeypatch, ["x"])
+    read: list[bytes] = []
+    with pytest.raises(BusUnavailable, match="made anew while its newest messages were read"):
+        async for message in latest.latest(
+                js, stream, subjects.events_wildcard(bus_settings.prefix), owner="test",
+                inactive_threshold_seconds=10, batch=10, timeout_seconds=1):
+            read.append(message.data)
+    assert read == [b"a"]
