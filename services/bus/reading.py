@@ -255,8 +255,10 @@ class OrderedReader:
                    eager: bool = False, created: str | None = None) -> OrderedReader:
         """Create the consumer: from `start_seq`, or (None) the last message of every subject.
         `eager`: a waiting `fetch` returns as soon as messages come (`pulling.Puller`).
-        `created`: the stream's identity (`identity`) as the caller just asked it (`read`
-        does), which saves a stream info; None: asked here, once the consumer exists.
+        `created`: the stream's identity (`identity`) as the caller saw it when it chose
+        `start_seq` (`read` does); a stream made anew since is read from its start instead,
+        as `fetch` reads one made anew later, and counted in `streams_read`. None: the
+        stream's identity once the consumer exists.
 
         Raises:
             nats.js.errors.NotFoundError: no such stream. nats.errors.Error: NATS failed.
@@ -265,8 +267,10 @@ class OrderedReader:
         reader._start_seq = start_seq
         reader._eager = eager
         await reader._create(start_seq)
-        reader._created = (created if created is not None
-                           else identity(await js.stream_info(stream)))
+        now = identity(await js.stream_info(stream))
+        reader._created = created if created is not None else now
+        if now not in (None, reader._created):  # made anew since the caller looked
+            await reader._recreate()
         return reader
 
     @property

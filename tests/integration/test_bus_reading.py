@@ -55,12 +55,13 @@ async def test_a_read_of_a_filter_nothing_matches_ends_without_fetching(
     assert fetches == []
 
 
-async def test_one_read_asks_for_the_stream_info_once(
+async def test_one_read_asks_for_the_stream_info_before_and_after_its_consumer_exists(
         js: JetStreamContext, bus_settings: BusSettings,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """`read` holds the stream's identity from the state it asked first and hands it to its
-    reader (`OrderedReader.open(created=...)`), which asked again. Counted on the JetStream
-    context the read is given (every stream info of the read goes through it)."""
+    """`read` asks the stream's extent and identity once, and its reader asks the identity
+    once more when its consumer exists (`OrderedReader.open(created=...)`: a stream made anew
+    in between is not read as the old one), nothing more. Counted on the JetStream context
+    the read is given (every stream info of the read goes through it)."""
     stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
     await publish(js, bus_settings, ["a", "b", "c"])
     asked: list[str] = []
@@ -74,7 +75,7 @@ async def test_one_read_asks_for_the_stream_info_once(
     read = [m.seq async for m in reading.read(
         js, stream, subjects.events_wildcard(bus_settings.prefix))]
     assert read == [1, 2, 3]
-    assert asked == [stream]
+    assert asked == [stream, stream]
 
 
 async def test_a_bounded_read_ends_when_its_stream_is_made_anew(
@@ -244,3 +245,24 @@ async def test_the_newest_messages_read_as_their_stream_is_made_anew_are_refused
                 inactive_threshold_seconds=10, batch=10, timeout_seconds=1):
             read.append(message.data)
     assert read == [b"a"]
+
+
+async def test_a_bounded_read_of_a_stream_made_anew_as_it_opens_yields_nothing_of_it(
+        js: JetStreamContext, bus_settings: BusSettings,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Made anew after the read took the stream's extent and identity, before its consumer
+    existed: the end to stop at was the old stream's, so nothing is yielded (it yielded the
+    new stream's "x" and "y", counted as the old one's)."""
+    stream = subjects.stream_name(bus_settings.prefix, "EVENTS")
+    await publish(js, bus_settings, ["a", "b", "c"])
+    real_state = reading.stream_state
+
+    async def remade_after(js_: JetStreamContext, name: str) -> reading.StreamState:
+        state = await real_state(js_, name)
+        await remake(js, bus_settings, ["x", "y"])
+        return state
+
+    monkeypatch.setattr(reading, "stream_state", remade_after)
+    read = [(message.seq, message.data) async for message in
+            reading.read(js, stream, subjects.events_wildcard(bus_settings.prefix))]
+    assert read == []
