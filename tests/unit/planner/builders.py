@@ -7,7 +7,7 @@ uids are derived from namespace and name, so tests can refer to pods by name.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Literal
 
 from services.contracts.events import (
     ClaimObserved,
@@ -148,7 +148,7 @@ class PodBuilder:
             *self.fields.get("preferred_pod_anti_affinity", ()), term))
 
     def spread(self, topology_key: str, max_skew: int = 1, when: str = "DoNotSchedule",
-               selector: tuple[NodeSelectorRequirement, ...] | bool | None = True,
+               selector: tuple[NodeSelectorRequirement, ...] | Literal[True] | None = True,
                **fields: Any) -> PodBuilder:
         """A topology spread constraint; `selector` True: `matchLabels` of the pod's own labels
         so far, else the requirements given (None: no selector); other fields as

@@ -47,7 +47,7 @@ def observed(*objects: dict[str, Any]) -> Cluster:
     return cluster
 
 
-def test_a_pod_requesting_1e30_cpus_is_refused_with_the_amount_even_on_a_node_of_1e15():
+def test_a_pod_requesting_1e30_cpus_is_refused_with_the_amount_even_on_a_node_of_1e15() -> None:
     decisions = observed(node("n0", "1e15"), pod("p", "1e30")).plan()
     assert [type(d) for d in decisions] == [Rejection]
     rejection = decisions[0]
@@ -57,7 +57,7 @@ def test_a_pod_requesting_1e30_cpus_is_refused_with_the_amount_even_on_a_node_of
     assert rejection.is_unschedulable is False  # no change in the cluster makes it fit
 
 
-def test_a_gang_member_beyond_range_keeps_the_whole_gang_waiting():
+def test_a_gang_member_beyond_range_keeps_the_whole_gang_waiting() -> None:
     cluster = observed(node("n0", "64"), podgroup("g", 2), pod("a", "1", "g"),
                        pod("b", "1e30", "g"))
     cluster.plan()
@@ -67,7 +67,7 @@ def test_a_gang_member_beyond_range_keeps_the_whole_gang_waiting():
         f"cpu 1e30 {BEYOND}")
 
 
-def test_a_podgroup_with_minresources_beyond_range_is_refused_not_admitted():
+def test_a_podgroup_with_minresources_beyond_range_is_refused_not_admitted() -> None:
     cluster = observed(node("n0", "1e15"), podgroup("g", 1, cpu="1e30"), pod("a", "1", "g"))
     cluster.plan()
     assert cluster.placements() == []
@@ -75,12 +75,12 @@ def test_a_podgroup_with_minresources_beyond_range_is_refused_not_admitted():
         f"PodGroup ml/g is invalid: spec.minResources: cpu 1e30 {BEYOND}")
 
 
-def test_a_node_offering_more_than_gangsched_counts_still_takes_what_it_counts():
+def test_a_node_offering_more_than_gangsched_counts_still_takes_what_it_counts() -> None:
     decisions = observed(node("n0", "1e15"), pod("p", "200000000000")).plan()
     assert [type(d) for d in decisions] == [Placement]
 
 
-def test_the_largest_amount_fits_once_on_a_node_beyond_range_and_no_more():
+def test_the_largest_amount_fits_once_on_a_node_beyond_range_and_no_more() -> None:
     largest = str(Decimal(resources.MAX_AMOUNT) / 1000)  # 281474976710.656 cpus
     cluster = observed(node("n0", "1e15"), pod("a", largest), pod("b", largest))
     decisions = cluster.plan()
@@ -94,7 +94,8 @@ _QUANTITIES = st.sampled_from(["1", "1e10", "281474976710.656", "281474976710.65
 @settings(max_examples=60, deadline=None)
 @given(st.lists(_QUANTITIES, min_size=1, max_size=3), st.lists(_QUANTITIES, min_size=1,
                                                                 max_size=6))
-def test_no_node_is_ever_over_committed_in_the_amounts_kubernetes_was_given(node_cpus, pod_cpus):
+def test_no_node_is_ever_over_committed_in_the_amounts_kubernetes_was_given(
+        node_cpus: list[str], pod_cpus: list[str]) -> None:
     nodes = {f"n{i}": Decimal(cpu) for i, cpu in enumerate(node_cpus)}
     requested = {f"p{i}": Decimal(cpu) for i, cpu in enumerate(pod_cpus)}
     cluster = observed(*(node(name, cpu) for name, cpu in zip(nodes, node_cpus, strict=True)),

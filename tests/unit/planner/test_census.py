@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from services.contracts.events import Event
 from services.planner.core import census, plan, state
 from services.planner.core.config import PlannerConfig
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup
@@ -9,7 +10,7 @@ from tests.unit.planner.builders import make_node, make_pod, make_podgroup
 
 def observed() -> state.PlannerState:
     current = state.empty_state()
-    for event in (
+    events: tuple[Event, ...] = (
         make_node("n1").capacity(cpu_milli=1000).build(),
         make_podgroup("big", 3).build(),
         *[make_pod(f"big-{i}").requests(cpu_milli=1000).in_group("big").build() for i in range(3)],
@@ -17,7 +18,8 @@ def observed() -> state.PlannerState:
         make_pod("gated").gated().build(),
         make_pod("bound").on_node("n1").build(),
         make_pod("theirs").scheduler("default-scheduler").build(),
-    ):
+    )
+    for event in events:
         current = plan.apply(current, event)
     return current
 
@@ -45,11 +47,13 @@ def test_podgroups_count_as_pending_until_a_round_judges_them() -> None:
 
 def test_podgroups_by_phase_follow_the_phase_each_round_decided() -> None:
     current = observed()
-    for event in (make_podgroup("done", 2).build(),
-                  *[make_pod(f"done-{i}").in_group("done").on_node("n1", "Succeeded").build()
-                    for i in range(2)],
-                  make_podgroup("live", 1).build(),
-                  make_pod("live-0").in_group("live").on_node("n1").build()):
+    events: tuple[Event, ...] = (
+        make_podgroup("done", 2).build(),
+        *[make_pod(f"done-{i}").in_group("done").on_node("n1", "Succeeded").build()
+          for i in range(2)],
+        make_podgroup("live", 1).build(),
+        make_pod("live-0").in_group("live").on_node("n1").build())
+    for event in events:
         current = plan.apply(current, event)
     current, _ = plan.plan(current, PlannerConfig(), plan_seq=1)
     assert census.podgroups_by_phase(current) == {

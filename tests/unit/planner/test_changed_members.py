@@ -21,7 +21,7 @@ def rejections(decisions: list[Decision]) -> list[Rejection]:
     return [d for d in decisions if isinstance(d, Rejection)]
 
 
-def test_a_scale_down_in_backoff_is_told_with_the_members_left():
+def test_a_scale_down_in_backoff_is_told_with_the_members_left() -> None:
     cluster = seed(6, 3)
     first = cluster.plan()
     assert [len(p.members) for p in first if isinstance(p, Placement)] == [3]
@@ -38,7 +38,7 @@ def test_a_scale_down_in_backoff_is_told_with_the_members_left():
     assert replay(cluster.log, cluster.config) == recorded(cluster)
 
 
-def test_a_rolled_back_partial_placement_waits_its_backoff_and_is_told_why():
+def test_a_rolled_back_partial_placement_waits_its_backoff_and_is_told_why() -> None:
     cluster = seed(4, 2)  # 3 of the 4 fit: a partial placement past minMember
     first = cluster.plan()
     (placed,) = [d for d in first if isinstance(d, Placement)]
@@ -53,7 +53,7 @@ def test_a_rolled_back_partial_placement_waits_its_backoff_and_is_told_why():
     assert "admission webhook refused" in told[0].reason
 
 
-def test_an_expired_partial_placement_is_not_placed_again_in_the_same_round():
+def test_an_expired_partial_placement_is_not_placed_again_in_the_same_round() -> None:
     cluster = seed(4, 2)
     (placed,) = [d for d in cluster.plan() if isinstance(d, Placement)]
     cluster.advance((placed.deadline_ms - placed.at_ms) / 1000 + 91)  # deadline + grace
@@ -63,7 +63,7 @@ def test_an_expired_partial_placement_is_not_placed_again_in_the_same_round():
     assert "neither bound nor rolled back" in told.reason and len(told.pods) == 4
 
 
-def test_members_recreated_after_a_rollback_do_not_end_its_backoff():
+def test_members_recreated_after_a_rollback_do_not_end_its_backoff() -> None:
     cluster = Cluster().observe(
         make_node("n0").capacity(cpu_milli=12_000), make_podgroup("g", 4),
         *[make_pod(f"g-{i}").requests(cpu_milli=3000).in_group("g").created(i)

@@ -47,7 +47,7 @@ def test_a_leader_whose_database_does_not_answer_steps_down() -> None:
         engine = engines.create_engine("postgresql+asyncpg://u:p@127.0.0.1:9/db")
         lease, ready = _Lease(), ReadyFlag("planner")
         task = asyncio.create_task(election.lead(
-            lease, election.Timing(lease_seconds=1.0, retry_seconds=0.2),  # type: ignore[arg-type]
+            lease, election.Timing(lease_seconds=1.0, retry_seconds=0.2),
             lambda: service.run_planner(settings, _JetStream(), engine, ready),  # type: ignore[arg-type]
             ready=ready))
         await asyncio.sleep(4)

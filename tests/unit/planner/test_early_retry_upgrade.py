@@ -11,19 +11,19 @@ import msgspec
 from services.contracts.decisions import Placement
 from services.contracts.events import NodeDeleted
 from services.planner.core import backoff
-from services.planner.core.state import decode_state, encode_state
-from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from services.planner.core.state import PlannerState, decode_state, encode_state
+from tests.unit.planner.builders import NodeBuilder, make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster
 
 HOST = "kubernetes.io/hostname"
 T = 31_000
 
 
-def _node(name, cpu_milli=4000):
+def _node(name: str, cpu_milli: int = 4000) -> NodeBuilder:
     return make_node(name).capacity(cpu_milli=cpu_milli).labels(**{HOST: name})
 
 
-def _backed_off_plain_gang():
+def _backed_off_plain_gang() -> Cluster:
     """Gang g (2 x 3 cpu) on n0, n1 (4 cpu each); `web` (2 cpu) on n0 keeps one member out.
     The gang arrives at T and is found unschedulable then (no timed retry before the flush)."""
     web = (make_pod("web").scheduler("default-scheduler").requests(cpu_milli=2000)
@@ -39,7 +39,7 @@ def _backed_off_plain_gang():
     return cluster
 
 
-def _as_older_revision(cluster, revision):
+def _as_older_revision(cluster: Cluster, revision: int) -> PlannerState:
     """Re-encode the state as a snapshot of core `revision` (32: `capacity_freed_ms`,
     `woken_ms`, no moments; 30: `capacity_freed_ms` only) would hold it."""
     snap = msgspec.json.decode(encode_state(cluster.state))
@@ -56,14 +56,14 @@ def _as_older_revision(cluster, revision):
     return decode_state(msgspec.json.encode(snap))
 
 
-def _placed_at_after_restore(revision):
+def _placed_at_after_restore(revision: int) -> tuple[int | None, int | None, list[int]]:
     cluster = _backed_off_plain_gang()
     cluster.advance(0.5)
     cluster.delete_pod("web")  # at T + 0.5 s, after the last attempt: room for g now
     live_next = backoff.next_wakeup_ms(cluster.state, cluster.config)
     cluster.state = _as_older_revision(cluster, revision)
     restored_next = backoff.next_wakeup_ms(cluster.state, cluster.config)
-    placed = []
+    placed: list[int] = []
     for _ in range(40):
         cluster.advance(0.5)
         placed += [p.at_ms - T for p in cluster.plan() if isinstance(p, Placement)]
@@ -72,7 +72,7 @@ def _placed_at_after_restore(revision):
     return live_next, restored_next, placed
 
 
-def test_capacity_freed_before_a_revision_32_snapshot_still_earns_the_early_retry():
+def test_capacity_freed_before_a_revision_32_snapshot_still_earns_the_early_retry() -> None:
     """Revision 32 (and 30) give g an early retry at T + 1 s: capacity freed (T + 0.5 s) at or
     after its last attempt (T), `capacity_freed_ms >= last_attempt_ms`. Restored from such a
     snapshot (no moments), the retry it was owed is carried over: placed at T + 1 s as without
@@ -83,7 +83,7 @@ def test_capacity_freed_before_a_revision_32_snapshot_still_earns_the_early_retr
     assert placed == [1_000]
 
 
-def test_capacity_freed_before_a_revision_30_snapshot_still_earns_the_early_retry():
+def test_capacity_freed_before_a_revision_30_snapshot_still_earns_the_early_retry() -> None:
     _, restored_next, placed = _placed_at_after_restore(30)
     assert restored_next == T + 1_000
     assert placed == [1_000]
@@ -92,7 +92,7 @@ def test_capacity_freed_before_a_revision_30_snapshot_still_earns_the_early_retr
 ZONE = "topology.kubernetes.io/zone"
 
 
-def _backed_off_spread_gang():
+def _backed_off_spread_gang() -> Cluster:
     """Gang g of one pod (app=web, zone maxSkew 1); zone a: node na, no room, no web pod;
     zone b: node nb, room, one web pod. In b the skew would be 2 - 0 > 1: g fails, backed off
     until T as `_backed_off_plain_gang`."""
@@ -110,7 +110,7 @@ def _backed_off_spread_gang():
     return cluster
 
 
-def test_a_node_deleted_wakes_a_gang_whose_spread_it_may_let_pass():
+def test_a_node_deleted_wakes_a_gang_whose_spread_it_may_let_pass() -> None:
     """Deleting na (zone a) leaves zone b alone: the global minimum is 1, skew in b 2 - 1 = 1,
     g fits on nb. kube-scheduler's PodTopologySpread registers Node Delete with a queueing
     hint (`isSchedulableAfterNodeChange`: a deleted node carrying the constraints' topology
@@ -119,7 +119,7 @@ def test_a_node_deleted_wakes_a_gang_whose_spread_it_may_let_pass():
     cluster = _backed_off_spread_gang()
     cluster.advance(0.5)
     cluster.apply(NodeDeleted(at_ms=cluster.now_ms, name="na", uid="uid-node-na"))
-    placed = []
+    placed: list[tuple[int, str]] = []
     for _ in range(70):
         cluster.advance(0.5)
         placed += [(p.at_ms - T, p.members[0].node) for p in cluster.plan()
@@ -144,7 +144,7 @@ def _placed_after_restoring(snapshot: str) -> list[int]:
     return placed
 
 
-def test_a_real_core_30_snapshot_keeps_its_early_retry():
+def test_a_real_core_30_snapshot_keeps_its_early_retry() -> None:
     """A snapshot written by core 30 (commit 252b5e0, `git show 252b5e0:...`): gang g as
     `_backed_off_plain_gang` (last attempt at T = 31 000), `web` deleted at T + 500 (its
     `capacity_freed_ms` 31 500). Core 30 itself, restored from it and ticked every 0.5 s,
@@ -153,7 +153,7 @@ def test_a_real_core_30_snapshot_keeps_its_early_retry():
     assert _placed_after_restoring("core30_freed_after_attempt.json") == [32_000]
 
 
-def test_a_real_core_32_snapshot_keeps_the_wake_it_recorded():
+def test_a_real_core_32_snapshot_keeps_the_wake_it_recorded() -> None:
     """A snapshot written by core 32 (commit b15e423): gang g (2 members needing a host with an
     app=db pod) backed off at T = 31 000; `db` bound on n1 at T + 500 and planned then, so g
     is woken (`woken_ms` 31 500), its early retry due at T + 1 000. Core 32 itself, restored

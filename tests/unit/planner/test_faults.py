@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 
 import pytest
@@ -21,7 +22,7 @@ def test_the_switch_kills_only_after_a_deciding_batch_of_its_namespace(
         monkeypatch: pytest.MonkeyPatch, switch: str | None, namespaces: list[str],
         kills: bool) -> None:
     sent: list[int] = []
-    monkeypatch.setattr(faults.os, "kill", lambda pid, sig: sent.append(sig))
+    monkeypatch.setattr(os, "kill", lambda pid, sig: sent.append(sig))
     if switch is None:
         monkeypatch.delenv(faults.CRASH_AFTER_COMMIT_ENV, raising=False)
     else:

@@ -12,7 +12,7 @@ from tests.unit.planner.harness import Cluster
 PINNED = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
 
 
-def test_every_untolerated_taint_is_one_reason_whatever_the_taint():
+def test_every_untolerated_taint_is_one_reason_whatever_the_taint() -> None:
     cluster = Cluster().observe(
         make_node("a").taint("dedicated", "gpu"), make_node("b").taint("spot", "", "NoExecute"),
         make_node("c").taint("dedicated", "db"), make_pod("p"))
@@ -21,7 +21,7 @@ def test_every_untolerated_taint_is_one_reason_whatever_the_taint():
         "0/3 nodes are available: 3 node(s) had untolerated taint(s).")
 
 
-def test_reasons_are_ordered_by_their_count_and_text_as_strings():
+def test_reasons_are_ordered_by_their_count_and_text_as_strings() -> None:
     cluster = Cluster().observe(
         *(make_node(f"small-{i}").capacity(cpu_milli=500) for i in range(10)),
         make_node("tainted").taint("dedicated", "gpu"), make_node("cordoned").unschedulable(),
@@ -32,7 +32,7 @@ def test_reasons_are_ordered_by_their_count_and_text_as_strings():
         "1 node(s) were unschedulable, 10 Insufficient cpu.")
 
 
-def test_nodes_outside_the_match_fields_names_are_left_out_before_any_filter():
+def test_nodes_outside_the_match_fields_names_are_left_out_before_any_filter() -> None:
     """NodeAffinity's PreFilter keeps only the named nodes; the others get the framework's
     status, even a cordoned or tainted one; the named node is filtered as usual."""
     cluster = Cluster().observe(
@@ -45,14 +45,14 @@ def test_nodes_outside_the_match_fields_names_are_left_out_before_any_filter():
         f"0/4 nodes are available: 1 Insufficient cpu, 3 {PINNED}.")
 
 
-def test_match_fields_naming_only_absent_nodes_leave_every_node_out():
+def test_match_fields_naming_only_absent_nodes_leave_every_node_out() -> None:
     cluster = Cluster().observe(make_node("n0"), make_node("n1"), make_pod("p").match_fields(
         [("metadata.name", "In", ("gone",))]))
     cluster.plan()
     assert cluster.last_reason("default/pod:p") == f"0/2 nodes are available: 2 {PINNED}."
 
 
-def test_conflicting_names_in_one_term_are_a_prefilter_rejection_without_counts():
+def test_conflicting_names_in_one_term_are_a_prefilter_rejection_without_counts() -> None:
     pod = make_pod("p").match_fields(
         [("metadata.name", "In", ("n0",)), ("metadata.name", "In", ("n1",))])
     cluster = Cluster().observe(make_node("n0"), make_node("n1"), pod)
@@ -61,7 +61,7 @@ def test_conflicting_names_in_one_term_are_a_prefilter_rejection_without_counts(
         "0/2 nodes are available: pod affinity terms conflict.")
 
 
-def test_a_term_without_a_name_field_lets_every_node_through_the_prefilter():
+def test_a_term_without_a_name_field_lets_every_node_through_the_prefilter() -> None:
     pinned = make_pod("p").match_fields([("metadata.name", "In", ("n0",))],
                                         [("metadata.name", "NotIn", ("n0",))]).build()
     assert filters.affinity_node_names(pinned) is None
@@ -73,7 +73,7 @@ def test_a_term_without_a_name_field_lets_every_node_through_the_prefilter():
         reasons.NODE_AFFINITY_PREFILTER)
 
 
-def test_conflicting_names_are_rejected_before_a_missing_claim():
+def test_conflicting_names_are_rejected_before_a_missing_claim() -> None:
     """NodeAffinity's PreFilter runs before VolumeRestrictions' and VolumeBinding's: a pod whose
     names conflict and whose claim is missing reads the conflict (seed 2, pod p-0177)."""
     pod = make_pod("p").claims("missing").match_fields(
@@ -84,7 +84,7 @@ def test_conflicting_names_are_rejected_before_a_missing_claim():
         "0/2 nodes are available: pod affinity terms conflict.")
 
 
-def test_names_that_leave_nodes_do_not_hide_a_missing_claim():
+def test_names_that_leave_nodes_do_not_hide_a_missing_claim() -> None:
     pod = make_pod("p").claims("missing").match_fields([("metadata.name", "In", ("n0",))])
     cluster = Cluster().observe(make_node("n0"), make_node("n1"), pod)
     cluster.plan()

@@ -7,6 +7,7 @@ from services.planner.core import backoff
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import decode_state, encode_state
 from tests.unit.planner.builders import (
+    PodBuilder,
     make_claim,
     make_node,
     make_pod,
@@ -19,12 +20,12 @@ from tests.unit.planner.test_properties import replay_through_snapshots
 from tests.unit.planner.test_queue import starvation_cluster
 
 
-def members(group, count, cpu_milli=1000, first=0):
+def members(group: str, count: int, cpu_milli: int = 1000, first: int = 0) -> list[PodBuilder]:
     return [make_pod(f"{group}-{i}").requests(cpu_milli=cpu_milli).in_group(group)
             for i in range(first, first + count)]
 
 
-def churn(cluster, tag):
+def churn(cluster: Cluster, tag: int) -> None:
     cluster.observe(make_pod(f"t{tag}").scheduler("other").requests(cpu_milli=1).on_node("n0"))
     cluster.delete_pod(f"t{tag}")
 
@@ -55,7 +56,7 @@ def placed_after_failed_early_retries() -> tuple[Cluster, list[Decision]]:
 
 
 # 1. early_retries survives a placement that leaves extra members unplaced
-def test_early_retries_start_over_when_the_gang_is_placed_with_extras_unplaced():
+def test_early_retries_start_over_when_the_gang_is_placed_with_extras_unplaced() -> None:
     cluster, decisions = placed_after_failed_early_retries()
     group = cluster.state.groups["default/g"]
     placement = next(d for d in decisions if isinstance(d, Placement))
@@ -65,7 +66,7 @@ def test_early_retries_start_over_when_the_gang_is_placed_with_extras_unplaced()
 
 
 # 2. a left-out member's priority still orders its gang
-def test_a_left_out_members_priority_does_not_queue_its_gang_ahead():
+def test_a_left_out_members_priority_does_not_queue_its_gang_ahead() -> None:
     cluster = Cluster().observe(
         make_node("n0").capacity(cpu_milli=4000), make_podgroup("g", 1),
         make_pod("g-0").requests(cpu_milli=4000).in_group("g").priority(0),
@@ -79,7 +80,7 @@ def test_a_left_out_members_priority_does_not_queue_its_gang_ahead():
 
 
 # 3. a left-out member gets no report while its gang's placement is in flight
-def test_a_left_out_member_is_told_in_the_round_its_gang_is_placed():
+def test_a_left_out_member_is_told_in_the_round_its_gang_is_placed() -> None:
     cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 1), *members("g", 1),
                                 members("g", 1, first=1)[0].unsupported("spec.resourceClaims"))
     decisions = cluster.plan()
@@ -96,11 +97,11 @@ def test_a_left_out_member_is_told_in_the_round_its_gang_is_placed():
 
 
 # determinism: decisions equal a replay restoring snapshots every round
-def check_replay(cluster):
+def check_replay(cluster: Cluster) -> None:
     assert replay_through_snapshots(cluster.log, cluster.config) == recorded(cluster)
 
 
-def test_replay_left_out_claim_member_and_early_retries():
+def test_replay_left_out_claim_member_and_early_retries() -> None:
     cluster = Cluster().observe(
         make_node("n0").capacity(cpu_milli=4000),
         make_pod("big").scheduler("other").requests(cpu_milli=2000).on_node("n0"),
@@ -122,12 +123,12 @@ def test_replay_left_out_claim_member_and_early_retries():
     check_replay(cluster)
 
 
-def test_replay_hold_fallback():
+def test_replay_hold_fallback() -> None:
     cluster = starvation_cluster(starvation_seconds=10, never_fitting_first=True)
     check_replay(cluster)
 
 
-def test_a_left_out_member_is_told_behind_busy_binders():
+def test_a_left_out_member_is_told_behind_busy_binders() -> None:
     cluster = Cluster(PlannerConfig(max_placements_in_flight=1)).observe(
         make_node("n0"), make_pod("first").requests(cpu_milli=100))
     cluster.bind(cluster.plan(), skip_group_bound=True)  # one placement in flight: busy
@@ -160,7 +161,7 @@ def backed_off_behind_busy_binders(restart: bool) -> Cluster:
     return cluster
 
 
-def test_a_restart_tells_a_backed_off_gang_behind_busy_binders_nothing_new():
+def test_a_restart_tells_a_backed_off_gang_behind_busy_binders_nothing_new() -> None:
     """Found by a fuzzing review: planned after a restart, the asleep gang told a-1 alone
     behind the busy binders (a Rejection the live planner, skipping it, never made), so the
     catch-up diverged. While its backoff runs it tells nothing new, asleep or not."""
@@ -177,11 +178,11 @@ def test_a_restart_tells_a_backed_off_gang_behind_busy_binders_nothing_new():
     check_replay(live)
 
 
-def test_extras_first_early_retry_after_the_gang_is_placed():
+def test_extras_first_early_retry_after_the_gang_is_placed() -> None:
     cluster, decisions = placed_after_failed_early_retries()
     cluster.bind(decisions)          # g-0 bound, GroupBound: failures = 0
     group = cluster.state.groups["default/g"]
-    attempts = []
+    attempts: list[int] = []
     start = cluster.now_ms
     for second in range(0, 12):
         if second == 4:
@@ -198,7 +199,7 @@ def test_extras_first_early_retry_after_the_gang_is_placed():
     assert 4 in attempts, attempts
 
 
-def test_a_member_waiting_alone_is_not_told_the_same_again_after_each_extra_placement():
+def test_a_member_waiting_alone_is_not_told_the_same_again_after_each_extra_placement() -> None:
     bad = members("g", 1, first=1)[0].unsupported("spec.resourceClaims")
     cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 1), *members("g", 1), bad)
     cluster.bind(cluster.plan())
@@ -213,7 +214,7 @@ def test_a_member_waiting_alone_is_not_told_the_same_again_after_each_extra_plac
     assert len(alone) == 1, f"told the same {len(alone)} times"
 
 
-def test_a_member_left_out_of_a_backed_off_gang_behind_busy_binders_is_told_at_once():
+def test_a_member_left_out_of_a_backed_off_gang_behind_busy_binders_is_told_at_once() -> None:
     """Found by a review of core 36: a member left out (unsupported) that joins a gang backed
     off behind busy binders was told nothing until the backoff ended (up to a minute), and the
     gang was planned again every round meanwhile. It is told with the gang's failure (the

@@ -5,7 +5,10 @@ Values are worked by hand in the comments."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,13 +17,23 @@ from services.contracts.events import NodeSelectorRequirement, NodeSelectorTerm
 from services.fit import filters
 from services.planner.core import capacity, node_affinity_score
 from services.planner.core.config import PlannerConfig
-from tests.unit.planner.builders import GIB, make_node, make_pod, make_podgroup
+from tests.unit.planner.builders import (
+    GIB,
+    NodeBuilder,
+    PodBuilder,
+    PodGroupBuilder,
+    make_node,
+    make_pod,
+    make_podgroup,
+)
 from tests.unit.planner.harness import Cluster
 
 NAME = "metadata.name"
 
+Built = NodeBuilder | PodBuilder | PodGroupBuilder
 
-def labelled_index():
+
+def labelled_index() -> capacity.NodeIndex:
     """n1 disk=ssd zone=a; n2 disk=hdd zone=a; n3 zone=b; n4 without labels."""
     nodes = [make_node("n1").labels(disk="ssd", zone="a"),
              make_node("n2").labels(disk="hdd", zone="a"),
@@ -28,7 +41,7 @@ def labelled_index():
     return capacity.build({node.build().name: node.build() for node in nodes}, {})
 
 
-def weighted(pod, failed=()):
+def weighted(pod: PodBuilder, failed: tuple[str, ...] = ()) -> dict[str, float]:
     """Per feasible node (name order), the weighted score (`node_affinity_score.scores`)."""
     index = labelled_index()
     feasible = np.array([name not in failed for name in index.names], dtype=np.bool_)
@@ -37,12 +50,12 @@ def weighted(pod, failed=()):
     return {name: float(scores[index.row[name]]) for name in index.names if name not in failed}
 
 
-def placed(*objects, config=None):
+def placed(*objects: Built, config: PlannerConfig | None = None) -> list[str]:
     return [m.node for d in Cluster(config).observe(*objects).plan() if isinstance(d, Placement)
             for m in d.members]
 
 
-def test_weights_of_the_matching_terms_add_up_per_node():
+def test_weights_of_the_matching_terms_add_up_per_node() -> None:
     pod = (make_pod("p").prefer_node(50, ("disk", "In", ("ssd",)))
            .prefer_node(30, ("zone", "In", ("a",)))
            .prefer_node(20, fields=((NAME, "In", ("n3",)),)))
@@ -53,7 +66,7 @@ def test_weights_of_the_matching_terms_add_up_per_node():
     assert weighted(pod) == {"n1": 200.0, "n2": 74.0, "n3": 50.0, "n4": 0.0}
 
 
-def test_only_feasible_nodes_set_the_max():
+def test_only_feasible_nodes_set_the_max() -> None:
     pod = (make_pod("p").prefer_node(50, ("disk", "In", ("ssd",)))
            .prefer_node(30, ("zone", "In", ("a",)))
            .prefer_node(20, fields=((NAME, "In", ("n3",)),)))
@@ -61,33 +74,33 @@ def test_only_feasible_nodes_set_the_max():
     assert weighted(pod, failed=("n1",)) == {"n2": 200.0, "n3": 132.0, "n4": 0.0}
 
 
-def test_expressions_and_fields_of_one_term_are_anded():
+def test_expressions_and_fields_of_one_term_are_anded() -> None:
     pod = make_pod("p").prefer_node(10, ("zone", "In", ("a",)),
                                     fields=((NAME, "NotIn", ("n1",)),))
     assert weighted(pod) == {"n1": 0.0, "n2": 200.0, "n3": 0.0, "n4": 0.0}
 
 
-def test_no_node_matching_and_an_empty_preference_score_zero_everywhere():
+def test_no_node_matching_and_an_empty_preference_score_zero_everywhere() -> None:
     pod = make_pod("p").prefer_node(40, ("disk", "Exists", ())).prefer_node(60)
     assert weighted(pod, failed=("n1", "n2")) == {"n3": 0.0, "n4": 0.0}
     assert not node_affinity_score.is_active([make_pod("q").build()])
     assert node_affinity_score.is_active([make_pod("q").build(), pod.build()])
 
 
-def test_a_preferred_term_weight_50_picks_its_node_among_equals():
+def test_a_preferred_term_weight_50_picks_its_node_among_equals() -> None:
     nodes = [make_node("n1"), make_node("n2").labels(disk="ssd")]
     pod = make_pod("p").requests(cpu_milli=1000)
     assert placed(*nodes, pod) == ["n1"]  # equal resource scores: the lower name
     assert placed(*nodes, pod.prefer_node(50, ("disk", "In", ("ssd",)))) == ["n2"]
 
 
-def test_match_fields_prefer_a_node_by_name():
+def test_match_fields_prefer_a_node_by_name() -> None:
     nodes = [make_node("n1"), make_node("n2"), make_node("n3")]
     pod = make_pod("p").requests(cpu_milli=1000).prefer_node(1, fields=((NAME, "In", ("n3",)),))
     assert placed(*nodes, pod) == ["n3"]
 
 
-def test_the_weighted_sum_of_resources_and_preferences_decides():
+def test_the_weighted_sum_of_resources_and_preferences_decides() -> None:
     """big: cpu 16384m, 64 GiB; small: cpu 8192m, 32 GiB; the pod requests 4096m and 16 GiB.
     LeastAllocated: big (75 + 75) / 2 = 75, small (50 + 50) / 2 = 50.
     Both nodes are in zone a (weight 88); small alone has disk=ssd (weight 12 or 13).
@@ -104,7 +117,7 @@ def test_the_weighted_sum_of_resources_and_preferences_decides():
     assert placed(*nodes, pod.prefer_node(13, ("disk", "In", ("ssd",)))) == ["small"]
 
 
-def test_gang_members_each_add_the_score_one_by_one():
+def test_gang_members_each_add_the_score_one_by_one() -> None:
     """n1, n2: cpu 8000m each; members request 1000m and prefer n2 (weight 1). The second
     member: n2 (8000 - 2000) / 8000 -> 75, memory 100: 87 + 200 against n1's 93: n2 again."""
     nodes = [make_node("n1"), make_node("n2")]
@@ -113,7 +126,7 @@ def test_gang_members_each_add_the_score_one_by_one():
     assert placed(*nodes, make_podgroup("g", 2), *gang) == ["n2", "n2"]
 
 
-def test_prefer_no_schedule_is_normalized_over_the_feasible_nodes_against_the_preference():
+def test_prefer_no_schedule_is_normalized_over_the_feasible_nodes_against_the_preference() -> None:
     """Equal nodes; a has two untolerated PreferNoSchedule taints, b one (and disk=ssd), c none.
     TaintToleration counts 2, 1, 0 -> DefaultNormalizeScore(reverse): a 100 - 100 * 2 // 2 = 0,
     b 100 - 50 = 50, c 100; weight 3: a 0, b 150, c 300. NodeAffinity (weight 1 term on
@@ -141,7 +154,9 @@ FIELDS = st.builds(NodeSelectorRequirement, st.sampled_from([NAME, "spec.x"]),
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.dictionaries(st.sampled_from(["a", "b"]), VALUES), min_size=1, max_size=5),
        st.lists(REQUIREMENTS, max_size=3), st.lists(FIELDS, max_size=2))
-def test_term_mask_agrees_with_term_matches_on_every_node(labels, expressions, fields):
+def test_term_mask_agrees_with_term_matches_on_every_node(
+        labels: list[dict[str, str]], expressions: list[NodeSelectorRequirement],
+        fields: list[NodeSelectorRequirement]) -> None:
     """The vectorised match (one judgement per distinct label value, per named node) is
     `filters.term_matches` node by node, whatever the operators, values and absent labels."""
     nodes = {f"n{i + 1}": make_node(f"n{i + 1}").labels(**found).build()
@@ -152,13 +167,15 @@ def test_term_mask_agrees_with_term_matches_on_every_node(labels, expressions, f
         filters.term_matches(term, node.labels, node.name) for node in index.nodes]
 
 
-def test_domain_trials_compute_the_preferred_sums_once_per_plan(monkeypatch):
+def test_domain_trials_compute_the_preferred_sums_once_per_plan(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The raw sums depend only on node labels and names: with prefer_topology every domain
     trial (10 zones, 11 trials here) used to recompute them; they are kept on the index."""
-    calls = []
+    calls: list[int] = []
     original = node_affinity_score.raw
 
-    def counting(index, terms):
+    def counting(index: capacity.NodeIndex,
+                 terms: node_affinity_score.Terms) -> capacity.IntArray:
         calls.append(len(terms))
         return original(index, terms)
 
@@ -172,7 +189,8 @@ def test_domain_trials_compute_the_preferred_sums_once_per_plan(monkeypatch):
     assert calls == [1]
 
 
-def test_distinct_terms_per_member_judge_each_requirement_once_not_per_node(monkeypatch):
+def test_distinct_terms_per_member_judge_each_requirement_once_not_per_node(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """64 members each preferring its own node by name (matchFields) and a label no node has,
     over 5,000 nodes: each field requirement is judged once for the node it names and once for
     every other node (128), each label requirement once for its only value, absent (64), where
@@ -180,11 +198,11 @@ def test_distinct_terms_per_member_judge_each_requirement_once_not_per_node(monk
     judged = {"fields": 0, "labels": 0}
     field_matches, requirement_matches = filters.field_matches, filters.requirement_matches
 
-    def counting_fields(requirement, node_name):
+    def counting_fields(requirement: NodeSelectorRequirement, node_name: str) -> bool:
         judged["fields"] += 1
         return field_matches(requirement, node_name)
 
-    def counting_labels(requirement, labels):
+    def counting_labels(requirement: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool:
         judged["labels"] += 1
         return requirement_matches(requirement, labels)
 
@@ -204,12 +222,12 @@ PRESCORE = ('running PreScore plugin "NodeAffinity": [0].matchExpressions[0].val
             "Invalid value: \"five\": for 'Gt', 'Lt' operators, the value must be an integer")
 
 
-def reasons_of(*objects):
+def reasons_of(*objects: Built) -> dict[str, str]:
     return {d.group: d.reason for d in Cluster().observe(*objects).plan()
             if isinstance(d, Rejection)}
 
 
-def test_one_feasible_node_binds_a_pod_whose_preferred_term_kube_cannot_parse():
+def test_one_feasible_node_binds_a_pod_whose_preferred_term_kube_cannot_parse() -> None:
     """kube-scheduler's schedulePod takes the only feasible node without running PreScore, so
     the Gt "five" term is never parsed and the pod binds (tests/e2e/test_node_affinity_score.py,
     one-feasible); the second node here fails the nodeSelector."""
@@ -221,14 +239,14 @@ def test_one_feasible_node_binds_a_pod_whose_preferred_term_kube_cannot_parse():
                   ) == ["n1"]
 
 
-def test_two_feasible_nodes_fail_prescore_with_kube_schedulers_error():
+def test_two_feasible_nodes_fail_prescore_with_kube_schedulers_error() -> None:
     pod = make_pod("p").requests(cpu_milli=1000).prefer_node(10, FIVE)
     nodes = [make_node("n1"), make_node("n2")]
     assert placed(*nodes, pod) == []
     assert reasons_of(*nodes, pod) == {"default/pod:p": PRESCORE}
 
 
-def test_no_feasible_node_reads_as_the_filters_say():
+def test_no_feasible_node_reads_as_the_filters_say() -> None:
     """No node passes: kube-scheduler's FitError, PreScore never reached."""
     pod = make_pod("p").requests(cpu_milli=1000).selector(pool="b").prefer_node(10, FIVE)
     nodes = [make_node("n1"), make_node("n2")]
@@ -236,7 +254,7 @@ def test_no_feasible_node_reads_as_the_filters_say():
         "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.")}
 
 
-def test_a_gang_member_that_cannot_be_scored_keeps_the_gang_short_with_the_error():
+def test_a_gang_member_that_cannot_be_scored_keeps_the_gang_short_with_the_error() -> None:
     """One by one: g-0 on n1 (lower name among equals), g-1 fails PreScore (two feasible
     nodes). Members differ, so the search runs: it never places g-1 (two nodes allowed), and
     one by one afterwards fails it again: the gang is told kube-scheduler's error."""
@@ -248,7 +266,7 @@ def test_a_gang_member_that_cannot_be_scored_keeps_the_gang_short_with_the_error
         "default/g": f"gang default/g: 1 of 2 members fit; {PRESCORE}"}
 
 
-def test_the_search_places_a_member_that_cannot_be_scored_only_on_its_only_node():
+def test_the_search_places_a_member_that_cannot_be_scored_only_on_its_only_node() -> None:
     """n1 4000m, n2 8000m; g-0 3000m, g-1 6000m, g-2 1000m with an unparseable preference.
     One by one: g-0 on n2 (LeastAllocated 5000/8000 beats 1000/4000), g-1 fits nowhere. The
     search (largest first) puts g-1 on n2, g-0 on n1; g-2 may take a row only where its

@@ -7,22 +7,23 @@ from __future__ import annotations
 import numpy as np
 
 from services.contracts.decisions import Placement
+from services.contracts.events import NodeObserved
 from services.planner.core import affinity_score, capacity
 from services.planner.core.capacity import NodeIndex
-from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.builders import PodBuilder, make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster
 
 HOST = "kubernetes.io/hostname"
 
 
-def zoned_nodes():
+def zoned_nodes() -> list[NodeObserved]:
     """n1, n2 in zone z1; n3 in z2; n4 in no zone; n5 without any label."""
     nodes = [make_node(name).labels(zone=zone, **{HOST: name}).build()
              for name, zone in (("n1", "z1"), ("n2", "z1"), ("n3", "z2"))]
     return [*nodes, make_node("n4").labels(**{HOST: "n4"}).build(), make_node("n5").build()]
 
 
-def cluster_index(*placed):
+def cluster_index(*placed: tuple[str, PodBuilder]) -> NodeIndex:
     """The index of `zoned_nodes` with each (node, pod builder) bound by another scheduler."""
     index = capacity.build({node.name: node for node in zoned_nodes()}, {})
     for node, builder in placed:
@@ -31,7 +32,8 @@ def cluster_index(*placed):
     return index
 
 
-def normalized(index: NodeIndex, pod, failed=()):
+def normalized(index: NodeIndex, pod: PodBuilder,
+               failed: tuple[str, ...] = ()) -> dict[str, int]:
     """Per feasible node (name order), the normalized score before the weight."""
     feasible = np.array([name not in failed for name in index.names], dtype=np.bool_)
     counted = affinity_score.topology(index, pod.build())
@@ -39,7 +41,7 @@ def normalized(index: NodeIndex, pod, failed=()):
     return {name: int(scores[index.row[name]]) for name in index.names if name not in failed}
 
 
-def test_the_pods_own_preferred_terms_add_and_take_their_weights():
+def test_the_pods_own_preferred_terms_add_and_take_their_weights() -> None:
     index = cluster_index(("n1", make_pod("db1").labelled(app="db")),
                           ("n2", make_pod("web1").labelled(app="web")),
                           ("n3", make_pod("db2").labelled(app="db")))
@@ -49,7 +51,7 @@ def test_the_pods_own_preferred_terms_add_and_take_their_weights():
     assert normalized(index, pod) == {"n1": 100, "n2": 33, "n3": 100, "n4": 0, "n5": 0}
 
 
-def test_normalization_truncates_and_spans_negative_scores():
+def test_normalization_truncates_and_spans_negative_scores() -> None:
     index = cluster_index(("n1", make_pod("a").labelled(app="db").prefer_affinity(
                                7, "zone", app="web")),
                           ("n3", make_pod("b").labelled(app="db").prefer_anti_affinity(
@@ -59,7 +61,7 @@ def test_normalization_truncates_and_spans_negative_scores():
     assert normalized(index, pod) == {"n1": 100, "n2": 100, "n3": 0, "n4": 36, "n5": 36}
 
 
-def test_existing_pods_required_affinity_counts_with_the_hard_weight():
+def test_existing_pods_required_affinity_counts_with_the_hard_weight() -> None:
     index = cluster_index(("n3", make_pod("a").pod_affinity("zone", app="web")),
                           ("n1", make_pod("b").pod_affinity("zone", app="other")))
     counted = affinity_score.topology(index, make_pod("p").labelled(app="web").build())
@@ -68,7 +70,7 @@ def test_existing_pods_required_affinity_counts_with_the_hard_weight():
         "n1": 0, "n2": 0, "n3": 100, "n4": 0, "n5": 0}
 
 
-def test_weights_of_one_pair_add_up_across_pods_and_terms():
+def test_weights_of_one_pair_add_up_across_pods_and_terms() -> None:
     index = cluster_index(("n1", make_pod("a").labelled(app="db")),
                           ("n2", make_pod("b").labelled(app="db")),
                           ("n2", make_pod("c").pod_affinity("zone", app="web")
@@ -77,7 +79,7 @@ def test_weights_of_one_pair_add_up_across_pods_and_terms():
     assert affinity_score.topology(index, pod.build()) == {("zone", "z1"): -5 - 5 + 1 + 2}
 
 
-def test_only_feasible_nodes_set_min_and_max():
+def test_only_feasible_nodes_set_min_and_max() -> None:
     index = cluster_index(("n1", make_pod("db1").labelled(app="db")),
                           ("n3", make_pod("db2").labelled(app="db")),
                           ("n3", make_pod("db3").labelled(app="db")))
@@ -86,13 +88,13 @@ def test_only_feasible_nodes_set_min_and_max():
     assert normalized(index, pod, failed=("n4", "n5")) == {"n1": 20, "n2": 0, "n3": 100}
 
 
-def test_equal_scores_everywhere_give_zero():
+def test_equal_scores_everywhere_give_zero() -> None:
     index = cluster_index(("n1", make_pod("db1").labelled(app="db")))
     pod = make_pod("p").prefer_affinity(3, "zone", app="db")
     assert normalized(index, pod, failed=("n3", "n4", "n5")) == {"n1": 0, "n2": 0}
 
 
-def test_terms_read_namespaces_and_a_node_without_labels_adds_nothing():
+def test_terms_read_namespaces_and_a_node_without_labels_adds_nothing() -> None:
     index = cluster_index(("n1", make_pod("db1", namespace="other").labelled(app="db")),
                           ("n5", make_pod("db2").labelled(app="db")))
     pod = make_pod("p").prefer_affinity(3, "zone", app="db")
@@ -101,7 +103,7 @@ def test_terms_read_namespaces_and_a_node_without_labels_adds_nothing():
         3, "zone", namespaces=("other",), app="db").build()) == {("zone", "z1"): 3}
 
 
-def test_skipped_when_no_pod_has_terms():
+def test_skipped_when_no_pod_has_terms() -> None:
     index = cluster_index(("n1", make_pod("db1").labelled(app="db").anti_affinity(
         HOST, app="x")))
     plain = make_pod("p").labelled(app="web").build()
@@ -114,11 +116,11 @@ def test_skipped_when_no_pod_has_terms():
     assert normalized(index, pod) == dict.fromkeys(("n1", "n2", "n3", "n4", "n5"), 0)
 
 
-def placed_nodes(cluster):
+def placed_nodes(cluster: Cluster) -> list[str]:
     return [m.node for d in cluster.plan() if isinstance(d, Placement) for m in d.members]
 
 
-def test_preferred_anti_affinity_avoids_the_node_resources_would_pick():
+def test_preferred_anti_affinity_avoids_the_node_resources_would_pick() -> None:
     nodes = [make_node("big").capacity(cpu_milli=64000).labels(**{HOST: "big"}),
              make_node("small").capacity(cpu_milli=8000).labels(**{HOST: "small"})]
     db = make_pod("db").labelled(app="db").scheduler("default-scheduler").on_node("big")
@@ -129,7 +131,7 @@ def test_preferred_anti_affinity_avoids_the_node_resources_would_pick():
         "small"]
 
 
-def test_gang_members_placed_before_count_for_the_next():
+def test_gang_members_placed_before_count_for_the_next() -> None:
     nodes = [make_node("big").capacity(cpu_milli=64000).labels(**{HOST: "big"}),
              make_node("small").capacity(cpu_milli=8000).labels(**{HOST: "small"})]
     gang = [make_pod(f"g-{i}").requests(cpu_milli=1000).in_group("g").labelled(app="g")
@@ -138,7 +140,7 @@ def test_gang_members_placed_before_count_for_the_next():
         "big", "small"]
 
 
-def test_the_index_keeps_pods_with_scored_terms_apart():
+def test_the_index_keeps_pods_with_scored_terms_apart() -> None:
     index = cluster_index(("n1", make_pod("plain").labelled(app="db")),
                           ("n2", make_pod("anti").anti_affinity(HOST, app="x")),
                           ("n3", make_pod("affine").pod_affinity(HOST, app="x")),

@@ -9,12 +9,24 @@ change is judged on the labels it left; the hints are kube-scheduler's (all affi
 relabel only when the match changes); the changes are looked up by label."""
 from __future__ import annotations
 
-import msgspec
+from collections.abc import Mapping
+from typing import Any
 
-from services.contracts.decisions import Placement
+import msgspec
+import pytest
+
+from services.contracts.decisions import Decision, Placement
 from services.planner.core import backoff, wakes
 from services.planner.core.state import decode_state, encode_state
-from tests.unit.planner.builders import make_node, make_pod, make_podgroup, pod_uid
+from tests.unit.planner.builders import (
+    NodeBuilder,
+    PodBuilder,
+    PodGroupBuilder,
+    make_node,
+    make_pod,
+    make_podgroup,
+    pod_uid,
+)
 from tests.unit.planner.harness import Cluster, recorded
 from tests.unit.planner.test_properties import replay_through_snapshots
 
@@ -27,27 +39,27 @@ retry places it sooner."""
 FLUSH = T + backoff.UNSCHEDULABLE_FLUSH_MS
 
 
-def node(name, zone="a", cpu_milli=4000):
+def node(name: str, zone: str = "a", cpu_milli: int = 4000) -> NodeBuilder:
     return make_node(name).capacity(cpu_milli=cpu_milli).labels(**{HOST: name, ZONE: zone})
 
 
-def near_db(count=2, group="g"):
+def near_db(count: int = 2, group: str = "g") -> list[PodGroupBuilder | PodBuilder]:
     """A gang whose members must share a host with a pod labelled app=db."""
     return [make_podgroup(group, count)] + [
         make_pod(f"{group}-{i}").requests(cpu_milli=500).in_group(group)
         .pod_affinity(HOST, app="db") for i in range(count)]
 
 
-def db(name="db", node_name="n1", **labels):
+def db(name: str = "db", node_name: str = "n1", **labels: str) -> PodBuilder:
     return (make_pod(name).scheduler("default-scheduler").requests(cpu_milli=100)
             .labelled(**(labels or {"app": "db"})).on_node(node_name))
 
 
-def placements(decisions):
+def placements(decisions: list[Decision]) -> list[Placement]:
     return [d for d in decisions if isinstance(d, Placement)]
 
 
-def check_replay(cluster):
+def check_replay(cluster: Cluster) -> None:
     """Decisions equal a replay restoring the state from its snapshot after every event and
     every round (changes recorded between a round and the next survive a snapshot)."""
     restores = set(range(len(cluster.log)))
@@ -55,7 +67,8 @@ def check_replay(cluster):
     assert replay_through_snapshots(cluster.log, cluster.config) == recorded(cluster)
 
 
-def backed_off(*items, nodes=None):
+def backed_off(*items: PodGroupBuilder | PodBuilder,
+               nodes: tuple[NodeBuilder, ...] | None = None) -> Cluster:
     """A cluster of `nodes` (default: n0 and n1 in zone a, 4 cpu each) and `items`, which
     arrive at `T`: gang g is found unschedulable then, its retry the flush."""
     cluster = Cluster().observe(*(nodes or (node("n0"), node("n1"))))
@@ -68,7 +81,7 @@ def backed_off(*items, nodes=None):
     return cluster
 
 
-def test_a_matching_pod_bound_later_places_the_gang_in_that_round():
+def test_a_matching_pod_bound_later_places_the_gang_in_that_round() -> None:
     cluster = backed_off(*near_db())
     cluster.advance(5)
     cluster.observe(db())
@@ -80,7 +93,7 @@ def test_a_matching_pod_bound_later_places_the_gang_in_that_round():
     check_replay(cluster)
 
 
-def test_a_pod_arriving_within_the_early_retry_wait_places_the_gang_when_it_ends():
+def test_a_pod_arriving_within_the_early_retry_wait_places_the_gang_when_it_ends() -> None:
     cluster = backed_off(*near_db())
     cluster.advance(0.4)
     cluster.observe(db())
@@ -93,7 +106,7 @@ def test_a_pod_arriving_within_the_early_retry_wait_places_the_gang_when_it_ends
     check_replay(cluster)
 
 
-def test_a_pod_matching_no_term_does_not_wake_the_gang():
+def test_a_pod_matching_no_term_does_not_wake_the_gang() -> None:
     cluster = backed_off(*near_db())
     group = cluster.state.groups["default/g"]
     before = msgspec.json.encode(group)
@@ -106,7 +119,7 @@ def test_a_pod_matching_no_term_does_not_wake_the_gang():
     check_replay(cluster)
 
 
-def test_a_pod_in_another_namespace_does_not_wake_the_gang():
+def test_a_pod_in_another_namespace_does_not_wake_the_gang() -> None:
     cluster = backed_off(*near_db())
     cluster.advance(5)
     cluster.observe(make_pod("db", namespace="other").scheduler("default-scheduler")
@@ -116,9 +129,10 @@ def test_a_pod_in_another_namespace_does_not_wake_the_gang():
             cluster.state.groups["default/g"].last_attempt_ms) == (0, T)
 
 
-def test_a_pod_in_a_namespace_the_term_names_wakes_the_gang():
-    gang = [make_podgroup("g", 1), make_pod("g-0").requests(cpu_milli=500).in_group("g")
-            .pod_affinity(HOST, namespaces=("data",), app="db")]
+def test_a_pod_in_a_namespace_the_term_names_wakes_the_gang() -> None:
+    gang: list[PodGroupBuilder | PodBuilder] = [
+        make_podgroup("g", 1), make_pod("g-0").requests(cpu_milli=500).in_group("g")
+        .pod_affinity(HOST, namespaces=("data",), app="db")]
     cluster = backed_off(*gang)
     cluster.advance(6)
     cluster.observe(make_pod("db", namespace="data").scheduler("default-scheduler")
@@ -128,7 +142,7 @@ def test_a_pod_in_a_namespace_the_term_names_wakes_the_gang():
     check_replay(cluster)
 
 
-def test_a_gang_without_pod_constraints_is_not_woken_by_pod_arrivals():
+def test_a_gang_without_pod_constraints_is_not_woken_by_pod_arrivals() -> None:
     big = [make_podgroup("g", 2)] + [
         make_pod(f"g-{i}").requests(cpu_milli=5000).in_group("g") for i in range(2)]
     cluster = backed_off(*big)
@@ -142,7 +156,7 @@ def test_a_gang_without_pod_constraints_is_not_woken_by_pod_arrivals():
     check_replay(cluster)
 
 
-def test_a_counted_pod_relabelled_to_match_wakes_the_gang():
+def test_a_counted_pod_relabelled_to_match_wakes_the_gang() -> None:
     cluster = backed_off(db(app="cache"), *near_db())
     cluster.advance(3)
     cluster.observe(db(app="db"))  # the same pod, its label changed
@@ -150,7 +164,7 @@ def test_a_counted_pod_relabelled_to_match_wakes_the_gang():
     check_replay(cluster)
 
 
-def test_a_pod_placed_by_gangsched_wakes_the_gang_the_next_round():
+def test_a_pod_placed_by_gangsched_wakes_the_gang_the_next_round() -> None:
     cluster = backed_off(*near_db())
     cluster.advance(5)
     cluster.observe(make_pod("db").requests(cpu_milli=100).labelled(app="db"))
@@ -165,7 +179,7 @@ def test_a_pod_placed_by_gangsched_wakes_the_gang_the_next_round():
     check_replay(cluster)
 
 
-def spread_gang():
+def spread_gang() -> list[PodGroupBuilder | PodBuilder]:
     """Gang g of one web pod, zone maxSkew 2: zone a (n0) has two web pods and room, zone b
     (n1) has none and no room; skew in a would be 3 - 0."""
     web = [make_pod(f"web{i}").scheduler("default-scheduler").labelled(app="web")
@@ -178,7 +192,7 @@ def spread_gang():
 SPREAD_NODES = (node("n0"), node("n1", zone="b", cpu_milli=100))
 
 
-def test_a_pod_counted_by_a_spread_constraint_wakes_the_gang():
+def test_a_pod_counted_by_a_spread_constraint_wakes_the_gang() -> None:
     cluster = backed_off(*spread_gang(), nodes=SPREAD_NODES)
     cluster.advance(7)
     cluster.observe(make_pod("web2").scheduler("default-scheduler").labelled(app="web")
@@ -188,7 +202,7 @@ def test_a_pod_counted_by_a_spread_constraint_wakes_the_gang():
     check_replay(cluster)
 
 
-def test_a_pod_outside_the_spread_selector_does_not_wake_the_gang():
+def test_a_pod_outside_the_spread_selector_does_not_wake_the_gang() -> None:
     cluster = backed_off(*spread_gang(), nodes=SPREAD_NODES)
     cluster.advance(7)
     cluster.observe(make_pod("api").scheduler("default-scheduler").labelled(app="api")
@@ -198,28 +212,30 @@ def test_a_pod_outside_the_spread_selector_does_not_wake_the_gang():
             cluster.state.groups["default/g"].last_attempt_ms) == (0, T)
 
 
-def test_failed_woken_retries_back_off_one_second_doubling():
+def test_failed_woken_retries_back_off_one_second_doubling() -> None:
     """A matching pod arrives every 0.5 s but never lets the gang in (its host is full): the
     gang is tried 1, 3, 7 and 15 s after its attempt at T, as freed capacity would pace it."""
     cluster = backed_off(*near_db(), nodes=(node("n0"), node("n1", cpu_milli=100)))
     group = cluster.state.groups["default/g"]
-    attempts = []
+    attempts: list[int] = []
     for step in range(1, 41):
         cluster.advance(0.5)
         cluster.observe(db(f"db{step}"))
         last = group.last_attempt_ms
         cluster.plan()
         if group.last_attempt_ms != last:
+            assert group.last_attempt_ms is not None
             attempts.append(group.last_attempt_ms - T)
     assert attempts == [1_000, 3_000, 7_000, 15_000]
     check_replay(cluster)
 
 
-GUARDED = [make_podgroup("g", 1), make_pod("g-0").requests(cpu_milli=500).in_group("g")
-           .anti_affinity(HOST, app="db")]
+GUARDED: list[PodGroupBuilder | PodBuilder] = [
+    make_podgroup("g", 1),
+    make_pod("g-0").requests(cpu_milli=500).in_group("g").anti_affinity(HOST, app="db")]
 
 
-def test_anti_affinity_still_wakes_on_the_pods_deletion():
+def test_anti_affinity_still_wakes_on_the_pods_deletion() -> None:
     cluster = backed_off(db(node_name="n0"), *GUARDED, nodes=(node("n0"),))
     cluster.advance(4)
     cluster.delete_pod("db")
@@ -228,7 +244,7 @@ def test_anti_affinity_still_wakes_on_the_pods_deletion():
     check_replay(cluster)
 
 
-def test_a_pod_relabelled_out_of_an_anti_affinity_term_wakes_the_gang():
+def test_a_pod_relabelled_out_of_an_anti_affinity_term_wakes_the_gang() -> None:
     cluster = backed_off(db(node_name="n0"), *GUARDED, nodes=(node("n0"),))
     cluster.advance(2)
     cluster.observe(db(node_name="n0", app="retired"))
@@ -240,7 +256,7 @@ FULL_N1 = (node("n0"), node("n1", cpu_milli=100))
 """n1 (where `db` lands) has no room for a member: a wake by `db` retries the gang in vain."""
 
 
-def test_one_wake_gives_one_early_retry():
+def test_one_wake_gives_one_early_retry() -> None:
     """kube-scheduler moves a pod once per event; a failed attempt sends it back to wait for the
     next event. The retry in the round of the wake uses it up: no second retry follows."""
     cluster = backed_off(*near_db(), nodes=FULL_N1)
@@ -256,7 +272,7 @@ def test_one_wake_gives_one_early_retry():
     check_replay(cluster)
 
 
-def test_capacity_freed_after_an_attempt_in_its_millisecond_still_counts():
+def test_capacity_freed_after_an_attempt_in_its_millisecond_still_counts() -> None:
     """Event order, not event time: a pod deleted in the millisecond of the gang's last attempt
     (at T), but after it, frees capacity that attempt did not see: it earns an early retry."""
     web = make_pod("web").scheduler("default-scheduler").labelled(app="web").on_node("n0")
@@ -271,7 +287,7 @@ def test_capacity_freed_after_an_attempt_in_its_millisecond_still_counts():
     check_replay(cluster)
 
 
-def _placed_after_a_vain_wake(plan_when_db_arrives):
+def _placed_after_a_vain_wake(plan_when_db_arrives: bool) -> list[int]:
     """db (matching, on the full n1) arrives 0.5 s after the last attempt; with or without a
     round at that moment, the same events follow: ticks at 1 s and 3 s, and at 4 s db2
     (matching) on n0, where the gang fits. The times of the placements (after T, ms)."""
@@ -294,13 +310,13 @@ def _placed_after_a_vain_wake(plan_when_db_arrives):
     return placed
 
 
-def test_the_placement_time_does_not_depend_on_a_plan_point_between_the_same_events():
+def test_the_placement_time_does_not_depend_on_a_plan_point_between_the_same_events() -> None:
     # as kube-scheduler: retried at 1 s in vain, db2 at 4 s, the next retry due 1 s + 2 s
     assert _placed_after_a_vain_wake(plan_when_db_arrives=True) == [4_000]
     assert _placed_after_a_vain_wake(plan_when_db_arrives=False) == [4_000]
 
 
-def _placed_after_a_relabel(plan_between):
+def _placed_after_a_relabel(plan_between: bool) -> list[int]:
     """db (matching) is counted on the full n1 at 0.5 s and relabelled away at 0.8 s; with or
     without a round between the two, then a tick at 1 s and db2 (matching) on n0 at 1.5 s."""
     cluster = backed_off(*near_db(), nodes=FULL_N1)
@@ -323,23 +339,24 @@ def _placed_after_a_relabel(plan_between):
     return placed
 
 
-def test_a_pod_counted_matching_wakes_even_if_relabelled_before_the_round():
+def test_a_pod_counted_matching_wakes_even_if_relabelled_before_the_round() -> None:
     # as kube-scheduler: the add at 0.5 s queues (retried at 1 s in vain; the relabel at 0.8 s
     # is skipped), db2 at 1.5 s queues, the next retry due 1 s + 2 s: placed at 3 s
     assert _placed_after_a_relabel(plan_between=True) == [3_000]
     assert _placed_after_a_relabel(plan_between=False) == [3_000]
 
 
-def _woken_and_last(cluster):
+def _woken_and_last(cluster: Cluster) -> tuple[int, int | None]:
     group = cluster.state.groups["default/g"]
     return group.woken_at, group.last_attempt_ms
 
 
-def test_a_pod_matching_one_of_two_affinity_terms_does_not_wake():
+def test_a_pod_matching_one_of_two_affinity_terms_does_not_wake() -> None:
     """InterPodAffinity's hint queues only for a pod matching all the required terms
     (`podMatchesAllAffinityTerms`): the filter counts no other."""
-    gang = [make_podgroup("g", 1), make_pod("g-0").requests(cpu_milli=500).in_group("g")
-            .pod_affinity(HOST, app="db").pod_affinity(HOST, tier="cache")]
+    gang: list[PodGroupBuilder | PodBuilder] = [
+        make_podgroup("g", 1), make_pod("g-0").requests(cpu_milli=500).in_group("g")
+        .pod_affinity(HOST, app="db").pod_affinity(HOST, tier="cache")]
     cluster = backed_off(*gang)
     cluster.advance(5)
     cluster.observe(db())  # app=db only
@@ -352,7 +369,7 @@ def test_a_pod_matching_one_of_two_affinity_terms_does_not_wake():
     check_replay(cluster)
 
 
-def test_relabelling_a_pod_that_already_matched_the_affinity_terms_does_not_wake():
+def test_relabelling_a_pod_that_already_matched_the_affinity_terms_does_not_wake() -> None:
     cluster = backed_off(db(), *near_db(), nodes=FULL_N1)
     cluster.advance(5)
     cluster.observe(db(app="db", version="2"))  # still app=db: the filter's counts unchanged
@@ -361,7 +378,7 @@ def test_relabelling_a_pod_that_already_matched_the_affinity_terms_does_not_wake
     check_replay(cluster)
 
 
-def test_relabelling_a_pod_that_stays_in_the_spread_selector_does_not_wake():
+def test_relabelling_a_pod_that_stays_in_the_spread_selector_does_not_wake() -> None:
     """PodTopologySpread's hint queues on a relabel only when a selector's match changes."""
     cluster = backed_off(*spread_gang(), nodes=SPREAD_NODES)
     cluster.advance(7)
@@ -377,13 +394,14 @@ def test_relabelling_a_pod_that_stays_in_the_spread_selector_does_not_wake():
     check_replay(cluster)
 
 
-def test_waking_looks_at_the_changes_a_gang_may_match_only(monkeypatch):
+def test_waking_looks_at_the_changes_a_gang_may_match_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """20 backed-off spread gangs (selector job=g<i>), 200 pods bound in their namespace, two
     of them labelled job=g3: only g3 is woken, and `may_matter` judges one change (the
     latest of g3's), not gangs x changes: changes are looked up by the selectors' labels."""
     nodes = [make_node(f"n{i}").capacity(cpu_milli=1000)
              .labels(**{HOST: f"n{i}", ZONE: f"z{i % 3}"}) for i in range(10)]
-    items = []
+    items: list[PodGroupBuilder | PodBuilder] = []
     for g in range(20):
         items.append(make_podgroup(f"g{g}", 2))
         items += [make_pod(f"g{g}-{m}").requests(cpu_milli=5000).in_group(f"g{g}")
@@ -394,15 +412,20 @@ def test_waking_looks_at_the_changes_a_gang_may_match_only(monkeypatch):
     cluster.observe(*[make_pod(f"b{i}").scheduler("default-scheduler")
                       .labelled(**({"job": "g3"} if i in (7, 8) else {"app": "batch"}))
                       .on_node(f"n{i % 10}") for i in range(200)])
-    calls = []
+    calls: list[Mapping[str, str]] = []
     judge = wakes.may_matter
-    monkeypatch.setattr(wakes, "may_matter", lambda *args: calls.append(args[2]) or judge(*args))
+
+    def counting(*args: Any) -> bool:
+        calls.append(args[2])
+        return judge(*args)
+
+    monkeypatch.setattr(wakes, "may_matter", counting)
     cluster.plan()
     assert [g for g in range(20) if cluster.state.groups[f"default/g{g}"].woken_at] == [3]
     assert calls == [{"job": "g3"}]
 
 
-def test_a_change_a_revision_32_snapshot_holds_still_wakes_the_gang():
+def test_a_change_a_revision_32_snapshot_holds_still_wakes_the_gang() -> None:
     """A snapshot of core 32 holds changes as `{uid, was}` only: restored, the change is read
     with the pod as it is then, and wakes the gang as it did."""
     cluster = backed_off(*near_db())

@@ -3,7 +3,7 @@ priority victim, victim gangs whole, fewest victims, PDBs avoided, capacity held
 
 from __future__ import annotations
 
-from services.contracts.decisions import Placement, Preemption, StatusUpdate
+from services.contracts.decisions import Decision, Placement, Preemption, StatusUpdate
 from services.contracts.events import DisruptionBudgetObserved, NodeSelectorRequirement
 from services.contracts.ids import singleton_key
 from services.planner.core import reasons
@@ -28,7 +28,7 @@ def _gang(cluster: Cluster, name: str, size: int, cpu_milli: int, priority: int 
     return cluster
 
 
-def _preemptions(decisions: list[object]) -> list[Preemption]:
+def _preemptions(decisions: list[Decision]) -> list[Preemption]:
     return [d for d in decisions if isinstance(d, Preemption)]
 
 

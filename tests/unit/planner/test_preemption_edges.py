@@ -7,7 +7,7 @@ from __future__ import annotations
 import msgspec
 
 from services.contracts import codec
-from services.contracts.decisions import Placement, Preemption
+from services.contracts.decisions import Decision, Placement, Preemption
 from services.contracts.events import PodGroupDeleted
 from services.contracts.ids import singleton_key
 from services.planner.core import reasons
@@ -23,11 +23,11 @@ def _nodes(cluster: Cluster, count: int, cpu_milli: int = 4000) -> Cluster:
                              for i in range(count)])
 
 
-def _preemptions(decisions: list[object]) -> list[Preemption]:
+def _preemptions(decisions: list[Decision]) -> list[Preemption]:
     return [d for d in decisions if isinstance(d, Preemption)]
 
 
-def _placed(decisions: list[object]) -> dict[str, list[str]]:
+def _placed(decisions: list[Decision]) -> dict[str, list[str]]:
     return {d.group: sorted(m.name for m in d.members) for d in decisions
             if isinstance(d, Placement)}
 

@@ -12,7 +12,7 @@ def sample(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
-def test_each_preemption_counts_once_and_observes_its_victims():
+def test_each_preemption_counts_once_and_observes_its_victims() -> None:
     victims = tuple(Victim(f"u{i}", "ml", f"v{i}", "n1", "ml/low", 1) for i in range(3))
     decision = Preemption(id="5-0", plan_seq=5, at_ms=0, group="ml/high", priority=9,
                           deadline_ms=60_000, nominated=(Assignment("h", "ml", "h", "n1"),),

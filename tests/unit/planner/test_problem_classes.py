@@ -5,20 +5,27 @@ from __future__ import annotations
 from services.contracts.decisions import Placement, Rejection
 from services.planner.core import backoff
 from services.planner.core.config import PlannerConfig
-from tests.unit.planner.builders import GIB, make_node, make_pod, make_podgroup, pod_uid
+from tests.unit.planner.builders import (
+    GIB,
+    PodBuilder,
+    make_node,
+    make_pod,
+    make_podgroup,
+    pod_uid,
+)
 from tests.unit.planner.harness import Cluster
 
 
-def members(group, count, cpu_milli, first=0):
+def members(group: str, count: int, cpu_milli: int, first: int = 0) -> list[PodBuilder]:
     return [make_pod(f"{group}-{i}").requests(cpu_milli=cpu_milli).in_group(group)
             for i in range(first, first + count)]
 
 
-def reserved_groups(cluster):
+def reserved_groups(cluster: Cluster) -> list[str]:
     return sorted({r.group for r in cluster.state.reservations.values()})
 
 
-def test_c1_two_gangs_never_both_half_placed():
+def test_c1_two_gangs_never_both_half_placed() -> None:
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000),
                                 make_podgroup("a", 3), make_podgroup("b", 3),
                                 *members("a", 3, 1000), *members("b", 3, 1000))
@@ -27,7 +34,7 @@ def test_c1_two_gangs_never_both_half_placed():
     assert len(cluster.state.reservations) == 3
 
 
-def test_c2_gang_that_fits_only_in_aggregate_backs_off_and_others_proceed():
+def test_c2_gang_that_fits_only_in_aggregate_backs_off_and_others_proceed() -> None:
     nodes = [make_node(f"n{i}").capacity(cpu_milli=2000) for i in range(4)]
     cluster = Cluster().observe(*nodes, make_podgroup("big", 2), *members("big", 2, 3000),
                                 make_pod("small").requests(cpu_milli=1000).created(5))
@@ -40,7 +47,7 @@ def test_c2_gang_that_fits_only_in_aggregate_backs_off_and_others_proceed():
     assert cluster.plan() == []  # still backed off: no attempt, no repeated Rejection
 
 
-def test_c3_old_unfittable_gang_does_not_starve_newer_small_groups():
+def test_c3_old_unfittable_gang_does_not_starve_newer_small_groups() -> None:
     cluster = Cluster(PlannerConfig(starvation_seconds=5)).observe(
         make_node("n0").capacity(cpu_milli=4000), make_podgroup("old", 2),
         *members("old", 2, 3000))
@@ -54,7 +61,7 @@ def test_c3_old_unfittable_gang_does_not_starve_newer_small_groups():
         "default/old")
 
 
-def test_c3_a_gang_that_fits_only_if_other_schedulers_pods_left_does_not_starve_others():
+def test_c3_a_gang_that_fits_only_if_other_schedulers_pods_left_does_not_starve_others() -> None:
     cluster = Cluster(PlannerConfig(starvation_seconds=5)).observe(
         make_node("n0").capacity(cpu_milli=4000),
         make_pod("daemon").scheduler("default-scheduler").requests(cpu_milli=2000).on_node("n0"),
@@ -68,7 +75,7 @@ def test_c3_a_gang_that_fits_only_if_other_schedulers_pods_left_does_not_starve_
     assert "reserves no capacity" in cluster.last_reason("default/old")
 
 
-def test_c4_no_member_holds_capacity_when_the_last_cannot_fit():
+def test_c4_no_member_holds_capacity_when_the_last_cannot_fit() -> None:
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=5000),
                                 make_podgroup("g", 3), *members("g", 3, 2000))
     cluster.run()
@@ -77,7 +84,7 @@ def test_c4_no_member_holds_capacity_when_the_last_cannot_fit():
     assert "2 of 3 members fit" in cluster.last_reason("default/g")
 
 
-def test_c5_groups_created_together_are_kept_together():
+def test_c5_groups_created_together_are_kept_together() -> None:
     # pod names interleave alphabetically (a-0, b-0, a-1, ...) but each gang stays whole
     pods = [make_pod(f"{i}-{g}").requests(cpu_milli=1000).in_group(g)
             for i in range(3) for g in ("a", "b")]
@@ -87,7 +94,7 @@ def test_c5_groups_created_together_are_kept_together():
     assert cluster.bound() == ["0-a", "1-a", "2-a"]
 
 
-def test_c6_failed_scheduling_reason_names_gang_fit_count_and_nodes():
+def test_c6_failed_scheduling_reason_names_gang_fit_count_and_nodes() -> None:
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=10000, memory_bytes=8 * GIB),
                                 make_podgroup("nginx", 4), *members("nginx", 6, 3000))
     cluster.run()
@@ -95,7 +102,7 @@ def test_c6_failed_scheduling_reason_names_gang_fit_count_and_nodes():
         "gang default/nginx: 3 of 4 members fit; 0/1 nodes are available: 1 Insufficient cpu.")
 
 
-def test_c6_singleton_reason_mirrors_kube_scheduler():
+def test_c6_singleton_reason_mirrors_kube_scheduler() -> None:
     cluster = Cluster().observe(
         make_node("n0").capacity(cpu_milli=1000), make_node("n1").taint("dedicated", "gpu"),
         make_node("n2").capacity(cpu_milli=500, memory_bytes=10), make_pod("p").requests(
@@ -106,7 +113,7 @@ def test_c6_singleton_reason_mirrors_kube_scheduler():
         "2 Insufficient cpu.")  # kube-scheduler sorts the "<count> <reason>" strings
 
 
-def test_c7_deadline_counts_from_the_placement_and_expiry_waits_for_grace():
+def test_c7_deadline_counts_from_the_placement_and_expiry_waits_for_grace() -> None:
     config = PlannerConfig(release_grace_seconds=30)
     cluster = Cluster(config).observe(make_node("n0"), make_podgroup("g", 2).timeout(10))
     cluster.advance(500).observe(*members("g", 2, 1000))
@@ -122,7 +129,7 @@ def test_c7_deadline_counts_from_the_placement_and_expiry_waits_for_grace():
                for d in decisions)
 
 
-def test_c8_capacity_of_finished_and_deleted_pods_is_released():
+def test_c8_capacity_of_finished_and_deleted_pods_is_released() -> None:
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=3000),
                                 make_podgroup("old", 3), *members("old", 3, 1000))
     cluster.run()
@@ -135,7 +142,7 @@ def test_c8_capacity_of_finished_and_deleted_pods_is_released():
     assert cluster.bound() == ["new-0", "new-1", "new-2"]
 
 
-def test_c9_pods_bound_by_another_scheduler_use_capacity():
+def test_c9_pods_bound_by_another_scheduler_use_capacity() -> None:
     other = make_pod("web").scheduler("default-scheduler").requests(cpu_milli=3000).on_node("n0")
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000), other,
                                 make_podgroup("g", 2), *members("g", 2, 1000))
@@ -144,7 +151,7 @@ def test_c9_pods_bound_by_another_scheduler_use_capacity():
     assert "1 of 2 members fit" in cluster.last_reason("default/g")
 
 
-def test_c10_a_replacement_member_of_a_running_gang_is_placed_alone():
+def test_c10_a_replacement_member_of_a_running_gang_is_placed_alone() -> None:
     cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 3), *members("g", 3, 1000))
     cluster.run()
     cluster.delete_pod("g-1")

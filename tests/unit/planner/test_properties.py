@@ -8,25 +8,45 @@ also when the state goes through a snapshot (encode/decode) between rounds.
 from __future__ import annotations
 
 import copy
+import random
+from collections.abc import Collection
+from typing import Any
 
 import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.contracts import codec
-from services.contracts.decisions import Placement
+from services.contracts.decisions import Decision, Placement
+from services.contracts.resources import ResourceList
 from services.fit import filters
 from services.planner.core import plan as planner
 from services.planner.core import pods
 from services.planner.core.config import PlannerConfig
-from services.planner.core.state import decode_state, empty_state, encode_state, snapshot_fields
-from tests.unit.planner.builders import GIB, make_node, make_pod, make_podgroup
+from services.planner.core.state import (
+    PlannerState,
+    decode_state,
+    empty_state,
+    encode_state,
+    snapshot_fields,
+)
+from tests.unit.planner.builders import (
+    GIB,
+    NodeBuilder,
+    PodBuilder,
+    PodGroupBuilder,
+    make_node,
+    make_pod,
+    make_podgroup,
+)
 from tests.unit.planner.harness import Cluster, replay
+
+Built = NodeBuilder | PodBuilder | PodGroupBuilder
 
 
 @st.composite
-def clusters(draw):
-    events = []
+def clusters(draw: st.DrawFn) -> list[Built]:
+    events: list[Built] = []
     node_count = draw(st.integers(1, 5))
     for i in range(node_count):
         node = make_node(f"n{i}").capacity(
@@ -57,7 +77,7 @@ def clusters(draw):
 
 
 @st.composite
-def pod_templates(draw, name):
+def pod_templates(draw: st.DrawFn, name: str) -> dict[str, Any]:
     return {
         "cpu": draw(st.sampled_from([250, 500, 1000, 2000, 3000])),
         "memory": draw(st.sampled_from([GIB // 8, GIB // 2, GIB])),
@@ -71,7 +91,7 @@ def pod_templates(draw, name):
     }
 
 
-def template_pod(template, name):
+def template_pod(template: dict[str, Any], name: str) -> PodBuilder:
     pod = (make_pod(name).requests(cpu_milli=template["cpu"], memory_bytes=template["memory"])
            .priority(template["priority"]).scheduler(template["scheduler"]))
     if template["gpu"]:
@@ -85,9 +105,9 @@ def template_pod(template, name):
     return pod.gated() if template["gated"] else pod
 
 
-def held_by_group(state, config):
+def held_by_group(state: PlannerState, config: PlannerConfig) -> dict[str, int]:
     """Per group: our pods bound (active) or reserved."""
-    counts = {}
+    counts: dict[str, int] = {}
     for uid, pod in state.pods.items():
         if pods.is_ours(pod, config.scheduler_name) and pod.group_name and (
                 (pods.uses_capacity(pod) and not pod.is_deleting) or uid in state.reservations):
@@ -96,7 +116,7 @@ def held_by_group(state, config):
     return counts
 
 
-def succeeded_after_run(state, config, key):
+def succeeded_after_run(state: PlannerState, config: PlannerConfig, key: str) -> int:
     """Our Succeeded members of a gang that has run: they keep their places in its quorum
     (`quorum.has_run`), so a replacement may be placed with fewer than minMember others."""
     group = state.groups.get(key)
@@ -107,7 +127,8 @@ def succeeded_after_run(state, config, key):
                and f"{pod.namespace}/{pod.group_name}" == key)
 
 
-def check_round(cluster, before, decisions, used_before):
+def check_round(cluster: Cluster, before: dict[str, int], decisions: list[Decision],
+                used_before: dict[str, ResourceList]) -> None:
     state, config = cluster.state, cluster.config
     for decision in decisions:
         if not isinstance(decision, Placement):
@@ -130,9 +151,9 @@ def check_round(cluster, before, decisions, used_before):
     check_ports(state, decisions)
 
 
-def check_ports(state, decisions):
+def check_ports(state: PlannerState, decisions: list[Decision]) -> None:
     """No member placed this round shares a host port with another pod on its node."""
-    on_node = {}
+    on_node: dict[str, list[str]] = {}
     for uid, charge in state.charges.items():
         on_node.setdefault(charge.node, []).append(uid)
     for decision in decisions:
@@ -149,7 +170,8 @@ def check_ports(state, decisions):
 @given(clusters(), st.lists(st.sampled_from(["bind", "bind", "rollback", "tick", "finish",
                                              "delete", "relabel", "delete-rollback"]),
                             min_size=1, max_size=8), st.booleans(), st.data())
-def test_invariants_and_determinism(events, actions, prefer_topology, data):
+def test_invariants_and_determinism(events: list[Built], actions: list[str],
+                                    prefer_topology: bool, data: st.DataObject) -> None:
     config = PlannerConfig(prefer_topology=prefer_topology, scoring="least-allocated")
     cluster = Cluster(config).observe(*events)
     for action in actions:
@@ -162,7 +184,7 @@ def test_invariants_and_determinism(events, actions, prefer_topology, data):
             cluster.bind(decisions)
         elif action == "rollback" and placements:
             cluster.roll_back(placements[0])
-            cluster.bind(placements[1:])
+            cluster.bind(list(placements[1:]))  # list[Decision]: list is invariant
         elif action in ("delete", "relabel", "delete-rollback"):
             disturb(cluster, action, placements, data)
         elif action == "finish":
@@ -178,7 +200,8 @@ def test_invariants_and_determinism(events, actions, prefer_topology, data):
     assert replay_through_snapshots(cluster.log, config, restores) == recorded
 
 
-def disturb(cluster, action, placements, data):
+def disturb(cluster: Cluster, action: str, placements: list[Placement],
+            data: st.DataObject) -> None:
     """Delete a pod (rolling back its placement for `delete-rollback`) or move it to a group."""
     names = sorted(pod.name for pod in cluster.state.pods.values())
     if not names:
@@ -188,7 +211,7 @@ def disturb(cluster, action, placements, data):
         pod = cluster.pod(name)
         group = data.draw(st.sampled_from([None, "g0", "g1", "g9"]))
         cluster.apply(msgspec.structs.replace(pod, group_name=group, at_ms=cluster.now_ms))
-        cluster.bind(placements)
+        cluster.bind(list(placements))  # list[Decision]: list is invariant
         return
     cluster.delete_pod(name)
     if action == "delete-rollback":
@@ -199,7 +222,8 @@ def disturb(cluster, action, placements, data):
                       if all(m.pod_uid in cluster.state.pods for m in p.members)])
 
 
-def replay_through_snapshots(log, config, restores=None):
+def replay_through_snapshots(log: list[tuple[str, Any]], config: PlannerConfig,
+                             restores: Collection[int] | None = None) -> bytes:
     """Replay, restoring the state from its snapshot after every plan, or (given `restores`)
     after exactly those log positions (also between events, before the next plan)."""
     state = empty_state()
@@ -215,7 +239,7 @@ def replay_through_snapshots(log, config, restores=None):
     return bytes(out)
 
 
-def test_snapshot_round_trips_the_state():
+def test_snapshot_round_trips_the_state() -> None:
     cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 2),
                                 *[make_pod(f"g-{i}").in_group("g") for i in range(2)])
     cluster.plan()
@@ -226,7 +250,7 @@ def test_snapshot_round_trips_the_state():
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.randoms(use_true_random=False))
-def test_cached_scores_decide_as_a_fresh_index_on_a_larger_cluster(rng):
+def test_cached_scores_decide_as_a_fresh_index_on_a_larger_cluster(rng: random.Random) -> None:
     """Dozens of nodes, so cached scores catch up row by row (not by full recompute); every
     round must decide exactly as a planner rebuilt from a snapshot (no cache) does."""
     config = PlannerConfig(starvation_seconds=20, scoring=rng.choice(["least-allocated",
@@ -249,7 +273,7 @@ def test_cached_scores_decide_as_a_fresh_index_on_a_larger_cluster(rng):
         placements = [d for d in decisions if isinstance(d, Placement)]
         if placements and rng.random() < 0.3:
             cluster.roll_back(placements.pop(0))
-        cluster.bind(placements)
+        cluster.bind(list(placements))  # list[Decision]: list is invariant
         running = sorted(p.name for p in cluster.state.pods.values() if p.phase == "Running")
         for name in rng.sample(running, min(len(running), rng.randint(0, 8))):
             cluster.set_phase(name, "Succeeded")

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from services.contracts.decisions import Placement
+from services.contracts.decisions import Decision, Placement
 from services.planner.core.config import PlannerConfig
-from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.builders import NodeBuilder, make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster
 
 
-def one_slot():
+def one_slot() -> NodeBuilder:
     return make_node("n0").capacity(cpu_milli=1000)
 
 
-def placed_groups(decisions):
+def placed_groups(decisions: list[Decision]) -> list[str]:
     return [d.group for d in decisions if isinstance(d, Placement)]
 
 
-def test_higher_priority_goes_first_even_if_newer():
+def test_higher_priority_goes_first_even_if_newer() -> None:
     cluster = Cluster().observe(one_slot(),
                                 make_pod("old").requests(cpu_milli=1000).priority(1),
                                 make_pod("new").requests(cpu_milli=1000).priority(5).created(9))
     assert placed_groups(cluster.plan()) == ["default/pod:new"]
 
 
-def test_equal_priority_goes_by_creation_time_then_by_key():
+def test_equal_priority_goes_by_creation_time_then_by_key() -> None:
     cluster = Cluster().observe(one_slot(),
                                 make_pod("b").requests(cpu_milli=1000).created(5),
                                 make_pod("a").requests(cpu_milli=1000).created(7),
@@ -31,20 +31,20 @@ def test_equal_priority_goes_by_creation_time_then_by_key():
     assert placed_groups(cluster.plan()) == ["default/pod:b"]
 
 
-def test_podgroup_creation_time_orders_gangs():
+def test_podgroup_creation_time_orders_gangs() -> None:
     pods = [make_pod(f"{g}-0").requests(cpu_milli=1000).in_group(g) for g in ("a", "z")]
     cluster = Cluster().observe(one_slot(), make_podgroup("a", 1).created(10),
                                 make_podgroup("z", 1).created(3), *pods)
     assert placed_groups(cluster.plan()) == ["default/z"]
 
 
-def test_a_group_that_does_not_fit_does_not_block_the_next():
+def test_a_group_that_does_not_fit_does_not_block_the_next() -> None:
     cluster = Cluster().observe(one_slot(), make_pod("big").requests(cpu_milli=5000).priority(9),
                                 make_pod("small").requests(cpu_milli=500))
     assert placed_groups(cluster.plan()) == ["default/pod:small"]
 
 
-def starvation_cluster(starvation_seconds, never_fitting_first=False):
+def starvation_cluster(starvation_seconds: float, never_fitting_first: bool = False) -> Cluster:
     """Three 4-cpu nodes each running two 2-cpu pods; one finishes every 5 s while a new
     2-cpu pod arrives every 5 s; a gang needs two whole nodes (`never_fitting_first`: and has
     a third member, first by name, of 8 cpu, which no node can ever take)."""
@@ -69,12 +69,12 @@ def starvation_cluster(starvation_seconds, never_fitting_first=False):
     return cluster
 
 
-def test_without_anti_starvation_small_pods_keep_taking_the_gangs_capacity():
+def test_without_anti_starvation_small_pods_keep_taking_the_gangs_capacity() -> None:
     cluster = starvation_cluster(starvation_seconds=1000)
     assert "g-1" not in cluster.bound()
 
 
-def test_a_starving_gang_reserves_capacity_and_is_placed():
+def test_a_starving_gang_reserves_capacity_and_is_placed() -> None:
     cluster = starvation_cluster(starvation_seconds=10)
     assert {"g-1", "g-2"} <= set(cluster.bound())
     assert any("reserving capacity on 2 node(s) for this gang" in r.reason
@@ -84,7 +84,7 @@ def test_a_starving_gang_reserves_capacity_and_is_placed():
     assert cluster.state.starving_group != "default/g"  # placed: it holds nothing any more
 
 
-def test_a_starving_gang_holds_for_the_members_that_fit_whatever_their_names():
+def test_a_starving_gang_holds_for_the_members_that_fit_whatever_their_names() -> None:
     """Reference C.3: the member that can never fit (g-0, first by name) does not make the
     gang hold nothing, or it starves while its two other members would fit."""
     cluster = starvation_cluster(starvation_seconds=10, never_fitting_first=True)

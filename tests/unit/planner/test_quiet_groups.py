@@ -29,7 +29,7 @@ def quiet(cluster: Cluster) -> set[str]:
     return cluster.state.derived.quiet
 
 
-def test_a_gang_short_of_quorum_rests_until_a_member_arrives():
+def test_a_gang_short_of_quorum_rests_until_a_member_arrives() -> None:
     cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 3),
                                 make_pod("g-0").in_group("g"))
     cluster.plan()
@@ -49,7 +49,7 @@ def test_a_gang_short_of_quorum_rests_until_a_member_arrives():
     assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
 
 
-def test_a_podgroup_change_ends_the_rest():
+def test_a_podgroup_change_ends_the_rest() -> None:
     cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 3),
                                 *[make_pod(f"g-{i}").in_group("g") for i in range(2)])
     cluster.advance(1).plan()
@@ -60,7 +60,7 @@ def test_a_podgroup_change_ends_the_rest():
     assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
 
 
-def test_a_missing_podgroup_rests_until_it_is_created():
+def test_a_missing_podgroup_rests_until_it_is_created() -> None:
     cluster = Cluster().observe(make_node("n0"), make_pod("g-0").in_group("g"))
     cluster.plan()
     assert "not found" in cluster.last_reason("default/g")
@@ -70,7 +70,7 @@ def test_a_missing_podgroup_rests_until_it_is_created():
     assert [d.group for d in cluster.placements()] == ["default/g"]
 
 
-def test_a_gang_mounting_claims_never_rests():
+def test_a_gang_mounting_claims_never_rests() -> None:
     """Claims and volumes enter its wait (`_waiting_reason`), and they change without any
     change to the group: a claim created later must let the gang through."""
     cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 2),
@@ -87,7 +87,7 @@ def test_a_gang_mounting_claims_never_rests():
     assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
 
 
-def test_a_gang_that_does_not_fit_does_not_rest():
+def test_a_gang_that_does_not_fit_does_not_rest() -> None:
     """A whole gang that does not fit waits for capacity, which other groups free: it is
     retried (after its backoff) without any change to itself."""
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=2000),
@@ -110,7 +110,7 @@ def behind(cluster: Cluster) -> set[str]:
     return cluster.state.derived.behind_binders
 
 
-def test_a_gang_behind_busy_binders_rests_until_they_free_up():
+def test_a_gang_behind_busy_binders_rests_until_they_free_up() -> None:
     cluster = Cluster(PlannerConfig(max_placements_in_flight=1)).observe(
         make_node("n0"), *[make_podgroup(g, 2) for g in ("a", "b")],
         *[make_pod(f"{g}-{i}").in_group(g) for g in ("a", "b") for i in range(2)])
@@ -126,7 +126,7 @@ def test_a_gang_behind_busy_binders_rests_until_they_free_up():
     assert recorded(cluster) == replay_through_snapshots(cluster.log, cluster.config)
 
 
-def test_a_gang_behind_busy_binders_that_starves_holds_capacity():
+def test_a_gang_behind_busy_binders_that_starves_holds_capacity() -> None:
     """Starving is a matter of time, not of any change to the gang: it is planned again and
     takes the hold while it still waits for the binders."""
     config = PlannerConfig(max_placements_in_flight=1, starvation_seconds=10)
@@ -150,7 +150,7 @@ def test_a_gang_behind_busy_binders_that_starves_holds_capacity():
     assert recorded(cluster) == replay_through_snapshots(cluster.log, config)
 
 
-def test_a_partly_bound_gang_behind_busy_binders_keeps_holding_capacity():
+def test_a_partly_bound_gang_behind_busy_binders_keeps_holding_capacity() -> None:
     """A stranded gang (members bound below minMember) holds capacity every round while it
     waits, busy binders or not: it never rests."""
     config = PlannerConfig(max_placements_in_flight=1)
@@ -181,7 +181,9 @@ EVENTS = ("member", "member", "member", "podgroup", "min", "delete", "node", "ti
 @given(st.lists(st.tuples(st.sampled_from(EVENTS), st.integers(0, 3), st.integers(0, 5)),
                 min_size=30, max_size=60),
        st.integers(1, 4), st.sampled_from([0, 1, 2]))
-def test_skipping_resting_groups_never_changes_a_decision(steps, rounds_every, in_flight):
+def test_skipping_resting_groups_never_changes_a_decision(steps: list[tuple[str, int, int]],
+                                                          rounds_every: int, in_flight: int
+                                                          ) -> None:
     """Members arriving one by one, PodGroups created late and changed, members deleted,
     invalid or gated, nodes added, another scheduler's pod leaving, time passing, binds (or
     none, the binders busy): the live planner decides exactly as one that plans every group

@@ -9,15 +9,15 @@ never ran, or whose members were all deleted and recreated, still waits for quor
 
 from __future__ import annotations
 
-from services.contracts.decisions import Placement
+from services.contracts.decisions import Decision, Placement
 from services.planner.core import backoff, quorum, status
 from services.planner.core.quorum import Counts
 from services.planner.core.state import GroupState, decode_state, encode_state
-from tests.unit.planner.builders import make_node, make_pod, make_podgroup, pod_uid
+from tests.unit.planner.builders import PodBuilder, make_node, make_pod, make_podgroup, pod_uid
 from tests.unit.planner.harness import Cluster, replay
 
 
-def member(name: str, cpu_milli: int = 1000):
+def member(name: str, cpu_milli: int = 1000) -> PodBuilder:
     return make_pod(name).requests(cpu_milli=cpu_milli).in_group("g").owned_by("train", "Job")
 
 
@@ -42,7 +42,7 @@ def index_0_done_index_1_replaced() -> Cluster:
     return cluster
 
 
-def placed_members(decisions) -> list[list[str]]:
+def placed_members(decisions: list[Decision]) -> list[list[str]]:
     return [[m.name for m in d.members] for d in decisions if isinstance(d, Placement)]
 
 
@@ -51,14 +51,14 @@ def latest(cluster: Cluster) -> tuple[str, tuple[int, int, int]]:
     return update.phase, (update.running, update.succeeded, update.failed)
 
 
-def test_has_run_is_reached_by_bound_and_succeeded_members_and_forgotten_with_the_last():
+def test_has_run_is_reached_by_bound_and_succeeded_members_and_forgotten_with_the_last() -> None:
     assert quorum.has_run(False, 1, 1, 2)
     assert not quorum.has_run(False, 0, 1, 2)  # a Succeeded pod alone: never ran as a gang
     assert quorum.has_run(True, 0, 1, 2)  # ran, one member done, the other replaced
     assert not quorum.has_run(True, 0, 0, 2)  # every member gone: a new gang
 
 
-def test_succeeded_members_hold_their_places_only_once_the_gang_has_run():
+def test_succeeded_members_hold_their_places_only_once_the_gang_has_run() -> None:
     counts = Counts(bound=0, reserved=0, pending=1, gated=0, succeeded=1)
     assert (quorum.has_quorum(counts, 2), quorum.still_needed(counts, 2)) == (True, 1)
     beyond = Counts(bound=1, reserved=0, pending=1, gated=0, succeeded=1)
@@ -66,7 +66,7 @@ def test_succeeded_members_hold_their_places_only_once_the_gang_has_run():
     assert quorum.is_stranded(Counts(bound=1, reserved=0, pending=1, gated=0, succeeded=1), 3)
 
 
-def test_a_replacement_after_running_is_placed_alone():
+def test_a_replacement_after_running_is_placed_alone() -> None:
     cluster = ran(2, "g-0", "g-1")
     cluster.delete_pod("g-1")
     cluster.observe(member("g-1b"))
@@ -76,7 +76,7 @@ def test_a_replacement_after_running_is_placed_alone():
     assert cluster.node_of("g-0") == "n0"
 
 
-def test_a_replacement_after_succeeded_and_deleted_is_placed_without_waiting_for_quorum():
+def test_a_replacement_after_succeeded_and_deleted_is_placed_without_waiting_for_quorum() -> None:
     cluster = index_0_done_index_1_replaced()  # it was "1 of 2 members exist" forever
     decisions = cluster.run()
     assert placed_members(decisions) == [["g-1b"]]
@@ -84,7 +84,7 @@ def test_a_replacement_after_succeeded_and_deleted_is_placed_without_waiting_for
     assert not cluster.rejections("default/g")
 
 
-def test_a_replacement_beside_succeeded_and_running_members_is_beyond_quorum():
+def test_a_replacement_beside_succeeded_and_running_members_is_beyond_quorum() -> None:
     cluster = ran(2, "g-0", "g-1", nodes=3)
     cluster.set_phase("g-0", "Succeeded")
     cluster.observe(member("g-2"))
@@ -93,7 +93,7 @@ def test_a_replacement_beside_succeeded_and_running_members_is_beyond_quorum():
     assert cluster.bound() == ["g-1", "g-2"]
 
 
-def test_podgroup_phase_through_a_failed_member_replaced():
+def test_podgroup_phase_through_a_failed_member_replaced() -> None:
     cluster = ran(2, "g-0", "g-1")
     assert latest(cluster) == ("Running", (2, 0, 0))
     cluster.set_phase("g-0", "Succeeded")
@@ -118,7 +118,7 @@ def test_podgroup_phase_through_a_failed_member_replaced():
         "Scheduling", "Running", "Failed", "Scheduling", "Running", "Finished"]
 
 
-def test_phase_counts_a_failed_member_replaced_only_when_the_rest_make_min_member():
+def test_phase_counts_a_failed_member_replaced_only_when_the_rest_make_min_member() -> None:
     assert status.phase(pods=3, running=0, succeeded=1, failed=1, min_member=2) == "Scheduling"
     assert status.phase(pods=2, running=0, succeeded=1, failed=1, min_member=2) == "Failed"
     assert status.phase(pods=3, running=2, succeeded=0, failed=1, min_member=3) == "Failed"
@@ -126,7 +126,7 @@ def test_phase_counts_a_failed_member_replaced_only_when_the_rest_make_min_membe
     assert status.phase(pods=3, running=1, succeeded=1, failed=1, min_member=2) == "Running"
 
 
-def test_a_gang_that_never_ran_still_waits_for_quorum():
+def test_a_gang_that_never_ran_still_waits_for_quorum() -> None:
     done = member("g-0").on_node("n0", "Succeeded")  # bound by someone else, never a gang
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=4000),
                                 make_podgroup("g", 2), done, member("g-1"))
@@ -137,7 +137,7 @@ def test_a_gang_that_never_ran_still_waits_for_quorum():
     assert not cluster.state.groups["default/g"].has_run
 
 
-def test_all_members_deleted_and_recreated_is_a_new_gang_placed_whole():
+def test_all_members_deleted_and_recreated_is_a_new_gang_placed_whole() -> None:
     cluster = ran(2, "g-0", "g-1")
     cluster.delete_pod("g-0")
     cluster.delete_pod("g-1")
@@ -150,7 +150,7 @@ def test_all_members_deleted_and_recreated_is_a_new_gang_placed_whole():
     assert placed_members(cluster.run()) == [["g-0b", "g-1b"]]
 
 
-def test_a_replacement_that_does_not_fit_waits_and_leaves_the_running_members_alone():
+def test_a_replacement_that_does_not_fit_waits_and_leaves_the_running_members_alone() -> None:
     cluster = ran(3, "g-0", "g-1", "g-2", nodes=3)
     cluster.set_phase("g-0", "Succeeded")
     cluster.plan()
@@ -181,7 +181,7 @@ def test_a_replacement_that_does_not_fit_waits_and_leaves_the_running_members_al
     assert latest(cluster) == ("Running", (2, 1, 0))
 
 
-def test_a_replacement_rolled_back_releases_only_itself():
+def test_a_replacement_rolled_back_releases_only_itself() -> None:
     cluster = index_0_done_index_1_replaced()
     placement = next(d for d in cluster.plan() if isinstance(d, Placement))
     assert [m.name for m in placement.members] == ["g-1b"]
@@ -196,7 +196,7 @@ def test_a_replacement_rolled_back_releases_only_itself():
     assert replay(cluster.log, cluster.config) == replay(cluster.log, cluster.config)
 
 
-def test_group_state_remembers_the_run_across_a_snapshot():
+def test_group_state_remembers_the_run_across_a_snapshot() -> None:
     cluster = ran(2, "g-0", "g-1")
     assert decode_state(encode_state(cluster.state)).groups["default/g"].has_run
     assert not GroupState().has_run

@@ -77,8 +77,10 @@ def run(steps: list[tuple[str, int, int]], rounds_every: int, config: PlannerCon
 @given(st.lists(st.tuples(st.sampled_from(EVENTS), st.integers(0, 2), st.integers(0, 5)),
                 min_size=15, max_size=45),
        st.integers(1, 3), st.sampled_from([0, 1, 2]), st.sampled_from([5.0, 300.0]), st.data())
-def test_a_restart_anywhere_decides_as_no_restart(steps, rounds_every, in_flight, starvation,
-                                                  data):
+def test_a_restart_anywhere_decides_as_no_restart(steps: list[tuple[str, int, int]],
+                                                  rounds_every: int, in_flight: int,
+                                                  starvation: float, data: st.DataObject
+                                                  ) -> None:
     config = PlannerConfig(max_placements_in_flight=in_flight, starvation_seconds=starvation)
     cluster = run(steps, rounds_every, config)
     restores = data.draw(st.sets(st.integers(0, len(cluster.log) - 1), min_size=1, max_size=3))

@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from services.contracts import codec
-from services.contracts.decisions import Placement
+from services.contracts.decisions import Decision, Placement
 from services.contracts.events import (
     GroupRolledBack,
     NodeDeleted,
@@ -23,11 +23,11 @@ from tests.unit.planner.builders import make_node, make_pod, make_podgroup, pod_
 from tests.unit.planner.harness import Cluster, replay
 
 
-def placements(decisions):
+def placements(decisions: list[Decision]) -> list[Placement]:
     return [d for d in decisions if isinstance(d, Placement)]
 
 
-def test_a_restore_before_the_first_plan_keeps_an_outcome_for_a_group_without_pods():
+def test_a_restore_before_the_first_plan_keeps_an_outcome_for_a_group_without_pods() -> None:
     cluster = Cluster().observe(make_node("n0"), make_pod("web"))
     placement = placements(cluster.plan())[0]
     cluster.delete_pod("web")
@@ -50,7 +50,7 @@ def test_a_restore_before_the_first_plan_keeps_an_outcome_for_a_group_without_po
     assert bytes(out) == recorded
 
 
-def test_a_reserved_pod_moved_to_another_group_does_not_count_for_it():
+def test_a_reserved_pod_moved_to_another_group_does_not_count_for_it() -> None:
     cluster = Cluster().observe(
         make_node("n0").capacity(cpu_milli=3000), make_podgroup("g1", 2), make_podgroup("g2", 2),
         *[make_pod(f"a{i}").in_group("g1") for i in (1, 2)])
@@ -63,7 +63,7 @@ def test_a_reserved_pod_moved_to_another_group_does_not_count_for_it():
                for uid, r in cluster.state.reservations.items())
 
 
-def test_successive_rollbacks_back_off_longer_up_to_the_cap():
+def test_successive_rollbacks_back_off_longer_up_to_the_cap() -> None:
     config = PlannerConfig(backoff_initial_seconds=1, backoff_max_seconds=8)
     cluster = Cluster(config).observe(make_node("n0"), make_pod("p"))
     placement, gaps = placements(cluster.plan())[0], []
@@ -77,7 +77,7 @@ def test_successive_rollbacks_back_off_longer_up_to_the_cap():
     assert gaps == [1000, 2000, 4000, 8000, 8000, 8000]
 
 
-def test_a_bound_group_starts_its_backoff_over():
+def test_a_bound_group_starts_its_backoff_over() -> None:
     cluster = Cluster().observe(make_node("n0"), make_pod("p"))
     cluster.roll_back(placements(cluster.plan())[0])
     cluster.advance(1)
@@ -85,7 +85,7 @@ def test_a_bound_group_starts_its_backoff_over():
     assert cluster.state.groups["default/pod:p"].failures == 0
 
 
-def test_a_late_observation_of_a_deleted_pod_or_node_is_ignored():
+def test_a_late_observation_of_a_deleted_pod_or_node_is_ignored() -> None:
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=2000))
     other = make_pod("web").scheduler("default-scheduler").requests(cpu_milli=2000).on_node("n0")
     cluster.apply(PodDeleted(at_ms=5, uid=pod_uid("web"), namespace="default", name="web"))
@@ -101,7 +101,7 @@ def test_a_late_observation_of_a_deleted_pod_or_node_is_ignored():
     assert cluster.state.tombstones == {}  # and are dropped together a little later
 
 
-def test_an_observation_older_than_the_held_one_is_ignored():
+def test_an_observation_older_than_the_held_one_is_ignored() -> None:
     cluster = Cluster().observe(make_node("n0"), make_pod("p"))
     newer = msgspec.structs.replace(cluster.pod("p"), resource_version="10", phase="Failed")
     cluster.apply(newer)
@@ -115,7 +115,7 @@ def test_an_observation_older_than_the_held_one_is_ignored():
     assert not cluster.state.nodes["n0"].is_ready
 
 
-def test_a_node_heartbeat_does_not_count_as_freed_capacity():
+def test_a_node_heartbeat_does_not_count_as_freed_capacity() -> None:
     cluster = Cluster().observe(make_node("n0"))
     freed = cluster.state.capacity_freed_at
     cluster.advance(5)
@@ -130,24 +130,24 @@ def test_a_node_heartbeat_does_not_count_as_freed_capacity():
 @pytest.mark.parametrize(("value", "matches"), [
     ("5", True), ("+5", True), ("0x10", False), (" 5", False), ("5_0", False), ("\u0665", False),
     ("9223372036854775807", True), ("9223372036854775808", False), ("-1", False)])
-def test_gt_parses_integers_as_go(value, matches):
+def test_gt_parses_integers_as_go(value: str, matches: bool) -> None:
     requirement = NodeSelectorRequirement(key="k", operator="Gt", values=("1",))
     assert filters.requirement_matches(requirement, {"k": value}) is matches
 
 
-def test_release_grace_outlasts_the_binder_ack_wait():
+def test_release_grace_outlasts_the_binder_ack_wait() -> None:
     assert PlannerConfig().release_grace_seconds == 90
 
 
-def test_release_grace_outlasts_the_binders_bind_stop_by_the_rollback_margin():
-    from services.binder.placing import BIND_GRACE_MS
+def test_release_grace_outlasts_the_binders_bind_stop_by_the_rollback_margin() -> None:
     from services.contracts import binding_window
+    from services.contracts.binding_window import BIND_GRACE_MS  # what the binder's placing uses
 
     grace_ms = PlannerConfig().release_grace_seconds * 1000
     assert grace_ms - BIND_GRACE_MS == binding_window.ROLLBACK_MARGIN_MS == 30_000
 
 
-def test_a_binder_clock_running_ahead_does_not_move_the_planners_clock():
+def test_a_binder_clock_running_ahead_does_not_move_the_planners_clock() -> None:
     cluster = Cluster(config=PlannerConfig(backoff_initial_seconds=1.0)).observe(
         make_node("n0").capacity(cpu_milli=4000), make_podgroup("g", min_member=2),
         make_pod("a").in_group("g").requests(cpu_milli=1000),
@@ -162,7 +162,7 @@ def test_a_binder_clock_running_ahead_does_not_move_the_planners_clock():
     assert [d.group for d in retried] == ["default/g"]
 
 
-def test_capacity_a_rollback_frees_in_the_same_tick_lets_a_backed_off_group_retry_early():
+def test_capacity_a_rollback_frees_in_the_same_tick_lets_a_backed_off_group_retry_early() -> None:
     cluster = Cluster(PlannerConfig(backoff_initial_seconds=1.0, backoff_max_seconds=60))
     cluster.observe(make_node("n").capacity(cpu_milli=4000),
                     make_pod("blocker").requests(cpu_milli=4000).on_node("n"),

@@ -20,7 +20,7 @@ def test_a_gang_counts_once_when_min_member_are_bound_and_again_after_a_rollback
     cluster.advance(2.5)
     placements = [d for d in cluster.plan() if isinstance(d, Placement)]
     bound_at = cluster.now_ms
-    cluster.bind(placements)  # applies MemberBound/GroupBound events
+    cluster.bind(list(placements))  # applies MemberBound/GroupBound events
     bound = GroupBound(at_ms=bound_at, decision_id=placements[0].id, group="default/g")
     assert bound_at > CREATED_MS
     assert times.newly_scheduled([bound], cluster.state) == [(bound_at - CREATED_MS) / 1000]

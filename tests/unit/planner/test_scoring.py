@@ -7,38 +7,38 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.contracts.decisions import Placement
+from services.contracts.decisions import Decision, Placement
 from services.planner.core import capacity, scoring
 from services.planner.core.config import MOST_ALLOCATED, PlannerConfig
-from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.builders import NodeBuilder, make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster
 
 
-def nodes_of(decisions):
+def nodes_of(decisions: list[Decision]) -> list[str]:
     return [m.node for d in decisions if isinstance(d, Placement) for m in d.members]
 
 
-def two_pods(config=None, *nodes):
+def two_pods(config: PlannerConfig | None = None, *nodes: NodeBuilder) -> list[str]:
     cluster = Cluster(config).observe(*nodes, make_pod("a").requests(cpu_milli=1000),
                                       make_pod("b").requests(cpu_milli=1000))
     return nodes_of(cluster.plan())
 
 
-def test_least_allocated_spreads():
+def test_least_allocated_spreads() -> None:
     assert two_pods(None, make_node("n0"), make_node("n1")) == ["n0", "n1"]
 
 
-def test_most_allocated_packs():
+def test_most_allocated_packs() -> None:
     config = PlannerConfig(scoring=MOST_ALLOCATED)
     assert two_pods(config, make_node("n0"), make_node("n1")) == ["n0", "n0"]
 
 
-def test_ties_break_by_node_name():
+def test_ties_break_by_node_name() -> None:
     cluster = Cluster().observe(make_node("zeta"), make_node("alpha"), make_pod("p"))
     assert nodes_of(cluster.plan()) == ["alpha"]
 
 
-def test_prefer_no_schedule_taint_is_avoided_unless_tolerated():
+def test_prefer_no_schedule_taint_is_avoided_unless_tolerated() -> None:
     tainted = make_node("n0").capacity(cpu_milli=64000).taint("spot", "yes", "PreferNoSchedule")
     busy = make_node("n1").capacity(cpu_milli=2000)
     cluster = Cluster().observe(tainted, busy, make_pod("p").requests(cpu_milli=1000),
@@ -47,7 +47,7 @@ def test_prefer_no_schedule_taint_is_avoided_unless_tolerated():
     assert placed == {"default/pod:p": "n1", "default/pod:q": "n0"}
 
 
-def test_taint_penalty_is_reverse_normalized_over_the_feasible_rows_weight_3():
+def test_taint_penalty_is_reverse_normalized_over_the_feasible_rows_weight_3() -> None:
     """Counts 2, 1, 0, 4 (the 4 not feasible): max 2 -> 3 * (100 * count // 2) = 300, 150, 0;
     kube-scheduler's score is 300 minus it (0, 150, 300)."""
     untolerated = np.array([2, 1, 0, 4], dtype=np.int64)
@@ -55,21 +55,21 @@ def test_taint_penalty_is_reverse_normalized_over_the_feasible_rows_weight_3():
     assert scoring.taint_penalty(untolerated, feasible).tolist() == [300.0, 150.0, 0.0, 0.0]
 
 
-def test_taint_penalty_is_zero_when_no_feasible_row_has_a_taint():
+def test_taint_penalty_is_zero_when_no_feasible_row_has_a_taint() -> None:
     """Max 0: DefaultNormalizeScore(reverse) gives every row 100, so nothing is taken."""
     untolerated = np.array([0, 0, 3], dtype=np.int64)
     feasible = np.array([True, True, False])
     assert scoring.taint_penalty(untolerated, feasible).tolist() == [0.0, 0.0, 0.0]
 
 
-def test_taint_penalty_rounds_down_as_int64_division():
+def test_taint_penalty_rounds_down_as_int64_division() -> None:
     """Counts 1, 3: 3 * (100 * 1 // 3) = 99 and 300."""
     feasible = np.array([True, True])
     assert scoring.taint_penalty(np.array([1, 3], dtype=np.int64), feasible).tolist() == [
         99.0, 300.0]
 
 
-def test_gang_locality_keeps_a_gang_in_one_zone():
+def test_gang_locality_keeps_a_gang_in_one_zone() -> None:
     zone = "topology.kubernetes.io/zone"
     nodes = [make_node(f"n{i}").capacity(cpu_milli=2000).label(zone, "ab"[i // 2])
              for i in range(4)]
@@ -81,7 +81,7 @@ def test_gang_locality_keeps_a_gang_in_one_zone():
     assert sorted(nodes_of(local.plan())) == ["n0", "n0", "n1", "n1"]
 
 
-def test_gang_locality_falls_back_to_all_nodes_when_no_zone_holds_the_gang():
+def test_gang_locality_falls_back_to_all_nodes_when_no_zone_holds_the_gang() -> None:
     zone = "topology.kubernetes.io/zone"
     nodes = [make_node(f"n{i}").capacity(cpu_milli=1000).label(zone, f"z{i}") for i in range(3)]
     pods = [make_pod(f"g-{i}").requests(cpu_milli=1000).in_group("g") for i in range(3)]
@@ -95,7 +95,8 @@ def test_gang_locality_falls_back_to_all_nodes_when_no_zone_holds_the_gang():
                 min_size=1, max_size=6),
        st.integers(0, 4000), st.integers(0, 4000), st.sampled_from(["least-allocated",
                                                                   "most-allocated"]))
-def test_vector_and_scalar_scores_agree(nodes, cpu, memory, strategy):
+def test_vector_and_scalar_scores_agree(nodes: list[tuple[int, int, int]], cpu: int,
+                                        memory: int, strategy: str) -> None:
     built = [make_node(f"n{i}").capacity(cpu_milli=c, memory_bytes=m).build()
              for i, (c, m, _) in enumerate(nodes)]
     used = {f"n{i}": {"cpu": u} for i, (_, _, u) in enumerate(nodes)}
@@ -108,6 +109,6 @@ def test_vector_and_scalar_scores_agree(nodes, cpu, memory, strategy):
                                         for row in range(len(index))]
 
 
-def test_an_unknown_scoring_strategy_is_refused():
+def test_an_unknown_scoring_strategy_is_refused() -> None:
     with pytest.raises(ValueError, match="scoring must be one of"):
         PlannerConfig(scoring="random")

@@ -8,15 +8,29 @@ round leaves: no member reported as not fitting would fit."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.contracts.decisions import Placement, Rejection
+from services.contracts.decisions import Decision, Placement, Rejection
+from services.contracts.events import PodObserved
 from services.planner.core import affinity, placement
-from tests.unit.planner.builders import PodGroupBuilder, make_node, make_pod, make_podgroup
+from services.planner.core.capacity import IntArray
+from tests.unit.planner.builders import (
+    PodBuilder,
+    PodGroupBuilder,
+    make_node,
+    make_pod,
+    make_podgroup,
+)
 from tests.unit.planner.harness import Cluster
 from tests.unit.planner.test_search_properties import (
     CONFIG,
+    Member,
+    Node,
+    Port,
     conflicts,
     demand,
     events,
@@ -25,11 +39,18 @@ from tests.unit.planner.test_search_properties import (
     room,
 )
 from tests.unit.planner.test_spread_search_properties import CONFIG as SPREAD_CONFIG
+from tests.unit.planner.test_spread_search_properties import Constraint
+from tests.unit.planner.test_spread_search_properties import Instance as SpreadInstance
+from tests.unit.planner.test_spread_search_properties import Node as SpreadNode
 from tests.unit.planner.test_spread_search_properties import events as spread_events
 from tests.unit.planner.test_spread_search_properties import instances as spread_instances
 
+Left = dict[str, tuple[list[int], list[Port], list[tuple[str, bool]]]]
+"""Per node: free (cpu, memory, gpu, pods), ports in use and (role, anti) of the pods there."""
 
-def left_on_nodes(nodes, members, placement):
+
+def left_on_nodes(nodes: list[Node], members: list[Member], placement: Placement | None
+                  ) -> Left:
     """Per node: free (cpu, memory, gpu, pods), ports in use and (role, anti) of the pods
     there, once `placement` (None: nothing) is bound."""
     left = {node["name"]: (list(room(node)[0]), list(room(node)[1]),
@@ -45,14 +66,15 @@ def left_on_nodes(nodes, members, placement):
     return left
 
 
-def fits_somewhere(member, left):
+def fits_somewhere(member: Member, left: Left) -> bool:
     return any(all(w <= f for w, f in zip(demand(member), free, strict=True))
                and (member["port"] is None or member["port"] not in ports)
                and not conflicts(member, placed)
                for free, ports, placed in left.values())
 
 
-def plan_with_min_member(nodes, members, min_member):
+def plan_with_min_member(nodes: list[Node], members: list[Member], min_member: int
+                         ) -> list[Decision]:
     built = [item for item in events(nodes, members) if not isinstance(item, PodGroupBuilder)]
     cluster = Cluster(CONFIG).observe(make_podgroup("g", min_member), *built)
     return cluster.plan()
@@ -60,8 +82,8 @@ def plan_with_min_member(nodes, members, min_member):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances(), st.data())
-def test_no_member_told_it_does_not_fit_would_fit_where_the_placement_leaves_room(instance,
-                                                                                  data):
+def test_no_member_told_it_does_not_fit_would_fit_where_the_placement_leaves_room(
+        instance: tuple[list[Node], list[Member]], data: st.DataObject) -> None:
     nodes, members = instance
     min_member = data.draw(st.integers(1, len(members)))
     decisions = plan_with_min_member(nodes, members, min_member)
@@ -85,13 +107,14 @@ def test_no_member_told_it_does_not_fit_would_fit_where_the_placement_leaves_roo
         assert not fits_somewhere(member, left), f"{name} is told it does not fit, but it does"
 
 
-def spread_cluster(nodes, members, constraint, min_member):
+def spread_cluster(nodes: Sequence[SpreadNode], members: list[int], constraint: Constraint,
+                   min_member: int) -> Cluster:
     built = [item for item in spread_events(nodes, members, constraint)
              if not isinstance(item, PodGroupBuilder)]
     return Cluster(SPREAD_CONFIG).observe(make_podgroup("g", min_member), *built)
 
 
-def fits_now(cluster, name):
+def fits_now(cluster: Cluster, name: str) -> bool:
     """Whether the planner's own filters would place pod `name` alone on the state as it is
     (the round's reservations counted), given back at once."""
     assert cluster.state.derived is not None and cluster.state.derived.index is not None
@@ -102,7 +125,8 @@ def fits_now(cluster, name):
     return fits
 
 
-def placed_and_told(decisions):
+def placed_and_told(decisions: list[Decision]
+                    ) -> tuple[list[tuple[str, str]], list[tuple[list[str], str]]]:
     placed = sorted((m.name, m.node) for d in decisions if isinstance(d, Placement)
                     for m in d.members)
     told = [(sorted(p.name for p in d.pods), d.reason) for d in decisions
@@ -112,7 +136,8 @@ def placed_and_told(decisions):
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spread_instances(), st.data())
-def test_with_topology_spread_no_member_told_it_does_not_fit_would_fit_now(instance, data):
+def test_with_topology_spread_no_member_told_it_does_not_fit_would_fit_now(
+        instance: SpreadInstance, data: st.DataObject) -> None:
     """Members placed may let others pass (spread counts them): the members left are tried
     again until a pass places none, so none of those told would fit on the state left."""
     nodes, members, constraint = instance
@@ -134,23 +159,23 @@ ZONE_B_C = ({"name": "n0", "cpu": 4000, "zone": "b", "tainted": False, "others":
             {"name": "n4", "cpu": 4000, "zone": "b", "tainted": False, "others": 1})
 
 
-def test_the_search_places_the_extra_member_that_fits_after_its_quorum():
+def test_the_search_places_the_extra_member_that_fits_after_its_quorum() -> None:
     """One by one misses quorum 4 (g-0, 2 cpu, first takes room the others need); the search
     places g-1..g-4, its quorum, and left g-0 out, told "1 more member(s) do not fit" though
     n2 (zone a) still had room for it within maxSkew 2. Now it is placed there."""
-    constraint = {"skew": 2, "min_domains": 1, "honor_taints": True, "by_host": False}
+    constraint: Constraint = {"skew": 2, "min_domains": 1, "honor_taints": True, "by_host": False}
     cluster = spread_cluster(ZONE_B_C, [2000, 1000, 1000, 1000, 1000], constraint, 4)
     assert placed_and_told(cluster.plan()) == (
         [("g-0", "n2"), ("g-1", "n1"), ("g-2", "n2"), ("g-3", "n1"), ("g-4", "n0")], [])
 
 
-def test_a_member_refused_before_later_members_spread_is_tried_again():
+def test_a_member_refused_before_later_members_spread_is_tried_again() -> None:
     """Zone maxSkew 1, minDomains 2, zones a (n0, 2 cpu) and c (n1, 4 cpu, two matching
     pods): g-1 (3 cpu) is refused on n1 (3 against 1 in zone a) before g-5 joins g-0 in a;
     then it fits there (3 against 2). The 2-cpu members fit nowhere."""
     nodes = ({"name": "n0", "cpu": 2000, "zone": "a", "tainted": False, "others": 0},
              {"name": "n1", "cpu": 4000, "zone": "c", "tainted": False, "others": 2})
-    constraint = {"skew": 1, "min_domains": 2, "honor_taints": False, "by_host": False}
+    constraint: Constraint = {"skew": 1, "min_domains": 2, "honor_taints": False, "by_host": False}
     cluster = spread_cluster(nodes, [1000, 3000, 2000, 2000, 2000, 1000], constraint, 2)
     placed, told = placed_and_told(cluster.plan())
     assert placed == [("g-0", "n0"), ("g-1", "n1"), ("g-5", "n0")]
@@ -163,14 +188,14 @@ HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 
 
-def _chain_cluster(n, min_member, unplaceable):
+def _chain_cluster(n: int, min_member: int, unplaceable: bool) -> Cluster:
     """Gang g of `n` chained members (g-i, labelled step=i, needs a pod labelled step=i+1 in its
     zone; the last needs none), and, `unplaceable`, g-zzzz, which fits nowhere; on 20 nodes in
     10 zones, room for all. One by one places the last member only; each pass after it can
     place one more."""
     nodes = [make_node(f"n{i:02d}").capacity(cpu_milli=64_000)
              .labels(**{HOST: f"n{i:02d}", ZONE: f"z{i % 10}"}) for i in range(20)]
-    items = [make_podgroup("g", min_member)]
+    items: list[PodGroupBuilder | PodBuilder] = [make_podgroup("g", min_member)]
     for i in range(n):
         pod = make_pod(f"g-{i:02d}").requests(cpu_milli=10).in_group("g").labelled(step=str(i))
         items.append(pod.pod_affinity(ZONE, step=str(i + 1)) if i < n - 1 else pod)
@@ -179,16 +204,21 @@ def _chain_cluster(n, min_member, unplaceable):
     return Cluster().observe(*nodes, *items)
 
 
-def _counting_filters(monkeypatch):
+def _counting_filters(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The members the affinity filter judges, in order (one evaluation over every node each)."""
-    judged = []
+    judged: list[str] = []
     verdicts = affinity.Gate.verdicts
-    monkeypatch.setattr(affinity.Gate, "verdicts",
-                        lambda gate, pod: judged.append(pod.name) or verdicts(gate, pod))
+
+    def counting(gate: affinity.Gate, pod: PodObserved) -> IntArray:
+        judged.append(pod.name)
+        return verdicts(gate, pod)
+
+    monkeypatch.setattr(affinity.Gate, "verdicts", counting)
     return judged
 
 
-def test_passes_try_only_the_members_a_member_placed_may_matter_to(monkeypatch):
+def test_passes_try_only_the_members_a_member_placed_may_matter_to(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A chain of 40: one by one judges all 40 and places g-39; each pass then tries only the
     member the last one placed may matter to (g-38, then g-37, ...): 40 + 39 judgements, not a
     pass over every member left per member placed (820 before)."""
@@ -198,7 +228,8 @@ def test_passes_try_only_the_members_a_member_placed_may_matter_to(monkeypatch):
     assert judged == [f"g-{i:02d}" for i in range(40)] + [f"g-{i:02d}" for i in range(38, -1, -1)]
 
 
-def test_a_member_nothing_placed_matters_to_is_explained_on_what_is_left(monkeypatch):
+def test_a_member_nothing_placed_matters_to_is_explained_on_what_is_left(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The chain of 40 reaches minMember 40; g-zzzz, which nothing placed matters to, is never
     tried in a pass, but told with its own reason (one by one explained g-00 first)."""
     judged = _counting_filters(monkeypatch)
@@ -211,7 +242,7 @@ def test_a_member_nothing_placed_matters_to_is_explained_on_what_is_left(monkeyp
     assert len(judged) == 41 + 39
 
 
-def test_no_pass_is_made_when_quorum_is_out_of_reach(monkeypatch):
+def test_no_pass_is_made_when_quorum_is_out_of_reach(monkeypatch: pytest.MonkeyPatch) -> None:
     """minMember 41 needs g-zzzz, which fits nowhere and nothing placed could help: passes
     could place at most 40, so none is made; the reason counts what one by one placed."""
     judged = _counting_filters(monkeypatch)

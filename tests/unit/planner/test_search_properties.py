@@ -9,15 +9,25 @@ over-committed node or a doubly used port; the same input gives the same placeme
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache
+from typing import TypedDict
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.contracts import codec
-from services.contracts.decisions import Placement
+from services.contracts.decisions import Decision, Placement
 from services.planner.core.config import PlannerConfig
-from tests.unit.planner.builders import GIB, make_node, make_pod, make_podgroup
+from tests.unit.planner.builders import (
+    GIB,
+    NodeBuilder,
+    PodBuilder,
+    PodGroupBuilder,
+    make_node,
+    make_pod,
+    make_podgroup,
+)
 from tests.unit.planner.harness import Cluster
 
 GPU = "nvidia.com/gpu"
@@ -26,10 +36,35 @@ CONFIG = PlannerConfig(search_budget_steps=10**6)
 """A budget no instance here reaches: exactness, not the budget, is under test."""
 PORTS = [None, None, None, (80, "TCP"), (80, "TCP"), (81, "TCP"), (80, "UDP")]
 
+Port = tuple[int, str]
+Resources = tuple[int, ...]
+"""Free (cpu, memory, gpu, pods)."""
+Placed = tuple[tuple[str, bool], ...]
+"""The (role, anti) of the pods on a node."""
+
+
+class Node(TypedDict):
+    name: str
+    cpu: int
+    memory: int
+    gpu: int
+    pods: int
+    other: tuple[int, Port | None] | None
+    other_role: str | None
+
+
+class Member(TypedDict):
+    cpu: int
+    memory: int
+    gpu: int
+    port: Port | None
+    role: str
+    anti: bool
+
 
 @st.composite
-def instances(draw):
-    nodes = []
+def instances(draw: st.DrawFn) -> tuple[list[Node], list[Member]]:
+    nodes: list[Node] = []
     for i in range(draw(st.integers(1, 6))):
         nodes.append({
             "name": f"n{i}", "cpu": draw(st.sampled_from([2000, 4000, 6000, 8000])),
@@ -37,17 +72,19 @@ def instances(draw):
             "gpu": draw(st.sampled_from([0, 0, 2, 4])), "pods": draw(st.sampled_from([2, 3, 110])),
             "other": draw(st.sampled_from([None, None, (500, None), (1000, (80, "TCP"))])),
             "other_role": draw(st.sampled_from([None, "a"]))})
-    members = [{"cpu": draw(st.sampled_from([500, 1000, 2000, 3000, 5000])),
-                "memory": draw(st.sampled_from([GIB // 2, GIB, 2 * GIB, 4 * GIB])),
-                "gpu": draw(st.sampled_from([0, 0, 1, 2])),
-                "port": draw(st.sampled_from(PORTS)),
-                "role": draw(st.sampled_from(["a", "b"])), "anti": draw(st.booleans())}
-               for _ in range(draw(st.integers(1, 8)))]
+    members: list[Member] = [{"cpu": draw(st.sampled_from([500, 1000, 2000, 3000, 5000])),
+                              "memory": draw(st.sampled_from([GIB // 2, GIB, 2 * GIB, 4 * GIB])),
+                              "gpu": draw(st.sampled_from([0, 0, 1, 2])),
+                              "port": draw(st.sampled_from(PORTS)),
+                              "role": draw(st.sampled_from(["a", "b"])),
+                              "anti": draw(st.booleans())}
+                             for _ in range(draw(st.integers(1, 8)))]
     return nodes, members
 
 
-def events(nodes, members):
-    out = []
+def events(nodes: list[Node], members: list[Member]
+           ) -> list[NodeBuilder | PodBuilder | PodGroupBuilder]:
+    out: list[NodeBuilder | PodBuilder | PodGroupBuilder] = []
     for node in nodes:
         built = make_node(node["name"]).capacity(
             cpu_milli=node["cpu"], memory_bytes=node["memory"],
@@ -72,22 +109,23 @@ def events(nodes, members):
     return out
 
 
-def conflicts(member, placed):
+def conflicts(member: Member, placed: Iterable[tuple[str, bool]]) -> bool:
     """Whether `member` may not join the (role, anti) pods `placed` on a node: its anti-affinity
     matches a role-a pod there, or (symmetry) a pod there with anti-affinity matches it."""
     return any((member["anti"] and role == "a") or (anti and member["role"] == "a")
                for role, anti in placed)
 
 
-def initially_placed(node):
+def initially_placed(node: Node) -> Placed:
     """The (role, anti) of the other scheduler's pod on the node, if any."""
     if node["other"] is None or node["other_role"] is None:
         return ()
     return ((node["other_role"], False),)
 
 
-def room(node):
+def room(node: Node) -> tuple[tuple[int, int, int, int], tuple[Port, ...]]:
     """Free (cpu, memory, gpu, pods) and the host ports in use, before the gang."""
+    ports: tuple[Port, ...]
     cpu, ports = node["cpu"], ()
     pods = node["pods"]
     if node["other"] is not None:
@@ -97,15 +135,15 @@ def room(node):
     return (cpu, node["memory"], node["gpu"], pods), ports
 
 
-def demand(member):
+def demand(member: Member) -> tuple[int, int, int, int]:
     return (member["cpu"], member["memory"], member["gpu"], 1)
 
 
-def brute_force_fits(nodes, members):
+def brute_force_fits(nodes: list[Node], members: list[Member]) -> bool:
     """Whether some assignment of every member to a node fits: exhaustive, with failed states
     remembered (a state is the members left and every node's free capacity and ports)."""
     @cache
-    def solve(i, state):
+    def solve(i: int, state: tuple[tuple[Resources, tuple[Port, ...], Placed], ...]) -> bool:
         if i == len(members):
             return True
         want, port = demand(members[i]), members[i]["port"]
@@ -125,7 +163,7 @@ def brute_force_fits(nodes, members):
     return solve(0, tuple((*room(node), initially_placed(node)) for node in nodes))
 
 
-def check_placement(nodes, members, placement):
+def check_placement(nodes: list[Node], members: list[Member], placement: Placement) -> None:
     by_name = {node["name"]: node for node in nodes}
     assert len(placement.members) == len(members), "never a partial gang"
     used = {name: list(room(node)[0]) for name, node in by_name.items()}
@@ -144,7 +182,8 @@ def check_placement(nodes, members, placement):
         assert min(free) >= 0, (name, free)
 
 
-def decisions_of(nodes, members):
+def decisions_of(nodes: list[Node], members: list[Member]
+                 ) -> tuple[Cluster, list[Decision]]:
     cluster = Cluster(CONFIG).observe(*events(nodes, members))
     decisions = cluster.plan()
     return cluster, decisions
@@ -152,7 +191,8 @@ def decisions_of(nodes, members):
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
-def test_the_gang_is_placed_exactly_when_some_placement_exists(instance):
+def test_the_gang_is_placed_exactly_when_some_placement_exists(
+        instance: tuple[list[Node], list[Member]]) -> None:
     nodes, members = instance
     _, decisions = decisions_of(nodes, members)
     placements = [d for d in decisions if isinstance(d, Placement)]

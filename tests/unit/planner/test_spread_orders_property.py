@@ -6,22 +6,35 @@ only member order places)."""
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.contracts.decisions import Placement
 from services.planner.core.config import PlannerConfig
-from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.builders import (
+    NodeBuilder,
+    PodBuilder,
+    PodGroupBuilder,
+    make_node,
+    make_pod,
+    make_podgroup,
+)
 from tests.unit.planner.harness import Cluster
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 CONFIG = PlannerConfig(search_budget_steps=10**6)
 
+Node = dict[str, Any]
+"""name, cpu, zone (or None), others."""
+Member = tuple[int, bool]
+"""(cpu, carries the zone constraint)."""
+
 
 @st.composite
-def instances(draw):
+def instances(draw: st.DrawFn) -> tuple[list[Node], list[Member], int]:
     nodes = [{"name": f"n{i}", "cpu": draw(st.sampled_from([1000, 2000, 3000, 4000])),
               "zone": draw(st.sampled_from(["a", "b", "c", "a", "b", None])),
               "others": draw(st.sampled_from([0, 0, 1, 2]))}
@@ -32,8 +45,9 @@ def instances(draw):
     return nodes, members, skew
 
 
-def events(nodes, members, skew):
-    out = []
+def events(nodes: list[Node], members: list[Member], skew: int
+           ) -> list[NodeBuilder | PodBuilder | PodGroupBuilder]:
+    out: list[NodeBuilder | PodBuilder | PodGroupBuilder] = []
     for n in nodes:
         b = make_node(n["name"]).capacity(cpu_milli=n["cpu"]).label(HOST, n["name"])
         if n["zone"]:
@@ -48,13 +62,13 @@ def events(nodes, members, skew):
     return out
 
 
-def ok(nodes, skew, placed, row, constrained):
+def ok(nodes: list[Node], skew: int, placed: list[int], row: int, constrained: bool) -> bool:
     """PodTopologySpread's skew rule for a member on `row` after `placed` (brute force)."""
     if not constrained:
         return True
     if not nodes[row]["zone"]:
         return False
-    counts = {}
+    counts: dict[str, int] = {}
     for n in nodes:
         if n["zone"]:
             counts.setdefault(n["zone"], 0)
@@ -64,10 +78,10 @@ def ok(nodes, skew, placed, row, constrained):
     return counts[nodes[row]["zone"]] + 1 - min(counts.values()) <= skew
 
 
-def fits(nodes, members, skew, order):
+def fits(nodes: list[Node], members: list[Member], skew: int, order: tuple[int, ...]) -> bool:
     """Whether some placement exists with members taken in `order` (exhaustive)."""
     @cache
-    def solve(d, free, rows):
+    def solve(d: int, free: tuple[int, ...], rows: tuple[int, ...]) -> bool:
         if d == len(order):
             return True
         cpu, c = members[order[d]]
@@ -80,8 +94,8 @@ def fits(nodes, members, skew, order):
     return solve(0, tuple(n["cpu"] for n in nodes), ())
 
 
-def order(members):
-    shapes = {}
+def order(members: list[Member]) -> tuple[int, ...]:
+    shapes: dict[Member, int] = {}
     for m in members:
         shapes.setdefault(m, len(shapes))
     return tuple(sorted(range(len(members)), key=lambda i: (-members[i][0], shapes[members[i]], i)))
@@ -89,7 +103,8 @@ def order(members):
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
-def test_a_gang_placeable_in_either_order_is_placed(instance):
+def test_a_gang_placeable_in_either_order_is_placed(
+        instance: tuple[list[Node], list[Member], int]) -> None:
     nodes, members, skew = instance
     c = Cluster(CONFIG).observe(*events(nodes, members, skew))
     got = [d for d in c.plan() if isinstance(d, Placement)]

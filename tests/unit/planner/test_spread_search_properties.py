@@ -14,7 +14,9 @@ Checked against independent brute force:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
+from typing import Any, TypedDict
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,7 +24,14 @@ from hypothesis import strategies as st
 from services.contracts import codec
 from services.contracts.decisions import Placement
 from services.planner.core.config import PlannerConfig
-from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.builders import (
+    NodeBuilder,
+    PodBuilder,
+    PodGroupBuilder,
+    make_node,
+    make_pod,
+    make_podgroup,
+)
 from tests.unit.planner.harness import Cluster
 
 HOST = "kubernetes.io/hostname"
@@ -30,22 +39,37 @@ ZONE = "topology.kubernetes.io/zone"
 CONFIG = PlannerConfig(search_budget_steps=10**6)
 """A budget no instance here reaches: the pruning, not the budget, is under test."""
 
+Node = dict[str, Any]
+"""name, cpu, zone (or None), tainted, others; `spread_ok` reads "zone" and "name" by key."""
+
+
+class Constraint(TypedDict):
+    skew: int
+    min_domains: int
+    honor_taints: bool
+    by_host: bool
+
+
+Instance = tuple[list[Node], list[int], Constraint]
+
 
 @st.composite
-def instances(draw):
+def instances(draw: st.DrawFn) -> Instance:
     nodes = [{"name": f"n{i}", "cpu": draw(st.sampled_from([2000, 4000, 6000])),
               "zone": draw(st.sampled_from(["a", "b", "c", "a", "b", None])),
               "tainted": draw(st.sampled_from([False, False, False, True])),
               "others": draw(st.sampled_from([0, 0, 1, 2]))}
              for i in range(draw(st.integers(1, 5)))]
     members = [draw(st.sampled_from([1000, 2000, 3000])) for _ in range(draw(st.integers(1, 6)))]
-    constraint = {"skew": draw(st.sampled_from([1, 2])), "min_domains": draw(st.integers(1, 3)),
-                  "honor_taints": draw(st.booleans()), "by_host": draw(st.booleans())}
+    constraint: Constraint = {"skew": draw(st.sampled_from([1, 2])),
+                              "min_domains": draw(st.integers(1, 3)),
+                              "honor_taints": draw(st.booleans()), "by_host": draw(st.booleans())}
     return nodes, members, constraint
 
 
-def events(nodes, members, constraint):
-    out = []
+def events(nodes: Sequence[Node], members: list[int], constraint: Constraint
+           ) -> list[NodeBuilder | PodBuilder | PodGroupBuilder]:
+    out: list[NodeBuilder | PodBuilder | PodGroupBuilder] = []
     for node in nodes:
         built = make_node(node["name"]).capacity(cpu_milli=node["cpu"]).label(HOST, node["name"])
         if node["zone"]:
@@ -63,13 +87,14 @@ def events(nodes, members, constraint):
     return out
 
 
-def keys(constraint):
+def keys(constraint: Constraint) -> list[tuple[str, int, int]]:
     """(topology key, maxSkew, minDomains) of each constraint, in spec order."""
     found = [("zone", constraint["skew"], constraint["min_domains"])]
     return [*found, ("name", 1, 1)] if constraint["by_host"] else found
 
 
-def spread_ok(nodes, constraint, placed_rows, row):
+def spread_ok(nodes: Sequence[Node], constraint: Constraint, placed_rows: Sequence[int],
+              row: int) -> bool:
     """Whether a member may go to node `row` with members already on `placed_rows`."""
     rules = keys(constraint)
     eligible = [n for n in nodes if all(n[key] for key, _, _ in rules)
@@ -86,10 +111,11 @@ def spread_ok(nodes, constraint, placed_rows, row):
     return True
 
 
-def fits_in_order(nodes, members, constraint, order):
+def fits_in_order(nodes: Sequence[Node], members: list[int], constraint: Constraint,
+                  order: tuple[int, ...]) -> bool:
     """Whether members taken in `order` can each go to some node (capacity, taint, spread)."""
     @cache
-    def solve(depth, free, rows):
+    def solve(depth: int, free: tuple[int, ...], rows: tuple[int, ...]) -> bool:
         if depth == len(order):
             return True
         cpu = members[order[depth]]
@@ -105,10 +131,11 @@ def fits_in_order(nodes, members, constraint, order):
     return solve(0, tuple(node["cpu"] for node in nodes), ())
 
 
-def valid_in_some_order(nodes, constraint, rows):
+def valid_in_some_order(nodes: Sequence[Node], constraint: Constraint, rows: tuple[int, ...]
+                        ) -> bool:
     """Whether the members on `rows` (a row per member) pass spread in some order."""
     @cache
-    def solve(left):
+    def solve(left: frozenset[int]) -> bool:
         if not left:
             return True
         placed = [rows[i] for i in range(len(rows)) if i not in left]
@@ -117,14 +144,15 @@ def valid_in_some_order(nodes, constraint, rows):
     return solve(frozenset(range(len(rows))))
 
 
-def search_order(members):
+def search_order(members: list[int]) -> tuple[int, ...]:
     """The planner's search order for these members: largest first, then member order."""
     return tuple(sorted(range(len(members)), key=lambda i: (-members[i], i)))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
-def test_spread_gangs_are_placed_whenever_the_search_order_admits_a_placement(instance):
+def test_spread_gangs_are_placed_whenever_the_search_order_admits_a_placement(
+        instance: Instance) -> None:
     nodes, members, constraint = instance
     cluster = Cluster(CONFIG).observe(*events(nodes, members, constraint))
     decisions = cluster.plan()

@@ -8,27 +8,28 @@ import pytest
 from services.contracts.decisions import StatusUpdate
 from services.contracts.events import GroupBound
 from services.planner.core import status
-from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.builders import PodBuilder, make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster
 
 
-def prebound(count, phase, group="g", prefix="g"):
+def prebound(count: int, phase: str, group: str | None = "g", prefix: str = "g"
+             ) -> list[PodBuilder]:
     pods = [make_pod(f"{prefix}-{i}").on_node("n0", phase) for i in range(count)]
     return [pod.in_group(group) for pod in pods] if group else pods
 
 
-def latest(cluster, group="default/g"):
+def latest(cluster: Cluster, group: str = "default/g") -> tuple[str, tuple[int, int, int]]:
     update = cluster.statuses(group)[-1]
     return update.phase, (update.running, update.succeeded, update.failed)
 
 
-def start(*pods, min_member=3):
+def start(*pods: PodBuilder, min_member: int = 3) -> Cluster:
     cluster = Cluster().observe(make_node("n0"), make_podgroup("g", min_member), *pods)
     cluster.plan()
     return cluster
 
 
-def test_b1_pending_then_running():
+def test_b1_pending_then_running() -> None:
     cluster = start(*prebound(3, "Pending"))
     assert latest(cluster) == ("Scheduling", (0, 0, 0))
     for i in range(3):
@@ -37,7 +38,7 @@ def test_b1_pending_then_running():
     assert latest(cluster) == ("Running", (3, 0, 0))
 
 
-def test_b2_running_then_all_succeeded_is_finished():
+def test_b2_running_then_all_succeeded_is_finished() -> None:
     cluster = start(*prebound(3, "Running"))
     assert latest(cluster) == ("Running", (3, 0, 0))
     for i in range(3):
@@ -46,31 +47,31 @@ def test_b2_running_then_all_succeeded_is_finished():
     assert latest(cluster) == ("Finished", (0, 3, 0))
 
 
-def test_b3_one_succeeded_stays_running():
+def test_b3_one_succeeded_stays_running() -> None:
     cluster = start(*prebound(3, "Running"))
     cluster.set_phase("g-0", "Succeeded")
     cluster.plan()
     assert latest(cluster) == ("Running", (2, 1, 0))
 
 
-def test_b4_one_failed_below_min_is_failed():
+def test_b4_one_failed_below_min_is_failed() -> None:
     cluster = start(*prebound(3, "Running"))
     cluster.set_phase("g-0", "Failed")
     cluster.plan()
     assert latest(cluster) == ("Failed", (2, 0, 1))
 
 
-def test_b5_pods_without_the_label_leave_the_group_pending():
+def test_b5_pods_without_the_label_leave_the_group_pending() -> None:
     cluster = start(*prebound(3, "Running", group=None))
     assert latest(cluster) == ("Pending", (0, 0, 0))
 
 
-def test_b6_a_failure_with_quorum_still_met_stays_running():
+def test_b6_a_failure_with_quorum_still_met_stays_running() -> None:
     cluster = start(*prebound(3, "Running"), *prebound(1, "Failed", prefix="extra"))
     assert latest(cluster) == ("Running", (3, 0, 1))
 
 
-def test_b7_a_podgroup_whose_pods_were_deleted_is_pending():
+def test_b7_a_podgroup_whose_pods_were_deleted_is_pending() -> None:
     cluster = start(*prebound(3, "Running"))
     for i in range(3):
         cluster.delete_pod(f"g-{i}")
@@ -82,11 +83,11 @@ def test_b7_a_podgroup_whose_pods_were_deleted_is_pending():
     ((2, 0, 0, 0), "Pending"), ((3, 0, 0, 0), "Scheduling"), ((3, 2, 1, 0), "Running"),
     ((3, 0, 3, 0), "Finished"), ((3, 2, 0, 1), "Failed"), ((4, 3, 0, 1), "Running"),
 ])
-def test_phase_rules(counts, expected):
+def test_phase_rules(counts: tuple[int, int, int, int], expected: str) -> None:
     assert status.phase(*counts, min_member=3) == expected
 
 
-def test_status_is_told_only_when_it_changes():
+def test_status_is_told_only_when_it_changes() -> None:
     cluster = start(*prebound(3, "Running"))
     assert len(cluster.statuses("default/g")) == 1
     cluster.advance(1)
@@ -94,7 +95,7 @@ def test_status_is_told_only_when_it_changes():
     assert len(cluster.statuses("default/g")) == 1
 
 
-def test_status_carries_occupied_by_schedule_start_and_the_waiting_reason():
+def test_status_carries_occupied_by_schedule_start_and_the_waiting_reason() -> None:
     pods = [make_pod(f"g-{i}").requests(cpu_milli=5000).in_group("g").owned_by("train")
             for i in range(2)]
     cluster = Cluster().observe(make_node("n0"), make_podgroup("g", 2))
@@ -108,7 +109,7 @@ def test_status_carries_occupied_by_schedule_start_and_the_waiting_reason():
     assert update.condition_message.startswith("gang default/g: 1 of 2 members fit")
 
 
-def test_condition_says_waiting_once_nobody_waits():
+def test_condition_says_waiting_once_nobody_waits() -> None:
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=1000), make_podgroup("g", 1),
                                 make_pod("g-0").requests(cpu_milli=2000).in_group("g"))
     cluster.plan()
@@ -120,19 +121,19 @@ def test_condition_says_waiting_once_nobody_waits():
         "Waiting", "gang default/g: 0 of 1 members bound; no member pod exists")
 
 
-def test_condition_says_binding_while_placed_then_scheduled_once_bound():
+def test_condition_says_binding_while_placed_then_scheduled_once_bound() -> None:
     cluster = start(*(make_pod(f"g-{i}").in_group("g") for i in range(3)))
     binding = cluster.statuses("default/g")[-1]
     assert (binding.phase, binding.condition_reason, binding.condition_message) == (
         "Scheduling", "Binding", "gang default/g: placement attempt 1 is being bound")
-    cluster.bind(cluster.placements())
+    cluster.bind(list(cluster.placements()))
     cluster.plan()
     update = cluster.statuses("default/g")[-1]
     assert (update.phase, update.condition_reason, update.condition_message) == (
         "Running", "Scheduled", "gang default/g: 3 members bound (minMember 3)")
 
 
-def test_condition_says_scheduled_once_the_binder_reports_bound_before_the_watch_does():
+def test_condition_says_scheduled_once_the_binder_reports_bound_before_the_watch_does() -> None:
     """The binder's GroupBound comes before the watch shows the pods bound: the condition goes
     from Binding to Scheduled at once (it went back to Waiting, "0 of 3 members bound", until
     the watch caught up), and the pods observed bound later change nothing."""
@@ -152,7 +153,7 @@ def test_condition_says_scheduled_once_the_binder_reports_bound_before_the_watch
     assert len(cluster.statuses("default/g")) == told + 1
 
 
-def test_a_rolled_back_placement_is_not_counted_bound():
+def test_a_rolled_back_placement_is_not_counted_bound() -> None:
     """Members whose placement was rolled back hold no reservation: not bound, not Scheduled."""
     cluster = start(*(make_pod(f"g-{i}").in_group("g") for i in range(3)))
     cluster.roll_back(cluster.placements()[-1])
@@ -162,7 +163,7 @@ def test_a_rolled_back_placement_is_not_counted_bound():
     assert "rolled back" in update.condition_message
 
 
-def test_an_expired_placement_is_not_counted_bound_nor_its_late_group_bound():
+def test_an_expired_placement_is_not_counted_bound_nor_its_late_group_bound() -> None:
     """A placement past its deadline and grace is released: its members are not bound, and a
     GroupBound arriving after that (the binder late) changes nothing."""
     cluster = start(*(make_pod(f"g-{i}").in_group("g") for i in range(3)))
@@ -180,14 +181,14 @@ def test_an_expired_placement_is_not_counted_bound_nor_its_late_group_bound():
     assert cluster.statuses("default/g")[-1] == expired
 
 
-def test_prebound_members_are_scheduled():
+def test_prebound_members_are_scheduled() -> None:
     cluster = start(*prebound(3, "Running"))
     update = cluster.statuses("default/g")[-1]
     assert (update.condition_reason, update.condition_message) == (
         "Scheduled", "gang default/g: 3 members bound (minMember 3)")
 
 
-def test_singletons_and_missing_podgroups_get_no_status():
+def test_singletons_and_missing_podgroups_get_no_status() -> None:
     cluster = Cluster().observe(make_node("n0"), make_pod("solo"),
                                 make_pod("orphan").in_group("nowhere"))
     cluster.run()

@@ -61,7 +61,7 @@ def test_a_stranded_gang_holds_its_room_in_backoff_then_goes_before_higher_prior
     placed = [d for d in cluster.plan() if isinstance(d, Placement)]
     assert [(p.group, [m.name for m in p.members]) for p in placed] == [
         ("default/g", ["g-2", "g-3"])]
-    cluster.bind(placed)
+    cluster.bind(list(placed))
     assert cluster.bound() == ["g-0", "g-1", "g-2", "g-3"]
 
 

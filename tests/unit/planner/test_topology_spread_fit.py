@@ -9,20 +9,32 @@ required label). Cases follow kube-scheduler's filtering_test.go semantics.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 
-from services.contracts.events import NodeSelectorRequirement, Taint
+from services.contracts.events import NodeObserved, NodeSelectorRequirement, PodObserved, Taint
 from services.fit import reasons, topology_spread
 from services.planner.core import capacity, spread
-from tests.unit.planner.builders import make_node, make_pod
+from services.planner.core.capacity import NodeIndex
+from tests.unit.planner.builders import PodBuilder, make_node, make_pod
 
 FOO = (NodeSelectorRequirement("foo", "Exists"),)
 BAR = (NodeSelectorRequirement("bar", "Exists"),)
 VERDICT = {"P": None, "S": reasons.SPREAD_CONSTRAINTS_MISMATCH, "M": reasons.SPREAD_MISSING_LABEL}
 CODE = {"P": spread.PASSES, "S": spread.SKEW, "M": spread.MISSING_LABEL}
 
+NodeSpec = tuple[str, dict[str, str]]
+"""A node's name and labels."""
+PodSpec = tuple[str, dict[str, str], str]
+"""An existing pod's node, labels and namespace ("deleting": terminating, in `default`)."""
+Selector = tuple[NodeSelectorRequirement, ...] | None
+SpreadSpec = tuple[str, int, Selector, dict[str, Any]]
+"""A constraint's topology key, maxSkew, selector and other fields."""
 
-def zones(*names_zones):
+
+def zones(*names_zones: str) -> list[NodeSpec]:
     """Nodes `name:zone` each with `zone` and `node` labels."""
     return [(name, {"zone": zone, "node": name}) for name, zone in
             (item.split(":") for item in names_zones)]
@@ -31,22 +43,23 @@ def zones(*names_zones):
 FOUR = zones("node-a:zone1", "node-b:zone1", "node-x:zone2", "node-y:zone2")
 
 
-def on(*nodes, namespace="default", labels=None):
+def on(*nodes: str, namespace: str = "default", labels: dict[str, str] | None = None
+       ) -> list[PodSpec]:
     return [(node, {"foo": ""} if labels is None else labels, namespace) for node in nodes]
 
 
-def incoming(*constraints, labels=None):
+def incoming(*constraints: SpreadSpec, labels: dict[str, str] | None = None) -> PodBuilder:
     pod = make_pod("p").labelled(**({"foo": ""} if labels is None else labels))
     for key, skew, selector, fields in constraints:
         pod = pod.spread(key, max_skew=skew, selector=selector, **fields)
     return pod
 
 
-def zone(skew=1, selector=FOO, **fields):
+def zone(skew: int = 1, selector: Selector = FOO, **fields: Any) -> SpreadSpec:
     return ("zone", skew, selector, fields)
 
 
-def host(skew=1, selector=FOO, **fields):
+def host(skew: int = 1, selector: Selector = FOO, **fields: Any) -> SpreadSpec:
     return ("node", skew, selector, fields)
 
 
@@ -93,13 +106,14 @@ CASES = [
 ]
 
 
-def _nodes(spec, taints=None):
+def _nodes(spec: list[NodeSpec], taints: Mapping[str, tuple[Taint, ...]] | None = None
+           ) -> list[NodeObserved]:
     taints = taints or {}
     return [make_node(name).labels(**labels)._with(taints=taints.get(name, ())).build()
             for name, labels in spec]
 
 
-def _existing(spec):
+def _existing(spec: list[PodSpec]) -> list[PodObserved]:
     pods = []
     for number, (node, labels, namespace) in enumerate(spec):
         pod = make_pod(f"e{number}", namespace="default" if namespace == "deleting"
@@ -108,15 +122,18 @@ def _existing(spec):
     return pods
 
 
-def _scalar(pod, nodes, existing):
+def _scalar(pod: PodObserved, nodes: list[NodeObserved], existing: list[PodObserved]
+            ) -> list[str | None]:
     by_name = {node.name: node for node in nodes}
     counts = topology_spread.Counts(pod, nodes)
     for other in existing:
+        assert other.node_name is not None
         counts.add(other, by_name[other.node_name])
     return [topology_spread.topology_spread(counts, node.labels) for node in nodes]
 
 
-def _vector(pod, nodes, existing):
+def _vector(pod: PodObserved, nodes: list[NodeObserved], existing: list[PodObserved]
+            ) -> tuple[list[int], NodeIndex]:
     index = capacity.build({node.name: node for node in nodes}, {})
     for other in existing:
         index.set_pod(other.uid, other.node_name, other, is_ours=False)
@@ -125,8 +142,10 @@ def _vector(pod, nodes, existing):
 
 @pytest.mark.parametrize(("name", "pod", "nodes", "existing", "expected"), CASES,
                          ids=[case[0] for case in CASES])
-def test_the_filter_gives_the_plugins_verdict_on_every_node(name, pod, nodes, existing,
-                                                             expected):
+def test_the_filter_gives_the_plugins_verdict_on_every_node(name: str, pod: PodBuilder,
+                                                             nodes: list[NodeSpec],
+                                                             existing: list[PodSpec],
+                                                             expected: str) -> None:
     built_nodes = _nodes(nodes)
     built_pod, pods = pod.build(), _existing(existing)
     assert _scalar(built_pod, built_nodes, pods) == [VERDICT[v] for v in expected]
@@ -142,7 +161,8 @@ TAINTED = {"node-b": (Taint("dedicated", "NoSchedule", "x"),)}
     ({}, "SSPP"),  # taints Ignore: node-b's zone1 counts, pods there too
     ({"node_taints_policy": "Honor"}, "SPPP"),  # node-b left out: its pod is not counted
 ])
-def test_node_taints_policy_honor_leaves_out_nodes_with_untolerated_taints(policies, expected):
+def test_node_taints_policy_honor_leaves_out_nodes_with_untolerated_taints(
+        policies: dict[str, Any], expected: str) -> None:
     pod = incoming(host(**policies)).build()
     nodes = _nodes(FOUR, TAINTED)
     existing = _existing(on("node-a", "node-b"))
@@ -155,7 +175,8 @@ def test_node_taints_policy_honor_leaves_out_nodes_with_untolerated_taints(polic
     ({}, "PPPP"),  # affinity Honor: only zone1 (2 pods) is a domain; 2 + 1 - 2 fits
     ({"node_affinity_policy": "Ignore"}, "SSPP"),  # zone2 (1 pod) counts: the minimum is 1
 ])
-def test_node_affinity_policy_decides_which_domains_count(policies, expected):
+def test_node_affinity_policy_decides_which_domains_count(policies: dict[str, Any],
+                                                          expected: str) -> None:
     pod = incoming(zone(**policies)).selector(zone="zone1").build()
     nodes = _nodes(FOUR)
     existing = _existing(on("node-a", "node-b", "node-y"))
@@ -164,7 +185,7 @@ def test_node_affinity_policy_decides_which_domains_count(policies, expected):
     assert codes == [CODE[v] for v in expected]
 
 
-def test_match_label_keys_merge_as_kube_scheduler_merges_them():
+def test_match_label_keys_merge_as_kube_scheduler_merges_them() -> None:
     labels = {"job": "1"}
     assert topology_spread.merged_selector(FOO, ("job", "absent"), labels) == (
         NodeSelectorRequirement("job", "In", ("1",)), *FOO)
@@ -174,7 +195,7 @@ def test_match_label_keys_merge_as_kube_scheduler_merges_them():
     assert topology_spread.merged_selector(FOO, ("absent",), labels) == FOO
 
 
-def test_only_do_not_schedule_constraints_filter():
+def test_only_do_not_schedule_constraints_filter() -> None:
     pod = make_pod("p").labelled(foo="").spread("zone", when="ScheduleAnyway").build()
     assert not topology_spread.is_spread(pod) and topology_spread.spreads(pod) == ()
     assert len(topology_spread.spreads(pod, topology_spread.SCHEDULE_ANYWAY)) == 1

@@ -3,6 +3,8 @@ not told anew as counts change around it, and a PodGroup seen again unchanged wa
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from services.planner.core.config import PlannerConfig
@@ -18,7 +20,7 @@ from tests.unit.planner.unschedulable import (
 )
 
 
-def test_a_nominated_gang_of_many_members_is_told_anew_as_each_victim_leaves():
+def test_a_nominated_gang_of_many_members_is_told_anew_as_each_victim_leaves() -> None:
     """As `test_a_nominated_gang_is_not_told_anew_as_each_victim_leaves`, but the gang has
     12 members of 1000m, each victim on its own node: each victim gone lets one more member
     fit, so 'k of 12 members fit' and the node counts ('12-k Insufficient cpu') tick on with
@@ -36,7 +38,7 @@ def test_a_nominated_gang_of_many_members_is_told_anew_as_each_victim_leaves():
     assert len(told) <= 3, [r.reason for r in told]  # before the fix: 11 (core 36: 3)
 
 
-def _kueue_pod(name, created_s):
+def _kueue_pod(name: str, created_s: int) -> dict[str, Any]:
     """The pod object (as the watcher reads it) of a member of Kueue group `q` of 2."""
     return {"metadata": {"name": name, "namespace": "default", "uid": f"uid-default-{name}",
                          "creationTimestamp": f"1970-01-01T00:00:{created_s:02d}Z",
@@ -45,7 +47,7 @@ def _kueue_pod(name, created_s):
             "spec": {}}
 
 
-def test_a_kueue_group_seen_again_through_another_member_does_not_wake_its_gang():
+def test_a_kueue_group_seen_again_through_another_member_does_not_wake_its_gang() -> None:
     """Kueue's synthetic PodGroupObserved (`watcher.kueue.podgroup_event`) is made from each
     member pod's event, its `created_at_ms` that pod's creationTimestamp, and published once
     per (group, count) per JetStream duplicate window (2 min). Members created in different
@@ -62,6 +64,7 @@ def test_a_kueue_group_seen_again_through_another_member_does_not_wake_its_gang(
         make_pod("r").requests(cpu_milli=1500).on_node("n0"))  # ours: it may drain
     group0 = kueue.podgroup_event(_kueue_pod("q-0", 0), 0)
     group1 = kueue.podgroup_event(_kueue_pod("q-1", 1), 0)
+    assert group0 is not None and group1 is not None
     assert group0.created_at_ms != group1.created_at_ms
     cluster.observe(group0, make_pod("q-0").requests(cpu_milli=1000).in_group("q").created(0))
     cluster.observe(group1, make_pod("q-1").requests(cpu_milli=1000).in_group("q").created(1000))
@@ -85,7 +88,7 @@ def test_a_kueue_group_seen_again_through_another_member_does_not_wake_its_gang(
     assert s.last_attempt_ms == before  # before the fix: s retried on q's PodGroup "changing"
 
 
-def test_the_holder_is_not_told_anew_every_round_others_come_and_go_elsewhere():
+def test_the_holder_is_not_told_anew_every_round_others_come_and_go_elsewhere() -> None:
     """`h` (3000m, 3Gi) starves and holds n0 (our `r` there may drain). On n1..n4, which it
     never fits (another scheduler's 2000m pod each), another scheduler's 2Gi pods come and go,
     one a second: the holder's quiet retry (every round) fails each time with other node

@@ -24,7 +24,7 @@ from tests.unit.planner.unschedulable import (
 FLUSH_S = backoff.UNSCHEDULABLE_FLUSH_MS // 1000
 
 
-def test_nothing_changed_no_attempt_until_the_flush():
+def test_nothing_changed_no_attempt_until_the_flush() -> None:
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=1000), make_podgroup("g", 2),
                                 *[make_pod(f"g-{i}").requests(cpu_milli=600).in_group("g")
                                   for i in range(2)])
@@ -33,7 +33,7 @@ def test_nothing_changed_no_attempt_until_the_flush():
     check_replay(cluster)
 
 
-def test_a_member_recreated_without_what_kept_it_off_every_node_is_placed_at_once():
+def test_a_member_recreated_without_what_kept_it_off_every_node_is_placed_at_once() -> None:
     """The pod of a Job whose nodeSelector names no node, deleted and recreated by its owner
     with the selector fixed: placed 1 s after the gang's last attempt, not at the flush."""
     cluster = Cluster().observe(
@@ -49,7 +49,7 @@ def test_a_member_recreated_without_what_kept_it_off_every_node_is_placed_at_onc
     check_replay(cluster)
 
 
-def test_a_toleration_added_to_a_waiting_member_wakes_its_gang():
+def test_a_toleration_added_to_a_waiting_member_wakes_its_gang() -> None:
     cluster = Cluster().observe(
         make_node("n0").capacity(cpu_milli=4000).taint("gpu"), make_podgroup("g", 1),
         make_pod("g-0").requests(cpu_milli=500).in_group("g"))
@@ -60,7 +60,7 @@ def test_a_toleration_added_to_a_waiting_member_wakes_its_gang():
     check_replay(cluster)
 
 
-def test_a_waiting_member_deleted_wakes_its_gang():
+def test_a_waiting_member_deleted_wakes_its_gang() -> None:
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=1000), make_podgroup("g", 1),
                                 *[make_pod(f"g-{i}").requests(cpu_milli=2000).in_group("g")
                                   for i in range(2)])
@@ -74,7 +74,7 @@ def test_a_waiting_member_deleted_wakes_its_gang():
     check_replay(cluster)
 
 
-def test_a_status_written_to_a_waiting_member_does_not_wake_its_gang():
+def test_a_status_written_to_a_waiting_member_does_not_wake_its_gang() -> None:
     """Only the pod's resourceVersion changes (the binder's PodScheduled condition): no
     early retry, so writing the reason does not make the gang retried again and again."""
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=1000),
@@ -89,7 +89,7 @@ def test_a_status_written_to_a_waiting_member_does_not_wake_its_gang():
     assert (group.woken_at, group.last_attempt_ms) == (0, 0)
 
 
-def test_a_starving_hold_that_ends_lets_the_gangs_behind_it_retry():
+def test_a_starving_hold_that_ends_lets_the_gangs_behind_it_retry() -> None:
     """`small`, found unschedulable because of big's hold, is placed the round after big loses
     its PodGroup (it then holds nothing), not at its flush: the hold ending frees its room."""
     cluster = small_behind_a_starving_gang()
@@ -104,7 +104,7 @@ def test_a_starving_hold_that_ends_lets_the_gangs_behind_it_retry():
     check_replay(cluster)
 
 
-def test_a_pending_member_of_the_starving_gang_deleted_frees_the_room_it_held():
+def test_a_pending_member_of_the_starving_gang_deleted_frees_the_room_it_held() -> None:
     """Its hold may shrink on the same nodes (`apply._wake`): capacity freed at once."""
     cluster = small_behind_a_starving_gang()
     cluster.advance(8)
@@ -114,7 +114,7 @@ def test_a_pending_member_of_the_starving_gang_deleted_frees_the_room_it_held():
     check_replay(cluster)
 
 
-def test_a_gang_that_starts_starving_is_tried_and_told_it_holds_capacity():
+def test_a_gang_that_starts_starving_is_tried_and_told_it_holds_capacity() -> None:
     config = PlannerConfig(starvation_seconds=10)
     cluster = Cluster(config).observe(
         make_node("n0").capacity(cpu_milli=2000),
@@ -128,7 +128,7 @@ def test_a_gang_that_starts_starving_is_tried_and_told_it_holds_capacity():
     check_replay(cluster)
 
 
-def test_a_starving_gang_that_fits_nowhere_even_emptied_is_not_tried_every_round():
+def test_a_starving_gang_that_fits_nowhere_even_emptied_is_not_tried_every_round() -> None:
     """Reference C.2: it holds nothing, so it is not retried as a holder is (every round)."""
     cluster = Cluster(PlannerConfig(starvation_seconds=10)).observe(
         make_node("n0").capacity(cpu_milli=1000), make_pod("p").requests(cpu_milli=2000))
@@ -139,7 +139,7 @@ def test_a_starving_gang_that_fits_nowhere_even_emptied_is_not_tried_every_round
     check_replay(cluster)
 
 
-def test_a_failed_early_retry_tells_a_reason_that_changed():
+def test_a_failed_early_retry_tells_a_reason_that_changed() -> None:
     """No nodes at first; a node joins (capacity freed) but too small: the early retry fails
     otherwise than told, and the new reason is told (not counted)."""
     cluster = Cluster().observe(make_pod("p").requests(cpu_milli=2000))

@@ -13,7 +13,7 @@ from tests.unit.planner.harness import Cluster
 from tests.unit.planner.unschedulable import GIB, placed, plan_until_placed, victims_leave
 
 
-def test_podgroup_recreated_with_a_smaller_min_member_wakes_its_gang():
+def test_podgroup_recreated_with_a_smaller_min_member_wakes_its_gang() -> None:
     """A PodGroup deleted and created again (kubectl replace / apply --force, an operator
     that recreates it) with minMember 2 instead of 3: the 2 members that fit should be placed
     soon, as Coscheduling requeues on PodGroup Add. `_podgroup_changed` frees capacity only
@@ -31,7 +31,7 @@ def test_podgroup_recreated_with_a_smaller_min_member_wakes_its_gang():
     assert plan_until_placed(cluster, 30) is not None  # before the fix: None (placed at the flush)
 
 
-def test_a_hold_that_shrinks_on_the_same_nodes_frees_room():
+def test_a_hold_that_shrinks_on_the_same_nodes_frees_room() -> None:
     """Gang `big` (minMember 1) starves and holds n0 for its first member big-0 (cpu 1000,
     mem 3Gi; cpu is what keeps it out). `small` (mem 2Gi) is found unschedulable beside the
     hold, then again when it starts starving. big-0 is deleted: the hold is now for big-1
@@ -60,7 +60,7 @@ def test_a_hold_that_shrinks_on_the_same_nodes_frees_room():
     assert plan_until_placed(cluster, 30) is not None  # before: small waited for its flush
 
 
-def test_a_gang_told_it_never_fits_that_now_holds_is_not_told_it_reserves_nothing():
+def test_a_gang_told_it_never_fits_that_now_holds_is_not_told_it_reserves_nothing() -> None:
     """`p` (1200m) is found never-fitting at its starving retry: another scheduler's pod `o`
     pins 900m of n0's 2000m. `o` finishes (capacity freed): the early retry fails with the same
     node reason (Insufficient cpu: our `r` uses 900m), so nothing is told, yet the
@@ -86,7 +86,7 @@ def test_a_gang_told_it_never_fits_that_now_holds_is_not_told_it_reserves_nothin
     assert not cluster.last_reason("default/pod:p").endswith(reasons.NEVER_FITS)  # before: it did
 
 
-def test_a_nominated_gang_is_not_told_anew_as_each_victim_leaves():
+def test_a_nominated_gang_is_not_told_anew_as_each_victim_leaves() -> None:
     """Gang `h` preempts 12 low-priority pods; while they leave one a second, its quiet retry
     (every round: it holds a nomination) fails with a reason that differs from the one told
     ('waiting for N preempted pod(s)'), and since core 37 that is told: 11 Rejections while
@@ -104,7 +104,7 @@ def test_a_nominated_gang_is_not_told_anew_as_each_victim_leaves():
 # --- tests the change lacks: each passes now, and fails under the mutation named ----------
 
 
-def test_a_nomination_that_ends_frees_its_room_for_a_gang_found_unschedulable():
+def test_a_nomination_that_ends_frees_its_room_for_a_gang_found_unschedulable() -> None:
     """Catches removing `capacity_freed` from `Round.hold_nominations` (no test did): `h`
     preempts `v` and its nomination holds n0; `s` is found unschedulable beside it; h's
     PodGroup is deleted, so its nomination lapses: s fits in the room v never filled."""
@@ -123,7 +123,7 @@ def test_a_nomination_that_ends_frees_its_room_for_a_gang_found_unschedulable():
     assert plan_until_placed(cluster, 5) is not None
 
 
-def test_a_rolled_back_gang_is_not_woken_by_its_recreated_members_with_a_longer_backoff():
+def test_a_rolled_back_gang_is_not_woken_by_its_recreated_members_with_a_longer_backoff() -> None:
     """Catches `_wake_group_of` waking a rolled-back gang, which
     `test_a_rolled_back_gang_is_not_woken_by_its_recreated_members` cannot: its backoff (1 s)
     ends exactly when a wake's early retry would come (1 s after the rollback). Rolled back
@@ -142,7 +142,7 @@ def test_a_rolled_back_gang_is_not_woken_by_its_recreated_members_with_a_longer_
 
 
 
-def test_a_holder_that_comes_to_fit_nowhere_even_emptied_is_not_retried_every_round():
+def test_a_holder_that_comes_to_fit_nowhere_even_emptied_is_not_retried_every_round() -> None:
     """`h` starves and holds n0 (our `r` there may drain). `r` finishes and another
     scheduler's pod takes its room at once (same batch): the node reason is unchanged, so the
     quiet retry tells nothing, and `h` would not fit even on emptied nodes now: it holds
@@ -174,7 +174,7 @@ def test_a_holder_that_comes_to_fit_nowhere_even_emptied_is_not_retried_every_ro
     assert "reserving capacity" not in cluster.last_reason("default/pod:h")  # before the fix: it is
 
 
-def test_a_min_resources_requirement_swapped_for_one_met_wakes_its_gang():
+def test_a_min_resources_requirement_swapped_for_one_met_wakes_its_gang() -> None:
     """minResources {cpu: 8} (n0 has 4 cpu: shortfall, found unschedulable) updated to
     {memory: 1}, met. `_may_let_through` sees no amount lowered (memory was 0, not absent:
     `old.min_resources.get(name, 0)`) and the new keys are not a subset of the old, so no

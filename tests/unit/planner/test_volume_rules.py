@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from services.contracts.events import (
+    ClaimObserved,
+    NodeObserved,
+    StorageClassObserved,
+    VolumeObserved,
+)
 from services.fit import reasons
 from services.fit import volumes as rules
 from tests.unit.planner.builders import (
@@ -20,15 +26,15 @@ ZONE = "topology.kubernetes.io/zone"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
 
 
-def node(name="n0", **labels):
+def node(name: str = "n0", **labels: str) -> NodeObserved:
     return make_node(name).labels(**{HOST: name, **labels}).build()
 
 
-def book(*objects):
+def book(*objects: ClaimObserved | VolumeObserved | StorageClassObserved) -> rules.Book:
     claims = {rules.claim_key(o.namespace, o.name): o for o in objects
-              if type(o).__name__ == "ClaimObserved"}
-    volumes = {o.name: o for o in objects if type(o).__name__ == "VolumeObserved"}
-    classes = {o.name: o for o in objects if type(o).__name__ == "StorageClassObserved"}
+              if isinstance(o, ClaimObserved)}
+    volumes = {o.name: o for o in objects if isinstance(o, VolumeObserved)}
+    classes = {o.name: o for o in objects if isinstance(o, StorageClassObserved)}
     return rules.Book(claims, volumes, classes)
 
 
@@ -41,7 +47,8 @@ def book(*objects):
     ({ZONE: "a"}, {BETA_ZONE: "a"}, False),          # but not the other way round
     ({ZONE: "a__"}, {ZONE: "b"}, True),              # an empty piece: the label is ignored
 ])
-def test_volume_zone(labels, node_labels, passes):
+def test_volume_zone(labels: dict[str, str], node_labels: dict[str, str], passes: bool
+                     ) -> None:
     pod = make_pod("p").claims("c").build()
     zones = rules.zone_sets(pod, book(make_claim("c", volume="v"),
                                       make_volume("v", labels=labels)))
@@ -56,7 +63,8 @@ def test_volume_zone(labels, node_labels, passes):
     ((make_claim("c", volume="v"),), [reasons.BOUND_VOLUME_MISSING]),
     ((make_claim("c", volume="v", bound=False), make_volume("v", hosts=("n1",))), []),
 ])
-def test_bound_claims(objects, expected):
+def test_bound_claims(objects: tuple[ClaimObserved | VolumeObserved, ...], expected: list[str]
+                      ) -> None:
     pod = make_pod("p").claims("c").build()
     assert rules.bound_reasons(pod, book(*objects), node()) == expected
 
@@ -68,7 +76,7 @@ def test_bound_claims(objects, expected):
     (make_storage_class("s", provisioner="csi.x", zones=("a",)), True),
     (make_storage_class("s", provisioner="csi.x", zones=("b",)), False),
 ])
-def test_can_provision(storage_class, passes):
+def test_can_provision(storage_class: StorageClassObserved | None, passes: bool) -> None:
     assert rules.can_provision(storage_class, node(**{ZONE: "a"})) is passes
 
 
@@ -83,13 +91,13 @@ def test_can_provision(storage_class, passes):
     (make_volume("v", storage_class="s", gib=1, claim=("default", "other")), False),
     (make_volume("v", storage_class="other", gib=1, claim=("default", "c")), True),  # pre-bound
 ])
-def test_find_matching_volume(volume, matches):
+def test_find_matching_volume(volume: VolumeObserved, matches: bool) -> None:
     claim = make_claim("c", storage_class="s", gib=1)
     found = rules.find_matching_volume(claim, [volume], node(), set())
     assert (found is not None) is matches
 
 
-def test_read_write_once_pod_claims_are_only_persistent_volume_claims():
+def test_read_write_once_pod_claims_are_only_persistent_volume_claims() -> None:
     rwop = ("ReadWriteOncePod",)
     pod = make_pod("p").claims("db", "logs", ephemeral=("tmp",)).build()
     found = rules.read_write_once_pod_claims(pod, book(

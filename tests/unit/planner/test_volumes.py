@@ -8,14 +8,26 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from services.contracts.decisions import Placement, VolumeChoice
-from services.contracts.events import ClaimDeleted, NodeSelectorRequirement
+from services.contracts.decisions import Decision, Placement, VolumeChoice
+from services.contracts.events import (
+    ClaimDeleted,
+    ClaimObserved,
+    Event,
+    NodeSelectorRequirement,
+    PodObserved,
+    StorageClassObserved,
+    VolumeObserved,
+)
 from services.fit import reasons
 from services.fit import volumes as rules
 from services.planner.core import derived, placement
 from services.planner.core.config import PlannerConfig
+from services.planner.core.placement import Trial
 from services.planner.core.volumes import Volumes
 from tests.unit.planner.builders import (
+    NodeBuilder,
+    PodBuilder,
+    PodGroupBuilder,
     make_claim,
     make_node,
     make_pod,
@@ -27,17 +39,18 @@ from tests.unit.planner.harness import Cluster, replay
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
+Storage = StorageClassObserved | ClaimObserved | VolumeObserved
 
 
-def node(name, zone="a", cpu=8000):
+def node(name: str, zone: str = "a", cpu: int = 8000) -> NodeBuilder:
     return make_node(name).capacity(cpu_milli=cpu).labels(**{HOST: name, ZONE: zone})
 
 
-def nodes_of(decisions):
+def nodes_of(decisions: list[Decision]) -> dict[str, str]:
     return {m.name: m.node for d in decisions if isinstance(d, Placement) for m in d.members}
 
 
-def cluster(*items):
+def cluster(*items: PodBuilder | PodGroupBuilder | Event) -> Cluster:
     return Cluster().observe(node("n0", "a"), node("n1", "a"), node("n2", "b"), *items)
 
 
@@ -61,14 +74,16 @@ def cluster(*items):
      make_pod("p").claims(ephemeral=("tmp",)),
      "PVC default/p-tmp was not created for pod default/p (pod is not owner)"),
 ])
-def test_prefilter_reasons_keep_the_pod_pending_worded_as_kube_scheduler(storage, pod, message):
+def test_prefilter_reasons_keep_the_pod_pending_worded_as_kube_scheduler(
+        storage: tuple[ClaimObserved | VolumeObserved, ...], pod: PodBuilder, message: str
+        ) -> None:
     c = cluster(*storage, pod.requests(cpu_milli=100))
     assert nodes_of(c.plan()) == {}
     assert c.last_reason("default/pod:p") == f"0/3 nodes are available: {message}."
     assert c.rejections("default/pod:p")[-1].is_unschedulable
 
 
-def test_a_missing_claim_of_a_gang_member_keeps_the_gang_and_names_the_member():
+def test_a_missing_claim_of_a_gang_member_keeps_the_gang_and_names_the_member() -> None:
     c = cluster(make_podgroup("g", 2), make_pod("w0").in_group("g").claims("data"),
                 make_pod("w1").in_group("g"))
     assert nodes_of(c.plan()) == {}
@@ -77,14 +92,14 @@ def test_a_missing_claim_of_a_gang_member_keeps_the_gang_and_names_the_member():
         'persistentvolumeclaim "data" not found.')
 
 
-def test_the_claim_appearing_lets_the_pod_through_in_the_next_round():
+def test_the_claim_appearing_lets_the_pod_through_in_the_next_round() -> None:
     c = cluster(make_pod("p").claims("data"))
     c.plan()
     c.observe(make_claim("data", volume="pv"), make_volume("pv", hosts=("n2",)))
     assert nodes_of(c.plan()) == {"p": "n2"}
 
 
-def test_a_gang_sharing_a_bound_rwx_claim_lands_on_the_nodes_its_volume_reaches():
+def test_a_gang_sharing_a_bound_rwx_claim_lands_on_the_nodes_its_volume_reaches() -> None:
     storage = (make_claim("data", volume="pv", modes=("ReadWriteMany",)),
                make_volume("pv", hosts=("n1", "n2"), modes=("ReadWriteMany",)))
     c = cluster(*storage, make_podgroup("g", 3),
@@ -94,7 +109,7 @@ def test_a_gang_sharing_a_bound_rwx_claim_lands_on_the_nodes_its_volume_reaches(
     assert len(placed) == 3 and set(placed.values()) <= {"n1", "n2"}
 
 
-def test_volume_node_affinity_is_counted_after_resource_fit():
+def test_volume_node_affinity_is_counted_after_resource_fit() -> None:
     storage = (make_claim("data", volume="pv"), make_volume("pv", hosts=("n0",)))
     busy = make_pod("busy").scheduler("default-scheduler").on_node("n0").requests(cpu_milli=8000)
     c = cluster(*storage, busy, make_pod("p").claims("data").requests(cpu_milli=1000))
@@ -103,13 +118,13 @@ def test_volume_node_affinity_is_counted_after_resource_fit():
         f"0/3 nodes are available: 1 Insufficient cpu, 2 {reasons.VOLUME_NODE_AFFINITY_CONFLICT}.")
 
 
-def test_volume_zone_keeps_the_pod_in_its_volumes_zone():
+def test_volume_zone_keeps_the_pod_in_its_volumes_zone() -> None:
     storage = (make_claim("data", volume="pv"), make_volume("pv", labels={ZONE: "b"}))
     c = cluster(*storage, make_pod("p").claims("data"))
     assert nodes_of(c.plan()) == {"p": "n2"}
 
 
-def test_volume_zone_reason_when_no_node_is_in_the_zone():
+def test_volume_zone_reason_when_no_node_is_in_the_zone() -> None:
     storage = (make_claim("data", volume="pv"), make_volume("pv", labels={ZONE: "c__d"}))
     c = cluster(*storage, make_pod("p").claims("data"))
     assert nodes_of(c.plan()) == {}
@@ -120,7 +135,7 @@ def test_volume_zone_reason_when_no_node_is_in_the_zone():
 RWOP = ("ReadWriteOncePod",)
 
 
-def test_a_read_write_once_pod_claim_in_use_keeps_every_node():
+def test_a_read_write_once_pod_claim_in_use_keeps_every_node() -> None:
     storage = (make_claim("db", volume="pv", modes=RWOP), make_volume("pv", modes=RWOP))
     user = make_pod("user").scheduler("default-scheduler").on_node("n0").claims("db")
     c = cluster(*storage, user, make_pod("p").claims("db"))
@@ -129,7 +144,7 @@ def test_a_read_write_once_pod_claim_in_use_keeps_every_node():
         f"0/3 nodes are available: 3 {reasons.READ_WRITE_ONCE_POD_CONFLICT}.")
 
 
-def test_two_members_of_one_gang_never_share_a_read_write_once_pod_claim():
+def test_two_members_of_one_gang_never_share_a_read_write_once_pod_claim() -> None:
     storage = (make_claim("db", volume="pv", modes=RWOP), make_volume("pv", modes=RWOP))
     c = cluster(*storage, make_podgroup("g", 2),
                 *(make_pod(f"w{i}").in_group("g").claims("db") for i in range(2)))
@@ -139,7 +154,7 @@ def test_two_members_of_one_gang_never_share_a_read_write_once_pod_claim():
         f"3 {reasons.READ_WRITE_ONCE_POD_CONFLICT}.")
 
 
-def test_a_finished_user_of_a_read_write_once_pod_claim_frees_it():
+def test_a_finished_user_of_a_read_write_once_pod_claim_frees_it() -> None:
     storage = (make_claim("db", volume="pv", modes=RWOP), make_volume("pv", modes=RWOP))
     done = (make_pod("done").scheduler("default-scheduler").on_node("n0", "Succeeded")
             .claims("db"))
@@ -147,7 +162,7 @@ def test_a_finished_user_of_a_read_write_once_pod_claim_frees_it():
     assert set(nodes_of(c.plan())) == {"p"}
 
 
-def test_a_wait_for_first_consumer_placement_carries_the_volume_chosen_for_the_claim():
+def test_a_wait_for_first_consumer_placement_carries_the_volume_chosen_for_the_claim() -> None:
     storage = (make_storage_class("local"), make_claim("data", storage_class="local"),
                make_volume("pv", hosts=("n1",), storage_class="local"))
     c = cluster(*storage, make_pod("p").claims("data"))
@@ -157,7 +172,7 @@ def test_a_wait_for_first_consumer_placement_carries_the_volume_chosen_for_the_c
     assert assignment.volumes == (VolumeChoice("data", "pv"),)
 
 
-def test_a_wait_for_first_consumer_claim_with_no_volume_and_no_provisioner_waits():
+def test_a_wait_for_first_consumer_claim_with_no_volume_and_no_provisioner_waits() -> None:
     storage = (make_storage_class("local"), make_claim("data", storage_class="local"))
     c = cluster(*storage, make_pod("p").claims("data"))
     assert nodes_of(c.plan()) == {}
@@ -165,11 +180,12 @@ def test_a_wait_for_first_consumer_claim_with_no_volume_and_no_provisioner_waits
         f"0/3 nodes are available: 3 {reasons.VOLUME_BIND_CONFLICT}.")
 
 
-def test_a_gang_of_two_with_one_static_volume_each_gets_distinct_volumes_in_its_placement():
-    storage = (make_storage_class("local"),
-               *(make_claim(f"d{i}", storage_class="local") for i in range(2)),
-               make_volume("pv-0", hosts=("n0", "n1"), storage_class="local"),
-               make_volume("pv-1", hosts=("n0", "n1"), storage_class="local"))
+def test_a_gang_of_two_with_one_static_volume_each_gets_distinct_volumes_in_its_placement() -> None:
+    storage: tuple[Storage, ...] = (
+        make_storage_class("local"),
+        *(make_claim(f"d{i}", storage_class="local") for i in range(2)),
+        make_volume("pv-0", hosts=("n0", "n1"), storage_class="local"),
+        make_volume("pv-1", hosts=("n0", "n1"), storage_class="local"))
     c = cluster(*storage, make_podgroup("g", 2),
                 *(make_pod(f"w{i}").in_group("g").claims(f"d{i}") for i in range(2)))
     (decision,) = [d for d in c.plan() if isinstance(d, Placement)]
@@ -179,8 +195,10 @@ def test_a_gang_of_two_with_one_static_volume_each_gets_distinct_volumes_in_its_
 
 # --- volumes for WaitForFirstConsumer claims, at the placement level ---------------------------
 
-def placed_with_volumes(c, members):
+def placed_with_volumes(c: Cluster, members: list[PodObserved]
+                        ) -> tuple[dict[str, str], dict[str, list[tuple[str, str]]], Trial]:
     index = derived.ensure(c.state, c.config.scheduler_name).index
+    assert index is not None
     index.volumes = Volumes(c.state, index)
     trial = placement.place(index, members, PlannerConfig())
     chosen = {pod.name: [(ch.claim, ch.volume) for ch in trial.claims.get(pod.uid, [])]
@@ -188,12 +206,13 @@ def placed_with_volumes(c, members):
     return {pod.name: index.names[row] for pod, row in trial.assigned}, chosen, trial
 
 
-def wffc(*volumes, claims=("a", "b")):
+def wffc(*volumes: VolumeObserved, claims: tuple[str, ...] = ("a", "b")
+         ) -> tuple[Storage, ...]:
     return (make_storage_class("local"),
             *(make_claim(name, storage_class="local") for name in claims), *volumes)
 
 
-def test_two_members_never_get_the_same_static_volume():
+def test_two_members_never_get_the_same_static_volume() -> None:
     c = cluster(*wffc(make_volume("pv-0", hosts=("n0",), storage_class="local"),
                       make_volume("pv-1", hosts=("n1",), storage_class="local")))
     members = [make_pod("w0").claims("a").build(), make_pod("w1").claims("b").build()]
@@ -205,7 +224,7 @@ def test_two_members_never_get_the_same_static_volume():
         "n0": "pv-0", "n1": "pv-1"}
 
 
-def test_one_static_volume_for_two_members_places_only_one():
+def test_one_static_volume_for_two_members_places_only_one() -> None:
     c = cluster(*wffc(make_volume("pv-0", hosts=("n0",), storage_class="local")))
     members = [make_pod("w0").claims("a").build(), make_pod("w1").claims("b").build()]
     nodes, _, trial = placed_with_volumes(c, members)
@@ -213,7 +232,7 @@ def test_one_static_volume_for_two_members_places_only_one():
     assert trial.explanation == {reasons.VOLUME_BIND_CONFLICT: 3}
 
 
-def test_the_search_gives_the_one_volume_a_member_can_use_to_that_member():
+def test_the_search_gives_the_one_volume_a_member_can_use_to_that_member() -> None:
     # w0 (claim a, 1Gi) fits either volume; w1 (claim b, 10Gi) only "small" (10Gi, on n0):
     # w0 must take "big" (5Gi, on n1), whichever node it was offered first
     c = cluster(*wffc(make_volume("small", hosts=("n0",), storage_class="local", gib=10),
@@ -226,7 +245,7 @@ def test_the_search_gives_the_one_volume_a_member_can_use_to_that_member():
     assert chosen == {"w0": [("default/a", "big")], "w1": [("default/b", "small")]}
 
 
-def test_a_shared_wait_for_first_consumer_claim_binds_both_members_to_its_volume():
+def test_a_shared_wait_for_first_consumer_claim_binds_both_members_to_its_volume() -> None:
     c = cluster(*wffc(make_volume("pv-0", hosts=("n2",), storage_class="local",
                                   modes=("ReadWriteMany",)), claims=()),
                 make_claim("a", storage_class="local", modes=("ReadWriteMany",)))
@@ -236,14 +255,14 @@ def test_a_shared_wait_for_first_consumer_claim_binds_both_members_to_its_volume
     assert chosen == {"w0": [("default/a", "pv-0")], "w1": []}
 
 
-def test_dynamic_provisioning_follows_allowed_topologies():
+def test_dynamic_provisioning_follows_allowed_topologies() -> None:
     c = cluster(make_storage_class("zonal", provisioner="csi.example.com", zones=("b",)),
                 make_claim("a", storage_class="zonal"))
     nodes, chosen, _ = placed_with_volumes(c, [make_pod("w0").claims("a").build()])
     assert nodes == {"w0": "n2"} and chosen == {"w0": [("default/a", "")]}
 
 
-def test_find_matching_volume_takes_the_smallest_that_fits_and_honours_the_selector():
+def test_find_matching_volume_takes_the_smallest_that_fits_and_honours_the_selector() -> None:
     claim = make_claim("a", storage_class="local", gib=2,
                        selector=(rules_requirement("disk", "ssd"),))
     candidates = [make_volume("huge", storage_class="local", gib=100, labels={"disk": "ssd"}),
@@ -253,15 +272,19 @@ def test_find_matching_volume_takes_the_smallest_that_fits_and_honours_the_selec
                   make_volume("rwx", storage_class="local", gib=2, labels={"disk": "ssd"},
                               modes=("ReadWriteMany",))]
     any_node = node("n0").build()
-    assert rules.find_matching_volume(claim, candidates, any_node, set()).name == "mid"
-    assert rules.find_matching_volume(claim, candidates, any_node, {"mid"}).name == "huge"
+    smallest = rules.find_matching_volume(claim, candidates, any_node, set())
+    assert smallest is not None
+    assert smallest.name == "mid"
+    next_smallest = rules.find_matching_volume(claim, candidates, any_node, {"mid"})
+    assert next_smallest is not None
+    assert next_smallest.name == "huge"
 
 
-def rules_requirement(key, value):
+def rules_requirement(key: str, value: str) -> NodeSelectorRequirement:
     return NodeSelectorRequirement(key, "In", (value,))
 
 
-def test_storage_events_replay_to_the_same_decisions():
+def test_storage_events_replay_to_the_same_decisions() -> None:
     c = cluster(make_claim("data", volume="pv"), make_volume("pv", hosts=("n1",)),
                 make_pod("p").claims("data"), make_pod("q").claims("nope"))
     c.plan()
@@ -269,14 +292,14 @@ def test_storage_events_replay_to_the_same_decisions():
     assert first == replay(c.log, c.config) and b"n1" in first
 
 
-def test_an_older_claim_observation_changes_nothing():
+def test_an_older_claim_observation_changes_nothing() -> None:
     c = cluster(make_claim("data", volume="pv"))
     older = msgspec.structs.replace(make_claim("data"), resource_version="0")
     c.observe(older)
     assert c.state.claims["default/data"].volume_name == "pv"
 
 
-def test_a_deleted_claim_is_forgotten_but_not_one_replaced_under_its_name():
+def test_a_deleted_claim_is_forgotten_but_not_one_replaced_under_its_name() -> None:
     c = cluster(make_claim("data", volume="pv"))
     c.observe(ClaimDeleted(at_ms=0, uid="uid-claim-default-data", namespace="default",
                            name="data"))
@@ -287,7 +310,7 @@ def test_a_deleted_claim_is_forgotten_but_not_one_replaced_under_its_name():
     assert c.state.claims["default/data"].uid == "new"
 
 
-def test_a_starving_gang_holds_capacity_only_where_its_volume_reaches():
+def test_a_starving_gang_holds_capacity_only_where_its_volume_reaches() -> None:
     storage = (make_claim("data", volume="pv", modes=("ReadWriteMany",)),
                make_volume("pv", hosts=("n2",), modes=("ReadWriteMany",)))
     busy = make_pod("busy").scheduler("gangsched").on_node("n2").requests(cpu_milli=6000)
