@@ -15,8 +15,9 @@ from tests.unit.test_bench_cpu import HOLDER, LEAST_BURN_S
 
 
 def test_phases_are_creation_then_the_tail_until_the_last_bind() -> None:
-    pods = {"a": [10.0, 12.0, "n1"], "b": [11.0, 19.5, "n2"], "c": [15.0, None, None],
-            "d": [None, None, None]}
+    pods: dict[str, list[float | str | None]] = {
+        "a": [10.0, 12.0, "n1"], "b": [11.0, 19.5, "n2"], "c": [15.0, None, None],
+        "d": [None, None, None]}
     assert cpu_timeline.phases(pods) == {"creating": (10.0, 15.0),
                                          "after creation": (15.0, 19.5)}
 
@@ -74,8 +75,8 @@ def test_the_sampler_counts_a_trees_cpu_under_its_name_and_splits_the_schedulers
             assert process.stdout.readline() == b"burnt\n"
         timeline = sampler.stop()  # its last sample counts the burns' ends
     finally:
-        for process in psutil.Process(holder.pid).children():
-            process.kill()
+        for child in psutil.Process(holder.pid).children():
+            child.kill()
         for process in (holder, burner):
             process.kill()
             process.wait()

@@ -11,7 +11,7 @@ from bench.cluster import phases
 from bench.cluster.phases import Traced
 from services.contracts import codec
 from services.contracts.decisions import Assignment, Placement
-from services.contracts.events import ClockTicked, GroupBound
+from services.contracts.events import ClockTicked, Event, GroupBound
 from services.store import tables
 from tests.unit.planner.builders import make_pod, pod_uid
 
@@ -45,7 +45,7 @@ def _database(path: Path) -> None:
                      members=tuple(Assignment(pod_uid(n), "default", n, "n1") for n in "ab"))
     alone = Placement(id="4-0", plan_seq=4, at_ms=2_400, group="default/c", attempt=1,
                       deadline_ms=62_400, members=(Assignment(pod_uid("c"), "default", "c", "n1"),))
-    events = [a, b, ClockTicked(at_ms=2_400), c, GroupBound(5_000, "3-0", "default/g")]
+    events: list[Event] = [a, b, ClockTicked(at_ms=2_400), c, GroupBound(5_000, "3-0", "default/g")]
     with engine.begin() as db:
         db.execute(insert(tables.audit_events), [
             {"seq": seq, "subject": "s", "type": type(event).__name__, "at_ms": event.at_ms,

@@ -50,7 +50,7 @@ def test_without_gangs_every_pod_is_bound_alone_until_the_slots_run_out() -> Non
     assert gate.pod("g1-1", "g1") == []
 
 
-def test_a_pod_listed_again_is_not_counted_twice():
+def test_a_pod_listed_again_is_not_counted_twice() -> None:
     gate = GangGate(slots=10, gangs=True)
     gate.gang("g1", 2)
     assert gate.pod("g1-0", "g1") == []

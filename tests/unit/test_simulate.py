@@ -11,6 +11,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -25,16 +26,16 @@ DEMO_NODE = Path(__file__).resolve().parents[1] / "cluster" / "demo-node.yaml"
 _MISSING_EXAMPLE = "{} is missing from the repository's examples/; a broken set-up must fail"
 
 
-def run(*paths):
+def run(*paths: Path) -> dict[str, Any]:
     return simulate([Path(p) for p in paths], PlannerConfig())
 
 
-def bound(report):
+def bound(report: dict[str, Any]) -> list[str]:
     return sorted(name for name, pod in report["pods"].items() if pod["node"] is not None)
 
 
-def by_group(report):
-    groups = {}
+def by_group(report: dict[str, Any]) -> dict[str, int]:
+    groups: dict[str, int] = {}
     for pod in report["pods"].values():
         if pod["node"] is not None:
             key = pod["group"] or "(none)"
@@ -43,7 +44,7 @@ def by_group(report):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_golden(case):
+def test_golden(case: str) -> None:
     report = run(GOLDEN / f"{case}.yaml")
     produced = json.dumps({"pods": report["pods"], "podGroups": report["podGroups"]}, indent=2)
     expected_path = GOLDEN / f"{case}.json"
@@ -66,25 +67,25 @@ def test_golden(case):
     ("heterogeneous-gang", {"default/train": 2}), ("preferred-anti-affinity", {"(none)": 1}),
     ("preemption", {"default/high": 2}),
 ])
-def test_scenario_a_and_seed_outcomes(case, expected):
+def test_scenario_a_and_seed_outcomes(case: str, expected: dict[str, int]) -> None:
     assert by_group(run(GOLDEN / f"{case}.yaml")) == expected
 
 
-def test_the_spread_gang_goes_two_and_two_over_the_zones():
+def test_the_spread_gang_goes_two_and_two_over_the_zones() -> None:
     report = run(GOLDEN / "topology-spread.yaml")
     zones = [pod["node"][0] for name, pod in report["pods"].items()
              if name.startswith("default/train-")]
     assert sorted(zones) == ["a", "a", "b", "b"]
 
 
-def test_completed_member_case_binds_nothing_new():
+def test_completed_member_case_binds_nothing_new() -> None:
     report = run(GOLDEN / "completed-member.yaml")
     assert [name for name, pod in report["pods"].items() if pod["boundAt"] is not None] == [
         "default/g1-done"]
     assert report["pods"]["default/g1-done"]["phase"] == "Succeeded"
 
 
-def test_the_seed_example_itself():
+def test_the_seed_example_itself() -> None:
     seed = EXAMPLES / "nginx-gang.yaml"
     assert seed.exists(), _MISSING_EXAMPLE.format(seed)
     report = run(DEMO_NODE, seed)
@@ -93,12 +94,12 @@ def test_the_seed_example_itself():
     assert all("Insufficient cpu" in pod["reason"] for pod in pending)
 
 
-def test_only_pods_of_ours_are_reported(tmp_path):
+def test_only_pods_of_ours_are_reported(tmp_path: Path) -> None:
     report = run(GOLDEN / "timeline.yaml")
     assert "kube-system/system-agent" not in report["pods"]
 
 
-def test_arrivals_and_runtimes_follow_the_simulated_clock():
+def test_arrivals_and_runtimes_follow_the_simulated_clock() -> None:
     report = run(GOLDEN / "timeline.yaml")
     web = [pod for name, pod in report["pods"].items() if name.startswith("default/web-")]
     train = [pod for name, pod in report["pods"].items() if name.startswith("default/train-")]
@@ -107,7 +108,7 @@ def test_arrivals_and_runtimes_follow_the_simulated_clock():
     assert report["podGroups"]["default/train"]["scheduleStartTime"] == 10
 
 
-def test_workloads_are_named_as_their_controllers_name_pods():
+def test_workloads_are_named_as_their_controllers_name_pods() -> None:
     names = list(run(GOLDEN / "timeline.yaml")["pods"]) + list(run(GOLDEN / "backoff.yaml")["pods"])
     assert any(re.fullmatch(r"default/web-[bcdfghjklmnpqrstvwxz2456789]{10}-"
                             r"[bcdfghjklmnpqrstvwxz2456789]{5}", name) for name in names)
@@ -118,7 +119,7 @@ def test_workloads_are_named_as_their_controllers_name_pods():
         run(GOLDEN / "backoff.yaml")["pods"])
 
 
-def write(tmp_path, text, name="in.yaml"):
+def write(tmp_path: Path, text: str, name: str = "in.yaml") -> Path:
     path = tmp_path / name
     path.write_text(text)
     return path
@@ -131,7 +132,7 @@ status: {allocatable: {cpu: "1", memory: 1Gi, pods: "10"}}
 """
 
 
-def test_creation_timestamp_decides_the_queue_order(tmp_path):
+def test_creation_timestamp_decides_the_queue_order(tmp_path: Path) -> None:
     pods = "".join(f"""---
 apiVersion: v1
 kind: Pod
@@ -145,7 +146,8 @@ spec:
 
 
 @pytest.mark.parametrize("backoff_max", [0.0, 0.5, 60.0])
-def test_a_gang_short_of_quorum_is_told_whatever_the_backoff(tmp_path, backoff_max):
+def test_a_gang_short_of_quorum_is_told_whatever_the_backoff(
+        tmp_path: Path, backoff_max: float) -> None:
     # the planner tells a short gang a quiet second after its newest member (and retells it
     # no sooner than 1-10 s later), whatever backoff_max_seconds: the simulation waits for it
     text = NODE + """---
@@ -166,13 +168,14 @@ spec: {schedulerName: gangsched, containers: [{name: c}]}
         "gang default/g: 1 of 3 members exist; waiting for quorum (minMember 3)")
 
 
-def test_the_multi_scheduler_example_reports_only_our_pod():
+def test_the_multi_scheduler_example_reports_only_our_pod() -> None:
     example = EXAMPLES / "multi-scheduler.yaml"
     assert example.exists(), _MISSING_EXAMPLE.format(example)
     assert list(run(example)["pods"]) == ["default/annotation-second-scheduler"]
 
 
-def test_json_output_is_one_object_with_the_contract_keys(tmp_path, capsys):
+def test_json_output_is_one_object_with_the_contract_keys(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert simulate_command([GOLDEN / "nginx-gang.yaml"], "json") == 0
     data = json.loads(capsys.readouterr().out)
     assert {"pods", "podGroups", "decisions"} <= set(data)
@@ -180,7 +183,7 @@ def test_json_output_is_one_object_with_the_contract_keys(tmp_path, capsys):
     assert {"node", "group", "boundAt", "reason"} <= set(pod)
 
 
-def test_table_output_is_readable(capsys):
+def test_table_output_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
     assert simulate_command([GOLDEN / "nginx-gang.yaml"], "table") == 0
     out = capsys.readouterr().out
     assert "Pods" in out and "3 of 6 pods bound" in out
@@ -242,13 +245,15 @@ def test_table_output_is_readable(capsys):
      "document 1 (StorageClass s): volumeBindingMode: must be one of Immediate, "
      "WaitForFirstConsumer, got 'Later'"),
 ])
-def test_invalid_input_exits_non_zero_naming_document_and_field(tmp_path, capsys, text, message):
+def test_invalid_input_exits_non_zero_naming_document_and_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str) -> None:
     assert simulate_command([write(tmp_path, text)], "json") == 2
     err = capsys.readouterr().err
     assert message in err, err
 
 
-def test_files_without_objects_are_an_error_not_an_empty_report(tmp_path, capsys):
+def test_files_without_objects_are_an_error_not_an_empty_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     empty, comments = tmp_path / "empty.yaml", tmp_path / "comments.yaml"
     empty.write_text("")
     comments.write_text("# nothing yet\n---\n")
@@ -259,7 +264,8 @@ def test_files_without_objects_are_an_error_not_an_empty_report(tmp_path, capsys
     assert simulate_command([empty, GOLDEN / "nginx-gang.yaml"], "json") == 0  # one has some
 
 
-def test_a_directory_without_manifests_is_an_error_not_an_empty_report(tmp_path, capsys):
+def test_a_directory_without_manifests_is_an_error_not_an_empty_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\n")
     assert simulate_command([tmp_path], "json") == 2
@@ -268,7 +274,7 @@ def test_a_directory_without_manifests_is_an_error_not_an_empty_report(tmp_path,
         "its subdirectories are not read, as kubectl apply -f DIR")
 
 
-def test_storage_documents_decide_where_pods_with_claims_go():
+def test_storage_documents_decide_where_pods_with_claims_go() -> None:
     wffc = run(GOLDEN / "volume-binding-wffc.yaml")
     assert {name: pod["node"] for name, pod in wffc["pods"].items()} == {
         "default/lonely": None, "default/pair-0": "node-0", "default/pair-1": "node-2"}
@@ -282,16 +288,16 @@ def test_storage_documents_decide_where_pods_with_claims_go():
     assert bound(run(GOLDEN / "volume-zone.yaml")) == ["default/zonal"]
 
 
-def test_unknown_output_format_is_refused(capsys):
+def test_unknown_output_format_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert simulate_command([GOLDEN / "a1.yaml"], "yaml") == 2
 
 
-def test_kinds_that_do_not_matter_are_ignored_and_listed(tmp_path):
+def test_kinds_that_do_not_matter_are_ignored_and_listed(tmp_path: Path) -> None:
     report = run(write(tmp_path, NODE + "---\nkind: Service\nmetadata: {name: s}\n"))
     assert report["ignored"] == [f"{tmp_path / 'in.yaml'} document 2 (Service s)"]
 
 
-def test_a_directory_is_read_as_its_manifest_files_in_name_order(tmp_path):
+def test_a_directory_is_read_as_its_manifest_files_in_name_order(tmp_path: Path) -> None:
     write(tmp_path, NODE, name="1-node.yaml")
     write(tmp_path, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
           "spec: {schedulerName: gangsched, containers: [{name: c}]}\n", name="2-pod.yml")
@@ -300,7 +306,7 @@ def test_a_directory_is_read_as_its_manifest_files_in_name_order(tmp_path):
     assert report["pods"]["default/p"]["node"] == "n0"
 
 
-def test_pods_of_other_schedulers_are_listed_not_dropped(tmp_path):
+def test_pods_of_other_schedulers_are_listed_not_dropped(tmp_path: Path) -> None:
     other = ("---\napiVersion: v1\nkind: Pod\nmetadata: {name: web}\n"
              "spec: {schedulerName: default-scheduler, containers: [{name: c}]}\n")
     report = run(write(tmp_path, NODE + other))
@@ -309,7 +315,7 @@ def test_pods_of_other_schedulers_are_listed_not_dropped(tmp_path):
         "default/web (schedulerName default-scheduler: not gangsched's, left unscheduled)"]
 
 
-def test_a_finished_pod_of_another_scheduler_is_listed_as_not_counted(tmp_path):
+def test_a_finished_pod_of_another_scheduler_is_listed_as_not_counted(tmp_path: Path) -> None:
     pods = "".join(
         f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\n"
         "spec: {schedulerName: default-scheduler, nodeName: n0, containers: [{name: c}]}\n"
@@ -322,13 +328,14 @@ def test_a_finished_pod_of_another_scheduler_is_listed_as_not_counted(tmp_path):
         "default/web (schedulerName default-scheduler: bound to n0, its requests counted)"]
 
 
-def test_the_examples_a_user_applies_hold_no_node():
+def test_the_examples_a_user_applies_hold_no_node() -> None:
     kinds = {document["kind"] for path in sorted(EXAMPLES.glob("*.yaml"))
              for document in yaml.safe_load_all(path.read_text()) if document}
     assert kinds == {"Pod", "PodGroup", "ReplicaSet"}
 
 
-def test_the_readmes_simulate_command_on_the_repositorys_examples(capsys):
+def test_the_readmes_simulate_command_on_the_repositorys_examples(
+        capsys: pytest.CaptureFixture[str]) -> None:
     examples = Path(__file__).resolve().parents[2] / "examples"
     assert simulate_command([DEMO_NODE, examples], "json") == 0
     pods = json.loads(capsys.readouterr().out)["pods"]
@@ -337,7 +344,8 @@ def test_the_readmes_simulate_command_on_the_repositorys_examples(capsys):
     assert pods["default/annotation-second-scheduler"]["node"] == "kwok-node-0"
 
 
-def test_a_pod_beyond_what_gangsched_counts_is_reported_waiting_on_a_node_beyond_it(tmp_path):
+def test_a_pod_beyond_what_gangsched_counts_is_reported_waiting_on_a_node_beyond_it(
+        tmp_path: Path) -> None:
     # were amounts clamped, the 1e30 request fitted the node of 1e15 (both were 2**48)
     node = ("apiVersion: v1\n"
             "kind: Node\nmetadata: {name: big}\nstatus: {allocatable: {cpu: 1e15, pods: 110}}\n")
@@ -352,8 +360,8 @@ def test_a_pod_beyond_what_gangsched_counts_is_reported_waiting_on_a_node_beyond
     assert report["pods"]["default/fits"]["node"] == "big"
 
 
-def test_each_filter_and_rule_case_lands_where_its_header_says():
-    def nodes(case):
+def test_each_filter_and_rule_case_lands_where_its_header_says() -> None:
+    def nodes(case: str) -> dict[str, Any]:
         return {name: pod["node"] for name, pod in run(GOLDEN / f"{case}.yaml")["pods"].items()
                 if pod["group"] != ""}
 

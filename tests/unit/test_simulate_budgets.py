@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 
 from services.cli.simulate import arrivals, load_documents, simulate_command, start_ms
-from services.contracts.events import DisruptionBudgetObserved, NodeSelectorRequirement
+from services.contracts.events import (
+    DisruptionBudgetObserved,
+    NodeSelectorRequirement,
+    PodObserved,
+)
 from services.planner.core.config import PlannerConfig
 from services.planner.simulate import engine, manifests
 from services.planner.simulate.budgets import BudgetSpec, disruptions_allowed
@@ -24,7 +28,7 @@ def budget(selector: tuple[NodeSelectorRequirement, ...] | None = APP,
                                     resource_version="", selector=selector)
 
 
-def web(count: int, running: int, deleting: int = 0):
+def web(count: int, running: int, deleting: int = 0) -> list[PodObserved]:
     pods = [make_pod(f"web-{i}").labelled(app="web") for i in range(count)]
     return [(pod.on_node("n").deleting() if i < deleting else pod.on_node("n")).build()
             if i < running else pod.build() for i, pod in enumerate(pods)]
@@ -40,11 +44,12 @@ def web(count: int, running: int, deleting: int = 0):
     (BudgetSpec(), web(2, 2), 2),
     (BudgetSpec(min_available=0), [], 0),                    # nothing expected
 ])
-def test_disruptions_allowed_as_the_disruption_controller_counts_them(spec, pods, allowed):
+def test_disruptions_allowed_as_the_disruption_controller_counts_them(
+        spec: BudgetSpec, pods: list[PodObserved], allowed: int) -> None:
     assert disruptions_allowed(budget(), spec, pods) == allowed
 
 
-def test_a_budget_counts_only_the_pods_its_selector_picks_in_its_namespace():
+def test_a_budget_counts_only_the_pods_its_selector_picks_in_its_namespace() -> None:
     others = [make_pod("db").labelled(app="db").on_node("n").build(),
               make_pod("web-x", namespace="other").labelled(app="web").on_node("n").build()]
     assert disruptions_allowed(budget(), BudgetSpec(min_available=0), web(1, 1) + others) == 1
@@ -63,7 +68,7 @@ spec:
 
 
 def test_a_pdb_manifest_is_observed_with_the_allowed_disruptions_of_the_bound_gang(
-        tmp_path: Path):
+        tmp_path: Path) -> None:
     path = tmp_path / "in.yaml"
     path.write_text(manifests_of((("low", 0),)) + PDB)
     items, ignored = manifests.expand(load_documents([path]))
@@ -75,7 +80,7 @@ def test_a_pdb_manifest_is_observed_with_the_allowed_disruptions_of_the_bound_ga
     assert observed.disruptions_allowed == 1  # 2 healthy, 1 must stay
 
 
-def test_the_victims_going_take_the_allowed_disruptions_down():
+def test_the_victims_going_take_the_allowed_disruptions_down() -> None:
     sim, _ = simulated()
     sim.apply(budget(selector=(NodeSelectorRequirement(
         "scheduling.x-k8s.io/pod-group", "In", ("low",)),)))
@@ -92,7 +97,8 @@ def test_the_victims_going_take_the_allowed_disruptions_down():
     ("{maxUnavailable: 1, selector: {matchExpressions: [{key: a, operator: Maybe}]}}",
      "spec.selector: not a valid label selector"),
 ])
-def test_an_invalid_pdb_is_one_line_and_exit_2(tmp_path: Path, capsys, spec, message):
+def test_an_invalid_pdb_is_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, message: str) -> None:
     path = tmp_path / "in.yaml"
     path.write_text(f"apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: b}}\n"
                     f"spec: {spec}\n")

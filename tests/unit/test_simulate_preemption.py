@@ -17,7 +17,7 @@ from rich.console import Console
 
 from services.cli import simulate as cli
 from services.contracts.decisions import Assignment, Placement, Preemption, Victim
-from services.contracts.events import PodObserved
+from services.contracts.events import Event, PodObserved
 from services.planner.core.config import PlannerConfig
 from services.planner.simulate import engine
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup, pod_uid
@@ -34,12 +34,12 @@ def member(gang: str, i: int, priority: int, at_ms: int) -> PodObserved:
 def arrivals() -> list[engine.Arrival]:
     """Nodes a and b of 4 CPU; gang low (2 x 4 CPU, priority 10) at 0 s; gang high (2 x 4 CPU,
     priority 1000) at 10 s."""
-    events = [make_node("a").capacity(cpu_milli=4000).build(T0),
-              make_node("b").capacity(cpu_milli=4000).build(T0),
-              make_podgroup("low", 2).created(T0).build(T0),
-              *[member("low", i, 10, T0) for i in range(2)]]
-    later = [make_podgroup("high", 2).created(T0 + 10_000).build(T0 + 10_000),
-             *[member("high", i, 1000, T0 + 10_000) for i in range(2)]]
+    events: list[Event] = [make_node("a").capacity(cpu_milli=4000).build(T0),
+                           make_node("b").capacity(cpu_milli=4000).build(T0),
+                           make_podgroup("low", 2).created(T0).build(T0),
+                           *[member("low", i, 10, T0) for i in range(2)]]
+    later: list[Event] = [make_podgroup("high", 2).created(T0 + 10_000).build(T0 + 10_000),
+                          *[member("high", i, 1000, T0 + 10_000) for i in range(2)]]
     return ([engine.Arrival(T0, event) for event in events]
             + [engine.Arrival(T0 + 10_000, event) for event in later])
 
@@ -67,7 +67,7 @@ def simulated() -> tuple[engine.Simulation, Preemption]:
     return sim, decision
 
 
-def test_the_simulated_binder_deletes_victims_gracefully_then_the_preemptor_is_placed():
+def test_the_simulated_binder_deletes_victims_gracefully_then_the_preemptor_is_placed() -> None:
     sim, _ = simulated()
     low = [sim.state.pods[pod_uid(f"low-{i}")] for i in range(2)]
     assert [(p.is_deleting, p.node_name) for p in low] == [(True, "a"), (True, "b")]
@@ -85,13 +85,13 @@ def test_the_simulated_binder_deletes_victims_gracefully_then_the_preemptor_is_p
     assert len(placed) == 1 and placed[0].at_ms == T0 + 11_000
 
 
-def test_a_victim_already_going_is_not_deleted_twice():
+def test_a_victim_already_going_is_not_deleted_twice() -> None:
     sim, decision = simulated()
     sim.preempt(decision, T0 + 10_500)  # the planner repeating itself while they go
     assert [due for due, _, _ in sim.evictions] == [T0 + 11_000] * 2
 
 
-def test_the_report_shows_the_preemption_and_its_deleted_victims():
+def test_the_report_shows_the_preemption_and_its_deleted_victims() -> None:
     sim, _ = simulated()
     data = cli.report(sim.run(), [], [], T0)
     low = data["pods"]["default/low-0"]
@@ -172,7 +172,7 @@ gang high (value 1000) of 2 x 4 CPU arrives at 10 s."""
 
 
 def test_a_high_priority_gang_preempts_the_whole_low_gang_end_to_end(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manifests = tmp_path / "preemption.yaml"
     manifests.write_text(SCENARIO)
     assert cli.simulate_command([manifests], "json") == 0
@@ -197,7 +197,7 @@ def test_a_high_priority_gang_preempts_the_whole_low_gang_end_to_end(
     assert "Preemptions" in table and "2 of 4 pods bound; 2 preempted;" in table
 
 
-def test_a_victim_of_another_scheduler_is_deleted_too_and_listed_so():
+def test_a_victim_of_another_scheduler_is_deleted_too_and_listed_so() -> None:
     legacy = (make_pod("legacy").scheduler("default-scheduler").requests(cpu_milli=4000)
               .on_node("a").build(T0))
     high = msgspec.structs.replace(make_pod("hi").requests(cpu_milli=4000).priority(1000)

@@ -47,7 +47,7 @@ def admitted(text: str) -> dict[str, PodObserved]:
     return events  # type: ignore[return-value]
 
 
-def test_the_named_class_the_global_default_or_zero_with_their_preemption_policy():
+def test_the_named_class_the_global_default_or_zero_with_their_preemption_policy() -> None:
     pods = admitted(CLASSES + pod("named", "  priorityClassName: batch\n") + pod("unnamed")
                     + pod("critical", "  priorityClassName: system-node-critical\n"))
     assert {name: (p.priority, p.preemption_policy) for name, p in pods.items()} == {
@@ -57,7 +57,7 @@ def test_the_named_class_the_global_default_or_zero_with_their_preemption_policy
     assert (plain.priority, plain.preemption_policy) == (0, "PreemptLowerPriority")
 
 
-def test_the_default_class_is_written_into_the_pod_and_a_matching_priority_is_accepted():
+def test_the_default_class_is_written_into_the_pod_and_a_matching_priority_is_accepted() -> None:
     (item,) = pods_of(CLASSES + pod("p", "  priority: 500\n"))
     spec = item.obj["spec"]
     assert (spec["priorityClassName"], spec["priority"], spec["preemptionPolicy"]) == (
@@ -104,7 +104,7 @@ def test_the_default_class_is_written_into_the_pod_and_a_matching_priority_is_ac
      "Never, got 'Sometimes'"),
 ])
 def test_what_the_priority_plugin_refuses_is_one_line_and_exit_2(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str):
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str) -> None:
     path = tmp_path / "in.yaml"
     path.write_text(text)
     assert simulate_command([path], "json") == 2
@@ -112,8 +112,8 @@ def test_what_the_priority_plugin_refuses_is_one_line_and_exit_2(
     assert len(err.strip().splitlines()) == 1 and message in err, err
 
 
-def test_a_dump_holding_the_system_classes_unchanged_is_read(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]):
+def test_a_dump_holding_the_system_classes_unchanged_is_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "in.yaml"
     path.write_text("apiVersion: scheduling.k8s.io/v1\n"
                     "kind: PriorityClass\nmetadata: {name: system-node-critical}\n"

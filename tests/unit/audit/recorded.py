@@ -96,7 +96,7 @@ def scenario(config: PlannerConfig | None = None, *, member_outcomes: bool = Fal
     (nginx,) = placements(rec.round(*seed_gang()))
     rec.round(*bind_all(nginx, T0 + 100, member_outcomes=member_outcomes),
               *observed_bound(rec, nginx, T0 + 150))
-    train = [make_podgroup("train", 2).created(T0 + 200).build(T0 + 200),
+    train: list[Event] = [make_podgroup("train", 2).created(T0 + 200).build(T0 + 200),
              *[make_pod(f"train-{i}").requests(cpu_milli=1000).in_group("train")
                .created(T0 + 200).build(T0 + 200) for i in range(2)]]
     (first,) = placements(rec.round(make_node("kwok-node-1").capacity(cpu_milli=2000)

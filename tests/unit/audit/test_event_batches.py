@@ -18,7 +18,7 @@ def batch(seqs: list[int], *, after: int = 0, count: int | None = None,
                       seqs[-1] if last is None else last, f"[{items}]".encode())
 
 
-def test_a_whole_ordered_page_decodes_in_one_call():
+def test_a_whole_ordered_page_decodes_in_one_call() -> None:
     assert db_log._decoded(batch([3, 4, 9], after=2)) == [
         LoggedEvent(3, "s.3", ClockTicked(at_ms=3)), LoggedEvent(4, "s.4", ClockTicked(at_ms=4)),
         LoggedEvent(9, "s.9", ClockTicked(at_ms=9))]
@@ -33,5 +33,5 @@ def test_a_whole_ordered_page_decodes_in_one_call():
     EventBatch(0, 1, 1, b'[[1,"s",{"type":"Clock'),   # not JSON
     EventBatch(0, 1, 1, b'[[1,"s",{"type":"Nope"}]]'),  # not an event
 ])
-def test_anything_else_is_read_again_row_by_row(page: EventBatch):
+def test_anything_else_is_read_again_row_by_row(page: EventBatch) -> None:
     assert db_log._decoded(page) is None

@@ -17,7 +17,7 @@ def items_of(rec: Recorder) -> list[Item]:
     return explain.chain([*items, *rec.decisions])
 
 
-def test_a_pending_pod_of_a_gang_too_big_for_the_node_names_the_gang_and_the_missing_cpu():
+def test_a_pending_pod_of_a_gang_too_big_for_the_node_names_the_gang_and_the_missing_cpu() -> None:
     rec = Recorder()
     rec.round(*seed_gang(min_member=4))
     found = explain.explain_pod("default", "nginx-5", items_of(rec))
@@ -41,7 +41,7 @@ def test_a_bound_pod_names_its_node_its_time_and_its_decision(member_outcomes: b
         f"bound to kwok-node-0 (decision {first.id})"]
 
 
-def test_a_rolled_back_and_replaced_gang_tells_the_rollback_and_the_new_placement():
+def test_a_rolled_back_and_replaced_gang_tells_the_rollback_and_the_new_placement() -> None:
     rec = scenario()
     first, retry = placements(rec.decisions)[1:]
     found = explain.explain_pod("default", "train-0", items_of(rec))
@@ -52,7 +52,7 @@ def test_a_rolled_back_and_replaced_gang_tells_the_rollback_and_the_new_placemen
     assert found.verdict.startswith("Bound to ") and found.verdict.endswith(retry.id)
 
 
-def test_the_same_reason_told_again_and_again_is_told_once():
+def test_the_same_reason_told_again_and_again_is_told_once() -> None:
     rec = Recorder()
     rec.round(*seed_gang(min_member=4))
     reason = explain.explain_pod("default", "nginx-0", items_of(rec)).verdict
@@ -61,12 +61,12 @@ def test_the_same_reason_told_again_and_again_is_told_once():
     assert sum(1 for step in steps if reason.removeprefix("Pending: ") in step.text) == 1
 
 
-def test_a_pod_the_log_never_saw_is_unknown():
+def test_a_pod_the_log_never_saw_is_unknown() -> None:
     found = explain.explain_pod("default", "ghost", items_of(scenario()))
     assert not found.is_known and found.verdict.startswith("Unknown: pod default/ghost")
 
 
-def test_a_podgroup_waiting_for_capacity_says_so_with_its_phase():
+def test_a_podgroup_waiting_for_capacity_says_so_with_its_phase() -> None:
     rec = Recorder()
     rec.round(*seed_gang(min_member=4))
     found = explain.explain_podgroup("default", "nginx", items_of(rec))
@@ -75,7 +75,7 @@ def test_a_podgroup_waiting_for_capacity_says_so_with_its_phase():
     assert found.status.startswith("phase ") and "6 pending" in found.status
 
 
-def test_a_running_podgroup_with_members_beyond_quorum_waiting_tells_both():
+def test_a_running_podgroup_with_members_beyond_quorum_waiting_tells_both() -> None:
     rec = scenario()
     found = explain.explain_podgroup("default", "nginx", items_of(rec))
     assert found.verdict.startswith("Running: gang default/nginx: minMember 3 reached; "
@@ -84,7 +84,7 @@ def test_a_running_podgroup_with_members_beyond_quorum_waiting_tells_both():
     assert any(step.text.startswith("place default/nginx (attempt 1)") for step in found.steps)
 
 
-def test_lines_carry_utc_times_references_status_and_verdict():
+def test_lines_carry_utc_times_references_status_and_verdict() -> None:
     rec = Recorder()
     rec.round(*seed_gang(min_member=4))
     lines = explain.explain_pod("default", "nginx-0", items_of(rec)).lines()
@@ -94,7 +94,7 @@ def test_lines_carry_utc_times_references_status_and_verdict():
     assert lines[-1].startswith("verdict: Pending: gang default/nginx: 3 of 4 members fit")
 
 
-def test_a_podgroup_story_tells_only_its_own_podgroup_and_its_rollback():
+def test_a_podgroup_story_tells_only_its_own_podgroup_and_its_rollback() -> None:
     rec = scenario()
     found = explain.explain_podgroup("default", "train", items_of(rec))
     texts = [step.text for step in found.steps]

@@ -63,6 +63,13 @@ def order_key(line: str) -> tuple[int, int, int]:
     return (int(number), 0, 0) if ref == "seq" else (int(number), 1, int(position))
 
 
+def step_time(line: str) -> str:
+    """A step's UTC time."""
+    found = STEP.match(line)
+    assert found is not None, line
+    return found.group(1)
+
+
 @pytest.mark.parametrize("what", [("podgroup", "default/nginx"), ("pod", "default/nginx-0"),
                                   ("pod", "default/nginx-5")])
 def test_steps_are_in_log_order_and_the_same_however_the_rows_were_written(
@@ -79,7 +86,7 @@ def test_ties_follow_the_sequence_and_times_are_utc(databases: tuple[str, str]) 
     observed = [line for line in lines if " observed Pending" in line]
     assert [line.split("member ")[1].split(" ")[0] for line in observed] == [
         f"nginx-{i}" for i in range(6)]  # all at T0: by sequence 3..8
-    assert {STEP.match(line).group(1) for line in observed} == {"2023-11-14T22:13:20.000Z"}
+    assert {step_time(line) for line in observed} == {"2023-11-14T22:13:20.000Z"}
 
 
 def test_an_outcome_on_the_binders_earlier_clock_stays_after_its_placement(

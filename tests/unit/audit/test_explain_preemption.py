@@ -16,6 +16,7 @@ from services.contracts.decisions import Placement, Preemption
 from services.contracts.events import (
     DisruptionBudgetDeleted,
     DisruptionBudgetObserved,
+    Event,
     PodDeleted,
     PodObserved,
 )
@@ -23,7 +24,7 @@ from tests.unit.audit.recorded import T0, Recorder, bind_all, observed_bound, pl
 from tests.unit.planner.builders import make_node, make_pod, make_podgroup, pod_uid
 
 
-def gang(name: str, priority: int, at_ms: int) -> list:
+def gang(name: str, priority: int, at_ms: int) -> list[Event]:
     return [make_podgroup(name, 2).created(at_ms).build(at_ms),
             *[make_pod(f"{name}-{i}").requests(cpu_milli=4000).in_group(name).priority(priority)
               .created(at_ms).build(at_ms) for i in range(2)]]
@@ -50,7 +51,7 @@ def deleting_now(pod: PodObserved, at_ms: int) -> PodObserved:
     return msgspec.structs.replace(pod, is_deleting=True, at_ms=at_ms)
 
 
-def test_a_victim_pod_names_the_gang_that_preempted_it_when_where_and_why():
+def test_a_victim_pod_names_the_gang_that_preempted_it_when_where_and_why() -> None:
     _, preemption, items = preempted_log()
     found = explain.explain_pod("default", "low-0", items)
     node = next(v.node for v in preemption.victims if v.name == "low-0")
@@ -62,7 +63,7 @@ def test_a_victim_pod_names_the_gang_that_preempted_it_when_where_and_why():
     assert found.status == "pod deleted at 2023-11-14T22:13:22.000Z; PodGroup Pending, running 0"
 
 
-def test_a_victim_pod_being_deleted_says_its_deletion_is_under_way():
+def test_a_victim_pod_being_deleted_says_its_deletion_is_under_way() -> None:
     rec, preemption, _ = preempted_log()
     items = explain.chain([*[e for rnd in rec.rounds[:-1] for e in rnd.events], *rec.decisions])
     verdict = explain.explain_pod("default", "low-1", items).verdict
@@ -76,7 +77,7 @@ def podgroup_story(name: str, items: list[Item]) -> tuple[explain.Explanation, l
     return found, [step.text for step in found.steps]
 
 
-def test_the_victim_gangs_story_says_it_was_preempted_whole_and_by_whom():
+def test_the_victim_gangs_story_says_it_was_preempted_whole_and_by_whom() -> None:
     _, preemption, items = preempted_log()
     found, texts = podgroup_story("low", items)
     told = (f"member(s) low-0, low-1 preempted at 2023-11-14T22:13:21.000Z by gang default/high "
@@ -87,7 +88,8 @@ def test_the_victim_gangs_story_says_it_was_preempted_whole_and_by_whom():
     assert "0 member(s) observed, 0 bound, 0 pending" in found.status
 
 
-def test_the_preemptor_gangs_story_tells_its_victims_and_the_nodes_held_then_its_placement():
+def test_the_preemptor_gangs_story_tells_its_victims_and_the_nodes_held_then_its_placement(
+        ) -> None:
     rec, preemption, items = preempted_log()
     found, texts = podgroup_story("high", items)
     told = (f"preempting 2 victim(s) (of gang default/low) on a, b for 2 member(s), nodes held "
@@ -100,7 +102,7 @@ def test_the_preemptor_gangs_story_tells_its_victims_and_the_nodes_held_then_its
     assert "victim" not in found.verdict  # placed since: the verdict is about the placement
 
 
-def test_a_preemptor_pod_waiting_for_its_victims_is_told_its_nominated_node():
+def test_a_preemptor_pod_waiting_for_its_victims_is_told_its_nominated_node() -> None:
     rec, preemption, _ = preempted_log()
     before_deletion = [e for rnd in rec.rounds[:-2] for e in rnd.events]
     items = explain.chain([*before_deletion, *[d for d in rec.decisions
@@ -115,7 +117,7 @@ def test_a_preemptor_pod_waiting_for_its_victims_is_told_its_nominated_node():
                              "2023-11-14T22:15:21.000Z)")
 
 
-def test_an_unrelated_pod_hears_nothing_of_the_preemption():
+def test_an_unrelated_pod_hears_nothing_of_the_preemption() -> None:
     rec = Recorder()
     rec.round(make_node("c").capacity(cpu_milli=1000).build(T0),
               make_pod("solo").requests(cpu_milli=500).build(T0))
@@ -125,12 +127,12 @@ def test_an_unrelated_pod_hears_nothing_of_the_preemption():
     assert not any(preemption.id in step.text for step in story.steps)
 
 
-def test_who_names_gangs_and_singleton_pods():
+def test_who_names_gangs_and_singleton_pods() -> None:
     assert preemptions.who("ml/train") == "gang ml/train"
     assert preemptions.who("ml/pod:solo") == "pod ml/solo"
 
 
-def test_the_replay_timeline_of_a_victim_pod_or_gang_shows_the_preemption_evicting_it():
+def test_the_replay_timeline_of_a_victim_pod_or_gang_shows_the_preemption_evicting_it() -> None:
     _, preemption, _ = preempted_log()
     victim_gang, preemptor = Focus("podgroup", "default", "low"), Focus("pod", "default", "high-1")
     victim_pod = Focus("pod", "default", "low-1", uids={pod_uid("low-1")})
@@ -140,7 +142,7 @@ def test_the_replay_timeline_of_a_victim_pod_or_gang_shows_the_preemption_evicti
     assert not Focus("pod", "default", "solo", uids={pod_uid("solo")}).decision_matches(preemption)
 
 
-def test_the_timeline_summarises_a_pdb_by_its_allowed_disruptions():
+def test_the_timeline_summarises_a_pdb_by_its_allowed_disruptions() -> None:
     observed = DisruptionBudgetObserved(at_ms=0, uid="u", namespace="ml", name="web",
                                         resource_version="1", disruptions_allowed=1,
                                         disrupted_pods=("web-0",))

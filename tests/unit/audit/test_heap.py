@@ -7,7 +7,7 @@ import gc
 from services.audit import heap
 
 
-def test_survivors_are_frozen_every_n_events_and_unfrozen_at_the_end():
+def test_survivors_are_frozen_every_n_events_and_unfrozen_at_the_end() -> None:
     gc.unfreeze()
     kept = [[index] for index in range(1000)]  # objects a replay would keep
     with heap.LongLived(every_events=500) as held:
@@ -21,7 +21,7 @@ def test_survivors_are_frozen_every_n_events_and_unfrozen_at_the_end():
     assert gc.get_freeze_count() == 0
 
 
-def test_an_error_inside_still_unfreezes():
+def test_an_error_inside_still_unfreezes() -> None:
     try:
         with heap.LongLived(every_events=1) as held:
             held.advance(1)

@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from services.audit import nats_log
+from services.bus import reading
 from services.bus.reading import StoredMessage
 from services.contracts import codec
 from services.contracts.decisions import Rejection
+from services.planner.rederive.rounds import RecordedDecision
 
 SUBJECT = "gangsched.decisions.Rejection.default.g"
 
@@ -23,13 +25,13 @@ def rejection(decision_id: str, plan_seq: int = 12) -> bytes:
 
 
 async def decisions_of(monkeypatch: pytest.MonkeyPatch,
-                       *payloads: bytes) -> list[nats_log.RecordedDecision]:
+                       *payloads: bytes) -> list[RecordedDecision]:
     """The decisions NATS replay reads from a DECISIONS stream holding `payloads`."""
     async def read(js: Any, stream: str, subject: str, **_: Any) -> AsyncIterator[StoredMessage]:
         for seq, data in enumerate(payloads, start=1):
             yield StoredMessage(seq, SUBJECT, data, {}, 0)
 
-    monkeypatch.setattr(nats_log.reading, "read", read)
+    monkeypatch.setattr(reading, "read", read)
     log = nats_log.NatsLog(js=None, prefix="gangsched")  # type: ignore[arg-type]
     return await log._decisions()
 

@@ -56,7 +56,7 @@ def verified(rounds: list[RoundInput]) -> Verifier:
     return verifier
 
 
-def test_a_quiet_round_after_group_bound_replays_exactly_from_every_round():
+def test_a_quiet_round_after_group_bound_replays_exactly_from_every_round() -> None:
     rec = bound_rounds(outcomes_first=True, split=4)  # 3 MemberBound + GroupBound, then pods
     assert [rnd.recorded for rnd in rec.rounds[1:2]] == [[]]  # the quiet round
     verifier = verified(rec.rounds)
@@ -64,7 +64,7 @@ def test_a_quiet_round_after_group_bound_replays_exactly_from_every_round():
     assert verifier.decisions == len(rec.decisions)
 
 
-def test_without_its_quiet_round_the_same_log_diverges():
+def test_without_its_quiet_round_the_same_log_diverges() -> None:
     rec = bound_rounds(outcomes_first=True, split=4)
     verifier = verified(as_nats_holds_it(rec.rounds))
     assert verifier.divergence is not None
@@ -76,7 +76,7 @@ def test_without_its_quiet_round_the_same_log_diverges():
     assert ".decisions.Rejection." in derived[0]  # merged: it is
 
 
-def test_pods_observed_before_the_outcomes_leave_no_quiet_round_wherever_the_split():
+def test_pods_observed_before_the_outcomes_leave_no_quiet_round_wherever_the_split() -> None:
     for split in range(1, 7):
         rec = bound_rounds(outcomes_first=False, split=split)
         assert all(rnd.recorded for rnd in rec.rounds), split

@@ -21,14 +21,14 @@ def verify(rounds: list[RoundInput], config: PlannerConfig | None = None) -> Ver
     return verifier
 
 
-def test_the_scenario_has_a_placement_a_rollback_and_a_retry():
+def test_the_scenario_has_a_placement_a_rollback_and_a_retry() -> None:
     decisions = scenario().decisions
     attempts = [(d.group, d.attempt) for d in decisions if isinstance(d, Placement)]
     assert attempts == [("default/nginx", 1), ("default/train", 1), ("default/train", 2)]
     assert any(isinstance(d, Rejection) and "rolled back" in d.reason for d in decisions)
 
 
-def test_replaying_with_the_same_config_reproduces_every_decision():
+def test_replaying_with_the_same_config_reproduces_every_decision() -> None:
     rec = scenario()
     verifier = verify(rec.rounds)
     assert verifier.divergence is None
@@ -38,7 +38,7 @@ def test_replaying_with_the_same_config_reproduces_every_decision():
                                   f"{len(rec.rounds)} plan points")
 
 
-def test_another_scoring_strategy_diverges_at_the_first_placement_it_changes():
+def test_another_scoring_strategy_diverges_at_the_first_placement_it_changes() -> None:
     rec = scenario()
     verifier = verify(rec.rounds, PlannerConfig(scoring=MOST_ALLOCATED))
     divergence = verifier.divergence
@@ -51,7 +51,7 @@ def test_another_scoring_strategy_diverges_at_the_first_placement_it_changes():
     assert verifier.decisions > 0  # everything before it matched
 
 
-def test_another_default_timeout_diverges_at_the_first_deadline():
+def test_another_default_timeout_diverges_at_the_first_deadline() -> None:
     verifier = verify(scenario().rounds, PlannerConfig(default_timeout_seconds=30))
     divergence = verifier.divergence
     assert divergence is not None and divergence.recorded and divergence.derived
@@ -63,7 +63,7 @@ def test_another_default_timeout_diverges_at_the_first_deadline():
     assert verifier.decisions == 0
 
 
-def test_a_recorded_decision_replay_does_not_derive_is_a_divergence():
+def test_a_recorded_decision_replay_does_not_derive_is_a_divergence() -> None:
     rounds = scenario().rounds
     extra = RecordedDecision("99-9", rounds[0].plan_seq or 0, 99, "gangsched.decisions.x",
                              b"{}")
@@ -74,7 +74,7 @@ def test_a_recorded_decision_replay_does_not_derive_is_a_divergence():
     assert "did not derive" in divergence.describe()
 
 
-def test_a_decision_missing_from_the_record_is_a_divergence():
+def test_a_decision_missing_from_the_record_is_a_divergence() -> None:
     rounds = scenario().rounds
     rounds[0] = msgspec.structs.replace(rounds[0], recorded=rounds[0].recorded[:-1])
     divergence = verify(rounds).divergence
@@ -83,7 +83,7 @@ def test_a_decision_missing_from_the_record_is_a_divergence():
     assert "extra" in divergence.describe()
 
 
-def test_a_different_subject_is_a_divergence_even_with_the_same_bytes():
+def test_a_different_subject_is_a_divergence_even_with_the_same_bytes() -> None:
     rounds = scenario().rounds
     first = rounds[0].recorded[0]
     moved = msgspec.structs.replace(first, subject=first.subject.replace("default", "other"))
@@ -93,7 +93,7 @@ def test_a_different_subject_is_a_divergence_even_with_the_same_bytes():
     assert divergence.index == 0
 
 
-def test_a_recorded_decision_without_a_round_is_reported():
+def test_a_recorded_decision_without_a_round_is_reported() -> None:
     rounds = scenario().rounds
     orphan = RecordedDecision("5000-0", 5000, 0, "gangsched.decisions.x", b"{}")
     divergence = verify([*rounds, RoundInput(None, [], [orphan])]).divergence
@@ -101,7 +101,7 @@ def test_a_recorded_decision_without_a_round_is_reported():
     assert "no recorded round" in divergence.describe()
 
 
-def test_events_after_the_last_plan_point_are_applied_but_not_planned():
+def test_events_after_the_last_plan_point_are_applied_but_not_planned() -> None:
     rec = scenario()
     last = rec.rounds[-1]
     tail = RoundInput(None, last.events, [])

@@ -11,7 +11,7 @@ from typing import Any
 from services.binder.validation import PLACEMENT_ANNOTATION
 from services.contracts.decisions import StatusUpdate
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
-from services.kube import errors
+from services.kube import errors, volumes
 from services.kube.events import ObjectRef
 from services.kube.podgroups import StatusWrite
 
@@ -80,6 +80,8 @@ class FakeKube:
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
         self.podgroups: dict[tuple[str, str], dict[str, Any]] = {}
+        self.claims: dict[tuple[str, str], dict[str, Any]] = {}
+        self.volumes: dict[str, dict[str, Any]] = {}
         self.failures: dict[tuple[str, str], list[Exception]] = {}
         self.calls: list[tuple[str, str]] = []
         self.events: list[Written] = []
@@ -124,6 +126,40 @@ class FakeKube:
             name for name, node in self.nodes.items()
             if name in names
             and node["metadata"].get("labels", {}).get("kubernetes.io/hostname") in names)
+
+    async def get_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self._fail("get_claim", name)
+        return self.claims.get((namespace, name))
+
+    async def get_volume(self, name: str) -> dict[str, Any] | None:
+        self._fail("get_volume", name)
+        return self.volumes.get(name)
+
+    async def pre_bind_volume(self, name: str, volume_version: str,
+                              claim: dict[str, Any]) -> None:
+        """As the API server takes `volumes.claim_ref_patch`: 404 when the volume is gone,
+        409 when it changed since `volume_version`; else the patch is merged in."""
+        self._fail("pre_bind_volume", name)
+        volume = self.volumes.get(name)
+        if volume is None:
+            raise errors.KubeNotFound(f"persistentvolumes {name} not found", status=404)
+        if volume["metadata"].get("resourceVersion") != volume_version:
+            raise errors.KubeConflict("the object has been modified", status=409)
+        patch = volumes.claim_ref_patch(volume_version, claim)
+        volume["metadata"].setdefault("annotations", {}).update(
+            patch["metadata"]["annotations"])
+        volume.setdefault("spec", {}).update(patch["spec"])
+
+    async def select_node(self, namespace: str, name: str, uid: str, node: str) -> None:
+        """As the API server takes `volumes.select_node`'s patch: 404 when the claim is gone,
+        409 when another uid holds its name; else it is annotated."""
+        self._fail("select_node", name)
+        claim = self.claims.get((namespace, name))
+        if claim is None:
+            raise errors.KubeNotFound(f"persistentvolumeclaims {name} not found", status=404)
+        if claim["metadata"].get("uid") != uid:
+            raise errors.KubeConflict("Precondition failed: UID", status=409)
+        claim["metadata"].setdefault("annotations", {})[volumes.SELECTED_NODE] = node
 
     async def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
         self._fail("get_podgroup", name)
@@ -279,6 +315,11 @@ class FakeStatusLog:
                     None)
 
 
+class _Signed(dict[str, str]):
+    """`FakeDelivery`'s default headers, replaced by the signature of its subject and data
+    (headers given, even none, are kept as given: a forged or unsigned decision)."""
+
+
 @dataclass
 class FakeDelivery:
     """A fetched decision, signed with `DECISION_KEY` unless `headers` are given; records how
@@ -290,11 +331,11 @@ class FakeDelivery:
     num_delivered: int = 1
     num_pending: int = 0
     settled: list[str] = field(default_factory=list)
-    headers: dict[str, str] | None = None
+    headers: dict[str, str] = field(default_factory=lambda: _Signed())
     beats: int = 0
 
     def __post_init__(self) -> None:
-        if self.headers is None:
+        if isinstance(self.headers, _Signed):
             self.headers = {SIGNATURE_HEADER: DECISION_KEY.sign(self.subject, self.data)}
 
     async def ack(self) -> None:

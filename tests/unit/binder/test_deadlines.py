@@ -13,6 +13,7 @@ import pytest
 
 from services.binder import placing
 from services.binder.placing import Settled
+from services.contracts import binding_window
 from services.contracts.decisions import Placement
 from services.contracts.events import GroupRolledBack, MemberBindFailed
 from services.kube import errors
@@ -77,7 +78,7 @@ async def test_a_placement_queued_past_its_deadline_is_still_bound_when_binding_
 
 async def test_a_placement_received_after_the_binding_stop_binds_nothing() -> None:
     kube = cluster(make_pod("a"))
-    settled = await run(kube, placement("a", deadline_in_ms=-placing.BIND_GRACE_MS - 1))
+    settled = await run(kube, placement("a", deadline_in_ms=-binding_window.BIND_GRACE_MS - 1))
     assert kinds(settled) == ["GroupRolledBack"]
     assert kube.node_of("a") is None
 
@@ -146,7 +147,7 @@ async def test_a_gang_found_wholly_bound_after_the_confirm_window_is_rolled_back
     # the planner may release a placement 90 s after its deadline: a GroupBound it could miss
     # would leave the gang bound on capacity given to others, so past 80 s it is undone instead
     kube = cluster(make_pod("a", node="n1", bound_by="9-0"))
-    late = placement("a", deadline_in_ms=-placing.CONFIRM_GRACE_MS - 1)
+    late = placement("a", deadline_in_ms=-binding_window.CONFIRM_GRACE_MS - 1)
     settled = await run(kube, late, is_redelivery=True)
     assert kinds(settled) == ["MemberBound", "GroupRolledBack"]
     rolled = settled.outcomes[-1]

@@ -10,6 +10,7 @@ import pytest
 from services.binder import placing
 from services.binder.placing import Policy, Settled
 from services.binder.view import ClusterView
+from services.contracts import binding_window
 from services.contracts.decisions import Assignment, Placement
 from services.contracts.events import GroupBound, GroupRolledBack, MemberBindFailed, MemberBound
 from services.kube import errors
@@ -17,7 +18,7 @@ from services.watcher import slim
 from tests.unit.binder.fakes import FakeKube, make_node, make_pod
 
 NOW_MS = 1_700_000_000_000
-PAST_STOP = -placing.BIND_GRACE_MS - 1
+PAST_STOP = -binding_window.BIND_GRACE_MS - 1
 """A deadline so long gone that no bind may start any more (`placing.Window`)."""
 POLICY = Policy(scheduler_name="gangsched", concurrency=4, rollback_bare_pods=False)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from services.binder.reporter import Reporter
 from services.binder.yielding import ReportGate, YieldingKube
 from tests.support.bus_view import AppliedView
@@ -30,7 +32,8 @@ def wired(gate: ReportGate) -> tuple[FakeKube, Reporter]:
     return kube, report
 
 
-async def test_a_placement_waiting_for_room_lets_the_queued_events_through(monkeypatch) -> None:
+async def test_a_placement_waiting_for_room_lets_the_queued_events_through(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
     monkeypatch.setattr("services.binder.reporter.PLACED_BACKLOG", 1)
     gate = ReportGate(while_binding=1, idle=8, max_hold_seconds=HOLD_SECONDS)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import pytest
 
 from services.binder.placing import RolledBack, Settled
 from services.binder.reporter import EVENT_BUDGET, Reporter
@@ -12,12 +15,14 @@ from services.binder.rollback import Undone
 from services.contracts.decisions import Assignment, Placement, PodRef, Rejection, StatusUpdate
 from services.contracts.events import PodGroupObserved
 from services.kube import errors
+from services.kube.events import ObjectRef
 from services.watcher import slim
 from tests.support.bus_view import AppliedView
 from tests.unit.binder.fakes import FakeKube, FakeStatusLog, make_pod
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 LATER = datetime(2024, 5, 1, 12, 5, tzinfo=UTC)
+KubeT = TypeVar("KubeT", bound=FakeKube)
 
 
 class Clock:
@@ -51,7 +56,7 @@ def rejection(reason: str, *names: str, group: str = "default/g") -> Rejection:
     return Rejection(id="3-0", plan_seq=3, at_ms=0, group=group, reason=reason, pods=pods)
 
 
-def with_podgroup(kube: FakeKube) -> FakeKube:
+def with_podgroup(kube: KubeT) -> KubeT:
     kube.podgroups[("default", "g")] = {"metadata": {"name": "g", "uid": "pg-uid"}, "status": {}}
     return kube
 
@@ -334,7 +339,7 @@ class SlowEvents(FakeKube):
         self.started = 0
         self._reasons = reasons
 
-    async def create_event(self, about, **kwargs):  # type: ignore[no-untyped-def, override]
+    async def create_event(self, about: ObjectRef, **kwargs: Any) -> None:
         if not self._reasons or kwargs.get("reason") in self._reasons:
             self.started += 1
             await self.go.wait()
@@ -366,7 +371,8 @@ async def test_placed_in_background_returns_before_its_events_are_written() -> N
     await report.close()
 
 
-async def test_placed_events_queue_behind_the_writers_and_the_caller_goes_on(monkeypatch) -> None:
+async def test_placed_events_queue_behind_the_writers_and_the_caller_goes_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
     kube = SlowEvents()
     report = reporter(kube)
@@ -380,7 +386,8 @@ async def test_placed_events_queue_behind_the_writers_and_the_caller_goes_on(mon
     await report.close()
 
 
-async def test_placed_in_background_waits_while_the_backlog_is_full(monkeypatch) -> None:
+async def test_placed_in_background_waits_while_the_backlog_is_full(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
     monkeypatch.setattr("services.binder.reporter.PLACED_BACKLOG", 2)
     kube = SlowEvents()
@@ -409,7 +416,8 @@ async def test_close_drops_the_events_still_being_written() -> None:
 
 
 
-async def test_a_pod_bound_while_events_wait_their_turn_gets_no_condition(monkeypatch) -> None:
+async def test_a_pod_bound_while_events_wait_their_turn_gets_no_condition(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Its placement's events wait for others' to end, yet it counts as bound at once: a
     rejection meanwhile does not patch it Unschedulable (and back)."""
     monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
@@ -428,7 +436,8 @@ async def test_a_pod_bound_while_events_wait_their_turn_gets_no_condition(monkey
     assert patched == []
 
 
-async def test_a_pod_bound_while_events_wait_their_turn_is_owed_no_event(monkeypatch) -> None:
+async def test_a_pod_bound_while_events_wait_their_turn_is_owed_no_event(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
     kube = with_podgroup(SlowEvents(reasons=("Scheduled",)))
     for name in ("a", "b", "c"):
@@ -447,7 +456,7 @@ async def test_a_pod_bound_while_events_wait_their_turn_is_owed_no_event(monkeyp
 
 
 async def test_a_rollbacks_events_skip_the_queue_so_a_later_rejection_comes_after(
-        monkeypatch) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 1)
     kube = with_podgroup(SlowEvents(reasons=("Scheduled",)))
     kube.add_pod(make_pod("b"))
@@ -469,7 +478,8 @@ async def test_a_rollbacks_events_skip_the_queue_so_a_later_rejection_comes_afte
     await report.close()
 
 
-async def test_close_cancels_every_queued_write_before_any_starts(monkeypatch) -> None:
+async def test_close_cancels_every_queued_write_before_any_starts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("services.binder.reporter.PLACED_REPORTS", 2)
     kube = SlowEvents()
     report = reporter(kube)

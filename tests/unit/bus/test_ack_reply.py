@@ -17,9 +17,11 @@ stamps = st.integers(min_value=0, max_value=4_102_444_800 * 10**9)  # up to 2100
 def reference(reply: str) -> ack_reply.Delivered:
     """nats-py's reading of the same subject."""
     meta = Msg(_client=None, reply=reply).metadata  # type: ignore[arg-type]
+    stored_at_us = reading.stored_at_us(meta.timestamp)
+    assert stored_at_us is not None
     return ack_reply.Delivered(meta.sequence.stream, meta.sequence.consumer, meta.num_delivered,
                                meta.num_pending, round(meta.timestamp.timestamp() * 1000),
-                               reading.stored_at_us(meta.timestamp))
+                               stored_at_us)
 
 
 @given(counts, counts, counts, counts, stamps)

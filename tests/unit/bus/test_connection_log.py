@@ -9,6 +9,7 @@ import pytest
 from nats.aio.client import Client
 
 from services.bus import connection
+from services.runtime import unreachable
 
 
 def test_the_same_connection_error_is_logged_once_then_with_its_count(
@@ -104,10 +105,10 @@ def test_refused_credentials_are_never_logged_as_an_unreachable_server(
 def test_the_reason_a_connection_failed_is_in_words() -> None:
     import socket
 
-    assert connection.reason(ConnectionRefusedError(111, "Connect call failed")) == \
+    assert unreachable.reason(ConnectionRefusedError(111, "Connect call failed")) == \
         "connection refused"
-    assert connection.reason(TimeoutError()) == "timed out"
-    assert connection.reason(socket.gaierror(-2, "Name or service not known")) == \
+    assert unreachable.reason(TimeoutError()) == "timed out"
+    assert unreachable.reason(socket.gaierror(-2, "Name or service not known")) == \
         "name or service not known"
 
 

@@ -166,10 +166,10 @@ def through_asyncpg(error: Exception) -> Exception:
     from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_dbapi
     from sqlalchemy.exc import DBAPIError
 
-    dbapi = AsyncAdapt_asyncpg_dbapi(asyncpg)
+    dbapi = AsyncAdapt_asyncpg_dbapi(asyncpg)  # type: ignore[no-untyped-call]  # untyped in SQLAlchemy
     kind = next(dbapi._asyncpg_error_translate[super_] for super_ in type(error).__mro__
                 if super_ in dbapi._asyncpg_error_translate)
-    adapted = kind(error.args[0], error)
+    adapted: Exception = kind(error.args[0], error)
     adapted.__cause__ = error
     return DBAPIError.instance("ALTER TABLE outbox ADD COLUMN x", {}, adapted, dbapi.Error)
 

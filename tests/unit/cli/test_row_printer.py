@@ -22,7 +22,7 @@ def printed(terminal: bool) -> list[str]:
     return out.getvalue().splitlines()
 
 
-def test_on_a_terminal_a_long_group_name_is_folded_within_its_column_not_cut():
+def test_on_a_terminal_a_long_group_name_is_folded_within_its_column_not_cut() -> None:
     lines = printed(terminal=True)
     assert lines[0].split()[:4] == ["Seq", "Time", "(UTC)", "Type"]
     column = lines[0].index("Group")
@@ -30,7 +30,7 @@ def test_on_a_terminal_a_long_group_name_is_folded_within_its_column_not_cut():
     assert "…" not in "".join(lines)
 
 
-def test_in_a_pipe_each_row_is_one_whole_line_with_no_trailing_blanks():
+def test_in_a_pipe_each_row_is_one_whole_line_with_no_trailing_blanks() -> None:
     header, row = printed(terminal=False)
     assert header.split()[:4] == ["Seq", "Time", "(UTC)", "Type"]
     assert row.startswith("17      2026-11-30 05:00:00.000  Placement    " + GROUP)

@@ -47,7 +47,7 @@ def test_run_json_replaces_a_world_readable_one(tmp_path: Path) -> None:
     assert mode(tmp_path / "run.json") == 0o600
 
 
-def test_the_credentials_file_is_private_and_read_back_for_run_jsons_server(tmp_path: Path):
+def test_the_credentials_file_is_private_and_read_back_for_run_jsons_server(tmp_path: Path) -> None:
     run_info.write_credentials(tmp_path, "gangsched", "pw")
     assert mode(tmp_path / run_info.CREDENTIALS_FILE) == 0o600
     assert run_info.nats_credentials(None, tmp_path) == ("gangsched", "pw")

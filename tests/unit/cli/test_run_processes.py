@@ -14,7 +14,7 @@ from services.config.settings import BusSettings, Settings
 from services.runtime.process_supervision import ChildFailed, describe_exit
 
 
-def test_a_child_gets_the_database_url_spelt_out_and_a_private_metrics_port(tmp_path: Path):
+def test_a_child_gets_the_database_url_spelt_out_and_a_private_metrics_port(tmp_path: Path) -> None:
     parent = Settings(data_dir=tmp_path, http_host="0.0.0.0", http_port=9400,
                       bus=BusSettings(url="nats://127.0.0.1:4222", user="u", password="p"))
     child = _child_settings(parent)
@@ -24,7 +24,7 @@ def test_a_child_gets_the_database_url_spelt_out_and_a_private_metrics_port(tmp_
     assert _child_settings(Settings(data_dir=tmp_path, http_port=-1)).http_port == -1
 
 
-def test_a_child_that_cannot_start_ends_the_run_with_its_reason_in_one_line():
+def test_a_child_that_cannot_start_ends_the_run_with_its_reason_in_one_line() -> None:
     reason = ("the planner process exited 5 times in a row before it was ready, last with "
               "code 1 (its log is above)")
 
@@ -39,5 +39,5 @@ def test_a_child_that_cannot_start_ends_the_run_with_its_reason_in_one_line():
 
 @pytest.mark.parametrize(("code", "said"), [(0, "with code 0"), (1, "with code 1"),
                                             (-9, "on SIGKILL"), (-15, "on SIGTERM")])
-def test_an_exit_is_told_by_code_or_signal(code: int, said: str):
+def test_an_exit_is_told_by_code_or_signal(code: int, said: str) -> None:
     assert describe_exit(code) == said

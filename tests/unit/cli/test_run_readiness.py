@@ -62,7 +62,7 @@ async def test_the_parent_says_why_a_child_is_not_ready_as_the_child_does(
     planner.set()
     planner.hold("NATS disconnected")
     pipe = Pipe(children, "planner")
-    reporting = asyncio.create_task(
+    reporting = asyncio.ensure_future(
         child._reporter(pipe)(Settings(), readiness, None, ("planner",)))
     try:
         assert await pipe.sent.get() == {"http_port": None}
@@ -118,7 +118,7 @@ async def test_a_child_restarted_while_nats_is_down_is_named_with_why_by_the_par
     own = HealthServer(readiness, port=0)
     own_port = await own.start()
     pipe = Pipe(children, "planner")
-    reporting = asyncio.create_task(
+    reporting = asyncio.ensure_future(
         child._reporter(pipe)(Settings(), readiness, None, ("planner",)))
     try:
         assert await pipe.sent.get() == {"http_port": None}

@@ -258,9 +258,9 @@ def test_a_database_that_is_a_directory_or_read_only_is_named_so(
 
     read_only = tmp_path / "ro.db"
     read_only.write_bytes(b"")
-    real_access = databases.os.access  # root may write anything: pretend a mode 0444 file
-    monkeypatch.setattr(databases.os, "access", lambda path, mode: (
-        False if Path(path) == read_only and mode & databases.os.W_OK
+    real_access = os.access  # root may write anything: pretend a mode 0444 file
+    monkeypatch.setattr(os, "access", lambda path, mode: (
+        False if Path(path) == read_only and mode & os.W_OK
         else real_access(path, mode)))
     assert databases.sqlite_problem(read_only, writing=True) == (
         "read-only (no permission to write it)")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from services.contracts import resources
@@ -13,26 +15,27 @@ from services.contracts import resources
     ("memory", "1e3", 1000), ("ephemeral-storage", "1Ki", 1024), ("pods", "110", 110),
     ("nvidia.com/gpu", "2", 2), ("hugepages-2Mi", "4Mi", 4 * 2**20),
 ])
-def test_quantities_convert_to_units(resource, text, units):
+def test_quantities_convert_to_units(resource: str, text: str | int, units: int) -> None:
     assert resources.to_units(resource, text) == units
 
 
 @pytest.mark.parametrize(("resource", "text"), [
     ("cpu", "lots"), ("memory", "5Xi"), ("cpu", "-1"), ("nvidia.com/gpu", "500m"), ("pods", ""),
 ])
-def test_invalid_quantities_are_refused_with_the_resource_named(resource, text):
+def test_invalid_quantities_are_refused_with_the_resource_named(resource: str,
+                                                                 text: str) -> None:
     with pytest.raises(resources.InvalidQuantity, match=r"quantity|whole number"):
         resources.to_units(resource, text)
 
 
-def test_format_amount_is_human():
+def test_format_amount_is_human() -> None:
     assert resources.format_amount("cpu", 3000) == "3"
     assert resources.format_amount("cpu", 2500) == "2500m"
     assert resources.format_amount("memory", 500 * 2**20) == "500Mi"
     assert resources.format_amount("nvidia.com/gpu", 2) == "2"
 
 
-def test_an_amount_beyond_the_limit_is_refused_naming_it_as_given():
+def test_an_amount_beyond_the_limit_is_refused_naming_it_as_given() -> None:
     with pytest.raises(resources.AmountBeyondRange) as raised:
         resources.to_units("cpu", "1e30")
     assert str(raised.value) == (
@@ -41,25 +44,25 @@ def test_an_amount_beyond_the_limit_is_refused_naming_it_as_given():
         resources.to_units("memory", "16Ei")
 
 
-def test_the_largest_amount_itself_is_accepted_and_one_more_is_not():
+def test_the_largest_amount_itself_is_accepted_and_one_more_is_not() -> None:
     assert resources.to_units("nvidia.com/gpu", resources.MAX_AMOUNT) == resources.MAX_AMOUNT
     assert resources.to_units("memory", "256Ti") == resources.MAX_AMOUNT
     with pytest.raises(resources.AmountBeyondRange):
         resources.to_units("nvidia.com/gpu", resources.MAX_AMOUNT + 1)
 
 
-def test_a_refusal_beyond_range_is_an_invalid_quantity_so_no_caller_can_miss_it():
+def test_a_refusal_beyond_range_is_an_invalid_quantity_so_no_caller_can_miss_it() -> None:
     assert issubclass(resources.AmountBeyondRange, resources.InvalidQuantity)
 
 
-def test_saturated_units_count_an_amount_beyond_range_as_the_largest_but_refuse_garbage():
+def test_saturated_units_count_an_amount_beyond_range_as_the_largest_but_refuse_garbage() -> None:
     assert resources.saturated_units("cpu", "1e15") == resources.MAX_AMOUNT
     assert resources.saturated_units("cpu", "4") == 4000
     with pytest.raises(resources.InvalidQuantity):
         resources.saturated_units("cpu", "lots")
 
 
-def test_sums_are_exact_and_a_sum_beyond_range_is_refused_by_check_range():
+def test_sums_are_exact_and_a_sum_beyond_range_is_refused_by_check_range() -> None:
     total = resources.add({"cpu": resources.MAX_AMOUNT}, {"cpu": 1})
     assert total == {"cpu": resources.MAX_AMOUNT + 1}
     with pytest.raises(resources.AmountBeyondRange, match="cpu 281474976710657m is beyond"):
@@ -68,12 +71,12 @@ def test_sums_are_exact_and_a_sum_beyond_range_is_refused_by_check_range():
     assert resources.saturate(total) == {"cpu": resources.MAX_AMOUNT}
 
 
-def test_a_refusal_beyond_range_can_name_the_field_it_was_found_in():
+def test_a_refusal_beyond_range_can_name_the_field_it_was_found_in() -> None:
     error = resources.AmountBeyondRange("cpu", "1e30").at("spec.containers[0].resources.requests")
     assert str(error).startswith("spec.containers[0].resources.requests: cpu 1e30 is beyond")
 
 
-def test_an_event_carrying_an_amount_beyond_the_limit_is_poisoned():
+def test_an_event_carrying_an_amount_beyond_the_limit_is_poisoned() -> None:
     from services.contracts import codec, events
 
     node = events.NodeObserved(at_ms=1, name="n", uid="u", resource_version="1",
@@ -82,7 +85,7 @@ def test_an_event_carrying_an_amount_beyond_the_limit_is_poisoned():
         codec.decode_event(codec.encode(node))
 
 
-def test_an_absurd_exponent_is_beyond_range_without_big_arithmetic():
+def test_an_absurd_exponent_is_beyond_range_without_big_arithmetic() -> None:
     # 1e400000 used to take seconds of big-integer work on the watcher's event loop
     for resource, text in (("cpu", "1e400000"), ("memory", "1e400000Ei"),
                            ("nvidia.com/gpu", "1e400000")):
@@ -90,19 +93,19 @@ def test_an_absurd_exponent_is_beyond_range_without_big_arithmetic():
             resources.to_units(resource, text)
 
 
-def test_an_exponent_beyond_the_decimal_context_is_beyond_range_instead_of_overflowing():
+def test_an_exponent_beyond_the_decimal_context_is_beyond_range_instead_of_overflowing() -> None:
     for resource, text in (("cpu", "1e1000000"), ("pods", "9e99999999")):
         with pytest.raises(resources.AmountBeyondRange):
             resources.to_units(resource, text)
 
 
-def test_a_huge_amount_is_named_briefly():
+def test_a_huge_amount_is_named_briefly() -> None:
     with pytest.raises(resources.AmountBeyondRange) as raised:
         resources.to_units("cpu", "9" * 100_000)
     assert len(str(raised.value)) < 200
 
 
-def test_a_tiny_exponent_rounds_up_or_is_fractional():
+def test_a_tiny_exponent_rounds_up_or_is_fractional() -> None:
     assert resources.to_units("cpu", "1e-400000") == 1
     assert resources.to_units("memory", "1e-1000000n") == 1
     assert resources.to_units("cpu", "0e-400000") == 0
@@ -114,19 +117,19 @@ def test_a_tiny_exponent_rounds_up_or_is_fractional():
     True, False, None, [], ["1"], {}, {"cpu": "1"}, float("inf"), float("nan"), b"1", "1.2.3",
     ".", "1e", "--1",
 ])
-def test_values_that_are_not_quantities_raise_invalid_quantity_naming_them(value):
+def test_values_that_are_not_quantities_raise_invalid_quantity_naming_them(value: Any) -> None:
     with pytest.raises(resources.InvalidQuantity) as raised:
         resources.to_units("cpu", value)
     assert repr(value)[:20] in str(raised.value)
 
 
-def test_a_huge_value_is_named_briefly():
+def test_a_huge_value_is_named_briefly() -> None:
     with pytest.raises(resources.InvalidQuantity) as raised:
         resources.to_units("cpu", "x" * 100_000)
     assert len(str(raised.value)) < 200
 
 
-def test_parse_quantity_translates_every_failure():
+def test_parse_quantity_translates_every_failure() -> None:
     with pytest.raises(resources.InvalidQuantity):
         resources.parse_quantity(None)  # type: ignore[arg-type]
     assert resources.parse_quantity("1e1000000") > 0

@@ -17,14 +17,14 @@ from services.contracts.events import (
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "schema"
 
 
-def test_published_schemas_are_current():
+def test_published_schemas_are_current() -> None:
     for name, kind in schema.SCHEMAS.items():
         published = (DOCS / name).read_text()
         assert published == schema.render(kind), (
             f"docs/schema/{name} is stale: run `gangsched schema --out docs/schema`")
 
 
-def test_an_old_subscriber_decodes_a_decision_with_a_field_it_does_not_know():
+def test_an_old_subscriber_decodes_a_decision_with_a_field_it_does_not_know() -> None:
     class OldPlacement(msgspec.Struct, tag="Placement"):
         id: str
         group: str
@@ -38,7 +38,7 @@ def test_an_old_subscriber_decodes_a_decision_with_a_field_it_does_not_know():
     assert codec.decode_decision(wire) == newer
 
 
-def test_a_pod_event_recorded_before_preferred_node_affinity_decodes_without_terms():
+def test_a_pod_event_recorded_before_preferred_node_affinity_decodes_without_terms() -> None:
     term = PreferredSchedulingTerm(7, NodeSelectorTerm(
         match_expressions=(NodeSelectorRequirement("disk", "In", ("ssd",)),)))
     event = PodObserved(at_ms=3, uid="u1", namespace="ml", name="p", resource_version="1",

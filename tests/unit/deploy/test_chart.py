@@ -83,7 +83,7 @@ def may_subscribe(user: dict[str, Any], subject: str) -> bool:
 # --- the chart and its copies ---------------------------------------------------------------
 
 
-def test_the_plain_manifests_are_the_chart_rendered_with_defaults():
+def test_the_plain_manifests_are_the_chart_rendered_with_defaults() -> None:
     assert chart.MANIFEST.read_text() == chart.manifest_text(), (
         "deploy/manifests/gangsched.yaml is stale: run `python -m tests.unit.deploy.chart`")
 
@@ -91,7 +91,7 @@ def test_the_plain_manifests_are_the_chart_rendered_with_defaults():
 _PASSWORD_VALUE = re.compile(r"""["']?password["']?\s*[:=]\s*(?P<value>[^\s,}]*)""", re.IGNORECASE)
 
 
-def test_the_plain_manifests_hold_no_secret():
+def test_the_plain_manifests_hold_no_secret() -> None:
     """Everyone applying deploy/ unchanged would share any password rendered into it."""
     text = chart.MANIFEST.read_text()
     assert "$2a$" not in text and "$2b$" not in text and "$2y$" not in text, "bcrypt hash"
@@ -117,7 +117,7 @@ def test_the_plain_manifests_hold_no_secret():
     assert chart.CREATE_SECRET in text  # the header tells how to make that Secret
 
 
-def test_an_existing_secret_keeps_every_password_out_of_a_cluster_render():
+def test_an_existing_secret_keeps_every_password_out_of_a_cluster_render() -> None:
     objects = chart.render(*chart.MANIFEST_VALUES, "nats.replicas=3")
     assert not any(obj["kind"] == "Secret" and obj["metadata"]["name"] == chart.USERS_SECRET
                    for obj in objects)
@@ -135,7 +135,7 @@ def test_an_existing_secret_keeps_every_password_out_of_a_cluster_render():
     assert "existingSecret" in refused.value.stderr
 
 
-def test_the_chart_crd_is_the_crd_in_deploy_crds():
+def test_the_chart_crd_is_the_crd_in_deploy_crds() -> None:
     crds = chart.REPO / "deploy" / "crds"
     copies = chart.CHART / "crds"
     assert sorted(p.name for p in copies.iterdir()) == sorted(p.name for p in crds.iterdir())
@@ -144,7 +144,7 @@ def test_the_chart_crd_is_the_crd_in_deploy_crds():
             f"deploy/chart/crds/{original.name} differs from deploy/crds: copy it over")
 
 
-def test_kustomize_adds_the_namespace_to_the_manifests():
+def test_kustomize_adds_the_namespace_to_the_manifests() -> None:
     kubectl = chart.helm().parent / "kubectl"
     out = subprocess.run([str(kubectl), "kustomize", str(chart.REPO / "deploy")],
                          capture_output=True, text=True, check=True).stdout
@@ -154,7 +154,7 @@ def test_kustomize_adds_the_namespace_to_the_manifests():
     assert built == manifest | {("Namespace", chart.NAMESPACE)}
 
 
-def test_every_setting_in_the_configmap_is_a_gangsched_option(rendered):
+def test_every_setting_in_the_configmap_is_a_gangsched_option(rendered: Objects) -> None:
     variables = {param.envvar for command in ("watcher", "planner", "binder")
                  for param in app.commands[command].params if isinstance(param, click.Option)}
     settings = chart.find(rendered, "ConfigMap", f"{RELEASE}-settings")["data"]
@@ -168,7 +168,7 @@ def test_every_setting_in_the_configmap_is_a_gangsched_option(rendered):
 # --- RBAC -----------------------------------------------------------------------------------
 
 
-def test_the_watcher_may_only_list_and_watch_what_it_observes(rendered):
+def test_the_watcher_may_only_list_and_watch_what_it_observes(rendered: Objects) -> None:
     assert _rules(rendered, f"{RELEASE}-watcher") == {
         (group, resource, verb) for group, resource in
         (("", "nodes"), ("", "pods"), ("scheduling.x-k8s.io", "podgroups"),
@@ -178,7 +178,7 @@ def test_the_watcher_may_only_list_and_watch_what_it_observes(rendered):
         for verb in ("list", "watch")}
 
 
-def test_the_binder_may_only_make_the_calls_of_services_kube(rendered):
+def test_the_binder_may_only_make_the_calls_of_services_kube(rendered: Objects) -> None:
     assert _rules(rendered, f"{RELEASE}-binder") == {
         ("", "pods", "get"), ("", "pods", "delete"), ("", "pods/binding", "create"),
         ("", "pods/status", "patch"), ("", "nodes", "get"),
@@ -191,7 +191,8 @@ def test_the_binder_may_only_make_the_calls_of_services_kube(rendered):
         *(("coordination.k8s.io", "leases", verb) for verb in ("create", "get", "update"))}
 
 
-def test_the_binder_may_read_and_renew_only_the_lease_of_its_scheduler_name(rendered):
+def test_the_binder_may_read_and_renew_only_the_lease_of_its_scheduler_name(
+        rendered: Objects) -> None:
     role = chart.find(rendered, "ClusterRole", f"{RELEASE}-binder")
     leases = [rule for rule in role["rules"] if rule["resources"] == ["leases"]]
     assert leases == [
@@ -207,7 +208,7 @@ def test_the_binder_may_read_and_renew_only_the_lease_of_its_scheduler_name(rend
                 if rule["resources"] == ["leases"]]
 
 
-def test_the_planner_gets_no_role_and_no_token(rendered):
+def test_the_planner_gets_no_role_and_no_token(rendered: Objects) -> None:
     roles = {obj["metadata"]["name"] for obj in rendered
              if obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")}
     assert f"{RELEASE}-planner" not in roles
@@ -215,7 +216,7 @@ def test_the_planner_gets_no_role_and_no_token(rendered):
     assert planner["spec"]["automountServiceAccountToken"] is False
 
 
-def test_each_service_runs_as_its_own_service_account(rendered):
+def test_each_service_runs_as_its_own_service_account(rendered: Objects) -> None:
     for name in ("watcher", "planner", "binder"):
         pod = chart.find(rendered, "Deployment", f"{RELEASE}-{name}")["spec"]["template"]
         assert pod["spec"]["serviceAccountName"] == f"{RELEASE}-{name}"
@@ -229,7 +230,7 @@ def test_each_service_runs_as_its_own_service_account(rendered):
 # --- pods -----------------------------------------------------------------------------------
 
 
-def test_every_container_runs_non_root_read_only_without_privileges(rendered):
+def test_every_container_runs_non_root_read_only_without_privileges(rendered: Objects) -> None:
     for workload in _workloads(rendered):
         pod = workload["spec"]["template"]["spec"]
         assert pod["securityContext"]["runAsNonRoot"] is True
@@ -242,7 +243,7 @@ def test_every_container_runs_non_root_read_only_without_privileges(rendered):
             assert container["resources"]["requests"], container["name"]
 
 
-def test_every_service_has_probes_and_a_scrapable_metrics_port(rendered):
+def test_every_service_has_probes_and_a_scrapable_metrics_port(rendered: Objects) -> None:
     for name in ("watcher", "planner", "binder"):
         deployment = chart.find(rendered, "Deployment", f"{RELEASE}-{name}")
         container = deployment["spec"]["template"]["spec"]["containers"][0]
@@ -257,7 +258,8 @@ def test_every_service_has_probes_and_a_scrapable_metrics_port(rendered):
         assert service["spec"]["ports"][0]["targetPort"] == "http"
 
 
-def test_the_planner_elects_a_leader_and_keeps_sqlite_on_a_volume_by_default(rendered):
+def test_the_planner_elects_a_leader_and_keeps_sqlite_on_a_volume_by_default(
+        rendered: Objects) -> None:
     env = chart.container_env(rendered, "Deployment", f"{RELEASE}-planner")
     assert env["GANGSCHED_LEADER_ELECTION"] == "true"
     assert "GANGSCHED_DB" not in env  # SQLite in the data directory, on the claim
@@ -268,7 +270,7 @@ def test_the_planner_elects_a_leader_and_keeps_sqlite_on_a_volume_by_default(ren
     chart.find(rendered, "PersistentVolumeClaim", f"{RELEASE}-planner-db")
 
 
-def test_more_than_one_planner_needs_postgresql(full):
+def test_more_than_one_planner_needs_postgresql(full: Objects) -> None:
     with pytest.raises(subprocess.CalledProcessError) as refused:
         chart.render("planner.replicas=2")
     assert "needs database.type=postgresql" in refused.value.stderr
@@ -283,7 +285,7 @@ def test_more_than_one_planner_needs_postgresql(full):
 # --- NATS -----------------------------------------------------------------------------------
 
 
-def test_each_nats_user_may_publish_only_what_its_service_produces(rendered):
+def test_each_nats_user_may_publish_only_what_its_service_produces(rendered: Objects) -> None:
     users = chart.nats_users(rendered)
     decision = "gangsched.decisions.placement.ml.train"
     observed = "gangsched.events.pod.ml.p1"
@@ -308,14 +310,14 @@ def test_each_nats_user_may_publish_only_what_its_service_produces(rendered):
 STREAMS = ("GANGSCHED_EVENTS", "GANGSCHED_DECISIONS", "GANGSCHED_DEADLETTER")
 
 
-def test_no_nats_user_may_create_a_consumer_named_only_in_the_body(rendered):
+def test_no_nats_user_may_create_a_consumer_named_only_in_the_body(rendered: Objects) -> None:
     # the body of the nameless create may name another service's durable and rewrite it
     for user, permissions in chart.nats_users(rendered).items():
         for stream in STREAMS:
             assert not may_publish(permissions, f"$JS.API.CONSUMER.CREATE.{stream}"), user
 
 
-def test_each_producer_publishes_events_only_on_its_own_subject_kinds(rendered):
+def test_each_producer_publishes_events_only_on_its_own_subject_kinds(rendered: Objects) -> None:
     users = chart.nats_users(rendered)
     for kind, producer in producers.PRODUCER_OF_KIND.items():  # every kind of the contracts
         subject = f"gangsched.events.{kind}.default.x"
@@ -327,7 +329,7 @@ def test_each_producer_publishes_events_only_on_its_own_subject_kinds(rendered):
 
 
 def test_no_service_user_may_update_delete_or_purge_a_stream_but_each_may_create_them(
-        rendered):
+        rendered: Objects) -> None:
     users = chart.nats_users(rendered)
     for user in ("watcher", "planner", "binder"):
         for stream in STREAMS:
@@ -341,7 +343,8 @@ def test_no_service_user_may_update_delete_or_purge_a_stream_but_each_may_create
                     user, verb, stream)
 
 
-def test_allowing_stream_updates_lets_only_the_planner_update_only_the_three_streams(full):
+def test_allowing_stream_updates_lets_only_the_planner_update_only_the_three_streams(
+        full: Objects) -> None:
     users = chart.nats_users(full)
     for stream in STREAMS:
         assert may_publish(users["planner"], f"$JS.API.STREAM.UPDATE.{stream}")
@@ -351,7 +354,7 @@ def test_allowing_stream_updates_lets_only_the_planner_update_only_the_three_str
     assert not may_publish(users["planner"], "$JS.API.STREAM.UPDATE.ANY")
 
 
-def test_durable_consumers_belong_to_their_service_only(rendered):
+def test_durable_consumers_belong_to_their_service_only(rendered: Objects) -> None:
     users = chart.nats_users(rendered)
     planner_next = "$JS.API.CONSUMER.MSG.NEXT.GANGSCHED_EVENTS.planner"
     binder_ack = "$JS.ACK.GANGSCHED_DECISIONS.binder.1.2.3.4.5.6"
@@ -362,7 +365,8 @@ def test_durable_consumers_belong_to_their_service_only(rendered):
     assert not may_publish(users["subscriber"], binder_ack)
 
 
-def test_each_service_reads_only_its_own_inbox_and_the_subscriber_only_decisions(rendered):
+def test_each_service_reads_only_its_own_inbox_and_the_subscriber_only_decisions(
+        rendered: Objects) -> None:
     users = chart.nats_users(rendered)
     for name in ("watcher", "planner", "binder"):
         assert may_subscribe(users[name], f"_INBOX_{name}.abc")
@@ -373,7 +377,8 @@ def test_each_service_reads_only_its_own_inbox_and_the_subscriber_only_decisions
     assert not may_subscribe(users["subscriber"], "_INBOX_planner.abc")
 
 
-def test_every_nats_user_may_read_the_inbox_its_client_gets_and_no_other_users(rendered):
+def test_every_nats_user_may_read_the_inbox_its_client_gets_and_no_other_users(
+        rendered: Objects) -> None:
     # the inbox prefix services/bus/connection.py gives a named user (`gangsched decisions`
     # as the subscriber included), in the chart and in the plain manifests as shipped
     def inbox(user: str) -> str:
@@ -388,7 +393,7 @@ def test_every_nats_user_may_read_the_inbox_its_client_gets_and_no_other_users(r
                 assert not may_subscribe(entry, inbox(other)), (name, other)
 
 
-def test_each_service_connects_as_its_nats_user_with_its_password(rendered):
+def test_each_service_connects_as_its_nats_user_with_its_password(rendered: Objects) -> None:
     users = chart.secret_data(chart.find(rendered, "Secret", f"{RELEASE}-nats-users"))
     assert set(users) == {"watcher", "planner", "binder", "subscriber"}
     assert len(set(users.values())) == 4 and all(len(p) == 32 for p in users.values())
@@ -401,13 +406,13 @@ def test_each_service_connects_as_its_nats_user_with_its_password(rendered):
     assert not any(password in conf["nats.conf"] for password in users.values())
 
 
-def test_given_passwords_are_kept(full):
+def test_given_passwords_are_kept(full: Objects) -> None:
     objects = full
     users = chart.secret_data(chart.find(objects, "Secret", f"{RELEASE}-nats-users"))
     assert users["binder"] == "given-binder-password"
 
 
-def test_three_nats_servers_form_a_cluster_and_streams_get_three_replicas(full):
+def test_three_nats_servers_form_a_cluster_and_streams_get_three_replicas(full: Objects) -> None:
     objects = full
     conf = chart.secret_data(chart.find(objects, "Secret", f"{RELEASE}-nats-config"))
     routes = [line.strip() for line in conf["nats.conf"].splitlines() if "nats-route://" in line]
@@ -418,7 +423,7 @@ def test_three_nats_servers_form_a_cluster_and_streams_get_three_replicas(full):
     assert settings["GANGSCHED_STREAM_REPLICAS"] == "3"
 
 
-def test_tls_serves_nats_over_tls_and_every_service_trusts_its_ca(full):
+def test_tls_serves_nats_over_tls_and_every_service_trusts_its_ca(full: Objects) -> None:
     objects = full
     conf = chart.secret_data(chart.find(objects, "Secret", f"{RELEASE}-nats-config"))
     assert 'cert_file: "/etc/nats-tls/tls.crt"' in conf["nats.conf"]
@@ -428,13 +433,13 @@ def test_tls_serves_nats_over_tls_and_every_service_trusts_its_ca(full):
         assert env["SSL_CERT_FILE"] == "/etc/gangsched/nats-ca/ca.crt"
 
 
-def test_a_service_monitor_is_rendered_only_when_asked(rendered, full):
+def test_a_service_monitor_is_rendered_only_when_asked(rendered: Objects, full: Objects) -> None:
     assert not any(obj["kind"] == "ServiceMonitor" for obj in rendered)
     monitor = chart.find(full, "ServiceMonitor", RELEASE)
     assert monitor["spec"]["endpoints"][0]["port"] == "http"
 
 
-def test_the_rendered_nats_conf_only_names_paths_of_the_nats_pod(rendered):
+def test_the_rendered_nats_conf_only_names_paths_of_the_nats_pod(rendered: Objects) -> None:
     conf = chart.secret_data(chart.find(rendered, "Secret", f"{RELEASE}-nats-config"))
     paths = {line.split(":", 1)[1].strip() for line in conf["nats.conf"].splitlines()
              if line.strip().startswith(("store_dir", "pid_file"))}

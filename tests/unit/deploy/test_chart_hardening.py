@@ -63,11 +63,11 @@ def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
 # --- PodDisruptionBudgets ---------------------------------------------------------------------
 
 
-def test_single_replicas_get_no_disruption_budget(rendered):
+def test_single_replicas_get_no_disruption_budget(rendered: Objects) -> None:
     assert [obj for obj in rendered if obj["kind"] == "PodDisruptionBudget"] == []
 
 
-def test_nats_quorum_and_the_standby_planner_survive_a_drain(ha):
+def test_nats_quorum_and_the_standby_planner_survive_a_drain(ha: Objects) -> None:
     budgets = {obj["metadata"]["name"]: obj["spec"] for obj in ha
                if obj["kind"] == "PodDisruptionBudget"}
     assert set(budgets) == {f"{RELEASE}-nats", f"{RELEASE}-planner", f"{RELEASE}-binder"}
@@ -84,14 +84,15 @@ def test_nats_quorum_and_the_standby_planner_survive_a_drain(ha):
 # --- priority and spread ----------------------------------------------------------------------
 
 
-def test_no_priority_class_by_default_and_each_component_its_own(rendered, ha):
+def test_no_priority_class_by_default_and_each_component_its_own(
+        rendered: Objects, ha: Objects) -> None:
     assert all("priorityClassName" not in _pod(rendered, c)["spec"] for c in COMPONENTS)
     assert _pod(ha, "watcher")["spec"]["priorityClassName"] == "gangsched-critical"
     assert all("priorityClassName" not in _pod(ha, c)["spec"]
                for c in ("planner", "binder", "nats"))
 
 
-def test_replicas_are_spread_softly_across_nodes_by_default(rendered):
+def test_replicas_are_spread_softly_across_nodes_by_default(rendered: Objects) -> None:
     for component in COMPONENTS:
         pod = _pod(rendered, component)
         [constraint] = pod["spec"]["topologySpreadConstraints"]
@@ -103,7 +104,7 @@ def test_replicas_are_spread_softly_across_nodes_by_default(rendered):
             None if component == "nats" else ["pod-template-hash"])
 
 
-def test_a_components_own_spread_replaces_the_default():
+def test_a_components_own_spread_replaces_the_default() -> None:
     own = {"maxSkew": 2, "topologyKey": "topology.kubernetes.io/zone",
            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"a": "b"}}}
     objects = chart.render(f"binder.topologySpreadConstraints[0].maxSkew={own['maxSkew']}",
@@ -130,7 +131,7 @@ def _ingress(objects: Objects) -> dict[str, list[dict[str, Any]]]:
     return peers
 
 
-def test_nats_clients_are_only_the_gangsched_pods_and_routes_only_nats(rendered):
+def test_nats_clients_are_only_the_gangsched_pods_and_routes_only_nats(rendered: Objects) -> None:
     peers = _ingress(rendered)
     assert set(peers) == {"client", "cluster"}  # no monitorFrom: the monitor port is closed
     [clients] = peers["client"]
@@ -147,7 +148,7 @@ def test_nats_clients_are_only_the_gangsched_pods_and_routes_only_nats(rendered)
         assert _selects(routes["podSelector"], labels) is (component == "nats")
 
 
-def test_subscriber_namespaces_and_the_monitoring_selector_are_the_operators(ha):
+def test_subscriber_namespaces_and_the_monitoring_selector_are_the_operators(ha: Objects) -> None:
     peers = _ingress(ha)
     subscribers = [peer for peer in peers["client"] if "namespaceSelector" in peer]
     assert subscribers == [{"namespaceSelector": {"matchExpressions": [
@@ -166,7 +167,7 @@ def _verbs(role: dict[str, Any]) -> set[tuple[str, str, str]]:
             for resource in rule["resources"] for verb in rule["verbs"]}
 
 
-def test_users_of_view_read_podgroups_and_of_edit_and_admin_manage_them(rendered):
+def test_users_of_view_read_podgroups_and_of_edit_and_admin_manage_them(rendered: Objects) -> None:
     view = chart.find(rendered, "ClusterRole", f"{RELEASE}-podgroups-view")
     edit = chart.find(rendered, "ClusterRole", f"{RELEASE}-podgroups-edit")
     assert {k for k, v in view["metadata"]["labels"].items() if k.startswith(AGGREGATE)
@@ -187,13 +188,13 @@ def test_users_of_view_read_podgroups_and_of_edit_and_admin_manage_them(rendered
 # --- admission policy -------------------------------------------------------------------------
 
 
-def test_the_constraints_file_is_current():
+def test_the_constraints_file_is_current() -> None:
     assert unsupported.FILE.read_text() == unsupported.file_text(), (
         "deploy/chart/files/unsupported-constraints.yaml is stale: run "
         "`python -m tests.unit.deploy.unsupported`")
 
 
-def test_each_constraint_is_refused_by_the_watcher_for_its_own_field_only():
+def test_each_constraint_is_refused_by_the_watcher_for_its_own_field_only() -> None:
     listed = yaml.safe_load(unsupported.FILE.read_text())
     assert listed, "the watcher refuses nothing: drop the policy"
     for candidate in unsupported.CANDIDATES:
@@ -304,7 +305,8 @@ def test_every_policy_warning_is_a_field_the_watcher_refuses() -> None:
             entry["field"])
 
 
-def test_the_policy_warns_and_audits_pods_of_gangsched_with_each_constraint(rendered):
+def test_the_policy_warns_and_audits_pods_of_gangsched_with_each_constraint(
+        rendered: Objects) -> None:
     policy = chart.find(rendered, "ValidatingAdmissionPolicy",
                         f"{RELEASE}-unsupported-constraints")["spec"]
     assert policy["matchConstraints"]["resourceRules"] == [{
@@ -326,7 +328,7 @@ def test_the_policy_warns_and_audits_pods_of_gangsched_with_each_constraint(rend
                        "validationActions": ["Warn", "Audit"]}
 
 
-def test_the_policy_follows_the_scheduler_name_and_can_be_turned_off():
+def test_the_policy_follows_the_scheduler_name_and_can_be_turned_off() -> None:
     renamed = chart.render("settings.schedulerName=gang-2")
     policy = chart.find(renamed, "ValidatingAdmissionPolicy",
                         f"{RELEASE}-unsupported-constraints")["spec"]

@@ -72,7 +72,7 @@ def monitored() -> list[dict[str, Any]]:
                         "metrics.prometheusRule.alertLabels.team=scheduling")
 
 
-def test_dashboard_and_rules_are_off_by_default():
+def test_dashboard_and_rules_are_off_by_default() -> None:
     kinds = {(obj["kind"], obj["metadata"]["name"]) for obj in chart.render()}
     assert ("ConfigMap", f"{RELEASE}-dashboard") not in kinds
     assert not any(kind == "PrometheusRule" for kind, _ in kinds)
@@ -109,7 +109,7 @@ def dashboard_expressions(board: dict[str, Any]) -> list[str]:
     return expressions
 
 
-def test_the_dashboard_reads_only_registered_metrics(monitored):
+def test_the_dashboard_reads_only_registered_metrics(monitored: list[dict[str, Any]]) -> None:
     board = dashboard(monitored)
     assert board["uid"] == "gangsched"
     used = set().union(*map(_check_expression, dashboard_expressions(board)))
@@ -118,7 +118,7 @@ def test_the_dashboard_reads_only_registered_metrics(monitored):
                if panel["type"] != "row")
 
 
-def test_the_alerts_read_only_registered_metrics(monitored):
+def test_the_alerts_read_only_registered_metrics(monitored: list[dict[str, Any]]) -> None:
     rule = chart.find(monitored, "PrometheusRule", RELEASE)
     alerts = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
     assert set(alerts) == {"GangschedNoLeaderPlanner", "GangschedConsumerLagGrowing",
@@ -132,7 +132,7 @@ def test_the_alerts_read_only_registered_metrics(monitored):
     assert "gangsched_leader{" in alerts["GangschedNoLeaderPlanner"]["expr"]
 
 
-def test_without_leader_election_no_leader_alert_is_rendered():
+def test_without_leader_election_no_leader_alert_is_rendered() -> None:
     rule = chart.find(chart.render("metrics.prometheusRule.enabled=true",
                                    "planner.leaderElection.enabled=false",
                                    "metrics.selector=job=~\"gangsched-.*\""),
@@ -172,7 +172,8 @@ def test_the_alert_rules_pass_prometheus_own_rule_check(tmp_path: Path, values: 
         0, f"{tmp_path / 'rules.yaml'}: {rules} rules\n", "")
 
 
-def test_the_rule_check_is_real_it_names_a_broken_expression(monitored, tmp_path: Path):
+def test_the_rule_check_is_real_it_names_a_broken_expression(
+        monitored: list[dict[str, Any]], tmp_path: Path) -> None:
     spec = chart.find(monitored, "PrometheusRule", RELEASE)["spec"]
     spec["groups"][0]["rules"][1]["expr"] = "sum by (consumer) (gangsched_consumer_lag"
     result = check_rules(spec, tmp_path / "rules.yaml")
@@ -205,7 +206,8 @@ def check_promql(expressions: list[str], values: dict[str, str],
                           capture_output=True, text=True, timeout=60, check=False)
 
 
-def test_every_dashboard_expression_passes_prometheus_own_parser(monitored, tmp_path: Path):
+def test_every_dashboard_expression_passes_prometheus_own_parser(
+        monitored: list[dict[str, Any]], tmp_path: Path) -> None:
     board = dashboard(monitored)
     expressions = dashboard_expressions(board)
     assert len(expressions) == 30  # 29 panel targets and the namespace variable's selector
@@ -215,8 +217,8 @@ def test_every_dashboard_expression_passes_prometheus_own_parser(monitored, tmp_
         0, f"{tmp_path / 'dashboard.json'}: 30 expressions\n", "")
 
 
-def test_the_promql_check_is_real_it_names_a_broken_dashboard_expression(monitored,
-                                                                         tmp_path: Path):
+def test_the_promql_check_is_real_it_names_a_broken_dashboard_expression(
+        monitored: list[dict[str, Any]], tmp_path: Path) -> None:
     board = dashboard(monitored)
     expressions = dashboard_expressions(board)
     broken = expressions.index('sum(rate(gangsched_rollbacks_total{namespace=~"$namespace"}[5m]))')
@@ -248,12 +250,12 @@ def test_grafana_variables_are_replaced_as_grafana_does_before_parsing(
         assert result.returncode == 1 and error in result.stderr, result.stderr
 
 
-def test_the_chart_readme_is_generated_from_the_values():
+def test_the_chart_readme_is_generated_from_the_values() -> None:
     assert chart_readme.README.read_text() == chart_readme.readme_text(), (
         "deploy/chart/README.md is stale: run `python -m tests.support.chart_readme`")
 
 
-def test_every_value_has_a_doc_comment():
+def test_every_value_has_a_doc_comment() -> None:
     keys, missing = chart_readme.documented_keys(chart_readme.VALUES.read_text())
     assert missing == []
     assert {key.name for key in keys} >= {"settings.logLevel", "nats.networkPolicy.enabled",

@@ -94,14 +94,15 @@ BAD_VALUES = [
 
 
 @pytest.mark.parametrize(("values", "message"), BAD_VALUES, ids=[v[0][-1] for v in BAD_VALUES])
-def test_a_bad_value_fails_the_install_with_a_line_naming_it(values, message):
+def test_a_bad_value_fails_the_install_with_a_line_naming_it(values: tuple[str, ...],
+                                                             message: str) -> None:
     with pytest.raises(subprocess.CalledProcessError) as refused:
         chart.render_text(*values)
     assert message in refused.value.stderr, refused.value.stderr
     assert "panic" not in refused.value.stderr and "goroutine" not in refused.value.stderr
 
 
-def test_fractional_seconds_given_with_set_reach_the_settings():
+def test_fractional_seconds_given_with_set_reach_the_settings() -> None:
     objects = chart.render("settings.tickSeconds=0.5", "planner.leaderElection.retrySeconds=0.5")
     settings = chart.find(objects, "ConfigMap", f"{chart.RELEASE}-settings")["data"]
     assert settings["GANGSCHED_TICK_SECONDS"] == "0.5"
@@ -109,7 +110,7 @@ def test_fractional_seconds_given_with_set_reach_the_settings():
     assert env["GANGSCHED_LEADER_RETRY_SECONDS"] == "0.5"
 
 
-def test_a_backoff_cap_equal_to_the_first_backoff_is_taken():
+def test_a_backoff_cap_equal_to_the_first_backoff_is_taken() -> None:
     objects = chart.render("settings.backoffInitialSeconds=2.5", "settings.backoffMaxSeconds=2.5")
     settings = chart.find(objects, "ConfigMap", f"{chart.RELEASE}-settings")["data"]
     assert (settings["GANGSCHED_BACKOFF_INITIAL_SECONDS"],
@@ -163,14 +164,14 @@ CHART_SET = {"GANGSCHED_NATS", "GANGSCHED_NATS_USER", "GANGSCHED_NATS_PASSWORD",
 """Options the chart sets from its other sections (or a pod does not use), not `settings`."""
 
 
-def test_every_service_option_is_a_setting_or_set_by_the_chart():
+def test_every_service_option_is_a_setting_or_set_by_the_chart() -> None:
     settings = {_variable(key) for key in SCHEMA["properties"]["settings"]["properties"]}
     assert settings == set(_options()) - CHART_SET
     assert set(VALUES["settings"]) == set(SCHEMA["properties"]["settings"]["properties"])
 
 
 @pytest.mark.parametrize("key", sorted(VALUES["settings"]))
-def test_each_setting_has_its_options_type_range_and_default(key):
+def test_each_setting_has_its_options_type_range_and_default(key: str) -> None:
     option = _options()[_variable(key)]
     wanted = _schema_from_option(option)
     node = _resolve(SCHEMA["properties"]["settings"]["properties"][key])
@@ -209,7 +210,7 @@ def _takes(option: click.Option, text: str) -> bool:
 
 @pytest.mark.parametrize("key", sorted(key for key, node in SCHEMA["properties"]["settings"][
     "properties"].items() if _string_pattern(node) is not None))
-def test_a_settings_string_form_is_taken_exactly_when_its_option_takes_it(key):
+def test_a_settings_string_form_is_taken_exactly_when_its_option_takes_it(key: str) -> None:
     pattern = _string_pattern(SCHEMA["properties"]["settings"]["properties"][key])
     assert pattern is not None
     option = _options()[_variable(key)]
@@ -220,7 +221,7 @@ def test_a_settings_string_form_is_taken_exactly_when_its_option_takes_it(key):
 
 @pytest.mark.parametrize(("key", "variable"), [("leaseSeconds", "GANGSCHED_LEADER_LEASE_SECONDS"),
                                                ("retrySeconds", "GANGSCHED_LEADER_RETRY_SECONDS")])
-def test_the_lease_timings_string_form_matches_their_options(key, variable):
+def test_the_lease_timings_string_form_matches_their_options(key: str, variable: str) -> None:
     node = SCHEMA["properties"]["planner"]["properties"]["leaderElection"]["properties"][key]
     pattern = _string_pattern(node)
     assert pattern is not None
@@ -245,7 +246,7 @@ def _closed_objects(node: dict[str, Any], path: str = "") -> list[str]:
     return found
 
 
-def test_every_object_with_known_keys_refuses_others():
+def test_every_object_with_known_keys_refuses_others() -> None:
     assert _closed_objects(SCHEMA) == []
 
 
@@ -255,7 +256,7 @@ def _leaves(values: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     return [path]
 
 
-def test_every_value_is_typed_in_the_schema():
+def test_every_value_is_typed_in_the_schema() -> None:
     untyped = []
     for path in _leaves(VALUES):
         node = SCHEMA
@@ -270,7 +271,7 @@ def test_every_value_is_typed_in_the_schema():
     assert untyped == []
 
 
-def test_a_scheduler_name_no_lease_could_carry_is_taken_without_the_lease():
+def test_a_scheduler_name_no_lease_could_carry_is_taken_without_the_lease() -> None:
     rendered = chart.render("settings.schedulerName=My_Sched", "settings.schedulerLease=false")
     settings = chart.find(rendered, "ConfigMap", f"{chart.RELEASE}-settings")["data"]
     assert (settings["GANGSCHED_SCHEDULER_NAME"], settings["GANGSCHED_SCHEDULER_LEASE"]) == (

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import Counter
 
 from tests.e2e.differential import generator
-from tests.e2e.differential.families import HOSTNAME, RACK, ZONE, all_families
+from tests.e2e.differential.families import HOSTNAME, RACK, ZONE, Manifest, all_families
 
 
-def test_one_seed_gives_one_workload_and_another_seed_another():
+def test_one_seed_gives_one_workload_and_another_seed_another() -> None:
     plan = generator.plan_cluster(7)
     assert plan == generator.plan_cluster(7)
     assert list(generator.generate_pods(7, plan, 50)) == list(
@@ -17,7 +17,7 @@ def test_one_seed_gives_one_workload_and_another_seed_another():
     assert list(generator.generate_pods(8, plan, 50)) != list(generator.generate_pods(7, plan, 50))
 
 
-def test_nodes_spread_over_three_zones_and_six_racks_with_their_own_hostnames():
+def test_nodes_spread_over_three_zones_and_six_racks_with_their_own_hostnames() -> None:
     plan = generator.plan_cluster(7)
     labels = [node["metadata"]["labels"] for node in plan.nodes]
     assert len(plan.nodes) == 24
@@ -26,7 +26,7 @@ def test_nodes_spread_over_three_zones_and_six_racks_with_their_own_hostnames():
     assert [label[HOSTNAME] for label in labels] == plan.names()
 
 
-def test_a_family_left_out_leaves_the_others_choices_alone():
+def test_a_family_left_out_leaves_the_others_choices_alone() -> None:
     """Each family's stream is seeded by (seed, family, item): without host ports, every other
     part of every pod is what it was."""
     families = all_families()
@@ -35,7 +35,7 @@ def test_a_family_left_out_leaves_the_others_choices_alone():
     full = list(generator.generate_pods(7, plan, 80, families))
     reduced = list(generator.generate_pods(7, plan, 80, without))
 
-    def portless(pod):
+    def portless(pod: Manifest) -> Manifest:
         spec = dict(pod["spec"])
         spec["containers"] = [{k: v for k, v in c.items() if k != "ports"}
                               for c in spec["containers"]]
@@ -49,7 +49,7 @@ def test_a_family_left_out_leaves_the_others_choices_alone():
     assert any("ports" in str(pod["spec"]) for pod in full)
 
 
-def test_every_family_shapes_some_of_400_pods():
+def test_every_family_shapes_some_of_400_pods() -> None:
     plan = generator.plan_cluster(20261201)
     pods = [str(pod) for pod in generator.generate_pods(20261201, plan, 400)]
     for marker in ("nodeSelector", "nodeAffinity", "matchFields", "'Gt'", "tolerations",
@@ -61,7 +61,7 @@ def test_every_family_shapes_some_of_400_pods():
         assert sum(marker in pod for pod in pods) >= 3, marker
 
 
-def test_spread_constraints_are_ones_the_api_server_accepts():
+def test_spread_constraints_are_ones_the_api_server_accepts() -> None:
     """One constraint per (topologyKey, whenUnsatisfiable); minDomains only with
     DoNotSchedule; matchLabelKeys only with a selector; both actions and minDomains occur."""
     plan = generator.plan_cluster(20261201)
@@ -81,7 +81,7 @@ def test_spread_constraints_are_ones_the_api_server_accepts():
     assert min(seen["DoNotSchedule"], seen["ScheduleAnyway"], seen["minDomains"]) >= 10
 
 
-def test_pods_mount_planned_claims_of_their_namespace_or_missing_ones():
+def test_pods_mount_planned_claims_of_their_namespace_or_missing_ones() -> None:
     plan = generator.plan_cluster(20261201)
     claims = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in plan.objects
               if o["kind"] == "PersistentVolumeClaim"}

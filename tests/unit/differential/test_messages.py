@@ -12,7 +12,7 @@ KUBE = ("0/24 nodes are available: 1 Insufficient cpu, 20 node(s) had untolerate
         "preemption: 0/24 nodes are available: 24 Preemption is not helpful for scheduling.")
 
 
-def test_a_kube_scheduler_message_stops_before_its_post_filter_part():
+def test_a_kube_scheduler_message_stops_before_its_post_filter_part() -> None:
     parsed = messages.parse(KUBE)
     assert parsed == messages.NodeReasons(24, {
         "Insufficient cpu": 1, "node(s) had untolerated taint(s)": 20,
@@ -22,25 +22,25 @@ def test_a_kube_scheduler_message_stops_before_its_post_filter_part():
         "3 node(s) didn't satisfy plugin(s) [NodeAffinity].")
 
 
-def test_gangsched_notes_after_the_reasons_are_not_reasons():
+def test_gangsched_notes_after_the_reasons_are_not_reasons() -> None:
     text = ("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.; it would not fit even on "
             "nodes emptied of gangsched's pods, so it reserves no capacity")
     assert messages.parse(text) == messages.NodeReasons(3, {"Insufficient nvidia.com/gpu": 3})
 
 
-def test_a_prefilter_message_has_no_counts():
+def test_a_prefilter_message_has_no_counts() -> None:
     text = "0/24 nodes are available: pod affinity terms conflict. preemption: not helpful."
     assert messages.parse(text) == messages.NodeReasons(
         24, {"pod affinity terms conflict": messages.PREFILTER})
 
 
-def test_other_text_is_no_fit_message():
+def test_other_text_is_no_fit_message() -> None:
     assert not messages.is_fit_message("unsupported constraint: spec.resourceClaims")
     with pytest.raises(messages.NotAFitMessage):
         messages.parse("pod is scheduling-gated (spec.schedulingGates)")
 
 
-def test_same_counts_in_another_order_or_wording_differ_only_in_text():
+def test_same_counts_in_another_order_or_wording_differ_only_in_text() -> None:
     ours = ("0/24 nodes are available: 20 node(s) had untolerated taint(s), 1 Insufficient cpu, "
             "3 node(s) didn't satisfy plugin(s) [NodeAffinity].")
     assert compare.unschedulable_difference(KUBE, ours) == (
@@ -48,7 +48,7 @@ def test_same_counts_in_another_order_or_wording_differ_only_in_text():
     assert compare.unschedulable_difference(KUBE, messages.filter_part(KUBE)) is None
 
 
-def test_different_counts_name_what_differs():
+def test_different_counts_name_what_differs() -> None:
     ours = ("0/24 nodes are available: 1 Insufficient cpu, 23 node(s) didn't match Pod's node "
             "affinity/selector.")
     assert compare.unschedulable_difference(KUBE, ours) == (

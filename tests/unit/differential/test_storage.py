@@ -37,7 +37,7 @@ def changes(before: dict[str, list[Any]], after: dict[str, list[Any]]) -> set[tu
                            storage.fingerprint(slimmer, after), POD, after)
 
 
-def test_the_pods_own_claim_and_the_volume_bound_to_it_may_change():
+def test_the_pods_own_claim_and_the_volume_bound_to_it_may_change() -> None:
     before = {"pvc": [claim("mine"), claim("other")], "pv": [volume("pv-0"), volume("pv-1")]}
     after = {"pvc": [claim("mine", "pv-0", "2"), claim("other")],
              "pv": [volume("pv-0", "mine", "2"), volume("pv-1")]}
@@ -46,14 +46,14 @@ def test_the_pods_own_claim_and_the_volume_bound_to_it_may_change():
     assert storage.unbound(after, POD) == []
 
 
-def test_another_claim_or_volume_changing_is_named():
+def test_another_claim_or_volume_changing_is_named() -> None:
     before = {"pvc": [claim("mine"), claim("other")], "pv": [volume("pv-0"), volume("pv-1")]}
     after = {"pvc": [claim("mine"), claim("other", "pv-1", "2")],
              "pv": [volume("pv-0"), volume("pv-1", "other", "2")]}
     assert changes(before, after) == {("pvc", "ns/other"), ("pv", "pv-1")}
 
 
-def test_a_new_version_that_changes_nothing_gangsched_reads_is_no_change():
+def test_a_new_version_that_changes_nothing_gangsched_reads_is_no_change() -> None:
     before = {"pvc": [claim("other")], "pv": [volume("pv-1")]}
     after = {"pvc": [claim("other", version="7")], "pv": [volume("pv-1", version="9")]}
     assert changes(before, after) == set()

@@ -28,7 +28,7 @@ def pod(name: str, cpu: str, node_name: str | None = None, **spec: Any) -> dict[
 NODES = [node("n0", "a"), node("n1", "a"), node("n2", "b")]
 
 
-def test_a_pod_is_placed_where_it_fits_and_refused_with_kube_scheduler_counts():
+def test_a_pod_is_placed_where_it_fits_and_refused_with_kube_scheduler_counts() -> None:
     snapshot = verdict.Snapshot(NODES, [pod("big", "3", "n0"), pod("other", "3", "n2")])
     slimmer = verdict.Slimmer()
     assert verdict.judge(slimmer, snapshot, pod("p", "2")) == verdict.Verdict("n1", None)
@@ -36,7 +36,7 @@ def test_a_pod_is_placed_where_it_fits_and_refused_with_kube_scheduler_counts():
         None, "0/3 nodes are available: 3 Insufficient cpu.")
 
 
-def test_feasible_on_judges_one_node_alone():
+def test_feasible_on_judges_one_node_alone() -> None:
     snapshot = verdict.Snapshot(NODES, [pod("big", "3", "n0")])
     slimmer = verdict.Slimmer()
     assert verdict.feasible_on(slimmer, snapshot, pod("p", "2"), "n2").node == "n2"
@@ -46,7 +46,7 @@ def test_feasible_on_judges_one_node_alone():
                             "2 node(s) were not ready.")
 
 
-def test_pods_on_the_nodes_made_not_ready_still_count_for_anti_affinity():
+def test_pods_on_the_nodes_made_not_ready_still_count_for_anti_affinity() -> None:
     bound = [pod("web", "1", "n0")]
     shy = pod("shy", "1", affinity={"podAntiAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -56,7 +56,7 @@ def test_pods_on_the_nodes_made_not_ready_still_count_for_anti_affinity():
     assert verdict.feasible_on(slimmer, verdict.Snapshot(NODES, bound), shy, "n2").node == "n2"
 
 
-def test_spread_domains_of_the_nodes_made_not_ready_still_count():
+def test_spread_domains_of_the_nodes_made_not_ready_still_count() -> None:
     """zone a holds one `web` pod, zone b none: maxSkew 1 keeps a second one out of zone a,
     also when n1 is judged alone (zone b is still a domain, with 0)."""
     bound = [pod("web", "1", "n0")]
@@ -92,7 +92,7 @@ def claim(name: str, volume_name: str) -> dict[str, Any]:
             "status": {"phase": "Bound"}}
 
 
-def test_a_bound_claim_keeps_the_pod_on_its_volume_node_and_a_missing_one_everywhere():
+def test_a_bound_claim_keeps_the_pod_on_its_volume_node_and_a_missing_one_everywhere() -> None:
     storage = {"pvc": [claim("data", "pv-0")], "pv": [volume("pv-0", "n2")]}
     mounts = pod("p", "1", volumes=[{"name": "d", "persistentVolumeClaim": {
         "claimName": "data"}}])

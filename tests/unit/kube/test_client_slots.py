@@ -16,7 +16,7 @@ from aiohttp import web
 
 from services.config.settings import KubeSettings
 from services.kube import client
-from tests.unit.kube.test_client_transport import KUBECONFIG
+from tests.support.kubeconfigs import TOKEN_KUBECONFIG as KUBECONFIG
 
 DELAY_SECONDS = 0.05
 TIMEOUT_SECONDS = 1.0

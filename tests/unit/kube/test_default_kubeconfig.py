@@ -25,7 +25,7 @@ current-context: x
 @pytest.mark.parametrize("variable", ["", None])
 async def test_an_empty_or_unset_kubeconfig_variable_reads_home_kube_config(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
-        variable: str | None):
+        variable: str | None) -> None:
     (tmp_path / ".kube").mkdir()
     (tmp_path / ".kube" / "config").write_text(KUBECONFIG)
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -41,7 +41,7 @@ async def test_an_empty_or_unset_kubeconfig_variable_reads_home_kube_config(
 
 
 async def test_several_kubeconfig_paths_use_those_that_exist(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture):
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     present = tmp_path / "present"
     present.write_text(KUBECONFIG)
     monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{present}")

@@ -29,6 +29,7 @@ async def answer_as_cancelled(answer: Any = "answer") -> Any:
 
     async def respond() -> Any:
         victim = waiting
+        assert victim is not None
         victim.cancel()
         if isinstance(answer, BaseException):
             raise answer

@@ -43,38 +43,38 @@ class Clock:
         return self.now
 
 
-def test_leader_must_stop_two_thirds_into_the_lease():
+def test_leader_must_stop_two_thirds_into_the_lease() -> None:
     assert TIMING.renew_deadline_seconds == pytest.approx(6.0)
     assert election.deadline(Term(revision=4, renewed_at=100.0), TIMING) == pytest.approx(106.0)
 
 
-def test_a_retry_interval_as_long_as_the_renew_deadline_is_refused():
+def test_a_retry_interval_as_long_as_the_renew_deadline_is_refused() -> None:
     with pytest.raises(ValueError, match="shorter than two thirds"):
         Timing(lease_seconds=3.0, retry_seconds=2.0)
     with pytest.raises(ValueError):
         Timing(lease_seconds=3.0, retry_seconds=0.0)
 
 
-def test_renewals_come_every_retry_interval_until_the_deadline_cuts_them_short():
+def test_renewals_come_every_retry_interval_until_the_deadline_cuts_them_short() -> None:
     term = Term(revision=1, renewed_at=100.0)
     assert election.wait_before_renewal(term, 100.0, TIMING) == pytest.approx(1.0)
     assert election.wait_before_renewal(term, 105.5, TIMING) == pytest.approx(0.5)
     assert election.wait_before_renewal(term, 106.0, TIMING) is None
 
 
-async def test_a_successful_renewal_starts_the_term_when_the_request_was_sent():
+async def test_a_successful_renewal_starts_the_term_when_the_request_was_sent() -> None:
     lease, clock = FakeLease(8), Clock(103.0)
     renewed = await election.renew(lease, Term(revision=7, renewed_at=100.0), TIMING, clock)
     assert renewed == Term(revision=8, renewed_at=103.0)
     assert lease.renewed == [7]
 
 
-async def test_a_lease_someone_else_wrote_is_lost_at_once():
+async def test_a_lease_someone_else_wrote_is_lost_at_once() -> None:
     lease = FakeLease(None)
     assert await election.renew(lease, Term(7, 100.0), TIMING, Clock(101.0)) is None
 
 
-async def test_a_transient_failure_keeps_the_term_until_its_deadline():
+async def test_a_transient_failure_keeps_the_term_until_its_deadline() -> None:
     term = Term(7, 100.0)
     kept = await election.renew(FakeLease(TimeoutError()), term, TIMING, Clock(104.0))
     assert kept == term
@@ -99,7 +99,7 @@ class AnsweringAsCancelled(FakeLease):
         return await super().renew(revision)
 
 
-async def test_a_cancel_arriving_with_the_renewal_answer_stops_the_renewal():
+async def test_a_cancel_arriving_with_the_renewal_answer_stops_the_renewal() -> None:
     # Python 3.11's wait_for returned the answer and dropped the cancel (CPython gh-86296)
     lease = AnsweringAsCancelled(8)
     lease.victim = asyncio.create_task(election.renew(lease, Term(7, 100.0), TIMING, Clock(101.0)))
@@ -108,14 +108,14 @@ async def test_a_cancel_arriving_with_the_renewal_answer_stops_the_renewal():
     assert lease.renewed == [7]
 
 
-async def test_a_cancel_arriving_with_the_acquire_answer_stops_the_campaign():
+async def test_a_cancel_arriving_with_the_acquire_answer_stops_the_campaign() -> None:
     lease = AnsweringAsCancelled()
     lease.victim = asyncio.create_task(election.campaign(lease, TIMING, Clock(101.0)))
     with pytest.raises(asyncio.CancelledError):
         await lease.victim
 
 
-def test_each_candidate_has_its_own_identity():
+def test_each_candidate_has_its_own_identity() -> None:
     assert election.identity() != election.identity()
 
 

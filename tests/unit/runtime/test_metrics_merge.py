@@ -82,7 +82,7 @@ def samples(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]
             for s in family.samples}
 
 
-def test_gangsched_samples_are_summed_over_the_processes_by_name_and_labels():
+def test_gangsched_samples_are_summed_over_the_processes_by_name_and_labels() -> None:
     merged = samples(merge(PARENT, {"binder": BINDER, "planner": PLANNER}))
     assert merged[("gangsched_preemptions_total", ())] == 3.0
     assert merged[("gangsched_pending_pods", ())] == 42.0
@@ -94,19 +94,19 @@ def test_gangsched_samples_are_summed_over_the_processes_by_name_and_labels():
     assert merged[("gangsched_bind_duration_seconds_sum", ())] == 1.5
 
 
-def test_created_times_take_the_earliest_and_build_info_is_the_parents_alone():
+def test_created_times_take_the_earliest_and_build_info_is_the_parents_alone() -> None:
     merged = samples(merge(PARENT, {"binder": BINDER, "planner": PLANNER}))
     assert merged[("gangsched_preemptions_created", ())] == 200.0
     assert merged[("gangsched_build_info", (("python", "3.11.7"), ("version", "0.1.0")))] == 1.0
     assert not any(name == "python_info" for name, _ in merged)
 
 
-def test_each_processs_own_metrics_keep_their_value_the_childrens_labelled_by_service():
+def test_each_processs_own_metrics_keep_their_value_the_childrens_labelled_by_service() -> None:
     merged = samples(merge(PARENT, {"binder": BINDER, "planner": PLANNER}))
     cpu = {labels: value for (name, labels), value in merged.items()
            if name == "process_cpu_seconds_total"}
     assert cpu == {(): 1.5, (("service", "binder"),): 7.25, (("service", "planner"),): 20.0}
 
 
-def test_with_no_children_the_parents_exposition_is_unchanged_in_value():
+def test_with_no_children_the_parents_exposition_is_unchanged_in_value() -> None:
     assert samples(merge(PARENT, {})) == samples(PARENT.encode())

@@ -12,7 +12,7 @@ from sqlalchemy.exc import DatabaseError, OperationalError, ProgrammingError
 from services.store.errors import schema_conflict, unusable_database
 
 
-def test_unreachable_or_unreadable_databases_are_named_by_their_driver_error():
+def test_unreachable_or_unreadable_databases_are_named_by_their_driver_error() -> None:
     # a database socket the server closed (standard output failing is `OutputFailed`)
     assert unusable_database(BrokenPipeError(32, "Broken pipe")) == (
         "BrokenPipeError: [Errno 32] Broken pipe")
@@ -43,7 +43,7 @@ def test_a_postgresql_socket_that_is_missing_or_not_permitted_is_unreachable() -
     assert unusable_database(FileNotFoundError("alembic migrations not found")) is None
 
 
-def test_a_bug_in_a_query_or_in_writing_output_is_not_hidden():
+def test_a_bug_in_a_query_or_in_writing_output_is_not_hidden() -> None:
     bad_sql = ProgrammingError("SELEC 1", {}, sqlite3.ProgrammingError("syntax error"))
     assert unusable_database(bad_sql) is None
     assert unusable_database(sqlite3.ProgrammingError("syntax error")) is None

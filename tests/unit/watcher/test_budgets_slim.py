@@ -3,6 +3,8 @@ disruptedPods as DefaultPreemption reads them, malformed budgets published as re
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import pytest
 from hypothesis import given, settings
@@ -15,16 +17,17 @@ from tests.unit.watcher.test_slim import _JSONISH
 WHEN = "2024-05-01T10:00:00Z"
 
 
-def budget(spec=None, status=None, **meta):
+def budget(spec: dict[str, Any] | None = None, status: dict[str, Any] | None = None,
+           **meta: Any) -> dict[str, Any]:
     metadata = {"name": "web", "namespace": "ml", "uid": "b1", "resourceVersion": "12", **meta}
-    obj = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": metadata,
-           "spec": {"minAvailable": 2, **(spec or {})}}
+    obj: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                           "metadata": metadata, "spec": {"minAvailable": 2, **(spec or {})}}
     if status is not None:
         obj["status"] = status
     return obj
 
 
-def test_a_budget_keeps_identity_selector_allowed_disruptions_and_disrupted_pods():
+def test_a_budget_keeps_identity_selector_allowed_disruptions_and_disrupted_pods() -> None:
     event = budgets.budget_event(budget(
         {"selector": {"matchLabels": {"tier": "front", "app": "web"},
                       "matchExpressions": [
@@ -45,13 +48,13 @@ def test_a_budget_keeps_identity_selector_allowed_disruptions_and_disrupted_pods
                                          {"disruptionsAllowed": 0})) is None
 
 
-def test_an_absent_selector_is_none_and_an_empty_one_selects_nothing_as_empty():
+def test_an_absent_selector_is_none_and_an_empty_one_selects_nothing_as_empty() -> None:
     assert budgets.budget_event(budget(), 0).selector is None
     assert budgets.budget_event(budget({"selector": {}}), 0).selector == ()
     assert budgets.budget_event(budget({"selector": {"matchLabels": {}}}), 0).selector == ()
 
 
-def test_a_budget_the_disruption_controller_has_not_seen_allows_no_disruption():
+def test_a_budget_the_disruption_controller_has_not_seen_allows_no_disruption() -> None:
     event = budgets.budget_event(budget({"selector": {"matchLabels": {"app": "web"}}}), 0)
     assert (event.disruptions_allowed, event.disrupted_pods) == (0, ())
     obj = budget(status={"disruptionsAllowed": None, "disruptedPods": None})
@@ -66,7 +69,7 @@ def test_a_budget_the_disruption_controller_has_not_seen_allows_no_disruption():
     {"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["web"]}]},
     "app=web",
 ])
-def test_an_invalid_selector_selects_no_pod_and_is_named(selector):
+def test_an_invalid_selector_selects_no_pod_and_is_named(selector: dict[str, Any] | str) -> None:
     obj = budget({"selector": selector}, {"disruptionsAllowed": 1})
     event = budgets.budget_event(obj, 0)
     assert (event.selector, event.disruptions_allowed, event.name) == (None, 1, "web")
@@ -75,21 +78,22 @@ def test_an_invalid_selector_selects_no_pod_and_is_named(selector):
 
 
 @pytest.mark.parametrize("allowed", ["2", -1, True, 2.0, 2**31])
-def test_a_malformed_disruptions_allowed_reads_as_none_allowed_and_is_named(allowed):
+def test_a_malformed_disruptions_allowed_reads_as_none_allowed_and_is_named(
+        allowed: str | int | float) -> None:
     obj = budget({"selector": {"matchLabels": {"app": "web"}}}, {"disruptionsAllowed": allowed})
     assert budgets.budget_event(obj, 0).disruptions_allowed == 0
     assert budgets.budget_problem(obj) == (
         "status.disruptionsAllowed is not an integer >= 0 (read as 0)")
 
 
-def test_malformed_disrupted_pods_read_as_none_and_are_named():
+def test_malformed_disrupted_pods_read_as_none_and_are_named() -> None:
     obj = budget({"selector": {}}, {"disruptionsAllowed": 3, "disruptedPods": ["web-1"]})
     event = budgets.budget_event(obj, 0)
     assert (event.disruptions_allowed, event.disrupted_pods) == (3, ())
     assert budgets.budget_problem(obj) == "status.disruptedPods is not a map (read as empty)"
 
 
-def test_a_budget_without_namespace_is_in_default_and_a_delete_carries_identity():
+def test_a_budget_without_namespace_is_in_default_and_a_delete_carries_identity() -> None:
     assert budgets.budget_event({"metadata": {"name": "x"}}, 0).namespace == "default"
     assert budgets.budget_deleted(budget(), 7) == DisruptionBudgetDeleted(
         at_ms=7, uid="b1", namespace="ml", name="web", resource_version="12")
@@ -104,7 +108,8 @@ _OBJECTS = st.dictionaries(
 
 @settings(max_examples=300, deadline=None)
 @given(_OBJECTS)
-def test_slimming_random_budget_objects_never_raises_and_always_encodes(obj):
+def test_slimming_random_budget_objects_never_raises_and_always_encodes(
+        obj: dict[str, Any]) -> None:
     msgspec.json.encode(budgets.budget_event(obj, 0))
     msgspec.json.encode(budgets.budget_deleted(obj, 0))
     problem = budgets.budget_problem(obj)

@@ -6,6 +6,8 @@ admits but kube-scheduler cannot parse (`labels.NewRequirement`) are named in
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from services.contracts.events import (
@@ -19,13 +21,13 @@ FIELD = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecut
 SSD = {"key": "disk", "operator": "In", "values": ["ssd"]}
 
 
-def preferring(*terms):
+def preferring(*terms: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": {"name": "p", "namespace": "ml", "uid": "u1"},
             "spec": {"containers": [{"name": "c"}], "affinity": {"nodeAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": list(terms)}}}}
 
 
-def test_terms_keep_weights_and_spec_order_and_the_pod_stays_valid():
+def test_terms_keep_weights_and_spec_order_and_the_pod_stays_valid() -> None:
     event = slim.pod_event(preferring(
         {"weight": 50, "preference": {"matchExpressions": [SSD]}},
         {"weight": 1, "preference": {"matchFields": [
@@ -40,7 +42,7 @@ def test_terms_keep_weights_and_spec_order_and_the_pod_stays_valid():
         PreferredSchedulingTerm(100, NodeSelectorTerm()))
 
 
-def test_no_preferred_terms_read_as_none():
+def test_no_preferred_terms_read_as_none() -> None:
     assert slim.pod_event(preferring(), 0).preferred_affinity == ()
 
 
@@ -81,20 +83,21 @@ def test_no_preferred_terms_read_as_none():
         {"key": "metadata.name", "operator": "In", "values": ["N_1"]}]}},
      "[0].preference.matchFields[0].values[0] is not a valid node name: 'N_1'"),
 ])
-def test_a_term_the_api_server_refuses_keeps_the_pod_pending_with_the_field_named(term, reason):
+def test_a_term_the_api_server_refuses_keeps_the_pod_pending_with_the_field_named(
+        term: dict[str, Any], reason: str) -> None:
     event = slim.pod_event(preferring(term), 0)
     assert event.invalid_reason == f"{FIELD}{reason}"
     assert event.unsupported == ()
 
 
-def test_the_first_problem_in_spec_order_is_named():
+def test_the_first_problem_in_spec_order_is_named() -> None:
     event = slim.pod_event(preferring({"weight": 5, "preference": {"matchExpressions": [SSD]}},
                                       {"weight": -1, "preference": {"matchExpressions": [
                                           {"key": "disk", "operator": "Nope"}]}}), 0)
     assert event.invalid_reason == f"{FIELD}[1].weight must be in the range 1-100, got -1"
 
 
-def test_an_invalid_request_is_named_before_a_preferred_term():
+def test_an_invalid_request_is_named_before_a_preferred_term() -> None:
     obj = preferring({"weight": 0, "preference": {}})
     obj["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]
     reason = slim.pod_event(obj, 0).invalid_reason
@@ -129,8 +132,8 @@ INTEGER = "for 'Gt', 'Lt' operators, the value must be an integer"
      f'[[0].matchExpressions[0].values[0]: Invalid value: "v 2": {INTEGER}, '
      f'[0].matchExpressions[0].values[0][gen]: Invalid value: "v 2": {FORM}]'),
 ])
-def test_a_value_kube_scheduler_cannot_parse_is_named_and_the_pod_stays_valid(requirement,
-                                                                              error):
+def test_a_value_kube_scheduler_cannot_parse_is_named_and_the_pod_stays_valid(
+        requirement: dict[str, Any], error: str) -> None:
     event = slim.pod_event(preferring({"weight": 5, "preference": {
         "matchExpressions": [requirement]}}), 0)
     assert event.invalid_reason is None
@@ -139,7 +142,7 @@ def test_a_value_kube_scheduler_cannot_parse_is_named_and_the_pod_stays_valid(re
         requirement["values"])
 
 
-def test_parseable_values_leave_nothing_named():
+def test_parseable_values_leave_nothing_named() -> None:
     event = slim.pod_event(preferring(
         {"weight": 5, "preference": {"matchExpressions": [
             SSD, {"key": "gen", "operator": "Gt", "values": ["5"]},
@@ -147,7 +150,7 @@ def test_parseable_values_leave_nothing_named():
     assert event.preferred_unparseable is None
 
 
-def test_terms_are_indexed_in_spec_order_as_kube_scheduler_paths_them():
+def test_terms_are_indexed_in_spec_order_as_kube_scheduler_paths_them() -> None:
     event = slim.pod_event(preferring(
         {"weight": 5, "preference": {"matchExpressions": [SSD]}},
         {"weight": 7, "preference": {"matchExpressions": [

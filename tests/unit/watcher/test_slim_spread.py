@@ -3,25 +3,29 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from services.contracts import names
 from services.contracts.events import NodeSelectorRequirement, TopologySpreadConstraint
 from services.watcher import slim
 
 ZONE = "topology.kubernetes.io/zone"
 
 
-def spread_pod(*constraints, labels=None):
+def spread_pod(*constraints: dict[str, Any],
+               labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {"metadata": {"name": "p", "namespace": "ml", "labels": labels or {"app": "a"}},
             "spec": {"containers": [{"name": "c"}], "topologySpreadConstraints": list(constraints)}}
 
 
-def constraint(**fields):
+def constraint(**fields: Any) -> dict[str, Any]:
     return {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
             "labelSelector": {"matchLabels": {"app": "a"}}, **fields}
 
 
-def test_a_constraint_is_carried_with_kube_scheduler_defaults_and_nothing_is_unsupported():
+def test_a_constraint_is_carried_with_kube_scheduler_defaults_and_nothing_is_unsupported() -> None:
     event = slim.pod_event(spread_pod(constraint()), 0)
     assert event.unsupported == () and event.invalid_reason is None
     assert event.topology_spread == (TopologySpreadConstraint(
@@ -30,7 +34,7 @@ def test_a_constraint_is_carried_with_kube_scheduler_defaults_and_nothing_is_uns
         node_affinity_policy="Honor", node_taints_policy="Ignore", match_label_keys=()),)
 
 
-def test_every_field_given_is_carried_in_spec_order():
+def test_every_field_given_is_carried_in_spec_order() -> None:
     hard = constraint(maxSkew=2, minDomains=3, nodeAffinityPolicy="Ignore",
                       nodeTaintsPolicy="Honor", matchLabelKeys=["job"],
                       labelSelector={"matchExpressions": [
@@ -74,14 +78,14 @@ def test_every_field_given_is_carried_in_spec_order():
                                                       "values": ["1"]}]})],
      "[0].labelSelector is not a valid label selector"),
 ])
-def test_a_constraint_the_api_would_refuse_keeps_the_pod_pending_with_the_field(constraints,
-                                                                               reason):
+def test_a_constraint_the_api_would_refuse_keeps_the_pod_pending_with_the_field(
+        constraints: list[dict[str, Any]], reason: str) -> None:
     event = slim.pod_event(spread_pod(*constraints), 0)
     assert event.invalid_reason == f"spec.topologySpreadConstraints{reason}"
     assert event.unsupported == ()
 
 
-def test_the_api_servers_own_merge_of_match_label_keys_is_valid():
+def test_the_api_servers_own_merge_of_match_label_keys_is_valid() -> None:
     merged = constraint(matchLabelKeys=["job"], labelSelector={
         "matchLabels": {"app": "a"},
         "matchExpressions": [{"key": "job", "operator": "In", "values": ["j1"]}]})
@@ -91,5 +95,5 @@ def test_the_api_servers_own_merge_of_match_label_keys_is_valid():
 @pytest.mark.parametrize(("key", "valid"), [
     ("app", True), ("example.com/app-1", True), ("a_b.c", True), ("/app", False),
     ("Example.com/app", False), ("a" * 63, True), ("a" * 64, False), ("app-", False)])
-def test_label_names_are_qualified_names(key, valid):
-    assert slim.is_label_name(key) is valid
+def test_label_names_are_qualified_names(key: str, valid: bool) -> None:
+    assert names.is_label_name(key) is valid

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,13 +19,14 @@ from tests.unit.watcher.test_slim import _JSONISH
 GI = 2**30
 
 
-def claim(spec=None, annotations=None, **meta):
+def claim(spec: dict[str, Any] | None = None, annotations: dict[str, str] | None = None,
+          **meta: Any) -> dict[str, Any]:
     metadata = {"name": "data", "namespace": "ml", "uid": "c1", "resourceVersion": "3",
                 "annotations": annotations or {}, **meta}
     return {"metadata": metadata, "spec": spec or {}, "status": {"phase": "Pending"}}
 
 
-def test_a_claim_keeps_class_size_modes_selector_and_binding_state():
+def test_a_claim_keeps_class_size_modes_selector_and_binding_state() -> None:
     event = volumes.claim_event(claim(
         {"storageClassName": "local", "accessModes": ["ReadWriteOnce", "ReadWriteOncePod"],
          "resources": {"requests": {"storage": "10Gi"}}, "volumeName": "pv-1",
@@ -40,20 +43,20 @@ def test_a_claim_keeps_class_size_modes_selector_and_binding_state():
     assert event.volume_mode == "Filesystem" and not event.is_deleting
 
 
-def test_the_beta_class_annotation_wins_over_the_spec_as_kubernetes_reads_it():
+def test_the_beta_class_annotation_wins_over_the_spec_as_kubernetes_reads_it() -> None:
     event = volumes.claim_event(claim({"storageClassName": "b"},
                                       {"volume.beta.kubernetes.io/storage-class": "a"}), 0)
     assert event.storage_class == "a"
     assert volumes.claim_event(claim(), 0).storage_class == ""
 
 
-def test_a_malformed_request_makes_the_claim_invalid_with_the_field_named():
+def test_a_malformed_request_makes_the_claim_invalid_with_the_field_named() -> None:
     event = volumes.claim_event(claim({"resources": {"requests": {"storage": "lots"}}}), 0)
     assert event.invalid_reason is not None
     assert event.invalid_reason == "spec.resources.requests.storage: invalid quantity 'lots'"
 
 
-def test_a_volume_keeps_capacity_affinity_labels_and_claim_ref():
+def test_a_volume_keeps_capacity_affinity_labels_and_claim_ref() -> None:
     event = volumes.volume_event({
         "metadata": {"name": "pv-1", "uid": "v1", "resourceVersion": "9",
                      "labels": {"topology.kubernetes.io/zone": "a"}},
@@ -72,12 +75,12 @@ def test_a_volume_keeps_capacity_affinity_labels_and_claim_ref():
     assert (event.phase, event.volume_mode) == ("Bound", "Block")
 
 
-def test_a_volume_without_affinity_or_claim_reads_as_none():
+def test_a_volume_without_affinity_or_claim_reads_as_none() -> None:
     event = volumes.volume_event({"metadata": {"name": "pv"}, "spec": {}}, 0)
     assert event.node_affinity is None and event.claim is None and event.capacity_bytes == 0
 
 
-def test_a_storage_class_keeps_mode_provisioner_and_allowed_topologies_as_in_terms():
+def test_a_storage_class_keeps_mode_provisioner_and_allowed_topologies_as_in_terms() -> None:
     event = volumes.storage_class_event({
         "metadata": {"name": "fast", "uid": "s1"}, "provisioner": "csi.example.com",
         "volumeBindingMode": "WaitForFirstConsumer",
@@ -99,7 +102,8 @@ _OBJECTS = st.dictionaries(
 
 @settings(max_examples=300, deadline=None)
 @given(_OBJECTS)
-def test_slimming_random_volume_objects_never_raises_and_always_encodes(obj):
+def test_slimming_random_volume_objects_never_raises_and_always_encodes(
+        obj: dict[str, Any]) -> None:
     for slim_one in (volumes.claim_event, volumes.claim_deleted, volumes.volume_event,
                      volumes.volume_deleted, volumes.storage_class_event,
                      volumes.storage_class_deleted):
