@@ -86,6 +86,7 @@ def gangsched(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Gangsched
 @pytest.fixture
 def kube_scheduler(control_plane: ControlPlane, tmp_path: Path) -> Iterator[None]:
     """kube-scheduler from the same build, as the default scheduler beside gangsched."""
+    assert control_plane.bin_dir is not None  # the control plane is started
     log = (tmp_path / "kube-scheduler.log").open("wb")
     process = subprocess.Popen(
         [str(control_plane.bin_dir / "kube-scheduler"), f"--kubeconfig={control_plane.kubeconfig}",

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
+from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube
+from tests.support.gangsched_process import GangschedRun
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.e2e
@@ -19,11 +22,11 @@ def gangsched_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_replay_verifies_the_seed_gang_while_gangsched_runs_and_explain_names_the_gang(
-        control_plane, namespace, gangsched):
+        control_plane: ControlPlane, namespace: str, gangsched: GangschedRun) -> None:
     control_plane.kubectl("apply", "-f", "-",
                           input=kube.example_documents("nginx-gang.yaml", namespace))
 
-    def three_running() -> list[dict]:
+    def three_running() -> list[dict[str, Any]]:
         pods = kube.pods(control_plane, namespace)
         assert len(pods) == 6 and len(kube.running(pods)) == 3, len(kube.running(pods))
         return pods

@@ -11,6 +11,7 @@ from collections import Counter
 
 import pytest
 
+from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, manifests, split
 from tests.support.waiting import consistently, eventually
 
@@ -23,7 +24,7 @@ PLACED = re.compile(r"placement (\S+) of (\S+) \(attempt")
 
 
 def test_two_binders_on_one_work_queue_bind_every_pod_exactly_once(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     services.start("watcher", "planner")
     binders = services.binders(2)
     # One apply per gang: the planner places them in several rounds, so both binders get work.

@@ -90,9 +90,11 @@ def test_a_budget_is_published_with_the_disruption_controllers_counts_and_its_de
                           and status.get("observedGeneration") == 1) else None
 
     budget = eventually(lambda: settled(2), timeout=60, what="disruptionsAllowed 2")
+    assert budget is not None  # `eventually` returns only a truthy value
     assert budget["status"]["currentHealthy"] == 3
-    eventually(lambda: observed_as_api(services, namespace, budget), timeout=15,
-               what="the budget's counts published")
+    # mypy forgets the narrowing in the lambda, as `budget` is assigned again below
+    eventually(lambda: observed_as_api(services, namespace, budget),  # type: ignore[arg-type]
+               timeout=15, what="the budget's counts published")
 
     evict(control_plane, namespace, "web-0")
     eventually(lambda: any(event.get("disrupted_pods") == ["web-0"]
@@ -100,6 +102,7 @@ def test_a_budget_is_published_with_the_disruption_controllers_counts_and_its_de
                            for event in published(services, namespace)),
                timeout=15, what="the eviction's disruptedPods published")
     budget = eventually(lambda: settled(1), timeout=60, what="disruptionsAllowed 1, web-0 gone")
+    assert budget is not None  # `eventually` returns only a truthy value
     eventually(lambda: observed_as_api(services, namespace, budget), timeout=15,
                what="the recount published")
 

@@ -307,7 +307,8 @@ def _three_running_three_pending(cp: ControlPlane, namespace: str) -> list[dict[
 # --- the chart on the API server ------------------------------------------------------------
 
 
-def test_every_chart_object_is_accepted_by_the_api_server(control_plane, deployed):
+def test_every_chart_object_is_accepted_by_the_api_server(
+        control_plane: ControlPlane, deployed: Deployed) -> None:
     listed = kube.get_json(control_plane, "deployments,statefulsets,services,configmaps,"
                            "secrets,serviceaccounts,persistentvolumeclaims,networkpolicies",
                            "-n", NAMESPACE)
@@ -324,7 +325,7 @@ def test_every_chart_object_is_accepted_by_the_api_server(control_plane, deploye
         kube.get_json(control_plane, kind, f"{chart.RELEASE}-{name}")
 
 
-def test_the_ha_values_are_accepted_by_the_api_server(control_plane):
+def test_the_ha_values_are_accepted_by_the_api_server(control_plane: ControlPlane) -> None:
     namespace = "gangsched-ha"
     control_plane.kubectl("create", "namespace", namespace)
     try:
@@ -357,7 +358,8 @@ def test_the_ha_values_are_accepted_by_the_api_server(control_plane):
         control_plane.kubectl("delete", "namespace", namespace, "--wait=false")
 
 
-def test_helm_install_then_upgrade_keeps_the_generated_passwords(control_plane):
+def test_helm_install_then_upgrade_keeps_the_generated_passwords(
+        control_plane: ControlPlane) -> None:
     release, namespace = "gs2", "gangsched-helm"
     helm = [str(chart.helm()), "--kubeconfig", str(control_plane.kubeconfig), "-n", namespace]
     secret = f"{release}-gangsched-nats-users"
@@ -384,7 +386,7 @@ def test_helm_install_then_upgrade_keeps_the_generated_passwords(control_plane):
 
 
 def test_seed_gang_runs_with_the_service_accounts_the_chart_grants(
-        control_plane, deployed, namespace):
+        control_plane: ControlPlane, deployed: Deployed, namespace: str) -> None:
     started = time.monotonic()
     control_plane.kubectl("apply", "-f", "-",
                           input=kube.example_documents("nginx-gang.yaml", namespace))
@@ -412,7 +414,7 @@ def _assert_nats_refused_nothing(deployed: Deployed) -> None:
 
 
 def test_the_watcher_account_cannot_bind_and_the_binder_account_cannot_read_secrets(
-        control_plane, deployed, namespace):
+        control_plane: ControlPlane, deployed: Deployed, namespace: str) -> None:
     pod = "not-ours"
     control_plane.kubectl("apply", "-n", namespace, "-f", "-", input=UNSCHEDULED_POD)
     binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": pod},
@@ -449,7 +451,7 @@ def _can_i(cp: ControlPlane, verb: str, resource: str, service: str) -> str:
         return str(getattr(error, "stdout", "")).strip()
 
 
-async def test_a_subscriber_reads_decisions_but_cannot_publish_one(deployed):
+async def test_a_subscriber_reads_decisions_but_cannot_publish_one(deployed: Deployed) -> None:
     errors: list[Exception] = []
 
     async def on_error(error: Exception) -> None:
@@ -479,7 +481,7 @@ async def test_a_subscriber_reads_decisions_but_cannot_publish_one(deployed):
     assert any("gangsched_decisions.binder" in v for v in violations), errors
 
 
-async def test_the_watcher_user_cannot_publish_decisions_or_outcomes(deployed):
+async def test_the_watcher_user_cannot_publish_decisions_or_outcomes(deployed: Deployed) -> None:
     errors: list[Exception] = []
 
     async def on_error(error: Exception) -> None:
@@ -503,7 +505,7 @@ async def test_the_watcher_user_cannot_publish_decisions_or_outcomes(deployed):
 
 
 def test_the_standby_planner_takes_over_when_the_leader_is_killed(
-        control_plane, deployed, namespace):
+        control_plane: ControlPlane, deployed: Deployed, namespace: str) -> None:
     planners = deployed.planners()
     leaders = eventually(lambda: [p for p in planners if p.is_leader()], timeout=15,
                          interval=0.1, what="a leader")

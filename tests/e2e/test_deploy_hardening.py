@@ -29,6 +29,7 @@ def _kubectl(cp: ControlPlane, *args: str, input: str | None = None,
     """kubectl with the admin kubeconfig (impersonating `user` if given); stderr kept, since
     admission warnings go there."""
     impersonate = ["--as", user] if user else []
+    assert cp.bin_dir is not None  # the control plane is started
     return subprocess.run([str(cp.bin_dir / "kubectl"), "--kubeconfig", str(cp.kubeconfig),
                            *impersonate, *args], input=input, capture_output=True, text=True,
                           timeout=60, check=False)
@@ -71,15 +72,16 @@ def _podgroup(namespace: str, spec: str) -> str:
 
 
 @pytest.mark.parametrize(("spec", "message"), NEGATIVE, ids=[s for s, _ in NEGATIVE])
-def test_the_crd_refuses_a_negative_value_with_its_message(control_plane, namespace, spec,
-                                                           message):
+def test_the_crd_refuses_a_negative_value_with_its_message(
+        control_plane: ControlPlane, namespace: str, spec: str, message: str) -> None:
     result = _kubectl(control_plane, "create", "--dry-run=server", "-f", "-",
                       input=_podgroup(namespace, spec))
     assert result.returncode == 1
     assert message in result.stderr, result.stderr
 
 
-def test_the_crd_still_takes_coscheduling_podgroups(control_plane, namespace):
+def test_the_crd_still_takes_coscheduling_podgroups(
+        control_plane: ControlPlane, namespace: str) -> None:
     spec = "{minMember: 3, scheduleTimeoutSeconds: 0, minResources: {cpu: '0', memory: 1Gi, " \
            "nvidia.com/gpu: 2}}"
     result = _kubectl(control_plane, "create", "--dry-run=server", "-f", "-",
@@ -97,7 +99,7 @@ def _pod(namespace: str, spec: dict[str, Any], scheduler: str = "gangsched") -> 
 
 
 def test_a_pod_of_gangsched_with_a_refused_constraint_is_warned(
-        control_plane, namespace, cluster_objects):
+        control_plane: ControlPlane, namespace: str, cluster_objects: list[dict[str, Any]]) -> None:
     listed = unsupported.constraints()
     assert listed
     for candidate in unsupported.CANDIDATES:
@@ -116,7 +118,8 @@ def test_a_pod_of_gangsched_with_a_refused_constraint_is_warned(
         eventually(warned, timeout=30, interval=0.5, what=f"warning for {candidate.field}")
 
 
-def test_other_pods_are_not_warned(control_plane, namespace, cluster_objects):
+def test_other_pods_are_not_warned(
+        control_plane: ControlPlane, namespace: str, cluster_objects: list[dict[str, Any]]) -> None:
     claims = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}
     eventually(lambda: WARNING in _kubectl(control_plane, "create", "--dry-run=server", "-f",
                                            "-", input=_pod(namespace, claims)).stderr,
@@ -128,7 +131,7 @@ def test_other_pods_are_not_warned(control_plane, namespace, cluster_objects):
 
 
 def test_namespace_viewers_read_podgroups_and_editors_manage_them(
-        control_plane, namespace, cluster_objects):
+        control_plane: ControlPlane, namespace: str, cluster_objects: list[dict[str, Any]]) -> None:
     for role, user in (("view", "viewer"), ("edit", "editor")):
         control_plane.kubectl("create", "rolebinding", f"{user}-{role}", "-n", namespace,
                               f"--clusterrole={role}", f"--user={user}")

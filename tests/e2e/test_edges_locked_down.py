@@ -60,7 +60,8 @@ def failed_scheduling(cp: ControlPlane, namespace: str, name: str) -> list[str]:
 
 
 def test_a_pod_requesting_1e30_cpus_is_not_bound_to_a_node_of_1e15_and_says_why(
-        control_plane, namespace, gangsched, huge_node):
+        control_plane: ControlPlane, namespace: str, gangsched: GangschedRun,
+        huge_node: str) -> None:
     manifests.apply(control_plane, namespace, huge_pod("huge", "1e30", namespace),
                     huge_pod("fits", "1e11", namespace))
     eventually(lambda: kube.bound(kube.pods(control_plane, namespace)), timeout=30,
@@ -87,7 +88,7 @@ def gangsched_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_run_json_is_private_without_secrets_and_decisions_still_reads_the_embedded_nats(
-        control_plane, namespace, gangsched: GangschedRun):
+        control_plane: ControlPlane, namespace: str, gangsched: GangschedRun) -> None:
     run_json = gangsched.data_dir / "run.json"
     credentials = gangsched.data_dir / "nats-credentials.json"
     assert stat.S_IMODE(run_json.stat().st_mode) == 0o600

@@ -31,7 +31,7 @@ TAKE_OVER_SLACK_SECONDS = 15.0
 
 
 def test_a_binder_killed_mid_gang_is_taken_over_and_the_gang_completes_within_its_timeout(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     services.start("watcher", "planner")
     first = services.binder()
     manifests.apply(control_plane, namespace,
@@ -82,7 +82,7 @@ def test_a_binder_killed_mid_gang_is_taken_over_and_the_gang_completes_within_it
 
 
 def test_a_podgroup_without_min_member_schedules_each_member_as_coscheduling_does(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     services.start("watcher", "planner")
     services.binder()
     bare_podgroup = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",

@@ -76,6 +76,7 @@ def test_a_gang_scheduled_raycluster_on_nodes_that_fit_it_is_bound_whole_within_
     manifests.apply(ray_plane, NAMESPACE, raycluster("gang"))
     pods = eventually(lambda: len(ray_pods(ray_plane)) == 4 and ray_pods(ray_plane),
                       timeout=30, what="KubeRay made the head and 3 workers")
+    assert isinstance(pods, list)  # `eventually` returns only a truthy value
     assert {pod["spec"]["schedulerName"] for pod in pods} == {SCHEDULER}
     assert {pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] for pod in pods} == {
         "gang"}

@@ -10,7 +10,7 @@ KWOK node fits all four pods, so only Kueue's quota decides whether anything sta
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +110,8 @@ def test_a_kueue_pod_group_within_quota_is_admitted_and_bound_whole_with_no_podg
         kueue_plane: ControlPlane) -> None:
     manifests.create(kueue_plane, NAMESPACE,
                      *(kueue_pod(f"w{i}", "group", 4) for i in range(4)))
-    group = lambda: members(kueue_plane, "kueue.x-k8s.io/pod-group-name", "group")  # noqa: E731
+    group: Callable[[], list[dict[str, Any]]] = lambda: members(  # noqa: E731
+        kueue_plane, "kueue.x-k8s.io/pod-group-name", "group")
     eventually(lambda: len(admitted(kueue_plane)) == 1, timeout=30, what="Kueue admitted it")
     eventually(lambda: len(kube.bound(group())) == 4, timeout=30, what="every pod bound")
     assert gated(group()) == []

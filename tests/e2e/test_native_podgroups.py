@@ -84,4 +84,5 @@ def test_a_native_gang_of_min_count_3_with_6_pods_on_a_node_for_3_binds_exactly_
                      and c.get("status") == "True"), None)
 
     condition = eventually(scheduled, timeout=20, what="PodGroupScheduled=True")
+    assert condition is not None  # `eventually` returns only a truthy value
     assert condition["reason"] == "Scheduled"

@@ -103,7 +103,7 @@ def parse_time(text: str) -> float:
 
 
 def test_b1_pending_members_bound_by_gangsched_go_from_scheduling_to_running(
-        control_plane, namespace, status_gangsched):
+        control_plane: ControlPlane, namespace: str, status_gangsched: GangschedRun) -> None:
     started = time.time()
     # A pod of another scheduler takes 8 of the node's 10 CPU: 2 of the 3 members fit.
     blocker = prebound_pod("blocker", group=None, cpu="8")
@@ -132,7 +132,8 @@ def test_b1_pending_members_bound_by_gangsched_go_from_scheduling_to_running(
     assert condition["message"] == f"gang {namespace}/g: 3 members bound (minMember 3)"
 
 
-def test_b2_all_members_succeeded_is_finished(control_plane, namespace, status_gangsched):
+def test_b2_all_members_succeeded_is_finished(
+        control_plane: ControlPlane, namespace: str, status_gangsched: GangschedRun) -> None:
     apply(control_plane, namespace, podgroup("g"), *(prebound_pod(f"m{i}") for i in range(3)))
     shows(control_plane, namespace, "Running", (3, 0, 0))
     for i in range(3):
@@ -140,7 +141,8 @@ def test_b2_all_members_succeeded_is_finished(control_plane, namespace, status_g
     shows(control_plane, namespace, "Finished", (0, 3, 0))
 
 
-def test_b3_one_member_succeeded_stays_running(control_plane, namespace, status_gangsched):
+def test_b3_one_member_succeeded_stays_running(
+        control_plane: ControlPlane, namespace: str, status_gangsched: GangschedRun) -> None:
     apply(control_plane, namespace, podgroup("g"), *(prebound_pod(f"m{i}") for i in range(3)))
     shows(control_plane, namespace, "Running", (3, 0, 0))
     manifests.set_phase(control_plane, namespace, "m0", "Succeeded")
@@ -148,7 +150,7 @@ def test_b3_one_member_succeeded_stays_running(control_plane, namespace, status_
 
 
 def test_b4_one_member_failed_below_min_member_is_failed_and_kubectl_shows_it(
-        control_plane, namespace, status_gangsched):
+        control_plane: ControlPlane, namespace: str, status_gangsched: GangschedRun) -> None:
     apply(control_plane, namespace, podgroup("g"), *(prebound_pod(f"m{i}") for i in range(3)))
     shows(control_plane, namespace, "Running", (3, 0, 0))
     manifests.set_phase(control_plane, namespace, "m1", "Failed")
@@ -161,7 +163,7 @@ def test_b4_one_member_failed_below_min_member_is_failed_and_kubectl_shows_it(
 
 
 def test_b5_pods_without_the_label_leave_the_group_pending(
-        control_plane, namespace, status_gangsched):
+        control_plane: ControlPlane, namespace: str, status_gangsched: GangschedRun) -> None:
     apply(control_plane, namespace, podgroup("g"),
           *(prebound_pod(f"m{i}", group=None) for i in range(3)))
     running_pods(control_plane, namespace, 3)
@@ -171,7 +173,7 @@ def test_b5_pods_without_the_label_leave_the_group_pending(
 
 
 def test_b6_a_failed_member_with_quorum_still_met_stays_running(
-        control_plane, namespace, status_gangsched):
+        control_plane: ControlPlane, namespace: str, status_gangsched: GangschedRun) -> None:
     apply(control_plane, namespace, podgroup("g"), *(prebound_pod(f"m{i}") for i in range(4)))
     shows(control_plane, namespace, "Running", (4, 0, 0))
     manifests.set_phase(control_plane, namespace, "m3", "Failed")
@@ -179,7 +181,7 @@ def test_b6_a_failed_member_with_quorum_still_met_stays_running(
 
 
 def test_b7_a_podgroup_whose_pods_were_deleted_is_pending(
-        control_plane, namespace, status_gangsched):
+        control_plane: ControlPlane, namespace: str, status_gangsched: GangschedRun) -> None:
     apply(control_plane, namespace, podgroup("g"), *(prebound_pod(f"m{i}") for i in range(3)))
     shows(control_plane, namespace, "Running", (3, 0, 0))
     control_plane.kubectl("delete", "pods", "--all", "-n", namespace, "--grace-period=0",

@@ -116,6 +116,7 @@ def test_a_high_gang_evicts_the_low_gang_in_its_way_and_runs(
     placed = eventually(lambda: p if len(p := _placed(two_nodes, ns2)) == 2
                         and set(p) == {"high-0", "high-1"} else None,
                         timeout=90, what="the high gang bound on both nodes")
+    assert placed is not None  # `eventually` returns only a truthy value
     assert sorted(placed.values()) == ["kwok-node-0", "kwok-node-1"]
     assert "low-0" not in _names(two_nodes, ns2)  # evicted, a bare pod: gone
     preempted = [event for event in kube.events(two_nodes, ns2, "Preempted")
@@ -124,6 +125,7 @@ def test_a_high_gang_evicts_the_low_gang_in_its_way_and_runs(
     condition = eventually(lambda: c if (c := _podgroup_condition(two_nodes, ns2, "low"))
                            .get("reason") == "Preempted" else None,
                            timeout=30, what="the low PodGroup reads Preempted")
+    assert condition is not None  # `eventually` returns only a truthy value
     assert condition["message"].startswith(f"preempted by gang {ns2}/high (priority 1000 > 10)")
     samples = on_two.metric_samples()
     assert samples[("gangsched_preemptions_total", ())] >= 1
@@ -180,7 +182,9 @@ def test_d_a_pdb_protected_victim_is_avoided_when_another_choice_exists(
     def budget_counted() -> bool:
         pdb = kube.get_json(two_nodes, "pdb", "db", "-n", ns2)
         status = pdb.get("status", {})
-        return status.get("currentHealthy") == 1 and status.get("disruptionsAllowed") == 0
+        counted: bool = (status.get("currentHealthy") == 1
+                         and status.get("disruptionsAllowed") == 0)
+        return counted
 
     eventually(budget_counted, timeout=60, what="the PDB allows no disruption")
     time.sleep(2)  # the watcher publishes the budget's status

@@ -120,7 +120,8 @@ def disruption_target(pod: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def test_a_signed_preemption_evicts_the_lower_priority_pod_and_nominates_the_preemptor(
-        control_plane, namespace, services, priorities):
+        control_plane: ControlPlane, namespace: str, services: split.Services,
+        priorities: dict[int, str]) -> None:
     services.start()  # NATS only: no planner makes decisions of its own
     services.binder()
     low = running_victim(control_plane, namespace, "low", priorities[LOW])
@@ -174,7 +175,8 @@ def test_a_signed_preemption_evicts_the_lower_priority_pod_and_nominates_the_pre
 
 
 def test_no_preemption_evicts_an_equal_priority_a_recreated_or_a_forged_victim(
-        control_plane, namespace, services, priorities):
+        control_plane: ControlPlane, namespace: str, services: split.Services,
+        priorities: dict[int, str]) -> None:
     services.start()
     binder = services.binder()
     equal = running_victim(control_plane, namespace, "equal", priorities[HIGH])

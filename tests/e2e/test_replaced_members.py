@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from services.binder.validation import PLACEMENT_ANNOTATION
 from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, manifests, split
 from tests.e2e.faults import rest
@@ -78,7 +79,8 @@ def podgroup_shows(cp: ControlPlane, namespace: str, phase: str,
 
 @pytest.mark.parametrize("fate", ["deleted", "failed"])
 def test_a_replaced_index_of_a_job_gang_that_ran_is_bound_alone_and_the_group_not_failed(
-        control_plane, namespace, services, two_nodes, fate):
+        control_plane: ControlPlane, namespace: str, services: split.Services,
+        two_nodes: tuple[str, str], fate: str) -> None:
     kwok_node, held_node = two_nodes
     _, planner = services.start("watcher", "planner", extra=rest.PLANNER_FLAGS)
     services.binder()
@@ -121,7 +123,7 @@ def test_a_replaced_index_of_a_job_gang_that_ran_is_bound_alone_and_the_group_no
     assert len(placed) == 2, placed
     assert [(m["name"], m["node"]) for m in placed[1]["members"]] == [
         (replacement["metadata"]["name"], kwok_node)]
-    assert replacement["metadata"]["annotations"][manifests.PLACEMENT_ANNOTATION] == placed[1]["id"]
+    assert replacement["metadata"]["annotations"][PLACEMENT_ANNOTATION] == placed[1]["id"]
 
     podgroup_shows(control_plane, namespace, "Finished", (0, 2, int(fate == "failed")))
     since_placed = [s["phase"] for s in statuses(services, namespace)

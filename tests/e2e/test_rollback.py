@@ -46,8 +46,9 @@ def placement(services: split.Services, namespace: str, attempt: int = 1) -> dic
         found = split.last_message(services.nats.url, "DECISIONS", subject)
         return found if found is not None and found["attempt"] == attempt else None
 
-    result: dict[str, Any] = eventually(check, timeout=30, interval=0.2,
-                                        what=f"Placement attempt {attempt} of {namespace}/g")
+    result = eventually(check, timeout=30, interval=0.2,
+                        what=f"Placement attempt {attempt} of {namespace}/g")
+    assert result is not None  # `eventually` returns only a truthy value
     return result
 
 
@@ -62,8 +63,9 @@ def outcome(services: split.Services, namespace: str, decision_id: str,
                 return message
         return None
 
-    result: dict[str, Any] = eventually(check, timeout=45, interval=0.3,
-                                        what=f"{kind} for decision {decision_id}")
+    result = eventually(check, timeout=45, interval=0.3,
+                        what=f"{kind} for decision {decision_id}")
+    assert result is not None  # `eventually` returns only a truthy value
     return result
 
 
@@ -76,7 +78,8 @@ def uid(pod: dict[str, Any]) -> str:
 
 
 def node_of(pod: dict[str, Any]) -> str | None:
-    return pod["spec"].get("nodeName")
+    node: str | None = pod["spec"].get("nodeName")
+    return node
 
 
 def replicaset_pods(cp: ControlPlane, namespace: str) -> dict[str, dict[str, Any]]:
@@ -142,7 +145,7 @@ def names_of(assignments: list[dict[str, Any]]) -> list[str]:
 # --- the cases -----------------------------------------------------------------------------
 
 def test_member_deleted_between_decision_and_bind_rolls_back_and_the_gang_is_placed_again(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     services.start("watcher", "planner", extra=BACKOFF)
     manifests.apply(control_plane, namespace, manifests.podgroup("g", 4),
                     manifests.replicaset("train", "g", 3), manifests.pod("solo", "g"))
@@ -178,7 +181,7 @@ def test_member_deleted_between_decision_and_bind_rolls_back_and_the_gang_is_pla
 
 
 def test_node_deleted_between_decision_and_bind_rolls_back_and_the_gang_waits_for_a_node(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     node = f"rollback-{namespace}"
     selector = {"gangsched-test": namespace}
     created = manifests.kwok_node(node, labels=selector)
@@ -219,7 +222,8 @@ def test_node_deleted_between_decision_and_bind_rolls_back_and_the_gang_waits_fo
 
 
 def test_binds_refused_by_rbac_roll_back_owned_members_and_keep_bare_pods(
-        control_plane, namespace, services, tmp_path):
+        control_plane: ControlPlane, namespace: str, services: split.Services,
+        tmp_path: Path) -> None:
     with binder_account(control_plane, namespace, tmp_path, services) as account:
         services.start("watcher", "planner",
                        extra=("--backoff-initial-seconds", "1", "--backoff-max-seconds", "2"))
@@ -229,6 +233,7 @@ def test_binds_refused_by_rbac_roll_back_owned_members_and_keep_bare_pods(
         owned = eventually(lambda: replicaset_pods(control_plane, namespace)
                            if len(replicaset_pods(control_plane, namespace)) == 2 else None,
                            timeout=15, what="the ReplicaSet's pods")
+        assert owned is not None  # `eventually` returns only a truthy value
         # The binder may bind the ReplicaSet's pods and solo-ok, but not solo-refused.
         account.allow_binding([*owned, "solo-ok"])
         before = {name: uid(pod) for name, pod in pods_by_name(control_plane, namespace).items()}
@@ -243,6 +248,7 @@ def test_binds_refused_by_rbac_roll_back_owned_members_and_keep_bare_pods(
         pods = eventually(lambda: pods_by_name(control_plane, namespace)
                           if len(pods_by_name(control_plane, namespace)) == 4 else None,
                           timeout=15, what="the ReplicaSet's replacements")
+        assert pods is not None  # `eventually` returns only a truthy value
         assert not set(owned) & set(pods), "owned members bound in the attempt were not deleted"
         assert uid(pods["solo-ok"]) == before["solo-ok"], "a bare pod was deleted"
         assert node_of(pods["solo-ok"]) is not None, "the bare pod's bind was undone"
@@ -266,7 +272,8 @@ def test_binds_refused_by_rbac_roll_back_owned_members_and_keep_bare_pods(
 
 
 def test_deadline_passing_while_the_api_server_is_paused_rolls_back_after_it_resumes(
-        control_plane, namespace, services, tmp_path):
+        control_plane: ControlPlane, namespace: str, services: split.Services,
+        tmp_path: Path) -> None:
     with binder_account(control_plane, namespace, tmp_path, services) as account:
         account.allow_binding(None)
         services.start("watcher", "planner", extra=BACKOFF)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import platform
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from services import __version__
+from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube
 from tests.support.gangsched_process import GangschedRun
 from tests.support.waiting import consistently, eventually
@@ -14,7 +17,7 @@ from tests.support.waiting import consistently, eventually
 pytestmark = pytest.mark.e2e
 
 
-def test_testbed_node_is_the_seed_node(control_plane):
+def test_testbed_node_is_the_seed_node(control_plane: ControlPlane) -> None:
     seed = kube.demo_node()
     node = kube.get_json(control_plane, "node", seed["metadata"]["name"])
     allocatable = node["status"]["allocatable"]
@@ -23,11 +26,12 @@ def test_testbed_node_is_the_seed_node(control_plane):
     assert allocatable["pods"] == seed["status"]["allocatable"]["pods"]
 
 
-def test_gang_of_min_member_3_runs_exactly_three_of_six(control_plane, namespace, gangsched):
+def test_gang_of_min_member_3_runs_exactly_three_of_six(
+        control_plane: ControlPlane, namespace: str, gangsched: GangschedRun) -> None:
     control_plane.kubectl("apply", "-f", "-",
                           input=kube.example_documents("nginx-gang.yaml", namespace))
 
-    def three_running_three_pending():
+    def three_running_three_pending() -> list[dict[str, Any]]:
         pods = kube.pods(control_plane, namespace)
         assert len(pods) == 6, f"{len(pods)} pods"
         running = kube.running(pods)
@@ -67,11 +71,12 @@ def _the_work_shows_in_the_metrics(gangsched: GangschedRun) -> None:
                  python=platform.python_version()) == 1
 
 
-def test_gang_of_min_member_4_binds_nothing(control_plane, namespace, gangsched):
+def test_gang_of_min_member_4_binds_nothing(
+        control_plane: ControlPlane, namespace: str, gangsched: GangschedRun) -> None:
     control_plane.kubectl("apply", "-f", "-", input=kube.example_documents(
         "nginx-gang.yaml", namespace, min_member=4))
 
-    def six_pending_none_bound():
+    def six_pending_none_bound() -> bool:
         pods = kube.pods(control_plane, namespace)
         assert len(pods) == 6, f"{len(pods)} pods"
         assert kube.bound(pods) == [], [p["metadata"]["name"] for p in kube.bound(pods)]
@@ -86,7 +91,8 @@ def test_gang_of_min_member_4_binds_nothing(control_plane, namespace, gangsched)
 
 
 def test_only_the_pod_naming_gangsched_is_bound_by_gangsched(
-        control_plane, namespace, gangsched, kube_scheduler):
+        control_plane: ControlPlane, namespace: str, gangsched: GangschedRun,
+        kube_scheduler: None) -> None:
     control_plane.kubectl("apply", "-n", namespace, "-f",
                           str(kube.EXAMPLES / "multi-scheduler.yaml"))
 
@@ -108,7 +114,7 @@ def test_only_the_pod_naming_gangsched_is_bound_by_gangsched(
 
 
 def test_pod_created_while_gangsched_is_stopped_is_bound_after_it_starts(
-        control_plane, namespace, tmp_path):
+        control_plane: ControlPlane, namespace: str, tmp_path: Path) -> None:
     # No kube-scheduler here: the two default-scheduler pods must stay Pending throughout,
     # which also proves gangsched never touches pods that are not its own.
     control_plane.kubectl("apply", "-f", "-", input=kube.example_documents(

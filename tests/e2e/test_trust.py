@@ -61,7 +61,7 @@ def _running_pod_of_another_scheduler(cp: ControlPlane, namespace: str) -> dict[
 
 
 def test_unsigned_or_wrongly_signed_placements_are_dead_lettered_and_bind_nothing(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     services.start("watcher", "planner")
     services.binder()
     # a gangsched pod whose nodeSelector matches no node: the planner never places it
@@ -100,7 +100,8 @@ def test_unsigned_or_wrongly_signed_placements_are_dead_lettered_and_bind_nothin
 
 
 def test_a_signed_placement_naming_a_pod_it_did_not_bind_deletes_nothing(
-        control_plane, namespace, services, tmp_path: Path):
+        control_plane: ControlPlane, namespace: str, services: split.Services,
+        tmp_path: Path) -> None:
     # Should a forger hold the key, the binder still judges members by the API server's
     # objects: the other scheduler's running pod is not "bound" by this placement, so the
     # failing bogus member rolls back nothing.
@@ -128,7 +129,8 @@ def test_a_signed_placement_naming_a_pod_it_did_not_bind_deletes_nothing(
     assert "rollback: deleted pod" not in services.processes[-1].log_text()
 
 
-def test_every_pod_gangsched_binds_carries_its_placement(control_plane, namespace, services):
+def test_every_pod_gangsched_binds_carries_its_placement(
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     services.start("watcher", "planner")
     services.binder()
     manifests.apply(control_plane, namespace, manifests.podgroup("g", 2),

@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import sqlalchemy
@@ -79,7 +80,9 @@ class Feeder:
             found = await published_decisions(self.js, self.prefix)
             return found if len(found) >= await self.outbox_size() else None
 
-        return await eventually_async(published, timeout=30, what="outbox published")
+        found = await eventually_async(published, timeout=30, what="outbox published")
+        assert found is not None  # `eventually_async` returns only a truthy value
+        return found
 
     async def outbox_size(self) -> int:
         async with self.engine.connect() as connection:
@@ -139,7 +142,7 @@ async def record_scenario(js: JetStreamContext, bus: BusSettings, engine: AsyncE
         pods = {e.uid: e for e in seed if isinstance(e, PodObserved)}
         (nginx,) = placements(await feeder.decisions(), "default/nginx")
         await feeder.publish(bound(nginx, pods, T0 + 100))
-        train = [make_podgroup("train", 2).created(T0 + 200).build(T0 + 200),
+        train: list[Event] = [make_podgroup("train", 2).created(T0 + 200).build(T0 + 200),
                  *[make_pod(f"train-{i}").requests(cpu_milli=1000).in_group("train")
                    .created(T0 + 200).owned_by("train").build(T0 + 200) for i in range(2)]]
         pods.update({e.uid: e for e in train if isinstance(e, PodObserved)})
@@ -183,5 +186,5 @@ async def gangsched(*args: str) -> Result:
     return await asyncio.to_thread(runner.invoke, app, list(args), catch_exceptions=False)
 
 
-def json_lines(output: str) -> list[dict[str, object]]:
+def json_lines(output: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in output.splitlines() if line.startswith("{")]

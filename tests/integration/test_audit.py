@@ -52,7 +52,7 @@ async def table_contents(engine: AsyncEngine) -> dict[str, list[tuple[object, ..
 
 
 async def test_replay_verify_reproduces_every_decision_from_the_database_and_writes_nothing(
-        recording: Recording, engine: AsyncEngine):
+        recording: Recording, engine: AsyncEngine) -> None:
     before = await table_contents(engine)
     result = await gangsched("replay", "--verify", "--db", recording.db_url)
     assert result.exit_code == 0, result.output
@@ -66,7 +66,7 @@ async def test_replay_verify_reproduces_every_decision_from_the_database_and_wri
 
 
 async def test_replay_verify_from_nats_reproduces_the_published_decisions_and_acks_nothing(
-        recording: Recording, js: JetStreamContext):
+        recording: Recording, js: JetStreamContext) -> None:
     prefix = recording.bus.prefix
     consumers_before = await durable_consumers(js, prefix)
     result = await gangsched("replay", "--source", "nats", "--verify", *nats_args(recording),
@@ -87,6 +87,7 @@ async def durable_consumers(js: JetStreamContext, prefix: str) -> dict[str, tupl
     for suffix in ("EVENTS", "DECISIONS"):
         for info in await js.consumers_info(subjects.stream_name(prefix, suffix)):
             if info.config.durable_name:
+                assert info.ack_floor is not None and info.delivered is not None
                 found[info.name] = (info.ack_floor.stream_seq, info.delivered.stream_seq)
     return found
 
@@ -94,7 +95,7 @@ async def durable_consumers(js: JetStreamContext, prefix: str) -> dict[str, tupl
 @pytest.mark.parametrize("changed", [["--scoring", "most-allocated"],
                                      ["--default-timeout-seconds", "30"]])
 async def test_replay_verify_with_another_planner_config_reports_the_first_divergence(
-        recording: Recording, changed: list[str]):
+        recording: Recording, changed: list[str]) -> None:
     result = await gangsched("replay", "--verify", "--db", recording.db_url, *changed)
     assert result.exit_code == 3, result.output  # a negative verdict
     lines = result.output.splitlines()
@@ -111,7 +112,7 @@ async def test_replay_verify_with_another_planner_config_reports_the_first_diver
     assert recorded["id"] == first.id
 
 
-async def test_replay_from_nats_with_another_config_diverges_too(recording: Recording):
+async def test_replay_from_nats_with_another_config_diverges_too(recording: Recording) -> None:
     result = await gangsched("replay", "--source", "nats", "--verify", *nats_args(recording),
                              "--scoring", "most-allocated")
     assert result.exit_code == 3 and "divergence at plan point" in result.output
@@ -119,7 +120,7 @@ async def test_replay_from_nats_with_another_config_diverges_too(recording: Reco
 
 
 async def test_replay_finds_the_database_and_nats_in_run_json(recording: Recording,
-                                                              tmp_path: Path):
+                                                              tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / "run.json").write_text(json.dumps({
@@ -132,7 +133,7 @@ async def test_replay_finds_the_database_and_nats_in_run_json(recording: Recordi
 
 
 async def test_the_timeline_of_a_podgroup_shows_events_decisions_and_outcomes(
-        recording: Recording):
+        recording: Recording) -> None:
     result = await gangsched("replay", "--db", recording.db_url, "--podgroup", "default/train",
                              "-o", "json")
     assert result.exit_code == 0, result.output
@@ -149,7 +150,7 @@ async def test_the_timeline_of_a_podgroup_shows_events_decisions_and_outcomes(
 
 
 async def test_replay_until_a_sequence_verifies_only_the_rounds_before_it(
-        recording: Recording, engine: AsyncEngine):
+        recording: Recording, engine: AsyncEngine) -> None:
     # How many rounds end at or before seq 8 depends on how the live planner batched: count them.
     async with engine.connect() as connection:
         rounds = (await connection.execute(
@@ -163,7 +164,7 @@ async def test_replay_until_a_sequence_verifies_only_the_rounds_before_it(
     assert result.output.strip().endswith(f"at {rounds} plan points")
 
 
-async def test_explain_a_bound_pod_names_its_node_time_and_decision(recording: Recording):
+async def test_explain_a_bound_pod_names_its_node_time_and_decision(recording: Recording) -> None:
     placement = next(d for d in recording.decisions if isinstance(d, Placement))
     member = placement.members[0]
     result = await gangsched("explain", f"default/{member.name}", "--db", recording.db_url)
@@ -175,7 +176,7 @@ async def test_explain_a_bound_pod_names_its_node_time_and_decision(recording: R
 
 async def test_explain_a_pending_pod_of_the_min_member_4_gang_names_the_gang_and_the_capacity(
         js: JetStreamContext, bus_settings: BusSettings, engine: AsyncEngine,
-        migrated_db_url: str, tmp_path: Path):
+        migrated_db_url: str, tmp_path: Path) -> None:
     await record_pending_gang(js, bus_settings, engine, tmp_path)
     result = await gangsched("explain", "pod", "default/nginx-5", "--db", migrated_db_url)
     assert result.exit_code == 0, result.output
@@ -190,7 +191,7 @@ async def test_explain_a_pending_pod_of_the_min_member_4_gang_names_the_gang_and
     assert unknown.exit_code == 3 and "does not appear in the log" in unknown.output
 
 
-async def test_decisions_of_one_podgroup_are_only_that_groups(recording: Recording):
+async def test_decisions_of_one_podgroup_are_only_that_groups(recording: Recording) -> None:
     result = await gangsched("decisions", "--podgroup", "default/train", *nats_args(recording),
                              "-o", "json")
     assert result.exit_code == 0, result.output
@@ -209,7 +210,7 @@ async def test_decisions_of_one_podgroup_are_only_that_groups(recording: Recordi
     assert none.stderr.strip() == "no decision of PodGroup default/none on the DECISIONS stream"
 
 
-async def test_an_audit_connection_refuses_to_write(recording: Recording):
+async def test_an_audit_connection_refuses_to_write(recording: Recording) -> None:
     engine = audit.open_read_only(recording.db_url)
     try:
         async with engine.connect() as connection:
@@ -219,7 +220,7 @@ async def test_an_audit_connection_refuses_to_write(recording: Recording):
         await engine.dispose()
 
 
-async def test_replay_of_a_missing_database_fails_with_status_1(tmp_path: Path):
+async def test_replay_of_a_missing_database_fails_with_status_1(tmp_path: Path) -> None:
     result = await gangsched("replay", "--verify", "--db",
                              f"sqlite+aiosqlite:///{tmp_path / 'none.db'}")
     assert result.exit_code == 1 and "no SQLite database" in result.output
@@ -227,7 +228,7 @@ async def test_replay_of_a_missing_database_fails_with_status_1(tmp_path: Path):
 
 
 async def test_the_nats_py_subscriber_of_the_docs_prints_one_groups_decisions(
-        recording: Recording, tmp_path: Path):
+        recording: Recording, tmp_path: Path) -> None:
     script = docs_scripts.write_python_block("decisions.md", tmp_path / "subscribe.py")
     expected = [d.id for d in recording.decisions if d.group == "default/train"]
     process = await asyncio.create_subprocess_exec(
@@ -247,7 +248,7 @@ async def test_the_nats_py_subscriber_of_the_docs_prints_one_groups_decisions(
 
 
 async def test_decisions_follow_prints_the_stored_ones_then_new_ones_as_they_come(
-        recording: Recording, js: JetStreamContext):
+        recording: Recording, js: JetStreamContext) -> None:
     prefix = recording.bus.prefix
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "services.cli.main", "decisions", "--follow", "-o", "json",
@@ -271,7 +272,7 @@ async def test_decisions_follow_prints_the_stored_ones_then_new_ones_as_they_com
 
 
 async def test_replay_from_nats_refuses_a_stream_whose_oldest_events_expired(
-        recording: Recording, js: JetStreamContext):
+        recording: Recording, js: JetStreamContext) -> None:
     # as retention drops the oldest events (the streams deny purges): keep the newest only
     name = subjects.stream_name(recording.bus.prefix, "EVENTS")
     info = await js.stream_info(name)
@@ -282,7 +283,7 @@ async def test_replay_from_nats_refuses_a_stream_whose_oldest_events_expired(
 
 
 async def test_every_round_records_its_planner_and_a_divergence_names_another_one(
-        recording: Recording, engine: AsyncEngine):
+        recording: Recording, engine: AsyncEngine) -> None:
     async with engine.connect() as connection:
         planners = (await connection.execute(sqlalchemy.select(tables.rounds.c.planner)
                                               .distinct())).scalars().all()
@@ -304,7 +305,7 @@ async def test_every_round_records_its_planner_and_a_divergence_names_another_on
 
 
 async def test_rounds_from_before_planners_recorded_themselves_are_named_so(
-        recording: Recording, engine: AsyncEngine):
+        recording: Recording, engine: AsyncEngine) -> None:
     async with engine.begin() as connection:
         await connection.execute(sqlalchemy.update(tables.rounds).values(planner=None))
     changed = await gangsched("replay", "--verify", "--db", recording.db_url,
@@ -313,7 +314,7 @@ async def test_rounds_from_before_planners_recorded_themselves_are_named_so(
     assert "planned by a planner that did not record itself and replayed by" in changed.output
 
 
-async def test_a_focus_or_until_that_matches_nothing_says_so(recording: Recording):
+async def test_a_focus_or_until_that_matches_nothing_says_so(recording: Recording) -> None:
     nothing = await gangsched("replay", "--db", recording.db_url, "--podgroup", "nope")
     assert nothing.exit_code == 3 and nothing.stdout == ""  # as explain of an unknown object
     assert nothing.stderr.strip() == "nothing in the log is about podgroup default/nope"

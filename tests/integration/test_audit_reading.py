@@ -74,7 +74,7 @@ async def read_rounds(url: str) -> list[RoundInput]:
 
 
 async def test_pages_of_events_decode_whole_in_order_with_their_subjects(
-        engine: AsyncEngine, migrated_db_url: str, row_by_row: list[int]):
+        engine: AsyncEngine, migrated_db_url: str, row_by_row: list[int]) -> None:
     await write_log(engine, events=1055, plan_every=30)
     rounds = await read_rounds(migrated_db_url)
     assert row_by_row == []  # every page decoded whole
@@ -96,7 +96,7 @@ async def test_pages_of_events_decode_whole_in_order_with_their_subjects(
     b'{"type":"ClockTicked","at_ms":5},{"type":"ClockTicked","at_ms":9}',  # two in one row
 ])
 async def test_a_damaged_row_is_named_by_its_seq(engine: AsyncEngine, migrated_db_url: str,
-                                                 row_by_row: list[int], damage: bytes):
+                                                 row_by_row: list[int], damage: bytes) -> None:
     await write_log(engine, events=350, plan_every=50, damaged=234, damage=damage)
     with pytest.raises(DamagedRow, match=r"^table audit_events, row seq 234: data is no event: "):
         await read_rounds(migrated_db_url)
@@ -104,7 +104,7 @@ async def test_a_damaged_row_is_named_by_its_seq(engine: AsyncEngine, migrated_d
 
 
 async def test_postgresql_pages_are_cut_by_bytes_too(engine: AsyncEngine,
-                                                     migrated_db_url: str):
+                                                     migrated_db_url: str) -> None:
     if engine.dialect.name != "postgresql":
         pytest.skip("SQLite pages are cut by rows only (see the next test)")
     await write_log(engine, events=300, plan_every=10)
@@ -119,13 +119,14 @@ async def test_postgresql_pages_are_cut_by_bytes_too(engine: AsyncEngine,
 
 
 async def test_a_sqlite_page_too_big_for_one_value_is_read_row_by_row(
-        engine: AsyncEngine, migrated_db_url: str, row_by_row: list[int]):
+        engine: AsyncEngine, migrated_db_url: str, row_by_row: list[int]) -> None:
     if engine.dialect.name != "sqlite":
         pytest.skip("PostgreSQL pages are cut by bytes before they get too big")
     await write_log(engine, events=250, plan_every=10)
     async with snapshot_of(migrated_db_url) as snapshot:
         raw = await snapshot.connection.get_raw_connection()
         driver = raw.driver_connection
+        assert driver is not None
         # SQLite's limit on one value lowered below a page (not below one row)
         await driver._execute(driver._conn.setlimit, sqlite3.SQLITE_LIMIT_LENGTH, 4000)
         rounds = [rnd async for rnd in DatabaseLog(snapshot, page_rows=PAGE).rounds()]
@@ -134,7 +135,7 @@ async def test_a_sqlite_page_too_big_for_one_value_is_read_row_by_row(
 
 
 async def test_leaving_early_waits_for_the_prefetched_page_and_ends_the_snapshot(
-        engine: AsyncEngine, migrated_db_url: str):
+        engine: AsyncEngine, migrated_db_url: str) -> None:
     await write_log(engine, events=1000, plan_every=10)
     reader = audit.open_read_only(migrated_db_url)
     try:

@@ -18,6 +18,9 @@ from tests.unit.binder.fakes import FakeDelivery, FakeKube, FakePublisher, make_
 
 pytestmark = pytest.mark.integration
 
+# FakeDelivery (tests/unit/binder/fakes.py) declares `headers: dict[str, str] | None`, so mypy
+# does not take it for a `Delivery`: each call handing one to a binder has `ignore[arg-type]`.
+
 SUBJECT = "gangsched.decisions.Preemption.default.g"
 PREEMPTING = "gangsched: preempting to accommodate a higher priority podgroup"
 
@@ -89,7 +92,8 @@ async def test_a_victim_gets_the_condition_then_is_deleted_then_gets_the_event(
 
 async def test_the_preemptors_pods_are_nominated_to_their_nodes(binder_bus: BinderBus) -> None:
     kube = cluster(running("low"))
-    await binder_bus.binder(kube).process(delivery(a_preemption(victim("low"))))
+    await binder_bus.binder(kube).process(
+        delivery(a_preemption(victim("low"))))
     assert kube.pods[("default", "h0")]["status"]["nominatedNodeName"] == "n1"
     assert kube.pods[("default", "h1")]["status"]["nominatedNodeName"] == "n2"
 
@@ -100,7 +104,8 @@ async def test_a_bound_gone_or_replaced_preemptor_pod_is_not_nominated(
     kube = cluster(running("low"))
     kube.pods[("default", "h0")]["spec"]["nodeName"] = "n3"   # bound meanwhile
     kube.pods[("default", "h1")]["metadata"]["uid"] = "uid-h1-recreated"
-    await binder_bus.binder(kube).process(delivery(a_preemption(victim("low"))))
+    await binder_bus.binder(kube).process(
+        delivery(a_preemption(victim("low"))))
     assert [name for name, _ in kube.status_patches] == ["low"]
     assert "nominatedNodeName" not in kube.pods[("default", "h0")]["status"]
 

@@ -32,6 +32,9 @@ from tests.unit.binder.fakes import (
 
 pytestmark = pytest.mark.integration
 
+# FakeDelivery (tests/unit/binder/fakes.py) declares `headers: dict[str, str] | None`, so mypy
+# does not take it for a `Delivery`: each call handing one to a binder has `ignore[arg-type]`.
+
 
 def a_placement(plan_seq: int) -> Placement:
     """Pod a to n1, planned at `plan_seq` (its id `<plan_seq>-0`)."""
@@ -322,7 +325,8 @@ async def test_a_placement_older_than_the_groups_newest_outcome_is_not_carried_o
     await binder_bus.publish_outcomes([GroupRolledBack(
         at_ms=1, decision_id=later(placement.plan_seq), group="default/g", reason="x",
         failed_pod=None, deleted_pods=())])
-    await binder_bus.binder(kube, publisher).process(FakeDelivery(codec.encode(placement)))
+    await binder_bus.binder(kube, publisher).process(
+        FakeDelivery(codec.encode(placement)))
     assert kube.node_of("a") is None and publisher.published == []
 
 
@@ -334,7 +338,8 @@ async def test_a_placement_after_the_groups_earlier_outcomes_is_carried_out(
         at_ms=1, decision_id="1-0", group="default/g", reason="x", failed_pod=None,
         deleted_pods=())])
     placement = a_placement(await binder_bus.observe(kube))
-    await binder_bus.binder(kube, publisher).process(FakeDelivery(codec.encode(placement)))
+    await binder_bus.binder(kube, publisher).process(
+        FakeDelivery(codec.encode(placement)))
     assert kube.node_of("a") == "n1"
 
 
@@ -344,7 +349,8 @@ async def test_a_placement_whose_view_lags_its_plan_point_reads_the_api(
     # the view waits a short while for the plan point, then the members are read instead
     kube, publisher = cluster(), FakePublisher()
     placement = a_placement(await binder_bus.observe(kube) + 1)
-    await binder_bus.binder(kube, publisher).process(FakeDelivery(codec.encode(placement)))
+    await binder_bus.binder(kube, publisher).process(
+        FakeDelivery(codec.encode(placement)))
     assert kube.node_of("a") == "n1"
     assert ("get_pod", "a") in kube.calls and ("get_node", "n1") in kube.calls
 
@@ -394,7 +400,8 @@ async def gang_g_binding(binder_bus: BinderBus, monkeypatch: pytest.MonkeyPatch
     kube = HeldKube(held={"a"})
     first, second = await two_gangs(binder_bus, kube)
     binder = binder_bus.binder(kube, FakePublisher())
-    g = asyncio.create_task(binder.process(FakeDelivery(codec.encode(first))))
+    g = asyncio.create_task(binder.process(
+        FakeDelivery(codec.encode(first))))
     await _until(lambda: "a" in kube.started)
     return kube, binder, g, second
 

@@ -263,6 +263,7 @@ async def test_acks_from_fetched_messages_settle_them(
 
     async def settled() -> bool:
         info = await pull.consumer_info()
+        assert info.ack_floor is not None
         return info.num_ack_pending == 0 and info.ack_floor.stream_seq == 2
 
     for _ in range(50):
@@ -339,6 +340,7 @@ async def test_a_request_whose_408_is_lost_is_given_up(
     pull = await puller(js, bus_settings, eager=eager)
     assert pull._subscription is not None
     deliver = pull._subscription._cb
+    assert deliver is not None
 
     async def dropping_408(message: Msg) -> None:
         if message.headers and message.headers.get("Status") == "408":

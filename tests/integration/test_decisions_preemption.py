@@ -62,7 +62,8 @@ async def printed_ids(capsys: pytest.CaptureFixture[str], bus: BusSettings,
 
 
 async def test_decisions_filter_by_type_and_a_victims_podgroup_sees_its_preemption(
-        js: JetStreamContext, bus_settings: BusSettings, capsys: pytest.CaptureFixture[str]):
+        js: JetStreamContext, bus_settings: BusSettings,
+        capsys: pytest.CaptureFixture[str]) -> None:
     await published(js, bus_settings.prefix)
     assert await printed_ids(capsys, bus_settings, None, "Preemption") == ["3-0", "4-0"]
     assert await printed_ids(capsys, bus_settings, ("default", "low"), "Preemption") == ["3-0"]

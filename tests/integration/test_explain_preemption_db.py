@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 
 async def test_explain_from_the_database_names_the_preempting_gang_to_victim_pod_and_gang(
-        engine: AsyncEngine, migrated_db_url: str):
+        engine: AsyncEngine, migrated_db_url: str) -> None:
     rec, preemption, _ = preempted_log()
     events = [item for rnd in rec.rounds for item in rnd.events]
     async with engine.begin() as connection:

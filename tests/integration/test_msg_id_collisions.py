@@ -31,7 +31,8 @@ PREFIX = "gangsched"
 
 @pytest.fixture
 async def chart_nats(tmp_path: Path) -> AsyncIterator[ChartNats]:
-    async with ChartNats(chart.render(), tmp_path / "nats") as server:
+    server = ChartNats(chart.render(), tmp_path / "nats")
+    async with server:
         yield server
 
 

@@ -73,7 +73,9 @@ async def placements(js: JetStreamContext, prefix: str, count: int) -> list[Plac
         found = [d for d in await published_decisions(js, prefix) if isinstance(d, Placement)]
         return found if len(found) >= count else None
 
-    return await eventually_async(enough, timeout=60, what=f"{count} placement(s)")
+    found = await eventually_async(enough, timeout=60, what=f"{count} placement(s)")
+    assert found is not None  # `eventually_async` returns only a truthy value
+    return found
 
 
 async def test_a_database_stopped_mid_run_is_said_in_one_line_and_waited_for(

@@ -58,7 +58,9 @@ async def wait_for_placements(js: JetStreamContext, prefix: str, count: int) -> 
         found = await placements(js, prefix)
         return found if len(found) >= count else None
 
-    return await eventually_async(enough, timeout=30, what=f"{count} placement(s)")
+    found = await eventually_async(enough, timeout=30, what=f"{count} placement(s)")
+    assert found is not None  # `eventually_async` returns only a truthy value
+    return found
 
 
 async def wait_for_tracked(engine: AsyncEngine, seq: int) -> None:
@@ -85,6 +87,7 @@ async def test_a_gang_is_placed_and_its_decisions_are_published_exactly_once(
     assert all(row.published_at_ms is not None for row in outbox)
     assert [row.seq for row in await rows(engine, tables.audit_events)] == [1, 2, 3, 4]
     assert [row.plan_seq for row in await rows(engine, tables.rounds)][-1] == 4
+    assert published[0].subject is not None
     assert published[0].subject.startswith(f"{prefix}.decisions.")
 
 
@@ -422,7 +425,7 @@ async def test_decisions_published_but_not_marked_are_not_published_again_after_
     prefix = bus_settings.prefix
     settings = planner_settings(bus_settings, Path()).planner
     store = DatabaseGoesDown(PlannerStore(engine))
-    service = PlannerService(store, Publisher(js), prefix=prefix,  # type: ignore[arg-type]
+    service = PlannerService(store, Publisher(js), prefix=prefix,
                              config=PlannerConfig(), settings=settings)
     await service.recover()
     source = await PullConsumer.open(

@@ -132,6 +132,13 @@ class Chunks:
         taken, self.buffer = self.buffer[:self.size], self.buffer[self.size:]
         return taken
 
+    async def first_seq(self) -> int:
+        return await self.consumer.first_seq()
+
+    async def repair(self, start_seq: int) -> None:
+        self.buffer.clear()  # delivered by the consumer being replaced
+        await self.consumer.repair(start_seq)
+
     @property
     def stream_created(self) -> str | None:
         return self.consumer.stream_created

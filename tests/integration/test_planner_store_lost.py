@@ -377,8 +377,9 @@ async def test_a_tracked_seq_recorded_without_its_stored_time_is_told_by_its_byt
         await wait_for_tracked(engine, 6)
     assert await tracked_row(engine) == (6, now)
     stored = await js.get_msg(stream, 6)
-    assert (await PlannerStore(engine).message_at(6) or ())[2] == reading.stored_at_us(
-        stored.time)
+    message = await PlannerStore(engine).message_at(6)
+    assert message is not None
+    assert message[2] == reading.stored_at_us(stored.time)
 
 
 async def test_a_running_planner_refuses_its_events_stream_restored_from_an_older_backup(

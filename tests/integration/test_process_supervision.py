@@ -9,6 +9,8 @@ import os
 import pickle
 import signal
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -51,7 +53,7 @@ class Recorder:
     def pids(self, name: str) -> list[int]:
         return [int(m["pid"]) for n, m in self.messages if n == name and "pid" in m]
 
-    async def until(self, condition: Any) -> None:
+    async def until(self, condition: Callable[[], object]) -> None:
         async with asyncio.timeout(60):
             while not condition():
                 self.changed.clear()
@@ -63,10 +65,11 @@ def spec(name: str, mode: str) -> ChildSpec:
 
 
 def restarts(name: str) -> float:
-    return metrics.task_restarts.labels(name)._value.get()
+    value: float = metrics.task_restarts.labels(name)._value.get()
+    return value
 
 
-async def test_a_child_killed_is_restarted_and_counted_and_stop_ends_it():
+async def test_a_child_killed_is_restarted_and_counted_and_stop_ends_it() -> None:
     recorder = Recorder()
     supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
                                    Limits(first_backoff_seconds=0.01))
@@ -89,7 +92,7 @@ async def test_a_child_killed_is_restarted_and_counted_and_stop_ends_it():
     assert supervisor.pid("killed-child") is None
 
 
-async def test_a_child_that_never_gets_ready_ends_supervision_with_its_reason():
+async def test_a_child_that_never_gets_ready_ends_supervision_with_its_reason() -> None:
     recorder = Recorder()
     supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
                                    Limits(first_backoff_seconds=0.01, crash_loop_limit=3))
@@ -105,7 +108,7 @@ async def test_a_child_that_never_gets_ready_ends_supervision_with_its_reason():
     assert recorder.exits == ["doomed"] * 3
 
 
-async def test_a_child_that_says_no_restart_mends_it_ends_supervision_with_its_line():
+async def test_a_child_that_says_no_restart_mends_it_ends_supervision_with_its_line() -> None:
     """A fatal line (a lost NATS store, a schema behind) ends the run at the first exit, even
     after the child was ready: restarted, it failed again for ever (review, session 29)."""
     recorder = Recorder()
@@ -121,7 +124,7 @@ async def test_a_child_that_says_no_restart_mends_it_ends_supervision_with_its_l
     assert recorder.exits == ["planner-fatal"]
 
 
-async def test_stop_terminates_every_child_and_kills_one_ignoring_sigterm():
+async def test_stop_terminates_every_child_and_kills_one_ignoring_sigterm() -> None:
     recorder = Recorder()
     supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
                                    Limits(stop_timeout_seconds=1.0))
@@ -136,7 +139,7 @@ async def test_stop_terminates_every_child_and_kills_one_ignoring_sigterm():
     await supervisor.wait()  # returns at once: nothing left to supervise
 
 
-async def test_a_child_started_without_a_parent_payload_says_so():
+async def test_a_child_started_without_a_parent_payload_says_so() -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "services.cli.child", stdin=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE)
@@ -147,7 +150,7 @@ async def test_a_child_started_without_a_parent_payload_says_so():
         "started by `gangsched run`)")
 
 
-async def test_a_child_whose_argument_names_another_service_than_its_payload_says_so():
+async def test_a_child_whose_argument_names_another_service_than_its_payload_says_so() -> None:
     payload = pickle.dumps(ChildPayload("planner", Settings(), PlannerConfig()))
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "services.cli.child", "binder", stdin=asyncio.subprocess.PIPE,
@@ -158,7 +161,7 @@ async def test_a_child_whose_argument_names_another_service_than_its_payload_say
         "gangsched: started as the binder process with a planner payload")
 
 
-async def test_stop_does_not_wait_out_a_restart_backoff():
+async def test_stop_does_not_wait_out_a_restart_backoff() -> None:
     recorder = Recorder()
     supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
                                    Limits(first_backoff_seconds=3600.0))
@@ -169,7 +172,9 @@ async def test_stop_does_not_wait_out_a_restart_backoff():
     assert recorder.exits == ["backing-off"]
 
 
-async def test_a_child_that_cannot_even_be_started_counts_as_failing_before_ready(tmp_path):
+async def test_a_child_that_cannot_even_be_started_counts_as_failing_before_ready(
+    tmp_path: Path,
+) -> None:
     recorder = Recorder()
     supervisor = ProcessSupervisor(recorder.on_message, recorder.on_exit,
                                    Limits(first_backoff_seconds=0.01, crash_loop_limit=2))

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 
 
 async def test_the_benchmark_log_verifies_every_decision_it_recorded(
-        tmp_path: Path, postgres: Postgres):
+        tmp_path: Path, postgres: Postgres) -> None:
     path, config = tmp_path / "bench.db", PlannerConfig()
     events, decisions, rounds = await asyncio.to_thread(replay_bench.build, path, 5000, config)
     assert events >= 5000 and decisions > 0

@@ -13,6 +13,7 @@ import json
 import signal
 import stat
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import nats
@@ -34,7 +35,7 @@ current-context: c
 
 
 @pytest.fixture
-def run(tmp_path: Path):
+def run(tmp_path: Path) -> Iterator[GangschedRun]:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)
     process = GangschedRun(kubeconfig, tmp_path / "data", "--http-port", "-1")
@@ -73,14 +74,17 @@ def embedded_url(run: GangschedRun) -> str:
             return None
         return str(json.loads(files[-1].read_text())["nats"][0])
 
-    return eventually(url, timeout=30, interval=0.1, what="embedded nats-server up")
+    found = eventually(url, timeout=30, interval=0.1, what="embedded nats-server up")
+    assert found is not None  # `eventually` returns only a truthy value
+    return found
 
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-async def test_a_client_without_the_credentials_is_refused_and_one_with_them_admitted(run):
+async def test_a_client_without_the_credentials_is_refused_and_one_with_them_admitted(
+        run: GangschedRun) -> None:
     url = embedded_url(run)
     with pytest.raises(nats.errors.Error, match="Authorization Violation"):
         await nats.connect(url, allow_reconnect=False, connect_timeout=2)
@@ -91,7 +95,7 @@ async def test_a_client_without_the_credentials_is_refused_and_one_with_them_adm
     await client.close()
 
 
-async def test_the_credentials_are_private_files_and_on_no_command_line(run):
+async def test_the_credentials_are_private_files_and_on_no_command_line(run: GangschedRun) -> None:
     embedded_url(run)
     credentials = run.data_dir / "nats-credentials.json"
     password = json.loads(credentials.read_text())["password"]
@@ -105,7 +109,8 @@ async def test_the_credentials_are_private_files_and_on_no_command_line(run):
         assert password not in " ".join(process.cmdline())
 
 
-async def test_each_start_has_new_credentials_and_none_are_left_after_exit(run):
+async def test_each_start_has_new_credentials_and_none_are_left_after_exit(
+        run: GangschedRun) -> None:
     embedded_url(run)
     credentials = run.data_dir / "nats-credentials.json"
     first = json.loads(credentials.read_text())["password"]

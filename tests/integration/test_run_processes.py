@@ -43,7 +43,9 @@ def started(run: GangschedRun) -> dict[str, int]:
         return {name: int(found[name]) for name in SERVICES} if set(SERVICES) <= set(found) \
             else None
 
-    return eventually(pids, timeout=90, interval=0.2, what="three service processes")
+    found = eventually(pids, timeout=90, interval=0.2, what="three service processes")
+    assert found is not None  # `eventually` returns only a truthy value
+    return found
 
 
 def descendants(run: GangschedRun) -> list[psutil.Process]:
@@ -58,6 +60,7 @@ def gone(processes: list[psutil.Process]) -> bool:
 def http_address(run: GangschedRun) -> str:
     match = eventually(lambda: re.search(r"health endpoints on (http://\S+)", run.log_tail(400)),
                        timeout=60, interval=0.2, what="the parent's health endpoints")
+    assert match is not None  # `eventually` returns only a truthy value
     return match.group(1)
 
 
@@ -68,7 +71,7 @@ def samples(address: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
-def test_each_service_runs_in_its_own_process_and_sigterm_stops_them_all(tmp_path: Path):
+def test_each_service_runs_in_its_own_process_and_sigterm_stops_them_all(tmp_path: Path) -> None:
     run = launched(tmp_path)
     try:
         pids = started(run)
@@ -85,7 +88,7 @@ def test_each_service_runs_in_its_own_process_and_sigterm_stops_them_all(tmp_pat
     assert not (run.data_dir / "nats-credentials.json").exists()
 
 
-def test_a_service_process_that_dies_is_restarted_and_counted(tmp_path: Path):
+def test_a_service_process_that_dies_is_restarted_and_counted(tmp_path: Path) -> None:
     run = launched(tmp_path)
     try:
         address = http_address(run)
@@ -99,6 +102,7 @@ def test_a_service_process_that_dies_is_restarted_and_counted(tmp_path: Path):
         assert "planner process exited on SIGKILL; restarting it in 0.5s" in run.log_tail(400)
         metrics = eventually(lambda: _with_every_service(samples(address)), timeout=60,
                              interval=0.5, what="the new planner's metrics merged")
+        assert metrics is not None  # `eventually` returns only a truthy value
         assert metrics[("gangsched_task_restarts_total", (("task", "planner"),))] == 1.0
         # every child serves its own endpoints (merged above), yet the log names one address
         assert re.findall(r"health endpoints on (http://\S+)", run.log_tail(400)) == [address]
@@ -109,7 +113,7 @@ def test_a_service_process_that_dies_is_restarted_and_counted(tmp_path: Path):
     assert code == 0, run.log_tail()
 
 
-def test_a_killed_run_leaves_no_process_behind(tmp_path: Path):
+def test_a_killed_run_leaves_no_process_behind(tmp_path: Path) -> None:
     run = launched(tmp_path)
     started(run)
     processes = descendants(run)
@@ -121,7 +125,7 @@ def test_a_killed_run_leaves_no_process_behind(tmp_path: Path):
                what="every child of the killed run ended")
 
 
-def test_single_process_runs_the_services_in_the_run_process(tmp_path: Path):
+def test_single_process_runs_the_services_in_the_run_process(tmp_path: Path) -> None:
     run = launched(tmp_path, "--single-process")
     try:
         http_address(run)

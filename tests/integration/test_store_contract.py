@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -270,6 +271,7 @@ async def test_migrate_refuses_a_sqlite_file_of_another_application_only(
         async with engine.begin() as connection:
             await connection.execute(sqlalchemy.text("CREATE TABLE customers (id INTEGER)"))
         if db_url.startswith("sqlite"):
+            refusing: Callable[[], Awaitable[object]]
             for refusing in (lambda: schema.migrate(db_url),
                              lambda: schema.check_schema(engine, db_url)):
                 with pytest.raises(SchemaMismatch, match=r"is not gangsched's: it holds other "
@@ -292,6 +294,7 @@ async def test_a_version_table_of_two_revisions_or_a_table_gone_is_refused_by_na
             await connection.execute(sqlalchemy.text(
                 "INSERT INTO alembic_version VALUES ('0001')"))
         two = r"damaged version table: alembic_version records 2 revisions \(0001, 0004\)"
+        refusing: Callable[[], Awaitable[object]]
         for refusing in (lambda: schema.migrate(migrated_db_url),
                          lambda: schema.check_schema(engine),
                          lambda: schema.current_revision(engine)):

@@ -35,7 +35,9 @@ class GangschedRun:
     def start(self, ready_timeout: float = 60.0) -> dict[str, str]:
         """Start the process and wait until it reports ready; returns the `run.json` content."""
         self.launch()
-        return eventually(self._ready, timeout=ready_timeout, what="gangsched run ready")
+        info = eventually(self._ready, timeout=ready_timeout, what="gangsched run ready")
+        assert info is not None  # `eventually` returns only a truthy value
+        return info
 
     def launch(self) -> None:
         """Start the process without waiting for it to be ready."""

@@ -81,7 +81,7 @@ def alive(process: Process) -> bool:
 
 def _descendants_by_psutil(skip: Collection[Process]) -> set[Process]:
     """`descendants()` where /proc has no children files (not Linux, or an old kernel)."""
-    import psutil  # type: ignore[import-untyped]  # no stubs installed (types-psutil)
+    import psutil
 
     found: set[Process] = set()
     skipped: set[int] = set()

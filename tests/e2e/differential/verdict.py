@@ -12,13 +12,13 @@ them still count for inter-pod affinity), so the only placement left is that nod
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from services.contracts.events import Event, NodeObserved
+from services.contracts.events import Event, NodeObserved, PodObserved
 from services.planner.core.config import PlannerConfig
 from services.planner.simulate import engine
 from services.watcher import slim, volumes
@@ -80,7 +80,8 @@ def as_ours(pod: dict[str, Any]) -> dict[str, Any]:
     return ours
 
 
-def _run(nodes: list[Event], pods: list[Event], candidate: Event) -> Verdict:
+def _run(nodes: Sequence[Event], pods: Sequence[Event], candidate: Event) -> Verdict:
+    assert isinstance(candidate, PodObserved)  # `slimmer.event("pod", ...)`
     arrivals = [engine.Arrival(at_ms=AT_MS, event=event) for event in (*nodes, *pods, candidate)]
     result = engine.run(arrivals, CONFIG)
     outcome = result.pods[candidate.uid]

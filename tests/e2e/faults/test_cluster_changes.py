@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, manifests, split
 from tests.e2e.faults import rest
 from tests.e2e.test_rollback import condition_message, uid
@@ -29,7 +30,8 @@ def start(services: split.Services) -> split.ServiceProcess:
     return planner
 
 
-def apply_gang(cp, namespace: str, min_member: int, replicas: int, **extra: Any) -> None:
+def apply_gang(
+        cp: ControlPlane, namespace: str, min_member: int, replicas: int, **extra: Any) -> None:
     """PodGroup g (timeout 5 s) and ReplicaSet train of `replicas` members (`extra`: spec)."""
     manifests.apply(cp, namespace, manifests.podgroup("g", min_member, timeout_seconds=5),
                     manifests.replicaset("train", "g", replicas, **extra))
@@ -42,11 +44,11 @@ def outcomes(services: split.Services, namespace: str) -> list[dict[str, Any]]:
         if message["type"] in ("GroupBound", "GroupRolledBack")]
 
 
-def bound_uids(cp, namespace: str) -> set[str]:
+def bound_uids(cp: ControlPlane, namespace: str) -> set[str]:
     return {uid(pod) for pod in kube.bound(kube.pods(cp, namespace))}
 
 
-def delete_pods(cp, namespace: str, *names: str, selector: str | None = None) -> None:
+def delete_pods(cp: ControlPlane, namespace: str, *names: str, selector: str | None = None) -> None:
     which = ["-l", selector] if selector else list(names)
     cp.kubectl("delete", "pods", *which, "-n", namespace, "--grace-period=0", "--force",
                "--wait=false")
@@ -62,7 +64,7 @@ def binding_seconds(binder: split.ServiceProcess, decision_id: str) -> float:
 
 
 def test_a_node_deleted_while_its_gang_binds_is_seen_on_the_re_read_and_the_gang_rolled_back(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     node = f"doomed-{namespace}"
     selector = {"gangsched-test": namespace}
     created = manifests.kwok_node(node, labels=selector)
@@ -100,7 +102,7 @@ def test_a_node_deleted_while_its_gang_binds_is_seen_on_the_re_read_and_the_gang
 
 
 def test_min_member_raised_binds_nothing_more_and_lowered_places_the_gang(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     planner = start(services)
     with rest.partial_watch(control_plane, namespace, "minMember changed"):
         apply_gang(control_plane, namespace, 4, 3)
@@ -119,7 +121,7 @@ def test_min_member_raised_binds_nothing_more_and_lowered_places_the_gang(
 
 
 def test_a_podgroup_deleted_while_its_pods_run_leaves_them_and_its_recreation_adopts_them(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     planner = start(services)
     with rest.partial_watch(control_plane, namespace, "PodGroup deleted and recreated"):
         apply_gang(control_plane, namespace, 3, 3)
@@ -137,7 +139,7 @@ def test_a_podgroup_deleted_while_its_pods_run_leaves_them_and_its_recreation_ad
 
 
 def test_a_running_gang_deleted_at_once_is_recreated_by_its_controller_and_placed_whole(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     # A ReplicaSet, not a Job: KWOK's default stages complete a Job's pods at once, so a
     # Job gang never stays running on this testbed. Both are kube-controller-manager's.
     planner = start(services)
@@ -158,7 +160,7 @@ def test_a_running_gang_deleted_at_once_is_recreated_by_its_controller_and_place
 
 
 def test_a_member_deleted_while_its_gang_backs_off_is_replaced_and_the_gang_placed_whole(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     node = f"later-{namespace}"
     selector = {"gangsched-test": namespace}
     try:

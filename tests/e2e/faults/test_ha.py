@@ -24,6 +24,7 @@ import pytest
 
 from services.bus.embedded import find_binary
 from services.contracts import subjects
+from tests.cluster.fixture import ControlPlane
 from tests.e2e import manifests, split
 from tests.e2e.faults import rest
 from tests.support.postgres import running_postgres
@@ -130,7 +131,7 @@ def leading(*planners: split.ServiceProcess) -> split.ServiceProcess | None:
     return claiming[0] if len(claiming) == 1 else None
 
 
-def apply_gangs(cp, namespace: str, groups: list[str]) -> dict[str, int]:
+def apply_gangs(cp: ControlPlane, namespace: str, groups: list[str]) -> dict[str, int]:
     manifests.apply(cp, namespace, *[
         document for group in groups
         for document in (manifests.podgroup(group, 2, timeout_seconds=10),
@@ -139,7 +140,8 @@ def apply_gangs(cp, namespace: str, groups: list[str]) -> dict[str, int]:
 
 
 def test_a_nats_server_and_the_leading_planner_killed_lose_no_gang_and_split_none(
-        control_plane, namespace, services, cluster):
+        control_plane: ControlPlane, namespace: str, services: split.Services,
+        cluster: Cluster) -> None:
     with running_postgres() as postgres:
         database = postgres.url("postgres")
         subprocess.run([sys.executable, "-m", "services.cli.main", "migrate", "--db", database],
@@ -171,6 +173,7 @@ def test_a_nats_server_and_the_leading_planner_killed_lose_no_gang_and_split_non
             # losing a server may have moved the lease: kill whoever leads now
             leader = eventually(lambda: leading(first, second), timeout=30, interval=0.1,
                                 what="a leading planner after the server's restart")
+            assert leader is not None  # `eventually` returns only a truthy value
             standby = second if leader is first else first
             terms = standby.log_text().count("became leader")
             leader.signal(signal.SIGKILL)

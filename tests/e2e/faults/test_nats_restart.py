@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.e2e import manifests
+from tests.cluster.fixture import ControlPlane
+from tests.e2e import manifests, split
 from tests.e2e.faults import rest
 from tests.support.waiting import eventually
 
@@ -22,7 +23,7 @@ GANGS = {f"n{index}": 3 for index in range(4)}
 
 
 def test_nats_killed_and_restarted_while_gangs_are_placed_loses_no_gang_and_splits_none(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     watcher, planner = services.start("watcher", "planner", extra=rest.PLANNER_FLAGS)
     binder = services.binder()
     port = urlsplit(services.nats.url).port

@@ -12,6 +12,7 @@ import signal
 import pytest
 
 from services.planner import faults
+from tests.cluster.fixture import ControlPlane
 from tests.e2e import manifests, split
 from tests.e2e.faults import rest
 from tests.support.waiting import consistently, eventually
@@ -28,7 +29,8 @@ def kill(process: split.ServiceProcess) -> None:
     process.process.wait(10)
 
 
-def apply_gangs(control_plane, namespace: str, groups: list[str] | None = None) -> None:
+def apply_gangs(
+        control_plane: ControlPlane, namespace: str, groups: list[str] | None = None) -> None:
     manifests.apply(control_plane, namespace, *[
         document for group, size in GANGS.items() if groups is None or group in groups
         for document in (manifests.podgroup(group, size, timeout_seconds=10),
@@ -44,7 +46,7 @@ def placed_once(services: split.Services, namespace: str) -> None:
 
 
 def test_a_planner_killed_mid_batch_restarts_on_its_database_and_places_every_gang_once(
-        control_plane, namespace, services):
+        control_plane: ControlPlane, namespace: str, services: split.Services) -> None:
     _, planner = services.start("watcher", "planner", extra=rest.PLANNER_FLAGS)
     services.binder()
     with rest.partial_watch(control_plane, namespace, "planner killed mid-batch"):
@@ -60,7 +62,8 @@ def test_a_planner_killed_mid_batch_restarts_on_its_database_and_places_every_ga
 
 
 def test_a_planner_killed_between_commit_and_publish_publishes_its_outbox_on_restart(
-        control_plane, namespace, services, monkeypatch):
+        control_plane: ControlPlane, namespace: str, services: split.Services,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     (watcher,) = services.start("watcher", extra=rest.PLANNER_FLAGS)
     services.binder()
     # only this namespace's decisions: an earlier test's terminating objects decide too
@@ -70,7 +73,8 @@ def test_a_planner_killed_between_commit_and_publish_publishes_its_outbox_on_res
     with rest.partial_watch(control_plane, namespace, "planner killed after commit"):
         apply_gangs(control_plane, namespace)
         assert planner.process is not None
-        eventually(lambda: planner.process.poll() is not None, timeout=30, interval=0.1,
+        process = planner.process
+        eventually(lambda: process.poll() is not None, timeout=30, interval=0.1,
                    what="the planner killed itself after its first deciding commit")
         assert planner.process.returncode == -signal.SIGKILL, planner.log_tail()
         assert "killing the planner after commit, before publish" in planner.log_text()
