@@ -24,7 +24,7 @@ demo: venv cluster
 	$(BIN)/python -m tests.cluster.demo
 
 # ruff and mypy read their file lists from pyproject.toml too: the extensionless
-# tests/cluster/testbed script is included in both; mypy checks services, bench and it.
+# tests/cluster/testbed script is included in both; mypy checks services, bench, tests and it.
 lint: venv
 	$(BIN)/ruff check services tests bench
 	$(BIN)/mypy --strict
