@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from services.bus.errors import BusUnavailable
 from services.runtime import parent_death
@@ -147,7 +148,7 @@ class EmbeddedNats:
         await self.stop()
         return await self.start()
 
-    async def __aenter__(self) -> EmbeddedNats:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 

@@ -26,7 +26,7 @@ import ssl
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import aiohttp
@@ -236,7 +236,7 @@ class KubeClient:
     async def stream(
         self, path: str, query: Query, *, read_timeout_seconds: float,
         opened: Callable[[], None] | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """GET `path` and yield each JSON line of the response (a watch stream) as a dict.
 
         `opened` is called once the API server accepted the request (a 2xx status), before

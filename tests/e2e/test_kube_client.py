@@ -9,7 +9,7 @@ a node's metadata only when asked for a PartialObjectMetadata.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -135,9 +135,8 @@ async def test_the_hostname_list_finds_nodes_by_their_own_name_and_nothing_else(
 async def test_a_watch_streams_the_objects_as_events(api: KubeClient) -> None:
     query = [("watch", "true"), ("fieldSelector", f"metadata.name={NODE}"),
              ("timeoutSeconds", "5")]
-    watch = api.stream("/api/v1/nodes", query, read_timeout_seconds=10)
-    assert isinstance(watch, AsyncGenerator)  # what `KubeClient.stream` returns
-    async with contextlib.aclosing(watch) as stream:
+    async with contextlib.aclosing(
+            api.stream("/api/v1/nodes", query, read_timeout_seconds=10)) as stream:
         first = await anext(stream)
     assert first["type"] == "ADDED"
     assert first["object"]["metadata"]["name"] == NODE

@@ -31,8 +31,7 @@ PREFIX = "gangsched"
 
 @pytest.fixture
 async def chart_nats(tmp_path: Path) -> AsyncIterator[ChartNats]:
-    server = ChartNats(chart.render(), tmp_path / "nats")
-    async with server:
+    async with ChartNats(chart.render(), tmp_path / "nats") as server:
         yield server
 
 

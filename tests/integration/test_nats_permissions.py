@@ -62,8 +62,7 @@ def updating_render() -> list[dict[str, Any]]:
 @pytest.fixture
 async def chart_nats(default_render: list[dict[str, Any]], tmp_path: Path
                      ) -> AsyncIterator[ChartNats]:
-    server = ChartNats(default_render, tmp_path / "nats")
-    async with server:
+    async with ChartNats(default_render, tmp_path / "nats") as server:
         yield server
 
 
@@ -160,8 +159,7 @@ async def _attempt_damage(server: ChartNats, name: str, seq: int) -> None:
 
 async def test_a_stream_damaged_by_a_user_allowed_to_update_stops_every_service_until_repaired(
         updating_render: list[dict[str, Any]], tmp_path: Path) -> None:
-    server = ChartNats(updating_render, tmp_path / "nats")
-    async with server:
+    async with ChartNats(updating_render, tmp_path / "nats") as server:
         decisions = subjects.stream_name(PREFIX, "DECISIONS")
         async with User(server, "planner") as planner:
             await streams.ensure_streams(planner.js, bus(server, "planner"))
@@ -259,8 +257,7 @@ async def test_the_docs_nats_py_subscriber_reads_one_groups_decisions_as_the_sub
                                          node="n1"),)))
     other = Rejection(id="3-0", plan_seq=3, at_ms=3, group="default/other",
                       reason="0/1 nodes are available", pods=())
-    server = ChartNats(objects, tmp_path / "nats")
-    async with server:
+    async with ChartNats(objects, tmp_path / "nats") as server:
         async with User(server, "planner") as planner:
             await streams.ensure_streams(planner.js, bus(server, "planner"))
             seqs = [(await planner.js.publish(decision_subject(PREFIX, d), codec.encode(d))).seq
