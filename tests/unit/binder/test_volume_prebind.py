@@ -19,14 +19,13 @@ POLICY = Policy(scheduler_name="gangsched", concurrency=4, rollback_bare_pods=Fa
 
 
 class VolumeKube(FakeKube):
-    """FakeKube with claims and volumes; a volume pre-bound to a claim, or a claim with a
-    selected node, becomes fully bound when `completes` (as the PV controller does)."""
+    """FakeKube whose claims and volumes complete binding: a volume pre-bound to a claim, or
+    a claim with a selected node, becomes fully bound when `completes` (as the PV controller
+    does)."""
 
     def __init__(self, completes: bool = True) -> None:
         super().__init__()
         self.completes = completes
-        self.claims: dict[tuple[str, str], dict[str, Any]] = {}
-        self.volumes: dict[str, dict[str, Any]] = {}
 
     def add_claim(self, name: str, namespace: str = "default") -> None:
         self.claims[(namespace, name)] = {
@@ -37,29 +36,15 @@ class VolumeKube(FakeKube):
         self.volumes[name] = {"metadata": {"name": name, "resourceVersion": "5"},
                               "spec": {"claimRef": claim_ref} if claim_ref else {}}
 
-    async def get_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
-        self._fail("get_claim", name)
-        return self.claims.get((namespace, name))
-
-    async def get_volume(self, name: str) -> dict[str, Any] | None:
-        self._fail("get_volume", name)
-        return self.volumes.get(name)
-
     async def pre_bind_volume(self, name: str, volume_version: str,
                               claim: dict[str, Any]) -> None:
-        self._fail("pre_bind_volume", name)
-        patch = kube_volumes.claim_ref_patch(volume_version, claim)
-        assert self.volumes[name]["metadata"]["resourceVersion"] == volume_version
-        self.volumes[name]["spec"]["claimRef"] = patch["spec"]["claimRef"]
+        await super().pre_bind_volume(name, volume_version, claim)
         if self.completes:
             meta = claim["metadata"]
             self._complete(meta["namespace"], meta["name"], name)
 
     async def select_node(self, namespace: str, name: str, uid: str, node: str) -> None:
-        self._fail("select_node", name)
-        claim = self.claims[(namespace, name)]
-        assert claim["metadata"]["uid"] == uid
-        claim["metadata"]["annotations"][kube_volumes.SELECTED_NODE] = node
+        await super().select_node(namespace, name, uid, node)
         if self.completes:
             self._complete(namespace, name, f"pvc-{uid}")
 
