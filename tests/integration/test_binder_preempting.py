@@ -18,9 +18,6 @@ from tests.unit.binder.fakes import FakeDelivery, FakeKube, FakePublisher, make_
 
 pytestmark = pytest.mark.integration
 
-# FakeDelivery (tests/unit/binder/fakes.py) declares `headers: dict[str, str] | None`, so mypy
-# does not take it for a `Delivery`: each call handing one to a binder has `ignore[arg-type]`.
-
 SUBJECT = "gangsched.decisions.Preemption.default.g"
 PREEMPTING = "gangsched: preempting to accommodate a higher priority podgroup"
 

@@ -32,9 +32,6 @@ from tests.unit.binder.fakes import (
 
 pytestmark = pytest.mark.integration
 
-# FakeDelivery (tests/unit/binder/fakes.py) declares `headers: dict[str, str] | None`, so mypy
-# does not take it for a `Delivery`: each call handing one to a binder has `ignore[arg-type]`.
-
 
 def a_placement(plan_seq: int) -> Placement:
     """Pod a to n1, planned at `plan_seq` (its id `<plan_seq>-0`)."""

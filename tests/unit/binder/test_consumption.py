@@ -13,8 +13,6 @@ from tests.unit.binder.fakes import FakeDelivery
 class Beaten(FakeDelivery):
     """A delivery that says when it has been reported in progress twice."""
 
-    headers: dict[str, str]  # never None once `FakeDelivery.__post_init__` has run
-
     def __post_init__(self) -> None:
         super().__post_init__()
         self.twice = asyncio.Event()
