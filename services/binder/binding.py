@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import tenacity
 
@@ -294,14 +294,10 @@ async def _known_or_read(wants: Sequence[_Want], gate: asyncio.Semaphore,
     Raises:
         DeadlinePassed: as `_read`.
     """
-    reads = [None if object_ is None else _Read(object_) for object_, _, _ in wants]
-    missing = [position for position, read in enumerate(reads) if read is None]
-    if missing:
-        answers = await asyncio.gather(*(_read(gate, deadline, wants[position][1],
-                                               wants[position][2]) for position in missing))
-        for position, answer in zip(missing, answers, strict=True):
-            reads[position] = answer
-    return cast(list[_Read], reads)  # every position filled above
+    missing = [(what, read) for known, what, read in wants if known is None]
+    answers = iter(await asyncio.gather(*(_read(gate, deadline, what, read)
+                                          for what, read in missing)) if missing else [])
+    return [_Read(known) if known is not None else next(answers) for known, _, _ in wants]
 
 
 async def _read(
