@@ -77,12 +77,15 @@ class Change:
 
     Shapes: `obj` is the API JSON; for a synthetic delete (`is_synthetic`: the object vanished
     while the watch was down) it holds only `metadata` name, namespace, uid, resourceVersion
-    (the last one seen).
+    (the last one seen). `is_watched`: an observed change from a watch event, not a list (a
+    list, resync included, restates each object on purpose; a watch event may change only
+    what a reader ignores, such as a status heartbeat).
     """
 
     type: ChangeType
     obj: dict[str, Any]
     is_synthetic: bool = False
+    is_watched: bool = False
 
 
 @dataclass(frozen=True)
@@ -171,7 +174,7 @@ class Inventory:
             return [Change("deleted", obj)]
         changes = self._replaced(uid, known)
         self._remember(uid, known)
-        return [*changes, Change("observed", obj)]
+        return [*changes, Change("observed", obj, is_watched=True)]
 
     def _replaced(self, uid: str, known: Known) -> list[Change]:
         """The synthetic delete of another object that held this name, if any."""

@@ -1,7 +1,8 @@
 """From observed changes to NATS messages: subject, JSON payload and de-duplication id.
 
 Layer: watcher, pure (time is passed in; pod specs are read through `_SPECS`, a memo that
-changes no result: `spec_memory`). Message ids are `<kind>/<uid>/<resourceVersion>/<type>`
+changes no result: `spec_memory`; the watcher's memory of what it published, which leaves out
+repeats, is passed in: `repeats`). Message ids are `<kind>/<uid>/<resourceVersion>/<type>`
 (type `observed` or `deleted`), so the same change seen by two watchers, or again after a
 restart, is stored once by JetStream; clock ticks are `clock/<whole second>`.
 """
@@ -15,6 +16,7 @@ from services.contracts import codec, subjects
 from services.contracts.events import ClockTicked, Event, PodObserved
 from services.kube.listwatch import Change
 from services.watcher import budgets, kueue, native, slim, spec_memory, volumes
+from services.watcher.repeats import Repeats
 
 PublishItem = tuple[str, bytes, str]
 """`(subject, data, msg_id)`, as `Publisher.publish_many` takes them."""
@@ -84,22 +86,30 @@ def change_message(
 
 
 def change_messages(
-    prefix: str, kind: str, change: Change, at_ms: int, *, is_native: bool = False
+    prefix: str, kind: str, change: Change, at_ms: int, *, is_native: bool = False,
+    repeats: Repeats | None = None,
 ) -> list[PublishItem]:
     """`change_message`, preceded, for an observed member of a Kueue pod group, by that
     group's synthetic PodGroupObserved, the pod put in the group (`services.watcher.kueue`).
 
+    `repeats` (the watcher's memory of what it published) leaves out the change's own event
+    when it repeats the object's last one (`Repeats.is_repeat`), and forgets a deleted object.
     Raises:
         KeyError: unknown kind (a bug).
     """
     event = _slim(kind, change, at_ms, is_native)
     group = (kueue.podgroup_event(change.obj, at_ms)
              if kind == "pod" and change.type == "observed" else None)
-    if group is None or not isinstance(event, PodObserved):
-        return [_message(prefix, kind, change, event)]
-    subject = subjects.events_subject(prefix, "podgroup", group.namespace, group.name)
-    return [(subject, codec.encode(group), kueue.podgroup_message_id(group)),
-            _message(prefix, kind, change, kueue.pod_event(event, group))]
+    items: list[PublishItem] = []
+    if group is not None and isinstance(event, PodObserved):
+        subject = subjects.events_subject(prefix, "podgroup", group.namespace, group.name)
+        items.append((subject, codec.encode(group), kueue.podgroup_message_id(group)))
+        event = kueue.pod_event(event, group)
+    if repeats is not None and change.type == "deleted":
+        repeats.forget(kind, str(_metadata(change).get("uid", "")))
+    if repeats is None or not repeats.is_repeat(kind, event, is_watched=change.is_watched):
+        items.append(_message(prefix, kind, change, event))
+    return items
 
 
 def problem(kind: str, change: Change) -> str | None:
@@ -116,8 +126,13 @@ def _slim(kind: str, change: Change, at_ms: int, is_native: bool) -> Event:
     return slimmer(change.obj, at_ms)
 
 
+def _metadata(change: Change) -> Mapping[str, Any]:
+    meta = change.obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
 def _message(prefix: str, kind: str, change: Change, event: Event) -> PublishItem:
-    meta = change.obj.get("metadata") or {}
+    meta = _metadata(change)
     namespace = str(meta.get("namespace") or "") if kind not in CLUSTER_KINDS else ""
     subject = subjects.events_subject(prefix, kind, namespace, str(meta.get("name") or ""))
     msg_id = f"{kind}/{meta.get('uid', '')}/{meta.get('resourceVersion', '')}/{change.type}"

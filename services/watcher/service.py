@@ -5,11 +5,13 @@ resource is observed by `services.kube.listwatch.observe`; changes become events
 stamped with the wall-clock time of observation and go through one bounded queue to a single
 publisher loop that publishes in order, pipelined (`publish_many`), waiting out NATS outages.
 The queue's bound is the back-pressure: a watch is never read further than QUEUE_SIZE changes
-ahead of what JetStream stored. A restarted watcher seeds its inventory from the log
-(`recovery`), so nothing that changed while it was down is lost, deletes included. It is ready
-once the first lists are published and for as long as no list/watch fails to reach the API
-server for longer than `listwatch.UNREADY_AFTER_SECONDS` (it keeps retrying meanwhile), its
-NATS connection is up and its EVENTS stream takes its publishes.
+ahead of what JetStream stored. A watch event that slims to its object's last published event
+(a status heartbeat, a condition: `repeats`) is not published. A restarted watcher seeds its
+inventory from the log (`recovery`), so nothing that changed while it was down is lost,
+deletes included. It is ready once the first lists are published and for as long as no
+list/watch fails to reach the API server for longer than `listwatch.UNREADY_AFTER_SECONDS` (it
+keeps retrying meanwhile), its NATS connection is up and its EVENTS stream takes its
+publishes.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from services.kube.resources import (
 )
 from services.watcher import messages, native, recovery
 from services.watcher.messages import PublishItem
+from services.watcher.repeats import Repeats
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +156,7 @@ class Watcher:
         self._reads_native = NATIVE_PODGROUP_GROUP in settings.watcher.group_apis
         self._clock_ms = clock_ms or _wall_clock_ms
         self._health = Health()
+        self._repeats = Repeats()
 
     async def run(self, ready: ReadyFlag) -> None:
         """Observe, publish and tick until cancelled (or until a task fails: then raise).
@@ -183,7 +187,8 @@ class Watcher:
 
     def _messages(self, resource: Resource, change: Change) -> list[PublishItem]:
         """The messages for a change (a Kueue group member's: its group's too,
-        `messages.change_messages`); none (logged) if slimming fails, which is a bug. A
+        `messages.change_messages`); none for a watch event that repeats what was published
+        of its object (`repeats`), nor (logged) if slimming fails, which is a bug. A
         malformed object published as read (`messages.problem`) gets one warning line.
 
         Pods are read natively (their `spec.schedulingGroup` too) when the native API is on."""
@@ -191,7 +196,8 @@ class Watcher:
                      else self._reads_native)
         try:
             items = messages.change_messages(self._prefix, resource.kind, change,
-                                             self._clock_ms(), is_native=is_native)
+                                             self._clock_ms(), is_native=is_native,
+                                             repeats=self._repeats)
             problem = messages.problem(resource.kind, change)
         except Exception:
             log.exception("cannot slim %s %s; skipped", resource.kind,

@@ -1,4 +1,5 @@
-"""The watcher pipeline: ordered publishing, ready after the first lists, ticks afterwards."""
+"""The watcher pipeline: ordered publishing, ready after the first lists, ticks afterwards,
+watch events that repeat what was published left out."""
 
 from __future__ import annotations
 
@@ -66,10 +67,16 @@ async def eventually(condition: Callable[[], bool], what: str) -> None:
 
 @pytest.mark.timeout(10)
 async def test_changes_are_published_in_order_and_ready_follows_the_first_lists() -> None:
+    bound = pod("a", "u1", "11")
+    bound["spec"]["nodeName"] = "n1"
+    condition_only = pod("a", "u1", "12")
+    condition_only["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+    condition_only["spec"]["nodeName"] = "n1"
     api = FakeApi(
         lists={PODS.list_path: [pod("a", "u1", "5"), pod("b", "u2", "6")]},
-        watches={PODS.list_path: [{"type": "MODIFIED", "object": pod("a", "u1", "11")},
-                                  {"type": "DELETED", "object": pod("b", "u2", "12")}]},
+        watches={PODS.list_path: [{"type": "MODIFIED", "object": bound},
+                                  {"type": "MODIFIED", "object": condition_only},
+                                  {"type": "DELETED", "object": pod("b", "u2", "13")}]},
     )
     publisher = FakePublisher()
     publisher.gate.clear()
@@ -85,7 +92,7 @@ async def test_changes_are_published_in_order_and_ready_follows_the_first_lists(
         await eventually(lambda: any(i.startswith("clock/") for i in publisher.ids), "a tick")
         changes = [i for i in publisher.ids if not i.startswith("clock/")]
         assert changes == ["pod/u1/5/observed", "pod/u2/6/observed",
-                           "pod/u1/11/observed", "pod/u2/12/deleted"]
+                           "pod/u1/11/observed", "pod/u2/13/deleted"]  # 12 repeats 11
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
