@@ -78,8 +78,8 @@ class Change:
     Shapes: `obj` is the API JSON; for a synthetic delete (`is_synthetic`: the object vanished
     while the watch was down) it holds only `metadata` name, namespace, uid, resourceVersion
     (the last one seen). `is_watched`: an observed change from a watch event, not a list (a
-    list, resync included, restates each object on purpose; a watch event may change only
-    what a reader ignores, such as a status heartbeat).
+    resync list restates each object on purpose; a watch event may change only what a reader
+    ignores, such as a status heartbeat).
     """
 
     type: ChangeType
@@ -293,7 +293,9 @@ async def observe(
     the list/watches of one server; default: one of its own) is told of every answer and
     failure.
     Units: `watch_timeout_seconds` is the server-side length of one watch request;
-    `resync_seconds` is checked between watch requests (None: never).
+    `resync_seconds` is checked between watch requests (None: never), and counts from the
+    first list or the last resync: a relist after 410 Gone, which yields only the objects
+    changed since, does not put the resync off.
     Raises:
         nothing from the API: every KubeError is logged (`Health.failed`) and retried with
         capped backoff (KubeGone by listing again at once).
@@ -316,7 +318,8 @@ async def observe(
                          resource.kind)
                 resource_version = None
             if resource_version is None:
-                listed_at = loop.time()
+                if resync:  # a relist after 410 Gone restates only what changed: no resync
+                    listed_at = loop.time()
                 async for observation in _list(client, resource, inventory, page_size, reached,
                                                resync=resync):
                     yield observation

@@ -190,6 +190,29 @@ async def test_a_resync_lists_again_and_yields_every_object_changed_or_not() -> 
     ]
 
 
+async def test_a_relist_after_gone_does_not_put_the_resync_off() -> None:
+    """A relist after 410 Gone yields only what changed, so the resync that restates every
+    object counts from the first list, not from it: relists more often than the resync
+    period would otherwise keep an idle object's last event from ever being published
+    again, and the log's retention would drop it."""
+    gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}
+    api = FakeApi(lists=[page([obj("a", "u1", "5")], "10"), page([obj("a", "u1", "5")], "31"),
+                         page([obj("a", "u1", "5")], "40")],
+                  watches=[[gone], []])
+    stream = listwatch.observe(api, PODS, resync_seconds=1.0)
+    seen: list[listwatch.Observation] = []
+    pauses = {1: 0.7, 2: 0.4}  # after the first list's Synced, and after the relist's
+    try:
+        for index in range(5):
+            seen.append(await asyncio.wait_for(anext(stream), 3))
+            await asyncio.sleep(pauses.get(index, 0))
+    finally:
+        await stream.aclose()
+    assert summary(seen) == [("observed", "u1", "5"), ("synced", "10"),  # first list
+                             ("synced", "31"),  # the relist: nothing changed
+                             ("observed", "u1", "5"), ("synced", "40")]  # the resync, on time
+
+
 async def test_without_a_resync_an_ended_watch_resumes_without_listing() -> None:
     api = FakeApi(lists=[page([obj("a", "u1", "5")], "10")],
                   watches=[[], [{"type": "MODIFIED", "object": obj("a", "u1", "11")}]])
