@@ -102,3 +102,18 @@ def test_without_a_memory_every_change_is_published() -> None:
     items = messages.change_messages("gs", "pod", Change("observed", pod("2"), is_watched=True),
                                      1000)
     assert [msg_id for _, _, msg_id in items] == ["pod/p1/2/observed"]
+
+
+def test_a_repeat_is_published_once_the_last_publish_is_old_either_way() -> None:
+    """A stale or refused last event (a second watcher's late resync, events dead-lettered
+    after a clock jump) is mended at the object's next update, within REPUBLISH_AFTER_MS."""
+    repeats = Repeats(republish_after_ms=60_000)
+    assert ids(repeats, "node", Change("observed", node("1", "10:00")), at_ms=1_000_000)
+    assert ids(repeats, "node", Change("observed", node("2", "10:01"), is_watched=True),
+               at_ms=1_059_999) == []
+    assert ids(repeats, "node", Change("observed", node("3", "10:02"), is_watched=True),
+               at_ms=1_060_000) == ["node/nu/3/observed"]
+    assert ids(repeats, "node", Change("observed", node("4", "10:03"), is_watched=True),
+               at_ms=1_060_001) == []  # counted from that publish
+    assert ids(repeats, "node", Change("observed", node("5", "10:04"), is_watched=True),
+               at_ms=1_000_000) == ["node/nu/5/observed"]  # the clock stepped back a minute
