@@ -12,7 +12,9 @@ Decisions recorded here: the Coscheduling label (and the native `spec.scheduling
 wins on a pod that has it, and then nothing is synthesized; Kueue's group names share the
 `<ns>/<name>` key space with PodGroups, so a name must be used by one only. The synthetic
 PodGroup is never deleted (nothing says when the last member went): with no pods it holds
-nothing, and the next member observed replaces it. It has no minResources or timeout.
+nothing, and the next member observed replaces it. It has no minResources or timeout. Its
+creation is that of the member it was seen through; the planner keeps the earliest one seen
+(`planner.core.apply`), so the gang keeps its place in the queue.
 """
 
 from __future__ import annotations

@@ -278,6 +278,12 @@ def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved 
         state.podgroups.pop(key, None)
     else:
         old = state.podgroups.get(key)
+        if old is not None and old.uid == podgroup.uid and (
+                0 < old.created_at_ms < podgroup.created_at_ms):
+            # The same PodGroup keeps its place in the queue: an API object's creation never
+            # changes, but the watcher's Kueue PodGroup takes it from whichever member it was
+            # seen through, and a later member's would move the gang behind newer ones.
+            podgroup = msgspec.structs.replace(podgroup, created_at_ms=old.created_at_ms)
         state.podgroups[key] = podgroup
         if old is not None and _may_let_through(old, podgroup):
             capacity_freed(state)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 38
+CORE_REVISION = 39
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -151,7 +151,10 @@ minutes"). 38: a PodGroup's `Scheduled` condition counts as bound the members th
 reported bound (GroupBound) and the watch does not show bound yet: it goes from Binding to
 Scheduled at once, where it went back to Waiting ("0 of N members bound") until the watch
 caught up, a status written once more per gang (more when the watch shows its members bound in
-several batches) ("PodGroup status")."""
+several batches) ("PodGroup status"). 39: a PodGroup observed again under the same uid keeps
+the earliest creation time it was seen with, so a gang keeps its place in the queue: the
+watcher's Kueue PodGroup takes its creation from whichever member it was seen through, and a
+later member's moved the gang behind groups created after it."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -94,3 +94,13 @@ def test_a_starving_gang_holds_for_the_members_that_fit_whatever_their_names() -
                for r in cluster.rejections("default/g"))
     assert not any("would not fit even on nodes emptied" in r.reason
                    for r in cluster.rejections("default/g"))
+
+
+def test_a_podgroup_seen_again_with_a_later_creation_keeps_its_place() -> None:
+    """The watcher's Kueue PodGroup takes its creation from the member it was seen through:
+    a later member's must not move the gang behind a group created after it."""
+    pods = [make_pod(f"{g}-0").requests(cpu_milli=1000).in_group(g) for g in ("a", "z")]
+    cluster = Cluster().observe(one_slot(), make_podgroup("z", 1).created(3),
+                                make_podgroup("a", 1).created(5), *pods,
+                                make_podgroup("z", 1).created(9))
+    assert placed_groups(cluster.plan()) == ["default/z"]
