@@ -17,7 +17,6 @@ many repeats it published; a newer one should show none.
 
 from __future__ import annotations
 
-import argparse
 import sqlite3
 import sys
 from collections import Counter
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from bench.cluster import kept
 from services.contracts import codec
 
 _IGNORED = ("at_ms", "resource_version")
@@ -93,16 +93,8 @@ def report(tallies: dict[str, Tally], counts: Counter[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the report of one database; exit 1 with one line when it cannot be read."""
-    parser = argparse.ArgumentParser(prog="python -m bench.cluster.observations",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("database", help="a kept run's gangsched-data/gangsched.db")
-    args = parser.parse_args(argv)
-    try:
-        print(report(*read(args.database)))
-    except sqlite3.Error as error:
-        print(f"cannot read {args.database}: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return kept.main("python -m bench.cluster.observations", __doc__.split("\n\n")[0],
+                     lambda path: report(*read(path)), argv)
 
 
 if __name__ == "__main__":

@@ -19,12 +19,12 @@ saturated machine (more samples than CPU seconds); this reads what the pipeline 
 
 from __future__ import annotations
 
-import argparse
 import sqlite3
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from bench.cluster import kept
 from bench.cluster.analysis import percentile
 from services.contracts import codec
 from services.contracts.decisions import Placement
@@ -130,16 +130,8 @@ def _ms(value: float | None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the report of one database; exit 1 with one line when it cannot be read."""
-    parser = argparse.ArgumentParser(prog="python -m bench.cluster.phases",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("database", help="a kept run's gangsched-data/gangsched.db")
-    args = parser.parse_args(argv)
-    try:
-        print(report(read(args.database)))
-    except sqlite3.Error as error:
-        print(f"cannot read {args.database}: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return kept.main("python -m bench.cluster.phases", __doc__.split("\n\n")[0],
+                     lambda path: report(read(path)), argv)
 
 
 if __name__ == "__main__":
