@@ -14,7 +14,8 @@ wins on a pod that has it, and then nothing is synthesized; Kueue's group names 
 PodGroup is never deleted (nothing says when the last member went): with no pods it holds
 nothing, and the next member observed replaces it. It has no minResources or timeout. Its
 creation is that of the member it was seen through; the planner keeps the earliest one seen
-(`planner.core.apply`), so the gang keeps its place in the queue.
+while a member is live (`planner.core.apply._keeps_creation`), so the gang keeps its place in
+the queue, and a group run again under the name later takes its new time.
 """
 
 from __future__ import annotations

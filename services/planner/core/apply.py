@@ -12,6 +12,7 @@ are); otherwise the later event wins.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TypeVar
 
 import msgspec
@@ -278,11 +279,7 @@ def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved 
         state.podgroups.pop(key, None)
     else:
         old = state.podgroups.get(key)
-        if old is not None and old.uid == podgroup.uid and (
-                0 < old.created_at_ms < podgroup.created_at_ms):
-            # The same PodGroup keeps its place in the queue: an API object's creation never
-            # changes, but the watcher's Kueue PodGroup takes it from whichever member it was
-            # seen through, and a later member's would move the gang behind newer ones.
+        if old is not None and _keeps_creation(state, key, old, podgroup):
             podgroup = msgspec.structs.replace(podgroup, created_at_ms=old.created_at_ms)
         state.podgroups[key] = podgroup
         if old is not None and _may_let_through(old, podgroup):
@@ -293,6 +290,28 @@ def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved 
             # the watcher's Kueue PodGroup takes it from whichever member it was seen through)
             _wake(state, key)
     _touch(state, key)
+
+
+def _keeps_creation(state: PlannerState, key: str, old: PodGroupObserved,
+                    new: PodGroupObserved) -> bool:
+    """Whether PodGroup `key`, observed again as `new`, keeps the earlier creation time of
+    `old`: the same uid, and a member still live (neither finished nor being deleted).
+
+    An API object's creation never changes, but the watcher's Kueue PodGroup (uid
+    `kueue/<ns>/<name>`, never deleted) takes it from whichever member it was seen through:
+    a later member's would move a waiting gang behind groups created after it. A group run
+    again under the same name, its earlier members all gone or finished, is new and takes the
+    new time. Reads the group's members from the derived index when built (every pod
+    otherwise, as after a snapshot is decoded: the same pods), and only when the time moved
+    later.
+    """
+    if old.uid != new.uid or not 0 < old.created_at_ms < new.created_at_ms:
+        return False
+    index = state.derived
+    uids: Iterable[str] = (state.pods if index is None else index.members.get(key, ()))
+    return any(pod is not None and pods.group_of(pod, pod.scheduler_name) == key
+               and not pods.is_terminal(pod) and not pod.is_deleting
+               for pod in map(state.pods.get, uids))
 
 
 def _may_let_through(old: PodGroupObserved, new: PodGroupObserved) -> bool:

@@ -98,9 +98,34 @@ def test_a_starving_gang_holds_for_the_members_that_fit_whatever_their_names() -
 
 def test_a_podgroup_seen_again_with_a_later_creation_keeps_its_place() -> None:
     """The watcher's Kueue PodGroup takes its creation from the member it was seen through:
-    a later member's must not move the gang behind a group created after it."""
-    pods = [make_pod(f"{g}-0").requests(cpu_milli=1000).in_group(g) for g in ("a", "z")]
-    cluster = Cluster().observe(one_slot(), make_podgroup("z", 1).created(3),
-                                make_podgroup("a", 1).created(5), *pods,
-                                make_podgroup("z", 1).created(9))
-    assert placed_groups(cluster.plan()) == ["default/z"]
+    a later member's must not move the gang behind a group created after it. Judged from
+    every pod (no index built yet, as after a snapshot) and from the group index alike."""
+    for builds_index_first in (False, True):
+        busy = make_pod("busy").requests(cpu_milli=1000).on_node("n0")
+        cluster = Cluster().observe(one_slot(), busy)
+        if builds_index_first:
+            cluster.plan()
+            assert cluster.state.derived is not None
+        pods = [make_pod(f"{g}-0").requests(cpu_milli=1000).in_group(g) for g in ("a", "z")]
+        cluster.observe(make_podgroup("z", 1).created(3), make_podgroup("a", 1).created(5),
+                        *pods, make_podgroup("z", 1).created(9))
+        cluster.delete_pod("busy")
+        assert placed_groups(cluster.plan()) == ["default/z"], builds_index_first
+
+
+def test_a_group_run_again_under_its_name_after_its_members_went_is_new() -> None:
+    """The Kueue PodGroup is never deleted: a group run again under the same name, its
+    earlier members gone, queues by its new creation, behind a group that waited before."""
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=2000),
+                                make_podgroup("train", 1).created(1),
+                                make_pod("train-0").requests(cpu_milli=2000).in_group("train"))
+    cluster.bind(cluster.plan())
+    cluster.observe(make_pod("train-0").requests(cpu_milli=2000).in_group("train")
+                    .on_node("n0").phase("Succeeded"))
+    cluster.delete_pod("train-0")
+    cluster.observe(make_node("n0").capacity(cpu_milli=1000),
+                    make_podgroup("other", 1).created(5),
+                    make_pod("other-0").requests(cpu_milli=1000).in_group("other"),
+                    make_podgroup("train", 1).created(9),
+                    make_pod("train-1").requests(cpu_milli=1000).in_group("train"))
+    assert placed_groups(cluster.plan()) == ["default/other"]
