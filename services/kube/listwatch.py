@@ -294,8 +294,9 @@ async def observe(
     failure.
     Units: `watch_timeout_seconds` is the server-side length of one watch request;
     `resync_seconds` is checked between watch requests (None: never), and counts from the
-    first list or the last resync: a relist after 410 Gone, which yields only the objects
-    changed since, does not put the resync off.
+    start of the first list or the last resync that completed: a relist after 410 Gone,
+    which yields only the objects changed since, does not put the resync off, and a resync
+    list that fails is retried as a resync.
     Raises:
         nothing from the API: every KubeError is logged (`Health.failed`) and retried with
         capped backoff (KubeGone by listing again at once).
@@ -308,23 +309,27 @@ async def observe(
     resource_version: str | None = None
     backoff = _Backoff()
     loop = asyncio.get_running_loop()
-    listed_at = loop.time()
+    listed_at: float | None = None  # the start of the first list or last resync completed
+    resync = False
     while True:
         try:
-            resync = (resync_seconds is not None and resource_version is not None
-                      and loop.time() - listed_at >= resync_seconds)
-            if resync:
-                log.info("%s resync: listing again and republishing every object",
-                         resource.kind)
-                resource_version = None
+            if listed_at is not None and resource_version is not None and not resync:
+                resync = (resync_seconds is not None
+                          and loop.time() - listed_at >= resync_seconds)
+                if resync:
+                    log.info("%s resync: listing again and republishing every object",
+                             resource.kind)
+                    resource_version = None
             if resource_version is None:
-                if resync:  # a relist after 410 Gone restates only what changed: no resync
-                    listed_at = loop.time()
+                started_list = loop.time()
                 async for observation in _list(client, resource, inventory, page_size, reached,
                                                resync=resync):
                     yield observation
                     if isinstance(observation, Synced):
                         resource_version = observation.resource_version
+                        if resync or listed_at is None:
+                            # a relist after 410 Gone restates only what changed: no resync
+                            listed_at, resync = started_list, False
                 log.info("listed %s: %d objects", resource.plural, len(inventory))
             assert resource_version is not None
             started = loop.time()

@@ -213,6 +213,24 @@ async def test_a_relist_after_gone_does_not_put_the_resync_off() -> None:
                              ("observed", "u1", "5"), ("synced", "40")]  # the resync, on time
 
 
+async def test_a_resync_list_that_fails_is_retried_as_a_resync() -> None:
+    """Otherwise the retry would restate only what changed, and the objects the failed
+    resync did not reach would wait a whole period more to be published again."""
+    api = FakeApi(
+        lists=[page([obj("a", "u1", "5"), obj("b", "u2", "6")], "10"),
+               page([obj("a", "u1", "5")], "20", token="t"),
+               errors.KubeError("HTTP 500: etcd timeout", status=500),
+               page([obj("a", "u1", "5"), obj("b", "u2", "6")], "30")],
+        watches=[[]],  # the first watch request ends at once: time to resync
+    )
+    seen = await take(api, 7, resync_seconds=0.0)
+    assert summary(seen) == [
+        ("observed", "u1", "5"), ("observed", "u2", "6"), ("synced", "10"),
+        ("observed", "u1", "5"),  # the resync's first page; its second page fails
+        ("observed", "u1", "5"), ("observed", "u2", "6"), ("synced", "30"),  # all again
+    ]
+
+
 async def test_without_a_resync_an_ended_watch_resumes_without_listing() -> None:
     api = FakeApi(lists=[page([obj("a", "u1", "5")], "10")],
                   watches=[[], [{"type": "MODIFIED", "object": obj("a", "u1", "11")}]])
