@@ -313,7 +313,7 @@ async def observe(
     resync = False
     while True:
         try:
-            if listed_at is not None and resource_version is not None and not resync:
+            if listed_at is not None and not resync:  # a relist after 410 Gone may be due
                 resync = (resync_seconds is not None
                           and loop.time() - listed_at >= resync_seconds)
                 if resync:

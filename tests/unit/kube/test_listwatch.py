@@ -231,6 +231,20 @@ async def test_a_resync_list_that_fails_is_retried_as_a_resync() -> None:
     ]
 
 
+async def test_a_relist_after_gone_that_is_due_is_the_resync() -> None:
+    """Were a due resync only checked with a watch to resume, watches that all end in 410
+    Gone would never let it happen: an unchanged object would never be published again."""
+    gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}
+    api = FakeApi(lists=[page([obj("a", "u1", "5")], "10"),
+                         page([obj("a", "u1", "5"), obj("b", "u2", "11")], "20")],
+                  watches=[[{"type": "ADDED", "object": obj("b", "u2", "11")}, gone]])
+    seen = await take(api, 6, resync_seconds=0.0)
+    assert summary(seen) == [("observed", "u1", "5"), ("synced", "10"),
+                             ("observed", "u2", "11"),
+                             ("observed", "u1", "5"), ("observed", "u2", "11"),  # restated
+                             ("synced", "20")]
+
+
 async def test_without_a_resync_an_ended_watch_resumes_without_listing() -> None:
     api = FakeApi(lists=[page([obj("a", "u1", "5")], "10")],
                   watches=[[], [{"type": "MODIFIED", "object": obj("a", "u1", "11")}]])
