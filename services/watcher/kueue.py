@@ -13,9 +13,10 @@ wins on a pod that has it, and then nothing is synthesized; Kueue's group names 
 `<ns>/<name>` key space with PodGroups, so a name must be used by one only. The synthetic
 PodGroup is never deleted (nothing says when the last member went): with no pods it holds
 nothing, and the next member observed replaces it. It has no minResources or timeout. Its
-creation is that of the member it was seen through; the planner keeps the earliest one seen
-while a member is live (`planner.core.apply._keeps_creation`), so the gang keeps its place in
-the queue, and a group run again under the name later takes its new time.
+creation is that of the member it was seen through, stated only by live members
+(`states_group`); the planner keeps the earliest one seen while a member is live
+(`planner.core.apply._keeps_creation`), so the gang keeps its place in the queue, and a group
+run again under the name later takes its new time.
 """
 
 from __future__ import annotations
@@ -74,7 +75,19 @@ def podgroup_event(obj: Mapping[str, Any], at_ms: int) -> PodGroupObserved | Non
         min_member=max(count, 1), invalid_reason=invalid, api_version=API_VERSION)
 
 
+def states_group(obj: Mapping[str, Any]) -> bool:
+    """Whether an observation of the group member `obj` publishes its group's PodGroupObserved:
+    only a live member's (not Succeeded or Failed, not being deleted). A finished member of an
+    earlier run under the same name, observed again (a resync, its finalizer removed), would
+    state that run's creation for the group and move a re-run ahead of gangs that queued
+    before it. Its pod event still carries the group name."""
+    status = slim._dict(obj.get("status"))
+    return (status.get("phase") not in ("Succeeded", "Failed")
+            and slim._meta(obj).get("deletionTimestamp") is None)
+
+
 def podgroup_message_id(group: PodGroupObserved) -> str:
-    """Message id of a synthetic PodGroupObserved: one per group and count (all members
-    observed within JetStream's duplicate window store it once)."""
-    return f"podgroup/{group.uid}/{group.resource_version}/observed"
+    """Message id of a synthetic PodGroupObserved: one per group, count and creation (the
+    members created in one second and observed within JetStream's duplicate window store it
+    once; a run under the same name created later is stored, whatever its count)."""
+    return f"podgroup/{group.uid}/{group.resource_version}/{group.created_at_ms}/observed"

@@ -89,7 +89,7 @@ def change_messages(
     prefix: str, kind: str, change: Change, at_ms: int, *, is_native: bool = False,
     repeats: Repeats | None = None,
 ) -> list[PublishItem]:
-    """`change_message`, preceded, for an observed member of a Kueue pod group, by that
+    """`change_message`, preceded, for an observed live member of a Kueue pod group, by that
     group's synthetic PodGroupObserved, the pod put in the group (`services.watcher.kueue`).
 
     `repeats` (the watcher's memory of what it published) leaves out the change's own event
@@ -102,8 +102,9 @@ def change_messages(
              if kind == "pod" and change.type == "observed" else None)
     items: list[PublishItem] = []
     if group is not None and isinstance(event, PodObserved):
-        subject = subjects.events_subject(prefix, "podgroup", group.namespace, group.name)
-        items.append((subject, codec.encode(group), kueue.podgroup_message_id(group)))
+        if kueue.states_group(change.obj):
+            subject = subjects.events_subject(prefix, "podgroup", group.namespace, group.name)
+            items.append((subject, codec.encode(group), kueue.podgroup_message_id(group)))
         event = kueue.pod_event(event, group)
     if repeats is not None and change.type == "deleted":
         repeats.forget(kind, str(_metadata(change).get("uid", "")))

@@ -60,4 +60,26 @@ def test_every_member_of_one_count_shares_the_group_message_id() -> None:
     second["metadata"].update(name="w1", uid="p2")
     ids = {messages.change_messages("gs", "pod", Change("observed", obj), 1000)[0][2]
            for obj in (first, second)}
-    assert ids == {"podgroup/kueue/ml/train/4/observed"}
+    assert ids == {"podgroup/kueue/ml/train/4/1000/observed"}
+
+
+def test_a_run_created_later_under_the_same_name_and_count_has_its_own_message_id() -> None:
+    """Else JetStream would drop a quick re-run's group as a duplicate of the last run's."""
+    first, later = kueue_pod("4"), kueue_pod("4")
+    first["metadata"]["creationTimestamp"] = "2024-05-01T10:00:00Z"
+    later["metadata"].update(name="w1", uid="p2", creationTimestamp="2024-05-01T10:01:00Z")
+    ids = [messages.change_messages("gs", "pod", Change("observed", obj), 1000)[0][2]
+           for obj in (first, later)]
+    assert ids[0] != ids[1]
+
+
+def test_a_finished_or_deleting_member_keeps_its_group_but_does_not_state_it() -> None:
+    """A finished member of an earlier run, observed again, would state that run's creation
+    for a group run again under the same name."""
+    finished = kueue_pod("4")
+    finished["status"] = {"phase": "Succeeded"}
+    deleting = kueue_pod("4")
+    deleting["metadata"]["deletionTimestamp"] = "2024-05-01T10:00:00Z"
+    for obj in (finished, deleting):
+        (pod,) = observed(obj)
+        assert isinstance(pod, PodObserved) and pod.group_name == "train"
