@@ -328,7 +328,7 @@ async def observe(
                     if isinstance(observation, Synced):
                         resource_version = observation.resource_version
                         if resync or listed_at is None:
-                            # a relist after 410 Gone restates only what changed: no resync
+                            # these restate every object; a relist after 410 Gone does not
                             listed_at, resync = started_list, False
                 log.info("listed %s: %d objects", resource.plural, len(inventory))
             assert resource_version is not None
