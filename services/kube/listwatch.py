@@ -299,7 +299,8 @@ async def observe(
     list that fails is retried as a resync.
     Raises:
         nothing from the API: every KubeError is logged (`Health.failed`) and retried with
-        capped backoff (KubeGone by listing again at once).
+        capped backoff (KubeGone by listing again: at once after a watch that lasted, after
+        the backoff when the list or watch met it within `MIN_WATCH_SECONDS`).
     Source: client-go's Reflector (ListAndWatch, bookmarks, relist on "too old
         resource version").
     """
@@ -312,6 +313,7 @@ async def observe(
     listed_at: float | None = None  # the start of the first list or last resync completed
     resync = False
     while True:
+        attempt_started = loop.time()
         try:
             if listed_at is not None and not resync:  # a relist after 410 Gone may be due
                 resync = (resync_seconds is not None
@@ -349,9 +351,17 @@ async def observe(
             else:
                 backoff.reset()
         except errors.KubeGone as error:
-            log.info("%s watch expired (%s); listing again", resource.kind, error)
             reached()
             resource_version = None
+            if loop.time() - attempt_started < MIN_WATCH_SECONDS:
+                # Gone at once (a list's continue token or the version it listed at already
+                # expired): list again after a backoff, not in a loop against the server
+                delay = backoff.next_seconds()
+                log.info("%s watch expired at once (%s); listing again in %gs",
+                         resource.kind, error, delay)
+                await asyncio.sleep(delay)
+            else:
+                log.info("%s watch expired (%s); listing again", resource.kind, error)
         except errors.KubeSilent as error:
             # not ready until the watch opens again (a frozen server never lets it)
             log.debug("%s: %s; opening it again", resource.kind, error)

@@ -245,6 +245,39 @@ async def test_a_relist_after_gone_that_is_due_is_the_resync() -> None:
                              ("synced", "20")]
 
 
+async def backoffs_when_every_watch_is_gone(monkeypatch: pytest.MonkeyPatch,
+                                            min_watch_seconds: float) -> int:
+    """How many backoffs `observe` takes over four lists whose watches each answer 410 Gone
+    (the fifth list finds the script ended: IndexError)."""
+    monkeypatch.setattr(listwatch, "MIN_WATCH_SECONDS", min_watch_seconds)
+    backoffs: list[float] = []
+    original = listwatch._Backoff.next_seconds
+
+    def counted(self: Any) -> float:
+        backoffs.append(original(self))
+        return backoffs[-1]
+
+    monkeypatch.setattr(listwatch._Backoff, "next_seconds", counted)
+    gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}
+    api = FakeApi(lists=[page([obj("a", "u1", "5")], str(10 * i)) for i in range(1, 5)],
+                  watches=[[gone] for _ in range(4)])
+    with pytest.raises(IndexError):
+        async for _ in listwatch.observe(api, PODS):
+            pass
+    monkeypatch.setattr(listwatch._Backoff, "next_seconds", original)
+    return len(backoffs)
+
+
+async def test_a_watch_gone_at_once_every_time_lists_again_after_a_backoff(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As client-go's Reflector backs off between ListAndWatch attempts: a server whose every
+    watch answers 410 Gone at once must not be listed in a tight loop. One that answers it
+    after a watch that lasted is listed again at once."""
+    assert await backoffs_when_every_watch_is_gone(monkeypatch, 60.0) == 4
+    assert await backoffs_when_every_watch_is_gone(monkeypatch, 0.0) == 0
+
+
 async def test_without_a_resync_an_ended_watch_resumes_without_listing() -> None:
     api = FakeApi(lists=[page([obj("a", "u1", "5")], "10")],
                   watches=[[], [{"type": "MODIFIED", "object": obj("a", "u1", "11")}]])
