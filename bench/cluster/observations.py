@@ -14,7 +14,8 @@ applied (`audit_events`) and sorts each observation (`*Observed`) of an object i
 Printed per event type, with the other events' counts. A run of an older gangsched shows how
 many repeats it published. A newer one still shows the repeats it publishes on purpose: what a
 list yields (at a restart, after 410 Gone, every resync) and the Kueue PodGroup stated with each
-member observed (JetStream keeps one per count within its duplicate window).
+member observed (JetStream keeps one per count and minute of creation within its duplicate
+window).
 """
 
 from __future__ import annotations

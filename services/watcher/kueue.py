@@ -86,8 +86,14 @@ def states_group(obj: Mapping[str, Any]) -> bool:
             and slim._meta(obj).get("deletionTimestamp") is None)
 
 
+CREATION_BUCKET_MS = 60_000
+"""Group events of members created within one such minute share a message id."""
+
+
 def podgroup_message_id(group: PodGroupObserved) -> str:
-    """Message id of a synthetic PodGroupObserved: one per group, count and creation (the
-    members created in one second and observed within JetStream's duplicate window store it
-    once; a run under the same name created later is stored, whatever its count)."""
-    return f"podgroup/{group.uid}/{group.resource_version}/{group.created_at_ms}/observed"
+    """Message id of a synthetic PodGroupObserved: one per group, count and minute of creation
+    (`CREATION_BUCKET_MS`). The members created in one minute and observed within JetStream's
+    duplicate window store it once; a run under the same name created in a later minute is
+    stored whatever its count, where it was dropped as the last run's duplicate."""
+    bucket = group.created_at_ms // CREATION_BUCKET_MS
+    return f"podgroup/{group.uid}/{group.resource_version}/{bucket}/observed"

@@ -49,12 +49,12 @@ def _kueue_pod(name: str, created_s: int) -> dict[str, Any]:
 
 def test_a_kueue_group_seen_again_through_another_member_does_not_wake_its_gang() -> None:
     """Kueue's synthetic PodGroupObserved (`watcher.kueue.podgroup_event`) is made from each
-    member pod's event, its `created_at_ms` that pod's creationTimestamp, and published once
-    per (group, count) per JetStream duplicate window (2 min). Members created in different
-    seconds make it differ from the stored one in `created_at_ms` alone, nothing about the
-    group changed: `apply._changed` takes that for a spec change and wakes the gang, and, the
-    gang being `starving_group`, frees capacity for every gang. Here `s`, unrelated, is found
-    unschedulable beside the starving Kueue gang `q` (stored: q-1's synthetic group); 2
+    member pod's event, its `created_at_ms` that pod's creationTimestamp, and published once per
+    (group, count, minute of creation) per JetStream duplicate window (2 min). Members created
+    in different seconds make it differ from the stored one in `created_at_ms` alone, nothing
+    about the group changed: `apply._changed` takes that for a spec change and wakes the gang,
+    and, the gang being `starving_group`, frees capacity for every gang. Here `s`, unrelated, is
+    found unschedulable beside the starving Kueue gang `q` (stored: q-1's synthetic group); 2
     minutes on, q-0 is observed again (any status write to it, e.g. our own PodScheduled
     condition; its slim event unchanged, so no wake by the pod): `s` is retried with nothing
     changed that it could fit after."""

@@ -60,7 +60,19 @@ def test_every_member_of_one_count_shares_the_group_message_id() -> None:
     second["metadata"].update(name="w1", uid="p2")
     ids = {messages.change_messages("gs", "pod", Change("observed", obj), 1000)[0][2]
            for obj in (first, second)}
-    assert ids == {"podgroup/kueue/ml/train/4/1000/observed"}
+    assert ids == {"podgroup/kueue/ml/train/4/0/observed"}
+
+
+def test_members_created_within_a_minute_share_the_group_message_id() -> None:
+    """So a gang whose members are created over several seconds stores its group once per
+    JetStream duplicate window, not once per second of creation."""
+    ids = set()
+    for second in range(0, 60, 4):
+        member = kueue_pod("4")
+        member["metadata"].update(name=f"w{second}", uid=f"p{second}",
+                                  creationTimestamp=f"2024-05-01T10:00:{second:02d}Z")
+        ids.add(messages.change_messages("gs", "pod", Change("observed", member), 1000)[0][2])
+    assert len(ids) == 1
 
 
 def test_a_run_created_later_under_the_same_name_and_count_has_its_own_message_id() -> None:
