@@ -57,13 +57,21 @@ def published(services: split.Services, namespace: str) -> list[dict[str, Any]]:
 
 def observed_as_api(services: split.Services, namespace: str,
                     budget: dict[str, Any]) -> bool:
-    """The last event on the budget's subject is the observation of this very version."""
+    """The last event on the budget's subject states what this version of it says.
+
+    Its resourceVersion may be an earlier one: the watcher leaves out a watch event that
+    repeats its object's last published one (`services.watcher.repeats`), and the disruption
+    controller writes versions the slim event cannot tell apart (say `expectedPods` 3, then 2
+    once an evicted pod, already counted out, is gone).
+    """
     events = published(services, namespace)
-    status = budget.get("status", {})
-    return bool(events) and events[-1] == {
-        "type": "DisruptionBudgetObserved", "at_ms": events[-1]["at_ms"],
+    if not events:
+        return False
+    last, status = events[-1], budget.get("status", {})
+    return last == {
+        "type": "DisruptionBudgetObserved", "at_ms": last["at_ms"],
         "uid": budget["metadata"]["uid"], "namespace": namespace, "name": "web",
-        "resource_version": budget["metadata"]["resourceVersion"],
+        "resource_version": last["resource_version"],
         "selector": [{"key": "app", "operator": "In", "values": ["web"]}],
         "disruptions_allowed": status.get("disruptionsAllowed", 0),
         "disrupted_pods": sorted(status.get("disruptedPods") or {})}
