@@ -310,6 +310,7 @@ async def observe(
     resource_version: str | None = None
     backoff = _Backoff()
     loop = asyncio.get_running_loop()
+    step = "list"  # what a KubeGone met: "list" (its continue token) or "watch" (its version)
     listed_at: float | None = None  # the start of the first list or last resync completed
     resync = False
     while True:
@@ -323,6 +324,7 @@ async def observe(
                              resource.kind)
                     resource_version = None
             if resource_version is None:
+                step = "list"
                 started_list = loop.time()
                 async for observation in _list(client, resource, inventory, page_size, reached,
                                                resync=resync):
@@ -334,6 +336,7 @@ async def observe(
                             listed_at, resync = started_list, False
                 log.info("listed %s: %d objects", resource.plural, len(inventory))
             assert resource_version is not None
+            step = "watch"
             started = loop.time()
             progressed = False
             async for observation in _watch(client, resource, inventory, resource_version,
@@ -357,11 +360,11 @@ async def observe(
                 # Gone at once (a list's continue token or the version it listed at already
                 # expired): list again after a backoff, not in a loop against the server
                 delay = backoff.next_seconds()
-                log.info("%s watch expired at once (%s); listing again in %gs",
-                         resource.kind, error, delay)
+                log.info("%s %s expired at once (%s); listing again in %gs",
+                         resource.kind, step, error, delay)
                 await asyncio.sleep(delay)
             else:
-                log.info("%s watch expired (%s); listing again", resource.kind, error)
+                log.info("%s %s expired (%s); listing again", resource.kind, step, error)
         except errors.KubeSilent as error:
             # not ready until the watch opens again (a frozen server never lets it)
             log.debug("%s: %s; opening it again", resource.kind, error)

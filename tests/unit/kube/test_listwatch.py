@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -506,3 +507,20 @@ async def test_a_watch_silent_for_90s_or_its_timeout_and_margin_is_taken_for_bro
     finally:
         await stream.aclose()
     assert api.read_timeouts == [read_timeout]
+
+
+async def test_a_410_gone_is_logged_as_met_by_the_list_or_the_watch_that_met_it(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A list whose continue token expired is not told as an expired watch."""
+    monkeypatch.setattr(listwatch, "MIN_WATCH_SECONDS", 60.0)
+    caplog.set_level(logging.INFO, logger=listwatch.__name__)
+    gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}
+    api = FakeApi(lists=[errors.KubeGone("HTTP 410: continue token expired", status=410),
+                         page([obj("a", "u1", "5")], "10"), page([], "20")],
+                  watches=[[gone]])
+    await take(api, 3)
+    expiries = [record.getMessage() for record in caplog.records
+                if "expired" in record.getMessage()]
+    assert [line.split(" (")[0] for line in expiries] == [
+        "pod list expired at once", "pod watch expired at once"]
