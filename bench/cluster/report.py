@@ -3,7 +3,8 @@
 Layer: bench, read-only. One table per file: per scheduler, the outcome, pods bound, pods/s,
 makespan, gang latency p50/p99, partially placed gangs (max during the run, at the end), the
 longest partial window, CPU utilisation and CPU milliseconds per bound pod (all processes);
-then the ratios gangsched / other and the bind ceiling; then the API server's requests per bound
+then the ratios gangsched / other, pods/s counting only pods of gangs bound whole
+(`whole_gangs_line`) and the bind ceiling; then the API server's requests per bound
 pod by verb and resource, per scheduler (`requests_table`: every client's, read from the API
 server's own metrics, so the creator's POSTs and KWOK's lease renewals are in every column
 alike and the differences between columns are the schedulers'); then the CPU seconds each
@@ -53,10 +54,46 @@ def table(result: dict[str, Any]) -> str:
     lines.append("")
     if ratios:
         lines.append(f"gangsched / other, pods/s: {ratios}.")
+    whole = whole_gangs_line(result)
+    if whole:
+        lines.append(whole)
     if ceiling.get("binds_per_s"):
         lines.append(f"Bind ceiling: {ceiling['binds_per_s']} binds/s "
                      f"(creation alone {ceiling['creations_per_s']} pods/s).")
     return "\n".join(lines)
+
+
+def whole_gang_pods_per_s(run: dict[str, Any]) -> float | None:
+    """Pods/s counting only the pods bound in gangs bound whole and bound singletons: pods
+    bound less those of gangs left partial at the end, over the same makespan. None for a run
+    that failed or lacks the counts (results before session 21)."""
+    bound, partial = run.get("pods_bound"), run.get("pods_in_partial_gangs_at_end")
+    makespan = run.get("makespan_s")
+    if "error" in run or bound is None or partial is None or not makespan:
+        return None
+    rate: float = round((bound - partial) / makespan, 1)
+    return rate
+
+
+def whole_gangs_line(result: dict[str, Any]) -> str:
+    """One line: each scheduler's `whole_gang_pods_per_s` and gangsched's ratio to the others'.
+    In the contention workload a scheduler that is not gang-aware binds pods of gangs that
+    never complete (they hold capacity and run nothing), which pods/s counts and this does not.
+    Empty when no scheduler has the counts."""
+    rates = {name: whole_gang_pods_per_s(run) for name, run in result["schedulers"].items()}
+    known = {name: rate for name, rate in rates.items() if rate is not None}
+    if not known:
+        return ""
+    line = ("Pods/s of gangs bound whole (and singletons): "
+            + ", ".join(f"{name} {rate}" for name, rate in known.items()) + ".")
+    mine = known.get("gangsched")
+    ratios = [f"{name} {_ratio_text(mine, rate)}" for name, rate in known.items()
+              if name != "gangsched" and mine is not None]
+    return line + (f" gangsched / other: {', '.join(ratios)}." if ratios else "")
+
+
+def _ratio_text(mine: float | None, other: float) -> str:
+    return "-" if not mine or not other else f"{mine / other:.3f}"
 
 
 def rounds_table(result: dict[str, Any]) -> str:

@@ -1,13 +1,14 @@
 """The bench report's requests table: the API server's requests per bound pod, a column per
 scheduler, rare kinds left out, the kinds the first scheduler sends most first; and its CPU
 table: seconds until the run ended by process, the scheduler's own processes after them; and
-with more than one round, pods/s by round and the median same-round ratio."""
+with more than one round, pods/s by round and the median same-round ratio; and pods/s counting
+only pods of gangs bound whole."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bench.cluster.report import cpu_table, requests_table, rounds_table
+from bench.cluster.report import cpu_table, requests_table, rounds_table, whole_gangs_line
 
 
 def test_requests_per_bound_pod_by_verb_and_resource() -> None:
@@ -96,3 +97,17 @@ def test_no_rounds_table_for_one_round() -> None:
     one = {"schedulers": {"gangsched": {"pods_per_s": 1.0}}}
     assert rounds_table(one) == ""
     assert rounds_table(one | {"rounds": [one | {"ratios": {}}]}) == ""
+
+
+def test_pods_of_gangs_left_partial_are_not_counted_in_whole_gang_pods_per_s() -> None:
+    result = {"schedulers": {
+        "gangsched": {"pods_bound": 500, "pods_in_partial_gangs_at_end": 0, "makespan_s": 4.0},
+        "kube-scheduler": {"pods_bound": 500, "pods_in_partial_gangs_at_end": 490,
+                           "makespan_s": 2.0},
+        "broken": {"error": "did not start"},
+        "older": {"pods_bound": 10, "makespan_s": 1.0},
+    }}
+    assert whole_gangs_line(result) == (
+        "Pods/s of gangs bound whole (and singletons): gangsched 125.0, kube-scheduler 5.0. "
+        "gangsched / other: kube-scheduler 25.000.")
+    assert whole_gangs_line({"schedulers": {"older": {"pods_bound": 1, "makespan_s": 1.0}}}) == ""
