@@ -295,21 +295,26 @@ def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved 
 def _keeps_creation(state: PlannerState, key: str, old: PodGroupObserved,
                     new: PodGroupObserved) -> bool:
     """Whether PodGroup `key`, observed again as `new`, keeps the earlier creation time of
-    `old`: the same uid, and a member still live (neither finished nor being deleted).
+    `old`: the same uid, and a member still live (neither finished nor being deleted) created
+    no later than `old` says the group was.
 
     An API object's creation never changes, but the watcher's Kueue PodGroup (uid
     `kueue/<ns>/<name>`, never deleted) takes it from whichever member it was seen through:
     a later member's would move a waiting gang behind groups created after it. A group run
     again under the same name, its earlier members all gone or finished, is new and takes the
-    new time. Reads the group's members from the derived index when built (every pod
-    otherwise, as after a snapshot is decoded: the same pods), and only when the time moved
-    later.
+    new time, even when a member of the new run was observed before its group's event (the
+    watcher publishes the group's first, but a retried publish may be stored after it): that
+    member is live, but created after the earlier run. Reads the group's members from the
+    derived index when built (every pod otherwise, as after a snapshot is decoded: the same
+    pods), and only when the time moved later. Units: UTC epoch milliseconds (the API's
+    creationTimestamp, whole seconds, for both the group and its members).
     """
     if old.uid != new.uid or not 0 < old.created_at_ms < new.created_at_ms:
         return False
     index = state.derived
     uids: Iterable[str] = (state.pods if index is None else index.members.get(key, ()))
     return any(pod is not None and pods.group_of(pod, pod.scheduler_name) == key
+               and pod.created_at_ms <= old.created_at_ms
                and not pods.is_terminal(pod) and not pod.is_deleting
                for pod in map(state.pods.get, uids))
 

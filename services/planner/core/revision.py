@@ -152,10 +152,10 @@ reported bound (GroupBound) and the watch does not show bound yet: it goes from 
 Scheduled at once, where it went back to Waiting ("0 of N members bound") until the watch
 caught up, a status written once more per gang (more when the watch shows its members bound in
 several batches) ("PodGroup status"). 39: a PodGroup observed again under the same uid keeps
-the earliest creation time it was seen with while a member of it is live (neither finished
-nor being deleted), so a gang keeps its place in the queue: the watcher's Kueue PodGroup takes
-its creation from whichever member it was seen through, and a later member's moved the gang
-behind groups created after it."""
+the earliest creation time it was seen with while a member of it created no later than that is
+live (neither finished nor being deleted), so a gang keeps its place in the queue: the
+watcher's Kueue PodGroup takes its creation from whichever member it was seen through, and a
+later member's moved the gang behind groups created after it."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

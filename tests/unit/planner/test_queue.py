@@ -129,3 +129,28 @@ def test_a_group_run_again_under_its_name_after_its_members_went_is_new() -> Non
                     make_podgroup("train", 1).created(9),
                     make_pod("train-1").requests(cpu_milli=1000).in_group("train"))
     assert placed_groups(cluster.plan()) == ["default/other"]
+
+
+def test_a_run_again_whose_member_is_seen_before_its_group_event_is_new() -> None:
+    """The watcher publishes a Kueue member's group event before the pod's, but a retried
+    publish may be stored after it: the new run's member, live when its group event comes,
+    was created after the earlier run, so the group takes its new creation all the same."""
+    for builds_index_first in (False, True):
+        cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=2000),
+                                    make_podgroup("train", 1).created(1),
+                                    make_pod("train-0").requests(cpu_milli=2000)
+                                    .in_group("train").created(1))
+        cluster.bind(cluster.plan())
+        cluster.observe(make_pod("train-0").requests(cpu_milli=2000).in_group("train")
+                        .on_node("n0").phase("Succeeded").created(1))
+        if builds_index_first:
+            cluster.plan()
+            assert cluster.state.derived is not None
+        cluster.observe(make_node("n0").capacity(cpu_milli=1000),
+                        make_podgroup("other", 1).created(5),
+                        make_pod("other-0").requests(cpu_milli=1000).in_group("other")
+                        .created(5),
+                        make_pod("train-1").requests(cpu_milli=1000).in_group("train")
+                        .created(9),
+                        make_podgroup("train", 1).created(9))
+        assert placed_groups(cluster.plan()) == ["default/other"], builds_index_first
