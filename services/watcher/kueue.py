@@ -21,6 +21,7 @@ run again under the name later takes its new time.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -88,12 +89,47 @@ def states_group(obj: Mapping[str, Any]) -> bool:
 
 CREATION_BUCKET_MS = 60_000
 """Group events of members created within one such minute share a message id."""
+GROUPS_REMEMBERED = 65_536
+"""Kueue groups whose count `CountChanges` remembers (the least recently published forgotten
+first; a forgotten group's next event is stored once more, which is harmless)."""
 
 
-def podgroup_message_id(group: PodGroupObserved) -> str:
-    """Message id of a synthetic PodGroupObserved: one per group, count and minute of creation
-    (`CREATION_BUCKET_MS`). The members created in one minute and observed within JetStream's
-    duplicate window store it once; a run under the same name created in a later minute is
-    stored whatever its count, where it was dropped as the last run's duplicate."""
+class CountChanges:
+    """Since when each Kueue group has had the total count last published: the watcher's time
+    (UTC epoch milliseconds, the event's `at_ms`) of its first group event with that count
+    since the count was another. Part of the group's message id, so a count that goes back to
+    an earlier one (4, then 3, then 4 again, within JetStream's duplicate window) is stored,
+    where the third message, the first's duplicate by id, was dropped and the group kept
+    minMember 3. At most `GROUPS_REMEMBERED` groups (about 150 bytes each).
+
+    Not thread-safe (one watcher's event loop). Raises nothing.
+    """
+
+    def __init__(self, capacity: int = GROUPS_REMEMBERED) -> None:
+        self._capacity = capacity
+        self._last: OrderedDict[str, tuple[str, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._last)
+
+    def since(self, group: PodGroupObserved) -> int:
+        """When `group`'s count (its `resource_version`) was first published since the count
+        changed, `group.at_ms` if it changes now; remembered as published."""
+        last = self._last.pop(group.uid, None)
+        if last is None or last[0] != group.resource_version:
+            last = (group.resource_version, group.at_ms)
+        self._last[group.uid] = last
+        if len(self._last) > self._capacity:
+            self._last.popitem(last=False)
+        return last[1]
+
+
+def podgroup_message_id(group: PodGroupObserved, since_ms: int = 0) -> str:
+    """Message id of a synthetic PodGroupObserved: one per group, count, minute of creation
+    (`CREATION_BUCKET_MS`) and time the count began (`since_ms`, `CountChanges.since`). The
+    members created in one minute and observed within JetStream's duplicate window store it
+    once; a run under the same name created in a later minute is stored whatever its count,
+    where it was dropped as the last run's duplicate; so is a count gone back to an earlier
+    one. Each watcher (a restarted one, a second one) stores each group once more."""
     bucket = group.created_at_ms // CREATION_BUCKET_MS
-    return f"podgroup/{group.uid}/{group.resource_version}/{bucket}/observed"
+    return f"podgroup/{group.uid}/{group.resource_version}/{bucket}/{since_ms}/observed"

@@ -87,13 +87,15 @@ def change_message(
 
 def change_messages(
     prefix: str, kind: str, change: Change, at_ms: int, *, is_native: bool = False,
-    repeats: Repeats | None = None,
+    repeats: Repeats | None = None, counts: kueue.CountChanges | None = None,
 ) -> list[PublishItem]:
     """`change_message`, preceded, for an observed live member of a Kueue pod group, by that
     group's synthetic PodGroupObserved, the pod put in the group (`services.watcher.kueue`).
 
     `repeats` (the watcher's memory of what it published) leaves out the change's own event
     when it repeats the object's last one (`Repeats.is_repeat`), and forgets a deleted object.
+    `counts` (the watcher's memory of Kueue group counts) dates the group's message id
+    (`kueue.podgroup_message_id`); without it, every count's id has the same date.
     Raises:
         KeyError: unknown kind (a bug).
     """
@@ -104,7 +106,9 @@ def change_messages(
     if group is not None and isinstance(event, PodObserved):
         if kueue.states_group(change.obj):
             subject = subjects.events_subject(prefix, "podgroup", group.namespace, group.name)
-            items.append((subject, codec.encode(group), kueue.podgroup_message_id(group)))
+            since_ms = 0 if counts is None else counts.since(group)
+            items.append((subject, codec.encode(group),
+                          kueue.podgroup_message_id(group, since_ms)))
         event = kueue.pod_event(event, group)
     if repeats is not None and change.type == "deleted":
         repeats.forget(kind, str(_metadata(change).get("uid", "")))

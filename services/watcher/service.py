@@ -40,7 +40,7 @@ from services.kube.resources import (
     metadata,
     watched,
 )
-from services.watcher import messages, native, recovery
+from services.watcher import kueue, messages, native, recovery
 from services.watcher.messages import PublishItem
 from services.watcher.repeats import Repeats
 
@@ -157,6 +157,7 @@ class Watcher:
         self._clock_ms = clock_ms or _wall_clock_ms
         self._health = Health()
         self._repeats = Repeats()
+        self._counts = kueue.CountChanges()
 
     async def run(self, ready: ReadyFlag) -> None:
         """Observe, publish and tick until cancelled (or until a task fails: then raise).
@@ -197,7 +198,7 @@ class Watcher:
         try:
             items = messages.change_messages(self._prefix, resource.kind, change,
                                              self._clock_ms(), is_native=is_native,
-                                             repeats=self._repeats)
+                                             repeats=self._repeats, counts=self._counts)
             problem = messages.problem(resource.kind, change)
         except Exception:
             log.exception("cannot slim %s %s; skipped", resource.kind,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from services.contracts import codec
 from services.contracts.events import PodGroupObserved, PodObserved
 from services.kube.listwatch import Change
@@ -60,7 +62,7 @@ def test_every_member_of_one_count_shares_the_group_message_id() -> None:
     second["metadata"].update(name="w1", uid="p2")
     ids = {messages.change_messages("gs", "pod", Change("observed", obj), 1000)[0][2]
            for obj in (first, second)}
-    assert ids == {"podgroup/kueue/ml/train/4/0/observed"}
+    assert ids == {"podgroup/kueue/ml/train/4/0/0/observed"}
 
 
 def test_members_created_within_a_minute_share_the_group_message_id() -> None:
@@ -95,3 +97,37 @@ def test_a_finished_or_deleting_member_keeps_its_group_but_does_not_state_it() -
     for obj in (finished, deleting):
         (pod,) = observed(obj)
         assert isinstance(pod, PodObserved) and pod.group_name == "train"
+
+
+def group_ids(counts: kueue.CountChanges, *steps: tuple[str, int]) -> list[str]:
+    """The group message ids of members observed with these (total count, at_ms), in order."""
+    ids = []
+    for n, (count, at_ms) in enumerate(steps):
+        member = kueue_pod(count)
+        member["metadata"].update(name=f"w{n}", uid=f"p{n}")
+        items = messages.change_messages("gs", "pod", Change("observed", member), at_ms,
+                                         counts=counts)
+        ids.append(items[0][2])
+    return ids
+
+
+def test_a_count_gone_back_to_an_earlier_one_has_a_new_message_id() -> None:
+    """4, 3, then 4 again within JetStream's duplicate window: the third group event, were its
+    id the first's, would be dropped and the group kept minMember 3."""
+    ids = group_ids(kueue.CountChanges(), ("4", 1000), ("4", 2000), ("3", 3000), ("3", 4000),
+                    ("4", 5000), ("3", 6000))
+    assert ids == ["podgroup/kueue/ml/train/4/0/1000/observed"] * 2 + [
+        "podgroup/kueue/ml/train/3/0/3000/observed"] * 2 + [
+        "podgroup/kueue/ml/train/4/0/5000/observed", "podgroup/kueue/ml/train/3/0/6000/observed"]
+
+
+def test_count_changes_forget_the_least_recently_published_group_beyond_capacity() -> None:
+    counts = kueue.CountChanges(capacity=2)
+    group = kueue.podgroup_event(kueue_pod("4"), 1000)
+    assert group is not None
+    others = [msgspec.structs.replace(group, uid=f"kueue/ml/{name}") for name in ("a", "b")]
+    assert counts.since(group) == 1000
+    assert [counts.since(other) for other in others] == [1000, 1000]
+    assert len(counts) == 2
+    assert counts.since(msgspec.structs.replace(group, at_ms=9000)) == 9000  # forgotten
+    assert counts.since(msgspec.structs.replace(others[1], at_ms=9000)) == 1000  # kept

@@ -95,7 +95,7 @@ def test_a_repeated_kueue_member_still_restates_its_group_but_not_itself() -> No
     again = copy.deepcopy(member)
     again["metadata"]["resourceVersion"] = "2"
     assert ids(repeats, "pod", Change("observed", again, is_watched=True)) == [
-        "podgroup/kueue/ml/train/4/28575960/observed"]
+        "podgroup/kueue/ml/train/4/28575960/0/observed"]
 
 
 def test_without_a_memory_every_change_is_published() -> None:
