@@ -279,8 +279,10 @@ def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved 
         state.podgroups.pop(key, None)
     else:
         old = state.podgroups.get(key)
-        if old is not None and _keeps_creation(state, key, old, podgroup):
-            podgroup = msgspec.structs.replace(podgroup, created_at_ms=old.created_at_ms)
+        if old is not None:
+            kept = _creation_kept(state, key, old, podgroup)
+            if kept != podgroup.created_at_ms:
+                podgroup = msgspec.structs.replace(podgroup, created_at_ms=kept)
         state.podgroups[key] = podgroup
         if old is not None and _may_let_through(old, podgroup):
             capacity_freed(state)
@@ -292,31 +294,33 @@ def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved 
     _touch(state, key)
 
 
-def _keeps_creation(state: PlannerState, key: str, old: PodGroupObserved,
-                    new: PodGroupObserved) -> bool:
-    """Whether PodGroup `key`, observed again as `new`, keeps the earlier creation time of
-    `old`: the same uid, and a member still live (neither finished nor being deleted) created
-    no later than `old` says the group was.
+def _creation_kept(state: PlannerState, key: str, old: PodGroupObserved,
+                   new: PodGroupObserved) -> int:
+    """The creation time (UTC epoch milliseconds) PodGroup `key` keeps when observed again as
+    `new`: `new`'s, unless the same uid moved it later, then the earliest creation of a
+    member still live (neither finished nor being deleted), no earlier than `old`'s and no
+    later than `new`'s.
 
     An API object's creation never changes, but the watcher's Kueue PodGroup (uid
     `kueue/<ns>/<name>`, never deleted) takes it from whichever member it was seen through:
-    a later member's would move a waiting gang behind groups created after it. A group run
-    again under the same name, its earlier members all gone or finished, is new and takes the
-    new time, even when a member of the new run was observed before its group's event (the
+    a later member's would move a waiting gang behind groups created after it, and so would a
+    replacement's once the oldest member failed, while members older than it wait. A group
+    run again under the same name, its earlier members all gone or finished, is new and takes
+    the new time, even when a member of the new run was observed before its group's event (the
     watcher publishes the group's first, but a retried publish may be stored after it): that
-    member is live, but created after the earlier run. Reads the group's members from the
-    derived index when built (every pod otherwise, as after a snapshot is decoded: the same
-    pods), and only when the time moved later. Units: UTC epoch milliseconds (the API's
-    creationTimestamp, whole seconds, for both the group and its members).
+    member is live, but created no earlier than the new time. Reads the group's members from
+    the derived index when built (every pod otherwise, as after a snapshot is decoded: the same
+    pods), and only when the time moved later.
     """
     if old.uid != new.uid or not 0 < old.created_at_ms < new.created_at_ms:
-        return False
+        return new.created_at_ms
     index = state.derived
     uids: Iterable[str] = (state.pods if index is None else index.members.get(key, ()))
-    return any(pod is not None and pods.group_of(pod, pod.scheduler_name) == key
-               and pod.created_at_ms <= old.created_at_ms
-               and not pods.is_terminal(pod) and not pod.is_deleting
-               for pod in map(state.pods.get, uids))
+    earliest = min((pod.created_at_ms for pod in map(state.pods.get, uids)
+                    if pod is not None and pods.group_of(pod, pod.scheduler_name) == key
+                    and not pods.is_terminal(pod) and not pod.is_deleting),
+                   default=new.created_at_ms)
+    return max(old.created_at_ms, min(new.created_at_ms, earliest))
 
 
 def _may_let_through(old: PodGroupObserved, new: PodGroupObserved) -> bool:

@@ -151,9 +151,9 @@ minutes"). 38: a PodGroup's `Scheduled` condition counts as bound the members th
 reported bound (GroupBound) and the watch does not show bound yet: it goes from Binding to
 Scheduled at once, where it went back to Waiting ("0 of N members bound") until the watch
 caught up, a status written once more per gang (more when the watch shows its members bound in
-several batches) ("PodGroup status"). 39: a PodGroup observed again under the same uid keeps
-the earliest creation time it was seen with while a member of it created no later than that is
-live (neither finished nor being deleted), so a gang keeps its place in the queue: the
+several batches) ("PodGroup status"). 39: a PodGroup observed again under the same uid with a
+later creation time keeps the earliest creation of a live member (neither finished nor being
+deleted), no earlier than the time it held, so a gang keeps its place in the queue: the
 watcher's Kueue PodGroup takes its creation from whichever member it was seen through, and a
 later member's moved the gang behind groups created after it."""
 

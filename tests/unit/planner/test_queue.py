@@ -154,3 +154,29 @@ def test_a_run_again_whose_member_is_seen_before_its_group_event_is_new() -> Non
                         .created(9),
                         make_podgroup("train", 1).created(9))
         assert placed_groups(cluster.plan()) == ["default/other"], builds_index_first
+
+
+def test_a_gang_whose_oldest_member_was_replaced_queues_by_its_oldest_live_member() -> None:
+    """Kueue replaces a failed member of a plain pod group: the replacement's group event
+    states its own, later creation, but members older than it still wait, so the gang keeps
+    its place ahead of a group created after them (found in review)."""
+    for builds_index_first in (False, True):
+        busy = make_pod("busy").requests(cpu_milli=1000).on_node("n0")
+        cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=1000), busy)
+        if builds_index_first:
+            cluster.plan()
+            assert cluster.state.derived is not None
+        train = [make_pod(f"train-{n}").requests(cpu_milli=1000).in_group("train").created(at)
+                 for n, at in ((0, 1000), (1, 2000))]
+        cluster.observe(make_podgroup("train", 1).created(1000), train[0],
+                        make_podgroup("train", 1).created(2000), train[1],
+                        make_podgroup("other", 1).created(5000),
+                        make_pod("other-0").requests(cpu_milli=1000).in_group("other")
+                        .created(5000))
+        cluster.set_phase("train-0", "Failed")
+        cluster.observe(make_podgroup("train", 1).created(10000),
+                        make_pod("train-0b").requests(cpu_milli=1000).in_group("train")
+                        .created(10000))
+        assert cluster.state.podgroups["default/train"].created_at_ms == 2000
+        cluster.delete_pod("busy")
+        assert placed_groups(cluster.plan()) == ["default/train"], builds_index_first
