@@ -65,35 +65,33 @@ def table(result: dict[str, Any]) -> str:
 
 def whole_gang_pods_per_s(run: dict[str, Any]) -> float | None:
     """Pods/s counting only the pods bound in gangs bound whole and bound singletons: pods
-    bound less those of gangs left partial at the end, over the same makespan. None for a run
-    that failed or lacks the counts (results before session 21)."""
+    bound less those of gangs left partial at the end, over the same makespan (unrounded).
+    None for a run that failed or lacks the counts (results before session 21)."""
     bound, partial = run.get("pods_bound"), run.get("pods_in_partial_gangs_at_end")
     makespan = run.get("makespan_s")
     if "error" in run or bound is None or partial is None or not makespan:
         return None
-    rate: float = round((bound - partial) / makespan, 1)
+    rate: float = (bound - partial) / makespan
     return rate
 
 
 def whole_gangs_line(result: dict[str, Any]) -> str:
-    """One line: each scheduler's `whole_gang_pods_per_s` and gangsched's ratio to the others'.
-    In the contention workload a scheduler that is not gang-aware binds pods of gangs that
-    never complete (they hold capacity and run nothing), which pods/s counts and this does not.
-    Empty when no scheduler has the counts."""
+    """One line: each scheduler's `whole_gang_pods_per_s` and gangsched's ratio to the others'
+    (none bound whole: "no whole gang"). In the contention workload a scheduler that is not
+    gang-aware binds pods of gangs that never complete (they hold capacity and run nothing),
+    which pods/s counts and this does not. Empty when no scheduler has the counts."""
     rates = {name: whole_gang_pods_per_s(run) for name, run in result["schedulers"].items()}
     known = {name: rate for name, rate in rates.items() if rate is not None}
     if not known:
         return ""
     line = ("Pods/s of gangs bound whole (and singletons): "
-            + ", ".join(f"{name} {rate}" for name, rate in known.items()) + ".")
+            + ", ".join(f"{name} {rate:.1f}" for name, rate in known.items()) + ".")
     mine = known.get("gangsched")
-    ratios = [f"{name} {_ratio_text(mine, rate)}" for name, rate in known.items()
-              if name != "gangsched" and mine is not None]
+    if mine is None:
+        return line
+    ratios = [f"{name} {mine / rate:.3f}" if rate else f"{name} (no whole gang)"
+              for name, rate in known.items() if name != "gangsched"]
     return line + (f" gangsched / other: {', '.join(ratios)}." if ratios else "")
-
-
-def _ratio_text(mine: float | None, other: float) -> str:
-    return "-" if not mine or not other else f"{mine / other:.3f}"
 
 
 def rounds_table(result: dict[str, Any]) -> str:

@@ -14,9 +14,9 @@ wins on a pod that has it, and then nothing is synthesized; Kueue's group names 
 PodGroup is never deleted (nothing says when the last member went): with no pods it holds
 nothing, and the next member observed replaces it. It has no minResources or timeout. Its
 creation is that of the member it was seen through, stated only by live members
-(`states_group`); the planner keeps the earliest one seen while a member is live
-(`planner.core.apply._keeps_creation`), so the gang keeps its place in the queue, and a group
-run again under the name later takes its new time.
+(`states_group`); when a later one is stated, the planner keeps the earliest creation of a live
+member, no earlier than the one it held (`planner.core.apply._creation_kept`), so the gang
+keeps its place in the queue, and a group run again under the name later takes its new time.
 """
 
 from __future__ import annotations
@@ -100,7 +100,9 @@ class CountChanges:
     since the count was another. Part of the group's message id, so a count that goes back to
     an earlier one (4, then 3, then 4 again, within JetStream's duplicate window) is stored,
     where the third message, the first's duplicate by id, was dropped and the group kept
-    minMember 3. At most `GROUPS_REMEMBERED` groups (about 150 bytes each).
+    minMember 3. Kueue does not make members agree on the count (it reads the pod it
+    reconciles), so members that disagree store a message each time the count flips, the last
+    observed member's count last. At most `GROUPS_REMEMBERED` groups (about 200 bytes each).
 
     Not thread-safe (one watcher's event loop). Raises nothing.
     """
@@ -114,10 +116,14 @@ class CountChanges:
 
     def since(self, group: PodGroupObserved) -> int:
         """When `group`'s count (its `resource_version`) was first published since the count
-        changed, `group.at_ms` if it changes now; remembered as published."""
+        changed: `group.at_ms` if it changes now, or one millisecond after the last count's
+        time if that is no earlier (a flip back within one millisecond, as in a list, or a
+        clock stepped back, still gets an id of its own); remembered as published."""
         last = self._last.pop(group.uid, None)
-        if last is None or last[0] != group.resource_version:
+        if last is None:
             last = (group.resource_version, group.at_ms)
+        elif last[0] != group.resource_version:
+            last = (group.resource_version, max(group.at_ms, last[1] + 1))
         self._last[group.uid] = last
         if len(self._last) > self._capacity:
             self._last.popitem(last=False)

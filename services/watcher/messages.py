@@ -4,7 +4,8 @@ Layer: watcher, pure (time is passed in; pod specs are read through `_SPECS`, a 
 changes no result: `spec_memory`; the watcher's memory of what it published, which leaves out
 repeats, is passed in: `repeats`). Message ids are `<kind>/<uid>/<resourceVersion>/<type>`
 (type `observed` or `deleted`), so the same change seen by two watchers, or again after a
-restart, is stored once by JetStream; clock ticks are `clock/<whole second>`.
+restart, is stored once by JetStream; clock ticks are `clock/<whole second>`. A Kueue group's
+synthetic PodGroup is stored once per count by each watcher (`kueue.podgroup_message_id`).
 """
 
 from __future__ import annotations

@@ -111,3 +111,11 @@ def test_pods_of_gangs_left_partial_are_not_counted_in_whole_gang_pods_per_s() -
         "Pods/s of gangs bound whole (and singletons): gangsched 125.0, kube-scheduler 5.0. "
         "gangsched / other: kube-scheduler 25.000.")
     assert whole_gangs_line({"schedulers": {"older": {"pods_bound": 1, "makespan_s": 1.0}}}) == ""
+
+    none_whole = {"schedulers": {
+        "gangsched": {"pods_bound": 30, "pods_in_partial_gangs_at_end": 0, "makespan_s": 3.0},
+        "kube-scheduler": {"pods_bound": 40, "pods_in_partial_gangs_at_end": 40,
+                           "makespan_s": 2.0}}}
+    assert whole_gangs_line(none_whole) == (
+        "Pods/s of gangs bound whole (and singletons): gangsched 10.0, kube-scheduler 0.0. "
+        "gangsched / other: kube-scheduler (no whole gang).")

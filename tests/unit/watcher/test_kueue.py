@@ -131,3 +131,12 @@ def test_count_changes_forget_the_least_recently_published_group_beyond_capacity
     assert len(counts) == 2
     assert counts.since(msgspec.structs.replace(group, at_ms=9000)) == 9000  # forgotten
     assert counts.since(msgspec.structs.replace(others[1], at_ms=9000)) == 1000  # kept
+
+
+def test_a_count_flipping_back_within_one_millisecond_still_gets_an_id_of_its_own() -> None:
+    """Members that disagree on the count, listed within one millisecond (found in review)."""
+    ids = group_ids(kueue.CountChanges(), ("4", 1000), ("3", 1000), ("4", 1000), ("3", 999))
+    assert ids == ["podgroup/kueue/ml/train/4/0/1000/observed",
+                   "podgroup/kueue/ml/train/3/0/1001/observed",
+                   "podgroup/kueue/ml/train/4/0/1002/observed",
+                   "podgroup/kueue/ml/train/3/0/1003/observed"]
