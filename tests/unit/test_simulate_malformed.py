@@ -189,8 +189,11 @@ def test_a_name_with_a_line_break_keeps_the_message_one_line(
     text = NODE + 'apiVersion: v1\nkind: Pod\nmetadata: {name: "a\\nb"}\n' + (
         "spec: {priorityClassName: gold, containers: [{name: c}]}\n")
     assert refused(tmp_path, text, capsys) == (
-        " document 2 (Pod default/'a\\nb'): spec.priorityClassName: no PriorityClass with name "
-        "gold was found (in the manifests or built in)")
+        " document 2 (Pod 'a\\nb'): metadata.name: Invalid value: \"a\\nb\": a "
+        "lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+        "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+        "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
+        "[a-z0-9])?)*')")
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -225,11 +228,11 @@ def test_an_unquoted_timestamp_is_read_as_kubectl_reads_it(
 
 def test_a_name_that_looks_like_console_markup_is_printed_as_it_is(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    text = NODE + 'apiVersion: v1\nkind: Pod\nmetadata: {name: "[/x]"}\n' + (
-        "spec: {schedulerName: gangsched, containers: [{name: c}]}\n")
+    text = NODE + ('apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n'
+                   'metadata: {name: "[bold]x"}\nspec: {minMember: 2}\n')
     code, out, err = simulate(tmp_path, text, capsys, output="table")
     assert (code, err) == (0, "")
-    assert "│ default/[/x] │" in out
+    assert "│ default/[bold]x │" in out  # a custom resource's name may hold brackets
 
 
 def test_the_last_resort_turns_an_unexpected_error_into_the_documents_line() -> None:

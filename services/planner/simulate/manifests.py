@@ -27,7 +27,7 @@ import msgspec
 
 from services.contracts import resources
 from services.contracts.resources import shown
-from services.planner.simulate import api_versions, shapes
+from services.planner.simulate import api_versions, object_names, shapes
 
 AT_ANNOTATION = "simulate.gangsched.io/at"
 RUNTIME_ANNOTATION = "simulate.gangsched.io/runtime"
@@ -195,8 +195,8 @@ def _flattened(doc: Document) -> list[Document]:
     """`_flatten` of one document that is not empty.
 
     Raises:
-        InvalidManifest: not an object, no kind or name, a kind or apiVersion the API server
-            would refuse, a List without a list of items.
+        InvalidManifest: not an object, no kind or name, a kind, apiVersion, name or
+            namespace the API server would refuse, a List without a list of items.
     """
     if not isinstance(doc.body, Mapping):
         raise InvalidManifest(describe(doc), "(document)", "not a Kubernetes object")
@@ -218,6 +218,10 @@ def _flattened(doc: Document) -> list[Document]:
     if not isinstance(name, str):
         raise InvalidManifest(describe(doc), "metadata.name", "missing" if name is None
                               else f"must be a string, got {shown(name)}")
+    if doc.body["kind"] in api_versions.SERVED:
+        refused = object_names.problem(doc.body)
+        if refused is not None:
+            raise InvalidManifest(describe(doc), *refused)
     return [doc]
 
 
