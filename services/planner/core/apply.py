@@ -316,11 +316,15 @@ def _creation_kept(state: PlannerState, key: str, old: PodGroupObserved,
         return new.created_at_ms
     index = state.derived
     uids: Iterable[str] = (state.pods if index is None else index.members.get(key, ()))
-    earliest = min((pod.created_at_ms for pod in map(state.pods.get, uids)
-                    if pod is not None and pods.group_of(pod, pod.scheduler_name) == key
-                    and not pods.is_terminal(pod) and not pod.is_deleting),
-                   default=new.created_at_ms)
-    return max(old.created_at_ms, min(new.created_at_ms, earliest))
+    earliest = new.created_at_ms
+    for pod in map(state.pods.get, uids):
+        if (pod is not None and pod.created_at_ms < earliest
+                and pods.group_of(pod, pod.scheduler_name) == key
+                and not pods.is_terminal(pod) and not pod.is_deleting):
+            if pod.created_at_ms <= old.created_at_ms:
+                return old.created_at_ms  # no earlier than `old`: found (a gang's first)
+            earliest = pod.created_at_ms
+    return earliest
 
 
 def _may_let_through(old: PodGroupObserved, new: PodGroupObserved) -> bool:

@@ -153,9 +153,9 @@ Scheduled at once, where it went back to Waiting ("0 of N members bound") until 
 caught up, a status written once more per gang (more when the watch shows its members bound in
 several batches) ("PodGroup status"). 39: a PodGroup observed again under the same uid with a
 later creation time keeps the earliest creation of a live member (neither finished nor being
-deleted), no earlier than the time it held, so a gang keeps its place in the queue: the
-watcher's Kueue PodGroup takes its creation from whichever member it was seen through, and a
-later member's moved the gang behind groups created after it."""
+deleted), no earlier than the time it held and no later than the new one, so a gang keeps
+its place in the queue: the watcher's Kueue PodGroup takes its creation from whichever member
+it was seen through, and a later member's moved the gang behind groups created after it."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

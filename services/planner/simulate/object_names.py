@@ -1,22 +1,23 @@
 """The names and namespaces the API server takes for the kinds `gangsched simulate` reads.
 
-Layer: planner simulate (pure). Source: apimachinery's `ValidateObjectMeta` with each kind's
-name rule: built-in kinds are named by a DNS-1123 subdomain (`NameIsDNSSubdomain`: Pod, Node,
-PriorityClass, the workloads, storage and budgets), a custom resource (Coscheduling's PodGroup)
-by any path segment (`path.IsValidPathSegmentName`), and a namespaced object's namespace is a
-DNS-1123 label (`ValidateNamespaceName`). The messages are the API server's.
+Layer: planner simulate (pure). Source: Kubernetes 1.36's `ValidateObjectMeta` with each kind's
+name rule: a DNS-1123 subdomain for most (`NameIsDNSSubdomain`: Pod, Node, PriorityClass,
+storage, ReplicaSet, Deployment, Job, and custom resources such as Coscheduling's PodGroup,
+`apiextensions-apiserver`'s validator), a DNS-1123 label for a StatefulSet (its name is part
+of its pods' host names, since 1.27), and only the generic path-segment rule for a
+PodDisruptionBudget (its validation checks no name); a namespaced object's namespace is a
+DNS-1123 label (`ValidateNamespaceName`). The messages are the API server's. Not checked: a
+Job's name beyond 63 characters, which the API server refuses through the labels its pods get.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from services.contracts import names
 
-CUSTOM_GROUPS = ("scheduling.x-k8s.io/",)
-"""apiVersions served by a CustomResourceDefinition (names: any path segment)."""
 CLUSTER_SCOPED = frozenset({"Node", "PersistentVolume", "StorageClass", "PriorityClass"})
 MAX_SUBDOMAIN = 253
 MAX_LABEL = 63
@@ -27,6 +28,7 @@ SUBDOMAIN_RULE = ("a lowercase RFC 1123 subdomain must consist of lower case alp
 LABEL_RULE = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
               "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',"
               "  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+REQUIRED = "Required value: name or generateName is required"
 
 
 def problem(body: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -37,26 +39,28 @@ def problem(body: Mapping[str, Any]) -> tuple[str, str] | None:
     is left to the caller (defaulted, or refused as a wrong type)."""
     meta = body["metadata"]
     name: str = meta["name"]
-    api_version = body.get("apiVersion")
-    is_custom = isinstance(api_version, str) and api_version.startswith(CUSTOM_GROUPS)
-    wrong = _path_segment(name) if is_custom else _subdomain(name)
+    if not name:
+        return "metadata.name", REQUIRED
+    wrong = _NAME_RULES.get(body["kind"], _subdomain)(name)
     if wrong is not None:
         return "metadata.name", wrong
     namespace = meta.get("namespace")
     if body["kind"] in CLUSTER_SCOPED or not isinstance(namespace, str) or not namespace:
         return None
-    if len(namespace) > MAX_LABEL:
-        return "metadata.namespace", _invalid(namespace, f"must be no more than {MAX_LABEL} "
-                                              "characters")
-    if not names.is_dns_label(namespace):
-        return "metadata.namespace", _invalid(namespace, LABEL_RULE)
-    return None
+    wrong = _label(namespace)
+    return None if wrong is None else ("metadata.namespace", wrong)
 
 
 def _subdomain(name: str) -> str | None:
     if len(name) > MAX_SUBDOMAIN:
         return _invalid(name, f"must be no more than {MAX_SUBDOMAIN} characters")
     return None if names.is_dns_subdomain(name) else _invalid(name, SUBDOMAIN_RULE)
+
+
+def _label(name: str) -> str | None:
+    if len(name) > MAX_LABEL:
+        return _invalid(name, f"must be no more than {MAX_LABEL} characters")
+    return None if names.is_dns_label(name) else _invalid(name, LABEL_RULE)
 
 
 def _path_segment(name: str) -> str | None:
@@ -66,6 +70,11 @@ def _path_segment(name: str) -> str | None:
         if part in name:
             return _invalid(name, f"may not contain '{part}'")
     return None
+
+
+_NAME_RULES: Mapping[str, Callable[[str], str | None]] = {
+    "StatefulSet": _label, "PodDisruptionBudget": _path_segment}
+"""The kinds named otherwise than by a DNS-1123 subdomain."""
 
 
 def _invalid(value: str, why: str) -> str:
