@@ -149,7 +149,7 @@ async def connect(
         waited = "" if first_connect_timeout_seconds is None \
             else f" for {first_connect_timeout_seconds:g}s"
         raise BusUnavailable(
-            f"NATS at {urls.shown(settings.url)} unreachable{waited}: {cause!r}"
+            f"NATS at {urls.shown(settings.url)} unreachable{waited}: {reason(cause)}"
         ) from error
     callbacks.connected = True
     callbacks.forget_errors()
