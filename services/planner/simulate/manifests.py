@@ -42,8 +42,6 @@ DEFAULT_PREEMPTION_POLICY = "PreemptLowerPriority"
 STORAGE_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
 BUDGET_KIND = "PodDisruptionBudget"
 SCHEDULED_KINDS = ("Node", "Pod", "PodGroup", *STORAGE_KINDS, BUDGET_KIND)
-CLUSTER_KINDS = ("Node", "PersistentVolume", "StorageClass")
-"""Kinds without a namespace."""
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
 BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
 WORKLOAD_KINDS = ("ReplicaSet", "Deployment", "Job", "StatefulSet")
@@ -339,7 +337,7 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
     obj = copy.deepcopy(dict(body))
     kind = obj["kind"]
     obj["metadata"].setdefault("uid", f"sim-{kind.lower()}-{_key(obj)}")
-    if kind not in CLUSTER_KINDS:
+    if kind not in object_names.CLUSTER_SCOPED:
         obj["metadata"].setdefault("namespace", "default")
     if kind == "Node":
         _check_node(doc, obj)

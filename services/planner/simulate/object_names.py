@@ -19,6 +19,7 @@ from typing import Any
 from services.contracts import names
 
 CLUSTER_SCOPED = frozenset({"Node", "PersistentVolume", "StorageClass", "PriorityClass"})
+"""The kinds simulate reads that have no namespace (`manifests` gives the others `default`)."""
 MAX_SUBDOMAIN = 253
 MAX_LABEL = 63
 SUBDOMAIN_RULE = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
