@@ -23,6 +23,8 @@ Decisions recorded here:
   request of cpu, memory or hugepages-* (a pod-level limit standing in for a missing request)
   replaces the containers' aggregate for that resource; other resources keep the aggregate;
   overhead is added after.
+- A bound pod being resized in place is charged what its status says it holds where that is
+  more than its spec (`resize`), as kube-scheduler charges it.
 - Preferred node-affinity terms are carried with their weights (`preferred_affinity`), each
   preference read as a required term is; one the API server would refuse (a weight outside
   1..100, a bad operator or value count) sets `invalid_reason` (`preferred_affinity`), so the
@@ -76,6 +78,7 @@ from services.contracts.events import (
 )
 from services.contracts.names import is_label_name
 from services.fit.filters import NODE_NAME_FIELD, parse_int64
+from services.watcher import resize
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 CONFLICTING_DISKS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
@@ -275,6 +278,10 @@ def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> Po
     labels = _dict(meta.get("labels"))
     namespace, name = _namespace(meta), _text(meta, "name")
     read = read_spec(spec, namespace)
+    requests = read.requests
+    resized = resize.read(status)
+    if resized is not None:  # a pod the kubelet runs: what it holds may differ from its spec
+        requests = _read_requests(spec, resized)[0]
     node_name = spec.get("nodeName")
     return PodObserved(
         at_ms=at_ms, uid=_text(meta, "uid"), namespace=namespace, name=name,
@@ -282,7 +289,7 @@ def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> Po
         scheduler_name=read.scheduler_name,
         phase=_str(status.get("phase") or "Pending"),
         created_at_ms=time_ms(meta.get("creationTimestamp"), at_ms),
-        requests=dict(read.requests), node_name=_str(node_name) if node_name else None,
+        requests=dict(requests), node_name=_str(node_name) if node_name else None,
         group_name=_str(labels[GROUP_LABEL]) if labels.get(GROUP_LABEL) else None,
         priority=read.priority,
         node_selector=dict(read.node_selector),
@@ -331,21 +338,22 @@ def volume_claims(spec: Obj, pod_name: str) -> tuple[PodClaim, ...]:
     return tuple(found)
 
 
-def _read_requests(spec: Obj) -> tuple[resources.ResourceList, str | None, list[str]]:
-    """The pod's requests, why they cannot be read (`invalid_reason`), and the request beyond
-    range if any (an `unsupported` entry).
+def _read_requests(spec: Obj, resized: resize.Resize | None = None,
+                   ) -> tuple[resources.ResourceList, str | None, list[str]]:
+    """The pod's requests (`resized` as `pod_requests`), why they cannot be read
+    (`invalid_reason`), and the request beyond range if any (an `unsupported` entry).
 
     Shapes: unreadable: `{pods: 1}`; beyond range: the requests with every amount beyond
     range charged as `MAX_AMOUNT`, so a pod another scheduler bound still fills its node.
     """
     try:
-        return pod_requests(spec), None, []
+        return pod_requests(spec, resized=resized), None, []
     except resources.AmountBeyondRange as error:
         beyond = str(error)
     except resources.InvalidQuantity as error:
         return {resources.PODS: 1}, str(error), []
     try:
-        return pod_requests(spec, saturated=True), None, [beyond]
+        return pod_requests(spec, saturated=True, resized=resized), None, [beyond]
     except resources.InvalidQuantity as error:  # a malformed quantity after the huge one
         return {resources.PODS: 1}, str(error), []
 
@@ -426,7 +434,8 @@ def is_pod_level_resource(name: str) -> bool:
     return name in (resources.CPU, resources.MEMORY) or name.startswith("hugepages-")
 
 
-def pod_requests(spec: Obj, saturated: bool = False) -> resources.ResourceList:
+def pod_requests(spec: Obj, saturated: bool = False,
+                 resized: resize.Resize | None = None) -> resources.ResourceList:
     """The pod's effective requests as kube-scheduler computes them, plus `pods: 1`.
 
     Source: as `resourcehelper.PodRequests`: app containers summed; each init container's
@@ -434,20 +443,30 @@ def pod_requests(spec: Obj, saturated: bool = False) -> resources.ResourceList:
     sum and to every later init container; then pod-level `spec.resources` requests (limits
     standing in) replace that aggregate for cpu, memory and hugepages-*; then `spec.overhead`
     added. `saturated`: amounts beyond range, given or summed, count as `MAX_AMOUNT`.
+    `resized`: what the pod's status says it holds (`resize.read`), folded into the requests
+    of the app containers, the sidecars and the pod level as kube-scheduler does for a pod
+    being resized in place.
     Raises:
         resources.AmountBeyondRange: unless `saturated`: a quantity or the pod's total
             beyond range, with its field named (`spec` for a total).
         resources.InvalidQuantity: a malformed quantity, with its field named.
     """
+    def held(container: Obj, request: resources.ResourceList) -> resources.ResourceList:
+        if resized is None:
+            return request
+        found = resized.containers.get(_str(container.get("name")))
+        return request if found is None else resized.effective(request, found)
+
     total: resources.ResourceList = {}
-    for i, container in enumerate(_list(spec.get("containers"))):
-        total = resources.add(total, container_requests(
-            _dict(container), f"spec.containers[{i}]", saturated))
+    for i, container in enumerate(map(_dict, _list(spec.get("containers")))):
+        total = resources.add(total, held(container, container_requests(
+            container, f"spec.containers[{i}]", saturated)))
     sidecars: resources.ResourceList = {}
     init_max: resources.ResourceList = {}
-    for i, container in enumerate(_list(spec.get("initContainers"))):
-        request = container_requests(_dict(container), f"spec.initContainers[{i}]", saturated)
-        if _dict(container).get("restartPolicy") == "Always":
+    for i, container in enumerate(map(_dict, _list(spec.get("initContainers")))):
+        request = container_requests(container, f"spec.initContainers[{i}]", saturated)
+        if container.get("restartPolicy") == "Always":
+            request = held(container, request)
             total = resources.add(total, request)
             sidecars = resources.add(sidecars, request)
             request = sidecars
@@ -455,8 +474,12 @@ def pod_requests(spec: Obj, saturated: bool = False) -> resources.ResourceList:
             request = resources.add(request, sidecars)
         init_max = resources.max_each(init_max, request)
     total = resources.max_each(total, init_max)
-    total.update(_requests(_dict(spec.get("resources")), "spec.resources",
-                           only=is_pod_level_resource, saturated=saturated))
+    pod_level = _requests(_dict(spec.get("resources")), "spec.resources",
+                          only=is_pod_level_resource, saturated=saturated)
+    if resized is not None and resized.pod is not None and pod_level:
+        effective = resized.effective(pod_level, resized.pod)
+        pod_level = {name: effective.get(name, 0) for name in pod_level}
+    total.update(pod_level)
     overhead = _amounts(_dict(spec.get("overhead")), lambda _: "spec.overhead", saturated)
     total = resources.add(total, overhead)
     total[resources.PODS] = 1
