@@ -25,9 +25,15 @@ from typing import Any
 
 import msgspec
 
-from services.contracts import resources
+from services.contracts import names, resources
 from services.contracts.resources import shown
-from services.planner.simulate import api_versions, object_names, shapes
+from services.planner.simulate import (
+    api_versions,
+    controller_labels,
+    object_labels,
+    object_names,
+    shapes,
+)
 
 AT_ANNOTATION = "simulate.gangsched.io/at"
 RUNTIME_ANNOTATION = "simulate.gangsched.io/runtime"
@@ -224,10 +230,10 @@ def _flattened(doc: Document) -> list[Document]:
 
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+"""The range of a PriorityClass `value` (int32 in the API)."""
 MAX_WORKLOAD_PODS = 100_000
 """The most pods one workload may expand into (as many as an Indexed Job may complete): each is
 a pod in memory, and an int32 replica count would fill memory before the simulation begins."""
-"""The range of a PriorityClass `value` (int32 in the API)."""
 Classes = dict[str | None, PriorityClass]
 """PriorityClasses by name; under None the globalDefault one, if any."""
 
@@ -341,6 +347,10 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
         obj["metadata"].setdefault("namespace", "default")
     if kind == "Node":
         _check_node(doc, obj)
+        labels = obj["metadata"].get("labels")
+        if labels is None or isinstance(labels, Mapping):  # else refused by `_check_fields`
+            obj["metadata"]["labels"] = controller_labels.node_labels(
+                labels or {}, obj["metadata"]["name"])
     if kind in STORAGE_KINDS:
         _check_storage(doc, obj)
     if kind == BUDGET_KIND:
@@ -349,6 +359,7 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
         _check_pod(doc, obj)
     if not is_checked:
         _check_fields(doc, obj)
+        _check_labels(doc, obj, obj["metadata"].get("labels"), "metadata.labels")
     if kind == "Pod":
         _resolve_priority(doc, obj, classes)
     at = _seconds(doc, body, AT_ANNOTATION)
@@ -583,18 +594,69 @@ def _workload_pods(doc: Document, classes: Classes) -> list[Item]:
     template_meta = _mapping(doc, body, template.get("metadata"), "spec.template.metadata")
     labels = dict(_mapping(doc, body, template_meta.get("labels"),
                            "spec.template.metadata.labels"))
+    owner_uid = controller_labels.uid(kind, namespace, owner_name)
+    _check_labels(doc, body, meta.get("labels"), "metadata.labels")
+    if kind == "Job":
+        labels = controller_labels.job_template_labels(labels, spec, owner_name, owner_uid)
+    _check_labels(doc, body, labels, "spec.template.labels")
+    if kind == "Job":
+        _check_indexed_hostnames(doc, body, spec)
     if kind == "Deployment":
         pod_hash = suffix(f"{namespace}/{owner_name}/template", 10)
         owner_kind, owner_name = "ReplicaSet", f"{owner_name}-{pod_hash}"
+        owner_uid = controller_labels.uid("ReplicaSet", namespace, owner_name)
         labels["pod-template-hash"] = pod_hash
+    revision = f"{owner_name}-{suffix(f'{namespace}/{owner_name}/revision', 10)}"
+    is_indexed = kind == "Job" and controller_labels.is_indexed(spec)
     items = []
     for ordinal in range(count):
-        name = (f"{owner_name}-{ordinal}" if kind == "StatefulSet"
-                else f"{owner_name}-{suffix(f'{namespace}/{owner_name}/{ordinal}', 5)}")
-        pod = _pod_from_template(template, template_meta, name, namespace, labels, meta,
-                                 owner_kind, owner_name)
+        pod_labels, annotations = labels, dict(template_meta.get("annotations") or {})
+        seed = suffix(f"{namespace}/{owner_name}/{ordinal}", 5)
+        if kind == "StatefulSet":
+            name = f"{owner_name}-{ordinal}"
+            pod_labels = controller_labels.stateful_pod_labels(labels, name, ordinal, revision)
+        elif is_indexed:
+            name = controller_labels.indexed_generate_name(owner_name, ordinal) + seed
+            pod_labels, annotations = controller_labels.indexed_job_pod(labels, annotations,
+                                                                        ordinal)
+        else:
+            name = controller_labels.generated_base(f"{owner_name}-") + seed
+        pod = _pod_from_template(template, name, namespace, pod_labels, annotations, meta,
+                                 (owner_kind, owner_name, owner_uid))
         items.append(_item(doc, pod, classes, at_seconds=at, runtime=runtime, is_checked=True))
     return items
+
+
+def _check_labels(doc: Document, obj: Mapping[str, Any], labels: Any, field: str) -> None:
+    """Refuse `labels` (at `field` of `obj`; text keys and values, as `shapes` checked, or
+    absent) as the API server would (`object_labels`).
+
+    Raises:
+        InvalidManifest: a label key or value the API server refuses.
+    """
+    if isinstance(labels, Mapping):
+        wrong = object_labels.problem(labels)
+        if wrong is not None:
+            raise InvalidManifest(describe(doc, obj), field, wrong)
+
+
+def _check_indexed_hostnames(doc: Document, body: Mapping[str, Any],
+                             spec: Mapping[str, Any]) -> None:
+    """Refuse an Indexed Job whose last pod's hostname, `<name>-<completions - 1>`, is no
+    DNS-1123 label, as the API server's `ValidateJob` does.
+
+    Raises:
+        InvalidManifest: that hostname is too long (the name itself was checked).
+    """
+    completions = spec.get("completions")
+    if not controller_labels.is_indexed(spec) or not isinstance(completions, int) \
+            or completions <= 0:
+        return
+    name = body["metadata"]["name"]
+    hostname = f"{name}-{completions - 1}"
+    if not names.is_dns_label(hostname):
+        raise InvalidManifest(describe(doc), "metadata.name", object_names.invalid(
+            name, f"will not able to create pod with invalid DNS label: {hostname}"))
 
 
 def _replicas(doc: Document, spec: Mapping[str, Any]) -> int:
@@ -617,16 +679,18 @@ def _replicas(doc: Document, spec: Mapping[str, Any]) -> int:
     return count
 
 
-def _pod_from_template(template: Mapping[str, Any], template_meta: Mapping[str, Any], name: str,
-                       namespace: str, labels: dict[str, Any], owner_meta: Mapping[str, Any],
-                       owner_kind: str, owner_name: str) -> dict[str, Any]:
-    """The pod `name` a controller creates from `template` (its `metadata`: `template_meta`,
-    checked), with `labels` and a controller reference to `owner_kind`/`owner_name`."""
+def _pod_from_template(template: Mapping[str, Any], name: str, namespace: str,
+                       labels: Mapping[str, Any], annotations: Mapping[str, Any],
+                       owner_meta: Mapping[str, Any],
+                       owner: tuple[str, str, str]) -> dict[str, Any]:
+    """The pod `name` a controller creates from `template` (checked), with `labels`,
+    `annotations` and a controller reference to `owner` (kind, name, uid)."""
+    owner_kind, owner_name, owner_uid = owner
     metadata: dict[str, Any] = {
         "name": name, "namespace": namespace, "labels": dict(labels),
-        "annotations": dict(template_meta.get("annotations") or {}),
+        "annotations": dict(annotations),
         "ownerReferences": [{"kind": owner_kind, "name": owner_name, "controller": True,
-                             "uid": f"sim-{owner_kind.lower()}-{namespace}-{owner_name}"}],
+                             "uid": owner_uid}],
     }
     if "creationTimestamp" in owner_meta:
         metadata["creationTimestamp"] = owner_meta["creationTimestamp"]

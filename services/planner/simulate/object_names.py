@@ -6,8 +6,9 @@ storage, ReplicaSet, Deployment, Job, and custom resources such as Coscheduling'
 `apiextensions-apiserver`'s validator), a DNS-1123 label for a StatefulSet (its name is part
 of its pods' host names, since 1.27), and only the generic path-segment rule for a
 PodDisruptionBudget (its validation checks no name); a namespaced object's namespace is a
-DNS-1123 label (`ValidateNamespaceName`). The messages are the API server's. Not checked: a
-Job's name beyond 63 characters, which the API server refuses through the labels its pods get.
+DNS-1123 label (`ValidateNamespaceName`). The messages are the API server's. A Job's name
+beyond 63 characters is refused through the labels its pods get (`object_labels`,
+`controller_labels`).
 """
 
 from __future__ import annotations
@@ -54,22 +55,22 @@ def problem(body: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def _subdomain(name: str) -> str | None:
     if len(name) > MAX_SUBDOMAIN:
-        return _invalid(name, f"must be no more than {MAX_SUBDOMAIN} characters")
-    return None if names.is_dns_subdomain(name) else _invalid(name, SUBDOMAIN_RULE)
+        return invalid(name, f"must be no more than {MAX_SUBDOMAIN} characters")
+    return None if names.is_dns_subdomain(name) else invalid(name, SUBDOMAIN_RULE)
 
 
 def _label(name: str) -> str | None:
     if len(name) > MAX_LABEL:
-        return _invalid(name, f"must be no more than {MAX_LABEL} characters")
-    return None if names.is_dns_label(name) else _invalid(name, LABEL_RULE)
+        return invalid(name, f"must be no more than {MAX_LABEL} characters")
+    return None if names.is_dns_label(name) else invalid(name, LABEL_RULE)
 
 
 def _path_segment(name: str) -> str | None:
     if name in (".", ".."):
-        return _invalid(name, f"may not be '{name}'")
+        return invalid(name, f"may not be '{name}'")
     for part in ("/", "%"):
         if part in name:
-            return _invalid(name, f"may not contain '{part}'")
+            return invalid(name, f"may not contain '{part}'")
     return None
 
 
@@ -78,7 +79,7 @@ _NAME_RULES: Mapping[str, Callable[[str], str | None]] = {
 """The kinds named otherwise than by a DNS-1123 subdomain."""
 
 
-def _invalid(value: str, why: str) -> str:
+def invalid(value: str, why: str) -> str:
     """The API server's `Invalid value: "<value>": <why>`, the value quoted with its control
     characters escaped (as Go's %q: one line whatever it holds), cut to 80 characters."""
     shown = value if len(value) <= 80 else value[:77] + "..."

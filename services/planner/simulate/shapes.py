@@ -115,8 +115,8 @@ KINDS: Mapping[str, Shape] = {
     "ReplicaSet": {"spec": {"replicas": INTEGER, "template": POD_TEMPLATE}},
     "Deployment": {"spec": {"replicas": INTEGER, "template": POD_TEMPLATE}},
     "StatefulSet": {"spec": {"replicas": INTEGER, "template": POD_TEMPLATE}},
-    "Job": {"spec": {"parallelism": INTEGER, "completions": INTEGER,
-                     "template": POD_TEMPLATE}},
+    "Job": {"spec": {"parallelism": INTEGER, "completions": INTEGER, "manualSelector": BOOLEAN,
+                     "completionMode": STRING, "template": POD_TEMPLATE}},
 }
 """Each kind simulate reads → the fields it reads (besides `metadata`, `OBJECT_META`)."""
 NATIVE_PODGROUP: Shape = {"spec": {"schedulingPolicy": {"gang": {"minCount": INTEGER},
