@@ -264,6 +264,11 @@ class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):
     resource_version: str = ""
 
 
+KUEUE_GROUP_API = "kueue.x-k8s.io/pod-group"
+"""The `api_version` of the PodGroupObserved the watcher makes of a Kueue pod group (no API
+object: its `resource_version` is the group's total count, which may go down as well as up)."""
+
+
 class PodGroupObserved(msgspec.Struct, frozen=True, gc=False, tag="PodGroupObserved"):
     """A PodGroup was listed, added or modified.
 

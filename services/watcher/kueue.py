@@ -27,12 +27,12 @@ from typing import Any
 
 import msgspec
 
-from services.contracts.events import PodGroupObserved, PodObserved
+from services.contracts.events import KUEUE_GROUP_API, PodGroupObserved, PodObserved
 from services.watcher import native, slim
 
 GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
-API_VERSION = "kueue.x-k8s.io/pod-group"
+API_VERSION = KUEUE_GROUP_API
 """The `api_version` of a synthetic PodGroupObserved: no API serves it (the binder finds no
 PodGroup to write status to, and a restarted watcher's seed of PodGroups ignores it)."""
 

@@ -4,10 +4,12 @@ Layer: planner core (pure). Updates the state in place (ownership passes to the 
 `state`). Takes time only from the watcher's events' `at_ms` (see `apply_event`). Never decides
 anything: decisions are `plan`'s.
 Bind outcomes are applied idempotently (a duplicate or late outcome changes nothing).
-Observations arriving out of order are dropped: one of a Pod or Node deleted less than
-`TOMBSTONE_MS` ago (by uid), and one older than what is held for the same uid. Kubernetes calls
-resourceVersions opaque, so they are compared only when both are decimal integers (as etcd's
-are); otherwise the later event wins.
+Observations arriving out of order are dropped: one of a Pod, Node or PodGroup deleted less
+than `TOMBSTONE_MS` ago (by uid), and one older than what is held for the same uid. Kubernetes
+calls resourceVersions opaque, so they are compared only when both are decimal integers (as
+etcd's are); otherwise the later event wins. A delete removes only the object of its uid: a
+late delete of a Node or PodGroup replaced under the same name leaves the new one. (The watcher
+publishes in order, but a retried publish may be stored after later ones: `bus.publishing`.)
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import msgspec
 
 from services.contracts import versions
 from services.contracts.events import (
+    KUEUE_GROUP_API,
     ClaimDeleted,
     ClaimObserved,
     ClockTicked,
@@ -89,15 +92,15 @@ def apply_event(state: PlannerState, event: Event) -> PlannerState:
                 _node_observed(state, old, event)
         case NodeDeleted():
             _bury(state, event.uid)
-            if state.nodes.pop(event.name, None) is not None:
+            held_node = state.nodes.get(event.name)
+            if held_node is not None and held_node.uid == event.uid:
+                del state.nodes[event.name]
                 # a node gone may let a spread pod through (its domain's count leaves the
                 # global minimum), as PodTopologySpread's hint queues pods on Node Delete
                 capacity_freed(state)
                 derived.refresh_node(state, event.name, True)
-        case PodGroupObserved():
-            _podgroup_changed(state, group_key(event.namespace, event.name), event)
-        case PodGroupDeleted():
-            _podgroup_changed(state, group_key(event.namespace, event.name), None)
+        case PodGroupObserved() | PodGroupDeleted():
+            _podgroup_event(state, event)
         case GroupBound():
             _group_bound(state, event)
         case GroupRolledBack():
@@ -165,6 +168,32 @@ def _is_current(state: PlannerState, uid: str, held: PodObserved | NodeObserved 
     if buried_ms is not None and buried_ms > state.now_ms - TOMBSTONE_MS:
         return False
     if held is None or held.uid != uid:
+        return True
+    return not versions.is_older(seen.resource_version, held.resource_version)
+
+
+def _podgroup_event(state: PlannerState, event: PodGroupObserved | PodGroupDeleted) -> None:
+    """Apply a PodGroup's observation or delete, unless late (module docstring)."""
+    key = group_key(event.namespace, event.name)
+    held = state.podgroups.get(key)
+    if isinstance(event, PodGroupObserved):
+        if _is_current_podgroup(state, held, event):
+            _podgroup_changed(state, key, event)
+        return
+    _bury(state, event.uid)
+    if held is not None and held.uid == event.uid:
+        _podgroup_changed(state, key, None)
+
+
+def _is_current_podgroup(state: PlannerState, held: PodGroupObserved | None,
+                         seen: PodGroupObserved) -> bool:
+    """Whether a PodGroup observation is not a late one (module docstring). A Kueue group's
+    `resource_version` is its count, not a version: only its uid's tombstone is checked (it
+    has none: the watcher never deletes one)."""
+    buried_ms = state.tombstones.get(seen.uid)
+    if buried_ms is not None and buried_ms > state.now_ms - TOMBSTONE_MS:
+        return False
+    if held is None or held.uid != seen.uid or seen.api_version == KUEUE_GROUP_API:
         return True
     return not versions.is_older(seen.resource_version, held.resource_version)
 
@@ -275,10 +304,17 @@ def _pod_gone(state: PlannerState, uid: str) -> None:
 
 
 def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved | None) -> None:
+    """Keep PodGroup `key`'s newest observation (None: deleted). A PodGroup deleted, or
+    replaced by one of another uid, ends the run its gang had (`GroupState.has_run`): the
+    Succeeded pods of that run do not count for the new one's quorum."""
+    old = state.podgroups.get(key)
+    if old is not None and (podgroup is None or podgroup.uid != old.uid):
+        group = state.groups.get(key)
+        if group is not None:
+            group.has_run = False
     if podgroup is None:
         state.podgroups.pop(key, None)
     else:
-        old = state.podgroups.get(key)
         if old is not None:
             kept = _creation_kept(state, key, old, podgroup)
             if kept != podgroup.created_at_ms:

@@ -140,8 +140,9 @@ def _settle(rnd: Round) -> None:
             current.behind_binders.discard(key)
             current.asleep.pop(key, None)
         group = state.groups.get(key)
-        if group is not None and key not in current.pending and group.last_rejection is not None:
+        if group is not None and key not in current.pending:
             group.last_rejection = None  # nobody waits any more: the condition clears
+            group.pending_since_ms = None  # members created later start a wait of their own
         podgroup = state.podgroups.get(key)
         if podgroup is None:
             if group is not None and key not in current.pending and not group.in_flight:

@@ -74,15 +74,18 @@ def count(derived: Derived, key: str, group: GroupState, min_member: int) -> Cou
 def has_run(ran_before: bool, bound: int, succeeded: int, min_member: int) -> bool:
     """Whether the gang has reached quorum once and some member of that run is still there.
 
-    Reached: bound + Succeeded members of ours reach minMember (the PodGroup controller's rule
-    for phase Running, running + succeeded >= minMember, with bound for running: a bound member
-    is Running once its kubelet starts it). Forgotten once no member is bound or Succeeded: when
-    every member was deleted (or failed) and its controller recreated them, the new members are
-    a new gang, placed whole again.
+    Reached: bound + Succeeded members of ours reach minMember, at least one of them bound (the
+    PodGroup controller's rule for phase Running, running + succeeded >= minMember, with bound
+    for running: a bound member is Running once its kubelet starts it). Succeeded pods alone
+    cannot tell a gang that ran from the leftovers of an earlier run: a PodGroup deleted and
+    created again beside its last run's Succeeded pods is a new gang (`apply` forgets the run
+    then), and a gang bound whole is known to have run from its GroupBound. Forgotten once no
+    member is bound or Succeeded: when every member was deleted (or failed) and its controller
+    recreated them, the new members are a new gang, placed whole again.
     """
     if bound + succeeded == 0:
         return False
-    return ran_before or bound + succeeded >= min_member
+    return ran_before or (bound > 0 and bound + succeeded >= min_member)
 
 
 def has_quorum(counts: Counts, min_member: int) -> bool:

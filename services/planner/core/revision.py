@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 39
+CORE_REVISION = 40
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -155,7 +155,15 @@ several batches) ("PodGroup status"). 39: a PodGroup observed again under the sa
 later creation time keeps the earliest creation of a live member (neither finished nor being
 deleted), no earlier than the time it held and no later than the new one, so a gang keeps
 its place in the queue: the watcher's Kueue PodGroup takes its creation from whichever member
-it was seen through, and a later member's moved the gang behind groups created after it."""
+it was seen through, and a later member's moved the gang behind groups created after it. 40:
+a PodGroup observation older than the one held (resourceVersion, same uid) or of a uid deleted
+within the tombstone window is dropped, and a delete removes a PodGroup or Node only of its own
+uid (a retried publish stored late undid a larger minMember or removed a replacement); a
+PodGroup deleted or replaced by another uid forgets that its gang ran, and Succeeded pods alone
+no longer make a gang "run" (a bound member must be among them), so a PodGroup created again
+beside its last run's Succeeded pods is a gang again; a group none of whose members waits
+forgets when it began waiting, so members created later are not starving on arrival
+("PodGroup lifecycle and late events")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

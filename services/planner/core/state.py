@@ -127,12 +127,13 @@ class GroupState(msgspec.Struct):
     (and, found unschedulable, kube-scheduler's 5-minute flush) they give the retry time
     (`backoff.retry_at_ms`), and `failed_at_ms` is the group's queue time. `failure_reason` is
     what subscribers are told while the group is backed off. `pending_since_ms` is when the group
-    started waiting unplaced (drives anti-starvation). A group found unschedulable (not one
-    rolled back) `may_retry_early`: when capacity frees after its last attempt, or a counted
-    pod its pod affinity or topology spread may need changes, or one of its pending members
-    (`woken_at`), it is tried again before its retry time, quietly (see `attempt`); "after" is
-    in event order (`last_attempt_at`, a moment: `next_moment`), so one such change gives one
-    early retry.
+    started waiting unplaced (drives anti-starvation; forgotten in a round where none of its
+    members waits, so members created later start a wait of their own). A group found
+    unschedulable (not one rolled back) `may_retry_early`: when capacity frees after its last
+    attempt, or a counted pod its pod affinity or topology spread may need changes, or one of
+    its pending members (`woken_at`), it is tried again before its retry time, quietly (see
+    `attempt`); "after" is in event order (`last_attempt_at`, a moment: `next_moment`), so one
+    such change gives one early retry.
     `has_run`: the gang reached quorum once and a member of that run is still bound or
     Succeeded (`quorum.has_run`).
     """

@@ -267,6 +267,13 @@ class PodGroupBuilder:
     def timeout(self, seconds: int) -> PodGroupBuilder:
         return self._with(schedule_timeout_seconds=seconds)
 
+    def uid(self, uid: str) -> PodGroupBuilder:
+        """Another uid: a PodGroup deleted and created again under the same name."""
+        return self._with(uid=uid)
+
+    def version(self, resource_version: str) -> PodGroupBuilder:
+        return self._with(resource_version=resource_version)
+
     def created(self, at_ms: int) -> PodGroupBuilder:
         return self._with(created_at_ms=at_ms)
 

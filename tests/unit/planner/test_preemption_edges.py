@@ -65,8 +65,8 @@ def test_a_nomination_ends_when_its_gang_loses_its_podgroup() -> None:
                     make_pod("high-0").requests(cpu_milli=4000).priority(100).in_group("high"))
     assert _preemptions(cluster.plan())
     assert "default/high" in cluster.state.nominations
-    cluster.apply(PodGroupDeleted(at_ms=cluster.now_ms, uid="uid-pg-high", namespace="default",
-                                  name="high"))
+    cluster.apply(PodGroupDeleted(at_ms=cluster.now_ms, uid="uid-pg-default-high",
+                                  namespace="default", name="high"))
     cluster.delete_pod("low")
     cluster.observe(make_pod("other").requests(cpu_milli=4000))
     cluster.advance(1)

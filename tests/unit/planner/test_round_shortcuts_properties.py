@@ -135,6 +135,7 @@ def _run(rng: random.Random) -> None:
         nomination_seconds=rng.choice([3.0, 120.0]))
     cluster = Cluster(config)
     names: list[str] = []
+    generations: dict[str, int] = {}  # PodGroups deleted, by name: the next uid
     count = 0
 
     def node(name: str) -> Any:
@@ -209,11 +210,13 @@ def _run(rng: random.Random) -> None:
                     nodes.append(name)
         elif action < 0.85:  # a PodGroup changes or goes
             group = f"g{rng.randint(1, count)}"
+            uid = f"uid-pg-default-{group}-{generations.get(group, 0)}"
             if rng.random() < 0.6:
-                cluster.observe(make_podgroup(group, rng.randint(1, 4)))
-            else:
-                cluster.apply(PodGroupDeleted(at_ms=cluster.now_ms, uid=f"uid-pg-default-{group}",
+                cluster.observe(make_podgroup(group, rng.randint(1, 4)).uid(uid))
+            else:  # created again later under another uid, as the API server would
+                cluster.apply(PodGroupDeleted(at_ms=cluster.now_ms, uid=uid,
                                               namespace="default", name=group))
+                generations[group] = generations.get(group, 0) + 1
         elif action < 0.9:  # a restart: the derived indexes rebuilt from a snapshot
             cluster.state = decode_state(encode_state(cluster.state))
         else:

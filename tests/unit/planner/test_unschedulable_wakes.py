@@ -27,7 +27,7 @@ def test_podgroup_recreated_with_a_smaller_min_member_wakes_its_gang() -> None:
                                   name="g"))
     cluster.plan()
     cluster.advance(1)
-    cluster.observe(make_podgroup("g", 2))
+    cluster.observe(make_podgroup("g", 2).uid("uid-pg-default-g-again"))
     assert plan_until_placed(cluster, 30) is not None  # before the fix: None (placed at the flush)
 
 
