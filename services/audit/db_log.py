@@ -72,7 +72,7 @@ def _decoded(batch: EventBatch) -> list[LoggedEvent] | None:
     rows in seq order (the database's aggregate order is checked, not trusted)."""
     try:
         logged = _batch_decoder.decode(batch.data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except codec.UNDECODABLE:
         return None
     seqs = [item.seq for item in logged]
     if (len(seqs) != batch.count or not seqs or seqs[0] <= batch.after_seq

@@ -111,6 +111,15 @@ class DecisionView:
                       decision.group, decision.id, summaries.decision_summary(decision))
 
 
+def skipped(seq: int, why: str) -> None:
+    """Say on standard error that the DECISIONS message at `seq` is no decision and was left
+    out, in one line (`why` cut to 120 characters)."""
+    why = " ".join(why.split())
+    shown = why if len(why) <= 120 else why[:117] + "..."
+    click.echo(f"gangsched decisions: DECISIONS seq {seq} left out: not a decision ({shown})",
+               err=True)
+
+
 @contextlib.contextmanager
 def progress(total: int, *, enabled: bool) -> Iterator[Callable[[int], None]]:
     """A progress bar of replayed events on standard error (only on a terminal); yields the

@@ -94,7 +94,10 @@ async def _print(bus: BusSettings, podgroup: tuple[str, str] | None, *, follow: 
         stream = subjects.stream_name(bus.prefix, "DECISIONS")
         async for message in reading.read(client.jetstream(), stream,
                                           subject_filter, follow=follow):
-            decision, group = _decode(message.data)
+            decision, group, junk = _decode(message.data)
+            if junk is not None:  # on the bus, not from the planner: named, never printed
+                audit_view.skipped(message.seq, junk)
+                continue
             if not wanted(decision, group, about):
                 continue  # another group whose name maps to the same subject token, or a
                 # Preemption of others
@@ -107,14 +110,18 @@ async def _print(bus: BusSettings, podgroup: tuple[str, str] | None, *, follow: 
     return printed
 
 
-def _decode(data: bytes) -> tuple[Decision | None, str]:
-    """The decision (None for a type this version does not know) and its group."""
+def _decode(data: bytes) -> tuple[Decision | None, str, str | None]:
+    """The decision (None for a type this version does not know: a JSON object), its group,
+    and why `data` is no decision at all (not UTF-8, not a JSON object, nested too deep), or
+    None."""
     try:
         decision = codec.decode_decision(data)
-    except codec.PoisonedMessage:
+    except codec.PoisonedMessage as error:
         try:
             body = json.loads(data)
-        except ValueError:
-            return None, ""
-        return None, str(body.get("group", "")) if isinstance(body, dict) else ""
-    return decision, decision.group
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            return None, "", str(error)
+        if not isinstance(body, dict):
+            return None, "", str(error)
+        return None, str(body.get("group", "")), None
+    return decision, decision.group, None

@@ -148,6 +148,8 @@ def _decision_json_problem(data: bytes) -> str | None:
         return f"data is not UTF-8 text ({error.reason} at byte {error.start})"
     except json.JSONDecodeError as error:
         return f"data is not JSON ({error})"
+    except RecursionError:
+        return "data is JSON nested too deep for a decision"
     if not isinstance(body, dict):
         return f"data is a JSON {type(body).__name__}, not a decision's object"
     return None

@@ -41,7 +41,7 @@ def load(data_dir: Path, name: str = RUN_FILE) -> dict[str, Any]:
     try:
         info = json.loads(text_files.read_text(data_dir / name, RUN_FILE_BYTES,
                                                regular_only=True))
-    except (OSError, ValueError, text_files.TextFileRefused):
+    except (OSError, ValueError, RecursionError, text_files.TextFileRefused):
         return {}
     return info if isinstance(info, dict) else {}
 
@@ -129,7 +129,7 @@ def recorded(data_dir: Path, field: str) -> str | None:
         raise _damaged(path, "it is not JSON (not UTF-8 text)", field) from None
     try:
         info = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise _damaged(path, "it is not JSON", field) from None
     if not isinstance(info, dict):
         raise _damaged(path, f"it is a JSON {type(info).__name__}, not an object", field)

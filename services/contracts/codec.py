@@ -15,6 +15,12 @@ _decision_decoder = msgspec.json.Decoder(Decision)
 _encoder = msgspec.json.Encoder()
 
 
+UNDECODABLE = (msgspec.DecodeError, RecursionError)
+"""What msgspec raises for bytes that are no valid document of the type asked: not JSON, the
+wrong types (`ValidationError` is a `DecodeError`), or nested deeper than it decodes (a JSON
+array of arrays 5,000 deep, 10 KB on the bus, raised RecursionError past every handler)."""
+
+
 class PoisonedMessage(ValueError):
     """A message that cannot be decoded as a known, valid event or decision."""
 
@@ -28,12 +34,12 @@ def decode_event(data: bytes) -> Event:
     """Decode one event.
 
     Raises:
-        PoisonedMessage: not JSON, unknown `type`, or fields of the wrong type; the message
-            says which.
+        PoisonedMessage: not JSON, unknown `type`, fields of the wrong type, or nested too
+            deep; the message says which.
     """
     try:
         return _event_decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+    except UNDECODABLE as error:
         raise PoisonedMessage(str(error)) from error
 
 
@@ -45,5 +51,5 @@ def decode_decision(data: bytes) -> Decision:
     """
     try:
         return _decision_decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+    except UNDECODABLE as error:
         raise PoisonedMessage(str(error)) from error

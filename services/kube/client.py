@@ -93,6 +93,9 @@ resolve), no `%` escape to normalise, no `?` or `#`. Every path `resources` buil
 Kubernetes accepts (DNS labels and subdomains) is one; any other takes the general route."""
 
 _decoder = msgspec.json.Decoder()
+_UNDECODABLE = (msgspec.DecodeError, RecursionError)
+"""A body that is no JSON document (ValidationError is a DecodeError) or nests deeper than
+msgspec decodes."""
 _encoder = msgspec.json.Encoder()
 
 S = TypeVar("S", bound=msgspec.Struct)
@@ -193,7 +196,7 @@ class KubeClient:
             raise errors.from_status(status, _decode_object(data), what)
         try:
             decoded: S = _typed_decoder(shape).decode(data)
-        except msgspec.DecodeError as error:  # ValidationError is a DecodeError
+        except _UNDECODABLE as error:
             raise errors.KubeInvalid(f"{what}: unexpected answer: {error}") from error
         return decoded
 
@@ -647,7 +650,7 @@ def _decode_object(data: bytes) -> dict[str, Any]:
         return {}
     try:
         decoded = _decoder.decode(data)
-    except msgspec.DecodeError:
+    except _UNDECODABLE:
         return {"message": data[:200].decode("utf-8", "replace")}
     return decoded if isinstance(decoded, dict) else {}
 
@@ -660,7 +663,7 @@ def _decode_line(line: bytes, what: str) -> dict[str, Any]:
     """
     try:
         decoded = _decoder.decode(line)
-    except msgspec.DecodeError as error:
+    except _UNDECODABLE as error:
         raise errors.KubeUnavailable(f"{what}: undecodable line {line[:80]!r}") from error
     if not isinstance(decoded, dict):
         raise errors.KubeUnavailable(f"{what}: unexpected line {line[:80]!r}")

@@ -128,12 +128,15 @@ async def test_poisoned_messages_are_dead_lettered_and_later_events_still_proces
     await publish_raw(js, prefix, b"\xff not json", "garbage")
     await publish_raw(js, prefix, b'{"type": "PodExploded", "at_ms": 1}', "unknown-type")
     await publish_raw(js, prefix, b'{"type": "ClockTicked", "at_ms": "soon"}', "bad-value")
+    deep = b'{"type": "PodObserved", "extra": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    await publish_raw(js, prefix, deep, "nested")  # msgspec: RecursionError, past its handlers
     async with running_planner(planner_settings(bus_settings, tmp_path), js, engine):
-        await wait_for_tracked(engine, 3)
+        await wait_for_tracked(engine, 4)
         await publish_events(js, prefix, gang_events("pg1", min_member=2, pods=2))
         await wait_for_placements(js, prefix, 1)
     dead = await rows(engine, tables.dead_letters)
-    assert [row.seq for row in dead] == [1, 2, 3]
+    assert [row.seq for row in dead] == [1, 2, 3, 4]
+    assert "recursion" in dead[3].reason
     assert all(row.published_at_ms is not None for row in dead)
     assert "PodExploded" in dead[1].reason or "type" in dead[1].reason
     letters = await read_stream(js, subjects.stream_name(prefix, "DEADLETTER"))
@@ -141,7 +144,7 @@ async def test_poisoned_messages_are_dead_lettered_and_later_events_still_proces
     headers = letters[0].headers or {}
     assert headers[dead_letters.REASON_HEADER] == dead[0].reason
     assert headers[dead_letters.SEQ_HEADER] == "1"
-    assert metrics.dead_letters.labels(DURABLE)._value.get() == counted + 3
+    assert metrics.dead_letters.labels(DURABLE)._value.get() == counted + 4
 
 
 async def test_a_restarted_planner_resumes_from_its_tracked_seq_with_the_same_state(
