@@ -41,7 +41,8 @@ SCHEMES = ("nats", "tls", "ws", "wss")
 
 def problem(url: str) -> str | None:
     """Why `url` is not a `--nats` value nats-py can use (no server, a server without a host,
-    an unknown scheme, a bad port, a host that cannot be a host name or an IP address), or
+    an unknown scheme, a bad port or port 0, a host that cannot be a host name or an IP
+    address), or
     None when it is. A bare host (`nats`, `user:pw@nats`) is nats-py's `nats://host:4222`.
 
     Whether the servers are reachable is not checked here (that is the connection's task).
@@ -60,6 +61,8 @@ def problem(url: str) -> str | None:
             return f"{shown(server)!r} names no host"
         if not names.is_host(part.hostname):
             return f"{part.hostname!r} is not a host name or IP address"
+        if part.port == 0:
+            return f"{shown(server)!r} has port 0, on which no server can be reached"
     return None
 
 

@@ -429,6 +429,8 @@ NATS_COMMANDS = sorted(name for name, command in app.commands.items()
     ("nats://:4222", "'nats://:4222' names no host"),
     ("nats://not a host:4222", "'not a host' is not a host name or IP address"),
     (f"nats://{'a' * 64}.com:4222", f"'{'a' * 64}.com' is not a host name or IP address"),
+    ("nats://u:secret@127.0.0.1:0",
+     "'nats://127.0.0.1:0' has port 0, on which no server can be reached"),
 ])
 def test_a_value_that_cannot_be_a_nats_url_is_a_usage_error_of_every_command(
         command: str, url: str, why: str) -> None:
