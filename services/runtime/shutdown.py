@@ -1,10 +1,11 @@
 """Graceful shutdown: SIGTERM and SIGINT stop the process's main coroutine by cancellation.
 
 Layer: runtime. Installs handlers only on the running loop and only while `run_until_signalled`
-runs; never calls `sys.exit`. A SIGINT that came before they were installed, while the process
-started, is acted on the same way once they are (`services.runtime.interrupts`). A task that
-meets an error no restart mends (`end_with`, the supervisor's `Fatal`) stops the main coroutine
-the same way, and `run_until_signalled` then raises that error (the process's one line).
+runs; never calls `sys.exit`. A SIGINT or SIGTERM that came before they were installed, while
+the process started, is acted on the same way once they are (`services.runtime.interrupts`).
+A task that meets an error no restart mends (`end_with`, the supervisor's `Fatal`) stops the
+main coroutine the same way, and `run_until_signalled` then raises that error (the process's
+one line).
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ def end_with(error: BaseException) -> bool:
 
 async def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
     """Run `main` until it ends or SIGTERM/SIGINT arrives; on a signal, cancel it and wait.
-    A SIGINT held while the process started (`interrupts.hold`) is acted on as one arriving
-    now, once the handlers are installed: `main` is then closed without running.
+    A SIGINT or SIGTERM held while the process started (`interrupts.hold`) is acted on as one
+    arriving now, once the handlers are installed: `main` is then closed without running.
 
     Raises:
         whatever `main` raises (other than its cancellation on a signal), or the error a task
@@ -57,8 +58,9 @@ async def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
     stop = asyncio.Event()
     for sig in SHUTDOWN_SIGNALS:
         loop.add_signal_handler(sig, _on_signal, sig, stop)
-    if interrupts.take_held():  # after the handlers: a SIGINT now is theirs, none is lost
-        _on_signal(signal.SIGINT, stop)
+    held = interrupts.take_held()  # after the handlers: a signal now is theirs, none is lost
+    if held is not None:
+        _on_signal(held, stop)
         main.close()
         _remove_handlers(loop)
         return

@@ -1,7 +1,8 @@
-"""Ctrl-C (SIGINT) while a service command starts stops it as a Ctrl-C once it runs does: the
-log line `received SIGINT; shutting down`, exit status 0, and no traceback, `KeyboardInterrupt`
-or click's `Aborted!`, wherever the start-up was: importing the command line, parsing options,
-making the data directory, setting up the event loop, or running.
+"""Ctrl-C (SIGINT) or SIGTERM while a service command starts stops it as the same signal once it
+runs does: the log line `received SIGINT; shutting down` (or SIGTERM), exit status 0, and no
+traceback, `KeyboardInterrupt`, click's `Aborted!` or death by SIGTERM's default (exit status
+143, as before SIGTERM was held), wherever the start-up was: importing the command line,
+parsing options, making the data directory, setting up the event loop, or running.
 
 Each SIGINT is sent when the process shows that it reached a point of its start-up, never after
 a guessed delay: the import of a module (Python's own import-time report, PYTHONPROFILEIMPORTTIME:
@@ -30,8 +31,8 @@ from tests.integration.test_run_locked_down import KUBECONFIG
 pytestmark = pytest.mark.integration
 
 GANGSCHED = str(Path(sys.executable).with_name("gangsched"))
-STOPPED = "INFO services.runtime.shutdown: received SIGINT; shutting down"
-"""What a Ctrl-C of a running service logs (`services.runtime.shutdown`)."""
+STOPPED = "INFO services.runtime.shutdown: received {}; shutting down"
+"""What a running service logs for a signal that stops it (`services.runtime.shutdown`)."""
 LOG_TIME = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
 """The date and time that start each line of the log (`main.configure_logging`)."""
 LOG_LINE = re.compile(r"^(DEBUG|INFO|WARNING) [\w.]+: \S")
@@ -59,8 +60,9 @@ def _reached(line: str, point: str) -> bool:
     return point in line
 
 
-def interrupted(tmp_path: Path, argv: list[str], point: str) -> tuple[int, str, list[str]]:
-    """`gangsched *argv`, sent SIGINT once it reached `point`: its exit status, its standard
+def interrupted(tmp_path: Path, argv: list[str], point: str,
+                sig: signal.Signals = signal.SIGINT) -> tuple[int, str, list[str]]:
+    """`gangsched *argv`, sent `sig` once it reached `point`: its exit status, its standard
     output and the lines of its standard error but Python's import-time report, without the
     time of a log line."""
     kubeconfig = tmp_path / "kubeconfig"
@@ -77,7 +79,7 @@ def interrupted(tmp_path: Path, argv: list[str], point: str) -> tuple[int, str, 
         assert process.stderr is not None and process.stdout is not None
         for line in process.stderr:
             if not sent and _reached(line, point):
-                process.send_signal(signal.SIGINT)
+                process.send_signal(sig)
                 sent = True
             if not line.startswith(IMPORTED):
                 said.append(LOG_TIME.sub("", line.rstrip("\n")))
@@ -93,13 +95,23 @@ def interrupted(tmp_path: Path, argv: list[str], point: str) -> tuple[int, str, 
 @pytest.mark.parametrize("point", list(POINTS), ids=list(POINTS.values()))
 def test_ctrl_c_while_run_starts_stops_it_as_once_it_runs(tmp_path: Path, point: str) -> None:
     code, output, said = interrupted(tmp_path, ["run"], point)
-    assert (code, output, said.count(STOPPED)) == (0, "", 1), "\n".join(said)
+    assert (code, output, said.count(STOPPED.format("SIGINT"))) == (0, "", 1), "\n".join(said)
     assert [line for line in said if not LOG_LINE.match(line)] == [], "\n".join(said)
 
 
-@pytest.mark.parametrize("point", ["click", "services.runtime.shutdown"])
-def test_ctrl_c_while_a_service_starts_alone_stops_it_quietly(tmp_path: Path, point: str) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("point", ["click", "services.cli.failed_start",
+                                   "services.runtime.shutdown"])
+def test_a_signal_while_a_service_starts_alone_stops_it_quietly(
+        tmp_path: Path, point: str, sig: signal.Signals) -> None:
     code, output, said = interrupted(
-        tmp_path, ["watcher", "--nats", "nats://127.0.0.1:1"], point)
-    assert (code, output, said.count(STOPPED)) == (0, "", 1), "\n".join(said)
+        tmp_path, ["watcher", "--nats", "nats://127.0.0.1:1"], point, sig)
+    assert (code, output, said.count(STOPPED.format(sig.name))) == (0, "", 1), "\n".join(said)
+    assert [line for line in said if not LOG_LINE.match(line)] == [], "\n".join(said)
+
+
+@pytest.mark.parametrize("point", ["services.cli.audit", "services.runtime.shutdown"])
+def test_sigterm_while_run_starts_stops_it_as_once_it_runs(tmp_path: Path, point: str) -> None:
+    code, output, said = interrupted(tmp_path, ["run"], point, signal.SIGTERM)
+    assert (code, output, said.count(STOPPED.format("SIGTERM"))) == (0, "", 1), "\n".join(said)
     assert [line for line in said if not LOG_LINE.match(line)] == [], "\n".join(said)
