@@ -80,7 +80,16 @@ class _Gangsched(click.Group):
             usage.UsageLine: a usage error of the command, as parsed or as it runs.
         """
         with usage.in_one_line():
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except click.UsageError as error:
+                if error.ctx is None and ctx.invoked_subcommand is not None:
+                    # click's parser tells an option given no value without its command
+                    command = self.get_command(ctx, ctx.invoked_subcommand)
+                    if command is not None:
+                        error.ctx = click.Context(command, info_name=ctx.invoked_subcommand,
+                                                  parent=ctx)
+                raise
 
 
 @click.group(name="gangsched", cls=_Gangsched,

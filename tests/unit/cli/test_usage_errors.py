@@ -707,3 +707,13 @@ def test_a_sqlite_file_url_is_no_in_memory_database() -> None:
     assert not in_memory_sqlite("sqlite+aiosqlite:///var/lib/gangsched/gangsched.db")
     assert not in_memory_sqlite("sqlite:///memory.db")
     assert not in_memory_sqlite("postgresql+asyncpg://u@h/db")
+
+
+@pytest.mark.parametrize("argv", [["watcher", "--nats"], ["simulate", "-o"],
+                                  ["replay", "--from-seq"], ["migrate", "--db"]])
+def test_an_option_given_no_value_is_told_under_its_command(argv: list[str]) -> None:
+    """click's parser raises this error without its command: it read `gangsched: option
+    '--nats' requires an argument (see gangsched --help)`, unlike every other usage error."""
+    command, option = argv
+    assert invoke(*argv) == (2, f"gangsched {command}: option '{option}' requires an argument "
+                                f"(see gangsched {command} --help)\n")
