@@ -315,11 +315,13 @@ async def _until_signalled(main: Any) -> None:
 def migrate(**parsed: Any) -> None:
     """Create or upgrade the state store schema to this version's head.
 
-    Unset --db: the SQLite file in the data directory, which is made if missing. The
-    directory of a SQLite --db must exist: none is made for it. Prints one line, the revision
-    reached and the one it upgraded from (alembic's own log only with --log-level DEBUG).
+    Unset --db: the SQLite file in the data directory, which is made if missing; refused while
+    a `gangsched run` or planner uses that directory (its lock), whose database it would change
+    under it. The directory of a SQLite --db must exist: none is made for it. Prints one line,
+    the revision reached and the one it upgraded from (alembic's own log only with
+    --log-level DEBUG).
     """
-    from services.cli import databases
+    from services.cli import data_dir_lock, databases
     from services.store import schema
     from services.store.errors import SchemaMismatch, StoreUnavailable
 
@@ -328,7 +330,11 @@ def migrate(**parsed: Any) -> None:
     _data_dir(settings, made=not settings.store.url)  # the default SQLite file is kept there
     url = settings.store_url()
     try:  # the data directory is gangsched's own, made if missing; the directory of a --db not
-        before = schema.migrate_sync(url, make_directory=not settings.store.url)
+        with (contextlib.nullcontext() if settings.store.url
+              else data_dir_lock.hold(settings.data_dir)):
+            before = schema.migrate_sync(url, make_directory=not settings.store.url)
+    except data_dir_lock.DataDirUnusable as error:
+        raise exit_codes.Failed(str(error)) from None
     except (SchemaMismatch, StoreUnavailable) as error:
         raise exit_codes.Failed(str(error)) from None
     except Exception as error:

@@ -102,3 +102,24 @@ def test_a_tilde_is_a_directory_name_to_sqlite_and_so_here(
     assert (code, output.startswith("database at head revision")) == (0, True)
     assert (tmp_path / "~" / "state.db").stat().st_mode & 0o777 == 0o600
     assert not (tmp_path / "home").exists()
+
+
+def test_migrate_of_a_data_directory_in_use_is_refused_and_a_given_db_is_not(
+        tmp_path: Path) -> None:
+    """Its default database belongs to the process holding the directory (a `gangsched run`,
+    here its lock): migrated under it, the running planner would meet a schema it did not
+    expect. A --db elsewhere is shared by design (services apart) and needs no lock."""
+    import os
+
+    from services.cli import data_dir_lock
+
+    data_dir = tmp_path / "data"
+    with data_dir_lock.hold(data_dir):
+        code, output = invoke("migrate", "--data-dir", str(data_dir))
+        assert (code, output) == (exit_codes.FAILED, (
+            f"Error: data directory {data_dir} is in use by another gangsched (pid "
+            f"{os.getpid()}); stop it or give another --data-dir\n"))
+        assert not (data_dir / "gangsched.db").exists()
+        code, _ = invoke("migrate", "--data-dir", str(data_dir), "--db", str(tmp_path / "s.db"))
+        assert code == exit_codes.OK
+    assert invoke("migrate", "--data-dir", str(data_dir))[0] == exit_codes.OK
