@@ -29,6 +29,7 @@ from services.contracts import names, resources
 from services.contracts.resources import shown
 from services.planner.simulate import (
     api_versions,
+    container_resources,
     controller_labels,
     object_labels,
     object_names,
@@ -427,7 +428,8 @@ def _check_containers(doc: Document, obj: Mapping[str, Any], spec: Mapping[str, 
                       where: str) -> None:
     """`containers` of the pod spec `spec` (at `where` of `obj`: `spec`, or a workload's
     `spec.template.spec`) a non-empty list of mappings, `initContainers` absent or a list of
-    mappings.
+    mappings, their resource names and request/limit pairs as the API server takes them
+    (`container_resources`).
 
     Raises:
         InvalidManifest: naming the field.
@@ -441,6 +443,9 @@ def _check_containers(doc: Document, obj: Mapping[str, Any], spec: Mapping[str, 
             raise InvalidManifest(describe(doc, obj), f"{where}.{field}",
                                   "must be a list of containers (mappings)"
                                   + (", at least one" if field == "containers" else ""))
+    refused = container_resources.problem(spec)
+    if refused is not None:
+        raise InvalidManifest(describe(doc, obj), f"{where}.{refused[0]}", refused[1])
 
 
 def _check_node(doc: Document, obj: dict[str, Any]) -> None:

@@ -47,7 +47,7 @@ def problem(labels: Mapping[str, str]) -> str | None:
     or value in the mapping's order, a key before its value; None when all are valid.
     The caller names the field (`metadata.labels`, `spec.template.labels`)."""
     for key, value in labels.items():
-        wrong = _key_problem(key)
+        wrong = key_problem(key)
         if wrong is not None:
             return invalid(key, wrong)
         wrong = value_problem(value)
@@ -63,7 +63,7 @@ def value_problem(value: str) -> str | None:
     return None if _VALUE.fullmatch(value) else VALUE_RULE
 
 
-def _key_problem(key: str) -> str | None:
+def key_problem(key: str) -> str | None:
     """Why `key` is no label key (`IsLabelKey`: its first message), or None."""
     parts = key.split("/")
     if len(parts) > 2:
