@@ -153,3 +153,15 @@ def test_members_created_after_the_last_ones_went_away_start_their_own_wait() ->
     assert told and not any("waited" in reason for reason in told), told
     assert cluster.state.groups["default/g"].pending_since_ms in (None, cluster.now_ms)
     assert not cluster.state.starving_group
+
+
+def test_a_resource_version_too_long_for_int_is_compared_not_raised() -> None:
+    """A forged 5,000-digit resourceVersion decodes (it is text) and raised ValueError in
+    `apply`, the planner's pure core, where `int` refuses over 4,300 digits."""
+    cluster = Cluster().observe(make_node("n0"),
+                                make_podgroup("g", 4).version("1" + "0" * 5000),
+                                make_podgroup("g", 2).version("9" * 5000),  # older: dropped
+                                *members("g", 2))
+    cluster.advance(5)
+    cluster.plan()
+    assert cluster.state.podgroups["default/g"].min_member == 4
