@@ -54,10 +54,11 @@ def read(status: Mapping[str, Any]) -> Resize | None:
     containers: dict[str, Held] = {}
     for key in ("containerStatuses", "initContainerStatuses"):
         for entry in _list(status.get(key)):
-            held = _held(entry, entry.get("allocatedResources") if isinstance(entry, Mapping)
-                         else None)
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+                continue  # no container of the spec has a name that is not text
+            held = _held(entry, entry.get("allocatedResources"))
             if held is not None:
-                containers[str(entry.get("name"))] = held
+                containers[entry["name"]] = held
     pod = _held(status, status.get("allocatedResources"))
     if not containers and pod is None:
         return None
@@ -79,12 +80,13 @@ def _units(quantities: Any) -> resources.ResourceList:
     """A ResourceList in gangsched units, amounts beyond range as `MAX_AMOUNT`.
 
     Raises:
-        resources.InvalidQuantity: a quantity that is no quantity.
+        resources.InvalidQuantity: a quantity that is no quantity, or a name that is no text.
     """
     if not isinstance(quantities, Mapping):
         return {}
-    return {str(name): resources.saturated_units(str(name), text)
-            for name, text in quantities.items()}
+    if not all(isinstance(name, str) for name in quantities):
+        raise resources.InvalidQuantity("a resource name that is no text")
+    return {name: resources.saturated_units(name, text) for name, text in quantities.items()}
 
 
 def _is_infeasible(status: Mapping[str, Any]) -> bool:

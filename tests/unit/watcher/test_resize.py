@@ -6,7 +6,7 @@ shrinking does not take a member its spec alone would leave room for."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from services.contracts.decisions import Rejection
 from services.watcher import resize, slim
@@ -114,7 +114,7 @@ def test_a_member_does_not_fit_beside_a_pod_still_shrinking() -> None:
                                 make_pod("m").requests(cpu_milli=6000))
     decisions = cluster.plan()
     assert not cluster.placements()
-    assert [cast(Rejection, d).reason for d in decisions if isinstance(d, Rejection)] == [
+    assert [d.reason for d in decisions if isinstance(d, Rejection)] == [
         "0/1 nodes are available: 1 Insufficient cpu."]
     shrunk = running({"containers": [worker("1")]},
                      {"containerStatuses": [held("w", {"cpu": "1"}, {"cpu": "1"})]})
@@ -123,3 +123,15 @@ def test_a_member_does_not_fit_beside_a_pod_still_shrinking() -> None:
     cluster.advance(1)  # the pod's first backoff
     cluster.plan()
     assert [m.node for p in cluster.placements() for m in p.members] == ["n1"]
+
+
+def test_a_status_whatever_its_types_never_raises() -> None:
+    """slim's contract: a container status named by a number too long for `str`, a resource
+    named so, a status that is no mapping: read as no status, never raised."""
+    for status in ({"containerStatuses": [{"name": 10 ** 5000, "resources": {"requests": {}}}]},
+                   {"containerStatuses": [held("w", {"cpu": "4"}) | {
+                       "resources": {"requests": {10 ** 5000: "4"}}}]},
+                   {"containerStatuses": ["w", None, 7]},
+                   {"containerStatuses": {"w": 1}, "resources": "lots"}):
+        obj = running({"containers": [worker("1")]}, status)
+        assert cpu_of(obj) == 1000, status
