@@ -157,3 +157,49 @@ def test_a_nodes_labels_of_the_wrong_type_are_still_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, err = simulate(tmp_path, NODE.replace("{name: n}", "{name: n, labels: [a]}"), capsys)
     assert code == 2 and "metadata.labels: must be a mapping" in err
+
+
+def test_a_node_named_beyond_63_characters_keeps_its_name_and_gets_no_host_name_label(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A node name may be a 253-character subdomain, a label value only 63 bytes: the label
+    simulate adds must not get a valid Node refused."""
+    name = "worker-" + "a" * 60 + ".compute.internal"
+    code, out = simulate(tmp_path, NODE.replace("{name: n}", f"{{name: {name}}}"), capsys)
+    assert code == 0, out
+    documents = [Document("in.yaml", 1, yaml.safe_load(NODE.replace("{name: n}",
+                                                                    f"{{name: {name}}}")))]
+    assert manifests.expand(documents)[0][0].obj["metadata"]["labels"] == {}
+
+
+def test_a_statefulset_whose_pods_its_controller_cannot_create_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Past 52 characters `controller-revision-hash` (`<name>-<10 chars>`) is no label value:
+    the API server takes the StatefulSet and refuses each of its pods (kubernetes#64023)."""
+    name = "s" * 60
+    text = (f"apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {{name: {name}}}\nspec:\n"
+            "  replicas: 2\n  template: {spec: {containers: [{name: c}]}}\n")
+    code, err = simulate(tmp_path, NODE + "---\n" + text, capsys)
+    assert code == 2
+    assert (f"metadata.name: its controller cannot create pod {name}-1: metadata.labels: "
+            f'Invalid value: "{name}-') in err
+    assert "must be no more than 63 bytes" in err and len(err.strip().splitlines()) == 1
+    short = text.replace(name, "s" * 52)
+    assert simulate(tmp_path, NODE + "---\n" + short, capsys)[0] == 0
+
+
+@pytest.mark.parametrize("label", ["job-name", "batch.kubernetes.io/job-name"])
+def test_a_job_template_contradicting_its_generated_selector_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], label: str) -> None:
+    text = JOB.format(name="train", extra="", affinity="").replace(
+        "{labels: {app: train}}", f"{{labels: {{app: train, {label}: other}}}}")
+    code, err = simulate(tmp_path, NODE + "---\n" + text, capsys)
+    assert code == 2
+    assert f"spec.template.metadata.labels[{label}]: Invalid value: \"other\": must be " \
+           "'train'" in err
+    manual = text.replace("  parallelism: 2", "  manualSelector: true\n  parallelism: 2")
+    assert simulate(tmp_path, NODE + "---\n" + manual, capsys)[0] == 0
+
+
+def test_a_lone_surrogate_in_a_label_is_measured_not_raised() -> None:
+    assert object_labels.value_problem("\udc80" * 22) == "must be no more than 63 bytes"
+    assert object_labels.value_problem("a\udc80") is not None  # and no label value anyway

@@ -26,6 +26,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from services.planner.simulate import object_labels
+from services.planner.simulate.object_names import invalid
+
 JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
 CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -65,6 +68,23 @@ def job_template_labels(labels: Mapping[str, Any], spec: Mapping[str, Any], name
     return added
 
 
+def job_label_conflict(labels: Mapping[str, Any], spec: Mapping[str, Any], name: str,
+                       uid: str) -> tuple[str, str] | None:
+    """The template label of Job `name` (uid `uid`) that contradicts the selector the API
+    server generates, and why, as its `validateGeneratedSelector` refuses it
+    (`("spec.template.metadata.labels[job-name]", 'Invalid value: "other": must be
+    'train'')`; the API server shows the whole label map as the value); None with
+    `spec.manualSelector` true, or when none does."""
+    if spec.get("manualSelector") is True:
+        return None
+    for key, expected in ((CONTROLLER_UID_LABELS[0], uid), (JOB_NAME_LABELS[0], name),
+                          (CONTROLLER_UID_LABELS[1], uid), (JOB_NAME_LABELS[1], name)):
+        if key in labels and labels[key] != expected:
+            return (f"spec.template.metadata.labels[{key}]",
+                    invalid(str(labels[key]), f"must be '{expected}'"))
+    return None
+
+
 def is_indexed(spec: Mapping[str, Any]) -> bool:
     """Whether a Job's checked `spec` asks for Indexed completion."""
     return spec.get("completionMode") == INDEXED
@@ -102,5 +122,9 @@ def stateful_pod_labels(labels: Mapping[str, Any], pod: str, ordinal: int,
 
 def node_labels(labels: Mapping[str, Any], name: str) -> dict[str, Any]:
     """A Node's labels once its kubelet registered it: `labels` with `kubernetes.io/hostname`
-    set to `name` when absent."""
+    set to `name` when absent and `name` can be a label value (a node name may be a DNS
+    subdomain of 253 characters, a label value no more than 63: such a node's kubelet is
+    given its host name otherwise, which a manifest does not say)."""
+    if HOSTNAME_LABEL in labels or object_labels.value_problem(name) is not None:
+        return dict(labels)
     return {HOSTNAME_LABEL: name, **labels}

@@ -348,10 +348,6 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
         obj["metadata"].setdefault("namespace", "default")
     if kind == "Node":
         _check_node(doc, obj)
-        labels = obj["metadata"].get("labels")
-        if labels is None or isinstance(labels, Mapping):  # else refused by `_check_fields`
-            obj["metadata"]["labels"] = controller_labels.node_labels(
-                labels or {}, obj["metadata"]["name"])
     if kind in STORAGE_KINDS:
         _check_storage(doc, obj)
     if kind == BUDGET_KIND:
@@ -361,6 +357,9 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
     if not is_checked:
         _check_fields(doc, obj)
         _check_labels(doc, obj, obj["metadata"].get("labels"), "metadata.labels")
+    if kind == "Node":  # the labels as written were checked: the kubelet adds its own
+        obj["metadata"]["labels"] = controller_labels.node_labels(
+            obj["metadata"].get("labels") or {}, obj["metadata"]["name"])
     if kind == "Pod":
         _resolve_priority(doc, obj, classes)
     at = _seconds(doc, body, AT_ANNOTATION)
@@ -602,6 +601,9 @@ def _workload_pods(doc: Document, classes: Classes) -> list[Item]:
     owner_uid = controller_labels.uid(kind, namespace, owner_name)
     _check_labels(doc, body, meta.get("labels"), "metadata.labels")
     if kind == "Job":
+        conflict = controller_labels.job_label_conflict(labels, spec, owner_name, owner_uid)
+        if conflict is not None:
+            raise InvalidManifest(describe(doc), *conflict)
         labels = controller_labels.job_template_labels(labels, spec, owner_name, owner_uid)
     _check_labels(doc, body, labels, "spec.template.labels")
     if kind == "Job":
@@ -612,6 +614,8 @@ def _workload_pods(doc: Document, classes: Classes) -> list[Item]:
         owner_uid = controller_labels.uid("ReplicaSet", namespace, owner_name)
         labels["pod-template-hash"] = pod_hash
     revision = f"{owner_name}-{suffix(f'{namespace}/{owner_name}/revision', 10)}"
+    if kind == "StatefulSet" and count:
+        _check_stateful_pods(doc, labels, owner_name, count, revision)
     is_indexed = kind == "Job" and controller_labels.is_indexed(spec)
     items = []
     for ordinal in range(count):
@@ -630,6 +634,25 @@ def _workload_pods(doc: Document, classes: Classes) -> list[Item]:
                                  (owner_kind, owner_name, owner_uid))
         items.append(_item(doc, pod, classes, at_seconds=at, runtime=runtime, is_checked=True))
     return items
+
+
+def _check_stateful_pods(doc: Document, labels: Mapping[str, Any], name: str, count: int,
+                         revision: str) -> None:
+    """Refuse a StatefulSet (`name`, `count` replicas, template `labels`) whose controller
+    could not create its pods: their labels `controller-revision-hash` (`<name>-<hash>`) and
+    `statefulset.kubernetes.io/pod-name` (`<name>-<ordinal>`, the last ordinal's the longest)
+    are label values, at most 63 bytes, so a name over 52 characters leaves every pod refused
+    (the API server takes the StatefulSet; its pods never exist, kubernetes#64023).
+
+    Raises:
+        InvalidManifest: naming the last pod and the label value refused.
+    """
+    pod = f"{name}-{count - 1}"
+    wrong = object_labels.problem(
+        controller_labels.stateful_pod_labels(labels, pod, count - 1, revision))
+    if wrong is not None:
+        raise InvalidManifest(describe(doc), "metadata.name",
+                              f"its controller cannot create pod {pod}: metadata.labels: {wrong}")
 
 
 def _check_labels(doc: Document, obj: Mapping[str, Any], labels: Any, field: str) -> None:

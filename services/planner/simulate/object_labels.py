@@ -58,7 +58,7 @@ def problem(labels: Mapping[str, str]) -> str | None:
 
 def value_problem(value: str) -> str | None:
     """Why `value` is no label value (`IsLabelValue`), or None."""
-    if len(value.encode()) > MAX_NAME:
+    if _bytes(value) > MAX_NAME:
         return f"must be no more than {MAX_NAME} bytes"
     return None if _VALUE.fullmatch(value) else VALUE_RULE
 
@@ -73,12 +73,18 @@ def key_problem(key: str) -> str | None:
         prefix = parts[0]
         if not prefix:
             return "prefix part must be non-empty"
-        if len(prefix.encode()) > MAX_PREFIX:
+        if _bytes(prefix) > MAX_PREFIX:
             return f"prefix part must be no more than {MAX_PREFIX} bytes"
         if not _SUBDOMAIN.fullmatch(prefix):
             return f"prefix part {_SUBDOMAIN_RULE}"
     if not name:
         return "name part must be non-empty"
-    if len(name.encode()) > MAX_NAME:
+    if _bytes(name) > MAX_NAME:
         return f"name part must be no more than {MAX_NAME} bytes"
     return None if _NAME.fullmatch(name) else f"name part {_NAME_RULE}"
+
+
+def _bytes(text: str) -> int:
+    """The length of `text` in UTF-8 bytes, as Go's `len` counts it (a lone surrogate, which
+    YAML can hold, as the three bytes Python would write for it)."""
+    return len(text.encode("utf-8", "surrogatepass"))
