@@ -27,6 +27,8 @@ from services.contracts.events import (
     GroupRolledBack,
     MemberBindFailed,
     MemberBound,
+    NamespaceDeleted,
+    NamespaceObserved,
     NodeDeleted,
     NodeObserved,
     PodDeleted,
@@ -50,7 +52,8 @@ def name_of(event: Event) -> str:
     """The object an event is about: node name, `ns/name` of a pod or PodGroup, group key."""
     match event:
         case (NodeObserved() | NodeDeleted() | VolumeObserved() | VolumeDeleted()
-              | StorageClassObserved() | StorageClassDeleted()):
+              | StorageClassObserved() | StorageClassDeleted() | NamespaceObserved()
+              | NamespaceDeleted()):
             return event.name
         case (PodObserved() | PodDeleted() | PodGroupObserved() | PodGroupDeleted()
               | ClaimObserved() | ClaimDeleted() | DisruptionBudgetObserved()
@@ -100,6 +103,11 @@ def event_summary(event: Event, names: Mapping[str, str]) -> str:
                     f"{event.disruptions_allowed}{disrupted}")
         case DisruptionBudgetDeleted():
             return f"PodDisruptionBudget {event.namespace}/{event.name} deleted"
+        case NamespaceObserved():
+            shown = ", ".join(f"{key}={value}" for key, value in sorted(event.labels.items()))
+            return f"namespace {event.name}: labels {shown or 'none'}"
+        case NamespaceDeleted():
+            return f"namespace {event.name} deleted"
         case ClockTicked():
             return "clock ticked"
         case _:

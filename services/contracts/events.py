@@ -94,15 +94,17 @@ class PodAffinityTerm(msgspec.Struct, frozen=True, gc=False):
     with one value; `matchLabelKeys`/`mismatchLabelKeys` already merged in by the API server);
     None when absent (matches no pod), () when empty (matches every pod). `namespaces` are
     resolved as kube-scheduler does: the owner pod's own namespace when the term names none and
-    has no `namespaceSelector`; `all_namespaces` when `namespaceSelector` is set (only `{}` is
-    supported for an incoming pod; on a pod already bound it reads as every namespace, a
-    superset, so its anti-affinity never lets through a pod kube-scheduler would keep out).
+    has no `namespaceSelector`. `all_namespaces` when `namespaceSelector` is `{}`;
+    `namespace_selector` a non-empty one as requirements (as `label_selector`), matched against
+    the labels of a pod's Namespace (`NamespaceObserved`): a pod is in the term's namespaces
+    when its namespace is named or its Namespace's labels match.
     """
 
     topology_key: str
     label_selector: tuple[NodeSelectorRequirement, ...] | None = None
     namespaces: tuple[str, ...] = ()
     all_namespaces: bool = False
+    namespace_selector: tuple[NodeSelectorRequirement, ...] | None = None
 
 
 class WeightedPodAffinityTerm(msgspec.Struct, frozen=True, gc=False):
@@ -393,6 +395,26 @@ class StorageClassObserved(msgspec.Struct, frozen=True, gc=False, tag="StorageCl
     allowed_topologies: tuple[NodeSelectorTerm, ...] = ()
 
 
+class NamespaceObserved(msgspec.Struct, frozen=True, gc=False, tag="NamespaceObserved"):
+    """A Namespace was listed, added or modified: its labels, which an inter-pod (anti-)affinity
+    term's `namespaceSelector` matches (`PodAffinityTerm.namespace_selector`)."""
+
+    at_ms: EpochMs
+    uid: str
+    name: str
+    resource_version: str
+    labels: dict[str, str] = {}
+
+
+class NamespaceDeleted(msgspec.Struct, frozen=True, gc=False, tag="NamespaceDeleted"):
+    """A Namespace was deleted (or vanished while the watch was down: a synthetic delete)."""
+
+    at_ms: EpochMs
+    uid: str
+    name: str
+    resource_version: str = ""
+
+
 class StorageClassDeleted(msgspec.Struct, frozen=True, gc=False, tag="StorageClassDeleted"):
     """A StorageClass was deleted."""
 
@@ -512,6 +534,8 @@ Event = (
     | StorageClassDeleted
     | DisruptionBudgetObserved
     | DisruptionBudgetDeleted
+    | NamespaceObserved
+    | NamespaceDeleted
 )
 """Every event type; tagged by the JSON field `type`."""
 
@@ -519,4 +543,4 @@ Outcome = MemberBound | MemberBindFailed | GroupBound | GroupRolledBack
 """The events the binder publishes back into the EVENTS stream."""
 
 EventKind = Literal["node", "pod", "podgroup", "clock", "outcome", "pvc", "pv",
-                    "storageclass", "pdb"]
+                    "storageclass", "pdb", "namespace"]

@@ -3,11 +3,11 @@
 Layer: contracts. Pure; never does I/O.
 
 NATS permissions bind a user to subjects, never to payload types: the chart lets the watcher
-publish only on `<prefix>.events.{node,pod,podgroup,clock,pvc,pv,storageclass,pdb}.>` and the binder
-only on `<prefix>.events.outcome.>`, but either could put any JSON type there. A consumer that
-trusts an event only on its producer's subject kind (`producers.is_expected_on`) is bound to the
-permissions: a forged `NodeObserved` on an outcome subject came from a binder user, not from
-the watcher.
+publish only on `<prefix>.events.{node,pod,podgroup,clock,pvc,pv,storageclass,pdb,namespace}.>`
+and the binder only on `<prefix>.events.outcome.>`, but either could put any JSON type there.
+A consumer that trusts an event only on its producer's subject kind (`producers.is_expected_on`)
+is bound to the permissions: a forged `NodeObserved` on an outcome subject came from a binder
+user, not from the watcher.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from services.contracts.events import (
     GroupRolledBack,
     MemberBindFailed,
     MemberBound,
+    NamespaceDeleted,
+    NamespaceObserved,
     NodeDeleted,
     NodeObserved,
     PodDeleted,
@@ -61,6 +63,8 @@ KIND_OF_TYPE: Mapping[type[Event], EventKind] = {
     StorageClassDeleted: "storageclass",
     DisruptionBudgetObserved: "pdb",
     DisruptionBudgetDeleted: "pdb",
+    NamespaceObserved: "namespace",
+    NamespaceDeleted: "namespace",
 }
 """The one subject kind each event type is published on (`services.watcher.messages`,
 `services.binder.outcomes`)."""
@@ -75,6 +79,7 @@ PRODUCER_OF_KIND: Mapping[EventKind, str] = {
     "pv": WATCHER,
     "storageclass": WATCHER,
     "pdb": WATCHER,
+    "namespace": WATCHER,
 }
 """The service that publishes on each subject kind (the chart's NATS users)."""
 

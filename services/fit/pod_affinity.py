@@ -4,7 +4,9 @@ Layer: fit (pure; shared by the planner and its tests). `Counts` is InterPodAffi
 pre-filter state for one incoming pod: topology pair (node label key, value) → how many pods on
 nodes with that label match; `inter_pod_affinity` is its filter on one node. The planner
 evaluates the same rules over every node at once (`planner.core.affinity`); both must agree.
-Never reads Namespace objects: a `namespaceSelector` other than `{}` is refused by the watcher.
+A term's `namespaceSelector` is matched against the labels of a pod's Namespace, from the
+`Namespaces` the caller holds (`NamespaceObserved` by name; a namespace not held has no
+labels, as kube-scheduler's `GetNamespaceLabelsSnapshot` reads one its lister lacks).
 """
 
 from __future__ import annotations
@@ -12,11 +14,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from services.contracts.events import NodeSelectorRequirement, PodAffinityTerm, PodObserved
+from services.contracts.events import (
+    NamespaceObserved,
+    NodeSelectorRequirement,
+    PodAffinityTerm,
+    PodObserved,
+)
 from services.fit import filters, reasons
 
 Pair = tuple[str, str]
 """A topology pair: a node label key and its value."""
+Namespaces = Mapping[str, NamespaceObserved]
+"""The Namespaces known, by name (what a `namespaceSelector` reads: their labels)."""
 
 
 def selector_matches(selector: tuple[NodeSelectorRequirement, ...] | None,
@@ -31,30 +40,45 @@ def selector_matches(selector: tuple[NodeSelectorRequirement, ...] | None,
     return all(filters.requirement_matches(requirement, labels) for requirement in selector)
 
 
-def term_matches(term: PodAffinityTerm, pod: PodObserved) -> bool:
+def term_matches(term: PodAffinityTerm, pod: PodObserved, namespaces: Namespaces) -> bool:
     """Whether `pod` is in the term's namespaces and matches its label selector.
 
-    Source: as `framework.AffinityTerm.Matches` (namespaces already resolved by the watcher).
+    Source: as `framework.AffinityTerm.Matches`: the namespaces the term names (resolved by
+    the watcher) or its `namespaceSelector` matching the labels of the pod's Namespace.
     """
-    return term_matches_labels(term, pod.namespace, pod.labels)
+    return term_matches_labels(term, pod.namespace, pod.labels, namespaces)
 
 
-def term_matches_labels(term: PodAffinityTerm, namespace: str, labels: Mapping[str, str]) -> bool:
+def term_matches_labels(term: PodAffinityTerm, namespace: str, labels: Mapping[str, str],
+                        namespaces: Namespaces) -> bool:
     """`term_matches` for a pod in `namespace` with `labels` (e.g. its labels before a change)."""
-    if not term.all_namespaces and namespace not in term.namespaces:
+    if not in_namespaces(term, namespace, namespaces):
         return False
     return selector_matches(term.label_selector, labels)
 
 
-def matches_all(terms: tuple[PodAffinityTerm, ...], pod: PodObserved) -> bool:
+def in_namespaces(term: PodAffinityTerm, namespace: str, namespaces: Namespaces) -> bool:
+    """Whether a pod in `namespace` is in the term's namespaces: all, named, or selected by
+    the term's `namespaceSelector` from the Namespace's labels (none when not held)."""
+    if term.all_namespaces or namespace in term.namespaces:
+        return True
+    if term.namespace_selector is None:
+        return False
+    held = namespaces.get(namespace)
+    return selector_matches(term.namespace_selector, held.labels if held is not None else {})
+
+
+def matches_all(terms: tuple[PodAffinityTerm, ...], pod: PodObserved,
+                namespaces: Namespaces) -> bool:
     """Whether `pod` matches every term (False for no terms), as `podMatchesAllAffinityTerms`."""
-    return matches_all_labels(terms, pod.namespace, pod.labels)
+    return matches_all_labels(terms, pod.namespace, pod.labels, namespaces)
 
 
 def matches_all_labels(terms: tuple[PodAffinityTerm, ...], namespace: str,
-                       labels: Mapping[str, str]) -> bool:
+                       labels: Mapping[str, str], namespaces: Namespaces) -> bool:
     """`matches_all` for a pod in `namespace` with `labels` (e.g. its labels before a change)."""
-    return bool(terms) and all(term_matches_labels(term, namespace, labels) for term in terms)
+    return bool(terms) and all(term_matches_labels(term, namespace, labels, namespaces)
+                               for term in terms)
 
 
 def is_involved(pod: PodObserved) -> bool:
@@ -82,14 +106,15 @@ class Counts:
     Source: `preFilterState` (affinityCounts, antiAffinityCounts, existingAntiAffinityCounts).
     """
 
-    def __init__(self, pod: PodObserved) -> None:
+    def __init__(self, pod: PodObserved, namespaces: Namespaces) -> None:
         self.pod = pod
+        self.namespaces = namespaces
         self.affinity: Counter[Pair] = Counter()
         self.anti: Counter[Pair] = Counter()
         self.existing_anti: Counter[Pair] = Counter()
 
     def copy(self) -> Counts:
-        other = Counts(self.pod)
+        other = Counts(self.pod, self.namespaces)
         other.affinity = self.affinity.copy()
         other.anti = self.anti.copy()
         other.existing_anti = self.existing_anti.copy()
@@ -97,15 +122,15 @@ class Counts:
 
     def add(self, other: PodObserved, node_labels: Mapping[str, str], sign: int = 1) -> None:
         """Count (`sign` 1) or uncount (-1) pod `other` on a node with `node_labels`."""
-        pod = self.pod
-        if pod.pod_affinity and matches_all(pod.pod_affinity, other):
+        pod, namespaces = self.pod, self.namespaces
+        if pod.pod_affinity and matches_all(pod.pod_affinity, other, namespaces):
             for term in pod.pod_affinity:
                 _update(self.affinity, node_labels, term.topology_key, sign)
         for term in pod.pod_anti_affinity:
-            if term_matches(term, other):
+            if term_matches(term, other, namespaces):
                 _update(self.anti, node_labels, term.topology_key, sign)
         for term in other.pod_anti_affinity:
-            if term_matches(term, pod):
+            if term_matches(term, pod, namespaces):
                 _update(self.existing_anti, node_labels, term.topology_key, sign)
 
     def pairs(self) -> set[Pair]:
@@ -136,7 +161,8 @@ def satisfies_affinity(counts: Counts, node_labels: Mapping[str, str]) -> bool:
             pods_exist = False
     if pods_exist:
         return True
-    return not counts.affinity and matches_all(counts.pod.pod_affinity, counts.pod)
+    return not counts.affinity and matches_all(counts.pod.pod_affinity, counts.pod,
+                                               counts.namespaces)
 
 
 def satisfies_anti_affinity(counts: Counts, node_labels: Mapping[str, str]) -> bool:

@@ -41,6 +41,8 @@ class Resource:
         return self.list_path.rpartition("/")[2]
 
 
+NAMESPACES = Resource("namespace", "Namespace", "/api/v1/namespaces", is_namespaced=False)
+"""What InterPodAffinity's `namespaceSelector` reads (the labels of each Namespace)."""
 NODES = Resource("node", "Node", "/api/v1/nodes", is_namespaced=False)
 PODS = Resource("pod", "Pod", "/api/v1/pods", is_namespaced=True)
 PODGROUPS = Resource(
@@ -59,20 +61,20 @@ VOLUME_RESOURCES = (PVCS, PVS, STORAGECLASSES)
 PDBS = Resource("pdb", "PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets",
                 is_namespaced=True)
 """What DefaultPreemption reads (its PDB lister: every namespace)."""
-WATCHED = (NODES, PODS, PODGROUPS, *VOLUME_RESOURCES, PDBS)
+WATCHED = (NAMESPACES, NODES, PODS, PODGROUPS, *VOLUME_RESOURCES, PDBS)
 """Everything the watcher observes by default, in start order."""
 PODGROUP_RESOURCES = {PODGROUP_GROUP: PODGROUPS, NATIVE_PODGROUP_GROUP: NATIVE_PODGROUPS}
 
 
 def watched(group_apis: tuple[str, ...] = (PODGROUP_GROUP,)) -> tuple[Resource, ...]:
-    """Nodes, pods, the PodGroups of each API group in `group_apis`, then claims, volumes,
-    storage classes and PodDisruptionBudgets, in start order.
+    """Namespaces, nodes, pods, the PodGroups of each API group in `group_apis`, then claims,
+    volumes, storage classes and PodDisruptionBudgets, in start order.
 
     Shapes: both PodGroup resources have the event kind `podgroup`; `list_path` tells them
     apart. Raises: KeyError for an API group not in GROUP_APIS.
     """
-    return (NODES, PODS, *(PODGROUP_RESOURCES[api] for api in group_apis), *VOLUME_RESOURCES,
-            PDBS)
+    return (NAMESPACES, NODES, PODS, *(PODGROUP_RESOURCES[api] for api in group_apis),
+            *VOLUME_RESOURCES, PDBS)
 
 
 def pod_path(namespace: str, name: str, subresource: str = "") -> str:

@@ -16,14 +16,14 @@ from typing import Any
 from services.contracts import codec, subjects
 from services.contracts.events import ClockTicked, Event, PodObserved
 from services.kube.listwatch import Change
-from services.watcher import budgets, kueue, native, slim, spec_memory, volumes
+from services.watcher import budgets, kueue, namespaces, native, slim, spec_memory, volumes
 from services.watcher.repeats import Repeats
 
 PublishItem = tuple[str, bytes, str]
 """`(subject, data, msg_id)`, as `Publisher.publish_many` takes them."""
 
 CLOCK_KIND = "clock"
-CLUSTER_KINDS = ("node", "pv", "storageclass")
+CLUSTER_KINDS = ("node", "pv", "storageclass", "namespace")
 """Kinds of cluster-scoped objects: their subjects carry `_` as namespace."""
 CLOCK_NAME = "tick"
 
@@ -56,6 +56,8 @@ _SLIMMERS: dict[tuple[str, str], Slimmer] = {
     ("storageclass", "deleted"): volumes.storage_class_deleted,
     ("pdb", "observed"): budgets.budget_event,
     ("pdb", "deleted"): budgets.budget_deleted,
+    ("namespace", "observed"): namespaces.namespace_event,
+    ("namespace", "deleted"): namespaces.namespace_deleted,
 }
 
 _PROBLEMS: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
@@ -76,7 +78,7 @@ def change_message(
     prefix: str, kind: str, change: Change, at_ms: int, *, is_native: bool = False
 ) -> PublishItem:
     """The message for one change of a `kind` object (node, pod, podgroup, pvc, pv,
-    storageclass, pdb) observed at `at_ms`.
+    storageclass, pdb, namespace) observed at `at_ms`.
 
     `is_native`: slim as the native PodGroup API (`services.watcher.native`) where it differs.
     Units: `at_ms` UTC epoch milliseconds.

@@ -21,6 +21,8 @@ from services.contracts.events import (
     ClaimObserved,
     DisruptionBudgetDeleted,
     DisruptionBudgetObserved,
+    NamespaceDeleted,
+    NamespaceObserved,
     NodeDeleted,
     NodeObserved,
     PodDeleted,
@@ -61,18 +63,20 @@ def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False,
                   | DisruptionBudgetObserved):
         version = "" if is_stale else event.resource_version
         known[event.uid] = Known(event.name, event.namespace, version)
-    elif isinstance(event, NodeObserved | VolumeObserved | StorageClassObserved):
+    elif isinstance(event, NodeObserved | VolumeObserved | StorageClassObserved
+                    | NamespaceObserved):
         known[event.uid] = Known(event.name, "", "" if is_stale else event.resource_version)
     elif isinstance(event, NodeDeleted | PodDeleted | PodGroupDeleted | ClaimDeleted
-                    | VolumeDeleted | StorageClassDeleted | DisruptionBudgetDeleted):
+                    | VolumeDeleted | StorageClassDeleted | DisruptionBudgetDeleted
+                    | NamespaceDeleted):
         known.pop(event.uid, None)
 
 
 async def last_known(js: JetStream, prefix: str, kind: str,
                      stale_after_seconds: float | None = None, *,
                      api_version: str | None = None) -> dict[str, Known]:
-    """The objects of `kind` (node, pod, podgroup, pvc, pv, storageclass, pdb) whose last
-    event in EVENTS observes them.
+    """The objects of `kind` (node, pod, podgroup, pvc, pv, storageclass, pdb, namespace) whose
+    last event in EVENTS observes them.
 
     Shapes: uid → Known (name, namespace, resourceVersion of the last observation). An object
     whose last event was stored more than `stale_after_seconds` ago gets an empty

@@ -36,6 +36,7 @@ from services.contracts.events import (
     ClaimObserved,
     DisruptionBudgetObserved,
     Event,
+    NamespaceObserved,
     NodeObserved,
     PodGroupObserved,
     PodObserved,
@@ -50,7 +51,7 @@ either way). Above kubelet's nodeStatusReportFrequency (5 minutes), so an idle N
 status reports are mostly left out; far below any resync or retention."""
 
 Observation = (NodeObserved | PodObserved | PodGroupObserved | ClaimObserved | VolumeObserved
-               | StorageClassObserved | DisruptionBudgetObserved)
+               | StorageClassObserved | DisruptionBudgetObserved | NamespaceObserved)
 """The events that state an object as observed: the ones a repeat can be."""
 
 

@@ -33,13 +33,12 @@ Decisions recorded here:
   places the pod only where one node passes the filters, as kube-scheduler does. Hard
   constraints the planner does not implement are listed in `unsupported`.
 - Preferred inter-pod (anti-)affinity terms are carried with their weights
-  (`preferred_pod_affinity`), each term read as a required one is; a term with a part the
-  planner does not implement (a non-empty `namespaceSelector`) is left out, so the score never
-  counts the wrong namespaces and the pod is still placed (the preference ignored).
+  (`preferred_pod_affinity`), each term read as a required one is; a term with a selector the
+  API server would refuse is left out, so the pod is still placed (the preference ignored).
 - Topology spread constraints (both kinds) are carried (`topology_spread`); one the API server
   would refuse sets `invalid_reason` (`topology_spread`), so the pod waits with that reason.
-- Required inter-pod (anti-)affinity: labels and terms are carried (`required_pod_affinity`);
-  only a non-empty `namespaceSelector` stays unsupported (it needs Namespace labels).
+- Required inter-pod (anti-)affinity: labels and terms are carried (`required_pod_affinity`),
+  a `namespaceSelector` as requirements matched against the Namespaces' labels (`namespaces`).
 - Volumes: the claims of `persistentVolumeClaim` and generic `ephemeral` volumes are carried
   (`volume_claims`); what they need is judged from the claims' own events (`volumes`).
 - Host ports: the app containers' and sidecars' ports with a hostPort are carried
@@ -718,8 +717,8 @@ def preferred_pod_affinity(spec: Obj, namespace: str) -> tuple[
         dict[str, tuple[WeightedPodAffinityTerm, ...]], list[str]]:
     """Preferred (weighted) pod affinity and anti-affinity terms (keys `podAffinity`,
     `podAntiAffinity`), in spec order, and the parts the planner does not implement, by field
-    path (always none: a term with a part gangsched does not implement, such as a non-empty
-    `namespaceSelector`, is left out, so the preference is ignored and the pod still placed).
+    path (always none: a term with a part gangsched does not implement, a selector the API
+    server would refuse, is left out, so the preference is ignored and the pod still placed).
     Each `podAffinityTerm` is read as a required term is (`pod_affinity_term`); a weight that
     is not a 32-bit integer reads as 0 (the API server validates 1..100).
     Source: as `framework.NewPodInfo`'s `getWeightedAffinityTerms`.
@@ -746,25 +745,26 @@ def pod_affinity_term(term: Obj, namespace: str, field: str,
     implement of it is appended to `found` under `field` (the term's path).
 
     Source: as kube-scheduler's `framework.newAffinityTerm`: namespaces default to the pod's own
-    when the term names none and has no `namespaceSelector`. `matchLabelKeys` and
-    `mismatchLabelKeys` are read only through `labelSelector`, into which the API server merged
-    them (as kube-scheduler reads them). Unsupported: a `namespaceSelector` other than `{}`
-    (gangsched does not watch Namespaces) and a selector operator or value list the API would
-    refuse.
+    when the term names none and has no `namespaceSelector`; `namespaceSelector: {}` is every
+    namespace, a non-empty one is carried as requirements and matched against Namespace labels
+    (`PodAffinityTerm.namespace_selector`). `matchLabelKeys` and `mismatchLabelKeys` are read
+    only through `labelSelector`, into which the API server merged them (as kube-scheduler
+    reads them). Unsupported: a selector operator or value list the API would refuse.
     """
     selector, is_valid = label_selector(term.get("labelSelector"))
-    namespace_selector = term.get("namespaceSelector")
+    raw_namespace_selector = term.get("namespaceSelector")
     if not is_valid:
         found.append(f"{field}.labelSelector")
-    if isinstance(namespace_selector, Mapping) and (
-            _dict(namespace_selector.get("matchLabels"))
-            or _list(namespace_selector.get("matchExpressions"))):
+    namespace_selector, is_valid = label_selector(raw_namespace_selector)
+    if not is_valid:
         found.append(f"{field}.namespaceSelector")
     names = tuple(sorted({_str(n) for n in _list(term.get("namespaces"))}))
-    if not names and namespace_selector is None:
+    if not names and raw_namespace_selector is None:
         names = (namespace,)
+    is_every = namespace_selector == ()  # `{}`: labels.Everything()
     return PodAffinityTerm(topology_key=_text(term, "topologyKey"), label_selector=selector,
-                           namespaces=names, all_namespaces=namespace_selector is not None)
+                           namespaces=names, all_namespaces=is_every,
+                           namespace_selector=None if is_every else namespace_selector)
 
 
 def label_selector(value: Any) -> tuple[tuple[NodeSelectorRequirement, ...] | None, bool]:

@@ -44,7 +44,7 @@ def counts(index: NodeIndex, pod: PodObserved, only_pinned: bool = False) -> Cou
     """The pre-filter counts of `pod` over the pods on the index (`only_pinned`: of other
     schedulers' pods only, as on nodes emptied of ours). Only the pods `index.lookup` names
     as candidates are visited (`pod_lookup`: the others cannot match)."""
-    result = Counts(pod)
+    result = Counts(pod, index.namespaces)
     users = index.pod_users
     candidates: set[str] | None = index.lookup.anti_matching(pod)
     if pod_affinity.is_involved(pod):
@@ -75,7 +75,7 @@ def verdicts(index: NodeIndex, counted: Counts) -> IntArray:
             exist &= _rows_of(index, (pair for pair in counted.affinity
                                       if pair[0] == term.topology_key))
         is_first = (not counted.affinity
-                    and pod_affinity.matches_all(pod.pod_affinity, pod))
+                    and pod_affinity.matches_all(pod.pod_affinity, pod, index.namespaces))
         codes[~(has_keys & (exist | is_first))] = AFFINITY
     return codes
 

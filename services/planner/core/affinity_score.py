@@ -50,27 +50,29 @@ def key(pod: PodObserved) -> tuple[object, ...]:
 
 
 def add(topology: Topology, pod: PodObserved, other: PodObserved,
-        node_labels: Mapping[str, str]) -> None:
-    """Count pod `other`, on a node with `node_labels`, in `pod`'s `topology`.
+        node_labels: Mapping[str, str], namespaces: pod_affinity.Namespaces) -> None:
+    """Count pod `other`, on a node with `node_labels`, in `pod`'s `topology` (`namespaces`:
+    what a term's `namespaceSelector` reads).
 
     Source: as InterPodAffinity's `processExistingPod` (a node without labels adds nothing;
     a term adds only when the node carries its topology key).
     """
     if not node_labels:
         return
-    _terms(topology, pod.preferred_pod_affinity, other, node_labels, 1)
-    _terms(topology, pod.preferred_pod_anti_affinity, other, node_labels, -1)
+    _terms(topology, pod.preferred_pod_affinity, other, node_labels, 1, namespaces)
+    _terms(topology, pod.preferred_pod_anti_affinity, other, node_labels, -1, namespaces)
     for term in other.pod_affinity:
-        if pod_affinity.term_matches(term, pod):
+        if pod_affinity.term_matches(term, pod, namespaces):
             _add(topology, node_labels, term.topology_key, HARD_POD_AFFINITY_WEIGHT)
-    _terms(topology, other.preferred_pod_affinity, pod, node_labels, 1)
-    _terms(topology, other.preferred_pod_anti_affinity, pod, node_labels, -1)
+    _terms(topology, other.preferred_pod_affinity, pod, node_labels, 1, namespaces)
+    _terms(topology, other.preferred_pod_anti_affinity, pod, node_labels, -1, namespaces)
 
 
 def _terms(topology: Topology, terms: tuple[WeightedPodAffinityTerm, ...], pod: PodObserved,
-           node_labels: Mapping[str, str], sign: int) -> None:
+           node_labels: Mapping[str, str], sign: int, namespaces: pod_affinity.Namespaces,
+           ) -> None:
     for weighted in terms:
-        if pod_affinity.term_matches(weighted.term, pod):
+        if pod_affinity.term_matches(weighted.term, pod, namespaces):
             _add(topology, node_labels, weighted.term.topology_key, sign * weighted.weight)
 
 
@@ -99,7 +101,7 @@ def topology(index: NodeIndex, pod: PodObserved) -> Topology:
     for uid in visited:
         row, other, _ = users[uid]
         if other.uid != pod.uid:
-            add(result, pod, other, index.nodes[row].labels)
+            add(result, pod, other, index.nodes[row].labels, index.namespaces)
     return result
 
 
@@ -149,4 +151,4 @@ class Scorer:
         """`pod` was just placed on `row` (and recorded on the index)."""
         labels = self.index.nodes[row].labels
         for incoming, counted in self._counted.values():
-            add(counted, incoming, pod, labels)
+            add(counted, incoming, pod, labels, self.index.namespaces)

@@ -32,6 +32,8 @@ from services.contracts.events import (
     GroupRolledBack,
     MemberBindFailed,
     MemberBound,
+    NamespaceDeleted,
+    NamespaceObserved,
     NodeDeleted,
     NodeObserved,
     PodDeleted,
@@ -110,6 +112,8 @@ def apply_event(state: PlannerState, event: Event) -> PlannerState:
         case (ClaimObserved() | ClaimDeleted() | VolumeObserved() | VolumeDeleted()
               | StorageClassObserved() | StorageClassDeleted()):
             _storage_changed(state, event)
+        case NamespaceObserved() | NamespaceDeleted():
+            _namespace_changed(state, event)
         case DisruptionBudgetObserved():
             state.budgets[claim_key(event.namespace, event.name)] = event
         case DisruptionBudgetDeleted():
@@ -123,7 +127,8 @@ def apply_event(state: PlannerState, event: Event) -> PlannerState:
 
 StorageEvent = (ClaimObserved | ClaimDeleted | VolumeObserved | VolumeDeleted
                 | StorageClassObserved | StorageClassDeleted)
-Stored = TypeVar("Stored", ClaimObserved, VolumeObserved, StorageClassObserved)
+Stored = TypeVar("Stored", ClaimObserved, VolumeObserved, StorageClassObserved,
+                 NamespaceObserved)
 
 
 def _storage_changed(state: PlannerState, event: StorageEvent) -> None:
@@ -141,6 +146,17 @@ def _storage_changed(state: PlannerState, event: StorageEvent) -> None:
             seen_class = event if isinstance(event, StorageClassObserved) else None
             changed = _keep(state.storage_classes, event.name, seen_class, event.uid)
     if changed:
+        capacity_freed(state)
+
+
+def _namespace_changed(state: PlannerState, event: NamespaceObserved | NamespaceDeleted) -> None:
+    """Keep the Namespaces whose labels a term's `namespaceSelector` reads; labels that
+    changed (a Namespace added, relabelled or deleted) may let a waiting pod through, so
+    capacity counts as freed (a relist that changes nothing does not)."""
+    held = state.namespaces.get(event.name)
+    seen = event if isinstance(event, NamespaceObserved) else None
+    if _keep(state.namespaces, event.name, seen, event.uid) and (
+            held is None or seen is None or held.labels != seen.labels):
         capacity_freed(state)
 
 

@@ -132,6 +132,9 @@ class NodeIndex:
         self._domain_rows: dict[str, dict[str, BoolArray]] = {}
         self.volumes: Volumes | None = None
         """The volume filters of the current round (`attempt.Round` sets them)."""
+        self.namespaces: pod_affinity.Namespaces = {}
+        """The Namespaces by name, whose labels a pod term's `namespaceSelector` reads
+        (`derived.ensure` sets the planner state's own, kept current by `apply`)."""
         for row, node in enumerate(nodes):
             self._add(row, used.get(node.name, {}), -1)
         self.changes.clear()

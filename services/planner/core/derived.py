@@ -34,6 +34,7 @@ def ensure(state: PlannerState, scheduler_name: str) -> Derived:
         state.derived = derived
     if derived.index is None:
         derived.index = capacity.build(state.nodes, state.node_used)
+        derived.index.namespaces = state.namespaces
         for uid in sorted(state.charges):
             _hold_ports(state, derived, uid)
     return derived

@@ -163,7 +163,10 @@ PodGroup deleted or replaced by another uid forgets that its gang ran, and Succe
 no longer make a gang "run" (a bound member must be among them), so a PodGroup created again
 beside its last run's Succeeded pods is a gang again; a group none of whose members waits
 forgets when it began waiting, so members created later are not starving on arrival
-("PodGroup lifecycle and late events")."""
+("PodGroup lifecycle and late events"); an inter-pod term's non-empty `namespaceSelector`
+selects pods by their Namespace's labels (NamespaceObserved), no longer unsupported on an
+incoming pod nor every namespace on a bound one, and a Namespace's labels changing frees
+capacity ("InterPodAffinity, the required part")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -21,6 +21,7 @@ import msgspec
 from services.contracts.events import (
     ClaimObserved,
     DisruptionBudgetObserved,
+    NamespaceObserved,
     NodeObserved,
     PodGroupObserved,
     PodObserved,
@@ -183,7 +184,8 @@ class PlannerState(msgspec.Struct):
     `capacity_freed_at` is the last moment capacity was given back, or a Node, a volume object
     or a PodGroup changed so that a waiting gang may now fit (every unschedulable group then
     retries early once, `GroupState.may_retry_early`).
-    `tombstones` maps the uid of each deleted Pod or Node to when (event time), oldest first,
+    `tombstones` maps the uid of each deleted Pod, Node or PodGroup to when (event time), oldest
+    first,
     so a late observation cannot bring it back; entries count for `apply.TOMBSTONE_MS` and are
     dropped in bulk up to one more window later (`apply.PRUNE_SLACK_MS`).
     `claims` by `namespace/name`, `volumes` (PersistentVolumes) and `storage_classes` by name:
@@ -193,6 +195,8 @@ class PlannerState(msgspec.Struct):
     `counted_changes`: pods newly counted on a node or relabelled while counted since the last
     round looked (`CountedChange`, in the order applied or reserved); the next round wakes the
     gangs they may matter to (`wakes`) and empties it.
+    `namespaces` (Namespaces) by name: the labels an inter-pod term's `namespaceSelector`
+    reads (`services.fit.pod_affinity.in_namespaces`); the derived node index holds this dict.
     `derived`: the indexes over all of the above, None until first used; never encoded.
     Units: `now_ms` is the latest `at_ms` applied (never moves backwards).
     """
@@ -217,6 +221,7 @@ class PlannerState(msgspec.Struct):
     budgets: dict[str, DisruptionBudgetObserved] = {}
     nominations: dict[str, Nomination] = {}
     counted_changes: list[CountedChange] = []
+    namespaces: dict[str, NamespaceObserved] = {}
     derived: Derived | None = None
 
 

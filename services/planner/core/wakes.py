@@ -50,21 +50,24 @@ def watch(pod: PodObserved) -> Watch | None:
 
 
 def may_matter(wanted: Watch, namespace: str, labels: Mapping[str, str],
-               was: Mapping[str, str] | None = None) -> bool:
+               was: Mapping[str, str] | None = None,
+               namespaces: pod_affinity.Namespaces | None = None) -> bool:
     """Whether a pod in `namespace` with `labels`, newly counted on a node (`was` None) or
     relabelled from `was`, may let a pending pod with `wanted` pass, as the queueing hints of
     InterPodAffinity and PodTopologySpread judge it (module docstring): it matches all the
     required affinity terms (and, relabelled, did not before); relabelled, it left an
     anti-affinity term; in the pod's namespace, it matches a DoNotSchedule constraint's
     selector (an empty one counts no pod) or, relabelled, matches one it did not or the other
-    way round."""
+    way round. `namespaces`: the Namespaces a term's `namespaceSelector` reads (none held:
+    no labels)."""
     own, affinity, anti_affinity, spreads = wanted
-    if pod_affinity.matches_all_labels(affinity, namespace, labels) and (
-            was is None or not pod_affinity.matches_all_labels(affinity, namespace, was)):
+    held = namespaces or {}
+    if pod_affinity.matches_all_labels(affinity, namespace, labels, held) and (
+            was is None or not pod_affinity.matches_all_labels(affinity, namespace, was, held)):
         return True
     if was is not None and any(
-            pod_affinity.term_matches_labels(term, namespace, was)
-            and not pod_affinity.term_matches_labels(term, namespace, labels)
+            pod_affinity.term_matches_labels(term, namespace, was, held)
+            and not pod_affinity.term_matches_labels(term, namespace, labels, held)
             for term in anti_affinity):
         return True
     if namespace != own:
@@ -85,8 +88,10 @@ class Changes:
     left it, `before[(ns, label)]` of the relabelled ones that carried it before.
     """
 
-    def __init__(self, changes: list[CountedChange]) -> None:
+    def __init__(self, changes: list[CountedChange],
+                 namespaces: pod_affinity.Namespaces | None = None) -> None:
         self.changes = changes
+        self.namespaces = namespaces or {}
         self.by_namespace: dict[str, list[int]] = {}
         self.now: dict[tuple[str, Pair], list[int]] = {}
         self.before: dict[tuple[str, Pair], list[int]] = {}
@@ -137,7 +142,7 @@ class Changes:
             change = changes[i]
             if change.at <= after:
                 break
-            if may_matter(wanted, change.namespace, change.labels, change.was):
+            if may_matter(wanted, change.namespace, change.labels, change.was, self.namespaces):
                 return change.at
         return after
 
@@ -152,7 +157,11 @@ def _read_now(state: PlannerState, change: CountedChange) -> CountedChange:
 
 
 def _namespaces(term: PodAffinityTerm) -> Iterable[str] | None:
-    return None if term.all_namespaces else term.namespaces
+    """The namespaces a counted pod must be in to match `term`; None: any may (a selector's
+    match depends on Namespace labels, judged by `may_matter`)."""
+    if term.all_namespaces or term.namespace_selector is not None:
+        return None
+    return term.namespaces
 
 
 def wake(state: PlannerState, current: Derived, config: PlannerConfig) -> list[str]:
@@ -170,7 +179,7 @@ def wake(state: PlannerState, current: Derived, config: PlannerConfig) -> list[s
         return []
     state.counted_changes = []
     changed = Changes([change if change.namespace else _read_now(state, change)
-                       for change in changes])
+                       for change in changes], state.namespaces)
     woken = []
     for key, uids in current.pending.items():
         group = state.groups.get(key)

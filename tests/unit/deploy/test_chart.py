@@ -174,7 +174,7 @@ def test_the_watcher_may_only_list_and_watch_what_it_observes(rendered: Objects)
         (("", "nodes"), ("", "pods"), ("scheduling.x-k8s.io", "podgroups"),
          ("scheduling.k8s.io", "podgroups"), ("", "persistentvolumeclaims"),
          ("", "persistentvolumes"), ("storage.k8s.io", "storageclasses"),
-         ("policy", "poddisruptionbudgets"))
+         ("policy", "poddisruptionbudgets"), ("", "namespaces"))
         for verb in ("list", "watch")}
 
 

@@ -113,7 +113,7 @@ CANDIDATES = (
 """Every hard constraint gangsched refuses or once refused (a supported one stays listed, so
 that refusing it again brings its warning back)."""
 
-REFUSED_BY_THE_API_SERVER = ("*.labelSelector",)
+REFUSED_BY_THE_API_SERVER = ("*.labelSelector", "*.namespaceSelector")
 """Fields slim reports that the API server already refuses in a pod (an invalid selector)."""
 
 

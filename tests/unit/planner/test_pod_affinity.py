@@ -105,10 +105,10 @@ def test_affinity_terms_count_only_pods_of_their_namespaces() -> None:
 def test_a_node_without_the_topology_key_passes_anti_affinity_but_never_affinity() -> None:
     bare = make_node("bare").capacity(cpu_milli=8000)
     counts = pod_affinity.Counts(make_pod("p").labelled(app="x").anti_affinity(ZONE, app="x")
-                                 .pod_affinity(ZONE, app="x").build())
+                                 .pod_affinity(ZONE, app="x").build(), {})
     assert pod_affinity.inter_pod_affinity(counts, bare.build().labels) == (
         reasons.POD_AFFINITY_MISMATCH)
-    counts = pod_affinity.Counts(make_pod("p").anti_affinity(ZONE, app="x").build())
+    counts = pod_affinity.Counts(make_pod("p").anti_affinity(ZONE, app="x").build(), {})
     counts.add(make_pod("x").labelled(app="x").build(), {ZONE: "a"})
     assert pod_affinity.inter_pod_affinity(counts, {}) is None
     assert pod_affinity.inter_pod_affinity(counts, {ZONE: "a"}) == (
@@ -119,6 +119,6 @@ def test_selectors_match_as_label_selectors_do() -> None:
     everything = PodAffinityTerm(topology_key=ZONE, label_selector=(), all_namespaces=True)
     nothing = PodAffinityTerm(topology_key=ZONE, label_selector=None, all_namespaces=True)
     pod = make_pod("p", namespace="x").build()
-    assert pod_affinity.term_matches(everything, pod)
-    assert not pod_affinity.term_matches(nothing, pod)
-    assert not pod_affinity.matches_all((), pod)
+    assert pod_affinity.term_matches(everything, pod, {})
+    assert not pod_affinity.term_matches(nothing, pod, {})
+    assert not pod_affinity.matches_all((), pod, {})

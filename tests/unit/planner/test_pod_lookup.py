@@ -37,7 +37,7 @@ def pods(draw: st.DrawFn, name: str) -> PodObserved:
 
 
 def _every_pod(index: NodeIndex, pod: PodObserved) -> Counts:
-    counts = Counts(pod)
+    counts = Counts(pod, {})
     for row, other, _ in index.pod_users.values():
         if other.uid != pod.uid:
             counts.add(other, index.nodes[row].labels)

@@ -110,7 +110,8 @@ def test_defaults_for_a_bare_pod() -> None:
 
 @pytest.mark.parametrize(("spec", "field"), [
     ({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": "zone", "namespaceSelector": {"matchLabels": {"team": "a"}}}]}}},
+        {"topologyKey": "zone", "namespaceSelector": {"matchExpressions": [
+            {"key": "team", "operator": "In"}]}}]}}},  # In without values: the API refuses it
      "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[]"
      ".namespaceSelector"),
     ({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -180,15 +181,23 @@ def test_preferred_pod_affinity_terms_keep_weights_and_spec_order_read_as_requir
         label_selector=(NodeSelectorRequirement("app", "Exists"),))),)
 
 
-def test_a_preferred_term_with_a_namespace_selector_is_ignored_and_the_pod_still_placed() -> None:
+def test_a_namespace_selector_is_carried_and_an_invalid_preferred_term_ignored() -> None:
+    team_a = NodeSelectorRequirement(key="team", operator="In", values=("a",))
     spec = {"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 1, "podAffinityTerm": {
             "topologyKey": "zone", "namespaceSelector": {"matchLabels": {"team": "a"}}}},
-        {"weight": 3, "podAffinityTerm": {"topologyKey": "rack"}}]}}}
+        {"weight": 2, "podAffinityTerm": {
+            "topologyKey": "zone", "namespaceSelector": {"matchExpressions": [
+                {"key": "team", "operator": "Exists", "values": ["a"]}]}}},  # API refuses it
+        {"weight": 3, "podAffinityTerm": {"topologyKey": "rack", "namespaces": ["x"],
+                                          "namespaceSelector": {}}}]}}}
     event = slim.pod_event(pod(spec), 0)
     assert event.unsupported == ()
-    assert event.preferred_pod_anti_affinity == (WeightedPodAffinityTerm(3, PodAffinityTerm(
-        topology_key="rack", namespaces=(event.namespace,))),)
+    assert event.preferred_pod_anti_affinity == (
+        WeightedPodAffinityTerm(1, PodAffinityTerm(topology_key="zone",
+                                                   namespace_selector=(team_a,))),
+        WeightedPodAffinityTerm(3, PodAffinityTerm(topology_key="rack", namespaces=("x",),
+                                                   all_namespaces=True)))
 
 
 def test_host_ports_of_app_containers_are_carried_with_kube_scheduler_defaults() -> None:
