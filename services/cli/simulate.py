@@ -36,7 +36,7 @@ from services.planner.core.config import PlannerConfig
 from services.planner.simulate import engine, manifests
 from services.planner.simulate.budgets import BudgetSpec
 from services.watcher import budgets as watcher_budgets
-from services.watcher import native, slim, volumes
+from services.watcher import namespaces, native, slim, volumes
 
 EXIT_INVALID = exit_codes.USAGE
 COMMAND = "gangsched simulate"
@@ -139,6 +139,8 @@ def to_event(item: manifests.Item, at_ms: int) -> Event:
     event: Event
     if item.kind == "Node":
         return slim.node_event(item.obj, at_ms)
+    if item.kind == "Namespace":  # its labels: what a pod term's namespaceSelector reads
+        return namespaces.namespace_event(item.obj, at_ms)
     if item.kind == manifests.BUDGET_KIND:
         return _budget_event(item, at_ms)
     if item.kind in STORAGE_SLIMMERS:

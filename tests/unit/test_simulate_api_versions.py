@@ -15,6 +15,7 @@ NODE = ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
         "status: {allocatable: {cpu: '4', pods: '10'}}\n")
 OBJECTS = {
     "List": "items: []\n",
+    "Namespace": "spec: {finalizers: [kubernetes]}\n",
     "Node": "status: {allocatable: {cpu: '1'}}\n",
     "Pod": "spec: {containers: [{name: c}]}\n",
     "PersistentVolumeClaim": "spec: {resources: {requests: {storage: 1Gi}}}\n",

@@ -45,8 +45,9 @@ def test_each_kind_has_the_api_servers_name_rule() -> None:
         assert refused(kind, "Train_Job") is not None, kind
     assert refused("PodGroup", "Train_Job", "scheduling.k8s.io/v1alpha2") is not None
     # a StatefulSet's name is in its pods' host names: a label (no dots, 63 at most)
-    assert refused("StatefulSet", "web.v1") == (
-        'Invalid value: "web.v1": a lowercase RFC 1123 label must consist of lower case '
+    assert refused("StatefulSet", "web.v1") == 'Invalid value: "web.v1": must not contain dots'
+    assert refused("StatefulSet", "Web") == (
+        'Invalid value: "Web": a lowercase RFC 1123 label must consist of lower case '
         "alphanumeric characters or '-', and must start and end with an alphanumeric character "
         "(e.g. 'my-name',  or '123-abc', regex used for validation is "
         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")

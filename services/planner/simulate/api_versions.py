@@ -18,6 +18,7 @@ from typing import Any
 
 SERVED: Mapping[str, tuple[str, ...]] = {
     "List": ("v1",),  # kubectl's client-side list (`kubectl get -o yaml`)
+    "Namespace": ("v1",),
     "Node": ("v1",),
     "Pod": ("v1",),
     "PersistentVolumeClaim": ("v1",),

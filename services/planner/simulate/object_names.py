@@ -19,7 +19,8 @@ from typing import Any
 
 from services.contracts import names
 
-CLUSTER_SCOPED = frozenset({"Node", "PersistentVolume", "StorageClass", "PriorityClass"})
+CLUSTER_SCOPED = frozenset({"Node", "PersistentVolume", "StorageClass", "PriorityClass",
+                            "Namespace"})
 """The kinds simulate reads that have no namespace (`manifests` gives the others `default`)."""
 MAX_SUBDOMAIN = 253
 MAX_LABEL = 63
@@ -60,9 +61,13 @@ def _subdomain(name: str) -> str | None:
 
 
 def _label(name: str) -> str | None:
+    """As apimachinery's `IsDNS1123Label`: its first message (a valid subdomain that is no
+    label must hold dots, and is told so)."""
     if len(name) > MAX_LABEL:
         return invalid(name, f"must be no more than {MAX_LABEL} characters")
-    return None if names.is_dns_label(name) else invalid(name, LABEL_RULE)
+    if names.is_dns_label(name):
+        return None
+    return invalid(name, "must not contain dots" if names.is_dns_subdomain(name) else LABEL_RULE)
 
 
 def _path_segment(name: str) -> str | None:
@@ -75,7 +80,7 @@ def _path_segment(name: str) -> str | None:
 
 
 _NAME_RULES: Mapping[str, Callable[[str], str | None]] = {
-    "StatefulSet": _label, "PodDisruptionBudget": _path_segment}
+    "StatefulSet": _label, "PodDisruptionBudget": _path_segment, "Namespace": _label}
 """The kinds named otherwise than by a DNS-1123 subdomain."""
 
 

@@ -108,6 +108,7 @@ KINDS: Mapping[str, Shape] = {
     "StorageClass": {"provisioner": STRING, "volumeBindingMode": STRING,
                      "allowedTopologies": [{"matchLabelExpressions": [
                          {"key": STRING, "values": [STRING]}]}]},
+    "Namespace": {},
     "PodDisruptionBudget": {"spec": {"selector": LABEL_SELECTOR},
                             "status": {"disruptionsAllowed": INTEGER,
                                        "disruptedPods": MapOf(STRING)}},
