@@ -30,6 +30,9 @@ from tests.e2e.differential.families.requests import IMAGE
 ZONES = ("zone-a", "zone-b", "zone-c")
 RACKS_PER_ZONE = 2
 NAMESPACES = ("diff-a", "diff-b", "diff-c")
+NAMESPACE_LABELS = {"diff-a": {"team": "ml", "env": "prod"},
+                    "diff-b": {"team": "web", "env": "prod"}, "diff-c": {"team": "ml"}}
+"""What a `namespaceSelector` matches (besides the API server's `kubernetes.io/metadata.name`)."""
 RUN_LABEL = "diff.gangsched.io/run"
 
 
@@ -59,7 +62,7 @@ def plan_cluster(seed: int, nodes: int = 24,
         for family in chosen:
             family.shape_node(rng_for(seed, family.name, name), node)
         manifests.append(node)
-    plan = ClusterPlan(nodes=manifests, namespaces=NAMESPACES)
+    plan = ClusterPlan(nodes=manifests, namespaces=NAMESPACES, namespace_labels=NAMESPACE_LABELS)
     for family in chosen:
         plan.objects.extend(family.objects(rng_for(seed, family.name, ""), plan))
     return plan

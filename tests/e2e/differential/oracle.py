@@ -1,7 +1,8 @@
 """The oracle: the real kube-scheduler binary on the real control plane, offered one pod at a time.
 
 Talks to the API server with gangsched's own client (`services.kube.client`) and keeps the
-nodes, pods, claims, volumes and storage classes current with its informer-style list/watch
+nodes, pods, claims, volumes, storage classes and namespaces current with its informer-style
+list/watch
 (`services.kube.listwatch`), so no state is polled. `offer` creates the pod and waits for
 what kube-scheduler did: bound it (`spec.nodeName` set), or found it unschedulable (condition
 PodScheduled=False, reason Unschedulable, whose message is the FailedScheduling message).
@@ -20,6 +21,7 @@ from services.config.settings import KubeSettings
 from services.kube import listwatch
 from services.kube.client import KubeClient, connect
 from services.kube.resources import (
+    NAMESPACES,
     NODES,
     PODS,
     VOLUME_RESOURCES,
@@ -103,24 +105,27 @@ class Mirror:
 
 @dataclass(frozen=True)
 class Mirrors:
-    """A mirror per resource the run follows; `storage` by resource kind (`pvc`, `pv`,
+    """A mirror per resource the run follows (`namespaces`: their labels, what a
+    `namespaceSelector` reads); `storage` by resource kind (`pvc`, `pv`,
     `storageclass`)."""
 
     nodes: Mirror
     pods: Mirror
     storage: dict[str, Mirror]
+    namespaces: Mirror
 
 
 @contextlib.asynccontextmanager
 async def mirrors(client: KubeClient) -> AsyncIterator[Mirrors]:
-    """Mirrors of the nodes, the pods and the storage objects, closed on exit."""
+    """Mirrors of the nodes, the pods, the storage objects and the namespaces, closed on exit."""
     followed = Mirrors(Mirror(client, NODES), Mirror(client, PODS),
                        {resource.kind: Mirror(client, resource)
-                        for resource in VOLUME_RESOURCES})
+                        for resource in VOLUME_RESOURCES}, Mirror(client, NAMESPACES))
     try:
         yield followed
     finally:
-        for mirror in (followed.nodes, followed.pods, *followed.storage.values()):
+        for mirror in (followed.nodes, followed.pods, *followed.storage.values(),
+                       followed.namespaces):
             await mirror.close()
 
 

@@ -58,8 +58,8 @@ async def build_cluster(client: KubeClient, mirrors: Mirrors, plan: ClusterPlan)
     Ready and free of the controllers' start-up taints, and the volumes and claims settled."""
     nodes = mirrors.nodes
     for namespace in plan.namespaces:
-        await oracle.create(client, {"apiVersion": "v1", "kind": "Namespace",
-                                     "metadata": {"name": namespace}})
+        await oracle.create(client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": namespace, "labels": plan.namespace_labels.get(namespace, {})}})
     for obj in plan.objects:
         await oracle.create(client, obj)
     for node in plan.nodes:
@@ -134,7 +134,8 @@ def observed(mirrors: Mirrors) -> verdict.Snapshot:
     """The mirrors' objects now, as gangsched judges a pod on them."""
     return verdict.Snapshot(
         nodes=list(mirrors.nodes.objects.values()), bound=_bound(mirrors.pods),
-        storage={kind: list(mirror.objects.values()) for kind, mirror in mirrors.storage.items()})
+        storage={kind: list(mirror.objects.values()) for kind, mirror in mirrors.storage.items()},
+        namespaces=list(mirrors.namespaces.objects.values()))
 
 
 def node_fingerprint(nodes: list[dict[str, Any]]) -> list[tuple[object, ...]]:

@@ -1,6 +1,6 @@
-"""gangsched's verdict on one pod, through its own code path: the watcher's `slim` and
-`volumes` turn the listed API objects (nodes, bound pods, claims, volumes, storage classes) into
-events, and the engine `gangsched simulate` runs (`planner.simulate
+"""gangsched's verdict on one pod, through its own code path: the watcher's `slim`, `volumes`
+and `namespaces` turn the listed API objects (nodes, bound pods, claims, volumes, storage
+classes, namespaces) into events, and the engine `gangsched simulate` runs (`planner.simulate
 .engine`, the production planner core with an ideal binder) plans the pod as a gang of one.
 
 `judge` answers two questions: where would gangsched place the pod, else why not (the
@@ -21,13 +21,14 @@ import msgspec
 from services.contracts.events import Event, NodeObserved, PodObserved
 from services.planner.core.config import PlannerConfig
 from services.planner.simulate import engine
-from services.watcher import slim, volumes
+from services.watcher import namespaces, slim, volumes
 
 CONFIG = PlannerConfig()
 AT_MS = 1_000_000
 OBSERVED: dict[str, Callable[[dict[str, Any], int], Event]] = {
     "node": slim.node_event, "pod": slim.pod_event, "pvc": volumes.claim_event,
-    "pv": volumes.volume_event, "storageclass": volumes.storage_class_event}
+    "pv": volumes.volume_event, "storageclass": volumes.storage_class_event,
+    "namespace": namespaces.namespace_event}
 """The watcher's slimming function per resource kind (`services.kube.resources` kinds)."""
 STORAGE_KINDS = ("pvc", "pv", "storageclass")
 
@@ -35,11 +36,13 @@ STORAGE_KINDS = ("pvc", "pv", "storageclass")
 @dataclass(frozen=True)
 class Snapshot:
     """What gangsched judges a pod on: the Node objects, the pods bound to a node (API objects
-    with `spec.nodeName`), and per storage kind (STORAGE_KINDS) its API objects."""
+    with `spec.nodeName`), per storage kind (STORAGE_KINDS) its API objects, and the
+    Namespace objects (their labels: what a `namespaceSelector` reads)."""
 
     nodes: list[dict[str, Any]]
     bound: list[dict[str, Any]]
     storage: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    namespaces: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,10 @@ class Slimmer:
         return cached
 
     def storage(self, snapshot: Snapshot) -> list[Event]:
-        """The snapshot's claims, volumes and storage classes as events."""
-        return [self.event(kind, obj) for kind in STORAGE_KINDS
-                for obj in snapshot.storage.get(kind, [])]
+        """The snapshot's claims, volumes and storage classes as events, and its namespaces."""
+        return [*(self.event(kind, obj) for kind in STORAGE_KINDS
+                  for obj in snapshot.storage.get(kind, [])),
+                *(self.event("namespace", obj) for obj in snapshot.namespaces)]
 
 
 def as_ours(pod: dict[str, Any]) -> dict[str, Any]:

@@ -37,11 +37,13 @@ TRACKS = ("stable", "canary")
 
 @dataclass
 class ClusterPlan:
-    """What the pods' families may refer to: the Node manifests, namespaces, other objects."""
+    """What the pods' families may refer to: the Node manifests, namespaces (and their labels,
+    by name), other objects."""
 
     nodes: list[Manifest]
     namespaces: tuple[str, ...]
     objects: list[Manifest] = field(default_factory=list)
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def names(self) -> list[str]:
         return [node["metadata"]["name"] for node in self.nodes]

@@ -1,7 +1,8 @@
 """Inter-pod affinity (InterPodAffinity): required pod affinity and anti-affinity terms on the
 hostname, zone, rack or disk-type key (not on every node), selecting pods by `app`/`tier`
 labels, or every pod (`{}`), or none (no selector), in the pod's own namespace,
-named namespaces, or all (`namespaceSelector: {}`), some with `matchLabelKeys` or
+named namespaces, all (`namespaceSelector: {}`), or those a non-empty `namespaceSelector`
+selects by their labels (some with named namespaces besides), some with `matchLabelKeys` or
 `mismatchLabelKeys`; existing pods' anti-affinity counts too."""
 
 from __future__ import annotations
@@ -75,4 +76,26 @@ def term(rng: random.Random, plan: ClusterPlan) -> Manifest:
     elif roll < 0.45:  # both: the union, i.e. every namespace
         term["namespaces"] = [rng.choice(plan.namespaces)]
         term["namespaceSelector"] = {}
+    elif roll < 0.6:  # the namespaces whose labels match (and, some, a named one besides)
+        term["namespaceSelector"] = namespace_selector(rng)
+        if rng.random() < 0.3:
+            term["namespaces"] = [rng.choice(plan.namespaces)]
     return term
+
+
+def namespace_selector(rng: random.Random) -> Manifest:
+    """A non-empty namespaceSelector over the generator's namespace labels (`team`, `env`) and
+    the API server's own `kubernetes.io/metadata.name`, one no empty label set matches: with
+    `NotIn` or `DoesNotExist` kube-scheduler 1.36 counts every namespace for the incoming
+    pod's terms, where gangsched counts those selected (docs/design-notes.md,
+    "InterPodAffinity, the required part"; tests/unit/planner/test_namespace_selector.py)."""
+    roll = rng.random()
+    if roll < 0.4:
+        return {"matchLabels": {"team": rng.choice(["ml", "web", "none"])}}
+    if roll < 0.55:
+        return {"matchLabels": {"kubernetes.io/metadata.name": rng.choice(["diff-a", "diff-c"])}}
+    operator = rng.choice(["In", "Exists"])
+    expression: Manifest = {"key": rng.choice(["team", "env"]), "operator": operator}
+    if operator == "In":
+        expression["values"] = rng.sample(["ml", "web", "prod"], rng.choice([1, 2]))
+    return {"matchExpressions": [expression]}
