@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from services.contracts.events import PodObserved
+from services.fit import pod_affinity
 from services.fit import reasons as fit_reasons
 from services.planner.core import (
     affinity,
@@ -221,7 +222,7 @@ def _place_left(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         return trial
     order = {pod.uid: i for i, pod in enumerate(members)}
     watches = {pod.uid: wakes.watch(pod) for pod in members}
-    everyone = _as_changes(members)
+    everyone = _as_changes(members, index.namespaces)
     helpable = {w: everyone.latest(w, 0) > 0 for w in set(watches.values()) if w is not None}
     newly = [pod for pod, _ in trial.assigned]
     explained: PodObserved | None = trial.unplaced[0]
@@ -230,7 +231,7 @@ def _place_left(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         hopeful = sum(1 for pod in trial.unplaced
                       if (w := watches[pod.uid]) is not None and helpable[w])
         if newly and len(trial.assigned) + hopeful >= need:
-            placed = _as_changes(newly)
+            placed = _as_changes(newly, index.namespaces)
             matters = {w: placed.latest(w, 0) > 0 for w in
                        {watches[pod.uid] for pod in trial.unplaced} if w is not None}
             retry = [pod for pod in trial.unplaced
@@ -250,10 +251,11 @@ def _place_left(index: NodeIndex, members: list[PodObserved], config: PlannerCon
     return trial
 
 
-def _as_changes(pods: list[PodObserved]) -> wakes.Changes:
-    """`pods` as pods newly counted, looked up by label (`wakes.Changes`)."""
+def _as_changes(pods: list[PodObserved], namespaces: pod_affinity.Namespaces) -> wakes.Changes:
+    """`pods` as pods newly counted, looked up by label (`wakes.Changes`), a term's
+    `namespaceSelector` matched against `namespaces`."""
     return wakes.Changes([CountedChange(pod.uid, None, i + 1, pod.namespace, pod.labels)
-                          for i, pod in enumerate(pods)])
+                          for i, pod in enumerate(pods)], namespaces)
 
 
 def is_uniform(members: list[PodObserved], is_affine: bool = False) -> bool:

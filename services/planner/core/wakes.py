@@ -50,18 +50,17 @@ def watch(pod: PodObserved) -> Watch | None:
 
 
 def may_matter(wanted: Watch, namespace: str, labels: Mapping[str, str],
-               was: Mapping[str, str] | None = None,
-               namespaces: pod_affinity.Namespaces | None = None) -> bool:
+               was: Mapping[str, str] | None, namespaces: pod_affinity.Namespaces) -> bool:
     """Whether a pod in `namespace` with `labels`, newly counted on a node (`was` None) or
     relabelled from `was`, may let a pending pod with `wanted` pass, as the queueing hints of
     InterPodAffinity and PodTopologySpread judge it (module docstring): it matches all the
     required affinity terms (and, relabelled, did not before); relabelled, it left an
     anti-affinity term; in the pod's namespace, it matches a DoNotSchedule constraint's
     selector (an empty one counts no pod) or, relabelled, matches one it did not or the other
-    way round. `namespaces`: the Namespaces a term's `namespaceSelector` reads (none held:
+    way round. `namespaces`: the Namespaces a term's `namespaceSelector` reads (one not held:
     no labels)."""
     own, affinity, anti_affinity, spreads = wanted
-    held = namespaces or {}
+    held = namespaces
     if pod_affinity.matches_all_labels(affinity, namespace, labels, held) and (
             was is None or not pod_affinity.matches_all_labels(affinity, namespace, was, held)):
         return True
@@ -88,10 +87,10 @@ class Changes:
     left it, `before[(ns, label)]` of the relabelled ones that carried it before.
     """
 
-    def __init__(self, changes: list[CountedChange],
-                 namespaces: pod_affinity.Namespaces | None = None) -> None:
+    def __init__(self, changes: list[CountedChange], namespaces: pod_affinity.Namespaces,
+                 ) -> None:
         self.changes = changes
-        self.namespaces = namespaces or {}
+        self.namespaces = namespaces
         self.by_namespace: dict[str, list[int]] = {}
         self.now: dict[tuple[str, Pair], list[int]] = {}
         self.before: dict[tuple[str, Pair], list[int]] = {}
