@@ -49,8 +49,13 @@ def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False,
     """Apply one event payload to `known` (uid → Known): observations set, deletes remove.
 
     Other kinds and undecodable payloads change nothing. `is_stale`: remember the object with
-    an empty resourceVersion (it is listed as changed, so published again). `api_version`:
-    a PodGroupObserved of another PodGroup API changes nothing (both publish on `podgroup`).
+    an empty resourceVersion (it is listed as changed, so published again). So is a pod whose
+    event names constraints the watcher that wrote it did not read (`unsupported`): this
+    watcher may read them now (a non-empty `namespaceSelector` since core revision 40), and
+    the pod, Pending for good under the old reading, must not wait for its next change or the
+    resync to be read anew; a pod whose constraint is still unsupported is published again,
+    the same, once per watcher start. `api_version`: a PodGroupObserved of another PodGroup
+    API changes nothing (both publish on `podgroup`).
     """
     try:
         event = codec.decode_event(data)
@@ -61,7 +66,8 @@ def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False,
         return
     if isinstance(event, PodObserved | PodGroupObserved | ClaimObserved
                   | DisruptionBudgetObserved):
-        version = "" if is_stale else event.resource_version
+        version = ("" if is_stale or (isinstance(event, PodObserved) and event.unsupported)
+                   else event.resource_version)
         known[event.uid] = Known(event.name, event.namespace, version)
     elif isinstance(event, NodeObserved | VolumeObserved | StorageClassObserved
                     | NamespaceObserved):
