@@ -56,3 +56,19 @@ def test_a_namespace_named_no_dns_label_is_refused(
                          capsys)
     assert code == 2
     assert 'metadata.name: Invalid value: "a.b": must not contain dots' in err
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_every_namespace_carries_its_name_label_declared_or_not(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], declared: bool) -> None:
+    """The API server labels each Namespace `kubernetes.io/metadata.name`, the usual way to
+    select one by name; a namespace a pod is in exists on a cluster even when no manifest here
+    declares it (review: simulate placed `web` where the cluster would refuse it)."""
+    text = CLUSTER.replace("{name: ml, labels: {team: TEAM}}", "{name: ml}").replace(
+        "{matchLabels: {team: research}}", "{matchLabels: {kubernetes.io/metadata.name: ml}}")
+    if not declared:
+        text = text.replace("apiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n---\n", "")
+        assert "kind: Namespace" not in text
+    code, out = simulate(tmp_path, text, capsys)
+    assert code == 0, out
+    assert yaml.safe_load(out)["pods"]["default/web"]["node"] is None

@@ -18,6 +18,10 @@ Sources, Kubernetes 1.36:
 - Node: the kubelet registers its node with `kubernetes.io/hostname` (its host name, the node's
   name unless overridden); a hand-written Node without it gets its name, so that anti-affinity
   and spread by host name judge it as a registered one.
+- Namespace: the API server labels every Namespace `kubernetes.io/metadata.name: <name>`
+  (whatever the manifest says of that label), what a `namespaceSelector` selects one by name
+  with; and every namespace a pod is in exists on a cluster (`manifests` implies those no
+  manifest declares).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 INDEXED = "Indexed"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+METADATA_NAME_LABEL = "kubernetes.io/metadata.name"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 REVISION_LABEL = "controller-revision-hash"
@@ -128,3 +133,9 @@ def node_labels(labels: Mapping[str, Any], name: str) -> dict[str, Any]:
     if HOSTNAME_LABEL in labels or object_labels.value_problem(name) is not None:
         return dict(labels)
     return {HOSTNAME_LABEL: name, **labels}
+
+
+def namespace_labels(labels: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A Namespace's labels as the API server stores them: `labels` with
+    `kubernetes.io/metadata.name` set to `name`."""
+    return {**labels, METADATA_NAME_LABEL: name}

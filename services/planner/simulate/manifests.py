@@ -183,7 +183,21 @@ def expand(documents: list[Document]) -> tuple[list[Item], list[str]]:
             else:
                 ignored.append(describe(doc))
     _check_unique(items)
-    return items, ignored
+    return [*_implied_namespaces(items), *items], ignored
+
+
+def _implied_namespaces(items: list[Item]) -> list[Item]:
+    """A Namespace item, arriving first, for each namespace an item is in that no manifest
+    declares: on a cluster it exists (the API server refuses an object in a namespace that
+    does not), labelled only with its name (`controller_labels.namespace_labels`)."""
+    declared = {item.obj["metadata"]["name"] for item in items if item.kind == "Namespace"}
+    used = sorted({namespace for item in items
+                   if (namespace := item.obj["metadata"].get("namespace")) is not None})
+    return [Item(f"namespace {name} (implied by the objects in it)", "Namespace",
+                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                     "name": name, "uid": f"sim-namespace-{name}",
+                     "labels": controller_labels.namespace_labels({}, name)}}, 0.0)
+            for name in used if name not in declared]
 
 
 def _flatten(documents: list[Document]) -> list[Document]:
@@ -359,6 +373,9 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
         _check_labels(doc, obj, obj["metadata"].get("labels"), "metadata.labels")
     if kind == "Node":  # the labels as written were checked: the kubelet adds its own
         obj["metadata"]["labels"] = controller_labels.node_labels(
+            obj["metadata"].get("labels") or {}, obj["metadata"]["name"])
+    if kind == "Namespace":  # and the API server its own
+        obj["metadata"]["labels"] = controller_labels.namespace_labels(
             obj["metadata"].get("labels") or {}, obj["metadata"]["name"])
     if kind == "Pod":
         _resolve_priority(doc, obj, classes)
