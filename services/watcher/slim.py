@@ -278,8 +278,8 @@ def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> Po
     namespace, name = _namespace(meta), _text(meta, "name")
     read = read_spec(spec, namespace)
     requests = read.requests
-    resized = resize.read(status)
-    if resized is not None:  # a pod the kubelet runs: what it holds may differ from its spec
+    resized = None if resize.states_spec(status, spec) else resize.read(status)
+    if resized is not None:  # what the kubelet says it holds differs from its spec
         requests = _read_requests(spec, resized)[0]
     node_name = spec.get("nodeName")
     return PodObserved(

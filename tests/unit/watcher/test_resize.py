@@ -135,3 +135,24 @@ def test_a_status_whatever_its_types_never_raises() -> None:
                    {"containerStatuses": {"w": 1}, "resources": "lots"}):
         obj = running({"containers": [worker("1")]}, status)
         assert cpu_of(obj) == 1000, status
+
+
+def test_a_status_stating_the_spec_is_not_read_and_changes_nothing() -> None:
+    """The common running pod: the kubelet reports what the spec requests. Not read (a third
+    of a pod event's cost), and the requests are the spec's either way."""
+    spec = {"containers": [worker("1")], "initContainers": [
+        {**worker("250m", "proxy"), "restartPolicy": "Always"}]}
+    same = {"containerStatuses": [held("w", {"cpu": "1", "memory": "1Gi"},
+                                       {"cpu": "1", "memory": "1Gi"})],
+            "initContainerStatuses": [held("proxy", {"cpu": "250m", "memory": "1Gi"})]}
+    assert resize.states_spec(same, spec)
+    assert resize.read(same) is not None  # what would have been read
+    assert cpu_of(running(spec, same)) == 1250
+    written_otherwise = {"containerStatuses": [held("w", {"cpu": "1000m", "memory": "1Gi"})]}
+    shrinking = {"containerStatuses": [held("w", {"cpu": "4", "memory": "1Gi"})]}
+    allocated_more = {"containerStatuses": [held("w", {"cpu": "1", "memory": "1Gi"},
+                                                 {"cpu": "2", "memory": "1Gi"})]}
+    for status in (written_otherwise, shrinking, allocated_more):
+        assert not resize.states_spec(status, spec), status
+    assert [cpu_of(running(spec, s)) for s in (written_otherwise, shrinking, allocated_more)] \
+        == [1250, 4250, 2250]
