@@ -71,18 +71,18 @@ def states_spec(status: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
     that reports resources, the common case: reading it cost the watcher three times a pod
     event's time, 84 µs against 23). A quantity written otherwise (`1` against `1000m`) is
     not the same here; `read` then decides."""
-    requested: dict[Any, Any] = {}
+    requested: dict[str, Any] = {}
     for key in ("containers", "initContainers"):
         for container in _list(spec.get(key)):
-            if isinstance(container, Mapping):
+            if isinstance(container, Mapping) and isinstance(container.get("name"), str):
                 resources_ = container.get("resources")
-                requested[container.get("name")] = (
+                requested[container["name"]] = (
                     resources_.get("requests") if isinstance(resources_, Mapping) else None)
     for key in ("containerStatuses", "initContainerStatuses"):
         for entry in _list(status.get(key)):
-            if not isinstance(entry, Mapping):
-                continue
-            given = requested.get(entry.get("name"))
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+                continue  # read as no status (`read`)
+            given = requested.get(entry["name"])
             actuated = entry.get("resources")
             if isinstance(actuated, Mapping) and actuated.get("requests") not in (None, given):
                 return False

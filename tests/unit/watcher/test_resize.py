@@ -132,8 +132,9 @@ def test_a_status_whatever_its_types_never_raises() -> None:
                    {"containerStatuses": [held("w", {"cpu": "4"}) | {
                        "resources": {"requests": {10 ** 5000: "4"}}}]},
                    {"containerStatuses": ["w", None, 7]},
+                   {"containerStatuses": [{"name": ["w"], "resources": {"requests": {}}}]},
                    {"containerStatuses": {"w": 1}, "resources": "lots"}):
-        obj = running({"containers": [worker("1")]}, status)
+        obj = running({"containers": [worker("1"), {"name": {"not": "text"}}]}, status)
         assert cpu_of(obj) == 1000, status
 
 
