@@ -60,13 +60,13 @@ def may_matter(wanted: Watch, namespace: str, labels: Mapping[str, str],
     way round. `namespaces`: the Namespaces a term's `namespaceSelector` reads (one not held:
     no labels)."""
     own, affinity, anti_affinity, spreads = wanted
-    held = namespaces
-    if pod_affinity.matches_all_labels(affinity, namespace, labels, held) and (
-            was is None or not pod_affinity.matches_all_labels(affinity, namespace, was, held)):
+    if pod_affinity.matches_all_labels(affinity, namespace, labels, namespaces) and (
+            was is None
+            or not pod_affinity.matches_all_labels(affinity, namespace, was, namespaces)):
         return True
     if was is not None and any(
-            pod_affinity.term_matches_labels(term, namespace, was, held)
-            and not pod_affinity.term_matches_labels(term, namespace, labels, held)
+            pod_affinity.term_matches_labels(term, namespace, was, namespaces)
+            and not pod_affinity.term_matches_labels(term, namespace, labels, namespaces)
             for term in anti_affinity):
         return True
     if namespace != own:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from services.planner.simulate.object_names import invalid
+from services.contracts import names
+from services.planner.simulate.object_names import SUBDOMAIN_RULE, invalid
 
 MAX_NAME = 63
 """The most bytes of a label value, and of a key's name part."""
@@ -21,11 +22,8 @@ MAX_PREFIX = 253
 """The most bytes of a key's prefix (a DNS-1123 subdomain)."""
 _NAME_FORMAT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _VALUE_FORMAT = f"({_NAME_FORMAT})?"
-_DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN_FORMAT = rf"{_DNS_LABEL}(\.{_DNS_LABEL})*"
 _NAME = re.compile(_NAME_FORMAT)
 _VALUE = re.compile(_VALUE_FORMAT)
-_SUBDOMAIN = re.compile(_SUBDOMAIN_FORMAT)
 _NAME_RULE = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
               "with an alphanumeric character (e.g. 'MyName' or 'my.name' or '123-abc', regex "
               f"used for validation is '{_NAME_FORMAT}')")
@@ -33,10 +31,6 @@ VALUE_RULE = ("a valid label must be an empty string or consist of alphanumeric 
               "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
               f"'MyValue' or 'my_value' or '12345', regex used for validation is "
               f"'{_VALUE_FORMAT}')")
-_SUBDOMAIN_RULE = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                   "characters, '-' or '.', and must start and end with an alphanumeric "
-                   "character (e.g. 'example.com', regex used for validation is "
-                   f"'{_SUBDOMAIN_FORMAT}')")
 _KEY_RULE = (f"a valid label key {_NAME_RULE} with an optional DNS subdomain prefix and '/' "
              "(e.g. 'example.com/MyName')")
 
@@ -75,8 +69,8 @@ def key_problem(key: str) -> str | None:
             return "prefix part must be non-empty"
         if _bytes(prefix) > MAX_PREFIX:
             return f"prefix part must be no more than {MAX_PREFIX} bytes"
-        if not _SUBDOMAIN.fullmatch(prefix):
-            return f"prefix part {_SUBDOMAIN_RULE}"
+        if not names.is_dns_subdomain(prefix):
+            return f"prefix part {SUBDOMAIN_RULE}"
     if not name:
         return "name part must be non-empty"
     if _bytes(name) > MAX_NAME:
