@@ -310,9 +310,9 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
               help="Only the decisions of PodGroup ns/name, a bare name being default/name "
                    "(with --type Preemption: also the preemptions of other gangs that evict "
                    "its members).")
-@click.option("--type", "decision_type", type=click.Choice(DECISION_TYPES, case_sensitive=False),
+@click.option("--type", "decision_type", type=options.AnyCase(DECISION_TYPES),
               default=None, metavar=f"[{'|'.join(DECISION_TYPES)}]",
-              help="Only decisions of this type.")
+              help="Only decisions of this type, in any case (placement is Placement).")
 @data_dir_option
 @nats_options
 @output_option

@@ -44,8 +44,22 @@ def option(name: str, *more: str, **kwargs: Any) -> Callable[[F], F]:
 
 _option = option
 
-LOG_LEVEL = click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], case_sensitive=False)
-"""Python logging levels, by name."""
+
+class AnyCase(click.Choice[str]):
+    """One of `choices`, given in any case (`placement`, `Placement`), converted to the choice
+    as spelled there. A value that is none of them is click's usage error naming the choices
+    as spelled, as --help does (click names them casefolded: `'statusupdate'`)."""
+
+    def __init__(self, choices: tuple[str, ...] | list[str]) -> None:
+        super().__init__(choices, case_sensitive=False)
+
+    def get_invalid_choice_message(self, value: Any, ctx: click.Context | None) -> str:
+        """`'x' is not one of 'A', 'B'.`, the choices as spelled."""
+        return f"{value!r} is not one of {', '.join(map(repr, self.choices))}."
+
+
+LOG_LEVEL = AnyCase(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
+"""Python logging levels, by name (in any case)."""
 MAX_SECONDS = 1e9
 """The longest duration taken, in seconds (about 31 years): as milliseconds it still fits the
 int64 fields of events and decisions."""

@@ -580,6 +580,9 @@ def test_a_nats_credentials_file_that_is_missing_or_no_creds_is_one_line(
      "'yaml' is not one of 'table', 'json' (see gangsched simulate --help)"),
     (("simulate", "--scorin", "x", "."), "gangsched simulate: no such option: --scorin (did you "
      "mean --scoring?) (see gangsched simulate --help)"),
+    (("run", "--log-level", "verbose"), "gangsched run: invalid value for '--log-level' (env "
+     "var: 'GANGSCHED_LOG_LEVEL'): 'verbose' is not one of 'DEBUG', 'INFO', 'WARNING', 'ERROR', "
+     "'CRITICAL' (see gangsched run --help)"),  # as --help names them, not casefolded
     (("bogus",), "gangsched: no such command 'bogus' (see gangsched --help)"),
     (("--bogus",), "gangsched: no such option: --bogus (see gangsched --help)"),
     (("explain",), "gangsched explain: missing argument 'KIND_OR_NAME' (see gangsched explain "
