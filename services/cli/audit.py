@@ -47,7 +47,8 @@ scheduler_option = _option("--scheduler-name", default="gangsched", show_default
                            help="spec.schedulerName of the pods gangsched schedules.")
 nats_options = _stack(
     _option("--nats", default=None, type=options.NATS_URL,
-            help="NATS URL. Unset: run.json's (embedded server)."),
+            help="NATS URL(s), comma-separated, as the services take them. Unset: "
+                 "run.json's (embedded server)."),
     _option("--prefix", default=None, type=options.PREFIX,
             help="Subject and stream prefix. Unset: run.json's, else gangsched."),
     options.nats_auth_options,

@@ -386,7 +386,9 @@ def nats_password(options: dict[str, Any]) -> str | None:
 
 class NatsUrl(click.ParamType):  # type: ignore[type-arg]
     """`--nats`: one or more comma-separated NATS server URLs, checked when parsed
-    (`bus.urls.problem`: a scheme nats-py speaks, a host, a valid port)."""
+    (`bus.urls.problem`: a lowercase scheme nats-py speaks, a host, a valid port; nothing
+    nats-py refuses or reads as another server), so that a malformed value is a usage line at
+    once, not a wait for a server that is not there."""
 
     name = "url"
 
@@ -432,7 +434,8 @@ PREFIX = Prefix()
 
 bus_options = stack(
     _option("--nats", default=None, type=NATS_URL,
-            help="NATS URL(s), comma-separated. Required by watcher, planner and binder; "
+            help="NATS URL(s), comma-separated: nats://, tls://, ws:// or wss:// (a bare "
+                 "host or host:port is nats://). Required by watcher, planner and binder; "
                  "unset, `run` starts an embedded nats-server."),
     _option("--prefix", default="gangsched", type=PREFIX,
             help="Subject and stream prefix, so several clusters can share one NATS: "

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
+import pytest
+from nats.aio.client import Client
+
 from services.bus import connection, urls
 from services.config.settings import BusSettings
 
@@ -49,3 +54,54 @@ def test_a_host_no_resolver_takes_is_refused_a_reachable_shape_is_not() -> None:
                    "localhost", "nats", "nats.messaging.svc", "a:pw@nats", "t0ken@nats",
                    "nats1:4222,nats2", "notaurl"):
         assert urls.problem(usable) is None, usable
+
+
+MALFORMED = [
+    ("NATS://nats:4222", "NATS:// must be written in lowercase, nats://: nats-py reads 'NATS' "
+                         "as a host name"),
+    ("nats://a:4222,Tls://b:4443", "Tls:// must be written in lowercase, tls://: nats-py reads "
+                                   "'Tls' as a host name"),
+    ("nats:/nats", "'nats:/nats' is neither host:port nor a URL (nats://host:port)"),
+    ("u:secret@nats//nats:4222", "'nats//nats:4222' is neither host:port nor a URL "
+                                 "(nats://host:port)"),
+    ("nats:4222?x", "'nats:4222?x' is neither host:port nor a URL (nats://host:port)"),
+    ("none", "'none' is no host nats-py connects to: it takes it for a missing one"),
+    ("nats://None:4222", "'none' is no host nats-py connects to: it takes it for a missing one"),
+    ("nats://a:4222,ws://b:8080", "websocket (ws://, wss://) and other (nats://, tls://) servers "
+                                  "in one list: nats-py connects to either kind, never both"),
+    ("http://x:4222", "http:// is not a NATS scheme (use nats://, tls://, ws://, wss://)"),
+    ("nats://host:notaport", "'nats://host:notaport' has a bad port"),
+    (" , ", "no server URL"),
+]
+"""Values nats-py refuses (some only once it connects, with a traceback) or reads as another
+server than the one meant (`NATS://h:4222` as the host `NATS`, `nats:/h` as the host `nats`),
+and why each is refused."""
+
+
+@pytest.mark.parametrize(("url", "why"), MALFORMED)
+def test_a_value_nats_py_refuses_or_misreads_is_refused_saying_why(url: str, why: str) -> None:
+    assert urls.problem(url) == why
+
+
+USABLE = ["nats://nats", "nats:4222", "tls://nats.example.:4443", "nats://[::1]:4222",
+          "[::1]:4222", "nats://10.0.0.1", "ws://nats_1:8080", "ws://a,wss://b:443",
+          "nats://u:pw@n1:4222, tls://n2:4443", "nats://h:4222/", "localhost", "nats", "nats:",
+          "a:pw@nats", "t0ken@nats", "nats1:4222,nats2", "notaurl"]
+"""Values taken: URLs, bare hosts and `host:port` (nats-py's `nats://host:4222` and
+`nats://host:port`; a Service name, as charts give), and lists of them."""
+
+
+@pytest.mark.parametrize("url", USABLE)
+def test_a_value_taken_is_the_servers_nats_py_connects_to(url: str) -> None:
+    """What `problem` takes, nats-py takes too, as the same hosts and ports: nothing it would
+    refuse, nor read as another server, gets past the options."""
+    assert urls.problem(url) is None
+    client = Client()
+    client._setup_server_pool(urls.server_urls(url))  # nats-py's own parsing
+    read = [(server.uri.hostname, server.uri.port) for server in client._server_pool]
+    meant = []
+    for server in urls.server_urls(url):
+        part = urlsplit(server if "://" in server else f"nats://{server}")
+        meant.append((part.hostname, part.port or (4222 if part.scheme in ("nats", "tls")
+                                                   else None)))
+    assert read == meant

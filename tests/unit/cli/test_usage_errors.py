@@ -431,6 +431,15 @@ NATS_COMMANDS = sorted(name for name, command in app.commands.items()
     (f"nats://{'a' * 64}.com:4222", f"'{'a' * 64}.com' is not a host name or IP address"),
     ("nats://u:secret@127.0.0.1:0",
      "'nats://127.0.0.1:0' has port 0, on which no server can be reached"),
+    # nats-py read these as the host NATS or nats, or refused them with a traceback
+    ("NATS://127.0.0.1:4222",
+     "NATS:// must be written in lowercase, nats://: nats-py reads 'NATS' as a host name"),
+    ("u:secret@nats:/127.0.0.1", "'nats:/127.0.0.1' is neither host:port nor a URL "
+                                 "(nats://host:port)"),
+    ("none", "'none' is no host nats-py connects to: it takes it for a missing one"),
+    ("nats://127.0.0.1:4222,ws://127.0.0.1:8080",
+     "websocket (ws://, wss://) and other (nats://, tls://) servers in one list: nats-py "
+     "connects to either kind, never both"),
 ])
 def test_a_value_that_cannot_be_a_nats_url_is_a_usage_error_of_every_command(
         command: str, url: str, why: str) -> None:
