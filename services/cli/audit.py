@@ -190,7 +190,9 @@ def _replay_request(parsed: dict[str, Any], config: PlannerConfig) -> ReplayRequ
     verify = bool(parsed["verify"])
     shown = parsed["show_timeline"]
     decision_key = _decision_key(parsed["decision_key_file"])  # a usage error goes first
-    data_dirs.require(parsed["data_dir"], made=False)
+    reads_elsewhere = parsed["db"] if parsed["source"] == "db" else parsed.get("nats")
+    data_dirs.require(parsed["data_dir"], made=False,
+                      read_unless=None if reads_elsewhere else f"--{parsed['source']}")
     bus = (_served_bus(parsed, "replay from", "Its database records every planning round: "
                        "gangsched replay --source db --data-dir {data_dir}")[0]
            if parsed["source"] == "nats" else _bus(parsed, with_url=False))
@@ -292,7 +294,7 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
     if kind not in explaining.KINDS:
         raise click.UsageError(f"explain pod|podgroup <namespace>/<name>, not {kind!r}")
     namespace, object_name = _namespaced(name if name is not None else kind_or_name)
-    data_dirs.require(data_dir, made=False)
+    data_dirs.require(data_dir, made=False, read_unless=None if db else "--db")
     url = run_info.database_url(db, data_dir)
     explanation = _run(explaining.explain_object(url, kind, namespace, object_name,
                                                  scheduler_name), db_url=url)
@@ -328,7 +330,8 @@ def decisions_command(follow: bool, podgroup: tuple[str, str] | None, decision_t
     """
     from services.cli import following
 
-    data_dirs.require(parsed["data_dir"], made=False)
+    data_dirs.require(parsed["data_dir"], made=False,
+                      read_unless=None if parsed.get("nats") else "--nats")
     # Ctrl-C is how --follow is stopped (exit 0); a listing it cuts short is not all there:
     # click's `Aborted!` and exit 1, as for every other one-shot command (`replay`, `explain`)
     stopping: contextlib.AbstractContextManager[None] = (

@@ -3,7 +3,10 @@
 Layer: cli shell. Every command taking --data-dir looks at it first, so that a path that
 cannot be a directory is told as what it is, in one line, in the words of the read-only case
 (`cannot use data directory /x: Read-only file system`), and not as a failure of the first
-file made in it (`cannot create the decision key file /x/decision.key: Not a directory`).
+file made in it (`cannot create the decision key file /x/decision.key: Not a directory`); and
+one that does not exist, where a command would read it (`replay`, `explain`, `decisions`), in
+the same words for each (`missing`), not as the first file it lacks (`no SQLite database at
+/x/gangsched.db`, `no NATS to read decisions from: /x holds no gangsched data`).
 """
 
 from __future__ import annotations
@@ -71,14 +74,40 @@ def make(data_dir: Path) -> None:
         raise Unusable(f"cannot use data directory {data_dir}: {reason}") from None
 
 
-def require(data_dir: Path, *, made: bool) -> None:
+def missing(data_dir: Path, instead: str) -> str:
+    """What a command that reads `data_dir` (and makes nothing there) says when it does not
+    exist: the same words for each, naming the option (`instead`: `--db`, `--nats`) that reads
+    elsewhere."""
+    return (f"data directory {data_dir} does not exist: give the --data-dir of a `gangsched "
+            f"run`, or {instead}")
+
+
+def is_missing(data_dir: Path) -> bool:
+    """Whether nothing is at `data_dir` (a link to nothing is told by `problem`; a directory
+    that cannot be looked at, e.g. no permission, is not called missing: reading it says
+    why)."""
+    try:
+        data_dir.stat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def require(data_dir: Path, *, made: bool, read_unless: str | None = None) -> None:
     """Check a command's data directory before anything is put in it or read from it; `made`:
     the command keeps files there (`make`), else it is only looked at (`check`).
+    `read_unless`: the command reads it (run.json, the database), unless given that option
+    (`--db`, `--nats`), which was not given: then it must exist (`missing`).
 
     Raises:
-        exit_codes.Failed: it (or a parent) is a file, or it cannot be made (exit status 1).
+        exit_codes.Failed: it (or a parent) is a file, or it cannot be made, or it is read
+            and does not exist (exit status 1).
     """
     try:
         (make if made else check)(data_dir)
     except Unusable as error:
         raise exit_codes.Failed(str(error)) from None
+    if read_unless is not None and not made and is_missing(data_dir):
+        raise exit_codes.Failed(missing(data_dir, read_unless))

@@ -79,7 +79,8 @@ CASES = [
     (("explain", "pod", "default/x", "--db", "{tmp}/notes.db"), exit_codes.FAILED,
      "Error: cannot read the database {tmp}/notes.db: not a SQLite database file"),
     (("decisions", "--data-dir", "{tmp}/nothing"), exit_codes.FAILED,
-     "no running `gangsched run`"),
+     "Error: data directory {tmp}/nothing does not exist"),
+    (("decisions", "--data-dir", "{tmp}"), exit_codes.FAILED, "no running `gangsched run`"),
     # 2: bad usage or input
     (("run", "--batch-size", "0"), exit_codes.USAGE, "invalid value for '--batch-size'"),
     (("binder", "--http-port", "-1"), exit_codes.USAGE, "`gangsched binder` needs --nats"),
