@@ -148,6 +148,23 @@ class PodClaim(msgspec.Struct, frozen=True, gc=False):
     is_ephemeral: bool = False
 
 
+class Disk(msgspec.Struct, frozen=True, gc=False):
+    """An inline disk volume of a pod that VolumeRestrictions checks for conflicts on a node
+    (`spec.volumes[]` with `gcePersistentDisk`, `awsElasticBlockStore`, `iscsi` or `rbd`).
+
+    `kind` is that field's name; `name` the disk's identity within its kind (`pdName`,
+    `volumeID`, `iqn`, or the RBD `image`); `pool` the RBD pool ("" for the other kinds);
+    `monitors` the RBD Ceph monitors, in spec order (() for the other kinds); `read_only` the
+    volume's `readOnly`.
+    """
+
+    kind: str
+    name: str
+    read_only: bool = False
+    pool: str = ""
+    monitors: tuple[str, ...] = ()
+
+
 class ClaimRef(msgspec.Struct, frozen=True, gc=False):
     """A PersistentVolume's `spec.claimRef`; `uid` is "" when the reference names none."""
 
@@ -254,6 +271,9 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     value must be an integer`: NodeAffinity's PreScore then fails the pod whenever two or more
     nodes pass the filters, and with one it binds there unscored. Absent in events recorded
     before: None."""
+    disks: tuple[Disk, ...] = ()
+    """Its inline disk volumes, in spec order (what VolumeRestrictions' disk conflict check
+    reads; absent in events recorded before they were judged: none)."""
 
 
 class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):

@@ -42,6 +42,9 @@ def insufficient(resource: str) -> str:
 
 
 # Volumes (VolumeRestrictions, VolumeBinding, VolumeZone): per-node reasons.
+DISK_CONFLICT = "node(s) had no available disk"
+"""VolumeRestrictions' Filter reason for a node where a pod mounts one of the pod's inline
+disks so that they conflict (`services.fit.disks`)."""
 READ_WRITE_ONCE_POD_CONFLICT = ("node(s) unavailable due to PersistentVolumeClaim with "
                                 "ReadWriteOncePod access mode already in-use by another pod")
 VOLUME_NODE_AFFINITY_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"

@@ -41,6 +41,8 @@ Decisions recorded here:
   a `namespaceSelector` as requirements matched against the Namespaces' labels (`namespaces`).
 - Volumes: the claims of `persistentVolumeClaim` and generic `ephemeral` volumes are carried
   (`volume_claims`); what they need is judged from the claims' own events (`volumes`).
+  Inline GCE PD, AWS EBS, iSCSI and RBD disks are carried (`disks`) for VolumeRestrictions'
+  disk conflicts.
 - Host ports: the app containers' and sidecars' ports with a hostPort are carried
   (`host_ports`, protocol TCP and host IP 0.0.0.0 when unset), as NodePorts reads them; a plain
   init container's hostPort is ignored, as NodePorts ignores it (it is only held while the
@@ -57,6 +59,7 @@ from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from services.contracts import names, resources
 from services.contracts.events import (
+    Disk,
     HostPort,
     NodeDeleted,
     NodeObserved,
@@ -77,11 +80,9 @@ from services.contracts.events import (
 )
 from services.contracts.names import is_label_name
 from services.fit.filters import NODE_NAME_FIELD, parse_int64
-from services.watcher import resize
+from services.watcher import disks, resize
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-CONFLICTING_DISKS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
-"""Inline volumes VolumeRestrictions checks for disk conflicts; not judged by gangsched."""
 MAX_PORT = 65535
 DEFAULT_SCHEDULER = "default-scheduler"
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
@@ -228,6 +229,7 @@ class PodSpecReading(NamedTuple):
     preemption_policy: str
     preferred_affinity: tuple[PreferredSchedulingTerm, ...]
     preferred_unparseable: str | None
+    disks: tuple[Disk, ...]
 
 
 SpecReader = Callable[[Obj, str], PodSpecReading]
@@ -267,7 +269,8 @@ def read_pod_spec(spec: Obj, namespace: str) -> PodSpecReading:
         preferred_pod_anti_affinity=preferred["podAntiAffinity"], topology_spread=spreads,
         preemption_policy=preemption_policy(spec),
         preferred_affinity=preferred_nodes,
-        preferred_unparseable=preferred_unparseable(preferred_nodes))
+        preferred_unparseable=preferred_unparseable(preferred_nodes),
+        disks=disks.read(spec))
 
 
 def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> PodObserved:
@@ -308,7 +311,8 @@ def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> Po
         preemption_policy=read.preemption_policy,
         start_ms=optional_time_ms(status.get("startTime")),
         preferred_affinity=read.preferred_affinity,
-        preferred_unparseable=read.preferred_unparseable)
+        preferred_unparseable=read.preferred_unparseable,
+        disks=read.disks)
 
 
 def preemption_policy(spec: Obj) -> str:
@@ -873,8 +877,6 @@ def _match_label_keys_problems(item: Obj, constraint: TopologySpreadConstraint) 
 def unsupported_fields(spec: Obj) -> list[str]:
     """Hard constraints in the pod spec the planner does not implement, by field path."""
     found: list[str] = []
-    for volume in map(_dict, _list(spec.get("volumes"))):
-        found.extend(f"spec.volumes[].{kind}" for kind in CONFLICTING_DISKS if kind in volume)
     if _list(spec.get("resourceClaims")):
         found.append("spec.resourceClaims")
     return found

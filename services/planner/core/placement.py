@@ -157,7 +157,7 @@ class Trial:
         self.index.set_pod(pod.uid, self.index.names[row], pod)
         self._taken.append((pod, row, vec))
         self.assigned.append((pod, row))
-        if self.index.volumes is not None and pod.volume_claims:
+        if self.index.volumes is not None and volumes.is_judged(pod):
             self.claims[pod.uid] = self.index.volumes.place(pod, row, self.choices)
 
     def commit(self) -> None:
@@ -286,10 +286,11 @@ def _is_storage_mutual(index: NodeIndex, members: list[PodObserved]) -> bool:
 
 def member_shape(pod: PodObserved, is_affine: bool = False,
                  is_spread: bool = False) -> tuple[object, ...]:
-    """What makes two members interchangeable: filters, requests, host ports and claims (and,
-    when inter-pod affinity or topology spread is active, what each reads of them)."""
+    """What makes two members interchangeable: filters, requests, host ports, claims and
+    inline disks (and, when inter-pod affinity or topology spread is active, what each reads
+    of them)."""
     shape = (signature(pod), tuple(sorted(pod.requests.items())), pod.host_ports,
-             pod.namespace if pod.volume_claims else "", pod.volume_claims)
+             pod.namespace if pod.volume_claims else "", pod.volume_claims, pod.disks)
     return (*shape, affinity.key(pod) if is_affine else None,
             spread.key(pod) if is_spread else None)
 
@@ -334,8 +335,9 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
 
 def _volume_verdict(index: NodeIndex, pod: PodObserved,
                     choices: volumes.Choices) -> volumes.Verdict | None:
-    """The volume filters for `pod` after the members that took `choices` (None: no claims)."""
-    if index.volumes is None or not pod.volume_claims:
+    """The volume filters for `pod` after the members that took `choices` (None: no claims nor
+    inline disks)."""
+    if index.volumes is None or not volumes.is_judged(pod):
         return None
     return index.volumes.verdict(pod, choices)
 
@@ -427,7 +429,7 @@ def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolA
         allowed = static.mask if restrict is None else static.mask & restrict
         if missing:
             allowed = np.zeros(len(index), dtype=np.bool_)
-        if index.volumes is not None and pod.volume_claims:
+        if index.volumes is not None and volumes.is_judged(pod):
             allowed = allowed & index.volumes.verdict(pod).mask
         if pod.preferred_unparseable is not None and int(np.count_nonzero(allowed)) > 1:
             allowed = np.zeros(len(index), dtype=np.bool_)  # left to one by one: PreScore
@@ -534,6 +536,7 @@ def _same_shape(pod: PodObserved, other: PodObserved) -> bool:
     """Whether two pods filter and request alike (consecutive members usually do)."""
     return (pod.requests == other.requests and pod.node_selector == other.node_selector
             and pod.volume_claims == other.volume_claims and pod.namespace == other.namespace
+            and pod.disks == other.disks
             and pod.tolerations == other.tolerations
             and pod.required_affinity == other.required_affinity
             and pod.node_name == other.node_name)

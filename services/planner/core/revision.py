@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 40
+CORE_REVISION = 41
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -166,7 +166,10 @@ forgets when it began waiting, so members created later are not starving on arri
 ("PodGroup lifecycle and late events"); an inter-pod term's non-empty `namespaceSelector`
 selects pods by their Namespace's labels (NamespaceObserved), no longer unsupported on an
 incoming pod nor every namespace on a bound one, and a Namespace's labels changing frees
-capacity ("InterPodAffinity, the required part")."""
+capacity ("InterPodAffinity, the required part"). 41: inline GCE PD, AWS EBS, iSCSI and RBD
+volumes are judged (VolumeRestrictions' disk conflicts: `node(s) had no available disk` where
+a pod bound or reserved there, or a member placed before, mounts the same disk so that they
+conflict), no longer unsupported ("Volumes")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -27,7 +27,7 @@ import numpy as np
 
 from services.contracts.events import HostPort, PodObserved
 from services.fit import filters
-from services.planner.core import fences, placement, scoring, search, spread
+from services.planner.core import fences, placement, scoring, search, spread, volumes
 from services.planner.core.capacity import BoolArray, FloatArray, Hold, IntArray, NodeIndex
 from services.planner.core.config import LEAST_ALLOCATED, PlannerConfig
 from services.planner.core.state import GroupState, PlannerState
@@ -174,7 +174,7 @@ def _best_row(index: NodeIndex, pod: PodObserved, room: IntArray, free_now: IntA
     if missing:
         return None
     mask = static.mask.copy() if allowed is None else static.mask & allowed
-    if index.volumes is not None and pod.volume_claims:
+    if index.volumes is not None and volumes.is_judged(pod):
         mask &= index.volumes.verdict(pod).mask  # where its volumes reach
     for col in cols:
         mask &= room[col] >= vec[col]

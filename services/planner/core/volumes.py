@@ -1,12 +1,13 @@
 """The volume filters over every node at once: VolumeRestrictions, VolumeBinding, VolumeZone.
 
-Layer: planner core (pure; NumPy). The rules are `services.fit.volumes`'; here they are
-evaluated for all rows of the node index, and for the members of one placement trial or
-whole-gang search together (`Choices`): a claim used ReadWriteOncePod by a member is in use for
-the members after it, a static PersistentVolume one member's claim takes is taken for every
-other claim, and a WaitForFirstConsumer claim two members share is bound by the first one's
-choice (its volume, or its node for provisioning). Only active for pods with claims. Never
-reads a clock.
+Layer: planner core (pure; NumPy). The rules are `services.fit.volumes`' and
+`services.fit.disks`'; here they are evaluated for all rows of the node index, and for the
+members of one placement trial or whole-gang search together (`Choices`): a claim used
+ReadWriteOncePod by a member is in use for the members after it, an inline disk a member
+mounts on a node conflicts there with the members after it, a static PersistentVolume one
+member's claim takes is taken for every other claim, and a WaitForFirstConsumer claim two
+members share is bound by the first one's choice (its volume, or its node for provisioning).
+Only active for pods with claims or inline disks (`is_judged`). Never reads a clock.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from services.contracts.decisions import VolumeChoice
-from services.contracts.events import ClaimObserved, PodObserved, VolumeObserved
-from services.fit import reasons
+from services.contracts.events import ClaimObserved, Disk, PodObserved, VolumeObserved
+from services.fit import disks, reasons
 from services.fit import volumes as rules
 from services.planner.core.capacity import BoolArray, IntArray, NodeIndex
 from services.planner.core.state import PlannerState
 
-VOLUME_REASONS = (reasons.READ_WRITE_ONCE_POD_CONFLICT, reasons.VOLUME_NODE_AFFINITY_CONFLICT,
-                  reasons.VOLUME_BIND_CONFLICT, reasons.BOUND_VOLUME_MISSING,
+VOLUME_REASONS = (reasons.DISK_CONFLICT, reasons.READ_WRITE_ONCE_POD_CONFLICT,
+                  reasons.VOLUME_NODE_AFFINITY_CONFLICT, reasons.VOLUME_BIND_CONFLICT,
+                  reasons.BOUND_VOLUME_MISSING,
                   reasons.VOLUME_ZONE_CONFLICT)
 
 
@@ -41,21 +43,24 @@ class Choices:
     """The choices of the members placed so far in one trial or search path.
 
     Shapes: `claims` claim key → its Choice; `taken` volume names chosen; `exclusive` keys of
-    ReadWriteOncePod claims members use.
+    ReadWriteOncePod claims members use; `disks` (row, a member's inline disks) per member
+    with disks, in placement order.
     """
 
     def __init__(self) -> None:
         self.claims: dict[str, Choice] = {}
         self.taken: set[str] = set()
         self.exclusive: set[str] = set()
+        self.disks: list[tuple[int, tuple[Disk, ...]]] = []
 
 
 class Verdict:
     """The volume filters of one pod over every row.
 
     Shapes: `mask[row]` True when the row passes; `reasons` (reason, rows) for the rows that
-    fail, each row under the first plugin that rejects it (VolumeRestrictions, VolumeBinding,
-    which may give two reasons, then VolumeZone).
+    fail, each row under the first plugin that rejects it (VolumeRestrictions: a disk conflict
+    before a ReadWriteOncePod one, as its Filter checks them; VolumeBinding, which may give two
+    reasons; then VolumeZone).
     """
 
     def __init__(self, mask: BoolArray, failing: list[tuple[str, BoolArray]]) -> None:
@@ -78,10 +83,10 @@ class Volumes:
         return rules.prefilter(pod, self.book) if pod.volume_claims else None
 
     def is_mutual(self, pod: PodObserved) -> bool:
-        """Whether members placed before `pod` may change its verdict: it has a
+        """Whether members placed before `pod` may change its verdict: it has inline disks, a
         ReadWriteOncePod claim or an unbound WaitForFirstConsumer claim."""
-        return bool(pod.volume_claims) and (
-            bool(rules.read_write_once_pod_claims(pod, self.book)) or bool(self.unbound(pod)))
+        return bool(pod.disks) or (bool(pod.volume_claims) and (
+            bool(rules.read_write_once_pod_claims(pod, self.book)) or bool(self.unbound(pod))))
 
     def unbound(self, pod: PodObserved) -> list[ClaimObserved]:
         """The pod's unbound WaitForFirstConsumer claims, smallest request first (as
@@ -103,9 +108,37 @@ class Volumes:
     def verdict(self, pod: PodObserved, choices: Choices | None = None) -> Verdict:
         """The volume filters for `pod` given the members placed before it (`choices`)."""
         count = len(self.index)
-        failing: list[tuple[str, BoolArray]] = []
-        if not pod.volume_claims or not count:
-            return Verdict(np.ones(count, dtype=np.bool_), failing)
+        if not is_judged(pod) or not count:
+            return Verdict(np.ones(count, dtype=np.bool_), [])
+        claims = self._claims_verdict(pod, choices)
+        if not pod.disks:
+            return claims
+        conflict = self.disk_rows(pod, choices)
+        if not conflict.any():
+            return claims
+        failing = [(reasons.DISK_CONFLICT, conflict)]
+        failing += [(reason, rows & ~conflict) for reason, rows in claims.reasons
+                    if (rows & ~conflict).any()]
+        return Verdict(claims.mask & ~conflict, failing)
+
+    def disk_rows(self, pod: PodObserved, choices: Choices | None = None) -> BoolArray:
+        """Rows where a pod bound or reserved there, whichever scheduler placed it, or a member
+        placed before `pod` (`choices`) mounts one of its inline disks so that they conflict
+        (`disks.any_conflict`): VolumeRestrictions' `satisfyVolumeConflicts`."""
+        rows = np.zeros(len(self.index), dtype=np.bool_)
+        for uid, (row, other, _) in self.index.disk_users.items():
+            if uid != pod.uid and not rows[row] and disks.any_conflict(pod.disks, other.disks):
+                rows[row] = True
+        for row, placed in choices.disks if choices is not None else ():
+            if not rows[row] and disks.any_conflict(pod.disks, placed):
+                rows[row] = True
+        return rows
+
+    def _claims_verdict(self, pod: PodObserved, choices: Choices | None) -> Verdict:
+        """The filters of `pod`'s claims: ReadWriteOncePod, VolumeBinding, VolumeZone."""
+        count = len(self.index)
+        if not pod.volume_claims:
+            return Verdict(np.ones(count, dtype=np.bool_), [])
         exclusive = rules.read_write_once_pod_claims(pod, self.book)
         if exclusive and (self._in_use(pod, exclusive)
                           or (choices is not None and exclusive & choices.exclusive)):
@@ -277,6 +310,10 @@ class Volumes:
         """Record what `pod` takes on `row` in `choices` (its verdict there must pass); the
         choices made for its unbound claims, in claim order."""
         made: list[Choice] = []
+        if pod.disks:
+            choices.disks.append((row, pod.disks))
+        if not pod.volume_claims:
+            return made
         choices.exclusive |= rules.read_write_once_pod_claims(pod, self.book)
 
         def record(choice: Choice) -> None:
@@ -287,6 +324,11 @@ class Volumes:
 
         self._binds_on(self.unbound(pod), row, choices, record)
         return made
+
+
+def is_judged(pod: PodObserved) -> bool:
+    """Whether the volume filters have anything to judge of `pod`: claims or inline disks."""
+    return bool(pod.volume_claims or pod.disks)
 
 
 def decided(made: Iterable[Choice]) -> tuple[VolumeChoice, ...]:

@@ -207,8 +207,8 @@ def test_each_constraint_is_refused_by_the_watcher_for_its_own_field_only() -> N
 
 def _spelled(expression: ast.expr, loops: dict[str, tuple[str, ...]]) -> list[str]:
     """The field paths a string expression of slim.py spells: a constant is itself; in an
-    f-string, a name bound by an enclosing comprehension over a tuple of slim's (`kind` in
-    `CONFLICTING_DISKS`) takes each of its values, a string constant of slim's (`_REQUIRED`) is
+    f-string, a name bound by an enclosing comprehension over a tuple of slim's takes each of
+    its values, a string constant of slim's (`_REQUIRED`) is
     itself, and anything else (a parameter such as `field`) is `*`. Anything but a string
     expression fails the test: `found` may then hold fields the scan cannot see."""
     if isinstance(expression, ast.Constant) and isinstance(expression.value, str):
@@ -245,7 +245,7 @@ def _loop_values(comprehension: ast.GeneratorExp | ast.ListComp) -> dict[str, tu
 def _field_patterns() -> list[str]:
     """The field paths slim.py adds to its `found` lists of unsupported parts
     (`found.append(...)`, `found.extend(...)`, `found += ...`), expanded as `_spelled` does
-    (e.g. `spec.volumes[].gcePersistentDisk`, `*.namespaceSelector`). `found` lists of objects
+    (e.g. `spec.resourceClaims`, `*.namespaceSelector`). `found` lists of objects
     (host ports, claims: a call appended) are skipped; a way of adding fields the scan does not
     know fails the test rather than hiding them."""
     tree = ast.parse(inspect.getsource(slim))
@@ -279,9 +279,7 @@ def _field_patterns() -> list[str]:
 def test_the_scan_sees_each_way_slim_adds_a_field() -> None:
     patterns = _field_patterns()
     assert sorted(set(patterns)) == [
-        "*.labelSelector", "*.namespaceSelector", "spec.resourceClaims",
-        "spec.volumes[].awsElasticBlockStore", "spec.volumes[].gcePersistentDisk",
-        "spec.volumes[].iscsi", "spec.volumes[].rbd"]
+        "*.labelSelector", "*.namespaceSelector", "spec.resourceClaims"]
 
 
 def test_every_field_the_watcher_refuses_has_a_policy_warning() -> None:

@@ -69,7 +69,7 @@ INLINE_DISKS: dict[str, dict[str, Any]] = {
               "lun": 0, "fsType": "ext4"},
 }
 """Inline volumes whose disk conflicts VolumeRestrictions checks, each with a source the API
-server accepts (`slim.CONFLICTING_DISKS`)."""
+server accepts (`services.fit.disks.KINDS`; gangsched refused them until core revision 41)."""
 
 CANDIDATES = (
     Candidate("spec.topologySpreadConstraints",

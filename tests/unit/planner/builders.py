@@ -12,6 +12,7 @@ from typing import Any, Literal
 from services.contracts.events import (
     ClaimObserved,
     ClaimRef,
+    Disk,
     HostPort,
     NodeObserved,
     NodeSelectorRequirement,
@@ -190,6 +191,10 @@ class PodBuilder:
         refs = tuple(PodClaim(name) for name in names) + tuple(
             PodClaim(f"{self.fields['name']}-{volume}", is_ephemeral=True) for volume in ephemeral)
         return self._with(volume_claims=refs)
+
+    def disks(self, *disks: Disk) -> PodBuilder:
+        """Inline disk volumes (`PodObserved.disks`), in spec order."""
+        return self._with(disks=disks)
 
     def build(self, at_ms: int = 0) -> PodObserved:
         return PodObserved(at_ms=at_ms, **self.fields)

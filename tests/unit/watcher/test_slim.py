@@ -120,8 +120,6 @@ def test_defaults_for_a_bare_pod() -> None:
      "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[]"
      ".labelSelector"),
     ({"resourceClaims": [{"name": "gpu"}]}, "spec.resourceClaims"),
-    ({"volumes": [{"name": "d", "gcePersistentDisk": {"pdName": "x"}}]},
-     "spec.volumes[].gcePersistentDisk"),
 ])
 def test_hard_constraints_not_implemented_are_listed(spec: dict[str, Any], field: str) -> None:
     assert slim.pod_event(pod(spec), 0).unsupported == (field,)
