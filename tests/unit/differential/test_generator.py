@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from services.fit import disks
 from tests.e2e.differential import generator
 from tests.e2e.differential.families import HOSTNAME, RACK, ZONE, Manifest, all_families
 
@@ -89,6 +90,9 @@ def test_pods_mount_planned_claims_of_their_namespace_or_missing_ones() -> None:
     used: Counter[str] = Counter()
     for pod in generator.generate_pods(20261201, plan, 400):
         for mount in pod["spec"].get("volumes", []):
+            if "persistentVolumeClaim" not in mount:  # an inline disk (the disks family)
+                assert mount["name"].startswith("disk-")
+                continue
             name = mount["persistentVolumeClaim"]["claimName"]
             used[name.split("-")[0]] += 1
             assert (pod["metadata"]["namespace"], name) in claims or name.startswith("missing-")
@@ -101,3 +105,18 @@ def test_pods_mount_planned_claims_of_their_namespace_or_missing_ones() -> None:
     for pv in volumes.values():
         modes = pv["spec"]["accessModes"]
         assert "ReadWriteOncePod" not in modes or modes == ["ReadWriteOncePod"]
+
+
+def test_inline_disks_repeat_so_pods_meet_on_nodes_and_some_are_read_only() -> None:
+    plan = generator.plan_cluster(20261201)
+    seen: Counter[str] = Counter()
+    read_only = 0
+    for pod in generator.generate_pods(20261201, plan, 400):
+        for mount in pod["spec"].get("volumes", []):
+            kinds = [kind for kind in disks.KINDS if kind in mount]
+            if kinds:
+                [kind] = kinds
+                seen[kind] += 1
+                read_only += mount[kind].get("readOnly", False) is True
+    assert min(seen[kind] for kind in disks.KINDS) >= 5
+    assert 0 < read_only < sum(seen.values())

@@ -114,6 +114,7 @@ def all_families() -> list[Family]:
     """Every family, in the order they shape a pod (those binding pods by name last: they see
     the final pod)."""
     from tests.e2e.differential.families import (
+        disks,
         finished,
         host_ports,
         node_name,
@@ -130,5 +131,6 @@ def all_families() -> list[Family]:
             host_ports.HostPorts(), pod_affinity.PodAffinity(),
             preferred_pod_affinity.PreferredPodAffinity(),
             preferred_node_affinity.PreferredNodeAffinity(),
-            topology_spread.TopologySpread(), volumes.Volumes(), node_name.Prebound(),
+            topology_spread.TopologySpread(), volumes.Volumes(), disks.Disks(),
+            node_name.Prebound(),
             finished.Finished()]
