@@ -42,7 +42,8 @@ Decisions recorded here:
 - Volumes: the claims of `persistentVolumeClaim` and generic `ephemeral` volumes are carried
   (`volume_claims`); what they need is judged from the claims' own events (`volumes`).
   Inline GCE PD, AWS EBS, iSCSI and RBD disks are carried (`disks`) for VolumeRestrictions'
-  disk conflicts.
+  disk conflicts; inline volumes kube migrates to CSI drivers as their translation gives them
+  (`migrated_volumes`, `csi_translation.inline_volumes`) for NodeVolumeLimits.
 - Host ports: the app containers' and sidecars' ports with a hostPort are carried
   (`host_ports`, protocol TCP and host IP 0.0.0.0 when unset), as NodePorts reads them; a plain
   init container's hostPort is ignored, as NodePorts ignores it (it is only held while the
@@ -59,6 +60,7 @@ from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from services.contracts import names, resources
 from services.contracts.events import (
+    AttachableVolume,
     Disk,
     HostPort,
     NodeDeleted,
@@ -80,7 +82,7 @@ from services.contracts.events import (
 )
 from services.contracts.names import is_label_name
 from services.fit.filters import NODE_NAME_FIELD, parse_int64
-from services.watcher import disks, resize
+from services.watcher import csi_translation, disks, resize
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 MAX_PORT = 65535
@@ -230,6 +232,7 @@ class PodSpecReading(NamedTuple):
     preferred_affinity: tuple[PreferredSchedulingTerm, ...]
     preferred_unparseable: str | None
     disks: tuple[Disk, ...]
+    migrated_volumes: tuple[AttachableVolume, ...]
 
 
 SpecReader = Callable[[Obj, str], PodSpecReading]
@@ -270,7 +273,7 @@ def read_pod_spec(spec: Obj, namespace: str) -> PodSpecReading:
         preemption_policy=preemption_policy(spec),
         preferred_affinity=preferred_nodes,
         preferred_unparseable=preferred_unparseable(preferred_nodes),
-        disks=disks.read(spec))
+        disks=disks.read(spec), migrated_volumes=csi_translation.inline_volumes(spec))
 
 
 def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> PodObserved:
@@ -312,7 +315,7 @@ def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> Po
         start_ms=optional_time_ms(status.get("startTime")),
         preferred_affinity=read.preferred_affinity,
         preferred_unparseable=read.preferred_unparseable,
-        disks=read.disks)
+        disks=read.disks, migrated_volumes=read.migrated_volumes)
 
 
 def preemption_policy(spec: Obj) -> str:

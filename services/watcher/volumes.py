@@ -1,8 +1,8 @@
 """Slimming PersistentVolumeClaims, PersistentVolumes and StorageClasses into the planner's events.
 
 Layer: watcher (pure; the simulator uses it too). Keeps only what VolumeBinding,
-VolumeRestrictions and VolumeZone read. Contract as `slim`: the `*_event` and `*_deleted`
-functions never raise, whatever the object; a field of the wrong type reads as absent.
+VolumeRestrictions, VolumeZone and NodeVolumeLimits read. Contract as `slim`: the `*_event` and
+`*_deleted` functions never raise, whatever the object; a field of the wrong type reads as absent.
 
 Decisions recorded here:
 - Storage amounts are bytes, rounded up; one beyond `resources.MAX_AMOUNT` counts as
@@ -12,6 +12,9 @@ Decisions recorded here:
   `volume.beta.kubernetes.io/storage-class` annotation first, then `spec.storageClassName`.
 - A StorageClass's `allowedTopologies` terms become node selector terms whose requirements
   are In (a TopologySelectorLabelRequirement is a key and its values).
+- What NodeVolumeLimits counts of a volume: its `spec.csi` driver and handle (`csi`), and for an
+  in-tree volume kube migrates, the CSI volume its translation gives (`migrated`,
+  `csi_translation.persistent_volume`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from services.contracts import resources
 from services.contracts.events import (
+    AttachableVolume,
     ClaimDeleted,
     ClaimObserved,
     ClaimRef,
@@ -30,6 +34,7 @@ from services.contracts.events import (
     VolumeDeleted,
     VolumeObserved,
 )
+from services.watcher.csi_translation import persistent_volume
 from services.watcher.slim import (
     Obj,
     as_dict,
@@ -126,7 +131,18 @@ def volume_event(obj: Obj, at_ms: int) -> VolumeObserved:
         volume_mode=text_of(spec, "volumeMode", FILESYSTEM), labels=str_map(meta.get("labels")),
         node_affinity=(node_selector_terms(required) if isinstance(required, dict) else None),
         claim=claim, phase=text_of(status, "phase", "Pending"),
-        is_deleting=meta.get("deletionTimestamp") is not None)
+        is_deleting=meta.get("deletionTimestamp") is not None, csi=_csi(spec),
+        migrated=persistent_volume(as_dict(meta.get("labels")), spec))
+
+
+def _csi(spec: Obj) -> AttachableVolume | None:
+    """`spec.csi` (driver, volumeHandle), None unless both are non-empty text: kube-scheduler
+    counts no CSI volume without both (`filterAttachableVolumes`)."""
+    csi = as_dict(spec.get("csi"))
+    driver, handle = csi.get("driver"), csi.get("volumeHandle")
+    if isinstance(driver, str) and driver and isinstance(handle, str) and handle:
+        return AttachableVolume(driver=driver, handle=handle)
+    return None
 
 
 def volume_deleted(obj: Obj, at_ms: int) -> VolumeDeleted:
