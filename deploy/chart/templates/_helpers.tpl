@@ -123,7 +123,7 @@ watcher:
   publish:
     allow:
       # observations and clock ticks (services/watcher/messages.py)
-      {{- range $kind := list "node" "pod" "podgroup" "clock" "pvc" "pv" "storageclass" "pdb" "namespace" }}
+      {{- range $kind := list "node" "pod" "podgroup" "clock" "pvc" "pv" "storageclass" "pdb" "namespace" "csinode" "attachment" }}
       - {{ printf "%s.events.%s.>" $p $kind | quote }}
       {{- end }}
       {{- range $ensure }}

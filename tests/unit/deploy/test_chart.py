@@ -174,7 +174,8 @@ def test_the_watcher_may_only_list_and_watch_what_it_observes(rendered: Objects)
         (("", "nodes"), ("", "pods"), ("scheduling.x-k8s.io", "podgroups"),
          ("scheduling.k8s.io", "podgroups"), ("", "persistentvolumeclaims"),
          ("", "persistentvolumes"), ("storage.k8s.io", "storageclasses"),
-         ("policy", "poddisruptionbudgets"), ("", "namespaces"))
+         ("policy", "poddisruptionbudgets"), ("", "namespaces"),
+         ("storage.k8s.io", "csinodes"), ("storage.k8s.io", "volumeattachments"))
         for verb in ("list", "watch")}
 
 
