@@ -17,9 +17,13 @@ from services.contracts.decisions import (
     StatusUpdate,
 )
 from services.contracts.events import (
+    AttachmentDeleted,
+    AttachmentObserved,
     ClaimDeleted,
     ClaimObserved,
     ClockTicked,
+    CSINodeDeleted,
+    CSINodeObserved,
     DisruptionBudgetDeleted,
     DisruptionBudgetObserved,
     Event,
@@ -53,7 +57,8 @@ def name_of(event: Event) -> str:
     match event:
         case (NodeObserved() | NodeDeleted() | VolumeObserved() | VolumeDeleted()
               | StorageClassObserved() | StorageClassDeleted() | NamespaceObserved()
-              | NamespaceDeleted()):
+              | NamespaceDeleted() | CSINodeObserved() | CSINodeDeleted() | AttachmentObserved()
+              | AttachmentDeleted()):
             return event.name
         case (PodObserved() | PodDeleted() | PodGroupObserved() | PodGroupDeleted()
               | ClaimObserved() | ClaimDeleted() | DisruptionBudgetObserved()
@@ -108,6 +113,17 @@ def event_summary(event: Event, names: Mapping[str, str]) -> str:
             return f"namespace {event.name}: labels {shown or 'none'}"
         case NamespaceDeleted():
             return f"namespace {event.name} deleted"
+        case CSINodeObserved():
+            shown = ", ".join(f"{driver} {count}" for driver, count in sorted(event.limits.items()))
+            return f"CSINode {event.name}: volume limits {shown or 'none'}"
+        case CSINodeDeleted():
+            return f"CSINode {event.name} deleted"
+        case AttachmentObserved():
+            volume = f"volume {event.volume}" if event.volume else "an inline volume"
+            return (f"VolumeAttachment {event.name}: {event.attacher or 'no attacher'} attaches "
+                    f"{volume} to node {event.node or '(none)'}")
+        case AttachmentDeleted():
+            return f"VolumeAttachment {event.name} deleted"
         case ClockTicked():
             return "clock ticked"
         case _:

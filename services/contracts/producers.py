@@ -3,8 +3,9 @@
 Layer: contracts. Pure; never does I/O.
 
 NATS permissions bind a user to subjects, never to payload types: the chart lets the watcher
-publish only on `<prefix>.events.{node,pod,podgroup,clock,pvc,pv,storageclass,pdb,namespace}.>`
-and the binder only on `<prefix>.events.outcome.>`, but either could put any JSON type there.
+publish only on `<prefix>.events.<kind>.>` for its kinds (node, pod, podgroup, clock, pvc, pv,
+storageclass, pdb, namespace, csinode, attachment) and the binder only on
+`<prefix>.events.outcome.>`, but either could put any JSON type there.
 A consumer that trusts an event only on its producer's subject kind (`producers.is_expected_on`)
 is bound to the permissions: a forged `NodeObserved` on an outcome subject came from a binder
 user, not from the watcher.
@@ -15,9 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from services.contracts.events import (
+    AttachmentDeleted,
+    AttachmentObserved,
     ClaimDeleted,
     ClaimObserved,
     ClockTicked,
+    CSINodeDeleted,
+    CSINodeObserved,
     DisruptionBudgetDeleted,
     DisruptionBudgetObserved,
     Event,
@@ -65,6 +70,10 @@ KIND_OF_TYPE: Mapping[type[Event], EventKind] = {
     DisruptionBudgetDeleted: "pdb",
     NamespaceObserved: "namespace",
     NamespaceDeleted: "namespace",
+    CSINodeObserved: "csinode",
+    CSINodeDeleted: "csinode",
+    AttachmentObserved: "attachment",
+    AttachmentDeleted: "attachment",
 }
 """The one subject kind each event type is published on (`services.watcher.messages`,
 `services.binder.outcomes`)."""
@@ -80,6 +89,8 @@ PRODUCER_OF_KIND: Mapping[EventKind, str] = {
     "storageclass": WATCHER,
     "pdb": WATCHER,
     "namespace": WATCHER,
+    "csinode": WATCHER,
+    "attachment": WATCHER,
 }
 """The service that publishes on each subject kind (the chart's NATS users)."""
 

@@ -58,23 +58,30 @@ STORAGECLASSES = Resource("storageclass", "StorageClass", "/apis/storage.k8s.io/
                           is_namespaced=False)
 VOLUME_RESOURCES = (PVCS, PVS, STORAGECLASSES)
 """What VolumeBinding, VolumeRestrictions and VolumeZone read."""
+CSINODES = Resource("csinode", "CSINode", "/apis/storage.k8s.io/v1/csinodes", is_namespaced=False)
+ATTACHMENTS = Resource("attachment", "VolumeAttachment",
+                       "/apis/storage.k8s.io/v1/volumeattachments", is_namespaced=False)
+VOLUME_LIMIT_RESOURCES = (CSINODES, ATTACHMENTS)
+"""What NodeVolumeLimits reads besides claims, volumes and classes: each node's attach limits
+per CSI driver, and the volumes attached to it."""
 PDBS = Resource("pdb", "PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets",
                 is_namespaced=True)
 """What DefaultPreemption reads (its PDB lister: every namespace)."""
-WATCHED = (NAMESPACES, NODES, PODS, PODGROUPS, *VOLUME_RESOURCES, PDBS)
+WATCHED = (NAMESPACES, NODES, PODS, PODGROUPS, *VOLUME_RESOURCES, *VOLUME_LIMIT_RESOURCES, PDBS)
 """Everything the watcher observes by default, in start order."""
 PODGROUP_RESOURCES = {PODGROUP_GROUP: PODGROUPS, NATIVE_PODGROUP_GROUP: NATIVE_PODGROUPS}
 
 
 def watched(group_apis: tuple[str, ...] = (PODGROUP_GROUP,)) -> tuple[Resource, ...]:
     """Namespaces, nodes, pods, the PodGroups of each API group in `group_apis`, then claims,
-    volumes, storage classes and PodDisruptionBudgets, in start order.
+    volumes, storage classes, CSINodes, VolumeAttachments and PodDisruptionBudgets, in start
+    order.
 
     Shapes: both PodGroup resources have the event kind `podgroup`; `list_path` tells them
     apart. Raises: KeyError for an API group not in GROUP_APIS.
     """
     return (NAMESPACES, NODES, PODS, *(PODGROUP_RESOURCES[api] for api in group_apis),
-            *VOLUME_RESOURCES, PDBS)
+            *VOLUME_RESOURCES, *VOLUME_LIMIT_RESOURCES, PDBS)
 
 
 def pod_path(namespace: str, name: str, subresource: str = "") -> str:

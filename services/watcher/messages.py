@@ -16,14 +16,23 @@ from typing import Any
 from services.contracts import codec, subjects
 from services.contracts.events import ClockTicked, Event, PodObserved
 from services.kube.listwatch import Change
-from services.watcher import budgets, kueue, namespaces, native, slim, spec_memory, volumes
+from services.watcher import (
+    attachments,
+    budgets,
+    kueue,
+    namespaces,
+    native,
+    slim,
+    spec_memory,
+    volumes,
+)
 from services.watcher.repeats import Repeats
 
 PublishItem = tuple[str, bytes, str]
 """`(subject, data, msg_id)`, as `Publisher.publish_many` takes them."""
 
 CLOCK_KIND = "clock"
-CLUSTER_KINDS = ("node", "pv", "storageclass", "namespace")
+CLUSTER_KINDS = ("node", "pv", "storageclass", "namespace", "csinode", "attachment")
 """Kinds of cluster-scoped objects: their subjects carry `_` as namespace."""
 CLOCK_NAME = "tick"
 
@@ -58,6 +67,10 @@ _SLIMMERS: dict[tuple[str, str], Slimmer] = {
     ("pdb", "deleted"): budgets.budget_deleted,
     ("namespace", "observed"): namespaces.namespace_event,
     ("namespace", "deleted"): namespaces.namespace_deleted,
+    ("csinode", "observed"): attachments.csinode_event,
+    ("csinode", "deleted"): attachments.csinode_deleted,
+    ("attachment", "observed"): attachments.attachment_event,
+    ("attachment", "deleted"): attachments.attachment_deleted,
 }
 
 _PROBLEMS: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
@@ -78,7 +91,7 @@ def change_message(
     prefix: str, kind: str, change: Change, at_ms: int, *, is_native: bool = False
 ) -> PublishItem:
     """The message for one change of a `kind` object (node, pod, podgroup, pvc, pv,
-    storageclass, pdb, namespace) observed at `at_ms`.
+    storageclass, pdb, namespace, csinode, attachment) observed at `at_ms`.
 
     `is_native`: slim as the native PodGroup API (`services.watcher.native`) where it differs.
     Units: `at_ms` UTC epoch milliseconds.

@@ -1,7 +1,8 @@
 """What the log already says exists: the seed that lets a restarted watcher miss no delete.
 
 Layer: watcher shell. Reads the last event of every node, pod, PodGroup, claim, volume,
-storage class and PodDisruptionBudget subject from the EVENTS stream
+storage class, PodDisruptionBudget, Namespace, CSINode and VolumeAttachment subject from the
+EVENTS stream
 (`services.bus.latest.latest`: a short-lived last-per-subject reader named
 `watcher-recovery-<random>`). An object whose last event is an observation is known to the
 log; if the first list after a restart does not contain it, it vanished while no watcher ran,
@@ -17,8 +18,12 @@ from services.bus import latest
 from services.bus.connection import JetStream
 from services.contracts import codec, subjects
 from services.contracts.events import (
+    AttachmentDeleted,
+    AttachmentObserved,
     ClaimDeleted,
     ClaimObserved,
+    CSINodeDeleted,
+    CSINodeObserved,
     DisruptionBudgetDeleted,
     DisruptionBudgetObserved,
     NamespaceDeleted,
@@ -70,19 +75,19 @@ def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False,
                    else event.resource_version)
         known[event.uid] = Known(event.name, event.namespace, version)
     elif isinstance(event, NodeObserved | VolumeObserved | StorageClassObserved
-                    | NamespaceObserved):
+                    | NamespaceObserved | CSINodeObserved | AttachmentObserved):
         known[event.uid] = Known(event.name, "", "" if is_stale else event.resource_version)
     elif isinstance(event, NodeDeleted | PodDeleted | PodGroupDeleted | ClaimDeleted
                     | VolumeDeleted | StorageClassDeleted | DisruptionBudgetDeleted
-                    | NamespaceDeleted):
+                    | NamespaceDeleted | CSINodeDeleted | AttachmentDeleted):
         known.pop(event.uid, None)
 
 
 async def last_known(js: JetStream, prefix: str, kind: str,
                      stale_after_seconds: float | None = None, *,
                      api_version: str | None = None) -> dict[str, Known]:
-    """The objects of `kind` (node, pod, podgroup, pvc, pv, storageclass, pdb, namespace) whose
-    last event in EVENTS observes them.
+    """The objects of `kind` (node, pod, podgroup, pvc, pv, storageclass, pdb, namespace,
+    csinode, attachment) whose last event in EVENTS observes them.
 
     Shapes: uid → Known (name, namespace, resourceVersion of the last observation). An object
     whose last event was stored more than `stale_after_seconds` ago gets an empty

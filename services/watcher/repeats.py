@@ -33,7 +33,9 @@ import msgspec
 
 from services.contracts import codec
 from services.contracts.events import (
+    AttachmentObserved,
     ClaimObserved,
+    CSINodeObserved,
     DisruptionBudgetObserved,
     Event,
     NamespaceObserved,
@@ -51,7 +53,8 @@ either way). Above kubelet's nodeStatusReportFrequency (5 minutes), so an idle N
 status reports are mostly left out; far below any resync or retention."""
 
 Observation = (NodeObserved | PodObserved | PodGroupObserved | ClaimObserved | VolumeObserved
-               | StorageClassObserved | DisruptionBudgetObserved | NamespaceObserved)
+               | StorageClassObserved | DisruptionBudgetObserved | NamespaceObserved
+               | CSINodeObserved | AttachmentObserved)
 """The events that state an object as observed: the ones a repeat can be."""
 
 

@@ -381,6 +381,14 @@ def namespaced_deleted(make: Callable[..., _Deleted], obj: Obj, at_ms: int) -> _
                 name=_text(meta, "name"), resource_version=_text(meta, "resourceVersion"))
 
 
+def cluster_deleted(make: Callable[..., _Deleted], obj: Obj, at_ms: int) -> _Deleted:
+    """The delete event `make` (CSINodeDeleted, AttachmentDeleted, ...: keyword fields at_ms,
+    uid, name, resource_version) of a deleted cluster-scoped object `obj`."""
+    meta = _meta(obj)
+    return make(at_ms=at_ms, uid=_text(meta, "uid"), name=_text(meta, "name"),
+                resource_version=_text(meta, "resourceVersion"))
+
+
 def container_requests(container: Obj, where: str,
                        saturated: bool = False) -> resources.ResourceList:
     """One container's requests, a limit standing in for a missing request (API defaulting).

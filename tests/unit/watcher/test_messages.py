@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import pytest
+
 from services.contracts import codec
 from services.contracts.events import (
+    AttachmentDeleted,
+    AttachmentObserved,
     ClockTicked,
+    CSINodeDeleted,
+    CSINodeObserved,
     DisruptionBudgetDeleted,
     DisruptionBudgetObserved,
+    Event,
     NodeObserved,
     NodeSelectorRequirement,
     PodDeleted,
     PodObserved,
 )
-from services.kube.listwatch import Change
+from services.kube.listwatch import Change, ChangeType
 from services.watcher import messages
 
 
@@ -47,6 +54,25 @@ def test_nodes_are_cluster_scoped() -> None:
     assert subject == "gs.events.node._.n1"
     assert msg_id == "node/nu/3/observed"
     assert isinstance(codec.decode_event(data), NodeObserved)
+
+
+@pytest.mark.parametrize(("kind", "spec", "observed", "deleted"), [
+    ("csinode", {"drivers": [{"name": "d", "allocatable": {"count": 2}}]},
+     CSINodeObserved(at_ms=5, uid="x1", name="n1", resource_version="3", limits={"d": 2}),
+     CSINodeDeleted(at_ms=5, uid="x1", name="n1", resource_version="3")),
+    ("attachment", {"attacher": "d", "nodeName": "n1", "source": {"persistentVolumeName": "v"}},
+     AttachmentObserved(at_ms=5, uid="x1", name="n1", resource_version="3", node="n1",
+                        attacher="d", volume="v"),
+     AttachmentDeleted(at_ms=5, uid="x1", name="n1", resource_version="3")),
+])
+def test_csinodes_and_volume_attachments_are_cluster_scoped_on_their_own_kinds(
+        kind: str, spec: dict[str, object], observed: Event, deleted: Event) -> None:
+    obj = {"metadata": {"name": "n1", "uid": "x1", "resourceVersion": "3"}, "spec": spec}
+    changes: tuple[tuple[ChangeType, Event], ...] = (("observed", observed), ("deleted", deleted))
+    for change, event in changes:
+        subject, data, msg_id = messages.change_message("gs", kind, Change(change, obj), 5)
+        assert (subject, msg_id) == (f"gs.events.{kind}._.n1", f"{kind}/x1/3/{change}")
+        assert codec.decode_event(data) == event
 
 
 def test_ticks_are_deduplicated_per_second() -> None:

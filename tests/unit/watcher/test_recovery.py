@@ -8,7 +8,11 @@ import msgspec
 
 from services.contracts import codec
 from services.contracts.events import (
+    AttachmentDeleted,
+    AttachmentObserved,
     ClockTicked,
+    CSINodeDeleted,
+    CSINodeObserved,
     DisruptionBudgetDeleted,
     DisruptionBudgetObserved,
     NodeObserved,
@@ -40,6 +44,18 @@ def test_nodes_are_known_without_namespace() -> None:
     node = NodeObserved(at_ms=1, name="n1", uid="nu", resource_version="9", allocatable={})
     recovery.fold(known, codec.encode(node))
     assert known == {"nu": Known("n1", "", "9")}
+
+
+def test_csinodes_and_attachments_are_known_without_namespace_and_deletes_forget() -> None:
+    known: dict[str, Known] = {}
+    for uid in ("c1", "c2"):
+        recovery.fold(known, codec.encode(CSINodeObserved(
+            at_ms=1, uid=uid, name=f"n-{uid}", resource_version="3", limits={"d": 1})))
+        recovery.fold(known, codec.encode(AttachmentObserved(
+            at_ms=1, uid=f"a-{uid}", name=f"csi-{uid}", resource_version="4", node=f"n-{uid}")))
+    recovery.fold(known, codec.encode(CSINodeDeleted(at_ms=2, uid="c2", name="n-c2")))
+    recovery.fold(known, codec.encode(AttachmentDeleted(at_ms=2, uid="a-c2", name="csi-c2")))
+    assert known == {"c1": Known("n-c1", "", "3"), "a-c1": Known("csi-c1", "", "4")}
 
 
 def test_budgets_are_known_in_their_namespace_and_deletes_forget() -> None:
