@@ -35,8 +35,8 @@ from services.planner.core import reasons
 from services.planner.core.config import PlannerConfig
 from services.planner.simulate import engine, manifests
 from services.planner.simulate.budgets import BudgetSpec
+from services.watcher import attachments, namespaces, native, slim, volumes
 from services.watcher import budgets as watcher_budgets
-from services.watcher import namespaces, native, slim, volumes
 
 EXIT_INVALID = exit_codes.USAGE
 COMMAND = "gangsched simulate"
@@ -124,7 +124,10 @@ def start_ms(items: list[manifests.Item]) -> int:
 
 STORAGE_SLIMMERS: dict[str, Callable[[dict[str, Any], int], Event]] = {
     "PersistentVolumeClaim": volumes.claim_event, "PersistentVolume": volumes.volume_event,
-    "StorageClass": volumes.storage_class_event}
+    "StorageClass": volumes.storage_class_event, "CSINode": attachments.csinode_event,
+    "VolumeAttachment": attachments.attachment_event}
+"""The watcher's readers of the kinds the volume filters read (NodeVolumeLimits: CSINodes and
+VolumeAttachments)."""
 
 
 def to_event(item: manifests.Item, at_ms: int) -> Event:

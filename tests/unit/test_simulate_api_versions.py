@@ -21,6 +21,9 @@ OBJECTS = {
     "PersistentVolumeClaim": "spec: {resources: {requests: {storage: 1Gi}}}\n",
     "PersistentVolume": "spec: {capacity: {storage: 1Gi}}\n",
     "StorageClass": "provisioner: x\n",
+    "CSINode": "spec: {drivers: [{name: d.example.com, nodeID: i-1, allocatable: {count: 1}}]}\n",
+    "VolumeAttachment": ("spec: {attacher: d.example.com, nodeName: n0, "
+                         "source: {persistentVolumeName: pv}}\n"),
     "PodDisruptionBudget": "spec: {minAvailable: 1, selector: {}}\n",
     "PriorityClass": "value: 10\n",
     "PodGroup": "spec: {minMember: 1}\n",
@@ -62,7 +65,8 @@ def test_each_served_version_is_read(tmp_path: Path, capsys: pytest.CaptureFixtu
     ("PodDisruptionBudget", "policy/v1beta1"), ("PodGroup", "scheduling.x-k8s.io/v1"),
     ("PodGroup", "scheduling.k8s.io/v1"), ("Pod", "v2"), ("Node", "apps/v1"),
     ("PersistentVolumeClaim", "v1beta1"), ("PersistentVolume", "storage.k8s.io/v1"),
-    ("StorageClass", "storage.k8s.io/v1beta1"), ("ReplicaSet", "extensions/v1beta1"),
+    ("StorageClass", "storage.k8s.io/v1beta1"), ("CSINode", "storage.k8s.io/v1beta1"),
+    ("VolumeAttachment", "storage.k8s.io/v1beta1"), ("ReplicaSet", "extensions/v1beta1"),
     ("Deployment", "apps/v1beta2"), ("StatefulSet", "v1"), ("Job", "batch/v1beta1"),
     ("List", "meta/v1"),
 ])

@@ -24,6 +24,8 @@ SERVED: Mapping[str, tuple[str, ...]] = {
     "PersistentVolumeClaim": ("v1",),
     "PersistentVolume": ("v1",),
     "StorageClass": ("storage.k8s.io/v1",),
+    "CSINode": ("storage.k8s.io/v1",),  # v1beta1: removed in 1.22
+    "VolumeAttachment": ("storage.k8s.io/v1",),  # v1beta1: removed in 1.22
     "PodDisruptionBudget": ("policy/v1",),  # policy/v1beta1: removed in 1.25
     "PriorityClass": ("scheduling.k8s.io/v1",),  # v1beta1, v1alpha1: removed in 1.22
     "PodGroup": ("scheduling.x-k8s.io/v1alpha1",  # Coscheduling's CRD

@@ -3,7 +3,10 @@
 A pod's `spec.priority` and `spec.preemptionPolicy` are resolved from the PriorityClasses of the
 manifests as the API server's Priority admission plugin does at creation (`_resolve_priority`).
 PodDisruptionBudgets are checked as the API server validates `spec` (`_check_budget`); their
-status is the simulation's to compute (`budgets`).
+status is the simulation's to compute (`budgets`). CSINodes and VolumeAttachments, what
+NodeVolumeLimits reads, are checked as the API server validates what it reads of them
+(`_check_volume_limits`); the simulation creates no VolumeAttachment for the pods it binds (a
+volume of a pod on a node counts there as the pod's own, as kube-scheduler counts it).
 
 Layer: planner simulate (pure; dict in, dict out; never does I/O). Workloads become the pods
 their controllers would create, named as those controllers name them: StatefulSet `<name>-<i>`,
@@ -18,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import json
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -48,7 +52,11 @@ PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 DEFAULT_PREEMPTION_POLICY = "PreemptLowerPriority"
 STORAGE_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
 BUDGET_KIND = "PodDisruptionBudget"
-SCHEDULED_KINDS = ("Namespace", "Node", "Pod", "PodGroup", *STORAGE_KINDS, BUDGET_KIND)
+VOLUME_LIMIT_KINDS = ("CSINode", "VolumeAttachment")
+SCHEDULED_KINDS = ("Namespace", "Node", "Pod", "PodGroup", *STORAGE_KINDS, BUDGET_KIND,
+                   *VOLUME_LIMIT_KINDS)
+MAX_CSI_DRIVER_NAME = 63
+MAX_CSI_NODE_ID = 256
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
 BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
 WORKLOAD_KINDS = ("ReplicaSet", "Deployment", "Job", "StatefulSet")
@@ -98,8 +106,8 @@ def unreadable(error: BaseException) -> str:
 
 
 class Item(msgspec.Struct, frozen=True):
-    """One Node, Pod, PodGroup, claim, volume, StorageClass or PodDisruptionBudget to play, with
-    where it came from.
+    """One Node, Pod, PodGroup, claim, volume, StorageClass, PodDisruptionBudget, Namespace,
+    CSINode or VolumeAttachment to play, with where it came from.
 
     Units: `at_seconds` simulated seconds after the start; `runtime_seconds` seconds a bound pod
     runs before it succeeds (None: forever).
@@ -371,6 +379,8 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
     if not is_checked:
         _check_fields(doc, obj)
         _check_labels(doc, obj, obj["metadata"].get("labels"), "metadata.labels")
+    if kind in VOLUME_LIMIT_KINDS:  # its fields' types checked (`_check_fields`)
+        _check_volume_limits(doc, obj)
     if kind == "Node":  # the labels as written were checked: the kubelet adds its own
         obj["metadata"]["labels"] = controller_labels.node_labels(
             obj["metadata"].get("labels") or {}, obj["metadata"]["name"])
@@ -513,6 +523,73 @@ def _check_storage(doc: Document, obj: dict[str, Any]) -> None:
         resources.to_units(resources.STORAGE, amounts["storage"])
     except resources.InvalidQuantity as error:
         raise InvalidManifest(describe(doc, obj), f"{where}.storage", error.detail) from error
+
+
+def _check_volume_limits(doc: Document, obj: dict[str, Any]) -> None:
+    """What the API server's storage validation refuses of what NodeVolumeLimits reads, in a
+    CSINode (each driver's name, a CSI driver name; `nodeID`, required, at most 256
+    characters; `allocatable.count` >= 0; no name twice) or a VolumeAttachment (`attacher`, a
+    CSI driver name; `nodeName`, a DNS-1123 subdomain; `source`, exactly one of
+    `persistentVolumeName`, a DNS-1123 subdomain, and `inlineVolumeSpec`). Shapes: the types of
+    `obj`'s fields were checked (`shapes`).
+
+    Raises:
+        InvalidManifest: the first refused field, named.
+    """
+    spec = obj.get("spec") or {}
+    found: tuple[str, str] | None = None
+    if obj["kind"] == "CSINode":
+        found = _driver_problem(spec.get("drivers") or [])
+    else:
+        source = spec.get("source") or {}
+        named = source.get("persistentVolumeName")
+        found = _csi_driver_name_problem(spec.get("attacher") or "", "spec.attacher")
+        if found is None and (named is None) == (source.get("inlineVolumeSpec") is None):
+            found = ("spec.source", "must specify exactly one of inlineVolumeSpec and "
+                     "persistentVolumeName")
+        if found is None and named is not None:
+            wrong = object_names.subdomain_problem(named) if named else "Required value"
+            found = None if wrong is None else ("spec.source.persistentVolumeName", wrong)
+        wrong = object_names.subdomain_problem(spec.get("nodeName") or "")
+        found = found or (None if wrong is None else ("spec.nodeName", wrong))
+    if found is not None:
+        raise InvalidManifest(describe(doc, obj), *found)
+
+
+def _driver_problem(drivers: list[Mapping[str, Any] | None]) -> tuple[str, str] | None:
+    """The first field of a CSINode's `drivers` its validation refuses, and why (a `null`
+    driver is decoded as an empty one, as the API server decodes it)."""
+    seen: set[str] = set()
+    for i, given in enumerate(drivers):
+        driver = given or {}
+        where, name = f"spec.drivers[{i}]", driver.get("name") or ""
+        found = _csi_driver_name_problem(name, f"{where}.name")
+        node_id = driver.get("nodeID") or ""
+        count = (driver.get("allocatable") or {}).get("count")
+        if found is None and not node_id:
+            found = (f"{where}.nodeID", "Required value")
+        if found is None and object_labels.utf8_length(node_id) > MAX_CSI_NODE_ID:
+            found = (f"{where}.nodeID", f"must be {MAX_CSI_NODE_ID} characters or less")
+        if found is None and count is not None and count < 0:
+            found = (f"{where}.allocatable.count", "must be greater than or equal to 0")
+        if found is None and name in seen:
+            found = (f"{where}.name", f"Duplicate value: {json.dumps(name)}")
+        if found is not None:
+            return found
+        seen.add(name)
+    return None
+
+
+def _csi_driver_name_problem(name: str, field: str) -> tuple[str, str] | None:
+    """Why `name`, at `field`, is no CSI driver name (`ValidateCSIDriverName`: required, at
+    most 63 characters, a DNS-1123 subdomain once lowercased), or None."""
+    if not name:
+        return field, "Required value"
+    if object_labels.utf8_length(name) > MAX_CSI_DRIVER_NAME:
+        return field, f"Too long: may not be more than {MAX_CSI_DRIVER_NAME} bytes"
+    if names.is_dns_subdomain(name.lower()):
+        return None
+    return field, object_names.invalid(name, object_names.SUBDOMAIN_RULE)
 
 
 _PERCENT = re.compile(r"0*([0-9]{1,3})%")

@@ -52,7 +52,7 @@ def problem(labels: Mapping[str, str]) -> str | None:
 
 def value_problem(value: str) -> str | None:
     """Why `value` is no label value (`IsLabelValue`), or None."""
-    if _bytes(value) > MAX_NAME:
+    if utf8_length(value) > MAX_NAME:
         return f"must be no more than {MAX_NAME} bytes"
     return None if _VALUE.fullmatch(value) else VALUE_RULE
 
@@ -67,18 +67,18 @@ def key_problem(key: str) -> str | None:
         prefix = parts[0]
         if not prefix:
             return "prefix part must be non-empty"
-        if _bytes(prefix) > MAX_PREFIX:
+        if utf8_length(prefix) > MAX_PREFIX:
             return f"prefix part must be no more than {MAX_PREFIX} bytes"
         if not names.is_dns_subdomain(prefix):
             return f"prefix part {SUBDOMAIN_RULE}"
     if not name:
         return "name part must be non-empty"
-    if _bytes(name) > MAX_NAME:
+    if utf8_length(name) > MAX_NAME:
         return f"name part must be no more than {MAX_NAME} bytes"
     return None if _NAME.fullmatch(name) else f"name part {_NAME_RULE}"
 
 
-def _bytes(text: str) -> int:
+def utf8_length(text: str) -> int:
     """The length of `text` in UTF-8 bytes, as Go's `len` counts it (a lone surrogate, which
     YAML can hold, as the three bytes Python would write for it)."""
     return len(text.encode("utf-8", "surrogatepass"))

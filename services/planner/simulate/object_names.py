@@ -20,7 +20,7 @@ from typing import Any
 from services.contracts import names
 
 CLUSTER_SCOPED = frozenset({"Node", "PersistentVolume", "StorageClass", "PriorityClass",
-                            "Namespace"})
+                            "Namespace", "CSINode", "VolumeAttachment"})
 """The kinds simulate reads that have no namespace (`manifests` gives the others `default`)."""
 MAX_SUBDOMAIN = 253
 MAX_LABEL = 63
@@ -44,7 +44,7 @@ def problem(body: Mapping[str, Any]) -> tuple[str, str] | None:
     name: str = meta["name"]
     if not name:
         return "metadata.name", REQUIRED
-    wrong = _NAME_RULES.get(body["kind"], _subdomain)(name)
+    wrong = _NAME_RULES.get(body["kind"], subdomain_problem)(name)
     if wrong is not None:
         return "metadata.name", wrong
     namespace = meta.get("namespace")
@@ -54,7 +54,9 @@ def problem(body: Mapping[str, Any]) -> tuple[str, str] | None:
     return None if wrong is None else ("metadata.namespace", wrong)
 
 
-def _subdomain(name: str) -> str | None:
+def subdomain_problem(name: str) -> str | None:
+    """Why `name` is no DNS-1123 subdomain, in the API server's words (`Invalid value: ...`),
+    as apimachinery's `IsDNS1123Subdomain` says it first; None when it is one."""
     if len(name) > MAX_SUBDOMAIN:
         return invalid(name, f"must be no more than {MAX_SUBDOMAIN} characters")
     return None if names.is_dns_subdomain(name) else invalid(name, SUBDOMAIN_RULE)

@@ -63,6 +63,12 @@ POD_AFFINITY: Shape = {
     "preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": INTEGER, "podAffinityTerm": POD_AFFINITY_TERM}]}
 RESOURCES: Shape = {"requests": QUANTITIES, "limits": QUANTITIES}
+MIGRATED_VOLUMES: dict[str, Shape] = {
+    "awsElasticBlockStore": {"volumeID": STRING}, "gcePersistentDisk": {"pdName": STRING},
+    "azureDisk": {"diskURI": STRING, "kind": STRING}, "cinder": {"volumeID": STRING},
+    "portworxVolume": {"volumeID": STRING}}
+"""What NodeVolumeLimits reads of the in-tree volume sources kube migrates to CSI drivers
+(`watcher.csi_translation`), in a pod's volumes and a PersistentVolume's spec."""
 CONTAINER: Shape = {
     "resources": RESOURCES, "restartPolicy": STRING,
     "ports": [{"hostPort": INTEGER, "protocol": STRING, "hostIP": STRING}]}
@@ -83,7 +89,7 @@ POD_SPEC: Shape = {
         "labelSelector": LABEL_SELECTOR, "minDomains": INTEGER, "nodeAffinityPolicy": STRING,
         "nodeTaintsPolicy": STRING, "matchLabelKeys": [STRING]}],
     "volumes": [{"name": STRING, "persistentVolumeClaim": {"claimName": STRING},
-                 "ephemeral": {}}],
+                 "ephemeral": {}, **MIGRATED_VOLUMES}],
     "resourceClaims": [{}], "schedulingGroup": {"podGroupName": STRING}}
 POD_TEMPLATE: Shape = {"metadata": OBJECT_META, "spec": POD_SPEC}
 STORAGE_SPEC: dict[str, Shape] = {"accessModes": [STRING], "storageClassName": STRING,
@@ -103,12 +109,17 @@ KINDS: Mapping[str, Shape] = {
     "PersistentVolume": {
         "spec": {**STORAGE_SPEC, "capacity": QUANTITIES,
                  "nodeAffinity": {"required": NODE_SELECTOR},
-                 "claimRef": {"namespace": STRING, "name": STRING, "uid": STRING}},
+                 "claimRef": {"namespace": STRING, "name": STRING, "uid": STRING},
+                 "csi": {"driver": STRING, "volumeHandle": STRING}, **MIGRATED_VOLUMES},
         "status": {"phase": STRING}},
     "StorageClass": {"provisioner": STRING, "volumeBindingMode": STRING,
                      "allowedTopologies": [{"matchLabelExpressions": [
                          {"key": STRING, "values": [STRING]}]}]},
     "Namespace": {},
+    "CSINode": {"spec": {"drivers": [
+        {"name": STRING, "nodeID": STRING, "allocatable": {"count": INTEGER}}]}},
+    "VolumeAttachment": {"spec": {"attacher": STRING, "nodeName": STRING, "source": {
+        "persistentVolumeName": STRING, "inlineVolumeSpec": {}}}},
     "PodDisruptionBudget": {"spec": {"selector": LABEL_SELECTOR},
                             "status": {"disruptionsAllowed": INTEGER,
                                        "disruptedPods": MapOf(STRING)}},
