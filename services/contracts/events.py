@@ -148,6 +148,16 @@ class PodClaim(msgspec.Struct, frozen=True, gc=False):
     is_ephemeral: bool = False
 
 
+class AttachableVolume(msgspec.Struct, frozen=True, gc=False):
+    """A volume a CSI driver attaches to the node, as NodeVolumeLimits counts it: the driver's
+    name and the volume's handle (`spec.csi.volumeHandle` of a PersistentVolume, or the handle
+    kube's CSI translation gives an in-tree volume it migrates, e.g. `vol-1` for the EBS volume
+    `aws://us-east-1a/vol-1`). Two pods using one volume count it once on a node."""
+
+    driver: str
+    handle: str
+
+
 class Disk(msgspec.Struct, frozen=True, gc=False):
     """An inline disk volume of a pod that VolumeRestrictions checks for conflicts on a node
     (`spec.volumes[]` with `gcePersistentDisk`, `awsElasticBlockStore`, `iscsi` or `rbd`).
@@ -274,6 +284,11 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     disks: tuple[Disk, ...] = ()
     """Its inline disk volumes, in spec order (what VolumeRestrictions' disk conflict check
     reads; absent in events recorded before they were judged: none)."""
+    migrated_volumes: tuple[AttachableVolume, ...] = ()
+    """Its inline in-tree volumes that kube migrates to a CSI driver (AWS EBS, GCE PD, Azure
+    Disk, Cinder, Portworx), translated as kube's CSI translation does, in spec order; what
+    NodeVolumeLimits counts on a node that has a CSINode (absent in events recorded before they
+    were counted: none). One it cannot translate is left out."""
 
 
 class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):
@@ -387,6 +402,13 @@ class VolumeObserved(msgspec.Struct, frozen=True, gc=False, tag="VolumeObserved"
     claim: ClaimRef | None = None
     phase: str = "Pending"
     is_deleting: bool = False
+    csi: AttachableVolume | None = None
+    """`spec.csi` (driver, volumeHandle), None when it is no CSI volume: what NodeVolumeLimits
+    counts on every node, and what a VolumeAttachment of it counts as."""
+    migrated: AttachableVolume | None = None
+    """For an in-tree volume kube migrates (AWS EBS, GCE PD, Azure Disk, Cinder, Portworx), the
+    CSI volume its translation gives; counted only on a node that has a CSINode. None
+    otherwise, or when it cannot be translated."""
 
 
 class VolumeDeleted(msgspec.Struct, frozen=True, gc=False, tag="VolumeDeleted"):
@@ -413,6 +435,54 @@ class StorageClassObserved(msgspec.Struct, frozen=True, gc=False, tag="StorageCl
     provisioner: str = ""
     binding_mode: str = "Immediate"
     allowed_topologies: tuple[NodeSelectorTerm, ...] = ()
+
+
+class CSINodeObserved(msgspec.Struct, frozen=True, gc=False, tag="CSINodeObserved"):
+    """A CSINode (`storage.k8s.io/v1`, named as its Node) was listed, added or modified.
+
+    `limits` maps each driver of `spec.drivers` that has `allocatable.count` to that count: the
+    most volumes of that driver the node may have attached (NodeVolumeLimits' `getVolumeLimits`).
+    A node with a CSINode also has kube's in-tree volume migration on (`isCSIMigrationOn`).
+    """
+
+    at_ms: EpochMs
+    uid: str
+    name: str
+    resource_version: str
+    limits: dict[str, Int64] = {}
+
+
+class CSINodeDeleted(msgspec.Struct, frozen=True, gc=False, tag="CSINodeDeleted"):
+    """A CSINode was deleted (or vanished while the watch was down: a synthetic delete)."""
+
+    at_ms: EpochMs
+    uid: str
+    name: str
+    resource_version: str = ""
+
+
+class AttachmentObserved(msgspec.Struct, frozen=True, gc=False, tag="AttachmentObserved"):
+    """A VolumeAttachment (`storage.k8s.io/v1`) was listed, added or modified: `node` is
+    `spec.nodeName`, `attacher` `spec.attacher` (the CSI driver), `volume`
+    `spec.source.persistentVolumeName` ("" for an inline volume's attachment, which
+    NodeVolumeLimits does not count)."""
+
+    at_ms: EpochMs
+    uid: str
+    name: str
+    resource_version: str
+    node: str = ""
+    attacher: str = ""
+    volume: str = ""
+
+
+class AttachmentDeleted(msgspec.Struct, frozen=True, gc=False, tag="AttachmentDeleted"):
+    """A VolumeAttachment was deleted (or vanished while the watch was down)."""
+
+    at_ms: EpochMs
+    uid: str
+    name: str
+    resource_version: str = ""
 
 
 class NamespaceObserved(msgspec.Struct, frozen=True, gc=False, tag="NamespaceObserved"):
@@ -556,6 +626,10 @@ Event = (
     | DisruptionBudgetDeleted
     | NamespaceObserved
     | NamespaceDeleted
+    | CSINodeObserved
+    | CSINodeDeleted
+    | AttachmentObserved
+    | AttachmentDeleted
 )
 """Every event type; tagged by the JSON field `type`."""
 
@@ -563,4 +637,4 @@ Outcome = MemberBound | MemberBindFailed | GroupBound | GroupRolledBack
 """The events the binder publishes back into the EVENTS stream."""
 
 EventKind = Literal["node", "pod", "podgroup", "clock", "outcome", "pvc", "pv",
-                    "storageclass", "pdb", "namespace"]
+                    "storageclass", "pdb", "namespace", "csinode", "attachment"]
