@@ -45,6 +45,9 @@ def insufficient(resource: str) -> str:
 DISK_CONFLICT = "node(s) had no available disk"
 """VolumeRestrictions' Filter reason for a node where a pod mounts one of the pod's inline
 disks so that they conflict (`services.fit.disks`)."""
+MAX_VOLUME_COUNT = "node(s) exceed max volume count"
+"""NodeVolumeLimits' Filter reason for a node where the pod's volumes would exceed a CSI
+driver's attach limit (`services.fit.volume_limits`)."""
 READ_WRITE_ONCE_POD_CONFLICT = ("node(s) unavailable due to PersistentVolumeClaim with "
                                 "ReadWriteOncePod access mode already in-use by another pod")
 VOLUME_NODE_AFFINITY_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"

@@ -22,9 +22,13 @@ import msgspec
 from services.contracts import versions
 from services.contracts.events import (
     KUEUE_GROUP_API,
+    AttachmentDeleted,
+    AttachmentObserved,
     ClaimDeleted,
     ClaimObserved,
     ClockTicked,
+    CSINodeDeleted,
+    CSINodeObserved,
     DisruptionBudgetDeleted,
     DisruptionBudgetObserved,
     Event,
@@ -114,6 +118,18 @@ def apply_event(state: PlannerState, event: Event) -> PlannerState:
             _storage_changed(state, event)
         case NamespaceObserved() | NamespaceDeleted():
             _namespace_changed(state, event)
+        case CSINodeObserved() | CSINodeDeleted():
+            held_csinode = state.csinodes.get(event.name)
+            seen_csinode = event if isinstance(event, CSINodeObserved) else None
+            if _keep(state.csinodes, event.name, seen_csinode, event.uid) and (
+                    held_csinode is None or seen_csinode is None
+                    or held_csinode.limits != seen_csinode.limits):
+                capacity_freed(state)  # a limit raised or gone, in-tree migration changed
+        case AttachmentObserved():
+            _keep(state.attachments, event.name, event, event.uid)  # it frees nothing
+        case AttachmentDeleted():
+            if _keep(state.attachments, event.name, None, event.uid):
+                capacity_freed(state)  # as NodeVolumeLimits' hint on VolumeAttachment Delete
         case DisruptionBudgetObserved():
             state.budgets[claim_key(event.namespace, event.name)] = event
         case DisruptionBudgetDeleted():
@@ -128,7 +144,7 @@ def apply_event(state: PlannerState, event: Event) -> PlannerState:
 StorageEvent = (ClaimObserved | ClaimDeleted | VolumeObserved | VolumeDeleted
                 | StorageClassObserved | StorageClassDeleted)
 Stored = TypeVar("Stored", ClaimObserved, VolumeObserved, StorageClassObserved,
-                 NamespaceObserved)
+                 NamespaceObserved, CSINodeObserved, AttachmentObserved)
 
 
 def _storage_changed(state: PlannerState, event: StorageEvent) -> None:

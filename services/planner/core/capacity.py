@@ -92,8 +92,9 @@ class NodeIndex:
     ours), `anti_users` the same for those with required anti-affinity terms (`set_pod`:
     what InterPodAffinity counts), and `score_users` for those with preferred terms or
     required affinity terms (what InterPodAffinity's score reads of every pod,
-    `pod_affinity.is_scored`), and `disk_users` for those with inline disks (what
-    VolumeRestrictions' disk conflicts read, `PodObserved.disks`).
+    `pod_affinity.is_scored`), `disk_users` for those with inline disks (what
+    VolumeRestrictions' disk conflicts read, `PodObserved.disks`) and `volume_users` for those
+    with claims or migrated inline volumes (what NodeVolumeLimits counts).
     Units: gangsched units (cpu millicores, bytes, counts). `free` may go negative when pods of
     other schedulers over-commit a node.
     """
@@ -129,6 +130,7 @@ class NodeIndex:
         self.anti_users: dict[str, tuple[int, PodObserved, bool]] = {}
         self.score_users: dict[str, tuple[int, PodObserved, bool]] = {}
         self.disk_users: dict[str, tuple[int, PodObserved, bool]] = {}
+        self.volume_users: dict[str, tuple[int, PodObserved, bool]] = {}
         self.lookup = PodLookup()
         """`pod_users` by label and anti-affinity anchor (`pod_lookup`)."""
         self._domain_rows: dict[str, dict[str, BoolArray]] = {}
@@ -224,6 +226,7 @@ class NodeIndex:
         self.anti_users.pop(uid, None)
         self.score_users.pop(uid, None)
         self.disk_users.pop(uid, None)
+        self.volume_users.pop(uid, None)
         row = None if node is None else self.row.get(node)
         if row is not None and pod is not None:
             self.pod_users[uid] = (row, pod, is_ours)
@@ -234,6 +237,8 @@ class NodeIndex:
                 self.score_users[uid] = (row, pod, is_ours)
             if pod.disks:
                 self.disk_users[uid] = (row, pod, is_ours)
+            if pod.volume_claims or pod.migrated_volumes:
+                self.volume_users[uid] = (row, pod, is_ours)
 
     def domain_rows(self, key: str, value: str) -> BoolArray | None:
         """The rows whose label `key` is `value` (None: no such row)."""

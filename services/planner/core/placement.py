@@ -286,11 +286,12 @@ def _is_storage_mutual(index: NodeIndex, members: list[PodObserved]) -> bool:
 
 def member_shape(pod: PodObserved, is_affine: bool = False,
                  is_spread: bool = False) -> tuple[object, ...]:
-    """What makes two members interchangeable: filters, requests, host ports, claims and
-    inline disks (and, when inter-pod affinity or topology spread is active, what each reads
-    of them)."""
+    """What makes two members interchangeable: filters, requests, host ports, claims, inline
+    disks and migrated inline volumes (and, when inter-pod affinity or topology spread is
+    active, what each reads of them)."""
     shape = (signature(pod), tuple(sorted(pod.requests.items())), pod.host_ports,
-             pod.namespace if pod.volume_claims else "", pod.volume_claims, pod.disks)
+             pod.namespace if pod.volume_claims else "", pod.volume_claims, pod.disks,
+             pod.migrated_volumes)
     return (*shape, affinity.key(pod) if is_affine else None,
             spread.key(pod) if is_spread else None)
 
@@ -536,7 +537,7 @@ def _same_shape(pod: PodObserved, other: PodObserved) -> bool:
     """Whether two pods filter and request alike (consecutive members usually do)."""
     return (pod.requests == other.requests and pod.node_selector == other.node_selector
             and pod.volume_claims == other.volume_claims and pod.namespace == other.namespace
-            and pod.disks == other.disks
+            and pod.disks == other.disks and pod.migrated_volumes == other.migrated_volumes
             and pod.tolerations == other.tolerations
             and pod.required_affinity == other.required_affinity
             and pod.node_name == other.node_name)

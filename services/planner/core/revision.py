@@ -169,7 +169,10 @@ incoming pod nor every namespace on a bound one, and a Namespace's labels changi
 capacity ("InterPodAffinity, the required part"). 41: inline GCE PD, AWS EBS, iSCSI and RBD
 volumes are judged (VolumeRestrictions' disk conflicts: `node(s) had no available disk` where
 a pod bound or reserved there, or a member placed before, mounts the same disk so that they
-conflict), no longer unsupported ("Volumes")."""
+conflict), no longer unsupported; NodeVolumeLimits is judged (`node(s) exceed max volume
+count` where a CSINode's per-driver attach limit would be exceeded by the volumes of the pods
+there, VolumeAttachments no pod uses and the pod's own), and a CSINode's limits changing or a
+VolumeAttachment deleted frees capacity ("Volumes")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -19,7 +19,9 @@ from collections.abc import Mapping
 import msgspec
 
 from services.contracts.events import (
+    AttachmentObserved,
     ClaimObserved,
+    CSINodeObserved,
     DisruptionBudgetObserved,
     NamespaceObserved,
     NodeObserved,
@@ -197,6 +199,8 @@ class PlannerState(msgspec.Struct):
     gangs they may matter to (`wakes`) and empties it.
     `namespaces` (Namespaces) by name: the labels an inter-pod term's `namespaceSelector`
     reads (`services.fit.pod_affinity.in_namespaces`); the derived node index holds this dict.
+    `csinodes` (CSINodes) and `attachments` (VolumeAttachments) by name: what NodeVolumeLimits
+    reads (`services.fit.volume_limits`).
     `derived`: the indexes over all of the above, None until first used; never encoded.
     Units: `now_ms` is the latest `at_ms` applied (never moves backwards).
     """
@@ -222,6 +226,8 @@ class PlannerState(msgspec.Struct):
     nominations: dict[str, Nomination] = {}
     counted_changes: list[CountedChange] = []
     namespaces: dict[str, NamespaceObserved] = {}
+    csinodes: dict[str, CSINodeObserved] = {}
+    attachments: dict[str, AttachmentObserved] = {}
     derived: Derived | None = None
 
 

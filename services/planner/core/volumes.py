@@ -1,13 +1,16 @@
-"""The volume filters over every node at once: VolumeRestrictions, VolumeBinding, VolumeZone.
+"""The volume filters over every node at once: VolumeRestrictions, NodeVolumeLimits,
+VolumeBinding, VolumeZone.
 
-Layer: planner core (pure; NumPy). The rules are `services.fit.volumes`' and
-`services.fit.disks`'; here they are evaluated for all rows of the node index, and for the
-members of one placement trial or whole-gang search together (`Choices`): a claim used
-ReadWriteOncePod by a member is in use for the members after it, an inline disk a member
-mounts on a node conflicts there with the members after it, a static PersistentVolume one
-member's claim takes is taken for every other claim, and a WaitForFirstConsumer claim two
-members share is bound by the first one's choice (its volume, or its node for provisioning).
-Only active for pods with claims or inline disks (`is_judged`). Never reads a clock.
+Layer: planner core (pure; NumPy). The rules are `services.fit.volumes`',
+`services.fit.disks`' and `services.fit.volume_limits`' (`volume_limits.Limits`); here they are
+evaluated for all rows of the node index, and for the members of one placement trial or
+whole-gang search together (`Choices`): a claim used ReadWriteOncePod by a member is in use for
+the members after it, an inline disk a member mounts on a node conflicts there with the members
+after it, a member's volumes count toward a node's limits for the members after it, a static
+PersistentVolume one member's claim takes is taken for every other claim, and a
+WaitForFirstConsumer claim two members share is bound by the first one's choice (its volume, or
+its node for provisioning). Only active for pods with claims, inline disks or migrated inline
+volumes (`is_judged`). Never reads a clock.
 """
 
 from __future__ import annotations
@@ -17,15 +20,16 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from services.contracts.decisions import VolumeChoice
-from services.contracts.events import ClaimObserved, Disk, PodObserved, VolumeObserved
+from services.contracts.events import ClaimObserved, PodObserved, VolumeObserved
 from services.fit import disks, reasons
 from services.fit import volumes as rules
 from services.planner.core.capacity import BoolArray, IntArray, NodeIndex
 from services.planner.core.state import PlannerState
+from services.planner.core.volume_limits import Limits
 
 VOLUME_REASONS = (reasons.DISK_CONFLICT, reasons.READ_WRITE_ONCE_POD_CONFLICT,
-                  reasons.VOLUME_NODE_AFFINITY_CONFLICT, reasons.VOLUME_BIND_CONFLICT,
-                  reasons.BOUND_VOLUME_MISSING,
+                  reasons.MAX_VOLUME_COUNT, reasons.VOLUME_NODE_AFFINITY_CONFLICT,
+                  reasons.VOLUME_BIND_CONFLICT, reasons.BOUND_VOLUME_MISSING,
                   reasons.VOLUME_ZONE_CONFLICT)
 
 
@@ -43,15 +47,15 @@ class Choices:
     """The choices of the members placed so far in one trial or search path.
 
     Shapes: `claims` claim key → its Choice; `taken` volume names chosen; `exclusive` keys of
-    ReadWriteOncePod claims members use; `disks` (row, a member's inline disks) per member
-    with disks, in placement order.
+    ReadWriteOncePod claims members use; `placed` (row, member) for each member the volume
+    filters judge (`is_judged`), in placement order.
     """
 
     def __init__(self) -> None:
         self.claims: dict[str, Choice] = {}
         self.taken: set[str] = set()
         self.exclusive: set[str] = set()
-        self.disks: list[tuple[int, tuple[Disk, ...]]] = []
+        self.placed: list[tuple[int, PodObserved]] = []
 
 
 class Verdict:
@@ -59,8 +63,8 @@ class Verdict:
 
     Shapes: `mask[row]` True when the row passes; `reasons` (reason, rows) for the rows that
     fail, each row under the first plugin that rejects it (VolumeRestrictions: a disk conflict
-    before a ReadWriteOncePod one, as its Filter checks them; VolumeBinding, which may give two
-    reasons; then VolumeZone).
+    before a ReadWriteOncePod one, as its Filter checks them; NodeVolumeLimits; VolumeBinding,
+    which may give two reasons; then VolumeZone).
     """
 
     def __init__(self, mask: BoolArray, failing: list[tuple[str, BoolArray]]) -> None:
@@ -74,6 +78,7 @@ class Volumes:
     def __init__(self, state: PlannerState, index: NodeIndex) -> None:
         self.book = rules.Book(state.claims, state.volumes, state.storage_classes)
         self.index = index
+        self.limits = Limits(state, index, self.book)
         self._affinity: dict[str, BoolArray] = {}
         self._provision: dict[str, BoolArray] = {}
         self._bound: dict[tuple[object, ...], Verdict] = {}
@@ -84,8 +89,9 @@ class Volumes:
 
     def is_mutual(self, pod: PodObserved) -> bool:
         """Whether members placed before `pod` may change its verdict: it has inline disks, a
-        ReadWriteOncePod claim or an unbound WaitForFirstConsumer claim."""
-        return bool(pod.disks) or (bool(pod.volume_claims) and (
+        volume of a driver some node limits, a ReadWriteOncePod claim or an unbound
+        WaitForFirstConsumer claim."""
+        return bool(pod.disks) or self.limits.is_active(pod) or (bool(pod.volume_claims) and (
             bool(rules.read_write_once_pod_claims(pod, self.book)) or bool(self.unbound(pod))))
 
     def unbound(self, pod: PodObserved) -> list[ClaimObserved]:
@@ -111,15 +117,13 @@ class Volumes:
         if not is_judged(pod) or not count:
             return Verdict(np.ones(count, dtype=np.bool_), [])
         claims = self._claims_verdict(pod, choices)
-        if not pod.disks:
-            return claims
-        conflict = self.disk_rows(pod, choices)
-        if not conflict.any():
-            return claims
-        failing = [(reasons.DISK_CONFLICT, conflict)]
-        failing += [(reason, rows & ~conflict) for reason, rows in claims.reasons
-                    if (rows & ~conflict).any()]
-        return Verdict(claims.mask & ~conflict, failing)
+        if not any(reason == reasons.READ_WRITE_ONCE_POD_CONFLICT for reason, _ in claims.reasons):
+            # (a claim in use ReadWriteOncePod fails every row before NodeVolumeLimits runs)
+            placed = choices.placed if choices is not None else ()
+            claims = _first(claims, reasons.MAX_VOLUME_COUNT, self.limits.exceeded(pod, placed))
+        if pod.disks:
+            claims = _first(claims, reasons.DISK_CONFLICT, self.disk_rows(pod, choices))
+        return claims
 
     def disk_rows(self, pod: PodObserved, choices: Choices | None = None) -> BoolArray:
         """Rows where a pod bound or reserved there, whichever scheduler placed it, or a member
@@ -129,8 +133,9 @@ class Volumes:
         for uid, (row, other, _) in self.index.disk_users.items():
             if uid != pod.uid and not rows[row] and disks.any_conflict(pod.disks, other.disks):
                 rows[row] = True
-        for row, placed in choices.disks if choices is not None else ():
-            if not rows[row] and disks.any_conflict(pod.disks, placed):
+        for row, placed in choices.placed if choices is not None else ():
+            if not rows[row] and placed.uid != pod.uid and disks.any_conflict(pod.disks,
+                                                                              placed.disks):
                 rows[row] = True
         return rows
 
@@ -310,8 +315,8 @@ class Volumes:
         """Record what `pod` takes on `row` in `choices` (its verdict there must pass); the
         choices made for its unbound claims, in claim order."""
         made: list[Choice] = []
-        if pod.disks:
-            choices.disks.append((row, pod.disks))
+        if is_judged(pod):
+            choices.placed.append((row, pod))
         if not pod.volume_claims:
             return made
         choices.exclusive |= rules.read_write_once_pod_claims(pod, self.book)
@@ -327,8 +332,18 @@ class Volumes:
 
 
 def is_judged(pod: PodObserved) -> bool:
-    """Whether the volume filters have anything to judge of `pod`: claims or inline disks."""
-    return bool(pod.volume_claims or pod.disks)
+    """Whether the volume filters have anything to judge of `pod`: claims, inline disks or
+    migrated inline volumes."""
+    return bool(pod.volume_claims or pod.disks or pod.migrated_volumes)
+
+
+def _first(verdict: Verdict, reason: str, rows: BoolArray) -> Verdict:
+    """`verdict` with `rows` failing for `reason`, judged before every reason it has (a filter
+    that runs before theirs): each row stays under the first reason that rejects it."""
+    if not rows.any():
+        return verdict
+    later = [(name, found & ~rows) for name, found in verdict.reasons if (found & ~rows).any()]
+    return Verdict(verdict.mask & ~rows, [(reason, rows), *later])
 
 
 def decided(made: Iterable[Choice]) -> tuple[VolumeChoice, ...]:

@@ -10,6 +10,7 @@ import copy
 from typing import Any, Literal
 
 from services.contracts.events import (
+    AttachableVolume,
     ClaimObserved,
     ClaimRef,
     Disk,
@@ -191,6 +192,10 @@ class PodBuilder:
         refs = tuple(PodClaim(name) for name in names) + tuple(
             PodClaim(f"{self.fields['name']}-{volume}", is_ephemeral=True) for volume in ephemeral)
         return self._with(volume_claims=refs)
+
+    def migrated(self, *volumes: AttachableVolume) -> PodBuilder:
+        """Inline in-tree volumes as kube translates them to CSI (`migrated_volumes`)."""
+        return self._with(migrated_volumes=volumes)
 
     def disks(self, *disks: Disk) -> PodBuilder:
         """Inline disk volumes (`PodObserved.disks`), in spec order."""
