@@ -24,6 +24,7 @@ from services.kube.resources import (
     NAMESPACES,
     NODES,
     PODS,
+    VOLUME_LIMIT_RESOURCES,
     VOLUME_RESOURCES,
     Resource,
     pod_path,
@@ -106,8 +107,8 @@ class Mirror:
 @dataclass(frozen=True)
 class Mirrors:
     """A mirror per resource the run follows (`namespaces`: their labels, what a
-    `namespaceSelector` reads); `storage` by resource kind (`pvc`, `pv`,
-    `storageclass`)."""
+    `namespaceSelector` reads); `storage` by resource kind (`pvc`, `pv`, `storageclass`,
+    `csinode`, `attachment`)."""
 
     nodes: Mirror
     pods: Mirror
@@ -120,7 +121,8 @@ async def mirrors(client: KubeClient) -> AsyncIterator[Mirrors]:
     """Mirrors of the nodes, the pods, the storage objects and the namespaces, closed on exit."""
     followed = Mirrors(Mirror(client, NODES), Mirror(client, PODS),
                        {resource.kind: Mirror(client, resource)
-                        for resource in VOLUME_RESOURCES}, Mirror(client, NAMESPACES))
+                        for resource in (*VOLUME_RESOURCES, *VOLUME_LIMIT_RESOURCES)},
+                       Mirror(client, NAMESPACES))
     try:
         yield followed
     finally:

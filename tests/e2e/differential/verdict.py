@@ -1,7 +1,8 @@
-"""gangsched's verdict on one pod, through its own code path: the watcher's `slim`, `volumes`
-and `namespaces` turn the listed API objects (nodes, bound pods, claims, volumes, storage
-classes, namespaces) into events, and the engine `gangsched simulate` runs (`planner.simulate
-.engine`, the production planner core with an ideal binder) plans the pod as a gang of one.
+"""gangsched's verdict on one pod, through its own code path: the watcher's `slim`, `volumes`,
+`attachments` and `namespaces` turn the listed API objects (nodes, bound pods, claims, volumes,
+storage classes, CSINodes, VolumeAttachments, namespaces) into events, and the engine
+`gangsched simulate` runs (`planner.simulate.engine`, the production planner core with an
+ideal binder) plans the pod as a gang of one.
 
 `judge` answers two questions: where would gangsched place the pod, else why not (the
 `0/N nodes are available: ...` reason); and `feasible_on`: would it place it on a given node.
@@ -21,16 +22,17 @@ import msgspec
 from services.contracts.events import Event, NodeObserved, PodObserved
 from services.planner.core.config import PlannerConfig
 from services.planner.simulate import engine
-from services.watcher import namespaces, slim, volumes
+from services.watcher import attachments, namespaces, slim, volumes
 
 CONFIG = PlannerConfig()
 AT_MS = 1_000_000
 OBSERVED: dict[str, Callable[[dict[str, Any], int], Event]] = {
     "node": slim.node_event, "pod": slim.pod_event, "pvc": volumes.claim_event,
     "pv": volumes.volume_event, "storageclass": volumes.storage_class_event,
-    "namespace": namespaces.namespace_event}
+    "namespace": namespaces.namespace_event, "csinode": attachments.csinode_event,
+    "attachment": attachments.attachment_event}
 """The watcher's slimming function per resource kind (`services.kube.resources` kinds)."""
-STORAGE_KINDS = ("pvc", "pv", "storageclass")
+STORAGE_KINDS = ("pvc", "pv", "storageclass", "csinode", "attachment")
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,7 @@ def all_families() -> list[Family]:
         requests,
         tolerations,
         topology_spread,
+        volume_limits,
         volumes,
     )
     return [requests.Requests(), node_selection.NodeSelection(), tolerations.Tolerations(),
@@ -132,5 +133,5 @@ def all_families() -> list[Family]:
             preferred_pod_affinity.PreferredPodAffinity(),
             preferred_node_affinity.PreferredNodeAffinity(),
             topology_spread.TopologySpread(), volumes.Volumes(), disks.Disks(),
-            node_name.Prebound(),
+            volume_limits.VolumeLimits(), node_name.Prebound(),
             finished.Finished()]
