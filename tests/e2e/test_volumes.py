@@ -7,7 +7,9 @@ to that volume (the binder sets its claimRef) and its pod to that node; a gang o
 claim each and two local volumes gets one volume per member. A claim of a class
 whose provisioner does not exist (the testbed runs none) gets the selected-node annotation on
 the node chosen, never binds, and the pod is rolled back unbound; actual provisioning is not
-proven here.
+proven here. CSINodes limiting a CSI driver to one volume per node keep a gang of five
+members with a volume each Pending (`exceed max volume count`) until one node's limit is
+raised, through the watcher's CSINode events.
 """
 
 from __future__ import annotations
@@ -194,3 +196,58 @@ def test_two_members_with_their_own_claims_get_two_local_volumes_one_each(
     for i in range(2):
         claim = get_json(volume_plane, "pvc", f"d{i}", "-n", volume_namespace)
         assert on[f"pair-{i}"] == hosts[claim["spec"]["volumeName"]]
+
+
+LIMITED_DRIVER = "e2e.csi.example.com"
+
+
+def csinode(node: str, count: int) -> dict[str, Any]:
+    """The node's CSINode: driver LIMITED_DRIVER may attach `count` volumes."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node},
+            "spec": {"drivers": [{"name": LIMITED_DRIVER, "nodeID": node,
+                                  "allocatable": {"count": count}}]}}
+
+
+def csi_claim(namespace: str, name: str) -> list[dict[str, Any]]:
+    """A claim pre-bound to a CSI volume of LIMITED_DRIVER (class `manual`), and the volume."""
+    volume = f"{namespace}-{name}"
+    return [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume},
+             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                      "storageClassName": "manual", "persistentVolumeReclaimPolicy": "Retain",
+                      "csi": {"driver": LIMITED_DRIVER, "volumeHandle": volume},
+                      "claimRef": {"namespace": namespace, "name": name}}},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": name, "namespace": namespace},
+             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "manual",
+                      "volumeName": volume, "resources": {"requests": {"storage": "1Gi"}}}}]
+
+
+def test_a_gang_over_the_nodes_attach_limits_waits_until_a_limit_is_raised(
+        volume_plane: ControlPlane, volume_gangsched: GangschedRun,
+        volume_namespace: str) -> None:
+    nodes = [f"kwok-node-{i}" for i in range(4)]
+    try:
+        manifests.apply(volume_plane, None, *(csinode(node, 1) for node in nodes))
+        manifests.apply(volume_plane, None, *(obj for i in range(5)
+                                              for obj in csi_claim(volume_namespace, f"v{i}")))
+        manifests.apply(volume_plane, volume_namespace, manifests.podgroup("att", 5),
+                        *(manifests.pod(f"att-{i}", "att", cpu="1", volumes=[
+                            {"name": "v", "persistentVolumeClaim": {"claimName": f"v{i}"}}])
+                          for i in range(5)))
+
+        def told() -> bool:
+            events = get_json(volume_plane, "events", "-n", volume_namespace)["items"]
+            return any("exceed max volume count" in (event.get("message") or "")
+                       for event in events)
+
+        eventually(told, timeout=90, what="FailedScheduling naming the attach limit")
+        assert kube.bound(kube.pods(volume_plane, volume_namespace)) == []
+        manifests.apply(volume_plane, None, csinode("kwok-node-2", 2))
+        eventually(lambda: len(kube.bound(kube.pods(volume_plane, volume_namespace))) == 5,
+                   timeout=90, what="the gang bound once kwok-node-2 may attach two")
+        on = [pod["spec"]["nodeName"]
+              for pod in kube.bound(kube.pods(volume_plane, volume_namespace))]
+        assert sorted(on) == sorted([*nodes, "kwok-node-2"])
+    finally:
+        for node in nodes:
+            volume_plane.kubectl("delete", "csinode", node, "--ignore-not-found")
