@@ -92,9 +92,11 @@ class NodeIndex:
     ours), `anti_users` the same for those with required anti-affinity terms (`set_pod`:
     what InterPodAffinity counts), and `score_users` for those with preferred terms or
     required affinity terms (what InterPodAffinity's score reads of every pod,
-    `pod_affinity.is_scored`), `disk_users` for those with inline disks (what
-    VolumeRestrictions' disk conflicts read, `PodObserved.disks`) and `volume_users` for those
-    with claims or migrated inline volumes (what NodeVolumeLimits counts).
+    `pod_affinity.is_scored`), `disk_holders` those with inline disks by disk (kind, name)
+    (what VolumeRestrictions' disk conflicts read, `PodObserved.disks`), and `volume_users`
+    those with claims or migrated inline volumes (what NodeVolumeLimits counts), each change
+    to it also appended to `volume_log` as (row, pod, is_ours, +1 or -1) for the round's
+    `volume_limits.Limits` to follow (it empties the log when it starts).
     Units: gangsched units (cpu millicores, bytes, counts). `free` may go negative when pods of
     other schedulers over-commit a node.
     """
@@ -129,8 +131,9 @@ class NodeIndex:
         self.pod_users: dict[str, tuple[int, PodObserved, bool]] = {}
         self.anti_users: dict[str, tuple[int, PodObserved, bool]] = {}
         self.score_users: dict[str, tuple[int, PodObserved, bool]] = {}
-        self.disk_users: dict[str, tuple[int, PodObserved, bool]] = {}
+        self.disk_holders: dict[tuple[str, str], dict[str, tuple[int, PodObserved, bool]]] = {}
         self.volume_users: dict[str, tuple[int, PodObserved, bool]] = {}
+        self.volume_log: list[tuple[int, PodObserved, bool, int]] = []
         self.lookup = PodLookup()
         """`pod_users` by label and anti-affinity anchor (`pod_lookup`)."""
         self._domain_rows: dict[str, dict[str, BoolArray]] = {}
@@ -223,10 +226,16 @@ class NodeIndex:
         old = self.pod_users.pop(uid, None)
         if old is not None:
             self.lookup.remove(uid, old[1])
+            for disk in {(disk.kind, disk.name) for disk in old[1].disks}:
+                holders = self.disk_holders[disk]
+                del holders[uid]
+                if not holders:
+                    del self.disk_holders[disk]
         self.anti_users.pop(uid, None)
         self.score_users.pop(uid, None)
-        self.disk_users.pop(uid, None)
-        self.volume_users.pop(uid, None)
+        old_volumes = self.volume_users.pop(uid, None)
+        if old_volumes is not None:
+            self.volume_log.append((old_volumes[0], old_volumes[1], old_volumes[2], -1))
         row = None if node is None else self.row.get(node)
         if row is not None and pod is not None:
             self.pod_users[uid] = (row, pod, is_ours)
@@ -235,10 +244,11 @@ class NodeIndex:
                 self.anti_users[uid] = (row, pod, is_ours)
             if pod_affinity.is_scored(pod):
                 self.score_users[uid] = (row, pod, is_ours)
-            if pod.disks:
-                self.disk_users[uid] = (row, pod, is_ours)
+            for disk in {(disk.kind, disk.name) for disk in pod.disks}:
+                self.disk_holders.setdefault(disk, {})[uid] = (row, pod, is_ours)
             if pod.volume_claims or pod.migrated_volumes:
                 self.volume_users[uid] = (row, pod, is_ours)
+                self.volume_log.append((row, pod, is_ours, 1))
 
     def domain_rows(self, key: str, value: str) -> BoolArray | None:
         """The rows whose label `key` is `value` (None: no such row)."""

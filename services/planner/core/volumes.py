@@ -48,7 +48,8 @@ class Choices:
 
     Shapes: `claims` claim key → its Choice; `taken` volume names chosen; `exclusive` keys of
     ReadWriteOncePod claims members use; `placed` (row, member) for each member the volume
-    filters judge (`is_judged`), in placement order.
+    filters judge (`is_judged`), in placement order; `disk_holders` the same for the members
+    with inline disks, by disk (kind, name).
     """
 
     def __init__(self) -> None:
@@ -56,6 +57,7 @@ class Choices:
         self.taken: set[str] = set()
         self.exclusive: set[str] = set()
         self.placed: list[tuple[int, PodObserved]] = []
+        self.disk_holders: dict[tuple[str, str], list[tuple[int, PodObserved]]] = {}
 
 
 class Verdict:
@@ -111,41 +113,53 @@ class Volumes:
                 dtype=np.bool_, count=len(self.index))
         return rows
 
-    def verdict(self, pod: PodObserved, choices: Choices | None = None) -> Verdict:
-        """The volume filters for `pod` given the members placed before it (`choices`)."""
+    def verdict(self, pod: PodObserved, choices: Choices | None = None,
+                only_pinned: bool = False) -> Verdict:
+        """The volume filters for `pod` given the members placed before it (`choices`);
+        `only_pinned`: as if gangsched's own pods had left every node (the anti-starvation
+        hold's emptied nodes: other schedulers' pods stay)."""
         count = len(self.index)
         if not is_judged(pod) or not count:
             return Verdict(np.ones(count, dtype=np.bool_), [])
-        claims = self._claims_verdict(pod, choices)
+        claims = self._claims_verdict(pod, choices, only_pinned)
         if not any(reason == reasons.READ_WRITE_ONCE_POD_CONFLICT for reason, _ in claims.reasons):
             # (a claim in use ReadWriteOncePod fails every row before NodeVolumeLimits runs)
             placed = choices.placed if choices is not None else ()
-            claims = _first(claims, reasons.MAX_VOLUME_COUNT, self.limits.exceeded(pod, placed))
+            claims = _first(claims, reasons.MAX_VOLUME_COUNT,
+                            self.limits.exceeded(pod, placed, only_pinned))
         if pod.disks:
-            claims = _first(claims, reasons.DISK_CONFLICT, self.disk_rows(pod, choices))
+            claims = _first(claims, reasons.DISK_CONFLICT,
+                            self.disk_rows(pod, choices, only_pinned))
         return claims
 
-    def disk_rows(self, pod: PodObserved, choices: Choices | None = None) -> BoolArray:
-        """Rows where a pod bound or reserved there, whichever scheduler placed it, or a member
-        placed before `pod` (`choices`) mounts one of its inline disks so that they conflict
-        (`disks.any_conflict`): VolumeRestrictions' `satisfyVolumeConflicts`."""
+    def disk_rows(self, pod: PodObserved, choices: Choices | None = None,
+                  only_pinned: bool = False) -> BoolArray:
+        """Rows where a pod bound or reserved there, whichever scheduler placed it (`only_pinned`:
+        another scheduler's), or a member placed before `pod` (`choices`) mounts one of its
+        inline disks so that they conflict (`disks.conflict`): VolumeRestrictions'
+        `satisfyVolumeConflicts`. Cost: the holders of the pod's own disks only."""
         rows = np.zeros(len(self.index), dtype=np.bool_)
-        for uid, (row, other, _) in self.index.disk_users.items():
-            if uid != pod.uid and not rows[row] and disks.any_conflict(pod.disks, other.disks):
-                rows[row] = True
-        for row, placed in choices.placed if choices is not None else ():
-            if not rows[row] and placed.uid != pod.uid and disks.any_conflict(pod.disks,
-                                                                              placed.disks):
-                rows[row] = True
+        for disk in pod.disks:
+            identity = (disk.kind, disk.name)
+            holders = [(row, other) for uid, (row, other, is_ours)
+                       in self.index.disk_holders.get(identity, {}).items()
+                       if uid != pod.uid and not (only_pinned and is_ours)]
+            if choices is not None:
+                holders += [(row, other) for row, other in choices.disk_holders.get(identity, ())
+                            if other.uid != pod.uid]
+            for row, other in holders:
+                if not rows[row] and any(disks.conflict(disk, theirs) for theirs in other.disks):
+                    rows[row] = True
         return rows
 
-    def _claims_verdict(self, pod: PodObserved, choices: Choices | None) -> Verdict:
+    def _claims_verdict(self, pod: PodObserved, choices: Choices | None,
+                        only_pinned: bool) -> Verdict:
         """The filters of `pod`'s claims: ReadWriteOncePod, VolumeBinding, VolumeZone."""
         count = len(self.index)
         if not pod.volume_claims:
             return Verdict(np.ones(count, dtype=np.bool_), [])
         exclusive = rules.read_write_once_pod_claims(pod, self.book)
-        if exclusive and (self._in_use(pod, exclusive)
+        if exclusive and (self._in_use(pod, exclusive, only_pinned)
                           or (choices is not None and exclusive & choices.exclusive)):
             return Verdict(np.zeros(count, dtype=np.bool_),
                            [(reasons.READ_WRITE_ONCE_POD_CONFLICT, np.ones(count, np.bool_))])
@@ -155,11 +169,13 @@ class Volumes:
             return bound
         return _merge(bound, ~self._binds_rows(unbound, choices))
 
-    def _in_use(self, pod: PodObserved, exclusive: set[str]) -> bool:
+    def _in_use(self, pod: PodObserved, exclusive: set[str], only_pinned: bool) -> bool:
         """Whether another pod bound or reserved uses one of the claims (VolumeRestrictions
-        counts every scheduled pod, whichever scheduler placed it)."""
-        return any(uid != pod.uid and rules.claim_keys(other) & exclusive
-                   for uid, (_, other, _) in self.index.pod_users.items())
+        counts every scheduled pod, whichever scheduler placed it; `only_pinned`: another
+        scheduler's)."""
+        return any(uid != pod.uid and not (only_pinned and is_ours)
+                   and rules.claim_keys(other) & exclusive
+                   for uid, (_, other, is_ours) in self.index.volume_users.items())
 
     def _bound_verdict(self, pod: PodObserved) -> Verdict:
         """VolumeBinding's bound claims, then VolumeZone (cached per claims of a namespace)."""
@@ -317,6 +333,8 @@ class Volumes:
         made: list[Choice] = []
         if is_judged(pod):
             choices.placed.append((row, pod))
+        for identity in {(disk.kind, disk.name) for disk in pod.disks}:
+            choices.disk_holders.setdefault(identity, []).append((row, pod))
         if not pod.volume_claims:
             return made
         choices.exclusive |= rules.read_write_once_pod_claims(pod, self.book)
