@@ -190,7 +190,7 @@ def place(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
     trial = _one_by_one(index, members, config, restrict, hold)
     is_searched = (bool(trial.unplaced) and config.search_budget_steps != 0
                    and not (is_uniform(members, affinity.is_active(index, members))
-                            and not _is_storage_mutual(index, members)))
+                            and not is_storage_mutual(index, members)))
     if is_searched:
         target = len(members) if need is None or len(trial.assigned) >= need else need
         trial = _search(index, members, config, restrict, hold, trial, target)
@@ -279,7 +279,7 @@ def is_uniform(members: list[PodObserved], is_affine: bool = False) -> bool:
                for pod in members[1:])
 
 
-def _is_storage_mutual(index: NodeIndex, members: list[PodObserved]) -> bool:
+def is_storage_mutual(index: NodeIndex, members: list[PodObserved]) -> bool:
     """Whether some member's volume filters depend on the members placed before it."""
     return index.volumes is not None and any(index.volumes.is_mutual(pod) for pod in members)
 
@@ -310,8 +310,8 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
     greedy.rollback()
     gang, ranks = search_members(index, members, restrict, config)
     fence = fences.fence(index, members)
-    if _is_storage_mutual(index, members):
-        fence = _storage_fence(index, members, fence)
+    if is_storage_mutual(index, members):
+        fence = storage_fence(index, members, fence)
     outcome = search.solve(index.free, gang, target, config.search_budget_steps,
                            lambda m, rows: ranks[m](rows), index.ports_on, sorted(index.row_ports),
                            fence=fence, is_order_free=not spread.is_active(members),
@@ -343,10 +343,12 @@ def _volume_verdict(index: NodeIndex, pod: PodObserved,
     return index.volumes.verdict(pod, choices)
 
 
-def _storage_fence(index: NodeIndex, members: list[PodObserved],
-                   inner: tuple[search.Fence, IntArray] | None) -> tuple[search.Fence, IntArray]:
+def storage_fence(index: NodeIndex, members: list[PodObserved],
+                  inner: tuple[search.Fence, IntArray] | None,
+                  only_pinned: bool = False) -> tuple[search.Fence, IntArray]:
     """The search's fence with the volume filters added: member `m` may take the rows its
-    volume verdict passes after the members placed so far, in their order, took theirs."""
+    volume verdict passes after the members placed so far, in their order, took theirs
+    (`only_pinned`: on nodes emptied of gangsched's pods, `Volumes.verdict`)."""
     storage = index.volumes
     assert storage is not None
     row_classes = volumes.classes(storage, members)
@@ -358,7 +360,7 @@ def _storage_fence(index: NodeIndex, members: list[PodObserved],
         choices = volumes.Choices()
         for other, row in placed:
             storage.place(members[other], row, choices)
-        mask: BoolArray = storage.verdict(members[member], choices).mask
+        mask: BoolArray = storage.verdict(members[member], choices, only_pinned).mask
         return mask & inner[0](member, placed) if inner is not None else mask
 
     return allowed, row_classes
@@ -411,7 +413,8 @@ def _fits_nowhere(index: NodeIndex, greedy: Trial, restrict: BoolArray | None) -
 
 
 def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolArray | None,
-                   config: PlannerConfig) -> tuple[list[search.Member], list[Ranker]]:
+                   config: PlannerConfig,
+                   only_pinned: bool = False) -> tuple[list[search.Member], list[Ranker]]:
     """The search's view of `members` on `index` (same order), and each one's node ranking:
     its resource score now, less `PREFER_NO_SCHEDULE_PENALTY` per untolerated PreferNoSchedule
     taint (a ranking of the rows given, before the search knows which rows are feasible: the
@@ -419,7 +422,8 @@ def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolA
     `_one_by_one` added). A member whose preferred terms do not parse may take a row only when
     its filters leave it a single one (at most one node is feasible, so kube-scheduler would
     never run its PreScore); else the search never places it, and one by one afterwards
-    places it only where it is the only feasible node (`_is_prescore_failed`)."""
+    places it only where it is the only feasible node (`_is_prescore_failed`). `only_pinned`:
+    the volume filters judge nodes emptied of gangsched's pods (the anti-starvation hold)."""
     shapes: dict[tuple[object, ...], int] = {}
     gang, ranks = [], []
     is_affine = affinity.is_active(index, members)
@@ -431,7 +435,7 @@ def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolA
         if missing:
             allowed = np.zeros(len(index), dtype=np.bool_)
         if index.volumes is not None and volumes.is_judged(pod):
-            allowed = allowed & index.volumes.verdict(pod).mask
+            allowed = allowed & index.volumes.verdict(pod, only_pinned=only_pinned).mask
         if pod.preferred_unparseable is not None and int(np.count_nonzero(allowed)) > 1:
             allowed = np.zeros(len(index), dtype=np.bool_)  # left to one by one: PreScore
         shape = shapes.setdefault(member_shape(pod, is_affine, is_spread),

@@ -17,7 +17,10 @@ never get, starving every later group for good. Such a gang holds
 nothing and is placed when capacity frees up like any other. Whether the gang fits on emptied
 nodes is decided as its placement is: one by one, then for mixed members the whole-gang search
 (`search`, same budget), so a gang that fits only by the search is not declared never-fitting.
-The host ports of other schedulers' pods stay too; those of gangsched's pods drain.
+The host ports of other schedulers' pods stay too; those of gangsched's pods drain, and so do
+their inline disks, ReadWriteOncePod claims and attached volumes (`Volumes.verdict`'s
+`only_pinned`). Members count for each other as in placement (`volumes.Choices`, the search's
+storage fence): two that can never share the only node make a gang that never fits.
 """
 
 from __future__ import annotations
@@ -85,7 +88,10 @@ def plan_hold(index: NodeIndex, key: str, pending: list[PodObserved], need: int,
     members = pending[:need]
     fence = fences.fence(index, members, only_pinned=True)
     rows = _one_by_one(index, members, room.copy(), index.free.copy(), sticky, config, fence)
-    if rows is None and members and not placement.is_uniform(members, fence is not None):
+    if rows is None and members and (not placement.is_uniform(members, fence is not None)
+                                     or placement.is_storage_mutual(index, members)):
+        if placement.is_storage_mutual(index, members):
+            fence = placement.storage_fence(index, members, fence, only_pinned=True)
         rows = _searched(index, members, room, index.free.copy(), sticky, config, fence)
     if rows is None and len(pending) > need \
             and fences.fence(index, pending, only_pinned=True) is None:
@@ -107,17 +113,27 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], room: IntArray,
     """Each member's row in member order, each on the best spread row left (None: one fails)."""
     rows: list[int] = []
     placed_ports: dict[int, list[HostPort]] = {}
+    choices = volumes.Choices()
     for position, pod in enumerate(members):
         allowed = None if fence is None else fence[0](position, list(enumerate(rows)))
-        row = _best_row(index, pod, room, free_now, sticky, config, placed_ports, allowed)
+        row = _best_row(index, pod, room, free_now, sticky, config, placed_ports, choices,
+                        allowed)
         if row is None:
             return None
-        vec = index.vector(pod.requests)[0]
-        room[:, row] -= vec
-        free_now[:, row] -= vec
-        placed_ports.setdefault(row, []).extend(pod.host_ports)
+        _take(index, pod, row, room, free_now, placed_ports, choices)
         rows.append(row)
     return rows
+
+
+def _take(index: NodeIndex, pod: PodObserved, row: int, room: IntArray, free_now: IntArray,
+          placed_ports: dict[int, list[HostPort]], choices: volumes.Choices) -> None:
+    """`pod` takes `row` in the hold being planned: its requests, host ports and volumes."""
+    vec = index.vector(pod.requests)[0]
+    room[:, row] -= vec
+    free_now[:, row] -= vec
+    placed_ports.setdefault(row, []).extend(pod.host_ports)
+    if index.volumes is not None and volumes.is_judged(pod):
+        index.volumes.place(pod, row, choices)
 
 
 def _first_fitting(index: NodeIndex, pending: list[PodObserved], need: int, room: IntArray,
@@ -129,14 +145,12 @@ def _first_fitting(index: NodeIndex, pending: list[PodObserved], need: int, room
     chosen: list[PodObserved] = []
     rows: list[int] = []
     placed_ports: dict[int, list[HostPort]] = {}
+    choices = volumes.Choices()
     for pod in pending:
-        row = _best_row(index, pod, room, free_now, sticky, config, placed_ports)
+        row = _best_row(index, pod, room, free_now, sticky, config, placed_ports, choices)
         if row is None:
             continue
-        vec = index.vector(pod.requests)[0]
-        room[:, row] -= vec
-        free_now[:, row] -= vec
-        placed_ports.setdefault(row, []).extend(pod.host_ports)
+        _take(index, pod, row, room, free_now, placed_ports, choices)
         chosen.append(pod)
         rows.append(row)
         if len(chosen) == need:
@@ -148,7 +162,7 @@ def _searched(index: NodeIndex, members: list[PodObserved], room: IntArray, free
               sticky: IntArray, config: PlannerConfig,
               fence: tuple[search.Fence, IntArray] | None = None) -> list[int] | None:
     """Each member's row by the whole-gang search on the emptied nodes `room` (None: none)."""
-    gang, _ = placement.search_members(index, members, None, config)
+    gang, _ = placement.search_members(index, members, None, config, only_pinned=True)
     spread_config = msgspec.structs.replace(config, scoring=LEAST_ALLOCATED)
     def rank(member: int, rows: IntArray) -> FloatArray:
         penalty = index.static_fit(members[member]).penalty
@@ -167,15 +181,17 @@ def _searched(index: NodeIndex, members: list[PodObserved], room: IntArray, free
 
 def _best_row(index: NodeIndex, pod: PodObserved, room: IntArray, free_now: IntArray,
               sticky: IntArray, config: PlannerConfig,
-              placed_ports: dict[int, list[HostPort]],
+              placed_ports: dict[int, list[HostPort]], choices: volumes.Choices,
               allowed: BoolArray | None = None) -> int | None:
+    """The best spread row for `pod` on the emptied nodes `room`, after the members placed
+    before it (`placed_ports`, `choices`), or None."""
     static = index.static_fit(pod)
     vec, cols, missing = index.vector(pod.requests)
     if missing:
         return None
     mask = static.mask.copy() if allowed is None else static.mask & allowed
     if index.volumes is not None and volumes.is_judged(pod):
-        mask &= index.volumes.verdict(pod).mask  # where its volumes reach
+        mask &= index.volumes.verdict(pod, choices, only_pinned=True).mask
     for col in cols:
         mask &= room[col] >= vec[col]
     if pod.host_ports:

@@ -148,3 +148,35 @@ def test_a_higher_priority_pod_preempts_the_lower_one_holding_its_disk() -> None
     c.delete_pod("low")
     c.advance(1)
     assert nodes_of(c.plan()) == {"high": "n0"}
+
+
+def test_a_gang_whose_members_can_never_share_the_only_node_holds_nothing() -> None:
+    c = Cluster(PlannerConfig(starvation_seconds=10)).observe(
+        make_node("n0").capacity(cpu_milli=8000), make_podgroup("g", 2),
+        *(make_pod(f"w{i}").in_group("g").disks(PD).requests(cpu_milli=1000) for i in range(2)))
+    c.plan()
+    c.advance(11)
+    c.plan()
+    assert "would not fit even on nodes emptied" in c.last_reason("default/g")
+    c.observe(make_pod("later").requests(cpu_milli=8000))
+    c.advance(1)
+    assert nodes_of(c.plan()) == {"later": "n0"}  # nothing held for a gang that never fits
+
+
+def test_gangscheds_own_disk_holders_drain_for_the_hold_as_their_capacity_does() -> None:
+    c = Cluster(PlannerConfig(starvation_seconds=10)).observe(
+        make_node("n0").capacity(cpu_milli=8000),
+        make_pod("holder").on_node("n0").disks(PD).requests(cpu_milli=4000),
+        make_pod("filler").on_node("n0").requests(cpu_milli=4000),
+        make_podgroup("g", 1), make_pod("w0").in_group("g").disks(PD).requests(cpu_milli=8000))
+    c.plan()
+    c.advance(11)
+    c.plan()
+    assert "reserving capacity on 1 node(s)" in c.last_reason("default/g")
+    c.delete_pod("filler")
+    c.observe(make_pod("small").requests(cpu_milli=4000))
+    c.advance(1)
+    assert "small" not in nodes_of(c.plan())  # the room freed on n0 is held for the gang
+    c.delete_pod("holder")
+    c.advance(2)
+    assert nodes_of(c.plan()) == {"w0": "n0"}

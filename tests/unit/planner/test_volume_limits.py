@@ -213,3 +213,22 @@ def test_a_higher_priority_pod_preempts_the_lower_one_whose_volume_fills_the_nod
     c.delete_pod("low")
     c.advance(1)
     assert nodes_of(c.plan()) == {"high": "n0"}
+
+
+@pytest.mark.parametrize(("members", "holds"), [(1, True), (2, False)])
+def test_a_starving_gang_holds_a_node_whose_volumes_are_gangscheds_only_if_it_fits_there(
+        members: int, holds: bool) -> None:
+    c = Cluster(PlannerConfig(starvation_seconds=10)).observe(
+        make_node("n0").capacity(cpu_milli=8000), ebs_limit("n0", 1),
+        *csi_claim("a"), *csi_claim("b"), *csi_claim("c"),
+        make_pod("ours").on_node("n0").claims("a").requests(cpu_milli=8000),
+        make_podgroup("g", members), *(make_pod(f"w{i}").in_group("g").claims(name)
+                                       .requests(cpu_milli=100)
+                                       for i, name in enumerate("bc"[:members])))
+    c.plan()
+    c.advance(11)
+    c.plan()
+    if holds:  # gangsched's pod and its volume drain from the emptied node
+        assert "reserving capacity on 1 node(s)" in c.last_reason("default/g")
+    else:  # two volumes never fit a node that may attach one
+        assert "would not fit even on nodes emptied" in c.last_reason("default/g")
