@@ -69,6 +69,17 @@ MIGRATED_VOLUMES: dict[str, Shape] = {
     "portworxVolume": {"volumeID": STRING}}
 """What NodeVolumeLimits reads of the in-tree volume sources kube migrates to CSI drivers
 (`watcher.csi_translation`), in a pod's volumes and a PersistentVolume's spec."""
+INLINE_DISKS: dict[str, Shape] = {
+    "gcePersistentDisk": {"pdName": STRING, "readOnly": BOOLEAN},
+    "awsElasticBlockStore": {"volumeID": STRING, "readOnly": BOOLEAN},
+    "iscsi": {"targetPortal": STRING, "iqn": STRING, "lun": INTEGER, "readOnly": BOOLEAN},
+    "rbd": {"monitors": [STRING], "image": STRING, "pool": STRING, "readOnly": BOOLEAN}}
+"""What VolumeRestrictions reads of a pod's inline disks (`watcher.disks`), with what the API
+server requires of an iSCSI disk besides."""
+POD_VOLUME: Shape = {
+    "name": STRING, "persistentVolumeClaim": {"claimName": STRING}, "ephemeral": {},
+    **MIGRATED_VOLUMES, **INLINE_DISKS}
+"""A pod's volume: the fields of its sources read."""
 CONTAINER: Shape = {
     "resources": RESOURCES, "restartPolicy": STRING,
     "ports": [{"hostPort": INTEGER, "protocol": STRING, "hostIP": STRING}]}
@@ -88,8 +99,7 @@ POD_SPEC: Shape = {
         "maxSkew": INTEGER, "topologyKey": STRING, "whenUnsatisfiable": STRING,
         "labelSelector": LABEL_SELECTOR, "minDomains": INTEGER, "nodeAffinityPolicy": STRING,
         "nodeTaintsPolicy": STRING, "matchLabelKeys": [STRING]}],
-    "volumes": [{"name": STRING, "persistentVolumeClaim": {"claimName": STRING},
-                 "ephemeral": {}, **MIGRATED_VOLUMES}],
+    "volumes": [POD_VOLUME],
     "resourceClaims": [{}], "schedulingGroup": {"podGroupName": STRING}}
 POD_TEMPLATE: Shape = {"metadata": OBJECT_META, "spec": POD_SPEC}
 STORAGE_SPEC: dict[str, Shape] = {"accessModes": [STRING], "storageClassName": STRING,
