@@ -1,7 +1,9 @@
-"""`gangsched simulate` on the sources of pods' volumes: the fields the watcher reads of inline
-disks (services/watcher/disks.py) are of their types as the API server decodes them
-(services/planner/simulate/shapes.py); anything else is one line naming the field, exit status
-2, never a disk invented from a value the API server refuses."""
+"""`gangsched simulate` on the sources of pods' volumes and PersistentVolumes: the fields the
+watcher reads of inline disks (services/watcher/disks.py) and of the sources kube migrates to
+CSI (services/watcher/csi_translation.py) are of their types (services/planner/simulate/
+shapes.py) and values (services/planner/simulate/volume_sources.py) as the API server takes
+them, one source a volume; anything else is one line naming the field, exit status 2, never a
+disk or volume invented from a value the API server refuses."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 import yaml
 
 from services.fit.reasons import DISK_CONFLICT
+from services.planner.simulate import volume_sources
 from tests.unit.test_simulate_malformed import NODE, refused, simulate
 
 IQN = "iqn.2001-04.com.example:disk-a"
@@ -34,6 +37,10 @@ def pod(source: str, name: str = "p", read_only: bool = False, at: int = 0) -> s
         "spec": {"schedulerName": "gangsched", "containers": [{"name": "c"}],
                  "volumes": [volume]}})
 
+
+def volume(spec: str) -> str:
+    return ("apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\n"
+            f"spec: {{capacity: {{storage: 1Gi}}, {spec}}}\n")
 
 
 @pytest.mark.parametrize(("source", "field", "why"), [
@@ -65,6 +72,8 @@ def pod(source: str, name: str = "p", read_only: bool = False, at: int = 0) -> s
     ("{azureDisk: {diskURI: 5}}", "azureDisk.diskURI", 'must be a string, got 5 (quote it: "5")'),
     ("{portworxVolume: {volumeID: 5}}", "portworxVolume.volumeID",
      'must be a string, got 5 (quote it: "5")'),
+    ("{gcePersistentDisk: {pdName: pd-a}, secret: secret-a}", "secret",
+     "must be a mapping, got 'secret-a'"),
     ("{gcePersistentDisk: pd-a}", "gcePersistentDisk", "must be a mapping, got 'pd-a'"),
 ])
 def test_a_disk_field_of_the_wrong_type_is_refused_naming_it(
@@ -72,6 +81,97 @@ def test_a_disk_field_of_the_wrong_type_is_refused_naming_it(
         why: str) -> None:
     assert refused(tmp_path, NODE + pod(source), capsys) == (
         f" document 2 (Pod default/p): spec.volumes[0].{field}: {why}")
+
+
+@pytest.mark.parametrize(("source", "field", "why"), [
+    ("{gcePersistentDisk: {readOnly: true}}", "gcePersistentDisk.pdName", "Required value"),
+    ("{gcePersistentDisk: {pdName: ''}}", "gcePersistentDisk.pdName", "Required value"),
+    ("{awsElasticBlockStore: {}}", "awsElasticBlockStore.volumeID", "Required value"),
+    (f"{{iscsi: {{iqn: '{IQN}'}}}}", "iscsi.targetPortal", "Required value"),
+    ("{iscsi: {targetPortal: p}}", "iscsi.iqn", "Required value"),
+    ("{iscsi: {targetPortal: p, iqn: disk-a}}", "iscsi.iqn",
+     'Invalid value: "disk-a": must be valid format starting with iqn, eui, or naa'),
+    ("{iscsi: {targetPortal: p, iqn: 'iqn.2001-04.com.example'}}", "iscsi.iqn",
+     'Invalid value: "iqn.2001-04.com.example": must be valid format'),
+    ("{iscsi: {targetPortal: p, iqn: 'iqn.01-04.com.example:a'}}", "iscsi.iqn",
+     'Invalid value: "iqn.01-04.com.example:a": must be valid format'),
+    ("{iscsi: {targetPortal: p, iqn: 'iqn.2001-04.com.example:a b'}}", "iscsi.iqn",
+     'Invalid value: "iqn.2001-04.com.example:a b": must be valid format'),
+    ("{iscsi: {targetPortal: p, iqn: eui.0123456789ABCDE}}", "iscsi.iqn",
+     'Invalid value: "eui.0123456789ABCDE": must be valid format'),
+    (f"{{iscsi: {{targetPortal: p, iqn: naa.{'0' * 31}}}}}", "iscsi.iqn",
+     f'Invalid value: "naa.{"0" * 31}": must be valid format'),
+    (f"{{iscsi: {{targetPortal: p, iqn: '{IQN}', lun: 256}}}}", "iscsi.lun",
+     "Invalid value: 256: must be between 0 and 255, inclusive"),
+    (f"{{iscsi: {{targetPortal: p, iqn: '{IQN}', lun: -1}}}}", "iscsi.lun",
+     "Invalid value: -1: must be between 0 and 255, inclusive"),
+    ("{rbd: {image: img-a}}", "rbd.monitors", "Required value"),
+    ("{rbd: {monitors: [], image: img-a}}", "rbd.monitors", "Required value"),
+    ("{rbd: {monitors: [m]}}", "rbd.image", "Required value"),
+    ("{cinder: {}}", "cinder.volumeID", "Required value"),
+    ("{portworxVolume: {volumeID: ''}}", "portworxVolume.volumeID", "Required value"),
+    ("{azureDisk: {diskName: d, kind: Managed}}", "azureDisk.diskURI", "Required value"),
+    (f"{{azureDisk: {{diskName: d, diskURI: '{MANAGED}', kind: managed}}}}", "azureDisk.kind",
+     'Unsupported value: "managed": supported values: "Dedicated", "Managed", "Shared"'),
+    ("{azureDisk: {diskName: d, diskURI: 'https://a.blob.core.windows.net/c/d.vhd', "
+     "kind: Managed}}", "azureDisk.diskURI",
+     'Unsupported value: "https://a.blob.core.windows.net/c/d.vhd": supported values: '
+     '"/subscriptions/{sub-id}/resourcegroups/{group-name}/providers/microsoft.compute/disks/'
+     '{disk-id}"'),
+    (f"{{azureDisk: {{diskName: d, diskURI: '{MANAGED}'}}}}", "azureDisk.diskURI",
+     f'Unsupported value: "{MANAGED}": supported values: '
+     '"https://{account-name}.blob.core.windows.net/{container-name}/{disk-name}.vhd"'),
+    ("{gcePersistentDisk: {pdName: pd-a}, awsElasticBlockStore: {volumeID: vol-a}}",
+     "awsElasticBlockStore", "Forbidden: may not specify more than 1 volume type"),
+    ("{rbd: {monitors: [m], image: i}, persistentVolumeClaim: {claimName: c}}", "rbd",
+     "Forbidden: may not specify more than 1 volume type"),
+    ("{emptyDir: {}, iscsi: {}}", "iscsi", "Forbidden: may not specify more than 1 volume type"),
+])
+def test_a_disk_value_the_api_server_refuses_is_refused_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str, field: str,
+        why: str) -> None:
+    assert refused(tmp_path, NODE + pod(source), capsys) == (
+        f" document 2 (Pod default/p): spec.volumes[0].{field}: {why}")
+
+
+def test_a_workloads_volume_is_named_in_its_template(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = NODE + ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: "
+                   "{spec: {containers: [{name: c}], volumes: [{name: v, emptyDir: {}}, "
+                   "{name: d, iscsi: {targetPortal: p, iqn: disk-a}}]}}}\n")
+    assert refused(tmp_path, text, capsys) == (
+        " document 2 (Job j): spec.template.spec.volumes[1].iscsi.iqn: Invalid value: "
+        '"disk-a": must be valid format starting with iqn, eui, or naa')
+
+
+@pytest.mark.parametrize(("spec", "field", "why"), [
+    ("awsElasticBlockStore: {volumeID: vol-a}, csi: {driver: ebs.csi.aws.com, "
+     "volumeHandle: vol-a}", "csi", "Forbidden: may not specify more than 1 volume type"),
+    ("gcePersistentDisk: {}", "gcePersistentDisk.pdName", "Required value"),
+    ("cinder: {volumeID: ''}", "cinder.volumeID", "Required value"),
+    ("azureDisk: {diskName: d, diskURI: x, kind: Managed}", "azureDisk.diskURI",
+     'Unsupported value: "x": supported values: "/subscriptions/{sub-id}/resourcegroups/'
+     '{group-name}/providers/microsoft.compute/disks/{disk-id}"'),
+    ("nfs: [server]", "nfs", "must be a mapping, got ['server']"),
+])
+def test_a_persistent_volume_source_the_api_server_refuses_is_refused_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, field: str,
+        why: str) -> None:
+    assert refused(tmp_path, NODE + volume(spec), capsys) == (
+        f" document 2 (PersistentVolume pv): spec.{field}: {why}")
+
+
+@pytest.mark.parametrize("spec", [
+    "awsElasticBlockStore: {volumeID: vol-a}",
+    "awsElasticBlockStore: {volumeID: vol-a}, flexVolume: {driver: x}",  # flex is never refused
+    "gcePersistentDisk: {pdName: pd-a}, csi: null",
+    f"azureDisk: {{diskName: d, diskURI: '{MANAGED}', kind: Managed}}",
+    "hostPath: {path: /data}",
+])
+def test_a_persistent_volume_with_a_source_the_api_server_takes_is_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str) -> None:
+    code, _, err = simulate(tmp_path, NODE + volume(spec), capsys)
+    assert code == 0, err
 
 
 @pytest.mark.parametrize("source", [
@@ -106,3 +206,19 @@ def test_two_pods_mounting_one_disk_on_one_node_conflict_as_kube_scheduler_judge
     assert pods["default/p2"]["node"] == (None if conflicts else "n0")
     assert pods["default/p2"]["reason"] == (
         f"0/1 nodes are available: 1 {DISK_CONFLICT}." if conflicts else None)
+
+
+@pytest.mark.parametrize(("iqn", "is_valid"), [
+    (IQN, True), ("xiqn.2001-04.com.example:a", False),  # a prefix other than iqn, eui, naa
+    ("iqn-iqn.2001-04.com.example:a", True),  # Go's MatchString searches the iqn format
+    (f"{IQN}\n", False),  # Go's $: the end of the text
+    ("iqn.\uff12\uff10\uff10\uff11-04.com.example:a", False),  # Go's \d: ASCII digits only
+    ("iqn.2001-04.com.example:a\vb", True),  # Go's \s is no \v
+    ("eui.0123456789abcdef", True), ("eui.0123456789abcdef\n", False),
+    (f"naa.{'f' * 32}", True), (f"naa.{'é' * 32}", False),
+])
+def test_the_iqn_format_is_read_as_the_api_servers_regular_expressions_read_it(
+        iqn: str, is_valid: bool) -> None:
+    found = volume_sources.pod_problem(
+        {"volumes": [{"name": "v", "iscsi": {"targetPortal": "p", "iqn": iqn}}]})
+    assert (found is None) == is_valid, found

@@ -6,7 +6,9 @@ PodDisruptionBudgets are checked as the API server validates `spec` (`_check_bud
 status is the simulation's to compute (`budgets`). CSINodes and VolumeAttachments, what
 NodeVolumeLimits reads, are checked as the API server validates what it reads of them
 (`_check_volume_limits`); the simulation creates no VolumeAttachment for the pods it binds (a
-volume of a pod on a node counts there as the pod's own, as kube-scheduler counts it).
+volume of a pod on a node counts there as the pod's own, as kube-scheduler counts it). The
+sources of pods' volumes and PersistentVolumes are checked as the API server validates them
+(`_check_volume_sources`).
 
 Layer: planner simulate (pure; dict in, dict out; never does I/O). Workloads become the pods
 their controllers would create, named as those controllers name them: StatefulSet `<name>-<i>`,
@@ -38,6 +40,7 @@ from services.planner.simulate import (
     object_labels,
     object_names,
     shapes,
+    volume_sources,
 )
 
 AT_ANNOTATION = "simulate.gangsched.io/at"
@@ -173,7 +176,8 @@ def expand(documents: list[Document]) -> tuple[list[Item], list[str]]:
         InvalidManifest: a malformed document (not an object, no kind or name, a kind the
             API server does not serve in a group simulate reads, an apiVersion the API server
             does not serve the kind in, a field of the wrong type (`shapes`), a bad
-            annotation, replicas, priority class or node quantity), or a duplicate name.
+            annotation, replicas, priority class or node quantity, a volume source the API
+            server refuses: `volume_sources`), or a duplicate name.
     """
     flat = [doc for doc in _flatten(documents) if doc.body is not None]
     classes = _priority_classes(flat)
@@ -381,6 +385,8 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
         _check_labels(doc, obj, obj["metadata"].get("labels"), "metadata.labels")
     if kind in VOLUME_LIMIT_KINDS:  # its fields' types checked (`_check_fields`)
         _check_volume_limits(doc, obj)
+    if kind in ("Pod", "PersistentVolume") and not is_checked:  # and a spec, a mapping
+        _check_volume_sources(doc, obj, obj["spec"], "spec")
     if kind == "Node":  # the labels as written were checked: the kubelet adds its own
         obj["metadata"]["labels"] = controller_labels.node_labels(
             obj["metadata"].get("labels") or {}, obj["metadata"]["name"])
@@ -472,6 +478,22 @@ def _check_containers(doc: Document, obj: Mapping[str, Any], spec: Mapping[str, 
     refused = container_resources.problem(spec)
     if refused is not None:
         raise InvalidManifest(describe(doc, obj), f"{where}.{refused[0]}", refused[1])
+
+
+def _check_volume_sources(doc: Document, obj: Mapping[str, Any], spec: Mapping[str, Any],
+                          where: str) -> None:
+    """The volume sources of `obj`, a PersistentVolume (`spec`, its spec) or an object with a
+    pod spec (`spec`, at `where`: `spec`, or a workload's `spec.template.spec`), as the API
+    server takes them (`volume_sources`: one source a volume, the values of the disk and
+    migrated sources' fields read). Shapes: the types of `obj`'s fields were checked.
+
+    Raises:
+        InvalidManifest: the first refused field, named.
+    """
+    found = (volume_sources.persistent_volume_problem(spec)
+             if obj["kind"] == "PersistentVolume" else volume_sources.pod_problem(spec))
+    if found is not None:
+        raise InvalidManifest(describe(doc, obj), f"{where}.{found[0]}", found[1])
 
 
 def _check_node(doc: Document, obj: dict[str, Any]) -> None:
@@ -685,6 +707,7 @@ def _workload_pods(doc: Document, classes: Classes) -> list[Item]:
     count = _replicas(doc, spec)
     _check_containers(doc, body, template["spec"], "spec.template.spec")
     _check_fields(doc, body)
+    _check_volume_sources(doc, body, template["spec"], "spec.template.spec")
     namespace = _namespace(meta)
     at = _seconds(doc, body, AT_ANNOTATION) or 0.0
     runtime = _seconds(doc, body, RUNTIME_ANNOTATION)

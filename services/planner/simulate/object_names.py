@@ -87,7 +87,11 @@ _NAME_RULES: Mapping[str, Callable[[str], str | None]] = {
 
 
 def invalid(value: str, why: str) -> str:
-    """The API server's `Invalid value: "<value>": <why>`, the value quoted with its control
-    characters escaped (as Go's %q: one line whatever it holds), cut to 80 characters."""
-    shown = value if len(value) <= 80 else value[:77] + "..."
-    return f"Invalid value: {json.dumps(shown)}: {why}"
+    """The API server's `Invalid value: "<value>": <why>`, the value as `quoted` shows it."""
+    return f"Invalid value: {quoted(value)}: {why}"
+
+
+def quoted(value: str) -> str:
+    """`value` as an API server message shows it: quoted with its control characters escaped
+    (as Go's %q: one line whatever it holds), cut to 80 characters."""
+    return json.dumps(value if len(value) <= 80 else value[:77] + "...")

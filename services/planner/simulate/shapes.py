@@ -29,6 +29,7 @@ from typing import Any, TypeAlias
 import msgspec
 
 from services.contracts.resources import shown
+from services.planner.simulate import volume_sources
 
 
 class MapOf(msgspec.Struct, frozen=True):
@@ -75,11 +76,12 @@ INLINE_DISKS: dict[str, Shape] = {
     "iscsi": {"targetPortal": STRING, "iqn": STRING, "lun": INTEGER, "readOnly": BOOLEAN},
     "rbd": {"monitors": [STRING], "image": STRING, "pool": STRING, "readOnly": BOOLEAN}}
 """What VolumeRestrictions reads of a pod's inline disks (`watcher.disks`), with what the API
-server requires of an iSCSI disk besides."""
+server requires of an iSCSI disk besides (`volume_sources`)."""
 POD_VOLUME: Shape = {
-    "name": STRING, "persistentVolumeClaim": {"claimName": STRING}, "ephemeral": {},
-    **MIGRATED_VOLUMES, **INLINE_DISKS}
-"""A pod's volume: the fields of its sources read."""
+    "name": STRING, **{source: {} for source in volume_sources.POD_SOURCES},
+    "persistentVolumeClaim": {"claimName": STRING}, **MIGRATED_VOLUMES, **INLINE_DISKS}
+"""A pod's volume: each source is an object (which one it names is read:
+`volume_sources`), and of some their fields."""
 CONTAINER: Shape = {
     "resources": RESOURCES, "restartPolicy": STRING,
     "ports": [{"hostPort": INTEGER, "protocol": STRING, "hostIP": STRING}]}
@@ -120,6 +122,7 @@ KINDS: Mapping[str, Shape] = {
         "spec": {**STORAGE_SPEC, "capacity": QUANTITIES,
                  "nodeAffinity": {"required": NODE_SELECTOR},
                  "claimRef": {"namespace": STRING, "name": STRING, "uid": STRING},
+                 **{source: {} for source in volume_sources.PV_SOURCES},
                  "csi": {"driver": STRING, "volumeHandle": STRING}, **MIGRATED_VOLUMES},
         "status": {"phase": STRING}},
     "StorageClass": {"provisioner": STRING, "volumeBindingMode": STRING,
