@@ -226,7 +226,7 @@ class NodeIndex:
         old = self.pod_users.pop(uid, None)
         if old is not None:
             self.lookup.remove(uid, old[1])
-            for disk in {(disk.kind, disk.name) for disk in old[1].disks}:
+            for disk in {(disk.kind, disk.name) for disk in old[1].disks} if old[1].disks else ():
                 holders = self.disk_holders[disk]
                 del holders[uid]
                 if not holders:
@@ -244,7 +244,7 @@ class NodeIndex:
                 self.anti_users[uid] = (row, pod, is_ours)
             if pod_affinity.is_scored(pod):
                 self.score_users[uid] = (row, pod, is_ours)
-            for disk in {(disk.kind, disk.name) for disk in pod.disks}:
+            for disk in {(disk.kind, disk.name) for disk in pod.disks} if pod.disks else ():
                 self.disk_holders.setdefault(disk, {})[uid] = (row, pod, is_ours)
             if pod.volume_claims or pod.migrated_volumes:
                 self.volume_users[uid] = (row, pod, is_ours)
