@@ -134,6 +134,9 @@ class NodeIndex:
         self.disk_holders: dict[tuple[str, str], dict[str, tuple[int, PodObserved, bool]]] = {}
         self.volume_users: dict[str, tuple[int, PodObserved, bool]] = {}
         self.volume_log: list[tuple[int, PodObserved, bool, int]] = []
+        self.volume_cache: dict[str, tuple[PodObserved, tuple[object, ...], dict[str, str]]] = {}
+        """The volumes each counted pod counts (`volume_limits`), kept across rounds: uid → the
+        pod observed, the storage objects they were read from, the volumes."""
         self.lookup = PodLookup()
         """`pod_users` by label and anti-affinity anchor (`pod_lookup`)."""
         self._domain_rows: dict[str, dict[str, BoolArray]] = {}

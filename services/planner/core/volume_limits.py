@@ -38,12 +38,23 @@ class _Tally:
         self.rows = rows
         self.users: dict[int, dict[str, int]] = {}
         self.rows_of: dict[str, set[int]] = {}
-        self.held: dict[str, IntArray] = {}
+        self.held: dict[str, list[int]] = {}
+        self._arrays: dict[str, IntArray] = {}
+
+    def add(self, driver: str, row: int, delta: int) -> None:
+        """`delta` more distinct volumes of `driver` held on `row`."""
+        held = self.held.get(driver)
+        if held is None:
+            held = self.held[driver] = [0] * self.rows
+        held[row] += delta
+        self._arrays.pop(driver, None)
 
     def count(self, driver: str) -> IntArray:
-        found = self.held.get(driver)
+        """Per row, the distinct volumes of `driver` held (an array made once per change)."""
+        found = self._arrays.get(driver)
         if found is None:
-            found = self.held[driver] = np.zeros(self.rows, dtype=np.int64)
+            found = self._arrays[driver] = np.array(self.held.get(driver, [0] * self.rows),
+                                                    dtype=np.int64)
         return found
 
     def change(self, row: int, volumes: rules.Volumes, attached: rules.Volumes,
@@ -65,7 +76,7 @@ class _Tally:
             else:
                 self.rows_of[name].discard(row)
             if name not in attached:  # an attachment's volume is held either way
-                self.count(driver)[row] += 1 if after else -1
+                self.add(driver, row, 1 if after else -1)
 
 
 class Limits:
@@ -87,11 +98,16 @@ class Limits:
         self.limit: dict[str, IntArray] = {}
         self.limited: set[int] = set()
         self.attached: dict[int, rules.Volumes] = {}
-        self._tallies: tuple[_Tally, _Tally] | None = None
-        self._seen = 0
+        self._tallies: dict[bool, tuple[_Tally, int]] = {}
+        """Per `only_pinned`, its tally and how much of the index's log it has followed."""
+        self._limits_read = False
         index.volume_log.clear()  # the tallies are rebuilt from `volume_users` when needed
 
-    def _build(self) -> tuple[_Tally, _Tally]:
+    def _read_limits(self) -> None:
+        """`limit`, `limited` and `attached` from the CSINodes and VolumeAttachments, and the
+        volumes of every pod counted (kept from the last round where their storage is the
+        same: `NodeIndex.volume_cache`)."""
+        self._limits_read = True
         rows = len(self.index)
         for name, csinode in self._state.csinodes.items():
             row = self.index.row.get(name)
@@ -107,36 +123,55 @@ class Limits:
                 by_node.setdefault(row, []).append(attachment)
         for row, found in by_node.items():
             self.attached[row] = rules.attachment_volumes(found, self._state.volumes)
-        every, pinned = _Tally(rows), _Tally(rows)
-        for tally in (every, pinned):
-            for row, volumes in self.attached.items():
-                for driver in volumes.values():
-                    tally.count(driver)[row] += 1
-        for row, pod, is_ours in self.index.volume_users.values():
-            self._change(every, pinned, row, pod, is_ours, 1)
-        self._seen = len(self.index.volume_log)
-        return every, pinned
-
-    def _change(self, every: _Tally, pinned: _Tally, row: int, pod: PodObserved,
-                is_ours: bool, delta: int) -> None:
-        if row not in self.limited:
-            return
-        volumes = self.volumes(pod)
-        attached = self.attached.get(row, {})
-        every.change(row, volumes, attached, delta)
-        if not is_ours:
-            pinned.change(row, volumes, attached, delta)
+        kept = self.index.volume_cache
+        cache: dict[str, tuple[PodObserved, tuple[object, ...], rules.Volumes]] = {}
+        for uid, (row, pod, _) in self.index.volume_users.items():
+            if row not in self.limited:
+                continue
+            read = self._read_from(pod)
+            held = kept.get(uid)
+            if held is not None and held[0] is pod and len(held[1]) == len(read) and all(
+                    old is new for old, new in zip(held[1], read, strict=True)):
+                self._volumes[uid] = held[2]
+            cache[uid] = (pod, read, self.volumes(pod))
+        self.index.volume_cache = cache  # only pods still counted: none is kept for good
 
     def _tally(self, only_pinned: bool) -> _Tally:
-        """The tally, brought up to date with the index's changes since it was last read."""
-        if self._tallies is None:
-            self._tallies = self._build()
-        every, pinned = self._tallies
+        """The tally of every pod, or of other schedulers' only, built when first needed and
+        brought up to date with the index's changes since it was last read."""
         log = self.index.volume_log
-        for row, pod, is_ours, delta in log[self._seen:]:
-            self._change(every, pinned, row, pod, is_ours, delta)
-        self._seen = len(log)
-        return pinned if only_pinned else every
+        found = self._tallies.get(only_pinned)
+        if found is None:
+            tally = _Tally(len(self.index))
+            for row, volumes in self.attached.items():
+                for driver in volumes.values():
+                    tally.add(driver, row, 1)
+            for row, pod, is_ours in self.index.volume_users.values():
+                self._change(tally, only_pinned, row, pod, is_ours, 1)
+        else:
+            tally = found[0]
+            for row, pod, is_ours, delta in log[found[1]:]:
+                self._change(tally, only_pinned, row, pod, is_ours, delta)
+        self._tallies[only_pinned] = (tally, len(log))
+        return tally
+
+    def _change(self, tally: _Tally, only_pinned: bool, row: int, pod: PodObserved,
+                is_ours: bool, delta: int) -> None:
+        if row in self.limited and not (only_pinned and is_ours):
+            tally.change(row, self.volumes(pod), self.attached.get(row, {}), delta)
+
+    def _read_from(self, pod: PodObserved) -> tuple[object, ...]:
+        """The storage objects `pod`'s volumes are read from (`rules.pod_volumes`): each
+        claim, its volume and its class, as held now (None where absent). Observations are
+        replaced, never changed, so the same objects give the same volumes."""
+        found: list[object] = []
+        for ref in pod.volume_claims:
+            claim = self.book.claim(pod.namespace, ref.name)
+            found.append(claim)
+            if claim is not None:
+                found.append(self.book.volumes.get(claim.volume_name))
+                found.append(self.book.classes.get(claim.storage_class))
+        return tuple(found)
 
     def volumes(self, pod: PodObserved) -> rules.Volumes:
         """The volumes `pod` counts on a node with a CSINode (every row with a limit has one),
@@ -150,8 +185,33 @@ class Limits:
         """Whether some row limits a driver `pod` has a volume of."""
         if not (pod.volume_claims or pod.migrated_volumes) or not self._state.csinodes:
             return False
-        self._tally(False)
+        if not self._limits_read:
+            self._read_limits()
         return any(driver in self.limit for driver in self.volumes(pod).values())
+
+    def class_columns(self, members: Iterable[PodObserved]) -> list[IntArray]:
+        """Per row, what tells rows apart for the limits of `members`' drivers: the limit, the
+        volumes held, and whether one of their volumes is used there already (rows alike in
+        all of these take the same members' volumes alike: the search's row classes)."""
+        columns: list[IntArray] = []
+        wanted: dict[str, set[str]] = {}
+        for pod in members:
+            if self.is_active(pod):
+                for name, driver in self.volumes(pod).items():
+                    wanted.setdefault(driver, set()).add(name)
+        if not wanted:
+            return columns
+        tally = self._tally(False)
+        for driver, names in sorted(wanted.items()):
+            if driver not in self.limit:
+                continue
+            columns += [self.limit[driver], tally.count(driver)]
+            used = np.zeros(len(self.index), dtype=np.int64)
+            for number, name in enumerate(sorted(names), start=1):
+                for row in tally.rows_of.get(name, ()):
+                    used[row] = used[row] * (len(names) + 1) + number
+            columns.append(used)
+        return columns
 
     def exceeded(self, pod: PodObserved, placed: Iterable[tuple[int, PodObserved]] = (),
                  only_pinned: bool = False) -> BoolArray:

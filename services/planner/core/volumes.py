@@ -107,6 +107,8 @@ class Volumes:
     def affinity_rows(self, volume: VolumeObserved) -> BoolArray:
         """Rows whose labels match the volume's required node affinity (cached per round)."""
         rows = self._affinity.get(volume.name)
+        if rows is None and volume.node_affinity is None:  # every node
+            rows = self._affinity[volume.name] = np.ones(len(self.index), dtype=np.bool_)
         if rows is None:
             rows = self._affinity[volume.name] = np.fromiter(
                 (rules.node_affinity_matches(volume, node) for node in self.index.nodes),
@@ -399,8 +401,10 @@ def counts(verdict: Verdict, passing: BoolArray) -> dict[str, int]:
 
 def classes(volumes: Volumes, members: list[PodObserved]) -> IntArray:
     """Per row, a class equal for rows the members' volume filters cannot tell apart: the same
-    static verdict for every member and the same candidate volumes' node affinity."""
-    columns = [np.zeros(len(volumes.index), dtype=np.int64)]
+    static verdict for every member, the same candidate volumes' node affinity, and the same
+    room for their volumes under the nodes' attach limits (`Limits.class_columns`)."""
+    columns = [np.zeros(len(volumes.index), dtype=np.int64),
+               *volumes.limits.class_columns(members)]
     seen: set[str] = set()
     for pod in members:
         columns.append(volumes.verdict(pod).mask.astype(np.int64))

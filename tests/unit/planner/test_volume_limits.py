@@ -232,3 +232,18 @@ def test_a_starving_gang_holds_a_node_whose_volumes_are_gangscheds_only_if_it_fi
         assert "reserving capacity on 1 node(s)" in c.last_reason("default/g")
     else:  # two volumes never fit a node that may attach one
         assert "would not fit even on nodes emptied" in c.last_reason("default/g")
+
+
+@pytest.mark.parametrize("room_by", ["limit", "attachment"])
+def test_the_search_tells_nodes_apart_by_the_attach_room_they_have_left(room_by: str) -> None:
+    # w fits either node alone; x, y, z need a slot each: only w on b and two of them on a fit
+    limits = ([ebs_limit("a", 2), ebs_limit("b", 1)] if room_by == "limit" else
+              [ebs_limit("a", 2), ebs_limit("b", 2), *csi_claim("old"),
+               attachment("va-old", "b", "pv-old")])
+    c = Cluster().observe(
+        make_node("a").capacity(cpu_milli=8000), make_node("b").capacity(cpu_milli=8000),
+        *limits, *csi_claim("x"), *csi_claim("y"), *csi_claim("z"), make_podgroup("g", 4),
+        make_pod("w").in_group("g").requests(cpu_milli=7000),
+        *(make_pod(name).in_group("g").claims(name).requests(cpu_milli=1000) for name in "xyz"))
+    placed = nodes_of(c.plan())
+    assert placed["w"] == "b" and sorted(placed[name] for name in "xyz") == ["a", "a", "b"]
