@@ -28,11 +28,12 @@ volume two pods share counts once:
 A VolumeAttachment counts on its node when it names an attacher and a PersistentVolume observed
 with `spec.csi` (`getNodeVolumeAttachmentInfo`), keyed by the attacher and that handle.
 
-Deliberate differences: an existing pod's ephemeral claim owned by another pod is not counted
-(kube-scheduler fails the node with an error); an inline volume kube cannot translate is not
-counted (the watcher leaves it out of `migrated_volumes`; kube-scheduler fails the pod with an
-error on every node with a CSINode). `VolumeLimitScaling` (alpha, off by default in v1.36) is
-not mirrored.
+Deliberate differences: an existing pod's ephemeral claim owned by another pod, and an inline
+volume kube cannot translate (left out of `migrated_volumes` by the watcher), are not counted.
+kube-scheduler's Filter returns an error status for them on a node with a CSINode, and an
+error on any node aborts the pod's whole scheduling attempt (no node, no preemption): every
+pod with volumes whose attempt reaches such a node waits. `VolumeLimitScaling` (alpha, off by
+default in v1.36) is not mirrored.
 """
 
 from __future__ import annotations

@@ -20,7 +20,9 @@ nodes is decided as its placement is: one by one, then for mixed members the who
 The host ports of other schedulers' pods stay too; those of gangsched's pods drain, and so do
 their inline disks, ReadWriteOncePod claims and attached volumes (`Volumes.verdict`'s
 `only_pinned`). Members count for each other as in placement (`volumes.Choices`, the search's
-storage fence): two that can never share the only node make a gang that never fits.
+storage fence): two that can never share the only node make a gang that never fits. The hold
+reserves requests only: host ports, disks and attach slots on the held nodes stay free for
+later groups (docs/design-notes.md, "Volumes").
 """
 
 from __future__ import annotations
