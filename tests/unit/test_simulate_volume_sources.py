@@ -1,6 +1,7 @@
 """`gangsched simulate` on the sources of pods' volumes and PersistentVolumes: the fields the
-watcher reads of inline disks (services/watcher/disks.py) and of the sources kube migrates to
-CSI (services/watcher/csi_translation.py) are of their types (services/planner/simulate/
+watcher reads of inline disks (services/watcher/disks.py), of the sources kube migrates to CSI
+(services/watcher/csi_translation.py) and of a PersistentVolume's `csi` (its driver and
+volumeHandle, services/watcher/volumes.py) are of their types (services/planner/simulate/
 shapes.py) and values (services/planner/simulate/volume_sources.py) as the API server takes
 them, one source a volume; anything else is one line naming the field, exit status 2, never a
 disk or volume invented from a value the API server refuses."""
@@ -153,6 +154,21 @@ def test_a_workloads_volume_is_named_in_its_template(
      'Unsupported value: "x": supported values: "/subscriptions/{sub-id}/resourcegroups/'
      '{group-name}/providers/microsoft.compute/disks/{disk-id}"'),
     ("nfs: [server]", "nfs", "must be a mapping, got ['server']"),
+    ("csi: {volumeHandle: vol-a}", "csi.driver", "Required value"),
+    ("csi: {driver: '', volumeHandle: vol-a}", "csi.driver", "Required value"),
+    ("csi: {}", "csi.driver", "Required value"),
+    ("csi: {driver: 'Bad Driver!', volumeHandle: vol-a}", "csi.driver",
+     'Invalid value: "Bad Driver!": a lowercase RFC 1123 subdomain must consist of lower case '
+     "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+     "character (e.g. 'example.com', regex used for validation is "
+     r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
+    (f"csi: {{driver: {'d' * 64}, volumeHandle: vol-a}}", "csi.driver",
+     "Too long: may not be more than 63 bytes"),
+    (f"csi: {{driver: {'é' * 32}, volumeHandle: vol-a}}", "csi.driver",  # 64 bytes
+     "Too long: may not be more than 63 bytes"),
+    ("csi: {driver: ebs.csi.aws.com}", "csi.volumeHandle", "Required value"),
+    ("csi: {driver: ebs.csi.aws.com, volumeHandle: ''}", "csi.volumeHandle", "Required value"),
+    ("csi: {driver: '', volumeHandle: ''}", "csi.driver", "Required value"),  # driver first
 ])
 def test_a_persistent_volume_source_the_api_server_refuses_is_refused_naming_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, field: str,
@@ -167,6 +183,9 @@ def test_a_persistent_volume_source_the_api_server_refuses_is_refused_naming_it(
     "gcePersistentDisk: {pdName: pd-a}, csi: null",
     f"azureDisk: {{diskName: d, diskURI: '{MANAGED}', kind: Managed}}",
     "hostPath: {path: /data}",
+    "csi: {driver: ebs.csi.aws.com, volumeHandle: vol-a}",
+    "csi: {driver: EBS.CSI.AWS.com, volumeHandle: vol-a}",  # a subdomain once lowercased
+    f"csi: {{driver: {'d' * 63}, volumeHandle: vol-a}}",
 ])
 def test_a_persistent_volume_with_a_source_the_api_server_takes_is_read(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str) -> None:

@@ -58,7 +58,6 @@ BUDGET_KIND = "PodDisruptionBudget"
 VOLUME_LIMIT_KINDS = ("CSINode", "VolumeAttachment")
 SCHEDULED_KINDS = ("Namespace", "Node", "Pod", "PodGroup", *STORAGE_KINDS, BUDGET_KIND,
                    *VOLUME_LIMIT_KINDS)
-MAX_CSI_DRIVER_NAME = 63
 MAX_CSI_NODE_ID = 256
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
 BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
@@ -565,7 +564,8 @@ def _check_volume_limits(doc: Document, obj: dict[str, Any]) -> None:
     else:
         source = spec.get("source") or {}
         named = source.get("persistentVolumeName")
-        found = _csi_driver_name_problem(spec.get("attacher") or "", "spec.attacher")
+        found = volume_sources.csi_driver_name_problem(spec.get("attacher") or "",
+                                                       "spec.attacher")
         if found is None and (named is None) == (source.get("inlineVolumeSpec") is None):
             found = ("spec.source", "must specify exactly one of inlineVolumeSpec and "
                      "persistentVolumeName")
@@ -585,7 +585,7 @@ def _driver_problem(drivers: list[Mapping[str, Any] | None]) -> tuple[str, str] 
     for i, given in enumerate(drivers):
         driver = given or {}
         where, name = f"spec.drivers[{i}]", driver.get("name") or ""
-        found = _csi_driver_name_problem(name, f"{where}.name")
+        found = volume_sources.csi_driver_name_problem(name, f"{where}.name")
         node_id = driver.get("nodeID") or ""
         count = (driver.get("allocatable") or {}).get("count")
         if found is None and not node_id:
@@ -600,18 +600,6 @@ def _driver_problem(drivers: list[Mapping[str, Any] | None]) -> tuple[str, str] 
             return found
         seen.add(name)
     return None
-
-
-def _csi_driver_name_problem(name: str, field: str) -> tuple[str, str] | None:
-    """Why `name`, at `field`, is no CSI driver name (`ValidateCSIDriverName`: required, at
-    most 63 characters, a DNS-1123 subdomain once lowercased), or None."""
-    if not name:
-        return field, "Required value"
-    if object_labels.utf8_length(name) > MAX_CSI_DRIVER_NAME:
-        return field, f"Too long: may not be more than {MAX_CSI_DRIVER_NAME} bytes"
-    if names.is_dns_subdomain(name.lower()):
-        return None
-    return field, object_names.invalid(name, object_names.SUBDOMAIN_RULE)
 
 
 _PERCENT = re.compile(r"0*([0-9]{1,3})%")

@@ -16,11 +16,16 @@ validator checks them:
 - `rbd` (a pod's): `monitors` and `image` required.
 - `azureDisk`: `diskURI` required; `kind` Shared (the default), Dedicated or Managed; a
   managed disk's URI starts with `/subscriptions/`, another's with `https://`.
+- `csi` (a PersistentVolume's, `validateCSIPersistentVolumeSource`): `driver` a CSI driver
+  name (`ValidateCSIDriverName`: required, at most 63 bytes, a DNS-1123 subdomain once
+  lowercased: `csi_driver_name_problem`, which CSINodes and VolumeAttachments share),
+  `volumeHandle` required.
 
 The messages are the API server's, the field named by its path in the manifest (the API server
 names a PersistentVolume's `gcePersistentDisk` `persistentDisk`). Not checked: the fields
 gangsched does not read (a disk's `partition`, an iSCSI `initiatorName`, an Azure
-`diskName`). Shapes: the types of the fields read were checked (`shapes`).
+`diskName`, a CSI volume's secret references, a pod's inline `csi` volume). Shapes: the types
+of the fields read were checked (`shapes`).
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from services.planner.simulate.object_names import invalid, quoted
+from services.contracts import names
+from services.planner.simulate.object_labels import utf8_length
+from services.planner.simulate.object_names import SUBDOMAIN_RULE, invalid, quoted
 
 Source = Mapping[str, Any]
 Problem = tuple[str, str]
@@ -53,6 +60,7 @@ UNREFUSED_PV_SOURCES = frozenset({"flexVolume"})
 MORE_THAN_ONE = "Forbidden: may not specify more than 1 volume type"
 REQUIRED = "Required value"
 MAX_LUN = 255
+MAX_CSI_DRIVER_NAME = 63
 AZURE_KINDS = ("Dedicated", "Managed", "Shared")
 """`kind`s of `azureDisk` the API server takes, as it lists them."""
 AZURE_DEFAULT_KIND = "Shared"
@@ -150,19 +158,43 @@ def _azure_disk(source: Source) -> Problem | None:
     return None
 
 
+def csi_driver_name_problem(name: str, field: str) -> Problem | None:
+    """Why `name`, at `field`, is no CSI driver name (`ValidateCSIDriverName`: required, at
+    most 63 bytes, a DNS-1123 subdomain once lowercased), or None. What a PersistentVolume's
+    `csi.driver`, a CSINode's drivers and a VolumeAttachment's `attacher` must be."""
+    if not name:
+        return field, REQUIRED
+    if utf8_length(name) > MAX_CSI_DRIVER_NAME:
+        return field, f"Too long: may not be more than {MAX_CSI_DRIVER_NAME} bytes"
+    if names.is_dns_subdomain(name.lower()):
+        return None
+    return field, invalid(name, SUBDOMAIN_RULE)
+
+
+def _csi_persistent_volume(source: Source) -> Problem | None:
+    """`validateCSIPersistentVolumeSource` of the fields gangsched reads: `driver`, then
+    `volumeHandle`."""
+    return (csi_driver_name_problem(source.get("driver") or "", "driver")
+            or _required("volumeHandle")(source))
+
+
 def _unsupported(value: str, supported: tuple[str, ...]) -> str:
     """The API server's `Unsupported value: "<value>": supported values: "<a>", "<b>"`."""
     return (f"Unsupported value: {quoted(value)}: supported values: "
             f"{', '.join(json.dumps(each) for each in supported)}")
 
 
-_PV_CHECKS: Mapping[str, Callable[[Source], Problem | None]] = {
+_MIGRATED_CHECKS: Mapping[str, Callable[[Source], Problem | None]] = {
     "gcePersistentDisk": _required("pdName"), "awsElasticBlockStore": _required("volumeID"),
     "cinder": _required("volumeID"), "portworxVolume": _required("volumeID"),
     "azureDisk": _azure_disk}
-"""Each source whose fields gangsched reads of a PersistentVolume (the sources kube migrates to
-CSI drivers) → its check."""
+"""Each source kube migrates to a CSI driver, whose fields gangsched reads of a pod's volume
+and a PersistentVolume → its check."""
+_PV_CHECKS: Mapping[str, Callable[[Source], Problem | None]] = {
+    **_MIGRATED_CHECKS, "csi": _csi_persistent_volume}
+"""Each source whose fields gangsched reads of a PersistentVolume (the migrated sources, and
+`csi`, which attach limits count) → its check."""
 _POD_CHECKS: Mapping[str, Callable[[Source], Problem | None]] = {
-    **_PV_CHECKS, "iscsi": _iscsi, "rbd": _required("monitors", "image")}
+    **_MIGRATED_CHECKS, "iscsi": _iscsi, "rbd": _required("monitors", "image")}
 """Each source whose fields gangsched reads of a pod's volume (its inline disks, and the
 sources kube migrates) → its check."""
