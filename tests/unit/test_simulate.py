@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from services.cli.simulate import COMMAND, simulate, simulate_command
+from services.fit.reasons import DISK_CONFLICT, MAX_VOLUME_COUNT
 from services.planner.core.config import PlannerConfig
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "simulate"
@@ -66,9 +67,21 @@ def test_golden(case: str) -> None:
     ("inter-pod-anti-affinity", {"default/workers": 3}), ("node-ports", {"(none)": 1}),
     ("heterogeneous-gang", {"default/train": 2}), ("preferred-anti-affinity", {"(none)": 1}),
     ("preemption", {"default/high": 2}),
+    ("inline-disk-conflict", {"(none)": 1}), ("csi-attach-limit", {"(none)": 2}),
 ])
 def test_scenario_a_and_seed_outcomes(case: str, expected: dict[str, int]) -> None:
     assert by_group(run(GOLDEN / f"{case}.yaml")) == expected
+
+
+@pytest.mark.parametrize(("case", "pending", "reason"), [
+    ("inline-disk-conflict", "default/second", DISK_CONFLICT),
+    ("csi-attach-limit", "default/pod-2", MAX_VOLUME_COUNT),
+])
+def test_the_volume_examples_leave_one_pod_pending_with_kube_schedulers_reason(
+        case: str, pending: str, reason: str) -> None:
+    pods = run(GOLDEN / f"{case}.yaml")["pods"]
+    assert [name for name, pod in pods.items() if pod["node"] is None] == [pending]
+    assert pods[pending]["reason"] == f"0/1 nodes are available: 1 {reason}."
 
 
 def test_the_spread_gang_goes_two_and_two_over_the_zones() -> None:
