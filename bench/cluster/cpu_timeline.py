@@ -47,9 +47,13 @@ class Sampler:
         self._samples: list[tuple[float, float, dict[str, float]]] = []
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cpu-timeline", daemon=True)
+        self._baseline: tuple[dict[str, float], float] = ({}, 0.0)
 
     def start(self) -> None:
-        """Start sampling (the first sample is the baseline)."""
+        """Take the baseline, then start sampling: CPU used once this returns is counted (the
+        baseline is read here, not in the thread, so work started right after `start` cannot
+        slip in before it while the thread scans /proc)."""
+        self._baseline = (self._read(), time.time())
         self._thread.start()
 
     def stop(self) -> dict[str, Any]:
@@ -62,7 +66,7 @@ class Sampler:
                             for end, seconds, used in self._samples]}
 
     def _run(self) -> None:
-        previous, at = self._read(), time.time()
+        previous, at = self._baseline
         while True:
             stopping = self._stopping.wait(self._interval)
             now, current = time.time(), self._read()
