@@ -14,6 +14,7 @@ another never became ready: the audit log is kept); never on a clean stop.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -51,8 +52,9 @@ class StartGuard:
         self.ready = False
 
     def note_ready(self) -> None:
-        """Record whether the run was ever ready: call before its run.json is removed."""
-        self.ready = self.ready or (self.data_dir / run_info.RUN_FILE).is_file()
+        """Record whether the run was ever ready (its own run.json is there, not one another
+        process wrote or left behind): call before it is removed."""
+        self.ready = self.ready or run_info.owner(self.data_dir) == os.getpid()
 
     @contextlib.contextmanager
     def removing_on_failure(self, *, exclusive: bool) -> Iterator[None]:

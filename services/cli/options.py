@@ -199,8 +199,10 @@ HOST = Host()
 
 local_options = stack(
     _option("--data-dir", type=PATH, default=Path(".gangsched"),
-            help="Directory of the SQLite database (and, for `run`, the embedded NATS "
-                 "store and run.json)."),
+            help="Directory of the SQLite database, `run`'s embedded NATS store, and "
+                 "run.json (what the gangsched there serves, read by `decisions`, `replay`, "
+                 "`explain`): written once ready by `run`, or by a service run apart where "
+                 "no other live gangsched keeps one."),
     _option("--log-level", default="INFO", type=LOG_LEVEL, help="Python logging level."),
 )
 """What every command working on a local data directory takes (e.g. `migrate`)."""

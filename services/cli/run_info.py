@@ -1,5 +1,6 @@
-"""Where a running gangsched is: `<data-dir>/run.json` (written by `gangsched run`), and the
-credentials of its embedded NATS, `<data-dir>/nats-credentials.json`.
+"""Where a running gangsched is: `<data-dir>/run.json` (written by `gangsched run`, or by a
+service run apart where no other live gangsched keeps one), and the credentials of `run`'s
+embedded NATS, `<data-dir>/nats-credentials.json`.
 
 Layer: cli. Reads and writes small JSON files; an option given on the command line always
 wins, then run.json, then the default of the data directory (SQLite `<data-dir>/gangsched.db`).
@@ -8,11 +9,19 @@ password (the database URL as `store.urls.shown` gives it, without the password 
 userinfo nor its secret query parameters; the NATS URL without any userinfo, which may be a
 token). The credentials file holds only the per-start credentials of the embedded
 nats-server, never credentials the user gave.
+
+Each file belongs to the process that wrote it, and no other gangsched overwrites or removes it
+while that process lives: run.json records its writer's pid (`owner`); it is written only by
+the process holding the data directory's lock (`gangsched run` always holds it), or, where no
+process holds it, by a service run apart when no other live process's run.json is there
+(`kept_by_another`); each process removes only its own (`remove_own`), and the credentials
+only while they are those of its own embedded server (`remove_credentials`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +29,7 @@ from typing import Any
 from sqlalchemy.exc import ArgumentError
 
 from services.bus import urls
-from services.cli import exit_codes, text_files
+from services.cli import data_dir_lock, exit_codes, text_files
 from services.config.settings import Settings
 from services.contracts.subjects import PREFIX_PATTERN
 from services.runtime.private_files import make_private_directory, write_private
@@ -48,11 +57,53 @@ def load(data_dir: Path, name: str = RUN_FILE) -> dict[str, Any]:
 
 def write(data_dir: Path, info: dict[str, Any]) -> None:
     """Write `info` as `<data_dir>/run.json`, mode 0600, its `nats` and `db` URLs stripped of
-    secrets (see module docstring)."""
+    secrets (see module docstring), with this process's pid as `pid` (its owner). Whether this
+    process may write it is the caller's to ask first (`kept_by_another`)."""
     make_private_directory(data_dir)
     public = {**info, "nats": info.get("nats") and urls.shown(str(info["nats"])),
-              "db": info.get("db") and database_urls.shown(str(info["db"]))}
+              "db": info.get("db") and database_urls.shown(str(info["db"])),
+              "pid": os.getpid()}
     write_private(data_dir / RUN_FILE, json.dumps(public, indent=2) + "\n")
+
+
+def owner(data_dir: Path) -> int | None:
+    """The pid run.json records (the process that wrote it), or None: no run.json, one that
+    cannot be read, or one with no pid (an earlier gangsched's, or written by hand)."""
+    pid = load(data_dir).get("pid")
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+
+
+def is_alive(pid: int) -> bool:
+    """Whether a process `pid` exists (another user's counts: it cannot be signalled, yet
+    lives)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:  # no such pid on this system
+        return False
+    return True
+
+
+def kept_by_another(data_dir: Path) -> str | None:
+    """The pid of another live gangsched whose run.json `data_dir` keeps, so that this process
+    writes none there; None when this process may write it.
+
+    The holder of the directory's lock keeps it (a `gangsched run`, or a planner on the SQLite
+    file there): this process writes it only when it is that holder. Where no process holds
+    the lock, the writer of the run.json there keeps it while it lives (two services run apart
+    in one directory: the first ready keeps it); one whose writer is gone (killed), or that
+    names none, is anybody's.
+    """
+    holder = data_dir_lock.holder(data_dir)
+    if holder is not None:
+        return None if holder == str(os.getpid()) else holder
+    pid = owner(data_dir)
+    if pid is not None and pid != os.getpid() and is_alive(pid):
+        return str(pid)
+    return None
 
 
 def write_credentials(data_dir: Path, user: str, password: str) -> None:
@@ -96,10 +147,21 @@ def embedded_left_behind(data_dir: Path) -> bool:
     return (data_dir / CREDENTIALS_FILE).is_file()
 
 
-def remove(data_dir: Path) -> None:
-    """Remove run.json and the credentials file (the process no longer serves)."""
-    for name in (RUN_FILE, CREDENTIALS_FILE):
-        (data_dir / name).unlink(missing_ok=True)
+def remove_own(data_dir: Path) -> None:
+    """Remove run.json if this process wrote it (`owner`: the process no longer serves); never
+    another's, which still serves (a `gangsched run` beside a service run apart in one
+    directory, each stopping when it will), nor one that names no writer."""
+    if owner(data_dir) == os.getpid():
+        (data_dir / RUN_FILE).unlink(missing_ok=True)
+
+
+def remove_credentials(data_dir: Path, user: str, password: str) -> None:
+    """Remove the credentials file if it still holds `user` and `password` (those of the
+    embedded NATS this process started, which it stopped); never credentials written since by
+    another process."""
+    recorded = load(data_dir, CREDENTIALS_FILE)
+    if recorded.get("user") == user and recorded.get("password") == password:
+        (data_dir / CREDENTIALS_FILE).unlink(missing_ok=True)
 
 
 class Damaged(exit_codes.Failed):

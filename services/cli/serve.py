@@ -3,10 +3,11 @@
 Layer: cli (top). Starts the embedded nats-server and SQLite when no URLs are given, checks the
 database schema before anything runs, serves /healthz /readyz /metrics, waits for NATS (one
 warning at once when it cannot be reached; alive, not ready meanwhile), supervises each service
-as a named task, writes `<data_dir>/run.json` once every service is ready, and stops
-everything on SIGTERM/SIGINT. The embedded nats-server admits only credentials generated at
-each start, which only this process and the owner of the data directory can read (their
-file, `nats-credentials.json`, is mode 0600 and removed at exit, as run.json is).
+as a named task, writes `<data_dir>/run.json` once every service is ready (unless another
+live gangsched keeps it: `run_info.kept_by_another`), and stops everything on SIGTERM/SIGINT.
+The embedded nats-server admits only credentials generated at each start, which only this
+process and the owner of the data directory can read (their file, `nats-credentials.json`, is
+mode 0600 and removed at exit, as this process's own run.json is: never another's).
 """
 
 from __future__ import annotations
@@ -276,7 +277,11 @@ async def bus_url(settings: Settings) -> AsyncIterator[Settings]:
             settings.bus, url=url, user=credentials.user, password=credentials.password,
             creds_file=None))
     finally:
-        await server.stop()
+        try:
+            await server.stop()
+        finally:  # this server's credentials only: a file another process wrote since stays
+            run_info.remove_credentials(settings.data_dir, credentials.user,
+                                        credentials.password)
 
 
 @contextlib.asynccontextmanager
@@ -335,19 +340,28 @@ async def health_server(settings: Settings, readiness: Readiness,
 
 async def announce_when_ready(settings: Settings, readiness: Readiness,
                                health: HealthServer | None, services: tuple[str, ...]) -> None:
-    """Once every service is ready, log it and write `<data_dir>/run.json` (URLs for tools)."""
+    """Once every service is ready, log it and write `<data_dir>/run.json` (URLs for tools),
+    unless another live gangsched keeps it there (`run_info.kept_by_another`: a `gangsched run`
+    beside this service run apart, whose run.json it neither replaces nor removes)."""
     while readiness.not_ready():
         await asyncio.sleep(READY_POLL_SECONDS)
-    run_info.write(settings.data_dir, {
-        "services": list(services),
-        "nats": settings.bus.url,
-        "prefix": settings.bus.prefix,
-        "db": settings.store_url() if "planner" in services else None,
-        "http": f"http://{settings.http_host}:{health.port}" if health else None,
-    })
+    keeper = run_info.kept_by_another(settings.data_dir)
+    if keeper is None:
+        run_info.write(settings.data_dir, {
+            "services": list(services),
+            "nats": settings.bus.url,
+            "prefix": settings.bus.prefix,
+            "db": settings.store_url() if "planner" in services else None,
+            "http": f"http://{settings.http_host}:{health.port}" if health else None,
+        })
+    else:
+        log.info("no run.json written: %s keeps that of the gangsched (pid %s) serving there",
+                 settings.data_dir, keeper)
     log.info("gangsched ready: %s", ", ".join(services))
 
 
 def remove_run_file(data_dir: Path) -> None:
-    """Remove `<data_dir>/run.json` and the embedded NATS's credentials (no longer serving)."""
-    run_info.remove(data_dir)
+    """Remove `<data_dir>/run.json` if this process wrote it (no longer serving); another live
+    gangsched's stays (`run_info.remove_own`). The embedded NATS's credentials go as that
+    server stops (`bus_url`)."""
+    run_info.remove_own(data_dir)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from services.cli import exit_codes
+from services.cli import exit_codes, run_info
 from services.cli.failed_start import StartGuard, first_missing
 from tests.unit.kube.test_default_kubeconfig import KUBECONFIG  # its server is never reached
 
@@ -79,10 +79,22 @@ def test_a_clean_stop_keeps_everything(tmp_path: Path, error: BaseException) -> 
 def test_a_run_that_was_ready_keeps_everything_when_it_fails(tmp_path: Path) -> None:
     guard = StartGuard(tmp_path / "data")
     guard.data_dir.mkdir()
-    (guard.data_dir / "run.json").write_text("{}")
+    run_info.write(guard.data_dir, {"nats": None, "db": None})
     guard.note_ready()
     fail(guard, exclusive=True, error=SystemExit(1))
     assert sorted(path.name for path in guard.data_dir.iterdir()) == ["gangsched.db", "run.json"]
+
+
+def test_a_run_json_another_process_wrote_is_no_readiness_of_this_start(tmp_path: Path) -> None:
+    """One left by a killed run (or a service run apart's): this start was never ready, and
+    removes what it added (the run.json that was there stays)."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "run.json").write_text('{"pid": 1}')
+    guard = StartGuard(data_dir)
+    guard.note_ready()
+    fail(guard, exclusive=True, error=SystemExit(1))
+    assert sorted(path.name for path in guard.data_dir.iterdir()) == ["run.json"]
 
 
 def test_without_the_lock_only_empty_directories_it_made_go(tmp_path: Path) -> None:

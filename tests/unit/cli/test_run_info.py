@@ -4,13 +4,17 @@ credentials only for the server run.json names."""
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from services.cli import run_info
+from services.cli import data_dir_lock, run_info
 from services.cli.main import app
 
 
@@ -65,11 +69,86 @@ def test_no_or_a_damaged_credentials_file_gives_no_credentials(tmp_path: Path) -
     assert run_info.nats_credentials(None, tmp_path) is None
 
 
-def test_remove_takes_away_run_json_and_the_credentials(tmp_path: Path) -> None:
+def test_run_json_records_its_writer_who_alone_removes_it(tmp_path: Path) -> None:
     run_info.write(tmp_path, {"nats": None, "db": None})
+    assert run_info.owner(tmp_path) == os.getpid()
     run_info.write_credentials(tmp_path, "gangsched", "pw")
-    run_info.remove(tmp_path)
+    run_info.remove_own(tmp_path)
+    run_info.remove_credentials(tmp_path, "gangsched", "pw")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def other_process() -> Iterator[int]:
+    """The pid of another live process (a sleeping Python), ended after the test."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        yield process.pid
+    finally:
+        process.kill()
+        process.wait()
+
+
+def written_by(data_dir: Path, pid: int | None) -> str:
+    """Write a run.json as the process `pid` would have (None: without a pid, as an earlier
+    gangsched did); its text."""
+    text = json.dumps({"nats": "nats://127.0.0.1:4222", "db": None,
+                       **({"pid": pid} if pid is not None else {})})
+    data_dir.mkdir(exist_ok=True)
+    (data_dir / "run.json").write_text(text)
+    return text
+
+
+def test_another_live_process_s_run_json_is_neither_removed_nor_replaced(
+        tmp_path: Path, other_process: int) -> None:
+    text = written_by(tmp_path, other_process)
+    run_info.write_credentials(tmp_path, "theirs", "their-pw")
+    run_info.remove_own(tmp_path)
+    run_info.remove_credentials(tmp_path, "gangsched", "pw")  # another start's credentials
+    assert (tmp_path / "run.json").read_text() == text
+    assert run_info.nats_credentials(None, tmp_path) == ("theirs", "their-pw")
+    assert run_info.kept_by_another(tmp_path) == str(other_process)
+
+
+def test_a_run_json_of_a_process_gone_or_naming_none_is_anybody_s_yet_removed_by_none(
+        tmp_path: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    for pid in (gone.pid, None):
+        text = written_by(tmp_path, pid)
+        assert run_info.kept_by_another(tmp_path) is None
+        run_info.remove_own(tmp_path)
+        assert (tmp_path / "run.json").read_text() == text
+    assert run_info.kept_by_another(tmp_path / "none") is None
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from services.cli import data_dir_lock
+with data_dir_lock.hold(Path(sys.argv[1])):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_the_lock_holder_keeps_run_json_whoever_wrote_the_one_there(
+        tmp_path: Path, other_process: int) -> None:
+    """A `gangsched run` (which holds the lock) writes its run.json over one a service run
+    apart wrote before it; a service run apart writes none where a `run` holds the lock."""
+    written_by(tmp_path, other_process)
+    with data_dir_lock.hold(tmp_path):
+        assert run_info.kept_by_another(tmp_path) is None  # this process holds it: it writes
+    run_info.write(tmp_path, {"nats": None, "db": None})
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert run_info.kept_by_another(tmp_path) == str(holder.pid)  # even over our own
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()
 
 
 DAMAGED = [
