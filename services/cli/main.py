@@ -349,11 +349,15 @@ def migrate(**parsed: Any) -> None:
 
 @app.command(name="schema")
 @click.option("--out", type=options.PATH, default=Path("docs/schema"),
-              show_default=True, help="Directory to write the JSON Schemas into.")
+              show_default=True, help="Directory to write the JSON Schemas into (made if "
+                                      "missing; the directory it is in must exist).")
 def schema_command(out: Path) -> None:
     """Write the JSON Schemas of events, outcomes and decisions."""
     from services.contracts import schema
 
+    why = _unmade_parent(out)
+    if why is not None:
+        raise exit_codes.Failed(f"cannot write the schemas to {out}: {why}")
     try:
         written = schema.write_schemas(out)
     except OSError as error:
@@ -361,6 +365,26 @@ def schema_command(out: Path) -> None:
             f"cannot write the schemas to {out}: {error.strerror or error}") from None
     for path in written:
         click.echo(str(path))
+
+
+def _unmade_parent(out: Path) -> str | None:
+    """Why the directory `out` cannot be made without making the one it is in: as `migrate`
+    makes the SQLite file of a --db but never its directory, `schema` makes the --out
+    directory but never its parents (a mistyped path must not silently become a new tree of
+    directories). None when its parent is a directory, or cannot be looked at (writing then
+    says why)."""
+    missing = out.parent
+    try:
+        if missing.is_dir():
+            return None
+        while not missing.parent.is_dir() and missing.parent != missing:
+            missing = missing.parent  # name the first directory that is not there
+        if missing.exists() or missing.is_symlink():
+            return f"{missing} is not a directory"
+    except OSError:
+        return None
+    return (f"directory {missing} does not exist (gangsched makes only the --out directory "
+            "itself: create it first)")
 
 
 @app.command()

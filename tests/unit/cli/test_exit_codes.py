@@ -59,6 +59,9 @@ CASES = [
     (("migrate", "--db", "{tmp}/notes.db", "--log-level", "WARNING"), exit_codes.FAILED,
      "Error: cannot migrate the database {tmp}/notes.db: not a SQLite database file"),
     (("schema", "--out", "/proc/nope"), exit_codes.FAILED, "Error: cannot write the schemas"),
+    (("schema", "--out", "{tmp}/typo/schema"), exit_codes.FAILED,
+     "Error: cannot write the schemas to {tmp}/typo/schema: directory {tmp}/typo does not "
+     "exist"),
     (("migrate", "--db", "{tmp}/notes.db/new.db", "--log-level", "WARNING"),
      exit_codes.FAILED, "Error: cannot open the SQLite database {tmp}/notes.db/new.db: "
                         "{tmp}/notes.db is not a directory"),

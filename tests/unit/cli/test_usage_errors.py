@@ -543,6 +543,24 @@ def test_schemas_that_cannot_be_written_are_one_line() -> None:
     assert output.strip().startswith("Error: cannot write the schemas to /proc/nope: ")
 
 
+def test_schema_makes_its_out_directory_but_never_a_missing_parent(tmp_path: Path) -> None:
+    """As `migrate --db` makes the file, never its directory: it used to make the whole path
+    and exit 0 (a mistyped --out became a new tree of directories)."""
+    out = tmp_path / "typo" / "more" / "schema"
+    assert invoke("schema", "--out", str(out)) == (
+        1, f"Error: cannot write the schemas to {out}: directory {tmp_path / 'typo'} does not "
+           "exist (gangsched makes only the --out directory itself: create it first)\n")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "a-file").write_text("")
+    assert invoke("schema", "--out", str(tmp_path / "a-file" / "schema")) == (
+        1, f"Error: cannot write the schemas to {tmp_path / 'a-file' / 'schema'}: "
+           f"{tmp_path / 'a-file'} is not a directory\n")
+    code, output = invoke("schema", "--out", str(tmp_path / "schema"))
+    assert code == 0, output
+    assert sorted(path.name for path in (tmp_path / "schema").iterdir()) == sorted(
+        Path(line).name for line in output.splitlines())
+
+
 @pytest.mark.parametrize(("flag", "value", "why"), [
     ("--nomination-seconds", "nan", "is not a finite number of seconds"),
     ("--backoff-max-seconds", "nan", "is not a finite number of seconds"),
