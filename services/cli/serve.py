@@ -37,7 +37,8 @@ from services.runtime.cancellation import cancel_and_wait
 from services.runtime.health import HealthServer, MetricsBody, Readiness, ReadyFlag
 from services.runtime.supervision import Supervisor
 from services.store import engines, schema
-from services.store.errors import StoreUnavailable
+from services.store import urls as database_urls
+from services.store.errors import SchemaMismatch, StoreUnavailable
 from services.watcher.service import run_watcher
 
 log = logging.getLogger(__name__)
@@ -287,8 +288,12 @@ async def bus_url(settings: Settings) -> AsyncIterator[Settings]:
 @contextlib.asynccontextmanager
 async def checked_store(settings: Settings) -> AsyncIterator[AsyncEngine]:
     """Yield the planner's engine after checking its schema; the embedded SQLite default is
-    migrated automatically (it is private to this process), any other database never is."""
+    migrated automatically (it is private to this process), any other database never is: a
+    given SQLite file that does not exist yet (or is empty) is refused before anything opens
+    it, so the refusal leaves no file behind (`_never_migrated`)."""
     url = settings.store_url()
+    if settings.store.url:
+        _never_migrated(url)
     engine = engines.create_engine(url, make_directory=not settings.store.url)
     try:
         with _unreachable_database(url):
@@ -298,6 +303,35 @@ async def checked_store(settings: Settings) -> AsyncIterator[AsyncEngine]:
         yield engine
     finally:
         await engine.dispose()
+
+
+def _never_migrated(url: str) -> None:
+    """Refuse a SQLite file given as the database that does not exist, or is empty, without
+    opening it: opening makes it a 4096-byte database (SQLite's header, WAL) that the schema
+    check then refuses as at revision none, leaving it behind. Anything else (another
+    database, a file holding something, a path whose directory is missing or that is no
+    file) is for opening to check, and tell.
+
+    Raises:
+        SchemaMismatch: the file is missing or empty (at schema revision none), naming the
+            `gangsched migrate` that makes it.
+    """
+    database = engines.sqlite_file(engines.async_url(url))
+    if database is None:
+        return
+    try:
+        if database.is_symlink() or not database.parent.is_dir():
+            return
+        missing = not database.exists()
+        if not missing and (not database.is_file() or database.stat().st_size > 0):
+            return
+    except OSError:
+        return
+    where = database_urls.shown(url)
+    state = "does not exist" if missing else "is an empty file"
+    raise SchemaMismatch(
+        f"database {where} {state} (schema revision none, behind this gangsched's "
+        f"{schema.head_revision()}): run `gangsched migrate --db {where}` first")
 
 
 @contextlib.contextmanager
