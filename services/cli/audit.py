@@ -340,10 +340,12 @@ def decisions_command(follow: bool, podgroup: tuple[str, str] | None, decision_t
         bus, url = _served_bus(parsed, "read decisions from", "The decisions recorded there "
                                "can be read offline: gangsched replay --data-dir {data_dir}")
         gone = None if parsed.get("nats") else _run_gone(parsed["data_dir"], url)
-        if follow:
-            click.echo(_following_line(parsed, bus, url), err=True)
-        printed = _run(following.print_decisions(bus, podgroup, follow=follow, output=output,
-                                                 gone=gone, decision_type=decision_type))
+        line = _following_line(parsed, bus, url)
+        # said once following has begun (NATS reached, the stream there): a NATS that cannot
+        # be reached is then told in the one line of its error
+        printed = _run(following.print_decisions(
+            bus, podgroup, follow=follow, output=output, gone=gone, decision_type=decision_type,
+            started=(lambda: click.echo(line, err=True)) if follow else None))
         if not printed and not follow:
             kind = f" {decision_type}" if decision_type else ""
             about = f" of PodGroup {podgroup[0]}/{podgroup[1]}" if podgroup else ""
@@ -387,7 +389,7 @@ def _served_bus(parsed: dict[str, Any], purpose: str, offline: str) -> tuple[Bus
 
 
 def _following_line(parsed: dict[str, Any], bus: BusSettings, url: str) -> str:
-    """The one line `decisions --follow` tells before it waits: what it follows, where."""
+    """The one line `decisions --follow` tells once it follows: what it follows, where."""
     from services.bus import urls
 
     whose = ("" if parsed.get("nats")

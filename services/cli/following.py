@@ -53,12 +53,15 @@ WATCH_SECONDS = 2.0
 
 async def print_decisions(bus: BusSettings, podgroup: tuple[str, str] | None, *, follow: bool,
                           output: str, gone: Callable[[], str | None] | None = None,
-                          decision_type: str | None = None) -> int:
+                          decision_type: str | None = None,
+                          started: Callable[[], None] | None = None) -> int:
     """Print the stored decisions (of `podgroup` and of `decision_type`, one of
     `DECISION_TYPES`, if given), then new ones with `follow`; return how many were printed.
     `gone`, checked every `WATCH_SECONDS` while following: why the NATS being read no longer
     serves (e.g. the `gangsched run` whose embedded server it is stopped or restarted on
-    another port), or None while it does.
+    another port), or None while it does. `started`, called once NATS is connected and the
+    DECISIONS stream found, before the first decision: reading has begun (a NATS that cannot
+    be reached, or no such stream, is then the one thing said).
 
     Raises:
         services.bus.errors.BusUnavailable: NATS unreachable, or `gone` said why.
@@ -66,9 +69,9 @@ async def print_decisions(bus: BusSettings, podgroup: tuple[str, str] | None, *,
     """
     if gone is None or not follow:
         return await _print(bus, podgroup, follow=follow, output=output,
-                            decision_type=decision_type)
+                            decision_type=decision_type, started=started)
     reader = asyncio.ensure_future(_print(bus, podgroup, follow=follow, output=output,
-                                          decision_type=decision_type))
+                                          decision_type=decision_type, started=started))
     try:
         while True:
             done, _ = await asyncio.wait({reader}, timeout=WATCH_SECONDS)
@@ -83,7 +86,8 @@ async def print_decisions(bus: BusSettings, podgroup: tuple[str, str] | None, *,
 
 
 async def _print(bus: BusSettings, podgroup: tuple[str, str] | None, *, follow: bool,
-                 output: str, decision_type: str | None) -> int:
+                 output: str, decision_type: str | None,
+                 started: Callable[[], None] | None) -> int:
     """`print_decisions` without the watch."""
     client = await connection.connect(bus, name="gangsched-decisions",
                                       first_connect_timeout_seconds=10)
@@ -92,6 +96,9 @@ async def _print(bus: BusSettings, podgroup: tuple[str, str] | None, *, follow: 
     subject_filter = decisions_filter(bus.prefix, podgroup, decision_type)
     try:
         stream = subjects.stream_name(bus.prefix, "DECISIONS")
+        if started is not None:
+            await reading.stream_state(client.jetstream(), stream)  # NotFound: said alone
+            started()
         async for message in reading.read(client.jetstream(), stream,
                                           subject_filter, follow=follow):
             decision, group, junk = _decode(message.data)

@@ -5,13 +5,16 @@ retrying the old port for minutes)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 from nats.js import JetStreamContext
 
-from services.bus.errors import BusUnavailable
+from services.bus.errors import BusUnavailable, NotFound
 from services.cli import following
 from services.config.settings import BusSettings
+from services.runtime.cancellation import cancel_and_wait
+from tests.support.waiting import eventually_async
 
 pytestmark = pytest.mark.integration
 
@@ -29,3 +32,25 @@ async def test_following_ends_with_the_reason_once_the_run_it_follows_is_gone(
         await asyncio.wait_for(following.print_decisions(
             bus_settings, None, follow=True, output="json", gone=gone), timeout=30)
     assert asked == [None, None, "the gangsched run in d stopped or restarted"]  # then it ended
+
+
+async def test_following_says_it_follows_once_reading_began_and_never_when_it_cannot(
+        js: JetStreamContext, bus_settings: BusSettings) -> None:
+    """The banner of `decisions --follow` comes once NATS is reached and its DECISIONS stream
+    found: before, a NATS or stream that is not there was told after it, in a second line."""
+    said: list[str] = []
+    reading = asyncio.ensure_future(following.print_decisions(
+        bus_settings, None, follow=True, output="json", started=lambda: said.append("following")))
+    try:
+        await eventually_async(lambda: _said(said), timeout=10, what="following begun")
+    finally:
+        await cancel_and_wait(reading)
+    elsewhere = dataclasses.replace(bus_settings, prefix=f"{bus_settings.prefix}x")
+    with pytest.raises(NotFound):
+        await following.print_decisions(elsewhere, None, follow=True, output="json",
+                                        started=lambda: said.append("again"))
+    assert said == ["following"]
+
+
+async def _said(said: list[str]) -> bool:
+    return bool(said)

@@ -1,6 +1,7 @@
 """`gangsched decisions --data-dir DIR` never waits silently: a directory without gangsched's
 data, or with the run.json of a run that died, is exit 1 at once in one line; following, it
-says in one line what it waits for."""
+says in one line what it waits for, once it follows: a NATS it cannot reach is the one line of
+its error."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def test_following_says_in_one_line_what_it_waits_for(
         monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "run.json").write_text(json.dumps({"nats": "nats://127.0.0.1:4222"}))
 
-    async def nothing_yet(*_args: Any, **_kwargs: Any) -> int:
+    async def nothing_yet(*_args: Any, started: Any = None, **_kwargs: Any) -> int:
+        started()  # NATS reached, its DECISIONS stream found
         return 0
 
     monkeypatch.setattr(following, "print_decisions", nothing_yet)
@@ -66,3 +68,18 @@ def test_following_says_in_one_line_what_it_waits_for(
     assert decisions("--data-dir", str(tmp_path), "--follow", *given) == (
         exit_codes.OK, "", f"following the decisions{whose.format(tmp=tmp_path)} on {url} "
         f"(prefix {prefix}): those stored, then each new one as it comes; Ctrl-C to stop\n")
+
+
+def test_a_nats_that_cannot_be_reached_is_the_one_line_of_its_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """It used to say first what it was following, then that it could not."""
+    from services.bus import connection
+    from services.bus.errors import BusUnavailable
+
+    async def unreachable(*_args: Any, **_kwargs: Any) -> None:
+        raise BusUnavailable("NATS at nats://127.0.0.1:1 unreachable for 10s: connection refused")
+
+    monkeypatch.setattr(connection, "connect", unreachable)
+    assert decisions("--follow", "--nats", "nats://127.0.0.1:1") == (
+        exit_codes.FAILED, "", "Error: NATS unavailable: NATS at nats://127.0.0.1:1 unreachable "
+        "for 10s: connection refused\n")
