@@ -85,7 +85,7 @@ def guarded(main: Callable[[], T]) -> T:
     """`main()` with `sys.stdout` guarded, flushed at its end (what is still buffered fails
     here, not at the interpreter's exit).
 
-    A standard output closed from the start (`>&-`) fails at the first write: `gangsched: cannot
+    A standard output closed from the start (`>&-`) fails at the first write: `Error: cannot
     write output: standard output is closed`, status 1 (a command that writes nothing to it,
     a service, runs as usual). A reader gone (`| head -1` once head has its line) is a quiet
     exit, as Unix tools make it, with status 1 rather than the 141 (128 + SIGPIPE) of a tool
@@ -155,5 +155,5 @@ def _told(error: OSError) -> int:
         with contextlib.suppress(OSError):  # no file descriptor (a test's capture)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if not isinstance(error, BrokenPipeError):
-        print(f"gangsched: cannot write output: {error.strerror or error}", file=sys.stderr)
+        print(f"Error: cannot write output: {error.strerror or error}", file=sys.stderr)
     return exit_codes.FAILED

@@ -39,7 +39,7 @@ async def test_decisions_to_a_full_disk_or_a_gone_reader_is_status_1_without_tra
                                 codec.encode(decision), msg_id=decision.id)
     with open("/dev/full", "w") as full:
         assert await decisions(bus_settings, full.fileno()) == (
-            1, "gangsched: cannot write output: No space left on device\n")
+            1, "Error: cannot write output: No space left on device\n")
     read_end, write_end = os.pipe()
     os.close(read_end)  # `| head -1` once head has its line
     try:

@@ -17,7 +17,7 @@ from services.cli import exit_codes, output
 GANGSCHED = str(Path(sys.executable).with_name("gangsched"))
 """The console script `pip install` made: the entry point users run."""
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-FULL = "gangsched: cannot write output: No space left on device\n"
+FULL = "Error: cannot write output: No space left on device\n"
 
 
 
@@ -79,7 +79,7 @@ def test_a_closed_output_is_one_line_and_status_1(argv: tuple[str, ...], log: st
                             check=False, preexec_fn=lambda: os.close(1),
                             env={**os.environ, "GANGSCHED_NATS": ""})
     assert (result.returncode, result.stderr) == (
-        1, "gangsched: cannot write output: standard output is closed\n")
+        1, "Error: cannot write output: standard output is closed\n")
 
 
 def test_a_writable_output_is_untouched(log: str, tmp_path: Path) -> None:
