@@ -388,7 +388,7 @@ def nats_password(options: dict[str, Any]) -> str | None:
 
 class NatsUrl(click.ParamType):  # type: ignore[type-arg]
     """`--nats`: one or more comma-separated NATS server URLs, checked when parsed
-    (`bus.urls.problem`: a lowercase scheme nats-py speaks, a host, a valid port; nothing
+    (`run_info.nats_problem`: a lowercase scheme nats-py speaks, a host, a valid port; nothing
     nats-py refuses or reads as another server), so that a malformed value is a usage line at
     once, not a wait for a server that is not there."""
 
@@ -396,10 +396,10 @@ class NatsUrl(click.ParamType):  # type: ignore[type-arg]
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> str:
-        from services.bus.urls import problem
+        from services.cli.run_info import nats_problem
 
         text = str(value)
-        why = problem(text) if text else None
+        why = nats_problem(text) if text else None
         if why is not None:
             self.fail(f"not a NATS URL: {why}", param, ctx)
         return text

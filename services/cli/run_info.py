@@ -220,13 +220,40 @@ def database_problem(url: str) -> str | None:
     return None
 
 
+NO_HOST = " names no host"
+"""How `bus.urls.problem` ends the reason of a server that names no host."""
+
+
+def nats_problem(url: str) -> str | None:
+    """Why `url` is no NATS URL gangsched can use (`bus.urls.problem`, as `--nats` checks
+    one), or None; a server that names no host is quoted as given (without the user, password
+    or token it carries), not as rebuilt from its parts: `nats://` was told as `'nats:'`,
+    `nats:///x` as `'nats:/x'`."""
+    why = urls.problem(url)
+    if why is None or not why.endswith(NO_HOST):
+        return why
+    for server in urls.server_urls(url):
+        if why == f"{urls.shown(server)!r}{NO_HOST}":
+            return f"{_without_userinfo(server)!r}{NO_HOST}"
+    return why
+
+
+def _without_userinfo(server: str) -> str:
+    """`server` as given, without the `user:password@` or `token@` of its authority."""
+    scheme, separator, rest = server.partition("://")
+    if not separator:
+        scheme, rest = "", server
+    end = min((at for at in (rest.find(mark) for mark in "/?#") if at >= 0), default=len(rest))
+    return f"{scheme}{separator}{rest[:end].rpartition('@')[2]}{rest[end:]}"
+
+
 def _prefix_problem(text: str) -> str | None:
     """Why `text` is no subject prefix (as `--prefix` checks one), or None."""
     return None if PREFIX_PATTERN.fullmatch(text) else f"{text!r}"
 
 
 _CHECKS: dict[str, Callable[[str], str | None]] = {
-    "db": database_problem, "nats": urls.problem, "prefix": _prefix_problem}
+    "db": database_problem, "nats": nats_problem, "prefix": _prefix_problem}
 _WHAT = {"db": "database URL", "nats": "NATS URL", "prefix": "subject prefix"}
 _FLAGS = {"db": "--db", "nats": "--nats", "prefix": "--prefix"}
 

@@ -202,6 +202,14 @@ def test_decisions_refuses_a_damaged_nats_url_at_once(tmp_path: Path) -> None:
     assert '"nats" is not a NATS URL' in result.output
 
 
+def test_a_nats_url_of_run_json_naming_no_host_is_quoted_as_written(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text(json.dumps({"nats": "nats://"}))
+    result = CliRunner().invoke(app, ["decisions", "--data-dir", str(tmp_path)],
+                                env={"GANGSCHED_NATS": ""})
+    assert result.exit_code == 1
+    assert """its "nats" is not a NATS URL ('nats://' names no host)""" in result.output
+
+
 def test_a_url_given_wins_over_a_damaged_run_json(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text(json.dumps({"db": 7, "nats": "x"}))
     assert run_info.database_url("sqlite+aiosqlite:///x.db", tmp_path) == \

@@ -427,6 +427,10 @@ NATS_COMMANDS = sorted(name for name, command in app.commands.items()
 @pytest.mark.parametrize("command", NATS_COMMANDS)
 @pytest.mark.parametrize(("url", "why"), [
     ("nats://:4222", "'nats://:4222' names no host"),
+    # quoted as given, not as rebuilt from its parts ('nats:')
+    ("nats://", "'nats://' names no host"),
+    ("nats://u:secret@", "'nats://' names no host"),
+    ("nats:///x", "'nats:///x' names no host"),
     ("nats://not a host:4222", "'not a host' is not a host name or IP address"),
     (f"nats://{'a' * 64}.com:4222", f"'{'a' * 64}.com' is not a host name or IP address"),
     ("nats://u:secret@127.0.0.1:0",
