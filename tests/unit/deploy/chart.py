@@ -50,8 +50,10 @@ HEADER = f"""\
 #     --set decisionKey.existingSecret={KEY_SECRET}
 # Do not edit; regenerate with `python -m tests.unit.deploy.chart` (a unit test fails when
 # this file is stale). This file holds no secret: create the NATS users' Secret and the
-# decision key's first (docs/deploy.md, "Passwords"), then apply with `kubectl apply -k deploy/`:
-#   kubectl create namespace {NAMESPACE}
+# decision key's first (docs/deploy.md, "Passwords"), then apply with `kubectl apply -k deploy/`
+# (or your overlay of it); apply the namespace rather than create it, so that applying it again
+# with the rest warns of nothing:
+#   kubectl apply -f deploy/manifests/namespace.yaml
 #   {CREATE_SECRET}
 #   {CREATE_KEY_SECRET}
 """
