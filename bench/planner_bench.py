@@ -13,11 +13,16 @@ shared machine), the snapshot size, and the process's peak RSS growth.
     python bench/planner_bench.py --nodes 5000    # one size
     python bench/planner_bench.py --batch 512     # also: plan every 512 events, like the shell
     python bench/planner_bench.py --nodes 1000 --constraints anti-affinity   # or: spread
+    python bench/planner_bench.py --nodes 1000 --batch 512 --constraints volume-limits
 
 `--constraints`: every gang's members also carry required pod anti-affinity on
 `kubernetes.io/hostname` against their own gang (one member per node), or a DoNotSchedule zone
-spread (maxSkew 1) over their own gang. The ideal binder confirms every placement at once, so
-the planner's backpressure (`max_placements_in_flight`) is off here unless given.
+spread (maxSkew 1) over their own gang, or (`volumes`) a claim each, bound to a CSI
+PersistentVolume of its own (VolumeBinding, VolumeZone), or (`volume-limits`) the same with a
+CSINode on every node allowing 64 volumes of that driver (NodeVolumeLimits: the volumes of
+every pod placed count, so a round's tally grows with the pods placed). The ideal binder
+confirms every placement at once, so the planner's backpressure (`max_placements_in_flight`) is
+off here unless given.
 """
 
 from __future__ import annotations
@@ -33,14 +38,19 @@ import msgspec
 
 from services.contracts.decisions import Placement
 from services.contracts.events import (
+    AttachableVolume,
+    ClaimObserved,
+    CSINodeObserved,
     Event,
     GroupBound,
     NodeObserved,
     NodeSelectorRequirement,
     PodAffinityTerm,
+    PodClaim,
     PodGroupObserved,
     PodObserved,
     TopologySpreadConstraint,
+    VolumeObserved,
 )
 from services.planner.core import plan as planner
 from services.planner.core.config import PlannerConfig
@@ -54,9 +64,11 @@ class Workload:
     nodes: list[NodeObserved]
     groups: list[PodGroupObserved]
     pods: list[PodObserved]
+    storage: list[Event]
 
 
-CONSTRAINTS = ("none", "anti-affinity", "spread")
+CONSTRAINTS = ("none", "anti-affinity", "spread", "volumes", "volume-limits")
+DRIVER = "bench.csi.example.com"
 HOSTNAME, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 
 
@@ -72,7 +84,29 @@ def constrained(pod: PodObserved, constraints: str) -> PodObserved:
     if constraints == "spread":
         return msgspec.structs.replace(labelled, topology_spread=(
             TopologySpreadConstraint(max_skew=1, topology_key=ZONE, label_selector=gang),))
+    if constraints in ("volumes", "volume-limits"):
+        return msgspec.structs.replace(pod, volume_claims=(PodClaim(pod.name),))
     return pod
+
+
+def storage(load: Workload, constraints: str) -> list[Event]:
+    """A claim per pod bound to a CSI volume of its own, and (`volume-limits`) a CSINode per
+    node allowing 64 of the driver's volumes (module docstring)."""
+    if constraints not in ("volumes", "volume-limits"):
+        return []
+    found: list[Event] = []
+    if constraints == "volume-limits":
+        found += [CSINodeObserved(at_ms=0, uid=f"c{node.uid}", name=node.name,
+                                  resource_version="1", limits={DRIVER: 64})
+                  for node in load.nodes]
+    for pod in load.pods:
+        found += [ClaimObserved(at_ms=0, uid=f"pvc-{pod.uid}", namespace=pod.namespace,
+                                name=pod.name, resource_version="1", volume_name=f"pv-{pod.uid}",
+                                is_bind_completed=True, phase="Bound"),
+                  VolumeObserved(at_ms=0, uid=f"pv-{pod.uid}", name=f"pv-{pod.uid}",
+                                 resource_version="1", phase="Bound",
+                                 csi=AttachableVolume(DRIVER, f"h-{pod.uid}"))]
+    return found
 
 
 def workload(node_count: int, fill: float, max_pods: int, seed: int = 7,
@@ -100,7 +134,9 @@ def workload(node_count: int, fill: float, max_pods: int, seed: int = 7,
                 created_at_ms=index, requests={"cpu": cpu, "memory": memory, "pods": 1},
                 group_name=name), constraints))
         budget -= size * cpu
-    return Workload(nodes, groups, pods)
+    load = Workload(nodes, groups, pods, [])
+    load.storage = storage(load, constraints)
+    return load
 
 
 def bind(state: PlannerState, placements: list[Placement], at_ms: int) -> PlannerState:
@@ -122,7 +158,7 @@ def rss_mib() -> float:
 def run(node_count: int, fill: float, max_pods: int, batch: int | None,
         config: PlannerConfig, constraints: str = "none") -> None:
     load = workload(node_count, fill, max_pods, constraints=constraints)
-    events: list[Event] = [*load.nodes, *load.groups, *load.pods]
+    events: list[Event] = [*load.nodes, *load.storage, *load.groups, *load.pods]
     gc.collect()
     rss_before = rss_mib()
     state, seq, placed, planning, planning_cpu = empty_state(), 0, 0, 0.0, 0.0
