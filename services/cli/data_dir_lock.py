@@ -21,14 +21,10 @@ LOCK_FILE = "lock"
 
 
 def holds_state(settings: Settings, services: tuple[str, ...]) -> bool:
-    """Whether these services keep state in the data directory, and so hold its lock:
-    `gangsched run` (several services) always (its run.json, which names what it serves, and
-    its decision key; one `run` per directory even with --nats and --db), else an embedded NATS
-    store (no NATS URL), or the planner's default SQLite file (no database URL). Services run
-    apart against a shared NATS and database keep none there, so several may share a
-    directory (and one with a `run`, whose run.json they leave alone: `run_info`)."""
-    return (len(services) > 1 or not settings.bus.url
-            or ("planner" in services and not settings.store.url))
+    """Whether these services keep state in the data directory: an embedded NATS store (no
+    NATS URL), or the planner's default SQLite file (no database URL). Services run apart
+    against a shared NATS and database keep none there, so several may share a directory."""
+    return not settings.bus.url or ("planner" in services and not settings.store.url)
 
 
 class DataDirUnusable(Exception):

@@ -64,18 +64,3 @@ def test_only_services_keeping_state_there_hold_the_data_directory() -> None:
     assert not data_dir_lock.holds_state(sqlite_planner, ("binder",))
     assert data_dir_lock.holds_state(sqlite_planner, ("planner",))
     assert data_dir_lock.holds_state(embedded, ("watcher", "planner", "binder"))
-    # `run` keeps its run.json (and decision key) there even with --nats and --db: one per
-    # directory, whose run.json no other `run` replaces
-    assert data_dir_lock.holds_state(apart, ("watcher", "planner", "binder"))
-
-
-def test_a_second_run_with_nats_and_db_given_is_refused_too(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    with data_dir_lock.hold(data):
-        result = CliRunner().invoke(app, [
-            "run", "--data-dir", str(data), "--http-port", "-1", "--nats", "nats://127.0.0.1:1",
-            "--db", f"sqlite+aiosqlite:///{tmp_path / 'x.db'}"])
-    assert result.exit_code == 1
-    assert result.output.strip() == (
-        f"Error: data directory {data} is in use by another gangsched (pid {os.getpid()}); "
-        "stop it or give another --data-dir")
