@@ -368,6 +368,11 @@ def _served_bus(parsed: dict[str, Any], purpose: str, offline: str) -> tuple[Bus
     pid = None if parsed.get("nats") else data_dir_lock.holder(data_dir)
     hint = (". " + offline.format(data_dir=data_dir)
             if (data_dir / "gangsched.db").is_file() else "")
+    if bus.url and not parsed.get("nats") and run_info.owner_alive(data_dir) is False:
+        raise exit_codes.Failed(
+            f"no NATS to {purpose}: the gangsched that wrote {data_dir}/run.json (pid "
+            f"{run_info.owner(data_dir)}) is no longer running (it stopped without removing "
+            f"it: killed?){hint}")
     if bus.url and (parsed.get("nats") or pid is not None
                     or not run_info.embedded_left_behind(data_dir)):
         return bus, bus.url

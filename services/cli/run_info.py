@@ -62,7 +62,7 @@ def write(data_dir: Path, info: dict[str, Any]) -> None:
     make_private_directory(data_dir)
     public = {**info, "nats": info.get("nats") and urls.shown(str(info["nats"])),
               "db": info.get("db") and database_urls.shown(str(info["db"])),
-              "pid": os.getpid()}
+              "pid": os.getpid(), "started": process_start(os.getpid())}
     write_private(data_dir / RUN_FILE, json.dumps(public, indent=2) + "\n")
 
 
@@ -71,6 +71,42 @@ def owner(data_dir: Path) -> int | None:
     cannot be read, or one with no pid (an earlier gangsched's, or written by hand)."""
     pid = load(data_dir).get("pid")
     return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+
+
+def process_start(pid: int) -> int | None:
+    """When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat` field 22), or
+    None where /proc cannot tell (no such process, another system): with the pid, what tells
+    the process that wrote run.json from a later one given the same pid."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter in /proc (`Z`: a zombie, dead but not reaped), or None."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def owner_alive(data_dir: Path) -> bool | None:
+    """Whether the process that wrote run.json still runs: the same pid, not a zombie, and
+    (where run.json records it and /proc tells) started when it did; None when run.json names
+    no writer (an earlier gangsched's, or none)."""
+    info = load(data_dir)
+    pid = owner(data_dir)
+    if pid is None:
+        return None
+    started = info.get("started")
+    if _state(pid) == "Z":
+        return False
+    now = process_start(pid)
+    if isinstance(started, int) and now is not None and now != started:
+        return False  # the pid was given to another process since
+    return is_alive(pid)
 
 
 def is_alive(pid: int) -> bool:
@@ -91,8 +127,9 @@ def kept_by_another(data_dir: Path) -> str | None:
     """The pid of another live gangsched whose run.json `data_dir` keeps, so that this process
     writes none there; None when this process may write it.
 
-    The holder of the directory's lock keeps it (a `gangsched run`, or a planner on the SQLite
-    file there): this process writes it only when it is that holder. Where no process holds
+    The holder of the directory's lock keeps it (a `gangsched run` with its embedded NATS or
+    SQLite file there, or a planner on that file): this process writes it only when it is that
+    holder. Where no process holds
     the lock, the writer of the run.json there keeps it while it lives (two services run apart
     in one directory: the first ready keeps it); one whose writer is gone (killed), or that
     names none, is anybody's.
@@ -101,7 +138,7 @@ def kept_by_another(data_dir: Path) -> str | None:
     if holder is not None:
         return None if holder == str(os.getpid()) else holder
     pid = owner(data_dir)
-    if pid is not None and pid != os.getpid() and is_alive(pid):
+    if pid is not None and pid != os.getpid() and owner_alive(data_dir):
         return str(pid)
     return None
 
@@ -148,10 +185,14 @@ def embedded_left_behind(data_dir: Path) -> bool:
 
 
 def remove_own(data_dir: Path) -> None:
-    """Remove run.json if this process wrote it (`owner`: the process no longer serves); never
-    another's, which still serves (a `gangsched run` beside a service run apart in one
-    directory, each stopping when it will), nor one that names no writer."""
-    if owner(data_dir) == os.getpid():
+    """Remove run.json if this process wrote it (`owner`: the process no longer serves), or if
+    its writer no longer runs (killed: left behind, it would send `decisions` to a NATS that is
+    gone), or, by the holder of the directory's lock, if it names no writer (an earlier
+    gangsched's, which would hold the lock if it ran); never another live process's (a `gangsched
+    run` beside a service run apart in one directory, each stopping when it will)."""
+    pid = owner(data_dir)
+    if pid == os.getpid() or (pid is not None and owner_alive(data_dir) is False) or (
+            pid is None and data_dir_lock.holder(data_dir) == str(os.getpid())):
         (data_dir / RUN_FILE).unlink(missing_ok=True)
 
 

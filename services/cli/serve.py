@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -320,7 +321,8 @@ def _never_migrated(url: str) -> None:
     if database is None:
         return
     try:
-        if database.is_symlink() or not database.parent.is_dir():
+        database = Path(os.path.realpath(database))  # a link's target is what SQLite makes
+        if not database.parent.is_dir():
             return
         missing = not database.exists()
         if not missing and (not database.is_file() or database.stat().st_size > 0):

@@ -6,6 +6,8 @@ its error."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,22 @@ def test_the_run_json_of_a_run_that_died_is_one_line_at_once(tmp_path: Path) -> 
         f"{tmp_path} is no longer running (it stopped without removing its run.json: killed?). "
         f"The decisions recorded there can be read offline: gangsched replay --data-dir "
         f"{tmp_path}\n")
+    assert time.monotonic() - started < 5
+
+
+def test_the_run_json_of_a_gangsched_whose_pid_is_gone_is_one_line_at_once(
+        tmp_path: Path) -> None:
+    """A run.json naming its writer's pid, left by a killed gangsched of any kind (no
+    credentials file: its NATS was not embedded): no wait for a NATS that may be gone."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (tmp_path / "run.json").write_text(json.dumps({"nats": "nats://127.0.0.1:1",
+                                                   "pid": gone.pid}))
+    started = time.monotonic()
+    assert decisions("--data-dir", str(tmp_path)) == (
+        exit_codes.FAILED, "", f"Error: no NATS to read decisions from: the gangsched that "
+        f"wrote {tmp_path}/run.json (pid {gone.pid}) is no longer running (it stopped without "
+        "removing it: killed?)\n")
     assert time.monotonic() - started < 5
 
 

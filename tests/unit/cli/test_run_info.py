@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,20 +111,50 @@ def test_another_live_process_s_run_json_is_neither_removed_nor_replaced(
     assert run_info.kept_by_another(tmp_path) == str(other_process)
 
 
-def test_a_run_json_of_a_process_gone_or_naming_none_is_anybody_s_yet_removed_by_none(
+def test_a_run_json_of_a_process_gone_is_anybody_s_and_removed_by_any_stopping_gangsched(
         tmp_path: Path) -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    for pid in (gone.pid, None):
-        text = written_by(tmp_path, pid)
-        assert run_info.kept_by_another(tmp_path) is None
-        run_info.remove_own(tmp_path)
-        assert (tmp_path / "run.json").read_text() == text
+    written_by(tmp_path, gone.pid)
+    assert run_info.owner_alive(tmp_path) is False
+    assert run_info.kept_by_another(tmp_path) is None
+    run_info.remove_own(tmp_path)  # left behind by a killed gangsched: it would mislead
+    assert not (tmp_path / "run.json").exists()
     assert run_info.kept_by_another(tmp_path / "none") is None
+
+
+def test_a_run_json_naming_no_writer_is_removed_only_by_the_directorys_lock_holder(
+        tmp_path: Path) -> None:
+    text = written_by(tmp_path, None)  # an earlier gangsched's: it would hold the lock
+    assert run_info.owner_alive(tmp_path) is None and run_info.kept_by_another(tmp_path) is None
+    run_info.remove_own(tmp_path)
+    assert (tmp_path / "run.json").read_text() == text
+    with data_dir_lock.hold(tmp_path):
+        run_info.remove_own(tmp_path)
+    assert not (tmp_path / "run.json").exists()
+
+
+def test_a_pid_given_to_another_process_or_a_zombie_is_no_live_writer(
+        tmp_path: Path, other_process: int) -> None:
+    written_by(tmp_path, other_process)
+    info = json.loads((tmp_path / "run.json").read_text())
+    (tmp_path / "run.json").write_text(json.dumps({**info, "started": 1}))  # another start
+    assert run_info.owner_alive(tmp_path) is False
+    assert run_info.kept_by_another(tmp_path) is None
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])  # exits, never reaped here
+    deadline = time.monotonic() + 30
+    while run_info.process_start(zombie.pid) is not None and time.monotonic() < deadline:
+        if Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+        time.sleep(0.02)
+    written_by(tmp_path, zombie.pid)
+    assert run_info.owner_alive(tmp_path) is False
+    zombie.wait()
 
 
 HOLDER = """
 import sys
+import time
 from pathlib import Path
 from services.cli import data_dir_lock
 with data_dir_lock.hold(Path(sys.argv[1])):

@@ -57,3 +57,19 @@ async def test_the_migrate_it_names_makes_a_database_the_check_then_opens(
     await schema.migrate(settings.store_url())
     async with serve.checked_store(settings):
         pass
+
+
+@pytest.mark.parametrize(("target", "state"), [(None, "does not exist"),
+                                               (b"", "is an empty file")])
+def test_a_link_to_a_database_never_migrated_is_refused_and_its_target_left_alone(
+        tmp_path: Path, target: bytes | None, state: str) -> None:
+    linked = tmp_path / "target.db"
+    if target is not None:
+        linked.write_bytes(target)
+    database = tmp_path / "link.db"
+    database.symlink_to(linked)
+    code, output = planner(tmp_path, database)
+    assert code == exit_codes.FAILED and f"{state} (schema revision none" in output
+    assert linked.exists() is (target is not None)
+    if target is not None:
+        assert linked.read_bytes() == target
