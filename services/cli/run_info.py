@@ -154,9 +154,14 @@ def nats_credentials(given_url: str | None, data_dir: Path) -> tuple[str, str] |
     """The (user, password) of the embedded NATS that run.json names, when no URL is given.
 
     A URL given on the command line is another server: the embedded server's credentials are
-    never sent there.
+    never sent there; nor to the NATS of a run.json written by another process than the one
+    holding the data directory's lock, whose embedded server they are for (a service run apart
+    against a shared NATS, ready before a `gangsched run` in the same directory).
     """
     if given_url:
+        return None
+    writer = owner(data_dir)
+    if writer is not None and data_dir_lock.holder(data_dir) != str(writer):
         return None
     recorded = load(data_dir, CREDENTIALS_FILE)
     user, password = recorded.get("user"), recorded.get("password")

@@ -107,8 +107,22 @@ def test_another_live_process_s_run_json_is_neither_removed_nor_replaced(
     run_info.remove_own(tmp_path)
     run_info.remove_credentials(tmp_path, "gangsched", "pw")  # another start's credentials
     assert (tmp_path / "run.json").read_text() == text
-    assert run_info.nats_credentials(None, tmp_path) == ("theirs", "their-pw")
+    assert run_info.load(tmp_path, run_info.CREDENTIALS_FILE) == {"user": "theirs",
+                                                                   "password": "their-pw"}
     assert run_info.kept_by_another(tmp_path) == str(other_process)
+
+
+def test_the_embedded_credentials_go_only_to_the_nats_its_lock_holder_wrote(
+        tmp_path: Path, other_process: int) -> None:
+    """The credentials are the lock holder's embedded server's: a run.json another process
+    wrote (a service run apart against a shared NATS, ready before the `run` that holds the
+    directory) names a server they must not be sent to."""
+    written_by(tmp_path, other_process)
+    run_info.write_credentials(tmp_path, "gangsched", "pw")
+    with data_dir_lock.hold(tmp_path):
+        assert run_info.nats_credentials(None, tmp_path) is None
+        written_by(tmp_path, os.getpid())
+        assert run_info.nats_credentials(None, tmp_path) == ("gangsched", "pw")
 
 
 def test_a_run_json_of_a_process_gone_is_anybody_s_and_removed_by_any_stopping_gangsched(
