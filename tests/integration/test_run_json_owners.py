@@ -15,7 +15,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,17 +66,6 @@ class RunStandIn:
         assert self.process.stdin is not None
         self.process.stdin.close()
         self.process.wait(10)
-
-
-@pytest.fixture
-async def nats(tmp_path: Path) -> AsyncIterator[EmbeddedNats]:
-    """The NATS the services run apart share (none of the run's)."""
-    server = EmbeddedNats(tmp_path / "shared-nats")
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 @pytest.fixture
@@ -141,13 +130,13 @@ def stopped(planner: Planner) -> None:
 
 
 async def test_a_service_started_beside_a_ready_run_leaves_its_files_when_it_stops(
-        tmp_path: Path, nats: EmbeddedNats, database: str) -> None:
+        tmp_path: Path, nats_server: EmbeddedNats, database: str) -> None:
     data_dir = tmp_path / "data"
-    run = RunStandIn(data_dir, nats.url)
+    run = RunStandIn(data_dir, nats_server.url)
     try:
         run_json = (data_dir / run_info.RUN_FILE).read_text()
         assert json.loads(run_json)["pid"] == run.process.pid
-        planner = Planner(tmp_path, nats.url, "--db", database)
+        planner = Planner(tmp_path, nats_server.url, "--db", database)
         try:
             await ready(planner)
             assert (data_dir / run_info.RUN_FILE).read_text() == run_json  # not replaced
@@ -167,13 +156,13 @@ async def test_a_service_started_beside_a_ready_run_leaves_its_files_when_it_sto
 
 
 async def test_a_run_started_beside_a_ready_service_replaces_its_run_json_which_stays(
-        tmp_path: Path, nats: EmbeddedNats, database: str) -> None:
+        tmp_path: Path, nats_server: EmbeddedNats, database: str) -> None:
     data_dir = tmp_path / "data"
-    planner = Planner(tmp_path, nats.url, "--db", database)
+    planner = Planner(tmp_path, nats_server.url, "--db", database)
     try:
         await ready(planner)
         assert run_info.owner(data_dir) == planner.process.pid  # no other gangsched there
-        run = RunStandIn(data_dir, nats.url)
+        run = RunStandIn(data_dir, nats_server.url)
         try:
             run_json = (data_dir / run_info.RUN_FILE).read_text()
             assert json.loads(run_json)["pid"] == run.process.pid
@@ -187,9 +176,9 @@ async def test_a_run_started_beside_a_ready_service_replaces_its_run_json_which_
 
 
 async def test_a_service_beside_a_real_run_leaves_its_credentials_in_either_order(
-        tmp_path: Path, nats: EmbeddedNats, database: str, real_run: GangschedRun) -> None:
+        tmp_path: Path, nats_server: EmbeddedNats, database: str, real_run: GangschedRun) -> None:
     """A `gangsched run` removes its credentials as it stops; a service run apart, never."""
-    first = Planner(tmp_path, nats.url, "--db", database)
+    first = Planner(tmp_path, nats_server.url, "--db", database)
     try:
         await ready(first)
         assert run_info.owner(real_run.data_dir) == first.process.pid
@@ -200,7 +189,7 @@ async def test_a_service_beside_a_real_run_leaves_its_credentials_in_either_orde
         stopped(first)  # its own run.json went with it
     assert not (real_run.data_dir / run_info.RUN_FILE).exists()
     assert (real_run.data_dir / run_info.CREDENTIALS_FILE).read_text() == credentials
-    second = Planner(tmp_path, nats.url, "--db", database)
+    second = Planner(tmp_path, nats_server.url, "--db", database)
     try:
         await ready(second)
         assert not (real_run.data_dir / run_info.RUN_FILE).exists()  # the run holds the lock
