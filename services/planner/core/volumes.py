@@ -27,11 +27,6 @@ from services.planner.core.capacity import BoolArray, IntArray, NodeIndex
 from services.planner.core.state import PlannerState
 from services.planner.core.volume_limits import Limits
 
-VOLUME_REASONS = (reasons.DISK_CONFLICT, reasons.READ_WRITE_ONCE_POD_CONFLICT,
-                  reasons.MAX_VOLUME_COUNT, reasons.VOLUME_NODE_AFFINITY_CONFLICT,
-                  reasons.VOLUME_BIND_CONFLICT, reasons.BOUND_VOLUME_MISSING,
-                  reasons.VOLUME_ZONE_CONFLICT)
-
 
 class Choice:
     """What a member's unbound WaitForFirstConsumer claim gets on its node: a static volume to
