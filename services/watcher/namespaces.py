@@ -9,7 +9,7 @@ Never raises, whatever the object (module contract of `slim`).
 from __future__ import annotations
 
 from services.contracts.events import NamespaceDeleted, NamespaceObserved
-from services.watcher.slim import Obj, meta_of, str_map, text_of
+from services.watcher.slim import Obj, cluster_deleted, meta_of, str_map, text_of
 
 
 def namespace_event(obj: Obj, at_ms: int) -> NamespaceObserved:
@@ -22,6 +22,4 @@ def namespace_event(obj: Obj, at_ms: int) -> NamespaceObserved:
 
 def namespace_deleted(obj: Obj, at_ms: int) -> NamespaceDeleted:
     """A deleted Namespace."""
-    meta = meta_of(obj)
-    return NamespaceDeleted(at_ms=at_ms, uid=text_of(meta, "uid"), name=text_of(meta, "name"),
-                            resource_version=text_of(meta, "resourceVersion"))
+    return cluster_deleted(NamespaceDeleted, obj, at_ms)

@@ -203,9 +203,7 @@ def is_ready(status: Obj) -> bool:
 
 def node_deleted(obj: Obj, at_ms: int) -> NodeDeleted:
     """A deleted Node."""
-    meta = _meta(obj)
-    return NodeDeleted(at_ms=at_ms, name=_text(meta, "name"), uid=_text(meta, "uid"),
-                       resource_version=_text(meta, "resourceVersion"))
+    return cluster_deleted(NodeDeleted, obj, at_ms)
 
 
 class PodSpecReading(NamedTuple):
@@ -382,8 +380,8 @@ def namespaced_deleted(make: Callable[..., _Deleted], obj: Obj, at_ms: int) -> _
 
 
 def cluster_deleted(make: Callable[..., _Deleted], obj: Obj, at_ms: int) -> _Deleted:
-    """The delete event `make` (CSINodeDeleted, AttachmentDeleted, ...: keyword fields at_ms,
-    uid, name, resource_version) of a deleted cluster-scoped object `obj`."""
+    """The delete event `make` (NodeDeleted, VolumeDeleted, CSINodeDeleted, ...: keyword fields
+    at_ms, uid, name, resource_version) of a deleted cluster-scoped object `obj`."""
     meta = _meta(obj)
     return make(at_ms=at_ms, uid=_text(meta, "uid"), name=_text(meta, "name"),
                 resource_version=_text(meta, "resourceVersion"))

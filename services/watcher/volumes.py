@@ -40,6 +40,7 @@ from services.watcher.slim import (
     as_dict,
     as_list,
     as_text,
+    cluster_deleted,
     controller_owner,
     label_selector,
     namespaced_deleted,
@@ -147,9 +148,7 @@ def _csi(spec: Obj) -> AttachableVolume | None:
 
 def volume_deleted(obj: Obj, at_ms: int) -> VolumeDeleted:
     """A deleted PersistentVolume."""
-    meta = _meta(obj)
-    return VolumeDeleted(at_ms=at_ms, uid=text_of(meta, "uid"), name=text_of(meta, "name"),
-                         resource_version=text_of(meta, "resourceVersion"))
+    return cluster_deleted(VolumeDeleted, obj, at_ms)
 
 
 def storage_class_event(obj: Obj, at_ms: int) -> StorageClassObserved:
@@ -172,6 +171,4 @@ def storage_class_event(obj: Obj, at_ms: int) -> StorageClassObserved:
 
 def storage_class_deleted(obj: Obj, at_ms: int) -> StorageClassDeleted:
     """A deleted StorageClass."""
-    meta = _meta(obj)
-    return StorageClassDeleted(at_ms=at_ms, uid=text_of(meta, "uid"), name=text_of(meta, "name"),
-                               resource_version=text_of(meta, "resourceVersion"))
+    return cluster_deleted(StorageClassDeleted, obj, at_ms)
