@@ -30,9 +30,10 @@ with `spec.csi` (`getNodeVolumeAttachmentInfo`), keyed by the attacher and that 
 
 Deliberate differences: an existing pod's ephemeral claim owned by another pod, and an inline
 volume kube cannot translate (left out of `migrated_volumes` by the watcher), are not counted.
-kube-scheduler's Filter returns an error status for them on a node with a CSINode, and an
-error on any node aborts the pod's whole scheduling attempt (no node, no preemption): every
-pod with volumes whose attempt reaches such a node waits. `VolumeLimitScaling` (alpha, off by
+kube-scheduler's Filter returns an error status for an existing pod's such volume on a node
+whose CSINode sets a limit, when the pod being scheduled has a volume it counts, and for the
+scheduled pod's own untranslatable inline volume on any node with a CSINode; an error on any
+node aborts the pod's whole scheduling attempt (no node, no preemption), so such pods wait. `VolumeLimitScaling` (alpha, off by
 default in v1.36) is not mirrored.
 """
 
