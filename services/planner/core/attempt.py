@@ -442,7 +442,7 @@ class Round:
             self.derived.dirty.add(key)
         need = quorum.still_needed(counts, min_member)
         if need and podgroup is not None and podgroup.min_resources:
-            shortfall = self._min_resources_shortfall(key, podgroup, pending)
+            shortfall = self._min_resources_shortfall(key, podgroup)
             if shortfall is not None:
                 self._refused(key, group, podgroup, pending, need, shortfall + note, quiet,
                               dry_run)
@@ -508,30 +508,33 @@ class Round:
         else:
             self._fail(key, group, pending, reason + suffix, need)
 
-    def _min_resources_shortfall(self, key: str, podgroup: PodGroupObserved,
-                                 pending: list[PodObserved]) -> str | None:
+    def _min_resources_shortfall(self, key: str, podgroup: PodGroupObserved) -> str | None:
+        """Why the cluster's free capacity cannot hold the PodGroup's `minResources` plus one
+        pod slot per `minMember`, or None: Coscheduling's PreFilter (`CheckClusterResource`)
+        sums what is free on every node, whatever the gang's filters say of it (cordoned,
+        tainted, not selected), counting what the group's own pods take there as free. Units:
+        gangsched units (cpu millicores, bytes, counts). A node over-committed by other
+        schedulers' pods adds nothing (Coscheduling's sum depends on its node order there)."""
         index = self.index
-        eligible = np.zeros(len(index), dtype=np.bool_)
-        for pod in pending:
-            eligible |= index.static_fit(pod).mask
         own: dict[str, int] = {}
         for uid in sorted(self.derived.members.get(key, ())):
             charge = self.state.charges.get(uid)
             if charge is not None:
                 own = resources.add(own, charge.requests)
+        wanted = {**podgroup.min_resources, resources.PODS: podgroup.min_member}
         shortfalls = []
-        for name, amount in sorted(podgroup.min_resources.items()):
+        for name, amount in sorted(wanted.items()):
             col = index.col.get(name)
             free = own.get(name, 0)
             if col is not None:
-                free += int(np.maximum(index.free[col], 0)[eligible].sum())
+                free += int(np.maximum(index.free[col], 0).sum())
             if amount > free:
                 shortfalls.append(reasons.min_resources_shortfall(
                     name, resources.format_amount(name, amount),
                     resources.format_amount(name, free)))
         if not shortfalls:
             return None
-        return reasons.gang_min_resources(key, shortfalls, int(eligible.sum()))
+        return reasons.gang_min_resources(key, shortfalls, len(index))
 
     def _commit(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
                 trial: placement.Trial) -> None:
@@ -586,7 +589,7 @@ class Round:
 
         def fits() -> preemption.Assigned | None:
             if (podgroup is not None and podgroup.min_resources
-                    and self._min_resources_shortfall(key, podgroup, pending) is not None):
+                    and self._min_resources_shortfall(key, podgroup) is not None):
                 return None  # minResources must be met too, as when it is placed
             trial = placement.place(self.index, pending, self.config, need=need)
             assigned = list(trial.assigned)

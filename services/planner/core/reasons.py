@@ -34,10 +34,7 @@ GANG_QUORUM = (
     "(minMember {min_member})"
 )
 GATED_NOTE = " ({gated} more scheduling-gated)"
-GANG_MIN_RESOURCES = (
-    "gang {group}: minResources do not fit: {shortfalls} on {eligible} node(s) that pass "
-    "the gang's filters"
-)
+GANG_MIN_RESOURCES = "gang {group}: minResources do not fit: {shortfalls} on {nodes} node(s)"
 MIN_RESOURCES_SHORTFALL = "{resource} {requested} requested, {free} free"
 POD_GROUP_NOT_FOUND = "PodGroup {group} not found"
 POD_GROUP_INVALID = "PodGroup {group} is invalid: {reason}"
@@ -129,10 +126,11 @@ def gang_quorum(group: str, exist: int, min_member: int, gated: int) -> str:
     return text + (GATED_NOTE.format(gated=gated) if gated else "")
 
 
-def gang_min_resources(group: str, shortfalls: list[str], eligible: int) -> str:
-    """A gang whose minResources exceed the free capacity of the nodes that pass its filters."""
+def gang_min_resources(group: str, shortfalls: list[str], nodes: int) -> str:
+    """A gang whose minResources (and a pod slot per minMember) exceed the free capacity of
+    the cluster's `nodes` nodes (Coscheduling's `resource gap`)."""
     return GANG_MIN_RESOURCES.format(group=group, shortfalls=", ".join(shortfalls),
-                                     eligible=eligible)
+                                     nodes=nodes)
 
 
 def min_resources_shortfall(resource: str, requested: str, free: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 41
+CORE_REVISION = 42
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -172,7 +172,10 @@ a pod bound or reserved there, or a member placed before, mounts the same disk s
 conflict), no longer unsupported; NodeVolumeLimits is judged (`node(s) exceed max volume
 count` where a CSINode's per-driver attach limit would be exceeded by the volumes of the pods
 there, VolumeAttachments no pod uses and the pod's own), and a CSINode's limits changing or a
-VolumeAttachment deleted frees capacity ("Volumes")."""
+VolumeAttachment deleted frees capacity ("Volumes"). 42: minResources are checked against
+the free capacity of every node, not only of those passing the gang's filters, and ask a free
+pod slot per minMember, as Coscheduling's `CheckClusterResource`; the reason ends `on N
+node(s)` ("minResources")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

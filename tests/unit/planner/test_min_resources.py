@@ -1,0 +1,72 @@
+"""A PodGroup's minResources, as Coscheduling's PreFilter checks them (`CheckClusterResource`):
+the free capacity of every node in the cluster, whatever the gang's own filters say of the node,
+with what the group's own pods take counted as free, and a pod slot per minMember."""
+
+from __future__ import annotations
+
+from services.contracts.decisions import Placement
+from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.harness import Cluster
+
+
+def _gang(cluster: Cluster, min_member: int = 2, **min_resources: int) -> Cluster:
+    """Gang g of two 1-cpu members that may only use nodes labelled pool=a."""
+    cluster.observe(make_podgroup("g", min_member).min_resources(**min_resources))
+    for i in range(2):
+        cluster.observe(make_pod(f"g-{i}").requests(cpu_milli=1000).selector(pool="a")
+                        .in_group("g"))
+    return cluster
+
+
+def _placed(cluster: Cluster) -> list[str]:
+    return sorted(m.name for d in cluster.plan() if isinstance(d, Placement) for m in d.members)
+
+
+def test_nodes_the_gang_cannot_use_still_count_toward_min_resources() -> None:
+    # a1 has 4 cpu free and is the only node the members may use; b1 has 4 more. Coscheduling
+    # sums both (8 >= 6) and lets the gang through to its filters, which place it on a1.
+    cluster = Cluster().observe(make_node("a1").capacity(cpu_milli=4000).labels(pool="a"),
+                                make_node("b1").capacity(cpu_milli=4000).labels(pool="b"))
+    assert _placed(_gang(cluster, cpu=6000)) == ["g-0", "g-1"]
+
+
+def test_a_cordoned_node_counts_toward_min_resources() -> None:
+    cluster = Cluster().observe(make_node("a1").capacity(cpu_milli=4000).labels(pool="a"),
+                                make_node("a2").capacity(cpu_milli=4000).labels(pool="a")
+                                .unschedulable())
+    assert _placed(_gang(cluster, cpu=6000)) == ["g-0", "g-1"]
+
+
+def test_min_resources_beyond_the_whole_cluster_keep_the_gang_out() -> None:
+    cluster = Cluster().observe(make_node("a1").capacity(cpu_milli=4000).labels(pool="a"),
+                                make_node("b1").capacity(cpu_milli=4000).labels(pool="b"))
+    assert _placed(_gang(cluster, cpu=9000)) == []
+    assert cluster.last_reason("default/g") == (
+        "gang default/g: minResources do not fit: cpu 9 requested, 8 free on 2 node(s)")
+
+
+def test_other_pods_take_from_the_free_capacity_and_the_groups_own_do_not() -> None:
+    # b1 is full of another pod (4 cpu); a1 holds member g-0 (bound, 1 cpu): free is 3 on a1
+    # and 0 on b1, plus g-0's own 1 = 4, short of 5.
+    cluster = Cluster().observe(make_node("a1").capacity(cpu_milli=4000).labels(pool="a"),
+                                make_node("b1").capacity(cpu_milli=4000).labels(pool="b"),
+                                make_pod("other").requests(cpu_milli=4000).on_node("b1"))
+    cluster.observe(make_podgroup("g", 2).min_resources(cpu=5000),
+                    make_pod("g-0").requests(cpu_milli=1000).in_group("g").on_node("a1"),
+                    make_pod("g-1").requests(cpu_milli=1000).selector(pool="a").in_group("g"))
+    assert _placed(cluster) == []
+    reason, note = cluster.last_reason("default/g").split("; ", 1)
+    assert reason == "gang default/g: minResources do not fit: cpu 5 requested, 4 free on 2 node(s)"
+    assert note.startswith("1 member(s) already bound")
+
+
+def test_min_resources_ask_a_free_pod_slot_per_min_member() -> None:
+    # Coscheduling adds `pods: minMember` to minResources: 3 slots for 4 cpu of requests
+    cluster = Cluster().observe(make_node("a1").capacity(cpu_milli=4000, pods=3).labels(pool="a"),
+                                make_pod("other").requests(cpu_milli=100).on_node("a1"))
+    cluster.observe(make_podgroup("g", 3).min_resources(cpu=1000))
+    for i in range(3):
+        cluster.observe(make_pod(f"g-{i}").requests(cpu_milli=100).in_group("g"))
+    assert _placed(cluster) == []
+    assert cluster.last_reason("default/g") == (
+        "gang default/g: minResources do not fit: pods 3 requested, 2 free on 1 node(s)")
