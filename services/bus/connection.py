@@ -191,8 +191,26 @@ async def _drain(client: Connection) -> None:
     try:
         await client.drain()
     except Exception:  # closed, reconnecting, never connected: close what is left
-        with contextlib.suppress(Exception):
+        try:
             await client.close()
+        except Exception:
+            _end_what_close_left(client)
+
+
+def _end_what_close_left(client: Connection) -> None:
+    """End what nats-py's `close` left running when it raised: with data pending for a server
+    that is gone (a client reconnecting in vain), its `_close` waits on the lost transport's
+    `drain`, which raises `ConnectionResetError` before the subscriptions' message tasks are
+    cancelled and the transport closed (nats-py 2.16). Private attributes, read defensively:
+    a nats-py without them has nothing of this kind to end."""
+    for subscription in list(getattr(client, "_subs", {}).values()):
+        task = getattr(subscription, "_wait_for_msgs_task", None)
+        if isinstance(task, asyncio.Task) and not task.done():
+            task.cancel()
+    transport = getattr(client, "_transport", None)
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.close()
 
 
 class _Refused(Exception):

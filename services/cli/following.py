@@ -112,8 +112,8 @@ async def _print(bus: BusSettings, podgroup: tuple[str, str] | None, *, follow: 
                 continue  # a decision type newer than this gangsched: only JSON shows it
             view.show(message.seq, decision, message.data)
             printed += 1
-    finally:
-        await client.close()
+    finally:  # closing a connection that is lost raises nothing, nor hides a Ctrl-C
+        await connection.close(client)
     return printed
 
 

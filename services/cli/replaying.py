@@ -201,8 +201,8 @@ async def open_log(request: ReplayRequest) -> AsyncIterator[RecordedLog]:
                              key=request.decision_key)
             await source.load()
             yield source
-        finally:
-            await client.close()
+        finally:  # closing a connection that is lost raises nothing, nor hides a Ctrl-C
+            await connection.close(client)
         return
     engine = audit.open_read_only(request.db_url)
     try:

@@ -10,6 +10,7 @@ import dataclasses
 import pytest
 from nats.js import JetStreamContext
 
+from services.bus.embedded import EmbeddedNats
 from services.bus.errors import BusUnavailable, NotFound
 from services.cli import following
 from services.config.settings import BusSettings
@@ -54,3 +55,22 @@ async def test_following_says_it_follows_once_reading_began_and_never_when_it_ca
 
 async def _said(said: list[str]) -> bool:
     return bool(said)
+
+
+async def test_ctrl_c_while_the_nats_it_follows_is_down_stops_it_as_a_ctrl_c(
+        js: JetStreamContext, bus_settings: BusSettings, nats_server: EmbeddedNats) -> None:
+    """Ctrl-C (the task cancelled, as `asyncio.run` does) after the server went away: closing
+    the lost connection raised `ConnectionResetError`, which took the place of the
+    cancellation, so `decisions --follow` said `cannot read the database` and exited 1."""
+    said: list[str] = []
+    reading = asyncio.ensure_future(following.print_decisions(
+        bus_settings, None, follow=True, output="json", started=lambda: said.append("following")))
+    try:
+        await eventually_async(lambda: _said(said), timeout=10, what="following begun")
+        await nats_server.stop()
+        await asyncio.sleep(1)  # the client notices, and reconnects in vain
+    finally:
+        reading.cancel()
+        done, _ = await asyncio.wait({reading}, timeout=30)
+    assert done == {reading}
+    assert reading.cancelled()
