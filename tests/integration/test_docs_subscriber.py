@@ -197,6 +197,32 @@ async def test_the_subscriber_reads_on_after_a_restart_with_one_line_per_kind_of
     assert {line.split(": ", 1)[0] for line in retries} <= {"reading again from sequence 2"}
 
 
+async def test_ctrl_c_while_nats_is_gone_stops_the_subscriber_quietly(
+        nats_server: EmbeddedNats, tmp_path: Path) -> None:
+    """A new user's Ctrl-C with the server stopped: `nc.close()` in the script's `finally`
+    raised `ConnectionResetError` from the lost connection, a traceback of 40 lines, exit 1."""
+    await _publish(nats_server.url, 1, create=True)
+    script = docs_scripts.write_python_block("decisions.md", tmp_path / "subscribe.py")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), nats_server.url, PREFIX,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        first = await asyncio.wait_for(process.stdout.readline(), 30)
+        await nats_server.stop()
+        await asyncio.sleep(8)  # it reconnects in vain, and asks again, meanwhile
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+        await asyncio.wait_for(process.wait(), 30)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    errors = (await process.stderr.read()).decode()
+    assert first.decode() == "1 Placement d1 default/g \n"
+    assert "Traceback" not in errors, errors
+    assert process.returncode == 0, errors
+
+
 async def test_a_kind_of_error_is_told_once_then_every_nth_time_until_reconnected(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     complaints = _script_module(tmp_path).Complaints(every=3)
