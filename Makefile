@@ -51,7 +51,7 @@ bench-replay: venv
 	$(BIN)/python -m bench.replay_bench --events 1000000
 
 clean:
-	rm -rf $(VENV) .gangsched .gangsched-demo
+	rm -rf $(VENV) .gangsched .gangsched-demo .gangsched-demo-lock
 
 # BENCH_ARGS, e.g. "--nodes 100" or "--workloads a --gangsched-ref HEAD"; see bench/README.md.
 .PHONY: bench-cluster

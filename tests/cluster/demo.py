@@ -5,7 +5,9 @@ Starts the local control plane with one KWOK node, tests/cluster/demo-node.yaml 
 examples/nginx-gang.yaml (the seed example, unchanged),
 waits until three pods run, prints `kubectl get pods,pg` and the scheduler's events, and stops
 the cluster and gangsched. gangsched's data directory is kept in `.gangsched-demo/` (emptied at
-the start of each demo) so the log can be audited afterwards (`replay`, `explain`).
+the start of each demo) so the log can be audited afterwards (`replay`, `explain`). One demo
+runs at a time in a checkout (a second one, which would empty the first's log under it, says
+so and exits 1); Ctrl-C stops it with one line, after stopping what it started.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from services.cli import data_dir_lock
 from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube
 from tests.support.gangsched_process import GangschedRun
@@ -26,6 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "nginx-gang.yaml"
 NODE = Path(__file__).resolve().parent / "demo-node.yaml"
 DATA = ROOT / ".gangsched-demo"
+LOCK = ROOT / ".gangsched-demo-lock"
+"""Held (`data_dir_lock`) while a demo runs: not in DATA, whose own lock `gangsched run` takes."""
+INTERRUPTED = 130
+"""The exit code of a demo stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 
 
 def node_allocatable() -> dict[str, Any]:
@@ -37,7 +44,24 @@ def node_allocatable() -> dict[str, Any]:
 
 
 def main() -> int:
-    """Run the demo; returns the process exit code (0 when 3 Running / 3 Pending was seen)."""
+    """Run the demo unless another runs in this checkout; returns the process exit code: 0
+    when 3 Running / 3 Pending was seen, 1 when another demo runs, `INTERRUPTED` on Ctrl-C."""
+    try:
+        with data_dir_lock.hold(LOCK):
+            return _demo()
+    except data_dir_lock.DataDirUnusable as error:
+        holder = data_dir_lock.holder(LOCK)
+        print(f"make demo: another demo runs in this checkout (pid {holder}); wait for it to "
+              "end" if holder else f"make demo: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("make demo: interrupted; gangsched and the control plane are stopped",
+              file=sys.stderr)
+        return INTERRUPTED
+
+
+def _demo() -> int:
+    """The demo itself (`main`)."""
     print("starting the local control plane (built into ~/.cache/gangsched the first time) ...",
           flush=True)
     shutil.rmtree(DATA, ignore_errors=True)
@@ -46,8 +70,8 @@ def main() -> int:
                       pods=int(room["pods"])) as cp:
         run = GangschedRun(cp.kubeconfig, DATA)
         print("starting gangsched run (embedded NATS + SQLite) ...", flush=True)
-        run.start()
         try:
+            run.start()  # inside: interrupted while it starts, it is stopped all the same
             print(f"applying {EXAMPLE.name}: PodGroup nginx (minMember 3), ReplicaSet of 6\n")
             cp.kubectl("apply", "-f", str(EXAMPLE))
             eventually(lambda: len(kube.running(kube.pods(cp, "default"))) == 3

@@ -206,9 +206,10 @@ class ControlPlane:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-        if exc_type is not None or self.failed:
+        interrupted = exc_type is not None and issubclass(exc_type, KeyboardInterrupt)
+        if (exc_type is not None and not interrupted) or self.failed:
             self.failed = True
-            self.print_logs()
+            self.print_logs()  # a Ctrl-C is no failure to diagnose
         self.close()
 
     # -- inspection ------------------------------------------------------------------------
