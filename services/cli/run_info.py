@@ -232,15 +232,15 @@ def recorded(data_dir: Path, field: str) -> str | None:
     except OSError:
         return None
     except text_files.TextFileRefused as error:  # a FIFO or device: waited on, or endless
-        raise _damaged(path, str(error), field) from None
+        raise _damaged(path, str(error)) from None
     except UnicodeDecodeError:  # a ValueError too: told as what it is
-        raise _damaged(path, "it is not JSON (not UTF-8 text)", field) from None
+        raise _damaged(path, "it is not JSON (not UTF-8 text)") from None
     try:
         info = json.loads(text)
     except (ValueError, RecursionError):
-        raise _damaged(path, "it is not JSON", field) from None
+        raise _damaged(path, "it is not JSON") from None
     if not isinstance(info, dict):
-        raise _damaged(path, f"it is a JSON {type(info).__name__}, not an object", field)
+        raise _damaged(path, f"it is a JSON {type(info).__name__}, not an object")
     value = info.get(field)
     if value is None:
         return None
@@ -304,10 +304,14 @@ _WHAT = {"db": "database URL", "nats": "NATS URL", "prefix": "subject prefix"}
 _FLAGS = {"db": "--db", "nats": "--nats", "prefix": "--prefix"}
 
 
-def _damaged(path: Path, why: str, field: str) -> Damaged:
-    """The refusal of the run.json `path`, saying `why`, when its `field` was wanted."""
+def _damaged(path: Path, why: str, field: str | None = None) -> Damaged:
+    """The refusal of the run.json `path`, saying `why`: its `field` is unusable, or (None)
+    the whole file is, and with it every option the command would read from it (naming only
+    the first one asked for sent a user round from `--prefix` to `--db` and back)."""
+    flags = (_FLAGS[field] if field is not None
+             else "every one of --db, --nats and --prefix the command takes")
     return Damaged(f"cannot use {path}: {why}; it is damaged or not gangsched's: give "
-                   f"{_FLAGS[field]}, or remove it if no `gangsched run` serves that directory")
+                   f"{flags}, or remove it if no `gangsched run` serves that directory")
 
 
 def database_url(given: str | None, data_dir: Path) -> str:

@@ -36,17 +36,18 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
     (os.mkfifo, "a named pipe (FIFO)"),
     (lambda path: os.symlink("/dev/zero", path), "a character device"),
 ])
-@pytest.mark.parametrize(("argv", "flag"), [(["decisions"], "--nats"),
-                                            (["explain", "default/p"], "--db")])
+@pytest.mark.parametrize("argv", [["decisions"], ["explain", "default/p"]])
 def test_a_run_json_that_is_no_file_is_one_line(tmp_path: Path, make: Callable[[Path], object],
-                                                kind: str, argv: list[str], flag: str) -> None:
+                                                kind: str, argv: list[str]) -> None:
+    """The whole file is unusable, so every option read from it is named: naming only the
+    first one asked for sent a user round from `--prefix` to `--db` and back."""
     run_json = tmp_path / run_info.RUN_FILE
     make(run_json)
     result = _run(*argv, "--data-dir", str(tmp_path))
     assert (result.returncode, result.stdout, result.stderr) == (
         1, "", f"Error: cannot use {run_json}: it is {kind}, not a file; it is damaged or not "
-               f"gangsched's: give {flag}, or remove it if no `gangsched run` serves that "
-               "directory\n")
+               "gangsched's: give every one of --db, --nats and --prefix the command takes, or "
+               "remove it if no `gangsched run` serves that directory\n")
 
 
 def test_reading_only_a_regular_file_refuses_a_pipe_unopened_by_a_writer(
