@@ -33,8 +33,8 @@ volume kube cannot translate (left out of `migrated_volumes` by the watcher), ar
 kube-scheduler's Filter returns an error status for an existing pod's such volume on a node
 whose CSINode sets a limit, when the pod being scheduled has a volume it counts, and for the
 scheduled pod's own untranslatable inline volume on any node with a CSINode; an error on any
-node aborts the pod's whole scheduling attempt (no node, no preemption), so such pods wait. `VolumeLimitScaling` (alpha, off by
-default in v1.36) is not mirrored.
+node aborts the pod's whole scheduling attempt (no node, no preemption), so such pods wait.
+`VolumeLimitScaling` (alpha, off by default in v1.36) is not mirrored.
 """
 
 from __future__ import annotations
