@@ -12,12 +12,13 @@ from __future__ import annotations
 import decimal
 import functools
 import math
-import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Annotated
 
 import msgspec
+
+from services.contracts import quantity_syntax
 
 MAX_AMOUNT = 2**48
 """Largest amount of any resource, in gangsched units.
@@ -45,13 +46,8 @@ STORAGE = "storage"
 """A PersistentVolume's capacity and a claim's request (bytes)."""
 
 _BYTE_RESOURCES = (MEMORY, EPHEMERAL_STORAGE, STORAGE)
-_BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL_SUFFIXES = {
-    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
-    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
-    "P": Decimal("1e15"), "E": Decimal("1e18"),
-}
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+_BINARY_SUFFIXES = {suffix: 2**power
+                    for suffix, power in quantity_syntax.BINARY_SUFFIXES.items()}
 
 
 class InvalidQuantity(ValueError):
@@ -126,35 +122,30 @@ def _shown_amount(text: object) -> str:
 def _number_and_factor(text: object) -> tuple[Decimal, Decimal | int]:
     """The number and the suffix multiplier of a quantity, without multiplying them.
 
+    A string is read as the API server decodes a quantity (`quantity_syntax`: trimmed, then
+    exactly what apimachinery's `ParseQuantity` accepts); an int or a float (a JSON number) as
+    its decimal text.
     Raises:
-        InvalidQuantity: not a quantity (wrong type, unknown suffix, empty, malformed number).
+        InvalidQuantity: not a quantity (wrong type, unknown suffix, empty, malformed number):
+            `invalid quantity '<text>': <why>`, a string's why in Go's words
+            (`quantity_syntax.FORMAT_WRONG`, `NUMERIC`, `SUFFIX`).
     """
     if isinstance(text, bool):
         raise InvalidQuantity(f"invalid quantity {shown(text)}: a boolean is not a quantity")
+    if isinstance(text, int):
+        return Decimal(text), 1
+    if isinstance(text, float):
+        if not math.isfinite(text):
+            raise InvalidQuantity(f"invalid quantity {shown(text)}: not finite")
+        return Decimal(repr(text)), 1
+    if not isinstance(text, str):
+        raise InvalidQuantity(
+            f"invalid quantity {shown(text)}: a {type(text).__name__}, not a string")
     try:
-        if isinstance(text, int):
-            return Decimal(text), 1
-        if isinstance(text, float):
-            if not math.isfinite(text):
-                raise InvalidQuantity(f"invalid quantity {shown(text)}: not finite")
-            return Decimal(repr(text)), 1
-        if not isinstance(text, str):
-            raise InvalidQuantity(
-                f"invalid quantity {shown(text)}: a {type(text).__name__}, not a string")
-        match = _QUANTITY.match(text.strip())
-        if match is None:
-            raise InvalidQuantity(f"invalid quantity {shown(text)}")
-        number, suffix = match.groups()
-        value = Decimal(number)
-    except InvalidQuantity:
-        raise
-    except (ArithmeticError, TypeError, AttributeError, ValueError) as error:
-        raise InvalidQuantity(f"invalid quantity {shown(text)}") from error
-    if suffix in _BINARY_SUFFIXES:
-        return value, _BINARY_SUFFIXES[suffix]
-    if suffix in _DECIMAL_SUFFIXES:
-        return value, _DECIMAL_SUFFIXES[suffix]
-    raise InvalidQuantity(f"invalid quantity {shown(text)}: unknown suffix {suffix!r}")
+        number, base, power = quantity_syntax.split(quantity_syntax.trim_space(text))
+    except quantity_syntax.QuantitySyntaxError as error:
+        raise InvalidQuantity(f"invalid quantity {shown(text)}: {error}") from error
+    return number, 2**power if base == 2 else Decimal(f"1E{power}")
 
 
 def _exact_context(*values: Decimal) -> decimal.Context:
@@ -171,7 +162,9 @@ def parse_quantity(text: str | int | float) -> Decimal:
     which never computes with such values.
     Raises:
         InvalidQuantity: not a quantity (wrong type, unknown suffix, empty, malformed number).
-    Source: the grammar of k8s.io/apimachinery resource.Quantity.
+    Source: k8s.io/apimachinery `Quantity.UnmarshalJSON` and `ParseQuantity`, whose syntax is
+    `quantity_syntax`'s (the value is exact: Go rounds it up to a nanounit, `to_units` to a
+    gangsched unit).
     """
     value, factor = _number_and_factor(text)
     try:

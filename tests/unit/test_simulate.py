@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from services.cli.simulate import COMMAND, simulate, simulate_command
+from services.contracts.quantity_syntax import FORMAT_WRONG
 from services.fit.reasons import DISK_CONFLICT, MAX_VOLUME_COUNT
 from services.planner.core.config import PlannerConfig
 
@@ -204,11 +205,16 @@ def test_table_output_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("apiVersion: v1\nkind: Node\nmetadata: {name: n0}\nstatus: {allocatable: {cpu: lots}}\n",
-     "document 1 (Node n0): status.allocatable.cpu: invalid quantity 'lots'\n"),
+     f"document 1 (Node n0): status.allocatable.cpu: invalid quantity 'lots': {FORMAT_WRONG}\n"),
     ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
      "  - {name: c, resources: {requests: {memory: 5Xi}}}\n",
      "document 1 (Pod default/p): spec.containers[0].resources.requests.memory: "
-     "invalid quantity '5Xi': unknown suffix 'Xi'\n"),
+     f"invalid quantity '5Xi': {FORMAT_WRONG}\n"),
+    # an exponent and a suffix, which Go's ParseQuantity never takes together
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+     "  - {name: c, resources: {requests: {cpu: '1', memory: 1e3Ki}}}\n",
+     "document 1 (Pod default/p): spec.containers[0].resources.requests.memory: "
+     f"invalid quantity '1e3Ki': {FORMAT_WRONG}\n"),
     ("apiVersion: scheduling.x-k8s.io/v1alpha1\n"
      "kind: PodGroup\nmetadata: {name: g}\nspec: {minMember: -1}\n",
      "document 1 (PodGroup default/g): spec.minMember"),
@@ -241,7 +247,7 @@ def test_table_output_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
     ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\n"
      "spec: {resources: {requests: {storage: lots}}}\n",
      "document 1 (PersistentVolumeClaim default/c): spec.resources.requests.storage: "
-     "invalid quantity 'lots'\n"),
+     f"invalid quantity 'lots': {FORMAT_WRONG}\n"),
     ("apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: v}\n"
      "spec: {capacity: {storage: 1e30}, accessModes: [ReadWriteOnce]}\n",
      "document 1 (PersistentVolume v): spec.capacity.storage: 1e30 is beyond the largest amount "

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from services.contracts import resources
+from services.contracts.quantity_syntax import FORMAT_WRONG
 
 
 @pytest.mark.parametrize(("resource", "text", "units"), [
@@ -87,7 +88,7 @@ def test_an_event_carrying_an_amount_beyond_the_limit_is_poisoned() -> None:
 
 def test_an_absurd_exponent_is_beyond_range_without_big_arithmetic() -> None:
     # 1e400000 used to take seconds of big-integer work on the watcher's event loop
-    for resource, text in (("cpu", "1e400000"), ("memory", "1e400000Ei"),
+    for resource, text in (("cpu", "1e400000"), ("memory", "1" + "0" * 400_000 + "Ei"),
                            ("nvidia.com/gpu", "1e400000")):
         with pytest.raises(resources.AmountBeyondRange):
             resources.to_units(resource, text)
@@ -107,7 +108,7 @@ def test_a_huge_amount_is_named_briefly() -> None:
 
 def test_a_tiny_exponent_rounds_up_or_is_fractional() -> None:
     assert resources.to_units("cpu", "1e-400000") == 1
-    assert resources.to_units("memory", "1e-1000000n") == 1
+    assert resources.to_units("memory", "1e-1000000") == 1
     assert resources.to_units("cpu", "0e-400000") == 0
     with pytest.raises(resources.InvalidQuantity, match="whole number"):
         resources.to_units("nvidia.com/gpu", "1e-400000")
@@ -115,7 +116,7 @@ def test_a_tiny_exponent_rounds_up_or_is_fractional() -> None:
 
 @pytest.mark.parametrize("value", [
     True, False, None, [], ["1"], {}, {"cpu": "1"}, float("inf"), float("nan"), b"1", "1.2.3",
-    ".", "1e", "--1",
+    "1e", "--1",
 ])
 def test_values_that_are_not_quantities_raise_invalid_quantity_naming_them(value: Any) -> None:
     with pytest.raises(resources.InvalidQuantity) as raised:
@@ -136,7 +137,7 @@ def test_parse_quantity_translates_every_failure() -> None:
 
 
 @pytest.mark.parametrize(("resource", "text", "detail"), [
-    ("cpu", "lots", "invalid quantity 'lots'"),
+    ("cpu", "lots", f"invalid quantity 'lots': {FORMAT_WRONG}"),
     ("cpu", "-1", "negative quantity '-1'"),
     ("pods", "1.5", "must be a whole number, got '1.5'"),
 ])

@@ -21,6 +21,7 @@ from services.contracts.events import (
     Toleration,
     WeightedPodAffinityTerm,
 )
+from services.contracts.quantity_syntax import FORMAT_WRONG
 from services.watcher import slim
 
 MI = 2**20
@@ -70,7 +71,7 @@ def test_an_invalid_quantity_marks_the_pod_invalid_instead_of_raising() -> None:
     event = slim.pod_event(pod({"containers": [container({"cpu": "lots"})]}), 0)
     assert event.invalid_reason is not None
     assert event.invalid_reason == (
-        "spec.containers[0].resources.requests.cpu: invalid quantity 'lots'")
+        f"spec.containers[0].resources.requests.cpu: invalid quantity 'lots': {FORMAT_WRONG}")
     assert event.requests == {"pods": 1}
 
 
@@ -331,7 +332,8 @@ def test_pod_level_resources_keep_the_containers_for_resources_they_do_not_name(
 def test_an_invalid_pod_level_quantity_names_its_field() -> None:
     event = slim.pod_event(pod({"resources": {"requests": {"cpu": "lots"}}}), 0)
     assert event.invalid_reason is not None
-    assert event.invalid_reason == "spec.resources.requests.cpu: invalid quantity 'lots'"
+    assert event.invalid_reason == (
+        f"spec.resources.requests.cpu: invalid quantity 'lots': {FORMAT_WRONG}")
 
 
 BEYOND = "is beyond the largest amount gangsched can place (281474976710656m)"

@@ -13,6 +13,7 @@ from services.contracts.events import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
 )
+from services.contracts.quantity_syntax import FORMAT_WRONG
 from services.watcher import volumes
 from tests.unit.watcher.test_slim import _JSONISH
 
@@ -53,7 +54,8 @@ def test_the_beta_class_annotation_wins_over_the_spec_as_kubernetes_reads_it() -
 def test_a_malformed_request_makes_the_claim_invalid_with_the_field_named() -> None:
     event = volumes.claim_event(claim({"resources": {"requests": {"storage": "lots"}}}), 0)
     assert event.invalid_reason is not None
-    assert event.invalid_reason == "spec.resources.requests.storage: invalid quantity 'lots'"
+    assert event.invalid_reason == (
+        f"spec.resources.requests.storage: invalid quantity 'lots': {FORMAT_WRONG}")
 
 
 def test_a_volume_keeps_capacity_affinity_labels_and_claim_ref() -> None:
