@@ -201,7 +201,8 @@ def _arrival(item: manifests.Item, origin_ms: int) -> engine.Arrival:
         budget = (BudgetSpec(spec.get("minAvailable"), spec.get("maxUnavailable"))
                   if item.kind == manifests.BUDGET_KIND else None)
         return engine.Arrival(at_ms=at_ms, event=to_event(item, at_ms), runtime_ms=runtime,
-                              budget=budget)
+                              budget=budget, after=item.after,
+                              ready_ms=round(item.ready_seconds * 1000))
 
 
 def simulate(files: list[Path], config: PlannerConfig) -> dict[str, Any]:

@@ -11,6 +11,9 @@ preemptor. The clock then jumps to the next arrival, completion, deletion or pla
 quorum has been told and every backed-off group has been retried since the last change: from
 then on nothing can change any more. PodDisruptionBudgets get their
 `disruptionsAllowed` from the simulated disruption controller (`budgets`) before each round.
+A pod held for another (`Arrival.after`: an OrderedReady StatefulSet's next ordinal) arrives
+at the start of the round after that one is bound (or `ready_ms` later), so a StatefulSet
+whose gang needs more than one of its pods at once never gets the next: as on a cluster.
 """
 
 from __future__ import annotations
@@ -51,15 +54,20 @@ manifests leave out; short, as a victim honouring SIGTERM at once."""
 
 class Arrival(msgspec.Struct, frozen=True):
     """An object appearing at `at_ms`; a pod with `runtime_ms` succeeds that long after binding;
-    a PodDisruptionBudget's `budget` is its spec, for the simulated disruption controller.
+    a PodDisruptionBudget's `budget` is its spec, for the simulated disruption controller. A pod
+    with `after`, the uid of another pod, appears only once that one has been bound for
+    `ready_ms`, and not before `at_ms` (an OrderedReady StatefulSet's next ordinal, created once
+    the one before is Running and Ready: `Simulation.release`).
 
-    Units: UTC epoch milliseconds on the simulated clock; `runtime_ms` milliseconds.
+    Units: UTC epoch milliseconds on the simulated clock; `runtime_ms`, `ready_ms` milliseconds.
     """
 
     at_ms: int
     event: Event
     runtime_ms: int | None = None
     budget: BudgetSpec | None = None
+    after: str | None = None
+    ready_ms: int = 0
 
 
 class PodResult(msgspec.Struct):
@@ -101,8 +109,17 @@ class Simulation:
         self.config = config
         self.state = empty_state()
         self.seq = 0
-        self.arrivals = sorted(enumerate(arrivals), key=lambda item: (item[1].at_ms, item[0]))
+        self.arrivals = sorted(((i, a) for i, a in enumerate(arrivals) if a.after is None),
+                               key=lambda item: (item[1].at_ms, item[0]))
         self.next_arrival = 0
+        self.held: dict[str, list[tuple[int, Arrival]]] = {}
+        """uid of a pod not bound yet → the arrivals waiting for it (`Arrival.after`), each
+        with its index in `arrivals`."""
+        for index, arrival in enumerate(arrivals):
+            if arrival.after is not None:
+                self.held.setdefault(arrival.after, []).append((index, arrival))
+        self.released: list[tuple[int, int, Arrival]] = []
+        """A heap of the arrivals whose pod before was bound: (due ms, index, arrival)."""
         self.runtimes = {a.event.uid: a.runtime_ms for a in arrivals
                          if isinstance(a.event, PodObserved) and a.runtime_ms is not None}
         self.completions: list[tuple[int, int, str]] = []
@@ -142,6 +159,7 @@ class Simulation:
             self.delete(uid, now)
         self.apply(ClockTicked(at_ms=now))
         for _ in range(MAX_ROUNDS_PER_INSTANT):
+            self.arrive_released(now)
             self.refresh_budgets(now)
             self.state, made = planner.plan(self.state, self.config, self.seq)
             self.decisions.extend(made)
@@ -165,6 +183,8 @@ class Simulation:
             self.results.setdefault(event.uid, PodResult(group=group))
             if event.node_name is not None:
                 self.bound(event.uid, event.node_name, now)
+        if isinstance(event, PodObserved) and event.node_name is not None:
+            self.release(event.uid, now)  # bound on arrival, by a manifest
 
     def bind(self, placement: Placement, now: int) -> None:
         for member in placement.members:
@@ -176,8 +196,36 @@ class Simulation:
             self.apply(msgspec.structs.replace(pod, node_name=member.node, phase="Running",
                                                at_ms=now, start_ms=now))  # kubelet's startTime
             self.bound(member.pod_uid, member.node, now)
+            self.release(member.pod_uid, now)
         self.apply(GroupBound(at_ms=now, decision_id=placement.id, group=placement.group))
         self.last_change_ms = now
+
+    def release(self, uid: str, now: int) -> None:
+        """The pod `uid` is bound, which the simulation takes for Running and Ready: the
+        arrivals held for it (`Arrival.after`) are due once it has been so for their
+        `ready_ms` (a StatefulSet's minReadySeconds: `isRunningAndAvailable`), not before
+        their own `at_ms`."""
+        for index, arrival in self.held.pop(uid, []):
+            due = max(arrival.at_ms, now + arrival.ready_ms)
+            heapq.heappush(self.released, (due, index, arrival))
+
+    def arrive_released(self, now: int) -> None:
+        """Play the released arrivals due by `now`, as the StatefulSet controller's
+        `processReplica` creates the next pod: only while the pod before is still Running
+        (bound, not being deleted, not finished); else the arrival is held for it again."""
+        while self.released and self.released[0][0] <= now:
+            _, index, arrival = heapq.heappop(self.released)
+            before = arrival.after or ""
+            if self.is_running(before):
+                self.arrive(arrival, now)
+            else:
+                self.held.setdefault(before, []).append((index, arrival))
+
+    def is_running(self, uid: str) -> bool:
+        """Whether the pod `uid` is on a node, not being deleted and not Succeeded or Failed."""
+        pod = self.state.pods.get(uid)
+        return (pod is not None and pod.node_name is not None and not pod.is_deleting
+                and pod.phase not in ("Succeeded", "Failed"))
 
     def refresh_budgets(self, now: int) -> None:
         """Observe each PDB again whose `disruptionsAllowed` changed (`budgets`)."""
@@ -265,6 +313,8 @@ class Simulation:
             due.append(self.completions[0][0])
         if self.evictions:
             due.append(self.evictions[0][0])
+        if self.released:
+            due.append(self.released[0][0])
         wakeup = backoff.next_wakeup_ms(self.state, self.config)
         settled_ms = self.last_change_ms + round(self.config.backoff_max_seconds * 1000)
         if wakeup is not None and (due or wakeup <= settled_ms):

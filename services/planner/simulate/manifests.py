@@ -8,14 +8,17 @@ NodeVolumeLimits reads, are checked as the API server validates what it reads of
 (`_check_volume_limits`); the simulation creates no VolumeAttachment for the pods it binds (a
 volume of a pod on a node counts there as the pod's own, as kube-scheduler counts it). The
 sources of pods' volumes and PersistentVolumes are checked as the API server validates them
-(`_check_volume_sources`).
+(`_check_volume_sources`). Each pod gets what the API server's defaulting and the
+DefaultTolerationSeconds admission plugin set in it on creation (`pod_defaults`).
 
 Layer: planner simulate (pure; dict in, dict out; never does I/O). Workloads become the pods
 their controllers would create, named as those controllers name them: StatefulSet `<name>-<i>`,
 ReplicaSet and Job `<name>-<5 chars>`, Deployment `<name>-<10 chars>-<5 chars>` (through its
 ReplicaSet). The "random" characters are derived from a hash of the namespace, workload and
-ordinal, so the same manifests always give the same names. Kinds that do not matter to
-scheduling (Service, ConfigMap, ...) are ignored and listed.
+ordinal, so the same manifests always give the same names. A suspended Job or a paused
+Deployment has none; an OrderedReady StatefulSet's are created one after another
+(`workload_controllers`, `_one_at_a_time`). Kinds that do not matter to scheduling (Service,
+ConfigMap, ...) are ignored and listed.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -39,8 +43,11 @@ from services.planner.simulate import (
     controller_labels,
     object_labels,
     object_names,
+    pod_defaults,
     shapes,
+    tolerations,
     volume_sources,
+    workload_controllers,
 )
 
 AT_ANNOTATION = "simulate.gangsched.io/at"
@@ -112,7 +119,10 @@ class Item(msgspec.Struct, frozen=True):
     CSINode or VolumeAttachment to play, with where it came from.
 
     Units: `at_seconds` simulated seconds after the start; `runtime_seconds` seconds a bound pod
-    runs before it succeeds (None: forever).
+    runs before it succeeds (None: forever). `after`: the uid of the pod that must be bound
+    (Running and Ready, as simulated) for `ready_seconds` seconds before this pod is created,
+    not before `at_seconds` (an OrderedReady StatefulSet's previous ordinal, `_one_at_a_time`);
+    None: created at `at_seconds`.
     """
 
     where: str
@@ -120,6 +130,8 @@ class Item(msgspec.Struct, frozen=True):
     obj: dict[str, Any]
     at_seconds: float
     runtime_seconds: float | None = None
+    after: str | None = None
+    ready_seconds: float = 0.0
 
 
 class PriorityClass(msgspec.Struct, frozen=True):
@@ -362,6 +374,9 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
     `at_seconds` and `runtime` are its workload's (its own annotations win). `is_checked`: the
     types of its fields were checked already (a workload's pod: on the workload's template).
 
+    A pod is set what the API server sets on creation (`pod_defaults`: a hostNetwork pod's host
+    ports, the DefaultTolerationSeconds tolerations) besides its priority.
+
     Raises:
         InvalidManifest: the first field the API server would refuse (the kind's own checks,
             then `shapes`), or a bad annotation or priority.
@@ -386,6 +401,11 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
         _check_volume_limits(doc, obj)
     if kind in ("Pod", "PersistentVolume") and not is_checked:  # and a spec, a mapping
         _check_volume_sources(doc, obj, obj["spec"], "spec")
+    if kind == "Pod" and not is_checked:
+        _refuse(doc, obj, "spec", pod_defaults.host_network_port_problem(obj["spec"]))
+        _refuse(doc, obj, "spec", tolerations.pod_problem(obj["spec"]))
+    if kind == "Node":  # its taints, where the API server names them (`tolerations`)
+        _refuse(doc, obj, tolerations.TAINTS_PARENT, tolerations.node_problem(obj.get("spec")))
     if kind == "Node":  # the labels as written were checked: the kubelet adds its own
         obj["metadata"]["labels"] = controller_labels.node_labels(
             obj["metadata"].get("labels") or {}, obj["metadata"]["name"])
@@ -394,6 +414,7 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
             obj["metadata"].get("labels") or {}, obj["metadata"]["name"])
     if kind == "Pod":
         _resolve_priority(doc, obj, classes)
+        pod_defaults.admit(obj["spec"])  # defaulting and DefaultTolerationSeconds
     at = _seconds(doc, body, AT_ANNOTATION)
     own_runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
     return Item(describe(doc, obj), kind, obj, at if at is not None else (at_seconds or 0.0),
@@ -491,6 +512,17 @@ def _check_volume_sources(doc: Document, obj: Mapping[str, Any], spec: Mapping[s
     """
     found = (volume_sources.persistent_volume_problem(spec)
              if obj["kind"] == "PersistentVolume" else volume_sources.pod_problem(spec))
+    if found is not None:
+        raise InvalidManifest(describe(doc, obj), f"{where}.{found[0]}", found[1])
+
+
+def _refuse(doc: Document, obj: Mapping[str, Any], where: str,
+            found: tuple[str, str] | None) -> None:
+    """Refuse `obj` for `found`, a checker's (field path relative to `where`, why), if any.
+
+    Raises:
+        InvalidManifest: naming `<where>.<field>`, when `found` is not None.
+    """
     if found is not None:
         raise InvalidManifest(describe(doc, obj), f"{where}.{found[0]}", found[1])
 
@@ -679,10 +711,14 @@ def _workload_pods(doc: Document, classes: Classes) -> list[Item]:
     """The pods a workload's controller would create from its template (module docstring),
     each an item of the workload's arrival and runtime.
 
+    No pod for a suspended Job or a paused Deployment (`_replicas`); an OrderedReady
+    StatefulSet's one at a time (`_one_at_a_time`).
+
     Raises:
         InvalidManifest: no spec or template spec, bad replicas, containers or annotations,
-            a field of the wrong type (the workload's, its template's: `shapes`), or a pod the
-            API server would refuse (`_item`).
+            a field of the wrong type (the workload's, its template's: `shapes`), a hostNetwork
+            port or StatefulSet policy the API server refuses (`pod_defaults`,
+            `workload_controllers`), or a pod the API server would refuse (`_item`).
     """
     body = doc.body
     kind, meta = body["kind"], body["metadata"]
@@ -696,6 +732,11 @@ def _workload_pods(doc: Document, classes: Classes) -> list[Item]:
     _check_containers(doc, body, template["spec"], "spec.template.spec")
     _check_fields(doc, body)
     _check_volume_sources(doc, body, template["spec"], "spec.template.spec")
+    _refuse(doc, body, "spec.template.spec",
+            pod_defaults.host_network_port_problem(template["spec"]))
+    _refuse(doc, body, "spec.template.spec", tolerations.pod_problem(template["spec"]))
+    if kind == "StatefulSet":
+        _refuse(doc, body, "spec", workload_controllers.stateful_set_problem(spec))
     namespace = _namespace(meta)
     at = _seconds(doc, body, AT_ANNOTATION) or 0.0
     runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
@@ -738,7 +779,20 @@ def _workload_pods(doc: Document, classes: Classes) -> list[Item]:
         pod = _pod_from_template(template, name, namespace, pod_labels, annotations, meta,
                                  (owner_kind, owner_name, owner_uid))
         items.append(_item(doc, pod, classes, at_seconds=at, runtime=runtime, is_checked=True))
+    if kind == "StatefulSet" and workload_controllers.is_one_at_a_time(spec):
+        return _one_at_a_time(items, workload_controllers.min_ready_seconds(spec))
     return items
+
+
+def _one_at_a_time(items: list[Item], ready_seconds: int) -> list[Item]:
+    """An OrderedReady StatefulSet's pods (`items`, by ordinal) as its `monotonic` controller
+    creates them (`workload_controllers`): the first at the StatefulSet's arrival, each other
+    once the one before it has been bound (Running and Ready, as simulated: the engine binds a
+    pod Running) for `ready_seconds` (`spec.minReadySeconds`). A chain: the one before has
+    itself waited for all before it."""
+    return items[:1] + [msgspec.structs.replace(item, after=before.obj["metadata"]["uid"],
+                                                ready_seconds=float(ready_seconds))
+                        for before, item in itertools.pairwise(items)]
 
 
 def _check_stateful_pods(doc: Document, labels: Mapping[str, Any], name: str, count: int,
@@ -793,6 +847,14 @@ def _check_indexed_hostnames(doc: Document, body: Mapping[str, Any],
 
 
 def _replicas(doc: Document, spec: Mapping[str, Any]) -> int:
+    """How many pods the controller of the workload `doc` (its `spec`) creates: `replicas`, a
+    Job's smaller of `parallelism` and `completions`; none for a suspended Job or a paused
+    Deployment (`workload_controllers.creates_no_pods`), whose counts are checked all the same.
+
+    Raises:
+        InvalidManifest: a count that is no integer >= 0, or a count of pods beyond
+            `MAX_WORKLOAD_PODS`.
+    """
     kind = doc.body["kind"]
     if kind == "Job":
         parallelism = spec.get("parallelism", 1)
@@ -803,6 +865,8 @@ def _replicas(doc: Document, spec: Mapping[str, Any]) -> int:
     for field, value in values.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise InvalidManifest(describe(doc), field, f"must be an integer >= 0, got {value!r}")
+    if workload_controllers.creates_no_pods(kind, spec):
+        return 0
     count = int(min(values.values()))
     if count > MAX_WORKLOAD_PODS:
         field = min(values, key=lambda name: values[name])

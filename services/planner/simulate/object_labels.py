@@ -51,10 +51,16 @@ def problem(labels: Mapping[str, str]) -> str | None:
 
 
 def value_problem(value: str) -> str | None:
-    """Why `value` is no label value (`IsLabelValue`), or None."""
-    if utf8_length(value) > MAX_NAME:
-        return f"must be no more than {MAX_NAME} bytes"
-    return None if _VALUE.fullmatch(value) else VALUE_RULE
+    """Why `value` is no label value (`IsLabelValue`: its first message), or None."""
+    return next(iter(value_problems(value)), None)
+
+
+def value_problems(value: str) -> list[str]:
+    """Every message `IsLabelValue` gives `value`, in its order (too long, then not of the
+    form); empty when it is a label value. A caller joining them as the API server does
+    (`strings.Join(errs, ";")`: a taint's or toleration's value) needs them all."""
+    too_long = [f"must be no more than {MAX_NAME} bytes"] if utf8_length(value) > MAX_NAME else []
+    return too_long if _VALUE.fullmatch(value) else [*too_long, VALUE_RULE]
 
 
 def key_problem(key: str) -> str | None:

@@ -84,10 +84,11 @@ POD_VOLUME: Shape = {
 `volume_sources`), and of some their fields."""
 CONTAINER: Shape = {
     "resources": RESOURCES, "restartPolicy": STRING,
-    "ports": [{"hostPort": INTEGER, "protocol": STRING, "hostIP": STRING}]}
+    "ports": [{"containerPort": INTEGER, "hostPort": INTEGER, "protocol": STRING,
+               "hostIP": STRING}]}
 POD_SPEC: Shape = {
     "containers": [CONTAINER], "initContainers": [CONTAINER], "resources": RESOURCES,
-    "overhead": QUANTITIES, "schedulerName": STRING, "nodeName": STRING,
+    "overhead": QUANTITIES, "schedulerName": STRING, "nodeName": STRING, "hostNetwork": BOOLEAN,
     "priority": INTEGER, "priorityClassName": STRING, "preemptionPolicy": STRING,
     "nodeSelector": MapOf(STRING),
     "affinity": {"nodeAffinity": {
@@ -138,10 +139,11 @@ KINDS: Mapping[str, Shape] = {
                                        "disruptedPods": MapOf(STRING)}},
     "PriorityClass": {"value": INTEGER, "globalDefault": BOOLEAN, "preemptionPolicy": STRING},
     "ReplicaSet": {"spec": {"replicas": INTEGER, "template": POD_TEMPLATE}},
-    "Deployment": {"spec": {"replicas": INTEGER, "template": POD_TEMPLATE}},
-    "StatefulSet": {"spec": {"replicas": INTEGER, "template": POD_TEMPLATE}},
+    "Deployment": {"spec": {"replicas": INTEGER, "paused": BOOLEAN, "template": POD_TEMPLATE}},
+    "StatefulSet": {"spec": {"replicas": INTEGER, "podManagementPolicy": STRING,
+                             "minReadySeconds": INTEGER, "template": POD_TEMPLATE}},
     "Job": {"spec": {"parallelism": INTEGER, "completions": INTEGER, "manualSelector": BOOLEAN,
-                     "completionMode": STRING, "template": POD_TEMPLATE}},
+                     "completionMode": STRING, "suspend": BOOLEAN, "template": POD_TEMPLATE}},
 }
 """Each kind simulate reads → the fields it reads (besides `metadata`, `OBJECT_META`)."""
 NATIVE_PODGROUP: Shape = {"spec": {"schedulingPolicy": {"gang": {"minCount": INTEGER},

@@ -1,0 +1,101 @@
+"""What the API server sets in a pod before storing it, for `gangsched simulate`.
+
+Layer: planner simulate (pure; `admit` changes the pod spec it is given). The watcher reads pods
+the API server has defaulted and admitted; a manifest given to simulate has been through
+neither, so what kube-scheduler would read of it is set here. Sources, Kubernetes 1.36:
+- Defaulting, `SetDefaults_Pod` (`pkg/apis/core/v1/defaults.go`, `defaultHostNetworkPorts`): on
+  a pod with `hostNetwork: true`, each port of its containers and init containers without a
+  `hostPort` (0 or absent) gets its `containerPort` as `hostPort`, so NodePorts holds it on the
+  node. A Pod only: `SetDefaults_PodSpec`, which a workload's pod template gets, does not (no
+  feature gate of 1.36 changes it); the pod its controller creates from the template is a Pod,
+  defaulted so on creation.
+- Validation, `validatePodHostNetworkDeps` (`pkg/apis/core/validation/validation.go`): on a
+  hostNetwork pod spec, an app container's `hostPort`, when given (not 0), must equal its
+  `containerPort` (`host_network_port_problem`).
+- The DefaultTolerationSeconds admission plugin (`plugin/pkg/admission/defaulttolerationseconds`,
+  `Plugin.Admit`; enabled by default): a pod without a toleration of the taint
+  `node.kubernetes.io/not-ready:NoExecute` gets `{key: node.kubernetes.io/not-ready, operator:
+  Exists, effect: NoExecute, tolerationSeconds: 300}`, and likewise for
+  `node.kubernetes.io/unreachable` (300 s: the API server's default flags
+  `--default-not-ready-toleration-seconds` and `--default-unreachable-toleration-seconds`). A
+  toleration with that key or an empty one, and effect NoExecute or an empty one, counts as
+  one of that taint, as the plugin counts it.
+Shapes: `spec` is a pod spec (a mapping) whose field types `shapes` checked; its `containers`
+are mappings (`manifests._check_containers`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+NO_EXECUTE = "NoExecute"
+DEFAULT_TOLERATION_SECONDS = 300
+"""`defaultNotReadyTolerationSeconds` and `defaultUnreachableTolerationSeconds`, in seconds."""
+PORTED_CONTAINERS = ("containers", "initContainers")
+"""The containers whose ports `defaultHostNetworkPorts` defaults (not ephemeral ones)."""
+
+
+def admit(spec: dict[str, Any]) -> None:
+    """Set in the pod spec `spec` what defaulting and the DefaultTolerationSeconds plugin set
+    on creation (module docstring), in the API server's order: defaulting, then admission."""
+    default_host_network_ports(spec)
+    add_default_tolerations(spec)
+
+
+def default_host_network_ports(spec: dict[str, Any]) -> None:
+    """`defaultHostNetworkPorts`, which `SetDefaults_Pod` runs on a pod with `hostNetwork:
+    true`: each container and init container port without a `hostPort` (absent, null or 0)
+    gets its `containerPort` (a port without one keeps none)."""
+    if spec.get("hostNetwork") is not True:
+        return
+    for field in PORTED_CONTAINERS:
+        for container in spec.get(field) or []:
+            for port in container.get("ports") or []:
+                if isinstance(port, dict) and not port.get("hostPort") \
+                        and port.get("containerPort"):
+                    port["hostPort"] = port["containerPort"]
+
+
+def add_default_tolerations(spec: dict[str, Any]) -> None:
+    """`Plugin.Admit` of DefaultTolerationSeconds: append to `spec.tolerations` the toleration
+    of `node.kubernetes.io/not-ready:NoExecute`, then of `node.kubernetes.io/unreachable:
+    NoExecute` (operator Exists, tolerationSeconds 300), each unless one already tolerates that
+    taint (`_tolerates`)."""
+    tolerations = list(spec.get("tolerations") or [])
+    added = [{"key": key, "operator": "Exists", "effect": NO_EXECUTE,
+              "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}
+             for key in (NOT_READY_TAINT, UNREACHABLE_TAINT)
+             if not any(_tolerates(toleration, key) for toleration in tolerations)]
+    if added:
+        spec["tolerations"] = [*tolerations, *added]
+
+
+def _tolerates(toleration: Mapping[str, Any] | None, key: str) -> bool:
+    """Whether the plugin counts `toleration` (null: the empty one the API server decodes) as
+    one of the taint `key`:NoExecute: its key that one or empty, its effect NoExecute or
+    empty (its operator and value not looked at, as the plugin does not)."""
+    given = toleration or {}
+    return (given.get("key") or "") in (key, "") and (given.get("effect") or "") in (
+        NO_EXECUTE, "")
+
+
+def host_network_port_problem(spec: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The first app container port of the pod spec `spec` that `validatePodHostNetworkDeps`
+    refuses, and why: with `hostNetwork: true`, a `hostPort` given (not 0) that differs from
+    the port's `containerPort`. The field path is relative to `spec`:
+    `("containers[0].ports[0].hostPort", "Invalid value: 8080: must match `containerPort` when
+    `hostNetwork` is true")`; None when there is none. The same rule holds for a Pod (after
+    `default_host_network_ports`, where a hostPort of 0 became the containerPort) and for a
+    pod template (where the API server lets 0 through, to be defaulted in the Pod)."""
+    if spec.get("hostNetwork") is not True:
+        return None
+    for i, container in enumerate(spec.get("containers") or []):
+        for j, port in enumerate(container.get("ports") or []):
+            given = (port or {}).get("hostPort") or 0
+            if given and given != ((port or {}).get("containerPort") or 0):
+                return (f"containers[{i}].ports[{j}].hostPort", f"Invalid value: {given}: "
+                        "must match `containerPort` when `hostNetwork` is true")
+    return None
