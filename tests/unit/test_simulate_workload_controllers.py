@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from services.cli.simulate import simulate
 from services.planner.core.config import PlannerConfig
-from services.planner.simulate import engine
+from services.planner.simulate import engine, manifests
+from services.planner.simulate.manifests import Document
 from tests.unit.planner.builders import make_node, make_pod, pod_uid
 from tests.unit.test_simulate_malformed import refused
 
@@ -198,3 +200,32 @@ def test_a_held_pod_is_created_when_the_pod_before_is_bound() -> None:
                         PlannerConfig())
     assert [(result.pods[pod.uid].node, result.pods[pod.uid].bound_at_ms) for pod in pods] == [
         ("n", 0), ("n", 5000)]
+
+
+def test_a_large_replica_set_gets_a_distinct_generated_name_per_pod() -> None:
+    """Two of 5,000 five-character suffixes drawn from 27**5 are alike now and then (at 4,652
+    replicas in a user's run): the API server refuses the second name, and the controller
+    creates the pod again with another. simulate refused the workload as a duplicate."""
+    replica_set = yaml.safe_load(REPLICA_SET_OF_5000)
+    named_pod = {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "big-placeholder"},
+                 "spec": {"containers": [{"name": "c", "image": "pause"}]}}
+    items, _ = manifests.expand([Document("in.yaml", 1, replica_set),
+                                 Document("in.yaml", 2, named_pod)])
+    names = [item.obj["metadata"]["name"] for item in items if item.kind == "Pod"]
+    assert len(names) == 5001 and len(set(names)) == 5001
+    assert all(name.startswith("big-") and len(name) == len("big-") + 5 for name in names[:-1])
+
+
+REPLICA_SET_OF_5000 = """apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: big}
+spec:
+  replicas: 5000
+  selector: {matchLabels: {app: big}}
+  template:
+    metadata: {labels: {app: big}}
+    spec:
+      schedulerName: gangsched
+      containers: [{name: c, image: pause, resources: {requests: {cpu: 1m}}}]
+"""
