@@ -24,17 +24,23 @@ from services.contracts.decisions import Decision
 from services.planner.rederive.verify import Divergence, Verifier
 
 PIPE_WIDTH = 200
-TIMELINE_COLUMNS = (("Seq", 7), ("Time (UTC)", 24), ("Kind", 8), ("Type", 16), ("Name", 24),
+TIMELINE_COLUMNS = (("Seq", 7), ("Time (UTC)", 24), ("Kind", 8), ("Type", 18), ("Name", 24),
                     ("Summary", None))
 DECISION_COLUMNS = (("Seq", 7), ("Time (UTC)", 24), ("Type", 12), ("Group", 26), ("Id", 10),
                     ("Summary", None))
 
 
+SUMMARY_MIN_WIDTH = 30
+"""The fewest columns of a terminal the last, widest cell (the summary) must get for rows to be
+laid out as a grid; a narrower terminal gets one line per row, as a pipe does, which it wraps
+(an 80-column one left the summary out and split times and names mid-word)."""
+
+
 class RowPrinter:
     """Aligned rows with a header printed before the first one. Shapes: `columns` are
-    `(title, width)` pairs; on a terminal a longer cell folds onto more lines and width None
-    takes the rest of the line; elsewhere each row is one line, every cell whole. Cells are
-    plain text (no Rich markup)."""
+    `(title, width)` pairs; on a terminal wide enough (`SUMMARY_MIN_WIDTH`) a longer cell
+    folds onto more lines and width None takes the rest of the line; elsewhere each row is one
+    line, every cell whole. Cells are plain text (no Rich markup)."""
 
     def __init__(self, console: Console, columns: Sequence[tuple[str, int | None]]) -> None:
         self.console = console
@@ -48,8 +54,13 @@ class RowPrinter:
             self._print([title for title, _ in self.columns], style="bold")
         self._print(list(cells))
 
+    def _is_grid(self) -> bool:
+        """Whether rows are laid out as a grid: on a terminal wide enough for every column."""
+        fixed = sum(width or 0 for _, width in self.columns) + len(self.columns) - 1
+        return self.console.is_terminal and self.console.width >= fixed + SUMMARY_MIN_WIDTH
+
     def _print(self, cells: list[str], style: str = "") -> None:
-        if not self.console.is_terminal:  # a file or a pipe: one line per row, for grep/cut
+        if not self._is_grid():  # a file, a pipe or a narrow terminal: one line per row
             fixed = [cell.ljust(width or 0)
                      for cell, (_, width) in zip(cells, self.columns, strict=True)]
             self.console.print(Text(" ".join(fixed).rstrip()), soft_wrap=True)

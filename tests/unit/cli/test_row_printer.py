@@ -7,15 +7,15 @@ import io
 
 from rich.console import Console
 
-from services.cli.audit_view import DECISION_COLUMNS, RowPrinter
+from services.cli.audit_view import DECISION_COLUMNS, TIMELINE_COLUMNS, RowPrinter
 
 GROUP = "team-research/llama-finetune-8x-gpu-gang-0042"
 SUMMARY = "placed 8 pods on gpu-node-1, gpu-node-2 [zone a] " + "and more " * 20
 
 
-def printed(terminal: bool) -> list[str]:
+def printed(terminal: bool, width: int = 120) -> list[str]:
     out = io.StringIO()
-    console = Console(file=out, width=120, highlight=False, force_terminal=terminal,
+    console = Console(file=out, width=width, highlight=False, force_terminal=terminal,
                       color_system=None)
     printer = RowPrinter(console, DECISION_COLUMNS)
     printer.row("17", "2026-11-30 05:00:00.000", "Placement", GROUP, "17-0", SUMMARY)
@@ -36,3 +36,14 @@ def test_in_a_pipe_each_row_is_one_whole_line_with_no_trailing_blanks() -> None:
     assert row.startswith("17      2026-11-30 05:00:00.000  Placement    " + GROUP)
     assert row.endswith(SUMMARY.rstrip())  # whole, brackets kept (no markup)
     assert header == header.rstrip() and row == row.rstrip()
+
+
+def test_a_terminal_too_narrow_for_the_summary_gets_one_whole_line_per_row() -> None:
+    """An 80-column terminal left the summary out and split times mid-word; its lines are now
+    the pipe's, which the terminal wraps."""
+    assert printed(terminal=True, width=80) == printed(terminal=False)
+
+
+def test_the_timeline_type_column_holds_the_longest_event_type() -> None:
+    width = dict(TIMELINE_COLUMNS)["Type"]
+    assert width is not None and width >= len("NamespaceObserved")
