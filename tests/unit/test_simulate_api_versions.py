@@ -13,6 +13,9 @@ from services.planner.simulate.api_versions import SERVED
 
 NODE = ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
         "status: {allocatable: {cpu: '4', pods: '10'}}\n")
+SELECTED = ("selector: {matchLabels: {app: x}}, "
+            "template: {metadata: {labels: {app: x}}, spec: {containers: [{name: c}]}}")
+"""An apps workload's spec: its selector selects its template's labels (else refused)."""
 OBJECTS = {
     "List": "items: []\n",
     "Namespace": "spec: {finalizers: [kubernetes]}\n",
@@ -27,9 +30,9 @@ OBJECTS = {
     "PodDisruptionBudget": "spec: {minAvailable: 1, selector: {}}\n",
     "PriorityClass": "value: 10\n",
     "PodGroup": "spec: {minMember: 1}\n",
-    "ReplicaSet": "spec: {template: {spec: {containers: [{name: c}]}}}\n",
-    "Deployment": "spec: {template: {spec: {containers: [{name: c}]}}}\n",
-    "StatefulSet": "spec: {template: {spec: {containers: [{name: c}]}}}\n",
+    "ReplicaSet": f"spec: {{{SELECTED}}}\n",
+    "Deployment": f"spec: {{{SELECTED}}}\n",
+    "StatefulSet": f"spec: {{{SELECTED}}}\n",
     "Job": "spec: {template: {spec: {containers: [{name: c}]}}}\n",
 }
 """A valid body of each kind simulate reads (besides apiVersion, kind and metadata)."""

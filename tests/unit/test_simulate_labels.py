@@ -32,6 +32,8 @@ spec:
       schedulerName: gangsched
       containers: [{{name: c, resources: {{requests: {{cpu: "1"}}}}}}]{affinity}
 """
+MANUAL = "\n  manualSelector: true\n  selector: {matchLabels: {app: train}}"
+"""A Job's own selector (without it, `manualSelector: true` is refused: a selector is required)."""
 APART = """
       affinity:
         podAntiAffinity:
@@ -56,7 +58,7 @@ def test_a_jobs_pods_carry_the_labels_the_api_server_adds() -> None:
         assert labels["job-name"] == labels["batch.kubernetes.io/job-name"] == "train"
         assert labels["controller-uid"] == labels["batch.kubernetes.io/controller-uid"] \
             == pod["metadata"]["ownerReferences"][0]["uid"]
-    manual = pods(JOB.format(name="train", extra="\n  manualSelector: true", affinity=""))
+    manual = pods(JOB.format(name="train", extra=MANUAL, affinity=""))
     assert set(manual[0]["metadata"]["labels"]) == {"app"}
 
 
@@ -71,7 +73,7 @@ def test_an_indexed_jobs_pods_are_named_and_labelled_by_index() -> None:
 
 def test_a_statefulsets_pods_carry_their_name_index_and_revision() -> None:
     text = ("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  replicas: 2\n"
-            "  template:\n    metadata: {labels: {app: db}}\n"
+            "  selector: {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n"
             "    spec: {containers: [{name: c}]}\n")
     made = pods(text)
     assert [pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] for pod in made] \
@@ -99,8 +101,7 @@ def test_a_job_named_beyond_63_characters_is_refused_in_the_api_servers_words(
     assert err.strip().endswith(
         f'spec.template.labels: Invalid value: "{name}": must be no more than 63 bytes')
     assert len(err.strip().splitlines()) == 1
-    code, _ = simulate(tmp_path, JOB.format(name=name, extra="\n  manualSelector: true",
-                                            affinity=""), capsys)
+    code, _ = simulate(tmp_path, JOB.format(name=name, extra=MANUAL, affinity=""), capsys)
     assert code == 0  # no generated selector, no job-name label
 
 
@@ -177,7 +178,8 @@ def test_a_statefulset_whose_pods_its_controller_cannot_create_is_refused(
     the API server takes the StatefulSet and refuses each of its pods (kubernetes#64023)."""
     name = "s" * 60
     text = (f"apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {{name: {name}}}\nspec:\n"
-            "  replicas: 2\n  template: {spec: {containers: [{name: c}]}}\n")
+            "  replicas: 2\n  selector: {matchLabels: {app: s}}\n"
+            "  template: {metadata: {labels: {app: s}}, spec: {containers: [{name: c}]}}\n")
     code, err = simulate(tmp_path, NODE + "---\n" + text, capsys)
     assert code == 2
     assert (f"metadata.name: its controller cannot create pod {name}-1: metadata.labels: "
@@ -196,7 +198,7 @@ def test_a_job_template_contradicting_its_generated_selector_is_refused(
     assert code == 2
     assert f"spec.template.metadata.labels[{label}]: Invalid value: \"other\": must be " \
            "'train'" in err
-    manual = text.replace("  parallelism: 2", "  manualSelector: true\n  parallelism: 2")
+    manual = text.replace("  completions: 2", f"  completions: 2{MANUAL}")
     assert simulate(tmp_path, NODE + "---\n" + manual, capsys)[0] == 0
 
 

@@ -92,8 +92,10 @@ def test_a_workload_template_of_the_wrong_type_is_refused(
 
 def test_a_null_template_metadata_is_none(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = simulate(tmp_path, NODE + REPLICA_SET.format(
-        template="metadata: null, "), capsys)
+    text = NODE + REPLICA_SET.format(template="metadata: null, ").replace(
+        "spec: {replicas", "spec: {selector: {matchExpressions: [{key: app, operator: "
+        "DoesNotExist}]}, replicas")  # what a template without labels matches
+    code, out, err = simulate(tmp_path, text, capsys)
     assert code == 0, err
     assert json.loads(out)["otherSchedulers"][0].startswith("default/r-")
 
@@ -154,6 +156,25 @@ def test_a_workload_templates_containers_are_named_in_the_template(
      "list, got {'key': 'metadata.name'}"),
     ("apiVersion: v1\nkind: Pod\nmetadata: {name: 5}\nspec: {containers: [{name: c}]}\n",
      "document 2 (Pod ?): metadata.name: must be a string, got 5"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: g\nspec: {containers: [{name: c}]}\n",
+     "document 2 (Pod ?): metadata: must be a mapping, got 'g'"),
+    ("apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: [r]\nspec: {}\n",
+     "document 2 (ReplicaSet ?): metadata: must be a mapping, got ['r']"),
+    ("apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: Node, metadata: 5}]\n",
+     "document 2 (Node ?): metadata: must be a mapping, got 5"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: 5}]}\n",
+     'document 2 (Pod default/p): spec.containers[0].name: must be a string, got 5 (quote it: '
+     '"5")'),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+     "spec: {containers: [{name: c, ports: [{name: [http], containerPort: 80}]}]}\n",
+     "document 2 (Pod default/p): spec.containers[0].ports[0].name: must be a string, got "
+     "['http']"),
+    ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
+     "spec: {selector: {matchLabels: [app]}, template: {spec: {containers: [{name: c}]}}}\n",
+     "document 2 (Deployment d): spec.selector.matchLabels: must be a mapping, got ['app']"),
+    ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\n"
+     "spec: {selector: app, template: {spec: {containers: [{name: c}]}}}\n",
+     "document 2 (Job j): spec.selector: must be a mapping, got 'app'"),
     ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\n"
      "spec: {resources: '10Gi'}\n",
      "document 2 (PersistentVolumeClaim default/c): spec.resources: must be a mapping, "
@@ -184,6 +205,12 @@ def test_a_workload_templates_containers_are_named_in_the_template(
 def test_a_field_of_the_wrong_type_is_refused_naming_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str) -> None:
     assert refused(tmp_path, NODE + text, capsys) == f" {message}"
+
+
+def test_a_null_metadata_is_an_object_without_a_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = NODE + "apiVersion: v1\nkind: Pod\nmetadata: null\nspec: {containers: [{name: c}]}\n"
+    assert refused(tmp_path, text, capsys) == " document 2 (Pod ?): metadata.name: missing"
 
 
 def test_a_name_with_a_line_break_keeps_the_message_one_line(

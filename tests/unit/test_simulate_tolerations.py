@@ -66,7 +66,8 @@ def test_a_node_with_a_taint_the_api_server_refuses_is_refused_where_it_names_it
 def test_a_workload_template_with_a_bad_toleration_is_refused_naming_its_field(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = NODE + ("apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: r}\nspec:\n"
-                   "  replicas: 2\n  template:\n    spec:\n      containers: [{name: c}]\n"
+                   "  replicas: 2\n  selector: {matchLabels: {app: r}}\n  template:\n"
+                   "    metadata: {labels: {app: r}}\n    spec:\n      containers: [{name: c}]\n"
                    "      tolerations: [{key: k, operator: Foo}]\n")
     assert refused(tmp_path, text, capsys) == (
         ' document 2 (ReplicaSet r): spec.template.spec.tolerations[0].operator: Unsupported '

@@ -8,7 +8,8 @@ NodeVolumeLimits reads, are checked as the API server validates what it reads of
 (`_check_volume_limits`); the simulation creates no VolumeAttachment for the pods it binds (a
 volume of a pod on a node counts there as the pod's own, as kube-scheduler counts it). The
 sources of pods' volumes and PersistentVolumes are checked as the API server validates them
-(`_check_volume_sources`). Each pod gets what the API server's defaulting and the
+(`_check_volume_sources`), and so are a pod's container names and ports (`containers`) and a
+workload's selector (`workload_selectors`). Each pod gets what the API server's defaulting and the
 DefaultTolerationSeconds admission plugin set in it on creation (`pod_defaults`).
 
 Layer: planner simulate (pure; dict in, dict out; never does I/O). Workloads become the pods
@@ -40,6 +41,7 @@ from services.contracts.resources import shown
 from services.planner.simulate import (
     api_versions,
     container_resources,
+    containers,
     controller_labels,
     object_labels,
     object_names,
@@ -48,6 +50,7 @@ from services.planner.simulate import (
     tolerations,
     volume_sources,
     workload_controllers,
+    workload_selectors,
 )
 
 AT_ANNOTATION = "simulate.gangsched.io/at"
@@ -187,8 +190,9 @@ def expand(documents: list[Document]) -> tuple[list[Item], list[str]]:
         InvalidManifest: a malformed document (not an object, no kind or name, a kind the
             API server does not serve in a group simulate reads, an apiVersion the API server
             does not serve the kind in, a field of the wrong type (`shapes`), a bad
-            annotation, replicas, priority class or node quantity, a volume source the API
-            server refuses: `volume_sources`), or a duplicate name.
+            annotation, replicas, priority class or node quantity, a volume source, container
+            name or port or workload selector the API server refuses: `volume_sources`,
+            `containers`, `workload_selectors`), or a duplicate name.
     """
     flat = [doc for doc in _flatten(documents) if doc.body is not None]
     classes = _priority_classes(flat)
@@ -265,7 +269,8 @@ def _flattened(doc: Document) -> list[Document]:
 
     Raises:
         InvalidManifest: not an object, no kind or name, a kind, apiVersion, name or
-            namespace the API server would refuse, a List without a list of items.
+            namespace the API server would refuse, a `metadata` that is no mapping, a List
+            without a list of items.
     """
     if not isinstance(doc.body, Mapping):
         raise InvalidManifest(describe(doc), "(document)", "not a Kubernetes object")
@@ -283,6 +288,8 @@ def _flattened(doc: Document) -> list[Document]:
             raise InvalidManifest(describe(doc), "items", "must be a list")
         return _flatten([Document(doc.source, doc.number, item) for item in items])
     meta = doc.body.get("metadata")
+    if meta is not None and not isinstance(meta, Mapping):  # as `shapes` words a wrong type
+        raise InvalidManifest(describe(doc), "metadata", f"must be a mapping, got {shown(meta)}")
     name = meta.get("name") if isinstance(meta, Mapping) else None
     if not isinstance(name, str):
         raise InvalidManifest(describe(doc), "metadata.name", "missing" if name is None
@@ -428,7 +435,8 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
         _check_volume_limits(doc, obj)
     if kind in ("Pod", "PersistentVolume") and not is_checked:  # and a spec, a mapping
         _check_volume_sources(doc, obj, obj["spec"], "spec")
-    if kind == "Pod" and not is_checked:
+    if kind == "Pod" and not is_checked:  # validated once defaulted (`containers`)
+        _refuse(doc, obj, "spec", containers.problem(obj["spec"]))
         _refuse(doc, obj, "spec", pod_defaults.host_network_port_problem(obj["spec"]))
         _refuse(doc, obj, "spec", tolerations.pod_problem(obj["spec"]))
     if kind == "Node":  # its taints, where the API server names them (`tolerations`)
@@ -744,8 +752,9 @@ def _workload_pods(doc: Document, classes: Classes,
 
     Raises:
         InvalidManifest: no spec or template spec, bad replicas, containers or annotations,
-            a field of the wrong type (the workload's, its template's: `shapes`), a hostNetwork
-            port or StatefulSet policy the API server refuses (`pod_defaults`,
+            a field of the wrong type (the workload's, its template's: `shapes`), a selector,
+            container name or port, hostNetwork port or StatefulSet policy the API server
+            refuses (`workload_selectors`, `containers`, `pod_defaults`,
             `workload_controllers`), or a pod the API server would refuse (`_item`).
     """
     body = doc.body
@@ -759,25 +768,32 @@ def _workload_pods(doc: Document, classes: Classes,
     count = _replicas(doc, spec)
     _check_containers(doc, body, template["spec"], "spec.template.spec")
     _check_fields(doc, body)
-    _check_volume_sources(doc, body, template["spec"], "spec.template.spec")
-    _refuse(doc, body, "spec.template.spec",
-            pod_defaults.host_network_port_problem(template["spec"]))
-    _refuse(doc, body, "spec.template.spec", tolerations.pod_problem(template["spec"]))
     if kind == "StatefulSet":
         _refuse(doc, body, "spec", workload_controllers.stateful_set_problem(spec))
     namespace = _namespace(meta)
-    at = _seconds(doc, body, AT_ANNOTATION) or 0.0
-    runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
     owner_kind, owner_name = kind, meta["name"]
-    template_meta = _mapping(doc, body, template.get("metadata"), "spec.template.metadata")
-    labels = dict(_mapping(doc, body, template_meta.get("labels"),
-                           "spec.template.metadata.labels"))
     owner_uid = controller_labels.uid(kind, namespace, owner_name)
-    _check_labels(doc, body, meta.get("labels"), "metadata.labels")
-    if kind == "Job":
+    template_meta = _mapping(doc, body, template.get("metadata"), "spec.template.metadata")
+    given_labels = template_meta.get("labels")
+    labels = dict(_mapping(doc, body, given_labels, "spec.template.metadata.labels"))
+    if kind == "Job":  # its generated labels and selector, then its spec's selector
         conflict = controller_labels.job_label_conflict(labels, spec, owner_name, owner_uid)
         if conflict is not None:
             raise InvalidManifest(describe(doc), *conflict)
+        selector_problem = workload_selectors.job_problem(spec, given_labels, owner_name,
+                                                          owner_uid)
+    else:
+        selector_problem = workload_selectors.apps_problem(kind, spec, given_labels)
+    _refuse(doc, body, "spec", selector_problem)
+    _check_volume_sources(doc, body, template["spec"], "spec.template.spec")
+    _refuse(doc, body, "spec.template.spec", containers.template_problem(template["spec"]))
+    _refuse(doc, body, "spec.template.spec",
+            pod_defaults.host_network_port_problem(template["spec"]))
+    _refuse(doc, body, "spec.template.spec", tolerations.pod_problem(template["spec"]))
+    at = _seconds(doc, body, AT_ANNOTATION) or 0.0
+    runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
+    _check_labels(doc, body, meta.get("labels"), "metadata.labels")
+    if kind == "Job":
         labels = controller_labels.job_template_labels(labels, spec, owner_name, owner_uid)
     _check_labels(doc, body, labels, "spec.template.labels")
     if kind == "Job":

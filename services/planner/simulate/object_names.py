@@ -50,7 +50,7 @@ def problem(body: Mapping[str, Any]) -> tuple[str, str] | None:
     namespace = meta.get("namespace")
     if body["kind"] in CLUSTER_SCOPED or not isinstance(namespace, str) or not namespace:
         return None
-    wrong = _label(namespace)
+    wrong = label_problem(namespace)
     return None if wrong is None else ("metadata.namespace", wrong)
 
 
@@ -62,9 +62,10 @@ def subdomain_problem(name: str) -> str | None:
     return None if names.is_dns_subdomain(name) else invalid(name, SUBDOMAIN_RULE)
 
 
-def _label(name: str) -> str | None:
-    """As apimachinery's `IsDNS1123Label`: its first message (a valid subdomain that is no
-    label must hold dots, and is told so)."""
+def label_problem(name: str) -> str | None:
+    """Why `name` is no DNS-1123 label, in the API server's words (`Invalid value: ...`), as
+    apimachinery's `IsDNS1123Label` says it first (a valid subdomain that is no label must
+    hold dots, and is told so); None when it is one."""
     if len(name) > MAX_LABEL:
         return invalid(name, f"must be no more than {MAX_LABEL} characters")
     if names.is_dns_label(name):
@@ -82,7 +83,8 @@ def _path_segment(name: str) -> str | None:
 
 
 _NAME_RULES: Mapping[str, Callable[[str], str | None]] = {
-    "StatefulSet": _label, "PodDisruptionBudget": _path_segment, "Namespace": _label}
+    "StatefulSet": label_problem, "PodDisruptionBudget": _path_segment,
+    "Namespace": label_problem}
 """The kinds named otherwise than by a DNS-1123 subdomain."""
 
 

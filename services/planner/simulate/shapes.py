@@ -83,9 +83,9 @@ POD_VOLUME: Shape = {
 """A pod's volume: each source is an object (which one it names is read:
 `volume_sources`), and of some their fields."""
 CONTAINER: Shape = {
-    "resources": RESOURCES, "restartPolicy": STRING,
-    "ports": [{"containerPort": INTEGER, "hostPort": INTEGER, "protocol": STRING,
-               "hostIP": STRING}]}
+    "name": STRING, "resources": RESOURCES, "restartPolicy": STRING,
+    "ports": [{"name": STRING, "containerPort": INTEGER, "hostPort": INTEGER,
+               "protocol": STRING, "hostIP": STRING}]}
 POD_SPEC: Shape = {
     "containers": [CONTAINER], "initContainers": [CONTAINER], "resources": RESOURCES,
     "overhead": QUANTITIES, "schedulerName": STRING, "nodeName": STRING, "hostNetwork": BOOLEAN,
@@ -138,12 +138,16 @@ KINDS: Mapping[str, Shape] = {
                             "status": {"disruptionsAllowed": INTEGER,
                                        "disruptedPods": MapOf(STRING)}},
     "PriorityClass": {"value": INTEGER, "globalDefault": BOOLEAN, "preemptionPolicy": STRING},
-    "ReplicaSet": {"spec": {"replicas": INTEGER, "template": POD_TEMPLATE}},
-    "Deployment": {"spec": {"replicas": INTEGER, "paused": BOOLEAN, "template": POD_TEMPLATE}},
+    "ReplicaSet": {"spec": {"replicas": INTEGER, "selector": LABEL_SELECTOR,
+                            "template": POD_TEMPLATE}},
+    "Deployment": {"spec": {"replicas": INTEGER, "paused": BOOLEAN, "selector": LABEL_SELECTOR,
+                            "template": POD_TEMPLATE}},
     "StatefulSet": {"spec": {"replicas": INTEGER, "podManagementPolicy": STRING,
-                             "minReadySeconds": INTEGER, "template": POD_TEMPLATE}},
+                             "minReadySeconds": INTEGER, "selector": LABEL_SELECTOR,
+                             "template": POD_TEMPLATE}},
     "Job": {"spec": {"parallelism": INTEGER, "completions": INTEGER, "manualSelector": BOOLEAN,
-                     "completionMode": STRING, "suspend": BOOLEAN, "template": POD_TEMPLATE}},
+                     "completionMode": STRING, "suspend": BOOLEAN, "selector": LABEL_SELECTOR,
+                     "template": POD_TEMPLATE}},
 }
 """Each kind simulate reads → the fields it reads (besides `metadata`, `OBJECT_META`)."""
 NATIVE_PODGROUP: Shape = {"spec": {"schedulingPolicy": {"gang": {"minCount": INTEGER},
