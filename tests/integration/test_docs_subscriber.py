@@ -10,6 +10,7 @@ import json
 import re
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -163,22 +164,34 @@ async def test_each_timeout_a_fetch_raises_means_nothing_new(
     assert capsys.readouterr().err == ""
 
 
-async def test_the_subscriber_reads_on_after_a_restart_with_one_line_per_kind_of_trouble(
-        nats_server: EmbeddedNats, tmp_path: Path) -> None:
+@contextlib.asynccontextmanager
+async def _following(nats_server: EmbeddedNats,
+                     tmp_path: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The docs' script run as `python subscribe.py <url> <prefix>`, once decision 1 is
+    stored; killed at the end if it is still running. Its stdout and stderr are pipes."""
     await _publish(nats_server.url, 1, create=True)
     script = docs_scripts.write_python_block("decisions.md", tmp_path / "subscribe.py")
     process = await asyncio.create_subprocess_exec(
         sys.executable, str(script), nats_server.url, PREFIX,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    assert process.stdout is not None and process.stderr is not None
     try:
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_the_subscriber_reads_on_after_a_restart_with_one_line_per_kind_of_trouble(
+        nats_server: EmbeddedNats, tmp_path: Path) -> None:
+    async with _following(nats_server, tmp_path) as process:
+        assert process.stdout is not None and process.stderr is not None
         first = await asyncio.wait_for(process.stdout.readline(), 30)
         await nats_server.stop()
         await asyncio.sleep(3)  # a reconnect attempt or two is refused
         await nats_server.start()
         await _publish(nats_server.url, 2)
         second = await asyncio.wait_for(process.stdout.readline(), 30)
-    finally:
         process.terminate()
         await process.wait()
     errors = (await process.stderr.read()).decode().splitlines()
@@ -201,22 +214,13 @@ async def test_ctrl_c_while_nats_is_gone_stops_the_subscriber_quietly(
         nats_server: EmbeddedNats, tmp_path: Path) -> None:
     """A new user's Ctrl-C with the server stopped: `nc.close()` in the script's `finally`
     raised `ConnectionResetError` from the lost connection, a traceback of 40 lines, exit 1."""
-    await _publish(nats_server.url, 1, create=True)
-    script = docs_scripts.write_python_block("decisions.md", tmp_path / "subscribe.py")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), nats_server.url, PREFIX,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    assert process.stdout is not None and process.stderr is not None
-    try:
+    async with _following(nats_server, tmp_path) as process:
+        assert process.stdout is not None and process.stderr is not None
         first = await asyncio.wait_for(process.stdout.readline(), 30)
         await nats_server.stop()
         await asyncio.sleep(8)  # it reconnects in vain, and asks again, meanwhile
         process.send_signal(signal.SIGINT)  # Ctrl-C
         await asyncio.wait_for(process.wait(), 30)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
     errors = (await process.stderr.read()).decode()
     assert first.decode() == "1 Placement d1 default/g \n"
     assert "Traceback" not in errors, errors
