@@ -514,24 +514,29 @@ class Round:
         sums what is free on every node, whatever the gang's filters say of it (cordoned,
         tainted, not selected), counting what the group's own pods take there as free. Units:
         gangsched units (cpu millicores, bytes, counts). A node over-committed by other
-        schedulers' pods adds nothing (Coscheduling's sum depends on its node order there)."""
+        schedulers' pods, the group's own given back, adds nothing (Coscheduling's sum
+        depends on its node order there); a member charged to a node the cluster no longer
+        has adds nothing either (Coscheduling walks the nodes)."""
         index = self.index
-        own: dict[str, int] = {}
+        free = index.free.copy()
         for uid in sorted(self.derived.members.get(key, ())):
             charge = self.state.charges.get(uid)
-            if charge is not None:
-                own = resources.add(own, charge.requests)
+            row = None if charge is None else index.row.get(charge.node)
+            if charge is None or row is None:
+                continue
+            for name, amount in charge.requests.items():
+                col = index.col.get(name)
+                if col is not None:
+                    free[col, row] += amount
         wanted = {**podgroup.min_resources, resources.PODS: podgroup.min_member}
         shortfalls = []
         for name, amount in sorted(wanted.items()):
             col = index.col.get(name)
-            free = own.get(name, 0)
-            if col is not None:
-                free += int(np.maximum(index.free[col], 0).sum())
-            if amount > free:
+            left = 0 if col is None else int(np.maximum(free[col], 0).sum())
+            if amount > left:
                 shortfalls.append(reasons.min_resources_shortfall(
                     name, resources.format_amount(name, amount),
-                    resources.format_amount(name, free)))
+                    resources.format_amount(name, left)))
         if not shortfalls:
             return None
         return reasons.gang_min_resources(key, shortfalls, len(index))

@@ -70,3 +70,30 @@ def test_min_resources_ask_a_free_pod_slot_per_min_member() -> None:
     assert _placed(cluster) == []
     assert cluster.last_reason("default/g") == (
         "gang default/g: minResources do not fit: pods 3 requested, 2 free on 1 node(s)")
+
+
+def test_a_member_on_an_over_committed_node_gives_back_only_what_is_there() -> None:
+    # a1 (4 cpu) holds another scheduler's 4-cpu pod and member g-0 (2 cpu): without g-0 a1
+    # has 0 free, b1 has 4, short of 6. Adding g-0's 2 to the whole cluster's total gave 6.
+    cluster = Cluster().observe(
+        make_node("a1").capacity(cpu_milli=4000), make_node("b1").capacity(cpu_milli=4000),
+        make_pod("other").requests(cpu_milli=4000).scheduler("default-scheduler").on_node("a1"),
+        make_podgroup("g", 2).min_resources(cpu=6000),
+        make_pod("g-0").requests(cpu_milli=2000).in_group("g").on_node("a1"),
+        make_pod("g-1").requests(cpu_milli=1000).in_group("g"))
+    assert _placed(cluster) == []
+    assert cluster.last_reason("default/g").startswith(
+        "gang default/g: minResources do not fit: cpu 6 requested, 4 free on 2 node(s)")
+
+
+def test_a_member_on_a_node_the_cluster_no_longer_has_gives_back_nothing() -> None:
+    # g-0 is bound to a deleted node (its pod not yet collected): Coscheduling walks the
+    # cluster's nodes, so only a1's 4 are free
+    cluster = Cluster().observe(
+        make_node("a1").capacity(cpu_milli=4000),
+        make_podgroup("g", 2).min_resources(cpu=6000),
+        make_pod("g-0").requests(cpu_milli=4000).in_group("g").on_node("gone"),
+        make_pod("g-1").requests(cpu_milli=1000).in_group("g"))
+    assert _placed(cluster) == []
+    assert cluster.last_reason("default/g").startswith(
+        "gang default/g: minResources do not fit: cpu 6 requested, 4 free on 1 node(s)")
