@@ -24,8 +24,10 @@ from services.contracts.decisions import Decision
 from services.planner.rederive.verify import Divergence, Verifier
 
 PIPE_WIDTH = 200
-TIMELINE_COLUMNS = (("Seq", 7), ("Time (UTC)", 24), ("Kind", 8), ("Type", 18), ("Name", 24),
+TIMELINE_COLUMNS = (("Seq", 7), ("Time (UTC)", 24), ("Kind", 8), ("Type", 24), ("Name", 20),
                     ("Summary", None))
+"""Type holds the longest event type whole (`DisruptionBudgetObserved`); a longer name folds
+within its column; with the summary's least width a grid takes 118 columns."""
 DECISION_COLUMNS = (("Seq", 7), ("Time (UTC)", 24), ("Type", 12), ("Group", 26), ("Id", 10),
                     ("Summary", None))
 

@@ -8,6 +8,7 @@ import io
 from rich.console import Console
 
 from services.cli.audit_view import DECISION_COLUMNS, TIMELINE_COLUMNS, RowPrinter
+from services.contracts import events
 
 GROUP = "team-research/llama-finetune-8x-gpu-gang-0042"
 SUMMARY = "placed 8 pods on gpu-node-1, gpu-node-2 [zone a] " + "and more " * 20
@@ -46,4 +47,19 @@ def test_a_terminal_too_narrow_for_the_summary_gets_one_whole_line_per_row() -> 
 
 def test_the_timeline_type_column_holds_the_longest_event_type() -> None:
     width = dict(TIMELINE_COLUMNS)["Type"]
-    assert width is not None and width >= len("NamespaceObserved")
+    longest = max((name for name in dir(events) if name.endswith(("Observed", "Deleted"))),
+                  key=len)
+    assert width is not None and width >= len(longest) == len("DisruptionBudgetObserved")
+
+
+def test_a_120_column_terminal_gets_the_timeline_as_a_grid() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=120, highlight=False, force_terminal=True,
+                      color_system=None)
+    RowPrinter(console, TIMELINE_COLUMNS).row(
+        "3", "2026-11-30 05:00:00.000", "pdb", "DisruptionBudgetObserved", "default/web",
+        "minAvailable 2")
+    header, row = out.getvalue().splitlines()
+    assert row.split() == ["3", "2026-11-30", "05:00:00.000", "pdb",
+                           "DisruptionBudgetObserved", "default/web", "minAvailable", "2"]
+    assert header.index("Summary") == row.index("minAvailable")
