@@ -113,7 +113,7 @@ async def _print(bus: BusSettings, podgroup: tuple[str, str] | None, *, follow: 
             view.show(message.seq, decision, message.data)
             printed += 1
     finally:  # closing a connection that is lost raises nothing, nor hides a Ctrl-C
-        await connection.close(client)
+        await connection.close_at_once(client)
     return printed
 
 

@@ -202,7 +202,7 @@ async def open_log(request: ReplayRequest) -> AsyncIterator[RecordedLog]:
             await source.load()
             yield source
         finally:  # closing a connection that is lost raises nothing, nor hides a Ctrl-C
-            await connection.close(client)
+            await connection.close_at_once(client)
         return
     engine = audit.open_read_only(request.db_url)
     try:
