@@ -111,6 +111,9 @@ class ControlPlane:
         try:
             self.bin_dir = build(self.build_timeout)
             self._start_up()
+        except KeyboardInterrupt:  # no failure to diagnose: stopped, its directory removed
+            self.close()
+            raise
         except BaseException:
             self.failed = True
             self.stop()
