@@ -212,10 +212,21 @@ def _end_what_close_left(client: Connection) -> None:
     `drain`, which raises `ConnectionResetError` before the subscriptions' message tasks are
     cancelled and the transport closed (nats-py 2.16). Private attributes, read defensively:
     a nats-py without them has nothing of this kind to end."""
-    for subscription in list(getattr(client, "_subs", {}).values()):
+    subscriptions = getattr(client, "_subs", {})
+    for subscription in list(subscriptions.values()):  # as `_close` ends them
         task = getattr(subscription, "_wait_for_msgs_task", None)
         if isinstance(task, asyncio.Task) and not task.done():
             task.cancel()
+        iterator = getattr(subscription, "_message_iterator", None)
+        if iterator is not None and hasattr(iterator, "_cancel"):
+            iterator._cancel()
+        waiting = getattr(subscription, "_pending_next_msgs_calls", None)
+        if isinstance(waiting, dict):
+            for future in waiting.values():
+                future.cancel()
+            waiting.clear()
+    if isinstance(subscriptions, dict):
+        subscriptions.clear()
     transport = getattr(client, "_transport", None)
     if transport is not None:
         with contextlib.suppress(Exception):
