@@ -35,6 +35,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from services.contracts.events import NodeSelectorRequirement
+from services.fit.pod_affinity import selector_matches
 from services.planner.simulate import controller_labels, object_labels
 from services.planner.simulate.controller_labels import CONTROLLER_UID_LABELS, JOB_NAME_LABELS
 from services.planner.simulate.object_names import invalid
@@ -102,23 +104,16 @@ def generated_job_selector(spec: Mapping[str, Any], uid: str) -> dict[str, Any]:
 
 def matches(selector: Mapping[str, Any], labels: Any) -> bool:
     """Whether the valid, non-empty `selector` selects `labels` (a label map, None: none), as
-    the `labels.Selector` of `metav1.LabelSelectorAsSelector` does: each `matchLabels` entry
-    equal, each expression's operator (In: the key present with one of the values; NotIn: the
-    key absent or with none of them; Exists; DoesNotExist)."""
-    have = _texts(labels)
-    wanted = _texts(selector.get("matchLabels"))
-    if any(have.get(key) != value for key, value in wanted.items()):
-        return False
+    the `labels.Selector` of `metav1.LabelSelectorAsSelector` does: `matchLabels` entries as In
+    with one value, each expression by the shared rule (`pod_affinity.selector_matches`)."""
+    requirements = [NodeSelectorRequirement(key=key, operator=IN, values=(value,))
+                    for key, value in _texts(selector.get("matchLabels")).items()]
     for given in selector.get("matchExpressions") or []:
         expression = given or {}
-        key, operator = expression.get("key") or "", expression.get("operator") or ""
-        values = [value or "" for value in expression.get("values") or []]
-        present = key in have
-        chosen = present and have[key] in values
-        if {IN: not chosen, NOT_IN: chosen, EXISTS: not present,
-                DOES_NOT_EXIST: present}.get(operator, False):
-            return False
-    return True
+        requirements.append(NodeSelectorRequirement(
+            key=expression.get("key") or "", operator=expression.get("operator") or "",
+            values=tuple(value or "" for value in expression.get("values") or [])))
+    return selector_matches(tuple(requirements), _texts(labels))
 
 
 def selector_json(selector: Mapping[str, Any]) -> str:
