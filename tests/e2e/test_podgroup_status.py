@@ -141,6 +141,31 @@ def test_b2_all_members_succeeded_is_finished(
     shows(control_plane, namespace, "Finished", (0, 3, 0))
 
 
+def test_b2_a_finished_group_stays_finished_once_its_pods_are_deleted(
+        control_plane: ControlPlane, namespace: str, status_gangsched: GangschedRun) -> None:
+    """A Job's TTL or pod garbage collection deletes the Succeeded members: the run's end
+    stands, as Coscheduling's controller never leaves Finished."""
+    apply(control_plane, namespace, podgroup("g"), *(prebound_pod(f"m{i}") for i in range(3)))
+    shows(control_plane, namespace, "Running", (3, 0, 0))
+    for i in range(3):
+        manifests.set_phase(control_plane, namespace, f"m{i}", "Succeeded")
+    shows(control_plane, namespace, "Finished", (0, 3, 0))
+    control_plane.kubectl("delete", "pods", "--all", "-n", namespace, "--grace-period=0",
+                          "--force")
+    eventually(lambda: kube.pods(control_plane, namespace) == [], timeout=30,
+               what="pods deleted")
+
+    def still_finished() -> bool:
+        current = status(control_plane, namespace)
+        seen = (current.get("phase"), (current.get("running"), current.get("succeeded"),
+                                       current.get("failed")))
+        assert seen == ("Finished", (0, 3, 0)), seen
+        return True
+
+    # a status write waits out a settle time of 3 s: a wrong one would land well within 8
+    consistently(still_finished, duration=8, what="Finished 0/3/0")
+
+
 def test_b3_one_member_succeeded_stays_running(
         control_plane: ControlPlane, namespace: str, status_gangsched: GangschedRun) -> None:
     apply(control_plane, namespace, podgroup("g"), *(prebound_pod(f"m{i}") for i in range(3)))

@@ -338,12 +338,15 @@ def _pod_gone(state: PlannerState, uid: str) -> None:
 def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved | None) -> None:
     """Keep PodGroup `key`'s newest observation (None: deleted). A PodGroup deleted, or
     replaced by one of another uid, ends the run its gang had (`GroupState.has_run`): the
-    Succeeded pods of that run do not count for the new one's quorum."""
+    Succeeded pods of that run do not count for the new one's quorum, and the status told of
+    the old object is forgotten (the new one's is told afresh, and an ended run's phase is
+    not kept for it: `status.derive`)."""
     old = state.podgroups.get(key)
     if old is not None and (podgroup is None or podgroup.uid != old.uid):
         group = state.groups.get(key)
         if group is not None:
             group.has_run = False
+            group.last_status = None  # the new object has none of the old one's status
     if podgroup is None:
         state.podgroups.pop(key, None)
     else:

@@ -655,12 +655,17 @@ class Round:
     def _maybe_hold(self, key: str, group: GroupState, pending: list[PodObserved],
                     need: int) -> str:
         """Reserve capacity for `need` of the `pending` members of the first starving (or
-        partly bound) gang in queue order (`starvation.plan_hold`); the reason suffix."""
+        partly bound) gang in queue order (`starvation.plan_hold`); the reason suffix. None is
+        reserved for a gang whose `minResources` even emptied nodes cannot meet."""
         if self.hold is not None or need <= 0 or not pending or not self._may_hold(key, group):
             return ""
         if self.pinned is None:
             self.pinned = starvation.pinned_usage(self.state, self.index,
                                                   self.config.scheduler_name)
+        podgroup = self.state.podgroups.get(key)
+        if podgroup is not None and podgroup.min_resources and \
+                not starvation.may_meet_min_resources(self.index, podgroup, self.pinned):
+            return reasons.NEVER_FITS
         hold = starvation.plan_hold(self.index, key, pending, need, self.config,
                                     self.held_before, self.pinned)
         if hold is None:

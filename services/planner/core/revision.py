@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 42
+CORE_REVISION = 43
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -175,7 +175,11 @@ there, VolumeAttachments no pod uses and the pod's own), and a CSINode's limits 
 VolumeAttachment deleted frees capacity ("Volumes"). 42: minResources are checked against
 the free capacity of every node, not only of those passing the gang's filters, and ask a free
 pod slot per minMember, as Coscheduling's `CheckClusterResource`; the reason ends `on N
-node(s)` ("minResources")."""
+node(s)` ("minResources"). 43: a gang whose minResources even nodes emptied of gangsched's pods
+cannot meet reserves no capacity when starving; a Finished or Failed PodGroup with no live
+member keeps its status (finished pods deleted no longer make it Pending); a PodGroup made anew
+is told its status afresh; the `Scheduled` condition reads Scheduled once minMember are bound,
+whatever members beyond it wait for ("PodGroup status")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

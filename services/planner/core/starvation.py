@@ -22,7 +22,9 @@ their inline disks, ReadWriteOncePod claims and attached volumes (`Volumes.verdi
 `only_pinned`). Members count for each other as in placement (`volumes.Choices`, the search's
 storage fence): two that can never share the only node make a gang that never fits. The hold
 reserves requests only: host ports, disks and attach slots on the held nodes stay free for
-later groups (docs/design-notes.md, "Volumes").
+later groups (docs/design-notes.md, "Volumes"). A gang whose PodGroup's `minResources` exceed
+what emptied nodes offer (`may_meet_min_resources`) never fits either and holds nothing; one
+that could meet them holds its members' requests only, not the headroom beyond them.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from services.contracts.events import HostPort, PodObserved
+from services.contracts import resources
+from services.contracts.events import HostPort, PodGroupObserved, PodObserved
 from services.fit import filters
 from services.planner.core import fences, placement, scoring, search, spread, volumes
 from services.planner.core.capacity import BoolArray, FloatArray, Hold, IntArray, NodeIndex
@@ -66,6 +69,26 @@ def pinned_usage(state: PlannerState, index: NodeIndex, scheduler_name: str) -> 
             if col is not None:
                 pinned[col, row] += amount
     return pinned
+
+
+def may_meet_min_resources(index: NodeIndex, podgroup: PodGroupObserved,
+                           pinned: IntArray) -> bool:
+    """Whether the PodGroup's `minResources`, and one pod slot per `minMember`, would fit in
+    the cluster's capacity once emptied of gangsched's pods (`pinned`: what other schedulers'
+    pods use, see `pinned_usage`).
+
+    Shapes: summed over every node as Coscheduling's `CheckClusterResource` sums free capacity
+    (a node over-committed by other schedulers adds nothing); units gangsched units (cpu
+    millicores, bytes, counts). False means the gang can never pass that check however long it
+    waits, so it holds nothing: a hold would only keep later groups out for good.
+    """
+    wanted = {**podgroup.min_resources, resources.PODS: podgroup.min_member}
+    for name, amount in wanted.items():
+        col = index.col.get(name)
+        room = 0 if col is None else int(np.maximum(index.alloc[col] - pinned[col], 0).sum())
+        if amount > room:
+            return False
+    return True
 
 
 def plan_hold(index: NodeIndex, key: str, pending: list[PodObserved], need: int,

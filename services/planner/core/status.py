@@ -8,14 +8,20 @@ running + succeeded drops below minMember (upstream reports Failed at the first 
 not while its members that did not fail are enough for minMember, i.e. its failed members were
 replaced (a Job recreates a failed index): the group is Scheduling while the replacements are
 placed, Running once they run (upstream reports Failed, and Failed is final there; see
-docs/design-notes.md, "Members replaced after the gang ran"). Upstream's controller also never
-leaves Failed or Finished; gangsched derives the phase from the members each time.
+docs/design-notes.md, "Members replaced after the gang ran"). Upstream's controller never
+leaves Failed or Finished; gangsched derives the phase from the members each time a member
+lives (Pending or Running: a replacement, or a new run of the group), and otherwise keeps a
+Failed or Finished status as it was told: finished pods deleted (a Job's TTL, pod garbage
+collection) do not turn an ended run back into a Pending one. A PodGroup made anew (another
+uid) starts with no status told (`apply`).
 
 The `Scheduled` condition explains the latest scheduling result, first match wins: the gang's
 members were evicted by a Preemption and it was not placed since (Preempted, naming the
-preemptor); the last rejection told (Preempting while capacity is nominated for the gang,
-else Unschedulable: no fit, no quorum, backed off after a rollback, ...); enough
-members bound for minMember (Scheduled); a placement being bound (Binding); else nothing to do
+preemptor); enough members bound for minMember (Scheduled; a rejection of the members beyond
+minMember, which says minMember was reached, is its message: Coscheduling does not reject a
+group whose minMember are assigned); the last rejection told (Preempting while capacity is
+nominated for the gang, else Unschedulable: no fit, no quorum, backed off after a rollback,
+...); a placement being bound (Binding); else nothing to do
 or tell for now (Waiting: too few members bound, and its members still arriving, not told yet,
 or none left, e.g. all deleted).
 """
@@ -31,6 +37,8 @@ PENDING, SCHEDULING, RUNNING, FINISHED, FAILED = (
     "Pending", "Scheduling", "Running", "Finished", "Failed")
 UNSCHEDULABLE, SCHEDULED, BINDING, WAITING = "Unschedulable", "Scheduled", "Binding", "Waiting"
 PREEMPTING, PREEMPTED = "Preempting", "Preempted"
+ENDED_PHASES = frozenset({FINISHED, FAILED})
+ENDED_POD_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 def phase(pods: int, running: int, succeeded: int, failed: int, min_member: int) -> str:
@@ -60,11 +68,12 @@ def derive(state: PlannerState, derived: Derived, podgroup: PodGroupObserved,
     the condition as in the module docstring.
     """
     key = f"{podgroup.namespace}/{podgroup.name}"
-    running = succeeded = failed = total = bound = 0
+    running = succeeded = failed = total = bound = live = 0
     owners: set[str] = set()
     for uid in derived.members.get(key, ()):
         pod = state.pods[uid]
         total += 1
+        live += pod.phase not in ENDED_POD_PHASES
         bound += ((pod.node_name is not None or is_reported_bound(state, uid))
                   and pod.phase != "Failed")  # a failed one left
         running += pod.phase == "Running"
@@ -72,10 +81,15 @@ def derive(state: PlannerState, derived: Derived, podgroup: PodGroupObserved,
         failed += pod.phase == "Failed"
         if pod.owner is not None:
             owners.add(f"{pod.namespace}/{pod.owner.name}")
+    now_phase = phase(total, running, succeeded, failed, podgroup.min_member)
+    ended = group.last_status
+    if ended is not None and ended.phase in ENDED_PHASES and not live \
+            and now_phase not in ENDED_PHASES:
+        return ended  # its finished pods were deleted: the run's end stands (module docstring)
     reason, message = _condition(key, group, podgroup.min_member, total, bound,
                                  key in state.nominations)
     return StatusMemo(
-        phase=phase(total, running, succeeded, failed, podgroup.min_member),
+        phase=now_phase,
         running=running, succeeded=succeeded, failed=failed,
         occupied_by=next(iter(owners)) if len(owners) == 1 else "",
         schedule_start_ms=group.schedule_start_ms,
@@ -97,10 +111,12 @@ def _condition(key: str, group: GroupState, min_member: int, pods: int,
     if group.preempted_by:
         waiting = group.last_rejection
         return PREEMPTED, group.preempted_by + (f"; {waiting.reason}" if waiting else "")
+    if bound >= min_member:  # a rejection now can only be of members beyond minMember
+        waiting = group.last_rejection  # it says minMember was reached, and why more wait
+        return SCHEDULED, (waiting.reason if waiting is not None
+                           else reasons.group_scheduled(key, bound, min_member))
     if group.last_rejection is not None:
         return (PREEMPTING if is_nominated else UNSCHEDULABLE), group.last_rejection.reason
-    if bound >= min_member:
-        return SCHEDULED, reasons.group_scheduled(key, bound, min_member)
     if group.in_flight:
         return BINDING, reasons.group_binding(key, group.attempts)
     return WAITING, reasons.group_waiting(key, bound, min_member, pods)

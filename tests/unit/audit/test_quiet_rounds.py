@@ -13,21 +13,37 @@ from services.planner.core.config import PlannerConfig
 from services.planner.rederive.replay import Replay
 from services.planner.rederive.rounds import LoggedEvent, RoundInput
 from services.planner.rederive.verify import Verifier
-from tests.unit.audit.recorded import PREFIX, Recorder, bind_all, observed_bound, seed_gang
+from tests.unit.audit.recorded import PREFIX, T0, Recorder, bind_all, observed_bound
+from tests.unit.planner.builders import make_node, make_pod, make_podgroup
 
 CONFIG = PlannerConfig(starvation_seconds=3600)
 
 
+def seed_beyond_quorum() -> list[Event]:
+    """One 16-CPU node; PodGroup nginx (minMember 3) whose first three 3-CPU members already run
+    there; three more members, of which two fit."""
+    node = make_node("kwok-node-0").capacity(cpu_milli=16_000).build(T0)
+    members = [make_pod(f"nginx-{i}").requests(cpu_milli=3000).in_group("nginx").created(T0)
+               for i in range(6)]
+    return [node, make_podgroup("nginx", 3).created(T0).build(T0),
+            *[pod.on_node("kwok-node-0", "Running").build(T0 + i)
+              for i, pod in enumerate(members[:3])],
+            *[pod.build(T0 + 3 + i) for i, pod in enumerate(members[3:])]]
+
+
 def bound_rounds(outcomes_first: bool, split: int) -> Recorder:
-    """The seed gang placed, then its bind reported as two rounds cut after `split` events.
-    Its three extra members do not fit; their retry is the unschedulable flush, 5 minutes
-    after each failure (starvation an hour away does not come first), so the attempt after
-    GroupBound (which starts the backoff over) tells a new retry time: news in one round."""
+    """Two members beyond a running quorum placed, the third refused, then the placement's bind
+    reported as two rounds cut after `split` events. The refused member's retry is the
+    unschedulable flush, 5 minutes after each failure (starvation an hour away does not come
+    first); GroupBound starts the backoff over, quietly while the watch trails the binder (the
+    status, Scheduled since quorum ran, does not change), so the attempt once the pods are
+    observed tells nothing new when it follows in a round of its own, and a new retry time when
+    planned together with GroupBound."""
     rec = Recorder(CONFIG)
-    (nginx,) = [d for d in rec.round(*seed_gang()) if isinstance(d, Placement)]
+    (nginx,) = [d for d in rec.round(*seed_beyond_quorum()) if isinstance(d, Placement)]
     # an old log's outcomes (a MemberBound per member), so that a split can fall among them
-    outcomes = bind_all(nginx, 1_700_000_000_100, member_outcomes=True)
-    pods = observed_bound(rec, nginx, 1_700_000_000_150)
+    outcomes = bind_all(nginx, T0 + 100, member_outcomes=True)
+    pods = observed_bound(rec, nginx, T0 + 150)
     events: list[Event] = [*outcomes, *pods] if outcomes_first else [*pods, *outcomes]
     rec.round(*events[:split])
     rec.round(*events[split:])
@@ -57,7 +73,7 @@ def verified(rounds: list[RoundInput]) -> Verifier:
 
 
 def test_a_quiet_round_after_group_bound_replays_exactly_from_every_round() -> None:
-    rec = bound_rounds(outcomes_first=True, split=4)  # 3 MemberBound + GroupBound, then pods
+    rec = bound_rounds(outcomes_first=True, split=3)  # 2 MemberBound + GroupBound, then pods
     assert [rnd.recorded for rnd in rec.rounds[1:2]] == [[]]  # the quiet round
     verifier = verified(rec.rounds)
     assert verifier.divergence is None
@@ -65,7 +81,7 @@ def test_a_quiet_round_after_group_bound_replays_exactly_from_every_round() -> N
 
 
 def test_without_its_quiet_round_the_same_log_diverges() -> None:
-    rec = bound_rounds(outcomes_first=True, split=4)
+    rec = bound_rounds(outcomes_first=True, split=3)
     verifier = verified(as_nats_holds_it(rec.rounds))
     assert verifier.divergence is not None
     assert verifier.divergence.plan_seq == rec.rounds[-1].plan_seq
@@ -77,7 +93,7 @@ def test_without_its_quiet_round_the_same_log_diverges() -> None:
 
 
 def test_pods_observed_before_the_outcomes_leave_no_quiet_round_wherever_the_split() -> None:
-    for split in range(1, 7):
+    for split in range(1, 5):
         rec = bound_rounds(outcomes_first=False, split=split)
         assert all(rnd.recorded for rnd in rec.rounds), split
         assert verified(as_nats_holds_it(rec.rounds)).divergence is None, split

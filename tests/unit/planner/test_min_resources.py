@@ -97,3 +97,54 @@ def test_a_member_on_a_node_the_cluster_no_longer_has_gives_back_nothing() -> No
     assert _placed(cluster) == []
     assert cluster.last_reason("default/g").startswith(
         "gang default/g: minResources do not fit: cpu 6 requested, 4 free on 1 node(s)")
+
+
+def _starving_gang_beside_a_later_pod(min_cpu: int, other_cpu: int = 0,
+                                      ours_cpu: int = 0) -> Cluster:
+    """Gang g (two 1-cpu members, minResources `min_cpu`) on two 4-cpu nodes, n0 carrying
+    another scheduler's pod of `other_cpu` and n1 a gangsched pod of `ours_cpu`, waits past
+    `starvation_seconds`; then a 0.5-cpu singleton arrives."""
+    nodes = [make_node(f"n{i}").capacity(cpu_milli=4000) for i in range(2)]
+    cluster = Cluster().observe(*nodes, make_podgroup("g", 2).min_resources(cpu=min_cpu))
+    if other_cpu:
+        cluster.observe(make_pod("other").requests(cpu_milli=other_cpu)
+                        .scheduler("default-scheduler").on_node("n0"))
+    if ours_cpu:
+        cluster.observe(make_pod("ours").requests(cpu_milli=ours_cpu).on_node("n1"))
+    cluster.observe(*(make_pod(f"g-{i}").requests(cpu_milli=1000).in_group("g")
+                      for i in range(2)))
+    cluster.plan()
+    cluster.advance(cluster.config.starvation_seconds + 1)
+    cluster.observe(make_pod("web").requests(cpu_milli=500))
+    return cluster
+
+
+def test_a_gang_whose_min_resources_the_cluster_never_has_reserves_nothing() -> None:
+    # 9 cpu of minResources on 8 cpu of nodes: waiting longer never helps, so after
+    # starvation_seconds it holds no capacity and the later pod is placed (it held both nodes
+    # and kept every later pod out for good)
+    cluster = _starving_gang_beside_a_later_pod(min_cpu=9000)
+    assert _placed(cluster) == ["web"]
+    assert cluster.last_reason("default/g") == (
+        "gang default/g: minResources do not fit: cpu 9 requested, 8 free on 2 node(s); it would "
+        "not fit even on nodes emptied of gangsched's pods, so it reserves no capacity")
+    assert cluster.state.starving_group is None
+
+
+def test_other_schedulers_pods_count_against_min_resources_a_hold_could_ever_get() -> None:
+    # 6 cpu asked; another scheduler's 3-cpu pod stays, so emptied nodes offer 5: no hold
+    cluster = _starving_gang_beside_a_later_pod(min_cpu=6000, other_cpu=3000)
+    assert _placed(cluster) == ["web"]
+    assert cluster.state.starving_group is None
+
+
+def test_a_gang_whose_min_resources_fit_once_gangsched_pods_drain_still_holds() -> None:
+    # 6 cpu asked of 8, but gangsched's own 4-cpu pod takes n1: the gang can fit once it ends,
+    # so after starvation_seconds it holds its members' requests as any starving gang does
+    # (not the headroom beyond them: the later pod takes n0's spare half cpu)
+    cluster = _starving_gang_beside_a_later_pod(min_cpu=6000, ours_cpu=4000)
+    assert _placed(cluster) == ["web"]
+    assert cluster.state.starving_group == "default/g"
+    assert cluster.state.starving_nodes == ["n0"]
+    assert cluster.last_reason("default/g").endswith(
+        "waited 301s, reserving capacity on 1 node(s) for this gang")

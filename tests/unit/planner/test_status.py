@@ -193,3 +193,66 @@ def test_singletons_and_missing_podgroups_get_no_status() -> None:
                                 make_pod("orphan").in_group("nowhere"))
     cluster.run()
     assert [d for d in cluster.decisions if isinstance(d, StatusUpdate)] == []
+
+
+def test_a_finished_group_whose_pods_are_deleted_stays_finished() -> None:
+    """Pod garbage collection (a Job's TTL) deletes the Succeeded members: the run's end
+    stands, as Coscheduling's controller never leaves Finished; nothing more is told."""
+    cluster = start(*prebound(3, "Succeeded"))
+    told = cluster.statuses("default/g")
+    assert latest(cluster) == ("Finished", (0, 3, 0))
+    for i in range(3):
+        cluster.delete_pod(f"g-{i}")
+        cluster.plan()
+    assert cluster.statuses("default/g") == told
+
+
+def test_a_failed_group_whose_other_members_are_deleted_stays_failed() -> None:
+    """A Job with backoffLimit 0 deletes its running pods once one fails."""
+    cluster = start(*prebound(3, "Running"))
+    cluster.set_phase("g-0", "Failed")
+    cluster.plan()
+    assert latest(cluster) == ("Failed", (2, 0, 1))
+    cluster.delete_pod("g-1")
+    cluster.delete_pod("g-2")
+    cluster.plan()
+    assert latest(cluster) == ("Failed", (2, 0, 1))
+
+
+def test_an_ended_group_with_a_live_member_again_is_derived_from_its_members() -> None:
+    """Pods of a new run (or a replacement) make the phase follow the members again."""
+    cluster = start(*prebound(3, "Succeeded"))
+    for i in range(3):
+        cluster.delete_pod(f"g-{i}")
+    cluster.observe(make_pod("g-new").in_group("g"))
+    cluster.plan()
+    assert latest(cluster) == ("Pending", (0, 0, 0))
+
+
+def test_a_podgroup_made_anew_is_told_its_own_status() -> None:
+    """Deleted and created again (another uid) after its run ended: the new object's status
+    is told from its members, not the old run's Finished."""
+    cluster = start(*prebound(3, "Succeeded"))
+    for i in range(3):
+        cluster.delete_pod(f"g-{i}")
+    cluster.plan()
+    cluster.observe(make_podgroup("g", 3).uid("uid-pg-second"))
+    cluster.plan()
+    assert latest(cluster) == ("Pending", (0, 0, 0))
+
+
+def test_members_beyond_min_member_that_do_not_fit_leave_the_group_scheduled() -> None:
+    """minMember 3 bound and a fourth member that does not fit: the gang is Scheduled (as
+    Coscheduling does not reject a group whose minMember are assigned), the extra member's
+    wait in the message (the condition was Unschedulable, which the binder wrote as status
+    True with reason Unschedulable once the pods ran)."""
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=6000),
+                                make_podgroup("g", 3))
+    cluster.observe(*(make_pod(f"g-{i}").requests(cpu_milli=2000).in_group("g")
+                      for i in range(4)))
+    cluster.bind(cluster.plan())
+    cluster.plan()
+    update = cluster.statuses("default/g")[-1]
+    assert (update.phase, update.condition_reason, update.condition_message) == (
+        "Running", "Scheduled", "gang default/g: minMember 3 reached; 1 more member(s) do "
+        "not fit; 0/1 nodes are available: 1 Insufficient cpu.")
