@@ -584,8 +584,14 @@ def _node_term_problems(term: NodeSelectorTerm) -> list[str]:
     Source: as the API's `ValidateNodeSelectorTerm`: a `matchExpressions` operator of
     `_NODE_OPERATORS` with the values it takes (In/NotIn some, Exists/DoesNotExist none, Gt/Lt
     exactly one) and a label name as key; a `matchFields` operator In or NotIn with exactly one
-    value, a DNS subdomain, and the key `metadata.name`. Values the API server admits but
-    kube-scheduler cannot parse are not problems here (`preferred_unparseable`).
+    value, a DNS subdomain, and the key `metadata.name`. Values are not problems here: the API
+    server refuses a required term's value that is no label value when the pod is created
+    (`gangsched simulate` refuses it too, `simulate.node_affinity`), admits a preferred term's
+    (`preferred_unparseable`), and a required term's `Gt`/`Lt` value that is no integer matches
+    no node (`filters.requirement_matches`), as in kube-scheduler. A pod admitted before that
+    validation (grandfathered) with such a value in an In/NotIn of a required term is the one
+    difference: kube-scheduler's term then matches no node, here the requirement is read as
+    written.
     """
     problems = []
     for j, requirement in enumerate(term.match_expressions):

@@ -8,9 +8,12 @@ NodeVolumeLimits reads, are checked as the API server validates what it reads of
 (`_check_volume_limits`); the simulation creates no VolumeAttachment for the pods it binds (a
 volume of a pod on a node counts there as the pod's own, as kube-scheduler counts it). The
 sources of pods' volumes and PersistentVolumes are checked as the API server validates them
-(`_check_volume_sources`), and so are a pod's container names and ports (`containers`) and a
-workload's selector (`workload_selectors`). Each pod gets what the API server's defaulting and the
-DefaultTolerationSeconds admission plugin set in it on creation (`pod_defaults`).
+(`_check_volume_sources`), and so are a pod's container names and ports (`containers`), the
+values of its and a PersistentVolume's required node affinity (`node_affinity`), its pod
+affinity terms' label keys (`pod_affinity_keys`) and a workload's selector
+(`workload_selectors`). Each pod gets what the API server's defaulting, the
+DefaultTolerationSeconds admission plugin and the pod strategy set in it on creation
+(`pod_defaults`).
 
 Layer: planner simulate (pure; dict in, dict out; never does I/O). Workloads become the pods
 their controllers would create, named as those controllers name them: StatefulSet `<name>-<i>`,
@@ -43,8 +46,10 @@ from services.planner.simulate import (
     container_resources,
     containers,
     controller_labels,
+    node_affinity,
     object_labels,
     object_names,
+    pod_affinity_keys,
     pod_defaults,
     shapes,
     tolerations,
@@ -191,8 +196,9 @@ def expand(documents: list[Document]) -> tuple[list[Item], list[str]]:
             API server does not serve in a group simulate reads, an apiVersion the API server
             does not serve the kind in, a field of the wrong type (`shapes`), a bad
             annotation, replicas, priority class or node quantity, a volume source, container
-            name or port or workload selector the API server refuses: `volume_sources`,
-            `containers`, `workload_selectors`), or a duplicate name.
+            name or port, workload selector, required node-affinity value or pod affinity
+            label keys the API server refuses: `volume_sources`, `containers`,
+            `workload_selectors`, `node_affinity`, `pod_affinity_keys`), or a duplicate name.
     """
     flat = [doc for doc in _flatten(documents) if doc.body is not None]
     classes = _priority_classes(flat)
@@ -409,7 +415,8 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
     types of its fields were checked already (a workload's pod: on the workload's template).
 
     A pod is set what the API server sets on creation (`pod_defaults`: a hostNetwork pod's host
-    ports, the DefaultTolerationSeconds tolerations) besides its priority.
+    ports, its pod-level requests, the DefaultTolerationSeconds tolerations, its pod affinity
+    terms' label keys merged) besides its priority.
 
     Raises:
         InvalidManifest: the first field the API server would refuse (the kind's own checks,
@@ -439,6 +446,9 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
         _refuse(doc, obj, "spec", containers.problem(obj["spec"]))
         _refuse(doc, obj, "spec", pod_defaults.host_network_port_problem(obj["spec"]))
         _refuse(doc, obj, "spec", tolerations.pod_problem(obj["spec"]))
+        _refuse(doc, obj, "spec", node_affinity.pod_problem(obj["spec"]))
+    if kind == "PersistentVolume" and not is_checked:  # its required node affinity's values
+        _refuse(doc, obj, "spec", node_affinity.volume_problem(obj["spec"]))
     if kind == "Node":  # its taints, where the API server names them (`tolerations`)
         _refuse(doc, obj, tolerations.TAINTS_PARENT, tolerations.node_problem(obj.get("spec")))
     if kind == "Node":  # the labels as written were checked: the kubelet adds its own
@@ -447,9 +457,11 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
     if kind == "Namespace":  # and the API server its own
         obj["metadata"]["labels"] = controller_labels.namespace_labels(
             obj["metadata"].get("labels") or {}, obj["metadata"]["name"])
-    if kind == "Pod":
+    if kind == "Pod":  # a workload's pod too: its affinity keys are validated merged
+        labels = obj["metadata"].get("labels")
+        _refuse(doc, obj, "spec", pod_affinity_keys.problem(obj["spec"], labels))
         _resolve_priority(doc, obj, classes)
-        pod_defaults.admit(obj["spec"])  # defaulting and DefaultTolerationSeconds
+        pod_defaults.admit(obj["spec"], labels)  # defaulting, admission, PrepareForCreate
     at = _seconds(doc, body, AT_ANNOTATION)
     own_runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
     return Item(describe(doc, obj), kind, obj, at if at is not None else (at_seconds or 0.0),
@@ -790,6 +802,8 @@ def _workload_pods(doc: Document, classes: Classes,
     _refuse(doc, body, "spec.template.spec",
             pod_defaults.host_network_port_problem(template["spec"]))
     _refuse(doc, body, "spec.template.spec", tolerations.pod_problem(template["spec"]))
+    _refuse(doc, body, "spec.template.spec", node_affinity.pod_problem(template["spec"]))
+    _refuse(doc, body, "spec.template.spec", pod_affinity_keys.problem(template["spec"], None))
     at = _seconds(doc, body, AT_ANNOTATION) or 0.0
     runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
     _check_labels(doc, body, meta.get("labels"), "metadata.labels")

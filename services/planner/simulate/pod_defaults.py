@@ -9,6 +9,10 @@ neither, so what kube-scheduler would read of it is set here. Sources, Kubernete
   node. A Pod only: `SetDefaults_PodSpec`, which a workload's pod template gets, does not (no
   feature gate of 1.36 changes it); the pod its controller creates from the template is a Pod,
   defaulted so on creation.
+- Defaulting, the same function's `defaultHugePagePodLimits` and `defaultPodRequests`
+  (PodLevelResources, on by default): a pod-level request of cpu or memory the pod does not
+  give is its containers' aggregate request when a container requests it, else its pod-level
+  limit (`pod_level_resources`).
 - Validation, `validatePodHostNetworkDeps` (`pkg/apis/core/validation/validation.go`): on a
   hostNetwork pod spec, an app container's `hostPort`, when given (not 0), must equal its
   `containerPort` (`host_network_port_problem`).
@@ -20,14 +24,19 @@ neither, so what kube-scheduler would read of it is set here. Sources, Kubernete
   `--default-not-ready-toleration-seconds` and `--default-unreachable-toleration-seconds`). A
   toleration with that key or an empty one, and effect NoExecute or an empty one, counts as
   one of that taint, as the plugin counts it.
+- `PrepareForCreate`'s `mutatePodAffinity` (`pkg/registry/core/pod/strategy.go`): each pod
+  (anti-)affinity term's `matchLabelKeys` and `mismatchLabelKeys` merged into its
+  `labelSelector` with the pod's labels (`pod_affinity_keys`).
 Shapes: `spec` is a pod spec (a mapping) whose field types `shapes` checked; its `containers`
-are mappings (`manifests._check_containers`).
+are mappings (`manifests._check_containers`); `labels` the pod's labels (text keys and values).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from services.planner.simulate import pod_affinity_keys, pod_level_resources
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
@@ -38,11 +47,15 @@ PORTED_CONTAINERS = ("containers", "initContainers")
 """The containers whose ports `defaultHostNetworkPorts` defaults (not ephemeral ones)."""
 
 
-def admit(spec: dict[str, Any]) -> None:
-    """Set in the pod spec `spec` what defaulting and the DefaultTolerationSeconds plugin set
-    on creation (module docstring), in the API server's order: defaulting, then admission."""
+def admit(spec: dict[str, Any], labels: Mapping[str, Any] | None) -> None:
+    """Set in the pod spec `spec` of a pod labelled `labels` (null: none) what defaulting, the
+    DefaultTolerationSeconds plugin and the pod strategy's `PrepareForCreate` set on creation
+    (module docstring), in the API server's order: defaulting (pod-level resources, then host
+    ports, as `SetDefaults_Pod`), admission, then `PrepareForCreate`."""
+    pod_level_resources.default(spec)
     default_host_network_ports(spec)
     add_default_tolerations(spec)
+    pod_affinity_keys.merge(spec, labels)
 
 
 def default_host_network_ports(spec: dict[str, Any]) -> None:
