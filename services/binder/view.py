@@ -134,16 +134,18 @@ class ClusterView:
         return None
 
     def misfit(self, namespace: str, name: str, node_name: str) -> str | None:
-        """Why the pod `namespace/name` may not go to `node_name` by the filters other than
-        resource fit (readiness, cordon, spec.nodeName, taints/tolerations, node affinity and
-        nodeSelector), or None: the same rules, in the same order, the planner placed by
-        (`services.fit.filters.static_reason`); None too when the view lacks either object.
-        Source: kube-scheduler's NodeUnschedulable, NodeName, TaintToleration, NodeAffinity.
+        """Why the pod `namespace/name` may not go to `node_name` by the filters that read only
+        the pod and the node, other than resource fit (readiness, cordon, spec.nodeName,
+        taints/tolerations, node affinity and nodeSelector, then the node features it
+        requires), or None: the same rules, in the same order, the planner placed by
+        (`services.fit.filters.static_reason`, then `node_declared_features`); None too when
+        the view lacks either object. Source: kube-scheduler's NodeUnschedulable, NodeName,
+        TaintToleration, NodeAffinity and, last, NodeDeclaredFeatures.
         """
         pod, node = self._pods.get((namespace, name)), self._nodes.get(node_name)
         if pod is None or node is None:
             return None
-        return filters.static_reason(pod, node)
+        return filters.static_reason(pod, node) or filters.node_declared_features(pod, node)
 
     def _count(self, pod: PodObserved | None, sign: int) -> None:
         """Add (or take back) a pod's requests to its node's use, if it uses capacity."""

@@ -206,6 +206,10 @@ class NodeObserved(msgspec.Struct, frozen=True, gc=False, tag="NodeObserved"):
     taints: tuple[Taint, ...] = ()
     is_unschedulable: bool = False
     is_ready: bool = True
+    declared_features: tuple[str, ...] = ()
+    """`status.declaredFeatures`, as the API server stores them (sorted, unique: it validates
+    so): the features its kubelet declares, which NodeDeclaredFeatures' filter reads (absent
+    in events recorded before they were read: none)."""
 
 
 class NodeDeleted(msgspec.Struct, frozen=True, gc=False, tag="NodeDeleted"):
@@ -289,6 +293,12 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     Disk, Cinder, Portworx), translated as kube's CSI translation does, in spec order; what
     NodeVolumeLimits counts on a node that has a CSINode (absent in events recorded before they
     were counted: none). One it cannot translate is left out."""
+    required_features: tuple[str, ...] = ()
+    """The node features its scheduling requires, sorted, as kube's `nodedeclaredfeatures`
+    library infers them from the spec (e.g. `RestartAllContainersOnContainerExits` for a
+    restart rule with the action RestartAllContainers): a node must declare each
+    (`NodeObserved.declared_features`), NodeDeclaredFeatures' filter. Absent in events recorded
+    before they were inferred: none."""
 
 
 class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):

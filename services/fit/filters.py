@@ -215,9 +215,26 @@ def node_affinity_prefilter(pod: PodObserved, node: NodeObserved) -> str | None:
     return reasons.NODE_AFFINITY_PREFILTER if names else reasons.NODE_AFFINITY_CONFLICT
 
 
+def node_declared_features(pod: PodObserved, node: NodeObserved) -> str | None:
+    """None when the node declares every feature the pod requires, else the reason.
+
+    Shapes: `pod.required_features` and `node.declared_features` are feature names; only
+    whether the first are all among the second matters (order and repeats do not).
+    Source: NodeDeclaredFeatures (`nodedeclaredfeatures.go`): its PreFilter skips a pod that
+    requires nothing (here: no set is built), its Filter refuses a node whose declared set
+    (`ndf.TryMap` of `status.declaredFeatures`, features kube does not know dropped, which
+    no pod requires anyway) lacks one, UnschedulableAndUnresolvable.
+    """
+    required = pod.required_features
+    if not required or set(required).issubset(node.declared_features):
+        return None
+    return reasons.NODE_DECLARED_FEATURES
+
+
 def static_reason(pod: PodObserved, node: NodeObserved) -> str | None:
     """The first filter other than resource fit that rejects the node, in kube-scheduler order
-    (NodeAffinity's PreFilter before every filter)."""
+    (NodeAffinity's PreFilter before every filter), among those that run before NodePorts:
+    NodeDeclaredFeatures, which runs after every other filter, is `node_declared_features`."""
     return (node_affinity_prefilter(pod, node) or node_ready(node)
             or node_unschedulable(pod, node) or node_name(pod, node)
             or taint_toleration(pod, node) or node_affinity(pod, node))

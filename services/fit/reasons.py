@@ -34,6 +34,11 @@ POD_ANTI_AFFINITY_MISMATCH = "node(s) didn't match pod anti-affinity rules"
 EXISTING_ANTI_AFFINITY_MISMATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
 SPREAD_CONSTRAINTS_MISMATCH = "node(s) didn't match pod topology spread constraints"
 SPREAD_MISSING_LABEL = SPREAD_CONSTRAINTS_MISMATCH + " (missing required label)"
+NODE_DECLARED_FEATURES = "node(s) didn't match Pod's required features"
+"""NodeDeclaredFeatures' Filter reason (v1.36, `errReasonUnsatisfiedRequirements` in
+`nodedeclaredfeatures.go`) for a node that does not declare every feature the pod requires;
+UnschedulableAndUnresolvable, and the last filter kube-scheduler runs, so a node another
+filter refuses gives that filter's reason instead."""
 
 
 def insufficient(resource: str) -> str:

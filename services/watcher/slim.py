@@ -44,6 +44,10 @@ Decisions recorded here:
   Inline GCE PD, AWS EBS, iSCSI and RBD disks are carried (`disks`) for VolumeRestrictions'
   disk conflicts; inline volumes kube migrates to CSI drivers as their translation gives them
   (`migrated_volumes`, `csi_translation.inline_volumes`) for NodeVolumeLimits.
+- Node declared features: a Node's `status.declaredFeatures` are carried
+  (`declared_features`), and the features a pod's scheduling requires are inferred from its
+  spec as kube's `nodedeclaredfeatures` library infers them (`required_features`,
+  `declared_features.required`): NodeDeclaredFeatures' filter.
 - Host ports: the app containers' and sidecars' ports with a hostPort are carried
   (`host_ports`, protocol TCP and host IP 0.0.0.0 when unset), as NodePorts reads them; a plain
   init container's hostPort is ignored, as NodePorts ignores it (it is only held while the
@@ -82,7 +86,7 @@ from services.contracts.events import (
 )
 from services.contracts.names import is_label_name
 from services.fit.filters import NODE_NAME_FIELD, parse_int64
-from services.watcher import csi_translation, disks, resize
+from services.watcher import csi_translation, declared_features, disks, resize
 
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 MAX_PORT = 65535
@@ -190,7 +194,14 @@ def node_event(obj: Obj, at_ms: int) -> NodeObserved:
                            value=_text(t, "value"))
                      for t in map(_dict, _list(spec.get("taints")))),
         is_unschedulable=spec.get("unschedulable") is True,
-        is_ready=is_ready(status))
+        is_ready=is_ready(status), declared_features=node_declared_features(status))
+
+
+def node_declared_features(status: Obj) -> tuple[str, ...]:
+    """`status.declaredFeatures` as the API server stores it (sorted, unique), the entries that
+    are text; none when absent or not a list. What NodeDeclaredFeatures reads of a node
+    (`NodeInfo.SetNode`, which maps the names kube knows)."""
+    return tuple(name for name in _list(status.get("declaredFeatures")) if isinstance(name, str))
 
 
 def is_ready(status: Obj) -> bool:
@@ -231,6 +242,7 @@ class PodSpecReading(NamedTuple):
     preferred_unparseable: str | None
     disks: tuple[Disk, ...]
     migrated_volumes: tuple[AttachableVolume, ...]
+    required_features: tuple[str, ...]
 
 
 SpecReader = Callable[[Obj, str], PodSpecReading]
@@ -271,7 +283,8 @@ def read_pod_spec(spec: Obj, namespace: str) -> PodSpecReading:
         preemption_policy=preemption_policy(spec),
         preferred_affinity=preferred_nodes,
         preferred_unparseable=preferred_unparseable(preferred_nodes),
-        disks=disks.read(spec), migrated_volumes=csi_translation.inline_volumes(spec))
+        disks=disks.read(spec), migrated_volumes=csi_translation.inline_volumes(spec),
+        required_features=declared_features.required(spec))
 
 
 def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> PodObserved:
@@ -313,7 +326,8 @@ def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> Po
         start_ms=optional_time_ms(status.get("startTime")),
         preferred_affinity=read.preferred_affinity,
         preferred_unparseable=read.preferred_unparseable,
-        disks=read.disks, migrated_volumes=read.migrated_volumes)
+        disks=read.disks, migrated_volumes=read.migrated_volumes,
+        required_features=read.required_features)
 
 
 def preemption_policy(spec: Obj) -> str:

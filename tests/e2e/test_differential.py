@@ -6,7 +6,8 @@ containers, pod-level resources and overhead, nodeSelector, node affinity with G
 matchFields, tolerations, host ports, required and preferred pod affinity and anti-affinity,
 topology spread DoNotSchedule and ScheduleAnyway, claims: bound to local PVs with node
 affinity, unbound Immediate, WaitForFirstConsumer matching static PVs, missing,
-ReadWriteOncePod; inline GCE PD, AWS EBS, iSCSI and RBD disks, some read-only; pods bound by
+ReadWriteOncePod; inline GCE PD, AWS EBS, iSCSI and RBD disks, some read-only; restart rules
+restarting all containers, which only nodes declaring the feature take; pods bound by
 nodeName, some then finished) are offered one at a time:
 every pod kube-scheduler binds must be feasible for gangsched on that node, and every pod it
 finds unschedulable must be rejected by gangsched with the same per-reason node counts.

@@ -262,12 +262,16 @@ def _node_observed(state: PlannerState, old: NodeObserved | None, node: NodeObse
 
 def _may_free_capacity(old: NodeObserved, new: NodeObserved) -> bool:
     """Whether a changed Node may now take a pod it refused: more allocatable, other taints or
-    labels, or it became schedulable or Ready (a heartbeat changes none of these)."""
+    labels, it became schedulable or Ready, or it declares a feature it did not (a heartbeat
+    changes none of these). kube-scheduler's NodeDeclaredFeatures requeues on any change of
+    `status.declaredFeatures` (`isSchedulableAfterNodeChange`); one that only drops features
+    can only refuse more, so it wakes no one here."""
     return (any(amount > old.allocatable.get(name, 0)
                 for name, amount in new.allocatable.items())
             or old.taints != new.taints or old.labels != new.labels
             or (old.is_unschedulable and not new.is_unschedulable)
-            or (not old.is_ready and new.is_ready))
+            or (not old.is_ready and new.is_ready)
+            or not set(new.declared_features).issubset(old.declared_features))
 
 
 def _pod_observed(state: PlannerState, pod: PodObserved) -> None:

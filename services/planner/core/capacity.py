@@ -46,16 +46,22 @@ class StaticFit:
     Shapes: `mask[row]` True when the node passes; `untolerated[row]` how many of its
     PreferNoSchedule taints the pod does not tolerate (0 where it fails), `penalty[row]`
     `PREFER_NO_SCHEDULE_PENALTY` per such taint; `has_untolerated` whether any row has one;
-    `reason_counts` the first failing filter's reason → number of nodes.
+    `reason_counts` the first failing filter's reason → number of nodes, of the filters of
+    `filters.static_reason`; `lacking[row]` True where those pass but the node lacks a feature
+    the pod requires (`filters.node_declared_features`: refused, False in `mask`), None when
+    the pod requires none (NodeDeclaredFeatures' PreFilter Skip). kube-scheduler runs that
+    filter last, so its reason is counted where every other filter passes
+    (`placement.explain`), not here.
     """
 
-    def __init__(self, mask: BoolArray, untolerated: IntArray,
-                 reason_counts: dict[str, int]) -> None:
+    def __init__(self, mask: BoolArray, untolerated: IntArray, reason_counts: dict[str, int],
+                 lacking: BoolArray | None = None) -> None:
         self.mask = mask
         self.untolerated = untolerated
         self.penalty: IntArray = PREFER_NO_SCHEDULE_PENALTY * untolerated
         self.has_untolerated = bool(untolerated.any())
         self.reason_counts = reason_counts
+        self.lacking = lacking
 
 
 class Hold:
@@ -190,7 +196,9 @@ class NodeIndex:
         return node.name in self.row and all(name in self.col for name in node.allocatable)
 
     def update_node(self, node: NodeObserved) -> None:
-        """Apply a changed Node in place (`covers(node)` must hold)."""
+        """Apply a changed Node in place (`covers(node)` must hold); when what the filters and
+        scores read of it changed (labels, taints, readiness, cordon, declared features), every
+        cache built from them is dropped."""
         row = self.row[node.name]
         old = self.nodes[row]
         for col, name in enumerate(self.resources):
@@ -200,8 +208,9 @@ class NodeIndex:
         self.scale[:, row] = _scale(self.alloc[:, row])
         self.nodes[row] = node
         self.changes.append(row)
-        if (old.labels, old.taints, old.is_ready, old.is_unschedulable) != (
-                node.labels, node.taints, node.is_ready, node.is_unschedulable):
+        if (old.labels, old.taints, old.is_ready, old.is_unschedulable,
+                old.declared_features) != (node.labels, node.taints, node.is_ready,
+                                           node.is_unschedulable, node.declared_features):
             self._static.clear()
             self._domains.clear()
             self._label_codes.clear()
@@ -350,18 +359,23 @@ class NodeIndex:
         return cached
 
     def _compute_static(self, pod: PodObserved) -> StaticFit:
+        """`StaticFit` of `pod`: each node judged by `filters.static_reason`, then, for a pod
+        that requires node features, by `filters.node_declared_features` (`lacking`)."""
         count = len(self.nodes)
         mask = np.zeros(count, dtype=np.bool_)
         untolerated = np.zeros(count, dtype=np.int64)
+        lacking = np.zeros(count, dtype=np.bool_) if pod.required_features else None
         counts: Counter[str] = Counter()
         for row, node in enumerate(self.nodes):
             reason = filters.static_reason(pod, node)
-            if reason is None:
+            if reason is not None:
+                counts[reason] += 1
+            elif lacking is not None and filters.node_declared_features(pod, node) is not None:
+                lacking[row] = True
+            else:
                 mask[row] = True
                 untolerated[row] = filters.prefer_no_schedule_count(pod, node)
-            else:
-                counts[reason] += 1
-        return StaticFit(mask, untolerated, dict(counts))
+        return StaticFit(mask, untolerated, dict(counts), lacking)
 
 
 def _scale(alloc: IntArray) -> FloatArray:
@@ -372,10 +386,11 @@ def _scale(alloc: IntArray) -> FloatArray:
 
 
 def signature(pod: PodObserved) -> Signature:
-    """What `filters.static_reason` and the taint penalty read from a pod (a cache key only:
-    equal pods whose selector dicts differ in order get two equal entries)."""
+    """What `filters.static_reason`, `filters.node_declared_features` and the taint penalty
+    read from a pod (a cache key only: equal pods whose selector dicts differ in order get two
+    equal entries)."""
     return (tuple(pod.node_selector.items()), pod.required_affinity, pod.tolerations,
-            pod.node_name)
+            pod.node_name, pod.required_features)
 
 
 def build(nodes: Mapping[str, NodeObserved], used: Mapping[str, Mapping[str, int]]) -> NodeIndex:

@@ -544,7 +544,8 @@ def _same_shape(pod: PodObserved, other: PodObserved) -> bool:
             and pod.disks == other.disks and pod.migrated_volumes == other.migrated_volumes
             and pod.tolerations == other.tolerations
             and pod.required_affinity == other.required_affinity
-            and pod.node_name == other.node_name)
+            and pod.node_name == other.node_name
+            and pod.required_features == other.required_features)
 
 
 def place_preferring_domain(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
@@ -590,11 +591,12 @@ def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
     a starving gang's reserved capacity gives that reason instead; a node that fits gives its
     volume reasons (`storage`: VolumeRestrictions, VolumeBinding, VolumeZone), else its
     topology spread reason (`spreads`, see `spread.Counted.verdicts`), else its inter-pod
-    affinity reason (`verdicts`, see `affinity.verdicts`), in kube-scheduler's filter order.
+    affinity reason (`verdicts`, see `affinity.verdicts`), else NodeDeclaredFeatures' where it
+    lacks a feature the pod requires (`StaticFit.lacking`), in kube-scheduler's filter order.
     """
     counts: Counter[str] = Counter(static.reason_counts)
     vec, cols, missing = index.vector(pod.requests)
-    passing = static.mask.copy()
+    passing = static.mask.copy() if static.lacking is None else static.mask | static.lacking
     if pod.host_ports:
         conflicts = passing & ~index.ports_free(pod.host_ports)
         if conflicts.any():
@@ -629,6 +631,11 @@ def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
             rejected = int((passing & (verdicts == code)).sum())
             if rejected:
                 counts[reason] += rejected
+        passing &= verdicts == affinity.PASSES
+    if static.lacking is not None:
+        lacking = int((passing & static.lacking).sum())
+        if lacking:
+            counts[fit_reasons.NODE_DECLARED_FEATURES] += lacking
     return dict(counts)
 
 

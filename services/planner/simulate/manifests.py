@@ -47,6 +47,7 @@ from services.planner.simulate import (
     containers,
     controller_labels,
     node_affinity,
+    node_features,
     object_labels,
     object_names,
     pod_affinity_keys,
@@ -447,10 +448,12 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
         _refuse(doc, obj, "spec", pod_defaults.host_network_port_problem(obj["spec"]))
         _refuse(doc, obj, "spec", tolerations.pod_problem(obj["spec"]))
         _refuse(doc, obj, "spec", node_affinity.pod_problem(obj["spec"]))
+        _refuse(doc, obj, "spec", node_features.pod_problem(obj["spec"]))
     if kind == "PersistentVolume" and not is_checked:  # its required node affinity's values
         _refuse(doc, obj, "spec", node_affinity.volume_problem(obj["spec"]))
-    if kind == "Node":  # its taints, where the API server names them (`tolerations`)
+    if kind == "Node":  # its taints, named as the API server names them, and its features
         _refuse(doc, obj, tolerations.TAINTS_PARENT, tolerations.node_problem(obj.get("spec")))
+        _refuse(doc, obj, "status", node_features.node_problem(obj.get("status")))
     if kind == "Node":  # the labels as written were checked: the kubelet adds its own
         obj["metadata"]["labels"] = controller_labels.node_labels(
             obj["metadata"].get("labels") or {}, obj["metadata"]["name"])
@@ -803,6 +806,7 @@ def _workload_pods(doc: Document, classes: Classes,
             pod_defaults.host_network_port_problem(template["spec"]))
     _refuse(doc, body, "spec.template.spec", tolerations.pod_problem(template["spec"]))
     _refuse(doc, body, "spec.template.spec", node_affinity.pod_problem(template["spec"]))
+    _refuse(doc, body, "spec.template.spec", node_features.pod_problem(template["spec"]))
     _refuse(doc, body, "spec.template.spec", pod_affinity_keys.problem(template["spec"], None))
     at = _seconds(doc, body, AT_ANNOTATION) or 0.0
     runtime = _seconds(doc, body, RUNTIME_ANNOTATION)

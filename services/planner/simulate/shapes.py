@@ -84,11 +84,14 @@ POD_VOLUME: Shape = {
 `volume_sources`), and of some their fields."""
 CONTAINER: Shape = {
     "name": STRING, "resources": RESOURCES, "restartPolicy": STRING,
+    "restartPolicyRules": [{"action": STRING,
+                            "exitCodes": {"operator": STRING, "values": [INTEGER]}}],
     "ports": [{"name": STRING, "containerPort": INTEGER, "hostPort": INTEGER,
                "protocol": STRING, "hostIP": STRING}]}
 POD_SPEC: Shape = {
     "containers": [CONTAINER], "initContainers": [CONTAINER], "resources": RESOURCES,
     "overhead": QUANTITIES, "schedulerName": STRING, "nodeName": STRING, "hostNetwork": BOOLEAN,
+    "hostUsers": BOOLEAN,
     "priority": INTEGER, "priorityClassName": STRING, "preemptionPolicy": STRING,
     "nodeSelector": MapOf(STRING),
     "affinity": {"nodeAffinity": {
@@ -112,7 +115,8 @@ KINDS: Mapping[str, Shape] = {
     "Node": {"spec": {"unschedulable": BOOLEAN,
                       "taints": [{"key": STRING, "value": STRING, "effect": STRING}]},
              "status": {"allocatable": QUANTITIES, "capacity": QUANTITIES,
-                        "conditions": [{"type": STRING, "status": STRING}]}},
+                        "conditions": [{"type": STRING, "status": STRING}],
+                        "declaredFeatures": [STRING]}},
     "Pod": {"spec": POD_SPEC, "status": {"phase": STRING, "startTime": STRING}},
     "PodGroup": {},  # Coscheduling's: its CRD; the native one: NATIVE_PODGROUP
     "PersistentVolumeClaim": {

@@ -142,7 +142,8 @@ def node_fingerprint(nodes: list[dict[str, Any]]) -> list[tuple[object, ...]]:
     """What the filters read of the nodes (not their heartbeats), sorted by name."""
     return sorted((node["metadata"]["name"], sorted(node["metadata"].get("labels", {}).items()),
                    repr(node["spec"]), oracle.is_settled(node),
-                   sorted(node["status"].get("allocatable", {}).items())) for node in nodes)
+                   sorted(node["status"].get("allocatable", {}).items()),
+                   node["status"].get("declaredFeatures")) for node in nodes)
 
 
 async def prebind(client: KubeClient, pods: Mirror, pod: dict[str, Any]) -> None:

@@ -366,6 +366,35 @@ async def test_a_placement_onto_a_node_the_pod_does_not_fit_binds_nothing() -> N
                               "node affinity/selector")
 
 
+async def declared(features: list[str]) -> Settled:
+    """Place a, whose container restarts all containers on a failed exit (it requires the
+    node feature RestartAllContainersOnContainerExits), on n1 declaring `features`."""
+    restarting = make_pod("a")
+    restarting["spec"]["containers"][0].update(restartPolicy="Never", restartPolicyRules=[
+        {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [1]}}])
+    node = make_node("n1", allocatable={"cpu": "4", "pods": "110"})
+    node["status"]["declaredFeatures"] = features
+    kube = cluster(restarting)
+    view = ClusterView()
+    view.apply(1, slim.node_event(node, 0))
+    view.apply(2, slim.pod_event(restarting, 0))
+    return await placing.carry_out(placement("a"), kube, POLICY, clock, is_redelivery=False,
+                                   known=view)
+
+
+async def test_a_placement_onto_a_node_lacking_a_required_feature_binds_nothing() -> None:
+    # NodeDeclaredFeatures, re-checked on the view as node affinity is
+    refused = (await declared(["ExtendWebSocketsToKubelet"])).outcomes[0]
+    assert isinstance(refused, MemberBindFailed) and refused.pod_uid == "uid-a"
+    assert refused.reason == ("pod default/a cannot go to node n1: node(s) didn't match Pod's "
+                              "required features")
+
+
+async def test_a_placement_onto_a_node_declaring_the_feature_binds() -> None:
+    settled = await declared(["ExtendWebSocketsToKubelet", "RestartAllContainersOnContainerExits"])
+    assert kinds(settled) == ["GroupBound"]
+
+
 class NodeDeletedWhileBinding(FakeKube):
     """An API server on which the node is deleted once the first member is bound to it."""
 

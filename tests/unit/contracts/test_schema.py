@@ -8,6 +8,7 @@ import msgspec
 
 from services.contracts import codec, decisions, schema
 from services.contracts.events import (
+    NodeObserved,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodObserved,
@@ -50,3 +51,18 @@ def test_a_pod_event_recorded_before_preferred_node_affinity_decodes_without_ter
     del wire["preferred_affinity"]
     old = codec.decode_event(msgspec.json.encode(wire))
     assert old == msgspec.structs.replace(event, preferred_affinity=())
+
+
+def test_node_and_pod_events_recorded_before_declared_features_decode_without_them() -> None:
+    node = NodeObserved(at_ms=3, name="n0", uid="u0", resource_version="1",
+                        allocatable={"pods": 110}, declared_features=("A", "B/c"))
+    pod = PodObserved(at_ms=3, uid="u1", namespace="ml", name="p", resource_version="1",
+                      scheduler_name="gangsched", phase="Pending", created_at_ms=0,
+                      requests={"pods": 1}, required_features=("A",))
+    for event, field, listed in ((node, "declared_features", ["A", "B/c"]),
+                                 (pod, "required_features", ["A"])):
+        wire = msgspec.json.decode(codec.encode(event))
+        assert wire[field] == listed
+        del wire[field]
+        old = codec.decode_event(msgspec.json.encode(wire))
+        assert old == msgspec.structs.replace(event, **{field: ()})

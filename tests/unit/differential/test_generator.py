@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections import Counter
 
 from services.fit import disks
+from services.planner.simulate import node_features
+from services.watcher import slim
 from tests.e2e.differential import generator
 from tests.e2e.differential.families import HOSTNAME, RACK, ZONE, Manifest, all_families
+from tests.e2e.differential.families.declared_features import RESTART_ALL
 
 
 def test_one_seed_gives_one_workload_and_another_seed_another() -> None:
@@ -120,3 +123,22 @@ def test_inline_disks_repeat_so_pods_meet_on_nodes_and_some_are_read_only() -> N
                 read_only += mount[kind].get("readOnly", False) is True
     assert min(seen[kind] for kind in disks.KINDS) >= 5
     assert 0 < read_only < sum(seen.values())
+
+
+def test_some_nodes_declare_features_and_some_pods_require_them_as_the_api_server_takes() -> None:
+    """The declared-features family: lists the API server accepts (sorted names of its form),
+    restart rules it accepts (`simulate.node_features`), and pods requiring the feature that
+    some nodes declare and others do not."""
+    plan = generator.plan_cluster(20261201)
+    declaring = 0
+    for node in plan.nodes:
+        assert node_features.node_problem(node["status"]) is None
+        declaring += RESTART_ALL in node["status"].get("declaredFeatures", [])
+    assert 4 <= declaring <= len(plan.nodes) - 4
+    required: Counter[tuple[str, ...]] = Counter()
+    for pod in generator.generate_pods(20261201, plan, 400):
+        assert node_features.pod_problem(pod["spec"]) is None
+        required[slim.pod_event(pod, 0).required_features] += 1
+    assert required[(RESTART_ALL,)] >= 20 and set(required) == {(), (RESTART_ALL,)}
+    assert sum("'action': 'Restart'" in str(pod) for pod in generator.generate_pods(
+        20261201, plan, 400)) >= 10

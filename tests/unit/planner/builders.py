@@ -83,6 +83,10 @@ class PodBuilder:
     def never_preempts(self) -> PodBuilder:
         return self._with(preemption_policy="Never")
 
+    def requires(self, *features: str) -> PodBuilder:
+        """The node features its scheduling requires (`PodObserved.required_features`)."""
+        return self._with(required_features=tuple(sorted(features)))
+
     def on_node(self, node: str, phase: str = "Running") -> PodBuilder:
         return self._with(node_name=node, phase=phase)
 
@@ -253,6 +257,10 @@ class NodeBuilder:
 
     def not_ready(self) -> NodeBuilder:
         return self._with(is_ready=False)
+
+    def declares(self, *features: str) -> NodeBuilder:
+        """`status.declaredFeatures` (sorted, as the API server keeps them)."""
+        return self._with(declared_features=tuple(sorted(features)))
 
     def build(self, at_ms: int = 0) -> NodeObserved:
         return NodeObserved(at_ms=at_ms, **self.fields)

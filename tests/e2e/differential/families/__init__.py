@@ -114,6 +114,7 @@ def all_families() -> list[Family]:
     """Every family, in the order they shape a pod (those binding pods by name last: they see
     the final pod)."""
     from tests.e2e.differential.families import (
+        declared_features,
         disks,
         finished,
         host_ports,
@@ -133,5 +134,6 @@ def all_families() -> list[Family]:
             preferred_pod_affinity.PreferredPodAffinity(),
             preferred_node_affinity.PreferredNodeAffinity(),
             topology_spread.TopologySpread(), volumes.Volumes(), disks.Disks(),
-            volume_limits.VolumeLimits(), node_name.Prebound(),
+            volume_limits.VolumeLimits(), declared_features.DeclaredFeatures(),
+            node_name.Prebound(),
             finished.Finished()]
