@@ -19,9 +19,10 @@ The `Scheduled` condition explains the latest scheduling result, first match win
 members were evicted by a Preemption and it was not placed since (Preempted, naming the
 preemptor); enough members bound for minMember (Scheduled; a rejection of the members beyond
 minMember, which says minMember was reached, is its message: Coscheduling does not reject a
-group whose minMember are assigned); the last rejection told (Preempting while capacity is
-nominated for the gang, else Unschedulable: no fit, no quorum, backed off after a rollback,
-...); a placement being bound (Binding); else nothing to do
+group whose minMember are assigned); a placement being bound (Binding: it holds what minMember
+needs, so members told to wait meanwhile are beyond minMember); the last rejection told
+(Preempting while capacity is nominated for the gang, else Unschedulable: no fit, no quorum,
+backed off after a rollback, ...); else nothing to do
 or tell for now (Waiting: too few members bound, and its members still arriving, not told yet,
 or none left, e.g. all deleted).
 """
@@ -115,8 +116,8 @@ def _condition(key: str, group: GroupState, min_member: int, pods: int,
         waiting = group.last_rejection  # it says minMember was reached, and why more wait
         return SCHEDULED, (waiting.reason if waiting is not None
                            else reasons.group_scheduled(key, bound, min_member))
+    if group.in_flight:  # a placement holds what minMember needs: what waits is beyond it
+        return BINDING, reasons.group_binding(key, group.attempts)
     if group.last_rejection is not None:
         return (PREEMPTING if is_nominated else UNSCHEDULABLE), group.last_rejection.reason
-    if group.in_flight:
-        return BINDING, reasons.group_binding(key, group.attempts)
     return WAITING, reasons.group_waiting(key, bound, min_member, pods)

@@ -244,13 +244,18 @@ def test_a_podgroup_made_anew_is_told_its_own_status() -> None:
 def test_members_beyond_min_member_that_do_not_fit_leave_the_group_scheduled() -> None:
     """minMember 3 bound and a fourth member that does not fit: the gang is Scheduled (as
     Coscheduling does not reject a group whose minMember are assigned), the extra member's
-    wait in the message (the condition was Unschedulable, which the binder wrote as status
-    True with reason Unschedulable once the pods ran)."""
+    wait in the message; while its placement is bound, Binding (the condition was
+    Unschedulable throughout, which the binder wrote as status True with reason Unschedulable
+    once the pods ran)."""
     cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=6000),
                                 make_podgroup("g", 3))
     cluster.observe(*(make_pod(f"g-{i}").requests(cpu_milli=2000).in_group("g")
                       for i in range(4)))
-    cluster.bind(cluster.plan())
+    placed = cluster.plan()
+    binding = cluster.statuses("default/g")[-1]
+    assert (binding.condition_reason, binding.condition_message) == (
+        "Binding", "gang default/g: placement attempt 1 is being bound")
+    cluster.bind(placed)
     cluster.plan()
     update = cluster.statuses("default/g")[-1]
     assert (update.phase, update.condition_reason, update.condition_message) == (
