@@ -179,9 +179,10 @@ node(s)` ("minResources"). 43: a gang whose minResources even nodes emptied of g
 cannot meet reserves no capacity when starving; a Finished or Failed PodGroup with no live
 member keeps its status (finished pods deleted no longer make it Pending); a PodGroup made anew
 is told its status afresh; the `Scheduled` condition reads Scheduled once minMember are bound,
-and Binding while its placement is bound, whatever members beyond it wait for ("PodGroup status"); NodeDeclaredFeatures: a pod that
-requires a node feature (a RestartAllContainers restart rule) is refused on nodes not
-declaring it, and a node declaring a new feature wakes waiting groups ("NodeDeclaredFeatures")."""
+and Binding while its placement is bound, whatever members beyond it wait for ("PodGroup
+status"); NodeDeclaredFeatures: a pod that requires a node feature (a RestartAllContainers
+restart rule) is refused on nodes not declaring it, and a node declaring a new feature wakes
+waiting groups ("NodeDeclaredFeatures")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
