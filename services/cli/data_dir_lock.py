@@ -38,27 +38,46 @@ def hold(data_dir: Path) -> Iterator[None]:
 
     Raises:
         DataDirUnusable: another live process holds it, or the directory cannot be created
-            or the file opened (e.g. a path that is a file, or no permission).
+            or the file opened or written (e.g. a path that is a file, no permission, a full
+            disk).
     """
     try:
         make_private_directory(data_dir)
         fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as error:
-        raise DataDirUnusable(
-            f"cannot use data directory {data_dir}: {error.strerror}") from None
+        raise unusable(data_dir, error) from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise DataDirUnusable(
-                f"data directory {data_dir} is in use by another gangsched (pid {holder}); "
-                "stop it or give another --data-dir") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        _lock(fd, data_dir)
         yield
     finally:
         os.close(fd)
+
+
+def _lock(fd: int, data_dir: Path) -> None:
+    """Take the lock on the open lock file `fd` of `data_dir` and write this process's pid in it.
+
+    Raises:
+        DataDirUnusable: another live process holds it, or the pid cannot be written (a full
+            disk: the lock, taken, is released as `fd` is closed).
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        raise DataDirUnusable(
+            f"data directory {data_dir} is in use by another gangsched (pid {holder}); "
+            "stop it or give another --data-dir") from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError as error:
+        raise unusable(data_dir, error) from None
+
+
+def unusable(data_dir: Path, error: OSError) -> DataDirUnusable:
+    """The refusal of `data_dir`, in which a file cannot be made or written: `cannot use data
+    directory <dir>: <the system's reason>` (e.g. `No space left on device`)."""
+    return DataDirUnusable(f"cannot use data directory {data_dir}: {error.strerror or error}")
 
 
 def holder(data_dir: Path) -> str | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
 import secrets
 import stat
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 from services.cli import text_files
 from services.config.settings import Settings
 from services.contracts.signing import DecisionKey, UnusableKey
-from services.runtime.private_files import make_private_directory
+from services.runtime.private_files import make_private_directory, write_private_once
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +47,9 @@ def with_key(settings: Settings, services: tuple[str, ...]) -> Settings:
 
     The key comes from `settings.decision_key_file`; without one, a command running both
     planner and binder (`run`) uses `<data_dir>/decision.key`, made on first use (32 random
-    bytes as hex, mode 0600); a planner or binder run apart has none.
+    bytes as hex, mode 0600; made again when empty, as an earlier gangsched interrupted
+    between making and writing it left it: `_run_key`); a planner or binder run apart has
+    none.
     Raises:
         NoKey: planner or binder apart without a key file.
         BadKey: the file is unreadable or its key too short.
@@ -146,24 +147,55 @@ def _warn_if_readable(path: Path) -> None:
 
 
 def _run_key(data_dir: Path) -> Path:
-    """`<data_dir>/decision.key`, created owner-only with a new key when absent."""
+    """`<data_dir>/decision.key`, made owner-only with a new key when absent or empty
+    (`_discard_if_empty`). Made whole or not at all (`write_private_once`): a full disk leaves
+    no empty key file to block the next start, and a second `run` starting at the same time
+    reads the key the first made, never a file still being written.
+
+    Raises:
+        KeyNotMade: the file is missing and cannot be made (no space, no permission).
+    """
     path = data_dir / RUN_KEY_FILE
     with contextlib.suppress(OSError):  # cannot look (a name too long): making it says why
-        if path.exists():
+        if path.exists() and not _is_empty_file(path):
             return path
     try:
         make_private_directory(data_dir)  # FileExistsError: a file is in the way
+        _discard_if_empty(path)
+        write_private_once(path, secrets.token_hex(32) + "\n")  # False: another `run` made it
     except OSError as error:
         raise _not_made(path, error) from None
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path  # another `run` on this directory made it first
-    except OSError as error:
-        raise _not_made(path, error) from None
-    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-        out.write(secrets.token_hex(32) + "\n")
     return path
+
+
+def _is_empty_file(path: Path) -> bool:
+    """Whether `path` itself (not a link's target) is a regular file of 0 bytes.
+
+    Raises:
+        OSError: it cannot be looked at.
+    """
+    info = path.lstat()
+    return stat.S_ISREG(info.st_mode) and info.st_size == 0
+
+
+def _discard_if_empty(path: Path) -> None:
+    """Remove `run`'s key file `path` if it is empty, saying so: an earlier gangsched made it
+    and stopped before writing the key into it (a full disk, a crash). It holds no key that
+    anything could have signed or checked a decision with, and only a new one lets `run`
+    start. Never a file holding anything (a key, or what `with_key` then refuses), nor a
+    symbolic link (its target, e.g. a mounted Secret, is the user's): those are read as given.
+
+    Raises:
+        OSError: it cannot be looked at or removed.
+    """
+    try:
+        if not _is_empty_file(path):
+            return
+    except FileNotFoundError:
+        return
+    log.warning("the decision key file %s is empty (an earlier start stopped before writing "
+                "its key): making a new key", path)
+    path.unlink(missing_ok=True)
 
 
 def _not_made(path: Path, error: OSError) -> KeyNotMade:

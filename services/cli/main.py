@@ -226,8 +226,9 @@ def _serve(parsed: dict[str, Any], services: tuple[str, ...]) -> None:
         if not run_key:  # a given key file: read before the data directory is made
             settings = decision_keys.with_key(settings, services)
         _data_dir(settings, made=exclusive or run_key)
-        if run_key:  # `run`'s own key, kept in the data directory
-            settings = decision_keys.with_key(settings, services)
+        if run_key:  # `run`'s own key, kept in the data directory (made now: unmade if empty)
+            with start.removing_on_failure(exclusive=False):
+                settings = decision_keys.with_key(settings, services)
     except decision_keys.NoKey as error:
         raise click.UsageError(str(error)) from None
     except decision_keys.BadKey as error:
@@ -355,7 +356,7 @@ def schema_command(out: Path) -> None:
     """Write the JSON Schemas of events, outcomes and decisions."""
     from services.contracts import schema
 
-    why = _unmade_parent(out)
+    why = _not_a_directory(out) or _unmade_parent(out)
     if why is not None:
         raise exit_codes.Failed(f"cannot write the schemas to {out}: {why}")
     try:
@@ -365,6 +366,22 @@ def schema_command(out: Path) -> None:
             f"cannot write the schemas to {out}: {error.strerror or error}") from None
     for path in written:
         click.echo(str(path))
+
+
+def _not_a_directory(out: Path) -> str | None:
+    """Why `out` cannot be the directory the schemas go into, being something else (a file, a
+    device such as /dev/null, a link to nothing), or None: it is a directory, is missing (made
+    then), or cannot be looked at (writing then says why). Making it said only `File exists`."""
+    from services.cli.data_dirs import LINK_TO_NOTHING
+
+    try:
+        if out.is_dir() or not (out.exists() or out.is_symlink()):
+            return None
+        what = ("a file, not a directory" if out.is_file() else "not a directory"
+                if out.exists() else LINK_TO_NOTHING)
+    except OSError:
+        return None
+    return f"it is {what}; --out names the directory to write the schemas into"
 
 
 def _unmade_parent(out: Path) -> str | None:
@@ -392,7 +409,7 @@ def _unmade_parent(out: Path) -> str | None:
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="Readable table or one JSON object.")
 @options.option("--scheduler-name", default="gangsched", show_default=True,
-                type=options.SCHEDULER_NAME,
+                type=options.SERVED_SCHEDULER_NAME,
                 help="spec.schedulerName of the pods gangsched schedules.")
 @options.placement_options
 def simulate(files: tuple[Path, ...], output: str, **parsed: Any) -> None:

@@ -225,8 +225,9 @@ class NamespaceName(click.ParamType):  # type: ignore[type-arg]
 
 
 class SchedulerName(click.ParamType):  # type: ignore[type-arg]
-    """`--scheduler-name`: any text but the empty (the API server takes any
-    `spec.schedulerName`, and an empty one means the default scheduler)."""
+    """`--scheduler-name` of the audit commands: any text but the empty (the API server takes
+    any `spec.schedulerName`, and an empty one means the default scheduler), so that a log
+    an earlier gangsched wrote for any name can be replayed."""
 
     name = "name"
 
@@ -236,6 +237,25 @@ class SchedulerName(click.ParamType):  # type: ignore[type-arg]
         if not text.strip():
             self.fail("an empty scheduler name is the default scheduler's, not gangsched's",
                       param, ctx)
+        return text
+
+
+class ServedSchedulerName(SchedulerName):
+    """`--scheduler-name` of the services and `simulate`: a qualified name (`[prefix/]name`,
+    `names.is_label_name`). The API server takes any `spec.schedulerName`, but refuses any
+    other as the `reportingController` of the events the binder records under it (as
+    kube-scheduler names its profile), so not one event would tell users why a pod waits. The
+    binder's Lease asks more of it (a DNS-1123 subdomain), while it holds one (`lease_name`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        """The name; `self.fail` (exit 2) for an empty one, or one no event can carry."""
+        text = super().convert(value, param, ctx)
+        if not names.is_label_name(text):
+            self.fail(f"{text!r} cannot name gangsched in the events it records (the API "
+                      "server takes only a qualified name: [prefix/]name, a name of at most 63 "
+                      "letters, digits, -, _ and . starting and ending with a letter or digit, "
+                      "a prefix a DNS subdomain)", param, ctx)
         return text
 
 
@@ -260,12 +280,13 @@ class LabelKey(click.ParamType):  # type: ignore[type-arg]
 
 NAMESPACE_NAME = NamespaceName()
 SCHEDULER_NAME = SchedulerName()
+SERVED_SCHEDULER_NAME = ServedSchedulerName()
 LABEL_KEY = LabelKey()
 
 
 common_options = stack(
     local_options,
-    _option("--scheduler-name", default="gangsched", type=SCHEDULER_NAME,
+    _option("--scheduler-name", default="gangsched", type=SERVED_SCHEDULER_NAME,
             help="spec.schedulerName of the pods gangsched schedules."),
     _option("--http-host", default="127.0.0.1", type=HOST,
             help="Address of /healthz, /readyz, /metrics."),

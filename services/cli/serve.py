@@ -27,7 +27,7 @@ from services.binder.wiring import run_binder
 from services.bus import connection, embedded, lease, streams, transience
 from services.bus.connection import Connection
 from services.bus.errors import BusMisconfigured
-from services.cli import databases, run_info
+from services.cli import data_dir_lock, databases, run_info
 from services.config.settings import Settings
 from services.kube import client as kube_client
 from services.kube import leases
@@ -39,7 +39,7 @@ from services.runtime.health import HealthServer, MetricsBody, Readiness, ReadyF
 from services.runtime.supervision import Supervisor
 from services.store import engines, schema
 from services.store import urls as database_urls
-from services.store.errors import SchemaMismatch, StoreUnavailable
+from services.store.errors import SchemaMismatch, StoreUnavailable, failing
 from services.watcher.service import run_watcher
 
 log = logging.getLogger(__name__)
@@ -264,17 +264,26 @@ async def _hold_scheduler_name(settings: Settings, nc: Connection, bind: electio
 @contextlib.asynccontextmanager
 async def bus_url(settings: Settings) -> AsyncIterator[Settings]:
     """Yield settings with a NATS URL: the given one, or an embedded server's (stopped after),
-    with the credentials generated for it (recorded for the data directory's owner)."""
+    with the credentials generated for it (recorded for the data directory's owner).
+
+    Raises:
+        services.cli.data_dir_lock.DataDirUnusable: the embedded server's files or its
+            credentials cannot be written in the data directory (a full disk); the server
+            started is stopped, and no partial file is left.
+    """
     if settings.bus.url:
         yield settings
         return
     credentials = embedded.generate_credentials()
     server = embedded.EmbeddedNats(settings.data_dir / "nats", credentials=credentials,
                                    die_with_parent=True)
-    url = await server.start()
+    with _writing(settings.data_dir):
+        url = await server.start()
     log.info("embedded nats-server at %s (store %s)", url, settings.data_dir / "nats")
     try:
-        run_info.write_credentials(settings.data_dir, credentials.user, credentials.password)
+        with _writing(settings.data_dir):
+            run_info.write_credentials(settings.data_dir, credentials.user,
+                                       credentials.password)
         yield dataclasses.replace(settings, bus=dataclasses.replace(
             settings.bus, url=url, user=credentials.user, password=credentials.password,
             creds_file=None))
@@ -284,6 +293,31 @@ async def bus_url(settings: Settings) -> AsyncIterator[Settings]:
         finally:  # this server's credentials only: a file another process wrote since stays
             run_info.remove_credentials(settings.data_dir, credentials.user,
                                         credentials.password)
+
+
+@contextlib.contextmanager
+def _writing(data_dir: Path) -> Iterator[None]:
+    """Tell a file in `data_dir` that cannot be made or written (a full disk, no permission)
+    as the data directory being unusable, in one line (`data_dir_lock.unusable`); an error
+    naming a file elsewhere (the nats-server binary that cannot be run) passes unchanged.
+
+    Raises:
+        services.cli.data_dir_lock.DataDirUnusable: for such an error.
+    """
+    try:
+        yield
+    except OSError as error:
+        if not _in(data_dir, error):
+            raise
+        raise data_dir_lock.unusable(data_dir, error) from None
+
+
+def _in(data_dir: Path, error: OSError) -> bool:
+    """Whether `error` is about a file in `data_dir`, or names none (a write to an open file)."""
+    if error.filename is None:
+        return True
+    named = Path(os.path.abspath(os.fsdecode(error.filename)))
+    return named.is_relative_to(os.path.abspath(data_dir))
 
 
 @contextlib.asynccontextmanager
@@ -338,16 +372,19 @@ def _never_migrated(url: str) -> None:
 
 @contextlib.contextmanager
 def _unreachable_database(url: str) -> Iterator[None]:
-    """Translate a database that cannot be reached or read into `StoreUnavailable`, naming
-    it (a SQLite file by its path, a URL without its password) and, for a SQLite file, what
-    is wrong with it (`databases.unusable`); any other error (a bug) passes unchanged."""
+    """Translate a database that cannot be reached, read or written into `StoreUnavailable`,
+    naming it (a SQLite file by its path, a URL without its password) and, for a SQLite file,
+    what is wrong with it (`databases.unusable`), in words that fit the reason (`cannot write
+    to` a full disk, `cannot read` a file that is no database: `errors.failing`); any other
+    error (a bug) passes unchanged."""
     try:
         yield
     except Exception as error:
         named = databases.unusable(url, error, writing=True)
         if named is None:
             raise
-        raise StoreUnavailable(f"cannot reach the database {named}") from error
+        why = named.removeprefix(f"{databases.shown(url)}: ")
+        raise StoreUnavailable(f"{failing(why)} the database {named}", why=why) from error
 
 
 async def health_server(settings: Settings, readiness: Readiness,
@@ -383,6 +420,18 @@ async def announce_when_ready(settings: Settings, readiness: Readiness,
         await asyncio.sleep(READY_POLL_SECONDS)
     keeper = run_info.kept_by_another(settings.data_dir)
     if keeper is None:
+        _write_run_file(settings, health, services)
+    else:
+        log.info("no run.json written: %s keeps that of the gangsched (pid %s) serving there",
+                 settings.data_dir, keeper)
+    log.info("gangsched ready: %s", ", ".join(services))
+
+
+def _write_run_file(settings: Settings, health: HealthServer | None,
+                    services: tuple[str, ...]) -> None:
+    """Write run.json for the ready `services`; one that cannot be written (a full disk) is
+    warned about, and the services keep running: it only tells the tools where they are."""
+    try:
         run_info.write(settings.data_dir, {
             "services": list(services),
             "nats": settings.bus.url,
@@ -390,10 +439,10 @@ async def announce_when_ready(settings: Settings, readiness: Readiness,
             "db": settings.store_url() if "planner" in services else None,
             "http": f"http://{settings.http_host}:{health.port}" if health else None,
         })
-    else:
-        log.info("no run.json written: %s keeps that of the gangsched (pid %s) serving there",
-                 settings.data_dir, keeper)
-    log.info("gangsched ready: %s", ", ".join(services))
+    except OSError as error:
+        log.warning("cannot write %s: %s; the services run on, but the commands that read "
+                    "it (`gangsched decisions --data-dir`) cannot find them",
+                    settings.data_dir / run_info.RUN_FILE, error.strerror or error)
 
 
 def remove_run_file(data_dir: Path) -> None:

@@ -18,8 +18,9 @@ class SchemaMismatch(Exception):
 
 
 class StoreUnavailable(Exception):
-    """The database cannot be reached or read (refused, unknown host, authentication, not a
-    database file); the message names it, without its password, and the driver's reason.
+    """The database cannot be reached, read or written (refused, unknown host, authentication,
+    not a database file, a full disk); the message names it, without its password, and the
+    driver's reason.
 
     `why` is the driver's reason alone (`unusable_database`), by which a caller retrying
     tells one kind of failure from another (defaults to the message).
@@ -33,17 +34,40 @@ class StoreUnavailable(Exception):
 @contextlib.contextmanager
 def reaching(shown_url: str) -> Iterator[None]:
     """Raise the errors that say the database cannot be reached or read (`unusable_database`)
-    as `StoreUnavailable`: `cannot reach the database <shown_url>: <driver error>`; any other
-    error (a bug, an integrity error) passes unchanged. `shown_url` is the URL without its
-    password (`services.store.urls.shown`)."""
+    as `StoreUnavailable`: `cannot reach the database <shown_url>: <driver error>` (or `cannot
+    write to`, `cannot read`: `failing`); any other error (a bug, an integrity error) passes
+    unchanged. `shown_url` is the URL without its password (`services.store.urls.shown`)."""
     try:
         yield
     except Exception as error:
         why = unusable_database(error)
         if why is None:
             raise
-        raise StoreUnavailable(f"cannot reach the database {shown_url}: {why}",
+        raise StoreUnavailable(f"{failing(why)} the database {shown_url}: {why}",
                                why=why) from error
+
+
+WRITE_REFUSALS = ("database or disk is full", "readonly database", "read-only")
+"""What a reason says (lower case) when the database answers but takes no write: a full disk
+(SQLite's `database or disk is full`), a read-only file or file system."""
+
+NOT_A_DATABASE = ("file is not a database", "not a sqlite database file",
+                  "disk image is malformed")
+"""What a reason says (lower case) when the file is there but holds no database, or a damaged
+one (SQLite's words, and `services.cli.databases`'s plain ones)."""
+
+
+def failing(why: str) -> str:
+    """What cannot be done with a database that is unusable for the reason `why` (the driver's,
+    or the file's in plain words), as the start of the line telling it: `cannot write to`
+    (`WRITE_REFUSALS`), `cannot read` (`NOT_A_DATABASE`), else `cannot reach` (a server that
+    refuses or does not answer, a file that cannot be opened)."""
+    said = why.lower()
+    if any(part in said for part in WRITE_REFUSALS):
+        return "cannot write to"
+    if any(part in said for part in NOT_A_DATABASE):
+        return "cannot read"
+    return "cannot reach"
 
 
 NO_ANSWER = "no answer in time (is a PostgreSQL server at that host and port?)"

@@ -82,7 +82,7 @@ def test_explain_of_a_kind_without_a_name_is_a_usage_error(kind: str) -> None:
 def test_decisions_without_nats_or_a_running_gangsched_says_where_to_look(tmp_path: Path) -> None:
     code, output = invoke("decisions", "--data-dir", str(tmp_path))
     assert code == 1  # nothing to read from: the command could not do its work
-    assert "no running `gangsched run`" in output and "gangsched replay" not in output
+    assert "no gangsched runs there" in output and "gangsched replay" not in output
     assert invoke("migrate", "--data-dir", str(tmp_path), "--log-level", "WARNING")[0] == 0
     code, output = invoke("decisions", "--data-dir", str(tmp_path))
     assert code == 1  # a database is there: it says how to read it offline
@@ -96,10 +96,10 @@ def test_decisions_while_a_run_holds_the_data_directory_says_it_is_not_ready_yet
     with data_dir_lock.hold(tmp_path):  # as a `gangsched run` still starting holds it
         code, output = invoke("decisions", "--data-dir", str(tmp_path))
     assert code == 1
-    assert (f"the `gangsched run` in {tmp_path} (pid {os.getpid()}) is not ready yet"
+    assert (f"the gangsched in {tmp_path} (pid {os.getpid()}) is not ready yet"
             in output), output
     assert data_dir_lock.holder(tmp_path) is None  # released: the usual message again
-    assert "no running `gangsched run`" in invoke("decisions", "--data-dir", str(tmp_path))[1]
+    assert "no running gangsched in" in invoke("decisions", "--data-dir", str(tmp_path))[1]
 
 
 def test_replay_from_nats_without_one_says_why_as_decisions_does(tmp_path: Path) -> None:
@@ -108,12 +108,12 @@ def test_replay_from_nats_without_one_says_why_as_decisions_does(tmp_path: Path)
     args = ("replay", "--source", "nats", "--data-dir", str(tmp_path))
     code, output = invoke(*args)
     assert (code, output) == (1, f"Error: no NATS to replay from: {tmp_path} holds no gangsched "
-                                 "data (no run.json, database or lock): no running `gangsched "
-                                 "run` there; give its --data-dir, or --nats\n")
+                                 "data (no run.json, database or lock): no gangsched runs "
+                                 "there; give its --data-dir, or --nats\n")
     with data_dir_lock.hold(tmp_path):  # as a `gangsched run` still starting holds it
         code, output = invoke(*args)
     assert code == 1
-    assert (f"the `gangsched run` in {tmp_path} (pid {os.getpid()}) is not ready yet"
+    assert (f"the gangsched in {tmp_path} (pid {os.getpid()}) is not ready yet"
             in output), output
     assert invoke("migrate", "--data-dir", str(tmp_path), "--log-level", "WARNING")[0] == 0
     code, output = invoke(*args)
@@ -565,6 +565,20 @@ def test_schema_makes_its_out_directory_but_never_a_missing_parent(tmp_path: Pat
         Path(line).name for line in output.splitlines())
 
 
+def test_schema_out_that_is_no_directory_says_so(tmp_path: Path) -> None:
+    """It said only `File exists`."""
+    a_file, nowhere = tmp_path / "empty.yaml", tmp_path / "link"
+    a_file.write_text("")
+    nowhere.symlink_to(tmp_path / "missing")
+    hint = "--out names the directory to write the schemas into"
+    for out, what in ((a_file, "a file, not a directory"), (Path("/dev/null"), "not a directory"),
+                      (nowhere, "a symbolic link that leads to nothing (a loop, or a missing "
+                                "target)")):
+        assert invoke("schema", "--out", str(out)) == (
+            1, f"Error: cannot write the schemas to {out}: it is {what}; {hint}\n")
+    assert a_file.read_text() == "" and nowhere.is_symlink() and not nowhere.exists()
+
+
 @pytest.mark.parametrize(("flag", "value", "why"), [
     ("--nomination-seconds", "nan", "is not a finite number of seconds"),
     ("--backoff-max-seconds", "nan", "is not a finite number of seconds"),
@@ -674,8 +688,8 @@ def test_leader_timing_the_planner_could_not_keep_is_refused(tmp_path: Path) -> 
     assert not (tmp_path / "data").exists()
 
 
-@pytest.mark.parametrize("name", ["Gangsched", "gang_sched", "-gangsched", "gangsched.", "a..b",
-                                  "x" * 254, "gang sched"])
+@pytest.mark.parametrize("name", ["Gangsched", "gang_sched", "a..b", "example.com/gangsched",
+                                  "Gang.Sched"])
 def test_a_scheduler_name_that_cannot_name_the_lease_is_refused_while_it_is_held(
         name: str, tmp_path: Path) -> None:
     code, output = invoke("binder", "--nats", "nats://127.0.0.1:1", "--scheduler-name", name,
@@ -689,6 +703,33 @@ def test_a_scheduler_name_that_cannot_name_the_lease_is_refused_while_it_is_held
         code, output = invoke(*argv, "--nats", "nats://127.0.0.1:1", "--scheduler-name", name,
                               "--data-dir", str(tmp_path / "data"))
         assert "cannot name the binder's Lease" not in output
+
+
+@pytest.mark.parametrize("name", ["Bad Name!", "-gangsched", "gangsched.", "x" * 64,
+                                  "a/b/c", "/gangsched", "Example.com/gangsched",
+                                  "x" * 254 + "/gangsched"])
+@pytest.mark.parametrize("argv", [("planner",), ("watcher",), ("binder", "--no-scheduler-lease"),
+                                  ("run", "--no-scheduler-lease"), ("simulate",)])
+def test_a_scheduler_name_no_event_can_carry_is_refused_by_every_service_and_simulate(
+        name: str, argv: tuple[str, ...], tmp_path: Path) -> None:
+    """The API server takes any spec.schedulerName, but not as the reportingController of the
+    binder's events; `Bad Name!` used to run, recording no event."""
+    where = (str(Path(__file__).resolve().parents[3] / "examples"),) if argv == ("simulate",) \
+        else ("--nats", "nats://127.0.0.1:1", "--data-dir", str(tmp_path / "data"))
+    code, output = invoke(*argv, *where, "--scheduler-name", name)
+    assert (code, output) == (2, (
+        f"gangsched {argv[0]}: invalid value for '--scheduler-name' (env var: "
+        f"'GANGSCHED_SCHEDULER_NAME'): {name!r} cannot name gangsched in the events it records "
+        "(the API server takes only a qualified name: [prefix/]name, a name of at most 63 "
+        "letters, digits, -, _ and . starting and ending with a letter or digit, a prefix a DNS "
+        f"subdomain) (see gangsched {argv[0]} --help)\n"))
+    assert not (tmp_path / "data").exists()
+
+
+def test_the_audit_commands_take_any_scheduler_name_an_earlier_gangsched_served(
+        log: str) -> None:
+    code, output = invoke("replay", "--db", log, "--scheduler-name", "Bad Name!")
+    assert code != 2 and "--scheduler-name" not in output, output
 
 
 @pytest.mark.parametrize("name", ["", " "])

@@ -75,6 +75,14 @@ BAD_VALUES = [
     (("settings.schedulerName=My_Sched",), "at '/settings/schedulerName': 'My_Sched' does not "
                                            "match pattern"),
     (("settings.schedulerLeaseNamespace=kube.system",), "at '/settings/schedulerLeaseNamespace'"),
+    # what the planner refuses as --topology-key (the pod would restart for ever), and the
+    # binder as --scheduler-name without the Lease (no event could name it)
+    (("settings.topologyKey=bad key!",),
+     "at '/settings/topologyKey': 'bad key!' does not match pattern"),
+    (("settings.topologyKey=" + "p" * 254 + "/zone",), "at '/settings/topologyKey'"),
+    (("settings.schedulerName=Bad Name!", "settings.schedulerLease=false"),
+     "at '/settings/schedulerName': 'Bad Name!' does not match pattern"),
+    (("topologySpread.topologyKey=bad key!",), "at '/topologySpread/topologyKey'"),
     # the templates' guards
     (("planner.replicas=2", *POSTGRES, "planner.leaderElection.enabled=false"),
      "planner.replicas=2 needs planner.leaderElection.enabled=true"),
@@ -269,6 +277,28 @@ def test_every_value_is_typed_in_the_schema() -> None:
         if not ({"type", "enum"} & set(node)):
             untyped.append(".".join(path))
     assert untyped == []
+
+
+LABEL_KEYS = ["topology.kubernetes.io/zone", "zone", "Zone_1.a-b", "z" * 63, "z" * 64, "",
+              "bad key!", "-zone", "zone-", "/zone", "zone/", "a/b/c", "Example.com/zone",
+              "example.com/" + "z" * 63, "p" * 253 + "/zone", "p" * 254 + "/zone", "a..b/zone",
+              "a.b/z", "a_b/z"]
+
+
+def test_a_label_key_is_taken_exactly_when_the_planner_takes_it() -> None:
+    from services.contracts import names
+
+    node = SCHEMA["$defs"]["qualifiedName"]
+
+    def takes(text: str) -> bool:
+        return bool(re.fullmatch(node["pattern"], text)) and not re.search(
+            node["not"]["pattern"], text)
+
+    assert [key for key in LABEL_KEYS if takes(key) != names.is_label_name(key)] == []
+    for where in (SCHEMA["properties"]["settings"]["properties"]["topologyKey"],
+                  SCHEMA["properties"]["settings"]["properties"]["schedulerName"],
+                  SCHEMA["properties"]["topologySpread"]["properties"]["topologyKey"]):
+        assert where == {"$ref": "#/$defs/qualifiedName"}
 
 
 def test_a_scheduler_name_no_lease_could_carry_is_taken_without_the_lease() -> None:
