@@ -85,10 +85,46 @@ def hold_while_disconnected(client: Connection, ready: ReadyHold) -> Callable[[]
     return stop
 
 
+def followers(client: Connection) -> list[ReadyHold]:
+    """The readiness following `client` now (`hold_while_disconnected`); none for a client
+    `connect` did not make."""
+    return list(_FOLLOWERS.get(client, ()))
+
+
 def client_of(js: JetStream) -> Connection:
     """The connection a JetStream context works through (nats-py keeps it there; no accessor)."""
     client: Connection = js._nc
     return client
+
+
+NO_JETSTREAM_HINT = "start nats-server with -js, or a jetstream {} block in its configuration"
+
+
+def jetstream_problem(client: Connection | None, answer: str | None = None) -> str:
+    """Why JetStream did not answer a request of `client` (nats-py's ServiceUnavailableError:
+    no responder on its API, or a 503 from it with NATS's `answer`), in one line naming the
+    server: `NATS at <url> has no JetStream (start nats-server with -js, ...)` when the server
+    said at connect that it runs none (its INFO's `jetstream` flag), else that JetStream there
+    does not answer now (a cluster without a quorum, an account without JetStream): the same
+    error means both. Unknown client: `JetStream not available at the NATS server: is it
+    enabled?`."""
+    if client is None:
+        return "JetStream not available at the NATS server: is it enabled?"
+    where = connected_server(client)
+    info = getattr(client, "_server_info", None)  # nats-py's INFO of the server; no accessor
+    if isinstance(info, dict) and not info.get("jetstream"):
+        return f"NATS at {where} has no JetStream ({NO_JETSTREAM_HINT})"
+    if answer:
+        return f"JetStream at {where} is not available: {answer}"
+    return (f"JetStream at {where} does not answer (a cluster without a quorum, or no "
+            "JetStream for this user's account?)")
+
+
+def connected_server(client: Connection) -> str:
+    """`scheme://host:port` of the server `client` is connected to, without any credentials
+    its URL carries; `NATS` when not connected."""
+    url = client.connected_url
+    return f"{url.scheme}://{url.hostname}:{url.port}" if url is not None else "NATS"
 
 
 async def connect(
@@ -153,9 +189,7 @@ async def connect(
         ) from error
     callbacks.connected = True
     callbacks.forget_errors()
-    url = client.connected_url  # shown without any credentials it carries
-    shown = f"{url.scheme}://{url.hostname}:{url.port}" if url is not None else "NATS"
-    log.info("connected to NATS %s as %s", shown, name)
+    log.info("connected to NATS %s as %s", connected_server(client), name)
     return client
 
 
@@ -371,11 +405,13 @@ class _Callbacks:
         self._last_error, self._repeats = "", 0
 
     async def on_reconnected(self) -> None:
-        """Release the followers' readiness; say so."""
+        """Release the followers' readiness; say so at the level the disconnect was said (a
+        command showing warnings only, `decisions --follow`, showed the one, never the other,
+        and seemed disconnected for good)."""
         self.forget_errors()
         for ready in list(self.followers):
             ready.release(NATS_DISCONNECTED)
-        log.info("NATS client %s reconnected", self.name)
+        log.warning("NATS client %s reconnected", self.name)
 
     async def on_closed(self) -> None:
         """Closed for good: the followers stay held down."""

@@ -79,7 +79,7 @@ async def durable_state(js: JetStreamContext, stream: str, durable: str) -> Dura
         BusUnavailable, BusRefused: NATS failed or refused.
     """
     info = await transience.unless_missing(js.consumer_info(stream, durable),
-                                           f"consumer info of {durable} on {stream}")
+                                           f"consumer info of {durable} on {stream}", js)
     if info is None:
         return None
     floor = info.ack_floor.stream_seq if info.ack_floor is not None else 0
@@ -281,7 +281,7 @@ class PullConsumer:
         consumer._positioned = start_seq is not None and start_seq > 1
         consumer._created = stream_created
         consumer._landmark = landmark
-        with transience.bus_errors(f"opening consumer {durable} on {stream}"):
+        with transience.bus_errors(f"opening consumer {durable} on {stream}", js):
             await consumer._create(start_seq,
                                    replace=start_seq is not None and not start_seq_if_new)
             # after the consumer exists: a stream made anew before then is seen here, one

@@ -66,7 +66,8 @@ class EmbeddedNats:
     client is admitted (tests). With `die_with_parent` the server gets SIGTERM when this process
     ends, however it ends, even on `kill -9` (`services.runtime.parent_death`; start it from the
     main thread then), and runs in a session of its own, so a signal to this process's group
-    reaches only this process, which stops the server after its services.
+    reaches only this process, which stops the server after its services. With `jetstream`
+    False it runs without JetStream, as a misconfigured shared NATS does (tests).
     """
 
     def __init__(
@@ -79,8 +80,10 @@ class EmbeddedNats:
         ready_timeout_seconds: float = READY_TIMEOUT_SECONDS,
         credentials: Credentials | None = None,
         die_with_parent: bool = False,
+        jetstream: bool = True,
     ) -> None:
         self.data_dir = data_dir
+        self.jetstream = jetstream
         self.die_with_parent = die_with_parent
         self.credentials = credentials
         self.host = host
@@ -161,13 +164,13 @@ class EmbeddedNats:
         await self.stop()
 
     def _arguments(self, ports_dir: Path) -> list[str]:
-        """Command-line arguments: JetStream in `data_dir`, loopback, fixed name; the config
-        file (credentials) by path only."""
+        """Command-line arguments: JetStream in `data_dir` (unless `jetstream` is off),
+        loopback, fixed name; the config file (credentials) by path only."""
         config = ["--config", str(self.data_dir / CONFIG_FILE)] if self.credentials else []
+        store = ["--jetstream", "--store_dir", str(self.data_dir / "jetstream")]
         return [
             *config,
-            "--jetstream",
-            "--store_dir", str(self.data_dir / "jetstream"),
+            *(store if self.jetstream else []),
             "--addr", self.host,
             "--port", str(self.port or RANDOM_PORT),
             "--server_name", "gangsched-embedded",

@@ -14,6 +14,17 @@ class BusUnavailable(Exception):
     """
 
 
+class JetStreamUnavailable(BusUnavailable):
+    """NATS answered, but its JetStream did not: the server runs none (`nats-server` without
+    `-js`), or it cannot serve now (a cluster without a quorum). `problem` says which, naming
+    the server (`connection.jetstream_problem`); the message is `<request>: <problem>`, or
+    the problem alone. Raised `from` the nats-py cause."""
+
+    def __init__(self, problem: str, what: str = "") -> None:
+        super().__init__(f"{what}: {problem}" if what else problem)
+        self.problem = problem
+
+
 class BusMisconfigured(Exception):
     """A stream or consumer exists with a configuration NATS refuses to change to ours.
 

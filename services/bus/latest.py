@@ -35,7 +35,7 @@ class LatestReader:
         Raises:
             NotFound: no such stream. BusUnavailable, BusRefused: NATS failed or refused.
         """
-        with transience.bus_errors(f"a reader of {filter_subject} in {stream}"):
+        with transience.bus_errors(f"a reader of {filter_subject} in {stream}", js):
             reader = await reading.OrderedReader.open(
                 js, stream, filter_subject, owner=owner,
                 inactive_threshold_seconds=inactive_threshold_seconds, eager=True)

@@ -152,7 +152,8 @@ async def open_lease(js: JetStream, *, prefix: str, lease_seconds: float, holder
     def reopen() -> Awaitable[KeyValue]:
         return open_bucket(js, prefix=prefix, lease_seconds=lease_seconds, replicas=replicas)
 
-    with transience.bus_errors(f"opening lease bucket {subjects.stream_name(prefix, 'LEADER')}"):
+    with transience.bus_errors(
+            f"opening lease bucket {subjects.stream_name(prefix, 'LEADER')}", js):
         kv = await reopen()
     return KvLease(kv, holder, reopen=reopen)
 

@@ -100,7 +100,7 @@ async def stream_state(js: JetStream, stream: str) -> StreamState:
     Raises:
         NotFound: no such stream. BusUnavailable, BusRefused: NATS failed or refused.
     """
-    with transience.bus_errors(f"stream info of {stream}"):
+    with transience.bus_errors(f"stream info of {stream}", js):
         info = await js.stream_info(stream)
     return state_of(info)
 
@@ -187,7 +187,7 @@ async def last_message(js: JetStream, stream: str, subject: str) -> StoredMessag
         BusUnavailable, BusRefused: NATS failed or refused.
     """
     message = await transience.unless_missing(js.get_last_msg(stream, subject),
-                                              f"last message of {subject} in {stream}")
+                                              f"last message of {subject} in {stream}", js)
     if message is None:
         return None
     return StoredMessage(
@@ -208,7 +208,7 @@ async def recent_msg_ids(js: JetStream, stream: str, count: int) -> frozenset[st
     state = await stream_state(js, stream)
     found: set[str] = set()
     for seq in range(max(state.first_seq, state.last_seq - count + 1, 1), state.last_seq + 1):
-        with transience.bus_errors(f"message {seq} of {stream}"):
+        with transience.bus_errors(f"message {seq} of {stream}", js):
             try:
                 message = await js.get_msg(stream, seq)
             except nats.js.errors.NotFoundError:  # removed by retention meanwhile
@@ -431,7 +431,7 @@ async def read(
     last = state.last_seq if end_seq is None else min(end_seq, state.last_seq)
     if not follow and (state.messages == 0 or last < max(start_seq, state.first_seq)):
         return
-    with transience.bus_errors(f"a reader of {filter_subject} in {stream}"):
+    with transience.bus_errors(f"a reader of {filter_subject} in {stream}", js):
         reader = await OrderedReader.open(js, stream, filter_subject, owner=owner,
                                           start_seq=max(start_seq, 1), created=state.created)
     try:

@@ -28,10 +28,12 @@ import nats
 from nats.js import JetStreamContext
 from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig, StreamInfo
 
-from services.bus import transience
-from services.bus.errors import BusMisconfigured
+from services.bus import connection, transience
+from services.bus.connection import Connection, ReadyHold
+from services.bus.errors import BusMisconfigured, JetStreamUnavailable
 from services.config.settings import BusSettings
 from services.contracts import subjects
+from services.runtime.unreachable import Repeats
 
 log = logging.getLogger(__name__)
 
@@ -159,10 +161,61 @@ async def ensure_streams(js: JetStreamContext, settings: BusSettings) -> None:
     Raises:
         BusMisconfigured: NATS refused to create a stream, or a stream differs and NATS
             refused to update it back (see the module docstring).
+        JetStreamUnavailable: JetStream did not answer: the server runs none, or cannot
+            serve now (`transience.jetstream_answers`, which names which); transient. Said
+            in a warning the first time and every `REPEATS_BETWEEN_LOGS`-th, and the
+            readiness following the connection (`connection.hold_while_disconnected`) is
+            held down with it until a set-up succeeds.
     """
-    async with _lock():  # services started together in one process check one at a time
-        for spec in stream_specs(settings):
-            await ensure_stream(js, spec)
+    client = connection.client_of(js)
+    try:
+        async with _lock():  # services started together in one process check one at a time
+            for spec in stream_specs(settings):
+                with transience.jetstream_answers(js):
+                    await ensure_stream(js, spec)
+    except JetStreamUnavailable as error:
+        _unanswered(client).say(error.problem, connection.followers(client))
+        raise
+    _UNANSWERED.pop(client, _Unanswered()).release()
+
+
+class _Unanswered:
+    """JetStream not answering the stream set-up of one connection: the readiness held down
+    for it, with its `problem` as the reason (/readyz: `not ready: planner (NATS at <url> has
+    no JetStream (...))`), and how often it was said."""
+
+    def __init__(self) -> None:
+        self.problem = ""
+        self.held: list[ReadyHold] = []
+        self.repeats = Repeats()
+
+    def say(self, problem: str, followers: list[ReadyHold]) -> None:
+        """Hold `followers` down with `problem` (only); log it the first time and every
+        `REPEATS_BETWEEN_LOGS`-th, with its count."""
+        if problem != self.problem:
+            self.release()
+            self.problem = problem
+        for ready in followers:
+            ready.hold(problem)
+        self.held += [ready for ready in followers if ready not in self.held]
+        count = self.repeats.count(problem)
+        if count is not None:
+            log.warning("cannot set up the streams: %s; retrying, not ready meanwhile%s",
+                        problem, f" ({count} such failures)" if count > 1 else "")
+
+    def release(self) -> None:
+        """End the holds (JetStream answered, or with another problem)."""
+        for ready in self.held:
+            ready.release(self.problem)
+        self.held = []
+
+
+_UNANSWERED: weakref.WeakKeyDictionary[Connection, _Unanswered] = weakref.WeakKeyDictionary()
+
+
+def _unanswered(client: Connection) -> _Unanswered:
+    """What `ensure_streams` keeps of `client`'s JetStream not answering."""
+    return _UNANSWERED.setdefault(client, _Unanswered())
 
 
 _LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
@@ -229,7 +282,7 @@ async def installation(js: JetStreamContext, prefix: str) -> str:
         BusMisconfigured: the EVENTS stream reports no creation time.
     """
     name = subjects.stream_name(prefix, "EVENTS")
-    with transience.bus_errors(f"reading stream {name}"):
+    with transience.bus_errors(f"reading stream {name}", js):
         info = await js.stream_info(name)
     if info.created is None:
         raise BusMisconfigured(f"stream {name} reports no creation time")
@@ -347,9 +400,12 @@ async def _request(call: Callable[..., Awaitable[StreamInfo]], spec: StreamSpec,
 
     Raises:
         BusMisconfigured: `stream <name> <what>: <NATS's answer>: <hint>`, one line.
+        nats.js.errors.ServiceUnavailableError: JetStream did not answer (no refusal).
     """
     try:
         return await call(config=spec.config())
+    except nats.js.errors.ServiceUnavailableError:
+        raise  # JetStream not answering now (`ensure_streams` names it), not a refusal
     except _REFUSALS as error:
         answer = str(error) or type(error).__name__
         if isinstance(error, nats.errors.TimeoutError | nats.errors.NoRespondersError):

@@ -1,7 +1,7 @@
 """The audit commands: `gangsched replay`, `gangsched explain`, `gangsched decisions`.
 
 Layer: cli. Parses options (each a flag and a GANGSCHED_* variable), finds the database and
-NATS of a running `gangsched run` in `<data-dir>/run.json` when no URL is given, and hands over
+NATS of a running gangsched in `<data-dir>/run.json` when no URL is given, and hands over
 to `replaying`, `explaining` and `following`. Exit status (`exit_codes`): 0 success (every
 decision verified); 1 the audit could not run (database or stream missing, NATS unreachable);
 2 bad options; 3 a negative verdict: a divergence or nothing verified (replay --verify), an
@@ -25,6 +25,7 @@ from services.planner.core.config import PlannerConfig
 
 if TYPE_CHECKING:
     from services.audit.until import Until
+    from services.cli.following import Signer
     from services.cli.replaying import ReplayOutcome, ReplayRequest
     from services.config.settings import BusSettings
     from services.contracts.signing import DecisionKey
@@ -38,7 +39,8 @@ _stack = options.stack
 
 data_dir_option = _option(
     "--data-dir", type=options.PATH, default=Path(".gangsched"), show_default=True,
-    help="Data directory of `gangsched run`: its run.json gives the database and NATS URLs.")
+    help="Data directory of a running gangsched (`gangsched run`, or a service run apart): "
+         "its run.json gives the database and NATS URLs.")
 db_option = _option("--db", default=None, type=options.DATABASE_URL,
                     help="Database URL (or SQLite file path) to read. Unset: run.json's, else "
                          "<data-dir>/gangsched.db.")
@@ -48,7 +50,8 @@ scheduler_option = _option("--scheduler-name", default="gangsched", show_default
 nats_options = _stack(
     _option("--nats", default=None, type=options.NATS_URL,
             help="NATS URL(s), comma-separated, as the services take them. Unset: "
-                 "run.json's (embedded server)."),
+                 "run.json's (the embedded server of `gangsched run`, or the NATS of a "
+                 "service run apart)."),
     _option("--prefix", default=None, type=options.PREFIX,
             help="Subject and stream prefix. Unset: run.json's, else gangsched."),
     options.nats_auth_options,
@@ -318,11 +321,18 @@ def explain_command(kind_or_name: str, name: str | None, data_dir: Path, db: str
               help="Only decisions of this type, in any case (placement is Placement).")
 @data_dir_option
 @nats_options
+@_option("--decision-key-file", type=options.PATH, default=None,
+         help="The planner's decision key: decisions not signed with it are left out, each "
+              "said in one line on standard error, as the binder refuses them. Unset: that of "
+              "the `gangsched run` in --data-dir (its decision.key), unless --nats is given.")
 @output_option
 def decisions_command(follow: bool, podgroup: tuple[str, str] | None, decision_type: str | None,
                       output: str, **parsed: Any) -> None:
     """Print the published decisions (an unacknowledged ordered consumer: the binder's own
-    consumer never notices), then keep following them with --follow.
+    consumer never notices), then keep following them with --follow. A message that is no
+    decision, or malformed, and one not signed with the planner's key (when the key is at
+    hand: --decision-key-file, or a `gangsched run`'s in --data-dir) are left out, each said
+    in one line on standard error.
 
     Exit status 3 (without --follow) when --podgroup or --type finds no decision: said in one
     line; an empty stream without either is 0. Ctrl-C stops --follow (exit 0); without it,
@@ -330,6 +340,7 @@ def decisions_command(follow: bool, podgroup: tuple[str, str] | None, decision_t
     """
     from services.cli import following
 
+    signer = _signer(parsed)  # a usage error goes first
     data_dirs.require(parsed["data_dir"], made=False,
                       read_unless=None if parsed.get("nats") else "--nats")
     # Ctrl-C is how --follow is stopped (exit 0); a listing it cuts short is not all there:
@@ -345,7 +356,7 @@ def decisions_command(follow: bool, podgroup: tuple[str, str] | None, decision_t
         # be reached is then told in the one line of its error
         printed = _run(following.print_decisions(
             bus, podgroup, follow=follow, output=output, gone=gone, decision_type=decision_type,
-            started=(lambda: click.echo(line, err=True)) if follow else None))
+            started=(lambda: click.echo(line, err=True)) if follow else None, signer=signer))
         if not printed and not follow:
             kind = f" {decision_type}" if decision_type else ""
             about = f" of PodGroup {podgroup[0]}/{podgroup[1]}" if podgroup else ""
@@ -354,43 +365,75 @@ def decisions_command(follow: bool, podgroup: tuple[str, str] | None, decision_t
                 raise SystemExit(exit_codes.NEGATIVE)
 
 
+def _signer(parsed: dict[str, Any]) -> Signer | None:
+    """The key `decisions` checks signatures with: `--decision-key-file` (a usage error when
+    it holds no usable key), else, reading the NATS of the run in `--data-dir` (no `--nats`),
+    the run's own `decision.key` there when it can be read; else None (nothing checked)."""
+    from services.cli.decision_keys import RUN_KEY_FILE
+    from services.cli.following import Signer
+
+    given = parsed["decision_key_file"]
+    if given is not None:
+        key = _decision_key(given)
+        return None if key is None else Signer(key, str(given))
+    run_key = parsed["data_dir"] / RUN_KEY_FILE
+    if parsed.get("nats") or not run_key.is_file():
+        return None
+    try:
+        key = _decision_key(run_key)
+    except click.BadParameter:  # another user's, or damaged: checked by nothing, as before
+        return None
+    return None if key is None else Signer(key, str(run_key))
+
+
 def _served_bus(parsed: dict[str, Any], purpose: str, offline: str) -> tuple[BusSettings, str]:
     """`_bus(parsed)` and its URL when it names a NATS server (given, or that of a live
-    `gangsched run`). Else exit 1 (`exit_codes.Failed`) at once, saying why, rather than wait
-    for a NATS that is not there: the data directory holds no gangsched data at all, the
-    `gangsched run` holding it is still starting (its run.json names the embedded NATS once
-    every service is ready), the run whose run.json is there died without stopping, or none
-    runs there; `offline` (its `{data_dir}` filled in) tells how to read what is recorded when
-    a database is there.
+    gangsched in `--data-dir`: a `gangsched run`, or a service run apart). Else exit 1
+    (`exit_codes.Failed`) at once, saying why (`_no_nats`), rather than wait for a NATS that
+    is not there; `offline` (its `{data_dir}` filled in) tells how to read what is recorded
+    when a database is there.
     `purpose`: what the NATS was wanted for, e.g. "read decisions from"."""
     bus = _bus(parsed)
+    if parsed.get("nats") and bus.url:
+        return bus, bus.url
     data_dir = parsed["data_dir"]
-    pid = None if parsed.get("nats") else data_dir_lock.holder(data_dir)
+    pid = data_dir_lock.holder(data_dir)
+    if bus.url and run_info.owner_alive(data_dir) is not False and (
+            pid is not None or not run_info.embedded_left_behind(data_dir)):
+        return bus, bus.url
     hint = (". " + offline.format(data_dir=data_dir)
             if (data_dir / "gangsched.db").is_file() else "")
-    if bus.url and not parsed.get("nats") and run_info.owner_alive(data_dir) is False:
-        raise exit_codes.Failed(
-            f"no NATS to {purpose}: the gangsched that wrote {data_dir}/run.json (pid "
-            f"{run_info.owner(data_dir)}) is no longer running (it stopped without removing "
-            f"it: killed?){hint}")
-    if bus.url and (parsed.get("nats") or pid is not None
-                    or not run_info.embedded_left_behind(data_dir)):
-        return bus, bus.url
-    if bus.url:
-        raise exit_codes.Failed(
-            f"no NATS to {purpose}: the `gangsched run` in {data_dir} is no longer running "
-            f"(it stopped without removing its run.json: killed?){hint}")
+    raise exit_codes.Failed(f"no NATS to {purpose}: {_no_nats(data_dir, bus.url, pid)}{hint}")
+
+
+def _no_nats(data_dir: Path, url: str | None, pid: str | None) -> str:
+    """Why the data directory names no NATS to read, `url` being what its run.json names and
+    `pid` the holder of its lock: the gangsched that wrote run.json died without removing it
+    (killed?), run.json is no file, the gangsched holding the directory is still starting
+    (it writes run.json once every service it runs is ready), the directory holds no
+    gangsched data at all, or no gangsched runs there."""
+    run_file = data_dir / run_info.RUN_FILE
+    if url and run_info.owner_alive(data_dir) is False:
+        elsewhere = ("" if run_info.embedded_left_behind(data_dir)
+                     else f"; if its NATS at {url} still serves, give --nats {url}")
+        return (f"the gangsched that wrote {run_file} (pid {run_info.owner(data_dir)}) is no "
+                f"longer running (it stopped without removing it: killed?){elsewhere}")
+    if url:  # the credentials of an embedded NATS: only `gangsched run` writes them
+        return (f"the `gangsched run` in {data_dir} is no longer running (it stopped without "
+                "removing its run.json: killed?)")
+    if run_file.is_dir():
+        return (f"{run_file} is a directory, not a file: a gangsched serving {data_dir} "
+                "writes its run.json there, naming its NATS; move that directory away, or "
+                "give --nats")
     if pid is not None:
-        raise exit_codes.Failed(
-            f"the `gangsched run` in {data_dir} (pid {pid}) is not ready yet: its run.json "
-            "names the embedded NATS once every service is ready; try again shortly")
+        return (f"the gangsched in {data_dir} (pid {pid}) is not ready yet: it writes "
+                "run.json, naming its NATS, once every service it runs is ready; try again "
+                "shortly")
     if not run_info.holds_data(data_dir):
-        raise exit_codes.Failed(
-            f"no NATS to {purpose}: {data_dir} holds no gangsched data (no run.json, database "
-            "or lock): no running `gangsched run` there; give its --data-dir, or --nats")
-    raise exit_codes.Failed(
-        f"no NATS to {purpose}: no --nats given and no running `gangsched run` in {data_dir} "
-        f"(its run.json names the embedded server){hint}")
+        return (f"{data_dir} holds no gangsched data (no run.json, database or lock): no "
+                "gangsched runs there; give its --data-dir, or --nats")
+    return (f"no --nats given and no running gangsched in {data_dir} (the run.json of one "
+            "names its NATS)")
 
 
 def _following_line(parsed: dict[str, Any], bus: BusSettings, url: str) -> str:
@@ -398,20 +441,21 @@ def _following_line(parsed: dict[str, Any], bus: BusSettings, url: str) -> str:
     from services.bus import urls
 
     whose = ("" if parsed.get("nats")
-             else f" of the `gangsched run` in {parsed['data_dir']}")
+             else f" of the gangsched in {parsed['data_dir']}")
     return (f"following the decisions{whose} on {urls.shown(url)} (prefix {bus.prefix}): "
             "those stored, then each new one as it comes; Ctrl-C to stop")
 
 
 def _run_gone(data_dir: Path, url: str) -> Callable[[], str | None]:
-    """Why the `gangsched run` in `data_dir`, whose embedded NATS is `url`, no longer serves
-    it (run.json gone, or naming another server: a restart on a new port), or None."""
+    """Why the gangsched in `data_dir`, whose NATS is `url` (a `gangsched run`'s embedded
+    one, or the one a service run apart uses), no longer serves it (run.json gone, or naming
+    another server: a restart on a new port), or None."""
     from services.bus import urls
 
     def check() -> str | None:
         if run_info.nats_url(None, data_dir) == url:
             return None
-        return (f"the gangsched run in {data_dir} stopped or restarted (its run.json no longer "
+        return (f"the gangsched in {data_dir} stopped or restarted (its run.json no longer "
                 f"names {urls.shown(url)}): run the command again to follow it")
     return check
 
@@ -459,7 +503,7 @@ def _run(main: Any, db_url: str | None = None) -> Any:
 
 @contextlib.contextmanager
 def _failures(db_url: str | None) -> Iterator[None]:
-    from services.bus.errors import BusRefused, BusUnavailable, NotFound
+    from services.bus.errors import BusRefused, BusUnavailable, JetStreamUnavailable, NotFound
     from services.contracts.codec import PoisonedMessage
     from services.planner.rederive.replay import ReplayFailed
     from services.store.audit import AuditUnavailable, DamagedRow
@@ -473,6 +517,8 @@ def _failures(db_url: str | None) -> Iterator[None]:
         raise exit_codes.Failed(_damaged_database(error, db_url)) from None
     except NotFound as error:
         raise exit_codes.Failed(f"stream not found (wrong --prefix?): {error}") from None
+    except JetStreamUnavailable as error:  # the server is there: its JetStream is not
+        raise exit_codes.Failed(error.problem) from None
     except BusUnavailable as error:
         raise exit_codes.Failed(f"NATS unavailable: {error}") from None
     except BusRefused as error:

@@ -124,13 +124,31 @@ class DecisionView:
                       decision.group, decision.id, summaries.decision_summary(decision))
 
 
-def skipped(seq: int, why: str) -> None:
-    """Say on standard error that the DECISIONS message at `seq` is no decision and was left
-    out, in one line (`why` cut to 120 characters)."""
+NOT_A_DECISION = "not a decision"
+
+
+def skipped(seq: int, why: str, what: str = NOT_A_DECISION) -> None:
+    """Say on standard error that the DECISIONS message at `seq` is no decision (`what`: not
+    one at all, or `a malformed Placement`) and was left out, in one line (`why` cut to 120
+    characters)."""
+    _left_out(seq, f"{what} ({_shortened(why)})")
+
+
+def unsigned(seq: int, why: str) -> None:
+    """Say on standard error that the DECISIONS message at `seq` was left out for not being
+    signed with the planner's key (`why`, as the binder dead-letters it: gangsched's words,
+    never the message's, so whole), in one line."""
+    _left_out(seq, f"not the planner's decision: {why}")
+
+
+def _left_out(seq: int, what: str) -> None:
+    click.echo(f"gangsched decisions: DECISIONS seq {seq} left out: {what}", err=True)
+
+
+def _shortened(why: str) -> str:
+    """`why` on one line, cut to 120 characters."""
     why = " ".join(why.split())
-    shown = why if len(why) <= 120 else why[:117] + "..."
-    click.echo(f"gangsched decisions: DECISIONS seq {seq} left out: not a decision ({shown})",
-               err=True)
+    return why if len(why) <= 120 else why[:117] + "..."
 
 
 @contextlib.contextmanager

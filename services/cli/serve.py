@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from services.binder.wiring import run_binder
 from services.bus import connection, embedded, lease, streams, transience
 from services.bus.connection import Connection
-from services.bus.errors import BusMisconfigured
+from services.bus.errors import BusMisconfigured, JetStreamUnavailable
 from services.cli import data_dir_lock, databases, run_info
 from services.config.settings import Settings
 from services.kube import client as kube_client
@@ -149,7 +149,9 @@ async def ensure_streams_once(settings: Settings, nc: Connection) -> None:
     """Set the streams up once before any service starts (`streams.ensure_streams`), so
     streams NATS refuses end the start in one line instead of restarting the services forever.
     NATS busy or reconnecting is waited out (said once, retried with a backoff up to
-    `STREAMS_RETRY_MAX_SECONDS`), for `STREAMS_GIVE_UP_SECONDS` at most.
+    `STREAMS_RETRY_MAX_SECONDS`), for `STREAMS_GIVE_UP_SECONDS` at most; a NATS whose
+    JetStream does not answer (`JetStreamUnavailable`: none on the server, or no quorum) for
+    as long as it takes, `ensure_streams` saying so and holding the services' readiness.
 
     Raises:
         services.bus.errors.BusMisconfigured: NATS refuses a stream (as `ensure_streams`), or
@@ -164,13 +166,17 @@ async def ensure_streams_once(settings: Settings, nc: Connection) -> None:
         except Exception as error:
             if not transience.is_transient(error):
                 raise
-            if loop.time() >= give_up_at:
+            if isinstance(error, JetStreamUnavailable):
+                pass  # named, said every tenth time and held in /readyz by `ensure_streams`:
+                # waited for as NATS itself is, until the server runs JetStream
+            elif loop.time() >= give_up_at:
                 raise BusMisconfigured(
                     f"the streams could not be set up for {STREAMS_GIVE_UP_SECONDS:g}s "
                     f"({error!r}): is JetStream enabled on the NATS server, and may this user "
                     "use its API?") from error
-            (log.debug if delay > 0.1 else log.warning)(
-                "cannot set up the streams yet (%r); retrying", error)
+            else:
+                (log.debug if delay > 0.1 else log.warning)(
+                    "cannot set up the streams yet (%r); retrying", error)
         await asyncio.sleep(delay)
         delay = min(delay * 2, STREAMS_RETRY_MAX_SECONDS)
 

@@ -11,13 +11,13 @@ inventory from the log (`recovery`), so nothing that changed while it was down i
 deletes included. It is ready once the first lists are published and for as long as no
 list/watch fails to reach the API server for longer than `listwatch.UNREADY_AFTER_SECONDS` (it
 keeps retrying meanwhile), its NATS connection is up and its EVENTS stream takes its
-publishes.
+publishes. A failing list/watch holds its readiness down with the reason (`list_health`), from
+the start: /readyz says why it was never ready, not only why it stopped being ready.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +30,7 @@ from services.bus.publishing import Publisher as BusPublisher
 from services.config.settings import Settings
 from services.kube import client as kube_client
 from services.kube import listwatch
-from services.kube.listwatch import Change, Health, Known, Requester, Synced
+from services.kube.listwatch import Change, Known, Requester, Synced
 from services.kube.resources import (
     NATIVE_PODGROUP_GROUP,
     NATIVE_PODGROUPS,
@@ -40,7 +40,9 @@ from services.kube.resources import (
     metadata,
     watched,
 )
+from services.runtime.cancellation import cancel_and_wait
 from services.watcher import kueue, messages, native, recovery
+from services.watcher.list_health import ReasonedHealth
 from services.watcher.messages import PublishItem
 from services.watcher.repeats import Repeats
 
@@ -155,15 +157,15 @@ class Watcher:
         self._resources = tuple(resources or watched(settings.watcher.group_apis))
         self._reads_native = NATIVE_PODGROUP_GROUP in settings.watcher.group_apis
         self._clock_ms = clock_ms or _wall_clock_ms
-        self._health = Health()
+        self._health = ReasonedHealth()
         self._repeats = Repeats()
         self._counts = kueue.CountChanges()
 
-    async def run(self, ready: ReadyFlag) -> None:
+    async def run(self, ready: HeldReadyFlag) -> None:
         """Observe, publish and tick until cancelled (or until a task fails: then raise).
 
         `ready` is set once the first lists are published, then follows the list/watches'
-        health (`_follow_health`)."""
+        health, held down with why they fail (`_follow_health`)."""
         queue: asyncio.Queue[_Entry] = asyncio.Queue(maxsize=QUEUE_SIZE)
         synced = asyncio.Event()
         async with asyncio.TaskGroup() as tasks:
@@ -232,27 +234,26 @@ class Watcher:
                     items.append(entry)
             await self._publisher.publish_many(items)
 
-    async def _follow_health(self, ready: ReadyFlag, synced: asyncio.Event) -> None:
-        """Once `synced`, keep `ready` set exactly while no list/watch has failed to reach the
-        API server for `listwatch.UNREADY_AFTER_SECONDS` or longer (`Health.failing`), logging
-        each change; woken by the health's changes and by a failure passing that grace."""
-        await synced.wait()
+    async def _follow_health(self, ready: HeldReadyFlag, synced: asyncio.Event) -> None:
+        """Hold `ready` down with why the list/watches fail (`ReasonedHealth.reasons`): before
+        `synced` (not ready anyway) as soon as one fails, so /readyz says why the watcher
+        never got ready (`watcher (cannot reach the API server at <url>: connection
+        refused)`); once `synced`, only for those failing `listwatch.UNREADY_AFTER_SECONDS` or
+        longer (`Health.failing`), keeping `ready` set exactly while none is, logging each
+        change. Woken by the health's changes, by `synced`, and by a failure passing that
+        grace."""
+        held: set[str] = set()
         was_ready: bool | None = None
         while True:
             self._health.changed.clear()
-            failing, recheck_seconds = self._health.failing()
-            is_ready = not failing
-            if is_ready != was_ready:
-                ready.set(is_ready)
-                if is_ready:
-                    log.info("watcher ready" if was_ready is None else
-                             "watcher ready again: every list/watch reaches the API server")
-                else:
-                    log.warning("watcher not ready: list/watch of %s failing for %gs or longer",
-                                ", ".join(failing), listwatch.UNREADY_AFTER_SECONDS)
-                was_ready = is_ready
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._health.changed.wait(), recheck_seconds)
+            is_synced = synced.is_set()
+            failing, recheck_seconds = self._health.failing(
+                listwatch.UNREADY_AFTER_SECONDS if is_synced else 0.0)
+            held = _hold_only(ready, held, self._health.reasons(failing))
+            if is_synced:
+                was_ready = _follow(ready, failing, was_ready)
+            await _first_of((self._health.changed, synced) if not is_synced
+                            else (self._health.changed,), recheck_seconds)
 
     async def _tick(self, queue: asyncio.Queue[_Entry], synced: asyncio.Event) -> None:
         """Enqueue a ClockTicked at every multiple of the tick period once the lists are in.
@@ -268,6 +269,42 @@ class Watcher:
                 queue.put_nowait(messages.tick_message(self._prefix, self._clock_ms()))
             except asyncio.QueueFull:
                 log.debug("clock tick dropped: publishing is behind")
+
+
+def _hold_only(ready: HeldReadyFlag, held: set[str], reasons: set[str]) -> set[str]:
+    """Hold `ready` down for exactly `reasons`, releasing those of `held` no longer among them;
+    return `reasons` (what is held now)."""
+    for reason in held - reasons:
+        ready.release(reason)
+    for reason in reasons - held:
+        ready.hold(reason)
+    return reasons
+
+
+def _follow(ready: ReadyFlag, failing: list[str], was_ready: bool | None) -> bool:
+    """Set `ready` when no list/watch is `failing` (for longer than the grace), unset it when
+    one is, logging each change from `was_ready` (None: not set yet); return whether ready."""
+    is_ready = not failing
+    if is_ready != was_ready:
+        ready.set(is_ready)
+        if is_ready:
+            log.info("watcher ready" if was_ready is None else
+                     "watcher ready again: every list/watch reaches the API server")
+        else:
+            log.warning("watcher not ready: list/watch of %s failing for %gs or longer",
+                        ", ".join(failing), listwatch.UNREADY_AFTER_SECONDS)
+    return is_ready
+
+
+async def _first_of(events: Sequence[asyncio.Event], timeout_seconds: float | None) -> None:
+    """Wait until one of `events` is set, or `timeout_seconds` passed (None: no limit)."""
+    waiting = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waiting, timeout=timeout_seconds,
+                           return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiting:
+            await cancel_and_wait(waiter)
 
 
 def _api_version(resource: Resource) -> str | None:

@@ -33,6 +33,8 @@ def test_the_same_connection_error_is_logged_once_then_with_its_count(
         f"NATS client gangsched-planner: {shown} (11 such errors in a row)",
         f"NATS client gangsched-planner: {shown} (21 such errors in a row)",
         "NATS client gangsched-planner: TimeoutError()",
+        "NATS client gangsched-planner reconnected",  # as loud as the disconnect: a command
+        # showing warnings only (`decisions --follow`) says it resumed
         f"NATS client gangsched-planner: {shown}",
     ]
 

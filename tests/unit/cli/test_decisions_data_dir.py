@@ -5,7 +5,9 @@ its error."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -32,8 +34,8 @@ def test_a_directory_without_gangsched_data_is_one_line_and_status_1(tmp_path: P
     (data_dir / "notes.txt").write_text("not gangsched's\n")
     assert decisions("--data-dir", str(data_dir), "--follow") == (
         exit_codes.FAILED, "", f"Error: no NATS to read decisions from: {data_dir} holds no "
-        "gangsched data (no run.json, database or lock): no running `gangsched run` there; "
-        "give its --data-dir, or --nats\n")
+        "gangsched data (no run.json, database or lock): no gangsched runs there; give its "
+        "--data-dir, or --nats\n")
 
 
 def test_the_run_json_of_a_run_that_died_is_one_line_at_once(tmp_path: Path) -> None:
@@ -63,12 +65,13 @@ def test_the_run_json_of_a_gangsched_whose_pid_is_gone_is_one_line_at_once(
     assert decisions("--data-dir", str(tmp_path)) == (
         exit_codes.FAILED, "", f"Error: no NATS to read decisions from: the gangsched that "
         f"wrote {tmp_path}/run.json (pid {gone.pid}) is no longer running (it stopped without "
-        "removing it: killed?)\n")
+        "removing it: killed?); if its NATS at nats://127.0.0.1:1 still serves, give --nats "
+        "nats://127.0.0.1:1\n")
     assert time.monotonic() - started < 5
 
 
 @pytest.mark.parametrize(("given", "whose"), [
-    ((), " of the `gangsched run` in {tmp}"),
+    ((), " of the gangsched in {tmp}"),
     (("--nats", "nats://127.0.0.1:4223", "--prefix", "team"), ""),
 ])
 def test_following_says_in_one_line_what_it_waits_for(
@@ -101,3 +104,31 @@ def test_a_nats_that_cannot_be_reached_is_the_one_line_of_its_error(
     assert decisions("--follow", "--nats", "nats://127.0.0.1:1") == (
         exit_codes.FAILED, "", "Error: NATS unavailable: NATS at nats://127.0.0.1:1 unreachable "
         "for 10s: connection refused\n")
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_a_run_json_that_is_a_directory_is_said_to_be_one(tmp_path: Path, held: bool) -> None:
+    """It was told as a `gangsched run` not ready yet, to be tried again shortly, forever."""
+    from services.cli import data_dir_lock
+
+    (tmp_path / "run.json").mkdir()
+    with data_dir_lock.hold(tmp_path) if held else contextlib.nullcontext():
+        assert decisions("--data-dir", str(tmp_path)) == (
+            exit_codes.FAILED, "", f"Error: no NATS to read decisions from: {tmp_path}/run.json "
+            f"is a directory, not a file: a gangsched serving {tmp_path} writes its run.json "
+            "there, naming its NATS; move that directory away, or give --nats\n")
+
+
+def test_a_service_run_apart_that_is_not_ready_yet_is_not_called_a_gangsched_run(
+        tmp_path: Path) -> None:
+    """A planner run apart on the data directory's SQLite file holds its lock too, and writes
+    run.json (naming the NATS it was given) once ready: neither `gangsched run` nor an
+    embedded NATS."""
+    from services.cli import data_dir_lock
+
+    with data_dir_lock.hold(tmp_path):
+        code, _, said = decisions("--data-dir", str(tmp_path))
+    assert (code, said) == (exit_codes.FAILED, f"Error: no NATS to read decisions from: the "
+                            f"gangsched in {tmp_path} (pid {os.getpid()}) is not ready yet: it "
+                            "writes run.json, naming its NATS, once every service it runs is "
+                            "ready; try again shortly\n")

@@ -83,7 +83,7 @@ CASES = [
      "Error: cannot read the database {tmp}/notes.db: not a SQLite database file"),
     (("decisions", "--data-dir", "{tmp}/nothing"), exit_codes.FAILED,
      "Error: data directory {tmp}/nothing does not exist"),
-    (("decisions", "--data-dir", "{tmp}"), exit_codes.FAILED, "no running `gangsched run`"),
+    (("decisions", "--data-dir", "{tmp}"), exit_codes.FAILED, "no gangsched runs there"),
     # 2: bad usage or input
     (("run", "--batch-size", "0"), exit_codes.USAGE, "invalid value for '--batch-size'"),
     (("binder", "--http-port", "-1"), exit_codes.USAGE, "`gangsched binder` needs --nats"),

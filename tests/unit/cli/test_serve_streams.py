@@ -9,7 +9,7 @@ import nats
 import pytest
 
 from services.bus import streams
-from services.bus.errors import BusMisconfigured
+from services.bus.errors import BusMisconfigured, JetStreamUnavailable
 from services.cli import serve
 from services.config.settings import Settings
 
@@ -58,3 +58,14 @@ async def test_a_refusal_ends_the_start_at_once(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(BusMisconfigured, match=r"^stream X cannot be created: no$"):
         await serve.ensure_streams_once(Settings(), FakeConnection())  # type: ignore[arg-type]
     assert len(ensure.calls) == 1
+
+
+async def test_a_nats_whose_jetstream_does_not_answer_is_waited_for_past_the_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Named, counted and held in /readyz by `ensure_streams`: waited for as NATS itself is."""
+    ensure = failing([JetStreamUnavailable("NATS at nats://x:1 has no JetStream")
+                      for _ in range(4)])
+    monkeypatch.setattr(streams, "ensure_streams", ensure)
+    monkeypatch.setattr(serve, "STREAMS_GIVE_UP_SECONDS", 0.0)
+    await serve.ensure_streams_once(Settings(), FakeConnection())  # type: ignore[arg-type]
+    assert len(ensure.calls) == 5

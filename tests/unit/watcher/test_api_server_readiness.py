@@ -136,7 +136,9 @@ async def test_readyz_turns_503_while_the_api_server_is_down_and_200_once_it_is_
 
         await api.stop()
         stopped = time.monotonic()
-        await eventually_async(lambda: answers((503, "not ready: watcher\n")), timeout=15,
+        refusing = (f"not ready: watcher (cannot reach the API server at "
+                    f"http://127.0.0.1:{api.port}: connection refused)\n")
+        await eventually_async(lambda: answers((503, refusing)), timeout=15,
                                interval=0.05, what="not ready once the API server is down")
         took = time.monotonic() - stopped
         assert listwatch.UNREADY_AFTER_SECONDS <= took < listwatch.UNREADY_AFTER_SECONDS + 3
@@ -164,3 +166,31 @@ async def test_readyz_turns_503_while_the_api_server_is_down_and_200_once_it_is_
         "longer") == 1
     assert messages.count("watcher ready again: every list/watch reaches the API server") == 1
     assert messages.count(f"the API server at {server} answers again") == 1
+
+
+@pytest.mark.timeout(60)
+async def test_readyz_says_why_from_the_start_when_the_api_server_was_never_reached(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It said only `not ready: watcher` for as long as the API server could not be reached,
+    where the binder beside it named the reason."""
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    api = ApiServer()
+    await api.start()
+    await api.stop()  # its port, where nobody listens until it starts again
+    async with watching(tmp_path, api) as url, aiohttp.ClientSession() as session:
+        async def answers(expected: tuple[int, str]) -> bool:
+            return await readyz(session, url) == expected
+
+        started = time.monotonic()
+        await eventually_async(lambda: answers((503, (
+            f"not ready: watcher (cannot reach the API server at http://127.0.0.1:{api.port}: "
+            "connection refused)\n"))), timeout=10, interval=0.05, what="/readyz naming it")
+        assert time.monotonic() - started < listwatch.UNREADY_AFTER_SECONDS  # no grace: it
+        # was never ready
+        await api.start()
+        try:
+            await eventually_async(lambda: answers((200, "ready\n")), timeout=15,
+                                   interval=0.05, what="ready once the API server answers")
+        finally:
+            await api.stop()
