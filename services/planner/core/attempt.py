@@ -663,9 +663,12 @@ class Round:
             self.pinned = starvation.pinned_usage(self.state, self.index,
                                                   self.config.scheduler_name)
         podgroup = self.state.podgroups.get(key)
-        if podgroup is not None and podgroup.min_resources and \
-                not starvation.may_meet_min_resources(self.index, podgroup, self.pinned):
-            return reasons.NEVER_FITS
+        if podgroup is not None and podgroup.min_resources:
+            others_use = starvation.pinned_but_members(
+                self.state, self.index, self.pinned, self.derived.members.get(key, ()),
+                self.config.scheduler_name)
+            if not starvation.may_meet_min_resources(self.index, podgroup, others_use):
+                return reasons.NEVER_FITS
         hold = starvation.plan_hold(self.index, key, pending, need, self.config,
                                     self.held_before, self.pinned)
         if hold is None:

@@ -29,6 +29,8 @@ that could meet them holds its members' requests only, not the headroom beyond t
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 import msgspec
 import numpy as np
 
@@ -38,7 +40,7 @@ from services.fit import filters
 from services.planner.core import fences, placement, scoring, search, spread, volumes
 from services.planner.core.capacity import BoolArray, FloatArray, Hold, IntArray, NodeIndex
 from services.planner.core.config import LEAST_ALLOCATED, PlannerConfig
-from services.planner.core.state import GroupState, PlannerState
+from services.planner.core.state import Charge, GroupState, PlannerState
 
 STICKY_BONUS = 1
 """Tie-break bonus (scores are doubled first) of a node the gang already held."""
@@ -57,7 +59,25 @@ def pinned_usage(state: PlannerState, index: NodeIndex, scheduler_name: str) -> 
     every charged pod; the caller computes it at most once per round.
     """
     pinned: IntArray = np.zeros_like(index.alloc)
-    for uid, charge in state.charges.items():  # integer sums: the order does not matter
+    _add_pinned(state, index, pinned, state.charges, scheduler_name, 1)
+    return pinned
+
+
+def pinned_but_members(state: PlannerState, index: NodeIndex, pinned: IntArray,
+                       members: Iterable[str], scheduler_name: str) -> IntArray:
+    """`pinned` without what the group's own members (pod uids `members`) of other schedulers
+    use: Coscheduling's `CheckClusterResource` counts every pod of the PodGroup as free,
+    whichever scheduler placed it. Shapes: like `pinned` (a copy; `pinned` is not changed)."""
+    own = {uid: state.charges[uid] for uid in members if uid in state.charges}
+    mine: IntArray = pinned.copy()
+    _add_pinned(state, index, mine, own, scheduler_name, -1)
+    return mine
+
+
+def _add_pinned(state: PlannerState, index: NodeIndex, pinned: IntArray,
+                charges: Mapping[str, Charge], scheduler_name: str, sign: int) -> None:
+    """Add (`sign` 1) or take back (-1) into `pinned` the charges of other schedulers' pods."""
+    for uid, charge in charges.items():  # integer sums: the order does not matter
         pod = state.pods.get(uid)
         if pod is None or pod.scheduler_name == scheduler_name:
             continue
@@ -67,15 +87,14 @@ def pinned_usage(state: PlannerState, index: NodeIndex, scheduler_name: str) -> 
         for name, amount in charge.requests.items():
             col = index.col.get(name)
             if col is not None:
-                pinned[col, row] += amount
-    return pinned
+                pinned[col, row] += sign * amount
 
 
 def may_meet_min_resources(index: NodeIndex, podgroup: PodGroupObserved,
                            pinned: IntArray) -> bool:
     """Whether the PodGroup's `minResources`, and one pod slot per `minMember`, would fit in
     the cluster's capacity once emptied of gangsched's pods (`pinned`: what other schedulers'
-    pods use, see `pinned_usage`).
+    pods use, the group's own members left out: see `pinned_but_members`).
 
     Shapes: summed over every node as Coscheduling's `CheckClusterResource` sums free capacity
     (a node over-committed by other schedulers adds nothing); units gangsched units (cpu

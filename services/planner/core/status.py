@@ -10,19 +10,22 @@ replaced (a Job recreates a failed index): the group is Scheduling while the rep
 placed, Running once they run (upstream reports Failed, and Failed is final there; see
 docs/design-notes.md, "Members replaced after the gang ran"). Upstream's controller never
 leaves Failed or Finished; gangsched derives the phase from the members each time a member
-lives (Pending or Running: a replacement, or a new run of the group), and otherwise keeps a
-Failed or Finished status as it was told: finished pods deleted (a Job's TTL, pod garbage
-collection) do not turn an ended run back into a Pending one. A PodGroup made anew (another
-uid) starts with no status told (`apply`).
+of ours waits to run (unbound and not terminating: a replacement, or a new run of the group),
+and otherwise keeps a Failed or Finished status as it was told: finished pods deleted (a Job's
+TTL, pod garbage collection) do not turn an ended run back into a Pending one, nor do members
+of that run still running or terminating. A PodGroup made anew (another uid) starts with no
+status told (`apply`).
 
 The `Scheduled` condition explains the latest scheduling result, first match wins: the gang's
 members were evicted by a Preemption and it was not placed since (Preempted, naming the
-preemptor); enough members bound for minMember (Scheduled; a rejection of the members beyond
+preemptor); enough members bound for minMember, as quorum counts them (ours, not terminating;
+Succeeded once the gang ran) (Scheduled; a rejection of the members beyond
 minMember, which says minMember was reached, is its message: Coscheduling does not reject a
 group whose minMember are assigned); a placement being bound (Binding: it holds what minMember
 needs, so members told to wait meanwhile are beyond minMember); the last rejection told
 (Preempting while capacity is nominated for the gang, else Unschedulable: no fit, no quorum,
-backed off after a rollback, ...); else nothing to do
+backed off after a rollback, ...); enough members bound, counted or not (Scheduled); else
+nothing to do
 or tell for now (Waiting: too few members bound, and its members still arriving, not told yet,
 or none left, e.g. all deleted).
 """
@@ -39,7 +42,8 @@ PENDING, SCHEDULING, RUNNING, FINISHED, FAILED = (
 UNSCHEDULABLE, SCHEDULED, BINDING, WAITING = "Unschedulable", "Scheduled", "Binding", "Waiting"
 PREEMPTING, PREEMPTED = "Preempting", "Preempted"
 ENDED_PHASES = frozenset({FINISHED, FAILED})
-ENDED_POD_PHASES = frozenset({"Succeeded", "Failed"})
+WAITING_CLASSES = frozenset({"pending", "reserved", "gated"})
+"""Pod classes (`pods.classify`) of members waiting to run: a replacement, or a new run's."""
 
 
 def phase(pods: int, running: int, succeeded: int, failed: int, min_member: int) -> str:
@@ -69,12 +73,15 @@ def derive(state: PlannerState, derived: Derived, podgroup: PodGroupObserved,
     the condition as in the module docstring.
     """
     key = f"{podgroup.namespace}/{podgroup.name}"
-    running = succeeded = failed = total = bound = live = 0
+    running = succeeded = failed = total = bound = held = live = 0
     owners: set[str] = set()
     for uid in derived.members.get(key, ()):
         pod = state.pods[uid]
+        pod_class = derived.pod_class.get(uid)
         total += 1
-        live += pod.phase not in ENDED_POD_PHASES
+        live += pod_class in WAITING_CLASSES
+        held += (pod_class == "bound" or (pod_class == "succeeded" and group.has_run)
+                 or (pod_class == "reserved" and is_reported_bound(state, uid)))
         bound += ((pod.node_name is not None or is_reported_bound(state, uid))
                   and pod.phase != "Failed")  # a failed one left
         running += pod.phase == "Running"
@@ -87,7 +94,7 @@ def derive(state: PlannerState, derived: Derived, podgroup: PodGroupObserved,
     if ended is not None and ended.phase in ENDED_PHASES and not live \
             and now_phase not in ENDED_PHASES:
         return ended  # its finished pods were deleted: the run's end stands (module docstring)
-    reason, message = _condition(key, group, podgroup.min_member, total, bound,
+    reason, message = _condition(key, group, podgroup.min_member, total, bound, held,
                                  key in state.nominations)
     return StatusMemo(
         phase=now_phase,
@@ -107,12 +114,14 @@ def is_reported_bound(state: PlannerState, uid: str) -> bool:
 
 
 def _condition(key: str, group: GroupState, min_member: int, pods: int,
-               bound: int, is_nominated: bool) -> tuple[str, str]:
-    """The `Scheduled` condition's reason and message (module docstring)."""
+               bound: int, held: int, is_nominated: bool) -> tuple[str, str]:
+    """The `Scheduled` condition's reason and message (module docstring). `bound`: members
+    bound or reported bound, Failed ones left out, whatever quorum makes of them; `held`: those
+    quorum counts (`quorum.Counts.held` without members still being bound)."""
     if group.preempted_by:
         waiting = group.last_rejection
         return PREEMPTED, group.preempted_by + (f"; {waiting.reason}" if waiting else "")
-    if bound >= min_member:  # a rejection now can only be of members beyond minMember
+    if held >= min_member:  # a rejection now can only be of members beyond minMember
         waiting = group.last_rejection  # it says minMember was reached, and why more wait
         return SCHEDULED, (waiting.reason if waiting is not None
                            else reasons.group_scheduled(key, bound, min_member))
@@ -120,4 +129,6 @@ def _condition(key: str, group: GroupState, min_member: int, pods: int,
         return BINDING, reasons.group_binding(key, group.attempts)
     if group.last_rejection is not None:
         return (PREEMPTING if is_nominated else UNSCHEDULABLE), group.last_rejection.reason
+    if bound >= min_member:  # bound, if not all for quorum (terminating, other schedulers')
+        return SCHEDULED, reasons.group_scheduled(key, bound, min_member)
     return WAITING, reasons.group_waiting(key, bound, min_member, pods)

@@ -148,3 +148,23 @@ def test_a_gang_whose_min_resources_fit_once_gangsched_pods_drain_still_holds() 
     assert cluster.state.starving_nodes == ["n0"]
     assert cluster.last_reason("default/g").endswith(
         "waited 301s, reserving capacity on 1 node(s) for this gang")
+
+
+def test_the_groups_own_pods_of_other_schedulers_count_as_room_a_hold_could_get() -> None:
+    # 9 cpu asked of 12; a pod of another scheduler carrying g's label takes n0's 4. Coscheduling
+    # counts every pod of the PodGroup as free, so emptied nodes offer 12: the gang may still
+    # fit once gangsched's singletons on n1 and n2 end, and it holds n1 and n2 meanwhile
+    cluster = Cluster().observe(
+        *(make_node(f"n{i}").capacity(cpu_milli=4000) for i in range(3)),
+        make_podgroup("g", 2).min_resources(cpu=9000),
+        make_pod("x").requests(cpu_milli=4000).scheduler("default-scheduler").in_group("g")
+        .on_node("n0"),
+        make_pod("o1").requests(cpu_milli=1000).on_node("n1"),
+        make_pod("o2").requests(cpu_milli=1000).on_node("n2"),
+        *(make_pod(f"g-{i}").requests(cpu_milli=4000).in_group("g") for i in range(2)))
+    cluster.plan()
+    cluster.advance(cluster.config.starvation_seconds + 1)
+    cluster.observe(make_pod("web").requests(cpu_milli=500))
+    assert _placed(cluster) == []
+    assert (cluster.state.starving_group, cluster.state.starving_nodes) == (
+        "default/g", ["n1", "n2"])

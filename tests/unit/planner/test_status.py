@@ -261,3 +261,38 @@ def test_members_beyond_min_member_that_do_not_fit_leave_the_group_scheduled() -
     assert (update.phase, update.condition_reason, update.condition_message) == (
         "Running", "Scheduled", "gang default/g: minMember 3 reached; 1 more member(s) do "
         "not fit; 0/1 nodes are available: 1 Insufficient cpu.")
+
+
+@pytest.mark.parametrize("old", ["terminating", "another scheduler's"])
+def test_members_quorum_does_not_count_do_not_make_the_group_scheduled(old: str) -> None:
+    """Two bound pods carrying the label, terminating or bound by another scheduler, and two
+    members of ours that do not fit: quorum counts neither old pod, so the gang is
+    Unschedulable (it read Scheduled, which the binder wrote as status True)."""
+    olds = [make_pod(f"old-{i}").requests(cpu_milli=1000).on_node("n0", "Pending").in_group("g")
+            for i in range(2)]
+    olds = [p.deleting() if old == "terminating" else p.scheduler("default-scheduler")
+            for p in olds]
+    cluster = Cluster().observe(make_node("n0").capacity(cpu_milli=2000), make_podgroup("g", 2),
+                                *olds, *(make_pod(f"g-{i}").requests(cpu_milli=1000).in_group("g")
+                                         for i in range(2)))
+    cluster.plan()
+    update = cluster.statuses("default/g")[-1]
+    assert (update.condition_reason, update.condition_message) == (
+        "Unschedulable", "gang default/g: 0 of 2 members fit; 0/1 nodes are available: "
+        "1 Insufficient cpu.")
+
+
+@pytest.mark.parametrize("extra", ["Running", "terminating"])
+def test_a_finished_group_stays_finished_beside_a_member_of_its_run_still_there(
+        extra: str) -> None:
+    """minMember 2: two members Succeeded, a third still running (or terminating) when the
+    finished two are deleted: the run's end stands; only a member waiting to run (a
+    replacement, a new run) makes the status follow the members again."""
+    third = make_pod("g-2").on_node("n0", "Running").in_group("g")
+    cluster = start(*prebound(2, "Succeeded"),
+                    third.deleting() if extra == "terminating" else third, min_member=2)
+    assert latest(cluster) == ("Finished", (1, 2, 0))
+    cluster.delete_pod("g-0")
+    cluster.delete_pod("g-1")
+    cluster.plan()
+    assert latest(cluster) == ("Finished", (1, 2, 0))
