@@ -38,6 +38,10 @@ class DatabaseLog:
         """How many events the log holds."""
         return (await self.audit.event_bounds())[0]
 
+    async def left_out(self) -> list[tuple[int, str]]:
+        """`(seq, reason)` of the events the planner dead-lettered, by seq (not in any round)."""
+        return await self.audit.dead_letters()
+
     def rounds(self) -> AsyncIterator[RoundInput]:
         """Every recorded round, in order (see `rounds.assemble`), with the planner that planned
         it (`UNRECORDED` for rounds from before planners recorded themselves).

@@ -51,6 +51,7 @@ class NatsLog:
         self.end_seq = 0
         self.recorded: list[RecordedDecision] = []
         self.refused: dict[int, bytes] = {}
+        self.skipped: list[tuple[int, str]] = []
 
     async def load(self) -> None:
         """Read the published decisions and the planner's dead letters; fix the end of EVENTS.
@@ -78,6 +79,11 @@ class NatsLog:
         """Rounds at the published plan points, then the events after the last one."""
         return rounds.assemble_pages(self._events(), self._plan_points(), _once(self.recorded))
 
+    async def left_out(self) -> list[tuple[int, str]]:
+        """`(seq, reason)` of the events the rounds read so far left out, as the planner
+        dead-lettered them, by seq."""
+        return list(self.skipped)
+
     async def _plan_points(self) -> AsyncIterator[list[PlanPoint]]:
         yield [(point, None) for point in sorted({d.plan_seq for d in self.recorded})]
 
@@ -87,12 +93,16 @@ class NatsLog:
         async for message in reading.read(self.js, stream, subjects.events_wildcard(self.prefix),
                                           end_seq=self.end_seq):
             if self.refused.get(message.seq) == message.data:
-                continue  # the core raised on it, says the planner's signed dead letter
+                self.skipped.append((message.seq, "the planner's core raised on it"))
+                continue  # says the planner's signed dead letter
             try:
                 event = codec.decode_event(message.data)
-            except codec.PoisonedMessage:
+            except codec.PoisonedMessage as error:
+                self.skipped.append((message.seq, str(error)))
                 continue  # the planner dead-lettered it too
-            if intake.refusal_of(event, message, self.checks) is not None:
+            refusal = intake.refusal_of(event, message, self.checks)
+            if refusal is not None:
+                self.skipped.append((message.seq, refusal[1]))
                 continue  # so did the planner, by the same pure check
             page.append(LoggedEvent(message.seq, message.subject, event))
             if len(page) >= PAGE_EVENTS:

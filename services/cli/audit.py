@@ -247,6 +247,9 @@ def _report(outcome: ReplayOutcome, request: ReplayRequest, until: Until | None)
         if request.verify:
             raise SystemExit(exit_codes.NEGATIVE)
         return
+    note = replaying.left_out_note(outcome.left_out)
+    if note:  # events that changed nothing, and why: an audit must not skip them unsaid
+        click.echo(note, err=True)
     beyond = (replaying.past_the_end(request, outcome)
               if request.show_timeline and verifier.divergence is None else None)
     if beyond:  # a timeline asked from where the log holds nothing must not read as empty

@@ -12,7 +12,7 @@ import contextlib
 import json
 import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from services.audit import heap, times
@@ -35,6 +35,8 @@ class RecordedLog(Protocol):
     async def event_count(self) -> int: ...
 
     def rounds(self) -> AsyncIterator[RoundInput]: ...
+
+    async def left_out(self) -> list[tuple[int, str]]: ...
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,9 @@ class ReplayOutcome:
 
     Where it ended: `last_seq` the sequence of the last event replayed (0: none),
     `latest_ms` the latest time of the events replayed (epoch ms; kept only for `--since`),
-    `stopped_by_until` whether `--until` ended it before the end of the log.
+    `stopped_by_until` whether `--until` ended it before the end of the log. `left_out`:
+    `(seq, reason)` of the events the planner dead-lettered up to where it ended, which no
+    round holds (the planner never planned on them), by seq.
     """
 
     verifier: Verifier
@@ -72,6 +76,7 @@ class ReplayOutcome:
     last_seq: int = 0
     latest_ms: int = 0
     stopped_by_until: bool = False
+    left_out: list[tuple[int, str]] = field(default_factory=list)
 
 
 def empty_log(source: str) -> str:
@@ -121,7 +126,21 @@ async def replay(request: ReplayRequest) -> ReplayOutcome:
                 advance(len(rnd.events))
                 if divergence is not None:
                     break
+        ended = outcome.last_seq if outcome.stopped_by_until or verifier.divergence else None
+        outcome.left_out = [(seq, reason) for seq, reason in await log.left_out()
+                            if ended is None or seq <= ended]
     return outcome
+
+
+def left_out_note(left_out: list[tuple[int, str]], shown: int = 3) -> str:
+    """One line naming the dead-lettered events a replay went past (the first `shown` with
+    their reasons), or "" when there were none."""
+    if not left_out:
+        return ""
+    named = "; ".join(f"seq {seq}: {reason}" for seq, reason in left_out[:shown])
+    more = f"; and {len(left_out) - shown} more" if len(left_out) > shown else ""
+    return (f"note: {len(left_out)} event(s) of the log were dead-lettered by the planner and "
+            f"are in no planning round ({named}{more})")
 
 
 def check_recorded(result: RoundResult, divergence: Divergence) -> None:

@@ -312,6 +312,15 @@ class AuditLog:
                  .order_by(audit.c.seq))
         return [_audit_row(*row) for row in await self._execute(query)]
 
+    async def dead_letters(self) -> list[tuple[int, str]]:
+        """`(EVENTS seq, reason)` of every event the planner dead-lettered, by seq: messages it
+        did not plan on (poisoned, refused by its intake checks, or that its core raised on)."""
+        dead = tables.dead_letters
+        query = select(dead.c.seq, dead.c.reason).order_by(dead.c.seq)
+        return [(_integer(seq, "dead_letters", str(seq), "seq"),
+                 _text(reason, "dead_letters", str(seq), "reason"))
+                for seq, reason in await self._execute(query)]
+
     async def outbox_on_subjects(self, suffixes: Sequence[str]) -> list[OutboxRecord]:
         """Every recorded decision whose subject ends with one of `suffixes`, in order."""
         if not suffixes:

@@ -108,6 +108,13 @@ async def test_forged_events_and_a_future_tick_are_dead_lettered_and_planning_go
     from_nats = await gangsched("replay", "--source", "nats", "--verify", "--nats",
                                 str(bus_settings.url), "--prefix", prefix)
     assert from_nats.exit_code == 0, from_nats.output
+    # both sources name what they went past, as the planner's dead letters give it
+    for replayed in (from_db, from_nats):
+        (note,) = [line for line in replayed.output.splitlines() if line.startswith("note:")]
+        assert note.startswith("note: 3 event(s) of the log were dead-lettered by the planner "
+                               "and are in no planning round (seq 1: NodeObserved on subject "
+                               f"{prefix}.events.outcome.default.train: only the watcher "), note
+        assert "; seq 6: ClockTicked on subject" in note and "; seq 7: GroupBound on" in note
 
 
 async def test_a_forged_planner_dead_letter_does_not_make_nats_replay_skip_the_event(
