@@ -151,7 +151,9 @@ Operating it (NATS security, passwords, TLS, the database, high availability, mo
 [docs/deploy.md](../../docs/deploy.md).
 
 ```sh
-helm install gangsched deploy/chart -n gangsched --create-namespace
+# the image is not published: build and push it first (docs/deploy.md), then name it
+printf 'image: {repository: registry.example.com/gangsched, tag: "0.1.0"}\n' > my-values.yaml
+helm install gangsched deploy/chart -n gangsched --create-namespace -f my-values.yaml
 ```
 
 `values.schema.json` checks every value: a misspelled key (`settings.logLevl`), a value out of
