@@ -126,12 +126,18 @@ async def pod_chain(audit: AuditLog, namespace: str, name: str) -> list[Item]:
     """The events and decisions that explain the pod `namespace/name` (in no order yet).
 
     Source: the pod's own events, then for each group it was seen in: the PodGroup's and the
-    group's outcome events and the decisions recorded for the group (subjects name them).
+    group's outcome events and the decisions recorded for the group (subjects name them); for
+    a pod the log never saw, the events of a PodGroup of its name (`explain_pod` points to it).
     Raises:
         services.store.audit.DamagedRow: a damaged row of the audit events or of the outbox
             (named).
     """
     own = await _events(audit, [_pod_suffix(namespace, name)])
+    if not own:  # no such pod: a PodGroup of that name, which explain_pod points to
+        key = ids.group_key(namespace, name)
+        tail = f"{subjects.token(namespace)}.{subjects.token(name)}"
+        return [item for item in await _events(audit, [f".events.podgroup.{tail}"])
+                if _about(item, [key])]
     groups = sorted({_pod_group(event.event) for event in own} - {""})
     return [*own, *await group_chain(audit, groups)]
 

@@ -150,8 +150,28 @@ def _group_verdict(story: _GroupStory) -> str:
         return f"{phase}: {preemptions.preemptor_text(story.preempting)}"
     if story.pending() and story.rejection is not None:
         return f"{phase}: {story.rejection.reason}"
-    running = story.status.running if story.status is not None else 0
-    nodes = sorted({pod.node_name for uid, pod in story.members.items()
-                    if pod.node_name and uid not in story.gone})
-    where = f" on {', '.join(nodes)}" if nodes else ""
-    return f"{phase}: {running} member(s) running{where}"
+    return f"{phase}: {_counts(story, phase)}"
+
+
+ENDED_BY = {"Finished": "succeeded", "Failed": "failed"}
+"""The count of members an ended phase is named for."""
+
+
+def _counts(story: _GroupStory, phase: str) -> str:
+    """The members of the status (`StatusUpdate`) by phase, and the nodes of the members
+    observed bound: an ended gang's (Finished, Failed) first the count its phase is named for,
+    any other's first those running; then the other counts that are not 0, e.g.
+    `4 member(s) succeeded (on n1, n2)`, `1 member(s) failed, 2 succeeded (on n1)`,
+    `2 member(s) running on n1, n2`."""
+    status = story.status
+    counts = ({"running": status.running, "succeeded": status.succeeded,
+               "failed": status.failed} if status is not None else {"running": 0})
+    first = ENDED_BY.get(phase, "running")
+    told = ", ".join([f"{counts[first]} member(s) {first}"] + [
+        f"{count} {state}" for state, count in counts.items() if state != first and count])
+    nodes = ", ".join(sorted({pod.node_name for uid, pod in story.members.items()
+                              if pod.node_name and uid not in story.gone}))
+    if not nodes:
+        return told
+    only_running = first == "running" and told == f"{counts[first]} member(s) running"
+    return f"{told} on {nodes}" if only_running and counts[first] else f"{told} (on {nodes})"

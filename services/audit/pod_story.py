@@ -168,9 +168,22 @@ def explain_pod(namespace: str, name: str, items: Sequence[Item],
     title = f"pod {namespace}/{name}" + (f" (group {group})" if story.pod else "")
     if story.pod is None:
         return Explanation(title, story.steps, "never observed",
-                           f"Unknown: pod {namespace}/{name} does not appear in the log",
-                           is_known=False)
+                           f"Unknown: pod {namespace}/{name} does not appear in the log"
+                           + _podgroup_hint(namespace, name, items), is_known=False)
     return Explanation(title, story.steps, _pod_status(story), _pod_verdict(story, scheduler_name))
+
+
+def _podgroup_hint(namespace: str, name: str, items: Sequence[Item]) -> str:
+    """`; a PodGroup ns/name is in the log: gangsched explain podgroup ns/name` when the log
+    knows a PodGroup of the name asked about as a pod (the name `kubectl get pg` shows), else
+    nothing."""
+    key = ids.group_key(namespace, name)
+    if not any(isinstance(item, LoggedEvent)
+               and isinstance(item.event, PodGroupObserved | PodGroupDeleted)
+               and ids.group_key(item.event.namespace, item.event.name) == key
+               for item in items):
+        return ""
+    return f"; a PodGroup {key} is in the log: gangsched explain podgroup {key}"
 
 
 def _group_of(namespace: str, name: str, items: Sequence[Item]) -> str:

@@ -42,12 +42,17 @@ class RowPrinter:
     """Aligned rows with a header printed before the first one. Shapes: `columns` are
     `(title, width)` pairs; on a terminal wide enough (`SUMMARY_MIN_WIDTH`) a longer cell
     folds onto more lines and width None takes the rest of the line; elsewhere each row is one
-    line, every cell whole. Cells are plain text (no Rich markup)."""
+    line, every cell whole, a column widening to its longest cell so far (the rows after a long
+    group or pod name stay aligned with it, rather than each such row shifting the columns after
+    it). Cells are plain text (no Rich markup)."""
 
     def __init__(self, console: Console, columns: Sequence[tuple[str, int | None]]) -> None:
         self.console = console
         self.columns = columns
         self.has_header = False
+        self.widths = [width or 0 for _, width in columns]
+        """Each column's width on one-line rows: as given, or its longest cell so far (the
+        last, width None, is never padded)."""
 
     def row(self, *cells: str) -> None:
         """Print one row (the header first, once)."""
@@ -63,8 +68,10 @@ class RowPrinter:
 
     def _print(self, cells: list[str], style: str = "") -> None:
         if not self._is_grid():  # a file, a pipe or a narrow terminal: one line per row
-            fixed = [cell.ljust(width or 0)
-                     for cell, (_, width) in zip(cells, self.columns, strict=True)]
+            self.widths = [max(known, len(cell)) if width is not None else 0
+                           for cell, known, (_, width)
+                           in zip(cells, self.widths, self.columns, strict=True)]
+            fixed = [cell.ljust(width) for cell, width in zip(cells, self.widths, strict=True)]
             self.console.print(Text(" ".join(fixed).rstrip()), soft_wrap=True)
             return
         grid = Table.grid(padding=(0, 1))

@@ -8,7 +8,15 @@ from services.audit import explain
 from services.audit.explain import Item
 from services.contracts.decisions import Placement
 from services.contracts.events import GroupBound, MemberBound
-from tests.unit.audit.recorded import Recorder, observed_bound, placements, scenario, seed_gang
+from tests.unit.audit.recorded import (
+    T0,
+    Recorder,
+    observed_bound,
+    placements,
+    scenario,
+    seed_gang,
+)
+from tests.unit.planner.builders import make_pod
 
 
 def items_of(rec: Recorder) -> list[Item]:
@@ -64,6 +72,39 @@ def test_the_same_reason_told_again_and_again_is_told_once() -> None:
 def test_a_pod_the_log_never_saw_is_unknown() -> None:
     found = explain.explain_pod("default", "ghost", items_of(scenario()))
     assert not found.is_known and found.verdict.startswith("Unknown: pod default/ghost")
+
+
+def test_a_pod_name_that_is_a_podgroups_points_to_explaining_the_podgroup() -> None:
+    """`explain nginx` asks about a pod; the name `kubectl get pg` shows is a PodGroup's."""
+    found = explain.explain_pod("default", "nginx", items_of(scenario()))
+    assert not found.is_known
+    assert found.verdict == ("Unknown: pod default/nginx does not appear in the log; a PodGroup "
+                             "default/nginx is in the log: gangsched explain podgroup "
+                             "default/nginx")
+
+
+def ended(fates: dict[str, str]) -> Recorder:
+    """The scenario, then gang `train`'s members ending on their nodes (`fates`: member name to
+    its last phase)."""
+    rec = scenario()
+    rec.round(*[make_pod(name).requests(cpu_milli=1000).in_group("train")
+                .created(rec.pod(name).created_at_ms).on_node(rec.pod(name).node_name or "",
+                                                              phase=fate).build(T0 + 9000)
+                for name, fate in fates.items()])
+    return rec
+
+
+@pytest.mark.parametrize(("fates", "verdict"), [
+    ({"train-0": "Succeeded", "train-1": "Succeeded"},
+     "Finished: 2 member(s) succeeded (on kwok-node-0, kwok-node-1)"),
+    ({"train-0": "Failed", "train-1": "Running"},
+     "Failed: 1 member(s) failed, 1 running (on kwok-node-0, kwok-node-1)"),
+])
+def test_an_ended_gang_names_the_members_its_phase_is_named_for(
+        fates: dict[str, str], verdict: str) -> None:
+    """A finished gang read `Finished: 0 member(s) running on ...`."""
+    found = explain.explain_podgroup("default", "train", items_of(ended(fates)))
+    assert found.verdict == verdict
 
 
 def test_a_podgroup_waiting_for_capacity_says_so_with_its_phase() -> None:

@@ -132,3 +132,40 @@ def test_a_service_run_apart_that_is_not_ready_yet_is_not_called_a_gangsched_run
                             f"gangsched in {tmp_path} (pid {os.getpid()}) is not ready yet: it "
                             "writes run.json, naming its NATS, once every service it runs is "
                             "ready; try again shortly\n")
+
+
+def test_the_connection_lost_when_the_run_stops_is_said_in_words(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Stopping the followed `gangsched run` logged `NATS client gangsched-decisions:
+    UnexpectedEOF()` and a `ConnectionRefusedError(111, "Connect call failed (...)")` before
+    the error line saying it stopped."""
+    import asyncio
+    import logging
+
+    from nats.aio.client import Client
+    from nats.errors import UnexpectedEOF
+
+    from services.bus import connection
+    from services.bus.errors import BusUnavailable
+    from services.config.settings import BusSettings
+
+    async def run_stops(*_args: Any) -> int:
+        callbacks = connection._Callbacks("gangsched-decisions", Client())
+        callbacks.connected = True  # following, then the server went away
+        await callbacks.on_error(UnexpectedEOF())
+        await callbacks.on_error(ConnectionRefusedError(
+            111, "Connect call failed ('127.0.0.1', 36611)"))
+        await asyncio.sleep(60)  # retrying, until the watch sees the run gone
+        return 0
+
+    monkeypatch.setattr(following, "_print", run_stops)
+    monkeypatch.setattr(following, "WATCH_SECONDS", 0.01)
+    with caplog.at_level(logging.WARNING, logger=connection.__name__), \
+            pytest.raises(BusUnavailable, match="stopped"):
+        asyncio.run(following.print_decisions(
+            BusSettings(url="nats://127.0.0.1:36611"), None, follow=True, output="table",
+            gone=lambda: "the gangsched in .gangsched stopped"))
+    assert [record.getMessage() for record in caplog.records] == [
+        "NATS client gangsched-decisions: the server closed the connection (unexpected EOF)",
+        "NATS client gangsched-decisions: connection refused"]
+    assert not logging.getLogger(connection.__name__).filters  # the services' logs unchanged

@@ -109,6 +109,9 @@ CASES = [
      "Unknown: pod default/ghost does not appear in the log"),
     (("explain", "podgroup", "default/ghost", "--db", "{log}"), exit_codes.NEGATIVE,
      "Unknown: PodGroup default/ghost does not appear in the log"),
+    (("explain", "nginx", "--db", "{log}"), exit_codes.NEGATIVE,  # a PodGroup's name
+     "Unknown: pod default/nginx does not appear in the log; a PodGroup default/nginx is in "
+     "the log: gangsched explain podgroup default/nginx"),
 ]
 
 

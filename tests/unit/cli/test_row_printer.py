@@ -39,6 +39,24 @@ def test_in_a_pipe_each_row_is_one_whole_line_with_no_trailing_blanks() -> None:
     assert header == header.rstrip() and row == row.rstrip()
 
 
+def test_in_a_pipe_the_rows_after_a_long_group_name_keep_its_columns() -> None:
+    """A group name longer than its column used to shift the Id and Summary of each row naming
+    it; the column now widens to it, so the rows that follow stay aligned with it (names whole,
+    as in the replay timeline, which prints its rows alike)."""
+    out = io.StringIO()
+    printer = RowPrinter(Console(file=out, width=200, highlight=False), DECISION_COLUMNS)
+    rows = [("4", "default/pod:annotation-second-scheduler", "67-0"),
+            ("5", "default/train", "68-0"),
+            ("6", "default/pod:annotation-second-scheduler", "69-0")]
+    for seq, group, decision_id in rows:
+        printer.row(seq, "2026-11-30 05:00:00.000", "Placement", group, decision_id, "placed")
+    lines = out.getvalue().splitlines()[1:]
+    assert [line.split()[4:6] for line in lines] == [[group, id_] for _, group, id_ in rows]
+    assert len({line.index(decision_id) for line, (_, _, decision_id)
+                in zip(lines, rows, strict=True)}) == 1
+    assert len({line.index("placed") for line in lines}) == 1
+
+
 def test_a_terminal_too_narrow_for_the_summary_gets_one_whole_line_per_row() -> None:
     """An 80-column terminal left the summary out and split times mid-word; its lines are now
     the pipe's, which the terminal wraps."""
