@@ -323,6 +323,14 @@ def inbox_prefix(settings: BusSettings) -> str:
     return f"{DEFAULT_INBOX_PREFIX}_{subjects.token(user)}"
 
 
+def in_words(error: BaseException) -> str:
+    """A connection error as its warning says it: `unreachable.reason` (`connection refused`,
+    `timed out`, ...) without nats-py's `nats: ` prefix, and a connection its server closed
+    (nats-py's `unexpected EOF`) said to be one; not the exception's repr."""
+    said = " ".join(reason(error).split()).removeprefix("nats: ")
+    return f"the server closed the connection ({said})" if said == "unexpected EOF" else said
+
+
 class _Callbacks:
     """nats-py connection callbacks that log under the client's name.
 
@@ -367,10 +375,10 @@ class _Callbacks:
             return
         repeats = self._count(error)
         if repeats == 0:
-            log.warning("NATS client %s: %r", self.name, error)
+            log.warning("NATS client %s: %s", self.name, in_words(error))
         elif repeats % REPEATS_BETWEEN_LOGS == 0:
-            log.warning("NATS client %s: %r (%d such errors in a row)", self.name, error,
-                        repeats + 1)
+            log.warning("NATS client %s: %s (%d such errors in a row)", self.name,
+                        in_words(error), repeats + 1)
 
     def _log_waiting(self, error: Exception) -> None:
         """Before the first connection, when waiting for it: one warning at the first failure

@@ -8,10 +8,8 @@ nothing is acked, and the binder's durable work-queue consumer never notices a r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.bus import connection, reading
@@ -22,7 +20,6 @@ from services.config.settings import BusSettings
 from services.contracts import codec, subjects
 from services.contracts.decisions import DECISION_TYPES, Decision, Preemption
 from services.contracts.signing import SIGNATURE_HEADER, DecisionKey
-from services.runtime import unreachable
 
 PREEMPTION = Preemption.__name__
 
@@ -85,17 +82,16 @@ async def print_decisions(bus: BusSettings, podgroup: tuple[str, str] | None, *,
     not know is printed as published with `-o json` only.
 
     The connection's errors, logged while reading (its server stopping: `unexpected EOF`,
-    then `connection refused` while it retries), are said in words (`errors_in_words`).
+    then `connection refused` while it retries), are said in words (`connection.in_words`).
 
     Raises:
         services.bus.errors.BusUnavailable: NATS unreachable, or `gone` said why.
         services.bus.errors.NotFound: no DECISIONS stream for this prefix.
     """
     request = _Request(podgroup, follow, output, decision_type, started, signer)
-    with errors_in_words():
-        if gone is None or not follow:
-            return await _print(bus, request)
-        return await _watched(bus, request, gone)
+    if gone is None or not follow:
+        return await _print(bus, request)
+    return await _watched(bus, request, gone)
 
 
 async def _watched(bus: BusSettings, request: _Request, gone: Callable[[], str | None]) -> int:
@@ -112,47 +108,6 @@ async def _watched(bus: BusSettings, request: _Request, gone: Callable[[], str |
     finally:
         reader.cancel()
         await asyncio.gather(reader, return_exceptions=True)
-
-
-@contextlib.contextmanager
-def errors_in_words() -> Iterator[None]:
-    """While in it, the errors the NATS connection logs (`services.bus.connection`, which
-    shows an exception's repr: `UnexpectedEOF()`, `ConnectionRefusedError(111, "Connect call
-    failed ('127.0.0.1', 36611)")`) are said in words (`in_words`), in one line each."""
-    logger = logging.getLogger(connection.__name__)
-    words = _InWords()
-    logger.addFilter(words)
-    try:
-        yield
-    finally:
-        logger.removeFilter(words)
-
-
-def in_words(error: BaseException) -> str:
-    """Why the connection failed, in words: `unreachable.reason` (`connection refused`,
-    `timed out`, ...) without nats-py's `nats: ` prefix; a connection its server closed
-    (nats-py's `unexpected EOF`) is said to be one."""
-    said = " ".join(unreachable.reason(error).split()).removeprefix("nats: ")
-    return f"the server closed the connection ({said})" if said == "unexpected EOF" else said
-
-
-class _InWords(logging.Filter):
-    """Puts each exception among a record's arguments in words (`in_words`)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(_Said(in_words(arg)) if isinstance(arg, BaseException) else arg
-                                for arg in record.args)
-        return True
-
-
-class _Said(str):
-    """Words that are their own repr: shown as they are where `%r` formats them."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return str(self)
 
 
 @dataclass(frozen=True)

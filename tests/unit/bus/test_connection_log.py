@@ -27,12 +27,12 @@ def test_the_same_connection_error_is_logged_once_then_with_its_count(
 
     with caplog.at_level(logging.WARNING, logger=connection.__name__):
         asyncio.run(errors())
-    shown = repr(refused)
+    shown = "connection refused"  # in words, not the exception's repr
     assert [record.getMessage() for record in caplog.records] == [
         f"NATS client gangsched-planner: {shown}",
         f"NATS client gangsched-planner: {shown} (11 such errors in a row)",
         f"NATS client gangsched-planner: {shown} (21 such errors in a row)",
-        "NATS client gangsched-planner: TimeoutError()",
+        "NATS client gangsched-planner: timed out",
         "NATS client gangsched-planner reconnected",  # as loud as the disconnect: a command
         # showing warnings only (`decisions --follow`) says it resumed
         f"NATS client gangsched-planner: {shown}",
@@ -53,8 +53,8 @@ def test_servers_failing_in_turn_with_their_own_addresses_count_as_one_kind(
     with caplog.at_level(logging.WARNING, logger=connection.__name__):
         asyncio.run(fail())
     assert [record.getMessage() for record in caplog.records] == [
-        f"NATS client gangsched-binder: {errors[0]!r}",
-        f"NATS client gangsched-binder: {errors[10]!r} (11 such errors in a row)",
+        "NATS client gangsched-binder: connection refused",
+        "NATS client gangsched-binder: connection refused (11 such errors in a row)",
     ]
 
 

@@ -168,4 +168,3 @@ def test_the_connection_lost_when_the_run_stops_is_said_in_words(
     assert [record.getMessage() for record in caplog.records] == [
         "NATS client gangsched-decisions: the server closed the connection (unexpected EOF)",
         "NATS client gangsched-decisions: connection refused"]
-    assert not logging.getLogger(connection.__name__).filters  # the services' logs unchanged
