@@ -42,6 +42,8 @@ CPU = "cpu"
 MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
+HUGEPAGES = "hugepages-"
+"""The prefix of a huge-page resource (`hugepages-2Mi`), counted in bytes."""
 STORAGE = "storage"
 """A PersistentVolume's capacity and a claim's request (bytes)."""
 
@@ -211,7 +213,7 @@ def _units(resource: str, text: str | int | float) -> int:
     if value.is_signed() and not value.is_zero():
         raise InvalidQuantity.of(resource, f"negative quantity {shown(text)}")
     is_whole = not (resource == CPU or resource in _BYTE_RESOURCES
-                    or resource.startswith("hugepages-"))
+                    or resource.startswith(HUGEPAGES))
     if value.is_zero():
         return 0
     if value.adjusted() > _HUGE_EXPONENT:
@@ -300,7 +302,7 @@ def format_amount(resource: str, amount: int) -> str:
     """Human form of an amount in gangsched units, e.g. `3000m` cpu → `"3"`, bytes → `"500Mi"`."""
     if resource == CPU:
         return f"{amount // 1000}" if amount % 1000 == 0 else f"{amount}m"
-    if resource in _BYTE_RESOURCES or resource.startswith("hugepages-"):
+    if resource in _BYTE_RESOURCES or resource.startswith(HUGEPAGES):
         for suffix, factor in sorted(_BINARY_SUFFIXES.items(), key=lambda item: -item[1]):
             if amount >= factor and amount % factor == 0:
                 return f"{amount // factor}{suffix}"

@@ -62,7 +62,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple, TypeGuard, TypeVar
 
-from services.contracts import names, resources
+from services.contracts import container_totals, names, resources
 from services.contracts.events import (
     AttachableVolume,
     Disk,
@@ -452,14 +452,6 @@ def _amounts(quantities: Obj, field: Callable[[Any], str],
     return result
 
 
-def is_pod_level_resource(name: str) -> bool:
-    """A resource that pod-level `spec.resources` may set (cpu, memory, hugepages-*).
-
-    Source: component-helpers resource.IsSupportedPodLevelResource.
-    """
-    return name in (resources.CPU, resources.MEMORY) or name.startswith("hugepages-")
-
-
 def pod_requests(spec: Obj, saturated: bool = False,
                  resized: resize.Resize | None = None) -> resources.ResourceList:
     """The pod's effective requests as kube-scheduler computes them, plus `pods: 1`.
@@ -477,31 +469,17 @@ def pod_requests(spec: Obj, saturated: bool = False,
             beyond range, with its field named (`spec` for a total).
         resources.InvalidQuantity: a malformed quantity, with its field named.
     """
-    def held(container: Obj, request: resources.ResourceList) -> resources.ResourceList:
-        if resized is None:
+    def read(container: Obj, where: str, kind: container_totals.Kind) -> resources.ResourceList:
+        request = container_requests(container, where, saturated)
+        if resized is None or kind is container_totals.Kind.INIT:
             return request
         found = resized.containers.get(_str(container.get("name")))
         return request if found is None else resized.effective(request, found)
 
-    total: resources.ResourceList = {}
-    for i, container in enumerate(map(_dict, _list(spec.get("containers")))):
-        total = resources.add(total, held(container, container_requests(
-            container, f"spec.containers[{i}]", saturated)))
-    sidecars: resources.ResourceList = {}
-    init_max: resources.ResourceList = {}
-    for i, container in enumerate(map(_dict, _list(spec.get("initContainers")))):
-        request = container_requests(container, f"spec.initContainers[{i}]", saturated)
-        if container.get("restartPolicy") == "Always":
-            request = held(container, request)
-            total = resources.add(total, request)
-            sidecars = resources.add(sidecars, request)
-            request = sidecars
-        else:
-            request = resources.add(request, sidecars)
-        init_max = resources.max_each(init_max, request)
-    total = resources.max_each(total, init_max)
+    total = container_totals.aggregate(map(_dict, _list(spec.get("containers"))),
+                                       map(_dict, _list(spec.get("initContainers"))), read)
     pod_level = _requests(_dict(spec.get("resources")), "spec.resources",
-                          only=is_pod_level_resource, saturated=saturated)
+                          only=container_totals.is_pod_level_resource, saturated=saturated)
     if resized is not None and resized.pod is not None and pod_level:
         effective = resized.effective(pod_level, resized.pod)
         pod_level = {name: effective.get(name, 0) for name in pod_level}
@@ -711,7 +689,7 @@ def host_ports(spec: Obj) -> tuple[HostPort, ...]:
     """
     found = []
     sidecars = [c for c in map(_dict, _list(spec.get("initContainers")))
-                if c.get("restartPolicy") == "Always"]
+                if container_totals.is_sidecar(c)]
     for container in [*sidecars, *map(_dict, _list(spec.get("containers")))]:
         for port in map(_dict, _list(container.get("ports"))):
             number = port.get("hostPort")

@@ -31,7 +31,8 @@ STANDARD = frozenset({
 """`helper.standardResources`."""
 CONTAINER = frozenset({"cpu", "memory", "ephemeral-storage"})
 """`helper.standardContainerResources` (hugepages-* besides)."""
-HUGEPAGES, REQUESTS, NATIVE = "hugepages-", "requests.", "kubernetes.io/"
+REQUESTS, NATIVE = "requests.", "kubernetes.io/"
+HUGEPAGES = resources.HUGEPAGES
 
 
 def problem(spec: Mapping[str, Any]) -> tuple[str, str] | None:

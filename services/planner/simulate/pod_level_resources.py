@@ -16,13 +16,12 @@ reads a pod the API server stored; without this, the pod-level limit stood in fo
 (`watcher.slim.pod_requests`) and the pod was charged 6.
 
 The aggregates are component-helpers' `AggregateContainerRequests` and
-`AggregateContainerLimits` (`resource/helpers.go`): the app containers summed, each sidecar
-(init container with `restartPolicy: Always`) added to that sum and to every later init
-container, and the largest of those init containers' amounts taken where it is more. Amounts
-are counted in gangsched units (`services.contracts.resources`: millicores, bytes), each
-quantity rounded up as the planner rounds it, and written back in its form (`format_amount`):
-the pod is charged what the planner would charge its containers. A malformed or out-of-range
-container quantity leaves the pod as written: the planner refuses it naming that field.
+`AggregateContainerLimits` (`services.contracts.container_totals`, the rule the watcher charges
+a stored pod by). Amounts are counted in gangsched units (`services.contracts.resources`:
+millicores, bytes), each quantity rounded up as the planner rounds it, and written back in its
+form (`format_amount`): the pod is charged what the planner would charge its containers. A
+malformed or out-of-range container quantity leaves the pod as written: the planner refuses it
+naming that field.
 
 Shapes: `spec` is a pod spec whose field types `shapes` checked (`resources` and each
 container's `resources` mappings of `requests` and `limits` maps, or null); its containers are
@@ -34,13 +33,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from services.contracts import resources
+from services.contracts import container_totals, resources
 
-HUGEPAGES = "hugepages-"
 DEFAULTED_FROM_CONTAINERS = (resources.CPU, resources.MEMORY)
 """The pod-level resources whose missing request `defaultPodRequests` takes from the
 containers (`IsSupportedPodLevelResource` and `IsOvercommitAllowed`: not hugepages)."""
-SIDECAR_RESTART_POLICY = "Always"
 
 
 def default(spec: dict[str, Any]) -> None:
@@ -57,14 +54,8 @@ def default(spec: dict[str, Any]) -> None:
         _default_requests(pod_level, requests)
 
 
-def is_pod_level(name: str) -> bool:
-    """`IsSupportedPodLevelResource` (component-helpers `resource/helpers.go`): cpu, memory
-    and hugepages-*."""
-    return name in DEFAULTED_FROM_CONTAINERS or _is_hugepages(name)
-
-
 def _is_hugepages(name: str) -> bool:
-    return name.startswith(HUGEPAGES)
+    return name.startswith(resources.HUGEPAGES)
 
 
 def _default_hugepage_limits(pod_level: dict[str, Any], aggregate: Mapping[str, int]) -> None:
@@ -92,7 +83,7 @@ def _default_requests(pod_level: dict[str, Any], aggregate: Mapping[str, int]) -
     for name, amount in aggregate.items():
         requests.setdefault(name, resources.format_amount(name, amount))
     for name, quantity in limits.items():
-        if name not in requests and is_pod_level(str(name)):
+        if name not in requests and container_totals.is_pod_level_resource(str(name)):
             requests[name] = quantity
     if requests:
         pod_level["requests"] = requests
@@ -116,34 +107,16 @@ def _aggregate(spec: Mapping[str, Any], read: Callable[[Mapping[str, Any]], dict
     (`_limits`) of the pod spec `spec`, of the resources `wanted` takes, in gangsched units;
     a resource some container gives, even as 0, is in it. None when a quantity is malformed
     or beyond range (module docstring)."""
+    def units(container: Mapping[str, Any], _where: str,
+              _kind: container_totals.Kind) -> resources.ResourceList:
+        return {str(name): resources.to_units(str(name), text)
+                for name, text in read(container).items() if wanted(str(name))}
+
     try:
-        total: resources.ResourceList = {}
-        for container in spec.get("containers") or ():
-            total = resources.add(total, _units(read(container), wanted))
-        sidecars: resources.ResourceList = {}
-        most: resources.ResourceList = {}
-        for container in spec.get("initContainers") or ():
-            amounts = _units(read(container), wanted)
-            if container.get("restartPolicy") == SIDECAR_RESTART_POLICY:
-                total = resources.add(total, amounts)
-                sidecars = amounts = resources.add(sidecars, amounts)
-            else:
-                amounts = resources.add(amounts, sidecars)
-            most = resources.max_each(most, amounts)
+        return container_totals.aggregate(spec.get("containers") or (),
+                                          spec.get("initContainers") or (), units)
     except (resources.InvalidQuantity, resources.AmountBeyondRange):
         return None
-    return resources.max_each(total, most)
-
-
-def _units(quantities: Mapping[Any, Any], wanted: Callable[[str], bool]) -> resources.ResourceList:
-    """The `quantities` of the resources `wanted` takes, in gangsched units.
-
-    Raises:
-        resources.InvalidQuantity: a malformed quantity.
-        resources.AmountBeyondRange: a quantity beyond `resources.MAX_AMOUNT`.
-    """
-    return {str(name): resources.to_units(str(name), text)
-            for name, text in quantities.items() if wanted(str(name))}
 
 
 def _map(value: Any) -> dict[Any, Any]:
