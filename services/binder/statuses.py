@@ -195,10 +195,14 @@ def native_podgroup_status(
 def scheduled_condition(update: StatusUpdate, generation: int | None) -> dict[str, Any]:
     """The `Scheduled` metav1.Condition for `update`, without `lastTransitionTime`.
 
-    `status` is True once the gang runs (phase Running or Finished) or when the planner's
-    reason says it was placed (Scheduled, GroupBound, Bound); else False.
+    `status` is True when the planner's reason says the gang was placed (Scheduled,
+    GroupBound, Bound), False for any other reason (Unschedulable, Binding, Preempted, ...).
+    Only an update without a reason falls back to the phase: True once the gang runs (Running
+    or Finished). The phase alone would read True beside an Unschedulable reason: a gang whose
+    pods still run (terminating, or another scheduler's) while its members of ours wait.
     """
-    is_scheduled = update.phase in SCHEDULED_PHASES or update.condition_reason in SCHEDULED_REASONS
+    is_scheduled = (update.condition_reason in SCHEDULED_REASONS
+                    or (not update.condition_reason and update.phase in SCHEDULED_PHASES))
     condition: dict[str, Any] = {
         "type": SCHEDULED_CONDITION,
         "status": "True" if is_scheduled else "False",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from services.binder import statuses
 from services.contracts.decisions import StatusUpdate
 from tests.unit.binder.fakes import make_pod
@@ -130,6 +132,32 @@ def test_a_native_podgroup_that_does_not_fit_is_unschedulable() -> None:
     assert patch is not None
     assert [(c["type"], c["status"], c["reason"]) for c in patch["conditions"]] == [
         ("PodGroupScheduled", "False", "Unschedulable")]
+
+
+@pytest.mark.parametrize("reason", ["Unschedulable", "Binding", "Preempted"])
+def test_a_running_gang_whose_members_of_ours_wait_is_not_scheduled(reason: str) -> None:
+    """Phase Running (old members terminating, or another scheduler's pods, still run) while
+    the planner's reason says ours wait: the condition follows the reason, False, in both
+    PodGroup APIs (the phase made it True beside the reason Unschedulable)."""
+    running = update(phase="Running", running=2, condition_reason=reason,
+                     condition_message="gang ml/train: 0 of 2 members fit")
+    patch = statuses.podgroup_status(running, {"metadata": {}, "status": {}}, NOW)
+    assert patch is not None
+    assert [(c["status"], c["reason"]) for c in patch["conditions"]] == [("False", reason)]
+    native = statuses.podgroup_status(
+        running, {"apiVersion": "scheduling.k8s.io/v1alpha2", "status": {}}, NOW)
+    assert native is not None
+    assert [(c["status"], c["reason"]) for c in native["conditions"]] == [
+        ("False", "Unschedulable")]
+
+
+def test_a_native_podgroup_running_without_a_reason_is_scheduled() -> None:
+    """No reason from the planner: the phase decides (Running: the gang was placed)."""
+    patch = statuses.podgroup_status(update(phase="Running", running=3),
+                                     {"apiVersion": "scheduling.k8s.io/v1alpha2",
+                                      "status": {}}, NOW)
+    assert patch is not None
+    assert [(c["status"], c["reason"]) for c in patch["conditions"]] == [("True", "Scheduled")]
 
 
 PREEMPTING = "gangsched: preempting to accommodate a higher priority podgroup"

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import msgspec
 import pytest
 
+from services.binder import statuses
 from services.contracts.decisions import StatusUpdate
 from services.contracts.events import GroupBound
 from services.planner.core import status
 from tests.unit.planner.builders import PodBuilder, make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster
+
+COSCHEDULING_API = "scheduling.x-k8s.io/v1alpha1"
+NATIVE_API = "scheduling.k8s.io/v1alpha2"
+NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def prebound(count: int, phase: str, group: str | None = "g", prefix: str = "g"
@@ -267,8 +274,11 @@ def test_members_beyond_min_member_that_do_not_fit_leave_the_group_scheduled() -
 def test_members_quorum_does_not_count_do_not_make_the_group_scheduled(old: str) -> None:
     """Two bound pods carrying the label, terminating or bound by another scheduler, and two
     members of ours that do not fit: quorum counts neither old pod, so the gang is
-    Unschedulable (it read Scheduled, which the binder wrote as status True)."""
-    olds = [make_pod(f"old-{i}").requests(cpu_milli=1000).on_node("n0", "Pending").in_group("g")
+    Unschedulable (it read Scheduled, which the binder wrote as status True). The old pods
+    run, so the phase is Running as Coscheduling counts it; the condition the binder writes
+    is still False (it read True beside the reason Unschedulable, and the native
+    PodGroupScheduled read Scheduled)."""
+    olds = [make_pod(f"old-{i}").requests(cpu_milli=1000).on_node("n0", "Running").in_group("g")
             for i in range(2)]
     olds = [p.deleting() if old == "terminating" else p.scheduler("default-scheduler")
             for p in olds]
@@ -277,9 +287,15 @@ def test_members_quorum_does_not_count_do_not_make_the_group_scheduled(old: str)
                                          for i in range(2)))
     cluster.plan()
     update = cluster.statuses("default/g")[-1]
-    assert (update.condition_reason, update.condition_message) == (
-        "Unschedulable", "gang default/g: 0 of 2 members fit; 0/1 nodes are available: "
-        "1 Insufficient cpu.")
+    assert (update.phase, update.condition_reason, update.condition_message) == (
+        "Running", "Unschedulable", "gang default/g: 0 of 2 members fit; 0/1 nodes are "
+        "available: 1 Insufficient cpu.")
+    for api, condition in [(COSCHEDULING_API, ("Scheduled", "False", "Unschedulable")),
+                           (NATIVE_API, ("PodGroupScheduled", "False", "Unschedulable"))]:
+        patch = statuses.podgroup_status(update, {"apiVersion": api, "status": {}}, NOW)
+        assert patch is not None
+        assert [(c["type"], c["status"], c["reason"]) for c in patch["conditions"]] == [
+            condition]
 
 
 @pytest.mark.parametrize("extra", ["Running", "terminating"])
