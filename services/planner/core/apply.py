@@ -344,13 +344,15 @@ def _podgroup_changed(state: PlannerState, key: str, podgroup: PodGroupObserved 
     replaced by one of another uid, ends the run its gang had (`GroupState.has_run`): the
     Succeeded pods of that run do not count for the new one's quorum, and the status told of
     the old object is forgotten (the new one's is told afresh, and an ended run's phase is
-    not kept for it: `status.derive`)."""
+    not kept for it: `status.derive`), its `scheduleStartTime` with it (the new one's is its
+    own first attempt)."""
     old = state.podgroups.get(key)
     if old is not None and (podgroup is None or podgroup.uid != old.uid):
         group = state.groups.get(key)
         if group is not None:
             group.has_run = False
             group.last_status = None  # the new object has none of the old one's status
+            group.schedule_start_ms = None
     if podgroup is None:
         state.podgroups.pop(key, None)
     else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 43
+CORE_REVISION = 44
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -182,7 +182,8 @@ is told its status afresh; the `Scheduled` condition reads Scheduled once minMem
 and Binding while its placement is bound, whatever members beyond it wait for ("PodGroup
 status"); NodeDeclaredFeatures: a pod that requires a node feature (a RestartAllContainers
 restart rule) is refused on nodes not declaring it, and a node declaring a new feature wakes
-waiting groups ("NodeDeclaredFeatures")."""
+waiting groups ("NodeDeclaredFeatures"). 44: a PodGroup deleted, or made anew, forgets the
+old object's `scheduleStartTime`: the new one's is its own first attempt ("PodGroup status")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

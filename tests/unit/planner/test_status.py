@@ -9,7 +9,7 @@ import pytest
 
 from services.binder import statuses
 from services.contracts.decisions import StatusUpdate
-from services.contracts.events import GroupBound
+from services.contracts.events import GroupBound, PodGroupDeleted
 from services.planner.core import status
 from tests.unit.planner.builders import PodBuilder, make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster
@@ -312,3 +312,25 @@ def test_a_finished_group_stays_finished_beside_a_member_of_its_run_still_there(
     cluster.delete_pod("g-1")
     cluster.plan()
     assert latest(cluster) == ("Finished", (1, 2, 0))
+
+
+def test_a_podgroup_made_anew_does_not_keep_the_old_objects_schedule_start_time() -> None:
+    """A gang ran, a replacement that does not fit waits, the PodGroup is deleted and made
+    anew 100 s later: the new object's scheduleStartTime is its own first attempt (it was
+    the old object's, earlier than the new one's creation)."""
+    cluster = Cluster().observe(*(make_node(f"n{i}").capacity(cpu_milli=1000) for i in range(2)),
+                                make_podgroup("g", 2),
+                                *(make_pod(f"g-{i}").requests(cpu_milli=1000).in_group("g")
+                                  for i in range(2)))
+    cluster.run()
+    assert cluster.statuses("default/g")[-1].schedule_start_ms == 0
+    cluster.delete_pod("g-1")
+    cluster.observe(make_pod("g-1b").requests(cpu_milli=5000).in_group("g"))
+    cluster.plan()
+    cluster.apply(PodGroupDeleted(at_ms=cluster.now_ms, uid="uid-pg-default-g",
+                                  namespace="default", name="g"))
+    cluster.plan()
+    cluster.advance(100)
+    cluster.observe(make_podgroup("g", 2).uid("uid-pg-2").created(cluster.now_ms))
+    cluster.plan()
+    assert cluster.statuses("default/g")[-1].schedule_start_ms == 100_000
