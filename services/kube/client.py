@@ -162,7 +162,9 @@ class KubeClient:
 
         Shapes: `path` starts with `/api` or `/apis`; `body` is sent as JSON (msgspec-encoded)
         with `content_type`; `accept` is the response type asked for (`JSON`, or
-        `PARTIAL_OBJECT_METADATA`); an empty response body decodes to `{}`.
+        `PARTIAL_OBJECT_METADATA`); an empty response body decodes to `{}`; a success whose
+        body is no JSON object (a proxy's HTML login page) is KubeUnavailable, never read as
+        an object without fields (a list of nothing, a pod without a node).
         Units: `timeout_seconds` bounds the whole request once it has a slot (default: the
         client's); at most `REQUEST_SLOTS` are in flight, the others wait their turn first.
         Raises:
@@ -173,10 +175,9 @@ class KubeClient:
         what = f"{method} {path}"
         status, data = await self._exchange(what, method, path, query, body, content_type,
                                             accept, timeout_seconds)
-        decoded = _decode_object(data)
         if not 200 <= status < 300:
-            raise errors.from_status(status, decoded, what)
-        return decoded
+            raise errors.from_status(status, _decode_object(data), what)
+        return _decode_answer(data, status, what)
 
     async def get_as(self, path: str, shape: type[S], *, query: Query = (),
                      accept: str = JSON) -> S:
@@ -653,6 +654,26 @@ def _decode_object(data: bytes) -> dict[str, Any]:
     except _UNDECODABLE:
         return {"message": data[:200].decode("utf-8", "replace")}
     return decoded if isinstance(decoded, dict) else {}
+
+
+def _decode_answer(data: bytes, status: int, what: str) -> dict[str, Any]:
+    """Decode a successful (2xx) response body: `{}` when empty.
+
+    Raises:
+        KubeUnavailable: the body is no JSON object (as client-go's decoding fails and its
+            caller retries): read as one, it would stand for an object without fields.
+    """
+    if not data.strip():
+        return {}
+    try:
+        decoded = _decoder.decode(data)
+    except _UNDECODABLE:
+        decoded = None
+    if not isinstance(decoded, dict):
+        raise errors.KubeUnavailable(
+            f"{what}: answered {status} with a body that is no JSON object: "
+            f"{data[:80].decode('utf-8', 'replace')!r}")
+    return decoded
 
 
 def _decode_line(line: bytes, what: str) -> dict[str, Any]:

@@ -404,6 +404,12 @@ async def _list(
         query = [("limit", str(page_size))] + ([("continue", token)] if token else [])
         page = await client.request("GET", resource.list_path, query=query)
         reached()
+        items = page.get("items", False)
+        if items is not None and not isinstance(items, list):
+            # not a list (a proxy's answer?): read as one of nothing, every known object
+            # would be told deleted
+            raise errors.KubeUnavailable(f"{resource.kind} list: the answer is no list "
+                                         f"(kind {page.get('kind')!r})")
         for obj in list_items(page):
             for change in inventory.listed(obj):
                 yield change
@@ -451,7 +457,9 @@ async def _watch(
         elif event_type == "BOOKMARK":
             yield Synced(_resource_version(obj) or resource_version)
         elif event_type == "ERROR":
-            raise errors.from_status(int(obj.get("code") or 0), obj, f"{resource.kind} watch")
+            code = obj.get("code")
+            raise errors.from_status(code if isinstance(code, int) else 0, obj,
+                                     f"{resource.kind} watch")
         else:
             log.warning("%s watch: unknown event type %r ignored", resource.kind, event_type)
 

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import contextlib
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 import yarl
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from services.kube import client, resources
+from services.kube import client, errors, resources
 from services.kube.client import MERGE_PATCH, KubeClient
 from services.runtime import metrics
 
 pytestmark = pytest.mark.usefixtures("no_proxy_environment")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class Recorder:
@@ -38,10 +40,13 @@ class Recorder:
 
 
 @contextlib.asynccontextmanager
-async def api_server(host: str = "127.0.0.1") -> AsyncIterator[tuple[Recorder, int]]:
+async def api_server(host: str = "127.0.0.1", answer: Handler | None = None
+                     ) -> AsyncIterator[tuple[Recorder, int]]:
+    """A server on a free port recording what it receives (`answer`: what it answers
+    instead of a Status)."""
     recorder = Recorder()
     app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", recorder.handle)
+    app.router.add_route("*", "/{tail:.*}", answer or recorder.handle)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, 0)
@@ -162,3 +167,22 @@ async def test_each_answer_is_counted_under_its_verb_and_code() -> None:
         finally:
             await kube.close()
     assert counted() == before + 3
+
+
+@pytest.mark.parametrize("body", [b"<html><body>Sign in</body></html>", b"[1, 2]", b"\"ok\""])
+async def test_a_success_whose_body_is_no_json_object_is_unavailable(body: bytes) -> None:
+    """A 200 whose body is a proxy's HTML login page (or JSON but no object) is no answer:
+    read as `{}` it was a list of nothing, so the watcher told every known object deleted."""
+    async def answer(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="text/html")
+
+    async with api_server(answer=answer) as (_, port):
+        kube = kube_client(f"http://127.0.0.1:{port}")
+        try:
+            with pytest.raises(errors.KubeUnavailable) as raised:
+                await kube.request("GET", "/api/v1/pods")
+            assert str(raised.value) == (
+                "GET /api/v1/pods: answered 200 with a body that is no JSON object: "
+                f"{body[:80].decode()!r}")
+        finally:
+            await kube.close()

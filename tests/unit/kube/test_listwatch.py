@@ -524,3 +524,26 @@ async def test_a_410_gone_is_logged_as_met_by_the_list_or_the_watch_that_met_it(
                 if "expired" in record.getMessage()]
     assert [line.split(" (")[0] for line in expiries] == [
         "pod list expired at once", "pod watch expired at once"]
+
+
+async def test_a_list_answer_that_is_no_list_deletes_nothing_and_is_retried() -> None:
+    """A relist answered with a JSON object holding no `items` (a proxy's, a misrouted
+    server's) is no list of nothing: it is retried, and no known object is told deleted
+    (every pod, node and PodGroup was, and the planner saw an empty cluster)."""
+    seed = {"u1": Known("a", "default", "5"), "u2": Known("b", "default", "6")}
+    api = FakeApi(lists=[{"kind": "Status", "metadata": {}}, {"items": "none"},
+                         page([obj("a", "u1", "5")], "10")], watches=[])
+    seen = await take(api, 2, known=seed)
+    assert summary(seen) == [("synthetic-deleted", "u2", "6"), ("synced", "10")]
+    assert [call for call, _ in api.calls] == ["list", "list", "list"]
+
+
+async def test_a_watch_error_without_a_numeric_code_is_an_error_not_a_crash() -> None:
+    """An ERROR event whose `code` is no integer ends the watch as an error of the server
+    (retried from the same position), not a ValueError that took the watcher down."""
+    api = FakeApi(lists=[page([], "10")],
+                  watches=[[{"type": "ERROR", "object": {"kind": "Status", "code": "x",
+                                                         "message": "odd"}}],
+                           [{"type": "ADDED", "object": obj("a", "u1", "11")}]])
+    seen = await take(api, 2)
+    assert summary(seen) == [("synced", "10"), ("observed", "u1", "11")]
