@@ -27,16 +27,19 @@ class Retry:
     the last transient one when `attempts` are used up.
 
     Units: waits in seconds, the n-th wait `first_wait_seconds * 2**(n-1)` capped at
-    `max_wait_seconds` (tenacity's `wait_exponential`); `attempts` None retries without
-    limit (the caller bounds the time). Safe to share between concurrent calls: each retrying
-    call runs its own copy of the policy.
+    `max_wait_seconds` (tenacity's `wait_exponential`), or longer when the API server asked
+    for longer (`KubeError.retry_after_seconds`: a 429's `Retry-After`, which client-go
+    waits for; retrying sooner adds to the overload the server is shedding); `attempts` None
+    retries without limit (the caller bounds the time). Safe to share between concurrent
+    calls: each retrying call runs its own copy of the policy.
     """
 
     def __init__(self, *, first_wait_seconds: float, max_wait_seconds: float,
                  attempts: int | None = None) -> None:
         self._policy = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception_type(errors.KubeUnavailable),
-            wait=tenacity.wait_exponential(multiplier=first_wait_seconds, max=max_wait_seconds),
+            wait=_AsTheServerAsks(tenacity.wait_exponential(multiplier=first_wait_seconds,
+                                                            max=max_wait_seconds)),
             stop=tenacity.stop_never if attempts is None else tenacity.stop_after_attempt(attempts),
             reraise=True,
         )
@@ -63,3 +66,18 @@ class Retry:
 
         result: T = await self._policy.copy(before_sleep=before_sleep)(attempt)
         return result
+
+
+class _AsTheServerAsks(tenacity.wait.wait_base):
+    """A tenacity wait: `base`'s, or the wait the failed attempt's answer asked for
+    (`KubeError.retry_after_seconds`) when longer."""
+
+    def __init__(self, base: tenacity.wait.wait_base) -> None:
+        self._base = base
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        wait = self._base(retry_state)
+        outcome = retry_state.outcome
+        error = outcome.exception() if outcome is not None and outcome.failed else None
+        asked = error.retry_after_seconds if isinstance(error, errors.KubeError) else None
+        return wait if asked is None else max(wait, float(asked))

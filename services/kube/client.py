@@ -175,8 +175,6 @@ class KubeClient:
         what = f"{method} {path}"
         status, data = await self._exchange(what, method, path, query, body, content_type,
                                             accept, timeout_seconds)
-        if not 200 <= status < 300:
-            raise errors.from_status(status, _decode_object(data), what)
         return _decode_answer(data, status, what)
 
     async def get_as(self, path: str, shape: type[S], *, query: Query = (),
@@ -192,9 +190,7 @@ class KubeClient:
             that is not a Kubernetes API server, or a type the code mis-declared).
         """
         what = f"GET {path}"
-        status, data = await self._exchange(what, "GET", path, query, None, JSON, accept, None)
-        if not 200 <= status < 300:
-            raise errors.from_status(status, _decode_object(data), what)
+        _, data = await self._exchange(what, "GET", path, query, None, JSON, accept, None)
         try:
             decoded: S = _typed_decoder(shape).decode(data)
         except _UNDECODABLE as error:
@@ -212,7 +208,13 @@ class KubeClient:
         accept: str,
         timeout_seconds: float | None,
     ) -> tuple[int, bytes]:
-        """One request through a slot: the answer's HTTP status and its body, read whole."""
+        """One request through a slot: the answer's HTTP status (2xx) and its body, read
+        whole.
+
+        Raises:
+            KubeError subclasses for any other status (`errors.from_status`, with the
+            answer's `Retry-After`); KubeUnavailable as `request`.
+        """
         timeout = _request_timeout(timeout_seconds or self._request_timeout_seconds)
         async with self._slots:
             response = await self._send(what, method, path, query, body, content_type, accept,
@@ -223,6 +225,8 @@ class KubeClient:
                 raise self._unreachable(what, error) from error
             finally:
                 response.release()
+        if not 200 <= response.status < 300:
+            raise _failed(response, data, what)
         return response.status, data
 
     async def get_if_exists(self, path: str, *, accept: str = JSON) -> dict[str, Any] | None:
@@ -257,8 +261,7 @@ class KubeClient:
         response = await self._send(what, "GET", path, query, None, JSON, JSON, timeout)
         try:
             if not 200 <= response.status < 300:
-                body = _decode_object(await response.read())
-                raise errors.from_status(response.status, body, what)
+                raise _failed(response, await response.read(), what)
             if opened is not None:
                 opened()
             async for line in _lines(response):
@@ -654,6 +657,16 @@ def _decode_object(data: bytes) -> dict[str, Any]:
     except _UNDECODABLE:
         return {"message": data[:200].decode("utf-8", "replace")}
     return decoded if isinstance(decoded, dict) else {}
+
+
+def _failed(response: aiohttp.ClientResponse, data: bytes, what: str) -> errors.KubeError:
+    """The error of a request on `what` answered with a status other than 2xx: its body (a
+    Status, as the API server sends) read as `errors.from_status` reads it, with the wait the
+    answer asks for (`errors.retry_after_seconds`)."""
+    return errors.from_status(
+        response.status, _decode_object(data), what,
+        retry_after_seconds=errors.retry_after_seconds(
+            response.status, response.headers.get("Retry-After")))
 
 
 def _decode_answer(data: bytes, status: int, what: str) -> dict[str, Any]:

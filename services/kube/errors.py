@@ -17,12 +17,16 @@ class KubeError(Exception):
     request, for messages users read."""
 
     def __init__(
-        self, message: str, *, status: int = 0, reason: str = "", detail: str = ""
+        self, message: str, *, status: int = 0, reason: str = "", detail: str = "",
+        retry_after_seconds: int | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
         self.detail = detail or message
+        self.retry_after_seconds = retry_after_seconds
+        """Seconds the API server asked to wait before trying again (`Retry-After` of a 429
+        or 5xx, or the Status's `details.retryAfterSeconds`); None when it asked nothing."""
 
 
 class KubeNoCredentials(KubeError):
@@ -119,15 +123,46 @@ def error_type(status: int) -> type[KubeError]:
     return KubeError
 
 
-def from_status(status: int, body: Mapping[str, Any] | None, what: str) -> KubeError:
+def from_status(status: int, body: Mapping[str, Any] | None, what: str, *,
+                retry_after_seconds: int | None = None) -> KubeError:
     """Build the error for a failed request on `what` (e.g. `"bind default/p1"`).
 
     Shapes: `body` is the decoded `Status` object the API server returns with errors, if any;
-    its `message` and `reason` become the error's message and `reason`.
+    its `message` and `reason` become the error's message and `reason`; `retry_after_seconds`
+    is the answer's `Retry-After` (`retry_after_seconds`), else the Status's
+    `details.retryAfterSeconds` (what client-go's `SuggestsClientDelay` reads).
     """
+    if retry_after_seconds is None:
+        retry_after_seconds = _suggested_delay(body)
     message = str((body or {}).get("message") or "")
     reason = str((body or {}).get("reason") or "")
     detail = f"HTTP {status}" + (f" {reason}" if reason else "")
     if message:
         detail += f": {message}"
-    return error_type(status)(f"{what}: {detail}", status=status, reason=reason, detail=detail)
+    return error_type(status)(f"{what}: {detail}", status=status, reason=reason, detail=detail,
+                              retry_after_seconds=retry_after_seconds)
+
+
+def retry_after_seconds(status: int, header: str | None) -> int | None:
+    """The seconds a `Retry-After` header value asks a client to wait, for an answer with
+    HTTP `status`; None when it asks nothing.
+
+    Source: client-go `rest.checkWait`: only a 429 or a 5xx asks, and only with a whole
+    number of seconds (an HTTP date is ignored); a negative number asks for no wait.
+    """
+    if header is None or not (status == 429 or status >= 500):
+        return None
+    try:
+        seconds = int(header.strip())
+    except ValueError:
+        return None
+    return max(seconds, 0)
+
+
+def _suggested_delay(body: Mapping[str, Any] | None) -> int | None:
+    """A Status's `details.retryAfterSeconds` when a positive integer, else None."""
+    details = (body or {}).get("details")
+    seconds = details.get("retryAfterSeconds") if isinstance(details, Mapping) else None
+    if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
+        return seconds
+    return None

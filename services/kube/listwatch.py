@@ -371,6 +371,8 @@ async def observe(
             health.silent(resource)
         except errors.KubeError as error:
             delay = backoff.next_seconds()
+            if error.retry_after_seconds is not None:  # as client-go waits a 429's Retry-After
+                delay = max(delay, float(error.retry_after_seconds))
             health.failed(resource, error, delay)
             await asyncio.sleep(delay)
 

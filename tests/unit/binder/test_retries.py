@@ -114,3 +114,22 @@ async def test_concurrent_calls_of_one_policy_count_their_own_attempts() -> None
     assert [attempt for attempt, _, _ in seen_a] == [1, 2]
     assert [attempt for attempt, _, _ in seen_b] == [1, 2]
     assert (a.calls, b.calls) == (3, 3)
+
+
+async def test_a_retry_waits_as_long_as_the_api_server_asked() -> None:
+    """A 429 whose Retry-After asks for 2 s: the next attempt comes after 2 s, not after the
+    backoff's 1 ms (client-go waits for it; retrying sooner adds to the overload the server
+    sheds); an answer that asked nothing keeps the backoff."""
+    seen: Seen = []
+    throttled = errors.from_status(429, {"message": "too many"}, "bind", retry_after_seconds=2)
+    policy = retries.Retry(first_wait_seconds=FIRST_WAIT, max_wait_seconds=MAX_WAIT)
+    sleeps: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    policy._policy.sleep = no_sleep  # type: ignore[assignment]
+    result = await policy.call(Script(throttled, unavailable(2)), before_sleep=recording(seen))
+    assert result == "done"
+    assert [wait for _, wait, _ in seen] == [2.0, FIRST_WAIT * 2]
+    assert sleeps == [2.0, FIRST_WAIT * 2]

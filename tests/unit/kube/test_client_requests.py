@@ -186,3 +186,22 @@ async def test_a_success_whose_body_is_no_json_object_is_unavailable(body: bytes
                 f"{body[:80].decode()!r}")
         finally:
             await kube.close()
+
+
+async def test_a_throttled_answer_carries_the_wait_it_asks_for() -> None:
+    """A 429 with `Retry-After: 3` (the API server's priority and fairness shedding load)
+    is KubeUnavailable carrying 3 s, which every retry of ours waits at least."""
+    async def answer(request: web.Request) -> web.Response:
+        return web.json_response({"kind": "Status", "reason": "TooManyRequests",
+                                  "message": "too many requests"}, status=429,
+                                 headers={"Retry-After": "3"})
+
+    async with api_server(answer=answer) as (_, port):
+        kube = kube_client(f"http://127.0.0.1:{port}")
+        try:
+            with pytest.raises(errors.KubeUnavailable) as raised:
+                await kube.request("POST", "/api/v1/namespaces/d/pods/p/binding", body={})
+            assert raised.value.retry_after_seconds == 3
+            assert raised.value.detail == "HTTP 429 TooManyRequests: too many requests"
+        finally:
+            await kube.close()

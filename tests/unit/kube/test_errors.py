@@ -56,3 +56,25 @@ def test_the_detail_leaves_out_the_request_for_user_facing_messages() -> None:
     error = errors.from_status(403, {"reason": "Forbidden", "message": "no"}, "POST /x")
     assert error.detail == "HTTP 403 Forbidden: no"
     assert errors.KubeUnavailable("GET /x: TimeoutError()").detail == "GET /x: TimeoutError()"
+
+
+@pytest.mark.parametrize(("status", "header", "expected"), [
+    (429, "3", 3), (503, " 10 ", 10), (500, "-1", 0), (429, "Fri, 31 Dec 1999 23:59:59 GMT",
+                                                         None),
+    (429, None, None), (404, "3", None), (409, "5", None)])
+def test_retry_after_is_read_as_client_go_reads_it(status: int, header: str | None,
+                                                   expected: int | None) -> None:
+    """Whole seconds of a 429's or 5xx's Retry-After only (client-go `checkWait`)."""
+    assert errors.retry_after_seconds(status, header) == expected
+
+
+def test_a_status_suggesting_a_delay_asks_for_it_when_no_header_did() -> None:
+    """The Status's `details.retryAfterSeconds` (client-go `SuggestsClientDelay`), unless a
+    Retry-After header asked for a wait of its own."""
+    body = {"message": "slow down", "details": {"retryAfterSeconds": 4}}
+    assert errors.from_status(429, body, "list pods").retry_after_seconds == 4
+    assert errors.from_status(429, body, "list pods",
+                              retry_after_seconds=1).retry_after_seconds == 1
+    assert errors.from_status(429, {"message": "x"}, "list pods").retry_after_seconds is None
+    assert errors.from_status(
+        500, {"details": {"retryAfterSeconds": "4"}}, "x").retry_after_seconds is None

@@ -547,3 +547,24 @@ async def test_a_watch_error_without_a_numeric_code_is_an_error_not_a_crash() ->
                            [{"type": "ADDED", "object": obj("a", "u1", "11")}]])
     seen = await take(api, 2)
     assert summary(seen) == [("synced", "10"), ("observed", "u1", "11")]
+
+
+async def test_a_throttled_list_waits_as_long_as_the_api_server_asked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list answered 429 with Retry-After 7: the next list comes 7 s later, not after the
+    backoff (client-go's reflector waits for it); one that asked nothing keeps the backoff."""
+    sleeps: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recorded(seconds: float) -> None:
+        sleeps.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", recorded)
+    throttled = errors.from_status(429, {"message": "too many requests"}, "list pods",
+                                   retry_after_seconds=7)
+    api = FakeApi(lists=[throttled, errors.KubeUnavailable("down"), page([], "10")],
+                  watches=[])
+    seen = await take(api, 1)
+    assert summary(seen) == [("synced", "10")]
+    assert sleeps == [7.0, 0.0]
