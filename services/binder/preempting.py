@@ -9,18 +9,29 @@ default since 1.35). Unlike kube-scheduler, each victim is read live first and e
 it is still the pod the decision named (`eviction.skip_reason`), and the delete carries a uid
 precondition, so a signed but stale decision never evicts an equal or higher priority pod nor
 a pod recreated under a victim's name. A redelivery is idempotent: its victims are then gone
-or terminating and are skipped. API errors other than "gone or replaced" are raised, for the
-caller's retry and dead-letter policy; the event is best effort. Never publishes.
+or terminating and are skipped.
+
+Victims go as whole gangs, so transient API errors (429, 5xx, timeouts: KubeUnavailable) are
+retried in place, waiting as long as the API server asks (`retries.Retry`): every victim is
+read first, retried until the decision's deadline (past it, nothing is evicted: the planner no
+longer holds the nodes); once they are read, each eviction is retried without limit, as a
+rollback is, because a victim gang left below its minMember is worse than a late one. (It was
+one attempt per delivery: a 429 on the second victim of a gang, five deliveries in a row, left
+the first deleted and the second running.) Other API errors than "gone or replaced" are
+raised, for the caller's retry and dead-letter policy; the event is best effort; a
+nomination is retried until the deadline, then given up. Never publishes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any, TypeVar
 
-from services.binder import eviction, messages, statuses
+from services.binder import eviction, messages, retries, statuses
 from services.binder.eviction import Skip
 from services.binder.ports import Kube, WallClock
 from services.binder.reporter import best_effort
@@ -32,11 +43,19 @@ from services.runtime import metrics
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 PREEMPTED = "Preempted"
 ACTION_PREEMPTING = "Preempting"
 GONE_OR_REPLACED = (errors.KubeNotFound, errors.KubeConflict, errors.KubeInvalid)
 """What a write on a pod answers when it is gone or its name now belongs to another pod (a
 status patch carries the uid, a delete a uid precondition)."""
+RETRY_FIRST_WAIT_SECONDS = 0.2
+RETRY_MAX_WAIT_SECONDS = 5.0
+_RETRY = retries.Retry(first_wait_seconds=RETRY_FIRST_WAIT_SECONDS,
+                       max_wait_seconds=RETRY_MAX_WAIT_SECONDS)
+"""A read or write of a victim or preemptor pod: KubeUnavailable retried without limit, the
+caller bounding the time where it must (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -73,10 +92,23 @@ async def carry_out(preemption: Preemption, kube: Kube, *, scheduler_name: str,
                          is_expired=True)
     preemptor = _Preemptor(kube, preemption)
     message = messages.preempting(scheduler_name, preemption.group)
+    try:
+        async with asyncio.timeout(_seconds_left(preemption, clock)):
+            pods = [await _persist(partial(kube.get_pod, victim.namespace, victim.name),
+                                   f"get victim pod {victim.namespace}/{victim.name}")
+                    for victim in preemption.victims]
+    except TimeoutError:
+        log.warning("preemption %s of %s: the victims could not be read before its deadline "
+                    "(API server unavailable); evicting nothing", preemption.id,
+                    preemption.group)
+        for _ in preemption.victims:
+            metrics.preemption_victims_skipped.labels(Skip.EXPIRED.value).inc()
+        return Preempted(skipped=tuple((v.uid, Skip.EXPIRED) for v in preemption.victims),
+                         is_expired=True)
     evicted: list[str] = []
     skipped: list[tuple[str, Skip]] = []
-    for victim in preemption.victims:
-        skip = await _evict(kube, victim, preemption, message, clock, preemptor)
+    for victim, pod in zip(preemption.victims, pods, strict=True):
+        skip = await _evict(kube, victim, pod, preemption, message, clock, preemptor)
         if skip is None:
             evicted.append(victim.uid)
             metrics.preemption_victims.inc()
@@ -87,7 +119,13 @@ async def carry_out(preemption: Preemption, kube: Kube, *, scheduler_name: str,
 
     async def nominate(member: Assignment) -> bool:
         async with gate:
-            return await _nominate(kube, member)
+            try:
+                async with asyncio.timeout(_seconds_left(preemption, clock)):
+                    return await _nominate(kube, member)
+            except TimeoutError:
+                log.info("preemption %s: pod %s/%s not nominated to %s before the deadline",
+                         preemption.id, member.namespace, member.name, member.node)
+                return False
 
     written = await asyncio.gather(*(nominate(m) for m in preemption.nominated))
     nominated = tuple(m.pod_uid for m, done in zip(preemption.nominated, written, strict=True)
@@ -95,11 +133,23 @@ async def carry_out(preemption: Preemption, kube: Kube, *, scheduler_name: str,
     return Preempted(tuple(evicted), tuple(skipped), nominated)
 
 
-async def _evict(kube: Kube, victim: Victim, preemption: Preemption, message: str,
-                 clock: WallClock, preemptor: _Preemptor) -> Skip | None:
-    """Condition, delete and event for one victim; None when deleted, else why not."""
+def _seconds_left(preemption: Preemption, clock: WallClock) -> float:
+    """Seconds until `preemption.deadline_ms` by `clock` (UTC epoch ms); 0 once past."""
+    return max(0.0, (preemption.deadline_ms - clock()) / 1000)
+
+
+async def _persist(call: Callable[[], Awaitable[T]], what: str) -> T:
+    """`call()`, KubeUnavailable retried without limit (`_RETRY`), each retry logged."""
+    return await _RETRY.call(call, before_sleep=lambda state: log.warning(
+        "preemption: %s failed %d times, retrying: %s", what, state.attempt_number,
+        state.outcome.exception() if state.outcome else None))
+
+
+async def _evict(kube: Kube, victim: Victim, pod: dict[str, Any] | None, preemption: Preemption,
+                 message: str, clock: WallClock, preemptor: _Preemptor) -> Skip | None:
+    """Condition, delete and event for one victim, `pod` as read (None: gone); None when
+    deleted, else why not. Transient errors are retried without limit (module docstring)."""
     name = f"{victim.namespace}/{victim.name}"
-    pod = await kube.get_pod(victim.namespace, victim.name)
     skip = eviction.skip_reason(victim, pod, preemption.priority)
     if skip is not None:
         log.info("preemption %s: not evicting pod %s (uid %s): %s", preemption.id, name,
@@ -109,8 +159,10 @@ async def _evict(kube: Kube, victim: Victim, preemption: Preemption, message: st
     patch = statuses.disruption_target_status(pod, message, statuses.from_ms(clock()))
     try:
         if patch is not None:
-            await kube.patch_pod_status(victim.namespace, victim.name, victim.uid, patch)
-        await kube.delete_pod(victim.namespace, victim.name, victim.uid)
+            await _persist(partial(kube.patch_pod_status, victim.namespace, victim.name,
+                                   victim.uid, patch), f"condition on victim pod {name}")
+        await _persist(partial(kube.delete_pod, victim.namespace, victim.name, victim.uid),
+                       f"delete victim pod {name}")
     except errors.KubeNotFound:
         log.info("preemption %s: pod %s already deleted", preemption.id, name)
         return Skip.GONE
@@ -132,8 +184,10 @@ async def _evict(kube: Kube, victim: Victim, preemption: Preemption, message: st
 
 async def _nominate(kube: Kube, member: Assignment) -> bool:
     """Write the member's nominatedNodeName; False when it is gone, replaced, bound,
-    terminating or already nominated there."""
-    pod = await kube.get_pod(member.namespace, member.name)
+    terminating or already nominated there. Transient errors are retried (the caller bounds
+    the time)."""
+    what = f"nominate pod {member.namespace}/{member.name}"
+    pod = await _persist(partial(kube.get_pod, member.namespace, member.name), what)
     if pod is None or (pod.get("metadata") or {}).get("uid") != member.pod_uid:
         return False
     if (pod.get("spec") or {}).get("nodeName") or (pod.get("metadata") or {}).get(
@@ -143,7 +197,8 @@ async def _nominate(kube: Kube, member: Assignment) -> bool:
     if patch is None:
         return False
     try:
-        await kube.patch_pod_status(member.namespace, member.name, member.pod_uid, patch)
+        await _persist(partial(kube.patch_pod_status, member.namespace, member.name,
+                               member.pod_uid, patch), what)
     except GONE_OR_REPLACED as error:
         log.debug("nominating %s for pod %s/%s skipped: %s", member.node, member.namespace,
                   member.name, error)

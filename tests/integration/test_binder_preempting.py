@@ -208,3 +208,37 @@ async def test_a_singleton_preemptor_is_named_by_its_pods_uid(binder_bus: Binder
         "Preempted by pod uid-h0 on node n1 (gangsched pod default/h0)")
     assert kube.status_patches[0][1]["conditions"][0]["message"] == (
         "gangsched: preempting to accommodate a higher priority pod")
+
+
+@pytest.mark.parametrize("step", ["get_pod", "patch_pod_status", "delete_pod"])
+async def test_a_throttled_victim_of_a_gang_is_retried_in_place_so_the_gang_goes_whole(
+    binder_bus: BinderBus, step: str,
+) -> None:
+    """Two victims of one gang, the API server answering 429 twice to a request on the
+    second: both are evicted by the one delivery. (One attempt per delivery left the first
+    deleted and the second running, and five such deliveries dead-lettered the decision.)"""
+    kube = cluster(running("v1"), running("v2"))
+    too_many = errors.KubeUnavailable("HTTP 429 TooManyRequests", status=429)
+    kube.failures[(step, "v2")] = [too_many, too_many]
+    done = delivery(a_preemption(victim("v1"), victim("v2")))
+    await binder_bus.binder(kube).process(done)
+    assert done.settled == ["ack"]
+    assert kube.deleted == ["v1", "v2"]
+    assert [call for call in kube.calls if call[0] == step].count((step, "v2")) == 3
+
+
+async def test_victims_that_cannot_be_read_before_the_deadline_are_not_evicted(
+    binder_bus: BinderBus,
+) -> None:
+    """The second victim unreadable (503) until the decision's deadline: no victim is
+    evicted, as the planner no longer holds the nodes then, and none of the gang is left
+    half evicted; the decision is done (acknowledged), its victims skipped as expired."""
+    kube = cluster(running("v1"), running("v2"))
+    kube.failures[("get_pod", "v2")] = [
+        errors.KubeUnavailable("HTTP 503 ServiceUnavailable", status=503)] * 100
+    expired = counter("gangsched_preemption_victims_skipped_total", reason="expired")
+    done = delivery(a_preemption(victim("v1"), victim("v2"), deadline_ms=NOW_MS + 700))
+    await binder_bus.binder(kube).process(done)
+    assert done.settled == ["ack"]
+    assert kube.deleted == [] and kube.status_patches == []
+    assert counter("gangsched_preemption_victims_skipped_total", reason="expired") == expired + 2
