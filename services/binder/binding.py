@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -107,7 +107,10 @@ class Known(Protocol):
 
     def node(self, name: str) -> dict[str, Any] | None: ...
 
-    def overcommit(self, node_name: str, members: Sequence[tuple[str, str]]) -> str | None: ...
+    def claim(self, node_name: str, members: Sequence[tuple[str, str]],
+              placement: str) -> str | None: ...
+
+    def release(self, placement: str, bound: Collection[tuple[str, str]]) -> None: ...
 
     def misfit(self, namespace: str, name: str, node_name: str) -> str | None: ...
 
@@ -149,7 +152,7 @@ async def survey(
     ]
     if known is not None:
         _recheck_filters(known, members, checks)
-        _recheck_capacity(known, members, checks)
+        _recheck_capacity(known, members, checks, stamp.placement_id)
     return Survey(tuple(checks))
 
 
@@ -165,16 +168,18 @@ def _recheck_filters(known: Known, members: Sequence[Assignment], checks: list[C
                                          f"{reason}")
 
 
-def _recheck_capacity(known: Known, members: Sequence[Assignment], checks: list[Check]) -> None:
-    """Refuse the bindable members of any node they would now over-commit (`Known.overcommit`):
-    another scheduler may have bound pods there since the plan."""
+def _recheck_capacity(known: Known, members: Sequence[Assignment], checks: list[Check],
+                      placement: str) -> None:
+    """Refuse the bindable members of any node they would now over-commit (`Known.claim`:
+    another scheduler may have bound pods there since the plan, beside what this binder's
+    other placements are binding there); the others' room is held for `placement`."""
     by_node: dict[str, list[int]] = {}
     for position, (member, check) in enumerate(zip(members, checks, strict=True)):
         if check.verdict is Verdict.BINDABLE:
             by_node.setdefault(member.node, []).append(position)
     for node, positions in sorted(by_node.items()):
-        reason = known.overcommit(node, [(members[p].namespace, members[p].name)
-                                         for p in positions])
+        reason = known.claim(node, [(members[p].namespace, members[p].name)
+                                    for p in positions], placement)
         if reason is not None:
             for position in positions:
                 member = members[position]

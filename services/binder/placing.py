@@ -121,8 +121,31 @@ async def carry_out(
     an earlier one whose answers or outcomes were lost. A pod found bound by anyone else is
     a refused member, never counted and never touched. The caller never hands a settled
     decision here. `known`: current objects the pre-bind survey may take instead of reading
-    them (never used after the deadline).
+    them (never used after the deadline); the room its survey claims for the members
+    (`Known.claim`) is released when the placement ends, but for the members it left bound.
     """
+    if known is None:
+        return await _carry_out(placement, kube, policy, clock, is_redelivery=is_redelivery)
+    left_bound: tuple[Assignment, ...] = ()
+    try:
+        settled = await _carry_out(placement, kube, policy, clock,
+                                   is_redelivery=is_redelivery, known=known)
+        left_bound = settled.bound
+        return settled
+    finally:
+        known.release(placement.id, {(m.namespace, m.name) for m in left_bound})
+
+
+async def _carry_out(
+    placement: Placement,
+    kube: Kube,
+    policy: Policy,
+    clock: WallClock,
+    *,
+    is_redelivery: bool,
+    known: binding.Known | None = None,
+) -> Settled:
+    """`carry_out` but the release of the room its survey claimed."""
     members = placement.members
     stamp = Stamp(placement.id, policy.scheduler_name)
     window = Window.of(placement)

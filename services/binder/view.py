@@ -13,8 +13,8 @@ PodGroup has (to write its first status and its events without a GET).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Collection, Sequence
+from typing import Any, NamedTuple
 
 from services.contracts import resources, versions
 from services.contracts.events import (
@@ -38,6 +38,15 @@ oldest is forgotten first; the planner keeps them 10 minutes of event time)."""
 Observed = PodObserved | NodeObserved | PodGroupObserved
 
 
+class _Taken(NamedTuple):
+    """A member a placement of this binder claimed room for (`ClusterView.claim`): the
+    placement's id, the node, and the member's requests (gangsched units)."""
+
+    placement: str
+    node: str
+    requests: resources.ResourceList
+
+
 class ClusterView:
     """Latest observed pods and PodGroups (by namespace and name) and nodes (by name).
 
@@ -50,6 +59,7 @@ class ClusterView:
         self._groups: dict[tuple[str, str], PodGroupObserved] = {}
         self._used: dict[str, dict[str, int]] = {}
         self._buried: dict[str, None] = {}
+        self._taken: dict[tuple[str, str], _Taken] = {}
         self.applied_seq = 0
 
     def __len__(self) -> int:
@@ -63,8 +73,11 @@ class ClusterView:
                 self._count(held, -1)
                 self._pods[(event.namespace, event.name)] = event
                 self._count(event, 1)
+                if event.node_name is not None or not uses_capacity(event):
+                    self._taken.pop((event.namespace, event.name), None)  # `_used` has it now
         elif isinstance(event, PodDeleted):
             self._bury(event.uid)
+            self._taken.pop((event.namespace, event.name), None)
             known = self._pods.get((event.namespace, event.name))
             if known is not None and known.uid == event.uid:
                 self._count(known, -1)
@@ -108,30 +121,50 @@ class ClusterView:
         while len(self._buried) > BURIED_UIDS:
             del self._buried[next(iter(self._buried))]
 
-    def overcommit(self, node_name: str, members: Sequence[tuple[str, str]]) -> str | None:
-        """Why binding `members` (namespace, name) to `node_name` would over-commit it, judged
-        by every pod the view sees bound there (whichever scheduler bound it), or None.
+    def claim(self, node_name: str, members: Sequence[tuple[str, str]],
+              placement: str) -> str | None:
+        """Why binding `members` (namespace, name) of `placement` to `node_name` would
+        over-commit it, or None, and then their requests are held there for `placement`.
 
-        Members already bound there, and members or nodes the view does not hold, add nothing
-        (the API server and the planner vouch for those). Rule: count every bound pod, and
-        re-check just before binding; mirrors kube-scheduler's NodeResourcesFit.
+        Judged by every pod the view sees bound there (whichever scheduler bound it) and the
+        members other placements of this binder hold there (claimed and not yet seen bound:
+        the watch trails the binds); members already bound there, and members or nodes the
+        view does not hold, add nothing (the API server and the planner vouch for those).
+        A member's hold ends when the view sees it bound (then its use counts) or deleted,
+        or when `release` says its placement left it unbound. Check and hold are one step
+        (no await), so two placements running at once cannot both take the last room.
+        Rule: count every bound pod, and re-check just before binding; kube-scheduler's
+        NodeResourcesFit with its assumed pods (`cache.AssumePod`).
         """
         node = self._nodes.get(node_name)
         if node is None:
             return None
         extra: dict[str, int] = {}
+        claims: dict[tuple[str, str], _Taken] = {}
         for key in members:
             pod = self._pods.get(key)
             if pod is not None and pod.node_name is None:
                 extra = resources.add(extra, pod.requests)
-        used = self._used.get(node_name, {})
+                claims[key] = _Taken(placement, node_name, pod.requests)
+        used = dict(self._used.get(node_name, {}))
+        for key, taken in self._taken.items():
+            if taken.node == node_name and taken.placement != placement and key not in claims:
+                used = resources.add(used, taken.requests)
         for name, amount in sorted(extra.items()):
             free = node.allocatable.get(name, 0) - used.get(name, 0)
             if amount > 0 and amount > free:  # a zero request fits anywhere, as the planner says
                 return (f"it has {resources.format_amount(name, max(free, 0))} {name} free "
                         f"(other pods were bound there meanwhile) and the members "
                         f"planned there request {resources.format_amount(name, amount)} {name}")
+        self._taken.update(claims)
         return None
+
+    def release(self, placement: str, bound: Collection[tuple[str, str]]) -> None:
+        """End the holds of `placement`'s members (`claim`) but those of `bound` (namespace,
+        name), which it left bound: those end when the view sees them bound or deleted."""
+        for key in [key for key, taken in self._taken.items()
+                    if taken.placement == placement and key not in bound]:
+            del self._taken[key]
 
     def misfit(self, namespace: str, name: str, node_name: str) -> str | None:
         """Why the pod `namespace/name` may not go to `node_name` by the filters that read only

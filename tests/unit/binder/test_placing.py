@@ -348,6 +348,35 @@ async def test_members_that_still_fit_beside_pods_bound_meanwhile_are_bound() ->
     assert kinds(settled) == ["GroupBound"]
 
 
+async def test_two_placements_at_once_never_together_over_commit_a_node_filled_meanwhile(
+) -> None:
+    """Gangs a and b (2 x 1 cpu each) planned together on n1 (4 cpu), which another
+    scheduler half filled since the plan: whichever binds first takes the room; the other
+    binds nothing (each passed the re-check alone, and both bound: 6 cpu on 4). Once over,
+    a placement holds no room for members it did not leave bound."""
+    names = ("a1", "a2", "b1", "b2")
+    kube = cluster(*(requesting(make_pod(name), "1") for name in names))
+    view = ClusterView()
+    view.apply(1, slim.node_event(sized_node("n1", cpu="4"), 0))
+    for seq, name in enumerate(names, start=2):
+        view.apply(seq, slim.pod_event(requesting(make_pod(name), "1"), 0))
+    view.apply(9, slim.pod_event(requesting(
+        make_pod("web", scheduler="default-scheduler", node="n1"), "2"), 0))
+    gangs = [Placement(id=f"9-{i}", plan_seq=9, at_ms=NOW_MS, group=f"default/{gang}",
+                       attempt=1, deadline_ms=NOW_MS + 30_000,
+                       members=tuple(Assignment(f"uid-{gang}{n}", "default", f"{gang}{n}", "n1")
+                                     for n in (1, 2)))
+             for i, gang in enumerate("ab")]
+    settled = await asyncio.gather(*(
+        placing.carry_out(gang, kube, POLICY, clock, is_redelivery=False, known=view)
+        for gang in gangs))
+    assert sorted(kinds(one)[-1] for one in settled) == ["GroupBound", "GroupRolledBack"]
+    assert sorted(name for name in names if kube.node_of(name) == "n1") in (
+        ["a1", "a2"], ["b1", "b2"])
+    assert view._taken.keys() == {("default", m.name) for m in settled[0].bound
+                                  + settled[1].bound}
+
+
 async def test_a_placement_onto_a_node_the_pod_does_not_fit_binds_nothing() -> None:
     # a forged (or stale) placement of a pod whose nodeSelector the planned node fails
     selective = make_pod("a")

@@ -103,7 +103,7 @@ def test_a_late_older_observation_does_not_bring_back_used_capacity() -> None:
     view.apply(3, slim.pod_event(running_on("web", "n1", "21", phase="Succeeded"), 0))
     view.apply(4, slim.pod_event(running_on("web", "n1", "20"), 0))  # another watcher's resync
     view.apply(5, slim.pod_event(make_pod("a"), 0))
-    assert view.overcommit("n1", [("default", "a")]) is None
+    assert view.claim("n1", [("default", "a")], "9-0") is None
 
 
 def test_a_late_observation_of_a_deleted_pod_is_ignored() -> None:
@@ -114,7 +114,7 @@ def test_a_late_observation_of_a_deleted_pod_is_ignored() -> None:
     view.apply(4, slim.pod_event(running_on("web", "n1", "20"), 0))
     view.apply(5, slim.pod_event(make_pod("a"), 0))
     assert view.pod("default", "web") is None
-    assert view.overcommit("n1", [("default", "a")]) is None
+    assert view.claim("n1", [("default", "a")], "9-0") is None
 
 
 def test_a_zero_request_never_over_commits() -> None:
@@ -125,7 +125,7 @@ def test_a_zero_request_never_over_commits() -> None:
     zero = make_pod("a")
     zero["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "0"}}
     view.apply(4, slim.pod_event(zero, 0))
-    reason = view.overcommit("n1", [("default", "a")])
+    reason = view.claim("n1", [("default", "a")], "9-0")
     assert reason is None
 
 
@@ -154,3 +154,51 @@ def test_the_view_names_podgroups_until_they_are_deleted() -> None:
     view.apply(2, slim.podgroup_deleted(group, 0))
     assert view.podgroup("default", "g") is None
     assert len(view) == 0
+
+
+def requesting(name: str, cpu: str, **fields: Any) -> dict[str, Any]:
+    pod = make_pod(name, **fields)
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+    return pod
+
+
+def filled_since_the_plan() -> ClusterView:
+    """n1 with 4 cpu; members a1, a2, b1, b2 (1 cpu each) pending; then another scheduler's
+    2-cpu pod bound there after the plan."""
+    view = ClusterView()
+    view.apply(1, slim.node_event(sized("n1"), 0))
+    for seq, name in enumerate(("a1", "a2", "b1", "b2"), start=2):
+        view.apply(seq, slim.pod_event(requesting(name, "1"), 0))
+    view.apply(9, slim.pod_event(requesting("web", "2", node="n1",
+                                            scheduler="default-scheduler"), 0))
+    return view
+
+
+def test_room_claimed_by_one_placement_counts_for_the_next() -> None:
+    """Two placements planned together on n1, which another scheduler half filled since the
+    plan: the first claims the last 2 cpu, so the second is refused (each passed alone, and
+    together they bound 6 cpu on a 4-cpu node); its own claim is not held."""
+    view = filled_since_the_plan()
+    assert view.claim("n1", [("default", "a1"), ("default", "a2")], "9-0") is None
+    assert view.claim("n1", [("default", "b1"), ("default", "b2")], "9-1") == (
+        "it has 0 cpu free (other pods were bound there meanwhile) and the members planned "
+        "there request 2 cpu")
+    view.release("9-1", set())
+    assert view.claim("n1", [("default", "a1"), ("default", "a2")], "9-0") is None  # again
+
+
+@pytest.mark.parametrize("end", ["released", "seen bound", "deleted"])
+def test_a_claim_ends_when_released_or_once_the_view_sees_the_member_bound_or_deleted(
+        end: str) -> None:
+    view = filled_since_the_plan()
+    assert view.claim("n1", [("default", "a1"), ("default", "a2")], "9-0") is None
+    if end == "released":
+        view.release("9-0", {("default", "a2")})  # a2 left bound, a1 not
+    elif end == "seen bound":
+        view.apply(10, slim.pod_event(requesting("a1", "1", node="n1"), 0))
+    else:
+        view.apply(10, slim.pod_deleted(requesting("a1", "1"), 0))
+    # a2's 1 cpu still held (2 web + 1 a2, + a1's 1 if seen bound): b1 fits only if a1 left
+    expected = ("it has 0 cpu free (other pods were bound there meanwhile) and the members "
+                "planned there request 1 cpu") if end == "seen bound" else None
+    assert view.claim("n1", [("default", "b1")], "9-1") == expected
