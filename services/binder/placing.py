@@ -36,11 +36,16 @@ from services.contracts.events import (
     Outcome,
 )
 from services.kube import errors
+from services.runtime.unreachable import Repeats
 
 log = logging.getLogger(__name__)
 
 MIN_TIMEOUT_MS = 1_000
 """The shortest binding window, whatever the placement says."""
+CLOCK_SLACK_MS = 2_000
+"""How far a placement may seem made in this binder's future before its clock is said to be
+behind the watcher's (ms: more than clocks kept by NTP differ)."""
+_CLOCK_BEHIND = Repeats()
 
 
 @dataclass(frozen=True)
@@ -149,12 +154,16 @@ async def _carry_out(
     members = placement.members
     stamp = Stamp(placement.id, policy.scheduler_name)
     window = Window.of(placement)
-    deadline = window.deadline_from(clock())
+    now_ms = clock()
+    _check_clock(placement, now_ms)
+    deadline = window.deadline_from(now_ms)
     if deadline.has_passed():
         if not is_redelivery:
             reason = messages.deadline_passed(0, len(members))
-            log.warning("placement %s of %s received after its deadline: %s", placement.id,
-                        placement.group, reason)
+            log.warning("placement %s of %s received after its deadline: %s (it was made %.1fs "
+                        "ago by this binder's clock: if nothing held it up, this clock runs "
+                        "ahead of the watcher's; sync the clocks, e.g. with NTP)", placement.id,
+                        placement.group, reason, (now_ms - placement.at_ms) / 1000)
             return _settle(placement, clock, [], rolled_back=RolledBack(reason, None, Undone()))
         return await _after_deadline(placement, kube, policy, clock)
     try:
@@ -169,6 +178,19 @@ async def _carry_out(
     if all(result.state is not BindState.FAILED for result in results):
         results = await _bind_progressing(kube, results, stamp, policy, window, clock)
     return await _finish(placement, kube, policy, clock, results)
+
+
+def _check_clock(placement: Placement, now_ms: int) -> None:
+    """Warn (the first time, then every tenth) when `placement` was made later than `now_ms`
+    by more than `CLOCK_SLACK_MS`: a decision cannot arrive before it is made, so this
+    binder's clock is behind the watcher's (whose events time the planner's decisions), and
+    deadlines end that much later here than the planner holds the capacity."""
+    ahead_ms = placement.at_ms - now_ms
+    if ahead_ms > CLOCK_SLACK_MS and (count := _CLOCK_BEHIND.count("behind")) is not None:
+        log.warning("placement %s was made %.1fs ahead of this binder's clock: its clock is "
+                    "behind the watcher's, so it binds up to that late after the deadline the "
+                    "planner holds the capacity until; sync the clocks, e.g. with NTP (%d "
+                    "such placements)", placement.id, ahead_ms / 1000, count)
 
 
 async def _prebind(kube: Kube, results: list[MemberResult], deadline: Deadline

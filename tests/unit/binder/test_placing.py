@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
+import msgspec
 import pytest
 
 from services.binder import placing
@@ -14,6 +16,7 @@ from services.contracts import binding_window
 from services.contracts.decisions import Assignment, Placement
 from services.contracts.events import GroupBound, GroupRolledBack, MemberBindFailed, MemberBound
 from services.kube import errors
+from services.runtime.unreachable import Repeats
 from services.watcher import slim
 from tests.unit.binder.fakes import FakeKube, make_node, make_pod
 
@@ -152,6 +155,39 @@ async def test_a_first_delivery_past_its_deadline_is_rolled_back_without_any_api
     rolled = settled.outcomes[0]
     assert isinstance(rolled, GroupRolledBack)
     assert rolled.reason == "deadline passed with 0 of 1 members bound"
+
+
+async def test_a_late_first_delivery_says_how_old_it_is_by_this_clock(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Made 40 s ago by this clock: the warning says so, and that a clock running ahead of
+    the watcher's makes every placement look late."""
+    decision = msgspec.structs.replace(placement("a", deadline_in_ms=PAST_STOP),
+                                       at_ms=NOW_MS - 40_000)
+    with caplog.at_level(logging.WARNING, logger=placing.__name__):
+        await run(cluster(make_pod("a")), decision)
+    assert caplog.messages == [
+        "placement 9-0 of default/g received after its deadline: deadline passed with 0 of 1 "
+        "members bound (it was made 40.0s ago by this binder's clock: if nothing held it up, "
+        "this clock runs ahead of the watcher's; sync the clocks, e.g. with NTP)"]
+
+
+async def test_a_placement_made_in_this_binders_future_says_its_clock_is_behind(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decision cannot arrive before it is made: one made 7 s after now by this clock
+    means this clock is behind the watcher's (it is still bound: its deadline is ahead)."""
+    monkeypatch.setattr(placing, "_CLOCK_BEHIND", Repeats())
+    decision = msgspec.structs.replace(placement("a"), at_ms=NOW_MS + 7_000)
+    with caplog.at_level(logging.WARNING, logger=placing.__name__):
+        settled = await run(cluster(make_pod("a")), decision)
+    assert kinds(settled) == ["GroupBound"]
+    assert caplog.messages[0].startswith(
+        "placement 9-0 was made 7.0s ahead of this binder's clock: its clock is behind the "
+        "watcher's")
+    with caplog.at_level(logging.WARNING, logger=placing.__name__):
+        caplog.clear()
+        await run(cluster(make_pod("a")), msgspec.structs.replace(
+            placement("a"), at_ms=NOW_MS + 1_000))  # within the slack: said nothing
+    assert caplog.messages == []
 
 
 async def test_a_redelivery_past_its_deadline_undoes_what_an_earlier_attempt_bound() -> None:
