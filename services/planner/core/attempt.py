@@ -110,7 +110,7 @@ class Round:
         highest priority gang first (then by key): room a victim frees on a node nominated
         for two gangs goes to the higher one, as kube-scheduler lets a pod count only the
         nominated pods of equal or higher priority."""
-        ended = nominations.lapse(self.state, self.derived)
+        ended = nominations.lapse(self.state, self.derived, self.index)
         for key in ended:
             self.derived.dirty.add(key)
             group = self.state.groups.get(key)
@@ -589,7 +589,7 @@ class Round:
             return "", False
         units = preemption.candidates(self.state, self.derived, self.index, key, priority,
                                       pending, self.config, nominations.victims(self.state))
-        if not units:
+        if not units.every:
             return "", False
 
         def fits() -> preemption.Assigned | None:

@@ -6,9 +6,12 @@ each live nomination takes from the free capacity every other group sees as much
 free now (as a starving gang's hold does), so what the victims give back goes to the preemptor
 and to nobody else; the preemptor sees it again while it is planned itself. A nomination ends
 when its gang is placed, when the gang no longer has pending members or its PodGroup (deleted
-or invalid), or at its deadline (the gang may then preempt again, counting its victims still
-terminating as gone: `leaving`). kube-scheduler keeps the nominated pod's requests on its node for
-pods of lower or equal priority only; gangsched holds them against every other group, so a gang
+or invalid), when a nominated node is gone or no longer passes its member's non-resource
+filters (the gang may preempt again at once, as kube-scheduler's `PodEligibleToPreemptOthers`
+lets a pod whose nominated node is UnschedulableAndUnresolvable), or at its deadline (the gang
+may then preempt again, counting its victims still terminating as gone: `leaving`).
+kube-scheduler keeps the nominated pod's requests on its node for pods of lower or equal
+priority only; gangsched holds them against every other group, so a gang
 that preempted is never overtaken while its victims terminate.
 """
 
@@ -26,16 +29,33 @@ from services.planner.core.indexes import Derived
 from services.planner.core.state import Nomination, PlannerState
 
 
-def lapse(state: PlannerState, current: Derived) -> list[str]:
-    """Drop nominations past their deadline, whose gang no longer waits, or whose gang can no
+def lapse(state: PlannerState, current: Derived, index: NodeIndex) -> list[str]:
+    """Drop nominations past their deadline, whose gang no longer waits, whose gang can no
     longer be placed (its PodGroup deleted or invalid: it waits for the PodGroup, and holding
-    its room meanwhile would only keep others out); their keys, sorted."""
+    its room meanwhile would only keep others out), or one of whose nominated nodes its member
+    can no longer go to (`_node_lost`); their keys, sorted."""
     ended = sorted(key for key, nomination in state.nominations.items()
                    if nomination.deadline_ms <= state.now_ms or key not in current.pending
-                   or _lost_pod_group(state, key))
+                   or _lost_pod_group(state, key) or _node_lost(state, index, nomination))
     for key in ended:
         del state.nominations[key]
     return ended
+
+
+def _node_lost(state: PlannerState, index: NodeIndex, nomination: Nomination) -> bool:
+    """Whether a member's nominated node is gone, or now fails the member's non-resource
+    filters (cordoned, tainted, relabelled out of its node affinity): kube-scheduler's
+    `PodEligibleToPreemptOthers` lets a pod preempt again at once when its nominated node is
+    UnschedulableAndUnresolvable for it (a node not found reads so), rather than wait out its
+    victims there."""
+    for uid, node in sorted(nomination.placed.items()):
+        row = index.row.get(node)
+        if row is None:
+            return True
+        pod = state.pods.get(uid)
+        if pod is not None and not pod.node_name and not index.static_fit(pod).mask[row]:
+            return True
+    return False
 
 
 def _lost_pod_group(state: PlannerState, key: str) -> bool:

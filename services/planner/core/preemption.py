@@ -28,6 +28,10 @@ one pod on one node:
   the choice counts each set's violations, so it wins only with no more of them); per node,
   as kube-scheduler dry-runs each node, both reprieves over the units bound there alone (at
   most `MAX_NODE_TRIALS` nodes); and every single unit that suffices alone.
+- Many candidates: at most `MAX_UNITS` units are weighed so (whole nodes' worth, cheapest
+  nodes first); a gang those are not enough for is weighed against every unit, reprieved in
+  a bounded number of trials (`_weigh_many`), and told "not helpful" only when it would not
+  fit with every unit it may evict gone.
 - Choice (`pickOneNodeForPreemption`, over those sets rather than nodes): prefer fewest PDB
   violations (counted on the set itself), then the lowest highest victim priority, fewest
   victims, least preempted capacity (requests as shares of the nodes' allocatable), then the
@@ -105,6 +109,17 @@ class Choice:
     cost: tuple[object, ...] = field(default=())
 
 
+@dataclass
+class Candidates:
+    """The units a preemptor may evict, each list sorted by key: `weighed` at most
+    `MAX_UNITS` of them, whole nodes' worth, lowest-priority nodes first (`_by_node`), which
+    `choose` weighs in full; `every` all of them, which it falls back on when those are not
+    enough (a gang needing more victims than the bound)."""
+
+    weighed: list[Unit]
+    every: list[Unit]
+
+
 def may_preempt(pending: list[PodObserved]) -> bool:
     """Whether the gang may preempt at all: no pending member has `preemptionPolicy: Never`
     (`PodEligibleToPreemptOthers`)."""
@@ -123,9 +138,9 @@ def lowest(current: Derived, config: PlannerConfig) -> int:
 
 def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str,
                priority: int, pending: list[PodObserved], config: PlannerConfig,
-               taken: set[str]) -> list[Unit]:
-    """The units the preemptor `key` of `priority` may evict (module docstring), sorted by key:
-    at most `MAX_UNITS`, whole nodes' worth, lowest-priority nodes first (`_by_node`).
+               taken: set[str]) -> Candidates:
+    """The units the preemptor `key` of `priority` may evict (module docstring): all of them,
+    and those weighed first (`Candidates`).
 
     Shapes: `taken` uids already evicted for another preemptor (never chosen twice).
     """
@@ -173,7 +188,8 @@ def candidates(state: PlannerState, current: Derived, index: NodeIndex, key: str
         unit.start = min((pod.start_ms for _, _, pod in unit.members if pod.start_ms is not None),
                          default=NOT_STARTED)
         chosen.append(unit)
-    return sorted(_by_node(chosen, relevant), key=lambda u: u.key)
+    return Candidates(sorted(_by_node(chosen, relevant), key=lambda u: u.key),
+                      sorted(chosen, key=lambda u: u.key))
 
 
 def _is_stranded(state: PlannerState, current: Derived, unit: Unit) -> bool:
@@ -219,14 +235,30 @@ def _by_node(units: list[Unit], relevant: BoolArray) -> list[Unit]:
     return list(taken.values())
 
 
-def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudgetObserved],
+def choose(index: NodeIndex, units: Candidates, budgets: Iterable[DisruptionBudgetObserved],
            fits: Fits) -> Choice | None:
     """The victims to evict so the preemptor fits (module docstring), or None: it would not
-    fit even with every unit gone (nothing is evicted), or there is nothing to evict. A choice
-    without units: it fits as it is (`fits` may see room other evictions are freeing).
+    fit even with every candidate unit gone (nothing is evicted), or there is nothing to
+    evict. A choice without units: it fits as it is (`fits` may see room other evictions are
+    freeing). The units `weighed` are weighed in full (`_weigh`); only when they are not
+    enough, every unit (`_weigh_many`), so "not helpful" is said only of a gang that would not
+    fit with every unit it may evict gone.
 
-    Leaves `index` as it found it. Cost: two `fits` per unit to reprieve (the reprieve over
-    every unit is made in both orders), plus at most `MAX_SINGLE_TRIALS` more.
+    Leaves `index` as it found it.
+    """
+    budgets = list(budgets)
+    choice = _weigh(index, units.weighed, budgets, fits)
+    if choice is not None or len(units.weighed) == len(units.every):
+        return choice
+    return _weigh_many(index, units.every, budgets, fits)
+
+
+def _weigh(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudgetObserved],
+           fits: Fits) -> Choice | None:
+    """`choose` among at most `MAX_UNITS` units: every candidate set of the module docstring.
+
+    Cost: two `fits` per unit to reprieve (the reprieve over every unit is made in both
+    orders), plus at most `MAX_NODE_TRIALS` nodes' and `MAX_SINGLE_TRIALS` units' trials.
     """
     if not units:
         return None
@@ -275,21 +307,74 @@ def choose(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudg
         _set_removed(index, by_key, removed, set())
 
 
+def _weigh_many(index: NodeIndex, units: list[Unit],
+                budgets: Iterable[DisruptionBudgetObserved], fits: Fits) -> Choice | None:
+    """`choose` among more than `MAX_UNITS` units, in a bounded number of trials: with every
+    unit gone the preemptor must fit (else None); then the units off the nodes it would take
+    are given back at once, then (most important nodes first, at most `MAX_NODE_TRIALS`) each
+    node's units together, then (in `_reprieve`'s order, at most `MAX_UNITS`) single units,
+    each kept back while the preemptor still fits. Units never tried stay victims: more are
+    evicted than the fewest possible, but never in vain (kube-scheduler's
+    `SelectVictimsOnNode` likewise removes every lower-priority pod first and reprieves from
+    there).
+
+    Cost: at most 2 + `MAX_NODE_TRIALS` + `MAX_UNITS` `fits`.
+    """
+    book = _Budgets(budgets)
+    for unit in units:
+        unit.violates = book.violations([pod for _, _, pod in unit.members]) > 0
+    by_key = {unit.key: unit for unit in units}
+    removed: set[str] = set()
+    try:
+        victims = set(by_key)
+        _set_removed(index, by_key, removed, victims)
+        assigned = fits()
+        if assigned is None:
+            return None
+        used = {row for _, row in assigned}
+        near = {key for key in victims if _rows(by_key[key]) & used}
+        if near != victims:
+            _set_removed(index, by_key, removed, near)
+            trial = fits()
+            if trial is None:
+                _set_removed(index, by_key, removed, victims)
+            else:
+                victims, assigned = near, trial
+        for row in list(reversed(_nodes([by_key[key] for key in sorted(victims)])))[
+                :MAX_NODE_TRIALS]:
+            local = {key for key in victims if row in _rows(by_key[key])}
+            _set_removed(index, by_key, removed, victims - local)
+            trial = fits()
+            if trial is None:
+                _set_removed(index, by_key, removed, victims)
+            else:
+                victims, assigned = victims - local, trial
+        victims, assigned = _reprieve(index, by_key, removed, victims, assigned, fits, book,
+                                      _importance, limit=MAX_UNITS)
+        if not victims:
+            return Choice([], assigned)
+        return _choice(book, [by_key[key] for key in sorted(victims)], assigned)
+    finally:
+        _set_removed(index, by_key, removed, set())
+
+
 def _reprieve(index: NodeIndex, by_key: dict[str, Unit], removed: set[str], victims: set[str],
               assigned: Assigned, fits: Fits, book: _Budgets | None,
-              order: Callable[[Unit], tuple[object, ...]]) -> tuple[set[str], Assigned]:
+              order: Callable[[Unit], tuple[object, ...]],
+              limit: int | None = None) -> tuple[set[str], Assigned]:
     """`SelectVictimsOnNode`'s reprieve over the units `victims` (all removed now, and the
     preemptor fits as `assigned`): with a `book`, those whose eviction would violate a budget
     first, as `filterPodsWithPDBViolation` finds them (the budgets' allowed disruptions taken
     in `_importance` order, so a unit violates when the more important ones used them up),
-    then the others, each in `order`; a unit given back stays if the preemptor still fits. The
-    units left to evict (still removed) and where the preemptor goes then."""
+    then the others, each in `order`; a unit given back stays if the preemptor still fits
+    (only the first `limit` units of that order are tried, when given). The units left to
+    evict (still removed) and where the preemptor goes then."""
     units = sorted((by_key[key] for key in victims), key=_importance)
     violating = ([False] * len(units) if book is None
                  else book.violating([[pod for _, _, pod in unit.members] for unit in units]))
     flagged = {unit.key for unit, violates in zip(units, violating, strict=True) if violates}
     victims = set(victims)
-    for unit in sorted(units, key=lambda u: (u.key not in flagged, *order(u))):
+    for unit in sorted(units, key=lambda u: (u.key not in flagged, *order(u)))[:limit]:
         _set_removed(index, by_key, removed, victims - {unit.key})
         kept = fits()
         if kept is None:
@@ -380,8 +465,10 @@ class _Budgets:
 
     def violations(self, victims: list[PodObserved]) -> int:
         """How many of `victims` (in this order) would violate a budget: each matching budget
-        (a nil or empty selector matches nothing) loses one allowed disruption per victim not
-        already in its `disruptedPods`; a victim that takes one below zero violates it."""
+        (a nil or empty selector matches nothing, and a pod without labels matches none, as
+        `filterPodsWithPDBViolation` skips it, even for a `DoesNotExist` selector) loses one
+        allowed disruption per victim not already in its `disruptedPods`; a victim that
+        takes one below zero violates it."""
         return sum(self.violating([[pod] for pod in victims]))
 
     def violating(self, groups: list[list[PodObserved]]) -> list[bool]:
@@ -392,6 +479,8 @@ class _Budgets:
         for pods_of in groups:
             violating = False
             for pod in pods_of:
+                if not pod.labels:
+                    continue  # matches no budget (`filterPodsWithPDBViolation`)
                 for budget in self.by_namespace.get(pod.namespace, ()):
                     if (not budget.selector or not selector_matches(budget.selector, pod.labels)
                             or pod.name in budget.disrupted_pods):

@@ -183,7 +183,11 @@ and Binding while its placement is bound, whatever members beyond it wait for ("
 status"); NodeDeclaredFeatures: a pod that requires a node feature (a RestartAllContainers
 restart rule) is refused on nodes not declaring it, and a node declaring a new feature wakes
 waiting groups ("NodeDeclaredFeatures"). 44: a PodGroup deleted, or made anew, forgets the
-old object's `scheduleStartTime`: the new one's is its own first attempt ("PodGroup status")."""
+old object's `scheduleStartTime`: the new one's is its own first attempt ("PodGroup status");
+a pod without labels matches no PodDisruptionBudget in preemption; a nomination ends once a
+nominated node is gone or fails its member's non-resource filters, so the gang may preempt
+again; a gang that needs more victims than the 128 weighed in full is weighed against every
+candidate, no longer told preemption is not helpful ("Preemption")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

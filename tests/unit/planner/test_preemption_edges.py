@@ -5,10 +5,16 @@ the victim candidates of a large cluster, and the node index and snapshots after
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from services.contracts import codec
 from services.contracts.decisions import Decision, Placement, Preemption
-from services.contracts.events import PodGroupDeleted
+from services.contracts.events import (
+    DisruptionBudgetObserved,
+    NodeDeleted,
+    NodeSelectorRequirement,
+    PodGroupDeleted,
+)
 from services.contracts.ids import singleton_key
 from services.planner.core import reasons
 from services.planner.core.config import PlannerConfig
@@ -332,3 +338,81 @@ def test_the_gang_fits_once_those_two_are_gone() -> None:
     decisions = _spread_preemptor(left, PlannerConfig(preemption=False)).plan()
     assert [sorted((m.name, m.node) for m in d.members) for d in decisions
             if isinstance(d, Placement)] == [[("h-0", "n2"), ("h-3", "n1"), ("h-4", "n0")]]
+
+
+def test_a_pod_without_labels_matches_no_disruption_budget() -> None:
+    """A budget selecting `app DoesNotExist` with no disruption left: an unlabelled pod is
+    not its (kube-scheduler's `filterPodsWithPDBViolation` skips pods without labels), so
+    both candidates violate nothing and the lower priority one goes."""
+    cluster = _nodes(Cluster(), 2)
+    cluster.observe(
+        make_pod("nolabel").requests(cpu_milli=4000).priority(0).on_node("n0"),
+        make_pod("labelled").requests(cpu_milli=4000).priority(10).labelled(app="x")
+        .on_node("n1"),
+        DisruptionBudgetObserved(
+            at_ms=0, uid="pdb-1", namespace="default", name="unlabelled", resource_version="1",
+            selector=(NodeSelectorRequirement("app", "DoesNotExist", ()),),
+            disruptions_allowed=0))
+    cluster.observe(make_pod("high").requests(cpu_milli=4000).priority(100))
+    [preemption] = _preemptions(cluster.plan())
+    assert [v.name for v in preemption.victims] == ["nolabel"]
+
+
+def _nominated_on_n0() -> Cluster:
+    """`high` evicted low0 on n0 (low1, priority 5, fills n1); low0 has left."""
+    cluster = _nodes(Cluster(), 2)
+    cluster.observe(make_pod("low0").requests(cpu_milli=4000).on_node("n0"),
+                    make_pod("low1").requests(cpu_milli=4000).priority(5).on_node("n1"))
+    cluster.observe(make_pod("high").requests(cpu_milli=4000).priority(100))
+    [preemption] = _preemptions(cluster.plan())
+    assert [v.name for v in preemption.victims] == ["low0"]
+    cluster.advance(1)
+    return cluster
+
+
+@pytest.mark.parametrize("lost", ["deleted", "cordoned"])
+def test_a_nominated_node_lost_ends_the_nomination_and_the_gang_preempts_again(
+        lost: str) -> None:
+    """The nominated node deleted or cordoned: the gang preempts again in the next round (it
+    waited out the whole nomination, 120 s, told its node was held), as kube-scheduler's
+    `PodEligibleToPreemptOthers` lets a pod whose nominated node is UnschedulableAndUnresolvable
+    preempt again."""
+    cluster = _nominated_on_n0()
+    if lost == "deleted":
+        cluster.apply(NodeDeleted(at_ms=cluster.now_ms, name="n0", uid="uid-node-n0"))
+    else:
+        cluster.observe(make_node("n0").capacity(cpu_milli=4000).unschedulable())
+    cluster.delete_pod("low0")
+    cluster.advance(1)
+    [again] = _preemptions(cluster.plan())
+    assert [(v.name, v.node) for v in again.victims] == [("low1", "n1")]
+    assert [a.node for a in again.nominated] == ["n1"]
+
+
+def test_a_gang_needing_more_victims_than_the_bound_preempts_them_all() -> None:
+    """10 nodes full of 16 small pods each (160 units, beyond the 128 weighed in full) and a
+    gang of 10 four-cpu members: every small pod must go, and they do (the gang was told
+    preemption was not helpful)."""
+    cluster = _nodes(Cluster(), 10)
+    for i in range(160):
+        cluster.observe(make_pod(f"low{i:03}").requests(cpu_milli=250).on_node(f"n{i % 10}"))
+    cluster.observe(make_podgroup("train", 10), *(
+        make_pod(f"train-{i}").requests(cpu_milli=4000).priority(100).in_group("train")
+        for i in range(10)))
+    [preemption] = _preemptions(cluster.plan())
+    assert len(preemption.victims) == 160
+    assert sorted(a.node for a in preemption.nominated) == sorted(f"n{i}" for i in range(10))
+
+
+def test_beyond_the_bound_units_off_the_nodes_the_gang_takes_stay() -> None:
+    """130 nodes with one low pod each and a gang of 129 that needs 129 of them emptied: 129
+    victims, the 130th pod reprieved."""
+    cluster = _nodes(Cluster(), 130)
+    for i in range(130):
+        cluster.observe(make_pod(f"low{i:03}").requests(cpu_milli=4000).on_node(f"n{i}"))
+    cluster.observe(make_podgroup("big", 129), *(
+        make_pod(f"big-{i:03}").requests(cpu_milli=4000).priority(100).in_group("big")
+        for i in range(129)))
+    [preemption] = _preemptions(cluster.plan())
+    assert len(preemption.victims) == 129
+    assert {v.node for v in preemption.victims} == {a.node for a in preemption.nominated}
