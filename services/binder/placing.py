@@ -130,26 +130,18 @@ async def carry_out(
     (`Known.claim`) is released when the placement ends, but for the members it left bound.
     """
     if known is None:
-        return await _carry_out(placement, kube, policy, clock, is_redelivery=is_redelivery)
+        return await _bound_or_undone(placement, kube, policy, clock, is_redelivery, None)
     left_bound: tuple[Assignment, ...] = ()
     try:
-        settled = await _carry_out(placement, kube, policy, clock,
-                                   is_redelivery=is_redelivery, known=known)
+        settled = await _bound_or_undone(placement, kube, policy, clock, is_redelivery, known)
         left_bound = settled.bound
         return settled
     finally:
         known.release(placement.id, {(m.namespace, m.name) for m in left_bound})
 
 
-async def _carry_out(
-    placement: Placement,
-    kube: Kube,
-    policy: Policy,
-    clock: WallClock,
-    *,
-    is_redelivery: bool,
-    known: binding.Known | None = None,
-) -> Settled:
+async def _bound_or_undone(placement: Placement, kube: Kube, policy: Policy, clock: WallClock,
+                           is_redelivery: bool, known: binding.Known | None) -> Settled:
     """`carry_out` but the release of the room its survey claimed."""
     members = placement.members
     stamp = Stamp(placement.id, policy.scheduler_name)

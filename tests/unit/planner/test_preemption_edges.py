@@ -389,17 +389,25 @@ def test_a_nominated_node_lost_ends_the_nomination_and_the_gang_preempts_again(
     assert [a.node for a in again.nominated] == ["n1"]
 
 
+def _preempting_gang(nodes: int, low: list[tuple[int, int]], members: int,
+                     member_cpu: int) -> Preemption:
+    """The one Preemption of a gang of `members` (priority 100, `member_cpu` each) on
+    `nodes` 4-cpu nodes holding the `low` pods (cpu millicores, node number)."""
+    cluster = _nodes(Cluster(), nodes)
+    for i, (cpu, node) in enumerate(low):
+        cluster.observe(make_pod(f"low{i:03}").requests(cpu_milli=cpu).on_node(f"n{node}"))
+    cluster.observe(make_podgroup("big", members), *(
+        make_pod(f"big-{i:03}").requests(cpu_milli=member_cpu).priority(100).in_group("big")
+        for i in range(members)))
+    [preemption] = _preemptions(cluster.plan())
+    return preemption
+
+
 def test_a_gang_needing_more_victims_than_the_bound_preempts_them_all() -> None:
     """10 nodes full of 16 small pods each (160 units, beyond the 128 weighed in full) and a
     gang of 10 four-cpu members: every small pod must go, and they do (the gang was told
     preemption was not helpful)."""
-    cluster = _nodes(Cluster(), 10)
-    for i in range(160):
-        cluster.observe(make_pod(f"low{i:03}").requests(cpu_milli=250).on_node(f"n{i % 10}"))
-    cluster.observe(make_podgroup("train", 10), *(
-        make_pod(f"train-{i}").requests(cpu_milli=4000).priority(100).in_group("train")
-        for i in range(10)))
-    [preemption] = _preemptions(cluster.plan())
+    preemption = _preempting_gang(10, [(250, i % 10) for i in range(160)], 10, 4000)
     assert len(preemption.victims) == 160
     assert sorted(a.node for a in preemption.nominated) == sorted(f"n{i}" for i in range(10))
 
@@ -407,12 +415,6 @@ def test_a_gang_needing_more_victims_than_the_bound_preempts_them_all() -> None:
 def test_beyond_the_bound_units_off_the_nodes_the_gang_takes_stay() -> None:
     """130 nodes with one low pod each and a gang of 129 that needs 129 of them emptied: 129
     victims, the 130th pod reprieved."""
-    cluster = _nodes(Cluster(), 130)
-    for i in range(130):
-        cluster.observe(make_pod(f"low{i:03}").requests(cpu_milli=4000).on_node(f"n{i}"))
-    cluster.observe(make_podgroup("big", 129), *(
-        make_pod(f"big-{i:03}").requests(cpu_milli=4000).priority(100).in_group("big")
-        for i in range(129)))
-    [preemption] = _preemptions(cluster.plan())
+    preemption = _preempting_gang(130, [(4000, i) for i in range(130)], 129, 4000)
     assert len(preemption.victims) == 129
     assert {v.node for v in preemption.victims} == {a.node for a in preemption.nominated}
