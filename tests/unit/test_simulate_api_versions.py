@@ -29,6 +29,7 @@ OBJECTS = {
                          "source: {persistentVolumeName: pv}}\n"),
     "PodDisruptionBudget": "spec: {minAvailable: 1, selector: {}}\n",
     "PriorityClass": "value: 10\n",
+    "RuntimeClass": "handler: runc\n",
     "PodGroup": "spec: {minMember: 1}\n",
     "ReplicaSet": f"spec: {{{SELECTED}}}\n",
     "Deployment": f"spec: {{{SELECTED}}}\n",

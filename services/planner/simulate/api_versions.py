@@ -28,6 +28,7 @@ SERVED: Mapping[str, tuple[str, ...]] = {
     "VolumeAttachment": ("storage.k8s.io/v1",),  # v1beta1: removed in 1.22
     "PodDisruptionBudget": ("policy/v1",),  # policy/v1beta1: removed in 1.25
     "PriorityClass": ("scheduling.k8s.io/v1",),  # v1beta1, v1alpha1: removed in 1.22
+    "RuntimeClass": ("node.k8s.io/v1",),  # v1beta1: removed in 1.25; v1alpha1: not served
     "PodGroup": ("scheduling.x-k8s.io/v1alpha1",  # Coscheduling's CRD
                  "scheduling.k8s.io/v1alpha2"),  # native (GenericWorkload feature gate)
     "ReplicaSet": ("apps/v1",),
@@ -64,6 +65,7 @@ GROUP_KINDS: Mapping[str, frozenset[str]] = {
                        "StatefulSet"}),
     "batch": frozenset({"CronJob", "Job"}),
     "policy": frozenset({"PodDisruptionBudget", "Eviction"}),
+    "node.k8s.io": frozenset({"RuntimeClass"}),
     "storage.k8s.io": frozenset({"CSIDriver", "CSINode", "CSIStorageCapacity", "StorageClass",
                                  "VolumeAttachment", "VolumeAttributesClass"}),
     "scheduling.k8s.io": frozenset({"PriorityClass", "PodGroup", "Workload"}),

@@ -11,9 +11,12 @@ sources of pods' volumes and PersistentVolumes are checked as the API server val
 (`_check_volume_sources`), and so are a pod's container names and ports (`containers`), the
 values of its and a PersistentVolume's required node affinity (`node_affinity`), its pod
 affinity terms' label keys (`pod_affinity_keys`) and a workload's selector
-(`workload_selectors`). Each pod gets what the API server's defaulting, the
-DefaultTolerationSeconds admission plugin and the pod strategy set in it on creation
-(`pod_defaults`).
+(`workload_selectors`). RuntimeClasses are read and checked as the API server validates them
+(`_runtime_classes`, `runtime_classes`), and each pod is admitted by the RuntimeClass admission
+plugin, which sets the overhead, node selector and tolerations of the class it names or refuses
+it (`runtime_classes.admit`, `runtime_classes.validate`). Each pod gets what the API server's
+defaulting, the DefaultTolerationSeconds and RuntimeClass admission plugins and the pod strategy
+set in it on creation (`pod_defaults`).
 
 Layer: planner simulate (pure; dict in, dict out; never does I/O). Workloads become the pods
 their controllers would create, named as those controllers name them: StatefulSet `<name>-<i>`,
@@ -52,6 +55,7 @@ from services.planner.simulate import (
     object_names,
     pod_affinity_keys,
     pod_defaults,
+    runtime_classes,
     shapes,
     tolerations,
     volume_sources,
@@ -151,6 +155,15 @@ class PriorityClass(msgspec.Struct, frozen=True):
     preemption_policy: str = DEFAULT_PREEMPTION_POLICY
 
 
+class Admission(msgspec.Struct, frozen=True):
+    """What the admission plugins a pod meets read of the manifests: the PriorityClasses
+    (Priority: `_resolve_priority`) and the RuntimeClasses (RuntimeClass:
+    `runtime_classes.admit`)."""
+
+    priority_classes: Classes
+    runtime_classes: runtime_classes.RuntimeClasses
+
+
 class Document(msgspec.Struct, frozen=True):
     """A parsed YAML document and its place: `<file> document <n>` (1-based)."""
 
@@ -199,10 +212,12 @@ def expand(documents: list[Document]) -> tuple[list[Item], list[str]]:
             annotation, replicas, priority class or node quantity, a volume source, container
             name or port, workload selector, required node-affinity value or pod affinity
             label keys the API server refuses: `volume_sources`, `containers`,
-            `workload_selectors`, `node_affinity`, `pod_affinity_keys`), or a duplicate name.
+            `workload_selectors`, `node_affinity`, `pod_affinity_keys`), a RuntimeClass the
+            API server refuses (`runtime_classes`), a pod the Priority or RuntimeClass
+            admission plugin refuses, or a duplicate name.
     """
     flat = [doc for doc in _flatten(documents) if doc.body is not None]
-    classes = _priority_classes(flat)
+    admission = Admission(_priority_classes(flat), _runtime_classes(flat))
     items: list[Item] = []
     ignored: list[str] = []
     taken = _named_pods(flat)
@@ -210,11 +225,13 @@ def expand(documents: list[Document]) -> tuple[list[Item], list[str]]:
         kind = doc.body.get("kind")
         with reading(describe(doc)):
             if kind in SCHEDULED_KINDS:
-                items.append(_item(doc, doc.body, classes))
+                items.append(_item(doc, doc.body, admission))
             elif kind in WORKLOAD_KINDS:
-                items.extend(_workload_pods(doc, classes, taken))
+                items.extend(_workload_pods(doc, admission, taken))
             elif kind == "PriorityClass":
                 _check_fields(doc, doc.body)  # its value and policy: `_priority_classes`
+            elif kind == runtime_classes.KIND:
+                continue  # read and checked whole: `_runtime_classes`
             else:
                 ignored.append(describe(doc))
     _check_unique(items)
@@ -377,6 +394,34 @@ def _add_priority_class(doc: Document, classes: Classes, seen: set[str]) -> None
         classes[None] = classes[name]
 
 
+def _runtime_classes(docs: list[Document]) -> runtime_classes.RuntimeClasses:
+    """The RuntimeClasses of the manifests by name, checked as the API server checks them on
+    creation (`shapes`, then `runtime_classes.problem`), in document order. Like
+    PriorityClasses they are read, not played: each exists from the start.
+
+    Raises:
+        InvalidManifest: a field of the wrong type, a field the API server's validation
+            refuses (`runtime_classes`), a name defined twice.
+    """
+    classes: dict[str, runtime_classes.RuntimeClass] = {}
+    first: dict[str, str] = {}
+    for doc in docs:
+        if doc.body.get("kind") != runtime_classes.KIND:
+            continue
+        with reading(describe(doc)):
+            _check_fields(doc, doc.body)
+            refused = runtime_classes.problem(doc.body)
+            if refused is not None:
+                raise InvalidManifest(describe(doc), *refused)
+            name = doc.body["metadata"]["name"]
+            if name in first:
+                raise InvalidManifest(describe(doc), "metadata.name",
+                                      f"duplicate {runtime_classes.KIND} (also {first[name]})")
+            first[name] = describe(doc)
+            classes[name] = runtime_classes.read(doc.body)
+    return classes
+
+
 MAX_SECONDS = 1_000_000_000
 """The latest arrival and the longest runtime the annotations may give, in seconds (about 31.7
 years): beyond any simulation worth running, and the simulated clock's milliseconds stay far
@@ -408,7 +453,7 @@ def _seconds(doc: Document, body: Mapping[str, Any], key: str) -> float | None:
     return value
 
 
-def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
+def _item(doc: Document, body: Mapping[str, Any], admission: Admission,
           at_seconds: float | None = None, runtime: float | None = None,
           is_checked: bool = False) -> Item:
     """The item of one object (`body`, of `doc`), checked, with its namespace and uid set;
@@ -416,12 +461,14 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
     types of its fields were checked already (a workload's pod: on the workload's template).
 
     A pod is set what the API server sets on creation (`pod_defaults`: a hostNetwork pod's host
-    ports, its pod-level requests, the DefaultTolerationSeconds tolerations, its pod affinity
-    terms' label keys merged) besides its priority.
+    ports, its pod-level requests, the DefaultTolerationSeconds tolerations, its RuntimeClass's
+    overhead, node selector and tolerations, its pod affinity terms' label keys merged) besides
+    its priority (`admission`: the classes the plugins read).
 
     Raises:
         InvalidManifest: the first field the API server would refuse (the kind's own checks,
-            then `shapes`), or a bad annotation or priority.
+            then `shapes`), a bad annotation, or a pod the Priority or RuntimeClass admission
+            plugin refuses (`_resolve_priority`, `runtime_classes`).
     """
     obj = copy.deepcopy(dict(body))
     kind = obj["kind"]
@@ -463,8 +510,10 @@ def _item(doc: Document, body: Mapping[str, Any], classes: Classes,
     if kind == "Pod":  # a workload's pod too: its affinity keys are validated merged
         labels = obj["metadata"].get("labels")
         _refuse(doc, obj, "spec", pod_affinity_keys.problem(obj["spec"], labels))
-        _resolve_priority(doc, obj, classes)
-        pod_defaults.admit(obj["spec"], labels)  # defaulting, admission, PrepareForCreate
+        _resolve_priority(doc, obj, admission.priority_classes)
+        classes = admission.runtime_classes  # defaulting, admission, PrepareForCreate, then
+        _refuse(doc, obj, "spec", pod_defaults.admit(obj["spec"], labels, classes))
+        _refuse(doc, obj, "spec", runtime_classes.validate(obj["spec"], classes))  # validation
     at = _seconds(doc, body, AT_ANNOTATION)
     own_runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
     return Item(describe(doc, obj), kind, obj, at if at is not None else (at_seconds or 0.0),
@@ -757,7 +806,7 @@ def _resolve_priority(doc: Document, obj: dict[str, Any], classes: Classes) -> N
     spec["priority"], spec["preemptionPolicy"] = value, policy
 
 
-def _workload_pods(doc: Document, classes: Classes,
+def _workload_pods(doc: Document, admission: Admission,
                    taken: set[tuple[str, str]]) -> list[Item]:
     """The pods a workload's controller would create from its template (module docstring),
     each an item of the workload's arrival and runtime.
@@ -768,9 +817,10 @@ def _workload_pods(doc: Document, classes: Classes,
     Raises:
         InvalidManifest: no spec or template spec, bad replicas, containers or annotations,
             a field of the wrong type (the workload's, its template's: `shapes`), a selector,
-            container name or port, hostNetwork port or StatefulSet policy the API server
-            refuses (`workload_selectors`, `containers`, `pod_defaults`,
-            `workload_controllers`), or a pod the API server would refuse (`_item`).
+            container name or port, hostNetwork port, overhead or StatefulSet policy the API
+            server refuses (`workload_selectors`, `containers`, `pod_defaults`,
+            `runtime_classes`, `workload_controllers`), or a pod the API server would refuse
+            (`_item`: one its RuntimeClass refuses, say).
     """
     body = doc.body
     kind, meta = body["kind"], body["metadata"]
@@ -808,6 +858,7 @@ def _workload_pods(doc: Document, classes: Classes,
     _refuse(doc, body, "spec.template.spec", node_affinity.pod_problem(template["spec"]))
     _refuse(doc, body, "spec.template.spec", node_features.pod_problem(template["spec"]))
     _refuse(doc, body, "spec.template.spec", pod_affinity_keys.problem(template["spec"], None))
+    _refuse(doc, body, "spec.template.spec", runtime_classes.overhead_problem(template["spec"]))
     at = _seconds(doc, body, AT_ANNOTATION) or 0.0
     runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
     _check_labels(doc, body, meta.get("labels"), "metadata.labels")
@@ -842,7 +893,8 @@ def _workload_pods(doc: Document, classes: Classes,
                                    namespace, taken)
         pod = _pod_from_template(template, name, namespace, pod_labels, annotations, meta,
                                  (owner_kind, owner_name, owner_uid))
-        items.append(_item(doc, pod, classes, at_seconds=at, runtime=runtime, is_checked=True))
+        items.append(_item(doc, pod, admission, at_seconds=at, runtime=runtime,
+                           is_checked=True))
     if kind == "StatefulSet" and workload_controllers.is_one_at_a_time(spec):
         return _one_at_a_time(items, workload_controllers.min_ready_seconds(spec))
     return items

@@ -2,13 +2,13 @@
 
 Layer: planner simulate (pure). Source: Kubernetes 1.36's `ValidateObjectMeta` with each kind's
 name rule: a DNS-1123 subdomain for most (`NameIsDNSSubdomain`: Pod, Node, PriorityClass,
-storage, ReplicaSet, Deployment, Job, and custom resources such as Coscheduling's PodGroup,
-`apiextensions-apiserver`'s validator), a DNS-1123 label for a StatefulSet (its name is part
-of its pods' host names, since 1.27), and only the generic path-segment rule for a
-PodDisruptionBudget (its validation checks no name); a namespaced object's namespace is a
-DNS-1123 label (`ValidateNamespaceName`). The messages are the API server's. A Job's name
-beyond 63 characters is refused through the labels its pods get (`object_labels`,
-`controller_labels`).
+RuntimeClass, storage, ReplicaSet, Deployment, Job, and custom resources such as
+Coscheduling's PodGroup, `apiextensions-apiserver`'s validator), a DNS-1123 label for a
+StatefulSet (its name is part of its pods' host names, since 1.27), and only the generic
+path-segment rule for a PodDisruptionBudget (its validation checks no name); a namespaced
+object's namespace is a DNS-1123 label (`ValidateNamespaceName`). The messages are the API
+server's. A Job's name beyond 63 characters is refused through the labels its pods get
+(`object_labels`, `controller_labels`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from services.contracts import names
 
 CLUSTER_SCOPED = frozenset({"Node", "PersistentVolume", "StorageClass", "PriorityClass",
-                            "Namespace", "CSINode", "VolumeAttachment"})
+                            "RuntimeClass", "Namespace", "CSINode", "VolumeAttachment"})
 """The kinds simulate reads that have no namespace (`manifests` gives the others `default`)."""
 MAX_SUBDOMAIN = 253
 MAX_LABEL = 63
@@ -74,12 +74,17 @@ def label_problem(name: str) -> str | None:
 
 
 def _path_segment(name: str) -> str | None:
+    problems = path_segment_problems(name)
+    return invalid(name, problems[0]) if problems else None
+
+
+def path_segment_problems(name: str) -> list[str]:
+    """Every message `IsValidPathSegmentName` (apimachinery's, and client-go's, which checks a
+    name it puts in a request's path) gives `name`, in its order: `may not be '..'` alone, or
+    `may not contain '/'` then `... '%'`; empty when `name` may be a path segment."""
     if name in (".", ".."):
-        return invalid(name, f"may not be '{name}'")
-    for part in ("/", "%"):
-        if part in name:
-            return invalid(name, f"may not contain '{part}'")
-    return None
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{part}'" for part in ("/", "%") if part in name]
 
 
 _NAME_RULES: Mapping[str, Callable[[str], str | None]] = {

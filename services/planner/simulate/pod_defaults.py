@@ -1,8 +1,9 @@
 """What the API server sets in a pod before storing it, for `gangsched simulate`.
 
-Layer: planner simulate (pure; `admit` changes the pod spec it is given). The watcher reads pods
-the API server has defaulted and admitted; a manifest given to simulate has been through
-neither, so what kube-scheduler would read of it is set here. Sources, Kubernetes 1.36:
+Layer: planner simulate (pure; `admit` changes the pod spec it is given, or says why the
+RuntimeClass plugin refuses it). The watcher reads pods the API server has defaulted and
+admitted; a manifest given to simulate has been through neither, so what kube-scheduler would
+read of it is set here. Sources, Kubernetes 1.36:
 - Defaulting, `SetDefaults_Pod` (`pkg/apis/core/v1/defaults.go`, `defaultHostNetworkPorts`): on
   a pod with `hostNetwork: true`, each port of its containers and init containers without a
   `hostPort` (0 or absent) gets its `containerPort` as `hostPort`, so NodePorts holds it on the
@@ -24,6 +25,11 @@ neither, so what kube-scheduler would read of it is set here. Sources, Kubernete
   `--default-not-ready-toleration-seconds` and `--default-unreachable-toleration-seconds`). A
   toleration with that key or an empty one, and effect NoExecute or an empty one, counts as
   one of that taint, as the plugin counts it.
+- The RuntimeClass admission plugin's `Admit` (`runtime_classes.admit`; enabled by default),
+  the admission plugins' order (`pkg/kubeapiserver/options/plugins.go`) putting it after
+  DefaultTolerationSeconds: the overhead, node selector and tolerations of the class the pod
+  names merged into it; its `Validate` follows the pod's validation
+  (`runtime_classes.validate`, which `manifests` runs).
 - `PrepareForCreate`'s `mutatePodAffinity` (`pkg/registry/core/pod/strategy.go`): each pod
   (anti-)affinity term's `matchLabelKeys` and `mismatchLabelKeys` merged into its
   `labelSelector` with the pod's labels (`pod_affinity_keys`).
@@ -36,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from services.planner.simulate import pod_affinity_keys, pod_level_resources
+from services.planner.simulate import pod_affinity_keys, pod_level_resources, runtime_classes
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
@@ -47,15 +53,23 @@ PORTED_CONTAINERS = ("containers", "initContainers")
 """The containers whose ports `defaultHostNetworkPorts` defaults (not ephemeral ones)."""
 
 
-def admit(spec: dict[str, Any], labels: Mapping[str, Any] | None) -> None:
+def admit(spec: dict[str, Any], labels: Mapping[str, Any] | None,
+          classes: runtime_classes.RuntimeClasses) -> tuple[str, str] | None:
     """Set in the pod spec `spec` of a pod labelled `labels` (null: none) what defaulting, the
-    DefaultTolerationSeconds plugin and the pod strategy's `PrepareForCreate` set on creation
-    (module docstring), in the API server's order: defaulting (pod-level resources, then host
-    ports, as `SetDefaults_Pod`), admission, then `PrepareForCreate`."""
+    DefaultTolerationSeconds and RuntimeClass plugins (given the RuntimeClasses `classes`) and
+    the pod strategy's `PrepareForCreate` set on creation (module docstring), in the API
+    server's order: defaulting (pod-level resources, then host ports, as `SetDefaults_Pod`),
+    admission, then `PrepareForCreate`. The RuntimeClass plugin's refusal, `(field, why)` with
+    the field relative to `spec` (`runtime_classes.admit`), if it refuses the pod (then
+    `PrepareForCreate` is not run); else None."""
     pod_level_resources.default(spec)
     default_host_network_ports(spec)
     add_default_tolerations(spec)
+    refused = runtime_classes.admit(spec, classes)
+    if refused is not None:
+        return refused
     pod_affinity_keys.merge(spec, labels)
+    return None
 
 
 def default_host_network_ports(spec: dict[str, Any]) -> None:

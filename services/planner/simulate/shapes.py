@@ -11,8 +11,9 @@ and a wrong type is refused naming the field: `spec.priorityClassName: must be a
 
 Shapes: a `dict` is an object whose listed fields are read (others are not, and not checked);
 `[shape]` a list of items of that shape; `MapOf(shape)` a map of any keys to values of that
-shape; `STRING`, `INTEGER` (an int32, not a boolean), `BOOLEAN`; `ANY` is checked where it is
-read (a quantity: `resources`). `null` is accepted anywhere, as the API server decodes it as
+shape; `STRING`, `INTEGER` (an int32, not a boolean), `INT64` (a toleration's
+`tolerationSeconds`), `BOOLEAN`; `ANY` is checked where it is read (a quantity: `resources`,
+`runtime_classes`). `null` is accepted anywhere, as the API server decodes it as
 the field's zero value. Values within the right type (a negative replica count, an unknown
 preemption policy) are checked where they are read (`manifests`), as are the few fields with
 their own message there (a pod's `containers`, a Node's `allocatable`). Not checked: a
@@ -28,6 +29,7 @@ from typing import Any, TypeAlias
 
 import msgspec
 
+from services.contracts.integers import INT64_MAX, INT64_MIN
 from services.contracts.resources import shown
 from services.planner.simulate import volume_sources
 
@@ -41,6 +43,7 @@ class MapOf(msgspec.Struct, frozen=True):
 
 
 STRING, INTEGER, BOOLEAN, ANY = "a string", "a 32-bit integer", "true or false", "any"
+INT64 = "a 64-bit integer"
 Shape: TypeAlias = "str | MapOf | list[Shape] | dict[str, Shape]"
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 NOT_FINITE = ("inf", "-inf", "nan")
@@ -64,6 +67,8 @@ POD_AFFINITY: Shape = {
     "preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": INTEGER, "podAffinityTerm": POD_AFFINITY_TERM}]}
 RESOURCES: Shape = {"requests": QUANTITIES, "limits": QUANTITIES}
+TOLERATION: Shape = {"key": STRING, "operator": STRING, "value": STRING, "effect": STRING,
+                     "tolerationSeconds": INT64}
 MIGRATED_VOLUMES: dict[str, Shape] = {
     "awsElasticBlockStore": {"volumeID": STRING}, "gcePersistentDisk": {"pdName": STRING},
     "azureDisk": {"diskURI": STRING, "kind": STRING}, "cinder": {"volumeID": STRING},
@@ -91,7 +96,7 @@ CONTAINER: Shape = {
 POD_SPEC: Shape = {
     "containers": [CONTAINER], "initContainers": [CONTAINER], "resources": RESOURCES,
     "overhead": QUANTITIES, "schedulerName": STRING, "nodeName": STRING, "hostNetwork": BOOLEAN,
-    "hostUsers": BOOLEAN,
+    "hostUsers": BOOLEAN, "runtimeClassName": STRING,
     "priority": INTEGER, "priorityClassName": STRING, "preemptionPolicy": STRING,
     "nodeSelector": MapOf(STRING),
     "affinity": {"nodeAffinity": {
@@ -99,7 +104,7 @@ POD_SPEC: Shape = {
                      "preferredDuringSchedulingIgnoredDuringExecution": [
                          {"weight": INTEGER, "preference": NODE_SELECTOR_TERM}]},
                  "podAffinity": POD_AFFINITY, "podAntiAffinity": POD_AFFINITY},
-    "tolerations": [{"key": STRING, "operator": STRING, "value": STRING, "effect": STRING}],
+    "tolerations": [TOLERATION],
     "schedulingGates": [{"name": STRING}],
     "topologySpreadConstraints": [{
         "maxSkew": INTEGER, "topologyKey": STRING, "whenUnsatisfiable": STRING,
@@ -142,6 +147,8 @@ KINDS: Mapping[str, Shape] = {
                             "status": {"disruptionsAllowed": INTEGER,
                                        "disruptedPods": MapOf(STRING)}},
     "PriorityClass": {"value": INTEGER, "globalDefault": BOOLEAN, "preemptionPolicy": STRING},
+    "RuntimeClass": {"handler": STRING, "overhead": {"podFixed": QUANTITIES},
+                     "scheduling": {"nodeSelector": MapOf(STRING), "tolerations": [TOLERATION]}},
     "ReplicaSet": {"spec": {"replicas": INTEGER, "selector": LABEL_SELECTOR,
                             "template": POD_TEMPLATE}},
     "Deployment": {"spec": {"replicas": INTEGER, "paused": BOOLEAN, "selector": LABEL_SELECTOR,
@@ -203,14 +210,15 @@ def _list_problem(value: Any, item: Shape, field: str) -> tuple[str, str] | None
 
 
 def _is_scalar(value: Any, shape: str) -> bool:
-    """`value` is of the scalar `shape` (`STRING`, `INTEGER`, `BOOLEAN`) as the API's Go type
-    decodes it: a string is no number, a boolean is no integer, an integer fits 32 bits."""
+    """`value` is of the scalar `shape` (`STRING`, `INTEGER`, `INT64`, `BOOLEAN`) as the API's Go
+    type decodes it: a string is no number, a boolean is no integer, an integer fits its 32 or
+    64 bits."""
     if shape == STRING:
         return isinstance(value, str)
     if shape == BOOLEAN:
         return isinstance(value, bool)
-    return (isinstance(value, int) and not isinstance(value, bool)
-            and INT32_MIN <= value <= INT32_MAX)
+    low, high = (INT64_MIN, INT64_MAX) if shape == INT64 else (INT32_MIN, INT32_MAX)
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 def _wrong_scalar(value: Any, shape: str) -> str:
