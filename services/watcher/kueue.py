@@ -2,7 +2,8 @@
 
 Layer: watcher (pure, like `slim`, whose contract it keeps: never raises; a malformed count
 gets an `invalid_reason`). Kueue groups plain pods with the `kueue.x-k8s.io/pod-group-name`
-label and the `kueue.x-k8s.io/pod-group-total-count` annotation and admits the group whole
+label (or, from v0.18, the annotation of that key, which it reads first) and the
+`kueue.x-k8s.io/pod-group-total-count` annotation and admits the group whole
 by removing each member's `kueue.x-k8s.io/admission` scheduling gate (gated pods are not yet
 members for the planner). Such a pod joins the group of that name, and each observation of
 it also yields a PodGroupObserved of min_member = the total count, so Kueue's group needs
@@ -31,16 +32,28 @@ from services.contracts.events import KUEUE_GROUP_API, PodGroupObserved, PodObse
 from services.watcher import native, slim
 
 GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+GROUP_ANNOTATION = GROUP_LABEL
+"""The annotation naming the group (the label's key), which Kueue writes instead of the label
+from v0.18 (feature gate `WorkloadIdentifierAnnotations`, beta, on by default) and reads first
+(`GetPodGroupName`)."""
 TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
+FAST_ADMISSION_ANNOTATION = "kueue.x-k8s.io/pod-group-fast-admission"
+"""`"true"`: Kueue admits the group once its first pod exists and ungates the others as they
+come (its StatefulSet integration sets it): no gang to place at once."""
 API_VERSION = KUEUE_GROUP_API
 """The `api_version` of a synthetic PodGroupObserved: no API serves it (the binder finds no
 PodGroup to write status to, and a restarted watcher's seed of PodGroups ignores it)."""
 
 
 def group_name(obj: Mapping[str, Any]) -> str | None:
-    """The pod's Kueue group label, or None when absent or empty."""
-    name = slim._dict(slim._meta(obj).get("labels")).get(GROUP_LABEL)
-    return name if isinstance(name, str) and name else None
+    """The pod's Kueue group name: its `GROUP_ANNOTATION`, else its `GROUP_LABEL`, as Kueue's
+    `GetPodGroupName` reads them; None when neither is given (or empty)."""
+    meta = slim._meta(obj)
+    for given in (slim._dict(meta.get("annotations")), slim._dict(meta.get("labels"))):
+        name = given.get(GROUP_ANNOTATION)
+        if isinstance(name, str) and name:
+            return name
+    return None
 
 
 def pod_event(event: PodObserved, group: PodGroupObserved | None) -> PodObserved:
@@ -55,12 +68,17 @@ def podgroup_event(obj: Mapping[str, Any], at_ms: int) -> PodGroupObserved | Non
 
     Shapes: uid `kueue/<ns>/<name>`, resource_version the total count, created_at_ms the
     pod's creation. Source: Kueue's pod integration requires the count to be a positive
-    integer in decimal text; anything else is `invalid_reason` (min_member 1).
+    integer in decimal text; anything else is `invalid_reason` (min_member 1). None for a
+    group with fast admission (`FAST_ADMISSION_ANNOTATION`): Kueue admits it with its first
+    pod and the controller may make the next only once that one runs (a StatefulSet's
+    OrderedReady pods), so a gang of the total count would wait for good.
     """
     meta = slim._meta(obj)
     name = group_name(obj)
     if name is None or slim._dict(meta.get("labels")).get(slim.GROUP_LABEL):
         return None
+    if slim._dict(meta.get("annotations")).get(FAST_ADMISSION_ANNOTATION) == "true":
+        return None  # admitted pod by pod: each is placed as it comes
     spec = obj.get("spec")
     if isinstance(spec, Mapping) and native.scheduling_group(spec) is not None:
         return None  # in a native group (read or not): not Kueue's gang for us

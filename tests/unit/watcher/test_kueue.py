@@ -33,6 +33,30 @@ def test_a_kueue_group_member_yields_its_group_of_the_total_count_and_joins_it()
     assert pod.group_name == "train"
 
 
+def test_a_group_named_by_the_annotation_alone_is_a_gang_as_with_the_label() -> None:
+    """Kueue v0.18 and later name the group in an annotation, not the label
+    (WorkloadIdentifierAnnotations, on by default), and read the annotation first: its pods
+    were each a gang of one, and some of a group that did not fit were bound."""
+    obj = kueue_pod("3")
+    del obj["metadata"]["labels"][kueue.GROUP_LABEL]
+    obj["metadata"]["annotations"][kueue.GROUP_ANNOTATION] = "train"
+    group, pod = observed(obj)
+    assert isinstance(group, PodGroupObserved) and isinstance(pod, PodObserved)
+    assert (group.name, group.min_member, pod.group_name) == ("train", 3, "train")
+    obj["metadata"]["labels"][kueue.GROUP_LABEL] = "other"  # both: the annotation wins
+    assert kueue.group_name(obj) == "train"
+
+
+def test_a_group_with_fast_admission_is_no_gang() -> None:
+    """Kueue admits a fast-admission group with its first pod (its StatefulSet integration
+    sets it, and an OrderedReady StatefulSet makes the next pod only once that one runs): a
+    gang of the total count waited for quorum for good; each pod is placed as it comes."""
+    obj = kueue_pod("3")
+    obj["metadata"]["annotations"][kueue.FAST_ADMISSION_ANNOTATION] = "true"
+    (pod,) = observed(obj)
+    assert isinstance(pod, PodObserved) and pod.group_name is None
+
+
 def test_a_total_count_that_is_not_a_positive_integer_is_invalid_and_named() -> None:
     for bad in ("four", "0", "-1", 4):
         group = kueue.podgroup_event(kueue_pod(bad), 1000)
