@@ -60,6 +60,8 @@ class ClusterView:
         self._used: dict[str, dict[str, int]] = {}
         self._buried: dict[str, None] = {}
         self._taken: dict[tuple[str, str], _Taken] = {}
+        self._taken_on: dict[str, set[tuple[str, str]]] = {}
+        """The members `_taken` holds, by node (what `claim` adds up for one node)."""
         self.applied_seq = 0
 
     def __len__(self) -> int:
@@ -74,10 +76,10 @@ class ClusterView:
                 self._pods[(event.namespace, event.name)] = event
                 self._count(event, 1)
                 if event.node_name is not None or not uses_capacity(event):
-                    self._taken.pop((event.namespace, event.name), None)  # `_used` has it now
+                    self._drop_taken((event.namespace, event.name))  # `_used` has it now
         elif isinstance(event, PodDeleted):
             self._bury(event.uid)
-            self._taken.pop((event.namespace, event.name), None)
+            self._drop_taken((event.namespace, event.name))
             known = self._pods.get((event.namespace, event.name))
             if known is not None and known.uid == event.uid:
                 self._count(known, -1)
@@ -147,8 +149,9 @@ class ClusterView:
                 extra = resources.add(extra, pod.requests)
                 claims[key] = _Taken(placement, node_name, pod.requests)
         used = dict(self._used.get(node_name, {}))
-        for key, taken in self._taken.items():
-            if taken.node == node_name and taken.placement != placement and key not in claims:
+        for key in self._taken_on.get(node_name, ()):
+            taken = self._taken[key]
+            if taken.placement != placement and key not in claims:
                 used = resources.add(used, taken.requests)
         for name, amount in sorted(extra.items()):
             free = node.allocatable.get(name, 0) - used.get(name, 0)
@@ -156,7 +159,10 @@ class ClusterView:
                 return (f"it has {resources.format_amount(name, max(free, 0))} {name} free "
                         f"(other pods were bound there meanwhile) and the members "
                         f"planned there request {resources.format_amount(name, amount)} {name}")
-        self._taken.update(claims)
+        for key, taken in claims.items():
+            self._drop_taken(key)
+            self._taken[key] = taken
+            self._taken_on.setdefault(node_name, set()).add(key)
         return None
 
     def release(self, placement: str, bound: Collection[tuple[str, str]]) -> None:
@@ -164,7 +170,16 @@ class ClusterView:
         name), which it left bound: those end when the view sees them bound or deleted."""
         for key in [key for key, taken in self._taken.items()
                     if taken.placement == placement and key not in bound]:
-            del self._taken[key]
+            self._drop_taken(key)
+
+    def _drop_taken(self, key: tuple[str, str]) -> None:
+        """End the hold of the member `key` (namespace, name), if any."""
+        taken = self._taken.pop(key, None)
+        if taken is not None:
+            on_node = self._taken_on[taken.node]
+            on_node.discard(key)
+            if not on_node:
+                del self._taken_on[taken.node]
 
     def misfit(self, namespace: str, name: str, node_name: str) -> str | None:
         """Why the pod `namespace/name` may not go to `node_name` by the filters that read only
