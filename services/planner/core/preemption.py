@@ -309,16 +309,19 @@ def _weigh(index: NodeIndex, units: list[Unit], budgets: Iterable[DisruptionBudg
 
 def _weigh_many(index: NodeIndex, units: list[Unit],
                 budgets: Iterable[DisruptionBudgetObserved], fits: Fits) -> Choice | None:
-    """`choose` among more than `MAX_UNITS` units, in a bounded number of trials: with every
-    unit gone the preemptor must fit (else None); then the units off the nodes it would take
-    are given back at once, then (most important nodes first, at most `MAX_NODE_TRIALS`) each
-    node's units together, then (in `_reprieve`'s order, at most `MAX_UNITS`) single units,
-    each kept back while the preemptor still fits. Units never tried stay victims: more are
-    evicted than the fewest possible, but never in vain (kube-scheduler's
-    `SelectVictimsOnNode` likewise removes every lower-priority pod first and reprieves from
-    there).
+    """`choose` among more than `MAX_UNITS` units, in a bounded number of trials: the units
+    are removed node by node, the cheapest nodes first (`_removal_order`), in prefixes
+    doubling from the first past `MAX_UNITS` units until the preemptor fits (with every unit
+    gone it must, else None); then the units off the nodes it would take are given back at
+    once, then (most important nodes first, at most `MAX_NODE_TRIALS`) each node's units
+    together, then (in `_reprieve`'s order, at most `MAX_UNITS`) single units, each kept back
+    while the preemptor still fits. Units never tried stay victims: more are evicted than the
+    fewest possible, but never in vain, and from the cheapest nodes that suffice
+    (kube-scheduler's `SelectVictimsOnNode` likewise removes every lower-priority pod first
+    and reprieves from there; `pickOneNodeForPreemption` prefers the fewest budget
+    violations, then the lowest priorities).
 
-    Cost: at most 2 + `MAX_NODE_TRIALS` + `MAX_UNITS` `fits`.
+    Cost: at most log2 of the nodes + 1 + `MAX_NODE_TRIALS` + `MAX_UNITS` `fits`.
     """
     book = _Budgets(budgets)
     for unit in units:
@@ -326,11 +329,10 @@ def _weigh_many(index: NodeIndex, units: list[Unit],
     by_key = {unit.key: unit for unit in units}
     removed: set[str] = set()
     try:
-        victims = set(by_key)
-        _set_removed(index, by_key, removed, victims)
-        assigned = fits()
-        if assigned is None:
+        found = _cheapest_enough(index, by_key, removed, _removal_order(units), fits)
+        if found is None:
             return None
+        victims, assigned = found
         used = {row for _, row in assigned}
         near = {key for key in victims if _rows(by_key[key]) & used}
         if near != victims:
@@ -356,6 +358,41 @@ def _weigh_many(index: NodeIndex, units: list[Unit],
         return _choice(book, [by_key[key] for key in sorted(victims)], assigned)
     finally:
         _set_removed(index, by_key, removed, set())
+
+
+def _removal_order(units: list[Unit]) -> list[list[str]]:
+    """The units' keys node by node, the cheapest node first: a node none of whose units
+    violates a budget before one that does, then the lowest highest priority, the fewest
+    units, the least share, the row (`_by_node`'s order). A unit on several nodes is listed
+    with each."""
+    on: dict[int, list[Unit]] = {}
+    for unit in units:
+        for row in sorted(_rows(unit)):
+            on.setdefault(row, []).append(unit)
+    order = sorted(on, key=lambda row: (any(u.violates for u in on[row]),
+                                        max(u.priority for u in on[row]), len(on[row]),
+                                        sum(u.share for u in on[row]), row))
+    return [[unit.key for unit in on[row]] for row in order]
+
+
+def _cheapest_enough(index: NodeIndex, by_key: dict[str, Unit], removed: set[str],
+                     nodes: list[list[str]], fits: Fits) -> tuple[set[str], Assigned] | None:
+    """The units of the shortest prefix of `nodes` (doubling from the first past `MAX_UNITS`
+    units) with which removed the preemptor fits, left removed, and where it goes; None when
+    it does not fit even with every unit removed."""
+    count = 0
+    while True:
+        count = max(count * 2, 1)
+        while count < len(nodes) and len({k for keys in nodes[:count] for k in keys}) \
+                <= MAX_UNITS:
+            count += 1
+        prefix = {key for keys in nodes[:count] for key in keys}
+        _set_removed(index, by_key, removed, prefix)
+        assigned = fits()
+        if assigned is not None:
+            return prefix, assigned
+        if count >= len(nodes):
+            return None
 
 
 def _reprieve(index: NodeIndex, by_key: dict[str, Unit], removed: set[str], victims: set[str],

@@ -4,6 +4,8 @@ the victim candidates of a large cluster, and the node index and snapshots after
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 import pytest
 
@@ -19,7 +21,7 @@ from services.contracts.ids import singleton_key
 from services.planner.core import reasons
 from services.planner.core.config import PlannerConfig
 from services.planner.core.state import decode_state, encode_state
-from tests.unit.planner.builders import make_node, make_pod, make_podgroup
+from tests.unit.planner.builders import PodBuilder, make_node, make_pod, make_podgroup
 from tests.unit.planner.harness import Cluster, assert_index_is_a_rebuild, recorded, replay
 
 ZONE = "topology.kubernetes.io/zone"
@@ -389,13 +391,11 @@ def test_a_nominated_node_lost_ends_the_nomination_and_the_gang_preempts_again(
     assert [a.node for a in again.nominated] == ["n1"]
 
 
-def _preempting_gang(nodes: int, low: list[tuple[int, int]], members: int,
-                     member_cpu: int) -> Preemption:
+def _preempting_gang(nodes: int, low: list[PodBuilder], members: int, member_cpu: int,
+                     *others: DisruptionBudgetObserved) -> Preemption:
     """The one Preemption of a gang of `members` (priority 100, `member_cpu` each) on
-    `nodes` 4-cpu nodes holding the `low` pods (cpu millicores, node number)."""
-    cluster = _nodes(Cluster(), nodes)
-    for i, (cpu, node) in enumerate(low):
-        cluster.observe(make_pod(f"low{i:03}").requests(cpu_milli=cpu).on_node(f"n{node}"))
+    `nodes` 4-cpu nodes holding the `low` pods (and the budgets `others`)."""
+    cluster = _nodes(Cluster(), nodes).observe(*low, *others)
     cluster.observe(make_podgroup("big", members), *(
         make_pod(f"big-{i:03}").requests(cpu_milli=member_cpu).priority(100).in_group("big")
         for i in range(members)))
@@ -403,11 +403,20 @@ def _preempting_gang(nodes: int, low: list[tuple[int, int]], members: int,
     return preemption
 
 
+def _small_pods(nodes: int, per_node: int, priority: Callable[[int], int] = lambda _: 0,
+                labels: Callable[[int], dict[str, str]] = lambda _: {}) -> list[PodBuilder]:
+    """`per_node` pods filling each of `nodes` 4-cpu nodes, of the node's priority and
+    labels."""
+    return [make_pod(f"low-{node:03}-{j:02}").requests(cpu_milli=4000 // per_node)
+            .priority(priority(node)).labelled(**labels(node)).on_node(f"n{node}")
+            for node in range(nodes) for j in range(per_node)]
+
+
 def test_a_gang_needing_more_victims_than_the_bound_preempts_them_all() -> None:
     """10 nodes full of 16 small pods each (160 units, beyond the 128 weighed in full) and a
     gang of 10 four-cpu members: every small pod must go, and they do (the gang was told
     preemption was not helpful)."""
-    preemption = _preempting_gang(10, [(250, i % 10) for i in range(160)], 10, 4000)
+    preemption = _preempting_gang(10, _small_pods(10, 16), 10, 4000)
     assert len(preemption.victims) == 160
     assert sorted(a.node for a in preemption.nominated) == sorted(f"n{i}" for i in range(10))
 
@@ -415,6 +424,29 @@ def test_a_gang_needing_more_victims_than_the_bound_preempts_them_all() -> None:
 def test_beyond_the_bound_units_off_the_nodes_the_gang_takes_stay() -> None:
     """130 nodes with one low pod each and a gang of 129 that needs 129 of them emptied: 129
     victims, the 130th pod reprieved."""
-    preemption = _preempting_gang(130, [(4000, i) for i in range(130)], 129, 4000)
+    preemption = _preempting_gang(130, _small_pods(130, 1), 129, 4000)
     assert len(preemption.victims) == 129
     assert {v.node for v in preemption.victims} == {a.node for a in preemption.nominated}
+
+
+def test_beyond_the_bound_the_lowest_priorities_go() -> None:
+    """40 nodes of 16 small pods (640 units); those of n0-n9 of priority 50, the others 1: the
+    gang of 10 empties 10 nodes of priority 1 (it emptied whichever nodes it landed on with
+    every unit gone, n0 and n1 among them)."""
+    preemption = _preempting_gang(40, _small_pods(40, 16, lambda node: 50 if node < 10 else 1),
+                                  10, 4000)
+    assert len(preemption.victims) == 160
+    assert max(v.priority for v in preemption.victims) == 1
+
+
+def test_beyond_the_bound_no_budget_is_violated_where_none_need_be() -> None:
+    """As above, all of one priority, n0-n9's pods under a budget allowing no disruption: the
+    gang empties 10 other nodes."""
+    guard = DisruptionBudgetObserved(
+        at_ms=0, uid="pdb-1", namespace="default", name="guard", resource_version="1",
+        selector=(NodeSelectorRequirement("app", "In", ("guarded",)),), disruptions_allowed=0)
+    preemption = _preempting_gang(
+        40, _small_pods(40, 16, labels=lambda node: {"app": "guarded"} if node < 10 else {}),
+        10, 4000, guard)
+    assert len(preemption.victims) == 160
+    assert not [v for v in preemption.victims if int(v.node[1:]) < 10]
