@@ -7,8 +7,11 @@ only `KubeUnavailable` is worth retrying as is.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
+
+from services.contracts.integers import INT64_MAX, INT64_MIN
 
 
 class KubeError(Exception):
@@ -97,6 +100,15 @@ class KubeSilent(KubeUnreachable):
     balancer forgetting it). `why` says for how long (`nothing received for 90s`)."""
 
 
+MAX_RETRY_AFTER_SECONDS = 300
+"""The longest wait an answer's `Retry-After` (or `retryAfterSeconds`) is honoured for: the
+API server's priority and fairness asks for 1 s; anything past minutes is a broken proxy."""
+INT32_MAX = 2**31 - 1
+ATOI_DIGITS_MAX = 20
+"""More characters than an int64 with its sign has: out of range without being converted."""
+_ATOI = re.compile(r"[+-]?[0-9]+")
+"""What Go's `strconv.Atoi` takes (before its range check)."""
+
 _BY_STATUS: Mapping[int, type[KubeError]] = {
     400: KubeInvalid,
     401: KubeForbidden,
@@ -148,21 +160,24 @@ def retry_after_seconds(status: int, header: str | None) -> int | None:
     HTTP `status`; None when it asks nothing.
 
     Source: client-go `rest.checkWait`: only a 429 or a 5xx asks, and only with a whole
-    number of seconds (an HTTP date is ignored); a negative number asks for no wait.
+    number of seconds as `strconv.Atoi` reads one (ASCII digits with an optional sign, no
+    spaces, within int64; an HTTP date asks nothing); a negative number asks for no wait.
+    Waits are capped at `MAX_RETRY_AFTER_SECONDS` (client-go's are not: a server asking for
+    days would stop a watcher for days).
     """
-    if header is None or not (status == 429 or status >= 500):
+    if header is None or not (status == 429 or status >= 500) or not _ATOI.fullmatch(header):
         return None
-    try:
-        seconds = int(header.strip())
-    except ValueError:
-        return None
-    return max(seconds, 0)
+    seconds = int(header[:ATOI_DIGITS_MAX + 1])
+    if len(header) > ATOI_DIGITS_MAX or not INT64_MIN <= seconds <= INT64_MAX:
+        return None  # Atoi: out of range
+    return min(max(seconds, 0), MAX_RETRY_AFTER_SECONDS)
 
 
 def _suggested_delay(body: Mapping[str, Any] | None) -> int | None:
-    """A Status's `details.retryAfterSeconds` when a positive integer, else None."""
+    """A Status's `details.retryAfterSeconds` when a positive integer (an int32 in the API),
+    capped at `MAX_RETRY_AFTER_SECONDS`, else None."""
     details = (body or {}).get("details")
     seconds = details.get("retryAfterSeconds") if isinstance(details, Mapping) else None
-    if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
-        return seconds
+    if isinstance(seconds, int) and not isinstance(seconds, bool) and 0 < seconds <= INT32_MAX:
+        return min(seconds, MAX_RETRY_AFTER_SECONDS)
     return None

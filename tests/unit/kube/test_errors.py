@@ -59,12 +59,16 @@ def test_the_detail_leaves_out_the_request_for_user_facing_messages() -> None:
 
 
 @pytest.mark.parametrize(("status", "header", "expected"), [
-    (429, "3", 3), (503, " 10 ", 10), (500, "-1", 0), (429, "Fri, 31 Dec 1999 23:59:59 GMT",
-                                                         None),
+    (429, "3", 3), (503, "10", 10), (500, "-1", 0), (429, "+7", 7),
+    (429, "Fri, 31 Dec 1999 23:59:59 GMT", None), (429, " 10 ", None), (429, "1_0", None),
+    (429, "\u0661", None), (429, "9" * 18, 300), (429, "9" * 19, None), (429, "9" * 400, None),
+    (429, "9" * 5000, None), (429, "86400", 300),
     (429, None, None), (404, "3", None), (409, "5", None)])
 def test_retry_after_is_read_as_client_go_reads_it(status: int, header: str | None,
                                                    expected: int | None) -> None:
-    """Whole seconds of a 429's or 5xx's Retry-After only (client-go `checkWait`)."""
+    """Whole seconds of a 429's or 5xx's Retry-After only, as `strconv.Atoi` reads them
+    (client-go `checkWait`: no spaces, underscores or non-ASCII digits; beyond int64 asks
+    nothing), capped at five minutes (a huge one crashed the watcher's list and watch)."""
     assert errors.retry_after_seconds(status, header) == expected
 
 
@@ -78,3 +82,7 @@ def test_a_status_suggesting_a_delay_asks_for_it_when_no_header_did() -> None:
     assert errors.from_status(429, {"message": "x"}, "list pods").retry_after_seconds is None
     assert errors.from_status(
         500, {"details": {"retryAfterSeconds": "4"}}, "x").retry_after_seconds is None
+    assert errors.from_status(
+        500, {"details": {"retryAfterSeconds": 10**30}}, "x").retry_after_seconds is None
+    assert errors.from_status(
+        500, {"details": {"retryAfterSeconds": 3600}}, "x").retry_after_seconds == 300
