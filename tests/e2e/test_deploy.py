@@ -41,6 +41,7 @@ NAMESPACE = chart.NAMESPACE
 LEASE_SECONDS = 3.0
 RETRY_SECONDS = 0.25
 LEADER_METRIC = re.compile(r'^gangsched_leader\{service="planner"\} 1\.0$', re.MULTILINE)
+REFUSED_CODE = re.compile(r'code="40[13]"')
 DEPLOYMENT_PATHS = {"/data": "{store}", "/var/run/nats/nats.pid": "{pid}"}
 """Paths of the NATS pod in its rendered config, replaced by local ones (nothing else is)."""
 UNSCHEDULED_POD = """
@@ -402,6 +403,21 @@ def test_seed_gang_runs_with_the_service_accounts_the_chart_grants(
     consistently(lambda: _three_running_three_pending(control_plane, namespace), duration=3,
                  what="3 Running and 3 Pending")
     _assert_nats_refused_nothing(deployed)
+    _assert_kube_refused_nothing(deployed)
+
+
+def _assert_kube_refused_nothing(deployed: Deployed) -> None:
+    """No service was refused a Kubernetes request (HTTP 401 or 403) by the RBAC the chart
+    grants: a request added to a service without its rule in deploy/chart/templates/rbac.yaml
+    shows up here even when the service copes (the binder's post-bind node LIST was refused
+    in every install, and it fell back to a GET per node)."""
+    for service in deployed.services.values():
+        if service.command == "planner":
+            continue  # no Kubernetes client at all
+        refused = [line for line in service.metrics().splitlines()
+                   if line.startswith("gangsched_kube_requests_total{")
+                   and REFUSED_CODE.search(line) and float(line.rsplit(" ", 1)[1]) > 0]
+        assert not refused, f"{service.name}: {refused}"
 
 
 def _assert_nats_refused_nothing(deployed: Deployed) -> None:

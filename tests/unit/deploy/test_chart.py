@@ -182,7 +182,7 @@ def test_the_watcher_may_only_list_and_watch_what_it_observes(rendered: Objects)
 def test_the_binder_may_only_make_the_calls_of_services_kube(rendered: Objects) -> None:
     assert _rules(rendered, f"{RELEASE}-binder") == {
         ("", "pods", "get"), ("", "pods", "delete"), ("", "pods/binding", "create"),
-        ("", "pods/status", "patch"), ("", "nodes", "get"),
+        ("", "pods/status", "patch"), ("", "nodes", "get"), ("", "nodes", "list"),
         ("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch"),
         *((api, "podgroups", "get") for api in ("scheduling.x-k8s.io", "scheduling.k8s.io")),
         *((api, "podgroups/status", "patch")
