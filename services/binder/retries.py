@@ -28,10 +28,10 @@ class Retry:
 
     Units: waits in seconds, the n-th wait `first_wait_seconds * 2**(n-1)` capped at
     `max_wait_seconds` (tenacity's `wait_exponential`), or longer when the API server asked
-    for longer (`KubeError.retry_after_seconds`: a 429's `Retry-After`, which client-go
-    waits for; retrying sooner adds to the overload the server is shedding); `attempts` None
-    retries without limit (the caller bounds the time). Safe to share between concurrent
-    calls: each retrying call runs its own copy of the policy.
+    for longer (`KubeError.retry_after_seconds`: a 429's or 5xx's `Retry-After`, which
+    client-go waits for; retrying sooner adds to the overload the server is shedding);
+    `attempts` None retries without limit (the caller bounds the time). Safe to share between
+    concurrent calls: each retrying call runs its own copy of the policy.
     """
 
     def __init__(self, *, first_wait_seconds: float, max_wait_seconds: float,

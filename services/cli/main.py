@@ -413,8 +413,8 @@ def _unmade_parent(out: Path) -> str | None:
                 help="spec.schedulerName of the pods gangsched schedules.")
 @options.placement_options
 def simulate(files: tuple[Path, ...], output: str, **parsed: Any) -> None:
-    """Play manifests (Nodes, PodGroups, Pods, workloads, PriorityClasses, PodDisruptionBudgets,
-    storage) through the planner, with no cluster."""
+    """Play manifests (Nodes, PodGroups, Pods, workloads, PriorityClasses, RuntimeClasses,
+    PodDisruptionBudgets, Namespaces, storage) through the planner, with no cluster."""
     from services.cli.simulate import simulate_command
 
     sys.exit(simulate_command(list(files), output, planner_config(parsed)))
