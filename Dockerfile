@@ -4,9 +4,9 @@
 # /var/lib/gangsched and /tmp). One image for every service: `gangsched watcher|planner|binder
 # |migrate` (the chart passes the command as args).
 #
-#   docker build -t ghcr.io/gangsched/gangsched:0.1.0 .
-#   helm install gangsched deploy/chart -n gangsched --create-namespace \
-#     --set image.repository=ghcr.io/gangsched/gangsched --set image.tag=0.1.0
+#   docker build -t registry.example.com/gangsched:0.1.0 . && docker push registry.example.com/gangsched:0.1.0
+#   printf 'image: {repository: registry.example.com/gangsched, tag: "0.1.0"}\n' > my-values.yaml
+#   helm install gangsched deploy/chart -n gangsched --create-namespace -f my-values.yaml
 #
 # Not built in CI (no container engine there); the chart's tests run the same commands as
 # local processes.

@@ -244,7 +244,9 @@ def _report(outcome: ReplayOutcome, request: ReplayRequest, until: Until | None)
             click.echo(line)
     if problem:  # an audit that checked nothing must not read as a pass
         click.echo(problem, err=True)
-        if request.verify:
+        if request.verify or (outcome.events == 0 and _narrowed(request)):
+            # a timeline asked of a pod, a group or a stretch of an empty log shows nothing,
+            # as one past the end of a log that holds events (exit 3 alike)
             raise SystemExit(exit_codes.NEGATIVE)
         return
     note = replaying.left_out_note(outcome.left_out)
@@ -268,6 +270,14 @@ def _report(outcome: ReplayOutcome, request: ReplayRequest, until: Until | None)
                        "database (--source db), which records every round, before calling "
                        "this a determinism bug", err=True)
         raise SystemExit(exit_codes.NEGATIVE)
+
+
+def _narrowed(request: ReplayRequest) -> bool:
+    """Whether the replay asked for part of the log: a pod or group (`--pod`, `--podgroup`),
+    or a stretch (`--from-seq`, `--since`, `--until`)."""
+    window, until = request.window, request.until
+    return (request.focus is not None or window.from_seq > 1 or window.since_ms is not None
+            or until.seq is not None or until.at_ms is not None)
 
 
 @click.command(name="explain")

@@ -152,7 +152,7 @@ Operating it (NATS security, passwords, TLS, the database, high availability, mo
 
 ```sh
 # the image is not published: build and push it first (docs/deploy.md), then name it
-printf 'image: {repository: registry.example.com/gangsched, tag: "0.1.0"}\n' > my-values.yaml
+printf 'image: {repository: registry.example.com/gangsched, tag: "0.1.0"}\\n' > my-values.yaml
 helm install gangsched deploy/chart -n gangsched --create-namespace -f my-values.yaml
 ```
 
