@@ -39,7 +39,9 @@ from v0.18 (feature gate `WorkloadIdentifierAnnotations`, beta, on by default) a
 TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
 FAST_ADMISSION_ANNOTATION = "kueue.x-k8s.io/pod-group-fast-admission"
 """`"true"`: Kueue admits the group once its first pod exists and ungates the others as they
-come (its StatefulSet integration sets it): no gang to place at once."""
+come (its StatefulSet integration sets it): no gang to place at once. Kueue up to v0.18.0
+took any value (the key present) for it; from v0.18.6 only `"true"`, as here: a hand-written
+other value keeps the gang whole (Kueue's own integrations always write `"true"`)."""
 API_VERSION = KUEUE_GROUP_API
 """The `api_version` of a synthetic PodGroupObserved: no API serves it (the binder finds no
 PodGroup to write status to, and a restarted watcher's seed of PodGroups ignores it)."""
