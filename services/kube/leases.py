@@ -18,6 +18,11 @@ to one of them reads the Lease again and renews it still. A process releases the
 no other process of its installation wrote it within the lease duration (seen on its reads
 before each renewal), so a stopping binder never hands the name to another installation while
 a sibling still binds.
+
+An answer asking to wait (a 429 or 5xx with `Retry-After: N`, or a Status with
+`details.retryAfterSeconds`, as `errors.KubeError.retry_after_seconds` carries it) is honoured
+as client-go does: no request on the Lease is sent sooner than N seconds after it (at most
+`errors.MAX_RETRY_AFTER_SECONDS`); an attempt meanwhile fails at once, unsent (`KubeLease`).
 """
 
 from __future__ import annotations
@@ -66,6 +71,25 @@ class KubeLease:
     it and why, for `election.campaign` to say so: no answer, or `answered` 429 or 5xx with
     its status and message), LeaseRefused when it refuses (no RBAC permission on leases, no
     such namespace).
+
+    Retry-After: an answer that asked to wait N seconds (`KubeError.retry_after_seconds`,
+    capped at 300 s) keeps every request of this Lease unsent until N seconds after it came,
+    on `clock`; a call meanwhile raises LeaseUnavailable at once, sending nothing, with the
+    server, `why` and `answered` of the answer that asked (so a campaign counts it as that
+    same failure and keeps its readiness held with it). The election's loop goes on calling
+    every `retry_seconds` (`election.campaign`, `election.renew`): the next request goes out
+    at the first attempt at or after the time asked, as client-go's leader election waits
+    its retry period but a throttled request is not sent again sooner than asked.
+
+    Why waiting for Retry-After never lets the binder bind past the time it may hold the
+    Lease: the wait is kept by refusing attempts, not by sleeping in them, and a refused
+    renewal is a failed one. Only a written renewal starts a new term; `election.renew` keeps
+    the old one after a failure only until its renew deadline (two thirds of the lease,
+    measured from before the last write that succeeded was sent, so before the API server
+    could let another installation in) and then steps down, cancelling the binder's work,
+    whether the wait asked ends before that or not. Nor is that step-down delayed: no call
+    here waits for the time asked, so `election._serve_while_leading` checks the deadline
+    (and the work's end) every `retry_seconds` as it does without Retry-After.
     """
 
     def __init__(self, client: KubeClient, *, namespace: str, name: str, installation: str,
@@ -82,6 +106,11 @@ class KubeLease:
         self._observed_at = 0.0
         self._sibling_at: float | None = None
         self._told: str | None = None
+        self._asked_until = 0.0
+        """`clock` time before which no request is sent: when the API server's last transient
+        answer asking to wait (Retry-After) allows the next one."""
+        self._asked: errors.KubeUnavailable | None = None
+        """That answer (its error), for the LeaseUnavailable of the attempts it holds back."""
 
     @property
     def where(self) -> str:
@@ -105,7 +134,9 @@ class KubeLease:
     async def release(self, revision: int) -> None:
         """Empty `holderIdentity` if this process wrote the Lease last and no other process of
         its installation wrote it within the lease duration (else leave it to them), so a
-        standby takes it at its next attempt instead of after the lease duration."""
+        standby takes it at its next attempt instead of after the lease duration. While an
+        answer's Retry-After holds requests back it sends nothing (LeaseUnavailable): the
+        standbys then take over after the lease duration."""
         with self._errors("releasing"):
             current = await self._get()
             if current is None or _holder(current) != self.holder:
@@ -232,8 +263,45 @@ class KubeLease:
                         "until that one stops", self.name, self.where, other)
             self._told = other
 
+    def _held_back(self, doing: str) -> None:
+        """Raise LeaseUnavailable, sending nothing, while the API server's last answer asking
+        to wait (Retry-After) still holds requests back; nothing otherwise.
+
+        Units: `clock` seconds. The error names the server, and carries the `why` and
+        `answered` of the answer that asked (`election.Outage` counts it as that failure).
+        """
+        asked, left = self._asked, self._asked_until - self._clock()
+        if asked is None or left <= 0:
+            return
+        raise LeaseUnavailable(
+            f"{doing} Lease {self.where}: not sent: the API server asked to wait "
+            f"{asked.retry_after_seconds}s after answering {asked.detail} ({left:.1f}s left)",
+            server=f"the API server at {self._client.server}", why=asked.detail,
+            answered=asked.status != 0)
+
+    def _note_asked_wait(self, error: errors.KubeUnavailable) -> None:
+        """Remember a transient answer that asked to wait (`error.retry_after_seconds`, already
+        capped at `errors.MAX_RETRY_AFTER_SECONDS`; units: seconds): no request before that
+        many seconds from now on `clock`."""
+        if error.retry_after_seconds is not None:
+            self._asked = error
+            self._asked_until = self._clock() + error.retry_after_seconds
+
     @contextlib.contextmanager
     def _errors(self, doing: str) -> Iterator[None]:
+        """The API's errors as `election`'s: LeaseUnavailable, LeaseRefused. Held back, unsent,
+        while an answer's Retry-After asks to wait (`_held_back`); an error asking to wait is
+        remembered for the calls to come (`_note_asked_wait`)."""
+        self._held_back(doing)
+        with self._as_election(doing):
+            try:
+                yield
+            except errors.KubeUnavailable as error:
+                self._note_asked_wait(error)
+                raise
+
+    @contextlib.contextmanager
+    def _as_election(self, doing: str) -> Iterator[None]:
         """The API's errors as `election`'s: LeaseUnavailable, LeaseRefused."""
         try:
             yield
