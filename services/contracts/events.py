@@ -299,6 +299,19 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     restart rule with the action RestartAllContainers): a node must declare each
     (`NodeObserved.declared_features`), NodeDeclaredFeatures' filter. Absent in events recorded
     before they were inferred: none."""
+    nonzero_extra: ResourceList = {}
+    """What NodeResourcesFit's LeastAllocated and MostAllocated scores add to `requests`, cpu
+    (millicores) and memory (bytes) only, keys with 0 left out: every container's missing cpu or
+    memory request counted as 100m and 200 MiB, as kube-scheduler 1.36's
+    `NonMissingContainerRequests` and `NodeInfo.NonZeroRequested` count it (a request given as 0
+    stays 0; a resource set at pod level gets none), and for a pod with pod-level requests only
+    a resource neither a container nor the pod level gives. Never charged: the fit is
+    unaffected. Absent in events recorded before it was scored: none."""
+    nonzero_own: ResourceList | None = None
+    """What those scores add to `requests` when this pod is the one placed, where it differs
+    from `nonzero_extra` (None: it does not): a pod with pod-level requests counts each
+    container's missing cpu or memory request too, not only a resource missing everywhere
+    (the plugin's `calculatePodResourceRequest`)."""
 
 
 class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):

@@ -243,6 +243,8 @@ class PodSpecReading(NamedTuple):
     disks: tuple[Disk, ...]
     migrated_volumes: tuple[AttachableVolume, ...]
     required_features: tuple[str, ...]
+    nonzero_extra: resources.ResourceList
+    nonzero_own: resources.ResourceList | None
 
 
 SpecReader = Callable[[Obj, str], PodSpecReading]
@@ -257,6 +259,7 @@ def read_pod_spec(spec: Obj, namespace: str) -> PodSpecReading:
     serves every pod of the same spec and namespace. Never raises (module contract).
     """
     requests, invalid, beyond = _read_requests(spec)
+    on_node, own = nonzero(spec, requests)
     affinity, affinity_unsupported = required_affinity(spec)
     affinity_invalid = required_affinity_problem(affinity)
     preferred_nodes, preferred_invalid = preferred_affinity(spec)
@@ -284,7 +287,8 @@ def read_pod_spec(spec: Obj, namespace: str) -> PodSpecReading:
         preferred_affinity=preferred_nodes,
         preferred_unparseable=preferred_unparseable(preferred_nodes),
         disks=disks.read(spec), migrated_volumes=csi_translation.inline_volumes(spec),
-        required_features=declared_features.required(spec))
+        required_features=declared_features.required(spec),
+        nonzero_extra=on_node, nonzero_own=own)
 
 
 def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> PodObserved:
@@ -294,10 +298,11 @@ def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> Po
     labels = _dict(meta.get("labels"))
     namespace, name = _namespace(meta), _text(meta, "name")
     read = read_spec(spec, namespace)
-    requests = read.requests
+    requests, extra, own = read.requests, read.nonzero_extra, read.nonzero_own
     resized = None if resize.states_spec(status, spec) else resize.read(status)
     if resized is not None:  # what the kubelet says it holds differs from its spec
         requests = _read_requests(spec, resized)[0]
+        extra, own = nonzero(spec, requests, resized)
     node_name = spec.get("nodeName")
     return PodObserved(
         at_ms=at_ms, uid=_text(meta, "uid"), namespace=namespace, name=name,
@@ -327,7 +332,8 @@ def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> Po
         preferred_affinity=read.preferred_affinity,
         preferred_unparseable=read.preferred_unparseable,
         disks=read.disks, migrated_volumes=read.migrated_volumes,
-        required_features=read.required_features)
+        required_features=read.required_features, nonzero_extra=dict(extra),
+        nonzero_own=None if own is None else dict(own))
 
 
 def preemption_policy(spec: Obj) -> str:
@@ -453,7 +459,8 @@ def _amounts(quantities: Obj, field: Callable[[Any], str],
 
 
 def pod_requests(spec: Obj, saturated: bool = False,
-                 resized: resize.Resize | None = None) -> resources.ResourceList:
+                 resized: resize.Resize | None = None,
+                 missing: resources.ResourceList | None = None) -> resources.ResourceList:
     """The pod's effective requests as kube-scheduler computes them, plus `pods: 1`.
 
     Source: as `resourcehelper.PodRequests`: app containers summed; each init container's
@@ -463,7 +470,8 @@ def pod_requests(spec: Obj, saturated: bool = False,
     added. `saturated`: amounts beyond range, given or summed, count as `MAX_AMOUNT`.
     `resized`: what the pod's status says it holds (`resize.read`), folded into the requests
     of the app containers, the sidecars and the pod level as kube-scheduler does for a pod
-    being resized in place.
+    being resized in place. `missing`: amounts counted for a container that requests none of
+    a resource (neither request nor limit given), as `NonMissingContainerRequests` (`nonzero`).
     Raises:
         resources.AmountBeyondRange: unless `saturated`: a quantity or the pod's total
             beyond range, with its field named (`spec` for a total).
@@ -471,10 +479,12 @@ def pod_requests(spec: Obj, saturated: bool = False,
     """
     def read(container: Obj, where: str, kind: container_totals.Kind) -> resources.ResourceList:
         request = container_requests(container, where, saturated)
-        if resized is None or kind is container_totals.Kind.INIT:
-            return request
-        found = resized.containers.get(_str(container.get("name")))
-        return request if found is None else resized.effective(request, found)
+        if resized is not None and kind is not container_totals.Kind.INIT:
+            found = resized.containers.get(_str(container.get("name")))
+            request = request if found is None else resized.effective(request, found)
+        if missing and any(name not in request for name in missing):
+            request = {**missing, **request}
+        return request
 
     total = container_totals.aggregate(map(_dict, _list(spec.get("containers"))),
                                        map(_dict, _list(spec.get("initContainers"))), read)
@@ -494,6 +504,60 @@ def pod_requests(spec: Obj, saturated: bool = False,
     except resources.AmountBeyondRange as error:
         raise error.at("spec (all containers and overhead together)") from error
     return total
+
+
+NONZERO_MISSING: resources.ResourceList = {resources.CPU: 100, resources.MEMORY: 200 * 1024 * 1024}
+"""What NodeResourcesFit's score counts for a container's missing cpu (millicores) and memory
+(bytes) request: kube-scheduler's `DefaultMilliCPURequest` and `DefaultMemoryRequest`."""
+
+
+def nonzero(spec: Obj, requests: resources.ResourceList, resized: resize.Resize | None = None,
+            ) -> tuple[resources.ResourceList, resources.ResourceList | None]:
+    """What NodeResourcesFit's LeastAllocated and MostAllocated scores add to `requests` (the
+    pod's requests as `pod_requests` read them, `resized` alike): counted for the pod on its
+    node (`PodObserved.nonzero_extra`), and for the pod being placed where that differs
+    (`PodObserved.nonzero_own`; None: it does not).
+
+    Source: kube-scheduler 1.36. The pod placed (the plugin's `calculatePodResourceRequest`):
+    `resourcehelper.PodRequests` with `NonMissingContainerRequests` of 100m cpu and 200 MiB
+    memory, so every container (app, sidecar or init) that gives neither a request nor a limit
+    for cpu or memory counts that amount (a request of 0 is given: it stays 0); pod-level
+    requests replace the aggregate; overhead is added to both sides alike. On its node
+    (`PodInfo.CalculateResource`, `NonZeroRequested`): the same, but a pod with pod-level
+    requests has a resource defaulted only where neither a container nor the pod level gives
+    it (`getNonMissingContainerRequests`). Shapes: cpu and/or memory, only where positive.
+    Never raises: a spec whose quantities cannot be read adds nothing (the pod is refused).
+    """
+    if all(_gives_cpu_and_memory(_dict(container))
+           for key in ("containers", "initContainers") for container in _list(spec.get(key))):
+        return {}, None
+    own = _defaulted(spec, requests, resized, NONZERO_MISSING)
+    given = _dict(spec.get("resources"))
+    if not any(container_totals.is_pod_level_resource(_str(name))
+               for part in ("requests", "limits") for name in _dict(given.get(part))):
+        return own, None
+    absent = {name: amount for name, amount in NONZERO_MISSING.items() if name not in requests}
+    on_node = _defaulted(spec, requests, resized, absent) if absent else {}
+    return on_node, None if own == on_node else own
+
+
+def _defaulted(spec: Obj, requests: resources.ResourceList, resized: resize.Resize | None,
+               missing: resources.ResourceList) -> resources.ResourceList:
+    """What `missing` amounts for containers lacking them add to `requests` (positive only;
+    nothing when a quantity cannot be read)."""
+    try:
+        counted = pod_requests(spec, saturated=True, resized=resized, missing=missing)
+    except resources.InvalidQuantity:
+        return {}
+    extra = {name: counted.get(name, 0) - requests.get(name, 0) for name in NONZERO_MISSING}
+    return {name: amount for name, amount in extra.items() if amount > 0}
+
+
+def _gives_cpu_and_memory(container: Obj) -> bool:
+    """Whether a container gives a cpu and a memory request or limit (nothing to default)."""
+    given = _dict(container.get("resources"))
+    requests, limits = _dict(given.get("requests")), _dict(given.get("limits"))
+    return all(name in requests or name in limits for name in NONZERO_MISSING)
 
 
 def required_affinity(spec: Obj) -> tuple[tuple[NodeSelectorTerm, ...] | None, list[str]]:

@@ -66,3 +66,14 @@ def test_node_and_pod_events_recorded_before_declared_features_decode_without_th
         del wire[field]
         old = codec.decode_event(msgspec.json.encode(wire))
         assert old == msgspec.structs.replace(event, **{field: ()})
+
+
+def test_a_pod_event_recorded_before_nonzero_requests_decodes_without_them() -> None:
+    pod = PodObserved(at_ms=3, uid="u1", namespace="ml", name="p", resource_version="1",
+                      scheduler_name="gangsched", phase="Pending", created_at_ms=0,
+                      requests={"pods": 1}, nonzero_extra={"cpu": 100, "memory": 209715200})
+    wire = msgspec.json.decode(codec.encode(pod))
+    assert wire["nonzero_extra"] == {"cpu": 100, "memory": 209715200}
+    del wire["nonzero_extra"]
+    assert codec.decode_event(msgspec.json.encode(wire)) == msgspec.structs.replace(
+        pod, nonzero_extra={})
