@@ -103,6 +103,9 @@ class NodeIndex:
     those with claims or migrated inline volumes (what NodeVolumeLimits counts), each change
     to it also appended to `volume_log` as (row, pod, is_ours, +1 or -1) for the round's
     `volume_limits.Limits` to follow (it empties the log when it starts).
+    `extra[col, row]` is what the missing container requests of the pods charged there add to
+    what NodeResourcesFit's score counts as requested (`PodObserved.nonzero_extra`, cpu and
+    memory; never taken from `free`), `has_extra` whether any row has some (until rebuilt).
     Units: gangsched units (cpu millicores, bytes, counts). `free` may go negative when pods of
     other schedulers over-commit a node.
     """
@@ -122,6 +125,8 @@ class NodeIndex:
             for name, amount in node.allocatable.items():
                 self.alloc[self.col[name], row] = amount
         self.free[:] = self.alloc
+        self.extra: IntArray = np.zeros_like(self.alloc)
+        self.has_extra = False
         self.scale: FloatArray = _scale(self.alloc)
         self._static: dict[Signature, StaticFit] = {}
         self._domains: dict[str, list[tuple[str, BoolArray]]] = {}
@@ -165,15 +170,29 @@ class NodeIndex:
                 self.free[col, row] += sign * amount
         self.changes.append(row)
 
-    def take(self, row: int, vec: IntArray) -> None:
-        """Take a request vector from one row's free capacity (a placement trial)."""
+    def take(self, row: int, vec: IntArray, extra: IntArray | None = None) -> None:
+        """Take a request vector from one row's free capacity (a placement trial), and count
+        the pod's non-zero `extra` (`extra_vector`) there."""
         self.free[:, row] -= vec
+        if extra is not None:
+            self.extra[:, row] += extra
+            self.has_extra = True
         self.changes.append(row)
 
-    def give(self, row: int, vec: IntArray) -> None:
-        """Give a request vector back to one row (a trial rolled back)."""
+    def give(self, row: int, vec: IntArray, extra: IntArray | None = None) -> None:
+        """Give a request vector (and the pod's non-zero `extra`) back to one row (a trial
+        rolled back)."""
         self.free[:, row] += vec
+        if extra is not None:
+            self.extra[:, row] -= extra
         self.changes.append(row)
+
+    def extra_vector(self, pod: PodObserved, is_placed: bool = False) -> IntArray | None:
+        """The pod's `nonzero_extra` as a column vector (None: it has none); `is_placed`: what
+        counts for it as the pod being placed (`nonzero_own` where it differs)."""
+        amounts = (pod.nonzero_own if is_placed and pod.nonzero_own is not None
+                   else pod.nonzero_extra)
+        return self.vector(amounts)[0] if amounts else None
 
     def shift(self, amounts: IntArray, sign: int) -> None:
         """Take (`sign` 1) or give back (-1) capacity on every row; drops cached scores."""
@@ -185,11 +204,23 @@ class NodeIndex:
         self.score_cache.clear()
         self.changes.clear()
 
-    def charge(self, node: str, requests: Mapping[str, int], sign: int) -> None:
-        """Take (`sign` 1) or give back (`sign` -1) a pod's requests on `node`, if indexed."""
+    def charge(self, node: str, requests: Mapping[str, int], sign: int,
+               extra: Mapping[str, int] | None = None) -> None:
+        """Take (`sign` 1) or give back (`sign` -1) a pod's requests on `node`, if indexed, and
+        count (or stop counting) its non-zero `extra` (`PodObserved.nonzero_extra`) there."""
         row = self.row.get(node)
         if row is not None:
             self._add(row, requests, -sign)
+            if extra:
+                self.count_extra(row, extra, sign)
+
+    def count_extra(self, row: int, extra: Mapping[str, int], sign: int) -> None:
+        """Count (`sign` 1) or stop counting (-1) a pod's non-zero `extra` on `row`."""
+        for name, amount in extra.items():
+            col = self.col.get(name)
+            if col is not None:
+                self.extra[col, row] += sign * amount
+                self.has_extra = True
 
     def covers(self, node: NodeObserved) -> bool:
         """Whether an update of an indexed node can be applied in place (no new resource)."""

@@ -37,6 +37,9 @@ def ensure(state: PlannerState, scheduler_name: str) -> Derived:
         derived.index.namespaces = state.namespaces
         for uid in sorted(state.charges):
             _hold_ports(state, derived, uid)
+            charge = state.charges[uid]
+            if charge.extra and charge.node in derived.index.row:
+                derived.index.count_extra(derived.index.row[charge.node], charge.extra, 1)
     return derived
 
 
@@ -64,7 +67,8 @@ def reserve(state: PlannerState, uid: str, reservation: Reservation) -> None:
         refresh_pod(state, uid, index_charged=True)
         return
     pod = state.pods[uid]
-    state.charges[uid] = Charge(node=reservation.node, requests=pod.requests)
+    state.charges[uid] = Charge(node=reservation.node, requests=pod.requests,
+                                extra=pod.nonzero_extra)
     count_change(state, pod)
     used = state.node_used.setdefault(reservation.node, {})
     for name, amount in pod.requests.items():
@@ -85,9 +89,10 @@ def _recharge(state: PlannerState, uid: str, index_charged: bool) -> None:
     pod = state.pods.get(uid)
     new: Charge | None = None
     if pod is not None and pods.uses_capacity(pod) and pod.node_name is not None:
-        new = Charge(node=pod.node_name, requests=pod.requests)
+        new = Charge(node=pod.node_name, requests=pod.requests, extra=pod.nonzero_extra)
     elif pod is not None and uid in state.reservations:
-        new = Charge(node=state.reservations[uid].node, requests=pod.requests)
+        new = Charge(node=state.reservations[uid].node, requests=pod.requests,
+                     extra=pod.nonzero_extra)
     old = state.charges.get(uid)
     if old == new:
         derived = state.derived
@@ -131,7 +136,7 @@ def _use(state: PlannerState, charge: Charge, sign: int, touch_index: bool) -> N
     resources.accumulate(state.node_used, charge.node, charge.requests, sign)
     derived = state.derived
     if touch_index and derived is not None and derived.index is not None:
-        derived.index.charge(charge.node, charge.requests, sign)
+        derived.index.charge(charge.node, charge.requests, sign, charge.extra)
 
 
 def refresh_node(state: PlannerState, name: str, is_new_or_gone: bool) -> None:

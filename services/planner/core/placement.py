@@ -23,6 +23,7 @@ from services.fit import reasons as fit_reasons
 from services.planner.core import (
     affinity,
     affinity_score,
+    balanced_allocation,
     fences,
     node_affinity_score,
     reasons,
@@ -67,8 +68,12 @@ class _Shape:
                  restrict: BoolArray | None, key: tuple[object, ...]) -> None:
         self.static: StaticFit = index.static_fit(pod)
         self.vec, self.cols, self.missing = index.vector(pod.requests)
+        self.extra = index.extra_vector(pod, is_placed=True)
         self.allowed = self.static.mask if restrict is None else self.static.mask & restrict
         self.vec_list: list[int] = self.vec.tolist()
+        self.need_list: list[int] = (self.vec_list if self.extra is None
+                                     else (self.vec + self.extra).tolist())
+        self.balance = balanced_allocation.pair(index, self.vec)
         self.score_cols = scoring.score_columns(index, config)
         self.is_most = config.scoring == MOST_ALLOCATED
         self.config = config
@@ -84,7 +89,8 @@ class _Shape:
     def _compute(self, index: NodeIndex, rows: IntArray | None) -> FloatArray:
         allowed = self.allowed if rows is None else self.allowed[rows]
         fit = allowed & index.fits(self.vec, self.cols, rows)
-        scores = scoring.scores(index, self.vec, self.no_penalty, self.config, rows=rows)
+        scores = scoring.scores(index, self.vec, self.no_penalty, self.config, rows=rows,
+                                extra=self.extra)
         return np.where(fit, scores, scoring.UNFIT)
 
     def _cached(self, index: NodeIndex, key: tuple[object, ...]) -> FloatArray:
@@ -117,14 +123,17 @@ class _Shape:
     def score_row(self, index: NodeIndex, row: int, free: list[int]) -> float:
         """The score of `row` given its free capacity `free` (one int per index column):
         `_compute`'s for that row, bit for bit (`scoring.score_values`), `scoring.UNFIT` where
-        a filter or the capacity refuses it. Units: whole numbers up to 100 (below 0 under
-        LeastAllocated where other schedulers over-commit the node: `free` negative), or -inf."""
+        a filter or the capacity refuses it. Units: whole numbers 0..100, or -inf."""
         vec = self.vec_list
         if self.missing or not self.allowed[row] or any(free[c] < vec[c] for c in self.cols):
             return scoring.UNFIT
-        return scoring.score_values(
-            free, index.alloc[:, row].tolist(), index.scale[:, row].tolist(), vec, 0.0,
-            self.score_cols, self.is_most)
+        alloc = index.alloc[:, row].tolist()
+        score = scoring.score_values(
+            scoring.spare_row(index, row, free), alloc, index.scale[:, row].tolist(),
+            self.need_list, 0.0, self.score_cols, self.is_most)
+        if self.balance is not None:
+            score += balanced_allocation.value(free, alloc, vec, self.balance)
+        return score
 
 
 class Trial:
@@ -148,14 +157,17 @@ class Trial:
         self.explanation: dict[str, int] | None = None
         self.error: str | None = None
         self.note = ""
-        self._taken: list[tuple[PodObserved, int, IntArray]] = []
+        self._taken: list[tuple[PodObserved, int, IntArray, IntArray | None]] = []
 
     def take(self, pod: PodObserved, row: int, vec: IntArray) -> None:
-        self.index.take(row, vec)
+        """Take `pod`'s requests `vec` (and count its non-zero extra) on `row`, with its host
+        ports, its inter-pod count and its storage choices."""
+        extra = self.index.extra_vector(pod)
+        self.index.take(row, vec, extra)
         if pod.host_ports:
             self.index.set_ports(pod.uid, self.index.names[row], pod.host_ports)
         self.index.set_pod(pod.uid, self.index.names[row], pod)
-        self._taken.append((pod, row, vec))
+        self._taken.append((pod, row, vec, extra))
         self.assigned.append((pod, row))
         if self.index.volumes is not None and volumes.is_judged(pod):
             self.claims[pod.uid] = self.index.volumes.place(pod, row, self.choices)
@@ -166,8 +178,8 @@ class Trial:
 
     def rollback(self) -> None:
         """Give back all capacity this trial took (idempotent)."""
-        for pod, row, vec in reversed(self._taken):
-            self.index.give(row, vec)
+        for pod, row, vec, extra in reversed(self._taken):
+            self.index.give(row, vec, extra)
             if pod.host_ports:
                 self.index.set_ports(pod.uid, None, ())
             self.index.set_pod(pod.uid, None, None)
@@ -441,13 +453,14 @@ def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolA
         shape = shapes.setdefault(member_shape(pod, is_affine, is_spread),
                                 len(shapes))
         gang.append(search.Member(vec, cols, allowed, pod.host_ports, shape))
-        ranks.append(_ranker(index, vec, static.penalty, config))
+        ranks.append(_ranker(index, vec, static.penalty, config,
+                             index.extra_vector(pod, is_placed=True)))
     return gang, ranks
 
 
-def _ranker(index: NodeIndex, vec: IntArray, penalty: IntArray,
-            config: PlannerConfig) -> Ranker:
-    return lambda rows: scoring.scores(index, vec, penalty, config, rows=rows)
+def _ranker(index: NodeIndex, vec: IntArray, penalty: IntArray, config: PlannerConfig,
+            extra: IntArray | None) -> Ranker:
+    return lambda rows: scoring.scores(index, vec, penalty, config, rows=rows, extra=extra)
 
 
 def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
@@ -468,9 +481,12 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
     shape: _Shape | None = None
     previous: PodObserved | None = None
     for pod in members:
-        if shape is None or previous is None or not _same_shape(pod, previous):
+        if (shape is None or previous is None or not _same_shape(pod, previous)
+                or (pod.nonzero_extra, pod.nonzero_own)
+                != (previous.nonzero_extra, previous.nonzero_own)):
             # the key only caches shapes: equal pods with differently ordered dicts get two
-            key = (signature(pod), tuple(pod.requests.items()))
+            own = pod.nonzero_extra if pod.nonzero_own is None else pod.nonzero_own
+            key = (signature(pod), tuple(pod.requests.items()), tuple(own.items()))
             shape = shapes.get(key)
             if shape is None:
                 shape = shapes[key] = _Shape(index, pod, config, restrict, key)

@@ -464,7 +464,7 @@ def _set_removed(index: NodeIndex, units: dict[str, Unit], removed: set[str],
     that exactly the units `wanted` are absent; `removed` tracks which are."""
     for key in sorted(removed - wanted):
         for uid, row, pod in units[key].members:
-            index.take(row, index.vector(pod.requests)[0])
+            index.take(row, index.vector(pod.requests)[0], index.extra_vector(pod))
             node = index.names[row]
             is_ours = units[key].group != ""
             if pod.host_ports:
@@ -473,7 +473,7 @@ def _set_removed(index: NodeIndex, units: dict[str, Unit], removed: set[str],
         removed.discard(key)
     for key in sorted(wanted - removed):
         for uid, row, pod in units[key].members:
-            index.give(row, index.vector(pod.requests)[0])
+            index.give(row, index.vector(pod.requests)[0], index.extra_vector(pod))
             if pod.host_ports:
                 index.set_ports(uid, None, ())
             index.set_pod(uid, None, None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 44
+CORE_REVISION = 45
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -187,7 +187,12 @@ old object's `scheduleStartTime`: the new one's is its own first attempt ("PodGr
 a pod without labels matches no PodDisruptionBudget in preemption; a nomination ends once a
 nominated node is gone or fails its member's non-resource filters, so the gang may preempt
 again; a gang that needs more victims than the 128 weighed in full is weighed against every
-candidate, no longer told preemption is not helpful ("Preemption")."""
+candidate, no longer told preemption is not helpful ("Preemption"). 45: NodeResourcesFit's
+score counts each container's missing cpu and memory request as 100m and 200 MiB, on the pod
+and on the pods on the node (`PodObserved.nonzero_extra`), and past allocatable scores 0
+(LeastAllocated) or full (MostAllocated) ("NodeResourcesFit's score counts missing requests");
+NodeResourcesBalancedAllocation's score is added (weight 1) to the resource score of one-by-one
+placement and the whole-gang search ("NodeResourcesBalancedAllocation")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

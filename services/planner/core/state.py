@@ -42,11 +42,13 @@ class Reservation(msgspec.Struct):
     group: str
 
 
-class Charge(msgspec.Struct, frozen=True):
-    """What one pod currently takes from one node: its requests, bound or reserved there."""
+class Charge(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What one pod currently takes from one node: its requests, bound or reserved there, and
+    what NodeResourcesFit's score counts beyond them (`PodObserved.nonzero_extra`)."""
 
     node: str
     requests: ResourceList
+    extra: ResourceList = {}
 
 
 class InFlight(msgspec.Struct):

@@ -34,6 +34,7 @@ from services.contracts.events import (
 from services.watcher import slim
 
 GIB = 2**30
+MIB = 2**20
 
 
 def pod_uid(name: str, namespace: str = "default") -> str:
@@ -86,6 +87,13 @@ class PodBuilder:
     def requires(self, *features: str) -> PodBuilder:
         """The node features its scheduling requires (`PodObserved.required_features`)."""
         return self._with(required_features=tuple(sorted(features)))
+
+    def unrequested(self, cpu_milli: int = 100, memory_bytes: int = 200 * MIB) -> PodBuilder:
+        """What NodeResourcesFit's score counts for its missing container requests
+        (`PodObserved.nonzero_extra`; defaults: one container requesting nothing)."""
+        extra = {name: amount for name, amount in (("cpu", cpu_milli), ("memory", memory_bytes))
+                 if amount > 0}
+        return self._with(nonzero_extra=extra)
 
     def on_node(self, node: str, phase: str = "Running") -> PodBuilder:
         return self._with(node_name=node, phase=phase)

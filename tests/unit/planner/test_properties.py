@@ -32,6 +32,7 @@ from services.planner.core.state import (
 )
 from tests.unit.planner.builders import (
     GIB,
+    MIB,
     NodeBuilder,
     PodBuilder,
     PodGroupBuilder,
@@ -263,8 +264,10 @@ def test_cached_scores_decide_as_a_fresh_index_on_a_larger_cluster(rng: random.R
         for g in range(rng.randint(1, 6)):
             name, size = f"r{round_number}g{g}", rng.randint(1, 6)
             cpu = rng.choice([500, 1000, 2000, 3000])
+            unrequested = rng.random() < 0.3  # its missing requests counted by the score
             cluster.observe(make_podgroup(name, size), *[
-                make_pod(f"{name}-{i}").requests(cpu_milli=cpu).in_group(name)
+                make_pod(f"{name}-{i}").requests(cpu_milli=cpu).in_group(name).unrequested(
+                    cpu_milli=0, memory_bytes=rng.choice([200, 400]) * MIB if unrequested else 0)
                 for i in range(size + rng.randint(0, 2))])
         before = held_by_group(cluster.state, config)
         used_before = copy.deepcopy(cluster.state.node_used)

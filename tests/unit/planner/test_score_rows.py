@@ -29,18 +29,26 @@ def _index(rng: random.Random) -> capacity.NodeIndex:
 
 
 @pytest.mark.parametrize("scoring", SCORING_STRATEGIES)
-def test_row_by_row_catch_up_equals_a_full_pass(scoring: str) -> None:
+@pytest.mark.parametrize("unrequested", [False, True])
+def test_row_by_row_catch_up_equals_a_full_pass(scoring: str, unrequested: bool) -> None:
+    """`unrequested`: the pod and the pods charged count missing container requests too
+    (`PodObserved.nonzero_extra`), some nodes past their allocatable."""
     rng = random.Random(32)
     config = PlannerConfig(scoring=scoring)
     index = _index(rng)
-    pod = make_pod("p").requests(cpu_milli=900, memory_bytes=GIB).build()
+    pod = make_pod("p").requests(cpu_milli=900, memory_bytes=GIB)
+    if unrequested:
+        pod = pod.unrequested(memory_bytes=0)
+    pod = pod.build()
     key = (capacity.signature(pod), tuple(pod.requests.items()))
     placement._Shape(index, pod, config, None, key)  # cached from here on
     for _ in range(300):
         for _ in range(rng.randint(1, placement.ROW_BY_ROW_ROWS)):
             index.charge(f"n{rng.randrange(NODES):02d}",
                          {"cpu": rng.choice([-700, 100, 333, 900]),
-                          "memory": rng.choice([-GIB, 0, GIB // 3])}, 1)
+                          "memory": rng.choice([-GIB, 0, GIB // 3])}, 1,
+                         {"cpu": rng.choice([0, 100, 2000]),
+                          "memory": rng.choice([0, GIB])} if unrequested else None)
         caught_up = placement._Shape(index, pod, config, None, key).scores.copy()
         index.forget_scores()
         fresh = placement._Shape(index, pod, config, None, key).scores

@@ -94,18 +94,24 @@ def test_gang_locality_falls_back_to_all_nodes_when_no_zone_holds_the_gang() -> 
 @given(st.lists(st.tuples(st.integers(0, 16000), st.integers(0, 16000), st.integers(0, 9000)),
                 min_size=1, max_size=6),
        st.integers(0, 4000), st.integers(0, 4000), st.sampled_from(["least-allocated",
-                                                                  "most-allocated"]))
+                                                                  "most-allocated"]),
+       st.integers(0, 20000), st.integers(0, 200))
 def test_vector_and_scalar_scores_agree(nodes: list[tuple[int, int, int]], cpu: int,
-                                        memory: int, strategy: str) -> None:
+                                        memory: int, strategy: str, node_extra: int,
+                                        pod_extra: int) -> None:
+    """Also with missing container requests counted on the nodes and the pod (`extra`)."""
     built = [make_node(f"n{i}").capacity(cpu_milli=c, memory_bytes=m).build()
              for i, (c, m, _) in enumerate(nodes)]
     used = {f"n{i}": {"cpu": u} for i, (_, _, u) in enumerate(nodes)}
     index = capacity.build({node.name: node for node in built}, used)
+    for i in range(len(nodes)):
+        index.charge(f"n{i}", {}, 1, {"cpu": node_extra * i, "memory": node_extra})
     config = PlannerConfig(scoring=strategy)
     vec = index.vector({"cpu": cpu, "memory": memory})[0]
+    extra = index.vector({"cpu": pod_extra})[0] if pod_extra else None
     penalty = np.zeros(len(index), dtype=np.int64)
-    vector = scoring.scores(index, vec, penalty, config)
-    assert [int(x) for x in vector] == [scoring.score_row(index, row, vec, 0, config)
+    vector = scoring.scores(index, vec, penalty, config, extra=extra)
+    assert [int(x) for x in vector] == [scoring.score_row(index, row, vec, 0, config, extra)
                                         for row in range(len(index))]
 
 
