@@ -22,10 +22,13 @@ import math
 import numpy as np
 
 from services.contracts import resources
-from services.planner.core.capacity import FloatArray, IntArray, NodeIndex
+from services.planner.core.capacity import CachedScores, FloatArray, IntArray, NodeIndex
 
 HALF_SCORE = 50
 """`MaxNodeScore / 2`."""
+ROW_BY_ROW_ROWS = 8
+"""Most changed rows whose kept balance (`without`) is caught up one row at a time, in Python,
+rather than in one NumPy pass (as `placement.ROW_BY_ROW_ROWS` for the shapes' scores)."""
 
 Pair = tuple[int, int]
 """The index columns of cpu and memory."""
@@ -40,45 +43,97 @@ def pair(index: NodeIndex, vec: IntArray) -> Pair | None:
     return cpu, memory
 
 
-def scores(free: IntArray, alloc: IntArray, vec: IntArray, columns: Pair) -> FloatArray:
-    """The score of placing a pod requesting `vec` on every node given (`free`, `alloc`: the
-    index's, or some of its rows: one entry per row). Units: whole numbers 0..100."""
+def scores(index: NodeIndex, free: IntArray, alloc: IntArray, vec: IntArray, columns: Pair,
+           rows: IntArray | None = None, is_current: bool = True) -> FloatArray:
+    """The score of placing a pod requesting `vec` on every node of `index` (`free`, `alloc`:
+    the index's, or those of `rows` only: one entry per row). Units: whole numbers 0..100.
+    `is_current`: `free` is the index's own, so the balance without the pod is the one kept
+    between calls (`without`); else it is computed from `free`."""
     cpu, memory = columns
-    alloc_cpu, alloc_memory = alloc[cpu], alloc[memory]
-    used_cpu, used_memory = alloc_cpu - free[cpu], alloc_memory - free[memory]
-    without = _balance(used_cpu, used_memory, alloc_cpu, alloc_memory)
-    with_pod = _balance(used_cpu + vec[cpu], used_memory + vec[memory], alloc_cpu, alloc_memory)
-    result: FloatArray = HALF_SCORE + np.trunc((HALF_SCORE + with_pod - without) / 2)
-    return result
+    if is_current:
+        before = without(index, columns)
+        if rows is not None:
+            before = before[rows]
+    else:
+        before = _balance(alloc[cpu] - free[cpu], alloc[memory] - free[memory], alloc[cpu],
+                          alloc[memory])
+    with_pod = _balance(alloc[cpu] - free[cpu] + vec[cpu], alloc[memory] - free[memory]
+                        + vec[memory], alloc[cpu], alloc[memory])
+    with_pod += HALF_SCORE
+    with_pod -= before
+    with_pod /= 2
+    np.trunc(with_pod, out=with_pod)
+    with_pod += HALF_SCORE
+    return with_pod
+
+
+WITHOUT_KEY = ("NodeResourcesBalancedAllocation", "without the pod")
+"""Where the balance of every node without the pod is kept, among the index's cached scores."""
+
+
+def without(index: NodeIndex, columns: Pair) -> FloatArray:
+    """Every node's balance as it is (without a pod placed), kept in `index.score_cache` and
+    caught up on the rows changed since (`index.changes`), as the shapes' scores are."""
+    cpu, memory = columns
+    entry = index.score_cache.get(WITHOUT_KEY)
+    changed = [] if entry is None else index.changes[entry.position:]
+    if entry is None or len(changed) * 4 > len(index):
+        free, alloc = index.free, index.alloc
+        entry = index.score_cache[WITHOUT_KEY] = CachedScores(
+            _balance(alloc[cpu] - free[cpu], alloc[memory] - free[memory], alloc[cpu],
+                     alloc[memory]), len(index.changes))
+    elif len(changed) <= ROW_BY_ROW_ROWS:
+        free, alloc = index.free, index.alloc
+        for row in set(changed):
+            alloc_cpu, alloc_memory = int(alloc[cpu, row]), int(alloc[memory, row])
+            entry.scores[row] = _balance_of(alloc_cpu - int(free[cpu, row]),
+                                            alloc_memory - int(free[memory, row]),
+                                            alloc_cpu, alloc_memory)
+        entry.position = len(index.changes)
+    else:
+        rows = np.unique(np.array(changed, dtype=np.int64))
+        free, alloc = index.free[:, rows], index.alloc[:, rows]
+        entry.scores[rows] = _balance(alloc[cpu] - free[cpu], alloc[memory] - free[memory],
+                                      alloc[cpu], alloc[memory])
+        entry.position = len(index.changes)
+    return entry.scores
 
 
 def _balance(used_cpu: IntArray, used_memory: IntArray, alloc_cpu: IntArray,
              alloc_memory: IntArray) -> FloatArray:
-    """`balancedResourceScore` per node (whole numbers as floats)."""
-    both = (alloc_cpu > 0) & (alloc_memory > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cpu = np.minimum(used_cpu.astype(np.float64) / alloc_cpu.astype(np.float64), 1.0)
-        memory = np.minimum(used_memory.astype(np.float64) / alloc_memory.astype(np.float64),
-                            1.0)
-    std = np.where(both, np.abs((cpu - memory) / 2), 0.0)
-    result: FloatArray = np.trunc((1 - std) * float(2 * HALF_SCORE))
-    return result
+    """`balancedResourceScore` per node (whole numbers as floats; a new array)."""
+    if alloc_cpu.all() and alloc_memory.all():
+        cpu: FloatArray = used_cpu / alloc_cpu
+        memory: FloatArray = used_memory / alloc_memory
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cpu, memory = used_cpu / alloc_cpu, used_memory / alloc_memory
+        both = (alloc_cpu > 0) & (alloc_memory > 0)
+        cpu[~both], memory[~both] = 0.0, 0.0  # one fraction or none: std 0
+    np.minimum(cpu, 1.0, out=cpu)
+    np.minimum(memory, 1.0, out=memory)
+    cpu -= memory
+    cpu /= 2
+    np.abs(cpu, out=cpu)
+    np.subtract(1, cpu, out=cpu)
+    cpu *= float(2 * HALF_SCORE)
+    np.trunc(cpu, out=cpu)
+    return cpu
 
 
 def value(free: list[int], alloc: list[int], vec: list[int], columns: Pair) -> float:
     """`scores` for one node, its columns as Python lists."""
     cpu, memory = columns
-    used_cpu, used_memory = alloc[cpu] - free[cpu], alloc[memory] - free[memory]
-    without = _balance_one(used_cpu, used_memory, alloc[cpu], alloc[memory])
-    with_pod = _balance_one(used_cpu + vec[cpu], used_memory + vec[memory], alloc[cpu],
-                            alloc[memory])
-    return float(HALF_SCORE + math.trunc((HALF_SCORE + with_pod - without) / 2))
+    alloc_cpu, alloc_memory = alloc[cpu], alloc[memory]
+    used_cpu, used_memory = alloc_cpu - free[cpu], alloc_memory - free[memory]
+    before = _balance_of(used_cpu, used_memory, alloc_cpu, alloc_memory)
+    after = _balance_of(used_cpu + vec[cpu], used_memory + vec[memory], alloc_cpu, alloc_memory)
+    return HALF_SCORE + math.trunc((HALF_SCORE + after - before) / 2)
 
 
-def _balance_one(used_cpu: int, used_memory: int, alloc_cpu: int, alloc_memory: int) -> int:
-    """`_balance` for one node."""
+def _balance_of(used_cpu: int, used_memory: int, alloc_cpu: int, alloc_memory: int) -> float:
+    """`_balance` for one node (Python numbers; the same float64 operations)."""
     if alloc_cpu <= 0 or alloc_memory <= 0:
-        return 2 * HALF_SCORE
-    cpu = min(float(used_cpu) / float(alloc_cpu), 1.0)
-    memory = min(float(used_memory) / float(alloc_memory), 1.0)
-    return math.trunc((1 - abs((cpu - memory) / 2)) * float(2 * HALF_SCORE))
+        return float(2 * HALF_SCORE)  # one fraction or none: std 0
+    return float(math.trunc((1 - abs((min(used_cpu / alloc_cpu, 1.0)
+                                      - min(used_memory / alloc_memory, 1.0)) / 2)) * 100.0))

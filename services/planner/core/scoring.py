@@ -76,7 +76,8 @@ def scores(index: NodeIndex, vec: IntArray, penalty: IntArray, config: PlannerCo
         np.floor(total, out=total)
     balance = None if is_ranking else balanced_allocation.pair(index, vec)
     if balance is not None:
-        total += balanced_allocation.scores(free_now, alloc, vec, balance)
+        total += balanced_allocation.scores(index, free_now, alloc, vec, balance, rows,
+                                            is_current=free is None)
     if penalty.any():
         total -= penalty
     return total

@@ -8,6 +8,8 @@ the real kube-scheduler.
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -34,7 +36,8 @@ def test_the_score_is_kube_schedulers_arithmetic() -> None:
     vec = index.vector({"cpu": 1000, "memory": 4 * GIB})[0]
     columns = balanced_allocation.pair(index, vec)
     assert columns is not None
-    assert balanced_allocation.scores(index.free, index.alloc, vec, columns).tolist() == [81.0]
+    found = balanced_allocation.scores(index, index.free, index.alloc, vec, columns)
+    assert found.tolist() == [81.0]
     assert balanced_allocation.value(index.free[:, 0].tolist(), index.alloc[:, 0].tolist(),
                                      vec.tolist(), columns) == 81.0
 
@@ -51,8 +54,8 @@ def test_a_fraction_past_allocatable_counts_as_one() -> None:
     vec = over.vector({"cpu": 100, "memory": GIB})[0]
     columns = balanced_allocation.pair(over, vec)
     assert columns is not None
-    assert (balanced_allocation.scores(over.free, over.alloc, vec, columns).tolist()
-            == balanced_allocation.scores(full.free, full.alloc, vec, columns).tolist())
+    assert (balanced_allocation.scores(over, over.free, over.alloc, vec, columns).tolist()
+            == balanced_allocation.scores(full, full.free, full.alloc, vec, columns).tolist())
 
 
 def test_balance_breaks_a_tie_of_least_allocated() -> None:
@@ -82,7 +85,7 @@ def test_the_vector_and_scalar_forms_agree(nodes: list[tuple[int, int, int, int]
     index = index_of(*nodes)
     vec = index.vector({"cpu": cpu, "memory": memory})[0]
     columns = (index.col["cpu"], index.col["memory"])
-    vector = balanced_allocation.scores(index.free, index.alloc, vec, columns)
+    vector = balanced_allocation.scores(index, index.free, index.alloc, vec, columns)
     scalar = [balanced_allocation.value(index.free[:, row].tolist(),
                                         index.alloc[:, row].tolist(), vec.tolist(), columns)
               for row in range(len(index))]
@@ -90,3 +93,19 @@ def test_the_vector_and_scalar_forms_agree(nodes: list[tuple[int, int, int, int]
     if all(used_cpu >= 0 and used_memory >= 0 for _, _, used_cpu, used_memory in nodes):
         # fractions in [0, 1]: balance in [50, 100], so the score in [50, 100]
         assert np.all((vector >= 50) & (vector <= 100))
+
+
+def test_the_balance_kept_between_calls_follows_every_change() -> None:
+    """`without` is caught up row by row (few rows changed) or anew (many): always equal to a
+    fresh computation on the same free capacity."""
+    rng = random.Random(45)
+    index = index_of(*[(rng.choice([0, 4000, 16000]), rng.choice([0, 8 * GIB, 64 * GIB]), 0, 0)
+                       for _ in range(40)])
+    columns = (index.col["cpu"], index.col["memory"])
+    for _ in range(200):
+        for _ in range(rng.choice([1, 2, 3, 15])):
+            index.take(rng.randrange(40), index.vector(
+                {"cpu": rng.choice([-500, 100, 2000]), "memory": rng.choice([-GIB, 0, GIB])})[0])
+        kept = balanced_allocation.without(index, columns).copy()
+        index.forget_scores()
+        assert kept.tolist() == balanced_allocation.without(index, columns).tolist()
