@@ -127,7 +127,7 @@ class NodeIndex:
         self.free[:] = self.alloc
         self.extra: IntArray = np.zeros_like(self.alloc)
         self.has_extra = False
-        self.scale: FloatArray = _scale(self.alloc)
+        self.divisor: IntArray = _divisor(self.alloc)
         self._static: dict[Signature, StaticFit] = {}
         self._domains: dict[str, list[tuple[str, BoolArray]]] = {}
         self._label_codes: dict[str, tuple[list[str], IntArray]] = {}
@@ -236,7 +236,7 @@ class NodeIndex:
             delta = node.allocatable.get(name, 0) - old.allocatable.get(name, 0)
             self.alloc[col, row] += delta
             self.free[col, row] += delta
-        self.scale[:, row] = _scale(self.alloc[:, row])
+        self.divisor[:, row] = _divisor(self.alloc[:, row])
         self.nodes[row] = node
         self.changes.append(row)
         if (old.labels, old.taints, old.is_ready, old.is_unschedulable,
@@ -409,11 +409,11 @@ class NodeIndex:
         return StaticFit(mask, untolerated, dict(counts), lacking)
 
 
-def _scale(alloc: IntArray) -> FloatArray:
-    """`100.0 / allocatable` (0 where a node has none): the scoring factor, computed once."""
-    scale: FloatArray = np.zeros(alloc.shape, dtype=np.float64)
-    np.divide(100.0, alloc, out=scale, where=alloc > 0)
-    return scale
+def _divisor(alloc: IntArray) -> IntArray:
+    """Allocatable, 1 where a node has none (the scores leave that resource out): what the
+    scores divide by, never 0."""
+    divisor: IntArray = np.where(alloc > 0, alloc, 1)
+    return divisor
 
 
 def signature(pod: PodObserved) -> Signature:

@@ -159,7 +159,7 @@ def settled(state: PlannerState, index: NodeIndex, held: dict[str, Held],
     the preemptor then sees the room those evictions leave beyond the nominated, and does not
     evict for room that is already coming (`held`: what each nomination holds now, `take`).
     Restored afterwards."""
-    changes: list[tuple[str, int, IntArray, str]] = []
+    changes: list[tuple[str, int, IntArray, IntArray | None, str]] = []
     extra: IntArray = np.zeros_like(index.alloc)
     for uid in leaving(state, priority):
         charge, pod = state.charges.get(uid), state.pods.get(uid)
@@ -167,15 +167,16 @@ def settled(state: PlannerState, index: NodeIndex, held: dict[str, Held],
         if pod is None or charge is None or row is None:
             continue  # gone already: its room is free
         vec = index.vector(pod.requests)[0]
-        index.give(row, vec)
-        changes.append((uid, row, vec, charge.node))
+        counted_extra = index.vector(charge.extra)[0] if charge.extra else None
+        index.give(row, vec, counted_extra)
+        changes.append((uid, row, vec, counted_extra, charge.node))
     for key, nomination in sorted(state.nominations.items()):
         hold = held.get(key)
         extra += _amounts(index, nomination) - (0 if hold is None else hold.amounts)
     index.shift(extra, 1)
-    parked = {uid: index.pod_users.get(uid) for uid, _, _, _ in changes}
-    ports = {uid: index.port_users.get(uid) for uid, _, _, _ in changes}
-    for uid, _, _, _ in changes:
+    parked = {uid: index.pod_users.get(uid) for uid, _, _, _, _ in changes}
+    ports = {uid: index.port_users.get(uid) for uid, _, _, _, _ in changes}
+    for uid, _, _, _, _ in changes:
         index.set_pod(uid, None, None)
         if ports[uid] is not None:
             index.set_ports(uid, None, ())
@@ -183,8 +184,8 @@ def settled(state: PlannerState, index: NodeIndex, held: dict[str, Held],
         yield
     finally:
         index.shift(extra, -1)
-        for uid, row, vec, node in reversed(changes):
-            index.take(row, vec)
+        for uid, row, vec, counted_extra, node in reversed(changes):
+            index.take(row, vec, counted_extra)
             counted, used = parked[uid], ports[uid]
             if counted is not None:
                 index.set_pod(uid, node, counted[1], counted[2])

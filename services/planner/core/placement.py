@@ -74,7 +74,7 @@ class _Shape:
         self.need_list: list[int] = (self.vec_list if self.extra is None
                                      else (self.vec + self.extra).tolist())
         self.balance = balanced_allocation.pair(index, self.vec)
-        self.score_cols = scoring.score_columns(index, config)
+        self.score_cols = scoring.weighed_columns(index, config, self.need_list)
         self.is_most = config.scoring == MOST_ALLOCATED
         self.config = config
         self.no_penalty: IntArray = np.zeros(len(index), dtype=np.int64)
@@ -123,14 +123,14 @@ class _Shape:
     def score_row(self, index: NodeIndex, row: int, free: list[int]) -> float:
         """The score of `row` given its free capacity `free` (one int per index column):
         `_compute`'s for that row, bit for bit (`scoring.score_values`), `scoring.UNFIT` where
-        a filter or the capacity refuses it. Units: whole numbers 0..100, or -inf."""
+        a filter or the capacity refuses it. Units: whole numbers 0..200 (resources and balance),
+        or -inf."""
         vec = self.vec_list
         if self.missing or not self.allowed[row] or any(free[c] < vec[c] for c in self.cols):
             return scoring.UNFIT
         alloc = index.alloc[:, row].tolist()
-        score = scoring.score_values(
-            scoring.spare_row(index, row, free), alloc, index.scale[:, row].tolist(),
-            self.need_list, 0.0, self.score_cols, self.is_most)
+        score = scoring.score_values(scoring.spare_row(index, row, free), alloc, self.need_list,
+                                     0.0, self.score_cols, self.is_most)
         if self.balance is not None:
             score += balanced_allocation.value(free, alloc, vec, self.balance)
         return score
@@ -324,10 +324,12 @@ def _search(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,
     fence = fences.fence(index, members)
     if is_storage_mutual(index, members):
         fence = storage_fence(index, members, fence)
+    if any(member.extra is not None for member in gang):
+        index.has_extra = True  # the search counts them in `index.extra` as it places them
     outcome = search.solve(index.free, gang, target, config.search_budget_steps,
                            lambda m, rows: ranks[m](rows), index.ports_on, sorted(index.row_ports),
                            fence=fence, is_order_free=not spread.is_active(members),
-                           leading=spread.unconstrained(members))
+                           leading=spread.unconstrained(members), counted=index.extra)
     if outcome.rows is None:
         greedy.assigned.clear()
         for pod, taken_row in taken:
@@ -452,7 +454,8 @@ def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolA
             allowed = np.zeros(len(index), dtype=np.bool_)  # left to one by one: PreScore
         shape = shapes.setdefault(member_shape(pod, is_affine, is_spread),
                                 len(shapes))
-        gang.append(search.Member(vec, cols, allowed, pod.host_ports, shape))
+        gang.append(search.Member(vec, cols, allowed, pod.host_ports, shape,
+                                  index.extra_vector(pod)))
         ranks.append(_ranker(index, vec, static.penalty, config,
                              index.extra_vector(pod, is_placed=True)))
     return gang, ranks
@@ -460,7 +463,10 @@ def search_members(index: NodeIndex, members: list[PodObserved], restrict: BoolA
 
 def _ranker(index: NodeIndex, vec: IntArray, penalty: IntArray, config: PlannerConfig,
             extra: IntArray | None) -> Ranker:
-    return lambda rows: scoring.scores(index, vec, penalty, config, rows=rows, extra=extra)
+    """A member's ranking as the search places members: on `index.free` as it is then (the
+    search takes from it without logging `index.changes`, so nothing kept is read)."""
+    return lambda rows: scoring.scores(index, vec, penalty, config, free=index.free, rows=rows,
+                                       extra=extra)
 
 
 def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerConfig,

@@ -192,7 +192,10 @@ score counts each container's missing cpu and memory request as 100m and 200 MiB
 and on the pods on the node (`PodObserved.nonzero_extra`), and past allocatable scores 0
 (LeastAllocated) or full (MostAllocated) ("NodeResourcesFit's score counts missing requests");
 NodeResourcesBalancedAllocation's score is added (weight 1) to the resource score of one-by-one
-placement and the whole-gang search ("NodeResourcesBalancedAllocation")."""
+placement and the whole-gang search ("NodeResourcesBalancedAllocation"); NodeResourcesFit's
+score is computed in int64 as Go's (the float product was a point low for some allocatable
+amounts, e.g. 4900m), leaving out of the average a resource the node has none of and an
+extended one the pod requests none of."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

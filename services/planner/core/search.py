@@ -51,12 +51,14 @@ class Member:
 
     Shapes: `vec[col]` the request (a column vector of the capacity array), `cols` the columns
     it asks for; `allowed[row]` the nodes its other filters accept; `shape` equal for members
-    that are interchangeable.
+    that are interchangeable; `extra[col]` what it adds, once placed, to the amounts only
+    `rank` reads (`solve`'s `counted`: the non-zero extra of NodeResourcesFit's score), or None.
     """
 
     def __init__(self, vec: IntArray, cols: list[int], allowed: BoolArray,
-                 ports: tuple[HostPort, ...], shape: int) -> None:
+                 ports: tuple[HostPort, ...], shape: int, extra: IntArray | None = None) -> None:
         self.vec = vec
+        self.extra = extra
         self.cols = cols
         self.allowed = allowed
         self.ports = ports
@@ -109,8 +111,9 @@ class _Search:
     def __init__(self, fit: IntArray, others: Sequence[IntArray], members: list[Member],
                  rank: Rank, used_ports: UsedPorts, port_rows: list[int],
                  fence: tuple[Fence, IntArray] | None = None,
-                 order: list[int] | None = None) -> None:
+                 order: list[int] | None = None, counted: IntArray | None = None) -> None:
         self.fit, self.others, self.members, self.rank = fit, others, members, rank
+        self.counted = counted
         self.fence = fence
         self.placed: list[tuple[int, int]] = []
         """(member, row) of every member placed, in placement order (for `fence`)."""
@@ -139,6 +142,9 @@ class _Search:
         self.fit[:, row] -= sign * vec
         for array in self.others:
             array[:, row] -= sign * vec
+        extra = self.members[member].extra
+        if extra is not None and self.counted is not None:
+            self.counted[:, row] += sign * extra
         self.avail -= sign * vec
         if sign > 0:
             self.placed.append((member, row))
@@ -209,12 +215,14 @@ class _Search:
 def solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, rank: Rank,
           used_ports: UsedPorts, port_rows: list[int],
           others: Sequence[IntArray] = (), fence: tuple[Fence, IntArray] | None = None,
-          is_order_free: bool = True, leading: Sequence[bool] = ()) -> Outcome:
+          is_order_free: bool = True, leading: Sequence[bool] = (),
+          counted: IntArray | None = None) -> Outcome:
     """A placement of at least `need` of `members` (as many as the first one found places) on
     the capacity `fit`, or None (module docstring).
 
     Shapes: `fit[col, row]` free capacity, decremented while searching and restored before
-    returning (as is every array in `others`, which only `rank` reads); `port_rows` the rows
+    returning (as is every array in `others`, which only `rank` reads, and `counted`, which
+    only `rank` reads too, counted up by each member's `extra`); `port_rows` the rows
     with host ports in use (`used_ports` gives them); `fence` the inter-pod affinity filter and
     its row classes (`affinity.fence`), None when it rejects nothing; `is_order_free` False
     when the fence's verdict for a member depends on the order members were placed in (then
@@ -228,7 +236,7 @@ def solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, ra
     orders place; no other order is tried.
     """
     outcome = _solve(fit, members, need, budget_steps, rank, used_ports, port_rows, others,
-                     fence, is_order_free, None)
+                     fence, is_order_free, None, counted)
     if outcome.rows is not None or outcome.is_exhausted or is_order_free:
         return outcome
     default = largest_first(fit, members)
@@ -240,7 +248,7 @@ def solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, ra
             continue
         tried.append(order)
         outcome = _solve(fit, members, need, budget_steps - steps, rank, used_ports,
-                         port_rows, others, fence, is_order_free, order)
+                         port_rows, others, fence, is_order_free, order, counted)
         steps += outcome.steps
         if outcome.rows is not None or outcome.is_exhausted:
             break
@@ -250,9 +258,9 @@ def solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, ra
 def _solve(fit: IntArray, members: list[Member], need: int, budget_steps: int, rank: Rank,
            used_ports: UsedPorts, port_rows: list[int], others: Sequence[IntArray],
            fence: tuple[Fence, IntArray] | None, is_order_free: bool,
-           order: list[int] | None) -> Outcome:
+           order: list[int] | None, counted: IntArray | None = None) -> Outcome:
     """One pass of `solve` with members in `order` (None: `largest_first`)."""
-    search = _Search(fit, others, members, rank, used_ports, port_rows, fence, order)
+    search = _Search(fit, others, members, rank, used_ports, port_rows, fence, order, counted)
     search.keeps_row_order = is_order_free
     if not members:
         return Outcome([], 0, False)

@@ -211,7 +211,9 @@ def _searched(index: NodeIndex, members: list[PodObserved], room: IntArray, free
     def rank(member: int, rows: IntArray) -> FloatArray:
         penalty = index.static_fit(members[member]).penalty
         return (scoring.scores(index, gang[member].vec, penalty, spread_config, free=free_now,
-                               rows=rows, is_ranking=True) * 2 + sticky[rows])
+                               rows=rows, is_ranking=True,
+                               extra=index.extra_vector(members[member], is_placed=True))
+                * 2 + sticky[rows])
     pinned_rows = sorted(row for row in index.row_ports if index.ports_on(row, only_pinned=True))
     outcome = search.solve(room, gang, len(members), config.search_budget_steps, rank,
                            lambda row: index.ports_on(row, only_pinned=True), pinned_rows,
@@ -247,7 +249,8 @@ def _best_row(index: NodeIndex, pod: PodObserved, room: IntArray, free_now: IntA
         return None
     spread_config = msgspec.structs.replace(config, scoring=LEAST_ALLOCATED)
     spread = scoring.scores(index, vec, static.penalty, spread_config, free=free_now,
-                            is_ranking=True) * 2 + sticky
+                            is_ranking=True,
+                            extra=index.extra_vector(pod, is_placed=True)) * 2 + sticky
     return int(np.argmax(np.where(mask, spread, scoring.UNFIT)))
 
 

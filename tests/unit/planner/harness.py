@@ -135,14 +135,16 @@ class Cluster:
 
 
 def assert_index_is_a_rebuild(cluster: Cluster) -> None:
-    """The cluster's node index (free capacity, pods and host ports counted) equals one rebuilt
-    from its state as a snapshot gives it: nothing held in a round leaks into the next."""
+    """The cluster's node index (free capacity, the score's non-zero extra, pods and host ports
+    counted) equals one rebuilt from its state as a snapshot gives it: nothing held in a round
+    leaks into the next."""
     current = cluster.state.derived
     assert current is not None and current.index is not None
     rebuilt = derived.ensure(decode_state(encode_state(cluster.state)),
                              cluster.config.scheduler_name).index
     assert rebuilt is not None
     assert current.index.free.tolist() == rebuilt.free.tolist()
+    assert current.index.extra.tolist() == rebuilt.extra.tolist()
     assert sorted(current.index.pod_users) == sorted(rebuilt.pod_users)
     assert current.index.port_users == rebuilt.port_users
 
