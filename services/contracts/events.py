@@ -33,6 +33,14 @@ class Taint(msgspec.Struct, frozen=True, gc=False):
     value: str = ""
 
 
+class NodeImage(msgspec.Struct, frozen=True, gc=False):
+    """An image a node's kubelet reports it holds (`status.images[]`): its names (tags and
+    digests, as given) and its size. Units: `size_bytes` bytes."""
+
+    names: tuple[str, ...]
+    size_bytes: Int64 = 0
+
+
 class Toleration(msgspec.Struct, frozen=True, gc=False):
     """A pod toleration (`spec.tolerations[]`); empty `key` with operator Exists tolerates all."""
 
@@ -210,6 +218,9 @@ class NodeObserved(msgspec.Struct, frozen=True, gc=False, tag="NodeObserved"):
     """`status.declaredFeatures`, as the API server stores them (sorted, unique: it validates
     so): the features its kubelet declares, which NodeDeclaredFeatures' filter reads (absent
     in events recorded before they were read: none)."""
+    images: tuple[NodeImage, ...] = ()
+    """`status.images`, in the order given (what ImageLocality's score reads; absent in events
+    recorded before they were read: none)."""
 
 
 class NodeDeleted(msgspec.Struct, frozen=True, gc=False, tag="NodeDeleted"):
@@ -307,6 +318,13 @@ class PodObserved(msgspec.Struct, frozen=True, gc=False, tag="PodObserved"):
     stays 0; a resource set at pod level gets none), and for a pod with pod-level requests only
     a resource neither a container nor the pod level gives. Never charged: the fit is
     unaffected. Absent in events recorded before it was scored: none."""
+    images: tuple[str, ...] = ()
+    """Its init containers' then app containers' images, in spec order, each named as
+    ImageLocality matches it (`:latest` appended to a name without a tag or digest): what that
+    score sums, one entry per container. Absent in events recorded before: none."""
+    image_volumes: tuple[str, ...] = ()
+    """Its image volumes' references, named alike (ImageLocality counts them too, but not as
+    containers). Absent in events recorded before: none."""
     nonzero_own: ResourceList | None = None
     """What those scores add to `requests` when this pod is the one placed, where it differs
     from `nonzero_extra` (None: it does not): a pod with pod-level requests counts each

@@ -68,6 +68,7 @@ from services.contracts.events import (
     Disk,
     HostPort,
     NodeDeleted,
+    NodeImage,
     NodeObserved,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -194,7 +195,50 @@ def node_event(obj: Obj, at_ms: int) -> NodeObserved:
                            value=_text(t, "value"))
                      for t in map(_dict, _list(spec.get("taints")))),
         is_unschedulable=spec.get("unschedulable") is True,
-        is_ready=is_ready(status), declared_features=node_declared_features(status))
+        is_ready=is_ready(status), declared_features=node_declared_features(status),
+        images=node_images(status))
+
+
+IMAGE_SIZE_LIMIT = 2**53
+"""The largest image size counted (bytes): ImageLocality scales sizes as float64, exact below
+this; no real image comes near it."""
+
+
+def node_images(status: Obj) -> tuple[NodeImage, ...]:
+    """`status.images` as ImageLocality reads them: each image's names that are text, and its
+    `sizeBytes` (0 when absent or not a whole number, at most `IMAGE_SIZE_LIMIT`); an entry
+    without a name is left out."""
+    found: list[NodeImage] = []
+    for image in map(_dict, _list(status.get("images"))):
+        image_names = tuple(name for name in _list(image.get("names")) if isinstance(name, str))
+        size = image.get("sizeBytes")
+        if image_names:
+            found.append(NodeImage(names=image_names, size_bytes=min(max(size, 0),
+                                                                     IMAGE_SIZE_LIMIT)
+                                   if isinstance(size, int) and not isinstance(size, bool)
+                                   else 0))
+    return tuple(found)
+
+
+def image_name(name: str) -> str:
+    """An image reference as ImageLocality matches it against a node's image names: `:latest`
+    appended when the last `:` is not after the last `/` (no tag; a digest `@sha256:...` has
+    one after it and is kept as is). Source: `normalizedImageName`."""
+    return name if name.rfind(":") > name.rfind("/") else f"{name}:latest"
+
+
+def pod_images(spec: Obj) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The images ImageLocality sums for a pod: its init containers' then app containers'
+    (one per container, `image_name`; a missing image counts as the empty name) and its image
+    volumes' references (`spec.volumes[].image.reference`)."""
+    containers = tuple(image_name(_str(_dict(container).get("image") or ""))
+                       for key in ("initContainers", "containers")
+                       for container in _list(spec.get(key)))
+    volumes = tuple(image_name(_str(reference))
+                    for volume in map(_dict, _list(spec.get("volumes")))
+                    if isinstance(volume.get("image"), Mapping)
+                    and isinstance(reference := volume["image"].get("reference"), str))
+    return containers, volumes
 
 
 def node_declared_features(status: Obj) -> tuple[str, ...]:
@@ -245,6 +289,8 @@ class PodSpecReading(NamedTuple):
     required_features: tuple[str, ...]
     nonzero_extra: resources.ResourceList
     nonzero_own: resources.ResourceList | None
+    images: tuple[str, ...]
+    image_volumes: tuple[str, ...]
 
 
 SpecReader = Callable[[Obj, str], PodSpecReading]
@@ -260,6 +306,7 @@ def read_pod_spec(spec: Obj, namespace: str) -> PodSpecReading:
     """
     requests, invalid, beyond = _read_requests(spec)
     on_node, own = nonzero(spec, requests)
+    images, image_volumes = pod_images(spec)
     affinity, affinity_unsupported = required_affinity(spec)
     affinity_invalid = required_affinity_problem(affinity)
     preferred_nodes, preferred_invalid = preferred_affinity(spec)
@@ -288,7 +335,7 @@ def read_pod_spec(spec: Obj, namespace: str) -> PodSpecReading:
         preferred_unparseable=preferred_unparseable(preferred_nodes),
         disks=disks.read(spec), migrated_volumes=csi_translation.inline_volumes(spec),
         required_features=declared_features.required(spec),
-        nonzero_extra=on_node, nonzero_own=own)
+        nonzero_extra=on_node, nonzero_own=own, images=images, image_volumes=image_volumes)
 
 
 def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> PodObserved:
@@ -333,7 +380,8 @@ def pod_event(obj: Obj, at_ms: int, read_spec: SpecReader = read_pod_spec) -> Po
         preferred_unparseable=read.preferred_unparseable,
         disks=read.disks, migrated_volumes=read.migrated_volumes,
         required_features=read.required_features, nonzero_extra=dict(extra),
-        nonzero_own=None if own is None else dict(own))
+        nonzero_own=None if own is None else dict(own), images=read.images,
+        image_volumes=read.image_volumes)
 
 
 def preemption_policy(spec: Obj) -> str:

@@ -131,6 +131,12 @@ class NodeIndex:
         self._static: dict[Signature, StaticFit] = {}
         self._domains: dict[str, list[tuple[str, BoolArray]]] = {}
         self._label_codes: dict[str, tuple[list[str], IntArray]] = {}
+        self.image_holders: dict[str, tuple[IntArray, IntArray]] | None = None
+        """Per image name the rows reporting it and their sizes (`image_locality.holders`),
+        built on first need; dropped when a node's images change (`update_node`)."""
+        self.image_scores: dict[tuple[tuple[str, ...], tuple[str, ...]], FloatArray] = {}
+        """ImageLocality's scores per set of pod images (`image_locality.scores`), dropped
+        with `image_holders`."""
         self.preferred_sums: dict[tuple[object, ...], IntArray] = {}
         """Per set of preferred node-affinity terms, their raw sums over every row
         (`node_affinity_score.Scorer`): they read only node labels and names, so they stay
@@ -239,6 +245,9 @@ class NodeIndex:
         self.divisor[:, row] = _divisor(self.alloc[:, row])
         self.nodes[row] = node
         self.changes.append(row)
+        if old.images != node.images:
+            self.image_holders = None
+            self.image_scores.clear()
         if (old.labels, old.taints, old.is_ready, old.is_unschedulable,
                 old.declared_features) != (node.labels, node.taints, node.is_ready,
                                            node.is_unschedulable, node.declared_features):

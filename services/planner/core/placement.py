@@ -25,6 +25,7 @@ from services.planner.core import (
     affinity_score,
     balanced_allocation,
     fences,
+    image_locality,
     node_affinity_score,
     reasons,
     scoring,
@@ -483,6 +484,7 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
                      else None)
     node_scorer = (node_affinity_score.Scorer(index) if node_affinity_score.is_active(members)
                    else None)
+    is_imaged = image_locality.is_active(index, members)
     shapes: dict[tuple[object, ...], _Shape] = {}
     shape: _Shape | None = None
     previous: PodObserved | None = None
@@ -510,7 +512,7 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         if spreads is not None:
             scores = np.where(spreads == spread.PASSES, scores, scoring.UNFIT)
         if (scorer is not None or affine_scorer is not None or node_scorer is not None
-                or shape.static.has_untolerated):
+                or shape.static.has_untolerated or is_imaged):
             feasible = scores != scoring.UNFIT
             if shape.static.has_untolerated:
                 scores = scores - scoring.taint_penalty(shape.static.untolerated, feasible)
@@ -520,6 +522,8 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
                 scores = scores + affine_scorer.scores(pod, feasible)
             if node_scorer is not None:
                 scores = scores + node_scorer.scores(pod, feasible)
+            if is_imaged:
+                scores = scores + image_locality.scores(index, pod)
         row = int(scores.argmax()) if len(index) else -1
         if row >= 0 and scores[row] != scoring.UNFIT and _is_prescore_failed(pod, scores):
             if trial.explanation is None:

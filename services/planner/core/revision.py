@@ -195,7 +195,8 @@ NodeResourcesBalancedAllocation's score is added (weight 1) to the resource scor
 placement and the whole-gang search ("NodeResourcesBalancedAllocation"); NodeResourcesFit's
 score is computed in int64 as Go's (the float product was a point low for some allocatable
 amounts, e.g. 4900m), leaving out of the average a resource the node has none of and an
-extended one the pod requests none of."""
+extended one the pod requests none of; ImageLocality's score is added (weight 1) in one-by-one
+placement ("ImageLocality")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

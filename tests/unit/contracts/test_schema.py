@@ -8,6 +8,7 @@ import msgspec
 
 from services.contracts import codec, decisions, schema
 from services.contracts.events import (
+    NodeImage,
     NodeObserved,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -77,3 +78,18 @@ def test_a_pod_event_recorded_before_nonzero_requests_decodes_without_them() -> 
     del wire["nonzero_extra"]
     assert codec.decode_event(msgspec.json.encode(wire)) == msgspec.structs.replace(
         pod, nonzero_extra={})
+
+
+def test_events_recorded_before_images_decode_without_them() -> None:
+    node = NodeObserved(at_ms=2, name="n1", uid="n", resource_version="1",
+                        allocatable={"pods": 110},
+                        images=(NodeImage(names=("a:v1", "a@sha256:1"), size_bytes=10),))
+    pod = PodObserved(at_ms=3, uid="u1", namespace="ml", name="p", resource_version="1",
+                      scheduler_name="gangsched", phase="Pending", created_at_ms=0,
+                      requests={"pods": 1}, images=("a:v1",), image_volumes=("m:latest",))
+    for event, fields in ((node, ("images",)), (pod, ("images", "image_volumes"))):
+        wire = msgspec.json.decode(codec.encode(event))
+        for field in fields:
+            del wire[field]
+        old = codec.decode_event(msgspec.json.encode(wire))
+        assert old == msgspec.structs.replace(event, **{field: () for field in fields})

@@ -15,6 +15,7 @@ from services.contracts.events import (
     ClaimRef,
     Disk,
     HostPort,
+    NodeImage,
     NodeObserved,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -87,6 +88,11 @@ class PodBuilder:
     def requires(self, *features: str) -> PodBuilder:
         """The node features its scheduling requires (`PodObserved.required_features`)."""
         return self._with(required_features=tuple(sorted(features)))
+
+    def images(self, *names: str, volumes: tuple[str, ...] = ()) -> PodBuilder:
+        """Its containers' images, one per container, named as ImageLocality matches them
+        (`PodObserved.images`), and its image volumes'."""
+        return self._with(images=names, image_volumes=volumes)
 
     def unrequested(self, cpu_milli: int = 100, memory_bytes: int = 200 * MIB) -> PodBuilder:
         """What NodeResourcesFit's score counts for its missing container requests
@@ -265,6 +271,11 @@ class NodeBuilder:
 
     def not_ready(self) -> NodeBuilder:
         return self._with(is_ready=False)
+
+    def holds(self, *images: tuple[tuple[str, ...], int]) -> NodeBuilder:
+        """The images its kubelet reports: (names, size in bytes) each."""
+        return self._with(images=tuple(NodeImage(names=names, size_bytes=size)
+                                       for names, size in images))
 
     def declares(self, *features: str) -> NodeBuilder:
         """`status.declaredFeatures` (sorted, as the API server keeps them)."""

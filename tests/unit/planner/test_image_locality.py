@@ -1,0 +1,67 @@
+"""ImageLocality's score, as kube-scheduler 1.36 computes it (`image_locality.go`).
+
+Per node, each of the pod's images the node reports scaled by the share of all nodes holding
+it, summed, clamped to [23 MiB, 1000 MiB per container] and mapped onto 0..100 in int64; weight
+1, no normalization. The end-to-end `test_image_locality.py` compares the node choices with the
+real kube-scheduler.
+"""
+
+from __future__ import annotations
+
+from services.contracts.decisions import Placement
+from services.planner.core import capacity, image_locality
+from tests.unit.planner.builders import GIB, MIB, NodeBuilder, make_node, make_pod
+from tests.unit.planner.harness import Cluster
+
+TRAINER = "registry.example/ml/trainer:v1"
+
+
+def plain(name: str) -> NodeBuilder:
+    return make_node(name).capacity(cpu_milli=4000, memory_bytes=8 * GIB)
+
+
+def test_the_score_is_kube_schedulers_arithmetic() -> None:
+    """Four nodes, the 800 MiB image on n1 and n2: scaled 800 MiB * 2 / 4 = 400 MiB; one
+    container: 100 * (400 - 23) MiB // (1000 - 23) MiB = 38. A second container's 30 MiB image
+    on n2 alone adds 30 * 1 / 4 = 7.5 -> 7 MiB (bytes truncated) with two containers: n2
+    100 * (400 MiB + 7.5 MiB - 23 MiB) // (2000 - 23) MiB = 19, n1 (400 - 23) * 100 // 1977 =
+    19, n0 and n3 0."""
+    nodes = {f"n{i}": plain(f"n{i}").build() for i in range(4)}
+    nodes["n1"] = plain("n1").holds(((TRAINER, "sha@1"), 800 * MIB)).build()
+    nodes["n2"] = plain("n2").holds(((TRAINER,), 800 * MIB), (("side:v2",), 30 * MIB)).build()
+    index = capacity.build(nodes, {})
+    one = make_pod("p").images(TRAINER).build()
+    assert image_locality.scores(index, one).tolist() == [0, 38, 38, 0]
+    two = make_pod("q").images(TRAINER, "side:v2").build()
+    expected = 100 * (400 * MIB + 30 * MIB // 4 - 23 * MIB) // (2000 * MIB - 23 * MIB)
+    assert image_locality.scores(index, two).tolist() == [
+        0, 100 * (377 * MIB) // (1977 * MIB), expected, 0]
+
+
+def test_a_sum_below_the_threshold_scores_zero_and_above_the_cap_full() -> None:
+    nodes = {"n0": plain("n0").holds((("small:v1",), 20 * MIB), (("huge:v1",), 5 * GIB)).build()}
+    index = capacity.build(nodes, {})
+    assert image_locality.scores(index, make_pod("a").images("small:v1").build()).tolist() == [0]
+    assert image_locality.scores(index, make_pod("b").images("huge:v1").build()).tolist() == [100]
+
+
+def test_the_node_holding_the_image_is_chosen_among_equals() -> None:
+    cluster = Cluster().observe(plain("n0"), plain("n1").holds(((TRAINER,), 900 * MIB)),
+                                plain("n2"),
+                                make_pod("p").requests(cpu_milli=500, memory_bytes=GIB)
+                                .images(TRAINER))
+    placed = [m.node for d in cluster.plan() if isinstance(d, Placement) for m in d.members]
+    assert placed == ["n1"]
+
+
+def test_a_node_reporting_new_images_is_scored_anew() -> None:
+    """`a` takes n0 (no node holds its image); then n2 reports it, so `b` takes n2, where
+    resources alone would take n1 (free as n2, first by name)."""
+    cluster = Cluster().observe(plain("n0"), plain("n1"), plain("n2"))
+    cluster.observe(make_pod("a").requests(cpu_milli=500, memory_bytes=GIB).images(TRAINER))
+    first = [m.node for d in cluster.plan() if isinstance(d, Placement) for m in d.members]
+    assert first == ["n0"]
+    cluster.observe(plain("n2").holds(((TRAINER,), 900 * MIB)))
+    cluster.observe(make_pod("b").requests(cpu_milli=500, memory_bytes=GIB).images(TRAINER))
+    second = [m.node for d in cluster.plan() if isinstance(d, Placement) for m in d.members]
+    assert second == ["n2"]
