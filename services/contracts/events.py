@@ -367,6 +367,11 @@ class PodGroupObserved(msgspec.Struct, frozen=True, gc=False, tag="PodGroupObser
     invalid_reason: str | None = None
     api_version: str = "scheduling.x-k8s.io/v1alpha1"
     """Which PodGroup API the object is of: Coscheduling's, or `scheduling.k8s.io/v1alpha2`."""
+    unsupported: tuple[str, ...] = ()
+    """Constraint fields of the PodGroup the planner does not implement (a native PodGroup's
+    `spec.schedulingConstraints.topology`): its gang is never placed, and waits with
+    `unsupported constraint: <field>`, as a pod's `unsupported`. Absent in events recorded
+    before it was read: none."""
 
 
 class PodGroupDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodGroupDeleted"):
@@ -409,6 +414,10 @@ class ClaimObserved(msgspec.Struct, frozen=True, gc=False, tag="ClaimObserved"):
     owner_uid: str = ""
     is_deleting: bool = False
     invalid_reason: str | None = None
+    volume_attributes_class: str = ""
+    """`spec.volumeAttributesClassName` ("" when absent or null, as kube's `ptr.Deref` reads
+    it): VolumeBinding's `FindMatchingVolume` takes only a volume of the same attributes class
+    (`services.fit.volumes.volume_match`). Absent in events recorded before it was read: none."""
 
 
 class ClaimDeleted(msgspec.Struct, frozen=True, gc=False, tag="ClaimDeleted"):
@@ -450,6 +459,10 @@ class VolumeObserved(msgspec.Struct, frozen=True, gc=False, tag="VolumeObserved"
     """For an in-tree volume kube migrates (AWS EBS, GCE PD, Azure Disk, Cinder, Portworx), the
     CSI volume its translation gives; counted only on a node that has a CSINode. None
     otherwise, or when it cannot be translated."""
+    volume_attributes_class: str = ""
+    """`spec.volumeAttributesClassName` ("" when absent or null): VolumeBinding matches it to
+    the claim's (`ClaimObserved.volume_attributes_class`). Absent in events recorded before it
+    was read: none."""
 
 
 class VolumeDeleted(msgspec.Struct, frozen=True, gc=False, tag="VolumeDeleted"):

@@ -210,16 +210,20 @@ def volume_match(claim: ClaimObserved, volume: VolumeObserved) -> str | None:
     the claim), AVAILABLE_MATCH (an Available volume the claim could bind), or None.
 
     Source: `FindMatchingVolume`'s checks other than node affinity and the volumes already
-    chosen: capacity, volume mode and deletion first; a volume bound to the claim is then
-    taken whatever its phase and class; else it must be unbound, Available, of the claim's
-    class, match the claim's selector and offer every access mode the claim asks for.
+    chosen: capacity, volume mode, attributes class (`claimVAC != volumeVAC`, both read as
+    `ptr.Deref(..., "")`: a claim of none takes only a volume of none, even one pre-bound to
+    it; the VolumeAttributesClass gate is locked on in 1.36) and deletion first; a volume
+    bound to the claim is then taken whatever its phase and class; else it must be unbound,
+    Available, of the claim's class, match the claim's selector and offer every access mode
+    the claim asks for.
     """
     ref = volume.claim
     is_ours = (ref is not None and (ref.namespace, ref.name) == (claim.namespace, claim.name)
                and ref.uid in ("", claim.uid))
     if (volume.is_deleting or (ref is not None and not is_ours)
             or volume.capacity_bytes < claim.request_bytes
-            or volume.volume_mode != claim.volume_mode):
+            or volume.volume_mode != claim.volume_mode
+            or volume.volume_attributes_class != claim.volume_attributes_class):
         return None
     if is_ours:
         return PRE_BOUND

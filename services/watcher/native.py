@@ -8,7 +8,11 @@ a PodGroup's `spec.schedulingPolicy` is either `basic` (no gang: each member on 
 Decisions recorded here: the native group names share one key space (`<ns>/<name>`) with
 Coscheduling's PodGroups, so with both APIs read a name must be used by one API only; the
 label `scheduling.x-k8s.io/pod-group` wins over `spec.schedulingGroup` on a pod that has both.
-The native PodGroup has no minResources or timeout: the default timeout applies.
+The native PodGroup has no minResources or timeout: the default timeout applies. Its
+`spec.schedulingConstraints.topology` (KEP-5732: every pod of the group in one domain of the
+node label `key`, kube-scheduler's TopologyPlacement) is not implemented: a PodGroup with a
+non-empty list is read with that field in `unsupported`, so its gang waits, never placed on a
+guess.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from services.contracts.events import PodGroupObserved, PodObserved
 from services.watcher import slim
 
 API_VERSION = "scheduling.k8s.io/v1alpha2"
+TOPOLOGY = "spec.schedulingConstraints.topology"
 
 
 def scheduling_group(spec: Mapping[str, Any]) -> str | None:
@@ -48,9 +53,11 @@ def podgroup_event(obj: Mapping[str, Any], at_ms: int) -> PodGroupObserved:
 
     Source: scheduling.k8s.io/v1alpha2 PodGroupSchedulingPolicy (exactly one of basic, gang;
     the API server validates minCount >= 1, so anything else here is marked invalid).
+    `unsupported` names `spec.schedulingConstraints.topology` when that list is not empty
+    (`unsupported_fields`).
     """
-    meta = slim._meta(obj)
-    policy = slim._dict(slim._dict(obj.get("spec")).get("schedulingPolicy"))
+    meta, spec = slim._meta(obj), slim._dict(obj.get("spec"))
+    policy = slim._dict(spec.get("schedulingPolicy"))
     min_member, invalid = 1, None
     if "gang" in policy:
         given = slim._dict(policy.get("gang")).get("minCount")
@@ -63,4 +70,21 @@ def podgroup_event(obj: Mapping[str, Any], at_ms: int) -> PodGroupObserved:
         at_ms=at_ms, uid=slim._text(meta, "uid"), namespace=slim._namespace(meta),
         name=slim._text(meta, "name"), resource_version=slim._text(meta, "resourceVersion"),
         created_at_ms=slim.time_ms(meta.get("creationTimestamp"), at_ms),
-        min_member=min_member, invalid_reason=invalid, api_version=API_VERSION)
+        min_member=min_member, invalid_reason=invalid, api_version=API_VERSION,
+        unsupported=unsupported_fields(spec))
+
+
+def unsupported_fields(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The constraints of a native PodGroup's spec the planner does not implement, by field
+    path: `spec.schedulingConstraints.topology` unless absent, null or empty.
+
+    Source: api scheduling/v1alpha2 `PodGroupSchedulingConstraints.Topology` (at most one
+    `TopologyConstraint{key}`: "All pods within the PodGroup must be colocated within the same
+    domain instance" of node label `key`); kube-scheduler's TopologyPlacement plugin
+    (`plugins/topologyaware`, feature gate TopologyAwareWorkloadScheduling) reads only
+    `topology[0].key` of a non-empty list, and places the group, basic or gang, only inside
+    one value of that label (nodes without it excluded; the domain of members already bound).
+    Anything else that is not empty counts too: on the safe side.
+    """
+    topology = slim._dict(spec.get("schedulingConstraints")).get("topology")
+    return (TOPOLOGY,) if topology else ()

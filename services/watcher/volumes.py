@@ -10,6 +10,8 @@ Decisions recorded here:
   a volume's malformed capacity reads as 0 (it then matches only claims requesting nothing).
 - Classes are read as `GetPersistentVolumeClaimClass` / `GetPersistentVolumeClass` do: the
   `volume.beta.kubernetes.io/storage-class` annotation first, then `spec.storageClassName`.
+  A claim's and a volume's `spec.volumeAttributesClassName` are read as `ptr.Deref(..., "")`:
+  absent and null are "", as an empty name (no annotation stands in for it).
 - A StorageClass's `allowedTopologies` terms become node selector terms whose requirements
   are In (a TopologySelectorLabelRequirement is a key and its values).
 - What NodeVolumeLimits counts of a volume: its `spec.csi` driver and handle (`csi`), and for an
@@ -53,6 +55,7 @@ BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 BIND_COMPLETED_ANNOTATION = "pv.kubernetes.io/bind-completed"
 SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
 FILESYSTEM = "Filesystem"
+ATTRIBUTES_CLASS = "volumeAttributesClassName"
 
 
 def _meta(obj: Obj) -> Obj:
@@ -104,7 +107,8 @@ def claim_event(obj: Obj, at_ms: int) -> ClaimObserved:
         request_bytes=request, volume_mode=text_of(spec, "volumeMode", FILESYSTEM),
         selector=selector, selected_node=text_of(annotations, SELECTED_NODE_ANNOTATION),
         owner_uid=owner.uid if owner is not None else "",
-        is_deleting=meta.get("deletionTimestamp") is not None, invalid_reason=invalid)
+        is_deleting=meta.get("deletionTimestamp") is not None, invalid_reason=invalid,
+        volume_attributes_class=text_of(spec, ATTRIBUTES_CLASS))
 
 
 def claim_deleted(obj: Obj, at_ms: int) -> ClaimDeleted:
@@ -133,7 +137,8 @@ def volume_event(obj: Obj, at_ms: int) -> VolumeObserved:
         node_affinity=(node_selector_terms(required) if isinstance(required, dict) else None),
         claim=claim, phase=text_of(status, "phase", "Pending"),
         is_deleting=meta.get("deletionTimestamp") is not None, csi=_csi(spec),
-        migrated=persistent_volume(as_dict(meta.get("labels")), spec))
+        migrated=persistent_volume(as_dict(meta.get("labels")), spec),
+        volume_attributes_class=text_of(spec, ATTRIBUTES_CLASS))
 
 
 def _csi(spec: Obj) -> AttachableVolume | None:

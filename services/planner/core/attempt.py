@@ -298,8 +298,8 @@ class Round:
         (`Derived.behind_binders`).
 
         Called after a wait whose verdict is a function of the group's pods and PodGroup alone
-        (PodGroup missing or invalid, a member invalid or unsupported, quorum not reached), or
-        of those and the binders being busy (quorum held, not partly bound): no time,
+        (PodGroup missing, invalid or unsupported, a member invalid or unsupported, quorum not
+        reached), or of those and the binders being busy (quorum held, not partly bound): no time,
         capacity, node or other group enters it, and its Rejection is told already, so
         planning it again before such a change would decide exactly the same and tell
         nothing. (Behind busy binders a gang may still start starving with time and then
@@ -321,12 +321,16 @@ class Round:
                 and not starvation.is_starving(group, self.now, self.config))
 
     def _group_reason(self, key: str, podgroup: PodGroupObserved | None) -> tuple[str, bool] | None:
-        """Why the whole group waits whatever its members (its PodGroup missing or invalid), and
-        whether that is "unschedulable"; None if its PodGroup lets it be planned."""
+        """Why the whole group waits whatever its members (its PodGroup missing, invalid, or
+        asking for a constraint the planner does not implement), and whether that is
+        "unschedulable" (not for invalid or unsupported: the PodGroup must change, as for a
+        pod); None if its PodGroup lets it be planned."""
         if not ids.is_singleton(ids.GroupKey(key)) and podgroup is None:
             return reasons.pod_group_not_found(key), True
         if podgroup is not None and podgroup.invalid_reason:
             return reasons.pod_group_invalid(key, podgroup.invalid_reason), False
+        if podgroup is not None and podgroup.unsupported:
+            return reasons.pod_group_unsupported(key, podgroup.unsupported[0]), False
         return None
 
     def _blocked_members(self, pending: list[PodObserved]) -> list[tuple[PodObserved, str, bool]]:

@@ -40,6 +40,7 @@ POD_GROUP_NOT_FOUND = "PodGroup {group} not found"
 POD_GROUP_INVALID = "PodGroup {group} is invalid: {reason}"
 POD_INVALID = "pod {pod} is invalid: {reason}"
 UNSUPPORTED = "unsupported constraint: {field}"
+POD_GROUP_UNSUPPORTED = "PodGroup {group}: {reason}"
 GANG_MEMBER_PREFIX = "gang {group}: pod {pod}: {reason}"
 MEMBER_LEFT_OUT = "; pod {pod} waits apart (minMember does not need it): {reason}"
 PRIORITIES_DIFFER = "; members have different priorities ({priorities}), the gang uses {used}"
@@ -156,6 +157,12 @@ def pod_invalid(pod: str, reason: str) -> str:
 def unsupported(field: str) -> str:
     """A pod asking for a constraint the planner does not implement: never silently ignored."""
     return UNSUPPORTED.format(field=field)
+
+
+def pod_group_unsupported(group: str, field: str) -> str:
+    """A PodGroup asking for a constraint the planner does not implement (`unsupported`, worded
+    as a pod's): its members wait, never placed on a guess."""
+    return POD_GROUP_UNSUPPORTED.format(group=group, reason=unsupported(field))
 
 
 def gang_member(group: str, pod: str, reason: str) -> str:

@@ -196,7 +196,11 @@ placement and the whole-gang search ("NodeResourcesBalancedAllocation"); NodeRes
 score is computed in int64 as Go's (the float product was a point low for some allocatable
 amounts, e.g. 4900m), leaving out of the average a resource the node has none of and an
 extended one the pod requests none of; ImageLocality's score is added (weight 1) in one-by-one
-placement ("ImageLocality")."""
+placement ("ImageLocality"); a claim and a volume match only when their
+`volumeAttributesClassName` is the same (VolumeBinding's `FindMatchingVolume`); a native
+PodGroup with a non-empty `spec.schedulingConstraints.topology` is never placed: its gang waits
+with `PodGroup ns/g: unsupported constraint: spec.schedulingConstraints.topology`, and a
+nomination it held lapses ("A native PodGroup's topology constraint")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

@@ -84,11 +84,12 @@ INLINE_DISKS: dict[str, Shape] = {
 server requires of an iSCSI disk besides (`volume_sources`)."""
 POD_VOLUME: Shape = {
     "name": STRING, **{source: {} for source in volume_sources.POD_SOURCES},
-    "persistentVolumeClaim": {"claimName": STRING}, **MIGRATED_VOLUMES, **INLINE_DISKS}
+    "persistentVolumeClaim": {"claimName": STRING}, **MIGRATED_VOLUMES, **INLINE_DISKS,
+    "image": {"reference": STRING, "pullPolicy": STRING}}
 """A pod's volume: each source is an object (which one it names is read:
 `volume_sources`), and of some their fields."""
 CONTAINER: Shape = {
-    "name": STRING, "resources": RESOURCES, "restartPolicy": STRING,
+    "name": STRING, "image": STRING, "resources": RESOURCES, "restartPolicy": STRING,
     "restartPolicyRules": [{"action": STRING,
                             "exitCodes": {"operator": STRING, "values": [INTEGER]}}],
     "ports": [{"name": STRING, "containerPort": INTEGER, "hostPort": INTEGER,
@@ -114,14 +115,15 @@ POD_SPEC: Shape = {
     "resourceClaims": [{}], "schedulingGroup": {"podGroupName": STRING}}
 POD_TEMPLATE: Shape = {"metadata": OBJECT_META, "spec": POD_SPEC}
 STORAGE_SPEC: dict[str, Shape] = {"accessModes": [STRING], "storageClassName": STRING,
-                       "volumeMode": STRING}
+                       "volumeMode": STRING, "volumeAttributesClassName": STRING}
 
 KINDS: Mapping[str, Shape] = {
     "Node": {"spec": {"unschedulable": BOOLEAN,
                       "taints": [{"key": STRING, "value": STRING, "effect": STRING}]},
              "status": {"allocatable": QUANTITIES, "capacity": QUANTITIES,
                         "conditions": [{"type": STRING, "status": STRING}],
-                        "declaredFeatures": [STRING]}},
+                        "declaredFeatures": [STRING],
+                        "images": [{"names": [STRING], "sizeBytes": INTEGER}]}},
     "Pod": {"spec": POD_SPEC, "status": {"phase": STRING, "startTime": STRING}},
     "PodGroup": {},  # Coscheduling's: its CRD; the native one: NATIVE_PODGROUP
     "PersistentVolumeClaim": {

@@ -93,3 +93,32 @@ def test_events_recorded_before_images_decode_without_them() -> None:
             del wire[field]
         old = codec.decode_event(msgspec.json.encode(wire))
         assert old == msgspec.structs.replace(event, **{field: () for field in fields})
+
+
+def test_claim_and_volume_events_recorded_before_attributes_classes_decode_without_one() -> None:
+    from services.contracts.events import ClaimObserved, VolumeObserved
+
+    claim = ClaimObserved(at_ms=4, uid="c", namespace="ml", name="data", resource_version="1",
+                          storage_class="local", volume_attributes_class="gold")
+    volume = VolumeObserved(at_ms=4, uid="v", name="pv0", resource_version="1",
+                            storage_class="local", volume_attributes_class="gold")
+    for event in (claim, volume):
+        wire = msgspec.json.decode(codec.encode(event))
+        assert wire["volume_attributes_class"] == "gold"
+        del wire["volume_attributes_class"]
+        old = codec.decode_event(msgspec.json.encode(wire))
+        assert old == msgspec.structs.replace(event, volume_attributes_class="")
+
+
+def test_a_podgroup_event_recorded_before_unsupported_decodes_without_one() -> None:
+    from services.contracts.events import PodGroupObserved
+
+    podgroup = PodGroupObserved(at_ms=5, uid="g", namespace="ml", name="train",
+                                resource_version="1", created_at_ms=0, min_member=2,
+                                api_version="scheduling.k8s.io/v1alpha2",
+                                unsupported=("spec.schedulingConstraints.topology",))
+    wire = msgspec.json.decode(codec.encode(podgroup))
+    assert wire["unsupported"] == ["spec.schedulingConstraints.topology"]
+    del wire["unsupported"]
+    old = codec.decode_event(msgspec.json.encode(wire))
+    assert old == msgspec.structs.replace(podgroup, unsupported=())
