@@ -109,8 +109,8 @@ def test_what_the_index_counts_follows_charges_and_a_rebuild() -> None:
     cluster.delete_pod("web")
     cluster.observe(make_node("n2").capacity(cpu_milli=4000, memory_bytes=8 * GIB))
     cluster.plan()
-    index = cluster.state.derived.index if cluster.state.derived else None
-    assert index is not None
-    assert {name: (int(index.extra[cpu, row]), int(index.extra[memory, row]))
-            for name, row in index.row.items()} == {
+    rebuilt = cluster.state.derived.index if cluster.state.derived else None
+    assert rebuilt is not None
+    assert {name: (int(rebuilt.extra[cpu, row]), int(rebuilt.extra[memory, row]))
+            for name, row in rebuilt.row.items()} == {
         "n0": (0, 400 * MIB), "n1": (0, 0), "n2": (0, 0)}

@@ -36,10 +36,10 @@ def test_row_by_row_catch_up_equals_a_full_pass(scoring: str, unrequested: bool)
     rng = random.Random(32)
     config = PlannerConfig(scoring=scoring)
     index = _index(rng)
-    pod = make_pod("p").requests(cpu_milli=900, memory_bytes=GIB)
+    builder = make_pod("p").requests(cpu_milli=900, memory_bytes=GIB)
     if unrequested:
-        pod = pod.unrequested(memory_bytes=0)
-    pod = pod.build()
+        builder = builder.unrequested(memory_bytes=0)
+    pod = builder.build()
     key = (capacity.signature(pod), tuple(pod.requests.items()))
     placement._Shape(index, pod, config, None, key)  # cached from here on
     for _ in range(300):
