@@ -6,13 +6,16 @@ after the commit, from the outbox; never publishes anything itself.
 
 The state snapshot is written only now and then (the shell decides when), in the transaction
 of the batch it follows, so it may trail the tracked sequence: the audit rows, rounds and
-outbox rows after the snapshot's sequence (`catch_up_*`) are what a restart replays on it.
+outbox rows after the snapshot's sequence (`catch_up_*`) are what a restart replays on it. It
+is stored zlib-compressed (`packed`); one stored before is read as it is (`unpacked`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
+import zlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +85,31 @@ class PendingDeadLetter:
     data: bytes
 
 
+SNAPSHOT_COMPRESSION_LEVEL = 1
+"""zlib's fastest level: a snapshot is mostly repeated names (nodes' images, labels), which it
+already shrinks about tenfold."""
+ZLIB_HEADER = 0x78
+"""The first byte of every zlib stream (deflate, 32 KiB window); a state's JSON starts with `{`."""
+
+
+async def packed(state_bytes: bytes) -> bytes:
+    """A snapshot's bytes as stored: zlib-compressed (in a thread: it can take a fraction of a
+    second for a large cluster's state, and zlib lets other threads run meanwhile)."""
+    return await asyncio.to_thread(zlib.compress, state_bytes, SNAPSHOT_COMPRESSION_LEVEL)
+
+
+async def unpacked(stored: bytes) -> bytes:
+    """The state's bytes of a stored snapshot: decompressed, or as stored when it is not a zlib
+    stream (written before snapshots were compressed).
+
+    Raises:
+        zlib.error: a stream starting as zlib's that does not decompress (a damaged snapshot).
+    """
+    if not stored or stored[0] != ZLIB_HEADER:
+        return stored
+    return await asyncio.to_thread(zlib.decompress, stored)
+
+
 class PlannerStore:
     """Reads and writes the planner's rows for one consumer and one snapshot name.
 
@@ -112,6 +140,7 @@ class PlannerStore:
 
     async def load_snapshot(self) -> Snapshot:
         """The latest snapshot, its sequence and the tracked sequence, read in one transaction.
+        `data` is the state's own bytes (stored `packed`, read back `unpacked`).
 
         Shapes: `Snapshot(None, 0, tracked, stream_created)` when no snapshot was written yet;
         `Snapshot(None, 0, 0, None)` for an empty database.
@@ -125,7 +154,7 @@ class PlannerStore:
                 select(tracking.c.last_seq, tracking.c.stream_created)
                 .where(tracking.c.consumer == self.consumer)
             )).first()
-        data, seq = (None, 0) if row is None else (bytes(row.data), int(row.seq))
+        data, seq = (None, 0) if row is None else (await unpacked(bytes(row.data)), int(row.seq))
         if tracked is None:
             return Snapshot(data, seq, 0)
         return Snapshot(data, seq, int(tracked.last_seq), tracked.stream_created)
@@ -175,7 +204,7 @@ class PlannerStore:
                 }])
             if state_bytes is not None:
                 await _upsert(connection, tables.snapshots, "name", self.snapshot,
-                              {"seq": last_seq, "data": state_bytes})
+                              {"seq": last_seq, "data": await packed(state_bytes)})
             tracked: dict[str, object] = {"last_seq": last_seq,
                                           "last_stored_at_us": last_stored_at_us}
             if stream_created is not None:
@@ -220,7 +249,7 @@ class PlannerStore:
             if tracked != seq or (stored is not None and stored >= seq):
                 return False
             await _upsert(connection, snapshots, "name", self.snapshot,
-                          {"seq": seq, "data": state_bytes})
+                          {"seq": seq, "data": await packed(state_bytes)})
         return True
 
     async def pending_outbox(self) -> list[PendingDecision]:

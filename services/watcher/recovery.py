@@ -59,7 +59,9 @@ def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False,
     watcher may read them now (a non-empty `namespaceSelector` since core revision 40), and
     the pod, Pending for good under the old reading, must not wait for its next change or the
     resync to be read anew; a pod whose constraint is still unsupported is published again,
-    the same, once per watcher start. `api_version`: a PodGroupObserved of another PodGroup
+    the same, once per watcher start; a PodGroup alike (a native PodGroup's topology
+    constraint: the field is immutable, so the PodGroup itself would never change). `api_version`:
+    a PodGroupObserved of another PodGroup
     API changes nothing (both publish on `podgroup`).
     """
     try:
@@ -71,7 +73,8 @@ def fold(known: dict[str, Known], data: bytes, *, is_stale: bool = False,
         return
     if isinstance(event, PodObserved | PodGroupObserved | ClaimObserved
                   | DisruptionBudgetObserved):
-        version = ("" if is_stale or (isinstance(event, PodObserved) and event.unsupported)
+        version = ("" if is_stale or (isinstance(event, PodObserved | PodGroupObserved)
+                                      and event.unsupported)
                    else event.resource_version)
         known[event.uid] = Known(event.name, event.namespace, version)
     elif isinstance(event, NodeObserved | VolumeObserved | StorageClassObserved

@@ -200,24 +200,29 @@ def node_event(obj: Obj, at_ms: int) -> NodeObserved:
 
 
 IMAGE_SIZE_LIMIT = 2**53
-"""The largest image size counted (bytes): ImageLocality scales sizes as float64, exact below
-this; no real image comes near it."""
+"""The largest image size counted, either way (bytes): ImageLocality scales sizes as float64,
+exact below this; no real image comes near it."""
 
 
 def node_images(status: Obj) -> tuple[NodeImage, ...]:
     """`status.images` as ImageLocality reads them: each image's names that are text, and its
-    `sizeBytes` (0 when absent or not a whole number, at most `IMAGE_SIZE_LIMIT`); an entry
+    `sizeBytes` (0 when absent or not a whole number; a negative one kept, as the API server
+    does not validate it and kube-scheduler sums it; within +-`IMAGE_SIZE_LIMIT`); an entry
     without a name is left out."""
     found: list[NodeImage] = []
     for image in map(_dict, _list(status.get("images"))):
         image_names = tuple(name for name in _list(image.get("names")) if isinstance(name, str))
-        size = image.get("sizeBytes")
         if image_names:
-            found.append(NodeImage(names=image_names, size_bytes=min(max(size, 0),
-                                                                     IMAGE_SIZE_LIMIT)
-                                   if isinstance(size, int) and not isinstance(size, bool)
-                                   else 0))
+            found.append(NodeImage(names=image_names, size_bytes=_image_size(image)))
     return tuple(found)
+
+
+def _image_size(image: Obj) -> int:
+    """An image's `sizeBytes` as `node_images` reads it (bytes)."""
+    size = image.get("sizeBytes")
+    if not isinstance(size, int) or isinstance(size, bool):
+        return 0
+    return min(max(size, -IMAGE_SIZE_LIMIT), IMAGE_SIZE_LIMIT)
 
 
 def image_name(name: str) -> str:

@@ -386,3 +386,24 @@ async def test_the_message_taken_in_at_a_seq_is_the_event_applied_or_the_dead_le
     assert await store.message_at(1) == ("p.events.node._.n1", b'{"seq":1}', None)
     assert await store.message_at(2) == ("px.events.pod.ns.bad", b"{", 1_796_518_764_485_123)
     assert await store.message_at(3) is None
+
+
+async def test_a_snapshot_is_stored_compressed_and_one_stored_plain_before_still_loads(
+        engine: AsyncEngine) -> None:
+    """Nodes' image names repeat across nodes: the stored snapshot is a zlib stream several
+    times smaller than the state's bytes, and `load_snapshot` gives those bytes back; a
+    snapshot written uncompressed (before compression) loads unchanged."""
+    names = [f"registry.example/team/image-{i}:v{i}" for i in range(50)]
+    state_bytes = (b'{"nodes":[' + b",".join(
+        b'{"images":[' + b",".join(f'"{name}"'.encode() for name in names) + b"]}"
+        for _ in range(200)) + b"]}")
+    store = PlannerStore(engine)
+    await store.commit_batch([audit(1)], [], 1, state_bytes, 1)
+    async with engine.connect() as connection:
+        stored = bytes((await connection.execute(
+            sqlalchemy.select(tables.snapshots.c.data))).scalar_one())
+    assert stored[0] == 0x78 and len(stored) * 10 < len(state_bytes)
+    assert await store.load() == (state_bytes, 1)
+    async with engine.begin() as connection:
+        await connection.execute(sqlalchemy.update(tables.snapshots).values(data=b'{"old":1}'))
+    assert await store.load() == (b'{"old":1}', 1)

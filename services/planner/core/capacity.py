@@ -133,10 +133,11 @@ class NodeIndex:
         self._label_codes: dict[str, tuple[list[str], IntArray]] = {}
         self.image_holders: dict[str, tuple[IntArray, IntArray]] | None = None
         """Per image name the rows reporting it and their sizes (`image_locality.holders`),
-        built on first need; dropped when a node's images change (`update_node`)."""
+        built on first need, then kept current row by row as a node's images change
+        (`update_node`)."""
         self.image_scores: dict[tuple[tuple[str, ...], tuple[str, ...]], FloatArray] = {}
         """ImageLocality's scores per set of pod images (`image_locality.scores`), dropped
-        with `image_holders`."""
+        whenever a node's images change."""
         self.preferred_sums: dict[tuple[object, ...], IntArray] = {}
         """Per set of preferred node-affinity terms, their raw sums over every row
         (`node_affinity_score.Scorer`): they read only node labels and names, so they stay
@@ -246,7 +247,8 @@ class NodeIndex:
         self.nodes[row] = node
         self.changes.append(row)
         if old.images != node.images:
-            self.image_holders = None
+            if self.image_holders is not None:
+                _rehold(self.image_holders, row, node_image_sizes(old), node_image_sizes(node))
             self.image_scores.clear()
         if (old.labels, old.taints, old.is_ready, old.is_unschedulable,
                 old.declared_features) != (node.labels, node.taints, node.is_ready,
@@ -416,6 +418,36 @@ class NodeIndex:
                 mask[row] = True
                 untolerated[row] = filters.prefer_no_schedule_count(pod, node)
         return StaticFit(mask, untolerated, dict(counts), lacking)
+
+
+def node_image_sizes(node: NodeObserved) -> dict[str, int]:
+    """Every name the node reports an image under, with that image's size (bytes; a name
+    reported twice: the first)."""
+    sizes: dict[str, int] = {}
+    for image in node.images:
+        for name in image.names:
+            sizes.setdefault(name, image.size_bytes)
+    return sizes
+
+
+def _rehold(holders: dict[str, tuple[IntArray, IntArray]], row: int, old: dict[str, int],
+            new: dict[str, int]) -> None:
+    """Update `NodeIndex.image_holders` for one row whose images went from `old` to `new`
+    (names to sizes): only the names either lists are touched."""
+    for name in set(old) | set(new):
+        if old.get(name) == new.get(name):
+            continue
+        rows, sizes = holders.get(name, (np.zeros(0, dtype=np.int64),
+                                         np.zeros(0, dtype=np.int64)))
+        keep = rows != row
+        rows, sizes = rows[keep], sizes[keep]
+        if name in new:
+            rows = np.append(rows, row)
+            sizes = np.append(sizes, new[name])
+        if len(rows):
+            holders[name] = (rows, sizes)
+        else:
+            holders.pop(name, None)
 
 
 def _divisor(alloc: IntArray) -> IntArray:

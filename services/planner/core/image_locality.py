@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from services.contracts.events import PodObserved
-from services.planner.core.capacity import FloatArray, IntArray, NodeIndex
+from services.planner.core.capacity import FloatArray, IntArray, NodeIndex, node_image_sizes
 
 MIB = 1024 * 1024
 MIN_THRESHOLD = 23 * MIB
@@ -37,18 +37,15 @@ Holders = dict[str, tuple[IntArray, IntArray]]
 
 def holders(index: NodeIndex) -> Holders:
     """Every image name reported by a node, with the rows reporting it and their sizes (a
-    node reporting a name twice counts its first), kept on the index (`image_holders`)."""
+    node reporting a name twice counts its first), kept on the index (`image_holders`, kept
+    current row by row as nodes' images change, `NodeIndex.update_node`)."""
     if index.image_holders is None:
         found: dict[str, tuple[list[int], list[int]]] = {}
         for row, node in enumerate(index.nodes):
-            seen: set[str] = set()
-            for image in node.images:
-                for name in image.names:
-                    if name not in seen:
-                        seen.add(name)
-                        rows, sizes = found.setdefault(name, ([], []))
-                        rows.append(row)
-                        sizes.append(image.size_bytes)
+            for name, size in node_image_sizes(node).items():
+                rows, sizes = found.setdefault(name, ([], []))
+                rows.append(row)
+                sizes.append(size)
         index.image_holders = {name: (np.array(rows, dtype=np.int64),
                                       np.array(sizes, dtype=np.int64))
                                for name, (rows, sizes) in found.items()}
@@ -56,10 +53,13 @@ def holders(index: NodeIndex) -> Holders:
 
 
 def is_active(index: NodeIndex, members: list[PodObserved]) -> bool:
-    """Whether some node reports one of some member's images (else every node scores 0)."""
+    """Whether some node reports one of some member's images (else every node scores 0).
+    Members without images look at no node."""
+    wanted = {name for pod in members for name in (*pod.images, *pod.image_volumes)}
+    if not wanted:
+        return False
     known = holders(index)
-    return bool(known) and any(name in known for pod in members
-                               for name in (*pod.images, *pod.image_volumes))
+    return any(name in known for name in wanted)
 
 
 def scores(index: NodeIndex, pod: PodObserved) -> FloatArray:

@@ -8,7 +8,10 @@ real kube-scheduler.
 
 from __future__ import annotations
 
+import random
+
 from services.contracts.decisions import Placement
+from services.contracts.events import NodeObserved
 from services.planner.core import capacity, image_locality
 from tests.unit.planner.builders import GIB, MIB, NodeBuilder, make_node, make_pod
 from tests.unit.planner.harness import Cluster
@@ -65,3 +68,31 @@ def test_a_node_reporting_new_images_is_scored_anew() -> None:
     cluster.observe(make_pod("b").requests(cpu_milli=500, memory_bytes=GIB).images(TRAINER))
     second = [m.node for d in cluster.plan() if isinstance(d, Placement) for m in d.members]
     assert second == ["n2"]
+
+
+def test_holders_kept_row_by_row_equal_a_fresh_walk() -> None:
+    """As nodes' images come and go (`update_node`), the kept holders and the scores equal
+    those of an index walked afresh."""
+    rng = random.Random(45)
+    names = [f"reg/img{i}:v1" for i in range(8)]
+
+    def imaged(name: str) -> NodeObserved:
+        chosen = rng.sample(names, rng.randint(0, 4))
+        return plain(name).holds(*[((image, image + "@d"), rng.choice([10, 300, 900]) * MIB)
+                                   for image in chosen]).build()
+
+    nodes = {f"n{i}": imaged(f"n{i}") for i in range(12)}
+    index = capacity.build(nodes, {})
+    image_locality.holders(index)
+    pod = make_pod("p").images(*names[:3]).build()
+    for _ in range(60):
+        node = imaged(f"n{rng.randrange(12)}")
+        nodes[node.name] = node
+        index.update_node(node)
+        fresh = capacity.build(nodes, {})
+        kept = {name: sorted(zip(rows.tolist(), sizes.tolist(), strict=True))
+                for name, (rows, sizes) in image_locality.holders(index).items()}
+        assert kept == {name: sorted(zip(rows.tolist(), sizes.tolist(), strict=True))
+                        for name, (rows, sizes) in image_locality.holders(fresh).items()}
+        assert (image_locality.scores(index, pod).tolist()
+                == image_locality.scores(fresh, pod).tolist())
