@@ -10,9 +10,10 @@ volume of a pod on a node counts there as the pod's own, as kube-scheduler count
 sources of pods' volumes and PersistentVolumes are checked as the API server validates them
 (`_check_volume_sources`), and so are a pod's container names and ports (`containers`), the
 values of its and a PersistentVolume's required node affinity (`node_affinity`), its pod
-affinity terms' label keys (`pod_affinity_keys`) and a workload's selector
-(`workload_selectors`). RuntimeClasses are read and checked as the API server validates them
-(`_runtime_classes`, `runtime_classes`), and each pod is admitted by the RuntimeClass admission
+affinity terms' label keys (`pod_affinity_keys`), a workload's selector
+(`workload_selectors`) and a native PodGroup's topology constraints (`native_podgroups`).
+RuntimeClasses are read and checked as the API server validates them (`_runtime_classes`,
+`runtime_classes`), and each pod is admitted by the RuntimeClass admission
 plugin, which sets the overhead, node selector and tolerations of the class it names or refuses
 it (`runtime_classes.admit`, `runtime_classes.validate`). Each pod gets what the API server's
 defaulting, the DefaultTolerationSeconds and RuntimeClass admission plugins and the pod strategy
@@ -49,6 +50,7 @@ from services.planner.simulate import (
     container_resources,
     containers,
     controller_labels,
+    native_podgroups,
     node_affinity,
     node_features,
     object_labels,
@@ -496,6 +498,8 @@ def _item(doc: Document, body: Mapping[str, Any], admission: Admission,
         _refuse(doc, obj, "spec", tolerations.pod_problem(obj["spec"]))
         _refuse(doc, obj, "spec", node_affinity.pod_problem(obj["spec"]))
         _refuse(doc, obj, "spec", node_features.pod_problem(obj["spec"]))
+    if kind == "PodGroup" and obj.get("apiVersion") == shapes.NATIVE_API_VERSION:
+        _refuse(doc, obj, "spec", native_podgroups.problem(obj.get("spec")))  # its topology
     if kind == "PersistentVolume" and not is_checked:  # its required node affinity's values
         _refuse(doc, obj, "spec", node_affinity.volume_problem(obj["spec"]))
     if kind == "Node":  # its taints, named as the API server names them, and its features
@@ -513,6 +517,8 @@ def _item(doc: Document, body: Mapping[str, Any], admission: Admission,
         _resolve_priority(doc, obj, admission.priority_classes)
         classes = admission.runtime_classes  # defaulting, admission, PrepareForCreate, then
         _refuse(doc, obj, "spec", pod_defaults.admit(obj["spec"], labels, classes))
+        if is_checked:  # validated as a Pod, not as its template: its image volumes' references
+            _check_volume_sources(doc, obj, obj["spec"], "spec")
         _refuse(doc, obj, "spec", runtime_classes.validate(obj["spec"], classes))  # validation
     at = _seconds(doc, body, AT_ANNOTATION)
     own_runtime = _seconds(doc, body, RUNTIME_ANNOTATION)
@@ -604,13 +610,15 @@ def _check_volume_sources(doc: Document, obj: Mapping[str, Any], spec: Mapping[s
     """The volume sources of `obj`, a PersistentVolume (`spec`, its spec) or an object with a
     pod spec (`spec`, at `where`: `spec`, or a workload's `spec.template.spec`), as the API
     server takes them (`volume_sources`: one source a volume, the values of the disk and
-    migrated sources' fields read). Shapes: the types of `obj`'s fields were checked.
+    migrated sources' fields read, a Pod's image volumes' `reference`, which a template may
+    leave out). Shapes: the types of `obj`'s fields were checked.
 
     Raises:
         InvalidManifest: the first refused field, named.
     """
-    found = (volume_sources.persistent_volume_problem(spec)
-             if obj["kind"] == "PersistentVolume" else volume_sources.pod_problem(spec))
+    kind = obj["kind"]
+    found = (volume_sources.persistent_volume_problem(spec) if kind == "PersistentVolume"
+             else volume_sources.pod_problem(spec, is_pod=kind == "Pod"))
     if found is not None:
         raise InvalidManifest(describe(doc, obj), f"{where}.{found[0]}", found[1])
 

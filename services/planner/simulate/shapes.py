@@ -12,13 +12,13 @@ and a wrong type is refused naming the field: `spec.priorityClassName: must be a
 Shapes: a `dict` is an object whose listed fields are read (others are not, and not checked);
 `[shape]` a list of items of that shape; `MapOf(shape)` a map of any keys to values of that
 shape; `STRING`, `INTEGER` (an int32, not a boolean), `INT64` (a toleration's
-`tolerationSeconds`), `BOOLEAN`; `ANY` is checked where it is read (a quantity: `resources`,
-`runtime_classes`). `null` is accepted anywhere, as the API server decodes it as
-the field's zero value. Values within the right type (a negative replica count, an unknown
-preemption policy) are checked where they are read (`manifests`), as are the few fields with
-their own message there (a pod's `containers`, a Node's `allocatable`). Not checked: a
-Coscheduling PodGroup's `spec` (its CRD is, `cli.podgroup_crd`) and the kinds simulate
-ignores.
+`tolerationSeconds`, an image's `sizeBytes`), `BOOLEAN`; `ANY` is checked where it is read (a
+quantity: `resources`, `runtime_classes`). `null` is accepted anywhere, as the API server
+decodes it as the field's zero value. Values within the right type (a negative replica count,
+an unknown preemption policy) are checked where they are read (`manifests`), as are the few
+fields with their own message there (a pod's `containers`, a Node's `allocatable`). Not
+checked: a Coscheduling PodGroup's `spec` (its CRD is, `cli.podgroup_crd`) and the kinds
+simulate ignores.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ KINDS: Mapping[str, Shape] = {
              "status": {"allocatable": QUANTITIES, "capacity": QUANTITIES,
                         "conditions": [{"type": STRING, "status": STRING}],
                         "declaredFeatures": [STRING],
-                        "images": [{"names": [STRING], "sizeBytes": INTEGER}]}},
+                        "images": [{"names": [STRING], "sizeBytes": INT64}]}},
     "Pod": {"spec": POD_SPEC, "status": {"phase": STRING, "startTime": STRING}},
     "PodGroup": {},  # Coscheduling's: its CRD; the native one: NATIVE_PODGROUP
     "PersistentVolumeClaim": {
@@ -164,7 +164,11 @@ KINDS: Mapping[str, Shape] = {
 }
 """Each kind simulate reads → the fields it reads (besides `metadata`, `OBJECT_META`)."""
 NATIVE_PODGROUP: Shape = {"spec": {"schedulingPolicy": {"gang": {"minCount": INTEGER},
-                                                        "basic": {}}}}
+                                                        "basic": {}},
+                                   "schedulingConstraints": {"topology": [{"key": STRING}]}}}
+"""What simulate and the watcher read of a native PodGroup (api scheduling/v1alpha2
+`PodGroupSpec`): its policy, and its topology constraints (`[]TopologyConstraint{Key string}`,
+read by `watcher.native.unsupported_fields`; their values: `native_podgroups`)."""
 NATIVE_API_VERSION = "scheduling.k8s.io/v1alpha2"
 """The native PodGroup's apiVersion (`watcher.native.API_VERSION`)."""
 

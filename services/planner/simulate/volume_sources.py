@@ -14,6 +14,10 @@ validator checks them:
 - `iscsi` (a pod's): `targetPortal` and `iqn` required, the IQN of the format its prefix
   (`iqn`, `eui`, `naa`) says, `lun` from 0 to 255.
 - `rbd` (a pod's): `monitors` and `image` required.
+- `image` (a Pod's, `validateImageVolumeSource`): `reference` required, read by ImageLocality
+  (`watcher.slim.pod_images`). Of a Pod only (`opts.ResourceIsPod`, which only the pod
+  strategy sets): a workload's template is taken without one, and each pod its controller
+  makes of it is refused (`pod_problem`'s `is_pod`).
 - `azureDisk`: `diskURI` required; `kind` Shared (the default), Dedicated or Managed; a
   managed disk's URI starts with `/subscriptions/`, another's with `https://`.
 - `csi` (a PersistentVolume's, `validateCSIPersistentVolumeSource`): `driver` a CSI driver
@@ -24,8 +28,8 @@ validator checks them:
 The messages are the API server's, the field named by its path in the manifest (the API server
 names a PersistentVolume's `gcePersistentDisk` `persistentDisk`). Not checked: the fields
 gangsched does not read (a disk's `partition`, an iSCSI `initiatorName`, an Azure
-`diskName`, a CSI volume's secret references, a pod's inline `csi` volume). Shapes: the types
-of the fields read were checked (`shapes`).
+`diskName`, a CSI volume's secret references, a pod's inline `csi` volume, an image volume's
+`pullPolicy`). Shapes: the types of the fields read were checked (`shapes`).
 """
 
 from __future__ import annotations
@@ -79,12 +83,15 @@ _IQN_FORMATS = {
 not anchored at its start), with Go's ASCII `\\d`, `[[:alnum:]]` and `\\s`."""
 
 
-def pod_problem(spec: Mapping[str, Any]) -> Problem | None:
+def pod_problem(spec: Mapping[str, Any], is_pod: bool = True) -> Problem | None:
     """The first field of pod spec `spec`'s `volumes` the API server refuses (module
     docstring), and why: `("volumes[0].iscsi.lun", "Invalid value: 300: must be between 0 and
-    255, inclusive")`, the path relative to `spec`; None when it takes them all."""
+    255, inclusive")`, the path relative to `spec`; None when it takes them all. `is_pod`:
+    `spec` is a Pod's (a workload's pod too); else a workload template's, which the API server
+    validates without `ResourceIsPod` (an image volume's `reference` not required)."""
+    checks = _POD_CHECKS if is_pod else _TEMPLATE_CHECKS
     for i, volume in enumerate(spec.get("volumes") or ()):
-        found = _sources_problem(volume or {}, POD_SOURCES, frozenset(), _POD_CHECKS)
+        found = _sources_problem(volume or {}, POD_SOURCES, frozenset(), checks)
         if found is not None:
             return f"volumes[{i}].{found[0]}", found[1]
     return None
@@ -194,7 +201,11 @@ _PV_CHECKS: Mapping[str, Callable[[Source], Problem | None]] = {
     **_MIGRATED_CHECKS, "csi": _csi_persistent_volume}
 """Each source whose fields gangsched reads of a PersistentVolume (the migrated sources, and
 `csi`, which attach limits count) → its check."""
-_POD_CHECKS: Mapping[str, Callable[[Source], Problem | None]] = {
+_TEMPLATE_CHECKS: Mapping[str, Callable[[Source], Problem | None]] = {
     **_MIGRATED_CHECKS, "iscsi": _iscsi, "rbd": _required("monitors", "image")}
-"""Each source whose fields gangsched reads of a pod's volume (its inline disks, and the
-sources kube migrates) → its check."""
+"""Each source whose fields gangsched reads of a workload template's volume (its inline disks,
+and the sources kube migrates) → its check."""
+_POD_CHECKS: Mapping[str, Callable[[Source], Problem | None]] = {
+    **_TEMPLATE_CHECKS, "image": _required("reference")}
+"""As `_TEMPLATE_CHECKS`, of a Pod's volume: its image volumes' `reference` too
+(`validateImageVolumeSource`: required when `opts.ResourceIsPod`)."""
