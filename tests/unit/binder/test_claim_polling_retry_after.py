@@ -19,16 +19,14 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from services.binder import messages, volumes
 from services.binder.binding import Deadline
 from services.contracts.decisions import Assignment, VolumeChoice
-from services.kube import client
 from services.kube.api import KubeApi
-from services.kube.client import KubeClient
 from services.kube.resources import claim_path
 from services.kube.volumes import BIND_COMPLETED, SELECTED_NODE
+from tests.support.kube_clients import served
 
 NOW_MS = 1_700_000_000_000
 SLACK = 0.01
@@ -84,31 +82,11 @@ class ClaimServer:
                 "spec": spec}
 
 
-def kube_client(host: str) -> KubeClient:
-    configuration = Configuration(host=host)
-    configuration.api_key = {"BearerToken": "t0ken"}
-    configuration.api_key_prefix = {"BearerToken": "Bearer"}
-    api = ApiClient(configuration)
-    api.user_agent = client.USER_AGENT
-    return KubeClient(api, request_timeout_seconds=5)
-
-
 @contextlib.asynccontextmanager
 async def api_at(server: ClaimServer) -> AsyncIterator[KubeApi]:
     """The binder's `KubeApi` talking to `server` on a free loopback port."""
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", server.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    kube = kube_client(f"http://127.0.0.1:{port}")
-    try:
+    async with served(server.handle) as kube:
         yield KubeApi(kube)
-    finally:
-        await kube.close()
-        await runner.cleanup()
 
 
 def member(name: str, claim: str) -> Assignment:

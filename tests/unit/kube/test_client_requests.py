@@ -16,11 +16,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 import yarl
 from aiohttp import web
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from services.kube import client, errors, resources
-from services.kube.client import MERGE_PATCH, KubeClient
+from services.kube.client import MERGE_PATCH
 from services.runtime import metrics
+from tests.support.kube_clients import token_client
 
 pytestmark = pytest.mark.usefixtures("no_proxy_environment")
 
@@ -58,15 +58,6 @@ async def api_server(host: str = "127.0.0.1", answer: Handler | None = None
         await runner.cleanup()
 
 
-def kube_client(host: str, token: str = "t0ken") -> KubeClient:
-    configuration = Configuration(host=host)
-    configuration.api_key = {"BearerToken": token}
-    configuration.api_key_prefix = {"BearerToken": "Bearer"}
-    api = ApiClient(configuration)
-    api.user_agent = client.USER_AGENT
-    return KubeClient(api, request_timeout_seconds=5)
-
-
 HOSTS = ["https://127.0.0.1:6443", "https://API.Example.com:443", "http://[::1]:8080",
          "https://rancher.example/k8s/clusters/c-1", "https://h.example/prefix/",
          "https://h.example/", "https://bücher.example"]
@@ -89,7 +80,7 @@ PATHS = [
 @pytest.mark.parametrize("query", [(), (("labelSelector", "a in (b,c)"), ("limit", "500"))])
 async def test_a_request_goes_to_the_url_the_text_route_made(
         host: str, path: str, query: tuple[tuple[str, str], ...]) -> None:
-    kube = kube_client(host)
+    kube = token_client(host)
     try:
         text = host + path + ("?" + urllib.parse.urlencode(query) if query else "")
         made = yarl.URL(kube._url(path, query))
@@ -102,7 +93,7 @@ async def test_a_request_goes_to_the_url_the_text_route_made(
 
 async def test_escaped_names_reach_the_server_as_escaped_before() -> None:
     async with api_server() as (recorder, port):
-        kube = kube_client(f"http://127.0.0.1:{port}")
+        kube = token_client(f"http://127.0.0.1:{port}")
         try:
             await kube.request("POST", resources.pod_path("d", "p q/ü%", "binding"), body={})
             await kube.request("GET", resources.pod_path("default", "web-0.x", "binding"))
@@ -118,7 +109,7 @@ async def test_escaped_names_reach_the_server_as_escaped_before() -> None:
 
 async def test_headers_follow_the_content_type_accept_and_credentials() -> None:
     async with api_server() as (recorder, port):
-        kube = kube_client(f"http://127.0.0.1:{port}")
+        kube = token_client(f"http://127.0.0.1:{port}")
         try:
             await kube.request("POST", "/api/v1/namespaces/d/events", body={})
             await kube.request("PATCH", "/api/v1/namespaces/d/pods/p", body={},
@@ -143,7 +134,7 @@ async def test_headers_follow_the_content_type_accept_and_credentials() -> None:
 
 async def test_a_cookie_the_server_sets_is_never_sent_back() -> None:
     async with api_server() as (recorder, port):
-        kube = kube_client(f"http://localhost:{port}")  # a host name: a jar would keep it
+        kube = token_client(f"http://localhost:{port}")  # a host name: a jar would keep it
         try:
             for _ in range(2):
                 await kube.request("GET", "/api/v1/nodes/n1")
@@ -160,7 +151,7 @@ async def test_each_answer_is_counted_under_its_verb_and_code() -> None:
 
     before = counted()
     async with api_server() as (_, port):
-        kube = kube_client(f"http://127.0.0.1:{port}")
+        kube = token_client(f"http://127.0.0.1:{port}")
         try:
             for _ in range(3):
                 await kube.request("PATCH", "/api/v1/nodes/n1", body={})
@@ -177,7 +168,7 @@ async def test_a_success_whose_body_is_no_json_object_is_unavailable(body: bytes
         return web.Response(body=body, content_type="text/html")
 
     async with api_server(answer=answer) as (_, port):
-        kube = kube_client(f"http://127.0.0.1:{port}")
+        kube = token_client(f"http://127.0.0.1:{port}")
         try:
             with pytest.raises(errors.KubeUnavailable) as raised:
                 await kube.request("GET", "/api/v1/pods")
@@ -197,7 +188,7 @@ async def test_a_throttled_answer_carries_the_wait_it_asks_for() -> None:
                                  headers={"Retry-After": "3"})
 
     async with api_server(answer=answer) as (_, port):
-        kube = kube_client(f"http://127.0.0.1:{port}")
+        kube = token_client(f"http://127.0.0.1:{port}")
         try:
             with pytest.raises(errors.KubeUnavailable) as raised:
                 await kube.request("POST", "/api/v1/namespaces/d/pods/p/binding", body={})

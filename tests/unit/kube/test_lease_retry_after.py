@@ -17,14 +17,13 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from kubernetes_asyncio.client import ApiClient, Configuration
 
-from services.kube import client, errors
-from services.kube.client import KubeClient
+from services.kube import errors
 from services.kube.leases import KubeLease, holder_identity
 from services.kube.resources import lease_path, leases_path
 from services.runtime import election
 from services.runtime.election import LeaseUnavailable, Term, Timing
+from tests.support.kube_clients import served
 
 pytestmark = pytest.mark.usefixtures("no_proxy_environment")
 
@@ -93,33 +92,13 @@ def held_by(holder: str) -> dict[str, Any]:
                      "renewTime": "2024-01-01T00:00:00.000000Z", "leaseTransitions": 0}}
 
 
-def kube_client(host: str) -> KubeClient:
-    configuration = Configuration(host=host)
-    configuration.api_key = {"BearerToken": "t0ken"}
-    configuration.api_key_prefix = {"BearerToken": "Bearer"}
-    api = ApiClient(configuration)
-    api.user_agent = client.USER_AGENT
-    return KubeClient(api, request_timeout_seconds=5)
-
-
 @contextlib.asynccontextmanager
 async def lease_at(server: LeaseServer, clock: Clock) -> AsyncIterator[KubeLease]:
     """A KubeLease on `clock` of process `p` of installation `test@1`, talking to `server`
     on a free loopback port."""
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", server.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    kube = kube_client(f"http://127.0.0.1:{port}")
-    try:
+    async with served(server.handle) as kube:
         yield KubeLease(kube, namespace=NAMESPACE, name=NAME, installation="test@1",
                         process="p", lease_seconds=15, clock=clock)
-    finally:
-        await kube.close()
-        await runner.cleanup()
 
 
 OURS = holder_identity("test@1", "p")
