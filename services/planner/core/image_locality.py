@@ -28,8 +28,10 @@ MIN_THRESHOLD = 23 * MIB
 MAX_CONTAINER_THRESHOLD = 1000 * MIB
 """Per container, the sum (bytes) at which a node scores 100."""
 MAX_NODE_SCORE = 100
-KEPT = 4096
-"""At most this many sets of images keep their scores on the index; past it they start again."""
+KEPT = 256
+"""At most this many sets of images keep their scores on the index; past it they start again
+(one float array per node each: at 5,000 nodes at most 10 MB; recomputing a set is a few NumPy
+operations per image)."""
 
 Holders = dict[str, tuple[IntArray, IntArray]]
 """Per image name: the rows of the nodes reporting it, and the size each gives (bytes)."""

@@ -96,3 +96,16 @@ def test_holders_kept_row_by_row_equal_a_fresh_walk() -> None:
                         for name, (rows, sizes) in image_locality.holders(fresh).items()}
         assert (image_locality.scores(index, pod).tolist()
                 == image_locality.scores(fresh, pod).tolist())
+
+
+def test_the_scores_kept_on_the_index_stay_bounded_and_right() -> None:
+    """Past `KEPT` distinct sets of pod images the kept scores start again: memory stays
+    bounded (one array per node each), and a set scored again scores the same."""
+    index = capacity.build({"n0": plain("n0").holds(((TRAINER,), 900 * MIB)).build(),
+                            "n1": plain("n1").build()}, {})
+    first = image_locality.scores(index, make_pod("p").images(TRAINER).build()).tolist()
+    for i in range(image_locality.KEPT + 10):
+        image_locality.scores(index, make_pod(f"q{i}").images(f"other-{i}:v1").build())
+        assert len(index.image_scores) <= image_locality.KEPT
+    assert image_locality.scores(index, make_pod("p").images(TRAINER).build()).tolist() == first
+    assert first == [100 * (450 * MIB - 23 * MIB) // (977 * MIB), 0]
