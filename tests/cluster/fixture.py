@@ -98,6 +98,8 @@ class ControlPlane:
         self.dir = Path(dir) if dir is not None else Path(tempfile.mkdtemp(prefix="gangsched-cp-"))
         self.keep_dir = keep_dir
         self.kubeconfig = self.dir / "kubeconfig"
+        # kubectl's (and helm's, through KUBECACHEDIR) API discovery cache for this plane only
+        self.kubectl_cache = self.dir / "kubectl-cache"
         self.bin_dir: Path | None = None
         self.info: dict[str, Any] = {}
         self.proc: subprocess.Popen[bytes] | None = None
@@ -266,13 +268,24 @@ class ControlPlane:
 
     # -- kubectl ---------------------------------------------------------------------------
 
-    def kubectl(self, *args: str, input: str | None = None, timeout: float = 60.0) -> str:
-        """Run kubectl with the admin kubeconfig: stdout, or KubectlError (with stderr)."""
+    def kubectl_command(self, *args: str) -> list[str]:
+        """The argv of kubectl with the admin kubeconfig and this plane's own discovery cache.
+
+        kubectl caches API discovery per `host_port` under `~/.kube/cache` for hours; loopback
+        ports are reused by later planes, so a shared cache would resolve `podgroups` from an
+        earlier plane that served other APIs (the native `scheduling.k8s.io` group, say).
+        Raises ControlPlaneError before the plane is started.
+        """
         if self.bin_dir is None:
             raise ControlPlaneError("control plane not started")
+        return [str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.kubeconfig),
+                "--cache-dir", str(self.kubectl_cache), *[str(a) for a in args]]
+
+    def kubectl(self, *args: str, input: str | None = None, timeout: float = 60.0) -> str:
+        """Run kubectl with the admin kubeconfig: stdout, or KubectlError (with stderr)."""
         argv = [str(a) for a in args]
         r = subprocess.run(
-            [str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.kubeconfig), *argv],
+            self.kubectl_command(*argv),
             input=input,
             capture_output=True,
             text=True,

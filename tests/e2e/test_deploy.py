@@ -364,21 +364,23 @@ def test_helm_install_then_upgrade_keeps_the_generated_passwords(
     release, namespace = "gs2", "gangsched-helm"
     helm = [str(chart.helm()), "--kubeconfig", str(control_plane.kubeconfig), "-n", namespace]
     secret = f"{release}-gangsched-nats-users"
+    # helm caches discovery per host_port as kubectl does: this plane's own cache
+    env = {**os.environ, "KUBECACHEDIR": str(control_plane.kubectl_cache)}
 
     def passwords() -> dict[str, str]:
         return chart.secret_data(kube.get_json(control_plane, "secret", secret, "-n", namespace))
 
     try:
         subprocess.run([*helm, "install", release, str(chart.CHART), "--create-namespace"],
-                       check=True, capture_output=True, text=True)
+                       check=True, capture_output=True, text=True, env=env)
         installed = passwords()
         assert set(installed) == set(chart.USERS)
         subprocess.run([*helm, "upgrade", release, str(chart.CHART),
                         "--set", "settings.logLevel=DEBUG"],
-                       check=True, capture_output=True, text=True)
+                       check=True, capture_output=True, text=True, env=env)
         assert passwords() == installed
     finally:
-        subprocess.run([*helm, "uninstall", release, "--wait=false"], capture_output=True)
+        subprocess.run([*helm, "uninstall", release, "--wait=false"], capture_output=True, env=env)
         control_plane.kubectl("delete", "namespace", namespace, "--ignore-not-found",
                               "--wait=false")
 

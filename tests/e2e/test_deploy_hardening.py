@@ -29,10 +29,8 @@ def _kubectl(cp: ControlPlane, *args: str, input: str | None = None,
     """kubectl with the admin kubeconfig (impersonating `user` if given); stderr kept, since
     admission warnings go there."""
     impersonate = ["--as", user] if user else []
-    assert cp.bin_dir is not None  # the control plane is started
-    return subprocess.run([str(cp.bin_dir / "kubectl"), "--kubeconfig", str(cp.kubeconfig),
-                           *impersonate, *args], input=input, capture_output=True, text=True,
-                          timeout=60, check=False)
+    return subprocess.run(cp.kubectl_command(*impersonate, *args), input=input,
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def _cluster_objects(kinds: tuple[str, ...]) -> list[dict[str, Any]]:

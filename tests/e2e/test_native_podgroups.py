@@ -8,7 +8,9 @@ gang's minMember, and the binder writes the native `PodGroupScheduled` condition
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,6 +66,26 @@ def native_member(name: str, group: str) -> dict[str, Any]:
 def test_the_testbed_serves_the_native_podgroup_api(native_plane: ControlPlane) -> None:
     resources = native_plane.kubectl("api-resources", "--api-group=scheduling.k8s.io")
     assert "podgroups" in resources and "v1alpha2" in resources
+
+
+def test_a_plane_on_a_reused_port_is_not_read_through_another_planes_discovery(
+        native_plane: ControlPlane, control_plane: ControlPlane, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # kubectl caches discovery under ~/.kube/cache per host_port for hours; a CI run once
+    # started the shared plane on the port an earlier native plane had, and `get podgroups`
+    # went to scheduling.k8s.io/v1alpha2, which the shared plane does not serve. Plant exactly
+    # that: the native plane's discovery, cached under the shared plane's address in $HOME.
+    native_plane.kubectl("api-resources")
+    (native,) = (native_plane.kubectl_cache / "discovery").iterdir()
+    host, port = control_plane.info["server"].removeprefix("https://").split(":")
+    stale = tmp_path / ".kube" / "cache" / "discovery" / f"{host}_{port}"
+    shutil.copytree(native, stale)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECACHEDIR", raising=False)
+    listed = kube.get_json(control_plane, "podgroups", "-A")
+    assert listed["apiVersion"] == "v1" and isinstance(listed["items"], list)
+    groups = {item["apiVersion"] for item in listed["items"]}
+    assert groups <= {"scheduling.x-k8s.io/v1alpha1"}, groups
 
 
 def test_a_native_gang_of_min_count_3_with_6_pods_on_a_node_for_3_binds_exactly_3(

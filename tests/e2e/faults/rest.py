@@ -103,10 +103,9 @@ class PartialWatch:
         self._since: dict[str, float] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        assert cp.bin_dir is not None
         self._watch = subprocess.Popen(
-            [str(cp.bin_dir / "kubectl"), "--kubeconfig", str(cp.kubeconfig), "get", "pods",
-             "-n", namespace, "--watch", "--output-watch-events", "-o", "json"],
+            cp.kubectl_command("get", "pods", "-n", namespace, "--watch",
+                               "--output-watch-events", "-o", "json"),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self._threads = [threading.Thread(target=self._follow, daemon=True),
                          threading.Thread(target=self._poll_podgroups, daemon=True)]
