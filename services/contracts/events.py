@@ -342,6 +342,9 @@ class PodDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodDeleted"):
     resource_version: str = ""
 
 
+NATIVE_GROUP_API = "scheduling.k8s.io/v1alpha2"
+"""The `api_version` of a native PodGroup (Kubernetes 1.36, feature gate GenericWorkload)."""
+
 KUEUE_GROUP_API = "kueue.x-k8s.io/pod-group"
 """The `api_version` of the PodGroupObserved the watcher makes of a Kueue pod group (no API
 object: its `resource_version` is the group's total count, which may go down as well as up)."""
@@ -368,10 +371,15 @@ class PodGroupObserved(msgspec.Struct, frozen=True, gc=False, tag="PodGroupObser
     api_version: str = "scheduling.x-k8s.io/v1alpha1"
     """Which PodGroup API the object is of: Coscheduling's, or `scheduling.k8s.io/v1alpha2`."""
     unsupported: tuple[str, ...] = ()
-    """Constraint fields of the PodGroup the planner does not implement (a native PodGroup's
-    `spec.schedulingConstraints.topology`): its gang is never placed, and waits with
-    `unsupported constraint: <field>`, as a pod's `unsupported`. Absent in events recorded
-    before it was read: none."""
+    """Constraint fields of the PodGroup the planner does not implement: its gang is never
+    placed, and waits with `unsupported constraint: <field>`, as a pod's `unsupported`. Only
+    events recorded by watchers before core revision 46 name one (a native PodGroup's
+    `spec.schedulingConstraints.topology`, now read into `topology_key`); absent: none."""
+    topology_key: str | None = None
+    """A native PodGroup's `spec.schedulingConstraints.topology[0].key`: the node label whose
+    one value every member of the group must share (kube-scheduler's TopologyPlacement; nodes
+    without the label never take a member). None: no such constraint (a Coscheduling PodGroup,
+    a native one with no or an empty list, an event recorded before it was read)."""
 
 
 class PodGroupDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodGroupDeleted"):

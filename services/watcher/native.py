@@ -10,9 +10,9 @@ Coscheduling's PodGroups, so with both APIs read a name must be used by one API 
 label `scheduling.x-k8s.io/pod-group` wins over `spec.schedulingGroup` on a pod that has both.
 The native PodGroup has no minResources or timeout: the default timeout applies. Its
 `spec.schedulingConstraints.topology` (KEP-5732: every pod of the group in one domain of the
-node label `key`, kube-scheduler's TopologyPlacement) is not implemented: a PodGroup with a
-non-empty list is read with that field in `unsupported`, so its gang waits, never placed on a
-guess.
+node label `key`, kube-scheduler's TopologyPlacement) is read into `topology_key`, and the
+planner places the gang inside one value of that label (`planner.core.topology_placement`);
+a list that is no list of objects each with a label key as `key` makes the PodGroup invalid.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ from typing import Any
 
 import msgspec
 
-from services.contracts.events import PodGroupObserved, PodObserved
+from services.contracts import names
+from services.contracts.events import NATIVE_GROUP_API, PodGroupObserved, PodObserved
 from services.watcher import slim
 
-API_VERSION = "scheduling.k8s.io/v1alpha2"
-TOPOLOGY = "spec.schedulingConstraints.topology"
+API_VERSION = NATIVE_GROUP_API
+CONSTRAINTS = "spec.schedulingConstraints"
+TOPOLOGY = f"{CONSTRAINTS}.topology"
 
 
 def scheduling_group(spec: Mapping[str, Any]) -> str | None:
@@ -49,12 +51,11 @@ def pod_event(obj: Mapping[str, Any], at_ms: int,
 
 
 def podgroup_event(obj: Mapping[str, Any], at_ms: int) -> PodGroupObserved:
-    """A native PodGroup as `PodGroupObserved`: `gang.minCount` is min_member, `basic` is 1.
+    """A native PodGroup as `PodGroupObserved`: `gang.minCount` is min_member, `basic` is 1,
+    `topology_key` `spec.schedulingConstraints.topology[0].key` (`topology_key`).
 
     Source: scheduling.k8s.io/v1alpha2 PodGroupSchedulingPolicy (exactly one of basic, gang;
     the API server validates minCount >= 1, so anything else here is marked invalid).
-    `unsupported` names `spec.schedulingConstraints.topology` when that list is not empty
-    (`unsupported_fields`).
     """
     meta, spec = slim._meta(obj), slim._dict(obj.get("spec"))
     policy = slim._dict(spec.get("schedulingPolicy"))
@@ -66,25 +67,44 @@ def podgroup_event(obj: Mapping[str, Any], at_ms: int) -> PodGroupObserved:
         else:
             invalid = ("spec.schedulingPolicy.gang.minCount must be an integer >= 1, "
                        f"got {slim._shown(given)}")
+    key, wrong = topology_key(spec)
     return PodGroupObserved(
         at_ms=at_ms, uid=slim._text(meta, "uid"), namespace=slim._namespace(meta),
         name=slim._text(meta, "name"), resource_version=slim._text(meta, "resourceVersion"),
         created_at_ms=slim.time_ms(meta.get("creationTimestamp"), at_ms),
-        min_member=min_member, invalid_reason=invalid, api_version=API_VERSION,
-        unsupported=unsupported_fields(spec))
+        min_member=min_member, invalid_reason=invalid or wrong, api_version=API_VERSION,
+        topology_key=key)
 
 
-def unsupported_fields(spec: Mapping[str, Any]) -> tuple[str, ...]:
-    """The constraints of a native PodGroup's spec the planner does not implement, by field
-    path: `spec.schedulingConstraints.topology` unless absent, null or empty.
+def topology_key(spec: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The node label a native PodGroup's members must share one value of, and why the field
+    is malformed: `(key, None)`, `(None, None)` when there is no constraint (the field absent,
+    null or an empty list, `schedulingConstraints` absent or null), `(None, reason)` when it is
+    not a list of objects each with a label key as `key` (one line naming the field).
 
     Source: api scheduling/v1alpha2 `PodGroupSchedulingConstraints.Topology` (at most one
-    `TopologyConstraint{key}`: "All pods within the PodGroup must be colocated within the same
-    domain instance" of node label `key`); kube-scheduler's TopologyPlacement plugin
-    (`plugins/topologyaware`, feature gate TopologyAwareWorkloadScheduling) reads only
-    `topology[0].key` of a non-empty list, and places the group, basic or gang, only inside
-    one value of that label (nodes without it excluded; the domain of members already bound).
-    Anything else that is not empty counts too: on the safe side.
+    `TopologyConstraint{key}`, `+k8s:format=k8s-label-key`: "All pods within the PodGroup must
+    be colocated within the same domain instance" of node label `key`); kube-scheduler's
+    TopologyPlacement plugin (`plugins/topologyaware` `getTopologyKey`, feature gate
+    TopologyAwareWorkloadScheduling) reads `topology[0].key` of a non-empty list of a non-nil
+    `schedulingConstraints`, for every group, basic or gang.
     """
-    topology = slim._dict(spec.get("schedulingConstraints")).get("topology")
-    return (TOPOLOGY,) if topology else ()
+    constraints = spec.get("schedulingConstraints")
+    if constraints is None:
+        return None, None
+    if not isinstance(constraints, Mapping):
+        return None, f"{CONSTRAINTS} must be an object, got {slim._shown(constraints)}"
+    topology = constraints.get("topology")
+    if topology is None or topology == []:
+        return None, None
+    if not isinstance(topology, list):
+        return None, f"{TOPOLOGY} must be a list, got {slim._shown(topology)}"
+    keys: list[str] = []
+    for i, item in enumerate(topology):
+        if not isinstance(item, Mapping):
+            return None, f"{TOPOLOGY}[{i}] must be an object with a key, got {slim._shown(item)}"
+        given = item.get("key")
+        if not isinstance(given, str) or not names.is_label_name(given):
+            return None, f"{TOPOLOGY}[{i}].key must be a label key, got {slim._shown(given)}"
+        keys.append(given)
+    return keys[0], None

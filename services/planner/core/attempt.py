@@ -36,6 +36,7 @@ from services.planner.core import (
     quorum,
     reasons,
     starvation,
+    topology_placement,
     volumes,
 )
 from services.planner.core.apply import record_failure
@@ -451,19 +452,24 @@ class Round:
                 self._refused(key, group, podgroup, pending, need, shortfall + note, quiet,
                               dry_run)
                 return False
-        trial = self._trial(key, pending, need)
+        total = len(self.index)
+        if podgroup is not None and podgroup.topology_key is not None:
+            result = self._in_one_domain(key, podgroup.topology_key, pending, need)
+            if result.chosen is None:
+                reason = self._no_domain_reason(key, podgroup.topology_key, result, counts,
+                                                min_member, need, len(pending))
+                self._refused(key, group, podgroup, pending, need, reason + note, quiet,
+                              dry_run)
+                return False
+            domain, trial = result.chosen
+            total = domain.size
+        else:
+            trial = self._trial(key, pending, need)
         placed = len(trial.assigned)
-        nodes = (trial.error or reasons.node_reasons(len(self.index), trial.explanation or {})
-                 ) + trial.note
+        nodes = _nodes_reason(trial, total)
         if placed == 0 or placed < need:
             trial.rollback()  # all or nothing: no capacity stays with a gang short of quorum
-            if ids.is_singleton(ids.GroupKey(key)):
-                reason = nodes
-            elif need == 0:
-                reason = reasons.gang_extra_members(key, min_member, len(pending), nodes)
-            else:
-                reason = reasons.gang_members_fit(
-                    key, counts.held + placed, min_member, nodes, counts.succeeded)
+            reason = _short_reason(key, counts, min_member, need, len(pending), placed, nodes)
             self._refused(key, group, podgroup, pending, need, reason + note, quiet, dry_run)
             return False
         if dry_run:
@@ -496,6 +502,38 @@ class Round:
                        and charge.node in self.index.row})
         return placement.place_preferring_domain(self.index, pending, self.config, rows,
                                                  hold=self.hold, need=need)
+
+    def _scheduled(self, key: str) -> list[tuple[str, str]]:
+        """The group's members already scheduled, bound or placed (charged to a node: any
+        scheduler's, kube-scheduler's assigned and assumed pods), as `("ns/name", node)`,
+        sorted."""
+        pods, charges = self.state.pods, self.state.charges
+        return sorted((_name(pods[uid]), charge.node)
+                      for uid in self.derived.members.get(key, ())
+                      if (charge := charges.get(uid)) is not None and uid in pods)
+
+    def _in_one_domain(self, key: str, topology_key: str, pending: list[PodObserved],
+                       need: int) -> topology_placement.Result:
+        """Place a gang whose PodGroup requires one value of node label `topology_key`
+        (`topology_placement`, whatever `--prefer-topology` says)."""
+        return topology_placement.place(self.index, pending, self.config, topology_key,
+                                        self._scheduled(key), self.state.node_used,
+                                        hold=self.hold, need=need)
+
+    def _no_domain_reason(self, key: str, topology_key: str, result: topology_placement.Result,
+                          counts: quorum.Counts, min_member: int, need: int,
+                          pending: int) -> str:
+        """Why a gang requiring one domain of `topology_key` fits in none (`result`): the
+        generation's status, or kube-scheduler's `0/<n> placements are available, first
+        placement status: ...` with the lowest domain's reason as the first status."""
+        if result.first is None:
+            return reasons.gang_placement(key, result.error or "")
+        domain, trial = result.first
+        placed = len(trial.assigned)
+        reason = _short_reason(key, counts, min_member, need, pending, placed,
+                               _nodes_reason(trial, domain.size))
+        return reasons.placements_unavailable(key, result.placements, topology_key,
+                                              domain.value, reason)
 
     def _refused(self, key: str, group: GroupState, podgroup: PodGroupObserved | None,
                  pending: list[PodObserved], need: int, reason: str, quiet: bool,
@@ -591,6 +629,10 @@ class Round:
             self.lowest_victim = preemption.lowest(self.derived, self.config)
         if priority <= self.lowest_victim:
             return "", False
+        if podgroup is not None and podgroup.topology_key is not None:
+            # kube-scheduler's workload-aware preemption refuses such groups, and its dry runs
+            # (`fits`) would place the gang over every domain
+            return reasons.PREEMPTION_CONSTRAINED, False
         units = preemption.candidates(self.state, self.derived, self.index, key, priority,
                                       pending, self.config, nominations.victims(self.state))
         if not units.every:
@@ -673,8 +715,7 @@ class Round:
                 self.config.scheduler_name)
             if not starvation.may_meet_min_resources(self.index, podgroup, others_use):
                 return reasons.NEVER_FITS
-        hold = starvation.plan_hold(self.index, key, pending, need, self.config,
-                                    self.held_before, self.pinned)
+        hold = self._plan_hold(key, podgroup, pending, need, self.pinned)
         if hold is None:
             return reasons.NEVER_FITS
         starvation.apply_hold(self.index, hold)
@@ -686,6 +727,24 @@ class Round:
         since = group.pending_since_ms if group.pending_since_ms is not None else self.now
         waited = (self.now - since) / 1000
         return reasons.starving_hold(waited, len(hold.rows))
+
+    def _plan_hold(self, key: str, podgroup: PodGroupObserved | None,
+                   pending: list[PodObserved], need: int, pinned: IntArray) -> Hold | None:
+        """`starvation.plan_hold` for the gang; for one whose PodGroup requires one domain of
+        a node label, inside one domain (`topology_placement.hold_order`, the first where it
+        fits on emptied nodes), never over two; None when it fits in none."""
+        if podgroup is None or podgroup.topology_key is None:
+            return starvation.plan_hold(self.index, key, pending, need, self.config,
+                                        self.held_before, pinned)
+        generated = topology_placement.generate(self.index, podgroup.topology_key,
+                                                self._scheduled(key))
+        for domain in topology_placement.hold_order(generated.domains, self.index,
+                                                    self.config, self.held_before):
+            hold = starvation.plan_hold(self.index, key, pending, need, self.config,
+                                        self.held_before, pinned, restrict=domain.mask)
+            if hold is not None:
+                return hold
+        return None
 
     def reject(self, key: str, group: GroupState, pods: list[PodObserved], reason: str,
                is_unschedulable: bool = True, is_backoff: bool = True,
@@ -739,6 +798,25 @@ def _utc(at_ms: int) -> str:
 
 def _name(pod: PodObserved) -> str:
     return f"{pod.namespace}/{pod.name}"
+
+
+def _nodes_reason(trial: placement.Trial, total: int) -> str:
+    """Why the trial's first unplaced member fits no node of the `total` it was offered
+    (`0/<total> nodes are available: ...`, or its PreScore error), with its note."""
+    return (trial.error or reasons.node_reasons(total, trial.explanation or {})) + trial.note
+
+
+def _short_reason(key: str, counts: quorum.Counts, min_member: int, need: int, pending: int,
+                  placed: int, nodes: str) -> str:
+    """Why a trial that placed `placed` of `pending` members, fewer than the `need` the group
+    must place (0: quorum held, and none placed), leaves the group waiting: `nodes` alone for
+    a singleton, else its gang reason."""
+    if ids.is_singleton(ids.GroupKey(key)):
+        return nodes
+    if need == 0:
+        return reasons.gang_extra_members(key, min_member, pending, nodes)
+    return reasons.gang_members_fit(key, counts.held + placed, min_member, nodes,
+                                    counts.succeeded)
 
 
 def _priority_note(pending: list[PodObserved]) -> str:

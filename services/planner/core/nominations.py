@@ -32,8 +32,9 @@ from services.planner.core.state import Nomination, PlannerState
 def lapse(state: PlannerState, current: Derived, index: NodeIndex) -> list[str]:
     """Drop nominations past their deadline, whose gang no longer waits, whose gang can no
     longer be placed (its PodGroup deleted, invalid or unsupported: it waits for the PodGroup,
-    and holding its room meanwhile would only keep others out), or one of whose nominated
-    nodes its member can no longer go to (`_node_lost`); their keys, sorted."""
+    and holding its room meanwhile would only keep others out) or now requires one topology
+    domain (such a gang never preempts: its victims were chosen over every domain), or one of
+    whose nominated nodes its member can no longer go to (`_node_lost`); their keys, sorted."""
     ended = sorted(key for key, nomination in state.nominations.items()
                    if nomination.deadline_ms <= state.now_ms or key not in current.pending
                    or _lost_pod_group(state, key) or _node_lost(state, index, nomination))
@@ -59,12 +60,14 @@ def _node_lost(state: PlannerState, index: NodeIndex, nomination: Nomination) ->
 
 
 def _lost_pod_group(state: PlannerState, key: str) -> bool:
-    """Whether the gang `key` waits for its PodGroup: deleted (a gang, not a singleton),
-    invalid, or asking for a constraint the planner does not implement."""
+    """Whether the gang `key` waits for its PodGroup (deleted, a gang, not a singleton;
+    invalid; asking for a constraint the planner does not implement) or may not keep its
+    nomination (its PodGroup requires one topology domain: `attempt.Round._preempt`)."""
     podgroup = state.podgroups.get(key)
     if podgroup is None:
         return not ids.is_singleton(ids.GroupKey(key))
-    return bool(podgroup.invalid_reason or podgroup.unsupported)
+    return bool(podgroup.invalid_reason or podgroup.unsupported
+                or podgroup.topology_key is not None)
 
 
 def victims(state: PlannerState) -> set[str]:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from services.contracts.events import PodObserved
-from services.fit import pod_affinity
+from services.fit import filters, pod_affinity
 from services.fit import reasons as fit_reasons
 from services.planner.core import (
     affinity,
@@ -176,6 +176,14 @@ class Trial:
     def commit(self) -> None:
         """Keep the capacity taken: the caller now records it as reservations."""
         self._taken.clear()
+
+    def redo(self) -> None:
+        """Take again, in the same order, what this trial placed before its `rollback` (the
+        index as it was then: other trials since rolled back too), storage choices made anew."""
+        placed = list(self.assigned)
+        self.assigned.clear()
+        for pod, row in placed:
+            self.take(pod, row, self.index.vector(pod.requests)[0])
 
     def rollback(self) -> None:
         """Give back all capacity this trial took (idempotent)."""
@@ -535,7 +543,7 @@ def _one_by_one(index: NodeIndex, members: list[PodObserved], config: PlannerCon
         if row < 0 or scores[row] == scoring.UNFIT:
             if trial.explanation is None:
                 trial.explanation = explain(index, pod, shape.static, hold, verdicts, spreads,
-                                            storage)
+                                            storage, restrict)
             trial.unplaced.append(pod)
             continue
         trial.take(pod, row, shape.vec)
@@ -609,8 +617,11 @@ def _domain_order(index: NodeIndex, domains: list[tuple[str, BoolArray]], bound_
 def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
             hold: Hold | None, verdicts: IntArray | None = None,
             spreads: IntArray | None = None,
-            storage: volumes.Verdict | None = None) -> dict[str, int]:
-    """Why no node takes `pod` now: per-node reason → number of nodes (kube-scheduler style).
+            storage: volumes.Verdict | None = None,
+            restrict: BoolArray | None = None) -> dict[str, int]:
+    """Why no node takes `pod` now: per-node reason → number of nodes (kube-scheduler style);
+    with `restrict`, of the rows it marks only (the nodes of one topology domain, as
+    kube-scheduler's snapshot holds only a placement's nodes while it tries the placement).
 
     A node that passes the other filters gives its host ports' conflict (NodePorts runs before
     NodeResourcesFit), else one reason per insufficient resource; a node that would fit but for
@@ -620,9 +631,12 @@ def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
     affinity reason (`verdicts`, see `affinity.verdicts`), else NodeDeclaredFeatures' where it
     lacks a feature the pod requires (`StaticFit.lacking`), in kube-scheduler's filter order.
     """
-    counts: Counter[str] = Counter(static.reason_counts)
+    counts: Counter[str] = Counter(static.reason_counts if restrict is None
+                                   else _static_reasons(index, pod, static, restrict))
     vec, cols, missing = index.vector(pod.requests)
     passing = static.mask.copy() if static.lacking is None else static.mask | static.lacking
+    if restrict is not None:
+        passing &= restrict
     if pod.host_ports:
         conflicts = passing & ~index.ports_free(pod.host_ports)
         if conflicts.any():
@@ -662,6 +676,19 @@ def explain(index: NodeIndex, pod: PodObserved, static: StaticFit,
         lacking = int((passing & static.lacking).sum())
         if lacking:
             counts[fit_reasons.NODE_DECLARED_FEATURES] += lacking
+    return dict(counts)
+
+
+def _static_reasons(index: NodeIndex, pod: PodObserved, static: StaticFit,
+                    restrict: BoolArray) -> dict[str, int]:
+    """`static.reason_counts` over the rows `restrict` marks: the first failing filter's
+    reason → number of those nodes (`filters.static_reason`, judged again row by row: only
+    to explain a failure)."""
+    counts: Counter[str] = Counter()
+    for row in np.flatnonzero(restrict & ~static.mask).tolist():
+        reason = filters.static_reason(pod, index.nodes[row])
+        if reason is not None:  # None: it lacks a declared feature (`static.lacking`)
+            counts[reason] += 1
     return dict(counts)
 
 

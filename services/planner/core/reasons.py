@@ -67,7 +67,22 @@ PREEMPTION_UNDER_WAY = ("; preemption: none needed, the room frees as lower-prio
                         "terminate and pods preempted for other gangs leave")
 PREEMPTED = ("preempted by {group} (priority {priority} > {victim_priority}) to make room on "
              "{nodes}; decision {decision}")
+# kube-scheduler's DefaultPreemption PostFilter for a pod whose PodGroup has scheduling
+# constraints (TopologyAwareWorkloadScheduling on, WorkloadAwarePreemption off by default)
+PREEMPTION_CONSTRAINED = ("; preemption: not eligible due to placement-based pod group "
+                          "scheduling limitation, so nothing is evicted")
 SCHEDULING_GATED = "pod is scheduling-gated (spec.schedulingGates)"
+
+# A native PodGroup's topology constraint (kube-scheduler's TopologyPlacementGenerator and
+# `podGroupSchedulingPlacementAlgorithm`, worded as they are).
+GANG_PLACEMENT = "gang {group}: {status}"
+PLACEMENTS_UNAVAILABLE = "0/{placements} placements are available, first placement status: {status}"
+PLACEMENT_STATUS = "{key}={value}: {status}"
+NO_FEASIBLE_PLACEMENTS = "no feasible placements found (no node has the label {key})"
+SCHEDULED_DOMAIN_UNKNOWN = "cannot determine domain for already scheduled pods: {error}"
+SCHEDULED_NODE_NOT_FOUND = 'getting node for pod {pod}: nodeinfo not found for node name "{node}"'
+SCHEDULED_NODE_UNLABELLED = "no topology domain found for pod {pod}"
+SCHEDULED_DOMAINS_DIFFER = "more than 1 domain found for pod group: {first}, {second}"
 NOT_PENDING = "pod is not Pending, so it is not scheduled"
 
 # PodGroup `Scheduled` condition messages (status.derive), when no rejection explains the group.
@@ -275,3 +290,45 @@ def group_waiting(group: str, bound: int, min_member: int, pods: int) -> str:
     with every arrival."""
     message = GROUP_WAITING.format(group=group, bound=bound, min_member=min_member)
     return message + NO_MEMBER_POD if pods == 0 else message
+
+
+def no_feasible_placements(key: str) -> str:
+    """No node carries the topology label `key`: kube-scheduler's `RunPlacementGeneratePlugins`
+    status for no placement generated (`no feasible placements found`), the label named."""
+    return NO_FEASIBLE_PLACEMENTS.format(key=key)
+
+
+def scheduled_node_not_found(pod: str, node: str) -> str:
+    """A member already scheduled to a node the cluster no longer has (TopologyPlacement's
+    `getScheduledPodsTopologyDomain`, the snapshot's `Get` error)."""
+    return SCHEDULED_DOMAIN_UNKNOWN.format(error=SCHEDULED_NODE_NOT_FOUND.format(pod=pod,
+                                                                                node=node))
+
+
+def scheduled_node_unlabelled(pod: str) -> str:
+    """A member already scheduled to a node without the topology label."""
+    return SCHEDULED_DOMAIN_UNKNOWN.format(error=SCHEDULED_NODE_UNLABELLED.format(pod=pod))
+
+
+def scheduled_domains_differ(first: str, second: str) -> str:
+    """Members already scheduled in two values of the topology label (`first` the one found
+    first in member order)."""
+    return SCHEDULED_DOMAIN_UNKNOWN.format(error=SCHEDULED_DOMAINS_DIFFER.format(
+        first=first, second=second))
+
+
+def gang_placement(group: str, status: str) -> str:
+    """A gang no topology domain was generated for (`status`: why, as above)."""
+    return GANG_PLACEMENT.format(group=group, status=status)
+
+
+def placements_unavailable(group: str, placements: int, key: str, value: str,
+                           reason: str) -> str:
+    """A gang that fits in none of its `placements` topology domains: kube-scheduler's
+    `0/<n> placements are available, first placement status: <status>`, the status that of
+    the domain `key`=`value`, whose gang reason `reason` (`gang <group>: ...`) is given
+    without its prefix."""
+    status = PLACEMENT_STATUS.format(key=key, value=value,
+                                     status=reason.removeprefix(f"gang {group}: "))
+    return GANG_PLACEMENT.format(group=group, status=PLACEMENTS_UNAVAILABLE.format(
+        placements=placements, status=status))

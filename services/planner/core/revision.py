@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services import __version__
 
-CORE_REVISION = 45
+CORE_REVISION = 46
 """Bump whenever the same log and config would give different decisions (placement, reasons, time,
 backoff, status, message fields): replay verifies rounds of another revision only as "they
 differ". A name in quotes is the docs/design-notes.md section that states the rule. 1: the first
@@ -200,7 +200,12 @@ placement ("ImageLocality"); a claim and a volume match only when their
 `volumeAttributesClassName` is the same (VolumeBinding's `FindMatchingVolume`); a native
 PodGroup with a non-empty `spec.schedulingConstraints.topology` is never placed: its gang waits
 with `PodGroup ns/g: unsupported constraint: spec.schedulingConstraints.topology`, and a
-nomination it held lapses ("A native PodGroup's topology constraint")."""
+nomination it held lapses ("A native PodGroup's topology constraint"). 46: a native PodGroup's
+topology constraint is honoured as kube-scheduler's TopologyPlacement: the gang is placed in one
+value of the label `topology[0].key` (that of its members already scheduled), the domain chosen
+by PodGroupPodsCount plus NodeResourcesFit's MostAllocated placement score, ties to the lowest
+value; none fitting, it waits with `0/<n> placements are available, first placement status:
+...`; it never preempts, and a starving one holds capacity in one domain ("TopologyPlacement")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""

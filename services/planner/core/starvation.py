@@ -112,7 +112,7 @@ def may_meet_min_resources(index: NodeIndex, podgroup: PodGroupObserved,
 
 def plan_hold(index: NodeIndex, key: str, pending: list[PodObserved], need: int,
               config: PlannerConfig, held_before: list[str],
-              pinned: IntArray | None = None) -> Hold | None:
+              pinned: IntArray | None = None, restrict: BoolArray | None = None) -> Hold | None:
     """The capacity `need` of the `pending` members would take on nodes emptied of all but
     `pinned` (what other schedulers' pods use, see `pinned_usage`), or None if no `need` of
     them fit there.
@@ -124,23 +124,26 @@ def plan_hold(index: NodeIndex, key: str, pending: list[PodObserved], need: int,
     `need` others would fit; reference C.3). `held_before` the nodes it held last round:
     among nodes equally free they are preferred again, so the hold does not wander between
     equally drained nodes (it would never drain any of them), while a node that frees up more
-    takes over.
+    takes over. `restrict`: the only rows it may hold (one topology domain of a gang whose
+    PodGroup requires one, `topology_placement`), None: any.
     """
     room: IntArray = index.alloc.copy() if pinned is None else index.alloc - pinned
     sticky = np.zeros(len(index), dtype=np.int64)
     sticky[[index.row[name] for name in held_before if name in index.row]] = STICKY_BONUS
     members = pending[:need]
     fence = fences.fence(index, members, only_pinned=True)
-    rows = _one_by_one(index, members, room.copy(), index.free.copy(), sticky, config, fence)
+    rows = _one_by_one(index, members, room.copy(), index.free.copy(), sticky, config, fence,
+                       restrict)
     if rows is None and members and (not placement.is_uniform(members, fence is not None)
                                      or placement.is_storage_mutual(index, members)):
         if placement.is_storage_mutual(index, members):
             fence = placement.storage_fence(index, members, fence, only_pinned=True)
-        rows = _searched(index, members, room, index.free.copy(), sticky, config, fence)
+        rows = _searched(index, members, room, index.free.copy(), sticky, config, fence,
+                         restrict)
     if rows is None and len(pending) > need \
             and fences.fence(index, pending, only_pinned=True) is None:
         members, rows = _first_fitting(index, pending, need, room.copy(), index.free.copy(),
-                                       sticky, config)
+                                       sticky, config, restrict)
     if rows is None:
         return None
     amounts: IntArray = np.zeros_like(index.alloc)
@@ -153,13 +156,17 @@ def plan_hold(index: NodeIndex, key: str, pending: list[PodObserved], need: int,
 
 def _one_by_one(index: NodeIndex, members: list[PodObserved], room: IntArray,
                 free_now: IntArray, sticky: IntArray, config: PlannerConfig,
-                fence: tuple[search.Fence, IntArray] | None = None) -> list[int] | None:
-    """Each member's row in member order, each on the best spread row left (None: one fails)."""
+                fence: tuple[search.Fence, IntArray] | None = None,
+                restrict: BoolArray | None = None) -> list[int] | None:
+    """Each member's row in member order, each on the best spread row left among `restrict`
+    (None: all; the same below) (None: one fails)."""
     rows: list[int] = []
     placed_ports: dict[int, list[HostPort]] = {}
     choices = volumes.Choices()
     for position, pod in enumerate(members):
         allowed = None if fence is None else fence[0](position, list(enumerate(rows)))
+        if restrict is not None:
+            allowed = restrict if allowed is None else allowed & restrict
         row = _best_row(index, pod, room, free_now, sticky, config, placed_ports, choices,
                         allowed)
         if row is None:
@@ -181,8 +188,9 @@ def _take(index: NodeIndex, pod: PodObserved, row: int, room: IntArray, free_now
 
 
 def _first_fitting(index: NodeIndex, pending: list[PodObserved], need: int, room: IntArray,
-                   free_now: IntArray, sticky: IntArray,
-                   config: PlannerConfig) -> tuple[list[PodObserved], list[int] | None]:
+                   free_now: IntArray, sticky: IntArray, config: PlannerConfig,
+                   restrict: BoolArray | None = None
+                   ) -> tuple[list[PodObserved], list[int] | None]:
     """The first `need` members that fit one by one in member order, each on the best spread
     row left, skipping those that do not, and their rows (None: fewer than `need` fit). Only
     for members without a fence (no spread or inter-pod constraints among them)."""
@@ -191,7 +199,8 @@ def _first_fitting(index: NodeIndex, pending: list[PodObserved], need: int, room
     placed_ports: dict[int, list[HostPort]] = {}
     choices = volumes.Choices()
     for pod in pending:
-        row = _best_row(index, pod, room, free_now, sticky, config, placed_ports, choices)
+        row = _best_row(index, pod, room, free_now, sticky, config, placed_ports, choices,
+                        restrict)
         if row is None:
             continue
         _take(index, pod, row, room, free_now, placed_ports, choices)
@@ -204,9 +213,11 @@ def _first_fitting(index: NodeIndex, pending: list[PodObserved], need: int, room
 
 def _searched(index: NodeIndex, members: list[PodObserved], room: IntArray, free_now: IntArray,
               sticky: IntArray, config: PlannerConfig,
-              fence: tuple[search.Fence, IntArray] | None = None) -> list[int] | None:
-    """Each member's row by the whole-gang search on the emptied nodes `room` (None: none)."""
-    gang, _ = placement.search_members(index, members, None, config, only_pinned=True)
+              fence: tuple[search.Fence, IntArray] | None = None,
+              restrict: BoolArray | None = None) -> list[int] | None:
+    """Each member's row by the whole-gang search on the emptied nodes `room` among
+    `restrict` (None: all) (None: none)."""
+    gang, _ = placement.search_members(index, members, restrict, config, only_pinned=True)
     spread_config = msgspec.structs.replace(config, scoring=LEAST_ALLOCATED)
     def rank(member: int, rows: IntArray) -> FloatArray:
         penalty = index.static_fit(members[member]).penalty

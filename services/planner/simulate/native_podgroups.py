@@ -12,9 +12,10 @@ valid label key must consist of ...`). The messages are the API server's, its fi
 
 The API server keeps `schedulingConstraints` only while the alpha gate
 TopologyAwareWorkloadScheduling is on (off, its default, `PrepareForCreate` drops the field
-unvalidated); simulate reads a topology as kube-scheduler reads it with the gate on, a
-constraint gangsched does not implement (`watcher.native.unsupported_fields`), and so
-validates it as the API server does with the gate on. Shapes: the JSON types were checked
+unvalidated); simulate reads a topology as kube-scheduler reads it with the gate on (its gang
+placed in one domain of the key: `watcher.native.topology_key`,
+`planner.core.topology_placement`), and so validates it as the API server does with the gate
+on. Shapes: the JSON types were checked
 (`shapes.NATIVE_PODGROUP`); a null item is the zero constraint the API server decodes (no key).
 """
 

@@ -168,7 +168,7 @@ NATIVE_PODGROUP: Shape = {"spec": {"schedulingPolicy": {"gang": {"minCount": INT
                                    "schedulingConstraints": {"topology": [{"key": STRING}]}}}
 """What simulate and the watcher read of a native PodGroup (api scheduling/v1alpha2
 `PodGroupSpec`): its policy, and its topology constraints (`[]TopologyConstraint{Key string}`,
-read by `watcher.native.unsupported_fields`; their values: `native_podgroups`)."""
+read by `watcher.native.topology_key`; their values: `native_podgroups`)."""
 NATIVE_API_VERSION = "scheduling.k8s.io/v1alpha2"
 """The native PodGroup's apiVersion (`watcher.native.API_VERSION`)."""
 

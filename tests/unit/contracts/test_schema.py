@@ -122,3 +122,17 @@ def test_a_podgroup_event_recorded_before_unsupported_decodes_without_one() -> N
     del wire["unsupported"]
     old = codec.decode_event(msgspec.json.encode(wire))
     assert old == msgspec.structs.replace(podgroup, unsupported=())
+
+
+def test_a_podgroup_event_recorded_before_topology_key_decodes_without_one() -> None:
+    from services.contracts.events import PodGroupObserved
+
+    podgroup = PodGroupObserved(at_ms=5, uid="g", namespace="ml", name="train",
+                                resource_version="1", created_at_ms=0, min_member=2,
+                                api_version="scheduling.k8s.io/v1alpha2",
+                                topology_key="example.com/rack")
+    wire = msgspec.json.decode(codec.encode(podgroup))
+    assert wire["topology_key"] == "example.com/rack"
+    del wire["topology_key"]
+    old = codec.decode_event(msgspec.json.encode(wire))
+    assert old == msgspec.structs.replace(podgroup, topology_key=None)

@@ -317,6 +317,15 @@ class PodGroupBuilder:
     def invalid(self, reason: str) -> PodGroupBuilder:
         return self._with(invalid_reason=reason)
 
+    def api_version(self, api_version: str) -> PodGroupBuilder:
+        """The PodGroup's API (`scheduling.x-k8s.io/v1alpha1`, `scheduling.k8s.io/v1alpha2`)."""
+        return self._with(api_version=api_version)
+
+    def topology(self, key: str) -> PodGroupBuilder:
+        """A native PodGroup whose members must share one value of node label `key`
+        (`spec.schedulingConstraints.topology[0].key`)."""
+        return self._with(api_version="scheduling.k8s.io/v1alpha2", topology_key=key)
+
     def build(self, at_ms: int = 0) -> PodGroupObserved:
         return PodGroupObserved(at_ms=at_ms, **self.fields)
 
