@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from services.contracts.decisions import Decision, StatusUpdate
-from services.contracts.events import Event, PodGroupObserved, PodObserved
+from services.contracts.events import NATIVE_GROUP_API, Event, PodGroupObserved, PodObserved
 from services.planner.core import apply as projection
 from services.planner.core import (
     derived,
@@ -29,6 +29,7 @@ from services.planner.core import (
 )
 from services.planner.core.attempt import Round
 from services.planner.core.config import PlannerConfig
+from services.planner.core.indexes import Derived
 from services.planner.core.state import GroupState, PlannerState
 
 
@@ -151,6 +152,8 @@ def _settle(rnd: Round) -> None:
         if group is None:
             group = state.groups[key] = GroupState()
         quorum.count(current, key, group, podgroup.min_member)  # remembers whether it has run
+        if podgroup.api_version == NATIVE_GROUP_API and is_others(state, current, key):
+            continue  # kube-scheduler tells its status (`is_others`)
         memo = status.derive(state, current, podgroup, group)
         if memo != group.last_status:
             group.last_status = memo
@@ -161,3 +164,15 @@ def _settle(rnd: Round) -> None:
                 schedule_start_ms=memo.schedule_start_ms,
                 condition_reason=memo.condition_reason,
                 condition_message=memo.condition_message))
+
+
+def is_others(state: PlannerState, current: Derived, key: str) -> bool:
+    """Whether every pod of group `key` is another scheduler's (`spec.schedulerName`): it has
+    members and none is gangsched's. A native PodGroup's status (its `PodGroupScheduled`
+    condition) is then kube-scheduler's to write for the pods it gangs, so gangsched tells
+    none: two writers of one condition overwrite each other. A Coscheduling PodGroup is still
+    told: gangsched stands in for scheduler-plugins' PodGroup controller, which counts every
+    pod with the label, whichever scheduler's. A PodGroup with no pod yet is told (Waiting)."""
+    uids = current.members.get(key, ())
+    return bool(uids) and not any(pods.is_ours(state.pods[uid], current.scheduler_name)
+                                  for uid in uids)

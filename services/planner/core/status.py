@@ -28,6 +28,8 @@ backed off after a rollback, ...); enough members bound, counted or not (Schedul
 nothing to do
 or tell for now (Waiting: too few members bound, and its members still arriving, not told yet,
 or none left, e.g. all deleted).
+
+A native PodGroup all of whose pods are another scheduler's is not told (`plan.is_others`).
 """
 
 from __future__ import annotations

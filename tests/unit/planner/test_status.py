@@ -334,3 +334,28 @@ def test_a_podgroup_made_anew_does_not_keep_the_old_objects_schedule_start_time(
     cluster.observe(make_podgroup("g", 2).uid("uid-pg-2").created(cluster.now_ms))
     cluster.plan()
     assert cluster.statuses("default/g")[-1].schedule_start_ms == 100_000
+
+
+@pytest.mark.parametrize("api", [COSCHEDULING_API, NATIVE_API])
+def test_a_native_group_of_another_schedulers_pods_gets_no_status_until_a_pod_of_ours_joins(
+        api: str) -> None:
+    """Three bound, running members of kube-scheduler's (`schedulerName: default-scheduler`),
+    as in a native PodGroup kube-scheduler gangs (GenericWorkload, GangScheduling):
+    kube-scheduler writes its `PodGroupScheduled` condition, so gangsched tells nothing (it
+    wrote `gang ...: 3 members bound` over kube-scheduler's condition). A pod of ours joining
+    makes the group gangsched's to tell again. A Coscheduling PodGroup is told throughout,
+    as scheduler-plugins' PodGroup controller counts every pod with the label."""
+    olds = [make_pod(f"k-{i}").on_node("n0", "Running").in_group("g")
+            .scheduler("default-scheduler") for i in range(3)]
+    cluster = Cluster().observe(make_node("n0"),
+                                make_podgroup("g", 3).api_version(api), *olds)
+    cluster.plan()
+    cluster.set_phase("k-0", "Succeeded")
+    cluster.plan()
+    told = [(u.phase, u.running, u.succeeded) for u in cluster.statuses("default/g")]
+    assert told == ([] if api == NATIVE_API else [("Running", 3, 0), ("Running", 2, 1)])
+    cluster.observe(make_pod("ours").in_group("g"))
+    cluster.plan()
+    update = cluster.statuses("default/g")[-1]
+    assert (update.phase, update.running, update.succeeded, update.condition_reason) == (
+        "Running", 2, 1, "Scheduled")
