@@ -17,7 +17,7 @@ import pytest
 
 from tests.cluster.fixture import ControlPlane
 from tests.e2e import kube, manifests
-from tests.support.gangsched_process import GangschedRun, serving
+from tests.support.gangsched_process import BOTH_GROUP_APIS, GangschedRun, serving
 from tests.support.waiting import consistently, eventually
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +40,7 @@ def native_gangsched(native_plane: ControlPlane,
                      tmp_path_factory: pytest.TempPathFactory) -> Iterator[GangschedRun]:
     """`gangsched run` reading both PodGroup APIs."""
     with serving(native_plane.kubeconfig, tmp_path_factory.mktemp("gangsched"),
-                 "--group-apis", "scheduling.x-k8s.io,scheduling.k8s.io") as run:
+                 *BOTH_GROUP_APIS) as run:
         yield run
 
 

@@ -112,3 +112,7 @@ def serving(kubeconfig: Path, data_dir: Path, *extra: str) -> Iterator[Gangsched
         code = run.stop()
         print(run.log_tail(200))
     assert code == 0, f"gangsched run exited {code}"
+
+BOTH_GROUP_APIS = ("--group-apis", "scheduling.x-k8s.io,scheduling.k8s.io")
+"""`gangsched run`'s flags to read native PodGroups (`scheduling.k8s.io/v1alpha2`) beside
+Coscheduling's."""
