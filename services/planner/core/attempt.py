@@ -732,14 +732,20 @@ class Round:
                    pending: list[PodObserved], need: int, pinned: IntArray) -> Hold | None:
         """`starvation.plan_hold` for the gang; for one whose PodGroup requires one domain of
         a node label, inside one domain (`topology_placement.hold_order`, the first where it
-        fits on emptied nodes), never over two; None when it fits in none."""
+        fits on emptied nodes), never over two; None when it fits in none. A domain whose
+        emptied nodes cannot hold `need` members (`topology_placement.may_fit`) is not
+        planned: the hold is planned every round a gang starves."""
         if podgroup is None or podgroup.topology_key is None:
             return starvation.plan_hold(self.index, key, pending, need, self.config,
                                         self.held_before, pinned)
         generated = topology_placement.generate(self.index, podgroup.topology_key,
                                                 self._scheduled(key))
-        for domain in topology_placement.hold_order(generated.domains, self.index,
-                                                    self.config, self.held_before):
+        owner = topology_placement.owners(self.index, podgroup.topology_key, generated.domains)
+        hopeful = topology_placement.may_fit(self.index, pending, need,
+                                             self.index.alloc - pinned, owner)
+        domains = [domain for domain, ok in zip(generated.domains, hopeful, strict=True) if ok]
+        for domain in topology_placement.hold_order(domains, self.index, self.config,
+                                                    self.held_before):
             hold = starvation.plan_hold(self.index, key, pending, need, self.config,
                                         self.held_before, pinned, restrict=domain.mask)
             if hold is not None:
