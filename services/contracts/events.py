@@ -380,6 +380,11 @@ class PodGroupObserved(msgspec.Struct, frozen=True, gc=False, tag="PodGroupObser
     one value every member of the group must share (kube-scheduler's TopologyPlacement; nodes
     without the label never take a member). None: no such constraint (a Coscheduling PodGroup,
     a native one with no or an empty list, an event recorded before it was read)."""
+    scheduling_constraints: bool = False
+    """Whether a native PodGroup's `spec.schedulingConstraints` is set, even with no topology
+    (`{}`, `topology: []`): kube-scheduler's DefaultPreemption then refuses to preempt for its
+    pods (`pg.Spec.SchedulingConstraints != nil`, TopologyAwareWorkloadScheduling), and so
+    does gangsched. Always True with a `topology_key`; False in events recorded before."""
 
 
 class PodGroupDeleted(msgspec.Struct, frozen=True, gc=False, tag="PodGroupDeleted"):

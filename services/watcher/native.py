@@ -73,7 +73,8 @@ def podgroup_event(obj: Mapping[str, Any], at_ms: int) -> PodGroupObserved:
         name=slim._text(meta, "name"), resource_version=slim._text(meta, "resourceVersion"),
         created_at_ms=slim.time_ms(meta.get("creationTimestamp"), at_ms),
         min_member=min_member, invalid_reason=invalid or wrong, api_version=API_VERSION,
-        topology_key=key)
+        topology_key=key,
+        scheduling_constraints=key is not None or spec.get("schedulingConstraints") is not None)
 
 
 def topology_key(spec: Mapping[str, Any]) -> tuple[str | None, str | None]:

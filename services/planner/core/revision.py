@@ -205,7 +205,9 @@ topology constraint is honoured as kube-scheduler's TopologyPlacement: the gang 
 value of the label `topology[0].key` (that of its members already scheduled), the domain chosen
 by PodGroupPodsCount plus NodeResourcesFit's MostAllocated placement score, ties to the lowest
 value; none fitting, it waits with `0/<n> placements are available, first placement status:
-...`; it never preempts, and a starving one holds capacity in one domain ("TopologyPlacement");
+...`; it never preempts (nor does one whose `schedulingConstraints` is set but empty, as
+kube-scheduler's DefaultPreemption), a starving one holds capacity in one domain
+("TopologyPlacement");
 a native PodGroup whose pods are all another scheduler's gets no StatusUpdate (kube-scheduler
 writes its `PodGroupScheduled` condition) ("PodGroup status")."""
 

@@ -324,7 +324,12 @@ class PodGroupBuilder:
     def topology(self, key: str) -> PodGroupBuilder:
         """A native PodGroup whose members must share one value of node label `key`
         (`spec.schedulingConstraints.topology[0].key`)."""
-        return self._with(api_version="scheduling.k8s.io/v1alpha2", topology_key=key)
+        return self._with(api_version="scheduling.k8s.io/v1alpha2", topology_key=key,
+                          scheduling_constraints=True)
+
+    def scheduling_constraints(self) -> PodGroupBuilder:
+        """A native PodGroup whose `spec.schedulingConstraints` is set with no topology."""
+        return self._with(api_version="scheduling.k8s.io/v1alpha2", scheduling_constraints=True)
 
     def build(self, at_ms: int = 0) -> PodGroupObserved:
         return PodGroupObserved(at_ms=at_ms, **self.fields)

@@ -11,6 +11,8 @@ scores by the lowest value (kube-scheduler: map order and at random).
 
 from __future__ import annotations
 
+import pytest
+
 from services.contracts.decisions import Placement, Preemption, Rejection
 from services.planner.core import reasons
 from services.planner.core.config import PlannerConfig
@@ -193,6 +195,25 @@ def test_a_gang_with_the_constraint_never_preempts() -> None:
         "gang default/train: 0/1 placements are available, first placement status: "
         "example.com/rack=a: 0 of 1 members fit; 0/1 nodes are available: 1 Insufficient cpu."
         + reasons.PREEMPTION_CONSTRAINED)
+
+
+@pytest.mark.parametrize("constraints", [False, True])
+def test_empty_scheduling_constraints_refuse_preemption_too(constraints: bool) -> None:
+    # `schedulingConstraints: {}` (or `topology: []`): no domain to keep, but kube-scheduler's
+    # DefaultPreemption refuses any PodGroup whose constraints are set (non-nil); without them
+    # the gang evicts `low`
+    podgroup = make_podgroup("train", 1).api_version("scheduling.k8s.io/v1alpha2")
+    if constraints:
+        podgroup = podgroup.scheduling_constraints()
+    c = planned(make_node("a0").capacity(cpu_milli=1000),
+                make_pod("low").requests(cpu_milli=1000).on_node("a0"), podgroup,
+                make_pod("w0").in_group("train").requests(cpu_milli=1000).priority(100))
+    preempted = any(isinstance(d, Preemption) for d in c.decisions)
+    assert preempted is not constraints
+    if constraints:
+        assert c.last_reason("default/train") == (
+            "gang default/train: 0 of 1 members fit; 0/1 nodes are available: 1 Insufficient "
+            "cpu." + reasons.PREEMPTION_CONSTRAINED)
 
 
 def test_a_nomination_ends_when_its_podgroup_is_replaced_by_one_with_the_constraint() -> None:

@@ -66,7 +66,8 @@ def test_the_key_is_read_whatever_the_policy() -> None:
     basic["spec"]["schedulingPolicy"] = {"basic": {}}
     for obj in (podgroup({"topology": [{"key": RACK}]}), basic):
         event = native.podgroup_event(obj, 0)
-        assert (event.topology_key, event.invalid_reason, event.unsupported) == (RACK, None, ())
+        assert (event.topology_key, event.invalid_reason, event.unsupported,
+                event.scheduling_constraints) == (RACK, None, (), True)
 
 
 def test_a_gang_whose_racks_each_hold_one_member_is_not_split_over_two() -> None:
@@ -101,6 +102,8 @@ def test_an_empty_or_absent_topology_list_is_no_constraint(constraints: Any) -> 
     # schedulingConstraints: anything less generates the one unconstrained placement
     event = native.podgroup_event(podgroup(constraints), 0)
     assert (event.topology_key, event.invalid_reason, event.unsupported) == (None, None, ())
+    # set at all (non-nil), it still makes kube-scheduler's DefaultPreemption refuse the group
+    assert event.scheduling_constraints is (constraints is not None)
 
 
 @pytest.mark.parametrize(("constraints", "reason"), [
