@@ -133,7 +133,8 @@ VolumeAttachments)."""
 def to_event(item: manifests.Item, at_ms: int) -> Event:
     """The watcher's event for one item, as a watcher reading both PodGroup APIs makes it
     (`--group-apis scheduling.x-k8s.io,scheduling.k8s.io`): a native PodGroup by its
-    `gang.minCount`, a pod in a group by its label or else its `spec.schedulingGroup`.
+    `gang.minCount` and `schedulingConstraints.topology`, a pod in a group by its label or
+    else its `spec.schedulingGroup`.
 
     Raises:
         manifests.InvalidManifest: the object is malformed (e.g. an invalid quantity), or a

@@ -202,14 +202,16 @@ PodGroup with a non-empty `spec.schedulingConstraints.topology` is never placed:
 with `PodGroup ns/g: unsupported constraint: spec.schedulingConstraints.topology`, and a
 nomination it held lapses ("A native PodGroup's topology constraint"). 46: a native PodGroup's
 topology constraint is honoured as kube-scheduler's TopologyPlacement: the gang is placed in one
-value of the label `topology[0].key` (that of its members already scheduled), the domain chosen
-by PodGroupPodsCount plus NodeResourcesFit's MostAllocated placement score, ties to the lowest
-value; none fitting, it waits with `0/<n> placements are available, first placement status:
-...`; it never preempts (nor does one whose `schedulingConstraints` is set but empty, as
-kube-scheduler's DefaultPreemption), a starving one holds capacity in one domain
-("TopologyPlacement");
-a native PodGroup whose pods are all another scheduler's gets no StatusUpdate (kube-scheduler
-writes its `PodGroupScheduled` condition) ("PodGroup status")."""
+value of the label `topology[0].key` (that of its members already scheduled; members on two values,
+on a node without the label or on a node gone: `cannot determine domain for already scheduled pods:
+...`; no node with the label: `no feasible placements found (no node has the label K)`), the domain
+chosen by PodGroupPodsCount plus NodeResourcesFit's MostAllocated placement score, ties to the
+lowest value; none fitting, it waits with `0/<n> placements are available, first placement status:
+K=<lowest value>: ...`, that domain's nodes alone counted in `0/<m> nodes are available`; it never
+preempts (nor does one whose `schedulingConstraints` is set but empty, as kube-scheduler's
+DefaultPreemption) and a nomination it held lapses; a starving one holds capacity in one domain
+("TopologyPlacement"); a native PodGroup whose pods are all another scheduler's gets no StatusUpdate
+(kube-scheduler writes its `PodGroupScheduled` condition) ("PodGroup status")."""
 
 PLANNER = f"gangsched {__version__} core {CORE_REVISION}"
 """This planner, as `rounds.planner` records it (at most 64 characters)."""
