@@ -629,10 +629,7 @@ class Round:
             self.lowest_victim = preemption.lowest(self.derived, self.config)
         if priority <= self.lowest_victim:
             return "", False
-        if podgroup is not None and (podgroup.scheduling_constraints
-                                     or podgroup.topology_key is not None):
-            # kube-scheduler's DefaultPreemption refuses a PodGroup with scheduling constraints
-            # (even empty ones), and the dry runs (`fits`) would place the gang over every domain
+        if topology_placement.refuses_preemption(podgroup):
             return reasons.PREEMPTION_CONSTRAINED, False
         units = preemption.candidates(self.state, self.derived, self.index, key, priority,
                                       pending, self.config, nominations.victims(self.state))

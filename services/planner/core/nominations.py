@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from services.contracts import ids
-from services.planner.core import starvation
+from services.planner.core import starvation, topology_placement
 from services.planner.core.capacity import Hold, IntArray, NodeIndex
 from services.planner.core.indexes import Derived
 from services.planner.core.state import Nomination, PlannerState
@@ -32,8 +32,8 @@ from services.planner.core.state import Nomination, PlannerState
 def lapse(state: PlannerState, current: Derived, index: NodeIndex) -> list[str]:
     """Drop nominations past their deadline, whose gang no longer waits, whose gang can no
     longer be placed (its PodGroup deleted, invalid or unsupported: it waits for the PodGroup,
-    and holding its room meanwhile would only keep others out) or now requires one topology
-    domain (such a gang never preempts: its victims were chosen over every domain), or one of
+    and holding its room meanwhile would only keep others out) or now has scheduling
+    constraints (such a gang never preempts: its victims were chosen over every domain), or one of
     whose nominated nodes its member can no longer go to (`_node_lost`); their keys, sorted."""
     ended = sorted(key for key, nomination in state.nominations.items()
                    if nomination.deadline_ms <= state.now_ms or key not in current.pending
@@ -62,12 +62,13 @@ def _node_lost(state: PlannerState, index: NodeIndex, nomination: Nomination) ->
 def _lost_pod_group(state: PlannerState, key: str) -> bool:
     """Whether the gang `key` waits for its PodGroup (deleted, a gang, not a singleton;
     invalid; asking for a constraint the planner does not implement) or may not keep its
-    nomination (its PodGroup requires one topology domain: `attempt.Round._preempt`)."""
+    nomination (its PodGroup has scheduling constraints, so it never preempts:
+    `topology_placement.refuses_preemption`)."""
     podgroup = state.podgroups.get(key)
     if podgroup is None:
         return not ids.is_singleton(ids.GroupKey(key))
     return bool(podgroup.invalid_reason or podgroup.unsupported
-                or podgroup.topology_key is not None)
+                or topology_placement.refuses_preemption(podgroup))
 
 
 def victims(state: PlannerState) -> set[str]:

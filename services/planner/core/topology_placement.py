@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from services.contracts.events import PodObserved
+from services.contracts.events import PodGroupObserved, PodObserved
 from services.planner.core import placement, reasons, scoring
 from services.planner.core.capacity import BoolArray, Hold, IntArray, NodeIndex
 from services.planner.core.config import PlannerConfig
@@ -83,6 +83,15 @@ class Result(NamedTuple):
     chosen: tuple[Domain, placement.Trial] | None
     first: tuple[Domain, placement.Trial] | None
     error: str | None
+
+
+def refuses_preemption(podgroup: PodGroupObserved | None) -> bool:
+    """Whether the gang of `podgroup` never preempts: its native `spec.schedulingConstraints`
+    is set, a topology or even empty (kube-scheduler's DefaultPreemption refuses a PodGroup
+    whose constraints are non-nil; gangsched's preemption dry runs would also place a
+    constrained gang over every domain), so a nomination it holds lapses too."""
+    return podgroup is not None and (podgroup.scheduling_constraints
+                                     or podgroup.topology_key is not None)
 
 
 def generate(index: NodeIndex, key: str, scheduled: list[tuple[str, str]]) -> Generated:

@@ -216,9 +216,8 @@ def test_empty_scheduling_constraints_refuse_preemption_too(constraints: bool) -
             "cpu." + reasons.PREEMPTION_CONSTRAINED)
 
 
-def test_a_nomination_ends_when_its_podgroup_is_replaced_by_one_with_the_constraint() -> None:
-    # its victims were chosen over every domain, and such a gang never preempts: the room they
-    # left goes to others at once, not after the nomination's deadline
+def _nominated_high() -> Cluster:
+    """`high` (priority 100) nominated after preempting `low` from the only node."""
     c = Cluster().observe(make_node("n0").capacity(cpu_milli=4000),
                           make_pod("low").requests(cpu_milli=4000).on_node("n0"),
                           make_podgroup("high", 1),
@@ -226,6 +225,13 @@ def test_a_nomination_ends_when_its_podgroup_is_replaced_by_one_with_the_constra
                           .in_group("high"))
     assert any(isinstance(d, Preemption) for d in c.plan())
     assert "default/high" in c.state.nominations
+    return c
+
+
+def test_a_nomination_ends_when_its_podgroup_is_replaced_by_one_with_the_constraint() -> None:
+    # its victims were chosen over every domain, and such a gang never preempts: the room they
+    # left goes to others at once, not after the nomination's deadline
+    c = _nominated_high()
     c.observe(make_podgroup("high", 1).uid("pg-2").version("9").topology(RACK))
     c.delete_pod("low")
     c.observe(make_pod("other").requests(cpu_milli=4000))
@@ -236,6 +242,19 @@ def test_a_nomination_ends_when_its_podgroup_is_replaced_by_one_with_the_constra
     assert c.last_reason("default/high") == (
         "gang default/high: no feasible placements found (no node has the label "
         "example.com/rack)")
+
+
+def test_a_nomination_ends_when_its_podgroup_gets_empty_constraints() -> None:
+    # `schedulingConstraints: {}` refuses preemption as a topology does, so the nomination
+    # made before lapses at once (it was kept until its deadline), its victim still leaving
+    c = _nominated_high()
+    c.observe(make_podgroup("high", 1).uid("pg-2").version("9").scheduling_constraints())
+    c.advance(1)
+    c.plan()
+    assert not c.state.nominations
+    assert c.last_reason("default/high") == (
+        "gang default/high: 0 of 1 members fit; 0/1 nodes are available: 1 Insufficient cpu."
+        + reasons.PREEMPTION_CONSTRAINED)
 
 
 def test_a_starving_gang_holds_capacity_in_one_rack() -> None:
